@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the offline validators used by deploy/test: helm (Go build, pinned) into .tools/bin and a Python
+# venv in .tools/venv with kubernetes-validate (ships the Kubernetes schemas) and jsonschema (for the
+# compose-spec schema vendored in deploy/schema). Idempotent; prints nothing when everything is present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+TOOLS="$ROOT/.tools/bin"
+VENV="$ROOT/.tools/venv"
+HELM_VERSION=v3.22.0
+KUBERNETES_VALIDATE_VERSION=1.37.0
+JSONSCHEMA_VERSION=4.26.0
+mkdir -p "$TOOLS"
+
+say() { printf '[setup-deploy-tools] %s\n' "$*"; }
+
+if [ ! -x "$TOOLS/helm" ] || ! "$TOOLS/helm" version --short 2>/dev/null | grep -q "^$HELM_VERSION"; then
+  say "building helm $HELM_VERSION with go install (a few minutes on 2 cores)"
+  GOBIN="$TOOLS" GOFLAGS=-mod=mod go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+fi
+
+want_py() {
+  "$VENV/bin/python" - "$KUBERNETES_VALIDATE_VERSION" "$JSONSCHEMA_VERSION" <<'EOF' 2>/dev/null
+import sys
+from importlib.metadata import version
+sys.exit(0 if (version("kubernetes-validate"), version("jsonschema")) == (sys.argv[1], sys.argv[2]) else 1)
+EOF
+}
+
+if [ ! -x "$VENV/bin/python" ] || ! want_py; then
+  say "creating $VENV with kubernetes-validate $KUBERNETES_VALIDATE_VERSION and jsonschema $JSONSCHEMA_VERSION"
+  PY=$(command -v python3.11 || command -v python3)
+  [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check \
+    "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION" "jsonschema==$JSONSCHEMA_VERSION" pyyaml
+fi
+exit 0
