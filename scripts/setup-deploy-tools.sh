@@ -14,7 +14,8 @@ mkdir -p "$TOOLS"
 
 say() { printf '[setup-deploy-tools] %s\n' "$*"; }
 
-if [ ! -x "$TOOLS/helm" ] || ! "$TOOLS/helm" version --short 2>/dev/null | grep -q "^$HELM_VERSION"; then
+# `go install` builds carry no version ldflags (helm prints "v3.22"), so read the module version from the binary.
+if [ ! -x "$TOOLS/helm" ] || ! go version -m "$TOOLS/helm" 2>/dev/null | grep -Eq "^\s+mod\s+helm\.sh/helm/v3\s+$HELM_VERSION\s"; then
   say "building helm $HELM_VERSION with go install (a few minutes on 2 cores)"
   GOBIN="$TOOLS" GOFLAGS=-mod=mod go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
 fi
@@ -32,6 +33,6 @@ if [ ! -x "$VENV/bin/python" ] || ! want_py; then
   PY=$(command -v python3.11 || command -v python3)
   [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
   "$VENV/bin/pip" install --quiet --disable-pip-version-check \
-    "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION" "jsonschema==$JSONSCHEMA_VERSION" pyyaml
+    "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION" "jsonschema==$JSONSCHEMA_VERSION" "pyyaml==6.0.3"
 fi
 exit 0
