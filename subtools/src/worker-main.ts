@@ -1,0 +1,4 @@
+// Entry point of each forked sub-cluster process.
+import { runWorker } from "./worker.js";
+
+runWorker();
