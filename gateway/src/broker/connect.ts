@@ -1,0 +1,13 @@
+import type { Config } from "../config/config.js";
+import type { Logger } from "../log.js";
+import type { Broker } from "./broker.js";
+import { JetStreamBroker } from "./jetstream.js";
+
+/** Connects the broker the config selects. */
+export async function connectBroker(config: Config, log: Logger, name: string): Promise<Broker> {
+  if (config.broker === "redis") {
+    const { RedisBroker } = await import("./redis.js");
+    return RedisBroker.connect({ url: config.redisUrl, log, name });
+  }
+  return JetStreamBroker.connect({ servers: config.natsUrl, stream: config.streamName, subjectPrefix: config.subjectPrefix, name, log });
+}

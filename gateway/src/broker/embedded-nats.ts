@@ -1,0 +1,95 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { GatewayError } from "../errors.js";
+import type { Logger } from "../log.js";
+
+export type EmbeddedNatsOptions = { bin: string; dataDir: string; log: Logger };
+
+/**
+ * A nats-server child with JetStream for the zero-config default. It listens on loopback on a free port,
+ * and is restarted on the same port if it dies while the gateway runs.
+ */
+export class EmbeddedNats {
+  private child?: ChildProcess;
+  private port = -1;
+  private stopping = false;
+  private restarts = 0;
+
+  constructor(private readonly opts: EmbeddedNatsOptions) {}
+
+  get url(): string {
+    return `nats://127.0.0.1:${this.port}`;
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  async start(): Promise<void> {
+    const storeDir = resolve(this.opts.dataDir);
+    mkdirSync(storeDir, { recursive: true });
+    const portsDir = mkdtempSync(join(tmpdir(), "fgw-embedded-nats-"));
+    const args = ["-a", "127.0.0.1", "-p", String(this.port), "-js", "-sd", storeDir, "--ports_file_dir", portsDir, "-n", "fanout-gateway-embedded"];
+    const child = spawn(this.opts.bin, args, { stdio: ["ignore", "ignore", "pipe"] });
+    this.child = child;
+    let stderr = "";
+    child.stderr?.on("data", (d: Buffer) => { stderr = (stderr + d.toString()).slice(-2000); });
+    const spawned = new Promise<void>((res, rej) => {
+      child.once("spawn", () => res());
+      child.once("error", (e) => rej(new GatewayError("ERR_EMBEDDED_NATS", `cannot start ${this.opts.bin}: ${e.message} (run npm run setup, or set NATS_URL)`, { cause: e })));
+    });
+    await spawned;
+    try {
+      this.port = await this.waitForPort(portsDir, () => stderr);
+    } finally {
+      rmSync(portsDir, { recursive: true, force: true });
+    }
+    child.once("exit", (code, signal) => this.onExit(child, code, signal, stderr));
+    this.opts.log.info({ url: this.url, storeDir, natsPid: child.pid }, "embedded nats-server ready");
+  }
+
+  private async waitForPort(portsDir: string, stderr: () => string): Promise<number> {
+    const deadline = Date.now() + 20_000;
+    while (Date.now() < deadline) {
+      if (this.child?.exitCode !== null && this.child?.exitCode !== undefined) {
+        throw new GatewayError("ERR_EMBEDDED_NATS", `embedded nats-server exited with ${this.child.exitCode}: ${stderr().trim()}`);
+      }
+      const f = readdirSync(portsDir).find((n) => n.endsWith(".ports"));
+      if (f) {
+        try {
+          const ports = JSON.parse(readFileSync(join(portsDir, f), "utf8")) as { nats: string[] };
+          return Number(new URL(ports.nats[0]!.replace(/^nats:/, "http:")).port);
+        } catch {
+          // written but not complete yet
+        }
+      }
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    throw new GatewayError("ERR_EMBEDDED_NATS", `embedded nats-server did not start within 20 s: ${stderr().trim()}`);
+  }
+
+  private onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null, stderr: string): void {
+    if (this.stopping || child !== this.child) return;
+    this.restarts++;
+    const delay = Math.min(250 * 2 ** Math.min(this.restarts, 7), 30_000);
+    this.opts.log.error({ code, signal, stderr: stderr.trim().slice(-500), restartInMs: delay }, "embedded nats-server exited; restarting it");
+    setTimeout(() => {
+      if (this.stopping) return;
+      this.start().catch((e) => this.opts.log.error({ err: e }, "embedded nats-server restart failed"));
+    }, delay).unref();
+  }
+
+  /** Stops the server (SIGTERM, then SIGKILL after `timeoutMs`). */
+  async stop(timeoutMs = 5_000): Promise<void> {
+    this.stopping = true;
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((r) => child.once("exit", () => r()));
+    child.kill("SIGTERM");
+    const t = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    await exited;
+    clearTimeout(t);
+  }
+}

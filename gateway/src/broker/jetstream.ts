@@ -1,0 +1,132 @@
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg, type OrderedConsumerOptions } from "@nats-io/jetstream";
+import { SubjectMapper } from "../protocol/channel.js";
+import type { Logger } from "../log.js";
+import type { Broker, BrokerEvent, BrokerMessage, LiveFeed, PublishResult } from "./broker.js";
+import { GatewayError } from "../errors.js";
+
+export type JetStreamBrokerOptions = {
+  servers: string[];
+  stream: string;
+  subjectPrefix: string;
+  name: string;
+  log: Logger;
+  publishTimeoutMs?: number;
+};
+
+/** Converts a JetStream message to the fan-out's view: channel, seq, broker time in ms (µs precision). */
+export function toBrokerMessage(m: JsMsg, mapper: SubjectMapper): BrokerMessage {
+  return { channel: mapper.toChannel(m.subject), seq: m.seq, ts: Number(m.timestampNanos / 1000n) / 1000, payload: m.data };
+}
+
+/**
+ * JetStream broker: publishes with acks and dedup (Nats-Msg-Id), and feeds each channel pattern from one
+ * ordered consumer. The consumer starts right after the stream's last sequence, so when the client library
+ * recreates it (reconnect, missed heartbeats) it resumes from the last message it saw instead of replaying.
+ */
+export class JetStreamBroker implements Broker {
+  readonly kind = "jetstream" as const;
+  readonly capabilities = { replay: true, durable: true, history: true };
+  readonly mapper: SubjectMapper;
+  private listeners: ((e: BrokerEvent) => void)[] = [];
+  private connected = false;
+
+  private constructor(readonly nc: NatsConnection, readonly js: JetStreamClient, readonly jsm: JetStreamManager, private readonly opts: JetStreamBrokerOptions) {
+    this.mapper = new SubjectMapper(opts.subjectPrefix);
+    this.connected = true;
+    void this.watchStatus();
+  }
+
+  static async connect(opts: JetStreamBrokerOptions): Promise<JetStreamBroker> {
+    const nc = await connect({
+      servers: opts.servers,
+      name: opts.name,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
+      reconnectJitter: 100,
+      waitOnFirstConnect: true,
+      pingInterval: 10_000,
+      maxPingOut: 2,
+    });
+    const jsm = await jetstreamManager(nc, { timeout: opts.publishTimeoutMs ?? 5_000 });
+    const js = jetstream(nc, { timeout: opts.publishTimeoutMs ?? 5_000 });
+    return new JetStreamBroker(nc, js, jsm, opts);
+  }
+
+  private async watchStatus(): Promise<void> {
+    for await (const s of this.nc.status()) {
+      if (s.type === "disconnect") {
+        this.connected = false;
+        this.emit({ type: "disconnected" });
+      } else if (s.type === "reconnect") {
+        this.connected = true;
+        this.emit({ type: "reconnected" });
+      } else if (s.type === "error") {
+        this.emit({ type: "error", error: s.error });
+      }
+    }
+  }
+
+  private emit(e: BrokerEvent): void {
+    for (const l of this.listeners) l(e);
+  }
+
+  onEvent(listener: (e: BrokerEvent) => void): void {
+    this.listeners.push(listener);
+  }
+
+  isConnected(): boolean {
+    return this.connected && !this.nc.isClosed();
+  }
+
+  async publish(channel: string, payload: Uint8Array, msgId?: string): Promise<PublishResult> {
+    if (!this.isConnected()) throw new GatewayError("ERR_BROKER_UNAVAILABLE", "NATS is not connected");
+    const ack = await this.js.publish(this.mapper.toSubject(channel), payload, msgId ? { msgID: msgId } : undefined);
+    return { seq: ack.seq, duplicate: ack.duplicate };
+  }
+
+  /** The last sequence of the stream, or of one subject filter when given. */
+  async lastSeq(): Promise<number> {
+    const si = await this.jsm.streams.info(this.opts.stream);
+    return si.state.last_seq;
+  }
+
+  async live(pattern: string, onMessage: (m: BrokerMessage) => void): Promise<LiveFeed> {
+    if (!this.isConnected()) throw new GatewayError("ERR_BROKER_UNAVAILABLE", "NATS is not connected");
+    const start = (await this.lastSeq()) + 1;
+    return this.orderedFeed(pattern, { opt_start_seq: start, deliver_policy: DeliverPolicy.StartSequence }, onMessage);
+  }
+
+  /** An ordered consumer on one pattern from a start position, delivering through a callback. */
+  async orderedFeed(pattern: string, position: Partial<OrderedConsumerOptions>, onMessage: (m: BrokerMessage) => void, maxMessages = 1_024): Promise<LiveFeed & { messages: ConsumerMessages }> {
+    const consumer = await this.js.consumers.get(this.opts.stream, { filter_subjects: [this.mapper.toSubject(pattern)], ...position });
+    const mapper = this.mapper;
+    const log = this.opts.log;
+    const messages = await consumer.consume({
+      max_messages: maxMessages,
+      callback: (m) => {
+        try {
+          onMessage(toBrokerMessage(m, mapper));
+        } catch (e) {
+          log.error({ err: e, pattern }, "fan-out callback failed");
+        }
+      },
+    });
+    return {
+      messages,
+      stop: async () => {
+        messages.stop();
+        await messages.closed().catch(() => undefined);
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.nc.isClosed()) return;
+    try {
+      await this.nc.drain();
+    } catch {
+      await this.nc.close().catch(() => undefined);
+    }
+  }
+}

@@ -1,0 +1,65 @@
+import type { JetStreamManager, StreamConfig, StreamInfo } from "@nats-io/jetstream";
+import { DiscardPolicy, RetentionPolicy, StorageType } from "@nats-io/jetstream";
+import { nanos } from "@nats-io/transport-node";
+import type { Config } from "../config/config.js";
+import { GatewayError } from "../errors.js";
+import type { Logger } from "../log.js";
+
+/** The stream the gateway wants, from config: one stream, subjects `<prefix>.>`. */
+export function desiredStream(c: Config): Partial<StreamConfig> & { name: string } {
+  return {
+    name: c.streamName,
+    subjects: [`${c.subjectPrefix}.>`],
+    storage: c.streamStorage === "memory" ? StorageType.Memory : StorageType.File,
+    num_replicas: c.streamReplicas,
+    max_age: nanos(c.streamMaxAge),
+    max_msgs_per_subject: c.streamMaxMsgsPerSubject,
+    max_bytes: c.streamMaxBytes,
+    duplicate_window: nanos(c.streamDuplicateWindow),
+    retention: RetentionPolicy.Limits,
+    discard: DiscardPolicy.Old,
+    allow_direct: true,
+  };
+}
+
+const COMPARED = ["subjects", "storage", "num_replicas", "max_age", "max_msgs_per_subject", "max_bytes", "duplicate_window", "retention", "discard", "allow_direct"] as const;
+
+export type StreamDiff = { field: string; existing: unknown; wanted: unknown }[];
+
+export function diffStream(existing: StreamConfig, wanted: Partial<StreamConfig>): StreamDiff {
+  const out: StreamDiff = [];
+  for (const f of COMPARED) {
+    const a = existing[f];
+    const b = wanted[f];
+    if (b !== undefined && JSON.stringify(a) !== JSON.stringify(b)) out.push({ field: f, existing: a, wanted: b });
+  }
+  return out;
+}
+
+/**
+ * Creates the stream, or checks an existing one. A differing stream is updated only with `--update-stream`;
+ * otherwise the difference is logged and startup fails with ERR_STREAM_MISMATCH.
+ */
+export async function ensureStream(jsm: JetStreamManager, c: Config, log: Logger): Promise<StreamInfo> {
+  const wanted = desiredStream(c);
+  let info: StreamInfo | undefined;
+  try {
+    info = await jsm.streams.info(wanted.name);
+  } catch (e) {
+    if (!/stream not found/i.test(String((e as Error).message))) throw e;
+  }
+  if (!info) {
+    const created = await jsm.streams.add(wanted);
+    log.info({ stream: wanted.name, subjects: wanted.subjects, storage: c.streamStorage, replicas: c.streamReplicas }, "stream created");
+    return created;
+  }
+  const diff = diffStream(info.config, wanted);
+  if (diff.length === 0) return info;
+  if (!c.updateStream) {
+    log.error({ stream: wanted.name, diff }, "existing stream config differs from the gateway's settings; start with --update-stream to apply them");
+    throw new GatewayError("ERR_STREAM_MISMATCH", `stream ${wanted.name} differs in ${diff.map((d) => d.field).join(", ")} (use --update-stream)`);
+  }
+  const updated = await jsm.streams.update(wanted.name, { ...info.config, ...wanted });
+  log.warn({ stream: wanted.name, diff }, "stream config updated");
+  return updated;
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env node
+import cluster from "node:cluster";
+import { loadConfig, settingsTable } from "./config/config.js";
+import { runPrimary } from "./cluster/primary.js";
+import { runWorker } from "./cluster/worker.js";
+import { ConfigError, GatewayError } from "./errors.js";
+
+const USAGE = `fanout-gateway — WebSocket fan-out gateway on NATS JetStream
+
+Usage: fanout-gateway [--flag value ...]   (every flag is also an env var)
+
+Settings:
+`;
+
+async function main(): Promise<void> {
+  let parsed;
+  try {
+    parsed = loadConfig(process.argv.slice(2), process.env);
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`fanout-gateway: ${e.message}\n`);
+      process.exit(1);
+    }
+    throw e;
+  }
+  if (parsed.help) {
+    process.stdout.write(USAGE + settingsTable() + "\n");
+    return;
+  }
+  if (parsed.configTable) {
+    process.stdout.write(settingsTable() + "\n");
+    return;
+  }
+  if (cluster.isPrimary) await runPrimary(parsed.config);
+  else await runWorker(parsed.config);
+}
+
+main().catch((e: unknown) => {
+  const msg = e instanceof GatewayError ? `${e.code}: ${e.message}` : e instanceof Error ? (e.stack ?? e.message) : String(e);
+  process.stderr.write(`fanout-gateway: ${msg}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,99 @@
+import cluster from "node:cluster";
+import client from "prom-client";
+import type { Broker } from "../broker/broker.js";
+import { connectBroker } from "../broker/connect.js";
+import type { Config } from "../config/config.js";
+import { FanoutHub } from "../fanout/hub.js";
+import { registerHttpRoutes } from "../http/routes.js";
+import { createLogger, type Logger } from "../log.js";
+import { createMetrics, type Metrics } from "../metrics/metrics.js";
+import { loadUws } from "../uws.js";
+import { WsEndpoint } from "../ws/server.js";
+import { isFgwMessage, type ToPrimary, type ToWorker } from "./ipc.js";
+
+/** A worker: one uWS app on the shared port (SO_REUSEPORT), one broker connection, one fan-out hub. */
+export async function runWorker(config: Config): Promise<void> {
+  const log = createLogger(config.logLevel, { role: "worker", worker: cluster.worker?.id });
+  const uws = loadUws();
+  new client.AggregatorRegistry(); // answers the primary's metric requests (prom-client 15 needs one per worker)
+  const metrics = createMetrics();
+  let draining = false;
+  const isDraining = () => draining;
+
+  const broker = await connectBroker(config, log, `fanout-gateway-worker-${cluster.worker?.id ?? 0}`);
+  watchBroker(broker, metrics, log);
+
+  const app = uws.App();
+  const hub = new FanoutHub(app, broker, metrics, log, config.consumerLingerMs);
+  const ws = new WsEndpoint(app, { config, broker, hub, metrics, log, isDraining });
+  registerHttpRoutes(app, { config, broker, metrics, log, isDraining, clusterMetrics: requestClusterMetrics });
+  await ws.listen(config.host, config.port);
+  send({ type: "fgw:listening", port: config.port });
+  log.debug({ port: config.port }, "worker listening");
+
+  const shutdown = async (why: string): Promise<void> => {
+    if (draining) return;
+    draining = true;
+    log.info({ why, sockets: ws.sockets.size }, "worker draining");
+    ws.stopListening();
+    ws.closeAll();
+    await hub.stopAll();
+    await broker.close();
+    process.exit(0);
+  };
+  process.on("message", (m: unknown) => {
+    if (isFgwMessage(m) && (m as ToWorker).type === "fgw:shutdown") void shutdown("primary asked");
+  });
+  // The primary is gone (killed): do not linger as an orphan.
+  process.on("disconnect", () => void shutdown("primary disconnected"));
+  // Signals go to the whole process group; the primary coordinates the drain.
+  process.on("SIGTERM", () => undefined);
+  process.on("SIGINT", () => undefined);
+}
+
+function watchBroker(broker: Broker, metrics: Metrics, log: Logger): void {
+  metrics.brokerConnected.set(broker.isConnected() ? 1 : 0);
+  broker.onEvent((e) => {
+    if (e.type === "disconnected") {
+      metrics.brokerConnected.set(0);
+      log.warn("broker disconnected");
+    } else if (e.type === "reconnected") {
+      metrics.brokerConnected.set(1);
+      metrics.brokerReconnects.inc();
+      log.info("broker reconnected");
+    } else if (e.type === "error") {
+      log.warn({ err: e.error }, "broker error");
+    }
+  });
+}
+
+function send(m: ToPrimary): void {
+  process.send?.(m);
+}
+
+let metricsReq = 0;
+const pending = new Map<number, (m: ToWorker & { type: "fgw:metrics-res" }) => void>();
+process.on("message", (m: unknown) => {
+  if (isFgwMessage(m) && (m as ToWorker).type === "fgw:metrics-res") {
+    const r = m as ToWorker & { type: "fgw:metrics-res" };
+    pending.get(r.id)?.(r);
+    pending.delete(r.id);
+  }
+});
+
+/** Asks the primary for the metrics of all workers, aggregated. */
+function requestClusterMetrics(): Promise<{ text: string; contentType: string }> {
+  const id = ++metricsReq;
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => {
+      pending.delete(id);
+      reject(new Error("primary did not answer in 6 s"));
+    }, 6_000);
+    pending.set(id, (r) => {
+      clearTimeout(t);
+      if (r.error || r.text === undefined) reject(new Error(r.error ?? "no metrics"));
+      else resolve({ text: r.text, contentType: r.contentType ?? "text/plain" });
+    });
+    send({ type: "fgw:metrics-req", id });
+  });
+}

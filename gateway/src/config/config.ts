@@ -1,0 +1,88 @@
+import { existsSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { ConfigError } from "../errors.js";
+import { SETTINGS, type Setting, type SettingKey } from "./settings.js";
+
+/** The gateway's whole configuration, parsed once from env and flags, then frozen. */
+export type Config = { readonly [K in SettingKey]: ReturnType<(typeof SETTINGS)[K]["default"]> };
+
+/** Env var through which the primary hands its resolved config to workers. */
+export const WORKER_CONFIG_ENV = "FGW_WORKER_CONFIG";
+
+/** Package root (where package.json is), from dist/gateway/src/config or gateway/src/config. */
+export const PACKAGE_ROOT = (() => {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 6; i++) {
+    if (existsSync(resolve(dir, "package.json"))) return dir;
+    dir = dirname(dir);
+  }
+  return process.cwd();
+})();
+
+export type ParsedCli = { config: Config; help: boolean; configTable: boolean };
+
+/** Parses argv (without node and script) and env. Throws ConfigError naming the setting on a bad value. */
+export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): ParsedCli {
+  const inherited = env[WORKER_CONFIG_ENV];
+  if (inherited) return { config: Object.freeze(JSON.parse(inherited)) as Config, help: false, configTable: false };
+
+  const options: Record<string, { type: "string" | "boolean" }> = { help: { type: "boolean" }, "config-table": { type: "boolean" } };
+  for (const s of Object.values(SETTINGS) as Setting<unknown>[]) options[s.flag] = { type: s.boolean ? "boolean" : "string" };
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    values = parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values;
+  } catch (e) {
+    const msg = e instanceof Error ? e.message : String(e);
+    const flag = /'(--?[\w-]+)/.exec(msg)?.[1] ?? "arguments";
+    throw new ConfigError(flag, `${msg} (see --help)`);
+  }
+
+  const out: Record<string, unknown> = {};
+  for (const [key, s] of Object.entries(SETTINGS) as [SettingKey, Setting<unknown>][]) {
+    out[key] = readSetting(s, values[s.flag], env[s.env]);
+  }
+  const config = out as Config;
+  crossCheck(config);
+  if (!config.natsServerBin) {
+    const local = resolve(PACKAGE_ROOT, ".tools/bin/nats-server");
+    (out as { natsServerBin: string }).natsServerBin = existsSync(local) ? local : "nats-server";
+  }
+  return { config: Object.freeze(config), help: values.help === true, configTable: values["config-table"] === true };
+}
+
+function readSetting(s: Setting<unknown>, flagValue: string | boolean | undefined, envValue: string | undefined): unknown {
+  const name = flagValue !== undefined ? `--${s.flag}` : `${s.env}`;
+  let value: unknown;
+  try {
+    if (flagValue !== undefined) value = typeof flagValue === "boolean" ? flagValue : s.parse(flagValue);
+    else if (envValue !== undefined && envValue !== "") value = s.parse(envValue);
+    else return s.default();
+  } catch (e) {
+    throw new ConfigError(s.env, `invalid ${name}: ${(e as Error).message}`);
+  }
+  const problem = s.check?.(value);
+  if (problem) throw new ConfigError(s.env, `invalid ${name}: ${JSON.stringify(value)} ${problem}`);
+  return value;
+}
+
+function crossCheck(c: Config): void {
+  if (c.maxBackpressureBytes <= c.backpressureBytes) {
+    throw new ConfigError("MAX_BACKPRESSURE_BYTES", `invalid MAX_BACKPRESSURE_BYTES (--max-backpressure-bytes): must be larger than BACKPRESSURE_BYTES (${c.backpressureBytes})`);
+  }
+  for (const u of c.natsUrl) {
+    if (!/^(nats|tls|ws|wss):\/\/[^\s]+$/.test(u) && !/^[\w.-]+:\d+$/.test(u)) {
+      throw new ConfigError("NATS_URL", `invalid NATS_URL (--nats-url): "${u}" is not a NATS URL (nats://host:port)`);
+    }
+  }
+  if (c.redisUrl && !/^rediss?:\/\//.test(c.redisUrl)) {
+    throw new ConfigError("REDIS_URL", `invalid REDIS_URL (--redis-url): "${c.redisUrl}" is not a redis:// URL`);
+  }
+}
+
+/** The settings table in Markdown, as in the README. */
+export function settingsTable(): string {
+  const rows = (Object.values(SETTINGS) as Setting<unknown>[]).map((s) => `| \`${s.env}\` | \`--${s.flag}\` | ${s.shown} | ${s.doc} |`);
+  return ["| env | flag | default | meaning |", "|---|---|---|---|", ...rows].join("\n");
+}

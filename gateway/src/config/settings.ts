@@ -1,0 +1,60 @@
+import { availableParallelism } from "node:os";
+import { parseBool, parseBytes, parseDuration, parseIntStrict, parseList } from "./parse.js";
+
+/** How one setting is read: its env var, its CLI flag, its parser, its default and its doc line. */
+export type Setting<T> = {
+  env: string;
+  flag: string;
+  doc: string;
+  /** Default as shown in docs. */
+  shown: string;
+  default: () => T;
+  parse: (raw: string) => T;
+  check?: (v: T) => string | undefined;
+  /** Boolean flags take no value on the command line. */
+  boolean?: boolean;
+};
+
+const int = (min: number, max: number) => (v: number) => (v < min || v > max ? `must be between ${min} and ${max}` : undefined);
+const oneOf = <T extends string>(...values: T[]) => (raw: string): T => {
+  const v = raw.trim() as T;
+  if (!values.includes(v)) throw new Error(`"${raw}" is not one of ${values.join(", ")}`);
+  return v;
+};
+const positiveOrUnlimited = (v: number) => (v === 0 || v < -1 ? "must be positive, or -1 for unlimited" : undefined);
+
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** The settings table. Keys are the config field names; README's table is printed from this (`--help`). */
+export const SETTINGS = {
+  port: { env: "PORT", flag: "port", shown: "9000", doc: "HTTP and WebSocket port; 0 picks a free one", default: () => 9000, parse: parseIntStrict, check: int(0, 65535) },
+  host: { env: "HOST", flag: "host", shown: "0.0.0.0", doc: "Address to listen on", default: () => "0.0.0.0", parse: (s: string) => s.trim() },
+  workers: { env: "WORKERS", flag: "workers", shown: "CPU count", doc: "Worker processes (node:cluster)", default: () => availableParallelism(), parse: parseIntStrict, check: int(1, 256) },
+  broker: { env: "BROKER", flag: "broker", shown: "jetstream", doc: "Message broker: jetstream, or redis (pub/sub baseline: no replay, no durable)", default: () => "jetstream" as "jetstream" | "redis", parse: oneOf("jetstream", "redis") },
+  natsUrl: { env: "NATS_URL", flag: "nats-url", shown: "(embedded)", doc: "Comma list of NATS URLs; unset starts an embedded nats-server", default: () => [] as string[], parse: parseList },
+  natsDataDir: { env: "NATS_DATA_DIR", flag: "nats-data-dir", shown: "./data/nats", doc: "JetStream store of the embedded nats-server", default: () => "./data/nats", parse: (s: string) => s.trim() },
+  natsServerBin: { env: "NATS_SERVER_BIN", flag: "nats-server-bin", shown: ".tools/bin/nats-server", doc: "nats-server binary for the embedded server", default: () => "", parse: (s: string) => s.trim() },
+  redisUrl: { env: "REDIS_URL", flag: "redis-url", shown: "(embedded)", doc: "Redis URL for --broker redis; unset starts an embedded redis-server", default: () => "", parse: (s: string) => s.trim() },
+  streamName: { env: "STREAM_NAME", flag: "stream-name", shown: "EVENTS", doc: "JetStream stream holding all channels", default: () => "EVENTS", parse: (s: string) => s.trim(), check: (v: string) => (/^[A-Za-z0-9_-]+$/.test(v) ? undefined : "must be letters, digits, _ or -") },
+  subjectPrefix: { env: "SUBJECT_PREFIX", flag: "subject-prefix", shown: "ev", doc: "Subject prefix: channel orders.eu is subject <prefix>.orders.eu", default: () => "ev", parse: (s: string) => s.trim(), check: (v: string) => (/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/.test(v) ? undefined : "must be dot-separated tokens of letters, digits, _ or -") },
+  streamStorage: { env: "STREAM_STORAGE", flag: "stream-storage", shown: "file", doc: "Stream storage: file or memory", default: () => "file" as "file" | "memory", parse: oneOf("file", "memory") },
+  streamReplicas: { env: "STREAM_REPLICAS", flag: "stream-replicas", shown: "1", doc: "Stream replicas (1, 3 or 5 on a cluster)", default: () => 1, parse: parseIntStrict, check: int(1, 5) },
+  streamMaxAge: { env: "STREAM_MAX_AGE", flag: "stream-max-age", shown: "24h", doc: "Oldest message kept; 0 keeps forever", default: () => 86_400_000, parse: parseDuration },
+  streamMaxMsgsPerSubject: { env: "STREAM_MAX_MSGS_PER_SUBJECT", flag: "stream-max-msgs-per-subject", shown: "-1", doc: "Messages kept per channel; -1 unlimited", default: () => -1, parse: parseIntStrict, check: positiveOrUnlimited },
+  streamMaxBytes: { env: "STREAM_MAX_BYTES", flag: "stream-max-bytes", shown: "1GiB", doc: "Stream size limit; -1 unlimited", default: () => 1_073_741_824, parse: parseBytes, check: positiveOrUnlimited },
+  streamDuplicateWindow: { env: "STREAM_DUPLICATE_WINDOW", flag: "stream-duplicate-window", shown: "2m", doc: "Window in which a repeated msgId / Idempotency-Key is stored once", default: () => 120_000, parse: parseDuration, check: (v: number) => (v < 100 ? "must be at least 100ms" : undefined) },
+  updateStream: { env: "UPDATE_STREAM", flag: "update-stream", shown: "false", doc: "Update an existing stream whose config differs instead of exiting", default: () => false, parse: parseBool, boolean: true },
+  maxPayloadBytes: { env: "MAX_PAYLOAD_BYTES", flag: "max-payload-bytes", shown: "64KiB", doc: "Largest inbound WebSocket frame or HTTP body; larger frames close with 1009", default: () => 65_536, parse: parseBytes, check: int(256, 16_777_216) },
+  maxSubscriptions: { env: "MAX_SUBSCRIPTIONS", flag: "max-subscriptions", shown: "100", doc: "Subscriptions per connection", default: () => 100, parse: parseIntStrict, check: int(1, 100_000) },
+  backpressureBytes: { env: "BACKPRESSURE_BYTES", flag: "backpressure-bytes", shown: "256KiB", doc: "Buffered bytes above which a socket leaves live delivery (slow client)", default: () => 262_144, parse: parseBytes, check: int(1_024, 1_073_741_824) },
+  maxBackpressureBytes: { env: "MAX_BACKPRESSURE_BYTES", flag: "max-backpressure-bytes", shown: "8MiB", doc: "Hard per-socket buffer cap (uWS maxBackpressure)", default: () => 8_388_608, parse: parseBytes, check: int(4_096, 1_073_741_824) },
+  slowConsumerTimeoutMs: { env: "SLOW_CONSUMER_TIMEOUT", flag: "slow-consumer-timeout", shown: "30s", doc: "A socket stuck over its buffer limit this long is closed with 4008", default: () => 30_000, parse: parseDuration, check: int(100, 3_600_000) },
+  consumerLingerMs: { env: "CONSUMER_LINGER", flag: "consumer-linger", shown: "2s", doc: "How long a channel consumer outlives its last local subscriber", default: () => 2_000, parse: parseDuration, check: int(0, 600_000) },
+  idleTimeoutSec: { env: "IDLE_TIMEOUT", flag: "idle-timeout", shown: "120s", doc: "Idle WebSocket timeout; the server pings before it expires", default: () => 120, parse: (s: string) => Math.round(parseDuration(s) / 1000), check: int(8, 960) },
+  shutdownTimeoutMs: { env: "SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", shown: "10s", doc: "Bound on the graceful drain at SIGTERM/SIGINT", default: () => 10_000, parse: parseDuration, check: int(100, 600_000) },
+  restartBackoffMs: { env: "RESTART_BACKOFF", flag: "restart-backoff", shown: "500ms", doc: "First delay before restarting a crashed worker (doubles to 30 s)", default: () => 500, parse: parseDuration, check: int(0, 60_000) },
+  logLevel: { env: "LOG_LEVEL", flag: "log-level", shown: "info", doc: "pino level: fatal, error, warn, info, debug, trace, silent", default: () => "info" as LogLevel, parse: oneOf(...LOG_LEVELS) },
+} satisfies Record<string, Setting<any>>;
+
+export type SettingKey = keyof typeof SETTINGS;

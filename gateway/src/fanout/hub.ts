@@ -1,0 +1,128 @@
+import type { TemplatedApp } from "../uws.js";
+import type { Broker, BrokerMessage, LiveFeed } from "../broker/broker.js";
+import type { Logger } from "../log.js";
+import type { Metrics } from "../metrics/metrics.js";
+import { msgFrame } from "../protocol/serialize.js";
+
+/** The worker's live feed for one channel pattern, shared by every local socket subscribed to it. */
+export type ChannelFeed = {
+  readonly pattern: string;
+  /** uWS topic the feed publishes to; sockets subscribe to it. */
+  readonly topic: string;
+  refs: number;
+  /** Messages fanned out so far, and the seq of the last one (for backpressure accounting and catch-up). */
+  count: number;
+  lastSeq: number;
+  ready: Promise<void>;
+  live?: LiveFeed;
+  linger?: NodeJS.Timeout;
+};
+
+export const topicOf = (pattern: string): string => `p:${pattern}`;
+
+/**
+ * Where a message goes from the broker to sockets: one broker consumer per distinct pattern per worker,
+ * created on the first local subscription and stopped a linger period after the last one leaves. Each
+ * message is serialized once here and published to the pattern's uWS topic; uWS writes it to every socket.
+ */
+export class FanoutHub {
+  private readonly feeds = new Map<string, ChannelFeed>();
+
+  constructor(
+    private readonly app: TemplatedApp,
+    private readonly broker: Broker,
+    private readonly metrics: Metrics,
+    private readonly log: Logger,
+    private readonly lingerMs: number,
+  ) {}
+
+  get size(): number {
+    return this.feeds.size;
+  }
+
+  get(pattern: string): ChannelFeed | undefined {
+    return this.feeds.get(pattern);
+  }
+
+  /** Takes a reference on the pattern's feed, starting it if needed; resolves once it delivers. */
+  async acquire(pattern: string): Promise<ChannelFeed> {
+    let feed = this.feeds.get(pattern);
+    if (feed) {
+      if (feed.linger) {
+        clearTimeout(feed.linger);
+        feed.linger = undefined;
+      }
+      feed.refs++;
+      try {
+        await feed.ready;
+      } catch (e) {
+        feed.refs--;
+        throw e;
+      }
+      return feed;
+    }
+    const created: ChannelFeed = { pattern, topic: topicOf(pattern), refs: 1, count: 0, lastSeq: 0, ready: Promise.resolve() };
+    created.ready = this.start(created);
+    this.feeds.set(pattern, created);
+    await created.ready;
+    return created;
+  }
+
+  private async start(feed: ChannelFeed): Promise<void> {
+    try {
+      feed.live = await this.broker.live(feed.pattern, (m) => this.deliver(feed, m));
+      this.metrics.channelConsumers.inc();
+      if (this.feeds.get(feed.pattern) !== feed || feed.refs === 0) {
+        // Everyone left while it was starting.
+        if (feed.refs === 0) this.scheduleStop(feed);
+      }
+    } catch (e) {
+      if (this.feeds.get(feed.pattern) === feed) this.feeds.delete(feed.pattern);
+      this.log.warn({ err: e, pattern: feed.pattern }, "channel consumer could not start");
+      throw e;
+    }
+  }
+
+  private deliver(feed: ChannelFeed, m: BrokerMessage): void {
+    feed.count++;
+    feed.lastSeq = m.seq;
+    this.metrics.brokerMessages.inc();
+    const receivers = this.app.numSubscribers(feed.topic);
+    if (receivers === 0) return;
+    const frame = msgFrame({ channel: m.channel, pattern: feed.pattern, seq: m.seq, ts: m.ts }, m.payload);
+    this.app.publish(feed.topic, frame, false, false);
+    this.metrics.framesDelivered.inc(receivers);
+  }
+
+  /** Drops a reference; the feed stops after the linger period if nobody takes it again. */
+  release(pattern: string): void {
+    const feed = this.feeds.get(pattern);
+    if (!feed || feed.refs === 0) return;
+    feed.refs--;
+    if (feed.refs === 0) this.scheduleStop(feed);
+  }
+
+  private scheduleStop(feed: ChannelFeed): void {
+    if (feed.linger) clearTimeout(feed.linger);
+    feed.linger = setTimeout(() => {
+      feed.linger = undefined;
+      if (feed.refs > 0 || this.feeds.get(feed.pattern) !== feed) return;
+      this.feeds.delete(feed.pattern);
+      void this.stopFeed(feed);
+    }, this.lingerMs);
+    feed.linger.unref();
+  }
+
+  private async stopFeed(feed: ChannelFeed): Promise<void> {
+    if (!feed.live) return;
+    this.metrics.channelConsumers.dec();
+    await feed.live.stop().catch((e) => this.log.debug({ err: e, pattern: feed.pattern }, "stopping channel consumer failed"));
+  }
+
+  async stopAll(): Promise<void> {
+    const all = [...this.feeds.values()];
+    this.feeds.clear();
+    for (const f of all) if (f.linger) clearTimeout(f.linger);
+    await Promise.all(all.map((f) => this.stopFeed(f)));
+  }
+}

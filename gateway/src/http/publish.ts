@@ -1,0 +1,42 @@
+import type { Broker, PublishResult } from "../broker/broker.js";
+import type { Config } from "../config/config.js";
+import type { Logger } from "../log.js";
+import type { Metrics } from "../metrics/metrics.js";
+import { ErrorCode } from "../protocol/codes.js";
+
+/** A publish that failed, with the wire code and the HTTP status it maps to. */
+export class PublishFailure extends Error {
+  constructor(readonly wireCode: ErrorCode, readonly status: number, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "PublishFailure";
+  }
+}
+
+type PublishContext = { config: Config; broker: Broker; metrics: Metrics; log: Logger; isDraining: () => boolean };
+
+/** Publishes one JSON value (from WS or HTTP) with an optional dedup id; the shared path for both. */
+export async function publishOnce(ctx: PublishContext, via: "ws" | "http", channel: string, data: unknown, msgId?: string, encoded?: Uint8Array): Promise<PublishResult> {
+  const m = ctx.metrics;
+  const [ok, dup, err] = via === "ws" ? [m.publishOk, m.publishDuplicate, m.publishError] : [m.httpPublishOk, m.httpPublishDuplicate, m.httpPublishError];
+  const payload = encoded ?? Buffer.from(JSON.stringify(data));
+  if (payload.length > ctx.config.maxPayloadBytes) {
+    err.inc();
+    throw new PublishFailure(ErrorCode.PayloadTooLarge, 413, `payload is ${payload.length} bytes; the limit is ${ctx.config.maxPayloadBytes}`);
+  }
+  if (!ctx.broker.isConnected()) {
+    err.inc();
+    throw new PublishFailure(ErrorCode.BrokerUnavailable, 503, "broker is not connected; retry");
+  }
+  const end = m.publishDuration.startTimer();
+  try {
+    const r = await ctx.broker.publish(channel, payload, msgId);
+    end();
+    (r.duplicate ? dup : ok).inc();
+    return r;
+  } catch (e) {
+    err.inc();
+    const down = !ctx.broker.isConnected();
+    if (ctx.log.isLevelEnabled("debug")) ctx.log.debug({ err: e, channel }, "publish failed");
+    throw new PublishFailure(down ? ErrorCode.BrokerUnavailable : ErrorCode.BrokerError, down ? 503 : 502, down ? "broker is not connected; retry" : `publish failed: ${(e as Error).message}`, { cause: e });
+  }
+}

@@ -1,0 +1,45 @@
+import type { HttpResponse } from "../uws.js";
+
+/** Response state shared by async handlers: uWS forbids touching a response after it was aborted. */
+export type ResState = { aborted: boolean; done: boolean };
+
+export function track(res: HttpResponse): ResState {
+  const st: ResState = { aborted: false, done: false };
+  res.onAborted(() => {
+    st.aborted = true;
+  });
+  return st;
+}
+
+const STATUS: Record<number, string> = { 200: "200 OK", 201: "201 Created", 400: "400 Bad Request", 404: "404 Not Found", 405: "405 Method Not Allowed", 413: "413 Payload Too Large", 500: "500 Internal Server Error", 502: "502 Bad Gateway", 503: "503 Service Unavailable" };
+
+export function send(res: HttpResponse, st: ResState, status: number, body: string, contentType = "application/json"): void {
+  if (st.aborted || st.done) return;
+  st.done = true;
+  res.cork(() => {
+    res.writeStatus(STATUS[status] ?? `${status} Status`).writeHeader("content-type", contentType).end(body);
+  });
+}
+
+export const sendJson = (res: HttpResponse, st: ResState, status: number, value: unknown): void => send(res, st, status, JSON.stringify(value));
+
+/**
+ * Reads a request body up to `limit` bytes. Resolves with the body, or with `undefined` when it was larger
+ * (the caller answers 413) or the request was aborted.
+ */
+export function readBody(res: HttpResponse, st: ResState, limit: number): Promise<Buffer | "too_large" | undefined> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let over = false;
+    res.onData((chunk, isLast) => {
+      if (st.aborted) return resolve(undefined);
+      if (!over) {
+        size += chunk.byteLength;
+        if (size > limit) over = true;
+        else chunks.push(Buffer.from(new Uint8Array(chunk))); // copy: uWS reuses the chunk memory
+      }
+      if (isLast) resolve(over ? "too_large" : Buffer.concat(chunks, size));
+    });
+  });
+}

@@ -1,0 +1,83 @@
+import type { Broker } from "../broker/broker.js";
+import type { Config } from "../config/config.js";
+import type { Logger } from "../log.js";
+import type { Metrics } from "../metrics/metrics.js";
+import { checkChannel } from "../protocol/channel.js";
+import { ErrorCode } from "../protocol/codes.js";
+import type { TemplatedApp } from "../uws.js";
+import { PublishFailure, publishOnce } from "./publish.js";
+import { readBody, send, sendJson, track } from "./respond.js";
+
+export type HttpContext = {
+  config: Config;
+  broker: Broker;
+  metrics: Metrics;
+  log: Logger;
+  isDraining: () => boolean;
+  /** Prometheus text aggregated over all workers (asked of the primary). */
+  clusterMetrics: () => Promise<{ text: string; contentType: string }>;
+};
+
+const PUBLISH_PREFIX = "/v1/publish/";
+
+export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
+  app.get("/healthz", (res) => {
+    sendJson(res, track(res), 200, { status: "ok" });
+  });
+
+  app.get("/readyz", (res) => {
+    const connected = ctx.broker.isConnected();
+    const draining = ctx.isDraining();
+    const ready = connected && !draining;
+    sendJson(res, track(res), ready ? 200 : 503, { ready, broker: { kind: ctx.broker.kind, connected }, draining });
+  });
+
+  app.get("/metrics", (res) => {
+    const st = track(res);
+    ctx.clusterMetrics().then(
+      (m) => send(res, st, 200, m.text, m.contentType),
+      (e) => send(res, st, 500, `# metrics unavailable: ${(e as Error).message}\n`, "text/plain"),
+    );
+  });
+
+  app.post(`${PUBLISH_PREFIX}*`, (res, req) => {
+    const st = track(res);
+    const rawChannel = req.getUrl().slice(PUBLISH_PREFIX.length);
+    const msgId = req.getHeader("idempotency-key") || undefined;
+    void httpPublish(ctx, res, st, rawChannel, msgId);
+  });
+
+  app.any("/*", (res, req) => {
+    sendJson(res, track(res), 404, { error: "not_found", message: `no route for ${req.getMethod().toUpperCase()} ${req.getUrl()}` });
+  });
+}
+
+async function httpPublish(ctx: HttpContext, res: Parameters<Parameters<TemplatedApp["post"]>[1]>[0], st: ReturnType<typeof track>, rawChannel: string, msgId: string | undefined): Promise<void> {
+  const body = await readBody(res, st, ctx.config.maxPayloadBytes);
+  if (body === undefined) return;
+  if (body === "too_large") return sendJson(res, st, 413, { error: ErrorCode.PayloadTooLarge, message: `body is larger than ${ctx.config.maxPayloadBytes} bytes` });
+  let channel: string;
+  try {
+    channel = decodeURIComponent(rawChannel);
+  } catch {
+    return sendJson(res, st, 400, { error: ErrorCode.BadChannel, message: "channel is not valid percent-encoding" });
+  }
+  const c = checkChannel(channel);
+  if (!c.ok) return sendJson(res, st, 400, { error: ErrorCode.BadChannel, message: c.reason });
+  if (msgId !== undefined && !/^[\x21-\x7e]{1,128}$/.test(msgId)) return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: "Idempotency-Key must be 1-128 printable ASCII characters" });
+  let data: unknown;
+  try {
+    data = JSON.parse(body.toString("utf8"));
+  } catch {
+    return sendJson(res, st, 400, { error: ErrorCode.BadJson, message: "body is not valid JSON" });
+  }
+  try {
+    // Re-encode so the stored payload is compact, canonical JSON (the fan-out splices it in as-is).
+    const r = await publishOnce(ctx, "http", channel, data, msgId);
+    sendJson(res, st, 201, { seq: r.seq, duplicate: r.duplicate });
+  } catch (e) {
+    if (e instanceof PublishFailure) return sendJson(res, st, e.status, { error: e.wireCode, message: e.message });
+    ctx.log.error({ err: e }, "http publish failed");
+    sendJson(res, st, 500, { error: ErrorCode.Internal, message: "internal error" });
+  }
+}

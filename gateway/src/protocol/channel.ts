@@ -1,0 +1,69 @@
+/**
+ * Channel names and subscription patterns. A channel is dot-separated tokens (`orders.eu`); a pattern may
+ * use NATS wildcards: `*` matches one token, a final `>` matches one or more tokens.
+ */
+export const MAX_CHANNEL_LENGTH = 255;
+export const MAX_CHANNEL_TOKENS = 16;
+
+// No whitespace, control characters, wildcards inside tokens, or NATS-special characters.
+const TOKEN = /^[^\s*>.\u0000-\u001f\u007f]+$/;
+
+export type ChannelCheck = { ok: true } | { ok: false; reason: string };
+
+function check(name: unknown, allowWildcards: boolean): ChannelCheck {
+  if (typeof name !== "string") return { ok: false, reason: "channel must be a string" };
+  if (name.length === 0) return { ok: false, reason: "channel is empty" };
+  if (name.length > MAX_CHANNEL_LENGTH) return { ok: false, reason: `channel is longer than ${MAX_CHANNEL_LENGTH} characters` };
+  if (name.startsWith("$")) return { ok: false, reason: "channel must not start with $" };
+  const tokens = name.split(".");
+  if (tokens.length > MAX_CHANNEL_TOKENS) return { ok: false, reason: `channel has more than ${MAX_CHANNEL_TOKENS} tokens` };
+  for (let i = 0; i < tokens.length; i++) {
+    const t = tokens[i]!;
+    if (t.length === 0) return { ok: false, reason: "channel has an empty token" };
+    if (t === "*" || t === ">") {
+      if (!allowWildcards) return { ok: false, reason: "wildcards are not allowed here" };
+      if (t === ">" && i !== tokens.length - 1) return { ok: false, reason: "> must be the last token" };
+      continue;
+    }
+    if (!TOKEN.test(t)) return { ok: false, reason: `token "${t}" has a space, wildcard or control character` };
+  }
+  return { ok: true };
+}
+
+/** A concrete channel (publish target): no wildcards. */
+export const checkChannel = (name: unknown): ChannelCheck => check(name, false);
+/** A subscription pattern: wildcards allowed. */
+export const checkPattern = (name: unknown): ChannelCheck => check(name, true);
+
+export const isWildcard = (pattern: string): boolean => pattern.split(".").some((t) => t === "*" || t === ">");
+
+/** NATS matching of a concrete channel against a pattern. */
+export function matches(pattern: string, channel: string): boolean {
+  const p = pattern.split(".");
+  const c = channel.split(".");
+  for (let i = 0; i < p.length; i++) {
+    const t = p[i]!;
+    if (t === ">") return c.length > i;
+    if (i >= c.length) return false;
+    if (t !== "*" && t !== c[i]) return false;
+  }
+  return p.length === c.length;
+}
+
+/** Maps channels to broker subjects and back: `orders.eu` ⇄ `<prefix>.orders.eu`. */
+export class SubjectMapper {
+  private readonly prefixDot: string;
+  constructor(readonly prefix: string) {
+    this.prefixDot = `${prefix}.`;
+  }
+  toSubject(channel: string): string {
+    return this.prefixDot + channel;
+  }
+  toChannel(subject: string): string {
+    return subject.startsWith(this.prefixDot) ? subject.slice(this.prefixDot.length) : subject;
+  }
+  /** Subjects of the stream: `<prefix>.>`. */
+  get streamSubject(): string {
+    return `${this.prefix}.>`;
+  }
+}

@@ -1,0 +1,48 @@
+/**
+ * Every wire error code and WebSocket close code the gateway uses. gateway/PROTOCOL.md documents each one;
+ * codes are stable: new ones may be added, existing ones never change meaning.
+ */
+export const ErrorCode = {
+  /** The frame is not valid JSON or not a JSON object. */
+  BadJson: "bad_json",
+  /** `op` is missing or not one the server knows. */
+  UnknownOp: "unknown_op",
+  /** A field is missing or has the wrong type or range. */
+  BadRequest: "bad_request",
+  /** The channel (or pattern) is not valid. */
+  BadChannel: "bad_channel",
+  /** The connection already holds the maximum number of subscriptions. */
+  TooManySubscriptions: "too_many_subscriptions",
+  /** `sub` for a channel pattern this connection already subscribes to. */
+  AlreadySubscribed: "already_subscribed",
+  /** `unsub` for a pattern this connection does not subscribe to. */
+  NotSubscribed: "not_subscribed",
+  /** The payload of a publish is larger than the configured maximum. */
+  PayloadTooLarge: "payload_too_large",
+  /** The broker is not reachable right now; retry later. */
+  BrokerUnavailable: "broker_unavailable",
+  /** The broker refused or failed the operation. */
+  BrokerError: "broker_error",
+  /** The selected broker cannot do this (e.g. replay on Redis pub/sub). */
+  UnsupportedByBroker: "unsupported_by_broker",
+  /** The server is shutting down. */
+  ShuttingDown: "shutting_down",
+  /** An unexpected server error; the connection stays usable. */
+  Internal: "internal",
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** WebSocket close codes. 1000–1015 are RFC 6455; 4000–4999 are the gateway's own. */
+export const CloseCode = {
+  /** Normal close requested by the client. */
+  Normal: 1000,
+  /** Server going away (drain, restart, deploy): reconnect, resume from the last seq you saw. */
+  GoingAway: 1001,
+  /** A frame larger than the maximum payload (uWS closes with this code). */
+  MessageTooBig: 1009,
+  /** Unexpected server condition. */
+  InternalError: 1011,
+  /** The socket stayed over its backpressure limit for too long; reconnect and resume. */
+  SlowConsumer: 4008,
+} as const;
+export type CloseCode = (typeof CloseCode)[keyof typeof CloseCode];

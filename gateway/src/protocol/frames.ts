@@ -1,0 +1,121 @@
+import { checkChannel, checkPattern } from "./channel.js";
+import { ErrorCode } from "./codes.js";
+
+/** Start position of a subscription (replay); without one a subscription is live only. */
+export type StartPosition = { seq: number } | { time: string } | { last: number } | "all";
+
+export type SubFrame = {
+  op: "sub"; id?: Id; channel: string; from?: StartPosition;
+  durable?: string; ack?: boolean; maxInflight?: number;
+};
+export type UnsubFrame = { op: "unsub"; id?: Id; channel: string };
+export type PubFrame = { op: "pub"; id?: Id; channel: string; data: unknown; msgId?: string };
+export type PingFrame = { op: "ping"; id?: Id };
+export type AckFrame = { op: "ack" | "nak" | "term"; id?: Id; seq: number; delay?: number; sub?: string };
+export type RefreshFrame = { op: "refresh"; id?: Id; token: string };
+export type ClientFrame = SubFrame | UnsubFrame | PubFrame | PingFrame | AckFrame | RefreshFrame;
+export type Id = number | string;
+
+export type ParseResult = { ok: true; frame: ClientFrame } | { ok: false; id?: Id; code: ErrorCode; message: string };
+
+const MAX_ID_LENGTH = 64;
+const MSG_ID = /^[\x21-\x7e]{1,128}$/;
+const DURABLE = /^[A-Za-z0-9_-]{1,64}$/;
+
+const fail = (code: ErrorCode, message: string, id?: Id): ParseResult => ({ ok: false, code, message, ...(id !== undefined ? { id } : {}) });
+
+/** Parses and validates one client text frame. Never throws. */
+export function parseClientFrame(text: string): ParseResult {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return fail(ErrorCode.BadJson, "frame is not valid JSON");
+  }
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return fail(ErrorCode.BadJson, "frame must be a JSON object");
+  const o = raw as Record<string, unknown>;
+  let id: Id | undefined;
+  if (o.id !== undefined) {
+    if ((typeof o.id === "number" && Number.isFinite(o.id)) || (typeof o.id === "string" && o.id.length <= MAX_ID_LENGTH)) id = o.id;
+    else return fail(ErrorCode.BadRequest, `id must be a number or a string of at most ${MAX_ID_LENGTH} characters`);
+  }
+  switch (o.op) {
+    case "sub": return parseSub(o, id);
+    case "unsub": {
+      const c = checkPattern(o.channel);
+      if (!c.ok) return fail(ErrorCode.BadChannel, c.reason, id);
+      return { ok: true, frame: { op: "unsub", id, channel: o.channel as string } };
+    }
+    case "pub": return parsePub(o, id);
+    case "ping": return { ok: true, frame: { op: "ping", id } };
+    case "ack": case "nak": case "term": return parseAck(o, id);
+    case "refresh":
+      if (typeof o.token !== "string" || o.token.length === 0) return fail(ErrorCode.BadRequest, "token must be a non-empty string", id);
+      return { ok: true, frame: { op: "refresh", id, token: o.token } };
+    case undefined: return fail(ErrorCode.UnknownOp, "op is missing", id);
+    default: return fail(ErrorCode.UnknownOp, `unknown op ${JSON.stringify(o.op).slice(0, 40)}`, id);
+  }
+}
+
+function parseSub(o: Record<string, unknown>, id: Id | undefined): ParseResult {
+  const c = checkPattern(o.channel);
+  if (!c.ok) return fail(ErrorCode.BadChannel, c.reason, id);
+  const frame: SubFrame = { op: "sub", id, channel: o.channel as string };
+  if (o.from !== undefined) {
+    const from = parseFrom(o.from);
+    if (typeof from === "string" && from !== "all") return fail(ErrorCode.BadRequest, from, id);
+    frame.from = from as StartPosition;
+  }
+  if (o.durable !== undefined) {
+    if (typeof o.durable !== "string" || !DURABLE.test(o.durable)) return fail(ErrorCode.BadRequest, "durable must be 1-64 letters, digits, _ or -", id);
+    frame.durable = o.durable;
+  }
+  if (o.ack !== undefined) {
+    if (typeof o.ack !== "boolean") return fail(ErrorCode.BadRequest, "ack must be a boolean", id);
+    frame.ack = o.ack;
+  }
+  if (o.maxInflight !== undefined) {
+    if (!Number.isInteger(o.maxInflight) || (o.maxInflight as number) < 1 || (o.maxInflight as number) > 10_000) return fail(ErrorCode.BadRequest, "maxInflight must be an integer from 1 to 10000", id);
+    frame.maxInflight = o.maxInflight as number;
+  }
+  return { ok: true, frame };
+}
+
+/** Returns the position, or an error message string. */
+function parseFrom(v: unknown): StartPosition | string {
+  if (v === "all") return "all";
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return 'from must be "all", {"seq":N}, {"time":"ISO-8601"} or {"last":N}';
+  const f = v as Record<string, unknown>;
+  const keys = Object.keys(f);
+  if (keys.length !== 1) return "from must have exactly one of seq, time, last";
+  if ("seq" in f) return Number.isSafeInteger(f.seq) && (f.seq as number) >= 1 ? { seq: f.seq as number } : "from.seq must be an integer >= 1";
+  if ("last" in f) return Number.isSafeInteger(f.last) && (f.last as number) >= 1 && (f.last as number) <= 1_000_000 ? { last: f.last as number } : "from.last must be an integer from 1 to 1000000";
+  if ("time" in f) return typeof f.time === "string" && !Number.isNaN(Date.parse(f.time)) ? { time: new Date(f.time).toISOString() } : "from.time must be an ISO-8601 date";
+  return "from must have exactly one of seq, time, last";
+}
+
+function parsePub(o: Record<string, unknown>, id: Id | undefined): ParseResult {
+  const c = checkChannel(o.channel);
+  if (!c.ok) return fail(ErrorCode.BadChannel, c.reason, id);
+  if (!("data" in o)) return fail(ErrorCode.BadRequest, "data is missing", id);
+  const frame: PubFrame = { op: "pub", id, channel: o.channel as string, data: o.data };
+  if (o.msgId !== undefined) {
+    if (typeof o.msgId !== "string" || !MSG_ID.test(o.msgId)) return fail(ErrorCode.BadRequest, "msgId must be 1-128 printable ASCII characters without spaces", id);
+    frame.msgId = o.msgId;
+  }
+  return { ok: true, frame };
+}
+
+function parseAck(o: Record<string, unknown>, id: Id | undefined): ParseResult {
+  if (!Number.isSafeInteger(o.seq) || (o.seq as number) < 1) return fail(ErrorCode.BadRequest, "seq must be an integer >= 1", id);
+  const frame: AckFrame = { op: o.op as AckFrame["op"], id, seq: o.seq as number };
+  if (o.delay !== undefined) {
+    if (o.op !== "nak" || !Number.isInteger(o.delay) || (o.delay as number) < 0 || (o.delay as number) > 3_600_000) return fail(ErrorCode.BadRequest, "delay (ms, 0-3600000) is only valid on nak", id);
+    frame.delay = o.delay as number;
+  }
+  if (o.sub !== undefined) {
+    if (typeof o.sub !== "string") return fail(ErrorCode.BadRequest, "sub must be a string", id);
+    frame.sub = o.sub;
+  }
+  return { ok: true, frame };
+}

@@ -1,0 +1,35 @@
+import { createRequire } from "node:module";
+import { GatewayError } from "./errors.js";
+
+export type * from "uWebSockets.js";
+import type * as UwsModule from "uWebSockets.js";
+
+/**
+ * Loads uWebSockets.js and refuses the package's silent fallback to its pure-JS server: the native binary
+ * must be what got loaded, or the gateway exits with ERR_UWS_FALLBACK.
+ */
+export function loadUws(): typeof UwsModule {
+  const require = createRequire(import.meta.url);
+  if (["1", "true", "True", "TRUE"].includes(process.env.UWS_USE_FALLBACK ?? "")) {
+    throw new GatewayError("ERR_UWS_FALLBACK", "UWS_USE_FALLBACK is set: the pure-JS fallback of uWebSockets.js is not supported; unset it");
+  }
+  const origWarn = console.warn;
+  const warnings: string[] = [];
+  console.warn = (...args: unknown[]) => { warnings.push(args.map(String).join(" ")); };
+  let uws: typeof UwsModule;
+  try {
+    uws = require("uWebSockets.js") as typeof UwsModule;
+  } finally {
+    console.warn = origWarn;
+  }
+  const nativeLoaded = Object.keys(require.cache).some((k) => /uWebSockets\.js[\\/].*\.node$/.test(k) || /uws_[a-z0-9_]+\.node$/.test(k));
+  const isNative = nativeLoaded && /\[native code\]/.test(Function.prototype.toString.call(uws.App));
+  if (!isNative) {
+    throw new GatewayError(
+      "ERR_UWS_FALLBACK",
+      `uWebSockets.js native binary did not load for ${process.platform}-${process.arch} (Node ABI ${process.versions.modules}); ` +
+        `it fell back to a slow pure-JS server, which the gateway refuses to run. ${warnings.join(" ").trim()}`,
+    );
+  }
+  return uws;
+}

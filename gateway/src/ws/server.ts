@@ -1,0 +1,89 @@
+import type { Config } from "../config/config.js";
+import type { FanoutHub } from "../fanout/hub.js";
+import type { Logger } from "../log.js";
+import type { Metrics } from "../metrics/metrics.js";
+import { CloseCode, ErrorCode } from "../protocol/codes.js";
+import type { TemplatedApp, us_listen_socket } from "../uws.js";
+import { loadUws } from "../uws.js";
+import { BackpressureMonitor } from "./backpressure.js";
+import { handleFrame, releaseSession, replyErr, type HandlerContext } from "./handlers.js";
+import { newSession, type Session, type Socket } from "./session.js";
+
+export const WS_PATH = "/ws";
+
+/** The worker's WebSocket endpoint: the uWS behavior for `/ws`, its sockets, and drain. */
+export class WsEndpoint {
+  readonly sockets = new Set<Socket>();
+  readonly backpressure: BackpressureMonitor;
+  private listenSocket: us_listen_socket | undefined;
+
+  constructor(private readonly app: TemplatedApp, private readonly ctx: HandlerContext & { hub: FanoutHub; config: Config; metrics: Metrics; log: Logger }) {
+    this.backpressure = new BackpressureMonitor(this.sockets, ctx.hub, ctx.config, ctx.metrics, ctx.log);
+    this.register();
+  }
+
+  private register(): void {
+    const { config, metrics, log } = this.ctx;
+    const uws = loadUws();
+    this.app.ws<Session>(WS_PATH, {
+      compression: uws.DISABLED,
+      maxPayloadLength: config.maxPayloadBytes,
+      maxBackpressure: config.maxBackpressureBytes,
+      idleTimeout: config.idleTimeoutSec,
+      sendPingsAutomatically: true,
+      upgrade: (res, req, context) => {
+        if (this.ctx.isDraining()) {
+          res.writeStatus("503 Service Unavailable").end("server is shutting down");
+          return;
+        }
+        const ip = Buffer.from(res.getRemoteAddressAsText()).toString();
+        res.upgrade(newSession(ip), req.getHeader("sec-websocket-key"), req.getHeader("sec-websocket-protocol"), req.getHeader("sec-websocket-extensions"), context);
+      },
+      open: (ws) => {
+        this.sockets.add(ws);
+        metrics.connections.inc();
+      },
+      message: (ws, message, isBinary) => {
+        if (isBinary) return replyErr(this.ctx, ws, undefined, ErrorCode.BadJson, "frames must be UTF-8 JSON text, not binary");
+        try {
+          handleFrame(this.ctx, ws, Buffer.from(message).toString("utf8"));
+        } catch (e) {
+          log.error({ err: e }, "frame handler failed");
+          replyErr(this.ctx, ws, undefined, ErrorCode.Internal, "internal error");
+        }
+      },
+      drain: (ws) => this.backpressure.onDrain(ws),
+      close: (ws) => {
+        const s = ws.getUserData();
+        s.closed = true;
+        this.sockets.delete(ws);
+        releaseSession(this.ctx, ws);
+        metrics.connections.dec();
+      },
+    });
+  }
+
+  listen(host: string, port: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.app.listen(host, port, (token) => {
+        if (!token) return reject(new Error(`could not listen on ${host}:${port}`));
+        this.listenSocket = token;
+        this.backpressure.start();
+        resolve();
+      });
+    });
+  }
+
+  stopListening(): void {
+    if (this.listenSocket) loadUws().us_listen_socket_close(this.listenSocket);
+    this.listenSocket = undefined;
+  }
+
+  /** Closes every socket with 1001 "going away": clients reconnect (elsewhere) and resume. */
+  closeAll(reason = "server going away; reconnect"): void {
+    this.backpressure.stop();
+    for (const ws of [...this.sockets]) {
+      if (!ws.getUserData().closed) ws.end(CloseCode.GoingAway, reason);
+    }
+  }
+}
