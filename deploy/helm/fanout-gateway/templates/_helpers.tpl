@@ -84,7 +84,7 @@ Whole CPUs in a Kubernetes quantity, rounded up, at least 1: "2" -> 2, "1500m" -
   "PORT" (toString .Values.gateway.port)
   "WORKERS" (include "fanout-gateway.workers" .)
   "LOG_LEVEL" (toString .Values.gateway.logLevel)
-  "SHUTDOWN_TIMEOUT_MS" (toString (int .Values.gateway.shutdownTimeoutMs))
+  "SHUTDOWN_TIMEOUT" (printf "%dms" (int .Values.gateway.shutdownTimeoutMs))
   "MAX_PAYLOAD_BYTES" (toString (int .Values.gateway.maxPayloadBytes))
   "NATS_URL" (join "," .Values.nats.urls)
   "STREAM_NAME" (toString .Values.stream.name)
