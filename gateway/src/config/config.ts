@@ -53,7 +53,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): ParsedCli {
 }
 
 function readSetting(s: Setting<unknown>, flagValue: string | boolean | undefined, envValue: string | undefined): unknown {
-  const name = flagValue !== undefined ? `--${s.flag}` : `${s.env}`;
+  const name = `${s.env} (--${s.flag})`;
   let value: unknown;
   try {
     if (flagValue !== undefined) value = typeof flagValue === "boolean" ? flagValue : s.parse(flagValue);

@@ -11,6 +11,9 @@ import { newSession, type Session, type Socket } from "./session.js";
 
 export const WS_PATH = "/ws";
 
+/** Frames above the configured maximum and up to this cap get a 1009 close; larger ones are cut by uWS. */
+export const hardPayloadCap = (max: number): number => Math.min(Math.max(max * 16, 1_048_576), 64 * 1_048_576);
+
 /** The worker's WebSocket endpoint: the uWS behavior for `/ws`, its sockets, and drain. */
 export class WsEndpoint {
   readonly sockets = new Set<Socket>();
@@ -27,7 +30,9 @@ export class WsEndpoint {
     const uws = loadUws();
     this.app.ws<Session>(WS_PATH, {
       compression: uws.DISABLED,
-      maxPayloadLength: config.maxPayloadBytes,
+      // uWS drops a connection over its limit without a close frame (1006); the gateway's own check below
+      // answers frames up to this hard cap with a proper 1009.
+      maxPayloadLength: hardPayloadCap(config.maxPayloadBytes),
       maxBackpressure: config.maxBackpressureBytes,
       idleTimeout: config.idleTimeoutSec,
       sendPingsAutomatically: true,
@@ -44,6 +49,11 @@ export class WsEndpoint {
         metrics.connections.inc();
       },
       message: (ws, message, isBinary) => {
+        if (message.byteLength > config.maxPayloadBytes) {
+          metrics.badFrames.labels("message_too_big").inc();
+          ws.end(CloseCode.MessageTooBig, `frame larger than ${config.maxPayloadBytes} bytes`);
+          return;
+        }
         if (isBinary) return replyErr(this.ctx, ws, undefined, ErrorCode.BadJson, "frames must be UTF-8 JSON text, not binary");
         try {
           handleFrame(this.ctx, ws, Buffer.from(message).toString("utf8"));

@@ -1,0 +1,189 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
+import { startGateway, type GatewayHandle } from "./support/gateway.js";
+import { httpPublish, TestClient } from "./support/ws-client.js";
+import { waitFor } from "./support/wait.js";
+
+let nats: NatsServerHandle;
+let gw: GatewayHandle;
+const clients: TestClient[] = [];
+let n = 0;
+const uniq = (base: string) => `${base}${++n}x${process.pid}`;
+
+async function client(): Promise<TestClient> {
+  const c = await TestClient.connect(gw.wsUrl);
+  clients.push(c);
+  return c;
+}
+
+beforeAll(async () => {
+  nats = await startNatsServer();
+  gw = await startGateway({ natsUrl: nats.url, workers: 2, args: ["--max-subscriptions", "5", "--max-payload-bytes", "4KiB", "--consumer-linger", "100ms"] });
+});
+
+afterAll(async () => {
+  for (const c of clients) c.close();
+  await gw?.stop();
+  await nats?.stop();
+});
+
+describe("fan-out — live delivery", () => {
+  it("delivers every message to 300 clients spread over 2 workers, in order, once", async () => {
+    const ch = uniq("fan.");
+    const subs = await Promise.all(Array.from({ length: 300 }, () => client()));
+    await Promise.all(subs.map((c) => c.sub(ch)));
+    const seqs: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const r = await httpPublish(gw.url, ch, { i });
+      expect(r.status).toBe(201);
+      seqs.push(r.body.seq as number);
+    }
+    await Promise.all(subs.map((c) => c.waitForMsgs(20)));
+    for (const c of subs) {
+      expect(c.msgs.map((m) => m.seq)).toEqual(seqs);
+      expect(c.msgs.map((m) => (m.data as { i: number }).i)).toEqual([...Array(20).keys()]);
+      expect(c.msgs[0]).toMatchObject({ op: "msg", channel: ch, sub: ch });
+      expect(typeof c.msgs[0]!.ts).toBe("number");
+    }
+    // Both workers served clients and each ran one consumer for the channel, not one per client.
+    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    const consumed = Number(/^fanout_broker_messages_total (\d+)/m.exec(metrics)?.[1]);
+    expect(consumed).toBeGreaterThanOrEqual(20);
+    expect(consumed).toBeLessThanOrEqual(40); // 20 messages × at most 2 workers
+    expect(Number(/^fanout_frames_delivered_total (\d+)/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(6000);
+    for (const c of subs) c.close();
+  });
+
+  it("wildcards: * matches one token, > the rest", async () => {
+    const base = uniq("wild");
+    const star = await client();
+    const gt = await client();
+    await star.sub(`${base}.*`);
+    await gt.sub(`${base}.>`);
+    await httpPublish(gw.url, `${base}.eu`, { a: 1 });
+    await httpPublish(gw.url, `${base}.eu.paris`, { a: 2 });
+    await gt.waitForMsgs(2);
+    await star.waitForMsgs(1);
+    expect(star.msgs.map((m) => m.channel)).toEqual([`${base}.eu`]);
+    expect(star.msgs[0]!.sub).toBe(`${base}.*`);
+    expect(gt.msgs.map((m) => m.channel)).toEqual([`${base}.eu`, `${base}.eu.paris`]);
+  });
+
+  it("unsubscribe stops delivery; the other subscriber still receives", async () => {
+    const ch = uniq("unsub.");
+    const a = await client();
+    const b = await client();
+    await a.sub(ch);
+    await b.sub(ch);
+    await httpPublish(gw.url, ch, 1);
+    await a.waitForMsgs(1);
+    expect((await a.request({ op: "unsub", channel: ch })).op).toBe("ok");
+    await httpPublish(gw.url, ch, 2);
+    await b.waitForMsgs(2);
+    // a pings after b got #2; the pong proves a's connection has passed that point with nothing more for it
+    expect((await a.request({ op: "ping" })).op).toBe("pong");
+    expect(a.msgs.length).toBe(1);
+    expect((await a.request({ op: "unsub", channel: ch })).code).toBe("not_subscribed");
+  });
+
+  it("publish over WebSocket with msgId is stored once; HTTP Idempotency-Key likewise", async () => {
+    const ch = uniq("dedup.");
+    const sub = await client();
+    await sub.sub(ch);
+    const pub = await client();
+    const key = uniq("k");
+    const r1 = await pub.request({ op: "pub", channel: ch, data: { v: 1 }, msgId: key });
+    const r2 = await pub.request({ op: "pub", channel: ch, data: { v: 1 }, msgId: key });
+    expect(r1).toMatchObject({ op: "ok", duplicate: false });
+    expect(r2).toMatchObject({ op: "ok", duplicate: true, seq: r1.seq });
+    const h1 = await httpPublish(gw.url, ch, { v: 2 }, { "idempotency-key": `${key}h` });
+    const h2 = await httpPublish(gw.url, ch, { v: 2 }, { "idempotency-key": `${key}h` });
+    expect(h1).toMatchObject({ status: 201, body: { duplicate: false } });
+    expect(h2).toMatchObject({ status: 201, body: { duplicate: true, seq: h1.body.seq } });
+    await sub.waitForMsgs(2);
+    expect((await sub.request({ op: "ping" })).op).toBe("pong");
+    expect(sub.msgs.map((m) => m.data)).toEqual([{ v: 1 }, { v: 2 }]);
+  });
+
+  it("http — health, readiness, 404, 400 and 413", async () => {
+    expect((await fetch(`${gw.url}/healthz`)).status).toBe(200);
+    expect(await (await fetch(`${gw.url}/readyz`)).json()).toMatchObject({ ready: true });
+    expect((await fetch(`${gw.url}/nope`)).status).toBe(404);
+    const badJson = await fetch(`${gw.url}/v1/publish/a.b`, { method: "POST", body: "{nope" });
+    expect(badJson.status).toBe(400);
+    expect(await badJson.json()).toMatchObject({ error: "bad_json" });
+    expect((await httpPublish(gw.url, "a.*", 1)).status).toBe(400);
+    expect((await httpPublish(gw.url, "bad channel", 1)).status).toBe(400);
+    expect((await httpPublish(gw.url, "a.b", { x: "y".repeat(5000) })).status).toBe(413);
+  });
+});
+
+describe("fan-out — bad input never hurts the connection or others", () => {
+  it("answers each bad frame with an err frame and keeps the socket open", async () => {
+    const ch = uniq("bad.");
+    const good = await client();
+    await good.sub(ch);
+    const c = await client();
+    const cases: [string, string][] = [
+      ["{not json", "bad_json"],
+      ['"just a string"', "bad_json"],
+      ['{"id":1}', "unknown_op"],
+      ['{"op":"dance","id":2}', "unknown_op"],
+      ['{"op":"sub","id":3}', "bad_channel"],
+      ['{"op":"sub","id":4,"channel":""}', "bad_channel"],
+      ['{"op":"sub","id":5,"channel":"a..b"}', "bad_channel"],
+      ['{"op":"sub","id":6,"channel":"a b"}', "bad_channel"],
+      ['{"op":"sub","id":7,"channel":"$JS.API.>"}', "bad_channel"],
+      ['{"op":"pub","id":8,"channel":"a.*","data":1}', "bad_channel"],
+      ['{"op":"pub","id":9,"channel":"a.b"}', "bad_request"],
+      ['{"op":"sub","id":10,"channel":5}', "bad_channel"],
+      ['{"op":"pub","id":11,"channel":"a.b","data":1,"msgId":7}', "bad_request"],
+    ];
+    for (const [text] of cases) c.sendRaw(text);
+    c.sendRaw(Buffer.from([1, 2, 3]));
+    await waitFor(() => c.frames.filter((f) => f.op === "err").length >= cases.length + 1, { what: "err frames" });
+    const errs = c.frames.filter((f) => f.op === "err");
+    expect(errs.map((e) => e.code)).toEqual([...cases.map(([, code]) => code), "bad_json"]);
+    expect(errs.every((e) => typeof e.message === "string" && (e.message as string).length > 0)).toBe(true);
+    expect(c.open).toBe(true);
+    expect((await c.request({ op: "ping" })).op).toBe("pong");
+    await httpPublish(gw.url, ch, "still here");
+    await good.waitForMsgs(1);
+  });
+
+  it("too_many_subscriptions past the per-connection limit, already_subscribed for a repeat", async () => {
+    const c = await client();
+    const base = uniq("lim");
+    for (let i = 0; i < 5; i++) await c.sub(`${base}.${i}`);
+    expect((await c.request({ op: "sub", channel: `${base}.x` })).code).toBe("too_many_subscriptions");
+    expect((await c.request({ op: "sub", channel: `${base}.0` })).code).toBe("already_subscribed");
+    expect(c.open).toBe(true);
+  });
+
+  it("a frame over the max payload closes with 1009; others are unaffected", async () => {
+    const ch = uniq("big.");
+    const other = await client();
+    await other.sub(ch);
+    const c = await client();
+    c.sendRaw(JSON.stringify({ op: "pub", channel: ch, data: "z".repeat(8_000) }));
+    expect(await c.waitClosed()).toBe(1009);
+    await httpPublish(gw.url, ch, "ok");
+    await other.waitForMsgs(1);
+  });
+});
+
+describe("fan-out — consumers per pattern", () => {
+  it("one consumer per pattern per worker, removed after the last subscriber leaves", async () => {
+    const consumers = async () => Number(/^fanout_channel_consumers (\d+)/m.exec(await (await fetch(`${gw.url}/metrics`)).text())?.[1]);
+    await waitFor(async () => (await consumers()) === 0 || undefined, { what: "no consumers (earlier tests lingered)", timeoutMs: 10_000 }).catch(() => undefined);
+    const before = await consumers();
+    const ch = uniq("cons.");
+    const cs = await Promise.all(Array.from({ length: 40 }, () => client()));
+    await Promise.all(cs.map((c) => c.sub(ch)));
+    const during = await consumers();
+    expect(during - before).toBeGreaterThanOrEqual(1);
+    expect(during - before).toBeLessThanOrEqual(2); // 40 clients, 2 workers
+    for (const c of cs) c.close();
+    await waitFor(async () => ((await consumers()) <= before ? true : undefined), { what: "consumers released after linger", timeoutMs: 10_000 });
+  });
+});

@@ -1,0 +1,86 @@
+// Spawns the real gateway CLI (dist/) as a process tree and waits for its "gateway ready" log line.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { waitFor } from "./wait.js";
+
+export const CLI = resolve(process.cwd(), "dist/gateway/src/cli.js");
+
+export type LogLine = Record<string, unknown> & { msg?: string; level?: number; pid?: number };
+
+export type GatewayHandle = {
+  port: number;
+  url: string;
+  wsUrl: string;
+  process: ChildProcess;
+  logs: LogLine[];
+  stderr: () => string;
+  /** pids of the worker processes (from their log lines and the primary's cluster). */
+  workerPids: () => number[];
+  /** Sends a signal and waits for exit; resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  exited: Promise<number | null>;
+};
+
+export type GatewayOptions = { natsUrl?: string | string[]; workers?: number; args?: string[]; env?: Record<string, string>; logLevel?: string; port?: number };
+
+export async function startGateway(opts: GatewayOptions = {}): Promise<GatewayHandle> {
+  const dataDir = mkdtempSync(join(tmpdir(), "fgw-gw-"));
+  const args = [CLI, "--port", String(opts.port ?? 0), "--workers", String(opts.workers ?? 2), "--nats-data-dir", join(dataDir, "nats"), "--log-level", opts.logLevel ?? "debug", ...(opts.args ?? [])];
+  const natsUrl = Array.isArray(opts.natsUrl) ? opts.natsUrl.join(",") : opts.natsUrl;
+  if (natsUrl) args.push("--nats-url", natsUrl);
+  const env = { ...process.env, ...(opts.env ?? {}) };
+  delete env.FGW_WORKER_CONFIG;
+  const child = spawn(process.execPath, args, { env, stdio: ["ignore", "pipe", "pipe"] });
+  const logs: LogLine[] = [];
+  let stderr = "";
+  let buf = "";
+  child.stdout!.on("data", (d: Buffer) => {
+    buf += d.toString();
+    let i: number;
+    while ((i = buf.indexOf("\n")) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      try { logs.push(JSON.parse(line) as LogLine); } catch { logs.push({ msg: line }); }
+    }
+  });
+  child.stderr!.on("data", (d: Buffer) => { stderr = (stderr + d.toString()).slice(-20_000); });
+  const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+  exited.then(() => rmSync(dataDir, { recursive: true, force: true }), () => undefined);
+
+  const ready = await waitFor(() => {
+    if (child.exitCode !== null) throw new Error(`gateway exited ${child.exitCode}: ${stderr}\n${JSON.stringify(logs.slice(-5))}`);
+    return logs.find((l) => l.msg === "gateway ready");
+  }, { timeoutMs: 30_000, what: "gateway ready" });
+  const port = ready.port as number;
+  return {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    wsUrl: `ws://127.0.0.1:${port}/ws`,
+    process: child,
+    logs,
+    stderr: () => stderr,
+    workerPids: () => [...new Set(logs.filter((l) => l.role === "worker" && typeof l.pid === "number").map((l) => l.pid as number))],
+    exited,
+    async stop(signal: NodeJS.Signals = "SIGTERM") {
+      if (child.exitCode !== null) return child.exitCode;
+      child.kill(signal);
+      const t = setTimeout(() => child.kill("SIGKILL"), 20_000);
+      const code = await exited;
+      clearTimeout(t);
+      return code;
+    },
+  };
+}
+
+/** Pids of live worker processes of a gateway primary (children running the CLI), from /proc. */
+export async function childPids(pid: number): Promise<number[]> {
+  const { readFileSync } = await import("node:fs");
+  try {
+    const raw = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim();
+    return raw ? raw.split(/\s+/).map(Number) : [];
+  } catch {
+    return [];
+  }
+}

@@ -1,0 +1,76 @@
+// A real WebSocket test client (ws) with request/reply by id and message collection.
+import WebSocket from "ws";
+import { waitFor } from "./wait.js";
+
+export type Frame = Record<string, unknown> & { op: string };
+export type MsgFrame = Frame & { op: "msg"; channel: string; sub: string; seq: number; ts: number; data: unknown };
+
+export class TestClient {
+  readonly frames: Frame[] = [];
+  readonly msgs: MsgFrame[] = [];
+  closeCode?: number;
+  closeReason?: string;
+  private nextId = 1;
+  private constructor(readonly ws: WebSocket) {
+    ws.on("message", (d: Buffer) => {
+      const f = JSON.parse(d.toString()) as Frame;
+      if (f.op === "msg") this.msgs.push(f as MsgFrame);
+      else this.frames.push(f);
+    });
+    ws.on("close", (code: number, reason: Buffer) => {
+      this.closeCode = code;
+      this.closeReason = reason.toString();
+    });
+    ws.on("error", () => undefined);
+  }
+
+  static async connect(url: string, opts: { protocols?: string[]; headers?: Record<string, string> } = {}): Promise<TestClient> {
+    const ws = new WebSocket(url, opts.protocols, { headers: opts.headers });
+    const c = new TestClient(ws);
+    await new Promise<void>((resolve, reject) => {
+      ws.once("open", () => resolve());
+      ws.once("error", reject);
+      ws.once("unexpected-response", (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)));
+    });
+    return c;
+  }
+
+  get open(): boolean {
+    return this.ws.readyState === WebSocket.OPEN;
+  }
+
+  sendRaw(data: string | Buffer): void {
+    this.ws.send(data);
+  }
+
+  /** Sends a frame with a fresh id and resolves with the reply (ok or err) carrying that id. */
+  async request(frame: Record<string, unknown>, timeoutMs = 10_000): Promise<Frame> {
+    const id = `t${this.nextId++}`;
+    this.ws.send(JSON.stringify({ ...frame, id }));
+    return waitFor(() => this.frames.find((f) => f.id === id), { timeoutMs, what: `reply to ${String(frame.op)} #${id}` });
+  }
+
+  async sub(channel: string, extra: Record<string, unknown> = {}): Promise<Frame> {
+    const r = await this.request({ op: "sub", channel, ...extra });
+    if (r.op !== "ok") throw new Error(`sub ${channel} failed: ${JSON.stringify(r)}`);
+    return r;
+  }
+
+  async waitForMsgs(n: number, timeoutMs = 15_000): Promise<MsgFrame[]> {
+    await waitFor(() => this.msgs.length >= n, { timeoutMs, what: `${n} messages (have ${this.msgs.length})` });
+    return this.msgs;
+  }
+
+  async waitClosed(timeoutMs = 10_000): Promise<number> {
+    return waitFor(() => this.closeCode, { timeoutMs, what: "close" });
+  }
+
+  close(): void {
+    this.ws.close();
+  }
+}
+
+export async function httpPublish(baseUrl: string, channel: string, data: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, unknown> }> {
+  const r = await fetch(`${baseUrl}/v1/publish/${encodeURIComponent(channel)}`, { method: "POST", body: JSON.stringify(data), headers: { "content-type": "application/json", ...headers } });
+  return { status: r.status, body: (await r.json()) as Record<string, unknown> };
+}

@@ -1,0 +1,60 @@
+import { describe, expect, it } from "vitest";
+import { loadConfig, settingsTable } from "../../src/config/config.js";
+import { ConfigError } from "../../src/errors.js";
+import { parseBytes, parseDuration } from "../../src/config/parse.js";
+
+describe("config — parsing", () => {
+  it("uses defaults, then env, then flags", () => {
+    expect(loadConfig([], {}).config.port).toBe(9000);
+    expect(loadConfig([], { PORT: "9100" }).config.port).toBe(9100);
+    expect(loadConfig(["--port", "9200"], { PORT: "9100" }).config.port).toBe(9200);
+  });
+
+  it("parses durations, sizes, lists, enums and booleans", () => {
+    const { config } = loadConfig(["--stream-max-age", "2h", "--max-payload-bytes", "128KiB", "--nats-url", "nats://a:4222, nats://b:4222", "--stream-storage", "memory", "--update-stream"], {});
+    expect(config.streamMaxAge).toBe(7_200_000);
+    expect(config.maxPayloadBytes).toBe(131_072);
+    expect(config.natsUrl).toEqual(["nats://a:4222", "nats://b:4222"]);
+    expect(config.streamStorage).toBe("memory");
+    expect(config.updateStream).toBe(true);
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it.each([
+    [["--port", "70000"], {}, "PORT"],
+    [["--port", "abc"], {}, "PORT"],
+    [[], { WORKERS: "0" }, "WORKERS"],
+    [[], { STREAM_STORAGE: "disk" }, "STREAM_STORAGE"],
+    [[], { STREAM_MAX_AGE: "10" }, "STREAM_MAX_AGE"],
+    [[], { LOG_LEVEL: "loud" }, "LOG_LEVEL"],
+    [[], { NATS_URL: "http://x" }, "NATS_URL"],
+    [["--backpressure-bytes", "8MiB", "--max-backpressure-bytes", "1MiB"], {}, "MAX_BACKPRESSURE_BYTES"],
+  ])("rejects a bad value and names the setting: %j %j", (argv, env, setting) => {
+    try {
+      loadConfig(argv as string[], env as NodeJS.ProcessEnv);
+      expect.unreachable("should have thrown");
+    } catch (e) {
+      expect(e).toBeInstanceOf(ConfigError);
+      expect((e as ConfigError).setting).toBe(setting);
+      expect((e as Error).message).toContain(`invalid ${setting}`);
+    }
+  });
+
+  it("rejects unknown flags", () => {
+    expect(() => loadConfig(["--no-such-flag", "1"], {})).toThrow(ConfigError);
+  });
+
+  it("unit parsers", () => {
+    expect(parseDuration("500ms")).toBe(500);
+    expect(parseDuration("0")).toBe(0);
+    expect(() => parseDuration("5")).toThrow(/unit/);
+    expect(parseBytes("1MiB")).toBe(1_048_576);
+    expect(parseBytes("-1")).toBe(-1);
+    expect(() => parseBytes("1 parsec")).toThrow();
+  });
+
+  it("prints a settings table with every env var", () => {
+    const t = settingsTable();
+    for (const env of ["PORT", "WORKERS", "NATS_URL", "STREAM_NAME", "SUBJECT_PREFIX", "STREAM_REPLICAS", "SHUTDOWN_TIMEOUT", "LOG_LEVEL"]) expect(t).toContain(`\`${env}\``);
+  });
+});

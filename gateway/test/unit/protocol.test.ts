@@ -1,0 +1,69 @@
+import { describe, expect, it } from "vitest";
+import { checkChannel, checkPattern, matches, SubjectMapper } from "../../src/protocol/channel.js";
+import { parseClientFrame } from "../../src/protocol/frames.js";
+import { looksLikeJson, msgFrame } from "../../src/protocol/serialize.js";
+
+describe("protocol — channels", () => {
+  it.each(["orders", "orders.eu", "a-b_c.d:e", "x.y.z"])("accepts channel %s", (c) => expect(checkChannel(c).ok).toBe(true));
+  it.each(["", "orders..eu", ".orders", "orders.", "or ders", "$JS.API", "orders.*", "orders.>", "a\tb", 42, "a.b*"])("rejects channel %j", (c) => expect(checkChannel(c).ok).toBe(false));
+  it.each(["orders.*", "orders.>", "*.eu", ">", "*"])("accepts pattern %s", (p) => expect(checkPattern(p).ok).toBe(true));
+  it.each(["orders.>.eu", "orders.**", "$SYS.>"])("rejects pattern %s", (p) => expect(checkPattern(p).ok).toBe(false));
+  it("matches with NATS semantics", () => {
+    expect(matches("orders.*", "orders.eu")).toBe(true);
+    expect(matches("orders.*", "orders.eu.x")).toBe(false);
+    expect(matches("orders.>", "orders.eu.x")).toBe(true);
+    expect(matches("orders.>", "orders")).toBe(false);
+    expect(matches("*.eu", "orders.eu")).toBe(true);
+    expect(matches("orders.eu", "orders.eu")).toBe(true);
+    expect(matches("orders.eu", "orders.us")).toBe(false);
+  });
+  it("maps channels to subjects under the prefix", () => {
+    const m = new SubjectMapper("ev");
+    expect(m.toSubject("orders.eu")).toBe("ev.orders.eu");
+    expect(m.toChannel("ev.orders.eu")).toBe("orders.eu");
+    expect(m.streamSubject).toBe("ev.>");
+  });
+});
+
+describe("protocol — client frames", () => {
+  const bad = (text: string) => {
+    const r = parseClientFrame(text);
+    if (r.ok) throw new Error(`accepted ${text}`);
+    return r;
+  };
+  it("parses every op", () => {
+    expect(parseClientFrame('{"op":"sub","id":1,"channel":"orders.*"}')).toEqual({ ok: true, frame: { op: "sub", id: 1, channel: "orders.*" } });
+    expect(parseClientFrame('{"op":"pub","id":"a","channel":"o.e","data":{"x":1},"msgId":"m-1"}')).toMatchObject({ ok: true, frame: { op: "pub", msgId: "m-1", data: { x: 1 } } });
+    expect(parseClientFrame('{"op":"unsub","channel":"o"}')).toMatchObject({ ok: true });
+    expect(parseClientFrame('{"op":"ping","id":4}')).toEqual({ ok: true, frame: { op: "ping", id: 4 } });
+    expect(parseClientFrame('{"op":"sub","channel":"o","from":{"seq":5}}')).toMatchObject({ ok: true, frame: { from: { seq: 5 } } });
+    expect(parseClientFrame('{"op":"sub","channel":"o","from":"all"}')).toMatchObject({ ok: true, frame: { from: "all" } });
+  });
+  it("answers bad input with a code and keeps the id", () => {
+    expect(bad("{nope").code).toBe("bad_json");
+    expect(bad("[1,2]").code).toBe("bad_json");
+    expect(bad('{"id":7}')).toMatchObject({ code: "unknown_op", id: 7 });
+    expect(bad('{"op":"fly","id":8}')).toMatchObject({ code: "unknown_op", id: 8 });
+    expect(bad('{"op":"sub","id":9}')).toMatchObject({ code: "bad_channel", id: 9 });
+    expect(bad('{"op":"sub","channel":"a b"}').code).toBe("bad_channel");
+    expect(bad('{"op":"pub","channel":"a.*","data":1}').code).toBe("bad_channel");
+    expect(bad('{"op":"pub","channel":"a"}').code).toBe("bad_request");
+    expect(bad('{"op":"pub","channel":"a","data":1,"msgId":""}').code).toBe("bad_request");
+    expect(bad('{"op":"sub","channel":"a","from":{"seq":0}}').code).toBe("bad_request");
+    expect(bad('{"op":"sub","channel":"a","from":{"time":"yesterday"}}').code).toBe("bad_request");
+    expect(bad('{"op":"ping","id":{"x":1}}').code).toBe("bad_request");
+  });
+});
+
+describe("protocol — msg frames", () => {
+  it("splices a JSON payload without re-encoding it", () => {
+    const f = msgFrame({ channel: "o.eu", pattern: "o.*", seq: 3, ts: 1.5 }, Buffer.from('{"a":[1,2]}'));
+    expect(JSON.parse(f.toString())).toEqual({ op: "msg", channel: "o.eu", sub: "o.*", seq: 3, ts: 1.5, data: { a: [1, 2] } });
+  });
+  it("delivers a non-JSON payload (put into the stream by others) as text", () => {
+    const f = msgFrame({ channel: "o", pattern: "o", seq: 1, ts: 1 }, Buffer.from("hello world"));
+    expect(JSON.parse(f.toString())).toMatchObject({ enc: "text", data: "hello world" });
+    expect(looksLikeJson(Buffer.from("12.5"))).toBe(true);
+    expect(looksLikeJson(Buffer.from("nope"))).toBe(false);
+  });
+});
