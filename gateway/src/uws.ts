@@ -10,17 +10,16 @@ import type * as UwsModule from "uWebSockets.js";
  */
 export function loadUws(): typeof UwsModule {
   const require = createRequire(import.meta.url);
-  if (["1", "true", "True", "TRUE"].includes(process.env.UWS_USE_FALLBACK ?? "")) {
-    throw new GatewayError("ERR_UWS_FALLBACK", "UWS_USE_FALLBACK is set: the pure-JS fallback of uWebSockets.js is not supported; unset it");
-  }
-  const origWarn = console.warn;
+  // The package reports its fallback on console.warn/console.log; keep that text for our own error.
+  const orig = { warn: console.warn, log: console.log };
   const warnings: string[] = [];
-  console.warn = (...args: unknown[]) => { warnings.push(args.map(String).join(" ")); };
+  console.warn = console.log = (...args: unknown[]) => { warnings.push(args.map(String).join(" ")); };
   let uws: typeof UwsModule;
   try {
     uws = require("uWebSockets.js") as typeof UwsModule;
   } finally {
-    console.warn = origWarn;
+    console.warn = orig.warn;
+    console.log = orig.log;
   }
   const nativeLoaded = Object.keys(require.cache).some((k) => /uWebSockets\.js[\\/].*\.node$/.test(k) || /uws_[a-z0-9_]+\.node$/.test(k));
   const isNative = nativeLoaded && /\[native code\]/.test(Function.prototype.toString.call(uws.App));

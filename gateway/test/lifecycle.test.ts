@@ -1,0 +1,149 @@
+import { spawnSync } from "node:child_process";
+import { connect } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { afterAll, describe, expect, it } from "vitest";
+import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
+import { CLI, childPids, startGateway, type GatewayHandle } from "./support/gateway.js";
+import { httpPublish, TestClient } from "./support/ws-client.js";
+import { waitFor } from "./support/wait.js";
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c().catch(() => undefined);
+});
+
+async function nats(): Promise<NatsServerHandle> {
+  const n = await startNatsServer();
+  cleanups.push(() => n.stop());
+  return n;
+}
+async function gateway(opts: Parameters<typeof startGateway>[0]): Promise<GatewayHandle> {
+  const g = await startGateway(opts);
+  cleanups.push(() => g.stop("SIGKILL"));
+  return g;
+}
+const pidAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe("lifecycle — bad settings and startup checks", () => {
+  it("a bad setting exits 1 with a message naming it", () => {
+    const r = spawnSync(process.execPath, [CLI, "--port", "99999"], { encoding: "utf8", env: { ...process.env } });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain("invalid PORT (--port)");
+    const e = spawnSync(process.execPath, [CLI], { encoding: "utf8", env: { ...process.env, STREAM_REPLICAS: "seven" } });
+    expect(e.status).toBe(1);
+    expect(e.stderr).toContain("STREAM_REPLICAS");
+  });
+
+  it("refuses the pure-JS fallback of uWebSockets.js", () => {
+    const r = spawnSync(process.execPath, [CLI, "--port", "0"], { encoding: "utf8", env: { ...process.env, UWS_USE_FALLBACK: "1" } });
+    expect(r.status).toBe(1);
+    expect(r.stderr + r.stdout).toMatch(/ERR_UWS_FALLBACK|fallback/);
+  });
+
+  it("an existing stream with a different config stops startup unless --update-stream", async () => {
+    const n = await nats();
+    const nc = await connect({ servers: n.url });
+    const jsm = await jetstreamManager(nc);
+    await jsm.streams.add({ name: "EVENTS", subjects: ["ev.>"], max_msgs_per_subject: 5 });
+    const r = spawnSync(process.execPath, [CLI, "--port", "0", "--workers", "1", "--nats-url", n.url], { encoding: "utf8", timeout: 30_000 });
+    expect(r.status).toBe(1);
+    expect(r.stdout).toContain("max_msgs_per_subject");
+    const g = await gateway({ natsUrl: n.url, workers: 1, args: ["--update-stream"] });
+    expect((await jsm.streams.info("EVENTS")).config.max_msgs_per_subject).toBe(-1);
+    await g.stop();
+    await nc.close();
+  });
+});
+
+describe("lifecycle — embedded nats-server", () => {
+  it("starts a JetStream nats-server child, serves through it, and stops it on SIGTERM", async () => {
+    const g = await gateway({ workers: 1 });
+    const ready = g.logs.find((l) => l.msg === "embedded nats-server ready")!;
+    expect(ready).toBeDefined();
+    const natsPid = ready.natsPid as number;
+    expect(pidAlive(natsPid)).toBe(true);
+    const c = await TestClient.connect(g.wsUrl);
+    await c.sub("embedded.check");
+    expect((await httpPublish(g.url, "embedded.check", { ok: true })).status).toBe(201);
+    await c.waitForMsgs(1);
+    expect(await g.stop("SIGTERM")).toBe(0);
+    expect(pidAlive(natsPid)).toBe(false);
+  });
+});
+
+describe("lifecycle — workers", () => {
+  it("a killed worker is restarted and its clients can reconnect and receive", async () => {
+    const n = await nats();
+    const g = await gateway({ natsUrl: n.url, workers: 2, args: ["--restart-backoff", "100ms"] });
+    const before = await childPids(g.process.pid!);
+    expect(before.length).toBe(2);
+    const clients = await Promise.all(Array.from({ length: 20 }, () => TestClient.connect(g.wsUrl)));
+    await Promise.all(clients.map((c) => c.sub("restart.x")));
+    process.kill(before[0]!, "SIGKILL");
+    await waitFor(() => clients.some((c) => !c.open) || undefined, { what: "clients of the killed worker closed" });
+    const after = await waitFor(async () => {
+      const p = await childPids(g.process.pid!);
+      return p.length === 2 && !p.includes(before[0]!) ? p : undefined;
+    }, { what: "replacement worker", timeoutMs: 15_000 });
+    expect(after).toContain(before[1]);
+    expect(g.logs.some((l) => l.msg === "worker exited; restarting")).toBe(true);
+    await waitFor(async () => ((await fetch(`${g.url}/readyz`)).ok ? true : undefined), { what: "ready again" });
+    // Dropped clients reconnect (to whichever worker) and receive again.
+    const again = await Promise.all(clients.map(async (c) => (c.open ? c : TestClient.connect(g.wsUrl))));
+    await Promise.all(again.filter((c) => !clients.includes(c)).map((c) => c.sub("restart.x")));
+    await httpPublish(g.url, "restart.x", { after: true });
+    await Promise.all(again.map((c) => waitFor(() => c.msgs.find((m) => (m.data as { after?: boolean }).after), { what: "message after restart" })));
+    for (const c of again) c.close();
+  });
+
+  it("SIGTERM drains: clients get 1001, new connections are refused, exit 0 within the bound", async () => {
+    const n = await nats();
+    const g = await gateway({ natsUrl: n.url, workers: 2, args: ["--shutdown-timeout", "5s"] });
+    const clients = await Promise.all(Array.from({ length: 10 }, () => TestClient.connect(g.wsUrl)));
+    await Promise.all(clients.map((c) => c.sub("drain.x")));
+    const t0 = Date.now();
+    g.process.kill("SIGTERM");
+    const codes = await Promise.all(clients.map((c) => c.waitClosed()));
+    expect(codes.every((c) => c === 1001)).toBe(true);
+    expect(await g.exited).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(5_000 + 1_000);
+    await expect(TestClient.connect(g.wsUrl)).rejects.toThrow();
+  });
+});
+
+describe("lifecycle — broker outage", () => {
+  it("NATS restart: /readyz flips to 503 and back, subscriptions resume, HTTP publish answers 503 meanwhile", async () => {
+    const n = await nats();
+    const g = await gateway({ natsUrl: n.url, workers: 2 });
+    const c = await TestClient.connect(g.wsUrl);
+    await c.sub("outage.x");
+    await httpPublish(g.url, "outage.x", { n: 1 });
+    await c.waitForMsgs(1);
+    await n.kill();
+    await waitFor(async () => ((await fetch(`${g.url}/readyz`)).status === 503 ? true : undefined), { what: "readyz 503", timeoutMs: 15_000 });
+    expect(await (await fetch(`${g.url}/readyz`)).json()).toMatchObject({ ready: false, broker: { connected: false } });
+    expect((await httpPublish(g.url, "outage.x", { n: 0 })).status).toBe(503);
+    const pubFrame = await c.request({ op: "pub", channel: "outage.x", data: 0 });
+    expect(pubFrame.code).toBe("broker_unavailable");
+    await n.restart();
+    // Every worker must be back before readyz is 200 on all of them: poll a few times.
+    await waitFor(async () => {
+      const rs = await Promise.all([1, 2, 3, 4].map(() => fetch(`${g.url}/readyz`).then((r) => r.status)));
+      return rs.every((s) => s === 200) ? true : undefined;
+    }, { what: "readyz 200 after restart", timeoutMs: 20_000 });
+    await waitFor(async () => ((await httpPublish(g.url, "outage.x", { n: 2 })).status === 201 ? true : undefined), { what: "publish after restart", timeoutMs: 10_000 });
+    await waitFor(() => c.msgs.find((m) => (m.data as { n: number }).n === 2), { what: "live message after NATS restart", timeoutMs: 20_000 });
+    // Resumed from where it was: nothing replayed twice.
+    const seqs = c.msgs.map((m) => m.seq);
+    expect(new Set(seqs).size).toBe(seqs.length);
+    expect(c.open).toBe(true);
+    c.close();
+  });
+});
