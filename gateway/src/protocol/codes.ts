@@ -25,6 +25,12 @@ export const ErrorCode = {
   BrokerError: "broker_error",
   /** The selected broker cannot do this (e.g. replay on Redis pub/sub). */
   UnsupportedByBroker: "unsupported_by_broker",
+  /** The client may not do this (channel permissions, another user's durable, missing pub right). */
+  Forbidden: "forbidden",
+  /** The connection sent frames faster than its allowance; the next breach closes it with 4029. */
+  RateLimited: "rate_limited",
+  /** ack/nak/term for a sequence this connection does not hold unacknowledged. */
+  UnknownSeq: "unknown_seq",
   /** The server is shutting down. */
   ShuttingDown: "shutting_down",
   /** An unexpected server error; the connection stays usable. */
@@ -42,7 +48,11 @@ export const CloseCode = {
   MessageTooBig: 1009,
   /** Unexpected server condition. */
   InternalError: 1011,
+  /** The token expired and no `refresh` arrived in time; reconnect with a fresh token. */
+  TokenExpired: 4001,
   /** The socket stayed over its backpressure limit for too long; reconnect and resume. */
   SlowConsumer: 4008,
+  /** The connection kept sending frames over its rate limit after an `rate_limited` error. */
+  RateLimited: 4029,
 } as const;
 export type CloseCode = (typeof CloseCode)[keyof typeof CloseCode];
