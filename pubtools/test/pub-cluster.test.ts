@@ -1,0 +1,75 @@
+// pub-cluster's real CLI against a real redis-server and nats-server (core and JetStream).
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Redis } from "ioredis";
+import { connect } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { startRedisServer, type RedisServerHandle } from "../../gateway/test/support/redis-server.js";
+import { startNatsServer, type NatsServerHandle } from "../../gateway/test/support/nats-server.js";
+import { waitFor } from "../../gateway/test/support/wait.js";
+import { buildTools, PUB_CLI, runToEnd } from "../../subtools/test/support/tools.js";
+
+let redis: RedisServerHandle;
+let nats: NatsServerHandle;
+
+beforeAll(async () => {
+  [redis, nats] = await Promise.all([startRedisServer(), startNatsServer(), buildTools()]) as [RedisServerHandle, NatsServerHandle, void];
+});
+afterAll(async () => {
+  await Promise.all([redis?.stop(), nats?.stop()]);
+});
+
+type Body = { p: string; s?: number; t?: number; x?: string; end?: boolean; total?: number };
+
+describe("pub-cluster — publishing", () => {
+  it("pub-cluster — Redis: numbered, timestamped, padded payloads per publisher, then an end marker with the total", async () => {
+    const sub = new Redis({ port: redis.port });
+    const got: { channel: string; raw: string }[] = [];
+    sub.on("message", (channel: string, raw: string) => got.push({ channel, raw }));
+    await sub.subscribe("pt.a", "pt.b");
+    const before = performance.timeOrigin * 1000 + performance.now() * 1000;
+    const { code, out } = await runToEnd(PUB_CLI, ["-t", "20", "-n", "4", "-c", "1", "-p", "3", "--target", "redis", "--port", String(redis.port), "--channel", "pt.a,pt.b", "--size", "200"]);
+    expect(code, out).toBe(0);
+    await waitFor(() => got.length >= 14 || undefined, { what: "14 messages" });
+    sub.disconnect();
+    const bodies = got.map((g) => ({ channel: g.channel, raw: g.raw, b: JSON.parse(g.raw) as Body }));
+    const data = bodies.filter((x) => !x.b.end);
+    const ends = bodies.filter((x) => x.b.end);
+    expect(data).toHaveLength(12);
+    for (const ch of ["pt.a", "pt.b"]) {
+      const mine = data.filter((d) => d.channel === ch);
+      expect(mine.map((d) => d.b.s)).toEqual([1, 2, 3, 4, 5, 6]);
+      expect(new Set(mine.map((d) => d.b.p)).size).toBe(1);
+      expect(mine[0]!.b.p.endsWith(`:${ch}`)).toBe(true);
+      expect(ends.find((e) => e.channel === ch)?.b).toEqual({ p: mine[0]!.b.p, end: true, total: 6 });
+    }
+    for (const d of data) {
+      expect(Buffer.byteLength(d.raw)).toBe(200);
+      expect(d.b.t!).toBeGreaterThanOrEqual(Math.floor(before));
+      expect(d.b.t!).toBeLessThan(before + 30_000_000);
+    }
+    expect(out).toContain("[  pub-master  ] \tPublished: 12 (acked 12, failed 0)");
+    expect(out).toContain("End markers: 2");
+  });
+
+  it("pub-cluster — JetStream: acked publishes land in the gateway's stream under ev.<channel>", async () => {
+    const nc = await connect({ servers: nats.url });
+    const jsm = await jetstreamManager(nc);
+    await jsm.streams.add({ name: "EVENTS", subjects: ["ev.>"] });
+    const { code, out } = await runToEnd(PUB_CLI, ["-t", "20", "-n", "2", "-c", "2", "-p", "5", "--target", "jetstream", "--port", String(nats.port), "--channel", "pt.js", "--sync", "--msg-id"]);
+    expect(code, out).toBe(0);
+    const info = await jsm.streams.info("EVENTS", { subjects_filter: ">" });
+    expect(info.state.messages).toBe(2 * 5 * 2 + 2);
+    expect(info.state.subjects).toEqual({ "ev.pt.js": 22 });
+    expect(out).toContain("Published: 20 (acked 20, failed 0)");
+    expect(out).toMatch(/\t ACK MEAN: [\d.]+ms/);
+    await nc.close();
+  });
+
+  it("pub-cluster — refused publishes are counted as failed and the exit code says so", async () => {
+    const { code, out } = await runToEnd(PUB_CLI, ["-t", "10", "-n", "2", "-p", "3", "--target", "jetstream", "--port", String(nats.port), "--subject-prefix", "nostream.", "--timeout", "2000"]);
+    expect(code).toBe(1);
+    expect(out).toContain("Published: 6 (acked 0, failed 6)");
+    expect(out).toContain("(1 failed)");
+    expect(out).toMatch(/first error: /);
+  });
+});
