@@ -1,0 +1,522 @@
+/**
+ * fanout-gateway client SDK: one dependency-free ES module for browsers (native WebSocket) and Node (pass a
+ * WebSocket implementation such as the `ws` package). Reconnects with full-jitter backoff, resumes every
+ * subscription from the last seq it delivered (dropping duplicates), queues publishes while disconnected and
+ * re-sends unanswered ones with the same msgId so the server stores them once. Wire protocol:
+ * gateway/PROTOCOL.md; usage: gateway/client/README.md.
+ */
+
+/** The part of the WebSocket API the client uses: the browser's WebSocket and `ws` both fit. */
+export interface WebSocketLike {
+  readonly readyState: number;
+  // `any` keeps both DOM's (this: WebSocket, ev: CloseEvent) handlers and ws' handler types assignable.
+  onopen: ((ev: any) => void) | null;
+  onclose: ((ev: any) => void) | null;
+  onmessage: ((ev: any) => void) | null;
+  onerror: ((ev: any) => void) | null;
+  send(data: string): void;
+  close(code?: number, reason?: string): void;
+}
+export type WebSocketConstructor = new (url: string, protocols?: string | string[]) => WebSocketLike;
+
+export type ClientErrorCode =
+  | "bad_option"
+  | "queue_full"
+  | "closed"
+  | "token_expired"
+  | "already_subscribed"
+  | "unsubscribed"
+  | "handler_error"
+  | "no_websocket"
+  | "token_error";
+
+/** Client-side failures (`ClientErrorCode`) and server `err` replies (the wire codes of PROTOCOL.md). */
+export class GatewayError extends Error {
+  override readonly name = "GatewayError";
+  constructor(readonly code: ClientErrorCode | (string & {}), message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** Where a subscription starts (PROTOCOL.md `sub`): live when omitted. */
+export type StartPosition = { seq: number } | { time: string | Date } | { last: number } | "all";
+
+export interface GatewayClientOptions {
+  /** Sent as the `token` query parameter (or as a subprotocol with `tokenVia: "protocol"`). */
+  token?: string;
+  /** Called before every connect for a fresh token; also makes the client reconnect after a 4001 close. */
+  getToken?: () => string | Promise<string>;
+  /** "query" (default): `?token=`; "protocol": `Sec-WebSocket-Protocol: fgw.v1, bearer.<token>`. */
+  tokenVia?: "query" | "protocol";
+  /** WebSocket implementation; defaults to `globalThis.WebSocket`. */
+  WebSocket?: WebSocketConstructor;
+  /** Reconnect delay bounds: delay = random(0, min(maxDelayMs, minDelayMs·2^attempt)). */
+  minDelayMs?: number;
+  maxDelayMs?: number;
+  /** Most publishes held while disconnected; more reject with `queue_full`. */
+  queueLimit?: number;
+  /** A connection attempt that has not opened after this long is abandoned and retried. */
+  connectTimeoutMs?: number;
+}
+
+export const DEFAULT_OPTIONS = { minDelayMs: 250, maxDelayMs: 15_000, queueLimit: 1_000, connectTimeoutMs: 10_000, tokenVia: "query" } as const;
+
+export interface SubscribeOptions {
+  /** Start position of the first subscribe; later resubscribes resume from the last delivered seq + 1. */
+  from?: StartPosition;
+  /** Durable consumer name (at-least-once; `from` is not allowed with it). */
+  durable?: string;
+  /** Explicit acks for a durable: messages get working ack()/nak()/term(). */
+  ack?: boolean;
+  /** Ack after the handler returns (awaited if it returns a promise), nak if it throws. Default: `ack`. */
+  autoAck?: boolean;
+  maxInflight?: number;
+}
+
+/** A delivered message. ack/nak/term do something only on `ack:true` subscriptions. */
+export interface GatewayMessage<T = unknown> {
+  readonly channel: string;
+  /** The pattern of the subscription it is for. */
+  readonly sub: string;
+  readonly seq: number;
+  /** Broker timestamp, ms since the epoch (µs precision). */
+  readonly ts: number;
+  readonly data: T;
+  readonly enc?: "text";
+  readonly durable?: string;
+  readonly redelivered?: boolean;
+  readonly deliveries?: number;
+  ack(): void;
+  nak(delayMs?: number): void;
+  term(): void;
+}
+
+export type MessageHandler<T = unknown> = (msg: GatewayMessage<T>) => void | Promise<void>;
+
+/** The server's `ok` to a subscribe: stream bounds, and `truncated` when the start was already removed. */
+export type SubscribeInfo = { firstSeq?: number; lastSeq?: number; truncated?: boolean };
+
+export interface Subscription {
+  readonly channel: string;
+  /** Last seq delivered to the handler (0: none yet). */
+  readonly lastSeq: number;
+  /** Settles with the first `ok` (or rejects with the `err`). */
+  readonly ready: Promise<SubscribeInfo>;
+  unsubscribe(): void;
+}
+
+export type PublishResult = { seq: number; duplicate: boolean };
+
+/** Lifecycle events, one discriminated union. */
+export type GatewayEvent =
+  | { type: "connecting"; attempt: number }
+  | { type: "connected" }
+  | { type: "disconnected"; code: number; reason: string; willReconnect: boolean; reconnectInMs?: number }
+  | { type: "resubscribed"; subscriptions: number }
+  | { type: "gap"; channel: string; expectedSeq: number; firstSeq: number }
+  | { type: "tokenExpired" }
+  | { type: "error"; error: GatewayError; channel?: string };
+export type GatewayEventType = GatewayEvent["type"];
+
+/** Reconnect delay for attempt n (0-based): uniform in [0, min(maxMs, minMs·2^n)] ("full jitter"). */
+export function backoffDelay(attempt: number, minMs: number, maxMs: number, random: () => number = Math.random): number {
+  const cap = Math.min(maxMs, minMs * 2 ** Math.min(Math.max(attempt, 0), 52));
+  return Math.min(cap, Math.floor(random() * (cap + 1)));
+}
+
+/** Server error codes worth a reconnect when a resubscribe fails with them. */
+const RETRYABLE = new Set(["broker_unavailable", "shutting_down", "internal", "rate_limited"]);
+/** Close code the client uses to drop a connection whose resubscribe failed (4000–4999 is application use). */
+const CLOSE_RESUBSCRIBE_FAILED = 4000;
+
+type Frame = Record<string, unknown> & { op: string; id?: unknown };
+type Sub = Subscription & {
+  handler: MessageHandler<any>;
+  opts: SubscribeOptions;
+  lastSeq: number;
+  closed: boolean;
+  settle?: { resolve: (i: SubscribeInfo) => void; reject: (e: GatewayError) => void };
+};
+type Pub = { channel: string; data: unknown; msgId: string; resolve: (r: PublishResult) => void; reject: (e: Error) => void };
+
+export class GatewayClient {
+  /** Counters for the curious: reconnects made and duplicate messages dropped. */
+  readonly stats = { reconnects: 0, duplicatesDropped: 0 };
+  private readonly opts: Required<Omit<GatewayClientOptions, "token" | "getToken">> & Pick<GatewayClientOptions, "token" | "getToken">;
+  private readonly url: string;
+  private state: "idle" | "connecting" | "open" | "waiting" | "closed" = "idle";
+  private ws: WebSocketLike | undefined;
+  private attempt = 0;
+  private reconnectTimer: ReturnType<typeof setTimeout> | undefined;
+  private connectTimer: ReturnType<typeof setTimeout> | undefined;
+  private nextId = 1;
+  private readonly pending = new Map<number, (f: Frame) => void>();
+  private readonly subs = new Map<string, Sub>();
+  /** Publishes not answered yet, in call order (Set keeps insertion order). */
+  private readonly outbox = new Set<Pub>();
+  private readonly listeners = new Map<GatewayEventType, Set<(e: any) => void>>();
+  private firstOpen: { promise: Promise<void>; resolve: () => void; reject: (e: Error) => void };
+  private closedWaiters: (() => void)[] = [];
+
+  constructor(url: string, options: GatewayClientOptions = {}) {
+    this.url = url.replace(/^http(s?):/, "ws$1:");
+    const WS = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
+    if (!WS) throw new GatewayError("no_websocket", "no WebSocket implementation: pass options.WebSocket (e.g. the ws package) in Node < 22");
+    this.opts = { ...DEFAULT_OPTIONS, ...stripUndefined(options), WebSocket: WS };
+    const { minDelayMs: min, maxDelayMs: max, queueLimit, connectTimeoutMs } = this.opts;
+    if (!(Number.isFinite(min) && min >= 0)) throw new GatewayError("bad_option", `minDelayMs must be a number >= 0, got ${min}`);
+    if (!(Number.isFinite(max) && max >= min)) throw new GatewayError("bad_option", `maxDelayMs must be a number >= minDelayMs (${min}), got ${max}`);
+    if (!(Number.isInteger(queueLimit) && queueLimit >= 0)) throw new GatewayError("bad_option", `queueLimit must be an integer >= 0, got ${queueLimit}`);
+    if (!(Number.isFinite(connectTimeoutMs) && connectTimeoutMs > 0)) throw new GatewayError("bad_option", `connectTimeoutMs must be > 0, got ${connectTimeoutMs}`);
+    if (this.opts.tokenVia !== "query" && this.opts.tokenVia !== "protocol") throw new GatewayError("bad_option", `tokenVia must be "query" or "protocol"`);
+    this.firstOpen = deferred<void>();
+  }
+
+  /** True while the socket is open. */
+  get connected(): boolean {
+    return this.state === "open";
+  }
+
+  /** Starts connecting (and reconnecting); resolves on the first successful open. */
+  connect(): Promise<void> {
+    if (this.state === "closed") return Promise.reject(new GatewayError("closed", "client is closed"));
+    if (this.state === "idle") void this.open();
+    return this.firstOpen.promise;
+  }
+
+  /** Listens to one event type; returns a function that removes the listener. */
+  on<K extends GatewayEventType>(type: K, fn: (e: Extract<GatewayEvent, { type: K }>) => void): () => void {
+    let set = this.listeners.get(type);
+    if (!set) this.listeners.set(type, (set = new Set()));
+    set.add(fn);
+    return () => set.delete(fn);
+  }
+
+  /** Subscribes to a channel pattern; survives reconnects, resuming after the last delivered seq. */
+  subscribe<T = unknown>(channel: string, handler: MessageHandler<T>, options: SubscribeOptions = {}): Subscription {
+    if (this.state === "closed") throw new GatewayError("closed", "client is closed");
+    if (this.subs.has(channel)) throw new GatewayError("already_subscribed", `already subscribed to ${channel}`);
+    if (options.durable !== undefined && options.from !== undefined) throw new GatewayError("bad_option", "from is not allowed with durable");
+    const ready = deferred<SubscribeInfo>();
+    ready.promise.catch(() => undefined); // rejection is also reported as an "error" event
+    const sub: Sub = {
+      channel,
+      handler: handler as MessageHandler<any>,
+      opts: { ...options, autoAck: options.autoAck ?? options.ack === true },
+      lastSeq: 0,
+      closed: false,
+      ready: ready.promise,
+      settle: { resolve: ready.resolve, reject: ready.reject },
+      unsubscribe: () => this.unsubscribe(sub),
+    };
+    this.subs.set(channel, sub);
+    if (this.state === "open" && this.ws) this.sendSub(sub, this.ws, () => undefined);
+    return sub;
+  }
+
+  /**
+   * Publishes `data` (any JSON value). Every publish carries a msgId (generated when not given), so a
+   * publish re-sent after a lost reply is stored once. While disconnected it waits in a bounded queue.
+   */
+  publish(channel: string, data: unknown, options: { msgId?: string } = {}): Promise<PublishResult> {
+    if (this.state === "closed") return Promise.reject(new GatewayError("closed", "client is closed"));
+    if (this.state !== "open" && this.outbox.size >= this.opts.queueLimit) {
+      return Promise.reject(new GatewayError("queue_full", `publish queue is full (${this.opts.queueLimit} waiting while disconnected)`));
+    }
+    return new Promise((resolve, reject) => {
+      const pub: Pub = { channel, data, msgId: options.msgId ?? newMsgId(), resolve, reject };
+      this.outbox.add(pub);
+      if (this.state === "open" && this.ws) this.sendPub(pub, this.ws);
+    });
+  }
+
+  /** Closes with 1000 and stops reconnecting; queued publishes and pending subscribes reject with `closed`. */
+  close(): Promise<void> {
+    if (this.state === "closed") return Promise.resolve();
+    this.shutdown(new GatewayError("closed", "client closed"));
+    const ws = this.ws;
+    if (!ws) return Promise.resolve();
+    const done = new Promise<void>((r) => this.closedWaiters.push(r));
+    ws.close(1000, "client closed");
+    return done;
+  }
+
+  private async open(): Promise<void> {
+    this.state = "connecting";
+    this.emit({ type: "connecting", attempt: this.attempt });
+    let token = this.opts.token;
+    if (this.opts.getToken) {
+      try {
+        token = await this.opts.getToken();
+      } catch (e) {
+        this.emit({ type: "error", error: new GatewayError("token_error", `getToken failed: ${(e as Error).message}`, { cause: e }) });
+        this.scheduleReconnect();
+        return;
+      }
+      if (this.state !== "connecting") return;
+    }
+    let url = this.url;
+    let protocols: string[] | undefined;
+    if (token && this.opts.tokenVia === "query") url += `${url.includes("?") ? "&" : "?"}token=${encodeURIComponent(token)}`;
+    else if (token) protocols = ["fgw.v1", `bearer.${token}`];
+    let ws: WebSocketLike;
+    try {
+      ws = protocols ? new this.opts.WebSocket(url, protocols) : new this.opts.WebSocket(url);
+    } catch (e) {
+      this.emit({ type: "error", error: new GatewayError("no_websocket", `cannot open ${url}: ${(e as Error).message}`, { cause: e }) });
+      this.scheduleReconnect();
+      return;
+    }
+    this.ws = ws;
+    this.connectTimer = setTimeout(() => {
+      if (this.ws === ws && this.state === "connecting") ws.close();
+    }, this.opts.connectTimeoutMs);
+    ws.onopen = () => this.ws === ws && this.onOpen(ws);
+    ws.onmessage = (ev: { data: unknown }) => this.ws === ws && this.onFrame(ws, typeof ev.data === "string" ? ev.data : String(ev.data));
+    ws.onclose = (ev: { code?: number; reason?: string }) => this.onClose(ws, ev.code ?? 1006, ev.reason ?? "");
+    ws.onerror = () => undefined; // a close event follows with the code
+  }
+
+  private onOpen(ws: WebSocketLike): void {
+    clearTimeout(this.connectTimer);
+    if (this.state === "closed") return;
+    this.state = "open";
+    this.emit({ type: "connected" });
+    this.firstOpen.resolve();
+    const subs = [...this.subs.values()];
+    let outstanding = subs.length;
+    const done = () => {
+      if (this.ws !== ws) return;
+      this.attempt = 0;
+      this.emit({ type: "resubscribed", subscriptions: subs.length });
+    };
+    for (const sub of subs) this.sendSub(sub, ws, () => --outstanding === 0 && done());
+    if (subs.length === 0) done();
+    for (const pub of this.outbox) this.sendPub(pub, ws);
+  }
+
+  private onClose(ws: WebSocketLike, code: number, reason: string): void {
+    if (this.ws !== ws) return;
+    clearTimeout(this.connectTimer);
+    this.ws = undefined;
+    this.pending.clear();
+    for (const w of this.closedWaiters.splice(0)) w();
+    if (this.state === "closed") {
+      this.emit({ type: "disconnected", code, reason, willReconnect: false });
+      return;
+    }
+    if (code === 4001) {
+      this.emit({ type: "tokenExpired" });
+      if (!this.opts.getToken) {
+        this.emit({ type: "disconnected", code, reason, willReconnect: false });
+        this.shutdown(new GatewayError("token_expired", "the token expired (close 4001) and no getToken option is set"));
+        return;
+      }
+    }
+    const delay = this.scheduleReconnect();
+    this.emit({ type: "disconnected", code, reason, willReconnect: true, reconnectInMs: delay });
+  }
+
+  private scheduleReconnect(): number {
+    const delay = backoffDelay(this.attempt, this.opts.minDelayMs, this.opts.maxDelayMs);
+    this.attempt++;
+    this.state = "waiting";
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = undefined;
+      if (this.state !== "waiting") return;
+      this.stats.reconnects++;
+      void this.open();
+    }, delay);
+    return delay;
+  }
+
+  private shutdown(error: GatewayError): void {
+    this.state = "closed";
+    clearTimeout(this.reconnectTimer);
+    clearTimeout(this.connectTimer);
+    this.firstOpen.promise.catch(() => undefined);
+    this.firstOpen.reject(error);
+    for (const pub of this.outbox) pub.reject(error);
+    this.outbox.clear();
+    for (const sub of this.subs.values()) sub.settle?.reject(error);
+  }
+
+  private request(ws: WebSocketLike, frame: Record<string, unknown>, onReply: (f: Frame) => void): void {
+    const id = this.nextId++;
+    this.pending.set(id, onReply);
+    try {
+      ws.send(JSON.stringify({ ...frame, id }));
+    } catch {
+      this.pending.delete(id); // the socket is closing; its close event re-sends what needs it
+    }
+  }
+
+  private sendSub(sub: Sub, ws: WebSocketLike, onDone: () => void): void {
+    const frame: Record<string, unknown> = { op: "sub", channel: sub.channel };
+    let expectedSeq: number | undefined;
+    if (sub.opts.durable !== undefined) {
+      frame.durable = sub.opts.durable;
+      if (sub.opts.ack) frame.ack = true;
+      if (sub.opts.maxInflight !== undefined) frame.maxInflight = sub.opts.maxInflight;
+    } else {
+      const from = sub.lastSeq > 0 ? { seq: sub.lastSeq + 1 } : sub.opts.from;
+      if (from !== undefined) frame.from = typeof from === "object" && "time" in from ? { time: new Date(from.time).toISOString() } : from;
+      if (typeof from === "object" && "seq" in from) expectedSeq = from.seq;
+    }
+    this.request(ws, frame, (reply) => {
+      if (sub.closed) return onDone();
+      if (reply.op === "ok") {
+        if (reply.truncated === true && expectedSeq !== undefined) {
+          this.emit({ type: "gap", channel: sub.channel, expectedSeq, firstSeq: Number(reply.firstSeq) });
+        }
+        sub.settle?.resolve({ firstSeq: num(reply.firstSeq), lastSeq: num(reply.lastSeq), truncated: reply.truncated === true ? true : undefined });
+        sub.settle = undefined;
+        return onDone();
+      }
+      const error = wireError(reply);
+      this.emit({ type: "error", error, channel: sub.channel });
+      if (RETRYABLE.has(error.code)) {
+        ws.close(CLOSE_RESUBSCRIBE_FAILED, `resubscribe failed: ${error.code}`);
+        return;
+      }
+      // A permanent refusal (bad_channel, forbidden…): the subscription ends.
+      sub.closed = true;
+      if (this.subs.get(sub.channel) === sub) this.subs.delete(sub.channel);
+      sub.settle?.reject(error);
+      onDone();
+    });
+  }
+
+  private unsubscribe(sub: Sub): void {
+    if (sub.closed) return;
+    sub.closed = true;
+    if (this.subs.get(sub.channel) === sub) this.subs.delete(sub.channel);
+    sub.settle?.reject(new GatewayError("unsubscribed", `unsubscribed from ${sub.channel}`));
+    if (this.state === "open" && this.ws) this.request(this.ws, { op: "unsub", channel: sub.channel }, () => undefined);
+  }
+
+  private sendPub(pub: Pub, ws: WebSocketLike): void {
+    this.request(ws, { op: "pub", channel: pub.channel, data: pub.data, msgId: pub.msgId }, (reply) => {
+      this.outbox.delete(pub);
+      if (reply.op === "ok") pub.resolve({ seq: Number(reply.seq), duplicate: reply.duplicate === true });
+      else pub.reject(wireError(reply));
+    });
+  }
+
+  private onFrame(ws: WebSocketLike, text: string): void {
+    let f: Frame;
+    try {
+      f = JSON.parse(text) as Frame;
+    } catch {
+      return this.emit({ type: "error", error: new GatewayError("bad_json", "server sent a frame that is not JSON") });
+    }
+    if (f.op === "msg") return this.onMsg(ws, f);
+    if (typeof f.id === "number" && this.pending.has(f.id)) {
+      const reply = this.pending.get(f.id)!;
+      this.pending.delete(f.id);
+      return reply(f);
+    }
+    if (f.op === "err") this.emit({ type: "error", error: wireError(f) });
+  }
+
+  private onMsg(ws: WebSocketLike, f: Frame): void {
+    const sub = this.subs.get(String(f.sub));
+    if (!sub || sub.closed) return;
+    const seq = Number(f.seq);
+    if (sub.opts.durable === undefined) {
+      if (seq <= sub.lastSeq) {
+        this.stats.duplicatesDropped++;
+        return;
+      }
+      sub.lastSeq = seq;
+    }
+    const msg = this.message(ws, sub, f, seq);
+    let result: void | Promise<void>;
+    try {
+      result = sub.handler(msg);
+    } catch (e) {
+      return this.handlerFailed(sub, msg, e);
+    }
+    if (isThenable(result)) {
+      result.then(() => sub.opts.autoAck && msg.ack(), (e) => this.handlerFailed(sub, msg, e));
+    } else if (sub.opts.autoAck) {
+      msg.ack();
+    }
+  }
+
+  private handlerFailed(sub: Sub, msg: GatewayMessage, e: unknown): void {
+    this.emit({ type: "error", channel: sub.channel, error: new GatewayError("handler_error", `handler for ${sub.channel} threw on seq ${msg.seq}: ${(e as Error)?.message ?? String(e)}`, { cause: e }) });
+    if (sub.opts.autoAck) msg.nak();
+  }
+
+  private message(ws: WebSocketLike, sub: Sub, f: Frame, seq: number): GatewayMessage {
+    let settled = !sub.opts.ack;
+    const reply = (op: "ack" | "nak" | "term", extra?: Record<string, unknown>) => {
+      if (settled) return;
+      settled = true;
+      // Acks on a closed socket are moot: the server released its unacked messages for redelivery.
+      if (this.ws === ws && this.state === "open") {
+        try {
+          ws.send(JSON.stringify({ op, seq, sub: sub.channel, ...extra }));
+        } catch {
+          /* closing */
+        }
+      }
+    };
+    return {
+      channel: String(f.channel),
+      sub: String(f.sub),
+      seq,
+      ts: Number(f.ts),
+      data: f.data,
+      enc: f.enc === "text" ? "text" : undefined,
+      durable: typeof f.durable === "string" ? f.durable : undefined,
+      redelivered: f.redelivered === true ? true : undefined,
+      deliveries: typeof f.deliveries === "number" ? f.deliveries : undefined,
+      ack: () => reply("ack"),
+      nak: (delayMs?: number) => reply("nak", delayMs === undefined ? undefined : { delay: delayMs }),
+      term: () => reply("term"),
+    };
+  }
+
+  private emit(e: GatewayEvent): void {
+    for (const fn of this.listeners.get(e.type) ?? []) {
+      try {
+        fn(e);
+      } catch (err) {
+        queueMicrotask(() => {
+          throw err; // a listener's bug should surface, not break the client's state machine
+        });
+      }
+    }
+  }
+}
+
+function wireError(f: Frame): GatewayError {
+  return new GatewayError(typeof f.code === "string" ? f.code : "internal", typeof f.message === "string" ? f.message : JSON.stringify(f));
+}
+
+function newMsgId(): string {
+  const c = (globalThis as { crypto?: { randomUUID?: () => string } }).crypto;
+  if (c?.randomUUID) return c.randomUUID(); // absent on plain-http pages that are not localhost
+  let s = "";
+  for (let i = 0; i < 4; i++) s += Math.floor(Math.random() * 2 ** 32).toString(16).padStart(8, "0");
+  return `${Date.now().toString(36)}-${s}`;
+}
+
+function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void; reject: (e: Error) => void } {
+  let resolve!: (v: T) => void;
+  let reject!: (e: Error) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+const isThenable = (v: unknown): v is Promise<void> => typeof (v as { then?: unknown } | undefined)?.then === "function";
+const num = (v: unknown): number | undefined => (typeof v === "number" ? v : undefined);
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
