@@ -92,6 +92,7 @@ export class FanoutHub {
     const frame = msgFrame({ channel: m.channel, pattern: feed.pattern, seq: m.seq, ts: m.ts }, m.payload);
     this.app.publish(feed.topic, frame, false, false);
     this.metrics.framesDelivered.inc(receivers);
+    this.metrics.deliveryLatency.observe(Math.max(0, Date.now() - m.ts) / 1000);
   }
 
   /** Drops a reference; the feed stops after the linger period if nobody takes it again. */

@@ -7,6 +7,8 @@ import { ErrorCode } from "../protocol/codes.js";
 import type { TemplatedApp } from "../uws.js";
 import { PublishFailure, publishOnce } from "./publish.js";
 import { readBody, send, sendJson, track } from "./respond.js";
+import { registerStaticRoutes } from "./static.js";
+import { registerStatsRoute } from "./stats.js";
 
 export type HttpContext = {
   config: Config;
@@ -46,6 +48,9 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
     const msgId = req.getHeader("idempotency-key") || undefined;
     void httpPublish(ctx, res, st, rawChannel, msgId);
   });
+
+  registerStatsRoute(app, ctx.clusterMetrics);
+  registerStaticRoutes(app, ctx.log); // the live page at / and the client SDK at /client.js
 
   app.any("/*", (res, req) => {
     sendJson(res, track(res), 404, { error: "not_found", message: `no route for ${req.getMethod().toUpperCase()} ${req.getUrl()}` });

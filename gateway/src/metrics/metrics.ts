@@ -26,6 +26,7 @@ export function createMetrics(registry: client.Registry = client.register) {
     httpPublishDuplicate: publishes.labels("duplicate", "http"),
     httpPublishError: publishes.labels("error", "http"),
     publishDuration: new client.Histogram({ name: "fanout_publish_duration_seconds", help: "Broker publish latency (until the JetStream ack)", buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: r }),
+    deliveryLatency: new client.Histogram({ name: "fanout_delivery_latency_seconds", help: "Broker timestamp to frame handed to uWS, once per message per worker (not per socket)", buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: r }),
     brokerConnected: new client.Gauge({ name: "fanout_broker_connected", help: "1 while the worker's broker connection is up (min over workers)", aggregator: "min", registers: r }),
     brokerReconnects: new client.Counter({ name: "fanout_broker_reconnects_total", help: "Broker reconnects", registers: r }),
   };

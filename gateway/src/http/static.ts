@@ -1,0 +1,70 @@
+import { createHash } from "node:crypto";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { extname, join, resolve } from "node:path";
+import { PACKAGE_ROOT } from "../config/config.js";
+import type { Logger } from "../log.js";
+import type { HttpResponse, TemplatedApp } from "../uws.js";
+
+const CONTENT_TYPES: Record<string, string> = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".mjs": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".map": "application/json",
+  ".json": "application/json",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+  ".ico": "image/x-icon",
+  ".txt": "text/plain; charset=utf-8",
+};
+
+export type StaticFile = { body: Buffer; contentType: string; etag: string };
+
+/** Where the served files come from, relative to the package root. */
+export const CLIENT_BUNDLE = "dist/gateway/client/client.js";
+export const PUBLIC_DIR = "gateway/public";
+
+/**
+ * Reads the web page (gateway/public/, flat) and the client SDK bundle once, keyed by URL path. Files are
+ * small and fixed for the life of the worker, so they are held in memory and never read per request.
+ */
+export function loadStaticFiles(root: string = PACKAGE_ROOT): Map<string, StaticFile> {
+  const files = new Map<string, StaticFile>();
+  const add = (urlPath: string, file: string) => {
+    const body = readFileSync(file);
+    const contentType = CONTENT_TYPES[extname(file)] ?? "application/octet-stream";
+    files.set(urlPath, { body, contentType, etag: `"${createHash("sha1").update(body).digest("base64url").slice(0, 16)}"` });
+  };
+  const pub = resolve(root, PUBLIC_DIR);
+  if (existsSync(pub)) {
+    for (const name of readdirSync(pub)) {
+      const file = join(pub, name);
+      if (statSync(file).isFile()) add(`/${name}`, file);
+    }
+  }
+  const bundle = resolve(root, CLIENT_BUNDLE);
+  if (existsSync(bundle)) add("/client.js", bundle);
+  if (existsSync(`${bundle}.map`)) add("/client.js.map", `${bundle}.map`);
+  const index = files.get("/index.html");
+  if (index) files.set("/", index);
+  return files;
+}
+
+/** Registers GET routes for the static files; call before the catch-all 404 route. */
+export function registerStaticRoutes(app: TemplatedApp, log: Logger, files: Map<string, StaticFile> = loadStaticFiles()): void {
+  if (!files.has("/client.js")) log.warn({ expected: resolve(PACKAGE_ROOT, CLIENT_BUNDLE) }, "client SDK bundle not found (run npm run build); /client.js will answer 404");
+  for (const [path, file] of files) {
+    app.get(path, (res, req) => {
+      if (req.getHeader("if-none-match") === file.etag) return write(res, "304 Not Modified", file);
+      write(res, "200 OK", file, file.body);
+    });
+  }
+}
+
+function write(res: HttpResponse, status: string, file: StaticFile, body?: Buffer): void {
+  res.cork(() => {
+    res.writeStatus(status).writeHeader("etag", file.etag).writeHeader("cache-control", "no-cache");
+    if (body) res.writeHeader("content-type", file.contentType).writeHeader("x-content-type-options", "nosniff");
+    res.end(body);
+  });
+}

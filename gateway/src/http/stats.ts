@@ -1,0 +1,149 @@
+import type { TemplatedApp } from "../uws.js";
+import { send, sendJson, track } from "./respond.js";
+
+/**
+ * `GET /v1/stats`: a small JSON summary of all workers for the live page, computed from the aggregated
+ * Prometheus text the primary already serves to `/metrics` (no second IPC path).
+ *
+ * Rates and latency percentiles are over a recent window: each worker keeps the samples it took in the last
+ * RETAIN_MS and compares the new one with the newest sample at least WINDOW_MS old (or the oldest it has).
+ * That keeps the window near one second however many pages poll, and needs no state in the primary. The
+ * first call a worker answers has no window yet (`rates: null`); cumulative totals are always included, so a
+ * caller can also compute its own rates from two samples.
+ */
+export const STATS_PATH = "/v1/stats";
+const WINDOW_MS = 1_000;
+const RETAIN_MS = 15_000;
+const MIN_SAMPLE_GAP_MS = 200;
+
+export type PromSample = { name: string; labels: Record<string, string>; value: number };
+
+/** Parses Prometheus text exposition (the subset prom-client writes): one sample per non-comment line. */
+export function parsePrometheus(text: string): PromSample[] {
+  const out: PromSample[] = [];
+  for (const line of text.split("\n")) {
+    if (line.length === 0 || line.startsWith("#")) continue;
+    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})?\s+(\S+)/.exec(line);
+    if (!m) continue;
+    const labels: Record<string, string> = {};
+    if (m[2]) for (const l of m[2].matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = l[2]!.replace(/\\(.)/g, (_s, c: string) => (c === "n" ? "\n" : c));
+    const value = m[3] === "+Inf" ? Infinity : m[3] === "-Inf" ? -Infinity : Number(m[3]);
+    out.push({ name: m[1]!, labels, value });
+  }
+  return out;
+}
+
+/** Bucket upper bounds (seconds) and cumulative counts, +Inf last. */
+export type Buckets = { le: number[]; counts: number[] };
+
+/** The numbers the page shows, at one instant. */
+export type StatsSample = {
+  at: number;
+  workers: number;
+  connections: number;
+  subscriptions: number;
+  channels: number;
+  publishes: number;
+  brokerMessages: number;
+  framesDelivered: number;
+  deliveriesDropped: number;
+  latency: Buckets;
+};
+
+export function sampleFrom(samples: PromSample[], at: number): StatsSample {
+  const sum = (name: string, pred: (l: Record<string, string>) => boolean = () => true) =>
+    samples.reduce((acc, s) => (s.name === name && pred(s.labels) ? acc + s.value : acc), 0);
+  const buckets = samples.filter((s) => s.name === "fanout_delivery_latency_seconds_bucket").map((s) => ({ le: s.labels.le === "+Inf" ? Infinity : Number(s.labels.le), count: s.value }));
+  buckets.sort((a, b) => a.le - b.le);
+  return {
+    at,
+    workers: sum("fanout_workers"),
+    connections: sum("fanout_connections"),
+    subscriptions: sum("fanout_subscriptions"),
+    channels: sum("fanout_channel_consumers"),
+    publishes: sum("fanout_publishes_total", (l) => l.result === "ok"),
+    brokerMessages: sum("fanout_broker_messages_total"),
+    framesDelivered: sum("fanout_frames_delivered_total"),
+    deliveriesDropped: sum("fanout_deliveries_dropped_total"),
+    latency: { le: buckets.map((b) => b.le), counts: buckets.map((b) => b.count) },
+  };
+}
+
+/**
+ * The q-quantile (0..1) of a cumulative histogram, interpolating linearly inside the bucket as Prometheus'
+ * histogram_quantile does; undefined without observations. Values in the +Inf bucket report the largest bound.
+ */
+export function quantile(q: number, b: Buckets): number | undefined {
+  const total = b.counts[b.counts.length - 1] ?? 0;
+  if (total <= 0) return undefined;
+  const rank = q * total;
+  let prevLe = 0;
+  let prevCount = 0;
+  for (let i = 0; i < b.le.length; i++) {
+    const le = b.le[i]!;
+    const count = b.counts[i]!;
+    if (count >= rank && count > prevCount) {
+      if (le === Infinity) return prevLe;
+      return prevLe + ((le - prevLe) * (rank - prevCount)) / (count - prevCount);
+    }
+    prevLe = le === Infinity ? prevLe : le;
+    prevCount = count;
+  }
+  return prevLe;
+}
+
+const minus = (a: Buckets, b: Buckets): Buckets =>
+  a.le.length === b.le.length ? { le: a.le, counts: a.counts.map((c, i) => Math.max(0, c - (b.counts[i] ?? 0))) } : a;
+
+const round = (v: number | undefined, digits: number): number | null => (v === undefined || !Number.isFinite(v) ? null : Number(v.toFixed(digits)));
+
+/** The JSON body of `/v1/stats` for a new sample compared with an older one (rates need `base`). */
+export function statsBody(now: StatsSample, base: StatsSample | undefined) {
+  const dt = base ? (now.at - base.at) / 1000 : 0;
+  const rate = (k: "publishes" | "brokerMessages" | "framesDelivered" | "deliveriesDropped") => (base && dt > 0 ? round(Math.max(0, now[k] - base[k]) / dt, 1) : null);
+  const recent = base ? minus(now.latency, base.latency) : now.latency;
+  const recentCount = recent.counts[recent.counts.length - 1] ?? 0;
+  const lat = recentCount > 0 ? recent : now.latency;
+  const ms = (q: number) => round((quantile(q, lat) ?? NaN) * 1000, 3);
+  return {
+    at: now.at,
+    windowMs: base ? now.at - base.at : null,
+    workers: now.workers,
+    connections: now.connections,
+    subscriptions: now.subscriptions,
+    channels: now.channels,
+    totals: { publishes: now.publishes, brokerMessages: now.brokerMessages, framesDelivered: now.framesDelivered, deliveriesDropped: now.deliveriesDropped, latencyObservations: now.latency.counts[now.latency.counts.length - 1] ?? 0 },
+    rates: base ? { publishesPerSec: rate("publishes"), brokerMessagesPerSec: rate("brokerMessages"), framesOutPerSec: rate("framesDelivered"), droppedPerSec: rate("deliveriesDropped") } : null,
+    latencyMs: { p50: ms(0.5), p90: ms(0.9), p99: ms(0.99), observations: recentCount > 0 ? recentCount : lat.counts[lat.counts.length - 1] ?? 0, over: recentCount > 0 ? "window" : "since start" },
+  };
+}
+
+/** Keeps this worker's recent samples and picks the base for a new one. */
+export class StatsWindow {
+  private samples: StatsSample[] = [];
+
+  add(s: StatsSample): StatsSample | undefined {
+    this.samples = this.samples.filter((x) => s.at - x.at <= RETAIN_MS && x.at < s.at);
+    let base: StatsSample | undefined;
+    for (const x of this.samples) if (s.at - x.at >= WINDOW_MS) base = x; // newest one old enough
+    base ??= this.samples[0];
+    const newest = this.samples[this.samples.length - 1];
+    if (!newest || s.at - newest.at >= MIN_SAMPLE_GAP_MS) this.samples.push(s);
+    return base;
+  }
+}
+
+export function registerStatsRoute(app: TemplatedApp, clusterMetrics: () => Promise<{ text: string }>): void {
+  const window = new StatsWindow();
+  app.get(STATS_PATH, (res) => {
+    const st = track(res);
+    clusterMetrics().then(
+      (m) => {
+        const sample = sampleFrom(parsePrometheus(m.text), Date.now());
+        const base = window.add(sample);
+        send(res, st, 200, JSON.stringify(statsBody(sample, base)), "application/json");
+      },
+      (e) => sendJson(res, st, 503, { error: "stats_unavailable", message: (e as Error).message }),
+    );
+  });
+}
