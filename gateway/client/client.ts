@@ -369,7 +369,11 @@ export class GatewayClient {
         if (reply.truncated === true && expectedSeq !== undefined) {
           this.emit({ type: "gap", channel: sub.channel, expectedSeq, firstSeq: Number(reply.firstSeq) });
         }
-        sub.settle?.resolve({ firstSeq: num(reply.firstSeq), lastSeq: num(reply.lastSeq), truncated: reply.truncated === true ? true : undefined });
+        const info: SubscribeInfo = {};
+        if (typeof reply.firstSeq === "number") info.firstSeq = reply.firstSeq;
+        if (typeof reply.lastSeq === "number") info.lastSeq = reply.lastSeq;
+        if (reply.truncated === true) info.truncated = true;
+        sub.settle?.resolve(info);
         sub.settle = undefined;
         return onDone();
       }
@@ -515,7 +519,6 @@ function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void; reject: 
 }
 
 const isThenable = (v: unknown): v is Promise<void> => typeof (v as { then?: unknown } | undefined)?.then === "function";
-const num = (v: unknown): number | undefined => (typeof v === "number" ? v : undefined);
 
 function stripUndefined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;

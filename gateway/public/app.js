@@ -1,0 +1,180 @@
+// The live page: a console on the client SDK (subscribe, publish, messages) and a status panel fed by
+// GET /v1/stats once a second. Plain DOM, no framework; message rows are batched so a busy channel stays cheap.
+import { GatewayClient } from "/client.js";
+
+const MAX_ROWS = 500;
+const $ = (id) => document.getElementById(id);
+const wsUrl = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`;
+const gw = new GatewayClient(wsUrl, { minDelayMs: 100, maxDelayMs: 5000 });
+window.gateway = gw; // for poking at it from the devtools console
+
+// --- connection state and events -------------------------------------------------------------
+const state = $("conn-state");
+const setState = (s, detail = "") => {
+  state.dataset.state = s;
+  state.textContent = s;
+  $("conn-detail").textContent = detail;
+};
+const logEvent = (text, cls) => {
+  const li = document.createElement("li");
+  li.textContent = `${new Date().toLocaleTimeString()} ${text}`;
+  if (cls) li.className = cls;
+  $("events").prepend(li);
+  while ($("events").children.length > 50) $("events").lastChild.remove();
+};
+let gaps = 0;
+gw.on("connecting", (e) => setState("connecting", e.attempt > 0 ? `attempt ${e.attempt + 1}` : ""));
+gw.on("connected", () => setState("connected", wsUrl));
+gw.on("disconnected", (e) => {
+  setState(e.willReconnect ? "reconnecting" : "closed", `closed ${e.code}${e.reason ? ` ${e.reason}` : ""}`);
+  logEvent(`disconnected ${e.code}${e.willReconnect ? `, retry in ${e.reconnectInMs} ms` : ""}`);
+  $("page-reconnects").textContent = String(gw.stats.reconnects);
+});
+gw.on("resubscribed", (e) => {
+  $("page-reconnects").textContent = String(gw.stats.reconnects);
+  if (e.subscriptions > 0) logEvent(`resubscribed ${e.subscriptions}`);
+});
+gw.on("gap", (e) => {
+  $("page-gaps").textContent = String(++gaps);
+  logEvent(`gap on ${e.channel}: wanted seq ${e.expectedSeq}, stream starts at ${e.firstSeq}`, "error");
+});
+gw.on("error", (e) => logEvent(`${e.channel ? `${e.channel}: ` : ""}${e.error.code}: ${e.error.message}`, "error"));
+gw.connect();
+
+// --- messages ------------------------------------------------------------------------------------
+const tbody = document.querySelector("#messages tbody");
+let pendingRows = [];
+let flushTimer;
+let received = 0;
+const onMessage = (m) => {
+  pendingRows.push(m);
+  flushTimer ??= setTimeout(flushRows, 50);
+};
+function flushRows() {
+  flushTimer = undefined;
+  const frag = document.createDocumentFragment();
+  for (const m of pendingRows.slice(-MAX_ROWS).reverse()) {
+    const tr = document.createElement("tr");
+    tr.dataset.seq = String(m.seq);
+    tr.dataset.channel = m.channel;
+    tr.className = "fresh";
+    for (const text of [String(m.seq), new Date(m.ts).toLocaleTimeString(), m.channel, typeof m.data === "string" && m.enc === "text" ? m.data : JSON.stringify(m.data)]) {
+      const td = document.createElement("td");
+      td.textContent = text;
+      tr.append(td);
+    }
+    frag.append(tr);
+  }
+  received += pendingRows.length;
+  pendingRows = [];
+  for (const tr of tbody.querySelectorAll("tr.fresh")) tr.className = "";
+  tbody.prepend(frag);
+  while (tbody.children.length > MAX_ROWS) tbody.lastChild.remove();
+  $("msg-count").textContent = String(received);
+  $("page-dupes").textContent = String(gw.stats.duplicatesDropped);
+  renderSubs();
+}
+
+// --- subscribe -----------------------------------------------------------------------------------
+const subs = new Map();
+$("sub-start").addEventListener("change", () => {
+  $("sub-value").disabled = !["seq", "last"].includes($("sub-start").value);
+});
+$("sub-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const channel = $("sub-channel").value.trim();
+  const start = $("sub-start").value;
+  const n = Number($("sub-value").value);
+  const from = start === "seq" ? { seq: n } : start === "last" ? { last: n } : start === "all" ? "all" : undefined;
+  if (subs.has(channel)) return logEvent(`already subscribed to ${channel}`, "error");
+  let sub;
+  try {
+    sub = gw.subscribe(channel, onMessage, { from });
+  } catch (e) {
+    return logEvent(e.message, "error");
+  }
+  subs.set(channel, sub);
+  renderSubs();
+  sub.ready.then(
+    (r) => logEvent(`subscribed ${channel} (stream ${r.firstSeq ?? "?"}..${r.lastSeq ?? "?"})`),
+    () => {
+      subs.delete(channel);
+      renderSubs();
+    },
+  );
+});
+function renderSubs() {
+  const ul = $("subs");
+  ul.replaceChildren(
+    ...[...subs.values()].map((sub) => {
+      const li = document.createElement("li");
+      li.dataset.channel = sub.channel;
+      const name = document.createElement("span");
+      name.textContent = sub.channel;
+      const last = document.createElement("span");
+      last.className = "muted";
+      last.textContent = sub.lastSeq ? `last seq ${sub.lastSeq}` : "";
+      const btn = document.createElement("button");
+      btn.type = "button";
+      btn.textContent = "×";
+      btn.title = "unsubscribe";
+      btn.onclick = () => {
+        sub.unsubscribe();
+        subs.delete(sub.channel);
+        renderSubs();
+      };
+      li.append(btn, name, last);
+      return li;
+    }),
+  );
+}
+
+// --- publish -------------------------------------------------------------------------------------
+$("pub-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const out = $("pub-result");
+  let data;
+  try {
+    data = JSON.parse($("pub-data").value);
+  } catch (e) {
+    out.textContent = `not JSON: ${e.message}`;
+    out.className = "error";
+    return;
+  }
+  out.className = "muted";
+  out.textContent = "…";
+  try {
+    const r = await gw.publish($("pub-channel").value.trim(), data);
+    out.textContent = `seq ${r.seq}${r.duplicate ? " (duplicate)" : ""}`;
+  } catch (e) {
+    out.textContent = `${e.code ?? "error"}: ${e.message}`;
+    out.className = "error";
+  }
+});
+
+// --- status panel --------------------------------------------------------------------------------
+const fmt = (v, unit = "") => (v === null || v === undefined ? "–" : `${v}${unit}`);
+async function refreshStats() {
+  try {
+    const r = await fetch("/v1/stats", { cache: "no-store" });
+    if (!r.ok) throw new Error(`HTTP ${r.status}`);
+    const s = await r.json();
+    $("stat-workers").textContent = fmt(s.workers);
+    $("stat-connections").textContent = fmt(s.connections);
+    $("stat-channels").textContent = fmt(s.channels);
+    $("stat-subscriptions").textContent = fmt(s.subscriptions);
+    $("stat-in").textContent = fmt(s.rates?.publishesPerSec);
+    $("stat-broker").textContent = fmt(s.rates?.brokerMessagesPerSec);
+    $("stat-out").textContent = fmt(s.rates?.framesOutPerSec);
+    $("stat-dropped").textContent = fmt(s.rates?.droppedPerSec);
+    $("stat-p50").textContent = fmt(s.latencyMs.p50, " ms");
+    $("stat-p90").textContent = fmt(s.latencyMs.p90, " ms");
+    $("stat-p99").textContent = fmt(s.latencyMs.p99, " ms");
+    $("stat-note").textContent = `rates over ${s.windowMs ?? "–"} ms; latency over ${s.latencyMs.over} (${s.latencyMs.observations} msgs)`;
+  } catch (e) {
+    $("stat-note").textContent = `stats unavailable: ${e.message}`;
+  } finally {
+    setTimeout(refreshStats, 1000);
+  }
+}
+refreshStats();
