@@ -7,6 +7,8 @@ export type PublishResult = { seq: number; duplicate: boolean };
 export interface LiveFeed {
   /** Stops delivery and releases broker resources. */
   stop(): Promise<void>;
+  /** For stored streams: every message with seq <= startAfter is older than this feed (it starts after it). */
+  readonly startAfter?: number;
 }
 
 export type BrokerEvent =
@@ -17,10 +19,53 @@ export type BrokerEvent =
 
 export type BrokerCapabilities = { replay: boolean; durable: boolean; history: boolean };
 
+/** Where a replay starts; `last: N` is resolved to a sequence by `ReplayApi.startOfLastN`. */
+export type ReaderPosition = { seq: number } | { time: string } | "all";
+
+export type StreamBounds = { firstSeq: number; lastSeq: number };
+
+/** A short-lived per-socket reader (catch-up). */
+export interface Reader {
+  /** Matching messages at and after the start position when the reader was created. */
+  readonly initialPending: number;
+  stop(): Promise<void>;
+}
+
+/** Stored-message access: replay, history. Only brokers that keep messages have it. */
+export interface ReplayApi {
+  bounds(): Promise<StreamBounds>;
+  /** The sequence from which `pattern` has exactly its last `n` messages (or the first seq if fewer). */
+  startOfLastN(pattern: string, n: number): Promise<number>;
+  /** Reads `pattern` in order from `position`; `pending` is how many matching messages followed it then. */
+  reader(pattern: string, position: ReaderPosition, onMessage: (m: BrokerMessage, pending: number) => void): Promise<Reader>;
+  /** Up to `limit` stored messages of one channel from `fromSeq`. */
+  history(channel: string, fromSeq: number, limit: number): Promise<BrokerMessage[]>;
+}
+
+/** One delivery of a durable (acked) subscription. */
+export type DurableDelivery = BrokerMessage & {
+  redelivered: boolean;
+  deliveries: number;
+  ack(): void;
+  nak(delayMs?: number): void;
+  term(): void;
+};
+
+export type DurableSpec = { user: string; durable: string; pattern: string; maxInflight: number };
+
+export interface DurableApi {
+  /** Binds to (creating if needed) the user's durable consumer and starts pulling up to maxInflight. */
+  bind(spec: DurableSpec, onMessage: (d: DurableDelivery) => void): Promise<LiveFeed>;
+}
+
 /** What the fan-out, WebSocket and HTTP layers need from a broker (JetStream, or Redis pub/sub as a baseline). */
 export interface Broker {
   readonly kind: "jetstream" | "redis";
   readonly capabilities: BrokerCapabilities;
+  /** Present when the broker stores messages (JetStream). */
+  readonly replay?: ReplayApi;
+  /** Present when the broker has acked durable consumers (JetStream). */
+  readonly durables?: DurableApi;
   /** True while the broker connection is up. */
   isConnected(): boolean;
   publish(channel: string, payload: Uint8Array, msgId?: string): Promise<PublishResult>;

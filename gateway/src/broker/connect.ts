@@ -9,5 +9,7 @@ export async function connectBroker(config: Config, log: Logger, name: string): 
     const { RedisBroker } = await import("./redis.js");
     return RedisBroker.connect({ url: config.redisUrl, log, name });
   }
-  return JetStreamBroker.connect({ servers: config.natsUrl, stream: config.streamName, subjectPrefix: config.subjectPrefix, name, log });
+  return JetStreamBroker.connect({ servers: config.natsUrl, stream: config.streamName, subjectPrefix: config.subjectPrefix, name, log,
+    durable: { ackWaitMs: config.durableAckWaitMs, maxDeliver: config.durableMaxDeliver, inactiveMs: config.durableInactiveMs },
+  });
 }

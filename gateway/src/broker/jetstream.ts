@@ -3,6 +3,8 @@ import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages, type
 import { SubjectMapper } from "../protocol/channel.js";
 import type { Logger } from "../log.js";
 import type { Broker, BrokerEvent, BrokerMessage, LiveFeed, PublishResult } from "./broker.js";
+import { JetStreamDurables, type DurableSettings } from "./jetstream-durable.js";
+import { JetStreamReplay } from "./jetstream-replay.js";
 import { GatewayError } from "../errors.js";
 
 export type JetStreamBrokerOptions = {
@@ -12,6 +14,7 @@ export type JetStreamBrokerOptions = {
   name: string;
   log: Logger;
   publishTimeoutMs?: number;
+  durable: DurableSettings;
 };
 
 /** Converts a JetStream message to the fan-out's view: channel, seq, broker time in ms (µs precision). */
@@ -28,11 +31,15 @@ export class JetStreamBroker implements Broker {
   readonly kind = "jetstream" as const;
   readonly capabilities = { replay: true, durable: true, history: true };
   readonly mapper: SubjectMapper;
+  readonly replay: JetStreamReplay;
+  readonly durables: JetStreamDurables;
   private listeners: ((e: BrokerEvent) => void)[] = [];
   private connected = false;
 
   private constructor(readonly nc: NatsConnection, readonly js: JetStreamClient, readonly jsm: JetStreamManager, private readonly opts: JetStreamBrokerOptions) {
     this.mapper = new SubjectMapper(opts.subjectPrefix);
+    this.replay = new JetStreamReplay(js, jsm, opts.stream, this.mapper, opts.log);
+    this.durables = new JetStreamDurables(js, jsm, opts.stream, this.mapper, opts.durable, opts.log);
     this.connected = true;
     void this.watchStatus();
   }
@@ -91,10 +98,11 @@ export class JetStreamBroker implements Broker {
     return si.state.last_seq;
   }
 
-  async live(pattern: string, onMessage: (m: BrokerMessage) => void): Promise<LiveFeed> {
+  async live(pattern: string, onMessage: (m: BrokerMessage) => void): Promise<LiveFeed & { startAfter: number }> {
     if (!this.isConnected()) throw new GatewayError("ERR_BROKER_UNAVAILABLE", "NATS is not connected");
-    const start = (await this.lastSeq()) + 1;
-    return this.orderedFeed(pattern, { opt_start_seq: start, deliver_policy: DeliverPolicy.StartSequence }, onMessage);
+    const startAfter = await this.lastSeq();
+    const feed = await this.orderedFeed(pattern, { opt_start_seq: startAfter + 1, deliver_policy: DeliverPolicy.StartSequence }, onMessage);
+    return { stop: feed.stop, startAfter };
   }
 
   /** An ordered consumer on one pattern from a start position, delivering through a callback. */

@@ -54,6 +54,11 @@ export const SETTINGS = {
   idleTimeoutSec: { env: "IDLE_TIMEOUT", flag: "idle-timeout", shown: "120s", doc: "Idle WebSocket timeout; the server pings before it expires", default: () => 120, parse: (s: string) => Math.round(parseDuration(s) / 1000), check: int(8, 960) },
   shutdownTimeoutMs: { env: "SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", shown: "10s", doc: "Bound on the graceful drain at SIGTERM/SIGINT", default: () => 10_000, parse: parseDuration, check: int(100, 600_000) },
   restartBackoffMs: { env: "RESTART_BACKOFF", flag: "restart-backoff", shown: "500ms", doc: "First delay before restarting a crashed worker (doubles to 30 s)", default: () => 500, parse: parseDuration, check: int(0, 60_000) },
+  catchupBufferMessages: { env: "CATCHUP_BUFFER_MESSAGES", flag: "catchup-buffer-messages", shown: "10000", doc: "Live messages held per catching-up subscription while its replay finishes", default: () => 10_000, parse: parseIntStrict, check: int(10, 1_000_000) },
+  durableAckWaitMs: { env: "DURABLE_ACK_WAIT", flag: "durable-ack-wait", shown: "30s", doc: "Durable subscriptions: redelivery after this long without an ack", default: () => 30_000, parse: parseDuration, check: int(100, 86_400_000) },
+  durableMaxDeliver: { env: "DURABLE_MAX_DELIVER", flag: "durable-max-deliver", shown: "10", doc: "Durable subscriptions: deliveries of one message before it is given up; -1 unlimited", default: () => 10, parse: parseIntStrict, check: (v: number) => (v === 0 || v < -1 ? "must be positive, or -1 for unlimited" : undefined) },
+  durableMaxInflight: { env: "DURABLE_MAX_INFLIGHT", flag: "durable-max-inflight", shown: "100", doc: "Durable subscriptions: default maxInflight (max_ack_pending)", default: () => 100, parse: parseIntStrict, check: int(1, 10_000) },
+  durableInactiveMs: { env: "DURABLE_INACTIVE_THRESHOLD", flag: "durable-inactive-threshold", shown: "15m", doc: "Durable consumers nobody is bound to are deleted after this long", default: () => 900_000, parse: parseDuration, check: int(1_000, 31_536_000_000) },
   logLevel: { env: "LOG_LEVEL", flag: "log-level", shown: "info", doc: "pino level: fatal, error, warn, info, debug, trace, silent", default: () => "info" as LogLevel, parse: oneOf(...LOG_LEVELS) },
 } satisfies Record<string, Setting<any>>;
 

@@ -3,6 +3,7 @@ import type { Broker, BrokerMessage, LiveFeed } from "../broker/broker.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { msgFrame } from "../protocol/serialize.js";
+import type { CatchUp } from "./catchup.js";
 
 /** The worker's live feed for one channel pattern, shared by every local socket subscribed to it. */
 export type ChannelFeed = {
@@ -13,8 +14,12 @@ export type ChannelFeed = {
   /** Messages fanned out so far, and the seq of the last one (for backpressure accounting and catch-up). */
   count: number;
   lastSeq: number;
+  /** Every matching message with seq <= startAfter is older than the feed. */
+  startAfter: number;
   ready: Promise<void>;
   live?: LiveFeed;
+  /** Sockets replaying this pattern, waiting to join the topic; they see each live message too. */
+  catchups: Set<CatchUp>;
   linger?: NodeJS.Timeout;
 };
 
@@ -61,7 +66,7 @@ export class FanoutHub {
       }
       return feed;
     }
-    const created: ChannelFeed = { pattern, topic: topicOf(pattern), refs: 1, count: 0, lastSeq: 0, ready: Promise.resolve() };
+    const created: ChannelFeed = { pattern, topic: topicOf(pattern), refs: 1, count: 0, lastSeq: 0, startAfter: 0, ready: Promise.resolve(), catchups: new Set() };
     created.ready = this.start(created);
     this.feeds.set(pattern, created);
     await created.ready;
@@ -71,6 +76,7 @@ export class FanoutHub {
   private async start(feed: ChannelFeed): Promise<void> {
     try {
       feed.live = await this.broker.live(feed.pattern, (m) => this.deliver(feed, m));
+      feed.startAfter = feed.live.startAfter ?? 0;
       this.metrics.channelConsumers.inc();
       if (this.feeds.get(feed.pattern) !== feed || feed.refs === 0) {
         // Everyone left while it was starting.
@@ -88,11 +94,19 @@ export class FanoutHub {
     feed.lastSeq = m.seq;
     this.metrics.brokerMessages.inc();
     const receivers = this.app.numSubscribers(feed.topic);
-    if (receivers === 0) return;
+    if (receivers === 0 && feed.catchups.size === 0) return;
     const frame = msgFrame({ channel: m.channel, pattern: feed.pattern, seq: m.seq, ts: m.ts }, m.payload);
-    this.app.publish(feed.topic, frame, false, false);
-    this.metrics.framesDelivered.inc(receivers);
-    this.metrics.deliveryLatency.observe(Math.max(0, Date.now() - m.ts) / 1000);
+    if (receivers > 0) {
+      this.app.publish(feed.topic, frame, false, false);
+      this.metrics.framesDelivered.inc(receivers);
+      this.metrics.deliveryLatency.observe(Math.max(0, Date.now() - m.ts) / 1000);
+    }
+    for (const c of feed.catchups) c.onLive(m.seq, frame);
+  }
+
+  /** Where the feed is: every matching message up to this seq has been fanned out (or predates it). */
+  static position(feed: ChannelFeed): number {
+    return Math.max(feed.lastSeq, feed.startAfter);
   }
 
   /** Drops a reference; the feed stops after the linger period if nobody takes it again. */

@@ -1,5 +1,5 @@
 import type { Config } from "../config/config.js";
-import type { FanoutHub } from "../fanout/hub.js";
+import type { Subscriptions } from "./subscriptions.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { CloseCode } from "../protocol/codes.js";
@@ -10,8 +10,9 @@ const SWEEP_MS = 100;
 /**
  * Keeps slow sockets from growing without bound. uWS publishes to topics without telling which socket
  * skipped a message, so the gateway watches buffers itself: a socket whose buffer crosses
- * `backpressureBytes` leaves its live topics (no more memory is spent on it) and the messages it misses are
- * counted exactly from the feeds' counters; when it drains below half the threshold it rejoins. A socket
+ * `backpressureBytes` leaves its live topics (no more memory is spent on it), remembering the last seq it
+ * was sent; when it drains below half the threshold it is caught up from the stream and rejoins (on a
+ * broker without history the missed deliveries are counted as dropped instead). A socket
  * still over the threshold after `slowConsumerTimeoutMs`, or over the hard cap at all, is closed with 4008
  * so that the client reconnects and resumes.
  */
@@ -20,7 +21,7 @@ export class BackpressureMonitor {
 
   constructor(
     private readonly sockets: Set<Socket>,
-    private readonly hub: FanoutHub,
+    private readonly subs: Subscriptions,
     private readonly config: Config,
     private readonly metrics: Metrics,
     private readonly log: Logger,
@@ -58,27 +59,12 @@ export class BackpressureMonitor {
   }
 
   pause(ws: Socket): void {
-    const s = ws.getUserData();
-    s.paused = true;
-    s.pausedSince = Date.now();
-    for (const sub of s.subs.values()) {
-      if (sub.pending) continue;
-      ws.unsubscribe(sub.topic);
-      sub.pausedAtCount = this.hub.get(sub.pattern)?.count ?? 0;
-    }
-    this.metrics.slowSwitches.inc();
-    if (this.log.isLevelEnabled("debug")) this.log.debug({ socket: s.id }, "slow socket paused");
+    this.subs.pause(ws);
+    if (this.log.isLevelEnabled("debug")) this.log.debug({ socket: ws.getUserData().id }, "slow socket paused");
   }
 
   resume(ws: Socket): void {
-    const s = ws.getUserData();
-    s.paused = false;
-    for (const sub of s.subs.values()) {
-      if (sub.pending) continue;
-      const missed = (this.hub.get(sub.pattern)?.count ?? sub.pausedAtCount) - sub.pausedAtCount;
-      if (missed > 0) this.metrics.deliveriesDropped.inc(missed);
-      ws.subscribe(sub.topic);
-    }
+    this.subs.resume(ws);
   }
 
   private closeSlow(ws: Socket, buffered: number): void {

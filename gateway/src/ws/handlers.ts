@@ -1,19 +1,22 @@
-import type { Broker } from "../broker/broker.js";
+import type { Broker, ReaderPosition } from "../broker/broker.js";
 import type { Config } from "../config/config.js";
 import type { FanoutHub } from "../fanout/hub.js";
 import { topicOf } from "../fanout/hub.js";
+import { DurableSub } from "../fanout/durable-sub.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { ErrorCode } from "../protocol/codes.js";
-import { parseClientFrame, type Id, type PubFrame, type SubFrame, type UnsubFrame } from "../protocol/frames.js";
+import { parseClientFrame, type AckFrame, type Id, type PubFrame, type SubFrame, type UnsubFrame } from "../protocol/frames.js";
 import { errFrame, okFrame, pongFrame } from "../protocol/serialize.js";
 import { publishOnce, PublishFailure } from "../http/publish.js";
-import { sendText, type Socket } from "./session.js";
+import { newSub, sendText, type Socket, type SubState } from "./session.js";
+import type { Subscriptions } from "./subscriptions.js";
 
 export type HandlerContext = {
   config: Config;
   broker: Broker;
   hub: FanoutHub;
+  subs: Subscriptions;
   metrics: Metrics;
   log: Logger;
   isDraining: () => boolean;
@@ -26,10 +29,11 @@ export function handleFrame(ctx: HandlerContext, ws: Socket, text: string): void
   const f = parsed.frame;
   switch (f.op) {
     case "ping": return sendText(ws, pongFrame(f.id));
-    case "sub": return void subscribe(ctx, ws, f);
+    case "sub": return void subscribe(ctx, ws, f).catch((e) => internalError(ctx, ws, f.id, e));
     case "unsub": return unsubscribe(ctx, ws, f);
-    case "pub": return void publish(ctx, ws, f);
-    default: return replyErr(ctx, ws, f.id, ErrorCode.UnsupportedByBroker, `op ${f.op} is not available on this gateway`);
+    case "pub": return void publish(ctx, ws, f).catch((e) => internalError(ctx, ws, f.id, e));
+    case "ack": case "nak": case "term": return settle(ctx, ws, f);
+    default: return replyErr(ctx, ws, f.id, ErrorCode.UnsupportedByBroker, `op ${f.op} is not enabled on this gateway`);
   }
 }
 
@@ -38,32 +42,96 @@ export function replyErr(ctx: HandlerContext, ws: Socket, id: Id | undefined, co
   sendText(ws, errFrame(id, code, message));
 }
 
+function internalError(ctx: HandlerContext, ws: Socket, id: Id | undefined, e: unknown): void {
+  ctx.log.error({ err: e }, "request failed");
+  replyErr(ctx, ws, id, ErrorCode.Internal, "internal error");
+}
+
+function brokerFailure(ctx: HandlerContext, what: string, e: unknown): [ErrorCode, string] {
+  if (!ctx.broker.isConnected()) return [ErrorCode.BrokerUnavailable, "broker is not connected; retry"];
+  return [ErrorCode.BrokerError, `${what} failed: ${(e as Error).message}`];
+}
+
 async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<void> {
   const s = ws.getUserData();
   if (ctx.isDraining()) return replyErr(ctx, ws, f.id, ErrorCode.ShuttingDown, "server is shutting down; reconnect");
   if (s.subs.has(f.channel)) return replyErr(ctx, ws, f.id, ErrorCode.AlreadySubscribed, `already subscribed to ${f.channel}`);
   if (s.subs.size >= ctx.config.maxSubscriptions) return replyErr(ctx, ws, f.id, ErrorCode.TooManySubscriptions, `at most ${ctx.config.maxSubscriptions} subscriptions per connection`);
-  if (f.from !== undefined || f.durable !== undefined || f.ack) {
-    return replyErr(ctx, ws, f.id, ErrorCode.UnsupportedByBroker, "start positions and durable subscriptions are not available on this gateway");
-  }
-  const sub = { pattern: f.channel, topic: topicOf(f.channel), pending: true, cancelled: false, pausedAtCount: 0 };
+  if (f.durable !== undefined || f.ack) return subscribeDurable(ctx, ws, f);
+  if (f.from !== undefined && !ctx.broker.replay) return replyErr(ctx, ws, f.id, ErrorCode.UnsupportedByBroker, `the ${ctx.broker.kind} broker keeps no history: start positions need JetStream`);
+
+  const sub = newSub(f.channel, topicOf(f.channel));
   s.subs.set(f.channel, sub);
+  let feed;
   try {
-    await ctx.hub.acquire(f.channel);
+    feed = await ctx.hub.acquire(f.channel);
   } catch (e) {
     if (s.subs.get(f.channel) === sub) s.subs.delete(f.channel);
-    const down = !ctx.broker.isConnected();
-    return replyErr(ctx, ws, f.id, down ? ErrorCode.BrokerUnavailable : ErrorCode.BrokerError, down ? "broker is not connected; retry" : `subscribe failed: ${(e as Error).message}`);
+    return replyErr(ctx, ws, f.id, ...brokerFailure(ctx, "subscribe", e));
   }
   sub.pending = false;
-  if (s.closed || sub.cancelled) {
-    ctx.hub.release(f.channel);
+  if (s.closed || sub.cancelled) return ctx.hub.release(f.channel);
+  ctx.metrics.subscriptions.inc();
+  if (f.from === undefined) {
+    ctx.subs.startLive(ws, sub, feed);
+    return sendText(ws, okFrame(f.id));
+  }
+  let start: { position: ReaderPosition; lastSent: number; reply: Record<string, unknown> };
+  try {
+    start = await resolveStart(ctx, f);
+  } catch (e) {
+    s.subs.delete(f.channel);
+    ctx.subs.release(ws, sub);
+    return replyErr(ctx, ws, f.id, ...brokerFailure(ctx, "replay", e));
+  }
+  if (s.closed || sub.cancelled) return;
+  sendText(ws, okFrame(f.id, start.reply));
+  if (s.paused) {
+    sub.resumeAfter = start.lastSent;
     return;
   }
-  if (s.paused) sub.pausedAtCount = ctx.hub.get(f.channel)?.count ?? 0;
-  else ws.subscribe(sub.topic);
+  ctx.subs.startCatchUp(ws, sub, feed, start.position, start.lastSent);
+}
+
+/** Turns `from` into a reader position, the seq before it, and the fields of the `ok` reply. */
+async function resolveStart(ctx: HandlerContext, f: SubFrame): Promise<{ position: ReaderPosition; lastSent: number; reply: Record<string, unknown> }> {
+  const replay = ctx.broker.replay!;
+  const bounds = await replay.bounds();
+  const reply: Record<string, unknown> = { firstSeq: bounds.firstSeq, lastSeq: bounds.lastSeq };
+  const from = f.from!;
+  if (from === "all") return { position: "all", lastSent: 0, reply };
+  if ("time" in from) return { position: { time: from.time }, lastSent: 0, reply };
+  if ("last" in from) {
+    const seq = await replay.startOfLastN(f.channel, from.last);
+    return { position: { seq }, lastSent: seq - 1, reply };
+  }
+  // The stream no longer holds from.seq (retention removed it): delivery starts at firstSeq.
+  if (from.seq < bounds.firstSeq) reply.truncated = true;
+  return { position: { seq: from.seq }, lastSent: from.seq - 1, reply };
+}
+
+async function subscribeDurable(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<void> {
+  const s = ws.getUserData();
+  const durables = ctx.broker.durables;
+  if (!durables) return replyErr(ctx, ws, f.id, ErrorCode.UnsupportedByBroker, `the ${ctx.broker.kind} broker has no durable consumers: durable subscriptions need JetStream`);
+  if (f.durable === undefined) return replyErr(ctx, ws, f.id, ErrorCode.BadRequest, "ack:true needs a durable name");
+  if (f.ack === false) return replyErr(ctx, ws, f.id, ErrorCode.BadRequest, "durable subscriptions are acknowledged: ack must be true");
+  if (f.from !== undefined) return replyErr(ctx, ws, f.id, ErrorCode.BadRequest, "from is not accepted with durable: a durable resumes where its consumer is");
+  const sub: SubState = newSub(f.channel, topicOf(f.channel));
+  const durable = new DurableSub(ws, { user: s.user, durable: f.durable, pattern: f.channel, maxInflight: f.maxInflight ?? ctx.config.durableMaxInflight }, ctx.metrics);
+  sub.durable = durable;
+  s.subs.set(f.channel, sub);
+  try {
+    await durable.start(durables);
+  } catch (e) {
+    if (s.subs.get(f.channel) === sub) s.subs.delete(f.channel);
+    await durable.stop().catch(() => undefined);
+    return replyErr(ctx, ws, f.id, ...brokerFailure(ctx, "durable subscribe", e));
+  }
+  sub.pending = false;
   ctx.metrics.subscriptions.inc();
-  sendText(ws, okFrame(f.id));
+  if (s.closed || sub.cancelled) return ctx.subs.release(ws, sub);
+  sendText(ws, okFrame(f.id, { durable: f.durable }));
 }
 
 function unsubscribe(ctx: HandlerContext, ws: Socket, f: UnsubFrame): void {
@@ -71,27 +139,26 @@ function unsubscribe(ctx: HandlerContext, ws: Socket, f: UnsubFrame): void {
   const sub = s.subs.get(f.channel);
   if (!sub) return replyErr(ctx, ws, f.id, ErrorCode.NotSubscribed, `not subscribed to ${f.channel}`);
   s.subs.delete(f.channel);
-  if (sub.pending) {
-    sub.cancelled = true;
-  } else {
-    ws.unsubscribe(sub.topic);
-    ctx.hub.release(f.channel);
-    ctx.metrics.subscriptions.dec();
-  }
+  ctx.subs.release(ws, sub);
   sendText(ws, okFrame(f.id));
+}
+
+function settle(ctx: HandlerContext, ws: Socket, f: AckFrame): void {
+  const s = ws.getUserData();
+  const candidates = f.sub !== undefined ? [s.subs.get(f.sub)] : [...s.subs.values()];
+  for (const sub of candidates) {
+    if (sub?.durable?.settle(f.op, f.seq, f.delay)) {
+      if (f.id !== undefined) sendText(ws, okFrame(f.id));
+      return;
+    }
+  }
+  replyErr(ctx, ws, f.id, ErrorCode.UnknownSeq, `no unacknowledged message with seq ${f.seq} on this connection`);
 }
 
 /** Releases everything a closed socket held. */
 export function releaseSession(ctx: HandlerContext, ws: Socket): void {
   const s = ws.getUserData();
-  for (const sub of s.subs.values()) {
-    if (sub.pending) {
-      sub.cancelled = true;
-      continue;
-    }
-    ctx.hub.release(sub.pattern);
-    ctx.metrics.subscriptions.dec();
-  }
+  for (const sub of s.subs.values()) ctx.subs.release(ws, sub);
   s.subs.clear();
 }
 

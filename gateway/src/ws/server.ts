@@ -1,13 +1,10 @@
-import type { Config } from "../config/config.js";
-import type { FanoutHub } from "../fanout/hub.js";
-import type { Logger } from "../log.js";
-import type { Metrics } from "../metrics/metrics.js";
 import { CloseCode, ErrorCode } from "../protocol/codes.js";
 import type { TemplatedApp, us_listen_socket } from "../uws.js";
 import { loadUws } from "../uws.js";
 import { BackpressureMonitor } from "./backpressure.js";
 import { handleFrame, releaseSession, replyErr, type HandlerContext } from "./handlers.js";
 import { newSession, type Session, type Socket } from "./session.js";
+import { Subscriptions } from "./subscriptions.js";
 
 export const WS_PATH = "/ws";
 
@@ -20,8 +17,12 @@ export class WsEndpoint {
   readonly backpressure: BackpressureMonitor;
   private listenSocket: us_listen_socket | undefined;
 
-  constructor(private readonly app: TemplatedApp, private readonly ctx: HandlerContext & { hub: FanoutHub; config: Config; metrics: Metrics; log: Logger }) {
-    this.backpressure = new BackpressureMonitor(this.sockets, ctx.hub, ctx.config, ctx.metrics, ctx.log);
+  private readonly ctx: HandlerContext;
+
+  constructor(private readonly app: TemplatedApp, deps: Omit<HandlerContext, "subs">) {
+    const subs = new Subscriptions(deps.config, deps.broker, deps.hub, deps.metrics, deps.log);
+    this.ctx = { ...deps, subs };
+    this.backpressure = new BackpressureMonitor(this.sockets, subs, deps.config, deps.metrics, deps.log);
     this.register();
   }
 

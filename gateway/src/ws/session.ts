@@ -1,13 +1,22 @@
 import type { WebSocket } from "../uws.js";
+import type { CatchUp } from "../fanout/catchup.js";
+import type { DurableSub } from "../fanout/durable-sub.js";
 
 /** One subscription of one socket. */
 export type SubState = {
   readonly pattern: string;
   readonly topic: string;
-  /** Set while the broker feed is starting; an unsub meanwhile cancels it. */
+  /** Set while the broker side is starting; an unsub meanwhile cancels it. */
   pending: boolean;
   cancelled: boolean;
-  /** Feed counters when live delivery to this socket was paused (backpressure accounting). */
+  /** Subscribed to the feed's uWS topic (live delivery by uWS). */
+  joined: boolean;
+  /** Replaying to this socket before joining. */
+  catchup?: CatchUp;
+  /** Durable (acked) subscription: per-socket delivery from a JetStream durable consumer. */
+  durable?: DurableSub;
+  /** While paused for backpressure: the last seq this socket was sent, and the feed's count then. */
+  resumeAfter: number;
   pausedAtCount: number;
 };
 
@@ -15,6 +24,8 @@ export type SubState = {
 export type Session = {
   readonly id: number;
   readonly ip: string;
+  /** Authenticated user (JWT `sub`); "anon" when auth is off. Durable names are scoped by it. */
+  user: string;
   readonly subs: Map<string, SubState>;
   closed: boolean;
   /** Out of live delivery because its send buffer crossed the backpressure threshold. */
@@ -26,8 +37,12 @@ export type Socket = WebSocket<Session>;
 
 let nextId = 1;
 
-export function newSession(ip: string): Session {
-  return { id: nextId++, ip, subs: new Map(), closed: false, paused: false, pausedSince: 0 };
+export function newSession(ip: string, user = "anon"): Session {
+  return { id: nextId++, ip, user, subs: new Map(), closed: false, paused: false, pausedSince: 0 };
+}
+
+export function newSub(pattern: string, topic: string): SubState {
+  return { pattern, topic, pending: true, cancelled: false, joined: false, resumeAfter: 0, pausedAtCount: 0 };
 }
 
 /** Sends a text frame unless the socket is already closed (async replies can outlive the socket). */

@@ -1,0 +1,89 @@
+import { createHash } from "node:crypto";
+import { AckPolicy, DeliverPolicy, type ConsumerConfig, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import { nanos } from "@nats-io/transport-node";
+import type { SubjectMapper } from "../protocol/channel.js";
+import type { Logger } from "../log.js";
+import type { DurableApi, DurableDelivery, DurableSpec, LiveFeed } from "./broker.js";
+import { GatewayError } from "../errors.js";
+
+export type DurableSettings = { ackWaitMs: number; maxDeliver: number; inactiveMs: number };
+
+/** JetStream consumer name of a user's durable: users never share names, whatever characters they use. */
+export function consumerName(user: string, durable: string): string {
+  const h = createHash("sha256").update(user).digest("hex").slice(0, 16);
+  return `fgw_${h}_${durable}`;
+}
+
+/**
+ * Durable, acked subscriptions: one JetStream durable pull consumer per (user, name), shared by every socket
+ * bound to it — each socket pulls, so messages are spread over them (competing consumers).
+ */
+export class JetStreamDurables implements DurableApi {
+  constructor(
+    private readonly js: JetStreamClient,
+    private readonly jsm: JetStreamManager,
+    private readonly stream: string,
+    private readonly mapper: SubjectMapper,
+    private readonly settings: DurableSettings,
+    private readonly log: Logger,
+  ) {}
+
+  private async ensure(spec: DurableSpec): Promise<string> {
+    const name = consumerName(spec.user, spec.durable);
+    const subject = this.mapper.toSubject(spec.pattern);
+    const config: Partial<ConsumerConfig> = {
+      durable_name: name,
+      ack_policy: AckPolicy.Explicit,
+      ack_wait: nanos(this.settings.ackWaitMs),
+      max_deliver: this.settings.maxDeliver,
+      max_ack_pending: spec.maxInflight,
+      inactive_threshold: nanos(this.settings.inactiveMs),
+      filter_subject: subject,
+      deliver_policy: DeliverPolicy.New,
+      metadata: { "fgw-user": spec.user.slice(0, 256), "fgw-durable": spec.durable },
+    };
+    try {
+      const ci = await this.jsm.consumers.info(this.stream, name);
+      if (ci.config.filter_subject !== subject) {
+        throw new GatewayError("ERR_BROKER_UNAVAILABLE", `durable ${spec.durable} is bound to channel ${this.mapper.toChannel(ci.config.filter_subject ?? "")}`);
+      }
+      if (ci.config.max_ack_pending !== spec.maxInflight) {
+        await this.jsm.consumers.update(this.stream, name, { max_ack_pending: spec.maxInflight });
+      }
+      return name;
+    } catch (e) {
+      if (e instanceof GatewayError) throw e;
+      if (!/consumer not found/i.test(String((e as Error).message))) throw e;
+    }
+    await this.jsm.consumers.add(this.stream, config);
+    this.log.info({ consumer: name, durable: spec.durable, pattern: spec.pattern }, "durable consumer created");
+    return name;
+  }
+
+  async bind(spec: DurableSpec, onMessage: (d: DurableDelivery) => void): Promise<LiveFeed> {
+    const name = await this.ensure(spec);
+    const consumer = await this.js.consumers.get(this.stream, name);
+    const mapper = this.mapper;
+    const log = this.log;
+    const messages = await consumer.consume({
+      max_messages: spec.maxInflight,
+      callback: (m) => {
+        try {
+          onMessage({
+            channel: mapper.toChannel(m.subject), seq: m.seq, ts: Number(m.timestampNanos / 1000n) / 1000, payload: m.data,
+            redelivered: m.redelivered, deliveries: m.info.deliveryCount,
+            ack: () => m.ack(), nak: (d?: number) => m.nak(d), term: () => m.term(),
+          });
+        } catch (e) {
+          log.error({ err: e, durable: spec.durable }, "durable callback failed");
+        }
+      },
+    });
+    return {
+      stop: async () => {
+        messages.stop();
+        await messages.closed().catch(() => undefined);
+      },
+    };
+  }
+}

@@ -1,0 +1,132 @@
+import type { BrokerMessage, Reader, ReaderPosition, ReplayApi } from "../broker/broker.js";
+import type { Logger } from "../log.js";
+import { msgFrame } from "../protocol/serialize.js";
+import type { Socket, SubState } from "../ws/session.js";
+import type { ChannelFeed } from "./hub.js";
+
+export type CatchUpOptions = { bufferLimit: number; backpressureBytes: number };
+
+export type CatchUpEnd =
+  | { type: "joined"; lastSent: number }
+  /** The socket's buffer filled up during catch-up; resume later after `lastSent`. */
+  | { type: "suspended"; lastSent: number }
+  | { type: "failed"; lastSent: number; error: unknown };
+
+/**
+ * Replays a pattern to one socket from a start position, then hands it to the worker's shared live feed
+ * with no gap and no duplicate. While the per-socket reader runs, live messages of the feed are held in a
+ * bounded buffer. The reader joins the socket to the live topic as soon as it has delivered the first
+ * buffered message (everything after it is in the buffer), or when the broker reports nothing pending
+ * after a message (everything newer is in the buffer). The reader is then stopped: no per-client consumer
+ * remains once the client is live.
+ */
+export class CatchUp {
+  private buffer: { seq: number; frame: Buffer }[] = [];
+  private overflowed = false;
+  private reader?: Reader;
+  private finished = false;
+  lastSent: number;
+  sent = 0;
+
+  constructor(
+    private readonly ws: Socket,
+    private readonly sub: SubState,
+    private readonly feed: ChannelFeed,
+    private readonly replay: ReplayApi,
+    private readonly opts: CatchUpOptions,
+    private readonly log: Logger,
+    lastSent: number,
+    private readonly onEnd: (end: CatchUpEnd) => void,
+  ) {
+    this.lastSent = lastSent;
+  }
+
+  get active(): boolean {
+    return !this.finished;
+  }
+
+  async start(position: ReaderPosition): Promise<void> {
+    this.feed.catchups.add(this);
+    try {
+      this.reader = await this.replay.reader(this.sub.pattern, position, (m, pending) => this.onStored(m, pending));
+    } catch (e) {
+      this.finish();
+      this.onEnd({ type: "failed", lastSent: this.lastSent, error: e });
+      return;
+    }
+    if (this.finished) {
+      void this.reader.stop();
+      return;
+    }
+    if (this.reader.initialPending === 0 && !this.overflowed) this.join();
+  }
+
+  /** A live message of the feed (called by the hub after publishing it to the topic). */
+  onLive(seq: number, frame: Buffer): void {
+    if (this.finished || seq <= this.lastSent) return;
+    if (this.buffer.length >= this.opts.bufferLimit) {
+      // The reader will deliver these itself; only the shortcut of joining on "nothing pending" is lost.
+      this.buffer = [];
+      this.overflowed = true;
+    }
+    this.buffer.push({ seq, frame });
+  }
+
+  private onStored(m: BrokerMessage, pending: number): void {
+    if (this.finished || m.seq <= this.lastSent) return;
+    if (this.ws.getUserData().closed) return this.abort();
+    if (!this.send(msgFrame({ channel: m.channel, pattern: this.sub.pattern, seq: m.seq, ts: m.ts }, m.payload), m.seq)) return this.suspend();
+    if (this.buffer.length > 0 && this.buffer[0]!.seq <= m.seq) return this.join();
+    if (pending === 0 && !this.overflowed) return this.join();
+    if (this.ws.getBufferedAmount() > this.opts.backpressureBytes) this.suspend();
+  }
+
+  /** Sends one frame; false when uWS dropped it (buffer over the hard cap), leaving `lastSent` as it was. */
+  private send(frame: Buffer, seq: number): boolean {
+    if (this.ws.send(frame, false, false) === 2) return false;
+    this.lastSent = seq;
+    this.sent++;
+    return true;
+  }
+
+  private join(): void {
+    const s = this.ws.getUserData();
+    if (s.closed) return this.abort();
+    const buffered = this.buffer;
+    this.finish();
+    let dropped = false;
+    this.ws.cork(() => {
+      for (const b of buffered) {
+        if (b.seq <= this.lastSent) continue;
+        if (!this.send(b.frame, b.seq)) {
+          dropped = true;
+          return;
+        }
+      }
+      this.ws.subscribe(this.feed.topic);
+      this.ws.send(`{"op":"live","sub":${JSON.stringify(this.sub.pattern)},"seq":${this.lastSent}}`, false, false);
+    });
+    this.onEnd(dropped ? { type: "suspended", lastSent: this.lastSent } : { type: "joined", lastSent: this.lastSent });
+  }
+
+  /** Stops replaying because the socket is backed up; the owner resumes from `lastSent` later. */
+  suspend(): void {
+    if (this.finished) return;
+    this.finish();
+    this.onEnd({ type: "suspended", lastSent: this.lastSent });
+  }
+
+  /** The socket closed or unsubscribed. */
+  abort(): void {
+    this.finish();
+  }
+
+  private finish(): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.feed.catchups.delete(this);
+    this.buffer = [];
+    const r = this.reader;
+    if (r) r.stop().catch((e) => this.log.debug({ err: e }, "stopping catch-up reader failed"));
+  }
+}

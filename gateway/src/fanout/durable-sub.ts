@@ -1,0 +1,53 @@
+import type { DurableApi, DurableDelivery, DurableSpec, LiveFeed } from "../broker/broker.js";
+import type { Metrics } from "../metrics/metrics.js";
+import { msgFrame } from "../protocol/serialize.js";
+import type { Socket } from "../ws/session.js";
+
+/**
+ * One socket bound to a durable consumer. It holds the deliveries it sent and that are not settled yet;
+ * when the socket goes away they are nak'ed at once, so the broker redelivers them (to another bound
+ * socket, or to this client when it comes back) without waiting for ack_wait.
+ */
+export class DurableSub {
+  readonly inflight = new Map<number, DurableDelivery>();
+  private feed?: LiveFeed;
+  private stopped = false;
+
+  constructor(private readonly ws: Socket, readonly spec: DurableSpec, private readonly metrics: Metrics) {}
+
+  async start(api: DurableApi): Promise<void> {
+    this.feed = await api.bind(this.spec, (d) => this.onMessage(d));
+    if (this.stopped) await this.feed.stop();
+  }
+
+  private onMessage(d: DurableDelivery): void {
+    if (this.stopped || this.ws.getUserData().closed) {
+      d.nak();
+      return;
+    }
+    this.inflight.set(d.seq, d);
+    let extra = `,"durable":${JSON.stringify(this.spec.durable)}`;
+    if (d.redelivered) extra += `,"redelivered":true,"deliveries":${d.deliveries}`;
+    this.ws.send(msgFrame({ channel: d.channel, pattern: this.spec.pattern, seq: d.seq, ts: d.ts, extra }, d.payload), false, false);
+    this.metrics.framesDelivered.inc();
+  }
+
+  /** Settles one delivery; false when this socket does not hold `seq`. */
+  settle(op: "ack" | "nak" | "term", seq: number, delayMs?: number): boolean {
+    const d = this.inflight.get(seq);
+    if (!d) return false;
+    this.inflight.delete(seq);
+    if (op === "ack") d.ack();
+    else if (op === "nak") d.nak(delayMs);
+    else d.term();
+    return true;
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    await this.feed?.stop();
+    for (const d of this.inflight.values()) d.nak();
+    this.inflight.clear();
+  }
+}
