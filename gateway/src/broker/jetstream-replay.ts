@@ -68,6 +68,8 @@ export class JetStreamReplay implements ReplayApi {
       stop: async () => {
         messages.stop();
         await messages.closed().catch(() => undefined);
+        // An ordered consumer otherwise lingers on the server until its inactive threshold.
+        await consumer.delete().catch(() => undefined);
       },
     };
   }

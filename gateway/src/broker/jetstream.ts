@@ -125,6 +125,8 @@ export class JetStreamBroker implements Broker {
       stop: async () => {
         messages.stop();
         await messages.closed().catch(() => undefined);
+        // An ordered consumer otherwise lingers on the server until its inactive threshold.
+        await consumer.delete().catch(() => undefined);
       },
     };
   }

@@ -7,6 +7,7 @@ import { ErrorCode } from "../protocol/codes.js";
 import type { TemplatedApp } from "../uws.js";
 import { PublishFailure, publishOnce } from "./publish.js";
 import { readBody, send, sendJson, track } from "./respond.js";
+import { history, HISTORY_PREFIX } from "./history.js";
 import { registerStaticRoutes } from "./static.js";
 import { registerStatsRoute } from "./stats.js";
 
@@ -51,6 +52,11 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
 
   registerStatsRoute(app, ctx.clusterMetrics);
   registerStaticRoutes(app, ctx.log); // the live page at / and the client SDK at /client.js
+
+  app.get(`${HISTORY_PREFIX}*`, (res, req) => {
+    const st = track(res);
+    void history(ctx.broker, res, st, req.getUrl(), req.getQuery() ?? "");
+  });
 
   app.any("/*", (res, req) => {
     sendJson(res, track(res), 404, { error: "not_found", message: `no route for ${req.getMethod().toUpperCase()} ${req.getUrl()}` });

@@ -1,0 +1,185 @@
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { jetstream, jetstreamManager, type JetStreamClient } from "@nats-io/jetstream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
+import { childPids, startGateway, type GatewayHandle } from "./support/gateway.js";
+import { httpPublish, TestClient, type MsgFrame } from "./support/ws-client.js";
+import { waitFor } from "./support/wait.js";
+
+let nats: NatsServerHandle;
+let gw: GatewayHandle;
+let nc: NatsConnection;
+let js: JetStreamClient;
+const clients: TestClient[] = [];
+let n = 0;
+const uniq = (base: string) => `${base}${++n}`;
+
+async function client(): Promise<TestClient> {
+  const c = await TestClient.connect(gw.wsUrl);
+  clients.push(c);
+  return c;
+}
+
+/** Publishes `count` messages {i} to a channel directly into JetStream, pipelined. Returns their seqs. */
+async function publishMany(channel: string, count: number, from = 0): Promise<number[]> {
+  const seqs: number[] = [];
+  const enc = new TextEncoder();
+  for (let i = 0; i < count; i += 500) {
+    const batch = Array.from({ length: Math.min(500, count - i) }, (_, k) => js.publish(`ev.${channel}`, enc.encode(`{"i":${from + i + k}}`)));
+    for (const a of await Promise.all(batch)) seqs.push(a.seq);
+  }
+  return seqs;
+}
+
+const contiguousFrom = (msgs: MsgFrame[], first: number) => msgs.every((m, i) => (m.data as { i: number }).i === first + i);
+
+beforeAll(async () => {
+  nats = await startNatsServer();
+  gw = await startGateway({ natsUrl: nats.url, workers: 2, args: ["--restart-backoff", "100ms"] });
+  nc = await connect({ servers: nats.url });
+  js = jetstream(nc);
+});
+afterAll(async () => {
+  for (const c of clients) c.close();
+  await nc?.close();
+  await gw?.stop();
+  await nats?.stop();
+});
+
+describe("replay — start positions", () => {
+  it("from seq, last N, all and time; then live, with an ok that reports the stream bounds", async () => {
+    const ch = uniq("pos.");
+    const seqs = await publishMany(ch, 50);
+    const t = new Date(Date.now() + 1).toISOString();
+    await waitFor(() => Date.now() > Date.parse(t) + 2 || undefined, { intervalMs: 2 });
+    const later = await publishMany(ch, 10, 50);
+
+    const a = await client();
+    const okA = await a.sub(ch, { from: { seq: seqs[20] } });
+    expect(okA).toMatchObject({ op: "ok", lastSeq: later[9] });
+    expect(okA.truncated).toBeUndefined();
+    await a.waitForMsgs(40);
+    expect(contiguousFrom(a.msgs, 20)).toBe(true);
+
+    const b = await client();
+    await b.sub(ch, { from: { last: 5 } });
+    await b.waitForMsgs(5);
+    expect(b.msgs.map((m) => (m.data as { i: number }).i)).toEqual([55, 56, 57, 58, 59]);
+
+    const c = await client();
+    await c.sub(ch, { from: "all" });
+    await c.waitForMsgs(60);
+    expect(contiguousFrom(c.msgs, 0)).toBe(true);
+
+    const d = await client();
+    await d.sub(ch, { from: { time: t } });
+    await d.waitForMsgs(10);
+    expect(contiguousFrom(d.msgs, 50)).toBe(true);
+
+    // All four are live now: one more message reaches each exactly once.
+    for (const x of [a, b, c, d]) await waitFor(() => x.frames.find((f) => f.op === "live"), { what: "live marker" });
+    await httpPublish(gw.url, ch, { i: 60 });
+    for (const [x, len] of [[a, 41], [b, 6], [c, 61], [d, 11]] as const) {
+      await x.waitForMsgs(len);
+      expect((x.msgs.at(-1)!.data as { i: number }).i).toBe(60);
+      expect(new Set(x.msgs.map((m) => m.seq)).size).toBe(x.msgs.length);
+    }
+  });
+
+  it("a start position beyond the end waits for new messages and skips nothing", async () => {
+    const ch = uniq("future.");
+    const seqs = await publishMany(ch, 3);
+    const c = await client();
+    await c.sub(ch, { from: { seq: seqs[2]! + 1 } });
+    await httpPublish(gw.url, ch, { i: 3 });
+    await c.waitForMsgs(1);
+    expect(c.msgs.map((m) => (m.data as { i: number }).i)).toEqual([3]);
+  });
+
+  it("catch-up of 100k messages while publishing continues: contiguous, no duplicates, no reader left", async () => {
+    const ch = uniq("big.");
+    const first = await publishMany(ch, 100_000);
+    const c = await client();
+    await c.sub(ch, { from: { seq: first[0] } });
+    // Keep publishing during the catch-up.
+    const extra = 10_000;
+    await publishMany(ch, extra, 100_000);
+    await c.waitForMsgs(100_000 + extra, 90_000);
+    expect(c.msgs.length).toBe(100_000 + extra);
+    expect(contiguousFrom(c.msgs, 0)).toBe(true);
+    const s = c.msgs.map((m) => m.seq);
+    for (let i = 1; i < s.length; i++) if (s[i]! <= s[i - 1]!) throw new Error(`seq went back at ${i}`);
+    await waitFor(() => c.frames.find((f) => f.op === "live"), { what: "live marker" });
+    // The per-socket reader is gone: only the shared live consumers remain on the stream.
+    const jsm = await jetstreamManager(nc);
+    await waitFor(async () => {
+      const info = await jsm.streams.info("EVENTS");
+      return info.state.consumer_count <= 2 + 4 ? true : undefined; // at most one live consumer per worker per pattern in use
+    }, { what: "catch-up reader removed" });
+    await httpPublish(gw.url, ch, { i: 100_000 + extra });
+    await c.waitForMsgs(100_000 + extra + 1);
+  }, 120_000);
+
+  it("retention: resuming from a removed sequence is reported as truncated with the first seq", async () => {
+    const ch = uniq("trunc.");
+    await publishMany(ch, 20);
+    const jsm = await jetstreamManager(nc);
+    await jsm.streams.purge("EVENTS", { keep: 5 });
+    const info = await jsm.streams.info("EVENTS");
+    const c = await client();
+    const ok = await c.sub(ch, { from: { seq: 1 } });
+    expect(ok).toMatchObject({ truncated: true, firstSeq: info.state.first_seq });
+    await c.waitForMsgs(5);
+    expect(c.msgs.map((m) => (m.data as { i: number }).i)).toEqual([15, 16, 17, 18, 19]);
+  });
+});
+
+describe("replay — resume after a worker is killed", () => {
+  it("kill -9 the worker holding a client mid-stream; the client resumes from last+1 and gets every message once", async () => {
+    const ch = uniq("resume.");
+    const c = await client();
+    await c.sub(ch);
+    let i = 0;
+    let stop = false;
+    const publisher = (async () => {
+      for (; i < 3_000 && !stop; i++) {
+        // The request may land on the dying worker: retry it (the Idempotency-Key keeps it stored once).
+        const r = await httpPublish(gw.url, ch, { i }, { "idempotency-key": `${ch}-${i}` }).catch(() => undefined);
+        if (r?.status !== 201) i--;
+      }
+    })();
+    await c.waitForMsgs(200);
+    // Which worker holds it? Kill each until this client's socket drops (SO_REUSEPORT picked one).
+    const pids = await childPids(gw.process.pid!);
+    for (const pid of pids) {
+      process.kill(pid, "SIGKILL");
+      const dropped = await waitFor(() => (c.open ? undefined : true), { timeoutMs: 3_000, what: "socket drop" }).catch(() => false);
+      if (dropped) break;
+    }
+    expect(c.open).toBe(false);
+    const last = c.msgs.at(-1)!.seq;
+    const r = await waitFor(async () => TestClient.connect(gw.wsUrl).catch(() => undefined), { what: "reconnect", timeoutMs: 15_000 });
+    clients.push(r);
+    await r.sub(ch, { from: { seq: last + 1 } });
+    await publisher;
+    stop = true;
+    const all = [...c.msgs, ...(await r.waitForMsgs(3_000 - c.msgs.length, 60_000))];
+    expect(all.length).toBe(3_000);
+    expect(contiguousFrom(all, 0)).toBe(true);
+    expect(new Set(all.map((m) => m.seq)).size).toBe(3_000);
+  }, 90_000);
+});
+
+describe("history over HTTP", () => {
+  it("from_seq with limit, and last N, oldest first; bad parameters get 400", async () => {
+    const ch = uniq("hist.");
+    const seqs = await publishMany(ch, 30);
+    const r1 = await (await fetch(`${gw.url}/v1/channels/${ch}/messages?from_seq=${seqs[10]}&limit=5`)).json() as { messages: { seq: number; data: { i: number } }[]; lastSeq: number };
+    expect(r1.messages.map((m) => m.data.i)).toEqual([10, 11, 12, 13, 14]);
+    expect(r1.messages.map((m) => m.seq)).toEqual(seqs.slice(10, 15));
+    const r2 = await (await fetch(`${gw.url}/v1/channels/${ch}/messages?last=3`)).json() as { messages: { data: { i: number } }[] };
+    expect(r2.messages.map((m) => m.data.i)).toEqual([27, 28, 29]);
+    expect((await fetch(`${gw.url}/v1/channels/${ch}/messages?limit=0`)).status).toBe(400);
+    expect((await fetch(`${gw.url}/v1/channels/a..b/messages`)).status).toBe(400);
+  });
+});
