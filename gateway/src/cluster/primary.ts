@@ -9,6 +9,8 @@ import { WORKER_CONFIG_ENV, type Config } from "../config/config.js";
 import { createLogger, type Logger } from "../log.js";
 import { loadUws } from "../uws.js";
 import { isFgwMessage, type ToPrimary, type ToWorker } from "./ipc.js";
+import { authEnabled, loadKeyMaterial } from "../auth/keys.js";
+import { tlsEnabled } from "../auth/config-check.js";
 
 const MAX_BACKOFF_MS = 30_000;
 const STABLE_AFTER_MS = 30_000;
@@ -31,6 +33,7 @@ export async function runPrimary(config: Config): Promise<void> {
   let natsUrl = config.natsUrl;
   let redisUrl = config.redisUrl;
   try {
+    loadKeyMaterial(config); // fail fast on an unreadable key; each worker loads its own copy
     if (config.broker === "jetstream") {
       if (natsUrl.length === 0) {
         const nats = new EmbeddedNats({ bin: config.natsServerBin, dataDir: config.natsDataDir, log });
@@ -52,7 +55,8 @@ export async function runPrimary(config: Config): Promise<void> {
   }
 
   const port = config.port === 0 ? await freePort(config.host) : config.port;
-  const workerConfig: Config = Object.freeze({ ...config, natsUrl, redisUrl, port });
+  const tlsPort = tlsEnabled(config) && config.tlsPort === 0 ? await freePort(config.host) : config.tlsPort;
+  const workerConfig: Config = Object.freeze({ ...config, natsUrl, redisUrl, port, tlsPort });
   const aggregator = new client.AggregatorRegistry();
   const own = new client.Registry();
   const restarts = new client.Counter({ name: "fanout_worker_restarts_total", help: "Workers restarted after a crash", registers: [own] });
@@ -110,7 +114,10 @@ export async function runPrimary(config: Config): Promise<void> {
   if (config.broker === "jetstream" && config.natsUrl.length === 0) {
     log.warn({ nats: natsUrl[0] }, "no NATS_URL: using the embedded nats-server (single node; set NATS_URL for a real cluster)");
   }
-  log.info({ port, host: config.host, workers: config.workers, broker: config.broker, nats: config.broker === "jetstream" ? natsUrl : undefined, redis: config.broker === "redis" ? redisUrl : undefined, ws: `ws://localhost:${port}/ws` }, "gateway ready");
+  log.info({ port, host: config.host, workers: config.workers, broker: config.broker, nats: config.broker === "jetstream" ? natsUrl : undefined, redis: config.broker === "redis" ? redisUrl : undefined, ws: `ws://localhost:${port}/ws`, wss: tlsEnabled(config) ? `wss://localhost:${tlsPort}/ws` : undefined, tlsPort: tlsEnabled(config) ? tlsPort : undefined, auth: authEnabled(config) }, "gateway ready");
+  if (!authEnabled(config)) {
+    log.warn("AUTHENTICATION IS OFF: every client may subscribe and publish to every channel. Set JWT_SECRET, JWT_PUBLIC_KEY_FILE or JWT_JWKS_FILE (see gateway/AUTH.md)");
+  }
 
   const shutdown = async (signal: string): Promise<void> => {
     if (shuttingDown) return;

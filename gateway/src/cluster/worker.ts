@@ -9,6 +9,10 @@ import { createLogger, type Logger } from "../log.js";
 import { createMetrics, type Metrics } from "../metrics/metrics.js";
 import { loadUws } from "../uws.js";
 import { WsEndpoint } from "../ws/server.js";
+import { createTlsApp, topicsOf } from "../ws/tls.js";
+import { Authenticator } from "../auth/authenticator.js";
+import { ConnectionGuard } from "../auth/guard.js";
+import { createGuardMetrics } from "../limits/metrics.js";
 import { isFgwMessage, type ToPrimary, type ToWorker } from "./ipc.js";
 
 /** A worker: one uWS app on the shared port (SO_REUSEPORT), one broker connection, one fan-out hub. */
@@ -19,15 +23,20 @@ export async function runWorker(config: Config): Promise<void> {
   const metrics = createMetrics();
   let draining = false;
   const isDraining = () => draining;
+  const auth = new Authenticator(config); // key material is read here, once
+  const guard = new ConnectionGuard(config, auth, createGuardMetrics(), log);
 
   const broker = await connectBroker(config, log, `fanout-gateway-worker-${cluster.worker?.id ?? 0}`);
   watchBroker(broker, metrics, log);
 
   const app = uws.App();
-  const hub = new FanoutHub(app, broker, metrics, log, config.consumerLingerMs);
-  const ws = new WsEndpoint(app, { config, broker, hub, metrics, log, isDraining });
-  registerHttpRoutes(app, { config, broker, metrics, log, isDraining, clusterMetrics: requestClusterMetrics });
+  const tlsApp = createTlsApp(config);
+  const apps = tlsApp ? [app, tlsApp] : [app];
+  const hub = new FanoutHub(topicsOf(apps), broker, metrics, log, config.consumerLingerMs);
+  const ws = new WsEndpoint(app, { config, broker, hub, metrics, log, isDraining, guard }, tlsApp ? [tlsApp] : []);
+  for (const a of apps) registerHttpRoutes(a, { config, broker, metrics, log, isDraining, auth, clusterMetrics: requestClusterMetrics });
   await ws.listen(config.host, config.port);
+  if (tlsApp) await ws.listenExtra(tlsApp, config.host, config.tlsPort);
   send({ type: "fgw:listening", port: config.port });
   log.debug({ port: config.port }, "worker listening");
 

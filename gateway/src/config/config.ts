@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { ConfigError } from "../errors.js";
 import { SETTINGS, type Setting, type SettingKey } from "./settings.js";
+import { checkAuthConfig } from "../auth/config-check.js";
 
 /** The gateway's whole configuration, parsed once from env and flags, then frozen. */
 export type Config = { readonly [K in SettingKey]: ReturnType<(typeof SETTINGS)[K]["default"]> };
@@ -79,6 +80,7 @@ function crossCheck(c: Config): void {
   if (c.redisUrl && !/^rediss?:\/\//.test(c.redisUrl)) {
     throw new ConfigError("REDIS_URL", `invalid REDIS_URL (--redis-url): "${c.redisUrl}" is not a redis:// URL`);
   }
+  checkAuthConfig(c);
 }
 
 /** The settings table in Markdown, as in the README. */

@@ -23,6 +23,9 @@ const oneOf = <T extends string>(...values: T[]) => (raw: string): T => {
 };
 const positiveOrUnlimited = (v: number) => (v === 0 || v < -1 ? "must be positive, or -1 for unlimited" : undefined);
 
+/** JWS algorithms the gateway verifies (never `none`). */
+export const JWT_ALGORITHMS = ["HS256", "HS384", "HS512", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "Ed25519"];
+
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
@@ -59,6 +62,26 @@ export const SETTINGS = {
   durableMaxDeliver: { env: "DURABLE_MAX_DELIVER", flag: "durable-max-deliver", shown: "10", doc: "Durable subscriptions: deliveries of one message before it is given up; -1 unlimited", default: () => 10, parse: parseIntStrict, check: (v: number) => (v === 0 || v < -1 ? "must be positive, or -1 for unlimited" : undefined) },
   durableMaxInflight: { env: "DURABLE_MAX_INFLIGHT", flag: "durable-max-inflight", shown: "100", doc: "Durable subscriptions: default maxInflight (max_ack_pending)", default: () => 100, parse: parseIntStrict, check: int(1, 10_000) },
   durableInactiveMs: { env: "DURABLE_INACTIVE_THRESHOLD", flag: "durable-inactive-threshold", shown: "15m", doc: "Durable consumers nobody is bound to are deleted after this long", default: () => 900_000, parse: parseDuration, check: int(1_000, 31_536_000_000) },
+  // Authentication and abuse limits (gateway/AUTH.md). Any JWT key setting turns authentication on.
+  jwtSecret: { env: "JWT_SECRET", flag: "jwt-secret", shown: "(unset)", doc: "HMAC secret (HS256/384/512), at least 32 characters; setting it turns authentication on", default: () => "", parse: (s: string) => s.trim(), check: (v: string) => (v.length > 0 && v.length < 32 ? "must be at least 32 characters" : undefined) },
+  jwtPublicKeyFile: { env: "JWT_PUBLIC_KEY_FILE", flag: "jwt-public-key-file", shown: "(unset)", doc: "PEM public key (SPKI) or X.509 certificate for RS/PS/ES/EdDSA tokens; turns authentication on", default: () => "", parse: (s: string) => s.trim() },
+  jwtJwksFile: { env: "JWT_JWKS_FILE", flag: "jwt-jwks-file", shown: "(unset)", doc: "Local JWKS file ({\"keys\":[...]}, read once at start; tokens pick a key by kid); turns authentication on", default: () => "", parse: (s: string) => s.trim() },
+  jwtAlgorithms: { env: "JWT_ALGORITHMS", flag: "jwt-algorithms", shown: "(by key)", doc: "Accepted JWS algorithms; default HS256 for a secret, the key's own for a PEM, RS256,ES256 for a JWKS", default: () => [] as string[], parse: parseList, check: (v: string[]) => { const bad = v.find((a) => !JWT_ALGORITHMS.includes(a)); return bad ? `has "${bad}"; use ${JWT_ALGORITHMS.join(", ")}` : undefined; } },
+  jwtIssuer: { env: "JWT_ISSUER", flag: "jwt-issuer", shown: "(any)", doc: "Required `iss` claim", default: () => "", parse: (s: string) => s.trim() },
+  jwtAudience: { env: "JWT_AUDIENCE", flag: "jwt-audience", shown: "(any)", doc: "Required `aud` claim (one of the token's audiences)", default: () => "", parse: (s: string) => s.trim() },
+  jwtClockToleranceSec: { env: "JWT_CLOCK_TOLERANCE", flag: "jwt-clock-tolerance", shown: "5s", doc: "Clock skew allowed on exp/nbf/iat", default: () => 5, parse: (s: string) => Math.round(parseDuration(s) / 1000), check: int(0, 300) },
+  apiKeys: { env: "API_KEYS", flag: "api-keys", shown: "(none)", doc: "Comma list of keys (16+ characters) for HTTP publish and history (X-Api-Key header); needs authentication on", default: () => [] as string[], parse: parseList, check: (v: string[]) => (v.some((k) => k.length < 16 || /\s/.test(k)) ? "keys must be at least 16 characters without spaces" : undefined) },
+  allowedOrigins: { env: "ALLOWED_ORIGINS", flag: "allowed-origins", shown: "(any)", doc: "Browser origins allowed to open a WebSocket (https://app.example.com, https://*.example.com); others get 403", default: () => [] as string[], parse: parseList, check: (v: string[]) => { const bad = v.find((o) => !/^https?:\/\/(\*\.)?[A-Za-z0-9.-]+(:\d+)?$/.test(o)); return bad ? `has "${bad}": use scheme://host[:port], optionally scheme://*.domain` : undefined; } },
+  tlsPort: { env: "TLS_PORT", flag: "tls-port", shown: "9443", doc: "HTTPS/WSS port, served when TLS_CERT_FILE and TLS_KEY_FILE are set; 0 picks a free one", default: () => 9443, parse: parseIntStrict, check: int(0, 65535) },
+  tlsCertFile: { env: "TLS_CERT_FILE", flag: "tls-cert-file", shown: "(unset)", doc: "PEM certificate (chain) for the TLS listener", default: () => "", parse: (s: string) => s.trim() },
+  tlsKeyFile: { env: "TLS_KEY_FILE", flag: "tls-key-file", shown: "(unset)", doc: "PEM private key for the TLS listener", default: () => "", parse: (s: string) => s.trim() },
+  maxConnections: { env: "MAX_CONNECTIONS", flag: "max-connections", shown: "50000", doc: "WebSocket connections per worker; upgrades beyond get HTTP 503", default: () => 50_000, parse: parseIntStrict, check: int(1, 10_000_000) },
+  maxConnectionsPerIp: { env: "MAX_CONNECTIONS_PER_IP", flag: "max-connections-per-ip", shown: "1000", doc: "WebSocket connections per client IP per worker; beyond get HTTP 429; -1 unlimited", default: () => 1_000, parse: parseIntStrict, check: positiveOrUnlimited },
+  connectRatePerIp: { env: "CONNECT_RATE_PER_IP", flag: "connect-rate-per-ip", shown: "50", doc: "New WebSocket connections per second per client IP per worker (token bucket; HTTP 429); -1 unlimited", default: () => 50, parse: parseIntStrict, check: positiveOrUnlimited },
+  connectBurstPerIp: { env: "CONNECT_BURST_PER_IP", flag: "connect-burst-per-ip", shown: "500", doc: "Bucket size of CONNECT_RATE_PER_IP: connections one IP may open at once", default: () => 500, parse: parseIntStrict, check: int(1, 10_000_000) },
+  frameRate: { env: "FRAME_RATE", flag: "frame-rate", shown: "100", doc: "Inbound frames per second per connection (token bucket): over it `rate_limited`, again within FRAME_RATE_WINDOW close 4029; -1 unlimited", default: () => 100, parse: parseIntStrict, check: positiveOrUnlimited },
+  frameBurst: { env: "FRAME_BURST", flag: "frame-burst", shown: "200", doc: "Bucket size of FRAME_RATE: frames a connection may send at once", default: () => 200, parse: parseIntStrict, check: int(1, 10_000_000) },
+  frameRateWindowMs: { env: "FRAME_RATE_WINDOW", flag: "frame-rate-window", shown: "10s", doc: "A second frame-rate breach within this long after a `rate_limited` closes with 4029", default: () => 10_000, parse: parseDuration, check: int(100, 3_600_000) },
   logLevel: { env: "LOG_LEVEL", flag: "log-level", shown: "info", doc: "pino level: fatal, error, warn, info, debug, trace, silent", default: () => "info" as LogLevel, parse: oneOf(...LOG_LEVELS) },
 } satisfies Record<string, Setting<any>>;
 

@@ -10,6 +10,8 @@ import { readBody, send, sendJson, track } from "./respond.js";
 import { history, HISTORY_PREFIX } from "./history.js";
 import { registerStaticRoutes } from "./static.js";
 import { registerStatsRoute } from "./stats.js";
+import type { Authenticator } from "../auth/authenticator.js";
+import { authorizeHttp, readCredentials } from "../auth/http-auth.js";
 
 export type HttpContext = {
   config: Config;
@@ -17,6 +19,8 @@ export type HttpContext = {
   metrics: Metrics;
   log: Logger;
   isDraining: () => boolean;
+  /** Credentials of HTTP publish and history (allow-all when authentication is off). */
+  auth: Authenticator;
   /** Prometheus text aggregated over all workers (asked of the primary). */
   clusterMetrics: () => Promise<{ text: string; contentType: string }>;
 };
@@ -47,7 +51,7 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
     const st = track(res);
     const rawChannel = req.getUrl().slice(PUBLISH_PREFIX.length);
     const msgId = req.getHeader("idempotency-key") || undefined;
-    void httpPublish(ctx, res, st, rawChannel, msgId);
+    void httpPublish(ctx, res, st, rawChannel, msgId, readCredentials(req));
   });
 
   registerStatsRoute(app, ctx.clusterMetrics);
@@ -55,7 +59,11 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
 
   app.get(`${HISTORY_PREFIX}*`, (res, req) => {
     const st = track(res);
-    void history(ctx.broker, res, st, req.getUrl(), req.getQuery() ?? "");
+    const [url, query, creds] = [req.getUrl(), req.getQuery() ?? "", readCredentials(req)];
+    void authorizeHttp(ctx.auth, creds, "sub", historyChannel(url)).then(
+      (denied) => (denied ? sendJson(res, st, denied.status, denied.body) : history(ctx.broker, res, st, url, query)),
+      (e) => sendJson(res, st, 500, { error: ErrorCode.Internal, message: (e as Error).message }),
+    );
   });
 
   app.any("/*", (res, req) => {
@@ -63,7 +71,7 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
   });
 }
 
-async function httpPublish(ctx: HttpContext, res: Parameters<Parameters<TemplatedApp["post"]>[1]>[0], st: ReturnType<typeof track>, rawChannel: string, msgId: string | undefined): Promise<void> {
+async function httpPublish(ctx: HttpContext, res: Parameters<Parameters<TemplatedApp["post"]>[1]>[0], st: ReturnType<typeof track>, rawChannel: string, msgId: string | undefined, creds: ReturnType<typeof readCredentials>): Promise<void> {
   const body = await readBody(res, st, ctx.config.maxPayloadBytes);
   if (body === undefined) return;
   if (body === "too_large") return sendJson(res, st, 413, { error: ErrorCode.PayloadTooLarge, message: `body is larger than ${ctx.config.maxPayloadBytes} bytes` });
@@ -75,6 +83,8 @@ async function httpPublish(ctx: HttpContext, res: Parameters<Parameters<Template
   }
   const c = checkChannel(channel);
   if (!c.ok) return sendJson(res, st, 400, { error: ErrorCode.BadChannel, message: c.reason });
+  const denied = await authorizeHttp(ctx.auth, creds, "pub", channel);
+  if (denied) return sendJson(res, st, denied.status, denied.body);
   if (msgId !== undefined && !/^[\x21-\x7e]{1,128}$/.test(msgId)) return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: "Idempotency-Key must be 1-128 printable ASCII characters" });
   let data: unknown;
   try {
@@ -90,5 +100,16 @@ async function httpPublish(ctx: HttpContext, res: Parameters<Parameters<Template
     if (e instanceof PublishFailure) return sendJson(res, st, e.status, { error: e.wireCode, message: e.message });
     ctx.log.error({ err: e }, "http publish failed");
     sendJson(res, st, 500, { error: ErrorCode.Internal, message: "internal error" });
+  }
+}
+
+/** The channel of a history path, when it is a valid one (history() answers the malformed ones). */
+function historyChannel(path: string): string | undefined {
+  const m = /^\/v1\/channels\/([^/]+)\/messages$/.exec(path);
+  try {
+    const channel = m ? decodeURIComponent(m[1]!) : undefined;
+    return channel !== undefined && checkChannel(channel).ok ? channel : undefined;
+  } catch {
+    return undefined;
   }
 }

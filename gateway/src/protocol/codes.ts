@@ -25,6 +25,8 @@ export const ErrorCode = {
   BrokerError: "broker_error",
   /** The selected broker cannot do this (e.g. replay on Redis pub/sub). */
   UnsupportedByBroker: "unsupported_by_broker",
+  /** HTTP only (401): no credentials, or a token/API key that is invalid or expired. */
+  Unauthorized: "unauthorized",
   /** The client may not do this (channel permissions, another user's durable, missing pub right). */
   Forbidden: "forbidden",
   /** The connection sent frames faster than its allowance; the next breach closes it with 4029. */

@@ -11,6 +11,9 @@ import { errFrame, okFrame, pongFrame } from "../protocol/serialize.js";
 import { publishOnce, PublishFailure } from "../http/publish.js";
 import { newSub, sendText, type Socket, type SubState } from "./session.js";
 import type { Subscriptions } from "./subscriptions.js";
+import type { ConnectionGuard } from "../auth/guard.js";
+import { authorizeFrame } from "../auth/authorize.js";
+import { refreshSession } from "../auth/ws-refresh.js";
 
 export type HandlerContext = {
   config: Config;
@@ -20,6 +23,8 @@ export type HandlerContext = {
   metrics: Metrics;
   log: Logger;
   isDraining: () => boolean;
+  /** Authentication, permissions and limits of sockets (auth/). */
+  guard: ConnectionGuard;
 };
 
 /** Handles one text frame from a client. Every failure becomes an `err` frame; the socket stays open. */
@@ -27,13 +32,15 @@ export function handleFrame(ctx: HandlerContext, ws: Socket, text: string): void
   const parsed = parseClientFrame(text);
   if (!parsed.ok) return replyErr(ctx, ws, parsed.id, parsed.code, parsed.message);
   const f = parsed.frame;
+  const denied = authorizeFrame(ws.getUserData().principal, f);
+  if (denied) return replyErr(ctx, ws, f.id, ErrorCode.Forbidden, denied);
   switch (f.op) {
     case "ping": return sendText(ws, pongFrame(f.id));
     case "sub": return void subscribe(ctx, ws, f).catch((e) => internalError(ctx, ws, f.id, e));
     case "unsub": return unsubscribe(ctx, ws, f);
     case "pub": return void publish(ctx, ws, f).catch((e) => internalError(ctx, ws, f.id, e));
     case "ack": case "nak": case "term": return settle(ctx, ws, f);
-    default: return replyErr(ctx, ws, f.id, ErrorCode.UnsupportedByBroker, `op ${f.op} is not enabled on this gateway`);
+    case "refresh": return void refreshSession(ctx, ws, f).catch((e) => internalError(ctx, ws, f.id, e));
   }
 }
 

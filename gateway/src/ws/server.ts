@@ -3,7 +3,7 @@ import type { TemplatedApp, us_listen_socket } from "../uws.js";
 import { loadUws } from "../uws.js";
 import { BackpressureMonitor } from "./backpressure.js";
 import { handleFrame, releaseSession, replyErr, type HandlerContext } from "./handlers.js";
-import { newSession, type Session, type Socket } from "./session.js";
+import type { Session, Socket } from "./session.js";
 import { Subscriptions } from "./subscriptions.js";
 
 export const WS_PATH = "/ws";
@@ -15,11 +15,12 @@ export const hardPayloadCap = (max: number): number => Math.min(Math.max(max * 1
 export class WsEndpoint {
   readonly sockets = new Set<Socket>();
   readonly backpressure: BackpressureMonitor;
-  private listenSocket: us_listen_socket | undefined;
+  private readonly listenSockets: us_listen_socket[] = [];
 
   private readonly ctx: HandlerContext;
 
-  constructor(private readonly app: TemplatedApp, deps: Omit<HandlerContext, "subs">) {
+  /** `extraApps`: more listeners with the same behavior (the TLS app); the hub must publish to all of them. */
+  constructor(private readonly app: TemplatedApp, deps: Omit<HandlerContext, "subs">, private readonly extraApps: TemplatedApp[] = []) {
     const subs = new Subscriptions(deps.config, deps.broker, deps.hub, deps.metrics, deps.log);
     this.ctx = { ...deps, subs };
     this.backpressure = new BackpressureMonitor(this.sockets, subs, deps.config, deps.metrics, deps.log);
@@ -29,7 +30,7 @@ export class WsEndpoint {
   private register(): void {
     const { config, metrics, log } = this.ctx;
     const uws = loadUws();
-    this.app.ws<Session>(WS_PATH, {
+    for (const app of [this.app, ...this.extraApps]) app.ws<Session>(WS_PATH, {
       compression: uws.DISABLED,
       // uWS drops a connection over its limit without a close frame (1006); the gateway's own check below
       // answers frames up to this hard cap with a proper 1009.
@@ -37,19 +38,15 @@ export class WsEndpoint {
       maxBackpressure: config.maxBackpressureBytes,
       idleTimeout: config.idleTimeoutSec,
       sendPingsAutomatically: true,
-      upgrade: (res, req, context) => {
-        if (this.ctx.isDraining()) {
-          res.writeStatus("503 Service Unavailable").end("server is shutting down");
-          return;
-        }
-        const ip = Buffer.from(res.getRemoteAddressAsText()).toString();
-        res.upgrade(newSession(ip), req.getHeader("sec-websocket-key"), req.getHeader("sec-websocket-protocol"), req.getHeader("sec-websocket-extensions"), context);
-      },
+      // Origin, connection limits and the token (auth/guard.ts); async-safe when a token must be verified.
+      upgrade: (res, req, context) => this.ctx.guard.upgrade(res, req, context, this.ctx.isDraining()),
       open: (ws) => {
+        this.ctx.guard.opened(ws);
         this.sockets.add(ws);
         metrics.connections.inc();
       },
       message: (ws, message, isBinary) => {
+        if (!this.ctx.guard.frameAllowed(ws, (m) => replyErr(this.ctx, ws, undefined, ErrorCode.RateLimited, m))) return;
         if (message.byteLength > config.maxPayloadBytes) {
           metrics.badFrames.labels("message_too_big").inc();
           ws.end(CloseCode.MessageTooBig, `frame larger than ${config.maxPayloadBytes} bytes`);
@@ -67,6 +64,7 @@ export class WsEndpoint {
       close: (ws) => {
         const s = ws.getUserData();
         s.closed = true;
+        this.ctx.guard.closed(ws);
         this.sockets.delete(ws);
         releaseSession(this.ctx, ws);
         metrics.connections.dec();
@@ -78,16 +76,26 @@ export class WsEndpoint {
     return new Promise((resolve, reject) => {
       this.app.listen(host, port, (token) => {
         if (!token) return reject(new Error(`could not listen on ${host}:${port}`));
-        this.listenSocket = token;
+        this.listenSockets.push(token);
         this.backpressure.start();
         resolve();
       });
     });
   }
 
+  /** Listens with one of the extra apps (the TLS listener). */
+  listenExtra(app: TemplatedApp, host: string, port: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      app.listen(host, port, (token) => {
+        if (!token) return reject(new Error(`could not listen on ${host}:${port}`));
+        this.listenSockets.push(token);
+        resolve();
+      });
+    });
+  }
+
   stopListening(): void {
-    if (this.listenSocket) loadUws().us_listen_socket_close(this.listenSocket);
-    this.listenSocket = undefined;
+    for (const t of this.listenSockets.splice(0)) loadUws().us_listen_socket_close(t);
   }
 
   /** Closes every socket with 1001 "going away": clients reconnect (elsewhere) and resume. */

@@ -1,6 +1,8 @@
 import type { WebSocket } from "../uws.js";
 import type { CatchUp } from "../fanout/catchup.js";
 import type { DurableSub } from "../fanout/durable-sub.js";
+import { ANONYMOUS, type Principal } from "../auth/principal.js";
+import type { FrameLimiter } from "../limits/frame-rate.js";
 
 /** One subscription of one socket. */
 export type SubState = {
@@ -26,6 +28,12 @@ export type Session = {
   readonly ip: string;
   /** Authenticated user (JWT `sub`); "anon" when auth is off. Durable names are scoped by it. */
   user: string;
+  /** The token's claims: channel permissions and expiry (allow-all ANONYMOUS when auth is off); see auth/. */
+  principal: Principal;
+  /** Closes the socket with 4001 at token expiry; re-armed by `refresh`. */
+  expiryTimer?: NodeJS.Timeout;
+  /** Inbound frame allowance (FRAME_RATE); undefined when unlimited. */
+  frameLimit?: FrameLimiter;
   readonly subs: Map<string, SubState>;
   closed: boolean;
   /** Out of live delivery because its send buffer crossed the backpressure threshold. */
@@ -38,7 +46,7 @@ export type Socket = WebSocket<Session>;
 let nextId = 1;
 
 export function newSession(ip: string, user = "anon"): Session {
-  return { id: nextId++, ip, user, subs: new Map(), closed: false, paused: false, pausedSince: 0 };
+  return { id: nextId++, ip, user, principal: ANONYMOUS, subs: new Map(), closed: false, paused: false, pausedSince: 0 };
 }
 
 export function newSub(pattern: string, topic: string): SubState {

@@ -1,0 +1,92 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import { errors as joseErrors, jwtVerify, type JWTPayload } from "jose";
+import type { Config } from "../config/config.js";
+import { AuthError } from "./errors.js";
+import { loadKeyMaterial, type KeyMaterial } from "./keys.js";
+import { parseChannelsClaim } from "./permissions.js";
+import { ANONYMOUS, API_KEY_PRINCIPAL, type Principal } from "./principal.js";
+
+const MAX_TOKEN_LENGTH = 8_192;
+const MAX_USER_LENGTH = 256;
+
+/** Credentials of an HTTP request, read synchronously from the uWS request. */
+export type HttpCredentials = { bearer?: string; apiKey?: string };
+
+/**
+ * Turns credentials into a Principal: verifies JWTs with the key material loaded once at construction,
+ * and compares API keys in constant time. With authentication off everything is the allow-all ANONYMOUS.
+ */
+export class Authenticator {
+  readonly enabled: boolean;
+  private readonly keys: KeyMaterial | undefined;
+  private readonly apiKeyHashes: Buffer[];
+
+  constructor(private readonly config: Config) {
+    this.keys = loadKeyMaterial(config);
+    this.enabled = this.keys !== undefined;
+    this.apiKeyHashes = config.apiKeys.map(sha256);
+  }
+
+  /** Algorithms accepted (for the startup log). */
+  get algorithms(): string[] {
+    return this.keys?.algorithms ?? [];
+  }
+
+  /** A WebSocket's token: ANONYMOUS when auth is off; rejects with AuthError when missing or invalid. */
+  async authenticate(token: string | undefined): Promise<Principal> {
+    if (!this.keys) return ANONYMOUS;
+    if (token === undefined || token === "") throw new AuthError("missing", "a token is required (Authorization: Bearer, Sec-WebSocket-Protocol bearer.<token>, or ?token=)");
+    return this.verify(token);
+  }
+
+  /** Verifies a JWT and reads its claims. */
+  async verify(token: string): Promise<Principal> {
+    const keys = this.keys;
+    if (!keys) return ANONYMOUS;
+    if (token.length > MAX_TOKEN_LENGTH) throw new AuthError("invalid", `token is longer than ${MAX_TOKEN_LENGTH} characters`);
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, keys.key as Uint8Array, {
+        algorithms: keys.algorithms,
+        issuer: this.config.jwtIssuer || undefined,
+        audience: this.config.jwtAudience || undefined,
+        clockTolerance: this.config.jwtClockToleranceSec,
+        requiredClaims: ["sub", "exp"],
+      }));
+    } catch (e) {
+      if (e instanceof joseErrors.JWTExpired) throw new AuthError("expired", "token has expired", { cause: e });
+      if (e instanceof joseErrors.JWTClaimValidationFailed) throw new AuthError("claims", `token rejected: ${e.message}`, { cause: e });
+      throw new AuthError("invalid", `token rejected: ${e instanceof joseErrors.JOSEError ? e.message : "malformed token"}`, { cause: e });
+    }
+    if (typeof payload.sub !== "string" || payload.sub.length === 0 || payload.sub.length > MAX_USER_LENGTH) throw new AuthError("claims", `token rejected: sub must be a string of 1-${MAX_USER_LENGTH} characters`);
+    const perms = parseChannelsClaim((payload as Record<string, unknown>).channels);
+    if (typeof perms === "string") throw new AuthError("claims", `token rejected: ${perms}`);
+    return Object.freeze({ user: payload.sub, perms, exp: payload.exp });
+  }
+
+  /** An HTTP request: an API key (X-Api-Key, or as the bearer) or a JWT bearer; ANONYMOUS when auth is off. */
+  async authenticateHttp(c: HttpCredentials): Promise<Principal> {
+    if (!this.enabled) return ANONYMOUS;
+    if (c.apiKey !== undefined && c.apiKey !== "") {
+      if (this.isApiKey(c.apiKey)) return API_KEY_PRINCIPAL;
+      throw new AuthError("invalid", "unknown API key");
+    }
+    if (c.bearer && this.isApiKey(c.bearer)) return API_KEY_PRINCIPAL;
+    return this.authenticate(c.bearer);
+  }
+
+  private isApiKey(candidate: string): boolean {
+    const h = sha256(candidate);
+    let found = false;
+    for (const k of this.apiKeyHashes) found = timingSafeEqual(h, k) || found;
+    return found;
+  }
+}
+
+const sha256 = (s: string): Buffer => createHash("sha256").update(s).digest();
+
+/** The token of an `Authorization: Bearer <token>` header value, if it is one. */
+export function bearerOf(authorization: string): string | undefined {
+  const m = /^Bearer[ \t]+(\S+)\s*$/i.exec(authorization);
+  return m?.[1];
+}

@@ -1,0 +1,63 @@
+import { checkPattern, matches } from "../protocol/channel.js";
+
+/** Channel permissions of a principal: NATS-style patterns it may subscribe to and publish to. */
+export type Permissions = {
+  readonly sub: readonly string[];
+  readonly pub: readonly string[];
+};
+
+/** Everything allowed: the permissions of every connection when authentication is off. */
+export const ALLOW_ALL: Permissions = Object.freeze({ sub: Object.freeze([">"]), pub: Object.freeze([">"]) });
+
+/** No rights at all (a token without a `channels` claim). */
+export const DENY_ALL: Permissions = Object.freeze({ sub: Object.freeze([]), pub: Object.freeze([]) });
+
+/**
+ * Whether every channel matched by `pattern` is also matched by `perm` (pattern ⊆ perm), both valid
+ * patterns. `orders.*` covers `orders.eu` but not `orders.>`; `orders.>` covers `orders.*` and `orders.eu.x`.
+ * Exact: property-tested against `matches()`.
+ */
+export function patternCovers(perm: string, pattern: string): boolean {
+  const p = perm.split(".");
+  const q = pattern.split(".");
+  for (let i = 0; i < p.length; i++) {
+    const t = p[i]!;
+    // `>` takes one or more tokens: anything q still has (at least one token) is covered.
+    if (t === ">") return q.length > i;
+    if (i >= q.length) return false;
+    const u = q[i]!;
+    // q's `>` reaches arbitrarily long channels; a fixed-length prefix of perm cannot cover them all.
+    if (u === ">") return false;
+    if (t === "*") continue;
+    if (u !== t) return false; // a literal in perm covers only the same literal (not `*`)
+  }
+  return q.length === p.length;
+}
+
+/** May subscribe to `pattern` (every channel it can match is allowed). */
+export const canSubscribe = (perms: Permissions, pattern: string): boolean => perms.sub.some((p) => patternCovers(p, pattern));
+
+/** May publish to the concrete `channel`. */
+export const canPublish = (perms: Permissions, channel: string): boolean => perms.pub.some((p) => matches(p, channel));
+
+/**
+ * Reads the `channels` claim: `{"sub":[patterns],"pub":[patterns]}`. Missing means no rights; anything
+ * malformed (not a list of valid patterns) is an error message, and the token is refused.
+ */
+export function parseChannelsClaim(claim: unknown): Permissions | string {
+  if (claim === undefined) return DENY_ALL;
+  if (typeof claim !== "object" || claim === null || Array.isArray(claim)) return 'channels claim must be an object {"sub":[...],"pub":[...]}';
+  const c = claim as Record<string, unknown>;
+  const out: { sub: string[]; pub: string[] } = { sub: [], pub: [] };
+  for (const key of ["sub", "pub"] as const) {
+    const v = c[key];
+    if (v === undefined) continue;
+    if (!Array.isArray(v) || v.length > 1_000) return `channels.${key} must be a list of at most 1000 patterns`;
+    for (const p of v) {
+      const ok = checkPattern(p);
+      if (!ok.ok) return `channels.${key} has a bad pattern ${JSON.stringify(p)?.slice(0, 80)}: ${ok.reason}`;
+      out[key].push(p as string);
+    }
+  }
+  return Object.freeze({ sub: Object.freeze(out.sub), pub: Object.freeze(out.pub) });
+}

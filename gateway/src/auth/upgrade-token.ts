@@ -1,0 +1,24 @@
+import { bearerOf } from "./authenticator.js";
+
+/** The subprotocol of the wire protocol; selected when a browser passes its token as a subprotocol. */
+export const PROTOCOL_V1 = "fanout.v1";
+/** Subprotocol carrying a token: `bearer.<jwt>` (JWTs are base64url and dots: valid protocol tokens). */
+export const BEARER_PROTOCOL_PREFIX = "bearer.";
+
+/** What an upgrade request offers: its token (if any) and the subprotocol to answer with. */
+export type UpgradeOffer = { token?: string; protocol: string } | { error: string };
+
+/**
+ * Reads the token from, in order: `Authorization: Bearer`, a `bearer.<jwt>` subprotocol, the `token`
+ * query parameter. A `bearer.` subprotocol must come with another one (e.g. `fanout.v1`) for the server to
+ * select, because the server must answer with one of the offered protocols and never with the token.
+ */
+export function readUpgradeOffer(h: { authorization: string; protocols: string; queryToken: string | undefined }): UpgradeOffer {
+  const offered = h.protocols.split(",").map((p) => p.trim()).filter((p) => p.length > 0);
+  const bearerProtocol = offered.find((p) => p.startsWith(BEARER_PROTOCOL_PREFIX));
+  const others = offered.filter((p) => !p.startsWith(BEARER_PROTOCOL_PREFIX));
+  const protocol = others.includes(PROTOCOL_V1) ? PROTOCOL_V1 : (others[0] ?? "");
+  if (bearerProtocol !== undefined && protocol === "") return { error: `offer "${PROTOCOL_V1}" alongside "${BEARER_PROTOCOL_PREFIX}<token>" in Sec-WebSocket-Protocol` };
+  const token = (h.authorization ? bearerOf(h.authorization) : undefined) ?? bearerProtocol?.slice(BEARER_PROTOCOL_PREFIX.length) ?? (h.queryToken || undefined);
+  return token !== undefined ? { token, protocol } : { protocol };
+}

@@ -1,0 +1,28 @@
+import { ErrorCode } from "../protocol/codes.js";
+import type { RefreshFrame } from "../protocol/frames.js";
+import { errFrame, okFrame } from "../protocol/serialize.js";
+import type { HandlerContext } from "../ws/handlers.js";
+import { sendText, type Socket } from "../ws/session.js";
+
+/**
+ * `{"op":"refresh","token":"..."}`: verifies the new token (same `sub`), replaces the claims and the
+ * expiry, ends the subscriptions the new claims no longer cover (each with a `forbidden` err naming it),
+ * and answers `ok` with the new `exp`.
+ */
+export async function refreshSession(ctx: HandlerContext, ws: Socket, f: RefreshFrame): Promise<void> {
+  const r = await ctx.guard.refresh(ws, f);
+  const s = ws.getUserData();
+  if (!r.ok) {
+    ctx.metrics.badFrames.labels(r.code).inc();
+    return sendText(ws, errFrame(f.id, r.code, r.message));
+  }
+  for (const pattern of r.revoked) {
+    const sub = s.subs.get(pattern);
+    if (!sub) continue;
+    s.subs.delete(pattern);
+    ctx.subs.release(ws, sub);
+    ctx.metrics.badFrames.labels(ErrorCode.Forbidden).inc();
+    sendText(ws, errFrame(undefined, ErrorCode.Forbidden, `subscription ${pattern} ended: the refreshed token does not allow it`));
+  }
+  sendText(ws, okFrame(f.id, r.exp !== undefined ? { exp: r.exp } : {}));
+}

@@ -1,0 +1,71 @@
+import type { Config } from "../config/config.js";
+import { IpTable, type IpRefusal } from "./ip-table.js";
+import type { GuardMetrics } from "./metrics.js";
+import { OriginPolicy } from "./origin.js";
+
+/** Most client IPs one worker tracks at once (idle ones are forgotten first). */
+export const MAX_IP_ENTRIES = 100_000;
+const SWEEP_INTERVAL_MS = 10_000;
+
+/** Why an upgrade is refused before authentication, with the HTTP status it gets. */
+export type Refusal = { reason: "origin" | "max_connections" | IpRefusal; status: 403 | 429 | 503; message: string; retryAfterSec?: number };
+
+/**
+ * Which connections a worker lets in: origin allowlist, connections per worker, connections and new
+ * connections per second per IP. A connection is reserved at upgrade, opened or cancelled, then closed.
+ */
+export class Admission {
+  private readonly ips: IpTable;
+  private readonly origins: OriginPolicy;
+  private count = 0;
+  private sweeper: NodeJS.Timeout | undefined;
+
+  constructor(private readonly config: Config, private readonly metrics: GuardMetrics) {
+    this.ips = new IpTable({ maxPerIp: config.maxConnectionsPerIp, ratePerSec: config.connectRatePerIp, burst: config.connectBurstPerIp, maxEntries: MAX_IP_ENTRIES });
+    this.origins = new OriginPolicy(config.allowedOrigins);
+  }
+
+  start(): void {
+    this.sweeper ??= setInterval(() => {
+      this.ips.sweep(Date.now());
+      this.metrics.ipEntries.set(this.ips.size);
+    }, SWEEP_INTERVAL_MS).unref();
+  }
+
+  stop(): void {
+    clearInterval(this.sweeper);
+    this.sweeper = undefined;
+  }
+
+  /** Reserves a connection for `ip`, or returns why not. */
+  reserve(ip: string, origin: string, now = Date.now()): Refusal | undefined {
+    const refusal = this.check(ip, origin, now);
+    if (refusal) this.metrics.rejected(refusal.reason);
+    else this.count++;
+    return refusal;
+  }
+
+  private check(ip: string, origin: string, now: number): Refusal | undefined {
+    if (!this.origins.allows(origin)) return { reason: "origin", status: 403, message: `origin ${origin.slice(0, 200)} is not allowed` };
+    if (this.count >= this.config.maxConnections) return { reason: "max_connections", status: 503, message: "this server is at its connection limit; retry elsewhere or later", retryAfterSec: 1 };
+    const r = this.ips.reserve(ip, now);
+    if (r === undefined) return undefined;
+    if (r === "ip_connections") return { reason: r, status: 429, message: `at most ${this.config.maxConnectionsPerIp} connections per client address` };
+    if (r === "ip_rate") return { reason: r, status: 429, message: "too many new connections from this address; slow down", retryAfterSec: Math.max(1, Math.ceil(this.ips.retryAfterMs(ip, now) / 1000)) };
+    return { reason: r, status: 503, message: "too many client addresses right now; retry later", retryAfterSec: 1 };
+  }
+
+  opened(ip: string): void {
+    this.ips.opened(ip);
+  }
+
+  cancel(ip: string): void {
+    this.count--;
+    this.ips.cancel(ip);
+  }
+
+  closed(ip: string): void {
+    this.count--;
+    this.ips.closed(ip);
+  }
+}

@@ -1,0 +1,17 @@
+import client from "prom-client";
+
+/** Metrics of authentication and abuse limits; made once per worker, aggregated by the primary. */
+export function createGuardMetrics(registry: client.Registry = client.register) {
+  const r = [registry];
+  const rejected = new client.Counter({ name: "fanout_upgrades_rejected_total", help: "WebSocket upgrades refused, by reason", labelNames: ["reason"] as const, registers: r });
+  const authFailures = new client.Counter({ name: "fanout_auth_failures_total", help: "Tokens or API keys refused, by reason", labelNames: ["reason"] as const, registers: r });
+  return {
+    rejected: (reason: string) => rejected.labels(reason).inc(),
+    authFailure: (reason: string) => authFailures.labels(reason).inc(),
+    rateLimitCloses: new client.Counter({ name: "fanout_rate_limit_closes_total", help: "Connections closed with 4029 for their frame rate", registers: r }),
+    tokenExpiryCloses: new client.Counter({ name: "fanout_token_expiry_closes_total", help: "Connections closed with 4001 at token expiry", registers: r }),
+    ipEntries: new client.Gauge({ name: "fanout_ip_table_entries", help: "Client IPs tracked for per-IP limits", registers: r }),
+  };
+}
+
+export type GuardMetrics = ReturnType<typeof createGuardMetrics>;
