@@ -41,4 +41,4 @@ export type FromWorker =
       idleMs: number;
       firstError: string | null;
     }
-  | { type: "final"; index: number; window: LatencySnapshot; counts: WorkerCounts; cpuPct: number };
+  | { type: "final"; index: number; window: LatencySnapshot; counts: WorkerCounts; cpuPct: number; firstError: string | null };

@@ -54,6 +54,7 @@ export async function runMaster(opts: SubOptions, io: MasterIO = { log: (l) => c
         Object.assign(p, { connected: m.connected, started: m.started, done: m.done, idleMs: m.idleMs, lastCpu: m.cpuPct });
         if (m.firstError && !p.errorShown) { p.errorShown = true; io.log(`${TAG}sub-${i + 1}: first error: ${m.firstError}`); }
       } else {
+        if (m.firstError && !p.errorShown) { p.errorShown = true; io.log(`${TAG}sub-${i + 1}: first error: ${m.firstError}`); }
         total.add(LatencyStats.fromJSON(m.window));
         p.cpu.add(m.cpuPct, m.window.count > 0);
         p.final = m;

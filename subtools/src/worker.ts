@@ -125,7 +125,7 @@ export class SubWorker implements ClientEvents {
     const cpuPct = this.cpu.sample();
     const counts = this.counts();
     await Promise.all(this.clients.map((c) => c.stop().catch(() => undefined)));
-    return { type: "final", index: this.index, window, counts, cpuPct };
+    return { type: "final", index: this.index, window, counts, cpuPct, firstError: this.firstError };
   }
 
   /** Totals over all clients; loss is counted per (client, publisher), or against --expect per client. */
