@@ -24,6 +24,11 @@ export class TestClient {
     ws.on("error", () => undefined);
   }
 
+  /** Wraps a socket opened with options connect() does not take (source address, TLS CA); call at "open". */
+  static wrap(ws: WebSocket): TestClient {
+    return new TestClient(ws);
+  }
+
   static async connect(url: string, opts: { protocols?: string[]; headers?: Record<string, string> } = {}): Promise<TestClient> {
     const ws = new WebSocket(url, opts.protocols, { headers: opts.headers });
     const c = new TestClient(ws);

@@ -1,0 +1,125 @@
+import { describe, expect, it } from "vitest";
+import { FrameLimiter } from "../../src/limits/frame-rate.js";
+import { IpTable } from "../../src/limits/ip-table.js";
+import { OriginPolicy } from "../../src/limits/origin.js";
+import { TokenBucket } from "../../src/limits/token-bucket.js";
+import { readUpgradeOffer } from "../../src/auth/upgrade-token.js";
+import { loadConfig } from "../../src/config/config.js";
+import { ConfigError } from "../../src/errors.js";
+
+describe("limits — token bucket and frame rate", () => {
+  it("a bucket allows its burst, then its rate", () => {
+    const b = new TokenBucket(10, 3, 0);
+    expect([b.take(0), b.take(0), b.take(0), b.take(0)]).toEqual([true, true, true, false]);
+    expect(b.msUntilToken(0)).toBe(100);
+    expect(b.take(99)).toBe(false);
+    expect(b.take(100)).toBe(true);
+    expect(b.isFull(1_000)).toBe(true);
+  });
+
+  it("frame limiter: burst ok, first breach warns, a second within the window closes, after the window warns again", () => {
+    const f = new FrameLimiter(10, 5, 1_000, 0);
+    for (let i = 0; i < 5; i++) expect(f.check(0)).toBe("ok");
+    expect(f.check(0)).toBe("warn");
+    expect(f.check(50)).toBe("close");
+    const g = new FrameLimiter(10, 5, 1_000, 0);
+    for (let i = 0; i < 5; i++) g.check(0);
+    expect(g.check(0)).toBe("warn");
+    expect(g.check(100)).toBe("ok"); // one token refilled: a client that slows down recovers
+    expect(g.check(2_000)).toBe("ok");
+    for (let i = 0; i < 4; i++) g.check(2_000);
+    expect(g.check(2_000)).toBe("warn"); // the window has passed: a warning again, not a close
+  });
+});
+
+describe("limits — per-IP table", () => {
+  it("limits connections and new connections per second per IP; other IPs are independent", () => {
+    const t = new IpTable({ maxPerIp: 2, ratePerSec: 1, burst: 3, maxEntries: 100 });
+    expect(t.reserve("a", 0)).toBeUndefined();
+    t.opened("a");
+    expect(t.reserve("a", 0)).toBeUndefined();
+    expect(t.reserve("a", 0)).toBe("ip_connections"); // one open + one pending
+    expect(t.reserve("b", 0)).toBeUndefined();
+    t.cancel("a");
+    expect(t.reserve("a", 0)).toBeUndefined();
+    t.cancel("a");
+    expect(t.reserve("a", 0)).toBe("ip_rate"); // burst of 3 spent
+    expect(t.retryAfterMs("a", 0)).toBe(1_000);
+    expect(t.reserve("a", 1_000)).toBeUndefined();
+  });
+
+  it("stays bounded: idle entries are swept, and a full table refuses new IPs until they are", () => {
+    const t = new IpTable({ maxPerIp: 10, ratePerSec: 10, burst: 10, maxEntries: 1_000 });
+    for (let i = 0; i < 1_000; i++) expect(t.reserve(`10.0.${i >> 8}.${i & 255}`, 0)).toBeUndefined();
+    for (let i = 0; i < 1_000; i++) t.cancel(`10.0.${i >> 8}.${i & 255}`);
+    expect(t.size).toBe(1_000);
+    expect(t.reserve("192.168.0.1", 0)).toBe("ip_table_full"); // buckets not refilled yet: nothing to forget
+    expect(t.reserve("192.168.0.1", 200)).toBeUndefined(); // refilled: the sweep frees room
+    expect(t.size).toBe(1);
+    t.opened("192.168.0.1");
+    expect(t.sweep(10_000)).toBe(0); // an IP with an open connection stays
+    t.closed("192.168.0.1");
+    expect(t.sweep(10_000)).toBe(1);
+    expect(t.size).toBe(0);
+  });
+});
+
+describe("limits — origin allowlist", () => {
+  it("exact origins and *.domain; no Origin header passes; empty list allows all", () => {
+    const p = new OriginPolicy(["https://app.example.com", "https://*.example.org", "http://localhost:3000"]);
+    expect(p.allows("https://app.example.com")).toBe(true);
+    expect(p.allows("HTTPS://APP.EXAMPLE.COM")).toBe(true);
+    expect(p.allows("https://a.b.example.org")).toBe(true);
+    expect(p.allows("https://example.org")).toBe(false);
+    expect(p.allows("https://evilexample.org")).toBe(false);
+    expect(p.allows("http://a.example.org")).toBe(false);
+    expect(p.allows("http://localhost:3000")).toBe(true);
+    expect(p.allows("http://localhost:3001")).toBe(false);
+    expect(p.allows("null")).toBe(false);
+    expect(p.allows("")).toBe(true);
+    expect(new OriginPolicy([]).allows("https://anything")).toBe(true);
+  });
+});
+
+describe("auth — where the token comes from", () => {
+  it("Authorization first, then the bearer subprotocol, then ?token=; fanout.v1 is selected", () => {
+    expect(readUpgradeOffer({ authorization: "Bearer aaa", protocols: "fanout.v1, bearer.bbb", queryToken: "ccc" })).toEqual({ token: "aaa", protocol: "fanout.v1" });
+    expect(readUpgradeOffer({ authorization: "", protocols: "fanout.v1, bearer.bbb", queryToken: "ccc" })).toEqual({ token: "bbb", protocol: "fanout.v1" });
+    expect(readUpgradeOffer({ authorization: "", protocols: "bearer.bbb,fanout.v1", queryToken: undefined })).toEqual({ token: "bbb", protocol: "fanout.v1" });
+    expect(readUpgradeOffer({ authorization: "", protocols: "", queryToken: "ccc" })).toEqual({ token: "ccc", protocol: "" });
+    expect(readUpgradeOffer({ authorization: "", protocols: "", queryToken: "" })).toEqual({ protocol: "" });
+    expect(readUpgradeOffer({ authorization: "", protocols: "bearer.bbb", queryToken: "" })).toHaveProperty("error");
+  });
+});
+
+describe("config — auth and limit settings", () => {
+  const secret = "s".repeat(32);
+  it.each([
+    [{ JWT_SECRET: secret, JWT_JWKS_FILE: "/etc/hostname" }, "JWT_SECRET", /JWT_SECRET \(--jwt-secret\) with JWT_JWKS_FILE/],
+    [{ JWT_SECRET: "short" }, "JWT_SECRET", /at least 32/],
+    [{ API_KEYS: "k".repeat(20) }, "API_KEYS", /authentication is off/],
+    [{ JWT_AUDIENCE: "x" }, "JWT_AUDIENCE", /authentication is off/],
+    [{ JWT_SECRET: secret, JWT_ALGORITHMS: "RS256" }, "JWT_ALGORITHMS", /HS256/],
+    [{ JWT_SECRET: secret, JWT_ALGORITHMS: "none" }, "JWT_ALGORITHMS", /none/],
+    [{ JWT_SECRET: secret, API_KEYS: "short" }, "API_KEYS", /16/],
+    [{ JWT_PUBLIC_KEY_FILE: "/nonexistent.pem" }, "JWT_PUBLIC_KEY_FILE", /does not exist/],
+    [{ TLS_CERT_FILE: "/etc/hostname" }, "TLS_KEY_FILE", /both/],
+    [{ ALLOWED_ORIGINS: "example.com" }, "ALLOWED_ORIGINS", /scheme/],
+    [{ MAX_CONNECTIONS_PER_IP: "0" }, "MAX_CONNECTIONS_PER_IP", /-1/],
+    [{ FRAME_RATE_WINDOW: "10" }, "FRAME_RATE_WINDOW", /unit/],
+  ])("rejects %j naming %s", (env, setting, msg) => {
+    try {
+      loadConfig([], env as NodeJS.ProcessEnv);
+      expect.unreachable("should have thrown");
+    } catch (e) {
+      expect(e).toBeInstanceOf(ConfigError);
+      expect((e as ConfigError).setting).toBe(setting);
+      expect((e as Error).message).toMatch(msg);
+    }
+  });
+
+  it("has sane defaults: auth off, limits on", () => {
+    const { config } = loadConfig([], {});
+    expect(config).toMatchObject({ jwtSecret: "", apiKeys: [], allowedOrigins: [], maxConnections: 50_000, maxConnectionsPerIp: 1_000, connectRatePerIp: 50, frameRate: 100, frameBurst: 200, frameRateWindowMs: 10_000, jwtClockToleranceSec: 5 });
+  });
+});

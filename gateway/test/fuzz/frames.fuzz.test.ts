@@ -1,0 +1,94 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+// Shared generators (plain ESM; also drive the million-input run of scripts/fuzz.mjs).
+// @ts-expect-error -- untyped .mjs module
+import { anyFrameText, channel, channelish, malformedText, pattern, smallChannel, smallPattern, validFrame } from "../../../scripts/fuzz/arbitraries.mjs";
+import { parseClientFrame } from "../../src/protocol/frames.js";
+import { checkChannel, checkPattern, matches, MAX_CHANNEL_LENGTH, MAX_CHANNEL_TOKENS } from "../../src/protocol/channel.js";
+import { ErrorCode } from "../../src/protocol/codes.js";
+import { patternCovers } from "../../src/auth/permissions.js";
+
+const RUNS = { numRuns: 2_000 };
+const CODES = new Set<string>(Object.values(ErrorCode));
+const OPS = new Set(["sub", "unsub", "pub", "ping", "ack", "nak", "term", "refresh"]);
+
+describe("fuzz — frame parser", () => {
+  it("never throws: always ok with a known op, or a typed error with a message", () => {
+    fc.assert(
+      fc.property(anyFrameText, (text: string) => {
+        const r = parseClientFrame(text);
+        if (r.ok) expect(OPS.has(r.frame.op)).toBe(true);
+        else {
+          expect(CODES.has(r.code)).toBe(true);
+          expect(typeof r.message).toBe("string");
+          if (r.id !== undefined) expect(["number", "string"]).toContain(typeof r.id);
+        }
+      }),
+      RUNS,
+    );
+  });
+
+  it("round-trips every valid frame", () => {
+    fc.assert(
+      fc.property(validFrame, (f: Record<string, unknown>) => {
+        const r = parseClientFrame(JSON.stringify(f));
+        expect(r.ok).toBe(true);
+        if (r.ok) expect(JSON.parse(JSON.stringify(r.frame))).toEqual(JSON.parse(JSON.stringify(f)));
+      }),
+      RUNS,
+    );
+  });
+
+  it("a malformed frame that parses is still a valid frame (serializes and parses to the same)", () => {
+    fc.assert(
+      fc.property(malformedText, (text: string) => {
+        const r = parseClientFrame(text);
+        if (!r.ok) return;
+        const again = parseClientFrame(JSON.stringify(r.frame));
+        expect(again).toEqual(r);
+      }),
+      RUNS,
+    );
+  });
+});
+
+describe("fuzz — channel validator", () => {
+  it("accepts generated channels and patterns; checkChannel ⇒ checkPattern", () => {
+    fc.assert(fc.property(channel, (c: string) => checkChannel(c).ok && checkPattern(c).ok), RUNS);
+    fc.assert(fc.property(pattern, (p: string) => checkPattern(p).ok), RUNS);
+  });
+
+  it("never throws on anything; what it accepts obeys every rule", () => {
+    fc.assert(
+      fc.property(fc.oneof(channelish, fc.string(), fc.anything()), (x: unknown) => {
+        const c = checkChannel(x);
+        const p = checkPattern(x);
+        if (c.ok) expect(p.ok).toBe(true);
+        for (const r of [c, p]) if (!r.ok) expect(r.reason.length).toBeGreaterThan(0);
+        if (!p.ok) return;
+        const s = x as string;
+        const tokens = s.split(".");
+        expect(s.length).toBeLessThanOrEqual(MAX_CHANNEL_LENGTH);
+        expect(tokens.length).toBeLessThanOrEqual(MAX_CHANNEL_TOKENS);
+        expect(s.startsWith("$")).toBe(false);
+        expect(tokens.every((t) => t.length > 0 && !/[\s\u0000-\u001f\u007f]/.test(t))).toBe(true);
+        expect(tokens.slice(0, -1).includes(">")).toBe(false);
+        if (c.ok) expect(tokens.some((t) => t === "*" || t === ">")).toBe(false);
+      }),
+      RUNS,
+    );
+  });
+});
+
+describe("fuzz — permission matcher", () => {
+  it("patternCovers agrees with matches() on random channels", () => {
+    fc.assert(
+      fc.property(smallPattern, smallPattern, smallChannel, (perm: string, q: string, c: string) => {
+        if (patternCovers(perm, q) && matches(q, c)) expect(matches(perm, c)).toBe(true);
+        // a concrete channel is a pattern matching only itself
+        expect(patternCovers(perm, c)).toBe(matches(perm, c));
+      }),
+      RUNS,
+    );
+  });
+});

@@ -1,0 +1,57 @@
+#!/usr/bin/env node
+// The long fuzz run: a million generated inputs (by default) through the frame parser, the channel validator
+// and the permission matcher, from the built modules in dist/. Usage: npm run fuzz [-- --runs N --seed S]
+// The test suite runs the same properties 2,000 times each (gateway/test/fuzz/).
+import fc from "fast-check";
+import { parseArgs } from "node:util";
+import { anyFrameText, channelish, smallChannel, smallPattern, validFrame } from "./fuzz/arbitraries.mjs";
+
+const { values } = parseArgs({ options: { runs: { type: "string", default: "1000000" }, seed: { type: "string" } } });
+const runs = Number(values.runs);
+const seed = values.seed !== undefined ? Number(values.seed) : Date.now() % 2 ** 31;
+const dist = new URL("../dist/gateway/src/", import.meta.url);
+const { parseClientFrame } = await import(new URL("protocol/frames.js", dist));
+const { checkChannel, checkPattern, matches } = await import(new URL("protocol/channel.js", dist));
+const { ErrorCode } = await import(new URL("protocol/codes.js", dist));
+const { patternCovers } = await import(new URL("auth/permissions.js", dist));
+const CODES = new Set(Object.values(ErrorCode));
+
+function assert(cond, what) {
+  if (!cond) throw new Error(what);
+}
+
+const targets = [
+  ["frame parser: never throws, typed result, valid frames round-trip", 0.6, fc.oneof(anyFrameText, validFrame.map((f) => ({ f }))), (x) => {
+    if (typeof x === "object") {
+      const r = parseClientFrame(JSON.stringify(x.f));
+      assert(r.ok && JSON.stringify(r.frame) === JSON.stringify(parseClientFrame(JSON.stringify(r.frame)).frame), `valid frame did not round-trip: ${JSON.stringify(x.f)}`);
+      return;
+    }
+    const r = parseClientFrame(x);
+    assert(r.ok ? typeof r.frame.op === "string" : CODES.has(r.code) && typeof r.message === "string", `bad result for ${JSON.stringify(x)}`);
+  }],
+  ["channel validator: never throws, checkChannel ⇒ checkPattern, accepted names obey the rules", 0.2, fc.oneof(channelish, fc.anything({ maxDepth: 1 })), (x) => {
+    const c = checkChannel(x);
+    const p = checkPattern(x);
+    assert(!c.ok || p.ok, `channel but not pattern: ${JSON.stringify(x)}`);
+    if (p.ok) assert(typeof x === "string" && x.length <= 255 && !x.startsWith("$") && x.split(".").every((t) => t.length > 0 && !/[\s\u0000-\u001f\u007f]/.test(t)), `accepted bad name ${JSON.stringify(x)}`);
+  }],
+  ["permission matcher: covers(perm, q) ⇒ matches(q, c) ⇒ matches(perm, c); channel as pattern", 0.2, fc.tuple(smallPattern, smallPattern, smallChannel), ([perm, q, c]) => {
+    assert(!(patternCovers(perm, q) && matches(q, c)) || matches(perm, c), `${perm} covers ${q} but not ${c}`);
+    assert(patternCovers(perm, c) === matches(perm, c), `${perm} vs channel ${c}`);
+  }],
+];
+
+console.log(`fuzz: ${runs} inputs, seed ${seed}`);
+let total = 0;
+const t0 = performance.now();
+for (const [name, share, arb, check] of targets) {
+  const n = Math.round(runs * share);
+  const t = performance.now();
+  fc.assert(fc.property(arb, (x) => check(x)), { numRuns: n, seed, endOnFailure: true });
+  const s = (performance.now() - t) / 1000;
+  total += n;
+  console.log(`  ${name}: ${n} inputs in ${s.toFixed(1)} s (${Math.round(n / s)}/s)`);
+}
+const s = (performance.now() - t0) / 1000;
+console.log(`fuzz: ${total} inputs in ${s.toFixed(1)} s (${Math.round(total / s)}/s), no failure`);
