@@ -120,6 +120,25 @@ describe("client — reconnect and resume", () => {
     expect(seen).toEqual([...first, more]);
     expect(sub.lastSeq).toBe(more);
   });
+
+  it("client — resume on a freshly restarted worker replays what was published while no worker ran", async () => {
+    const channel = uniq("allkilled");
+    const events: GatewayEvent[] = [];
+    const c = client(WebSocket, events);
+    const seen: number[] = [];
+    await c.connect();
+    await c.subscribe(channel, (m) => void seen.push(m.seq)).ready;
+    const published: number[] = [];
+    for (let i = 0; i < 5; i++) published.push(await publishHttp(channel, { i }, `${channel}-${i}`));
+    await waitFor(() => seen.length === 5);
+    for (const pid of await childPids(gw.process.pid)) process.kill(pid, "SIGKILL");
+    for (let i = 5; i < 15; i++) published.push(await publishHttp(channel, { i }, `${channel}-${i}`));
+    await waitFor(() => seen.length >= 15, { timeoutMs: 15_000, what: "15 messages" }).catch((e: Error) => {
+      throw new Error(`${e.message}: have ${JSON.stringify(seen)} of ${JSON.stringify(published)}; events ${JSON.stringify(events)}`);
+    });
+    expect(seen).toEqual(published);
+    await waitFor(async () => (await childPids(gw.process.pid)).length === 2, { what: "both workers back" });
+  });
 });
 
 describe("client — publishing", () => {

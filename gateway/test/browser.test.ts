@@ -1,0 +1,100 @@
+import { mkdirSync } from "node:fs";
+import { randomUUID } from "node:crypto";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
+import { childPids, startGateway, type GatewayHandle } from "./support/gateway.js";
+import { httpPublish } from "./support/ws-client.js";
+import { waitFor } from "./support/wait.js";
+
+const CHROMIUM = "/usr/bin/chromium";
+const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
+
+let nats: NatsServerHandle;
+let gw: GatewayHandle;
+let browser: Browser;
+let page: Page;
+const pageErrors: string[] = [];
+
+beforeAll(async () => {
+  nats = await startNatsServer();
+  gw = await startGateway({ natsUrl: nats.url, workers: 2, logLevel: "info", args: ["--restart-backoff", "100ms"] });
+  // launch() gives every run a fresh temporary profile (user-data-dir), removed on close.
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+  page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+  page.on("pageerror", (e) => pageErrors.push(e.message));
+});
+afterAll(async () => {
+  await browser?.close();
+  await gw?.stop();
+  await nats?.stop();
+});
+
+/** Seqs of the message rows shown in the page, oldest first. */
+const shownSeqs = (): Promise<number[]> => page.$$eval("#messages tbody tr[data-seq]", (rows) => rows.map((r) => Number((r as HTMLElement).dataset.seq)).reverse());
+
+function publishHttp(channel: string, data: unknown, key: string): Promise<number> {
+  return waitFor(async () => {
+    const r = await httpPublish(gw.url, channel, data, { "idempotency-key": key });
+    return r.status === 201 ? (r.body.seq as number) : undefined;
+  }, { timeoutMs: 15_000, what: `publish ${key}` });
+}
+
+describe("browser — the live page in headless Chromium", () => {
+  it("browser — subscribes through the console, shows HTTP publishes by seq, resumes without loss after the workers are killed", async () => {
+    const channel = `web.${randomUUID().slice(0, 8)}`;
+    await page.goto(`${gw.url}/`);
+    await page.waitForSelector("#conn-state[data-state=connected]", { timeout: 10_000 });
+
+    await page.fill("#sub-channel", channel);
+    await page.selectOption("#sub-start", "live");
+    await page.click("#sub-form button[type=submit]");
+    await page.waitForSelector(`#events li:has-text("subscribed ${channel}")`, { timeout: 10_000 });
+
+    const published: number[] = [];
+    for (let i = 0; i < 10; i++) published.push(await publishHttp(channel, { i }, `${channel}-${i}`));
+    await waitFor(async () => (await shownSeqs()).length === 10, { timeoutMs: 10_000, what: "10 rows" });
+
+    // Kill every worker (so certainly the one holding the page's socket); the primary restarts them.
+    const workers = await childPids(gw.process.pid);
+    expect(workers).toHaveLength(2);
+    for (const pid of workers) process.kill(pid, "SIGKILL");
+    for (let i = 10; i < 30; i++) published.push(await publishHttp(channel, { i }, `${channel}-${i}`));
+
+    await waitFor(async () => (await shownSeqs()).length >= 30, { timeoutMs: 20_000, what: "30 rows after the restart" }).catch(async (e) => {
+      throw new Error(`${(e as Error).message}; shown ${JSON.stringify(await shownSeqs())}, published ${JSON.stringify(published)}, page events: ${await page.textContent("#events")}, state: ${await page.textContent("#conn-state")} ${await page.textContent("#conn-detail")}`);
+    });
+    expect(await shownSeqs()).toEqual(published); // every seq once, in order
+    await page.waitForSelector("#conn-state[data-state=connected]");
+    expect(Number(await page.textContent("#page-reconnects"))).toBeGreaterThanOrEqual(1);
+    expect(await page.textContent("#page-gaps")).toBe("0");
+
+    // Publish through the page's console: the reply's seq is shown and the message arrives as a row.
+    await page.fill("#pub-channel", channel);
+    await page.fill("#pub-data", '{"from":"page"}');
+    await page.click("#pub-form button[type=submit]");
+    const result = await page.waitForSelector("#pub-result:has-text('seq')", { timeout: 10_000 });
+    const seq = Number(/seq (\d+)/.exec((await result.textContent()) ?? "")?.[1]);
+    expect(seq).toBeGreaterThan(published.at(-1)!);
+    await page.waitForSelector(`#messages tr[data-seq="${seq}"]`, { timeout: 10_000 });
+
+    // The status panel is fed by /v1/stats: both (restarted) workers, our connection, our channel.
+    await waitFor(async () => (await page.textContent("#stat-workers")) === "2" && Number(await page.textContent("#stat-connections")) >= 1 && Number(await page.textContent("#stat-channels")) >= 1, { timeoutMs: 10_000, what: "status panel" });
+    await waitFor(async () => /ms$/.test((await page.textContent("#stat-p50")) ?? ""), { timeoutMs: 10_000, what: "latency percentiles" });
+
+    mkdirSync("test-artifacts", { recursive: true });
+    await page.screenshot({ path: "test-artifacts/browser.png", fullPage: true });
+    expect(pageErrors).toEqual([]);
+  });
+
+  it("browser — /client.js is served as JavaScript and imports in the page", async () => {
+    const r = await fetch(`${gw.url}/client.js`);
+    expect(r.status).toBe(200);
+    expect(r.headers.get("content-type")).toMatch(/^text\/javascript/);
+    // A string, so vitest does not rewrite the dynamic import.
+    const type = await page.evaluate("import('/client.js').then((m) => typeof m.GatewayClient)");
+    expect(type).toBe("function");
+    const etag = r.headers.get("etag")!;
+    expect((await fetch(`${gw.url}/client.js`, { headers: { "if-none-match": etag } })).status).toBe(304);
+  });
+});
