@@ -46,7 +46,7 @@ export interface GatewayClientOptions {
   token?: string;
   /** Called before every connect for a fresh token; also makes the client reconnect after a 4001 close. */
   getToken?: () => string | Promise<string>;
-  /** "query" (default): `?token=`; "protocol": `Sec-WebSocket-Protocol: fgw.v1, bearer.<token>`. */
+  /** "query" (default): `?token=`; "protocol": `Sec-WebSocket-Protocol: fanout.v1, bearer.<token>`. */
   tokenVia?: "query" | "protocol";
   /** WebSocket implementation; defaults to `globalThis.WebSocket`. */
   WebSocket?: WebSocketConstructor;
@@ -124,8 +124,9 @@ export function backoffDelay(attempt: number, minMs: number, maxMs: number, rand
   return Math.min(cap, Math.floor(random() * (cap + 1)));
 }
 
-/** Server error codes worth a reconnect when a resubscribe fails with them. */
-const RETRYABLE = new Set(["broker_unavailable", "shutting_down", "internal", "rate_limited"]);
+/** Server refusals that retrying cannot fix: the subscription ends. Any other `err` (broker_unavailable,
+ * broker_error, shutting_down, internal, rate_limited, codes added later) reconnects with backoff. */
+const PERMANENT = new Set(["bad_json", "unknown_op", "bad_request", "bad_channel", "too_many_subscriptions", "already_subscribed", "unsupported_by_broker", "forbidden"]);
 /** Close code the client uses to drop a connection whose resubscribe failed (4000–4999 is application use). */
 const CLOSE_RESUBSCRIBE_FAILED = 4000;
 
@@ -157,6 +158,8 @@ export class GatewayClient {
   private readonly listeners = new Map<GatewayEventType, Set<(e: any) => void>>();
   private firstOpen: { promise: Promise<void>; resolve: () => void; reject: (e: Error) => void };
   private closedWaiters: (() => void)[] = [];
+  /** Why the client stopped (close(), or a 4001 without getToken); later calls reject with it. */
+  private stopped: GatewayError | undefined;
 
   constructor(url: string, options: GatewayClientOptions = {}) {
     this.url = url.replace(/^http(s?):/, "ws$1:");
@@ -179,7 +182,7 @@ export class GatewayClient {
 
   /** Starts connecting (and reconnecting); resolves on the first successful open. */
   connect(): Promise<void> {
-    if (this.state === "closed") return Promise.reject(new GatewayError("closed", "client is closed"));
+    if (this.state === "closed") return Promise.reject(this.stopped);
     if (this.state === "idle") void this.open();
     return this.firstOpen.promise;
   }
@@ -194,7 +197,7 @@ export class GatewayClient {
 
   /** Subscribes to a channel pattern; survives reconnects, resuming after the last delivered seq. */
   subscribe<T = unknown>(channel: string, handler: MessageHandler<T>, options: SubscribeOptions = {}): Subscription {
-    if (this.state === "closed") throw new GatewayError("closed", "client is closed");
+    if (this.state === "closed") throw this.stopped;
     if (this.subs.has(channel)) throw new GatewayError("already_subscribed", `already subscribed to ${channel}`);
     if (options.durable !== undefined && options.from !== undefined) throw new GatewayError("bad_option", "from is not allowed with durable");
     const ready = deferred<SubscribeInfo>();
@@ -219,7 +222,7 @@ export class GatewayClient {
    * publish re-sent after a lost reply is stored once. While disconnected it waits in a bounded queue.
    */
   publish(channel: string, data: unknown, options: { msgId?: string } = {}): Promise<PublishResult> {
-    if (this.state === "closed") return Promise.reject(new GatewayError("closed", "client is closed"));
+    if (this.state === "closed") return Promise.reject(this.stopped);
     if (this.state !== "open" && this.outbox.size >= this.opts.queueLimit) {
       return Promise.reject(new GatewayError("queue_full", `publish queue is full (${this.opts.queueLimit} waiting while disconnected)`));
     }
@@ -227,6 +230,19 @@ export class GatewayClient {
       const pub: Pub = { channel, data, msgId: options.msgId ?? newMsgId(), resolve, reject };
       this.outbox.add(pub);
       if (this.state === "open" && this.ws) this.sendPub(pub, this.ws);
+    });
+  }
+
+  /**
+   * Replaces the connection's token before it expires (`refresh` frame); later reconnects use it too.
+   * Resolves with the new expiry (unix seconds) or rejects with the server's `err` (e.g. forbidden).
+   */
+  refreshToken(token: string): Promise<{ exp?: number }> {
+    this.opts.token = token;
+    const ws = this.ws;
+    if (this.state !== "open" || !ws) return Promise.resolve({});
+    return new Promise((resolve, reject) => {
+      this.request(ws, { op: "refresh", token }, (r) => (r.op === "ok" ? resolve(typeof r.exp === "number" ? { exp: r.exp } : {}) : reject(wireError(r))));
     });
   }
 
@@ -258,7 +274,7 @@ export class GatewayClient {
     let url = this.url;
     let protocols: string[] | undefined;
     if (token && this.opts.tokenVia === "query") url += `${url.includes("?") ? "&" : "?"}token=${encodeURIComponent(token)}`;
-    else if (token) protocols = ["fgw.v1", `bearer.${token}`];
+    else if (token) protocols = ["fanout.v1", `bearer.${token}`];
     let ws: WebSocketLike;
     try {
       ws = protocols ? new this.opts.WebSocket(url, protocols) : new this.opts.WebSocket(url);
@@ -332,6 +348,7 @@ export class GatewayClient {
 
   private shutdown(error: GatewayError): void {
     this.state = "closed";
+    this.stopped = error;
     clearTimeout(this.reconnectTimer);
     clearTimeout(this.connectTimer);
     this.firstOpen.promise.catch(() => undefined);
@@ -379,7 +396,7 @@ export class GatewayClient {
       }
       const error = wireError(reply);
       this.emit({ type: "error", error, channel: sub.channel });
-      if (RETRYABLE.has(error.code)) {
+      if (!PERMANENT.has(error.code)) {
         ws.close(CLOSE_RESUBSCRIBE_FAILED, `resubscribe failed: ${error.code}`);
         return;
       }
