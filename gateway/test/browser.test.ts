@@ -1,4 +1,4 @@
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -85,6 +85,20 @@ describe("browser — the live page in headless Chromium", () => {
     mkdirSync("test-artifacts", { recursive: true });
     await page.screenshot({ path: "test-artifacts/browser.png", fullPage: true });
     expect(pageErrors).toEqual([]);
+  });
+
+  it("browser — the README's page example runs as written", async () => {
+    const readme = readFileSync("gateway/client/README.md", "utf8");
+    const script = /```html\n<script type="module">\n([\s\S]*?)<\/script>\n```/.exec(readme)?.[1];
+    expect(script).toBeTruthy();
+    const logs: string[] = [];
+    const onConsole = (m: { text(): string }) => void logs.push(m.text());
+    page.on("console", onConsole);
+    await page.goto(`${gw.url}/`);
+    await page.addScriptTag({ type: "module", content: script! });
+    await waitFor(() => logs.find((l) => /^stored as seq \d+$/.test(l)), { timeoutMs: 10_000, what: `"stored as seq" (console: ${JSON.stringify(logs)})` });
+    await waitFor(() => logs.find((l) => / chat\.lobby /.test(l)), { timeoutMs: 10_000, what: "the message delivered to the example's handler" });
+    page.off("console", onConsole);
   });
 
   it("browser — /client.js is served as JavaScript and imports in the page", async () => {
