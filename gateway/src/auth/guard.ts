@@ -32,14 +32,14 @@ export class ConnectionGuard {
   }
 
   /** The uWS upgrade handler: synchronous when auth is off, otherwise verifies the token first. */
-  upgrade(res: HttpResponse, req: HttpRequest, context: us_socket_context_t, draining: boolean): void {
+  upgrade(res: HttpResponse, req: HttpRequest, context: us_socket_context_t, isDraining: () => boolean): void {
     // The uWS request is only valid until this function returns: read all of it first.
     const key = req.getHeader("sec-websocket-key");
     const extensions = req.getHeader("sec-websocket-extensions");
     const origin = req.getHeader("origin");
     const offer = readUpgradeOffer({ authorization: req.getHeader("authorization"), protocols: req.getHeader("sec-websocket-protocol"), queryToken: req.getQuery("token") });
     const ip = Buffer.from(res.getRemoteAddressAsText()).toString();
-    if (draining) return reject(res, 503, ErrorCode.ShuttingDown, "server is shutting down");
+    if (isDraining()) return reject(res, 503, ErrorCode.ShuttingDown, "server is shutting down");
     if ("error" in offer) return reject(res, 400, ErrorCode.BadRequest, offer.error);
     const refusal = this.admission.reserve(ip, origin);
     if (refusal) return reject(res, refusal.status, refusal.status === 403 ? ErrorCode.Forbidden : refusal.status === 429 ? ErrorCode.RateLimited : ErrorCode.ShuttingDown, refusal.message, refusal.retryAfterSec);
@@ -56,7 +56,12 @@ export class ConnectionGuard {
     });
     this.auth.authenticate(offer.token).then(
       (p) => {
-        if (!aborted) res.cork(() => accept(p));
+        if (aborted) return;
+        if (isDraining()) {
+          this.admission.cancel(ip);
+          return res.cork(() => reject(res, 503, ErrorCode.ShuttingDown, "server is shutting down"));
+        }
+        res.cork(() => accept(p));
       },
       (e: unknown) => {
         if (aborted) return;

@@ -39,7 +39,7 @@ export class WsEndpoint {
       idleTimeout: config.idleTimeoutSec,
       sendPingsAutomatically: true,
       // Origin, connection limits and the token (auth/guard.ts); async-safe when a token must be verified.
-      upgrade: (res, req, context) => this.ctx.guard.upgrade(res, req, context, this.ctx.isDraining()),
+      upgrade: (res, req, context) => this.ctx.guard.upgrade(res, req, context, this.ctx.isDraining),
       open: (ws) => {
         this.ctx.guard.opened(ws);
         this.sockets.add(ws);
