@@ -114,10 +114,10 @@ export async function runPrimary(config: Config): Promise<void> {
   if (config.broker === "jetstream" && config.natsUrl.length === 0) {
     log.warn({ nats: natsUrl[0] }, "no NATS_URL: using the embedded nats-server (single node; set NATS_URL for a real cluster)");
   }
-  log.info({ port, host: config.host, workers: config.workers, broker: config.broker, nats: config.broker === "jetstream" ? natsUrl : undefined, redis: config.broker === "redis" ? redisUrl : undefined, ws: `ws://localhost:${port}/ws`, wss: tlsEnabled(config) ? `wss://localhost:${tlsPort}/ws` : undefined, tlsPort: tlsEnabled(config) ? tlsPort : undefined, auth: authEnabled(config) }, "gateway ready");
   if (!authEnabled(config)) {
     log.warn("AUTHENTICATION IS OFF: every client may subscribe and publish to every channel. Set JWT_SECRET, JWT_PUBLIC_KEY_FILE or JWT_JWKS_FILE (see gateway/AUTH.md)");
   }
+  log.info({ port, host: config.host, workers: config.workers, broker: config.broker, nats: config.broker === "jetstream" ? natsUrl : undefined, redis: config.broker === "redis" ? redisUrl : undefined, ws: `ws://localhost:${port}/ws`, wss: tlsEnabled(config) ? `wss://localhost:${tlsPort}/ws` : undefined, tlsPort: tlsEnabled(config) ? tlsPort : undefined, auth: authEnabled(config) }, "gateway ready");
 
   const shutdown = async (signal: string): Promise<void> => {
     if (shuttingDown) return;
