@@ -22,6 +22,11 @@ export type CatchUpEnd =
  */
 export class CatchUp {
   private buffer: { seq: number; frame: Buffer }[] = [];
+  /** Replayed frames not yet written: sent in corked batches (one syscall for many frames). */
+  private queue: { seq: number; frame: Buffer }[] = [];
+  private flushScheduled = false;
+  /** Last seq actually handed to uWS. `lastSent` runs ahead of it by the queue. */
+  private lastWritten: number;
   private overflowed = false;
   private reader?: Reader;
   private finished = false;
@@ -39,6 +44,7 @@ export class CatchUp {
     private readonly onEnd: (end: CatchUpEnd) => void,
   ) {
     this.lastSent = lastSent;
+    this.lastWritten = lastSent;
   }
 
   get active(): boolean {
@@ -51,7 +57,7 @@ export class CatchUp {
       this.reader = await this.replay.reader(this.sub.pattern, position, (m, pending) => this.onStored(m, pending));
     } catch (e) {
       this.finish();
-      this.onEnd({ type: "failed", lastSent: this.lastSent, error: e });
+      this.onEnd({ type: "failed", lastSent: this.lastWritten, error: e });
       return;
     }
     if (this.finished) {
@@ -75,16 +81,45 @@ export class CatchUp {
   private onStored(m: BrokerMessage, pending: number): void {
     if (this.finished || m.seq <= this.lastSent) return;
     if (this.ws.getUserData().closed) return this.abort();
-    if (!this.send(msgFrame({ channel: m.channel, pattern: this.sub.pattern, seq: m.seq, ts: m.ts }, m.payload), m.seq)) return this.suspend();
+    this.queue.push({ seq: m.seq, frame: msgFrame({ channel: m.channel, pattern: this.sub.pattern, seq: m.seq, ts: m.ts }, m.payload) });
+    this.lastSent = m.seq;
     if (this.buffer.length > 0 && this.buffer[0]!.seq <= m.seq) return this.join();
     if (pending === 0 && !this.overflowed) return this.join();
-    if (this.ws.getBufferedAmount() > this.opts.backpressureBytes) this.suspend();
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => this.flushQueued());
+    }
   }
 
-  /** Sends one frame; false when uWS dropped it (buffer over the hard cap), leaving `lastSent` as it was. */
-  private send(frame: Buffer, seq: number): boolean {
-    if (this.ws.send(frame, false, false) === 2) return false;
-    this.lastSent = seq;
+  private flushQueued(): void {
+    this.flushScheduled = false;
+    if (this.finished) return;
+    if (this.ws.getUserData().closed) return this.abort();
+    let ok = true;
+    this.ws.cork(() => {
+      ok = this.writeQueue();
+    });
+    if (!ok || this.ws.getBufferedAmount() > this.opts.backpressureBytes) this.suspend();
+  }
+
+  /** Writes the queue (inside a cork); false when uWS dropped a frame (buffer over the hard cap). */
+  private writeQueue(): boolean {
+    const q = this.queue;
+    this.queue = [];
+    for (const item of q) {
+      if (!this.write(item.frame, item.seq)) return false;
+    }
+    return true;
+  }
+
+  /** Writes one frame; false when uWS dropped it, leaving `lastWritten` at the frame before. */
+  private write(frame: Buffer, seq: number): boolean {
+    if (this.ws.send(frame, false, false) === 2) {
+      this.lastSent = this.lastWritten;
+      return false;
+    }
+    this.lastWritten = seq;
+    this.lastSent = Math.max(this.lastSent, seq);
     this.sent++;
     return true;
   }
@@ -93,12 +128,17 @@ export class CatchUp {
     const s = this.ws.getUserData();
     if (s.closed) return this.abort();
     const buffered = this.buffer;
-    this.finish();
     let dropped = false;
+    // One synchronous, corked step: queued replay, then held live frames, then the topic. No live message
+    // can be fanned out in between, so nothing is missed or sent twice.
     this.ws.cork(() => {
+      if (!this.writeQueue()) {
+        dropped = true;
+        return;
+      }
       for (const b of buffered) {
         if (b.seq <= this.lastSent) continue;
-        if (!this.send(b.frame, b.seq)) {
+        if (!this.write(b.frame, b.seq)) {
           dropped = true;
           return;
         }
@@ -106,14 +146,15 @@ export class CatchUp {
       this.ws.subscribe(this.feed.topic);
       this.ws.send(`{"op":"live","sub":${JSON.stringify(this.sub.pattern)},"seq":${this.lastSent}}`, false, false);
     });
-    this.onEnd(dropped ? { type: "suspended", lastSent: this.lastSent } : { type: "joined", lastSent: this.lastSent });
+    this.finish();
+    this.onEnd(dropped ? { type: "suspended", lastSent: this.lastWritten } : { type: "joined", lastSent: this.lastSent });
   }
 
-  /** Stops replaying because the socket is backed up; the owner resumes from `lastSent` later. */
+  /** Stops replaying because the socket is backed up; the owner resumes after what was written. */
   suspend(): void {
     if (this.finished) return;
     this.finish();
-    this.onEnd({ type: "suspended", lastSent: this.lastSent });
+    this.onEnd({ type: "suspended", lastSent: this.lastWritten });
   }
 
   /** The socket closed or unsubscribed. */
@@ -126,6 +167,7 @@ export class CatchUp {
     this.finished = true;
     this.feed.catchups.delete(this);
     this.buffer = [];
+    this.queue = [];
     const r = this.reader;
     if (r) r.stop().catch((e) => this.log.debug({ err: e }, "stopping catch-up reader failed"));
   }

@@ -1,0 +1,49 @@
+// Shared bits of the benchmarks: processes, servers, percentiles.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+export const ROOT = resolve(import.meta.dirname, "../../..");
+export const NATS_BIN = resolve(ROOT, ".tools/bin/nats-server");
+export const CLI = resolve(ROOT, "dist/gateway/src/cli.js");
+
+export const nowUs = (): number => Math.round((performance.timeOrigin + performance.now()) * 1000);
+
+export async function until<T>(check: () => T | undefined | false | Promise<T | undefined | false>, ms: number, what: string): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await check();
+    if (v) return v as T;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+export async function startNats(): Promise<{ url: string; proc: ChildProcess }> {
+  const dir = mkdtempSync(join(tmpdir(), "fgw-bench-nats-"));
+  const proc = spawn(NATS_BIN, ["-a", "127.0.0.1", "-p", "-1", "-js", "-sd", join(dir, "js"), "--ports_file_dir", dir], { stdio: "ignore" });
+  const ports = await until(() => {
+    const f = readdirSync(dir).find((n) => n.endsWith(".ports"));
+    try { return f ? (JSON.parse(readFileSync(join(dir, f), "utf8")) as { nats: string[] }) : undefined; } catch { return undefined; }
+  }, 10_000, "nats-server");
+  return { url: ports.nats[0]!, proc };
+}
+
+export async function startGatewayProc(natsUrl: string, workers: number, extra: string[] = []): Promise<{ port: number; proc: ChildProcess }> {
+  const proc = spawn(process.execPath, [CLI, "--port", "0", "--workers", String(workers), "--nats-url", natsUrl, "--log-level", "info", ...extra], { stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  proc.stdout!.on("data", (d: Buffer) => { out += d.toString(); });
+  const port = await until(() => {
+    const m = /"port":(\d+)[^\n]*"msg":"gateway ready"/.exec(out);
+    return m ? Number(m[1]) : undefined;
+  }, 30_000, "gateway ready");
+  return { port, proc };
+}
+
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+export const fmt = (n: number, d = 0): string => n.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d });

@@ -1,0 +1,151 @@
+// bench:fanout — N WebSocket clients, M msgs/s, through the gateway (JetStream) and through a bare uWS
+// publish server in the same run; prints deliveries/s and latency percentiles for both and their ratio.
+// Not a test: numbers go to the README. Usage: node dist/loadtest/bench/fanout.js [--clients 200] [--rate 500]
+//   [--seconds 8] [--procs 2] [--size 64] [--workers 1]
+import { fork, type ChildProcess } from "node:child_process";
+import { parseArgs } from "node:util";
+import { createRequire } from "node:module";
+import { connect } from "@nats-io/transport-node";
+import { jetstream } from "@nats-io/jetstream";
+import WebSocket from "ws";
+import { fmt, nowUs, percentile, startGatewayProc, startNats, until } from "./common.js";
+
+type Report = { received: number; latUs: number[] };
+
+// --- client process: K sockets, count deliveries and sample latency (µs) ---
+async function clientMain(url: string, channel: string, k: number): Promise<void> {
+  let received = 0;
+  let lat: number[] = [];
+  const socks: WebSocket[] = [];
+  for (let i = 0; i < k; i++) {
+    const ws = new WebSocket(url, { perMessageDeflate: false });
+    await new Promise<void>((res, rej) => { ws.once("open", () => res()); ws.once("error", rej); });
+    ws.on("message", (d: Buffer) => {
+      received++;
+      // The send time sits in the payload as "t":<µs>; a cheap scan instead of JSON.parse keeps the client light.
+      if ((received & 7) === 0) {
+        const s = d.toString("latin1");
+        const i = s.indexOf('"t":');
+        if (i >= 0) lat.push(nowUs() - Number(s.slice(i + 4, s.indexOf(",", i + 4))));
+      }
+    });
+    ws.send(JSON.stringify({ op: "sub", id: 1, channel }));
+    socks.push(ws);
+  }
+  process.send!({ type: "ready" });
+  process.on("message", (m: { type: string }) => {
+    if (m.type === "report") {
+      process.send!({ type: "report", received, latUs: lat });
+      received = 0;
+      lat = [];
+    } else if (m.type === "exit") {
+      for (const s of socks) s.terminate();
+      process.exit(0);
+    }
+  });
+}
+
+// --- bare uWS server: the same frames published to a topic by a timer in-process ---
+async function bareMain(rate: number, size: number): Promise<void> {
+  const require = createRequire(import.meta.url);
+  const uws = require("uWebSockets.js") as typeof import("uWebSockets.js");
+  const app = uws.App();
+  app.ws("/ws", { compression: uws.DISABLED, maxBackpressure: 8 << 20, message: (ws) => { ws.subscribe("bench"); ws.send('{"op":"ok","id":1}'); } });
+  await new Promise<void>((res) => app.listen("127.0.0.1", 0, (t) => { process.send!({ type: "port", port: uws.us_socket_local_port(t as never) }); res(); }));
+  const pad = "x".repeat(size);
+  let seq = 0;
+  process.on("message", (m: { type: string }) => {
+    if (m.type !== "go") return;
+    const perTick = Math.max(1, Math.round(rate / 100));
+    setInterval(() => {
+      for (let i = 0; i < perTick; i++) {
+        seq++;
+        app.publish("bench", `{"op":"msg","channel":"bench","sub":"bench","seq":${seq},"ts":${Date.now()},"data":{"t":${nowUs()},"s":${seq},"x":"${pad}"}}`, false, false);
+      }
+    }, 10);
+  });
+}
+
+async function runClients(url: string, channel: string, clients: number, procs: number): Promise<ChildProcess[]> {
+  const per = Math.ceil(clients / procs);
+  const children = Array.from({ length: procs }, () => fork(process.argv[1]!, ["--role", "client", "--url", url, "--channel", channel, "--k", String(per)], { stdio: "inherit" }));
+  await Promise.all(children.map((c) => new Promise<void>((res) => c.once("message", () => res()))));
+  return children;
+}
+
+async function collect(children: ChildProcess[], seconds: number): Promise<{ deliveriesPerSec: number; lat: number[] }> {
+  const ask = () => Promise.all(children.map((c) => new Promise<Report>((res) => { c.once("message", (m: Report) => res(m)); c.send({ type: "report" }); })));
+  await new Promise((r) => setTimeout(r, 1_000)); // warm-up second, discarded
+  await ask();
+  const t0 = Date.now();
+  await new Promise((r) => setTimeout(r, seconds * 1_000));
+  const reps = await ask();
+  const dt = (Date.now() - t0) / 1000;
+  const lat = reps.flatMap((r) => r.latUs).sort((a, b) => a - b);
+  return { deliveriesPerSec: reps.reduce((a, r) => a + r.received, 0) / dt, lat };
+}
+
+async function main(): Promise<void> {
+  const { values: v } = parseArgs({ options: {
+    role: { type: "string", default: "main" }, url: { type: "string" }, channel: { type: "string" }, k: { type: "string" },
+    clients: { type: "string", default: "200" }, rate: { type: "string", default: "500" }, seconds: { type: "string", default: "8" },
+    procs: { type: "string", default: "2" }, size: { type: "string", default: "64" }, workers: { type: "string", default: "1" }, json: { type: "boolean", default: false },
+  } });
+  if (v.role === "client") return clientMain(v.url!, v.channel!, Number(v.k));
+  if (v.role === "bare") return bareMain(Number(v.rate), Number(v.size));
+  const clients = Number(v.clients), rate = Number(v.rate), seconds = Number(v.seconds), procs = Number(v.procs), size = Number(v.size);
+
+  // Gateway on JetStream.
+  const nats = await startNats();
+  const gw = await startGatewayProc(nats.url, Number(v.workers));
+  const gwKids = await runClients(`ws://127.0.0.1:${gw.port}/ws`, "bench.fanout", clients, procs);
+  const nc = await connect({ servers: nats.url });
+  const js = jetstream(nc);
+  const pad = "x".repeat(size);
+  let stop = false;
+  const enc = new TextEncoder();
+  const pub = (async () => {
+    const perTick = Math.max(1, Math.round(rate / 100));
+    let s = 0;
+    const start = Date.now();
+    while (!stop && Date.now() - start < (seconds + 5) * 1000) {
+      const tick = Date.now();
+      await Promise.all(Array.from({ length: perTick }, () => js.publish("ev.bench.fanout", enc.encode(`{"t":${nowUs()},"s":${++s},"x":"${pad}"}`))));
+      const wait = 10 - (Date.now() - tick);
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    }
+  })();
+  const g = await collect(gwKids, seconds);
+  stop = true;
+  await pub;
+  for (const c of gwKids) c.send({ type: "exit" });
+  await nc.close();
+  gw.proc.kill("SIGTERM");
+  nats.proc.kill("SIGTERM");
+  await until(() => gw.proc.exitCode !== null || undefined, 15_000, "gateway exit");
+
+  // Bare uWS, same clients, same rate.
+  const bare = fork(process.argv[1]!, ["--role", "bare", "--rate", String(rate), "--size", String(size)], { stdio: "inherit" });
+  const port = await new Promise<number>((res) => bare.once("message", (m: { port: number }) => res(m.port)));
+  const bareKids = await runClients(`ws://127.0.0.1:${port}/ws`, "bench", clients, procs);
+  bare.send({ type: "go" });
+  const b = await collect(bareKids, seconds);
+  for (const c of bareKids) c.send({ type: "exit" });
+  bare.kill("SIGKILL");
+
+  const row = (name: string, r: { deliveriesPerSec: number; lat: number[] }) =>
+    `| ${name} | ${fmt(r.deliveriesPerSec)} | ${fmt(percentile(r.lat, 50) / 1000, 2)} | ${fmt(percentile(r.lat, 99) / 1000, 2)} | ${fmt(percentile(r.lat, 99.9) / 1000, 2)} | ${fmt(r.lat.at(-1)! / 1000, 2)} |`;
+  const expected = clients * rate;
+  console.log(`\nbench:fanout — ${clients} clients × ${rate} msg/s (${fmt(expected)} deliveries/s offered), ${size} B payload, ${seconds} s, ${procs} client processes`);
+  console.log("| server | deliveries/s | p50 ms | p99 ms | p99.9 ms | max ms |\n|---|---|---|---|---|---|");
+  console.log(row("gateway (JetStream, 1 worker)", g));
+  console.log(row("bare uWS publish", b));
+  console.log(`ratio gateway/bare deliveries/s: ${(g.deliveriesPerSec / b.deliveriesPerSec).toFixed(3)} (target >= 0.90)`);
+  if (v.json) console.log(JSON.stringify({ clients, rate, size, gateway: g.deliveriesPerSec, bare: b.deliveriesPerSec }));
+  process.exit(0);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

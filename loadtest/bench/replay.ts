@@ -1,0 +1,74 @@
+// bench:replay — replay rate to one socket (msgs/s) against the raw ordered-consumer read rate of the same
+// stream in the same run. Target: the socket gets at least 70% of the raw rate.
+// Usage: node dist/loadtest/bench/replay.js [--messages 200000] [--size 100] [--rounds 3]
+import { parseArgs } from "node:util";
+import { connect } from "@nats-io/transport-node";
+import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
+import WebSocket from "ws";
+import { fmt, startGatewayProc, startNats } from "./common.js";
+
+async function rawRead(servers: string, subject: string, count: number): Promise<number> {
+  const nc = await connect({ servers });
+  const js = jetstream(nc);
+  const c = await js.consumers.get("EVENTS", { filter_subjects: [subject], deliver_policy: DeliverPolicy.All });
+  const t0 = performance.now();
+  let n = 0;
+  await new Promise<void>((resolve) => {
+    void c.consume({ max_messages: 1_024, callback: (m) => { n++; if (m.info.pending === 0 && n >= count) resolve(); } });
+  });
+  const dt = (performance.now() - t0) / 1000;
+  await nc.close();
+  return count / dt;
+}
+
+async function socketReplay(port: number, channel: string, count: number): Promise<number> {
+  const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`, { perMessageDeflate: false });
+  await new Promise<void>((res, rej) => { ws.once("open", () => res()); ws.once("error", rej); });
+  let n = 0;
+  let t0 = 0;
+  const done = new Promise<void>((resolve) => {
+    ws.on("message", (d: Buffer) => {
+      if (d[2] === 0x6f && d[7] === 0x6d) { // {"op":"msg"…: count without parsing
+        if (++n >= count) resolve();
+      }
+    });
+  });
+  t0 = performance.now();
+  ws.send(JSON.stringify({ op: "sub", id: 1, channel, from: "all" }));
+  await done;
+  const dt = (performance.now() - t0) / 1000;
+  ws.terminate();
+  return count / dt;
+}
+
+async function main(): Promise<void> {
+  const { values: v } = parseArgs({ options: { messages: { type: "string", default: "200000" }, size: { type: "string", default: "100" }, rounds: { type: "string", default: "3" } } });
+  const count = Number(v.messages), size = Number(v.size), rounds = Number(v.rounds);
+  const nats = await startNats();
+  const gw = await startGatewayProc(nats.url, 1);
+  const nc = await connect({ servers: nats.url });
+  const js = jetstream(nc);
+  const payload = new TextEncoder().encode(JSON.stringify({ x: "y".repeat(Math.max(0, size - 8)) }));
+  for (let i = 0; i < count; i += 1_000) await Promise.all(Array.from({ length: Math.min(1_000, count - i) }, () => js.publish("ev.bench.replay", payload)));
+  await nc.close();
+  const raws: number[] = [];
+  const socks: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    raws.push(await rawRead(nats.url, "ev.bench.replay", count));
+    socks.push(await socketReplay(gw.port, "bench.replay", count));
+  }
+  const med = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)]!;
+  console.log(`\nbench:replay — ${fmt(count)} stored messages of ~${size} B, median of ${rounds} rounds`);
+  console.log("| reader | msgs/s |\n|---|---|");
+  console.log(`| raw ordered consumer (nats.js, same stream) | ${fmt(med(raws))} |`);
+  console.log(`| replay to one WebSocket through the gateway | ${fmt(med(socks))} |`);
+  console.log(`ratio socket/raw: ${(med(socks) / med(raws)).toFixed(3)} (target >= 0.70)`);
+  gw.proc.kill("SIGTERM");
+  nats.proc.kill("SIGTERM");
+  process.exit(0);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
