@@ -31,7 +31,9 @@ export async function startNats(): Promise<{ url: string; proc: ChildProcess }> 
 }
 
 export async function startGatewayProc(natsUrl: string, workers: number, extra: string[] = []): Promise<{ port: number; proc: ChildProcess }> {
-  const proc = spawn(process.execPath, [CLI, "--port", "0", "--workers", String(workers), "--nats-url", natsUrl, "--log-level", "info", ...extra], { stdio: ["ignore", "pipe", "inherit"] });
+  // BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the gateway's processes.
+  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
+  const proc = spawn(process.execPath, [...nodeArgs, CLI, "--port", "0", "--workers", String(workers), "--nats-url", natsUrl, "--log-level", "info", ...extra], { stdio: ["ignore", "pipe", "inherit"] });
   let out = "";
   proc.stdout!.on("data", (d: Buffer) => { out += d.toString(); });
   const port = await until(() => {

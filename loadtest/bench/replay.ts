@@ -45,7 +45,7 @@ async function main(): Promise<void> {
   const { values: v } = parseArgs({ options: { messages: { type: "string", default: "200000" }, size: { type: "string", default: "100" }, rounds: { type: "string", default: "3" } } });
   const count = Number(v.messages), size = Number(v.size), rounds = Number(v.rounds);
   const nats = await startNats();
-  const gw = await startGatewayProc(nats.url, 1);
+  const gw = await startGatewayProc(nats.url, 1, (process.env.BENCH_GATEWAY_ARGS ?? "").split(" ").filter(Boolean));
   const nc = await connect({ servers: nats.url });
   const js = jetstream(nc);
   const payload = new TextEncoder().encode(JSON.stringify({ x: "y".repeat(Math.max(0, size - 8)) }));

@@ -3,6 +3,7 @@ import { AckPolicy, DeliverPolicy, type ConsumerConfig, type JetStreamClient, ty
 import { nanos } from "@nats-io/transport-node";
 import type { SubjectMapper } from "../protocol/channel.js";
 import type { Logger } from "../log.js";
+import { brokerTimeMs } from "./time.js";
 import type { DurableApi, DurableDelivery, DurableSpec, LiveFeed } from "./broker.js";
 import { GatewayError } from "../errors.js";
 
@@ -70,7 +71,7 @@ export class JetStreamDurables implements DurableApi {
       callback: (m) => {
         try {
           onMessage({
-            channel: mapper.toChannel(m.subject), seq: m.seq, ts: Number(m.timestampNanos / 1000n) / 1000, payload: m.data,
+            channel: mapper.toChannel(m.subject), seq: m.seq, ts: brokerTimeMs(m), payload: m.data,
             redelivered: m.redelivered, deliveries: m.info.deliveryCount,
             ack: () => m.ack(), nak: (d?: number) => m.nak(d), term: () => m.term(),
           });

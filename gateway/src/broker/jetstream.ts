@@ -2,6 +2,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg, type OrderedConsumerOptions } from "@nats-io/jetstream";
 import { SubjectMapper } from "../protocol/channel.js";
 import type { Logger } from "../log.js";
+import { brokerTimeMs } from "./time.js";
 import type { Broker, BrokerEvent, BrokerMessage, LiveFeed, PublishResult } from "./broker.js";
 import { JetStreamDurables, type DurableSettings } from "./jetstream-durable.js";
 import { JetStreamReplay } from "./jetstream-replay.js";
@@ -19,7 +20,7 @@ export type JetStreamBrokerOptions = {
 
 /** Converts a JetStream message to the fan-out's view: channel, seq, broker time in ms (µs precision). */
 export function toBrokerMessage(m: JsMsg, mapper: SubjectMapper): BrokerMessage {
-  return { channel: mapper.toChannel(m.subject), seq: m.seq, ts: Number(m.timestampNanos / 1000n) / 1000, payload: m.data };
+  return { channel: mapper.toChannel(m.subject), seq: m.seq, ts: brokerTimeMs(m), payload: m.data };
 }
 
 /**

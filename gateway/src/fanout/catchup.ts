@@ -1,37 +1,44 @@
 import type { BrokerMessage, Reader, ReaderPosition, ReplayApi } from "../broker/broker.js";
 import type { Logger } from "../log.js";
 import { msgFrame } from "../protocol/serialize.js";
-import type { Socket, SubState } from "../ws/session.js";
+import type { Session, Socket, SubState } from "../ws/session.js";
 import type { ChannelFeed } from "./hub.js";
 
 export type CatchUpOptions = { bufferLimit: number; backpressureBytes: number };
 
 export type CatchUpEnd =
   | { type: "joined"; lastSent: number }
-  /** The socket's buffer filled up during catch-up; resume later after `lastSent`. */
+  /** The socket was taken out of delivery (or uWS dropped a frame); resume later after `lastSent`. */
   | { type: "suspended"; lastSent: number }
   | { type: "failed"; lastSent: number; error: unknown };
+
+type Item = { seq: number; frame: Buffer };
 
 /**
  * Replays a pattern to one socket from a start position, then hands it to the worker's shared live feed
  * with no gap and no duplicate. While the per-socket reader runs, live messages of the feed are held in a
- * bounded buffer. The reader joins the socket to the live topic as soon as it has delivered the first
- * buffered message (everything after it is in the buffer), or when the broker reports nothing pending
- * after a message (everything newer is in the buffer). The reader is then stopped: no per-client consumer
- * remains once the client is live.
+ * bounded buffer. The socket joins the live topic as soon as the reader has delivered the first buffered
+ * message (everything after it is in the buffer), or when the broker reports nothing pending after a
+ * message (everything newer is in the buffer). The reader is then stopped: no per-client consumer remains
+ * once the client is live. When the socket's buffer fills, the reader is stopped and a new one is opened
+ * after the socket drains, from the last seq written.
  */
 export class CatchUp {
-  private buffer: { seq: number; frame: Buffer }[] = [];
-  /** Replayed frames not yet written: sent in corked batches (one syscall for many frames). */
-  private queue: { seq: number; frame: Buffer }[] = [];
-  private flushScheduled = false;
-  /** Last seq actually handed to uWS. `lastSent` runs ahead of it by the queue. */
-  private lastWritten: number;
+  private buffer: Item[] = [];
   private overflowed = false;
+  /** Replayed frames not yet written: sent in corked batches (one syscall for many frames). */
+  private queue: Item[] = [];
+  private flushScheduled = false;
   private reader?: Reader;
+  /** Generation of the current reader; callbacks of a stopped reader are ignored. */
+  private gen = 0;
   private finished = false;
+  /** Kept from the start: uWS forbids touching a closed socket, the session object stays valid. */
+  private readonly session: Session;
+  /** Last seq queued for this socket (`lastWritten` trails it by the queue). */
   lastSent: number;
-  sent = 0;
+  private lastWritten: number;
+  readers = 0;
 
   constructor(
     private readonly ws: Socket,
@@ -45,6 +52,7 @@ export class CatchUp {
   ) {
     this.lastSent = lastSent;
     this.lastWritten = lastSent;
+    this.session = ws.getUserData();
   }
 
   get active(): boolean {
@@ -53,18 +61,29 @@ export class CatchUp {
 
   async start(position: ReaderPosition): Promise<void> {
     this.feed.catchups.add(this);
+    await this.openReader(position);
+  }
+
+  private async openReader(position: ReaderPosition): Promise<void> {
+    const gen = ++this.gen;
+    this.readers++;
+    let reader: Reader;
     try {
-      this.reader = await this.replay.reader(this.sub.pattern, position, (m, pending) => this.onStored(m, pending));
+      reader = await this.replay.reader(this.sub.pattern, position, (m, pending) => {
+        if (gen === this.gen) this.onStored(m, pending);
+      });
     } catch (e) {
+      if (this.finished || gen !== this.gen) return;
       this.finish();
       this.onEnd({ type: "failed", lastSent: this.lastWritten, error: e });
       return;
     }
-    if (this.finished) {
-      void this.reader.stop();
+    if (this.finished || gen !== this.gen) {
+      void reader.stop().catch(() => undefined);
       return;
     }
-    if (this.reader.initialPending === 0 && !this.overflowed) this.join();
+    this.reader = reader;
+    if (reader.initialPending === 0 && !this.overflowed && this.queue.length === 0) this.join();
   }
 
   /** A live message of the feed (called by the hub after publishing it to the topic). */
@@ -80,7 +99,7 @@ export class CatchUp {
 
   private onStored(m: BrokerMessage, pending: number): void {
     if (this.finished || m.seq <= this.lastSent) return;
-    if (this.ws.getUserData().closed) return this.abort();
+    if (this.session.closed) return this.abort();
     this.queue.push({ seq: m.seq, frame: msgFrame({ channel: m.channel, pattern: this.sub.pattern, seq: m.seq, ts: m.ts }, m.payload) });
     this.lastSent = m.seq;
     if (this.buffer.length > 0 && this.buffer[0]!.seq <= m.seq) return this.join();
@@ -93,13 +112,28 @@ export class CatchUp {
 
   private flushQueued(): void {
     this.flushScheduled = false;
-    if (this.finished) return;
-    if (this.ws.getUserData().closed) return this.abort();
+    if (this.finished || this.queue.length === 0) return;
+    if (this.session.closed) return this.abort();
     let ok = true;
     this.ws.cork(() => {
       ok = this.writeQueue();
     });
-    if (!ok || this.ws.getBufferedAmount() > this.opts.backpressureBytes) this.suspend();
+    if (!ok) return this.suspend();
+    if (this.ws.getBufferedAmount() > this.opts.backpressureBytes >> 1) this.throttle();
+  }
+
+  /** The socket is filling up: stop the reader, and read on from the last written seq once it drains. */
+  private throttle(): void {
+    const r = this.reader;
+    this.reader = undefined;
+    this.gen++;
+    this.queue = [];
+    this.lastSent = this.lastWritten;
+    if (r) void r.stop().catch(() => undefined);
+    this.session.drainWaiters.push(() => {
+      if (this.finished || this.session.closed) return;
+      void this.openReader({ seq: this.lastWritten + 1 });
+    });
   }
 
   /** Writes the queue (inside a cork); false when uWS dropped a frame (buffer over the hard cap). */
@@ -120,13 +154,11 @@ export class CatchUp {
     }
     this.lastWritten = seq;
     this.lastSent = Math.max(this.lastSent, seq);
-    this.sent++;
     return true;
   }
 
   private join(): void {
-    const s = this.ws.getUserData();
-    if (s.closed) return this.abort();
+    if (this.session.closed) return this.abort();
     const buffered = this.buffer;
     let dropped = false;
     // One synchronous, corked step: queued replay, then held live frames, then the topic. No live message
@@ -150,7 +182,7 @@ export class CatchUp {
     this.onEnd(dropped ? { type: "suspended", lastSent: this.lastWritten } : { type: "joined", lastSent: this.lastSent });
   }
 
-  /** Stops replaying because the socket is backed up; the owner resumes after what was written. */
+  /** Stops replaying (the socket is paused for backpressure); the owner resumes after what was written. */
   suspend(): void {
     if (this.finished) return;
     this.finish();
@@ -165,10 +197,12 @@ export class CatchUp {
   private finish(): void {
     if (this.finished) return;
     this.finished = true;
+    this.gen++;
     this.feed.catchups.delete(this);
     this.buffer = [];
     this.queue = [];
     const r = this.reader;
+    this.reader = undefined;
     if (r) r.stop().catch((e) => this.log.debug({ err: e }, "stopping catch-up reader failed"));
   }
 }

@@ -10,10 +10,29 @@ const TEXT_OPEN = Buffer.from('"enc":"text","data":');
 
 export type MsgMeta = { channel: string; pattern: string; seq: number; ts: number; extra?: string };
 
+/** `{"op":"msg","channel":…,"sub":…,"seq":` for the last (channel, pattern) seen: most feeds repeat them. */
+let cachedKey = "";
+let cachedPrefix = "";
+function framePrefix(channel: string, pattern: string): string {
+  const key = `${channel}\u0000${pattern}`;
+  if (key !== cachedKey) {
+    cachedKey = key;
+    cachedPrefix = `{"op":"msg","channel":${JSON.stringify(channel)},"sub":${JSON.stringify(pattern)},"seq":`;
+  }
+  return cachedPrefix;
+}
+
 export function msgFrame(meta: MsgMeta, payload: Uint8Array): Buffer {
-  const head = `{"op":"msg","channel":${JSON.stringify(meta.channel)},"sub":${JSON.stringify(meta.pattern)},"seq":${meta.seq},"ts":${meta.ts}${meta.extra ?? ""},`;
+  const head = `${framePrefix(meta.channel, meta.pattern)}${meta.seq},"ts":${meta.ts}${meta.extra ?? ""},`;
   if (looksLikeJson(payload)) {
-    return Buffer.concat([Buffer.from(`${head}"data":`), payload, SUFFIX]);
+    // One allocation: head, payload bytes, closing brace.
+    const start = `${head}"data":`;
+    const headLen = Buffer.byteLength(start);
+    const out = Buffer.allocUnsafe(headLen + payload.length + 1);
+    out.write(start, 0);
+    out.set(payload, headLen);
+    out[headLen + payload.length] = 0x7d;
+    return out;
   }
   // A payload put into the stream by something other than the gateway and not JSON: delivered as a string.
   return Buffer.concat([Buffer.from(head), TEXT_OPEN, Buffer.from(JSON.stringify(Buffer.from(payload).toString("utf8"))), SUFFIX]);

@@ -39,6 +39,8 @@ export type Session = {
   /** Out of live delivery because its send buffer crossed the backpressure threshold. */
   paused: boolean;
   pausedSince: number;
+  /** Catch-up readers waiting for the socket's buffer to drain. */
+  drainWaiters: (() => void)[];
 };
 
 export type Socket = WebSocket<Session>;
@@ -46,7 +48,7 @@ export type Socket = WebSocket<Session>;
 let nextId = 1;
 
 export function newSession(ip: string, user = "anon"): Session {
-  return { id: nextId++, ip, user, principal: ANONYMOUS, subs: new Map(), closed: false, paused: false, pausedSince: 0 };
+  return { id: nextId++, ip, user, principal: ANONYMOUS, subs: new Map(), closed: false, paused: false, pausedSince: 0, drainWaiters: [] };
 }
 
 export function newSub(pattern: string, topic: string): SubState {
