@@ -7,7 +7,7 @@ import { JetStreamBroker } from "./jetstream.js";
 export async function connectBroker(config: Config, log: Logger, name: string): Promise<Broker> {
   if (config.broker === "redis") {
     const { RedisBroker } = await import("./redis.js");
-    return RedisBroker.connect({ url: config.redisUrl, log, name });
+    return RedisBroker.connect({ url: config.redisUrl, subjectPrefix: config.subjectPrefix, duplicateWindowMs: config.streamDuplicateWindow, log, name });
   }
   return JetStreamBroker.connect({ servers: config.natsUrl, stream: config.streamName, subjectPrefix: config.subjectPrefix, name, log,
     durable: { ackWaitMs: config.durableAckWaitMs, maxDeliver: config.durableMaxDeliver, inactiveMs: config.durableInactiveMs },

@@ -45,7 +45,7 @@ export async function runPrimary(config: Config): Promise<void> {
       await prepareStream(config, natsUrl, log);
     } else if (!redisUrl) {
       const { EmbeddedRedis } = await import("../broker/embedded-redis.js");
-      const redis = new EmbeddedRedis({ log });
+      const redis = new EmbeddedRedis({ bin: config.redisServerBin, log });
       embedded.stop = (t?: number) => redis.stop(t);
       await redis.start();
       redisUrl = redis.url;
