@@ -46,7 +46,7 @@ function panel(title: string, groups: Group[], y0: number): string {
         : `<rect x="${x + 1}" y="${top2}" width="${bw - 2}" height="${bottom - top2}" fill="${b.color}"/>`);
       out.push(`<text x="${x + bw / 2}" y="${top2 - 3}" font-size="10" text-anchor="middle">${fmtMs(b.value)}</text>`);
     });
-    out.push(`<text x="${left + i * gw + gw / 2}" y="${bottom + 16}" font-size="12" text-anchor="middle">${esc(g.label)}</text>`);
+    out.push(`<text x="${left + i * gw + gw / 2}" y="${bottom + 16}" font-size="11" text-anchor="middle">${esc(g.label)}</text>`);
   });
   out.push(`<line x1="${left}" x2="${right}" y1="${bottom}" y2="${bottom}" stroke="#333"/>`);
   return out.join("\n");
@@ -61,12 +61,15 @@ export function renderSvg(results: readonly Measurement[], meta: RunMeta): strin
     const ref = REFERENCE[rowKey(unscaled(any.row, meta.opts.scale))];
     const bars: Bar[] = brokers.map((b) => ({ value: pick(k, b)?.[metric], color: COLORS[b] }));
     bars.push(metric === "meanMs" ? { value: ref?.mean, color: COLORS.ref } : { value: ref?.max, color: COLORS.ref, hollow: true });
-    return { label: `${any.clients.toLocaleString("en-US")} clients × ${any.row.rate}/s`, bars };
+    const users = unscaled(any.row, meta.opts.scale).clients;
+    const label = `${any.clients.toLocaleString("en-US")} clients × ${any.row.rate}/s` + (users !== any.clients ? ` (users: ${users.toLocaleString("en-US")})` : "");
+    return { label, bars };
   });
   const legendY = 2 * PANEL_H + 40;
   const legend = [
     ...brokers.map((b) => ({ label: BROKER_LABEL[b] + " (this machine)", color: COLORS[b], hollow: false })),
-    { label: "users' Redis pub/sub on their cluster: MEAN (top), MAX (bottom, dashed: they published no p99)", color: COLORS.ref, hollow: true },
+    { label: "users' Redis pub/sub on their cluster (separate hosts): MEAN", color: COLORS.ref, hollow: false },
+    { label: "users' Redis pub/sub on their cluster: MAX, in the p99 panel because they published no percentiles", color: COLORS.ref, hollow: true },
   ];
   const day = meta.finishedAt.toISOString().slice(0, 10);
   const H = legendY + 20 * legend.length + 30;
@@ -75,7 +78,7 @@ export function renderSvg(results: readonly Measurement[], meta: RunMeta): strin
 <text x="${W / 2}" y="22" font-size="16" text-anchor="middle" font-weight="bold">Fan-out latency: gateway on JetStream vs on Redis pub/sub (scale ${meta.opts.scale}, ${day}, ${meta.cores} shared cores)</text>
 ${panel("MEAN latency (log scale)", groupsFor("meanMs"), 30)}
 ${panel("p99 latency (log scale)", groupsFor("p99Ms"), 30 + PANEL_H)}
-${legend.map((l, i) => `<rect x="70" y="${legendY + i * 20}" width="14" height="12" fill="${l.hollow ? "none" : l.color}" stroke="${l.color}" stroke-width="2"/><text x="92" y="${legendY + i * 20 + 11}" font-size="12">${esc(l.label)}</text>`).join("\n")}
+${legend.map((l, i) => `<rect x="70" y="${legendY + i * 20}" width="14" height="12" fill="${l.hollow ? "none" : l.color}" stroke="${l.color}" stroke-width="2"${l.hollow ? ' stroke-dasharray="4 2"' : ""}/><text x="92" y="${legendY + i * 20 + 11}" font-size="12">${esc(l.label)}</text>`).join("\n")}
 </svg>`;
 }
 

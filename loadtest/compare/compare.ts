@@ -1,7 +1,7 @@
 // npm run compare: the users' Redis pub/sub workload against the gateway on JetStream and on Redis, in one
 // run on this machine, with the real sub-cluster / pub-cluster tools. Writes loadtest/results/compare.md/.png.
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { ROOT } from "../bench/common.js";
 import { LatencyStats } from "../../subtools/src/stats.js";
@@ -86,6 +86,7 @@ async function measure(opts: CompareOptions, row: Row, broker: Broker, work: str
       gatewayCpuPct: split.gatewayPct,
       brokerCpuPct: split.brokerPct,
       wallS: (Date.now() - started) / 1000,
+      loadAvg: loadavg()[0],
     };
   } catch (e) {
     base.notes.push((e as Error).message.split("\n")[0]!.slice(0, 300));

@@ -36,6 +36,8 @@ export type Measurement = {
   gatewayCpuPct?: number;
   brokerCpuPct?: number;
   wallS?: number;
+  /** 1-minute load average of the machine when the row ended (other work on the box shows here). */
+  loadAvg?: number;
 };
 
 export type RunMeta = { startedAt: Date; finishedAt: Date; opts: CompareOptions; cores: number; cpuModel: string; node: string };
@@ -57,7 +59,8 @@ export function renderMarkdown(results: readonly Measurement[], meta: RunMeta): 
   lines.push("");
   lines.push(`**Machine:** ${meta.cores} cores (${meta.cpuModel}) shared by the broker (embedded nats-server or redis-server), the gateway's ${o.workers} workers, ` +
     "the subscriber processes and the publisher. The users' figures come from separate hosts for Redis, subscribers and publisher. " +
-    "Latencies here therefore include waiting for a CPU; compare the two brokers with each other, and the users' column only as an order of magnitude.");
+    "Latencies here therefore include waiting for a CPU; compare the two brokers with each other, and the users' column only as an order of magnitude. " +
+    "The load average per row (in the details below) shows other work on the machine: above 2 the box was oversubscribed during that row.");
   lines.push("");
   lines.push("Each row starts a fresh gateway (`--broker jetstream|redis`, broker embedded, per-IP limits off), connects the subscribers " +
     "(`sub-cluster -c P -n N --channel cmp.<row>.<broker>`), then publishes one message per interval through one gateway WebSocket " +
@@ -97,11 +100,11 @@ export function renderMarkdown(results: readonly Measurement[], meta: RunMeta): 
   lines.push("");
   lines.push("Details per row:");
   lines.push("");
-  lines.push("| clients × msg/s | broker | sub processes × clients | published (failed) | publish rate | p50 ms | dup / out-of-order | stop reason | connect s | row s |");
-  lines.push("|---|---|---|---:|---:|---:|---|---|---:|---:|");
+  lines.push("| clients × msg/s | broker | sub processes × clients | published (failed) | publish rate | p50 ms | dup / out-of-order | stop reason | connect s | row s | load avg |");
+  lines.push("|---|---|---|---:|---:|---:|---|---|---:|---:|---:|");
   for (const m of results) {
     if (!m.ok) continue;
-    lines.push(`| ${int(m.clients)} × ${m.row.rate} | ${m.broker} | ${m.processes} × ${Math.ceil(m.clients / m.processes)} | ${int(m.published)} (${int(m.pubFailed)}) | ${m.pubRate?.toFixed(1)} msg/s | ${ms(m.p50Ms)} | ${int(m.duplicated)} / ${int(m.outOfOrder)} | ${m.stopReason} | ${m.connectS?.toFixed(1)} | ${m.wallS?.toFixed(0)} |`);
+    lines.push(`| ${int(m.clients)} × ${m.row.rate} | ${m.broker} | ${m.processes} × ${Math.ceil(m.clients / m.processes)} | ${int(m.published)} (${int(m.pubFailed)}) | ${m.pubRate?.toFixed(1)} msg/s | ${ms(m.p50Ms)} | ${int(m.duplicated)} / ${int(m.outOfOrder)} | ${m.stopReason} | ${m.connectS?.toFixed(1)} | ${m.wallS?.toFixed(0)} | ${m.loadAvg?.toFixed(1) ?? "—"} |`);
   }
   lines.push("");
   lines.push("The users' figures are quoted from their own benchmark notes (Redis pub/sub fan-out with their `sub-cluster.js`/`pub-cluster.js`, " +
