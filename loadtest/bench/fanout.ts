@@ -56,14 +56,19 @@ async function bareMain(rate: number, size: number): Promise<void> {
   let seq = 0;
   process.on("message", (m: { type: string }) => {
     if (m.type !== "go") return;
-    const perTick = Math.max(1, Math.round(rate / 100));
+    const { perTick, everyMs } = pacing(rate);
     setInterval(() => {
       for (let i = 0; i < perTick; i++) {
         seq++;
         app.publish("bench", `{"op":"msg","channel":"bench","sub":"bench","seq":${seq},"ts":${Date.now()},"data":{"t":${nowUs()},"s":${seq},"x":"${pad}"}}`, false, false);
       }
-    }, 10);
+    }, everyMs);
   });
+}
+
+/** Messages per tick and tick length for a rate: 10 ms ticks above 100 msg/s, one message per tick below. */
+function pacing(rate: number): { perTick: number; everyMs: number } {
+  return rate >= 100 ? { perTick: Math.round(rate / 100), everyMs: 10 } : { perTick: 1, everyMs: 1000 / rate };
 }
 
 async function runClients(url: string, channel: string, clients: number, procs: number): Promise<ChildProcess[]> {
@@ -105,13 +110,13 @@ async function main(): Promise<void> {
   let stop = false;
   const enc = new TextEncoder();
   const pub = (async () => {
-    const perTick = Math.max(1, Math.round(rate / 100));
+    const { perTick, everyMs } = pacing(rate);
     let s = 0;
     const start = Date.now();
     while (!stop && Date.now() - start < (seconds + 5) * 1000) {
       const tick = Date.now();
       await Promise.all(Array.from({ length: perTick }, () => js.publish("ev.bench.fanout", enc.encode(`{"t":${nowUs()},"s":${++s},"x":"${pad}"}`))));
-      const wait = 10 - (Date.now() - tick);
+      const wait = everyMs - (Date.now() - tick);
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     }
   })();
