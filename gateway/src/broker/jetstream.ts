@@ -6,6 +6,7 @@ import { brokerTimeMs } from "./time.js";
 import type { Broker, BrokerEvent, BrokerMessage, LiveFeed, PublishResult } from "./broker.js";
 import { JetStreamDurables, type DurableSettings } from "./jetstream-durable.js";
 import { JetStreamReplay } from "./jetstream-replay.js";
+import { LIVE_HEARTBEAT_MS, ResilientLiveFeed, type ReconnectHooks } from "./jetstream-live.js";
 import { GatewayError } from "../errors.js";
 
 export type JetStreamBrokerOptions = {
@@ -35,6 +36,7 @@ export class JetStreamBroker implements Broker {
   readonly replay: JetStreamReplay;
   readonly durables: JetStreamDurables;
   private listeners: ((e: BrokerEvent) => void)[] = [];
+  private readonly liveFeeds: ReconnectHooks = new Set();
   private connected = false;
 
   private constructor(readonly nc: NatsConnection, readonly js: JetStreamClient, readonly jsm: JetStreamManager, private readonly opts: JetStreamBrokerOptions) {
@@ -69,6 +71,7 @@ export class JetStreamBroker implements Broker {
       } else if (s.type === "reconnect") {
         this.connected = true;
         this.emit({ type: "reconnected" });
+        for (const f of this.liveFeeds) f.reconnected();
       } else if (s.type === "error") {
         this.emit({ type: "error", error: s.error });
       }
@@ -102,17 +105,21 @@ export class JetStreamBroker implements Broker {
   async live(pattern: string, onMessage: (m: BrokerMessage) => void): Promise<LiveFeed & { startAfter: number }> {
     if (!this.isConnected()) throw new GatewayError("ERR_BROKER_UNAVAILABLE", "NATS is not connected");
     const startAfter = await this.lastSeq();
-    const feed = await this.orderedFeed(pattern, { opt_start_seq: startAfter + 1, deliver_policy: DeliverPolicy.StartSequence }, onMessage);
-    return { stop: feed.stop, startAfter };
+    const open = (startSeq: number, deliver: (m: BrokerMessage) => void) =>
+      this.orderedFeed(pattern, { opt_start_seq: startSeq, deliver_policy: DeliverPolicy.StartSequence }, deliver, 1_024, LIVE_HEARTBEAT_MS);
+    const feed = await ResilientLiveFeed.start(pattern, startAfter, open, onMessage, this.liveFeeds, this.opts.log);
+    return { stop: () => feed.stop(), startAfter };
   }
 
   /** An ordered consumer on one pattern from a start position, delivering through a callback. */
-  async orderedFeed(pattern: string, position: Partial<OrderedConsumerOptions>, onMessage: (m: BrokerMessage) => void, maxMessages = 1_024): Promise<LiveFeed & { messages: ConsumerMessages }> {
+  async orderedFeed(pattern: string, position: Partial<OrderedConsumerOptions>, onMessage: (m: BrokerMessage) => void, maxMessages = 1_024, heartbeatMs?: number): Promise<LiveFeed & { messages: ConsumerMessages }> {
     const consumer = await this.js.consumers.get(this.opts.stream, { filter_subjects: [this.mapper.toSubject(pattern)], ...position });
     const mapper = this.mapper;
     const log = this.opts.log;
     const messages = await consumer.consume({
       max_messages: maxMessages,
+      // The server's heartbeats let a live feed tell a quiet channel from a lost consumer.
+      ...(heartbeatMs ? { idle_heartbeat: heartbeatMs, expires: heartbeatMs * 5 } : {}),
       callback: (m) => {
         try {
           onMessage(toBrokerMessage(m, mapper));
