@@ -71,7 +71,7 @@ describe("load tools — end to end on raw brokers", () => {
   });
 
   it("load tools — unreachable server: connection failures are counted and the run ends by its duration", async () => {
-    const { code, out } = await runToEnd(SUB_CLI, ["-c", "1", "-n", "3", "--target", "redis", "-p", "1", "-d", "2", "--quiet"]);
+    const { code, out } = await runToEnd(SUB_CLI, ["-c", "1", "-n", "3", "--target", "redis", "-p", "1", "-d", "8", "--quiet"]);
     expect(code, out).toBe(2);
     expect(out).toMatch(/first error: .*ECONNREFUSED/);
     expect(out).toMatch(/connect failures [1-9]/);
