@@ -14,6 +14,10 @@ export type CatchUpEnd =
 
 type Item = { seq: number; frame: Buffer };
 
+/** A reader with messages pending that delivers nothing for this long is replaced. */
+const READER_STALL_MS = 6_000;
+const STALL_CHECK_MS = 2_000;
+
 /**
  * Replays a pattern to one socket from a start position, then hands it to the worker's shared live feed
  * with no gap and no duplicate. While the per-socket reader runs, live messages of the feed are held in a
@@ -39,6 +43,10 @@ export class CatchUp {
   lastSent: number;
   private lastWritten: number;
   readers = 0;
+  /** Replaces a reader that went silent (its NATS node died: nats.js does not recreate it). */
+  private watchdog?: NodeJS.Timeout;
+  private lastActivity = Date.now();
+  private throttled = false;
 
   constructor(
     private readonly ws: Socket,
@@ -61,7 +69,24 @@ export class CatchUp {
 
   async start(position: ReaderPosition): Promise<void> {
     this.feed.catchups.add(this);
+    this.watchdog = setInterval(() => this.checkStall(), STALL_CHECK_MS);
+    this.watchdog.unref();
     await this.openReader(position);
+  }
+
+  private checkStall(): void {
+    if (this.finished || this.throttled || !this.reader || Date.now() - this.lastActivity < READER_STALL_MS) return;
+    this.log.warn({ pattern: this.sub.pattern, after: this.lastWritten }, "catch-up reader stalled; replacing it");
+    this.flushQueued();
+    if (this.finished) return;
+    const r = this.reader;
+    this.reader = undefined;
+    this.gen++;
+    this.queue = [];
+    this.lastSent = this.lastWritten;
+    void r.stop().catch(() => undefined);
+    this.lastActivity = Date.now();
+    void this.openReader({ seq: this.lastWritten + 1 });
   }
 
   private async openReader(position: ReaderPosition): Promise<void> {
@@ -83,6 +108,8 @@ export class CatchUp {
       return;
     }
     this.reader = reader;
+    this.lastActivity = Date.now();
+    this.throttled = false;
     if (reader.initialPending === 0 && !this.overflowed && this.queue.length === 0) this.join();
   }
 
@@ -100,6 +127,7 @@ export class CatchUp {
   private onStored(m: BrokerMessage, pending: number): void {
     if (this.finished || m.seq <= this.lastSent) return;
     if (this.session.closed) return this.abort();
+    this.lastActivity = Date.now();
     this.queue.push({ seq: m.seq, frame: msgFrame({ channel: m.channel, pattern: this.sub.pattern, seq: m.seq, ts: m.ts }, m.payload) });
     this.lastSent = m.seq;
     if (this.buffer.length > 0 && this.buffer[0]!.seq <= m.seq) return this.join();
@@ -124,6 +152,7 @@ export class CatchUp {
 
   /** The socket is filling up: stop the reader, and read on from the last written seq once it drains. */
   private throttle(): void {
+    this.throttled = true;
     const r = this.reader;
     this.reader = undefined;
     this.gen++;
@@ -198,6 +227,7 @@ export class CatchUp {
     if (this.finished) return;
     this.finished = true;
     this.gen++;
+    if (this.watchdog) clearInterval(this.watchdog);
     this.feed.catchups.delete(this);
     this.buffer = [];
     this.queue = [];
