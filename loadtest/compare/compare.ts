@@ -1,6 +1,6 @@
 // npm run compare: the users' Redis pub/sub workload against the gateway on JetStream and on Redis, in one
 // run on this machine, with the real sub-cluster / pub-cluster tools. Writes loadtest/results/compare.md/.png.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { ROOT } from "../bench/common.js";
@@ -8,7 +8,7 @@ import { LatencyStats } from "../../subtools/src/stats.js";
 import type { SubResult } from "../../subtools/src/result.js";
 import { bounded, cpuMeter, PUB_CLI, runNode, startGateway, SUB_CLI, type Gateway } from "./proc.js";
 import { parseCompareOptions, rowKey, subProcesses, UsageError, type Broker, type CompareOptions, type Row } from "./workload.js";
-import { renderMarkdown, type Measurement } from "./report.js";
+import { renderMarkdown, type Measurement, type RunMeta } from "./report.js";
 import { renderPng } from "./chart.js";
 
 const log = (s: string): void => console.log(`[compare] ${s}`);
@@ -57,7 +57,8 @@ async function measure(opts: CompareOptions, row: Row, broker: Broker, work: str
     const split = cpu.end();
     if (subEnd.cut) base.notes.push("subscribers cut at their time limit");
     const r = JSON.parse(readFileSync(subJson, "utf8")) as SubResult;
-    const p = JSON.parse(readFileSync(pubJson, "utf8")) as PubJson;
+    // A publisher cut at its limit writes no result; the subscribers' figures still stand.
+    const p: PubJson = existsSync(pubJson) ? (JSON.parse(readFileSync(pubJson, "utf8")) as PubJson) : { counts: { sent: NaN, acked: NaN, failed: NaN }, ratePerS: NaN, cpu: [] };
     const lat = LatencyStats.fromJSON(r.latency);
     const saturated = /WARNING: load generator saturated/.test(sub.out());
     if (saturated) base.notes.push("a subscriber process was saturated (>90 % of a core) while receiving");
@@ -82,6 +83,7 @@ async function measure(opts: CompareOptions, row: Row, broker: Broker, work: str
       pubRate: p.ratePerS,
       subCpuAvgMax: Math.max(...r.cpu.filter((c) => c.name !== "master").map((c) => c.avgPct), 0),
       subCpuPeak: Math.max(...r.cpu.map((c) => c.peakPct), 0),
+      subCpuSum: r.cpu.filter((c) => c.name !== "master").reduce((a, c) => a + c.avgPct, 0),
       pubCpuAvg: Math.max(...p.cpu.map((c) => c.avgPct), 0),
       gatewayCpuPct: split.gatewayPct,
       brokerCpuPct: split.brokerPct,
@@ -108,6 +110,7 @@ async function main(): Promise<void> {
     throw e;
   }
   mkdirSync(opts.outDir, { recursive: true });
+  if (opts.render) return rerender(opts.render, opts.outDir);
   const work = mkdtempSync(join(tmpdir(), "fgw-compare-"));
   const startedAt = new Date();
   log(`scale ${opts.scale}, ${opts.publishS} s of publishing per row, rows ${opts.rows.map(rowKey).join(" ")}, brokers ${opts.brokers.join(" ")}, gateway workers ${opts.workers}, ${cpus().length} cores`);
@@ -142,6 +145,15 @@ async function main(): Promise<void> {
     await finish();
     rmSync(work, { recursive: true, force: true });
   }
+}
+
+/** Writes compare.md/.png again from a compare.json (e.g. after a report change), without measuring. */
+async function rerender(file: string, outDir: string): Promise<void> {
+  const saved = JSON.parse(readFileSync(file, "utf8")) as RunMeta & { results: Measurement[] };
+  const meta: RunMeta = { ...saved, startedAt: new Date(saved.startedAt), finishedAt: new Date(saved.finishedAt) };
+  writeFileSync(join(outDir, "compare.md"), renderMarkdown(saved.results, meta));
+  await renderPng(saved.results, meta, join(outDir, "compare.png"));
+  log(`rendered ${join(outDir, "compare.md")} and compare.png from ${file}`);
 }
 
 await main();

@@ -31,6 +31,8 @@ export type Measurement = {
   /** Highest per-process average CPU of the subscriber processes while messages flowed, % of one core. */
   subCpuAvgMax?: number;
   subCpuPeak?: number;
+  /** Sum of the subscriber processes' averages: how much of the machine the load generator itself took. */
+  subCpuSum?: number;
   pubCpuAvg?: number;
   /** The gateway's node processes (primary + workers) and its broker child, % of one core, publish to end. */
   gatewayCpuPct?: number;
@@ -45,7 +47,7 @@ export type RunMeta = { startedAt: Date; finishedAt: Date; opts: CompareOptions;
 export const BROKER_LABEL: Record<Broker, string> = { jetstream: "gateway on JetStream", redis: "gateway on Redis pub/sub" };
 
 const ms = (v: number | undefined): string => (v === undefined || !Number.isFinite(v) ? "—" : v < 10 ? v.toFixed(2) : v < 100 ? v.toFixed(1) : v.toFixed(0));
-const int = (v: number | undefined): string => (v === undefined ? "—" : v.toLocaleString("en-US"));
+const int = (v: number | undefined): string => (v === undefined || !Number.isFinite(v) ? "—" : v.toLocaleString("en-US"));
 const pct = (v: number | undefined): string => (v === undefined ? "—" : `${v.toFixed(0)} %`);
 
 export function renderMarkdown(results: readonly Measurement[], meta: RunMeta): string {
@@ -67,7 +69,13 @@ export function renderMarkdown(results: readonly Measurement[], meta: RunMeta): 
     "(`pub-cluster -t <1000/rate> -n 1 -c 1 --target gateway-ws`). Latency = receive time in the subscriber − send time in the publisher, every delivery. " +
     `A row ends when every subscriber has every end marker, after 10 s without messages, or ${o.publishS + o.drainS + 30} s after it started.`);
   lines.push("");
-  lines.push("| clients × msg/s | side | received | lost | MIN ms | MAX ms | MEAN ms | HARMONIC MEAN ms | p99 ms | sub CPU (busiest process, avg) | gateway CPU | broker CPU |");
+  const maxLoad = Math.max(...results.map((m) => m.loadAvg ?? 0));
+  if (maxLoad > meta.cores * 1.5) {
+    lines.push(`**This run overlapped other work on the machine** (1-minute load average up to ${maxLoad.toFixed(1)} on ${meta.cores} cores, see the details table): ` +
+      "every process here got only a share of a core, which shows as low CPU figures next to high latencies. Treat the absolute figures as an upper bound; rerun on a quiet machine.");
+    lines.push("");
+  }
+  lines.push("| clients × msg/s | side | received | lost | MIN ms | MAX ms | MEAN ms | HARMONIC MEAN ms | p99 ms | sub-cluster CPU: all processes (busiest) | gateway CPU | broker CPU |");
   lines.push("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
   const keys = [...new Set(results.map((m) => `${m.row.clients}x${m.row.rate}`))];
   for (const k of keys) {
@@ -79,7 +87,7 @@ export function renderMarkdown(results: readonly Measurement[], meta: RunMeta): 
         lines.push(`| ${label} | ${BROKER_LABEL[m.broker]} | failed: ${m.notes.join("; ").replace(/\|/g, "/")} | | | | | | | | | |`);
         continue;
       }
-      lines.push(`| ${label} | ${BROKER_LABEL[m.broker]} | ${int(m.received)} / ${int(m.expected)} | ${int(m.lost)} | ${ms(m.minMs)} | ${ms(m.maxMs)} | **${ms(m.meanMs)}** | ${ms(m.hmeanMs)} | **${ms(m.p99Ms)}** | ${pct(m.subCpuAvgMax)} (peak ${pct(m.subCpuPeak)}) | ${pct(m.gatewayCpuPct)} | ${pct(m.brokerCpuPct)} |`);
+      lines.push(`| ${label} | ${BROKER_LABEL[m.broker]} | ${int(m.received)} / ${int(m.expected)} | ${int(m.lost)} | ${ms(m.minMs)} | ${ms(m.maxMs)} | **${ms(m.meanMs)}** | ${ms(m.hmeanMs)} | **${ms(m.p99Ms)}** | ${pct(m.subCpuSum)} (${pct(m.subCpuAvgMax)}) | ${pct(m.gatewayCpuPct)} | ${pct(m.brokerCpuPct)} |`);
     }
     const ref = REFERENCE[rowKey(unscaled(row, o.scale))];
     if (ref) {
@@ -87,8 +95,8 @@ export function renderMarkdown(results: readonly Measurement[], meta: RunMeta): 
     }
   }
   lines.push("");
-  lines.push("CPU is in % of one core: for the subscribers, the busiest `sub-cluster` process's average over the seconds in which messages flowed " +
-    "(a process above 90 % is a saturated generator, and its latencies include queueing in the tool); for the gateway (primary + workers) and the broker, " +
+  lines.push("CPU is in % of one core (the machine has " + meta.cores * 100 + " %): for the subscribers, the sum of the `sub-cluster` processes' averages over the seconds in which messages flowed, " +
+    "and the busiest one (a process above 90 % is a saturated generator, and its latencies include queueing in the tool); for the gateway (primary + workers) and the broker, " +
     "from the first publish to the end of the row, read from `/proc`.");
   const notes = results.filter((m) => m.notes.length > 0);
   if (notes.length) {
@@ -104,7 +112,7 @@ export function renderMarkdown(results: readonly Measurement[], meta: RunMeta): 
   lines.push("|---|---|---|---:|---:|---:|---|---|---:|---:|---:|");
   for (const m of results) {
     if (!m.ok) continue;
-    lines.push(`| ${int(m.clients)} × ${m.row.rate} | ${m.broker} | ${m.processes} × ${Math.ceil(m.clients / m.processes)} | ${int(m.published)} (${int(m.pubFailed)}) | ${m.pubRate?.toFixed(1)} msg/s | ${ms(m.p50Ms)} | ${int(m.duplicated)} / ${int(m.outOfOrder)} | ${m.stopReason} | ${m.connectS?.toFixed(1)} | ${m.wallS?.toFixed(0)} | ${m.loadAvg?.toFixed(1) ?? "—"} |`);
+    lines.push(`| ${int(m.clients)} × ${m.row.rate} | ${m.broker} | ${m.processes} × ${Math.ceil(m.clients / m.processes)} | ${int(m.published)} (${int(m.pubFailed)}) | ${m.pubRate !== undefined && Number.isFinite(m.pubRate) ? `${m.pubRate.toFixed(1)} msg/s` : "—"} | ${ms(m.p50Ms)} | ${int(m.duplicated)} / ${int(m.outOfOrder)} | ${m.stopReason} | ${m.connectS?.toFixed(1)} | ${m.wallS?.toFixed(0)} | ${m.loadAvg?.toFixed(1) ?? "—"} |`);
   }
   lines.push("");
   lines.push("The users' figures are quoted from their own benchmark notes (Redis pub/sub fan-out with their `sub-cluster.js`/`pub-cluster.js`, " +

@@ -41,10 +41,12 @@ export type CompareOptions = {
   outDir: string;
   /** Seconds a row may take after publishing ends before its subscribers are stopped. */
   drainS: number;
+  /** Re-render compare.md/.png from this compare.json instead of measuring. */
+  render?: string;
 };
 
 const USAGE = `usage: compare [--quick | --scale S] [--duration SECONDS] [--rows 800x1,8000x10|800|8000] [--brokers jetstream,redis]
-               [--workers N] [--drain SECONDS] [--out DIR]`;
+               [--workers N] [--drain SECONDS] [--out DIR] [--render compare.json]`;
 
 export class UsageError extends Error {}
 
@@ -68,6 +70,7 @@ export function parseCompareOptions(argv: string[], defaultOut: string): Compare
       workers: { type: "string" },
       drain: { type: "string" },
       out: { type: "string" },
+      render: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -89,6 +92,7 @@ export function parseCompareOptions(argv: string[], defaultOut: string): Compare
     workers: num("workers", values.workers, 2, 1, 64),
     drainS: num("drain", values.drain, Math.max(15, Math.round(60 * scale)), 5, 600),
     outDir: values.out ?? defaultOut,
+    render: values.render,
   };
 }
 
