@@ -2,7 +2,7 @@ import { AckPolicy, DeliverPolicy, type JetStreamClient, type JetStreamManager, 
 import { nanos } from "@nats-io/transport-node";
 import type { SubjectMapper } from "../protocol/channel.js";
 import type { Logger } from "../log.js";
-import { brokerTimeMs } from "./time.js";
+import { openOrdered } from "./ordered.js";
 import type { BrokerMessage, Reader, ReaderPosition, ReplayApi, StreamBounds } from "./broker.js";
 
 /** Replay and history on the JetStream stream: ordered readers, `last N` resolution, direct-get batches. */
@@ -46,35 +46,12 @@ export class JetStreamReplay implements ReplayApi {
   }
 
   async reader(pattern: string, position: ReaderPosition, onMessage: (m: BrokerMessage, pending: number) => void): Promise<Reader> {
-    const opts: Partial<OrderedConsumerOptions> = { filter_subjects: [this.mapper.toSubject(pattern)] };
-    if (position === "all") opts.deliver_policy = DeliverPolicy.All;
-    else if ("seq" in position) Object.assign(opts, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: position.seq });
-    else Object.assign(opts, { deliver_policy: DeliverPolicy.StartTime, opt_start_time: position.time });
-    const consumer = await this.js.consumers.get(this.stream, opts);
-    const initialPending = (await consumer.info(true)).num_pending;
-    const mapper = this.mapper;
-    const log = this.log;
-    // consume() pipelines its pulls (fetch() per batch measured ~10x slower here); the catch-up throttles
-    // by stopping this reader and opening a new one after the socket drains.
-    const messages = await consumer.consume({
-      max_messages: 1_024,
-      callback: (m) => {
-        try {
-          onMessage({ channel: mapper.toChannel(m.subject), seq: m.seq, ts: brokerTimeMs(m), payload: m.data }, m.info.pending);
-        } catch (e) {
-          log.error({ err: e, pattern }, "catch-up callback failed");
-        }
-      },
-    });
-    return {
-      initialPending,
-      stop: async () => {
-        messages.stop();
-        await messages.closed().catch(() => undefined);
-        // An ordered consumer otherwise lingers on the server until its inactive threshold.
-        await consumer.delete().catch(() => undefined);
-      },
-    };
+    const start: Partial<OrderedConsumerOptions> =
+      position === "all" ? { deliver_policy: DeliverPolicy.All }
+      : "seq" in position ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: position.seq }
+      : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: position.time };
+    // The catch-up throttles by stopping this reader and opening a new one after the socket drains.
+    return openOrdered({ js: this.js, stream: this.stream, mapper: this.mapper, log: this.log, pattern, position: start, maxMessages: 1_024 }, onMessage);
   }
 
   async history(channel: string, fromSeq: number, limit: number): Promise<BrokerMessage[]> {

@@ -1,11 +1,11 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg, type OrderedConsumerOptions } from "@nats-io/jetstream";
+import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type OrderedConsumerOptions } from "@nats-io/jetstream";
 import { SubjectMapper } from "../protocol/channel.js";
 import type { Logger } from "../log.js";
-import { brokerTimeMs } from "./time.js";
 import type { Broker, BrokerEvent, BrokerMessage, LiveFeed, PublishResult } from "./broker.js";
 import { JetStreamDurables, type DurableSettings } from "./jetstream-durable.js";
 import { JetStreamReplay } from "./jetstream-replay.js";
+import { openOrdered, type OrderedFeed } from "./ordered.js";
 import { LIVE_HEARTBEAT_MS, ResilientLiveFeed, type ReconnectHooks } from "./jetstream-live.js";
 import { GatewayError } from "../errors.js";
 
@@ -18,11 +18,6 @@ export type JetStreamBrokerOptions = {
   publishTimeoutMs?: number;
   durable: DurableSettings;
 };
-
-/** Converts a JetStream message to the fan-out's view: channel, seq, broker time in ms (µs precision). */
-export function toBrokerMessage(m: JsMsg, mapper: SubjectMapper): BrokerMessage {
-  return { channel: mapper.toChannel(m.subject), seq: m.seq, ts: brokerTimeMs(m), payload: m.data };
-}
 
 /**
  * JetStream broker: publishes with acks and dedup (Nats-Msg-Id), and feeds each channel pattern from one
@@ -112,31 +107,8 @@ export class JetStreamBroker implements Broker {
   }
 
   /** An ordered consumer on one pattern from a start position, delivering through a callback. */
-  async orderedFeed(pattern: string, position: Partial<OrderedConsumerOptions>, onMessage: (m: BrokerMessage) => void, maxMessages = 1_024, heartbeatMs?: number): Promise<LiveFeed & { messages: ConsumerMessages }> {
-    const consumer = await this.js.consumers.get(this.opts.stream, { filter_subjects: [this.mapper.toSubject(pattern)], ...position });
-    const mapper = this.mapper;
-    const log = this.opts.log;
-    const messages = await consumer.consume({
-      max_messages: maxMessages,
-      // The server's heartbeats let a live feed tell a quiet channel from a lost consumer.
-      ...(heartbeatMs ? { idle_heartbeat: heartbeatMs, expires: heartbeatMs * 5 } : {}),
-      callback: (m) => {
-        try {
-          onMessage(toBrokerMessage(m, mapper));
-        } catch (e) {
-          log.error({ err: e, pattern }, "fan-out callback failed");
-        }
-      },
-    });
-    return {
-      messages,
-      stop: async () => {
-        messages.stop();
-        await messages.closed().catch(() => undefined);
-        // An ordered consumer otherwise lingers on the server until its inactive threshold.
-        await consumer.delete().catch(() => undefined);
-      },
-    };
+  orderedFeed(pattern: string, position: Partial<OrderedConsumerOptions>, onMessage: (m: BrokerMessage) => void, maxMessages = 1_024, heartbeatMs?: number): Promise<OrderedFeed> {
+    return openOrdered({ js: this.js, stream: this.opts.stream, mapper: this.mapper, log: this.opts.log, pattern, position, maxMessages, heartbeatMs }, onMessage);
   }
 
   async close(): Promise<void> {
