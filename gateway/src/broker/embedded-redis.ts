@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { GatewayError } from "../errors.js";
 import type { Logger } from "../log.js";
+import { freePort, redisPing } from "../net.js";
 
 export type EmbeddedRedisOptions = { bin?: string; log: Logger };
 
@@ -62,7 +62,7 @@ export class EmbeddedRedis {
       child.once("error", (e) => rej(new GatewayError("ERR_EMBEDDED_REDIS", `cannot start ${bin}: ${e.message} (install redis-server, or set REDIS_URL)`, { cause: e })));
     });
     const deadline = Date.now() + START_TIMEOUT_MS;
-    while (!(await ping(this.port))) {
+    while (!(await redisPing(this.port))) {
       if (child.exitCode !== null || child.signalCode !== null) throw new GatewayError("ERR_EMBEDDED_REDIS", `embedded redis-server exited with ${child.exitCode ?? child.signalCode}: ${out.trim().slice(-500)}`);
       if (Date.now() > deadline) {
         child.kill("SIGKILL");
@@ -97,29 +97,4 @@ export class EmbeddedRedis {
     }
     if (this.dir) rmSync(this.dir, { recursive: true, force: true });
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const a = srv.address();
-      const port = typeof a === "object" && a ? a.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-/** One PING over a raw socket: true on +PONG. */
-function ping(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect(port, "127.0.0.1");
-    let buf = "";
-    const done = (ok: boolean): void => { s.destroy(); resolve(ok); };
-    s.setTimeout(1_000, () => done(false));
-    s.once("error", () => done(false));
-    s.on("data", (d) => { buf += d.toString(); if (buf.includes("\r\n")) done(buf.startsWith("+PONG")); });
-    s.write("PING\r\n");
-  });
 }

@@ -1,5 +1,4 @@
 import cluster, { type Worker } from "node:cluster";
-import { createServer } from "node:net";
 import client from "prom-client";
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -7,6 +6,7 @@ import { EmbeddedNats } from "../broker/embedded-nats.js";
 import { ensureStream } from "../broker/stream.js";
 import { WORKER_CONFIG_ENV, type Config } from "../config/config.js";
 import { createLogger, type Logger } from "../log.js";
+import { freePort } from "../net.js";
 import { loadUws } from "../uws.js";
 import { isFgwMessage, type ToPrimary, type ToWorker } from "./ipc.js";
 import { authEnabled, loadKeyMaterial } from "../auth/keys.js";
@@ -157,16 +157,4 @@ async function prepareStream(config: Config, servers: string[], log: Logger): Pr
   } finally {
     await nc.close();
   }
-}
-
-function freePort(host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, host, () => {
-      const addr = srv.address();
-      const port = typeof addr === "object" && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
 }

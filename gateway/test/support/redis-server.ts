@@ -2,10 +2,12 @@
 // port 0 and releasing it (retried if another process takes it first); readiness is polled with PING.
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { waitFor } from "./wait.js";
+import { freePort, redisPing } from "../../src/net.js";
+
+export { freePort };
 
 export const REDIS_SERVER_BIN = process.env.REDIS_SERVER_BIN ?? "redis-server";
 
@@ -17,32 +19,6 @@ export type RedisServerHandle = {
   /** Stops the server (SIGTERM, then SIGKILL after 5 s) and removes its temp dir. */
   stop(): Promise<void>;
 };
-
-/** A port that was free a moment ago. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const a = srv.address();
-      const port = typeof a === "object" && a ? a.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-/** One PING over a raw socket: true on +PONG. */
-function ping(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect(port, "127.0.0.1");
-    let buf = "";
-    const done = (ok: boolean): void => { s.destroy(); resolve(ok); };
-    s.setTimeout(1_000, () => done(false));
-    s.once("error", () => done(false));
-    s.on("data", (d) => { buf += d.toString(); if (buf.includes("\r\n")) done(buf.startsWith("+PONG")); });
-    s.write("PING\r\n");
-  });
-}
 
 export async function startRedisServer(opts: { extraArgs?: string[] } = {}): Promise<RedisServerHandle> {
   const dir = mkdtempSync(join(tmpdir(), "fgw-redis-"));
@@ -57,7 +33,7 @@ export async function startRedisServer(opts: { extraArgs?: string[] } = {}): Pro
     try {
       await waitFor(async () => {
         if (child.exitCode !== null) throw new Error(`redis-server exited ${child.exitCode}: ${out}`);
-        return (await ping(port)) || undefined;
+        return (await redisPing(port)) || undefined;
       }, { timeoutMs: 10_000, what: `redis-server PONG on ${port}` });
     } catch (e) {
       lastErr = String(e);

@@ -1,0 +1,33 @@
+import { connect, createServer } from "node:net";
+
+/** A TCP port that was free on `host` a moment ago (for children that need a fixed port). */
+export function freePort(host = "127.0.0.1"): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, host, () => {
+      const a = srv.address();
+      const port = typeof a === "object" && a ? a.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** One Redis PING over a raw socket on loopback: true on +PONG. */
+export function redisPing(port: number, timeoutMs = 1_000): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect(port, "127.0.0.1");
+    let buf = "";
+    const done = (ok: boolean): void => {
+      s.destroy();
+      resolve(ok);
+    };
+    s.setTimeout(timeoutMs, () => done(false));
+    s.once("error", () => done(false));
+    s.on("data", (d) => {
+      buf += d.toString();
+      if (buf.includes("\r\n")) done(buf.startsWith("+PONG"));
+    });
+    s.write("PING\r\n");
+  });
+}
