@@ -131,6 +131,21 @@ async function scrape(port) {
   }
   return out;
 }
+/**
+ * Upper bounds of the buckets holding the quantiles `qs` of a Prometheus histogram, over the difference
+ * of two scrapes: "p50 ≤ 1 ms". Returns undefined when nothing was observed.
+ */
+function histQuantiles(before, after, name, qs = [0.5, 0.99, 0.999]) {
+  const buckets = Object.keys(after).filter((k) => k.startsWith(`${name}_bucket{`)).map((k) => {
+    const le = /le="([^"]+)"/.exec(k)[1];
+    return { le: le === "+Inf" ? Infinity : Number(le), count: after[k] - (before[k] ?? 0) };
+  }).sort((a, b) => a.le - b.le);
+  const total = buckets.at(-1)?.count ?? 0;
+  if (!total) return undefined;
+  return { n: total, q: qs.map((q) => [q, buckets.find((b) => b.count >= q * total).le]) };
+}
+const fmtHist = (h) => (h ? h.q.map(([q, le]) => `p${q * 100} ≤ ${le === Infinity ? "∞" : n(le * 1000, le < 0.001 ? 1 : 0)} ms`).join(", ") + ` (n = ${n(h.n)})` : "–");
+
 const sumOf = (m, prefix) => Object.entries(m).filter(([k]) => k === prefix || k.startsWith(prefix + "{")).reduce((a, [, v]) => a + v, 0);
 
 // ---------- artillery ----------
@@ -179,6 +194,8 @@ async function runArtillery(name, port, extra, dir, pids) {
       dropped: delta("fanout_deliveries_dropped_total"),
       slowClosed: delta("fanout_slow_consumer_closed_total"),
       publishes: delta("fanout_publishes_total"),
+      deliveryLatency: histQuantiles(before, after, "fanout_delivery_latency_seconds"),
+      publishDuration: histQuantiles(before, after, "fanout_publish_duration_seconds"),
     },
     aggregate: report.aggregate,
     output,
@@ -218,6 +235,8 @@ function artillerySection(r, title, hold) {
       ["frames handed to sockets by the gateway (`fanout_frames_delivered_total` Δ)", n(r.gateway.framesDelivered)],
       ["deliveries dropped for backpressure / sockets closed 4008", `${n(r.gateway.dropped)} / ${n(r.gateway.slowClosed)}`],
       ["delivery ms, broker timestamp → VU (`fgw.delivery_ms`)", pct(s["fgw.delivery_ms"])],
+      ["gateway side: broker timestamp → frame handed to uWS (`fanout_delivery_latency_seconds`, bucket bounds)", fmtHist(r.gateway.deliveryLatency)],
+      ["gateway side: JetStream publish until ack (`fanout_publish_duration_seconds`, bucket bounds)", fmtHist(r.gateway.publishDuration)],
     );
   }
   rows.push(
@@ -245,6 +264,7 @@ function httpSection(h) {
     "| run | requests | req/s | p50 | p99 | p99.9 | max | non-2xx | errors / timeouts |", "|---|---|---|---|---|---|---|---|---|",
     row(h.healthz), row(h.publish), "",
     `- **publish / healthz throughput ratio: ${n(h.ratio.reqPerSec, 3)}** (p50 latency ×${n(h.ratio.p50, 1)}, p99 ×${n(h.ratio.p99, 1)}).`,
+    `- Gateway side, JetStream publish until ack (\`fanout_publish_duration_seconds\`, bucket bounds): ${fmtHist(h.publishDuration)}.`,
     `- Messages stored in the stream during the publish run: ${n(h.stored)} (2xx responses: ${n(h.publish.ok2xx)}; requests still in flight when autocannon stops are stored but not counted, at most one per connection).`,
     `- CPU in cores, healthz: ${cpuLine(h.cpu.healthz)}`,
     `- CPU in cores, publish: ${cpuLine(h.cpu.publish)}`, "",
@@ -300,7 +320,9 @@ async function main() {
   const pub = await runArtillery("publish", gw.port, ["-v", JSON.stringify({ subscriberWeight: 19, publisherWeight: 1 })], dir, pids);
 
   log(`autocannon: healthz then publish, ${httpDuration} s each, ${args.connections} connections`);
+  const before = await scrape(gw.port);
   const http = await runHttpCapacity({ port: gw.port, duration: httpDuration, connections: Number(args.connections), meter: () => cpuMeter(pids) });
+  http.publishDuration = histQuantiles(before, await scrape(gw.port), "fanout_publish_duration_seconds");
   writeFileSync(join(dir, "autocannon.json"), JSON.stringify(http.raw, null, 2));
 
   writeReport({ sub, pub, http, startedAt, load0 });
