@@ -180,6 +180,12 @@ describe("history over HTTP", () => {
     const r2 = await (await fetch(`${gw.url}/v1/channels/${ch}/messages?last=3`)).json() as { messages: { data: { i: number } }[] };
     expect(r2.messages.map((m) => m.data.i)).toEqual([27, 28, 29]);
     expect((await fetch(`${gw.url}/v1/channels/${ch}/messages?limit=0`)).status).toBe(400);
+    // A channel with nothing stored is an empty page, not an error (regression: it answered 502).
+    for (const q of ["last=1", "from_seq=1", `from_seq=${seqs[29]! + 1}`]) {
+      const empty = await fetch(`${gw.url}/v1/channels/${uniq("empty.")}/messages?${q}`);
+      expect(empty.status).toBe(200);
+      expect(((await empty.json()) as { messages: unknown[] }).messages).toEqual([]);
+    }
     expect((await fetch(`${gw.url}/v1/channels/a..b/messages`)).status).toBe(400);
   });
 });

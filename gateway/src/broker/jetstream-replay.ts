@@ -33,7 +33,9 @@ export class JetStreamReplay implements ReplayApi {
   async startOfLastN(pattern: string, n: number): Promise<number> {
     const subject = this.mapper.toSubject(pattern);
     const { firstSeq, lastSeq } = await this.bounds();
-    if (lastSeq < firstSeq || (await this.pendingFrom(subject, firstSeq)) <= n) return Math.max(firstSeq, 1);
+    // An empty stream reports first_seq 0 (fresh) or last_seq + 1 (purged): nothing to count back over.
+    if (lastSeq === 0 || lastSeq < firstSeq) return Math.max(firstSeq, lastSeq + 1, 1);
+    if ((await this.pendingFrom(subject, firstSeq)) <= n) return firstSeq;
     // Largest start with at least n matching messages at or after it: binary search, ~log2(stream) lookups.
     let lo = firstSeq;
     let hi = lastSeq;
@@ -56,10 +58,15 @@ export class JetStreamReplay implements ReplayApi {
 
   async history(channel: string, fromSeq: number, limit: number): Promise<BrokerMessage[]> {
     const out: BrokerMessage[] = [];
-    const iter = await this.jsm.direct.getBatch(this.stream, { seq: fromSeq, batch: limit, next_by_subj: this.mapper.toSubject(channel) });
-    for await (const sm of iter) {
-      out.push({ channel: this.mapper.toChannel(sm.subject), seq: sm.seq, ts: Date.parse(sm.timestamp), payload: sm.data });
-      if (out.length >= limit) break;
+    try {
+      const iter = await this.jsm.direct.getBatch(this.stream, { seq: fromSeq, batch: limit, next_by_subj: this.mapper.toSubject(channel) });
+      for await (const sm of iter) {
+        out.push({ channel: this.mapper.toChannel(sm.subject), seq: sm.seq, ts: Date.parse(sm.timestamp), payload: sm.data });
+        if (out.length >= limit) break;
+      }
+    } catch (e) {
+      // A direct get past the channel's last message answers 404 "message not found": that is an empty page.
+      if (!/message not found|no message/i.test(String((e as Error).message))) throw e;
     }
     return out;
   }
