@@ -18,7 +18,7 @@ async function clientMain(url: string, channel: string, k: number): Promise<void
   let lat: number[] = [];
   const socks: WebSocket[] = [];
   for (let i = 0; i < k; i++) {
-    const ws = new WebSocket(url, { perMessageDeflate: false });
+    const ws = new WebSocket(url, { perMessageDeflate: false, skipUTF8Validation: true });
     await new Promise<void>((res, rej) => { ws.once("open", () => res()); ws.once("error", rej); });
     ws.on("message", (d: Buffer) => {
       received++;

@@ -22,7 +22,7 @@ async function rawRead(servers: string, subject: string, count: number): Promise
 }
 
 async function socketReplay(port: number, channel: string, count: number): Promise<number> {
-  const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`, { perMessageDeflate: false });
+  const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`, { perMessageDeflate: false, skipUTF8Validation: true });
   await new Promise<void>((res, rej) => { ws.once("open", () => res()); ws.once("error", rej); });
   let n = 0;
   let t0 = 0;
