@@ -62,7 +62,7 @@ export function renderMarkdown(results: readonly Measurement[], meta: RunMeta): 
   lines.push(`**Machine:** ${meta.cores} cores (${meta.cpuModel}) shared by the broker (embedded nats-server or redis-server), the gateway's ${o.workers} workers, ` +
     "the subscriber processes and the publisher. The users' figures come from separate hosts for Redis, subscribers and publisher. " +
     "Latencies here therefore include waiting for a CPU; compare the two brokers with each other, and the users' column only as an order of magnitude. " +
-    "The load average per row (in the details below) shows other work on the machine: above 2 the box was oversubscribed during that row.");
+    "The load average per row (in the details below) shows how busy the machine was: above 2 the box was oversubscribed during that row.");
   lines.push("");
   lines.push("Each row starts a fresh gateway (`--broker jetstream|redis`, broker embedded, per-IP limits off), connects the subscribers " +
     "(`sub-cluster -c P -n N --channel cmp.<row>.<broker>`), then publishes one message per interval through one gateway WebSocket " +
@@ -71,8 +71,9 @@ export function renderMarkdown(results: readonly Measurement[], meta: RunMeta): 
   lines.push("");
   const maxLoad = Math.max(...results.map((m) => m.loadAvg ?? 0));
   if (maxLoad > meta.cores * 1.5) {
-    lines.push(`**This run overlapped other work on the machine** (1-minute load average up to ${maxLoad.toFixed(1)} on ${meta.cores} cores, see the details table): ` +
-      "every process here got only a share of a core, which shows as low CPU figures next to high latencies. Treat the absolute figures as an upper bound; rerun on a quiet machine.");
+    lines.push(`**The machine was oversubscribed during this run** (1-minute load average up to ${maxLoad.toFixed(1)} on ${meta.cores} cores, see the details table). ` +
+      "The run's own processes (up to 8 sub-cluster processes, the gateway's workers, the broker, the publisher) are enough for that on two cores, and other work may have added to it: " +
+      "every process got only a share of a core, which shows as low CPU figures next to high latencies. Treat the absolute figures as an upper bound for this box.");
     lines.push("");
   }
   lines.push("| clients × msg/s | side | received | lost | MIN ms | MAX ms | MEAN ms | HARMONIC MEAN ms | p99 ms | sub-cluster CPU: all processes (busiest) | gateway CPU | broker CPU |");
