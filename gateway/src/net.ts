@@ -1,3 +1,4 @@
+import type { ChildProcess } from "node:child_process";
 import { connect, createServer } from "node:net";
 
 /** A TCP port that was free on `host` a moment ago (for children that need a fixed port). */
@@ -30,4 +31,14 @@ export function redisPing(port: number, timeoutMs = 1_000): Promise<boolean> {
     });
     s.write("PING\r\n");
   });
+}
+
+/** Stops a child process: SIGTERM, then SIGKILL after `timeoutMs`; resolves once it has exited. */
+export async function stopChild(child: ChildProcess | undefined, timeoutMs: number): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((r) => child.once("exit", () => r()));
+  child.kill("SIGTERM");
+  const t = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+  await exited;
+  clearTimeout(t);
 }

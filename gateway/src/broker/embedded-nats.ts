@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { GatewayError } from "../errors.js";
 import type { Logger } from "../log.js";
+import { stopChild } from "../net.js";
 
 export type EmbeddedNatsOptions = { bin: string; dataDir: string; log: Logger };
 
@@ -84,12 +85,6 @@ export class EmbeddedNats {
   /** Stops the server (SIGTERM, then SIGKILL after `timeoutMs`). */
   async stop(timeoutMs = 5_000): Promise<void> {
     this.stopping = true;
-    const child = this.child;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise<void>((r) => child.once("exit", () => r()));
-    child.kill("SIGTERM");
-    const t = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-    await exited;
-    clearTimeout(t);
+    await stopChild(this.child, timeoutMs);
   }
 }

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { GatewayError } from "../errors.js";
 import type { Logger } from "../log.js";
-import { freePort, redisPing } from "../net.js";
+import { freePort, redisPing, stopChild } from "../net.js";
 
 export type EmbeddedRedisOptions = { bin?: string; log: Logger };
 
@@ -87,14 +87,7 @@ export class EmbeddedRedis {
   /** Stops the server (SIGTERM, then SIGKILL after `timeoutMs`) and removes its directory. */
   async stop(timeoutMs = 5_000): Promise<void> {
     this.stopping = true;
-    const child = this.child;
-    if (child && child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise<void>((r) => child.once("exit", () => r()));
-      child.kill("SIGTERM");
-      const t = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-      await exited;
-      clearTimeout(t);
-    }
+    await stopChild(this.child, timeoutMs);
     if (this.dir) rmSync(this.dir, { recursive: true, force: true });
   }
 }

@@ -4,7 +4,7 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager, type JetStreamManager, type StreamInfo } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsCluster, type NatsCluster, type NatsClusterNode } from "../support/nats-cluster.js";
+import { getJson, startNatsCluster, type NatsCluster, type NatsClusterNode } from "../support/nats-cluster.js";
 import { startGateway, type GatewayHandle } from "../support/gateway.js";
 import { httpPublish, TestClient, type MsgFrame } from "../support/ws-client.js";
 import { waitFor } from "../support/wait.js";
@@ -28,15 +28,6 @@ async function socket(url: string): Promise<TestClient> {
   const c = await TestClient.connect(url);
   sockets.push(c);
   return c;
-}
-
-async function getJson<T>(url: string): Promise<T | undefined> {
-  try {
-    const r = await fetch(url, { signal: AbortSignal.timeout(2_000) });
-    return r.ok ? ((await r.json()) as T) : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /** The cluster node holding the gateway worker's NATS connection (connz on each running node). */

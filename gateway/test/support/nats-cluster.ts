@@ -64,7 +64,8 @@ export async function pickFreePorts(count: number): Promise<number[]> {
   return ports;
 }
 
-async function getJson<T>(url: string): Promise<T | undefined> {
+/** GET a monitoring endpoint as JSON; undefined when the node does not answer (2 s). */
+export async function getJson<T>(url: string): Promise<T | undefined> {
   try {
     const r = await fetch(url, { signal: AbortSignal.timeout(2_000) });
     return r.ok ? ((await r.json()) as T) : undefined;
