@@ -1,7 +1,7 @@
 // Shared bits of the benchmarks: processes, servers, percentiles.
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpus, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
 export const ROOT = resolve(import.meta.dirname, "../../..");
@@ -51,3 +51,26 @@ export function percentile(sorted: number[], p: number): number {
 }
 
 export const fmt = (n: number, d = 0): string => n.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d });
+
+/**
+ * Pins a process (all its threads) to one CPU with taskset; false when that is not possible here (one CPU,
+ * no taskset). Benchmarks on small machines use it to give the process under test a core of its own.
+ */
+export function pinToCpu(pid: number, cpu: number): boolean {
+  if (cpus().length <= cpu) return false;
+  try {
+    execFileSync("taskset", ["-apc", String(cpu), String(pid)], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The pids of a process's direct children (the gateway's cluster workers). */
+export function childPids(pid: number): number[] {
+  try {
+    return execFileSync("pgrep", ["-P", String(pid)], { encoding: "utf8" }).trim().split("\n").filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}

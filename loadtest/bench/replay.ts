@@ -1,11 +1,15 @@
 // bench:replay — replay rate to one socket (msgs/s) against the raw ordered-consumer read rate of the same
 // stream in the same run. Target: the socket gets at least 70% of the raw rate.
-// Usage: node dist/loadtest/bench/replay.js [--messages 200000] [--size 100] [--rounds 5]
+// Usage: node dist/loadtest/bench/replay.js [--messages 100000] [--size 100] [--rounds 9] [--warmup 1]
+//        [--layout pinned|shared]
+// Layout "pinned" (default, with 2+ CPUs): the reader under test has a core of its own — the raw consumer in
+// the raw leg, the gateway in the socket leg — and nats-server shares the other core with the measuring
+// client. "shared" leaves placement to the scheduler (three busy processes on two cores here).
 import { parseArgs } from "node:util";
 import { connect } from "@nats-io/transport-node";
 import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
 import WebSocket from "ws";
-import { fmt, startGatewayProc, startNats } from "./common.js";
+import { childPids, fmt, pinToCpu, startGatewayProc, startNats } from "./common.js";
 
 async function rawRead(servers: string, subject: string, count: number): Promise<number> {
   const nc = await connect({ servers });
@@ -42,8 +46,12 @@ async function socketReplay(port: number, channel: string, count: number): Promi
 }
 
 async function main(): Promise<void> {
-  const { values: v } = parseArgs({ options: { messages: { type: "string", default: "200000" }, size: { type: "string", default: "100" }, rounds: { type: "string", default: "5" } } });
-  const count = Number(v.messages), size = Number(v.size), rounds = Number(v.rounds);
+  const { values: v } = parseArgs({ options: {
+    messages: { type: "string", default: "100000" }, size: { type: "string", default: "100" }, rounds: { type: "string", default: "9" },
+    warmup: { type: "string", default: "1" }, layout: { type: "string", default: "pinned" },
+  } });
+  const count = Number(v.messages), size = Number(v.size), rounds = Number(v.rounds), warmup = Number(v.warmup);
+  if (v.layout !== "pinned" && v.layout !== "shared") throw new Error(`--layout must be pinned or shared, not ${v.layout}`);
   const nats = await startNats();
   const gw = await startGatewayProc(nats.url, 1, (process.env.BENCH_GATEWAY_ARGS ?? "").split(" ").filter(Boolean));
   const nc = await connect({ servers: nats.url });
@@ -51,16 +59,38 @@ async function main(): Promise<void> {
   const payload = new TextEncoder().encode(JSON.stringify({ x: "y".repeat(Math.max(0, size - 8)) }));
   for (let i = 0; i < count; i += 1_000) await Promise.all(Array.from({ length: Math.min(1_000, count - i) }, () => js.publish("ev.bench.replay", payload)));
   await nc.close();
+  // Raw reader and gateway on CPU 1; nats-server and the measuring socket client on CPU 0.
+  const pinned = v.layout === "pinned" && [nats.proc.pid!, process.pid].every((p) => pinToCpu(p, 0))
+    && [gw.proc.pid!, ...childPids(gw.proc.pid!)].every((p) => pinToCpu(p, 1));
+  if (v.layout === "pinned" && !pinned) console.log("(could not pin processes to CPUs: running with the shared layout)");
   const raws: number[] = [];
   const socks: number[] = [];
-  for (let r = 0; r < rounds; r++) {
-    raws.push(await rawRead(nats.url, "ev.bench.replay", count));
-    socks.push(await socketReplay(gw.port, "bench.replay", count));
+  const raw = async () => {
+    if (pinned) pinToCpu(process.pid, 1);
+    const rate = await rawRead(nats.url, "ev.bench.replay", count);
+    if (pinned) pinToCpu(process.pid, 0);
+    return rate;
+  };
+  const sock = () => socketReplay(gw.port, "bench.replay", count);
+  for (let r = 0; r < warmup + rounds; r++) {
+    // The legs alternate which goes first, so a slow drift of the machine's speed favours neither.
+    let rawRate: number, sockRate: number;
+    if (r % 2 === 0) {
+      rawRate = await raw();
+      sockRate = await sock();
+    } else {
+      sockRate = await sock();
+      rawRate = await raw();
+    }
+    // Warm-up rounds (JIT, heap growth on both sides) are run and not counted.
+    if (r < warmup) continue;
+    raws.push(rawRate);
+    socks.push(sockRate);
   }
   const med = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)]!;
   // Each round measures both back to back, so a round's ratio shares that moment's machine noise.
   const ratios = raws.map((r, i) => socks[i]! / r);
-  console.log(`\nbench:replay — ${fmt(count)} stored messages of ~${size} B, ${rounds} rounds (raw, then socket, each round)`);
+  console.log(`\nbench:replay — ${fmt(count)} stored messages of ~${size} B, ${rounds} rounds after ${warmup} warm-up (both legs each round, alternating which goes first), layout ${pinned ? "pinned" : "shared"}`);
   console.log("| round | raw ordered consumer msgs/s | replay to one socket msgs/s | ratio |\n|---|---:|---:|---:|");
   raws.forEach((r, i) => console.log(`| ${i + 1} | ${fmt(r)} | ${fmt(socks[i]!)} | ${ratios[i]!.toFixed(3)} |`));
   console.log(`median raw ${fmt(med(raws))} msgs/s, median socket ${fmt(med(socks))} msgs/s`);

@@ -28,16 +28,26 @@ export type StreamBounds = { firstSeq: number; lastSeq: number };
 export interface Reader {
   /** Matching messages at and after the start position when the reader was created. */
   readonly initialPending: number;
+  /** Stops asking the broker for more; what was already requested still arrives (a bounded window). */
+  pause(): void;
+  resume(): void;
   stop(): Promise<void>;
 }
+
+export type ReaderHandlers = {
+  /** Each message in order; `pending` is how many matching messages followed it when it was sent. */
+  onMessage(m: BrokerMessage, pending: number): void;
+  /** The reader broke (consumer gone, sequence gap) and is stopped: reopen after the last message taken. */
+  onLost(err: Error): void;
+};
 
 /** Stored-message access: replay, history. Only brokers that keep messages have it. */
 export interface ReplayApi {
   bounds(): Promise<StreamBounds>;
   /** The sequence from which `pattern` has exactly its last `n` messages (or the first seq if fewer). */
   startOfLastN(pattern: string, n: number): Promise<number>;
-  /** Reads `pattern` in order from `position`; `pending` is how many matching messages followed it then. */
-  reader(pattern: string, position: ReaderPosition, onMessage: (m: BrokerMessage, pending: number) => void): Promise<Reader>;
+  /** Reads `pattern` in order from `position`, at most `windowBytes` requested ahead of what was delivered. */
+  reader(pattern: string, position: ReaderPosition, windowBytes: number, handlers: ReaderHandlers): Promise<Reader>;
   /** Up to `limit` stored messages of one channel from `fromSeq`. */
   history(channel: string, fromSeq: number, limit: number): Promise<BrokerMessage[]>;
 }

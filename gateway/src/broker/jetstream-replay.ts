@@ -1,14 +1,14 @@
-import { AckPolicy, DeliverPolicy, type JetStreamClient, type JetStreamManager, type OrderedConsumerOptions } from "@nats-io/jetstream";
-import { nanos } from "@nats-io/transport-node";
+import { AckPolicy, DeliverPolicy, type ConsumerConfig, type JetStreamManager } from "@nats-io/jetstream";
+import { nanos, type NatsConnection } from "@nats-io/transport-node";
 import type { SubjectMapper } from "../protocol/channel.js";
 import type { Logger } from "../log.js";
-import { openOrdered } from "./ordered.js";
-import type { BrokerMessage, Reader, ReaderPosition, ReplayApi, StreamBounds } from "./broker.js";
+import { PullReader } from "./pull-reader.js";
+import type { BrokerMessage, Reader, ReaderHandlers, ReaderPosition, ReplayApi, StreamBounds } from "./broker.js";
 
-/** Replay and history on the JetStream stream: ordered readers, `last N` resolution, direct-get batches. */
+/** Replay and history on the JetStream stream: pull readers, `last N` resolution, direct-get batches. */
 export class JetStreamReplay implements ReplayApi {
   constructor(
-    private readonly js: JetStreamClient,
+    private readonly nc: NatsConnection,
     private readonly jsm: JetStreamManager,
     private readonly stream: string,
     private readonly mapper: SubjectMapper,
@@ -47,13 +47,16 @@ export class JetStreamReplay implements ReplayApi {
     return lo;
   }
 
-  async reader(pattern: string, position: ReaderPosition, onMessage: (m: BrokerMessage, pending: number) => void): Promise<Reader> {
-    const start: Partial<OrderedConsumerOptions> =
+  async reader(pattern: string, position: ReaderPosition, windowBytes: number, handlers: ReaderHandlers): Promise<Reader> {
+    const start: Partial<ConsumerConfig> =
       position === "all" ? { deliver_policy: DeliverPolicy.All }
       : "seq" in position ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: position.seq }
       : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: position.time };
-    // The catch-up throttles by stopping this reader and opening a new one after the socket drains.
-    return openOrdered({ js: this.js, stream: this.stream, mapper: this.mapper, log: this.log, pattern, position: start, maxMessages: 1_024 }, onMessage);
+    const mapper = this.mapper;
+    return PullReader.open({
+      nc: this.nc, jsm: this.jsm, stream: this.stream, subject: mapper.toSubject(pattern), toChannel: (s) => mapper.toChannel(s),
+      position: start, windowBytes, maxMessages: 1_024, log: this.log,
+    }, handlers);
   }
 
   async history(channel: string, fromSeq: number, limit: number): Promise<BrokerMessage[]> {

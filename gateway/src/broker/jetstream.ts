@@ -36,7 +36,7 @@ export class JetStreamBroker implements Broker {
 
   private constructor(readonly nc: NatsConnection, readonly js: JetStreamClient, readonly jsm: JetStreamManager, private readonly opts: JetStreamBrokerOptions) {
     this.mapper = new SubjectMapper(opts.subjectPrefix);
-    this.replay = new JetStreamReplay(js, jsm, opts.stream, this.mapper, opts.log);
+    this.replay = new JetStreamReplay(nc, jsm, opts.stream, this.mapper, opts.log);
     this.durables = new JetStreamDurables(js, jsm, opts.stream, this.mapper, opts.durable, opts.log);
     this.connected = true;
     void this.watchStatus();

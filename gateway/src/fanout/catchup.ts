@@ -1,6 +1,6 @@
 import type { BrokerMessage, Reader, ReaderPosition, ReplayApi } from "../broker/broker.js";
 import type { Logger } from "../log.js";
-import { msgFrame } from "../protocol/serialize.js";
+import { FrameScratch } from "../protocol/serialize.js";
 import type { Session, Socket, SubState } from "../ws/session.js";
 import type { ChannelFeed } from "./hub.js";
 
@@ -14,6 +14,9 @@ export type CatchUpEnd =
 
 type Item = { seq: number; frame: Buffer };
 
+/** Replayed frames are built at write time into this buffer (uWS copies each one as it is sent). */
+const scratch = new FrameScratch();
+
 /** A reader with messages pending that delivers nothing for this long is replaced. */
 const READER_STALL_MS = 6_000;
 const STALL_CHECK_MS = 2_000;
@@ -24,14 +27,14 @@ const STALL_CHECK_MS = 2_000;
  * bounded buffer. The socket joins the live topic as soon as the reader has delivered the first buffered
  * message (everything after it is in the buffer), or when the broker reports nothing pending after a
  * message (everything newer is in the buffer). The reader is then stopped: no per-client consumer remains
- * once the client is live. When the socket's buffer fills, the reader is stopped and a new one is opened
- * after the socket drains, from the last seq written.
+ * once the client is live. When the socket's buffer fills, the reader pauses its pulls until the socket
+ * drains; a reader that breaks or stalls is replaced by one reading on from the last seq written.
  */
 export class CatchUp {
   private buffer: Item[] = [];
   private overflowed = false;
-  /** Replayed frames not yet written: sent in corked batches (one syscall for many frames). */
-  private queue: Item[] = [];
+  /** Replayed messages not yet written: framed and sent in corked batches (one syscall for many frames). */
+  private queue: BrokerMessage[] = [];
   private flushScheduled = false;
   private reader?: Reader;
   /** Generation of the current reader; callbacks of a stopped reader are ignored. */
@@ -77,6 +80,11 @@ export class CatchUp {
   private checkStall(): void {
     if (this.finished || this.throttled || !this.reader || Date.now() - this.lastActivity < READER_STALL_MS) return;
     this.log.warn({ pattern: this.sub.pattern, after: this.lastWritten }, "catch-up reader stalled; replacing it");
+    this.replaceReader();
+  }
+
+  /** Drops the current reader and what it queued, and reads on after the last frame written. */
+  private replaceReader(): void {
     this.flushQueued();
     if (this.finished) return;
     const r = this.reader;
@@ -84,8 +92,9 @@ export class CatchUp {
     this.gen++;
     this.queue = [];
     this.lastSent = this.lastWritten;
-    void r.stop().catch(() => undefined);
+    if (r) void r.stop().catch(() => undefined);
     this.lastActivity = Date.now();
+    this.throttled = false;
     void this.openReader({ seq: this.lastWritten + 1 });
   }
 
@@ -94,8 +103,16 @@ export class CatchUp {
     this.readers++;
     let reader: Reader;
     try {
-      reader = await this.replay.reader(this.sub.pattern, position, (m, pending) => {
-        if (gen === this.gen) this.onStored(m, pending);
+      reader = await this.replay.reader(this.sub.pattern, position, this.opts.backpressureBytes >> 1, {
+        onMessage: (m, pending) => {
+          if (gen === this.gen) this.onStored(m, pending);
+        },
+        onLost: (err) => {
+          if (gen !== this.gen || this.finished) return;
+          this.log.warn({ err, pattern: this.sub.pattern, after: this.lastWritten }, "catch-up reader lost; replacing it");
+          this.reader = undefined;
+          this.replaceReader();
+        },
       });
     } catch (e) {
       if (this.finished || gen !== this.gen) return;
@@ -128,7 +145,7 @@ export class CatchUp {
     if (this.finished || m.seq <= this.lastSent) return;
     if (this.session.closed) return this.abort();
     this.lastActivity = Date.now();
-    this.queue.push({ seq: m.seq, frame: msgFrame({ channel: m.channel, pattern: this.sub.pattern, seq: m.seq, ts: m.ts }, m.payload) });
+    this.queue.push(m);
     this.lastSent = m.seq;
     if (this.buffer.length > 0 && this.buffer[0]!.seq <= m.seq) return this.join();
     if (pending === 0 && !this.overflowed) return this.join();
@@ -147,21 +164,24 @@ export class CatchUp {
       ok = this.writeQueue();
     });
     if (!ok) return this.suspend();
-    if (this.ws.getBufferedAmount() > this.opts.backpressureBytes >> 1) this.throttle();
+    if (this.ws.getBufferedAmount() > this.opts.backpressureBytes >> 2) this.throttle();
   }
 
-  /** The socket is filling up: stop the reader, and read on from the last written seq once it drains. */
+  /**
+   * The socket holds a quarter of the backpressure threshold: the reader stops asking for more (at most its
+   * window, half the threshold, still arrives and is written) and asks again once the socket has drained.
+   * Both together stay under the threshold, so a throttled catch-up is not also taken for a slow client.
+   */
   private throttle(): void {
+    if (this.throttled || !this.reader) return;
     this.throttled = true;
     const r = this.reader;
-    this.reader = undefined;
-    this.gen++;
-    this.queue = [];
-    this.lastSent = this.lastWritten;
-    if (r) void r.stop().catch(() => undefined);
+    r.pause();
     this.session.drainWaiters.push(() => {
-      if (this.finished || this.session.closed) return;
-      void this.openReader({ seq: this.lastWritten + 1 });
+      if (this.finished || this.session.closed || this.reader !== r) return;
+      this.throttled = false;
+      this.lastActivity = Date.now();
+      r.resume();
     });
   }
 
@@ -169,14 +189,15 @@ export class CatchUp {
   private writeQueue(): boolean {
     const q = this.queue;
     this.queue = [];
-    for (const item of q) {
-      if (!this.write(item.frame, item.seq)) return false;
+    const pattern = this.sub.pattern;
+    for (const m of q) {
+      if (!this.write(scratch.frame(m.channel, pattern, m.seq, m.ts, m.payload), m.seq)) return false;
     }
     return true;
   }
 
   /** Writes one frame; false when uWS dropped it, leaving `lastWritten` at the frame before. */
-  private write(frame: Buffer, seq: number): boolean {
+  private write(frame: Uint8Array, seq: number): boolean {
     if (this.ws.send(frame, false, false) === 2) {
       this.lastSent = this.lastWritten;
       return false;
