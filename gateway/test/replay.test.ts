@@ -120,6 +120,30 @@ describe("replay — start positions", () => {
     await c.waitForMsgs(100_000 + extra + 1);
   }, 120_000);
 
+  it("catch-up — a reader whose consumer is deleted mid-replay is replaced: contiguous, no duplicates, then live", async () => {
+    const ch = uniq("lost.");
+    const total = 50_000;
+    await publishMany(ch, total);
+    const c = await client();
+    await c.sub(ch, { from: "all" });
+    await c.waitForMsgs(1_000);
+    const jsm = await jetstreamManager(nc);
+    const readers = (await jsm.consumers.list("EVENTS").next())
+      .filter((ci) => ci.name.startsWith("fgw_r_") && (ci.config.filter_subjects ?? [ci.config.filter_subject]).includes(`ev.${ch}`));
+    const receivedAtDelete = c.msgs.length;
+    for (const ci of readers) await jsm.consumers.delete("EVENTS", ci.name);
+    expect(readers).toHaveLength(1);
+    expect(receivedAtDelete).toBeLessThan(total);
+    await c.waitForMsgs(total, 30_000);
+    await waitFor(() => c.frames.find((f) => f.op === "live"), { what: "live marker" });
+    expect(c.msgs.length).toBe(total);
+    expect(contiguousFrom(c.msgs, 0)).toBe(true);
+    expect(gw.logs.some((l) => l.msg === "catch-up reader lost; replacing it")).toBe(true);
+    await httpPublish(gw.url, ch, { i: total });
+    await c.waitForMsgs(total + 1);
+    expect((c.msgs.at(-1)!.data as { i: number }).i).toBe(total);
+  }, 60_000);
+
   it("retention: resuming from a removed sequence is reported as truncated with the first seq", async () => {
     const ch = uniq("trunc.");
     await publishMany(ch, 20);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { checkChannel, checkPattern, matches, SubjectMapper } from "../../src/protocol/channel.js";
 import { parseClientFrame } from "../../src/protocol/frames.js";
-import { looksLikeJson, msgFrame } from "../../src/protocol/serialize.js";
+import { FrameScratch, looksLikeJson, msgFrame } from "../../src/protocol/serialize.js";
 
 describe("protocol — channels", () => {
   it.each(["orders", "orders.eu", "a-b_c.d:e", "x.y.z"])("accepts channel %s", (c) => expect(checkChannel(c).ok).toBe(true));
@@ -65,5 +65,19 @@ describe("protocol — msg frames", () => {
     expect(JSON.parse(f.toString())).toMatchObject({ enc: "text", data: "hello world" });
     expect(looksLikeJson(Buffer.from("12.5"))).toBe(true);
     expect(looksLikeJson(Buffer.from("nope"))).toBe(false);
+  });
+  it("msg frames — the replay's scratch-buffer frames are byte-identical to msgFrame's, across channels and sizes", () => {
+    const scratch = new FrameScratch();
+    const cases: [string, string, number, number, Buffer][] = [
+      ["o.eu", "o.*", 3, 1763759686123.456, Buffer.from('{"a":[1,2]}')],
+      ["o.eu", "o.*", 4, 1763759686124, Buffer.from('"é ü 漢字"')],
+      ["o.us", "o.*", 5, 1.5, Buffer.from(`{"big":"${"x".repeat(40_000)}"}`)], // grows the scratch buffer
+      ["p", "p", 6, 2, Buffer.from("[]")],
+      ["p", "p", 7, 3, Buffer.from("not json")], // falls back to the text frame
+    ];
+    for (const [channel, pattern, seq, ts, payload] of cases) {
+      const a = Buffer.from(scratch.frame(channel, pattern, seq, ts, payload));
+      expect(a.equals(msgFrame({ channel, pattern, seq, ts }, payload))).toBe(true);
+    }
   });
 });
