@@ -50,6 +50,8 @@ export class PullReader implements Reader {
   private avgSize = INITIAL_SIZE_GUESS;
   /** Cursor of the reply-subject parser. */
   private pos = 0;
+  /** A filter without wildcards has one channel: no subject to decode per message. */
+  private readonly channel?: string;
 
   private constructor(
     private readonly o: PullReaderOptions,
@@ -62,6 +64,7 @@ export class PullReader implements Reader {
     this.inbox = inbox;
     this.ackPrefix = `$JS.ACK.${o.stream}.${name}.`;
     this.nextSubject = `$JS.API.CONSUMER.MSG.NEXT.${o.stream}.${name}`;
+    if (!/(^|\.)[*>](\.|$)/.test(o.subject)) this.channel = o.toChannel(o.subject);
     this.sub = o.nc.subscribe(inbox, { callback: (err, m) => (err ? this.lost(err) : this.onMsg(m)) });
   }
 
@@ -94,11 +97,11 @@ export class PullReader implements Reader {
     await this.o.jsm.consumers.delete(this.o.stream, this.name).catch(() => undefined);
   }
 
-  /** Tops the window up once half of it has arrived. */
+  /** Tops the window up once three quarters of it have arrived (fewer, larger pulls; each is a syscall). */
   private pull(): void {
     if (this.stopped || this.paused) return;
     const window = Math.max(MIN_WINDOW, Math.min(this.o.maxMessages, Math.floor(this.o.windowBytes / this.avgSize)));
-    if (this.outstanding > window >> 1) return;
+    if (this.outstanding > window >> 2) return;
     const batch = window - this.outstanding;
     this.outstanding += batch;
     this.o.nc.publish(this.nextSubject, JSON.stringify({ batch, expires: nanos(PULL_EXPIRES_MS) }), { reply: this.inbox });
@@ -128,7 +131,7 @@ export class PullReader implements Reader {
     const payload = m.data;
     this.avgSize += (payload.length + reply.length + 64 - this.avgSize) / 16;
     this.outstanding--;
-    this.h.onMessage({ channel: this.o.toChannel(m.subject), seq, ts: Math.round(ts / 1_000) / 1_000, payload }, pending);
+    this.h.onMessage({ channel: this.channel ?? this.o.toChannel(m.subject), seq, ts: Math.round(ts / 1_000) / 1_000, payload }, pending);
     this.pull();
   }
 

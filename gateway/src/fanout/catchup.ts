@@ -46,6 +46,10 @@ export class CatchUp {
   lastSent: number;
   private lastWritten: number;
   readers = 0;
+  /** Times the reader paused for a full socket; replayed frames written; for the end-of-replay debug line. */
+  private throttles = 0;
+  private replayed = 0;
+  private readonly startedAt = Date.now();
   /** Replaces a reader that went silent (its NATS node died: nats.js does not recreate it). */
   private watchdog?: NodeJS.Timeout;
   private lastActivity = Date.now();
@@ -175,6 +179,7 @@ export class CatchUp {
   private throttle(): void {
     if (this.throttled || !this.reader) return;
     this.throttled = true;
+    this.throttles++;
     const r = this.reader;
     r.pause();
     this.session.drainWaiters.push(() => {
@@ -204,6 +209,7 @@ export class CatchUp {
     }
     this.lastWritten = seq;
     this.lastSent = Math.max(this.lastSent, seq);
+    this.replayed++;
     return true;
   }
 
@@ -229,6 +235,9 @@ export class CatchUp {
       this.ws.send(`{"op":"live","sub":${JSON.stringify(this.sub.pattern)},"seq":${this.lastSent}}`, false, false);
     });
     this.finish();
+    if (this.log.isLevelEnabled("debug")) {
+      this.log.debug({ pattern: this.sub.pattern, frames: this.replayed, ms: Date.now() - this.startedAt, readers: this.readers, throttles: this.throttles }, "catch-up joined live");
+    }
     this.onEnd(dropped ? { type: "suspended", lastSent: this.lastWritten } : { type: "joined", lastSent: this.lastSent });
   }
 

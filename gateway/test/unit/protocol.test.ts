@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { checkChannel, checkPattern, matches, SubjectMapper } from "../../src/protocol/channel.js";
 import { parseClientFrame } from "../../src/protocol/frames.js";
@@ -79,5 +80,15 @@ describe("protocol — msg frames", () => {
       const a = Buffer.from(scratch.frame(channel, pattern, seq, ts, payload));
       expect(a.equals(msgFrame({ channel, pattern, seq, ts }, payload))).toBe(true);
     }
+  });
+  it("msg frames — digits written into the scratch buffer match JavaScript's own number text for any seq and µs timestamp", () => {
+    const scratch = new FrameScratch();
+    const payload = Buffer.from('{"k":1}');
+    fc.assert(fc.property(fc.nat({ max: Number.MAX_SAFE_INTEGER }), fc.integer({ min: 0, max: 4_102_444_800_000_000 }), fc.double({ noNaN: true }), (seq, us, odd) => {
+      for (const ts of [us / 1_000, odd]) {
+        const a = Buffer.from(scratch.frame("c", "c", seq, ts, payload));
+        expect(a.toString()).toBe(msgFrame({ channel: "c", pattern: "c", seq, ts }, payload).toString());
+      }
+    }), { numRuns: 5_000 });
   });
 });
