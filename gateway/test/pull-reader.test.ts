@@ -1,7 +1,7 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PullReader, type PullReaderOptions } from "../src/broker/pull-reader.js";
+import { PullReader, READER_PREFIX, type PullReaderOptions } from "../src/broker/pull-reader.js";
 import type { BrokerMessage } from "../src/broker/broker.js";
 import { createLogger } from "../src/log.js";
 import { SubjectMapper } from "../src/protocol/channel.js";
@@ -38,7 +38,7 @@ async function publish(subject: string, count: number): Promise<number[]> {
   return seqs;
 }
 
-const readerNames = async () => (await jsm.consumers.list("PR").next()).map((c) => c.name).filter((name) => name.startsWith("fgw_r_"));
+const readerNames = async () => (await jsm.consumers.list("PR").next()).map((c) => c.name).filter((name) => name.startsWith(READER_PREFIX));
 
 function options(pattern: string, windowBytes = 65_536): PullReaderOptions {
   return { nc, jsm, stream: "PR", subject: mapper.toSubject(pattern), toChannel: (s) => mapper.toChannel(s), position: { deliver_policy: DeliverPolicy.All }, windowBytes, maxMessages: 1_024, log };

@@ -5,6 +5,7 @@ import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js
 import { childPids, startGateway, type GatewayHandle } from "./support/gateway.js";
 import { httpPublish, TestClient, type MsgFrame } from "./support/ws-client.js";
 import { waitFor } from "./support/wait.js";
+import { READER_PREFIX } from "../src/broker/pull-reader.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;
@@ -129,7 +130,7 @@ describe("replay — start positions", () => {
     await c.waitForMsgs(1_000);
     const jsm = await jetstreamManager(nc);
     const readers = (await jsm.consumers.list("EVENTS").next())
-      .filter((ci) => ci.name.startsWith("fgw_r_") && (ci.config.filter_subjects ?? [ci.config.filter_subject]).includes(`ev.${ch}`));
+      .filter((ci) => ci.name.startsWith(READER_PREFIX) && (ci.config.filter_subjects ?? [ci.config.filter_subject]).includes(`ev.${ch}`));
     const receivedAtDelete = c.msgs.length;
     for (const ci of readers) await jsm.consumers.delete("EVENTS", ci.name);
     expect(readers).toHaveLength(1);

@@ -1,5 +1,6 @@
 import { AckPolicy, type ConsumerConfig, type JetStreamManager } from "@nats-io/jetstream";
 import { createInbox, nanos, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { randomBytes } from "node:crypto";
 import type { Logger } from "../log.js";
 import type { BrokerMessage, Reader, ReaderHandlers } from "./broker.js";
 
@@ -18,6 +19,9 @@ export type PullReaderOptions = {
   maxMessages: number;
   log: Logger;
 };
+
+/** Names of catch-up consumers start with this. */
+export const READER_PREFIX = "fgwr";
 
 /** How long one pull request stays open on the server (a 408 then ends it and a new one is sent). */
 const PULL_EXPIRES_MS = 30_000;
@@ -70,7 +74,8 @@ export class PullReader implements Reader {
 
   static async open(o: PullReaderOptions, h: ReaderHandlers): Promise<PullReader> {
     const inbox = createInbox();
-    const name = `fgw_r_${inbox.slice(inbox.lastIndexOf(".") + 1)}`;
+    // Short: the name is in every message's reply subject, which nats.js scans byte by byte (72 random bits).
+    const name = `${READER_PREFIX}${randomBytes(9).toString("base64url")}`;
     const ci = await o.jsm.consumers.add(o.stream, {
       name, filter_subjects: [o.subject], ack_policy: AckPolicy.None, mem_storage: true, num_replicas: 1,
       inactive_threshold: nanos(INACTIVE_THRESHOLD_MS), ...o.position,
