@@ -30,10 +30,10 @@ export async function startNats(): Promise<{ url: string; proc: ChildProcess }> 
   return { url: ports.nats[0]!, proc };
 }
 
-export async function startGatewayProc(natsUrl: string, workers: number, extra: string[] = []): Promise<{ port: number; proc: ChildProcess }> {
+export async function startGatewayProc(natsUrl: string, workers: number, extra: string[] = [], cli = CLI): Promise<{ port: number; proc: ChildProcess }> {
   // BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the gateway's processes.
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
-  const proc = spawn(process.execPath, [...nodeArgs, CLI, "--port", "0", "--workers", String(workers), "--nats-url", natsUrl, "--log-level", "info",
+  const proc = spawn(process.execPath, [...nodeArgs, cli, "--port", "0", "--workers", String(workers), "--nats-url", natsUrl, "--log-level", "info",
     // Every benchmark client comes from 127.0.0.1: lift the per-IP abuse limits.
     "--max-connections-per-ip=-1", "--connect-rate-per-ip=-1", "--frame-rate=-1", ...extra], { stdio: ["ignore", "pipe", "inherit"] });
   let out = "";

@@ -1,64 +1,25 @@
 // bench:replay — replay rate to one socket (msgs/s) against the raw ordered-consumer read rate of the same
 // stream in the same run. Target: the socket gets at least 70% of the raw rate.
 // Usage: node dist/loadtest/bench/replay.js [--messages 100000] [--size 100] [--rounds 9] [--warmup 1]
-//        [--layout pinned|shared]
-// Layout "pinned" (default, with 2+ CPUs): the reader under test has a core of its own — the raw consumer in
-// the raw leg, the gateway in the socket leg — and nats-server shares the other core with the measuring
-// client. "shared" leaves placement to the scheduler (three busy processes on two cores here).
+//        [--layout shared|pinned]
+// Layout "shared" (default) leaves placement to the scheduler: two busy processes on the machine's cores in
+// the raw leg, three in the socket leg. "pinned" (2+ CPUs) gives the reader under test a core of its own —
+// the raw consumer in the raw leg, the gateway in the socket leg — and nats-server shares the other core
+// with the measuring client; on two cores that starves nats-server in the socket leg, so it reads lower.
 import { parseArgs } from "node:util";
-import { connect } from "@nats-io/transport-node";
-import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
-import WebSocket from "ws";
 import { childPids, fmt, pinToCpu, startGatewayProc, startNats } from "./common.js";
-
-async function rawRead(servers: string, subject: string, count: number): Promise<number> {
-  const nc = await connect({ servers });
-  const js = jetstream(nc);
-  const c = await js.consumers.get("EVENTS", { filter_subjects: [subject], deliver_policy: DeliverPolicy.All });
-  const t0 = performance.now();
-  let n = 0;
-  await new Promise<void>((resolve) => {
-    void c.consume({ max_messages: 1_024, callback: (m) => { n++; if (m.info.pending === 0 && n >= count) resolve(); } });
-  });
-  const dt = (performance.now() - t0) / 1000;
-  await nc.close();
-  return count / dt;
-}
-
-async function socketReplay(port: number, channel: string, count: number): Promise<number> {
-  const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`, { perMessageDeflate: false, skipUTF8Validation: true });
-  await new Promise<void>((res, rej) => { ws.once("open", () => res()); ws.once("error", rej); });
-  let n = 0;
-  let t0 = 0;
-  const done = new Promise<void>((resolve) => {
-    ws.on("message", (d: Buffer) => {
-      if (d[2] === 0x6f && d[7] === 0x6d) { // {"op":"msg"…: count without parsing
-        if (++n >= count) resolve();
-      }
-    });
-  });
-  t0 = performance.now();
-  ws.send(JSON.stringify({ op: "sub", id: 1, channel, from: "all" }));
-  await done;
-  const dt = (performance.now() - t0) / 1000;
-  ws.terminate();
-  return count / dt;
-}
+import { fillStream, median, rawRead, socketReplay } from "./replay-legs.js";
 
 async function main(): Promise<void> {
   const { values: v } = parseArgs({ options: {
     messages: { type: "string", default: "100000" }, size: { type: "string", default: "100" }, rounds: { type: "string", default: "9" },
-    warmup: { type: "string", default: "1" }, layout: { type: "string", default: "pinned" },
+    warmup: { type: "string", default: "1" }, layout: { type: "string", default: "shared" },
   } });
   const count = Number(v.messages), size = Number(v.size), rounds = Number(v.rounds), warmup = Number(v.warmup);
   if (v.layout !== "pinned" && v.layout !== "shared") throw new Error(`--layout must be pinned or shared, not ${v.layout}`);
   const nats = await startNats();
   const gw = await startGatewayProc(nats.url, 1, (process.env.BENCH_GATEWAY_ARGS ?? "").split(" ").filter(Boolean));
-  const nc = await connect({ servers: nats.url });
-  const js = jetstream(nc);
-  const payload = new TextEncoder().encode(JSON.stringify({ x: "y".repeat(Math.max(0, size - 8)) }));
-  for (let i = 0; i < count; i += 1_000) await Promise.all(Array.from({ length: Math.min(1_000, count - i) }, () => js.publish("ev.bench.replay", payload)));
-  await nc.close();
+  await fillStream(nats.url, "ev.bench.replay", count, size);
   // Raw reader and gateway on CPU 1; nats-server and the measuring socket client on CPU 0.
   const pinned = v.layout === "pinned" && [nats.proc.pid!, process.pid].every((p) => pinToCpu(p, 0))
     && [gw.proc.pid!, ...childPids(gw.proc.pid!)].every((p) => pinToCpu(p, 1));
@@ -87,7 +48,7 @@ async function main(): Promise<void> {
     raws.push(rawRate);
     socks.push(sockRate);
   }
-  const med = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)]!;
+  const med = median;
   // Each round measures both back to back, so a round's ratio shares that moment's machine noise.
   const ratios = raws.map((r, i) => socks[i]! / r);
   console.log(`\nbench:replay — ${fmt(count)} stored messages of ~${size} B, ${rounds} rounds after ${warmup} warm-up (both legs each round, alternating which goes first), layout ${pinned ? "pinned" : "shared"}`);

@@ -1,0 +1,66 @@
+// bench:replay-ab — the replay leg of two gateway builds against the same stream, in the same rounds:
+// A is another git revision (built once into .bench/<sha>/), B is this checkout's dist/. Each round runs
+// the raw leg and both socket legs back to back in a rotating order; per-round ratios cancel the machine's
+// drift, which on a shared VM is far larger than the difference between two builds.
+// Usage: npm run bench:replay-ab -- --rev <git rev> [--rounds 16] [--messages 100000]
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, symlinkSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { CLI, fmt, ROOT, startGatewayProc, startNats } from "./common.js";
+import { fillStream, median, rawRead, socketReplay } from "./replay-legs.js";
+
+/** Compiles `rev` with tsc into .bench/<sha>/ (kept for later runs), using this checkout's node_modules. */
+function buildRevision(rev: string): string {
+  const sha = execFileSync("git", ["-C", ROOT, "rev-parse", "--short=12", `${rev}^{commit}`], { encoding: "utf8" }).trim();
+  const out = join(ROOT, ".bench", sha);
+  const cli = join(out, "gateway/src/cli.js");
+  if (existsSync(cli)) return cli;
+  const src = join(ROOT, ".bench", `src-${sha}`);
+  mkdirSync(join(ROOT, ".bench"), { recursive: true });
+  execFileSync("git", ["-C", ROOT, "worktree", "add", "--force", "--detach", src, sha], { stdio: "ignore" });
+  try {
+    symlinkSync(join(ROOT, "node_modules"), join(src, "node_modules"));
+    execFileSync(process.execPath, [join(ROOT, "node_modules/typescript/bin/tsc"), "-p", join(src, "tsconfig.json"), "--outDir", out], { stdio: "inherit" });
+  } finally {
+    execFileSync("git", ["-C", ROOT, "worktree", "remove", "--force", src], { stdio: "ignore" });
+  }
+  return cli;
+}
+
+async function main(): Promise<void> {
+  const { values: v } = parseArgs({ options: {
+    rev: { type: "string" }, rounds: { type: "string", default: "16" }, messages: { type: "string", default: "100000" },
+  } });
+  if (!v.rev) throw new Error("--rev <git revision> is required (the build to compare this checkout against)");
+  const rounds = Number(v.rounds), count = Number(v.messages);
+  const cliA = buildRevision(v.rev);
+  const nats = await startNats();
+  const [a, b] = [await startGatewayProc(nats.url, 1, [], cliA), await startGatewayProc(nats.url, 1, [], CLI)];
+  await fillStream(nats.url, "ev.bench.replay", count, 100);
+  type Leg = "raw" | "A" | "B";
+  const run: Record<Leg, () => Promise<number>> = {
+    raw: () => rawRead(nats.url, "ev.bench.replay", count),
+    A: () => socketReplay(a.port, "bench.replay", count),
+    B: () => socketReplay(b.port, "bench.replay", count),
+  };
+  const orders: Leg[][] = [["raw", "A", "B"], ["B", "A", "raw"], ["A", "raw", "B"], ["B", "raw", "A"], ["A", "B", "raw"], ["raw", "B", "A"]];
+  const got: Record<Leg, number[]> = { raw: [], A: [], B: [] };
+  for (let r = 0; r <= rounds; r++) {
+    const round: Partial<Record<Leg, number>> = {};
+    for (const leg of orders[r % orders.length]!) round[leg] = await run[leg]();
+    if (r === 0) continue; // warm-up
+    for (const leg of ["raw", "A", "B"] as const) got[leg].push(round[leg]!);
+  }
+  const ratio = (x: Leg, y: Leg) => median(got[x].map((n, i) => n / got[y][i]!)).toFixed(3);
+  console.log(`bench:replay-ab — ${fmt(count)} messages, ${rounds} rounds; A = ${v.rev}, B = this checkout`);
+  console.log(`median msgs/s: raw ${fmt(median(got.raw))}, A ${fmt(median(got.A))}, B ${fmt(median(got.B))}`);
+  console.log(`median of per-round ratios: A/raw ${ratio("A", "raw")}, B/raw ${ratio("B", "raw")}, B/A ${ratio("B", "A")}`);
+  for (const p of [a.proc, b.proc, nats.proc]) p.kill("SIGTERM");
+  process.exit(0);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
