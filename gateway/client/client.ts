@@ -236,12 +236,15 @@ export class GatewayClient {
   /**
    * Replaces the connection's token before it expires (`refresh` frame); later reconnects use it too.
    * Resolves with the new expiry (unix seconds) or rejects with the server's `err` (e.g. forbidden).
+   * Without an open connection, or if it closes before the server answers, resolves with `{}`: the token
+   * is then presented by the next connection.
    */
   refreshToken(token: string): Promise<{ exp?: number }> {
     this.opts.token = token;
     const ws = this.ws;
     if (this.state !== "open" || !ws) return Promise.resolve({});
     return new Promise((resolve, reject) => {
+      this.closedWaiters.push(() => resolve({}));
       this.request(ws, { op: "refresh", token }, (r) => (r.op === "ok" ? resolve(typeof r.exp === "number" ? { exp: r.exp } : {}) : reject(wireError(r))));
     });
   }
