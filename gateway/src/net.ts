@@ -1,4 +1,4 @@
-import type { ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { connect, createServer } from "node:net";
 
 /** A TCP port that was free on `host` a moment ago (for children that need a fixed port). */
@@ -41,4 +41,16 @@ export async function stopChild(child: ChildProcess | undefined, timeoutMs: numb
   const t = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
   await exited;
   clearTimeout(t);
+}
+
+/**
+ * Ties a child server's life to this process's: a small `sh` reads a pipe from us and, at end of file —
+ * which the kernel delivers however we die, SIGKILL included — sends the server SIGTERM. Kill the lifeline
+ * (`.kill("SIGKILL")`) before stopping the server deliberately, or when the server has exited.
+ */
+export function lifeline(serverPid: number): ChildProcess {
+  const l = spawn("/bin/sh", ["-c", 'read _ || kill -TERM "$1" 2>/dev/null', "fanout-gateway-lifeline", String(serverPid)], { stdio: ["pipe", "ignore", "ignore"] });
+  l.on("error", () => undefined); // without /bin/sh the server just is not tied; nothing else changes
+  l.unref();
+  return l;
 }

@@ -76,6 +76,15 @@ describe("lifecycle — embedded nats-server", () => {
     expect(await g.stop("SIGTERM")).toBe(0);
     expect(pidAlive(natsPid)).toBe(false);
   });
+
+  it("embedded nats-server — a SIGKILLed primary does not leave it running (it used to outlive the gateway)", async () => {
+    const g = await gateway({ workers: 1 });
+    const natsPid = g.logs.find((l) => l.msg === "embedded nats-server ready")!.natsPid as number;
+    expect(pidAlive(natsPid)).toBe(true);
+    g.process.kill("SIGKILL");
+    await g.exited;
+    await waitFor(() => !pidAlive(natsPid), { timeoutMs: 15_000, what: "embedded nats-server gone after the primary's SIGKILL" });
+  });
 });
 
 describe("lifecycle — workers", () => {

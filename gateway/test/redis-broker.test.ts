@@ -275,4 +275,13 @@ describe("redis broker — embedded redis-server", () => {
       if (!stopped) await eg.stop();
     }
   });
+
+  it("embedded redis — a SIGKILLed primary does not leave it running", async () => {
+    const eg = await startGateway({ workers: 1, logLevel: "info", args: ["--broker", "redis"] });
+    const redisPid = eg.logs.find((l) => l.msg === "embedded redis-server ready")!.redisPid as number;
+    expect(alive(redisPid)).toBe(true);
+    eg.process.kill("SIGKILL");
+    await eg.exited;
+    await waitFor(() => !alive(redisPid), { timeoutMs: 15_000, what: "embedded redis-server gone after the primary's SIGKILL" });
+  });
 });

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { GatewayError } from "../errors.js";
 import type { Logger } from "../log.js";
-import { stopChild } from "../net.js";
+import { lifeline, stopChild } from "../net.js";
 
 export type EmbeddedNatsOptions = { bin: string; dataDir: string; log: Logger };
 
@@ -42,6 +42,9 @@ export class EmbeddedNats {
       child.once("error", (e) => rej(new GatewayError("ERR_EMBEDDED_NATS", `cannot start ${this.opts.bin}: ${e.message} (run npm run setup, or set NATS_URL)`, { cause: e })));
     });
     await spawned;
+    // Stops the server even if this process is SIGKILLed (it is not one of the cluster's workers).
+    const line = lifeline(child.pid!);
+    child.once("exit", () => line.kill("SIGKILL"));
     try {
       this.port = await this.waitForPort(portsDir, () => stderr);
     } finally {
