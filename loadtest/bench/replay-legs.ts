@@ -1,4 +1,4 @@
-// The two legs of bench:replay, shared with bench:replay-ab.
+// The two legs of bench:replay, shared with bench:ab.
 import { connect } from "@nats-io/transport-node";
 import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
 import WebSocket from "ws";

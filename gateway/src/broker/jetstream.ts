@@ -52,6 +52,9 @@ export class JetStreamBroker implements Broker {
       waitOnFirstConnect: true,
       pingInterval: 10_000,
       maxPingOut: 2,
+      // nats.js otherwise creates two Error objects (stack traces) per request, every publish included:
+      // measured here as half of the client CPU of a JetStream publish. Our errors carry their own context.
+      noAsyncTraces: true,
     });
     const jsm = await jetstreamManager(nc, { timeout: opts.publishTimeoutMs ?? 5_000 });
     const js = jetstream(nc, { timeout: opts.publishTimeoutMs ?? 5_000 });

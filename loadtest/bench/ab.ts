@@ -1,11 +1,13 @@
-// bench:replay-ab — the replay leg of two gateway builds against the same stream, in the same rounds:
-// A is another git revision (built once into .bench/<sha>/), B is this checkout's dist/. Each round runs
-// the raw leg and both socket legs back to back in a rotating order; per-round ratios cancel the machine's
-// drift, which on a shared VM is far larger than the difference between two builds.
-// Usage: npm run bench:replay-ab -- --rev <git rev> [--rounds 16] [--messages 100000]
+// bench:ab — two gateway builds side by side on one nats-server, in the same rounds: A is another git
+// revision (built once into .bench/<sha>/), B is this checkout's dist/. Per-round ratios cancel the
+// machine's drift, which on a shared VM is far larger than the difference between two builds.
+//   --workload replay  (default) bench:replay's legs: raw ordered consumer, replay through A, through B
+//   --workload publish autocannon HTTP publishes (32 connections, 5 s) to A, then B, alternating
+// Usage: npm run bench:ab -- --rev <git rev> [--workload replay|publish] [--rounds 16] [--messages 100000]
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { CLI, fmt, ROOT, startGatewayProc, startNats } from "./common.js";
 import { fillStream, median, rawRead, socketReplay } from "./replay-legs.js";
@@ -28,22 +30,38 @@ function buildRevision(rev: string): string {
   return cli;
 }
 
+type Leg = "raw" | "A" | "B";
+
+/** autocannon (loadtest's own dependency) through the capacity script's wrapper: mean requests/s. */
+async function httpPublishRate(port: number): Promise<number> {
+  const mod = (await import(pathToFileURL(join(ROOT, "loadtest/capacity/http-publish.mjs")).href)) as {
+    cannon(o: Record<string, unknown>): Promise<{ requests: { average: number } }>;
+  };
+  const r = await mod.cannon({ url: `http://127.0.0.1:${port}/v1/publish/ab.pub`, method: "POST", headers: { "content-type": "application/json" },
+    body: JSON.stringify({ x: "y".repeat(92) }), connections: 32, duration: 5 });
+  return r.requests.average;
+}
+
 async function main(): Promise<void> {
   const { values: v } = parseArgs({ options: {
     rev: { type: "string" }, rounds: { type: "string", default: "16" }, messages: { type: "string", default: "100000" },
+    workload: { type: "string", default: "replay" },
   } });
   if (!v.rev) throw new Error("--rev <git revision> is required (the build to compare this checkout against)");
+  if (v.workload !== "replay" && v.workload !== "publish") throw new Error(`--workload must be replay or publish, not ${v.workload}`);
   const rounds = Number(v.rounds), count = Number(v.messages);
   const cliA = buildRevision(v.rev);
   const nats = await startNats();
   const [a, b] = [await startGatewayProc(nats.url, 1, [], cliA), await startGatewayProc(nats.url, 1, [], CLI)];
-  await fillStream(nats.url, "ev.bench.replay", count, 100);
-  type Leg = "raw" | "A" | "B";
-  const run: Record<Leg, () => Promise<number>> = {
-    raw: () => rawRead(nats.url, "ev.bench.replay", count),
-    A: () => socketReplay(a.port, "bench.replay", count),
-    B: () => socketReplay(b.port, "bench.replay", count),
-  };
+  const replay = v.workload === "replay";
+  if (replay) await fillStream(nats.url, "ev.bench.replay", count, 100);
+  const run: Record<Leg, () => Promise<number>> = replay
+    ? {
+        raw: () => rawRead(nats.url, "ev.bench.replay", count),
+        A: () => socketReplay(a.port, "bench.replay", count),
+        B: () => socketReplay(b.port, "bench.replay", count),
+      }
+    : { raw: async () => 1, A: () => httpPublishRate(a.port), B: () => httpPublishRate(b.port) };
   const orders: Leg[][] = [["raw", "A", "B"], ["B", "A", "raw"], ["A", "raw", "B"], ["B", "raw", "A"], ["A", "B", "raw"], ["raw", "B", "A"]];
   const got: Record<Leg, number[]> = { raw: [], A: [], B: [] };
   for (let r = 0; r <= rounds; r++) {
@@ -53,9 +71,14 @@ async function main(): Promise<void> {
     for (const leg of ["raw", "A", "B"] as const) got[leg].push(round[leg]!);
   }
   const ratio = (x: Leg, y: Leg) => median(got[x].map((n, i) => n / got[y][i]!)).toFixed(3);
-  console.log(`bench:replay-ab — ${fmt(count)} messages, ${rounds} rounds; A = ${v.rev}, B = this checkout`);
-  console.log(`median msgs/s: raw ${fmt(median(got.raw))}, A ${fmt(median(got.A))}, B ${fmt(median(got.B))}`);
-  console.log(`median of per-round ratios: A/raw ${ratio("A", "raw")}, B/raw ${ratio("B", "raw")}, B/A ${ratio("B", "A")}`);
+  console.log(`bench:ab ${v.workload} — ${rounds} rounds after a warm-up; A = ${v.rev}, B = this checkout`);
+  if (replay) {
+    console.log(`median msgs/s (${fmt(count)} messages): raw ${fmt(median(got.raw))}, A ${fmt(median(got.A))}, B ${fmt(median(got.B))}`);
+    console.log(`median of per-round ratios: A/raw ${ratio("A", "raw")}, B/raw ${ratio("B", "raw")}, B/A ${ratio("B", "A")}`);
+  } else {
+    console.log(`median publishes/s: A ${fmt(median(got.A))}, B ${fmt(median(got.B))}; per-round B/A ${got.B.map((n, i) => (n / got.A[i]!).toFixed(2)).join(" ")}`);
+    console.log(`median of per-round ratios: B/A ${ratio("B", "A")}`);
+  }
   for (const p of [a.proc, b.proc, nats.proc]) p.kill("SIGTERM");
   process.exit(0);
 }
