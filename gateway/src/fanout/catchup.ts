@@ -20,6 +20,9 @@ const scratch = new FrameScratch();
 /** A reader with messages pending that delivers nothing for this long is replaced. */
 const READER_STALL_MS = 6_000;
 const STALL_CHECK_MS = 2_000;
+/** A replacement reader that cannot be opened (a NATS failover is electing leaders) is retried with backoff. */
+const REOPEN_ATTEMPTS = 6;
+const REOPEN_BASE_MS = 250;
 
 /**
  * Replays a pattern to one socket from a start position, then hands it to the worker's shared live feed
@@ -54,6 +57,7 @@ export class CatchUp {
   private watchdog?: NodeJS.Timeout;
   private lastActivity = Date.now();
   private throttled = false;
+  private reopenFailures = 0;
 
   constructor(
     private readonly ws: Socket,
@@ -120,6 +124,7 @@ export class CatchUp {
       });
     } catch (e) {
       if (this.finished || gen !== this.gen) return;
+      if (this.readers > 1 && this.reopenFailures < REOPEN_ATTEMPTS) return this.retryReopen(gen, e);
       this.finish();
       this.onEnd({ type: "failed", lastSent: this.lastWritten, error: e });
       return;
@@ -129,9 +134,19 @@ export class CatchUp {
       return;
     }
     this.reader = reader;
+    this.reopenFailures = 0;
     this.lastActivity = Date.now();
     this.throttled = false;
     if (reader.initialPending === 0 && !this.overflowed && this.queue.length === 0) this.join();
+  }
+
+  private retryReopen(gen: number, err: unknown): void {
+    const delay = REOPEN_BASE_MS * 2 ** this.reopenFailures++;
+    this.log.warn({ err, pattern: this.sub.pattern, after: this.lastWritten, retryInMs: delay }, "catch-up reader could not be reopened; retrying");
+    const t = setTimeout(() => {
+      if (!this.finished && gen === this.gen) void this.openReader({ seq: this.lastWritten + 1 });
+    }, delay);
+    t.unref();
   }
 
   /** A live message of the feed (called by the hub after publishing it to the topic). */

@@ -2,7 +2,8 @@
 // node under publish load with zero acknowledged messages lost, and two gateway instances sharing the cluster.
 // Measurements (publish rate, failing window, delivery gaps) are printed as one JSON line per case.
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { jetstreamManager, type JetStreamManager, type StreamInfo } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager, type JetStreamManager, type StreamInfo } from "@nats-io/jetstream";
+import { READER_PREFIX } from "../../src/broker/pull-reader.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getJson, startNatsCluster, type NatsCluster, type NatsClusterNode } from "../support/nats-cluster.js";
 import { startGateway, type GatewayHandle } from "../support/gateway.js";
@@ -417,6 +418,45 @@ describe("cluster — kill -9 of a node under publish load", () => {
     const r = await killUnderLoad(gw, { name: "stream leader + gateway's node", via: "http", victim: "stream leader", leaderOnGatewayNode: true });
     expect(r.victimWas).toMatchObject({ streamLeader: true, gatewayNode: true });
   });
+});
+
+describe("cluster — catch-up across a node failure", () => {
+  // The per-socket catch-up consumer is a single-replica consumer on one node. When that node dies mid-replay,
+  // the gateway replaces the reader from the last frame it wrote (after the stall watchdog, retrying while
+  // the cluster elects leaders), and the client still gets every message once, in order.
+  it("the node holding a catch-up reader killed mid-replay — the replay goes on from the last frame written: every message once, in order", async () => {
+    const gw = gateways[0] ?? (await gateway());
+    const ch = uniq("failover-replay.");
+    const total = 40_000;
+    const js = jetstream(nc, { timeout: 10_000 });
+    const enc = new TextEncoder();
+    for (let i = 0; i < total; i += 500) {
+      await Promise.all(Array.from({ length: Math.min(500, total - i) }, (_, k) => js.publish(`ev.${ch}`, enc.encode(`{"i":${i + k}}`))));
+    }
+    const c = await socket(gw.wsUrl);
+    await c.sub(ch, { from: "all" });
+    await c.waitForMsgs(500);
+    const reader = await waitFor(async () => (await jsm.consumers.list(STREAM).next())
+      .find((ci) => ci.name.startsWith(READER_PREFIX) && (ci.config.filter_subjects ?? [ci.config.filter_subject]).includes(`ev.${ch}`)), { what: "the catch-up consumer" });
+    const victim = cluster.nodes.find((x) => x.name === reader.cluster?.leader)!;
+    expect(victim).toBeDefined();
+    const atKill = c.msgs.length;
+    await victim.kill();
+    expect(atKill).toBeLessThan(total);
+    try {
+      await c.waitForMsgs(total, 90_000);
+      await waitFor(() => c.frames.find((f) => f.op === "live"), { timeoutMs: 30_000, what: "live marker" });
+      expect(c.msgs.length).toBe(total);
+      expect(c.msgs.every((m, i) => (m.data as { i: number }).i === i)).toBe(true);
+      expect(c.frames.filter((f) => f.op === "err")).toEqual([]);
+      const count = (msg: string) => gw.logs.filter((l) => l.msg === msg).length;
+      console.log(`cluster-catchup-failover ${JSON.stringify({ victim: victim.name, receivedAtKill: atKill, total,
+        stalled: count("catch-up reader stalled; replacing it"), lost: count("catch-up reader lost; replacing it"), reopenRetries: count("catch-up reader could not be reopened; retrying") })}`);
+    } finally {
+      await victim.restart();
+      await waitCaughtUp(victim, 60_000);
+    }
+  }, 180_000);
 });
 
 describe("cluster — two gateway instances on one cluster", () => {
