@@ -45,12 +45,12 @@ export async function stopChild(child: ChildProcess | undefined, timeoutMs: numb
 
 /**
  * Ties a child server's life to this process's: a small `sh` reads a pipe from us and, at end of file —
- * which the kernel delivers however we die, SIGKILL included — sends the server SIGTERM. Kill the lifeline
- * (`.kill("SIGKILL")`) before stopping the server deliberately, or when the server has exited.
+ * which the kernel delivers however we die, SIGKILL included — sends the server SIGTERM. The lifeline goes
+ * away with the server, so a deliberate stop (or a crash and restart) needs nothing more.
  */
-export function lifeline(serverPid: number): ChildProcess {
-  const l = spawn("/bin/sh", ["-c", 'read _ || kill -TERM "$1" 2>/dev/null', "fanout-gateway-lifeline", String(serverPid)], { stdio: ["pipe", "ignore", "ignore"] });
+export function tieToThisProcess(server: ChildProcess): void {
+  const l = spawn("/bin/sh", ["-c", 'read _ || kill -TERM "$1" 2>/dev/null', "fanout-gateway-lifeline", String(server.pid)], { stdio: ["pipe", "ignore", "ignore"] });
   l.on("error", () => undefined); // without /bin/sh the server just is not tied; nothing else changes
   l.unref();
-  return l;
+  server.once("exit", () => l.kill("SIGKILL"));
 }

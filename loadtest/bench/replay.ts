@@ -48,14 +48,13 @@ async function main(): Promise<void> {
     raws.push(rawRate);
     socks.push(sockRate);
   }
-  const med = median;
   // Each round measures both back to back, so a round's ratio shares that moment's machine noise.
   const ratios = raws.map((r, i) => socks[i]! / r);
   console.log(`\nbench:replay — ${fmt(count)} stored messages of ~${size} B, ${rounds} rounds after ${warmup} warm-up (both legs each round, alternating which goes first), layout ${pinned ? "pinned" : "shared"}`);
   console.log("| round | raw ordered consumer msgs/s | replay to one socket msgs/s | ratio |\n|---|---:|---:|---:|");
   raws.forEach((r, i) => console.log(`| ${i + 1} | ${fmt(r)} | ${fmt(socks[i]!)} | ${ratios[i]!.toFixed(3)} |`));
-  console.log(`median raw ${fmt(med(raws))} msgs/s, median socket ${fmt(med(socks))} msgs/s`);
-  console.log(`ratio socket/raw: median of rounds ${med(ratios).toFixed(3)} (min ${Math.min(...ratios).toFixed(3)}, max ${Math.max(...ratios).toFixed(3)}); target >= 0.70`);
+  console.log(`median raw ${fmt(median(raws))} msgs/s, median socket ${fmt(median(socks))} msgs/s`);
+  console.log(`ratio socket/raw: median of rounds ${median(ratios).toFixed(3)} (min ${Math.min(...ratios).toFixed(3)}, max ${Math.max(...ratios).toFixed(3)}); target >= 0.70`);
   gw.proc.kill("SIGTERM");
   nats.proc.kill("SIGTERM");
   process.exit(0);

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { GatewayError } from "../errors.js";
 import type { Logger } from "../log.js";
-import { lifeline, stopChild } from "../net.js";
+import { stopChild, tieToThisProcess } from "../net.js";
 
 export type EmbeddedNatsOptions = { bin: string; dataDir: string; log: Logger };
 
@@ -43,8 +43,7 @@ export class EmbeddedNats {
     });
     await spawned;
     // Stops the server even if this process is SIGKILLed (it is not one of the cluster's workers).
-    const line = lifeline(child.pid!);
-    child.once("exit", () => line.kill("SIGKILL"));
+    tieToThisProcess(child);
     try {
       this.port = await this.waitForPort(portsDir, () => stderr);
     } finally {

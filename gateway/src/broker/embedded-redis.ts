@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { GatewayError } from "../errors.js";
 import type { Logger } from "../log.js";
-import { freePort, lifeline, redisPing, stopChild } from "../net.js";
+import { freePort, redisPing, stopChild, tieToThisProcess } from "../net.js";
 
 export type EmbeddedRedisOptions = { bin?: string; log: Logger };
 
@@ -62,8 +62,7 @@ export class EmbeddedRedis {
       child.once("error", (e) => rej(new GatewayError("ERR_EMBEDDED_REDIS", `cannot start ${bin}: ${e.message} (install redis-server, or set REDIS_URL)`, { cause: e })));
     });
     // Stops the server even if this process is SIGKILLed.
-    const line = lifeline(child.pid!);
-    child.once("exit", () => line.kill("SIGKILL"));
+    tieToThisProcess(child);
     const deadline = Date.now() + START_TIMEOUT_MS;
     while (!(await redisPing(this.port))) {
       if (child.exitCode !== null || child.signalCode !== null) throw new GatewayError("ERR_EMBEDDED_REDIS", `embedded redis-server exited with ${child.exitCode ?? child.signalCode}: ${out.trim().slice(-500)}`);
