@@ -19,8 +19,7 @@ export async function refreshSession(ctx: HandlerContext, ws: Socket, f: Refresh
   for (const pattern of r.revoked) {
     const sub = s.subs.get(pattern);
     if (!sub) continue;
-    s.subs.delete(pattern);
-    ctx.subs.release(ws, sub);
+    ctx.subs.end(ws, sub);
     ctx.metrics.badFrames.labels(ErrorCode.Forbidden).inc();
     sendText(ws, errFrame(undefined, ErrorCode.Forbidden, `subscription ${pattern} ended: the refreshed token does not allow it`));
   }

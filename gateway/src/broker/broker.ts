@@ -19,35 +19,25 @@ export type BrokerEvent =
 
 export type BrokerCapabilities = { replay: boolean; durable: boolean; history: boolean };
 
-/** Where a replay starts; `last: N` is resolved to a sequence by `ReplayApi.startOfLastN`. */
-export type ReaderPosition = { seq: number } | { time: string } | "all";
+/** The stream's bounds and epoch (its creation time: a recreated stream has a new one). */
+export type StreamState = { firstSeq: number; lastSeq: number; epoch: string };
 
-export type StreamBounds = { firstSeq: number; lastSeq: number };
+/** Stored messages of a pattern: every matching message with seq in [from, coverEnd], in order. */
+export type StoredPage = { messages: BrokerMessage[]; coverEnd: number };
 
-/** A short-lived per-socket reader (catch-up). */
-export interface Reader {
-  /** Matching messages at and after the start position when the reader was created. */
-  readonly initialPending: number;
-  /** Stops asking the broker for more; what was already requested still arrives (a bounded window). */
-  pause(): void;
-  resume(): void;
-  stop(): Promise<void>;
-}
-
-export type ReaderHandlers = {
-  /** Each message in order; `pending` is how many matching messages followed it when it was sent. */
-  onMessage(m: BrokerMessage, pending: number): void;
-  /** The reader broke (consumer gone, sequence gap) and is stopped: reopen after the last message taken. */
-  onLost(err: Error): void;
-};
-
-/** Stored-message access: replay, history. Only brokers that keep messages have it. */
+/** Stored-message access: replay, history. Only brokers that keep messages have it. Creates nothing on the server. */
 export interface ReplayApi {
-  bounds(): Promise<StreamBounds>;
+  /** Bounds and epoch; concurrent callers share one request sent after they asked. */
+  state(): Promise<StreamState>;
   /** The sequence from which `pattern` has exactly its last `n` messages (or the first seq if fewer). */
   startOfLastN(pattern: string, n: number): Promise<number>;
-  /** Reads `pattern` in order from `position`, at most `windowBytes` requested ahead of what was delivered. */
-  reader(pattern: string, position: ReaderPosition, windowBytes: number, handlers: ReaderHandlers): Promise<Reader>;
+  /** The first matching sequence at or after `time` (ISO 8601), or the stream's last seq + 1 when none. */
+  seqAtTime(pattern: string, time: string): Promise<number>;
+  /**
+   * One page of `pattern` from `from`. `target` is a sequence the caller knows is stored (the live feed's
+   * position): when the page ends at the stream's end, it covers at least up to `target`.
+   */
+  read(pattern: string, from: number, target: number): Promise<StoredPage>;
   /** Up to `limit` stored messages of one channel from `fromSeq`. */
   history(channel: string, fromSeq: number, limit: number): Promise<BrokerMessage[]>;
 }

@@ -1,115 +1,203 @@
-import type { ConsumerMessages } from "@nats-io/jetstream";
+import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { Logger } from "../log.js";
 import type { BrokerMessage, LiveFeed } from "./broker.js";
+import { parseTimestampMs, type StoredMsg } from "./direct-get.js";
+import type { JetStreamReplay } from "./jetstream-replay.js";
+import { SubjectSequencer } from "./live-sequencer.js";
 
-/** An ordered consumer delivering one pattern from `startSeq`, as JetStreamBroker.orderedFeed opens it. */
-export type OpenOrdered = (startSeq: number, onMessage: (m: BrokerMessage) => void) => Promise<LiveFeed & { messages: ConsumerMessages }>;
+export type CoreLiveDeps = {
+  nc: NatsConnection;
+  replay: JetStreamReplay;
+  /** Stream subject (`ev.orders.eu`) to channel (`orders.eu`). */
+  toChannel: (subject: string) => string;
+  log: Logger;
+  /** Live messages held at most while a repair reads the stream; beyond it they are read again instead. */
+  holdLimit: number;
+  /** Counts gaps found and repairs run (metrics). */
+  onRepair?: (why: RepairReason) => void;
+};
 
-/** Live feeds that want to hear about broker reconnects. */
-export type ReconnectHooks = Set<{ reconnected(): void }>;
+export type RepairReason = "gap" | "reconnect" | "leader" | "overflow";
 
-/** How long a live feed may see neither a message nor a server heartbeat before its consumer is replaced. */
-export const LIVE_STALL_MS = 6_000;
-/** Server heartbeat interval of live consumers: well under LIVE_STALL_MS. */
-export const LIVE_HEARTBEAT_MS = 2_000;
-/** Delay before another attempt when a replacement failed (e.g. the stream is still electing a leader). */
-const RETRY_MS = 1_000;
+/** The feeds of a broker connection that want to hear about reconnects, leader changes and a new epoch. */
+export type LiveFeedHooks = Set<CoreLiveFeed>;
+
+/** First retry delay of a repair read that failed (broker down, leader election); doubles to 5 s. */
+const RETRY_MS = 250;
+const RETRY_MAX_MS = 5_000;
+
+type Live = StoredMsg & { prev: number };
 
 /**
- * A live feed that outlives the server holding its consumer. An ordered consumer is an R1 consumer on one
- * server (the one the create request reached, usually the one the gateway is connected to). When that server
- * dies, nats.js 3.4 neither recreates the consumer nor reports it (after the reconnect its consumer-info check
- * keeps timing out), so the feed would stall until that node returns — for ever if it does not. This feed
- * replaces its consumer with one starting right after the last delivered seq after every broker reconnect, and
- * whenever neither a message nor a heartbeat arrived for `stallMs`. Messages at or below the last delivered seq
- * are dropped, so the overlap of the old and new consumer yields no duplicate and no gap.
+ * A worker's live feed of one pattern without a JetStream consumer: one core NATS subscription on the
+ * stream's republish subjects (`<live prefix>.<pattern>`). Each message carries its stream sequence and
+ * the previous sequence stored on its subject, so every loss of core NATS' at-most-once delivery shows up
+ * as a gap on the subject's next message (SubjectSequencer). A gap, a reconnect or a stream leader change
+ * starts a repair: live messages are held, the missed ones are read from the stream with direct gets and
+ * delivered, then the held ones. The feed delivers every matching message after `startAfter` once, in
+ * stream order per channel (a repaired message can follow newer messages of other channels).
  */
-export class ResilientLiveFeed implements LiveFeed {
-  private current?: LiveFeed & { messages: ConsumerMessages };
-  private active = 0;
-  private nextGen = 1;
-  private lastActivity = Date.now();
-  private replacing = false;
+export class CoreLiveFeed implements LiveFeed {
+  startAfter = 0;
+  private seqr = new SubjectSequencer(0);
+  private sub?: Subscription;
+  /** Holding while starting and while repairs run. */
+  private holding = true;
+  private hold: Live[] = [];
+  private readonly repairs: { subject: string; from: number }[] = [];
+  private repairing = false;
   private stopped = false;
-  private readonly timer: NodeJS.Timeout;
+  /** Highest sequence delivered, or the baseline. */
+  private position = 0;
 
-  private constructor(
-    private readonly pattern: string,
-    private last: number,
-    private readonly open: OpenOrdered,
-    private readonly onMessage: (m: BrokerMessage) => void,
-    private readonly hooks: ReconnectHooks,
-    private readonly log: Logger,
-    private readonly stallMs: number,
-  ) {
-    this.timer = setInterval(() => {
-      if (Date.now() - this.lastActivity > stallMs) void this.replace("no message or heartbeat");
-    }, Math.min(RETRY_MS, stallMs / 3));
-    this.timer.unref();
-  }
+  private constructor(readonly pattern: string, private readonly subject: string, private readonly deps: CoreLiveDeps, private readonly onMessage: (m: BrokerMessage) => void) {}
 
-  /** Starts delivering every matching message with seq > `after`. */
-  static async start(pattern: string, after: number, open: OpenOrdered, onMessage: (m: BrokerMessage) => void, hooks: ReconnectHooks, log: Logger, stallMs = LIVE_STALL_MS): Promise<ResilientLiveFeed> {
-    const feed = new ResilientLiveFeed(pattern, after, open, onMessage, hooks, log, stallMs);
+  /**
+   * Subscribes to `liveSubject` and, once the server has the interest, takes the stream's last sequence as
+   * the baseline: every message after it reaches the subscription (or is repaired).
+   */
+  static async start(pattern: string, subject: string, liveSubject: string, deps: CoreLiveDeps, hooks: LiveFeedHooks, onMessage: (m: BrokerMessage) => void): Promise<CoreLiveFeed> {
+    const feed = new CoreLiveFeed(pattern, subject, deps, onMessage);
+    feed.sub = deps.nc.subscribe(liveSubject, { callback: (err, m) => (err ? undefined : feed.onCore(m)) });
     try {
-      feed.current = await feed.openNext();
+      await deps.nc.flush();
+      const st = await deps.replay.state();
+      feed.begin(st.lastSeq);
     } catch (e) {
-      clearInterval(feed.timer);
+      feed.sub.unsubscribe();
       throw e;
     }
     hooks.add(feed);
+    feed.hooks = hooks;
     return feed;
   }
 
-  private async openNext(): Promise<LiveFeed & { messages: ConsumerMessages }> {
-    const gen = this.nextGen++;
-    const next = await this.open(this.last + 1, (m) => {
-      if (gen !== this.active || m.seq <= this.last) return;
-      this.last = m.seq;
-      this.lastActivity = Date.now();
-      this.onMessage(m);
-    });
-    this.active = gen;
-    this.lastActivity = Date.now();
-    void (async () => {
-      for await (const s of next.messages.status()) {
-        if (s.type === "heartbeat" && gen === this.active) this.lastActivity = Date.now();
-      }
-    })().catch(() => undefined);
-    return next;
+  private hooks?: LiveFeedHooks;
+
+  private begin(baseline: number): void {
+    this.startAfter = baseline;
+    this.position = baseline;
+    this.seqr = new SubjectSequencer(baseline);
+    this.release();
   }
 
-  reconnected(): void {
-    void this.replace("broker reconnected");
+  private onCore(m: Msg): void {
+    if (this.stopped) return;
+    const h = m.headers;
+    if (!h) return;
+    const p: Live = {
+      subject: h.get("Nats-Subject"),
+      seq: Number(h.get("Nats-Sequence")),
+      prev: Number(h.get("Nats-Last-Sequence") || 0),
+      ts: parseTimestampMs(h.get("Nats-Time-Stamp")),
+      payload: m.data,
+    };
+    if (this.holding) return this.holdMsg(p);
+    this.process(p);
   }
 
-  private async replace(why: string): Promise<void> {
-    if (this.replacing || this.stopped) return;
-    this.replacing = true;
-    const old = this.current;
+  private process(p: Live): void {
+    const v = this.seqr.check(p.subject, p.seq, p.prev);
+    if (v.type === "deliver") return this.deliver(p);
+    if (v.type === "old") return;
+    this.deps.log.debug({ pattern: this.pattern, subject: p.subject, missedFrom: v.from, seq: p.seq }, "live feed gap; repairing from the stream");
+    this.deps.onRepair?.("gap");
+    this.repair(v.subject, v.from);
+    this.holdMsg(p);
+  }
+
+  private deliver(m: StoredMsg): void {
+    this.seqr.record(m.subject, m.seq);
+    if (m.seq > this.position) this.position = m.seq;
     try {
-      const next = await this.openNext();
-      this.current = next;
-      if (this.stopped) {
-        await next.stop();
+      this.onMessage({ channel: this.deps.toChannel(m.subject), seq: m.seq, ts: m.ts, payload: m.payload });
+    } catch (e) {
+      this.deps.log.error({ err: e, pattern: this.pattern }, "live feed callback failed");
+    }
+  }
+
+  private holdMsg(p: Live): void {
+    if (this.hold.length < this.deps.holdLimit) {
+      this.hold.push(p);
+      return;
+    }
+    // Too much held: drop it and read it from the stream instead (with everything after it).
+    const from = this.hold[0]!.seq;
+    this.hold = [];
+    this.deps.onRepair?.("overflow");
+    this.repair(this.subject, from);
+  }
+
+  /** The connection came back or the stream has a new leader: read what may have been missed. */
+  resync(why: "reconnect" | "leader"): void {
+    if (this.stopped || this.seqr === undefined) return;
+    this.deps.onRepair?.(why);
+    this.repair(this.subject, this.position + 1);
+  }
+
+  /** The stream was deleted and created again: sequences start over. */
+  restart(baseline: number): void {
+    this.hold = [];
+    this.repairs.length = 0;
+    this.startAfter = baseline;
+    this.position = baseline;
+    this.seqr.reset(baseline);
+  }
+
+  private repair(subject: string, from: number): void {
+    this.holding = true;
+    this.repairs.push({ subject, from });
+    if (!this.repairing) void this.runRepairs();
+  }
+
+  private async runRepairs(): Promise<void> {
+    this.repairing = true;
+    try {
+      while (this.repairs.length > 0 && !this.stopped) await this.read(this.repairs.shift()!);
+    } finally {
+      this.repairing = false;
+    }
+    if (!this.stopped && this.repairs.length === 0) this.release();
+  }
+
+  /** Reads `subject` from `from` to the stream's end, delivering what the feed has not delivered yet. */
+  private async read(r: { subject: string; from: number }): Promise<void> {
+    let from = r.from;
+    let delay = RETRY_MS;
+    while (!this.stopped) {
+      let batch;
+      try {
+        batch = await this.deps.replay.batch(r.subject, from);
+      } catch (e) {
+        this.deps.log.warn({ err: e, pattern: this.pattern, from, retryInMs: delay }, "live feed repair read failed; retrying");
+        await new Promise((res) => setTimeout(res, delay).unref());
+        delay = Math.min(delay * 2, RETRY_MAX_MS);
+        continue;
+      }
+      for (const m of batch.messages) if (this.seqr.fresh(m.subject, m.seq)) this.deliver(m);
+      if (batch.pending === 0 || batch.messages.length === 0) return;
+      from = batch.messages.at(-1)!.seq + 1;
+    }
+  }
+
+  /** Back to live: the held messages go through the sequencer (which may find another gap). */
+  private release(): void {
+    this.holding = false;
+    const held = this.hold;
+    this.hold = [];
+    for (let i = 0; i < held.length; i++) {
+      if (this.holding) {
+        for (let j = i; j < held.length; j++) this.holdMsg(held[j]!);
         return;
       }
-      this.log.warn({ pattern: this.pattern, why, after: this.last }, "live feed consumer replaced");
-      // The old consumer's server may be gone: its deletion is not waited for.
-      void old?.stop().catch(() => undefined);
-    } catch (e) {
-      // The stall timer tries again shortly.
-      this.lastActivity = Date.now() - this.stallMs + RETRY_MS;
-      this.log.warn({ err: e, pattern: this.pattern, why }, "live feed consumer could not be replaced yet");
-    } finally {
-      this.replacing = false;
+      this.process(held[i]!);
     }
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearInterval(this.timer);
-    this.hooks.delete(this);
-    await this.current?.stop();
+    this.hooks?.delete(this);
+    this.hold = [];
+    this.sub?.unsubscribe();
   }
 }

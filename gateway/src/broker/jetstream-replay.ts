@@ -1,76 +1,124 @@
-import { AckPolicy, DeliverPolicy, type ConsumerConfig, type JetStreamManager } from "@nats-io/jetstream";
-import { nanos, type NatsConnection } from "@nats-io/transport-node";
+import type { JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
 import type { SubjectMapper } from "../protocol/channel.js";
 import type { Logger } from "../log.js";
-import { PullReader } from "./pull-reader.js";
-import type { BrokerMessage, Reader, ReaderHandlers, ReaderPosition, ReplayApi, StreamBounds } from "./broker.js";
+import type { BrokerMessage, ReplayApi, StoredPage, StreamState } from "./broker.js";
+import { Coalescer } from "./coalesce.js";
+import { DirectGet, type DirectBatch, type StoredMsg } from "./direct-get.js";
 
-/** Replay and history on the JetStream stream: pull readers, `last N` resolution, direct-get batches. */
+/** A page of a catch-up: at most this many messages or bytes per direct get. */
+export const PAGE_MESSAGES = 1_024;
+export const PAGE_BYTES = 512 * 1_024;
+
+type LeaderMsg = { subject: string; seq: number; data?: string; time: string };
+
+/**
+ * Replay and history on the JetStream stream, without consumers: batched direct gets. Nothing is created on
+ * the server, so a storm of resuming clients costs reads, not consumers (nats-server 2.15 caps a stream at
+ * 1,000 consumers by default). Stream state (bounds, epoch) is asked for through a coalescer.
+ */
 export class JetStreamReplay implements ReplayApi {
+  readonly direct: DirectGet;
+  private readonly info: Coalescer<StreamState>;
+  private replicas = 1;
+
   constructor(
     private readonly nc: NatsConnection,
     private readonly jsm: JetStreamManager,
     private readonly stream: string,
     private readonly mapper: SubjectMapper,
     private readonly log: Logger,
-  ) {}
-
-  async bounds(): Promise<StreamBounds> {
-    const si = await this.jsm.streams.info(this.stream);
-    return { firstSeq: si.state.first_seq, lastSeq: si.state.last_seq };
+  ) {
+    this.direct = new DirectGet(nc, stream);
+    this.info = new Coalescer(async () => {
+      const si = await this.jsm.streams.info(this.stream);
+      this.replicas = si.config.num_replicas || 1;
+      return { firstSeq: si.state.first_seq, lastSeq: si.state.last_seq, epoch: si.created };
+    });
   }
 
-  /** Matching messages with seq >= start, from a throwaway consumer's num_pending. */
-  private async pendingFrom(subject: string, start: number): Promise<number> {
-    const ci = await this.jsm.consumers.add(this.stream, {
-      filter_subject: subject, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start,
-      ack_policy: AckPolicy.None, inactive_threshold: nanos(5_000), mem_storage: true, num_replicas: 1,
-    });
-    this.jsm.consumers.delete(this.stream, ci.name).catch(() => undefined);
-    return ci.num_pending;
+  state(): Promise<StreamState> {
+    return this.info.get();
+  }
+
+  private toMessage = (m: StoredMsg): BrokerMessage => ({ channel: this.mapper.toChannel(m.subject), seq: m.seq, ts: m.ts, payload: m.payload });
+
+  /** Matching messages at and after `from`: the first one found, and how many there are. */
+  private async countFrom(subject: string, from: number): Promise<{ first: number; count: number }> {
+    const b = await this.direct.batch({ seq: from, subject, batch: 1 });
+    const first = b.messages[0];
+    return first ? { first: first.seq, count: 1 + b.pending } : { first: 0, count: 0 };
   }
 
   async startOfLastN(pattern: string, n: number): Promise<number> {
     const subject = this.mapper.toSubject(pattern);
-    const { firstSeq, lastSeq } = await this.bounds();
+    const { firstSeq, lastSeq } = await this.state();
     // An empty stream reports first_seq 0 (fresh) or last_seq + 1 (purged): nothing to count back over.
     if (lastSeq === 0 || lastSeq < firstSeq) return Math.max(firstSeq, lastSeq + 1, 1);
-    if ((await this.pendingFrom(subject, firstSeq)) <= n) return firstSeq;
-    // Largest start with at least n matching messages at or after it: binary search, ~log2(stream) lookups.
-    let lo = firstSeq;
+    const all = await this.countFrom(subject, firstSeq);
+    if (all.count <= n) return all.count === 0 ? lastSeq + 1 : all.first;
+    // Largest start with at least n matching messages at or after it: a binary search of direct gets.
+    let lo = all.first;
     let hi = lastSeq;
     while (lo < hi) {
       const mid = Math.ceil((lo + hi) / 2);
-      if ((await this.pendingFrom(subject, mid)) >= n) lo = mid;
+      const c = await this.countFrom(subject, mid);
+      if (c.count >= n) lo = c.first;
       else hi = mid - 1;
     }
     return lo;
   }
 
-  async reader(pattern: string, position: ReaderPosition, windowBytes: number, handlers: ReaderHandlers): Promise<Reader> {
-    const start: Partial<ConsumerConfig> =
-      position === "all" ? { deliver_policy: DeliverPolicy.All }
-      : "seq" in position ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: position.seq }
-      : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: position.time };
-    const mapper = this.mapper;
-    return PullReader.open({
-      nc: this.nc, jsm: this.jsm, stream: this.stream, subject: mapper.toSubject(pattern), toChannel: (s) => mapper.toChannel(s),
-      position: start, windowBytes, maxMessages: 1_024, log: this.log,
-    }, handlers);
+  async seqAtTime(pattern: string, time: string): Promise<number> {
+    const b = await this.direct.batch({ startTime: time, subject: this.mapper.toSubject(pattern), batch: 1 });
+    return b.messages[0]?.seq ?? (await this.state()).lastSeq + 1;
+  }
+
+  /** One direct-get batch of a filter subject from `from` (the live feed's repairs use it unmapped). */
+  batch(subject: string, from: number, batch = PAGE_MESSAGES): Promise<DirectBatch> {
+    return this.direct.batch({ seq: from, subject, batch, maxBytes: PAGE_BYTES });
+  }
+
+  async read(pattern: string, from: number, target: number): Promise<StoredPage> {
+    const subject = this.mapper.toSubject(pattern);
+    const b = await this.batch(subject, from);
+    const messages = b.messages.map(this.toMessage);
+    const last = b.messages.at(-1)?.seq ?? from - 1;
+    if (b.pending > 0) return { messages, coverEnd: last };
+    if (last >= target || this.replicas === 1) return { messages, coverEnd: Math.max(last, target) };
+    // A replicated stream: the answer may come from a follower a little behind the leader, which has every
+    // message up to the target (it republished them). Confirm "nothing more up to the target" with the leader.
+    const next = await this.leaderNext(subject, last + 1);
+    if (!next) return { messages, coverEnd: Math.max(last, target) };
+    if (next.seq > target) return { messages, coverEnd: next.seq - 1 };
+    messages.push({ channel: this.mapper.toChannel(next.subject), seq: next.seq, ts: Date.parse(next.time), payload: Buffer.from(next.data ?? "", "base64") });
+    this.log.debug({ pattern, seq: next.seq }, "direct get answered by a replica behind the leader");
+    return { messages, coverEnd: next.seq };
+  }
+
+  /** The leader's first message on `subject` at or after `seq` (`$JS.API.STREAM.MSG.GET`), if any. */
+  private async leaderNext(subject: string, seq: number): Promise<LeaderMsg | undefined> {
+    const r = await this.nc.request(`$JS.API.STREAM.MSG.GET.${this.stream}`, JSON.stringify({ seq, next_by_subj: subject }), { timeout: 5_000 });
+    const body = r.json<{ message?: LeaderMsg; error?: { code: number; err_code?: number; description?: string } }>();
+    if (body.message) return body.message;
+    if (body.error?.code === 404) return undefined;
+    throw new Error(`stream message get failed: ${body.error?.description ?? "no answer"}`);
   }
 
   async history(channel: string, fromSeq: number, limit: number): Promise<BrokerMessage[]> {
     const out: BrokerMessage[] = [];
-    try {
-      const iter = await this.jsm.direct.getBatch(this.stream, { seq: fromSeq, batch: limit, next_by_subj: this.mapper.toSubject(channel) });
-      for await (const sm of iter) {
-        out.push({ channel: this.mapper.toChannel(sm.subject), seq: sm.seq, ts: Date.parse(sm.timestamp), payload: sm.data });
-        if (out.length >= limit) break;
-      }
-    } catch (e) {
-      // A direct get past the channel's last message answers 404 "message not found": that is an empty page.
-      if (!/message not found|no message/i.test(String((e as Error).message))) throw e;
+    const subject = this.mapper.toSubject(channel);
+    let from = fromSeq;
+    while (out.length < limit) {
+      const b = await this.direct.batch({ seq: from, subject, batch: limit - out.length, maxBytes: PAGE_BYTES });
+      for (const m of b.messages) out.push(this.toMessage(m));
+      if (b.pending === 0 || b.messages.length === 0) break;
+      from = b.messages.at(-1)!.seq + 1;
     }
     return out;
+  }
+
+  close(): void {
+    this.direct.close();
   }
 }

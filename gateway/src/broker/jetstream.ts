@@ -1,45 +1,57 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type OrderedConsumerOptions } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { SubjectMapper } from "../protocol/channel.js";
 import type { Logger } from "../log.js";
 import type { Broker, BrokerEvent, BrokerMessage, LiveFeed, PublishResult } from "./broker.js";
 import { JetStreamDurables, type DurableSettings } from "./jetstream-durable.js";
 import { JetStreamReplay } from "./jetstream-replay.js";
-import { openOrdered, type OrderedFeed } from "./ordered.js";
-import { LIVE_HEARTBEAT_MS, ResilientLiveFeed, type ReconnectHooks } from "./jetstream-live.js";
+import { CoreLiveFeed, type LiveFeedHooks, type RepairReason } from "./jetstream-live.js";
 import { GatewayError } from "../errors.js";
 
 export type JetStreamBrokerOptions = {
   servers: string[];
   stream: string;
   subjectPrefix: string;
+  /** Prefix the stream republishes every stored message under (its `republish` rule). */
+  livePrefix: string;
   name: string;
   log: Logger;
   publishTimeoutMs?: number;
   durable: DurableSettings;
+  /** Live messages a feed holds at most while it repairs a gap. */
+  liveHoldLimit?: number;
+  /** Called for every live-feed repair (metrics). */
+  onRepair?: (why: RepairReason) => void;
 };
 
 /**
- * JetStream broker: publishes with acks and dedup (Nats-Msg-Id), and feeds each channel pattern from one
- * ordered consumer. The consumer starts right after the stream's last sequence, so when the client library
- * recreates it (reconnect, missed heartbeats) it resumes from the last message it saw instead of replaying.
+ * JetStream broker: publishes with acks and dedup (Nats-Msg-Id); live delivery through core NATS
+ * subscriptions on the stream's republished messages (one per pattern per worker, no consumer), repaired
+ * from the stream on a gap, a reconnect or a leader change; replay and history through direct gets.
+ * Durable subscriptions are the only consumers it creates.
  */
 export class JetStreamBroker implements Broker {
   readonly kind = "jetstream" as const;
   readonly capabilities = { replay: true, durable: true, history: true };
   readonly mapper: SubjectMapper;
+  readonly liveMapper: SubjectMapper;
   readonly replay: JetStreamReplay;
   readonly durables: JetStreamDurables;
   private listeners: ((e: BrokerEvent) => void)[] = [];
-  private readonly liveFeeds: ReconnectHooks = new Set();
+  private readonly liveFeeds: LiveFeedHooks = new Set();
   private connected = false;
+  private epoch?: string;
 
   private constructor(readonly nc: NatsConnection, readonly js: JetStreamClient, readonly jsm: JetStreamManager, private readonly opts: JetStreamBrokerOptions) {
     this.mapper = new SubjectMapper(opts.subjectPrefix);
+    this.liveMapper = new SubjectMapper(opts.livePrefix);
     this.replay = new JetStreamReplay(nc, jsm, opts.stream, this.mapper, opts.log);
     this.durables = new JetStreamDurables(js, jsm, opts.stream, this.mapper, opts.durable, opts.log);
     this.connected = true;
     void this.watchStatus();
+    // A new stream leader may not have republished what the old one stored last: every feed checks.
+    nc.subscribe(`$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.${opts.stream}`, { callback: () => this.resyncFeeds("leader") });
+    this.replay.state().then((st) => { this.epoch ??= st.epoch; }, () => undefined);
   }
 
   static async connect(opts: JetStreamBrokerOptions): Promise<JetStreamBroker> {
@@ -69,11 +81,28 @@ export class JetStreamBroker implements Broker {
       } else if (s.type === "reconnect") {
         this.connected = true;
         this.emit({ type: "reconnected" });
-        for (const f of this.liveFeeds) f.reconnected();
+        this.resyncFeeds("reconnect");
       } else if (s.type === "error") {
         this.emit({ type: "error", error: s.error });
       }
     }
+  }
+
+  /** Every live feed reads what it may have missed; a recreated stream (new epoch) restarts them instead. */
+  private resyncFeeds(why: "reconnect" | "leader"): void {
+    if (this.liveFeeds.size === 0) return;
+    this.replay.state().then((st) => {
+      if (this.epoch !== undefined && st.epoch !== this.epoch) {
+        this.opts.log.warn({ stream: this.opts.stream, epoch: st.epoch, was: this.epoch }, "stream was recreated: live feeds start over at its last sequence");
+        for (const f of this.liveFeeds) f.restart(st.lastSeq);
+      } else {
+        for (const f of this.liveFeeds) f.resync(why);
+      }
+      this.epoch = st.epoch;
+    }, (e) => {
+      this.opts.log.warn({ err: e, why }, "stream state unavailable; live feeds repair from their position");
+      for (const f of this.liveFeeds) f.resync(why);
+    });
   }
 
   private emit(e: BrokerEvent): void {
@@ -94,28 +123,18 @@ export class JetStreamBroker implements Broker {
     return { seq: ack.seq, duplicate: ack.duplicate };
   }
 
-  /** The last sequence of the stream, or of one subject filter when given. */
-  async lastSeq(): Promise<number> {
-    const si = await this.jsm.streams.info(this.opts.stream);
-    return si.state.last_seq;
-  }
-
   async live(pattern: string, onMessage: (m: BrokerMessage) => void): Promise<LiveFeed & { startAfter: number }> {
     if (!this.isConnected()) throw new GatewayError("ERR_BROKER_UNAVAILABLE", "NATS is not connected");
-    const startAfter = await this.lastSeq();
-    const open = (startSeq: number, deliver: (m: BrokerMessage) => void) =>
-      this.orderedFeed(pattern, { opt_start_seq: startSeq, deliver_policy: DeliverPolicy.StartSequence }, deliver, 1_024, LIVE_HEARTBEAT_MS);
-    const feed = await ResilientLiveFeed.start(pattern, startAfter, open, onMessage, this.liveFeeds, this.opts.log);
-    return { stop: () => feed.stop(), startAfter };
-  }
-
-  /** An ordered consumer on one pattern from a start position, delivering through a callback. */
-  orderedFeed(pattern: string, position: Partial<OrderedConsumerOptions>, onMessage: (m: BrokerMessage) => void, maxMessages = 1_024, heartbeatMs?: number): Promise<OrderedFeed> {
-    return openOrdered({ js: this.js, stream: this.opts.stream, mapper: this.mapper, log: this.opts.log, pattern, position, maxMessages, heartbeatMs }, onMessage);
+    const mapper = this.mapper;
+    return CoreLiveFeed.start(pattern, mapper.toSubject(pattern), this.liveMapper.toSubject(pattern), {
+      nc: this.nc, replay: this.replay, toChannel: (s) => mapper.toChannel(s), log: this.opts.log,
+      holdLimit: this.opts.liveHoldLimit ?? 100_000, onRepair: this.opts.onRepair,
+    }, this.liveFeeds, onMessage);
   }
 
   async close(): Promise<void> {
     if (this.nc.isClosed()) return;
+    this.replay.close();
     try {
       await this.nc.drain();
     } catch {

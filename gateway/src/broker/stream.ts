@@ -1,7 +1,7 @@
 import type { JetStreamManager, StreamConfig, StreamInfo } from "@nats-io/jetstream";
 import { DiscardPolicy, RetentionPolicy, StorageType } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
-import type { Config } from "../config/config.js";
+import { livePrefixOf, type Config } from "../config/config.js";
 import { GatewayError } from "../errors.js";
 import type { Logger } from "../log.js";
 
@@ -19,10 +19,16 @@ export function desiredStream(c: Config): Partial<StreamConfig> & { name: string
     retention: RetentionPolicy.Limits,
     discard: DiscardPolicy.Old,
     allow_direct: true,
+    max_consumers: c.streamMaxConsumers,
+    // Live delivery: every stored message is also published on core NATS with its sequence headers.
+    republish: { src: `${c.subjectPrefix}.>`, dest: `${livePrefixOf(c)}.>` },
   };
 }
 
-const COMPARED = ["subjects", "storage", "num_replicas", "max_age", "max_msgs_per_subject", "max_bytes", "duplicate_window", "retention", "discard", "allow_direct"] as const;
+const COMPARED = ["subjects", "storage", "num_replicas", "max_age", "max_msgs_per_subject", "max_bytes", "duplicate_window", "retention", "discard", "allow_direct", "max_consumers", "republish"] as const;
+
+/** Differences the gateway applies to an existing stream by itself: they change no stored message. */
+const SAFE = new Set<string>(["allow_direct", "max_consumers"]);
 
 export type StreamDiff = { field: string; existing: unknown; wanted: unknown }[];
 
@@ -55,6 +61,14 @@ export async function ensureStream(jsm: JetStreamManager, c: Config, log: Logger
   }
   const diff = diffStream(info.config, wanted);
   if (diff.length === 0) return info;
+  // A stream created before live delivery went consumer-free has no republish rule: adding it (and the
+  // consumer limit) leaves every stored message as it is, so it is done without --update-stream.
+  const safe = diff.every((d) => SAFE.has(d.field) || (d.field === "republish" && !info.config.republish));
+  if (safe && !c.updateStream) {
+    const updated = await jsm.streams.update(wanted.name, { ...info.config, ...wanted });
+    log.warn({ stream: wanted.name, diff }, "stream updated for consumer-free live delivery (republish rule, consumer limit); stored messages are unchanged");
+    return updated;
+  }
   if (!c.updateStream) {
     log.error({ stream: wanted.name, diff }, "existing stream config differs from the gateway's settings; start with --update-stream to apply them");
     throw new GatewayError("ERR_STREAM_MISMATCH", `stream ${wanted.name} differs in ${diff.map((d) => d.field).join(", ")} (use --update-stream)`);

@@ -26,13 +26,13 @@ export async function runWorker(config: Config): Promise<void> {
   const auth = new Authenticator(config); // key material is read here, once
   const guard = new ConnectionGuard(config, auth, createGuardMetrics(), log);
 
-  const broker = await connectBroker(config, log, `fanout-gateway-worker-${cluster.worker?.id ?? 0}`);
+  const broker = await connectBroker(config, log, `fanout-gateway-worker-${cluster.worker?.id ?? 0}`, { onRepair: (why) => metrics.liveRepairs.labels(why).inc() });
   watchBroker(broker, metrics, log);
 
   const app = uws.App();
   const tlsApp = createTlsApp(config);
   const apps = tlsApp ? [app, tlsApp] : [app];
-  const hub = new FanoutHub(topicsOf(apps), broker, metrics, log, config.consumerLingerMs);
+  const hub = new FanoutHub(topicsOf(apps), broker, metrics, log, config.consumerLingerMs, config.replayCacheBytes);
   const ws = new WsEndpoint(app, { config, broker, hub, metrics, log, isDraining, guard }, tlsApp ? [tlsApp] : []);
   for (const a of apps) registerHttpRoutes(a, { config, broker, metrics, log, isDraining, auth, clusterMetrics: requestClusterMetrics });
   await ws.listen(config.host, config.port);

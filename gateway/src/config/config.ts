@@ -80,8 +80,15 @@ function crossCheck(c: Config): void {
   if (c.redisUrl && !/^rediss?:\/\//.test(c.redisUrl)) {
     throw new ConfigError("REDIS_URL", `invalid REDIS_URL (--redis-url): "${c.redisUrl}" is not a redis:// URL`);
   }
+  const live = livePrefixOf(c);
+  if (live === c.subjectPrefix || live.startsWith(`${c.subjectPrefix}.`) || c.subjectPrefix.startsWith(`${live}.`)) {
+    throw new ConfigError("LIVE_SUBJECT_PREFIX", `invalid LIVE_SUBJECT_PREFIX (--live-subject-prefix): "${live}" overlaps the stream's subjects ${c.subjectPrefix}.>`);
+  }
   checkAuthConfig(c);
 }
+
+/** The subject prefix of live (republished) messages: LIVE_SUBJECT_PREFIX, or `<SUBJECT_PREFIX>live`. */
+export const livePrefixOf = (c: Pick<Config, "liveSubjectPrefix" | "subjectPrefix">): string => c.liveSubjectPrefix || `${c.subjectPrefix}live`;
 
 /** The settings table in Markdown, as in the README. */
 export function settingsTable(): string {

@@ -4,6 +4,7 @@ import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { msgFrame } from "../protocol/serialize.js";
 import type { CatchUp } from "./catchup.js";
+import { ReplayCache } from "./replay-cache.js";
 
 /** The worker's live feed for one channel pattern, shared by every local socket subscribed to it. */
 export type ChannelFeed = {
@@ -26,12 +27,15 @@ export type ChannelFeed = {
 export const topicOf = (pattern: string): string => `p:${pattern}`;
 
 /**
- * Where a message goes from the broker to sockets: one broker consumer per distinct pattern per worker,
+ * Where a message goes from the broker to sockets: one live feed per distinct pattern per worker (on
+ * JetStream a core NATS subscription on the republished messages, on Redis a (P)SUBSCRIBE),
  * created on the first local subscription and stopped a linger period after the last one leaves. Each
  * message is serialized once here and published to the pattern's uWS topic; uWS writes it to every socket.
  */
 export class FanoutHub {
   private readonly feeds = new Map<string, ChannelFeed>();
+  /** Pages of stored messages shared by the catch-ups of this worker (brokers that store messages). */
+  readonly cache?: ReplayCache;
 
   constructor(
     private readonly app: TemplatedApp,
@@ -39,7 +43,10 @@ export class FanoutHub {
     private readonly metrics: Metrics,
     private readonly log: Logger,
     private readonly lingerMs: number,
-  ) {}
+    replayCacheBytes = 64 * 1_048_576,
+  ) {
+    if (broker.replay) this.cache = new ReplayCache(broker.replay, replayCacheBytes);
+  }
 
   get size(): number {
     return this.feeds.size;
@@ -77,21 +84,21 @@ export class FanoutHub {
     try {
       feed.live = await this.broker.live(feed.pattern, (m) => this.deliver(feed, m));
       feed.startAfter = feed.live.startAfter ?? 0;
-      this.metrics.channelConsumers.inc();
+      this.metrics.liveFeeds.inc();
       if (this.feeds.get(feed.pattern) !== feed || feed.refs === 0) {
         // Everyone left while it was starting.
         if (feed.refs === 0) this.scheduleStop(feed);
       }
     } catch (e) {
       if (this.feeds.get(feed.pattern) === feed) this.feeds.delete(feed.pattern);
-      this.log.warn({ err: e, pattern: feed.pattern }, "channel consumer could not start");
+      this.log.warn({ err: e, pattern: feed.pattern }, "live feed could not start");
       throw e;
     }
   }
 
   private deliver(feed: ChannelFeed, m: BrokerMessage): void {
     feed.count++;
-    feed.lastSeq = m.seq;
+    if (m.seq > feed.lastSeq) feed.lastSeq = m.seq;
     this.metrics.brokerMessages.inc();
     const receivers = this.app.numSubscribers(feed.topic);
     if (receivers === 0 && feed.catchups.size === 0) return;
@@ -129,9 +136,10 @@ export class FanoutHub {
   }
 
   private async stopFeed(feed: ChannelFeed): Promise<void> {
+    this.cache?.forget(feed.pattern);
     if (!feed.live) return;
-    this.metrics.channelConsumers.dec();
-    await feed.live.stop().catch((e) => this.log.debug({ err: e, pattern: feed.pattern }, "stopping channel consumer failed"));
+    this.metrics.liveFeeds.dec();
+    await feed.live.stop().catch((e) => this.log.debug({ err: e, pattern: feed.pattern }, "stopping live feed failed"));
   }
 
   async stopAll(): Promise<void> {

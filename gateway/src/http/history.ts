@@ -39,7 +39,7 @@ export async function history(broker: Broker, res: HttpResponse, st: ResState, p
   if (fromSeq !== undefined && last !== undefined) return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: "give from_seq or last, not both" });
   if (!broker.isConnected()) return sendJson(res, st, 503, { error: ErrorCode.BrokerUnavailable, message: "broker is not connected; retry" });
   try {
-    const bounds = await replay.bounds();
+    const bounds = await replay.state();
     const start = last !== undefined ? await replay.startOfLastN(channel, last) : Math.max(fromSeq ?? bounds.firstSeq, 1);
     const count = last ?? limit ?? 100;
     const msgs = bounds.lastSeq >= start ? await replay.history(channel, start, count) : [];

@@ -2,7 +2,7 @@ import { checkChannel, checkPattern } from "./channel.js";
 import { ErrorCode } from "./codes.js";
 
 /** Start position of a subscription (replay); without one a subscription is live only. */
-export type StartPosition = { seq: number } | { time: string } | { last: number } | "all";
+export type StartPosition = { seq: number; epoch?: string } | { time: string } | { last: number } | "all";
 
 export type SubFrame = {
   op: "sub"; id?: Id; channel: string; from?: StartPosition;
@@ -86,9 +86,15 @@ function parseFrom(v: unknown): StartPosition | string {
   if (v === "all") return "all";
   if (typeof v !== "object" || v === null || Array.isArray(v)) return 'from must be "all", {"seq":N}, {"time":"ISO-8601"} or {"last":N}';
   const f = v as Record<string, unknown>;
-  const keys = Object.keys(f);
+  const keys = Object.keys(f).filter((k) => k !== "epoch");
   if (keys.length !== 1) return "from must have exactly one of seq, time, last";
-  if ("seq" in f) return Number.isSafeInteger(f.seq) && (f.seq as number) >= 1 ? { seq: f.seq as number } : "from.seq must be an integer >= 1";
+  if ("epoch" in f && !("seq" in f)) return "from.epoch goes with from.seq";
+  if ("seq" in f) {
+    if (!Number.isSafeInteger(f.seq) || (f.seq as number) < 1) return "from.seq must be an integer >= 1";
+    if (f.epoch === undefined) return { seq: f.seq as number };
+    if (typeof f.epoch !== "string" || f.epoch.length === 0 || f.epoch.length > 64) return "from.epoch must be the epoch string of an earlier ok frame";
+    return { seq: f.seq as number, epoch: f.epoch };
+  }
   if ("last" in f) return Number.isSafeInteger(f.last) && (f.last as number) >= 1 && (f.last as number) <= 1_000_000 ? { last: f.last as number } : "from.last must be an integer from 1 to 1000000";
   if ("time" in f) return typeof f.time === "string" && !Number.isNaN(Date.parse(f.time)) ? { time: new Date(f.time).toISOString() } : "from.time must be an ISO-8601 date";
   return "from must have exactly one of seq, time, last";

@@ -1,7 +1,6 @@
-import type { Broker, ReaderPosition } from "../broker/broker.js";
+import type { Broker } from "../broker/broker.js";
 import type { Config } from "../config/config.js";
 import type { FanoutHub } from "../fanout/hub.js";
-import { topicOf } from "../fanout/hub.js";
 import { DurableSub } from "../fanout/durable-sub.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
@@ -9,7 +8,7 @@ import { ErrorCode } from "../protocol/codes.js";
 import { parseClientFrame, type AckFrame, type Id, type PubFrame, type SubFrame, type UnsubFrame } from "../protocol/frames.js";
 import { errFrame, okFrame, pongFrame } from "../protocol/serialize.js";
 import { publishOnce, PublishFailure } from "../http/publish.js";
-import { newSub, sendText, type Socket, type SubState } from "./session.js";
+import { sendText, type Socket } from "./session.js";
 import type { Subscriptions } from "./subscriptions.js";
 import type { ConnectionGuard } from "../auth/guard.js";
 import { authorizeFrame } from "../auth/authorize.js";
@@ -67,54 +66,54 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
   if (f.durable !== undefined || f.ack) return subscribeDurable(ctx, ws, f);
   if (f.from !== undefined && !ctx.broker.replay) return replyErr(ctx, ws, f.id, ErrorCode.UnsupportedByBroker, `the ${ctx.broker.kind} broker keeps no history: start positions need JetStream`);
 
-  const sub = newSub(f.channel, topicOf(f.channel));
-  s.subs.set(f.channel, sub);
+  const sub = ctx.subs.begin(ws, f.channel);
   let feed;
   try {
     feed = await ctx.hub.acquire(f.channel);
   } catch (e) {
-    if (s.subs.get(f.channel) === sub) s.subs.delete(f.channel);
+    ctx.subs.end(ws, sub);
     return replyErr(ctx, ws, f.id, ...brokerFailure(ctx, "subscribe", e));
   }
-  sub.pending = false;
-  if (s.closed || sub.cancelled) return ctx.hub.release(f.channel);
-  ctx.metrics.subscriptions.inc();
+  if (!ctx.subs.attach(ws, sub)) return;
   if (f.from === undefined) {
     ctx.subs.startLive(ws, sub, feed);
     return sendText(ws, okFrame(f.id));
   }
-  let start: { position: ReaderPosition; lastSent: number; reply: Record<string, unknown> };
+  let start: { lastSent: number; reply: Record<string, unknown> };
   try {
     start = await resolveStart(ctx, f);
   } catch (e) {
-    s.subs.delete(f.channel);
-    ctx.subs.release(ws, sub);
+    // end() is idempotent: an unsub that came first already released the subscription.
+    ctx.subs.end(ws, sub);
     return replyErr(ctx, ws, f.id, ...brokerFailure(ctx, "replay", e));
   }
-  if (s.closed || sub.cancelled) return;
+  if (s.closed || sub.phase === "ended") return;
   sendText(ws, okFrame(f.id, start.reply));
-  if (s.paused) {
-    sub.resumeAfter = start.lastSent;
-    return;
-  }
-  ctx.subs.startCatchUp(ws, sub, feed, start.position, start.lastSent);
+  ctx.subs.startCatchUp(ws, sub, feed, start.lastSent);
 }
 
-/** Turns `from` into a reader position, the seq before it, and the fields of the `ok` reply. */
-async function resolveStart(ctx: HandlerContext, f: SubFrame): Promise<{ position: ReaderPosition; lastSent: number; reply: Record<string, unknown> }> {
+/**
+ * Turns `from` into the last seq the client is taken to have (delivery starts after it) and the fields of
+ * the `ok` reply: the stream's bounds and epoch, `truncated` when retention removed messages the client
+ * asked for, `epochChanged` when its position belongs to a stream that was deleted and created again.
+ */
+async function resolveStart(ctx: HandlerContext, f: SubFrame): Promise<{ lastSent: number; reply: Record<string, unknown> }> {
   const replay = ctx.broker.replay!;
-  const bounds = await replay.bounds();
-  const reply: Record<string, unknown> = { firstSeq: bounds.firstSeq, lastSeq: bounds.lastSeq };
+  const st = await replay.state();
+  const reply: Record<string, unknown> = { firstSeq: st.firstSeq, lastSeq: st.lastSeq, epoch: st.epoch };
   const from = f.from!;
-  if (from === "all") return { position: "all", lastSent: 0, reply };
-  if ("time" in from) return { position: { time: from.time }, lastSent: 0, reply };
-  if ("last" in from) {
-    const seq = await replay.startOfLastN(f.channel, from.last);
-    return { position: { seq }, lastSent: seq - 1, reply };
+  if (from === "all") return { lastSent: 0, reply };
+  if ("time" in from) return { lastSent: (await replay.seqAtTime(f.channel, from.time)) - 1, reply };
+  if ("last" in from) return { lastSent: (await replay.startOfLastN(f.channel, from.last)) - 1, reply };
+  if (from.epoch !== undefined && from.epoch !== st.epoch) {
+    // Its sequence numbers mean nothing in this stream: everything it holds is new to the client.
+    reply.truncated = true;
+    reply.epochChanged = true;
+    return { lastSent: 0, reply };
   }
   // The stream no longer holds from.seq (retention removed it): delivery starts at firstSeq.
-  if (from.seq < bounds.firstSeq) reply.truncated = true;
-  return { position: { seq: from.seq }, lastSent: from.seq - 1, reply };
+  if (from.seq < st.firstSeq) reply.truncated = true;
+  return { lastSent: from.seq - 1, reply };
 }
 
 async function subscribeDurable(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<void> {
@@ -124,20 +123,17 @@ async function subscribeDurable(ctx: HandlerContext, ws: Socket, f: SubFrame): P
   if (f.durable === undefined) return replyErr(ctx, ws, f.id, ErrorCode.BadRequest, "ack:true needs a durable name");
   if (f.ack === false) return replyErr(ctx, ws, f.id, ErrorCode.BadRequest, "durable subscriptions are acknowledged: ack must be true");
   if (f.from !== undefined) return replyErr(ctx, ws, f.id, ErrorCode.BadRequest, "from is not accepted with durable: a durable resumes where its consumer is");
-  const sub: SubState = newSub(f.channel, topicOf(f.channel));
+  const sub = ctx.subs.begin(ws, f.channel);
   const durable = new DurableSub(ws, { user: s.user, durable: f.durable, pattern: f.channel, maxInflight: f.maxInflight ?? ctx.config.durableMaxInflight }, ctx.metrics);
   sub.durable = durable;
-  s.subs.set(f.channel, sub);
   try {
     await durable.start(durables);
   } catch (e) {
-    if (s.subs.get(f.channel) === sub) s.subs.delete(f.channel);
-    await durable.stop().catch(() => undefined);
+    ctx.subs.end(ws, sub); // stops the durable too
     return replyErr(ctx, ws, f.id, ...brokerFailure(ctx, "durable subscribe", e));
   }
-  sub.pending = false;
-  ctx.metrics.subscriptions.inc();
-  if (s.closed || sub.cancelled) return ctx.subs.release(ws, sub);
+  if (s.closed || sub.phase === "ended") return void durable.stop().catch(() => undefined);
+  ctx.subs.attachDurable(sub);
   sendText(ws, okFrame(f.id, { durable: f.durable }));
 }
 
@@ -145,8 +141,7 @@ function unsubscribe(ctx: HandlerContext, ws: Socket, f: UnsubFrame): void {
   const s = ws.getUserData();
   const sub = s.subs.get(f.channel);
   if (!sub) return replyErr(ctx, ws, f.id, ErrorCode.NotSubscribed, `not subscribed to ${f.channel}`);
-  s.subs.delete(f.channel);
-  ctx.subs.release(ws, sub);
+  ctx.subs.end(ws, sub);
   sendText(ws, okFrame(f.id));
 }
 
@@ -165,7 +160,7 @@ function settle(ctx: HandlerContext, ws: Socket, f: AckFrame): void {
 /** Releases everything a closed socket held. */
 export function releaseSession(ctx: HandlerContext, ws: Socket): void {
   const s = ws.getUserData();
-  for (const sub of s.subs.values()) ctx.subs.release(ws, sub);
+  for (const sub of [...s.subs.values()]) ctx.subs.end(ws, sub);
   s.subs.clear();
 }
 

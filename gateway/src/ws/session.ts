@@ -1,23 +1,39 @@
 import type { WebSocket } from "../uws.js";
 import type { CatchUp } from "../fanout/catchup.js";
 import type { DurableSub } from "../fanout/durable-sub.js";
+import type { FanoutSocket } from "../fanout/socket.js";
 import { ANONYMOUS, type Principal } from "../auth/principal.js";
 import type { FrameLimiter } from "../limits/frame-rate.js";
+
+/**
+ * Where a subscription is in its life; `Subscriptions` (subscriptions.ts) owns every transition.
+ * starting → (live | catchup | paused | durable) → … → ended. `ended` is final: ending twice is a no-op.
+ */
+export type SubPhase =
+  /** The broker side is starting (feed, start position); an unsub meanwhile ends it. */
+  | "starting"
+  /** Replaying stored messages before joining the feed's topic. */
+  | "catchup"
+  /** Joined to the feed's uWS topic. */
+  | "live"
+  /** Out of delivery (slow socket); resumes after `resumeAfter`. */
+  | "paused"
+  /** Durable (acked) subscription: per-socket delivery from a JetStream durable consumer. */
+  | "durable"
+  | "ended";
 
 /** One subscription of one socket. */
 export type SubState = {
   readonly pattern: string;
   readonly topic: string;
-  /** Set while the broker side is starting; an unsub meanwhile cancels it. */
-  pending: boolean;
-  cancelled: boolean;
-  /** Subscribed to the feed's uWS topic (live delivery by uWS). */
-  joined: boolean;
-  /** Replaying to this socket before joining. */
+  phase: SubPhase;
+  /** Holds a reference on the hub's feed of the pattern (released once, when it ends). */
+  feedHeld: boolean;
+  /** Counted in `fanout_subscriptions`. */
+  counted: boolean;
   catchup?: CatchUp;
-  /** Durable (acked) subscription: per-socket delivery from a JetStream durable consumer. */
   durable?: DurableSub;
-  /** While paused for backpressure: the last seq this socket was sent, and the feed's count then. */
+  /** While paused: the last seq this socket was sent, and the feed's count then. */
   resumeAfter: number;
   pausedAtCount: number;
 };
@@ -39,8 +55,10 @@ export type Session = {
   /** Out of live delivery because its send buffer crossed the backpressure threshold. */
   paused: boolean;
   pausedSince: number;
-  /** Catch-up readers waiting for the socket's buffer to drain. */
+  /** Catch-ups waiting for the socket's buffer to drain. */
   drainWaiters: (() => void)[];
+  /** The socket as the fan-out core sees it (set when it opens). */
+  port?: FanoutSocket;
 };
 
 export type Socket = WebSocket<Session>;
@@ -52,7 +70,30 @@ export function newSession(ip: string, user = "anon"): Session {
 }
 
 export function newSub(pattern: string, topic: string): SubState {
-  return { pattern, topic, pending: true, cancelled: false, joined: false, resumeAfter: 0, pausedAtCount: 0 };
+  return { pattern, topic, phase: "starting", feedHeld: false, counted: false, resumeAfter: 0, pausedAtCount: 0 };
+}
+
+/** The fan-out core's view of a uWS socket (made once per socket). */
+export function fanoutSocket(ws: Socket): FanoutSocket {
+  const s = ws.getUserData();
+  if (s.port) return s.port;
+  s.port = {
+    get closed() {
+      return s.closed;
+    },
+    send: (frame) => ws.send(frame, false, false),
+    cork: (fn) => {
+      ws.cork(fn);
+    },
+    bufferedAmount: () => ws.getBufferedAmount(),
+    joinTopic: (topic) => {
+      ws.subscribe(topic);
+    },
+    onDrained: (fn) => {
+      s.drainWaiters.push(fn);
+    },
+  };
+  return s.port;
 }
 
 /** Sends a text frame unless the socket is already closed (async replies can outlive the socket). */

@@ -1,17 +1,19 @@
-import type { Broker, ReaderPosition } from "../broker/broker.js";
+import type { Broker } from "../broker/broker.js";
 import type { Config } from "../config/config.js";
 import { CatchUp, type CatchUpEnd } from "../fanout/catchup.js";
 import { FanoutHub, type ChannelFeed } from "../fanout/hub.js";
+import { topicOf } from "../fanout/hub.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { errFrame } from "../protocol/serialize.js";
-import { sendText, type Socket, type SubState } from "./session.js";
+import { fanoutSocket, newSub, sendText, type Socket, type SubState } from "./session.js";
 
 /**
- * The life of a socket's subscriptions: live (joined to the feed's topic), catching up (replay, then
- * join), paused for backpressure and resumed — by replaying from the last seq sent when the broker stores
- * messages, or by rejoining and counting the missed deliveries as dropped when it does not (Redis).
+ * The one owner of a subscription's life (`SubState.phase`): starting, live (joined to the feed's topic),
+ * catching up (replay, then join), paused for backpressure and resumed — by replaying from the last seq
+ * sent when the broker stores messages, or by rejoining and counting the missed deliveries as dropped when
+ * it does not (Redis) — and ended, exactly once.
  */
 export class Subscriptions {
   constructor(
@@ -22,39 +24,70 @@ export class Subscriptions {
     private readonly log: Logger,
   ) {}
 
+  /** A new subscription in `starting`, registered on the socket. */
+  begin(ws: Socket, pattern: string): SubState {
+    const sub = newSub(pattern, topicOf(pattern));
+    ws.getUserData().subs.set(pattern, sub);
+    return sub;
+  }
+
+  /** The hub's feed was acquired for `sub`; false (and released) when the subscription ended meanwhile. */
+  attach(ws: Socket, sub: SubState): boolean {
+    if (sub.phase === "ended" || ws.getUserData().closed) {
+      this.hub.release(sub.pattern);
+      if (sub.phase !== "ended") this.end(ws, sub);
+      return false;
+    }
+    sub.feedHeld = true;
+    sub.counted = true;
+    this.metrics.subscriptions.inc();
+    return true;
+  }
+
+  /** A durable subscription started. */
+  attachDurable(sub: SubState): void {
+    sub.phase = "durable";
+    sub.counted = true;
+    this.metrics.subscriptions.inc();
+  }
+
   /** A live-only subscription whose feed is ready. */
   startLive(ws: Socket, sub: SubState, feed: ChannelFeed): void {
-    if (ws.getUserData().paused) {
-      sub.resumeAfter = FanoutHub.position(feed);
-      sub.pausedAtCount = feed.count;
-      return;
-    }
+    if (ws.getUserData().paused) return this.park(sub, FanoutHub.position(feed), feed.count);
     ws.subscribe(sub.topic);
-    sub.joined = true;
+    sub.phase = "live";
   }
 
-  /** Replays from `position` (everything after `lastSent`), then joins live. */
-  startCatchUp(ws: Socket, sub: SubState, feed: ChannelFeed, position: ReaderPosition, lastSent: number): void {
-    const replay = this.broker.replay;
-    if (!replay) return this.startLive(ws, sub, feed);
-    const c = new CatchUp(ws, sub, feed, replay, { bufferLimit: this.config.catchupBufferMessages, backpressureBytes: this.config.backpressureBytes }, this.log, lastSent, (end) => this.onCatchUpEnd(ws, sub, end));
+  /** Replays everything after `lastSent`, then joins live. */
+  startCatchUp(ws: Socket, sub: SubState, feed: ChannelFeed, lastSent: number): void {
+    const cache = this.hub.cache;
+    if (!cache) return this.startLive(ws, sub, feed);
+    if (ws.getUserData().paused) return this.park(sub, lastSent, feed.count);
+    const c = new CatchUp(fanoutSocket(ws), sub.pattern, feed, cache, { holdLimit: this.config.catchupBufferMessages, backpressureBytes: this.config.backpressureBytes }, this.log, lastSent, (end) => this.onCatchUpEnd(ws, sub, c, end));
+    sub.phase = "catchup";
     sub.catchup = c;
-    void c.start(position);
+    c.start();
   }
 
-  private onCatchUpEnd(ws: Socket, sub: SubState, end: CatchUpEnd): void {
+  private park(sub: SubState, resumeAfter: number, count: number): void {
+    sub.phase = "paused";
+    sub.resumeAfter = resumeAfter;
+    sub.pausedAtCount = count;
+  }
+
+  private onCatchUpEnd(ws: Socket, sub: SubState, c: CatchUp, end: CatchUpEnd): void {
+    if (sub.catchup !== c || sub.phase !== "catchup") return;
     sub.catchup = undefined;
     const s = ws.getUserData();
-    if (s.closed || sub.cancelled) return;
+    if (s.closed) return;
     if (end.type === "joined") {
-      sub.joined = true;
+      sub.phase = "live";
     } else if (end.type === "suspended") {
-      sub.resumeAfter = end.lastSent;
+      this.park(sub, end.lastSent, this.hub.get(sub.pattern)?.count ?? 0);
       if (!s.paused) this.pause(ws);
     } else {
       this.log.warn({ err: end.error, pattern: sub.pattern }, "catch-up failed");
-      s.subs.delete(sub.pattern);
-      this.release(ws, sub);
+      this.end(ws, sub);
       sendText(ws, errFrame(undefined, this.broker.isConnected() ? ErrorCode.BrokerError : ErrorCode.BrokerUnavailable, `replay of ${sub.pattern} failed; subscribe again with from:{seq:${end.lastSent + 1}}`));
     }
   }
@@ -65,17 +98,13 @@ export class Subscriptions {
     s.paused = true;
     s.pausedSince = Date.now();
     for (const sub of s.subs.values()) {
-      if (sub.pending || sub.durable) continue;
-      if (sub.catchup) {
-        sub.catchup.suspend(); // sets resumeAfter through onCatchUpEnd
-        continue;
+      if (sub.phase === "catchup") {
+        sub.catchup?.suspend(); // parks it through onCatchUpEnd
+      } else if (sub.phase === "live") {
+        ws.unsubscribe(sub.topic);
+        const feed = this.hub.get(sub.pattern);
+        this.park(sub, feed ? FanoutHub.position(feed) : sub.resumeAfter, feed?.count ?? 0);
       }
-      if (!sub.joined) continue;
-      ws.unsubscribe(sub.topic);
-      sub.joined = false;
-      const feed = this.hub.get(sub.pattern);
-      sub.resumeAfter = feed ? FanoutHub.position(feed) : sub.resumeAfter;
-      sub.pausedAtCount = feed?.count ?? 0;
     }
     this.metrics.slowSwitches.inc();
   }
@@ -85,36 +114,41 @@ export class Subscriptions {
     const s = ws.getUserData();
     s.paused = false;
     for (const sub of s.subs.values()) {
-      if (sub.pending || sub.durable || sub.joined || sub.catchup) continue;
+      if (sub.phase !== "paused") continue;
       const feed = this.hub.get(sub.pattern);
       if (!feed) continue;
-      if (this.broker.replay) {
-        this.startCatchUp(ws, sub, feed, { seq: sub.resumeAfter + 1 }, sub.resumeAfter);
+      if (this.hub.cache) {
+        this.startCatchUp(ws, sub, feed, sub.resumeAfter);
       } else {
         const missed = feed.count - sub.pausedAtCount;
         if (missed > 0) this.metrics.deliveriesDropped.inc(missed);
         ws.subscribe(sub.topic);
-        sub.joined = true;
+        sub.phase = "live";
       }
     }
   }
 
-  /** Ends one subscription (unsub or socket close); the socket may already be closed. */
-  release(ws: Socket, sub: SubState): void {
-    if (sub.pending) {
-      sub.cancelled = true;
-      return;
+  /** Ends one subscription (unsub, failure or socket close); idempotent. The socket may be closed. */
+  end(ws: Socket, sub: SubState): void {
+    if (sub.phase === "ended") return;
+    const was = sub.phase;
+    sub.phase = "ended";
+    const s = ws.getUserData();
+    if (s.subs.get(sub.pattern) === sub) s.subs.delete(sub.pattern);
+    if (sub.counted) {
+      sub.counted = false;
+      this.metrics.subscriptions.dec();
     }
-    sub.cancelled = true;
-    this.metrics.subscriptions.dec();
     if (sub.durable) {
       void sub.durable.stop().catch((e) => this.log.debug({ err: e }, "stopping durable failed"));
       return;
     }
     sub.catchup?.abort();
     sub.catchup = undefined;
-    if (sub.joined && !ws.getUserData().closed) ws.unsubscribe(sub.topic);
-    sub.joined = false;
-    this.hub.release(sub.pattern);
+    if (was === "live" && !s.closed) ws.unsubscribe(sub.topic);
+    if (sub.feedHeld) {
+      sub.feedHeld = false;
+      this.hub.release(sub.pattern);
+    }
   }
 }

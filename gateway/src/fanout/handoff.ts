@@ -1,0 +1,199 @@
+/**
+ * The hand-off of one subscription from stored messages to the live feed, as a pure state machine: no
+ * socket, no broker. The driver (catchup.ts) performs what the machine asks through its port and reports
+ * back; tests drive it with a memory stream and a fake socket (gateway/test/unit/handoff.test.ts).
+ *
+ * The rule that makes it exact. When the hand-off starts, the live feed is at `target`: every matching
+ * message after `target` will reach the machine through `live()`, in order, and is held. Stored messages
+ * are read in pages; a page covers `[from, coverEnd]` (every matching message in that range is in it).
+ * Once the pages cover `target`, the held messages are written and the socket joins the feed in one
+ * synchronous step: nothing is missed and nothing is sent twice. When the hold overflows it is dropped
+ * and `target` moves to the newest live message: those messages are read from the stream instead.
+ */
+export type HandoffItem<F> = { readonly seq: number; readonly frame: F };
+
+/** Stored messages of the pattern: every matching message with seq in [from, coverEnd], in order. */
+export type HandoffPage<F> = { readonly from: number; readonly coverEnd: number; readonly items: readonly HandoffItem<F>[] };
+
+/** What a write achieved: `n` frames written; `full` the socket wants to drain; `dropped` it refused one. */
+export type WriteResult = { n: number; stop?: "full" | "dropped" };
+
+export type HandoffEnd =
+  | { type: "joined"; lastSent: number }
+  /** The socket was taken out of delivery or refused a frame; resume later after `lastSent`. */
+  | { type: "suspended"; lastSent: number }
+  | { type: "failed"; lastSent: number; error: unknown };
+
+export interface HandoffPort<F> {
+  /** Asks for the page that holds `from`; the answer comes back through `page()` (or `fetchFailed()`). */
+  fetch(from: number, target: number): void;
+  /** Writes `items[start..]` in order until done or the socket is full; never splits a frame. */
+  write(items: readonly HandoffItem<F>[], start: number): WriteResult;
+  /** Calls `resume()` once the socket has drained. */
+  waitDrain(): void;
+  /** Writes the held frames and joins the live feed in one synchronous step. */
+  join(held: readonly HandoffItem<F>[]): WriteResult;
+  end(e: HandoffEnd): void;
+}
+
+export type HandoffState = "idle" | "fetching" | "writing" | "draining" | "joined" | "suspended" | "failed" | "cancelled";
+
+export class Handoff<F> {
+  private st: HandoffState = "idle";
+  private held: HandoffItem<F>[] = [];
+  private page_?: HandoffPage<F>;
+  private pos = 0;
+  /** Every matching message up to here was written (or predates the start). */
+  private covered: number;
+  private awaiting = 0;
+  /** Pages read and times the socket made the machine wait; for the debug line. */
+  pages = 0;
+  throttles = 0;
+
+  /**
+   * `lastSent`: the client has everything up to this seq (it resumes after it).
+   * `target`: the live feed's position now. `holdLimit`: live messages held at most.
+   */
+  constructor(private readonly port: HandoffPort<F>, private lastSent_: number, private target_: number, private readonly holdLimit: number) {
+    this.covered = lastSent_;
+  }
+
+  get state(): HandoffState {
+    return this.st;
+  }
+
+  get lastSent(): number {
+    return this.lastSent_;
+  }
+
+  get target(): number {
+    return this.target_;
+  }
+
+  get heldCount(): number {
+    return this.held.length;
+  }
+
+  get done(): boolean {
+    return this.st === "joined" || this.st === "suspended" || this.st === "failed" || this.st === "cancelled";
+  }
+
+  start(): void {
+    if (this.st !== "idle") return;
+    this.next();
+  }
+
+  /** A live message of the feed, in feed order. */
+  live(seq: number, frame: F): void {
+    if (this.done || seq <= this.lastSent_) return;
+    if (this.held.length >= this.holdLimit) {
+      // Read these from the stream instead: the feed's next messages come after this one.
+      this.held = [];
+      if (seq > this.target_) this.target_ = seq;
+      return;
+    }
+    if (seq <= this.target_) return; // covered by the pages (a repair of the feed delivered it late)
+    this.held.push({ seq, frame });
+  }
+
+  /** The page asked for with `fetch(from)`. */
+  page(from: number, p: HandoffPage<F>): void {
+    if (this.st !== "fetching" || from !== this.awaiting) return;
+    if (p.from > from || p.coverEnd < from) return this.fail(new Error(`page [${p.from}, ${p.coverEnd}] does not hold ${from}`));
+    this.pages++;
+    this.page_ = p;
+    this.pos = firstAfter(p.items, this.lastSent_);
+    this.pump();
+  }
+
+  fetchFailed(from: number, error: unknown): void {
+    if (this.st !== "fetching" || from !== this.awaiting) return;
+    this.fail(error);
+  }
+
+  /** The socket drained. */
+  resume(): void {
+    if (this.st !== "draining") return;
+    if (this.page_) this.pump();
+    else this.next();
+  }
+
+  /** The socket left live delivery (slow): stop after what was written. */
+  suspend(): void {
+    if (this.done) return;
+    this.finish("suspended");
+    this.port.end({ type: "suspended", lastSent: this.lastSent_ });
+  }
+
+  /** Unsubscribed or closed: stop without a word. */
+  cancel(): void {
+    if (this.done) return;
+    this.finish("cancelled");
+  }
+
+  private pump(): void {
+    const p = this.page_!;
+    this.st = "writing";
+    if (this.pos < p.items.length) {
+      const r = this.port.write(p.items, this.pos);
+      if (r.n > 0) {
+        this.pos += r.n;
+        this.lastSent_ = p.items[this.pos - 1]!.seq;
+      }
+      if (this.done) return; // the port ended it (e.g. the socket closed)
+      if (r.stop === "dropped") return this.suspend();
+      if (this.pos < p.items.length) return this.wait();
+    }
+    this.page_ = undefined;
+    if (p.coverEnd > this.covered) this.covered = p.coverEnd;
+    if (this.lastSent_ > this.covered) this.covered = this.lastSent_;
+    this.next();
+  }
+
+  /** Joins when the pages cover the target, else asks for the next page. */
+  private next(): void {
+    if (this.covered >= this.target_) return this.join();
+    this.st = "fetching";
+    this.awaiting = this.covered + 1;
+    this.port.fetch(this.awaiting, this.target_);
+  }
+
+  private wait(): void {
+    this.st = "draining";
+    this.throttles++;
+    this.port.waitDrain();
+  }
+
+  private join(): void {
+    const held = this.held.filter((h) => h.seq > this.lastSent_);
+    const r = this.port.join(held);
+    if (r.n > 0) this.lastSent_ = held[r.n - 1]!.seq;
+    if (this.done) return;
+    if (r.stop === "dropped" || r.n < held.length) return this.suspend();
+    this.finish("joined");
+    this.port.end({ type: "joined", lastSent: this.lastSent_ });
+  }
+
+  private fail(error: unknown): void {
+    this.finish("failed");
+    this.port.end({ type: "failed", lastSent: this.lastSent_, error });
+  }
+
+  private finish(st: HandoffState): void {
+    this.st = st;
+    this.held = [];
+    this.page_ = undefined;
+  }
+}
+
+/** Index of the first item with seq > after (items are in seq order). */
+function firstAfter<F>(items: readonly HandoffItem<F>[], after: number): number {
+  let lo = 0;
+  let hi = items.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (items[mid]!.seq <= after) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}

@@ -1,0 +1,128 @@
+import type { ReplayApi } from "../broker/broker.js";
+import { msgFrame } from "../protocol/serialize.js";
+import type { HandoffItem, HandoffPage } from "./handoff.js";
+
+/** A page of stored messages of one pattern as frames, shared by every socket catching up that pattern. */
+export type FramePage = HandoffPage<Buffer> & { readonly pattern: string; readonly bytes: number };
+
+type Inflight = { from: number; page: Promise<FramePage> };
+
+export type ReplayCacheStats = { pages: number; bytes: number; fetches: number; hits: number };
+
+/**
+ * Shared reading for catch-ups. Sockets resuming the same pattern from nearby positions ask for the same
+ * pages; each page is read from the stream once (a request for a position another request is already
+ * reading from waits for it) and its frames are built once. Pages are kept, least recently used first
+ * out, up to `maxBytes`: 10,000 sockets resuming one channel read the stream once, not 10,000 times.
+ */
+export class ReplayCache {
+  private readonly byPattern = new Map<string, FramePage[]>();
+  /** Insertion order = least recently used first. */
+  private readonly lru = new Set<FramePage>();
+  private readonly inflight = new Map<string, Inflight[]>();
+  private bytes = 0;
+  private fetches = 0;
+  private hits = 0;
+
+  constructor(private readonly replay: ReplayApi, private readonly maxBytes: number) {}
+
+  stats(): ReplayCacheStats {
+    return { pages: this.lru.size, bytes: this.bytes, fetches: this.fetches, hits: this.hits };
+  }
+
+  /** The page of `pattern` that holds `from` (read with `target` when it must be read). */
+  async get(pattern: string, from: number, target: number): Promise<FramePage> {
+    for (let i = 0; i < 3; i++) {
+      const hit = this.find(pattern, from);
+      if (hit) {
+        this.hits++;
+        return hit;
+      }
+      const pending = this.inflight.get(pattern)?.find((f) => f.from <= from);
+      if (!pending) break;
+      const p = await pending.page.catch(() => undefined);
+      if (p && p.from <= from && from <= p.coverEnd) return p;
+    }
+    return this.fetch(pattern, from, target);
+  }
+
+  /** Starts reading the page at `from` unless it is cached or being read (read-ahead). */
+  prefetch(pattern: string, from: number, target: number): void {
+    if (this.find(pattern, from) || this.inflight.get(pattern)?.some((f) => f.from === from)) return;
+    this.fetch(pattern, from, target).catch(() => undefined);
+  }
+
+  private find(pattern: string, from: number): FramePage | undefined {
+    const pages = this.byPattern.get(pattern);
+    if (!pages) return undefined;
+    for (const p of pages) {
+      if (p.from <= from && from <= p.coverEnd) {
+        this.lru.delete(p);
+        this.lru.add(p);
+        return p;
+      }
+    }
+    return undefined;
+  }
+
+  private fetch(pattern: string, from: number, target: number): Promise<FramePage> {
+    this.fetches++;
+    const f: Inflight = { from, page: this.read(pattern, from, target) };
+    const list = this.inflight.get(pattern) ?? [];
+    list.push(f);
+    this.inflight.set(pattern, list);
+    const done = (): void => {
+      const l = this.inflight.get(pattern);
+      if (!l) return;
+      const i = l.indexOf(f);
+      if (i >= 0) l.splice(i, 1);
+      if (l.length === 0) this.inflight.delete(pattern);
+    };
+    f.page.then(done, done);
+    return f.page;
+  }
+
+  private async read(pattern: string, from: number, target: number): Promise<FramePage> {
+    const stored = await this.replay.read(pattern, from, target);
+    let bytes = 64;
+    const items: HandoffItem<Buffer>[] = stored.messages.map((m) => {
+      const frame = msgFrame({ channel: m.channel, pattern, seq: m.seq, ts: m.ts }, m.payload);
+      bytes += frame.length + 48;
+      return { seq: m.seq, frame };
+    });
+    const page: FramePage = { pattern, from, coverEnd: stored.coverEnd, items, bytes };
+    this.insert(page);
+    return page;
+  }
+
+  private insert(page: FramePage): void {
+    const pages = this.byPattern.get(page.pattern) ?? [];
+    pages.push(page);
+    this.byPattern.set(page.pattern, pages);
+    this.lru.add(page);
+    this.bytes += page.bytes;
+    while (this.bytes > this.maxBytes && this.lru.size > 1) {
+      const oldest = this.lru.values().next().value as FramePage;
+      this.evict(oldest);
+    }
+  }
+
+  private evict(p: FramePage): void {
+    this.lru.delete(p);
+    this.bytes -= p.bytes;
+    const pages = this.byPattern.get(p.pattern);
+    if (!pages) return;
+    const i = pages.indexOf(p);
+    if (i >= 0) pages.splice(i, 1);
+    if (pages.length === 0) this.byPattern.delete(p.pattern);
+  }
+
+  /** Drops every page of a pattern (its feed stopped: nobody resumes it soon). */
+  forget(pattern: string): void {
+    for (const p of this.byPattern.get(pattern) ?? []) {
+      this.lru.delete(p);
+      this.bytes -= p.bytes;
+    }
+    this.byPattern.delete(pattern);
+  }
+}

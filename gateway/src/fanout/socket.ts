@@ -1,0 +1,17 @@
+/**
+ * What the fan-out core needs from a client socket. `ws/` implements it over a uWS WebSocket; tests use a
+ * fake. Keeping it this small keeps `fanout/` free of uWS and of `ws/` (no import cycle).
+ */
+export interface FanoutSocket {
+  /** True once the socket closed: nothing may be sent any more. */
+  readonly closed: boolean;
+  /** uWS semantics: 1 sent, 0 buffered (backpressure), 2 dropped (over the hard cap). */
+  send(frame: Uint8Array | string): number;
+  /** Runs `fn` with writes batched into one syscall. */
+  cork(fn: () => void): void;
+  bufferedAmount(): number;
+  /** Joins the live topic of a feed (uWS pub/sub). */
+  joinTopic(topic: string): void;
+  /** Calls `fn` once when the socket's buffer has drained. */
+  onDrained(fn: () => void): void;
+}
