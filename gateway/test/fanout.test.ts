@@ -1,3 +1,5 @@
+import { connect } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { startGateway, type GatewayHandle } from "./support/gateway.js";
@@ -172,17 +174,21 @@ describe("fan-out — bad input never hurts the connection or others", () => {
   });
 });
 
-describe("fan-out — consumers per pattern", () => {
-  it("one consumer per pattern per worker, removed after the last subscriber leaves", async () => {
-    const consumers = async () => Number(/^fanout_channel_consumers (\d+)/m.exec(await (await fetch(`${gw.url}/metrics`)).text())?.[1]);
-    const before = await consumers();
+describe("fan-out — one live feed per pattern, no JetStream consumer", () => {
+  it("one core subscription per pattern per worker, removed after the last subscriber leaves; 0 consumers on the stream", async () => {
+    const feeds = async () => Number(/^fanout_live_feeds (\d+)/m.exec(await (await fetch(`${gw.url}/metrics`)).text())?.[1]);
+    const before = await feeds();
     const ch = uniq("cons.");
     const cs = await Promise.all(Array.from({ length: 40 }, () => client()));
     await Promise.all(cs.map((c) => c.sub(ch)));
-    const during = await consumers();
+    const during = await feeds();
     expect(during - before).toBeGreaterThanOrEqual(1);
     expect(during - before).toBeLessThanOrEqual(2); // 40 clients, 2 workers
+    const nc = await connect({ servers: nats.url });
+    const jsm = await jetstreamManager(nc);
+    expect((await jsm.streams.info("EVENTS")).state.consumer_count).toBe(0);
+    await nc.close();
     for (const c of cs) c.close();
-    await waitFor(async () => ((await consumers()) <= before ? true : undefined), { what: "consumers released after linger", timeoutMs: 10_000 });
+    await waitFor(async () => ((await feeds()) <= before ? true : undefined), { what: "feeds released after linger", timeoutMs: 10_000 });
   });
 });
