@@ -244,7 +244,7 @@ describe("Grafana dashboard", () => {
     expect(new Set(ids).size).toBe(ids.length);
     for (const p of panels) expect(p.gridPos.x + p.gridPos.w).toBeLessThanOrEqual(24);
     const exprs = panels.flatMap((p) => (p.targets ?? []).map((t: Doc) => t.expr as string)).join("\n");
-    const required = ["fanout_connections", "fanout_subscriptions", "fanout_channel_consumers", "fanout_broker_messages_total", "fanout_frames_delivered_total",
+    const required = ["fanout_connections", "fanout_subscriptions", "fanout_live_feeds", "fanout_broker_messages_total", "fanout_frames_delivered_total",
       "fanout_deliveries_dropped_total", "fanout_publishes_total", "fanout_publish_duration_seconds_bucket", "fanout_broker_connected", "fanout_broker_reconnects_total",
       "fanout_slow_consumer_switches_total", "nodejs_eventloop_lag_seconds", "process_resident_memory_bytes"];
     for (const m of required) expect(exprs).toContain(m);

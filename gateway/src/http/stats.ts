@@ -60,7 +60,7 @@ export function sampleFrom(samples: PromSample[], at: number): StatsSample {
     workers: sum("fanout_workers"),
     connections: sum("fanout_connections"),
     subscriptions: sum("fanout_subscriptions"),
-    channels: sum("fanout_channel_consumers"),
+    channels: sum("fanout_live_feeds"),
     publishes: sum("fanout_publishes_total", (l) => l.result === "ok"),
     brokerMessages: sum("fanout_broker_messages_total"),
     framesDelivered: sum("fanout_frames_delivered_total"),

@@ -4,7 +4,7 @@ import { parsePrometheus, quantile, sampleFrom, statsBody, StatsWindow } from ".
 const TEXT = `# HELP fanout_connections Open WebSocket connections
 # TYPE fanout_connections gauge
 fanout_connections 3
-fanout_channel_consumers 2
+fanout_live_feeds 2
 fanout_workers 2
 fanout_publishes_total{result="ok",via="ws"} 10
 fanout_publishes_total{result="ok",via="http"} 5
