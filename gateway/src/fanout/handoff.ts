@@ -7,8 +7,10 @@
  * message after `target` will reach the machine through `live()`, in order, and is held. Stored messages
  * are read in pages; a page covers `[from, coverEnd]` (every matching message in that range is in it).
  * Once the pages cover `target`, the held messages are written and the socket joins the feed in one
- * synchronous step: nothing is missed and nothing is sent twice. When the hold overflows it is dropped
- * and `target` moves to the newest live message: those messages are read from the stream instead.
+ * synchronous step: nothing is missed and nothing is sent twice. A page can hold messages the feed has not
+ * delivered yet (they are stored, and on their way to the feed): those are left to the feed, never written
+ * from the page — otherwise the topic would deliver them a second time after the join. When the hold
+ * overflows it is dropped and `target` moves to the newest live message: those are read from the stream.
  */
 export type HandoffItem<F> = { readonly seq: number; readonly frame: F };
 
@@ -46,6 +48,8 @@ export class Handoff<F> {
   /** Every matching message up to here was written (or predates the start). */
   private covered: number;
   private awaiting = 0;
+  /** The feed's position: the target, or the newest live message seen. Pages are written up to it only. */
+  private feedPos: number;
   /** Pages read and times the socket made the machine wait; for the debug line. */
   pages = 0;
   throttles = 0;
@@ -56,6 +60,7 @@ export class Handoff<F> {
    */
   constructor(private readonly port: HandoffPort<F>, private lastSent_: number, private target_: number, private readonly holdLimit: number) {
     this.covered = lastSent_;
+    this.feedPos = target_;
   }
 
   get state(): HandoffState {
@@ -85,7 +90,9 @@ export class Handoff<F> {
 
   /** A live message of the feed, in feed order. */
   live(seq: number, frame: F): void {
-    if (this.done || seq <= this.lastSent_) return;
+    if (this.done) return;
+    if (seq > this.feedPos) this.feedPos = seq;
+    if (seq <= this.lastSent_) return;
     if (this.held.length >= this.holdLimit) {
       // Read these from the stream instead: the feed's next messages come after this one.
       this.held = [];
@@ -134,18 +141,22 @@ export class Handoff<F> {
   private pump(): void {
     const p = this.page_!;
     this.st = "writing";
-    if (this.pos < p.items.length) {
-      const r = this.port.write(p.items, this.pos);
+    // Items past the feed's position are the feed's to deliver (see the class comment).
+    const end = firstAfter(p.items, this.feedPos);
+    if (this.pos < end) {
+      const items = end === p.items.length ? p.items : p.items.slice(0, end);
+      const r = this.port.write(items, this.pos);
       if (r.n > 0) {
         this.pos += r.n;
         this.lastSent_ = p.items[this.pos - 1]!.seq;
       }
       if (this.done) return; // the port ended it (e.g. the socket closed)
       if (r.stop === "dropped") return this.suspend();
-      if (this.pos < p.items.length) return this.wait();
+      if (this.pos < end) return this.wait();
     }
     this.page_ = undefined;
-    if (p.coverEnd > this.covered) this.covered = p.coverEnd;
+    const coverEnd = Math.min(p.coverEnd, this.feedPos);
+    if (coverEnd > this.covered) this.covered = coverEnd;
     if (this.lastSent_ > this.covered) this.covered = this.lastSent_;
     this.next();
   }

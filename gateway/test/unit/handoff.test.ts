@@ -1,0 +1,315 @@
+import { describe, expect, it } from "vitest";
+import fc from "fast-check";
+import { Handoff, type HandoffEnd, type HandoffItem, type HandoffPage, type HandoffPort, type WriteResult } from "../../src/fanout/handoff.js";
+import { SubjectSequencer } from "../../src/broker/live-sequencer.js";
+import { Coalescer } from "../../src/broker/coalesce.js";
+
+/** A memory stream of one pattern: seqs of matching messages (other channels' seqs are skipped). */
+class MemoryStream {
+  seqs: number[] = [];
+  last = 0;
+  append(matching = true): number {
+    this.last++;
+    if (matching) this.seqs.push(this.last);
+    return this.last;
+  }
+  /** A page from `from`: at most `size` matching messages, covering to the target when it reaches the end. */
+  page(from: number, target: number, size: number): HandoffPage<string> {
+    const items = this.seqs.filter((s) => s >= from).slice(0, size).map((seq) => ({ seq, frame: `m${seq}` }));
+    const rest = this.seqs.filter((s) => s >= from).length - items.length;
+    const lastItem = items.at(-1)?.seq ?? from - 1;
+    return { from, coverEnd: rest > 0 ? lastItem : Math.max(lastItem, target), items };
+  }
+}
+
+/** A fake socket: records frames, can be full (until drained) or refuse a frame (over the hard cap). */
+class FakeSocket implements HandoffPort<string> {
+  out: string[] = [];
+  joined = false;
+  ended?: HandoffEnd;
+  fetches: { from: number; target: number }[] = [];
+  capacity = Infinity;
+  refuseAt = Infinity;
+  drainWaiting = false;
+  h!: Handoff<string>;
+  fetch(from: number, target: number): void {
+    this.fetches.push({ from, target });
+  }
+  private send(frame: string): boolean {
+    if (this.out.length + 1 >= this.refuseAt) return false;
+    this.out.push(frame);
+    return true;
+  }
+  write(items: readonly HandoffItem<string>[], start: number): WriteResult {
+    let n = 0;
+    for (let i = start; i < items.length; i++) {
+      if (this.capacity <= 0) return { n, stop: "full" };
+      if (!this.send(items[i]!.frame)) return { n, stop: "dropped" };
+      this.capacity--;
+      n++;
+    }
+    return { n };
+  }
+  waitDrain(): void {
+    this.drainWaiting = true;
+  }
+  drain(capacity = Infinity): void {
+    this.capacity = capacity;
+    this.drainWaiting = false;
+    this.h.resume();
+  }
+  join(held: readonly HandoffItem<string>[]): WriteResult {
+    let n = 0;
+    for (const item of held) {
+      if (!this.send(item.frame)) return { n, stop: "dropped" };
+      n++;
+    }
+    this.joined = true;
+    return { n };
+  }
+  end(e: HandoffEnd): void {
+    this.ended = e;
+  }
+  seqs(): number[] {
+    return this.out.map((f) => Number(f.slice(1)));
+  }
+}
+
+function setup(stream: MemoryStream, lastSent: number, holdLimit = 100) {
+  const sock = new FakeSocket();
+  const h = new Handoff<string>(sock, lastSent, stream.last, holdLimit);
+  sock.h = h;
+  return { sock, h };
+}
+
+/** Answers the pending fetch from the stream. */
+function answer(stream: MemoryStream, sock: FakeSocket, h: Handoff<string>, size = 3): void {
+  const f = sock.fetches.shift()!;
+  h.page(f.from, stream.page(f.from, f.target, size));
+}
+
+describe("handoff — pure state machine", () => {
+  it("handoff — nothing to replay (client already at the feed's position): joins at once, no fetch", () => {
+    const s = new MemoryStream();
+    for (let i = 0; i < 5; i++) s.append();
+    const { sock, h } = setup(s, 5);
+    h.start();
+    expect(sock.fetches).toEqual([]);
+    expect(sock.joined).toBe(true);
+    expect(sock.ended).toEqual({ type: "joined", lastSent: 5 });
+  });
+
+  it("handoff — replays pages, holds live messages, joins with no gap and no duplicate", () => {
+    const s = new MemoryStream();
+    for (let i = 0; i < 10; i++) s.append(i % 3 !== 0);
+    const { sock, h } = setup(s, 0);
+    h.start();
+    // Live messages arrive while the first page is in flight (after the target: they are held).
+    const l1 = s.append();
+    h.live(l1, `m${l1}`);
+    answer(s, sock, h);
+    const l2 = s.append(false);
+    const l3 = s.append();
+    h.live(l3, `m${l3}`);
+    while (sock.fetches.length > 0) answer(s, sock, h);
+    expect(sock.joined).toBe(true);
+    expect(sock.seqs()).toEqual(s.seqs);
+    expect(l2).toBeGreaterThan(0);
+    expect(sock.ended).toMatchObject({ type: "joined", lastSent: l3 });
+  });
+
+  it("handoff — join before the first replayed message: a live message that the pages also hold is sent once", () => {
+    const s = new MemoryStream();
+    for (let i = 0; i < 4; i++) s.append();
+    const { sock, h } = setup(s, 0);
+    h.start();
+    // The page is read after two more messages were stored: it holds them, and they are also held live.
+    const a = s.append();
+    const b = s.append();
+    h.live(a, `m${a}`);
+    h.live(b, `m${b}`);
+    answer(s, sock, h, 100);
+    expect(sock.joined).toBe(true);
+    expect(sock.seqs()).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
+  it("handoff — socket full: pauses mid-page, resumes on drain where it stopped", () => {
+    const s = new MemoryStream();
+    for (let i = 0; i < 9; i++) s.append();
+    const { sock, h } = setup(s, 0);
+    sock.capacity = 2;
+    h.start();
+    answer(s, sock, h, 5);
+    expect(h.state).toBe("draining");
+    expect(sock.seqs()).toEqual([1, 2]);
+    sock.drain(2);
+    expect(sock.seqs()).toEqual([1, 2, 3, 4]);
+    sock.drain();
+    while (sock.fetches.length > 0) answer(s, sock, h, 5);
+    expect(sock.seqs()).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(sock.joined).toBe(true);
+    expect(h.throttles).toBe(2);
+  });
+
+  it("handoff — cancel mid-replay: the answer of the fetch in flight is ignored, nothing more is written", () => {
+    const s = new MemoryStream();
+    for (let i = 0; i < 9; i++) s.append();
+    const { sock, h } = setup(s, 0);
+    h.start();
+    answer(s, sock, h);
+    h.cancel();
+    answer(s, sock, h);
+    h.live(s.append(), "late");
+    expect(sock.seqs()).toEqual([1, 2, 3]);
+    expect(sock.joined).toBe(false);
+    expect(sock.ended).toBeUndefined();
+    expect(h.state).toBe("cancelled");
+  });
+
+  it("handoff — suspended by the owner (slow socket) mid-replay: ends with the last seq written", () => {
+    const s = new MemoryStream();
+    for (let i = 0; i < 9; i++) s.append();
+    const { sock, h } = setup(s, 0);
+    h.start();
+    answer(s, sock, h);
+    h.suspend();
+    expect(sock.ended).toEqual({ type: "suspended", lastSent: 3 });
+    answer(s, sock, h);
+    expect(sock.seqs()).toEqual([1, 2, 3]);
+  });
+
+  it("handoff — a refused frame suspends after the last frame the socket took", () => {
+    const s = new MemoryStream();
+    for (let i = 0; i < 9; i++) s.append();
+    const { sock, h } = setup(s, 0);
+    sock.refuseAt = 5;
+    h.start();
+    answer(s, sock, h, 10);
+    expect(sock.ended).toEqual({ type: "suspended", lastSent: 4 });
+  });
+
+  it("handoff — the hold overflows: dropped, the target moves on, the pages deliver them instead", () => {
+    const s = new MemoryStream();
+    for (let i = 0; i < 3; i++) s.append();
+    const { sock, h } = setup(s, 0, 2);
+    h.start();
+    for (let i = 0; i < 5; i++) {
+      const seq = s.append();
+      h.live(seq, `m${seq}`);
+    }
+    expect(h.target).toBeGreaterThan(3);
+    while (sock.fetches.length > 0) answer(s, sock, h, 2);
+    const more = s.append();
+    h.live(more, `m${more}`); // after join: the topic delivers it, not the machine
+    expect(sock.seqs()).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(sock.joined).toBe(true);
+  });
+
+  it("handoff — a repaired live message older than the target is left to the pages (gap during catch-up)", () => {
+    const s = new MemoryStream();
+    for (let i = 0; i < 6; i++) s.append();
+    const { sock, h } = setup(s, 0);
+    h.start();
+    h.live(4, "m4"); // the feed repaired 4 late: the pages cover it
+    answer(s, sock, h, 100);
+    expect(sock.seqs()).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
+  it("handoff — a failed fetch ends it as failed with the last seq written", () => {
+    const s = new MemoryStream();
+    for (let i = 0; i < 6; i++) s.append();
+    const { sock, h } = setup(s, 0);
+    h.start();
+    answer(s, sock, h);
+    const f = sock.fetches.shift()!;
+    h.fetchFailed(f.from, new Error("down"));
+    expect(sock.ended).toMatchObject({ type: "failed", lastSent: 3 });
+  });
+
+  it("handoff — any interleaving of live messages, page sizes and drains: every message once, in order", () => {
+    fc.assert(fc.property(
+      fc.array(fc.constantFrom("store", "other", "live", "page", "drain"), { maxLength: 80 }),
+      fc.integer({ min: 1, max: 6 }), fc.integer({ min: 0, max: 20 }), fc.integer({ min: 1, max: 8 }),
+      (ops, size, initial, holdLimit) => {
+        const s = new MemoryStream();
+        for (let i = 0; i < initial; i++) s.append(i % 2 === 0);
+        const { sock, h } = setup(s, 0, holdLimit);
+        sock.capacity = 3;
+        h.start();
+        let delivered = s.last; // the feed has delivered (to the machine) everything up to here
+        const feedLive = () => {
+          for (const seq of s.seqs.filter((x) => x > delivered)) {
+            if (h.state === "joined") sock.out.push(`m${seq}`); // the topic delivers it
+            else h.live(seq, `m${seq}`);
+          }
+          delivered = s.last;
+        };
+        for (const op of ops) {
+          if (op === "store") s.append();
+          else if (op === "other") s.append(false);
+          else if (op === "live") feedLive();
+          else if (op === "page" && sock.fetches.length > 0) answer(s, sock, h, size);
+          else if (op === "drain" && sock.drainWaiting) sock.drain(3);
+        }
+        // Settle: deliver live, answer every fetch, drain.
+        for (let i = 0; i < 1_000 && !h.done; i++) {
+          feedLive();
+          if (sock.fetches.length > 0) answer(s, sock, h, size);
+          else if (sock.drainWaiting) sock.drain(3);
+        }
+        expect(h.state).toBe("joined");
+        feedLive();
+        expect(sock.seqs()).toEqual(s.seqs);
+      },
+    ), { numRuns: 500 });
+  });
+});
+
+describe("live sequencer — gaps and duplicates per subject", () => {
+  it("live sequencer — in order delivers; a missed predecessor is a gap from the last delivered + 1; repeats are old", () => {
+    const q = new SubjectSequencer(10);
+    expect(q.check("a", 5, 0)).toEqual({ type: "old" }); // predates the feed
+    expect(q.check("a", 11, 3)).toEqual({ type: "deliver" }); // predecessor predates the feed
+    q.record("a", 11);
+    expect(q.check("a", 11, 3)).toEqual({ type: "old" });
+    expect(q.check("a", 14, 12)).toEqual({ type: "gap", subject: "a", from: 12 });
+    expect(q.check("b", 15, 13)).toEqual({ type: "gap", subject: "b", from: 11 });
+    expect(q.check("a", 14, 11)).toEqual({ type: "deliver" });
+    // Retention removed the last delivered message: its successor names an older one — not a gap.
+    expect(q.check("a", 20, 7)).toEqual({ type: "deliver" });
+    expect(q.fresh("a", 11)).toBe(false);
+    expect(q.fresh("a", 12)).toBe(true);
+  });
+
+  it("live sequencer — bounded: forgetting a subject raises the baseline so nothing is delivered twice", () => {
+    const q = new SubjectSequencer(0, 2);
+    q.record("a", 1);
+    q.record("b", 2);
+    q.record("c", 3);
+    expect(q.tracked).toBe(2);
+    expect(q.baseline).toBe(1);
+    expect(q.check("a", 1, 0)).toEqual({ type: "old" });
+    q.reset(100);
+    expect(q.check("c", 50, 0)).toEqual({ type: "old" });
+  });
+});
+
+describe("coalescer — stream state requests", () => {
+  it("coalescer — concurrent callers share a request sent after they called: at most one in flight and one queued", async () => {
+    let calls = 0;
+    let release: (() => void)[] = [];
+    const c = new Coalescer(() => new Promise<number>((r) => { const n = ++calls; release.push(() => r(n)); }));
+    const a = c.get();
+    const b = c.get();
+    const d = c.get();
+    expect(calls).toBe(1);
+    release.shift()!();
+    expect(await a).toBe(1);
+    await new Promise((r) => setImmediate(r));
+    expect(calls).toBe(2);
+    release.shift()!();
+    expect(await b).toBe(2);
+    expect(await d).toBe(2);
+    release = [];
+  });
+});
