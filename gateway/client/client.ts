@@ -94,7 +94,7 @@ export interface GatewayMessage<T = unknown> {
 export type MessageHandler<T = unknown> = (msg: GatewayMessage<T>) => void | Promise<void>;
 
 /** The server's `ok` to a subscribe: stream bounds, and `truncated` when the start was already removed. */
-export type SubscribeInfo = { firstSeq?: number; lastSeq?: number; truncated?: boolean };
+export type SubscribeInfo = { firstSeq?: number; lastSeq?: number; truncated?: boolean; epoch?: string; epochChanged?: boolean };
 
 export interface Subscription {
   readonly channel: string;
@@ -113,7 +113,8 @@ export type GatewayEvent =
   | { type: "connected" }
   | { type: "disconnected"; code: number; reason: string; willReconnect: boolean; reconnectInMs?: number }
   | { type: "resubscribed"; subscriptions: number }
-  | { type: "gap"; channel: string; expectedSeq: number; firstSeq: number }
+  /** Messages the subscription asked for are gone: retention removed them, or (`epochChanged`) the stream was recreated. */
+  | { type: "gap"; channel: string; expectedSeq: number; firstSeq: number; epochChanged?: boolean }
   | { type: "tokenExpired" }
   | { type: "error"; error: GatewayError; channel?: string };
 export type GatewayEventType = GatewayEvent["type"];
@@ -135,6 +136,8 @@ type Sub = Subscription & {
   handler: MessageHandler<any>;
   opts: SubscribeOptions;
   lastSeq: number;
+  /** Epoch of the stream `lastSeq` belongs to (from the server's ok). */
+  epoch?: string;
   closed: boolean;
   settle?: { resolve: (i: SubscribeInfo) => void; reject: (e: GatewayError) => void };
 };
@@ -379,17 +382,22 @@ export class GatewayClient {
       if (sub.opts.ack) frame.ack = true;
       if (sub.opts.maxInflight !== undefined) frame.maxInflight = sub.opts.maxInflight;
     } else {
-      const from = sub.lastSeq > 0 ? { seq: sub.lastSeq + 1 } : sub.opts.from;
+      // The epoch names the stream the seq belongs to: a recreated stream is reported, not misread.
+      const from = sub.lastSeq > 0 ? { seq: sub.lastSeq + 1, ...(sub.epoch ? { epoch: sub.epoch } : {}) } : sub.opts.from;
       if (from !== undefined) frame.from = typeof from === "object" && "time" in from ? { time: new Date(from.time).toISOString() } : from;
       if (typeof from === "object" && "seq" in from) expectedSeq = from.seq;
     }
     this.request(ws, frame, (reply) => {
       if (sub.closed) return onDone();
       if (reply.op === "ok") {
+        if (reply.epochChanged === true) sub.lastSeq = 0; // the new stream's seqs start over
+        if (typeof reply.epoch === "string") sub.epoch = reply.epoch;
         if (reply.truncated === true && expectedSeq !== undefined) {
-          this.emit({ type: "gap", channel: sub.channel, expectedSeq, firstSeq: Number(reply.firstSeq) });
+          this.emit({ type: "gap", channel: sub.channel, expectedSeq, firstSeq: Number(reply.firstSeq), ...(reply.epochChanged === true ? { epochChanged: true } : {}) });
         }
         const info: SubscribeInfo = {};
+        if (typeof reply.epoch === "string") info.epoch = reply.epoch;
+        if (reply.epochChanged === true) info.epochChanged = true;
         if (typeof reply.firstSeq === "number") info.firstSeq = reply.firstSeq;
         if (typeof reply.lastSeq === "number") info.lastSeq = reply.lastSeq;
         if (reply.truncated === true) info.truncated = true;

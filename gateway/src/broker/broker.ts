@@ -15,7 +15,9 @@ export type BrokerEvent =
   | { type: "connected" }
   | { type: "disconnected" }
   | { type: "reconnected" }
-  | { type: "error"; error: unknown };
+  | { type: "error"; error: unknown }
+  /** The stream was deleted and created again: sequences start over, cached pages are void. */
+  | { type: "epoch"; epoch: string };
 
 export type BrokerCapabilities = { replay: boolean; durable: boolean; history: boolean };
 
@@ -66,6 +68,8 @@ export interface Broker {
   readonly replay?: ReplayApi;
   /** Present when the broker has acked durable consumers (JetStream). */
   readonly durables?: DurableApi;
+  /** The stream's epoch (its creation time) when known: `ok` frames carry it so clients keep it with their seq. */
+  readonly epoch?: string;
   /** True while the broker connection is up. */
   isConnected(): boolean;
   publish(channel: string, payload: Uint8Array, msgId?: string): Promise<PublishResult>;

@@ -40,7 +40,7 @@ export class JetStreamBroker implements Broker {
   private listeners: ((e: BrokerEvent) => void)[] = [];
   private readonly liveFeeds: LiveFeedHooks = new Set();
   private connected = false;
-  private epoch?: string;
+  private epoch_?: string;
 
   private constructor(readonly nc: NatsConnection, readonly js: JetStreamClient, readonly jsm: JetStreamManager, private readonly opts: JetStreamBrokerOptions) {
     this.mapper = new SubjectMapper(opts.subjectPrefix);
@@ -51,7 +51,11 @@ export class JetStreamBroker implements Broker {
     void this.watchStatus();
     // A new stream leader may not have republished what the old one stored last: every feed checks.
     nc.subscribe(`$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.${opts.stream}`, { callback: () => this.resyncFeeds("leader") });
-    this.replay.state().then((st) => { this.epoch ??= st.epoch; }, () => undefined);
+    this.replay.state().then((st) => { this.epoch_ ??= st.epoch; }, () => undefined);
+  }
+
+  get epoch(): string | undefined {
+    return this.epoch_;
   }
 
   static async connect(opts: JetStreamBrokerOptions): Promise<JetStreamBroker> {
@@ -90,15 +94,16 @@ export class JetStreamBroker implements Broker {
 
   /** Every live feed reads what it may have missed; a recreated stream (new epoch) restarts them instead. */
   private resyncFeeds(why: "reconnect" | "leader"): void {
-    if (this.liveFeeds.size === 0) return;
     this.replay.state().then((st) => {
-      if (this.epoch !== undefined && st.epoch !== this.epoch) {
-        this.opts.log.warn({ stream: this.opts.stream, epoch: st.epoch, was: this.epoch }, "stream was recreated: live feeds start over at its last sequence");
+      const was = this.epoch_;
+      this.epoch_ = st.epoch;
+      if (was !== undefined && st.epoch !== was) {
+        this.opts.log.warn({ stream: this.opts.stream, epoch: st.epoch, was }, "stream was recreated: live feeds start over at its last sequence");
         for (const f of this.liveFeeds) f.restart(st.lastSeq);
+        this.emit({ type: "epoch", epoch: st.epoch });
       } else {
         for (const f of this.liveFeeds) f.resync(why);
       }
-      this.epoch = st.epoch;
     }, (e) => {
       this.opts.log.warn({ err: e, why }, "stream state unavailable; live feeds repair from their position");
       for (const f of this.liveFeeds) f.resync(why);

@@ -33,6 +33,9 @@ export async function runWorker(config: Config): Promise<void> {
   const tlsApp = createTlsApp(config);
   const apps = tlsApp ? [app, tlsApp] : [app];
   const hub = new FanoutHub(topicsOf(apps), broker, metrics, log, config.consumerLingerMs, config.replayCacheBytes);
+  broker.onEvent((e) => {
+    if (e.type === "epoch") hub.streamRecreated();
+  });
   const ws = new WsEndpoint(app, { config, broker, hub, metrics, log, isDraining, guard }, tlsApp ? [tlsApp] : []);
   for (const a of apps) registerHttpRoutes(a, { config, broker, metrics, log, isDraining, auth, clusterMetrics: requestClusterMetrics });
   await ws.listen(config.host, config.port);

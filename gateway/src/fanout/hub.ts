@@ -116,6 +116,15 @@ export class FanoutHub {
     return Math.max(feed.lastSeq, feed.startAfter);
   }
 
+  /** The stream was deleted and created again: positions and cached pages of the old one are void. */
+  streamRecreated(): void {
+    this.cache?.clear();
+    for (const f of this.feeds.values()) {
+      f.lastSeq = 0;
+      f.startAfter = f.live?.startAfter ?? 0;
+    }
+  }
+
   /** Drops a reference; the feed stops after the linger period if nobody takes it again. */
   release(pattern: string): void {
     const feed = this.feeds.get(pattern);

@@ -117,6 +117,13 @@ export class ReplayCache {
     if (pages.length === 0) this.byPattern.delete(p.pattern);
   }
 
+  /** Drops every page (the stream was recreated: its sequences mean other messages now). */
+  clear(): void {
+    this.byPattern.clear();
+    this.lru.clear();
+    this.bytes = 0;
+  }
+
   /** Drops every page of a pattern (its feed stopped: nobody resumes it soon). */
   forget(pattern: string): void {
     for (const p of this.byPattern.get(pattern) ?? []) {

@@ -77,7 +77,7 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
   if (!ctx.subs.attach(ws, sub)) return;
   if (f.from === undefined) {
     ctx.subs.startLive(ws, sub, feed);
-    return sendText(ws, okFrame(f.id));
+    return sendText(ws, okFrame(f.id, ctx.broker.epoch ? { epoch: ctx.broker.epoch } : undefined));
   }
   let start: { lastSent: number; reply: Record<string, unknown> };
   try {
