@@ -102,7 +102,10 @@ export class CoreLiveFeed implements LiveFeed {
     if (v.type === "old") return;
     this.deps.log.debug({ pattern: this.pattern, subject: p.subject, missedFrom: v.from, seq: p.seq }, "live feed gap; repairing from the stream");
     this.deps.onRepair?.("gap");
-    this.repair(v.subject, v.from);
+    // The missed message is newer than everything delivered: read the whole pattern from there, which keeps
+    // stream order. One older than that (a drop noticed late) is read for its subject alone.
+    if (p.prev > this.position) this.repair(this.subject, this.position + 1);
+    else this.repair(v.subject, v.from);
     this.holdMsg(p);
   }
 
