@@ -1,5 +1,6 @@
-import { createInbox, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { createInbox, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { GatewayError } from "../errors.js";
+import { jsHeaders } from "./js-headers.js";
 
 /** One stored message as a direct get returns it. */
 export type StoredMsg = { subject: string; seq: number; ts: number; payload: Uint8Array };
@@ -63,17 +64,17 @@ export class DirectGet {
     const token = m.subject.slice(this.prefix.length + 1);
     const p = this.pending.get(token);
     if (!p) return;
-    const h = m.headers;
+    const h = jsHeaders(m);
     const code = h?.code ?? 0;
     if (code === 0 && h) {
-      p.out.push({ subject: h.get("Nats-Subject"), seq: Number(h.get("Nats-Sequence")), ts: parseTimestampMs(h.get("Nats-Time-Stamp")), payload: m.data });
+      p.out.push({ subject: h.subject, seq: h.seq, ts: h.ts, payload: m.data });
       return;
     }
     clearTimeout(p.timer);
     this.pending.delete(token);
-    if (code === 204) p.resolve({ messages: p.out, pending: Number(h!.get("Nats-Num-Pending") || 0) });
+    if (code === 204) p.resolve({ messages: p.out, pending: h!.pending });
     else if (code === 404) p.resolve({ messages: p.out, pending: 0 });
-    else p.reject(new GatewayError("ERR_BROKER", `direct get failed: ${code} ${h?.description ?? ""}`.trim()));
+    else p.reject(new GatewayError("ERR_BROKER", `direct get failed: ${code} ${m.headers?.description ?? ""}`.trim()));
   }
 
   close(): void {
@@ -84,26 +85,4 @@ export class DirectGet {
     }
     this.pending.clear();
   }
-}
-
-/** Header helper for republished messages. */
-export const headerNumber = (h: MsgHdrs, name: string): number => Number(h.get(name) || 0);
-
-/**
- * `2026-11-22T18:02:18.478069664Z` (RFC 3339, UTC, up to ns) as ms since the epoch with µs precision,
- * the form every frame carries. Date.parse alone would drop the µs.
- */
-export function parseTimestampMs(s: string): number {
-  const dot = s.indexOf(".", 19);
-  if (dot !== 19) return Date.parse(s);
-  const ms = Date.parse(`${s.slice(0, 19)}Z`);
-  let us = 0;
-  let digits = 0;
-  for (let i = 20; digits < 6; i++, digits++) {
-    const c = s.charCodeAt(i);
-    if (!(c >= 48 && c <= 57)) break;
-    us = us * 10 + (c - 48);
-  }
-  for (; digits < 6; digits++) us *= 10;
-  return (ms * 1_000 + us) / 1_000;
 }

@@ -1,7 +1,8 @@
 import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { Logger } from "../log.js";
 import type { BrokerMessage, LiveFeed } from "./broker.js";
-import { parseTimestampMs, type StoredMsg } from "./direct-get.js";
+import type { StoredMsg } from "./direct-get.js";
+import { jsHeaders } from "./js-headers.js";
 import type { JetStreamReplay } from "./jetstream-replay.js";
 import { SubjectSequencer } from "./live-sequencer.js";
 
@@ -83,15 +84,9 @@ export class CoreLiveFeed implements LiveFeed {
 
   private onCore(m: Msg): void {
     if (this.stopped) return;
-    const h = m.headers;
-    if (!h) return;
-    const p: Live = {
-      subject: h.get("Nats-Subject"),
-      seq: Number(h.get("Nats-Sequence")),
-      prev: Number(h.get("Nats-Last-Sequence") || 0),
-      ts: parseTimestampMs(h.get("Nats-Time-Stamp")),
-      payload: m.data,
-    };
+    const h = jsHeaders(m);
+    if (!h || h.seq === 0) return;
+    const p: Live = { subject: h.subject, seq: h.seq, prev: h.last, ts: h.ts, payload: m.data };
     if (this.holding) return this.holdMsg(p);
     this.process(p);
   }

@@ -7,8 +7,8 @@ import { Coalescer } from "./coalesce.js";
 import { DirectGet, type DirectBatch, type StoredMsg } from "./direct-get.js";
 
 /** A page of a catch-up: at most this many messages or bytes per direct get. */
-export const PAGE_MESSAGES = 1_024;
-export const PAGE_BYTES = 512 * 1_024;
+export const PAGE_MESSAGES = 4_096;
+export const PAGE_BYTES = 1_048_576;
 
 type LeaderMsg = { subject: string; seq: number; data?: string; time: string };
 

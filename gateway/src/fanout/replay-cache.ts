@@ -1,5 +1,5 @@
 import type { ReplayApi } from "../broker/broker.js";
-import { msgFrame } from "../protocol/serialize.js";
+import { buildFrames } from "../protocol/serialize.js";
 import type { HandoffItem, HandoffPage } from "./handoff.js";
 
 /** A page of stored messages of one pattern as frames, shared by every socket catching up that pattern. */
@@ -46,10 +46,18 @@ export class ReplayCache {
     return this.fetch(pattern, from, target);
   }
 
-  /** Starts reading the page at `from` unless it is cached or being read (read-ahead). */
-  prefetch(pattern: string, from: number, target: number): void {
-    if (this.find(pattern, from) || this.inflight.get(pattern)?.some((f) => f.from === from)) return;
-    this.fetch(pattern, from, target).catch(() => undefined);
+  /**
+   * Reads ahead: the page at `from` and, once it is known where that one ends, `depth - 1` more — unless
+   * cached or being read. Reading overlaps writing, and the server works on the next page meanwhile.
+   */
+  prefetch(pattern: string, from: number, target: number, depth = 2): void {
+    const cached = this.find(pattern, from);
+    const ahead = (p: FramePage): void => {
+      if (depth > 1 && p.coverEnd < target && this.bytes + p.bytes < this.maxBytes / 2) this.prefetch(pattern, p.coverEnd + 1, target, depth - 1);
+    };
+    if (cached) return ahead(cached);
+    if (this.inflight.get(pattern)?.some((f) => f.from === from)) return;
+    this.fetch(pattern, from, target).then(ahead, () => undefined);
   }
 
   private find(pattern: string, from: number): FramePage | undefined {
@@ -84,9 +92,10 @@ export class ReplayCache {
 
   private async read(pattern: string, from: number, target: number): Promise<FramePage> {
     const stored = await this.replay.read(pattern, from, target);
+    const frames = buildFrames(pattern, stored.messages);
     let bytes = 64;
-    const items: HandoffItem<Buffer>[] = stored.messages.map((m) => {
-      const frame = msgFrame({ channel: m.channel, pattern, seq: m.seq, ts: m.ts }, m.payload);
+    const items: HandoffItem<Buffer>[] = stored.messages.map((m, i) => {
+      const frame = frames[i]!;
       bytes += frame.length + 48;
       return { seq: m.seq, frame };
     });

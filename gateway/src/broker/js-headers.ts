@@ -1,0 +1,161 @@
+import type { Msg } from "@nats-io/transport-node";
+
+/** What the gateway reads from JetStream's headers on direct-get replies and republished messages. */
+export type JsHeaders = {
+  /** Status code of the reply (204 end of batch, 404 …); 0 for a message. */
+  code: number;
+  /** `Nats-Subject`: the stored subject. */
+  subject: string;
+  /** `Nats-Sequence`. */
+  seq: number;
+  /** `Nats-Time-Stamp` as ms since the epoch with µs precision. */
+  ts: number;
+  /** `Nats-Num-Pending`: matching messages after this one (direct-get batches). */
+  pending: number;
+  /** `Nats-Last-Sequence`: on a republished message the previous seq stored on its subject. */
+  last: number;
+};
+
+type RawMsg = { _rdata?: Uint8Array; _msg?: { hdr: number } };
+
+const K_SUBJECT = key("Nats-Subject");
+const K_SEQUENCE = key("Nats-Sequence");
+const K_TIME = key("Nats-Time-Stamp");
+const K_PENDING = key("Nats-Num-Pending");
+const K_LAST = key("Nats-Last-Sequence");
+
+function key(s: string): Uint8Array {
+  return Buffer.from(s, "latin1");
+}
+
+/**
+ * Reads the JetStream headers straight from the message's header bytes. nats.js would decode the whole
+ * block into a map of strings (a TextDecoder pass, a split, a canonicalised append per header) and every
+ * `get` filters the keys again: measured as the largest client cost of a replay. Falls back to nats.js'
+ * headers when the message does not expose its raw bytes (another nats.js version).
+ */
+export function jsHeaders(m: Msg): JsHeaders | undefined {
+  const raw = m as unknown as RawMsg;
+  const hdr = raw._msg?.hdr ?? -1;
+  if (raw._rdata instanceof Uint8Array && hdr > 0) return parseJsHeaders(raw._rdata, hdr);
+  const h = m.headers;
+  if (!h) return undefined;
+  const ts = h.get("Nats-Time-Stamp");
+  return {
+    code: h.code ?? 0, subject: h.get("Nats-Subject"), seq: Number(h.get("Nats-Sequence") || 0), ts: ts ? parseTimestampText(ts) : 0,
+    pending: Number(h.get("Nats-Num-Pending") || 0), last: Number(h.get("Nats-Last-Sequence") || 0),
+  };
+}
+
+let lastSubjectBytes: Uint8Array = new Uint8Array(0);
+let lastSubject = "";
+
+/** Parses `NATS/1.0[ code desc]\r\nKey: value\r\n…\r\n\r\n` in `b[0, end)`. */
+export function parseJsHeaders(b: Uint8Array, end: number): JsHeaders {
+  let code = 0;
+  let subject = "";
+  let seq = 0;
+  let ts = 0;
+  let pending = 0;
+  let last = 0;
+  // Status line: "NATS/1.0" optionally followed by " <code> <description>".
+  let i = 8;
+  if (b[i] === 0x20) {
+    i++;
+    for (let c = b[i]!; c >= 48 && c <= 57; c = b[++i]!) code = code * 10 + (c - 48);
+  }
+  // Plain loops: Buffer#indexOf costs more than scanning these short lines.
+  while (i < end && b[i] !== 0x0a) i++;
+  i++;
+  while (i < end) {
+    let colon = i;
+    while (colon < end && b[colon] !== 0x3a) colon++;
+    if (colon >= end) break;
+    let eol = colon;
+    while (eol < end && b[eol] !== 0x0d) eol++;
+    let vs = colon + 1;
+    if (b[vs] === 0x20) vs++;
+    switch (colon - i) {
+      case 13: if (same(b, i, K_SEQUENCE)) seq = uint(b, vs, eol); break;
+      case 12: if (same(b, i, K_SUBJECT)) subject = subjectOf(b, vs, eol); break;
+      case 15: if (same(b, i, K_TIME)) ts = parseTimestampBytes(b, vs, eol); break;
+      case 16: if (same(b, i, K_PENDING)) pending = uint(b, vs, eol); break;
+      case 18: if (same(b, i, K_LAST)) last = uint(b, vs, eol); break;
+    }
+    i = eol + 2;
+  }
+  return { code, subject, seq, ts, pending, last };
+}
+
+function same(b: Uint8Array, at: number, k: Uint8Array): boolean {
+  for (let j = 0; j < k.length; j++) if (b[at + j] !== k[j]) return false;
+  return true;
+}
+
+function uint(b: Uint8Array, s: number, e: number): number {
+  let v = 0;
+  for (let i = s; i < e; i++) v = v * 10 + (b[i]! - 48);
+  return v;
+}
+
+/** Consecutive messages mostly share their subject: reuse the decoded string when the bytes match. */
+function subjectOf(b: Uint8Array, s: number, e: number): string {
+  const len = e - s;
+  if (len === lastSubjectBytes.length) {
+    let j = 0;
+    while (j < len && b[s + j] === lastSubjectBytes[j]) j++;
+    if (j === len) return lastSubject;
+  }
+  lastSubjectBytes = b.slice(s, e);
+  lastSubject = Buffer.from(lastSubjectBytes.buffer, lastSubjectBytes.byteOffset, len).toString("utf8");
+  return lastSubject;
+}
+
+const d = (b: Uint8Array, i: number): number => b[i]! - 48;
+
+/** `2026-11-22T18:02:18.478069664Z` (UTC, as nats-server writes it) → ms with µs precision. */
+export function parseTimestampBytes(b: Uint8Array, s: number, e: number): number {
+  if (e - s < 20 || b[s + 19] !== 0x2e && b[s + 19] !== 0x5a) return parseTimestampText(Buffer.from(b.buffer, b.byteOffset + s, e - s).toString("latin1"));
+  // Messages of the same second share "yyyy-mm-ddThh:mm:ss": reuse its value.
+  let j = 0;
+  while (j < 19 && b[s + j] === lastSecond[j]) j++;
+  const ms = j === 19 ? lastSecondMs : secondOf(b, s);
+  let us = 0;
+  let digits = 0;
+  if (b[s + 19] === 0x2e) {
+    for (let i = s + 20; digits < 6 && i < e; i++, digits++) {
+      const c = b[i]!;
+      if (c < 48 || c > 57) break;
+      us = us * 10 + (c - 48);
+    }
+  }
+  for (; digits < 6; digits++) us *= 10;
+  return (ms * 1_000 + us) / 1_000;
+}
+
+const lastSecond = new Uint8Array(19);
+let lastSecondMs = 0;
+
+function secondOf(b: Uint8Array, s: number): number {
+  lastSecond.set(b.subarray(s, s + 19));
+  lastSecondMs = Date.UTC(d(b, s) * 1000 + d(b, s + 1) * 100 + d(b, s + 2) * 10 + d(b, s + 3), d(b, s + 5) * 10 + d(b, s + 6) - 1, d(b, s + 8) * 10 + d(b, s + 9),
+    d(b, s + 11) * 10 + d(b, s + 12), d(b, s + 14) * 10 + d(b, s + 15), d(b, s + 17) * 10 + d(b, s + 18));
+  return lastSecondMs;
+}
+
+/** The same for a string (µs precision; Date.parse alone keeps ms). */
+export function parseTimestampText(s: string): number {
+  if (s.length < 20 || (s[19] !== "." && s[19] !== "Z")) return Date.parse(s);
+  const ms = Date.parse(`${s.slice(0, 19)}Z`);
+  let us = 0;
+  let digits = 0;
+  if (s[19] === ".") {
+    for (let i = 20; digits < 6; i++, digits++) {
+      const c = s.charCodeAt(i);
+      if (!(c >= 48 && c <= 57)) break;
+      us = us * 10 + (c - 48);
+    }
+  }
+  for (; digits < 6; digits++) us *= 10;
+  return (ms * 1_000 + us) / 1_000;
+}
