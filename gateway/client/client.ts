@@ -130,6 +130,8 @@ export function backoffDelay(attempt: number, minMs: number, maxMs: number, rand
 const PERMANENT = new Set(["bad_json", "unknown_op", "bad_request", "bad_channel", "too_many_subscriptions", "already_subscribed", "unsupported_by_broker", "forbidden"]);
 /** Close code the client uses to drop a connection whose resubscribe failed (4000–4999 is application use). */
 const CLOSE_RESUBSCRIBE_FAILED = 4000;
+/** Channels whose last seq a subscription remembers for its duplicate check. */
+const MAX_TRACKED_CHANNELS = 10_000;
 
 type Frame = Record<string, unknown> & { op: string; id?: unknown };
 type Sub = Subscription & {
@@ -138,6 +140,9 @@ type Sub = Subscription & {
   lastSeq: number;
   /** Epoch of the stream `lastSeq` belongs to (from the server's ok). */
   epoch?: string;
+  /** Last seq per channel (bounded), and the seq at or below which a forgotten channel's messages are old. */
+  lastByChannel: Map<string, number>;
+  floor: number;
   closed: boolean;
   settle?: { resolve: (i: SubscribeInfo) => void; reject: (e: GatewayError) => void };
 };
@@ -210,6 +215,8 @@ export class GatewayClient {
       handler: handler as MessageHandler<any>,
       opts: { ...options, autoAck: options.autoAck ?? options.ack === true },
       lastSeq: 0,
+      lastByChannel: new Map(),
+      floor: 0,
       closed: false,
       ready: ready.promise,
       settle: { resolve: ready.resolve, reject: ready.reject },
@@ -390,7 +397,12 @@ export class GatewayClient {
     this.request(ws, frame, (reply) => {
       if (sub.closed) return onDone();
       if (reply.op === "ok") {
-        if (reply.epochChanged === true) sub.lastSeq = 0; // the new stream's seqs start over
+        if (reply.epochChanged === true) {
+          // The new stream's seqs start over.
+          sub.lastSeq = 0;
+          sub.floor = 0;
+          sub.lastByChannel.clear();
+        }
         if (typeof reply.epoch === "string") sub.epoch = reply.epoch;
         if (reply.truncated === true && expectedSeq !== undefined) {
           this.emit({ type: "gap", channel: sub.channel, expectedSeq, firstSeq: Number(reply.firstSeq), ...(reply.epochChanged === true ? { epochChanged: true } : {}) });
@@ -456,11 +468,22 @@ export class GatewayClient {
     if (!sub || sub.closed) return;
     const seq = Number(f.seq);
     if (sub.opts.durable === undefined) {
-      if (seq <= sub.lastSeq) {
+      // Order is per channel: on a wildcard subscription a message the server repaired late can follow newer
+      // messages of other channels, so duplicates are told by the channel's own last seq.
+      const channel = String(f.channel);
+      const last = sub.lastByChannel.get(channel) ?? sub.floor;
+      if (seq <= last) {
         this.stats.duplicatesDropped++;
         return;
       }
-      sub.lastSeq = seq;
+      sub.lastByChannel.delete(channel);
+      sub.lastByChannel.set(channel, seq);
+      if (sub.lastByChannel.size > MAX_TRACKED_CHANNELS) {
+        const [oldest, s] = sub.lastByChannel.entries().next().value as [string, number];
+        sub.lastByChannel.delete(oldest);
+        if (s > sub.floor) sub.floor = s;
+      }
+      if (seq > sub.lastSeq) sub.lastSeq = seq;
     }
     const msg = this.message(ws, sub, f, seq);
     let result: void | Promise<void>;

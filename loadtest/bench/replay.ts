@@ -18,7 +18,10 @@ async function main(): Promise<void> {
   const count = Number(v.messages), size = Number(v.size), rounds = Number(v.rounds), warmup = Number(v.warmup);
   if (v.layout !== "pinned" && v.layout !== "shared") throw new Error(`--layout must be pinned or shared, not ${v.layout}`);
   const nats = await startNats();
-  const gw = await startGatewayProc(nats.url, 1, (process.env.BENCH_GATEWAY_ARGS ?? "").split(" ").filter(Boolean));
+  // The worker keeps pages of stored messages for sockets catching up the same pattern; a 1 MiB cache makes
+  // every round read the stream again (a larger one would serve later rounds from memory, several times
+  // faster than the raw read, which is what a reconnect storm gets but not what this measures).
+  const gw = await startGatewayProc(nats.url, 1, ["--replay-cache-bytes", "1MiB", ...(process.env.BENCH_GATEWAY_ARGS ?? "").split(" ").filter(Boolean)]);
   await fillStream(nats.url, "ev.bench.replay", count, size);
   // Raw reader and gateway on CPU 1; nats-server and the measuring socket client on CPU 0.
   const pinned = v.layout === "pinned" && [nats.proc.pid!, process.pid].every((p) => pinToCpu(p, 0))
