@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { connect } from "@nats-io/transport-node";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { CLI, childPids, startGateway, type GatewayHandle } from "./support/gateway.js";
@@ -57,6 +57,31 @@ describe("lifecycle — bad settings and startup checks", () => {
     expect(r.stdout).toContain("max_msgs_per_subject");
     const g = await gateway({ natsUrl: n.url, workers: 1, args: ["--update-stream"] });
     expect((await jsm.streams.info("EVENTS")).config.max_msgs_per_subject).toBe(-1);
+    await g.stop();
+    await nc.close();
+  });
+
+  it("a stream made before consumer-free live delivery (no republish rule, server's consumer limit) is updated by itself, with a warning; its messages stay and are delivered", async () => {
+    const n = await nats();
+    const nc = await connect({ servers: n.url });
+    const jsm = await jetstreamManager(nc);
+    await jsm.streams.add({ name: "EVENTS", subjects: ["ev.>"], allow_direct: true, max_age: 86_400_000_000_000, max_bytes: 1_073_741_824, duplicate_window: 120_000_000_000 });
+    const js = jetstream(nc);
+    for (let i = 0; i < 3; i++) await js.publish("ev.old.ch", new TextEncoder().encode(`{"i":${i}}`));
+    const g = await gateway({ natsUrl: n.url, workers: 1 });
+    const warned = g.logs.find((l) => String(l.msg).startsWith("stream updated for consumer-free live delivery"));
+    expect(warned).toBeDefined();
+    expect(JSON.stringify(warned!.diff)).toContain("republish");
+    const si = await jsm.streams.info("EVENTS");
+    expect(si.config.republish).toEqual({ src: "ev.>", dest: "evlive.>" });
+    expect(si.config.max_consumers).toBe(10_000);
+    expect(si.state.messages).toBe(3);
+    const c = await TestClient.connect(g.wsUrl);
+    await c.sub("old.ch", { from: "all" });
+    expect((await httpPublish(g.url, "old.ch", { i: 3 })).status).toBe(201);
+    await c.waitForMsgs(4);
+    expect(c.msgs.map((m) => (m.data as { i: number }).i)).toEqual([0, 1, 2, 3]);
+    c.close();
     await g.stop();
     await nc.close();
   });

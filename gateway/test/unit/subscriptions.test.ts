@@ -1,0 +1,95 @@
+// The subscription lifecycle owner with a fake socket and a fake hub: transitions and the two bugs of the
+// old code (a double release; a paused from:{time} resuming from seq 1).
+import client from "prom-client";
+import { describe, expect, it } from "vitest";
+import { Subscriptions } from "../../src/ws/subscriptions.js";
+import { newSession, type Socket } from "../../src/ws/session.js";
+import { createMetrics } from "../../src/metrics/metrics.js";
+import { createLogger } from "../../src/log.js";
+import { loadConfig } from "../../src/config/config.js";
+import type { FanoutHub, ChannelFeed } from "../../src/fanout/hub.js";
+import type { Broker } from "../../src/broker/broker.js";
+
+const config = loadConfig([], {}).config;
+const metrics = createMetrics(new client.Registry());
+const log = createLogger("silent", {});
+
+function fakeSocket(): Socket & { topics: Set<string> } {
+  const s = newSession("127.0.0.1");
+  const topics = new Set<string>();
+  return {
+    topics,
+    getUserData: () => s,
+    subscribe: (t: string) => topics.add(t),
+    unsubscribe: (t: string) => topics.delete(t),
+    send: () => 1,
+    cork: (f: () => void) => f(),
+    getBufferedAmount: () => 0,
+  } as unknown as Socket & { topics: Set<string> };
+}
+
+function fakeHub(): FanoutHub & { released: string[] } {
+  const released: string[] = [];
+  return { released, release: (p: string) => released.push(p), get: () => undefined, cache: undefined } as unknown as FanoutHub & { released: string[] };
+}
+
+const feed = (pattern: string): ChannelFeed => ({ pattern, topic: `p:${pattern}`, refs: 1, count: 7, lastSeq: 120, startAfter: 100, ready: Promise.resolve(), catchups: new Set() });
+
+describe("subscriptions — lifecycle", () => {
+  it("subscriptions — ending twice (an unsub, then the failed start position) releases the feed and the gauge once", async () => {
+    const hub = fakeHub();
+    const subs = new Subscriptions(config, {} as Broker, hub, metrics, log);
+    const ws = fakeSocket();
+    const gauge = async () => (await metrics.subscriptions.get()).values[0]?.value ?? 0;
+    const before = await gauge();
+    const sub = subs.begin(ws, "a.b");
+    expect(subs.attach(ws, sub)).toBe(true);
+    subs.end(ws, sub); // the client's unsub
+    subs.end(ws, sub); // resolveStart failed afterwards
+    expect(hub.released).toEqual(["a.b"]);
+    expect(sub.phase).toBe("ended");
+    expect(ws.getUserData().subs.size).toBe(0);
+    expect(await gauge()).toBe(before);
+  });
+
+  it("subscriptions — a feed acquired for a subscription that ended meanwhile is released at once", () => {
+    const hub = fakeHub();
+    const subs = new Subscriptions(config, {} as Broker, hub, metrics, log);
+    const ws = fakeSocket();
+    const sub = subs.begin(ws, "x");
+    subs.end(ws, sub);
+    expect(subs.attach(ws, sub)).toBe(false);
+    expect(hub.released).toEqual(["x"]);
+  });
+
+  it("subscriptions — a start position resolved while the socket is paused is kept: it resumes after it, not from seq 1", () => {
+    const hub = fakeHub();
+    (hub as { cache?: unknown }).cache = {};
+    const subs = new Subscriptions(config, {} as Broker, hub, metrics, log);
+    const ws = fakeSocket();
+    ws.getUserData().paused = true;
+    const sub = subs.begin(ws, "t");
+    subs.attach(ws, sub);
+    // from:{time} resolved to seq 42 by the handler: delivery starts after 41.
+    subs.startCatchUp(ws, sub, feed("t"), 41);
+    expect(sub.phase).toBe("paused");
+    expect(sub.resumeAfter).toBe(41);
+  });
+
+  it("subscriptions — live: joins the topic; pause leaves it and remembers the feed's position", () => {
+    const hub = fakeHub();
+    const f = feed("l");
+    (hub as { get: (p: string) => ChannelFeed | undefined }).get = () => f;
+    const subs = new Subscriptions(config, {} as Broker, hub, metrics, log);
+    const ws = fakeSocket();
+    const sub = subs.begin(ws, "l");
+    subs.attach(ws, sub);
+    subs.startLive(ws, sub, f);
+    expect(sub.phase).toBe("live");
+    expect(ws.topics.has("p:l")).toBe(true);
+    subs.pause(ws);
+    expect(sub.phase).toBe("paused");
+    expect(ws.topics.has("p:l")).toBe(false);
+    expect(sub.resumeAfter).toBe(120);
+  });
+});
