@@ -41,7 +41,16 @@ export class JetStreamReplay implements ReplayApi {
     return this.info.get();
   }
 
-  private toMessage = (m: StoredMsg): BrokerMessage => ({ channel: this.mapper.toChannel(m.subject), seq: m.seq, ts: m.ts, payload: m.payload });
+  private lastSubject = "";
+  private lastChannel = "";
+  /** Pages mostly repeat one subject: its channel name is made once. */
+  private toMessage = (m: StoredMsg): BrokerMessage => {
+    if (m.subject !== this.lastSubject) {
+      this.lastSubject = m.subject;
+      this.lastChannel = this.mapper.toChannel(m.subject);
+    }
+    return { channel: this.lastChannel, seq: m.seq, ts: m.ts, payload: m.payload };
+  };
 
   /** Matching messages at and after `from`: the first one found, and how many there are. */
   private async countFrom(subject: string, from: number): Promise<{ first: number; count: number }> {

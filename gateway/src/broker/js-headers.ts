@@ -50,8 +50,48 @@ export function jsHeaders(m: Msg): JsHeaders | undefined {
 let lastSubjectBytes: Uint8Array = new Uint8Array(0);
 let lastSubject = "";
 
-/** Parses `NATS/1.0[ code desc]\r\nKey: value\r\n…\r\n\r\n` in `b[0, end)`. */
+const STATUS_AND_STREAM = key("NATS/1.0\r\nNats-Stream: ");
+
+/**
+ * Parses `NATS/1.0[ code desc]\r\nKey: value\r\n…\r\n\r\n` in `b[0, end)`. Replies to direct gets and
+ * republished messages of stored messages without headers of their own have a fixed layout (nats-server's
+ * `dgb` and republish formats): those are read value by value, skipping the keys; anything else (a
+ * stored message with its own headers, a status) goes through the general loop.
+ */
 export function parseJsHeaders(b: Uint8Array, end: number): JsHeaders {
+  return (end > 64 && same(b, 0, STATUS_AND_STREAM) && fixedLayout(b, end)) || generalLayout(b, end);
+}
+
+/** `\r\nNats-<X>…: ` separator at `i`: CR, the key's first letter after `Nats-`, the colon at `colon`. */
+const sep = (b: Uint8Array, i: number, letter: number, second: number, colon: number): boolean =>
+  b[i] === 0x0d && b[i + 7] === letter && b[i + 8] === second && b[i + colon] === 0x3a;
+
+function fixedLayout(b: Uint8Array, end: number): JsHeaders | undefined {
+  let i = STATUS_AND_STREAM.length;
+  while (i < end && b[i] !== 0x0d) i++; // stream name
+  if (!sep(b, i, 0x53, 0x75, 14)) return undefined; // \r\nNats-Subject:
+  let s = i + 16;
+  for (i = s; i < end && b[i] !== 0x0d; i++);
+  const subject = subjectOf(b, s, i);
+  if (!sep(b, i, 0x53, 0x65, 15)) return undefined; // \r\nNats-Sequence:
+  let seq = 0;
+  for (i += 17; i < end && b[i] !== 0x0d; i++) seq = seq * 10 + (b[i]! - 48);
+  if (!sep(b, i, 0x54, 0x69, 17)) return undefined; // \r\nNats-Time-Stamp:
+  s = i + 19;
+  for (i = s; i < end && b[i] !== 0x0d; i++);
+  const ts = parseTimestampBytes(b, s, i);
+  let pending = 0;
+  if (sep(b, i, 0x4e, 0x75, 18)) { // \r\nNats-Num-Pending:
+    for (i += 20; i < end && b[i] !== 0x0d; i++) pending = pending * 10 + (b[i]! - 48);
+  }
+  if (!sep(b, i, 0x4c, 0x61, 20)) return undefined; // \r\nNats-Last-Sequence:
+  let last = 0;
+  for (i += 22; i < end && b[i] !== 0x0d; i++) last = last * 10 + (b[i]! - 48);
+  if (b[i + 2] !== 0x0d) return undefined; // more headers follow: not the fixed layout
+  return { code: 0, subject, seq, ts, pending, last };
+}
+
+function generalLayout(b: Uint8Array, end: number): JsHeaders {
   let code = 0;
   let subject = "";
   let seq = 0;
