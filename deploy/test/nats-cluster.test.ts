@@ -54,9 +54,12 @@ describe("nats cluster", () => {
     const jsm = await jetstreamManager(nc);
     const info = await jsm.streams.add({ name: "R3A", subjects: ["r3a.>"], storage: StorageType.File, num_replicas: 3 });
     expect(info.config.num_replicas).toBe(3);
+    // A new R3 stream answers once its leader is elected and its interest has reached this client's node:
+    // until then a publish gets "no responders" (seen under load in the full suite).
     const js = jetstream(nc);
+    await waitFor(async () => ((await jsm.streams.info("R3A")).cluster?.leader ? true : undefined), { timeoutMs: 20_000, what: "R3A leader" });
     for (let i = 0; i < 20; i++) {
-      const ack = await js.publish(`r3a.${i % 4}`, `m${i}`);
+      const ack = await waitFor(() => js.publish(`r3a.${i % 4}`, `m${i}`, { msgID: `r3a-${i}` }).catch(() => undefined), { timeoutMs: 20_000, what: `publish ${i}` });
       expect(ack.seq).toBe(i + 1);
     }
     const si = await jsm.streams.info("R3A");

@@ -36,7 +36,9 @@ export function parseClientFrame(text: string): ParseResult {
   const o = raw as Record<string, unknown>;
   let id: Id | undefined;
   if (o.id !== undefined) {
-    if ((typeof o.id === "number" && Number.isFinite(o.id)) || (typeof o.id === "string" && o.id.length <= MAX_ID_LENGTH)) id = o.id;
+    // -0 would not survive the echo (JSON writes it as 0): it is 0.
+    if (typeof o.id === "number" && Number.isFinite(o.id)) id = o.id === 0 ? 0 : o.id;
+    else if (typeof o.id === "string" && o.id.length <= MAX_ID_LENGTH) id = o.id;
     else return fail(ErrorCode.BadRequest, `id must be a number or a string of at most ${MAX_ID_LENGTH} characters`);
   }
   switch (o.op) {

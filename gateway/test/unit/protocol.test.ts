@@ -9,6 +9,10 @@ describe("protocol — channels", () => {
   it.each(["", "orders..eu", ".orders", "orders.", "or ders", "$JS.API", "orders.*", "orders.>", "a\tb", 42, "a.b*"])("rejects channel %j", (c) => expect(checkChannel(c).ok).toBe(false));
   it.each(["orders.*", "orders.>", "*.eu", ">", "*"])("accepts pattern %s", (p) => expect(checkPattern(p).ok).toBe(true));
   it.each(["orders.>.eu", "orders.**", "$SYS.>"])("rejects pattern %s", (p) => expect(checkPattern(p).ok).toBe(false));
+  it("frames — id -0 is taken as 0, so that the echoed id matches (regression: found by the frame fuzzer)", () => {
+    const r = parseClientFrame('{"op":"unsub","id":-0,"channel":">"}');
+    expect(r.ok && Object.is(r.frame.id, 0)).toBe(true);
+  });
   it("matches with NATS semantics", () => {
     expect(matches("orders.*", "orders.eu")).toBe(true);
     expect(matches("orders.*", "orders.eu.x")).toBe(false);
