@@ -166,3 +166,34 @@ describe("live — thousands of channels without consumers", () => {
     expect((await jsm.streams.info("EVENTS")).state.consumer_count).toBe(0);
   }, 120_000);
 });
+
+describe("live — the stream deleted and created again (a new epoch)", () => {
+  it("sockets are closed with 1012; the SDK resumes with its epoch, is told epochChanged and receives the new stream's messages", async () => {
+    const { GatewayClient } = await import("../client/client.js");
+    const WebSocket = (await import("ws")).default;
+    const ch = uniq("epoch.");
+    const raw = await client();
+    await raw.sub(ch);
+    const sdk = new GatewayClient(gw.wsUrl, { WebSocket: WebSocket as never, minDelayMs: 50, maxDelayMs: 200 });
+    const gaps: unknown[] = [];
+    sdk.on("gap", (e) => gaps.push(e));
+    await sdk.connect();
+    const got: number[] = [];
+    const sub = sdk.subscribe(ch, (m) => void got.push((m.data as { i: number }).i));
+    const first = await sub.ready;
+    for (let i = 0; i < 3; i++) await js.publish(`ev.${ch}`, enc.encode(`{"i":${i}}`));
+    await waitFor(() => got.length >= 3 || undefined, { what: "3 messages before" });
+    const old = await jsm.streams.info("EVENTS");
+    expect(first.epoch).toBe(old.created);
+    await jsm.streams.delete("EVENTS");
+    await jsm.streams.add(old.config);
+    await waitFor(() => raw.closeCode === 1012 || undefined, { what: "close 1012 at the raw client" });
+    // The new stream numbers from 1: its messages reach the resumed SDK subscription, none dropped as "old".
+    await waitFor(() => gaps.length > 0 || undefined, { what: "gap event", timeoutMs: 15_000 });
+    for (let i = 3; i < 5; i++) await js.publish(`ev.${ch}`, enc.encode(`{"i":${i}}`));
+    await waitFor(() => got.length >= 5 || undefined, { what: "messages of the new stream", timeoutMs: 15_000 });
+    expect(got).toEqual([0, 1, 2, 3, 4]);
+    expect(gaps[0]).toMatchObject({ type: "gap", channel: ch, epochChanged: true, firstSeq: 0 });
+    await sdk.close();
+  }, 60_000);
+});

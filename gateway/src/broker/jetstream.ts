@@ -51,6 +51,8 @@ export class JetStreamBroker implements Broker {
     void this.watchStatus();
     // A new stream leader may not have republished what the old one stored last: every feed checks.
     nc.subscribe(`$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.${opts.stream}`, { callback: () => this.resyncFeeds("leader") });
+    // A stream deleted and created again (another epoch) restarts every feed instead.
+    nc.subscribe(`$JS.EVENT.ADVISORY.STREAM.CREATED.${opts.stream}`, { callback: () => this.resyncFeeds("leader") });
     this.replay.state().then((st) => { this.epoch_ ??= st.epoch; }, () => undefined);
   }
 

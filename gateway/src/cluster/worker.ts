@@ -14,6 +14,7 @@ import { Authenticator } from "../auth/authenticator.js";
 import { ConnectionGuard } from "../auth/guard.js";
 import { createGuardMetrics } from "../limits/metrics.js";
 import { isFgwMessage, type ToPrimary, type ToWorker } from "./ipc.js";
+import { CloseCode } from "../protocol/codes.js";
 
 /** A worker: one uWS app on the shared port (SO_REUSEPORT), one broker connection, one fan-out hub. */
 export async function runWorker(config: Config): Promise<void> {
@@ -33,10 +34,14 @@ export async function runWorker(config: Config): Promise<void> {
   const tlsApp = createTlsApp(config);
   const apps = tlsApp ? [app, tlsApp] : [app];
   const hub = new FanoutHub(topicsOf(apps), broker, metrics, log, config.consumerLingerMs, config.replayCacheBytes);
-  broker.onEvent((e) => {
-    if (e.type === "epoch") hub.streamRecreated();
-  });
   const ws = new WsEndpoint(app, { config, broker, hub, metrics, log, isDraining, guard }, tlsApp ? [tlsApp] : []);
+  // A recreated stream numbers its messages from 1 again: every client's position is void. Sockets are closed
+  // with 1012 and resume with their seq and its epoch, which the new stream answers with epochChanged.
+  broker.onEvent((e) => {
+    if (e.type !== "epoch") return;
+    hub.streamRecreated();
+    ws.endAll(CloseCode.StreamRecreated, "stream recreated: reconnect and resume");
+  });
   for (const a of apps) registerHttpRoutes(a, { config, broker, metrics, log, isDraining, auth, clusterMetrics: requestClusterMetrics });
   await ws.listen(config.host, config.port);
   if (tlsApp) await ws.listenExtra(tlsApp, config.host, config.tlsPort);

@@ -50,6 +50,8 @@ export const CloseCode = {
   MessageTooBig: 1009,
   /** Unexpected server condition. */
   InternalError: 1011,
+  /** The stream was deleted and created again: reconnect and resume with your last seq and its epoch. */
+  StreamRecreated: 1012,
   /** The token expired and no `refresh` arrived in time; reconnect with a fresh token. */
   TokenExpired: 4001,
   /** The socket stayed over its backpressure limit for too long; reconnect and resume. */

@@ -109,8 +109,13 @@ export class WsEndpoint {
   /** Closes every socket with 1001 "going away": clients reconnect (elsewhere) and resume. */
   closeAll(reason = "server going away; reconnect"): void {
     this.backpressure.stop();
+    this.endAll(CloseCode.GoingAway, reason);
+  }
+
+  /** Closes every socket with `code` (the listener stays open: clients reconnect and resume). */
+  endAll(code: CloseCode, reason: string): void {
     for (const ws of [...this.sockets]) {
-      if (!ws.getUserData().closed) ws.end(CloseCode.GoingAway, reason);
+      if (!ws.getUserData().closed) ws.end(code, reason);
     }
   }
 }
