@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Installs what is missing, idempotently: npm packages (npm ci), nats-server v2.15.2 (go install into
-# .tools/bin), redis-server and chromium (apt). Quiet when everything is already present.
+# Installs what is missing, idempotently; quiet when everything is already present.
+#   setup.sh         what the gateway needs (npm start): npm packages (npm ci), nats-server v2.15.2 (go install
+#                    into .tools/bin)
+#   setup.sh --test  also what the tests need (npm test): redis-server and chromium (apt), and the deploy
+#                    checks' validators (helm, kubernetes-validate; scripts/setup-deploy-tools.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -23,7 +26,9 @@ if [ ! -x "$TOOLS/nats-server" ] || ! "$TOOLS/nats-server" --version 2>/dev/null
   GOBIN="$TOOLS" GOFLAGS=-mod=mod go install "github.com/nats-io/nats-server/v2@$NATS_VERSION"
 fi
 
-# apt packages used by later stages (Redis baseline, browser tests).
+[ "${1:-}" = "--test" ] || exit 0
+
+# apt packages the tests use (Redis baseline, browser tests).
 missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
@@ -34,6 +39,6 @@ if [ ${#missing[@]} -gt 0 ]; then
   as_root apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# Optional extra tools (helm, schema validators) are installed by their own script when present.
+# Validators of the deploy checks (helm, schema validators), by their own script.
 if [ -x scripts/setup-deploy-tools.sh ]; then scripts/setup-deploy-tools.sh; fi
 exit 0
