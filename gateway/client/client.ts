@@ -33,8 +33,11 @@ export type ClientErrorCode =
 /** Client-side failures (`ClientErrorCode`) and server `err` replies (the wire codes of PROTOCOL.md). */
 export class GatewayError extends Error {
   override readonly name = "GatewayError";
-  constructor(readonly code: ClientErrorCode | (string & {}), message: string, options?: { cause?: unknown }) {
+  /** Whether retrying can help: the server says so on each `err` frame (`temporary`). */
+  readonly temporary: boolean;
+  constructor(readonly code: ClientErrorCode | (string & {}), message: string, options?: { cause?: unknown; temporary?: boolean }) {
     super(message, options);
+    this.temporary = options?.temporary ?? !PERMANENT.has(code);
   }
 }
 
@@ -127,7 +130,8 @@ export function backoffDelay(attempt: number, minMs: number, maxMs: number, rand
 
 /** Server refusals that retrying cannot fix: the subscription ends. Any other `err` (broker_unavailable,
  * broker_error, shutting_down, internal, rate_limited, codes added later) reconnects with backoff. */
-const PERMANENT = new Set(["bad_json", "unknown_op", "bad_request", "bad_channel", "too_many_subscriptions", "already_subscribed", "unsupported_by_broker", "forbidden"]);
+/** Codes that retrying cannot fix, for servers whose `err` frames do not say (`temporary`) themselves. */
+const PERMANENT = new Set(["bad_json", "unknown_op", "bad_request", "bad_channel", "too_many_subscriptions", "already_subscribed", "unsupported_by_broker", "forbidden", "durable_conflict"]);
 /** Close code the client uses to drop a connection whose resubscribe failed (4000–4999 is application use). */
 const CLOSE_RESUBSCRIBE_FAILED = 4000;
 /** Channels whose last seq a subscription remembers for its duplicate check. */
@@ -419,7 +423,7 @@ export class GatewayClient {
       }
       const error = wireError(reply);
       this.emit({ type: "error", error, channel: sub.channel });
-      if (!PERMANENT.has(error.code)) {
+      if (error.temporary) {
         ws.close(CLOSE_RESUBSCRIBE_FAILED, `resubscribe failed: ${error.code}`);
         return;
       }
@@ -548,7 +552,8 @@ export class GatewayClient {
 }
 
 function wireError(f: Frame): GatewayError {
-  return new GatewayError(typeof f.code === "string" ? f.code : "internal", typeof f.message === "string" ? f.message : JSON.stringify(f));
+  const code = typeof f.code === "string" ? f.code : "internal";
+  return new GatewayError(code, typeof f.message === "string" ? f.message : JSON.stringify(f), typeof f.temporary === "boolean" ? { temporary: f.temporary } : undefined);
 }
 
 function newMsgId(): string {

@@ -3,7 +3,7 @@ import cluster from "node:cluster";
 import { loadConfig, settingsTable } from "./config/config.js";
 import { runPrimary } from "./cluster/primary.js";
 import { runWorker } from "./cluster/worker.js";
-import { ConfigError, GatewayError } from "./errors.js";
+import { ConfigError, GatewayError, ProcessError } from "./errors.js";
 
 const USAGE = `fanout-gateway — WebSocket fan-out gateway on NATS JetStream
 
@@ -36,7 +36,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: unknown) => {
-  const msg = e instanceof GatewayError ? `${e.code}: ${e.message}` : e instanceof Error ? (e.stack ?? e.message) : String(e);
+  const msg = e instanceof ProcessError || e instanceof GatewayError ? `${e.code}: ${e.message}` : e instanceof Error ? (e.stack ?? e.message) : String(e);
   process.stderr.write(`fanout-gateway: ${msg}\n`);
   process.exit(1);
 });

@@ -4,4 +4,4 @@ export { SETTINGS } from "./config/settings.js";
 export { ErrorCode, CloseCode } from "./protocol/codes.js";
 export { checkChannel, checkPattern, matches, SubjectMapper } from "./protocol/channel.js";
 export { parseClientFrame, type ClientFrame, type StartPosition } from "./protocol/frames.js";
-export { GatewayError, ConfigError } from "./errors.js";
+export { GatewayError, ConfigError, ProcessError, WIRE_ERRORS } from "./errors.js";

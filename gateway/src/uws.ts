@@ -1,5 +1,5 @@
 import { createRequire } from "node:module";
-import { GatewayError } from "./errors.js";
+import { ProcessError } from "./errors.js";
 
 export type * from "uWebSockets.js";
 import type * as UwsModule from "uWebSockets.js";
@@ -24,7 +24,7 @@ export function loadUws(): typeof UwsModule {
   const nativeLoaded = Object.keys(require.cache).some((k) => /uWebSockets\.js[\\/].*\.node$/.test(k) || /uws_[a-z0-9_]+\.node$/.test(k));
   const isNative = nativeLoaded && /\[native code\]/.test(Function.prototype.toString.call(uws.App));
   if (!isNative) {
-    throw new GatewayError(
+    throw new ProcessError(
       "ERR_UWS_FALLBACK",
       `uWebSockets.js native binary did not load for ${process.platform}-${process.arch} (Node ABI ${process.versions.modules}); ` +
         `it fell back to a slow pure-JS server, which the gateway refuses to run. ${warnings.join(" ").trim()}`,

@@ -52,6 +52,29 @@ describe("durable — at-least-once with acks", () => {
     expect((await c.request({ op: "sub", channel: uniq("x."), durable: "d9", from: "all" })).code).toBe("bad_request");
   });
 
+  // Regression: this answered broker_error, which clients take as temporary, so the SDK reconnected for ever.
+  it("a durable name bound to another channel is refused with durable_conflict, temporary:false; the SDK ends that subscription instead of reconnecting", async () => {
+    const a = uniq("dca.");
+    const b = uniq("dcb.");
+    const c = await client();
+    await c.sub(a, { durable: "dc", ack: true });
+    const other = await client();
+    const r = await other.request({ op: "sub", channel: b, durable: "dc", ack: true });
+    expect(r).toMatchObject({ op: "err", code: "durable_conflict", temporary: false });
+    expect(String(r.message)).toContain(a);
+    const { GatewayClient } = await import("../client/client.js");
+    const WebSocket = (await import("ws")).default;
+    const sdk = new GatewayClient(gw.wsUrl, { WebSocket: WebSocket as never, minDelayMs: 20, maxDelayMs: 50 });
+    const errors: { code: string; temporary: boolean }[] = [];
+    sdk.on("error", (e) => errors.push(e.error as never));
+    await sdk.connect();
+    const sub = sdk.subscribe(b, () => undefined, { durable: "dc", ack: true });
+    await expect(sub.ready).rejects.toMatchObject({ code: "durable_conflict", temporary: false });
+    expect(sdk.stats.reconnects).toBe(0);
+    expect(errors.map((e) => e.code)).toEqual(["durable_conflict"]);
+    await sdk.close();
+  });
+
   it("nak with a delay redelivers after the delay, marked redelivered with the count", async () => {
     const ch = uniq("nak.");
     const c = await client();

@@ -1,5 +1,6 @@
 import { createInbox, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { GatewayError } from "../errors.js";
+import { ErrorCode } from "../protocol/codes.js";
 import { jsHeaders } from "./js-headers.js";
 
 /** One stored message as a direct get returns it. */
@@ -47,7 +48,7 @@ export class DirectGet {
     return new Promise<DirectBatch>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(token);
-        reject(new GatewayError("ERR_BROKER_TIMEOUT", `direct get on ${r.subject} timed out after ${this.timeoutMs} ms`));
+        reject(new GatewayError(ErrorCode.BrokerError, `direct get on ${r.subject} timed out after ${this.timeoutMs} ms`));
       }, this.timeoutMs);
       this.pending.set(token, { out: [], resolve, reject, timer });
       try {
@@ -74,14 +75,14 @@ export class DirectGet {
     this.pending.delete(token);
     if (code === 204) p.resolve({ messages: p.out, pending: h!.pending });
     else if (code === 404) p.resolve({ messages: p.out, pending: 0 });
-    else p.reject(new GatewayError("ERR_BROKER", `direct get failed: ${code} ${m.headers?.description ?? ""}`.trim()));
+    else p.reject(new GatewayError(ErrorCode.BrokerError, `direct get failed: ${code} ${m.headers?.description ?? ""}`.trim(), { temporary: code >= 500 || code === 408 }));
   }
 
   close(): void {
     this.sub.unsubscribe();
     for (const p of this.pending.values()) {
       clearTimeout(p.timer);
-      p.reject(new GatewayError("ERR_BROKER_UNAVAILABLE", "connection closed"));
+      p.reject(new GatewayError(ErrorCode.BrokerUnavailable, "connection closed"));
     }
     this.pending.clear();
   }

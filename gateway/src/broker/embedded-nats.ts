@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { GatewayError } from "../errors.js";
+import { ProcessError } from "../errors.js";
 import type { Logger } from "../log.js";
 import { stopChild, tieToThisProcess } from "../net.js";
 
@@ -39,7 +39,7 @@ export class EmbeddedNats {
     child.stderr?.on("data", (d: Buffer) => { stderr = (stderr + d.toString()).slice(-2000); });
     const spawned = new Promise<void>((res, rej) => {
       child.once("spawn", () => res());
-      child.once("error", (e) => rej(new GatewayError("ERR_EMBEDDED_NATS", `cannot start ${this.opts.bin}: ${e.message} (run npm run setup, or set NATS_URL)`, { cause: e })));
+      child.once("error", (e) => rej(new ProcessError("ERR_EMBEDDED_NATS", `cannot start ${this.opts.bin}: ${e.message} (run npm run setup, or set NATS_URL)`, { cause: e })));
     });
     await spawned;
     // Stops the server even if this process is SIGKILLed (it is not one of the cluster's workers).
@@ -57,7 +57,7 @@ export class EmbeddedNats {
     const deadline = Date.now() + 20_000;
     while (Date.now() < deadline) {
       if (this.child?.exitCode !== null && this.child?.exitCode !== undefined) {
-        throw new GatewayError("ERR_EMBEDDED_NATS", `embedded nats-server exited with ${this.child.exitCode}: ${stderr().trim()}`);
+        throw new ProcessError("ERR_EMBEDDED_NATS", `embedded nats-server exited with ${this.child.exitCode}: ${stderr().trim()}`);
       }
       const f = readdirSync(portsDir).find((n) => n.endsWith(".ports"));
       if (f) {
@@ -70,7 +70,7 @@ export class EmbeddedNats {
       }
       await new Promise((r) => setTimeout(r, 25));
     }
-    throw new GatewayError("ERR_EMBEDDED_NATS", `embedded nats-server did not start within 20 s: ${stderr().trim()}`);
+    throw new ProcessError("ERR_EMBEDDED_NATS", `embedded nats-server did not start within 20 s: ${stderr().trim()}`);
   }
 
   private onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null, stderr: string): void {

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { GatewayError } from "../errors.js";
+import { ProcessError } from "../errors.js";
 import type { Logger } from "../log.js";
 import { freePort, redisPing, stopChild, tieToThisProcess } from "../net.js";
 
@@ -59,16 +59,16 @@ export class EmbeddedRedis {
     child.stderr?.on("data", collect);
     await new Promise<void>((res, rej) => {
       child.once("spawn", () => res());
-      child.once("error", (e) => rej(new GatewayError("ERR_EMBEDDED_REDIS", `cannot start ${bin}: ${e.message} (install redis-server, or set REDIS_URL)`, { cause: e })));
+      child.once("error", (e) => rej(new ProcessError("ERR_EMBEDDED_REDIS", `cannot start ${bin}: ${e.message} (install redis-server, or set REDIS_URL)`, { cause: e })));
     });
     // Stops the server even if this process is SIGKILLed.
     tieToThisProcess(child);
     const deadline = Date.now() + START_TIMEOUT_MS;
     while (!(await redisPing(this.port))) {
-      if (child.exitCode !== null || child.signalCode !== null) throw new GatewayError("ERR_EMBEDDED_REDIS", `embedded redis-server exited with ${child.exitCode ?? child.signalCode}: ${out.trim().slice(-500)}`);
+      if (child.exitCode !== null || child.signalCode !== null) throw new ProcessError("ERR_EMBEDDED_REDIS", `embedded redis-server exited with ${child.exitCode ?? child.signalCode}: ${out.trim().slice(-500)}`);
       if (Date.now() > deadline) {
         child.kill("SIGKILL");
-        throw new GatewayError("ERR_EMBEDDED_REDIS", `embedded redis-server did not answer PING within ${START_TIMEOUT_MS / 1000} s: ${out.trim().slice(-500)}`);
+        throw new ProcessError("ERR_EMBEDDED_REDIS", `embedded redis-server did not answer PING within ${START_TIMEOUT_MS / 1000} s: ${out.trim().slice(-500)}`);
       }
       await new Promise((r) => setTimeout(r, 25));
     }

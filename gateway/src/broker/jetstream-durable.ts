@@ -1,11 +1,12 @@
 import { createHash } from "node:crypto";
-import { AckPolicy, DeliverPolicy, type ConsumerConfig, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import { AckPolicy, DeliverPolicy, type ConsumerConfig, type JetStreamClient, type JetStreamManager, JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
 import type { SubjectMapper } from "../protocol/channel.js";
 import type { Logger } from "../log.js";
 import { brokerTimeMs } from "./time.js";
 import type { DurableApi, DurableDelivery, DurableSpec, LiveFeed } from "./broker.js";
 import { GatewayError } from "../errors.js";
+import { ErrorCode } from "../protocol/codes.js";
 
 export type DurableSettings = { ackWaitMs: number; maxDeliver: number; inactiveMs: number };
 
@@ -46,7 +47,7 @@ export class JetStreamDurables implements DurableApi {
     try {
       const ci = await this.jsm.consumers.info(this.stream, name);
       if (ci.config.filter_subject !== subject) {
-        throw new GatewayError("ERR_BROKER_UNAVAILABLE", `durable ${spec.durable} is bound to channel ${this.mapper.toChannel(ci.config.filter_subject ?? "")}`);
+        throw new GatewayError(ErrorCode.DurableConflict, `durable ${spec.durable} is bound to channel ${this.mapper.toChannel(ci.config.filter_subject ?? "")}: use another durable name`);
       }
       if (ci.config.max_ack_pending !== spec.maxInflight) {
         await this.jsm.consumers.update(this.stream, name, { max_ack_pending: spec.maxInflight });
@@ -54,7 +55,7 @@ export class JetStreamDurables implements DurableApi {
       return name;
     } catch (e) {
       if (e instanceof GatewayError) throw e;
-      if (!/consumer not found/i.test(String((e as Error).message))) throw e;
+      if (!(e instanceof JetStreamApiError && e.code === JetStreamApiCodes.ConsumerNotFound)) throw e;
     }
     await this.jsm.consumers.add(this.stream, config);
     this.log.info({ consumer: name, durable: spec.durable, pattern: spec.pattern }, "durable consumer created");

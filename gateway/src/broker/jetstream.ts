@@ -7,6 +7,7 @@ import { JetStreamDurables, type DurableSettings } from "./jetstream-durable.js"
 import { JetStreamReplay } from "./jetstream-replay.js";
 import { CoreLiveFeed, type LiveFeedHooks, type RepairReason } from "./jetstream-live.js";
 import { GatewayError } from "../errors.js";
+import { ErrorCode } from "../protocol/codes.js";
 
 export type JetStreamBrokerOptions = {
   servers: string[];
@@ -125,13 +126,13 @@ export class JetStreamBroker implements Broker {
   }
 
   async publish(channel: string, payload: Uint8Array, msgId?: string): Promise<PublishResult> {
-    if (!this.isConnected()) throw new GatewayError("ERR_BROKER_UNAVAILABLE", "NATS is not connected");
+    if (!this.isConnected()) throw new GatewayError(ErrorCode.BrokerUnavailable, "NATS is not connected");
     const ack = await this.js.publish(this.mapper.toSubject(channel), payload, msgId ? { msgID: msgId } : undefined);
     return { seq: ack.seq, duplicate: ack.duplicate };
   }
 
   async live(pattern: string, onMessage: (m: BrokerMessage) => void): Promise<LiveFeed & { startAfter: number }> {
-    if (!this.isConnected()) throw new GatewayError("ERR_BROKER_UNAVAILABLE", "NATS is not connected");
+    if (!this.isConnected()) throw new GatewayError(ErrorCode.BrokerUnavailable, "NATS is not connected");
     const mapper = this.mapper;
     return CoreLiveFeed.start(pattern, mapper.toSubject(pattern), this.liveMapper.toSubject(pattern), {
       nc: this.nc, replay: this.replay, toChannel: (s) => mapper.toChannel(s), log: this.opts.log,

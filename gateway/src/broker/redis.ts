@@ -3,6 +3,7 @@ import type { Logger } from "../log.js";
 import type { Broker, BrokerEvent, BrokerMessage, LiveFeed, PublishResult } from "./broker.js";
 import { isWildcard, matches } from "../protocol/channel.js";
 import { GatewayError } from "../errors.js";
+import { ErrorCode } from "../protocol/codes.js";
 
 export type RedisBrokerOptions = {
   url: string;
@@ -138,7 +139,7 @@ export class RedisBroker implements Broker {
   }
 
   async publish(channel: string, payload: Uint8Array, msgId?: string): Promise<PublishResult> {
-    if (!this.isConnected()) throw new GatewayError("ERR_BROKER_UNAVAILABLE", "Redis is not connected");
+    if (!this.isConnected()) throw new GatewayError(ErrorCode.BrokerUnavailable, "Redis is not connected");
     const idKey = msgId ? `fgw:${this.opts.subjectPrefix}:msgid:${msgId}` : "";
     const body = Buffer.isBuffer(payload) ? payload : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength);
     const [seq, dup] = await this.pub.fgwPublish(this.seqKey, idKey, this.prefixDot + channel, body, this.opts.duplicateWindowMs);
@@ -146,7 +147,7 @@ export class RedisBroker implements Broker {
   }
 
   async live(pattern: string, onMessage: (m: BrokerMessage) => void): Promise<LiveFeed> {
-    if (!this.isConnected()) throw new GatewayError("ERR_BROKER_UNAVAILABLE", "Redis is not connected");
+    if (!this.isConnected()) throw new GatewayError(ErrorCode.BrokerUnavailable, "Redis is not connected");
     const kind = isWildcard(pattern) ? "p" : "s";
     const target = kind === "p" ? redisGlob(this.prefixDot, pattern) : this.prefixDot + pattern;
     const key = `${kind}:${target}`;

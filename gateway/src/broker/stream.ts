@@ -1,8 +1,8 @@
 import type { JetStreamManager, StreamConfig, StreamInfo } from "@nats-io/jetstream";
-import { DiscardPolicy, RetentionPolicy, StorageType } from "@nats-io/jetstream";
+import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
 import { livePrefixOf, type Config } from "../config/config.js";
-import { GatewayError } from "../errors.js";
+import { ProcessError } from "../errors.js";
 import type { Logger } from "../log.js";
 
 /** The stream the gateway wants, from config: one stream, subjects `<prefix>.>`. */
@@ -52,7 +52,7 @@ export async function ensureStream(jsm: JetStreamManager, c: Config, log: Logger
   try {
     info = await jsm.streams.info(wanted.name);
   } catch (e) {
-    if (!/stream not found/i.test(String((e as Error).message))) throw e;
+    if (!(e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound)) throw e;
   }
   if (!info) {
     const created = await jsm.streams.add(wanted);
@@ -71,7 +71,7 @@ export async function ensureStream(jsm: JetStreamManager, c: Config, log: Logger
   }
   if (!c.updateStream) {
     log.error({ stream: wanted.name, diff }, "existing stream config differs from the gateway's settings; start with --update-stream to apply them");
-    throw new GatewayError("ERR_STREAM_MISMATCH", `stream ${wanted.name} differs in ${diff.map((d) => d.field).join(", ")} (use --update-stream)`);
+    throw new ProcessError("ERR_STREAM_MISMATCH", `stream ${wanted.name} differs in ${diff.map((d) => d.field).join(", ")} (use --update-stream)`);
   }
   const updated = await jsm.streams.update(wanted.name, { ...info.config, ...wanted });
   log.warn({ stream: wanted.name, diff }, "stream config updated");

@@ -2,6 +2,7 @@ import type { Broker } from "../broker/broker.js";
 import { checkChannel } from "../protocol/channel.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { looksLikeJson } from "../protocol/serialize.js";
+import { brokerFailure } from "../errors.js";
 import type { HttpResponse } from "../uws.js";
 import { send, sendJson, type ResState } from "./respond.js";
 
@@ -49,6 +50,7 @@ export async function history(broker: Broker, res: HttpResponse, st: ResState, p
     });
     send(res, st, 200, `{"messages":[${items.join(",")}],"firstSeq":${bounds.firstSeq},"lastSeq":${bounds.lastSeq}}`);
   } catch (e) {
-    sendJson(res, st, broker.isConnected() ? 502 : 503, { error: broker.isConnected() ? ErrorCode.BrokerError : ErrorCode.BrokerUnavailable, message: (e as Error).message });
+    const f = brokerFailure(e, broker.isConnected(), "history");
+    sendJson(res, st, f.status, { error: f.code, message: f.message, temporary: f.temporary });
   }
 }

@@ -3,14 +3,7 @@ import type { Config } from "../config/config.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { ErrorCode } from "../protocol/codes.js";
-
-/** A publish that failed, with the wire code and the HTTP status it maps to. */
-export class PublishFailure extends Error {
-  constructor(readonly wireCode: ErrorCode, readonly status: number, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "PublishFailure";
-  }
-}
+import { brokerFailure, GatewayError } from "../errors.js";
 
 type PublishContext = { config: Config; broker: Broker; metrics: Metrics; log: Logger; isDraining: () => boolean };
 
@@ -21,11 +14,11 @@ export async function publishOnce(ctx: PublishContext, via: "ws" | "http", chann
   const payload = encoded ?? Buffer.from(JSON.stringify(data));
   if (payload.length > ctx.config.maxPayloadBytes) {
     err.inc();
-    throw new PublishFailure(ErrorCode.PayloadTooLarge, 413, `payload is ${payload.length} bytes; the limit is ${ctx.config.maxPayloadBytes}`);
+    throw new GatewayError(ErrorCode.PayloadTooLarge, `payload is ${payload.length} bytes; the limit is ${ctx.config.maxPayloadBytes}`);
   }
   if (!ctx.broker.isConnected()) {
     err.inc();
-    throw new PublishFailure(ErrorCode.BrokerUnavailable, 503, "broker is not connected; retry");
+    throw new GatewayError(ErrorCode.BrokerUnavailable, "broker is not connected; retry");
   }
   const end = m.publishDuration.startTimer();
   try {
@@ -35,8 +28,7 @@ export async function publishOnce(ctx: PublishContext, via: "ws" | "http", chann
     return r;
   } catch (e) {
     err.inc();
-    const down = !ctx.broker.isConnected();
     if (ctx.log.isLevelEnabled("debug")) ctx.log.debug({ err: e, channel }, "publish failed");
-    throw new PublishFailure(down ? ErrorCode.BrokerUnavailable : ErrorCode.BrokerError, down ? 503 : 502, down ? "broker is not connected; retry" : `publish failed: ${(e as Error).message}`, { cause: e });
+    throw brokerFailure(e, ctx.broker.isConnected(), "publish");
   }
 }

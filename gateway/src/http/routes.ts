@@ -5,7 +5,8 @@ import type { Metrics } from "../metrics/metrics.js";
 import { checkChannel } from "../protocol/channel.js";
 import { ErrorCode } from "../protocol/codes.js";
 import type { TemplatedApp } from "../uws.js";
-import { PublishFailure, publishOnce } from "./publish.js";
+import { publishOnce } from "./publish.js";
+import { GatewayError } from "../errors.js";
 import { readBody, send, sendJson, track } from "./respond.js";
 import { history, HISTORY_PREFIX } from "./history.js";
 import { registerStaticRoutes } from "./static.js";
@@ -97,7 +98,7 @@ async function httpPublish(ctx: HttpContext, res: Parameters<Parameters<Template
     const r = await publishOnce(ctx, "http", channel, data, msgId);
     sendJson(res, st, 201, { seq: r.seq, duplicate: r.duplicate });
   } catch (e) {
-    if (e instanceof PublishFailure) return sendJson(res, st, e.status, { error: e.wireCode, message: e.message });
+    if (e instanceof GatewayError) return sendJson(res, st, e.status, { error: e.code, message: e.message, temporary: e.temporary });
     ctx.log.error({ err: e }, "http publish failed");
     sendJson(res, st, 500, { error: ErrorCode.Internal, message: "internal error" });
   }

@@ -23,6 +23,8 @@ export const ErrorCode = {
   BrokerUnavailable: "broker_unavailable",
   /** The broker refused or failed the operation. */
   BrokerError: "broker_error",
+  /** The durable name is already bound to another channel (of this user): use another name. */
+  DurableConflict: "durable_conflict",
   /** The selected broker cannot do this (e.g. replay on Redis pub/sub). */
   UnsupportedByBroker: "unsupported_by_broker",
   /** HTTP only (401): no credentials, or a token/API key that is invalid or expired. */

@@ -1,4 +1,5 @@
 import type { ErrorCode } from "./codes.js";
+import { WIRE_ERRORS } from "../errors.js";
 import type { Id } from "./frames.js";
 
 /**
@@ -154,7 +155,8 @@ export const okFrame = (id: Id | undefined, extra?: Record<string, unknown>): st
   return `${s}}`;
 };
 
-export const errFrame = (id: Id | undefined, code: ErrorCode, message: string): string =>
-  `{"op":"err"${idPart(id)},"code":${JSON.stringify(code)},"message":${JSON.stringify(message)}}`;
+/** An `err` frame; `temporary` says whether retrying can help (the code's default from WIRE_ERRORS). */
+export const errFrame = (id: Id | undefined, code: ErrorCode, message: string, temporary = WIRE_ERRORS[code].temporary): string =>
+  `{"op":"err"${idPart(id)},"code":${JSON.stringify(code)},"message":${JSON.stringify(message)},"temporary":${temporary}}`;
 
 export const pongFrame = (id: Id | undefined): string => `{"op":"pong"${idPart(id)}}`;

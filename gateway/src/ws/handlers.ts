@@ -7,7 +7,8 @@ import type { Metrics } from "../metrics/metrics.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { parseClientFrame, type AckFrame, type Id, type PubFrame, type SubFrame, type UnsubFrame } from "../protocol/frames.js";
 import { errFrame, okFrame, pongFrame } from "../protocol/serialize.js";
-import { publishOnce, PublishFailure } from "../http/publish.js";
+import { publishOnce } from "../http/publish.js";
+import { brokerFailure, GatewayError } from "../errors.js";
 import { sendText, type Socket } from "./session.js";
 import type { Subscriptions } from "./subscriptions.js";
 import type { ConnectionGuard } from "../auth/guard.js";
@@ -43,9 +44,14 @@ export function handleFrame(ctx: HandlerContext, ws: Socket, text: string): void
   }
 }
 
-export function replyErr(ctx: HandlerContext, ws: Socket, id: Id | undefined, code: ErrorCode, message: string): void {
+export function replyErr(ctx: HandlerContext, ws: Socket, id: Id | undefined, code: ErrorCode, message: string, temporary?: boolean): void {
   ctx.metrics.badFrames.labels(code).inc();
-  sendText(ws, errFrame(id, code, message));
+  sendText(ws, errFrame(id, code, message, temporary));
+}
+
+/** Answers a failure as an `err` frame with its code and whether retrying helps. */
+function replyFailure(ctx: HandlerContext, ws: Socket, id: Id | undefined, e: GatewayError): void {
+  replyErr(ctx, ws, id, e.code, e.message, e.temporary);
 }
 
 function internalError(ctx: HandlerContext, ws: Socket, id: Id | undefined, e: unknown): void {
@@ -53,10 +59,6 @@ function internalError(ctx: HandlerContext, ws: Socket, id: Id | undefined, e: u
   replyErr(ctx, ws, id, ErrorCode.Internal, "internal error");
 }
 
-function brokerFailure(ctx: HandlerContext, what: string, e: unknown): [ErrorCode, string] {
-  if (!ctx.broker.isConnected()) return [ErrorCode.BrokerUnavailable, "broker is not connected; retry"];
-  return [ErrorCode.BrokerError, `${what} failed: ${(e as Error).message}`];
-}
 
 async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<void> {
   const s = ws.getUserData();
@@ -72,7 +74,7 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
     feed = await ctx.hub.acquire(f.channel);
   } catch (e) {
     ctx.subs.end(ws, sub);
-    return replyErr(ctx, ws, f.id, ...brokerFailure(ctx, "subscribe", e));
+    return replyFailure(ctx, ws, f.id, brokerFailure(e, ctx.broker.isConnected(), "subscribe"));
   }
   if (!ctx.subs.attach(ws, sub)) return;
   if (f.from === undefined) {
@@ -85,7 +87,7 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
   } catch (e) {
     // end() is idempotent: an unsub that came first already released the subscription.
     ctx.subs.end(ws, sub);
-    return replyErr(ctx, ws, f.id, ...brokerFailure(ctx, "replay", e));
+    return replyFailure(ctx, ws, f.id, brokerFailure(e, ctx.broker.isConnected(), "replay"));
   }
   if (s.closed || sub.phase === "ended") return;
   sendText(ws, okFrame(f.id, start.reply));
@@ -130,7 +132,7 @@ async function subscribeDurable(ctx: HandlerContext, ws: Socket, f: SubFrame): P
     await durable.start(durables);
   } catch (e) {
     ctx.subs.end(ws, sub); // stops the durable too
-    return replyErr(ctx, ws, f.id, ...brokerFailure(ctx, "durable subscribe", e));
+    return replyFailure(ctx, ws, f.id, brokerFailure(e, ctx.broker.isConnected(), "durable subscribe"));
   }
   if (s.closed || sub.phase === "ended") return void durable.stop().catch(() => undefined);
   ctx.subs.attachDurable(sub);
@@ -169,7 +171,7 @@ async function publish(ctx: HandlerContext, ws: Socket, f: PubFrame): Promise<vo
     const r = await publishOnce(ctx, "ws", f.channel, f.data, f.msgId);
     sendText(ws, okFrame(f.id, { seq: r.seq, duplicate: r.duplicate }));
   } catch (e) {
-    if (e instanceof PublishFailure) return replyErr(ctx, ws, f.id, e.wireCode, e.message);
+    if (e instanceof GatewayError) return replyFailure(ctx, ws, f.id, e);
     throw e;
   }
 }

@@ -5,7 +5,7 @@ import { FanoutHub, type ChannelFeed } from "../fanout/hub.js";
 import { topicOf } from "../fanout/hub.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
-import { ErrorCode } from "../protocol/codes.js";
+import { brokerFailure } from "../errors.js";
 import { errFrame } from "../protocol/serialize.js";
 import { fanoutSocket, newSub, sendText, type Socket, type SubState } from "./session.js";
 
@@ -88,7 +88,8 @@ export class Subscriptions {
     } else {
       this.log.warn({ err: end.error, pattern: sub.pattern }, "catch-up failed");
       this.end(ws, sub);
-      sendText(ws, errFrame(undefined, this.broker.isConnected() ? ErrorCode.BrokerError : ErrorCode.BrokerUnavailable, `replay of ${sub.pattern} failed; subscribe again with from:{seq:${end.lastSent + 1}}`));
+      const f = brokerFailure(end.error, this.broker.isConnected(), `replay of ${sub.pattern}`);
+      sendText(ws, errFrame(undefined, f.code, `${f.message}; subscribe again with from:{seq:${end.lastSent + 1}}`, f.temporary));
     }
   }
 
