@@ -85,7 +85,7 @@ export interface GatewayMessage<T = unknown> {
   /** Broker timestamp, ms since the epoch (µs precision). */
   readonly ts: number;
   readonly data: T;
-  readonly enc?: "text";
+  readonly enc?: "text" | "base64";
   readonly durable?: string;
   readonly redelivered?: boolean;
   readonly deliveries?: number;
@@ -528,7 +528,7 @@ export class GatewayClient {
       seq,
       ts: Number(f.ts),
       data: f.data,
-      enc: f.enc === "text" ? "text" : undefined,
+      enc: f.enc === "text" || f.enc === "base64" ? f.enc : undefined,
       durable: typeof f.durable === "string" ? f.durable : undefined,
       redelivered: f.redelivered === true ? true : undefined,
       deliveries: typeof f.deliveries === "number" ? f.deliveries : undefined,

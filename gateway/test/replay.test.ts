@@ -205,6 +205,28 @@ describe("replay — resume after a worker is killed", () => {
   }, 90_000);
 });
 
+describe("payloads written by other NATS clients", () => {
+  it("a payload shaped like JSON but not JSON, and one that is not UTF-8, arrive as text and base64 (live, replay and history); timestamps agree to the µs", async () => {
+    const ch = uniq("raw.");
+    const live = await client();
+    await live.sub(ch);
+    const payloads = [Buffer.from('{"ok":1}'), Buffer.from("{not json}"), Buffer.from([0x7b, 0xc3, 0x28, 0x7d]), Buffer.from("plain")];
+    for (const p of payloads) await js.publish(`ev.${ch}`, p);
+    const replay = await client();
+    await replay.sub(ch, { from: "all" });
+    const decode = (m: MsgFrame & { enc?: string }) => (m.enc === "base64" ? Buffer.from(String(m.data), "base64") : m.enc === "text" ? Buffer.from(String(m.data)) : Buffer.from(JSON.stringify(m.data)));
+    for (const c of [live, replay]) {
+      const got = await c.waitForMsgs(4);
+      expect(got.map((m) => (m as { enc?: string }).enc)).toEqual([undefined, "text", "base64", "text"]);
+      got.forEach((m, i) => expect(decode(m).equals(payloads[i]!)).toBe(true));
+    }
+    const h = (await (await fetch(`${gw.url}/v1/channels/${ch}/messages?from_seq=1`)).json()) as { messages: (MsgFrame & { enc?: string })[] };
+    expect(h.messages.map((m) => m.enc)).toEqual([undefined, "text", "base64", "text"]);
+    // History carries the broker time with its µs, like frames (it was in ms).
+    expect(h.messages.map((m) => m.ts)).toEqual(live.msgs.map((m) => m.ts));
+  });
+});
+
 describe("history over HTTP", () => {
   it("from_seq with limit, and last N, oldest first; bad parameters get 400", async () => {
     const ch = uniq("hist.");

@@ -1,7 +1,7 @@
 import type { Broker } from "../broker/broker.js";
 import { checkChannel } from "../protocol/channel.js";
 import { ErrorCode } from "../protocol/codes.js";
-import { looksLikeJson } from "../protocol/serialize.js";
+import { dataFields } from "../protocol/serialize.js";
 import { brokerFailure } from "../errors.js";
 import type { HttpResponse } from "../uws.js";
 import { send, sendJson, type ResState } from "./respond.js";
@@ -45,8 +45,7 @@ export async function history(broker: Broker, res: HttpResponse, st: ResState, p
     const count = last ?? limit ?? 100;
     const msgs = bounds.lastSeq >= start ? await replay.history(channel, start, count) : [];
     const items = msgs.map((x) => {
-      const data = looksLikeJson(x.payload) ? Buffer.from(x.payload).toString("utf8") : JSON.stringify(Buffer.from(x.payload).toString("utf8"));
-      return `{"seq":${x.seq},"ts":${x.ts},"channel":${JSON.stringify(x.channel)},"data":${data}}`;
+      return `{"seq":${x.seq},"ts":${x.ts},"channel":${JSON.stringify(x.channel)},${dataFields(x.payload)}}`;
     });
     send(res, st, 200, `{"messages":[${items.join(",")}],"firstSeq":${bounds.firstSeq},"lastSeq":${bounds.lastSeq}}`);
   } catch (e) {

@@ -1,3 +1,4 @@
+import { isUtf8 } from "node:buffer";
 import type { ErrorCode } from "./codes.js";
 import { WIRE_ERRORS } from "../errors.js";
 import type { Id } from "./frames.js";
@@ -8,6 +9,8 @@ import type { Id } from "./frames.js";
  */
 const SUFFIX = Buffer.from("}");
 const TEXT_OPEN = Buffer.from('"enc":"text","data":');
+const BASE64_OPEN = Buffer.from('"enc":"base64","data":"');
+const BASE64_CLOSE = Buffer.from('"}');
 
 export type MsgMeta = { channel: string; pattern: string; seq: number; ts: number; extra?: string };
 
@@ -25,7 +28,7 @@ function framePrefix(channel: string, pattern: string): string {
 
 export function msgFrame(meta: MsgMeta, payload: Uint8Array): Buffer {
   const head = `${framePrefix(meta.channel, meta.pattern)}${meta.seq},"ts":${meta.ts}${meta.extra ?? ""},`;
-  if (looksLikeJson(payload)) {
+  if (isJsonPayload(payload)) {
     // One allocation: head, payload bytes, closing brace.
     const start = `${head}"data":`;
     const headLen = Buffer.byteLength(start);
@@ -35,8 +38,11 @@ export function msgFrame(meta: MsgMeta, payload: Uint8Array): Buffer {
     out[headLen + payload.length] = 0x7d;
     return out;
   }
-  // A payload put into the stream by something other than the gateway and not JSON: delivered as a string.
-  return Buffer.concat([Buffer.from(head), TEXT_OPEN, Buffer.from(JSON.stringify(Buffer.from(payload).toString("utf8"))), SUFFIX]);
+  // A payload put into the stream by something other than the gateway and not JSON: delivered as a string,
+  // or as base64 when it is not UTF-8 either (a text frame must be valid UTF-8).
+  const bytes = Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength);
+  if (isUtf8(bytes)) return Buffer.concat([Buffer.from(head), TEXT_OPEN, Buffer.from(JSON.stringify(bytes.toString("utf8"))), SUFFIX]);
+  return Buffer.concat([Buffer.from(head), BASE64_OPEN, Buffer.from(bytes.toString("base64")), BASE64_CLOSE]);
 }
 
 /** Bytes a frame needs beyond its prefix and payload: seq, ts and keys (16 + 6 + 20 + 8 ASCII at most). */
@@ -83,7 +89,7 @@ export function buildFrames(pattern: string, messages: readonly { channel: strin
 function writeMsgFrame(b: Buffer, o: number, prefix: Buffer, seq: number, ts: number, payload: Uint8Array): number {
   // Millisecond timestamps with at most three decimals (the broker's µs) are written digit by digit.
   const us = Math.round(ts * 1_000);
-  if (!looksLikeJson(payload) || us / 1_000 !== ts || !Number.isSafeInteger(seq) || us < 0 || !Number.isSafeInteger(us)) return -1;
+  if (!isJsonPayload(payload) || us / 1_000 !== ts || !Number.isSafeInteger(seq) || us < 0 || !Number.isSafeInteger(us)) return -1;
   b.set(prefix, o);
   o = writeUint(b, o + prefix.length, seq);
   o = writeAscii(b, o, TS_KEY);
@@ -130,21 +136,34 @@ function writeUint(b: Buffer, o: number, v: number): number {
   return o + len;
 }
 
-/** Cheap check on the first and last bytes; a full parse only for scalars (numbers, true, false, null). */
-export function looksLikeJson(p: Uint8Array): boolean {
+/**
+ * Whether a stored payload is exactly one JSON value in UTF-8, so that it can be spliced into a frame as
+ * it is. The first and last bytes reject most other payloads at once; the rest is parsed (once per message
+ * per worker, never per socket): a payload written by another NATS client may start with `{` and end with
+ * `}` without being JSON, or hold bytes that are not UTF-8, and either would make the frame invalid.
+ */
+export function isJsonPayload(p: Uint8Array): boolean {
   if (p.length === 0) return false;
   const first = p[0]!;
   const last = p[p.length - 1]!;
-  if (first === 0x7b) return last === 0x7d; // { }
-  if (first === 0x5b) return last === 0x5d; // [ ]
-  if (first === 0x22) return last === 0x22 && p.length > 1; // " "
-  if (p.length > 32) return false;
+  const shaped = first === 0x7b ? last === 0x7d : first === 0x5b ? last === 0x5d : first === 0x22 ? last === 0x22 && p.length > 1 : p.length <= 32;
+  if (!shaped) return false;
+  const bytes = Buffer.from(p.buffer, p.byteOffset, p.byteLength);
+  if (!isUtf8(bytes)) return false;
   try {
-    JSON.parse(Buffer.from(p).toString("utf8"));
+    JSON.parse(bytes.toString("utf8"));
     return true;
   } catch {
     return false;
   }
+}
+
+/** The data fields of a message as JSON text: `"data":<payload>`, or with `"enc":"text"` / `"enc":"base64"`. */
+export function dataFields(p: Uint8Array): string {
+  const bytes = Buffer.from(p.buffer, p.byteOffset, p.byteLength);
+  if (isJsonPayload(p)) return `"data":${bytes.toString("utf8")}`;
+  if (isUtf8(bytes)) return `"enc":"text","data":${JSON.stringify(bytes.toString("utf8"))}`;
+  return `"enc":"base64","data":"${bytes.toString("base64")}"`;
 }
 
 const idPart = (id: Id | undefined): string => (id === undefined ? "" : `,"id":${JSON.stringify(id)}`);

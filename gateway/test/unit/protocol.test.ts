@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { checkChannel, checkPattern, matches, SubjectMapper } from "../../src/protocol/channel.js";
 import { parseClientFrame } from "../../src/protocol/frames.js";
-import { buildFrames, looksLikeJson, msgFrame } from "../../src/protocol/serialize.js";
+import { buildFrames, isJsonPayload, msgFrame } from "../../src/protocol/serialize.js";
 
 describe("protocol — channels", () => {
   it.each(["orders", "orders.eu", "a-b_c.d:e", "x.y.z"])("accepts channel %s", (c) => expect(checkChannel(c).ok).toBe(true));
@@ -68,8 +68,16 @@ describe("protocol — msg frames", () => {
   it("delivers a non-JSON payload (put into the stream by others) as text", () => {
     const f = msgFrame({ channel: "o", pattern: "o", seq: 1, ts: 1 }, Buffer.from("hello world"));
     expect(JSON.parse(f.toString())).toMatchObject({ enc: "text", data: "hello world" });
-    expect(looksLikeJson(Buffer.from("12.5"))).toBe(true);
-    expect(looksLikeJson(Buffer.from("nope"))).toBe(false);
+    expect(isJsonPayload(Buffer.from("12.5"))).toBe(true);
+    expect(isJsonPayload(Buffer.from("nope"))).toBe(false);
+    // Shaped like JSON but not JSON, or not UTF-8 (written by another NATS client): never spliced.
+    expect(isJsonPayload(Buffer.from("{not json}"))).toBe(false);
+    expect(isJsonPayload(Buffer.from([0x22, 0xff, 0x22]))).toBe(false);
+    for (const p of [Buffer.from("{not json}"), Buffer.from("[1,2"), Buffer.from([0x7b, 0xc3, 0x28, 0x7d]), Buffer.from("plain")]) {
+      const f = JSON.parse(msgFrame({ channel: "c", pattern: "c", seq: 1, ts: 1 }, p).toString()) as { enc: string; data: string };
+      const back = f.enc === "base64" ? Buffer.from(f.data, "base64") : Buffer.from(f.data, "utf8");
+      expect(back.equals(p)).toBe(true);
+    }
   });
   it("msg frames — a replay page's frames (one buffer, digits in place) are byte-identical to msgFrame's, across channels and sizes", () => {
     const cases: [string, string, number, number, Buffer][] = [
