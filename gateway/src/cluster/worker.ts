@@ -42,7 +42,8 @@ export async function runWorker(config: Config): Promise<void> {
     hub.streamRecreated();
     ws.endAll(CloseCode.StreamRecreated, "stream recreated: reconnect and resume");
   });
-  for (const a of apps) registerHttpRoutes(a, { config, broker, metrics, log, isDraining, auth, clusterMetrics: requestClusterMetrics });
+  const clusterMetrics = metricsClient();
+  for (const a of apps) registerHttpRoutes(a, { config, broker, metrics, log, isDraining, auth, clusterMetrics });
   await ws.listen(config.host, config.port);
   if (tlsApp) await ws.listenExtra(tlsApp, config.host, config.tlsPort);
   send({ type: "fgw:listening", port: config.port });
@@ -88,29 +89,32 @@ function send(m: ToPrimary): void {
   process.send?.(m);
 }
 
-let metricsReq = 0;
-const pending = new Map<number, (m: ToWorker & { type: "fgw:metrics-res" }) => void>();
-process.on("message", (m: unknown) => {
-  if (isFgwMessage(m) && (m as ToWorker).type === "fgw:metrics-res") {
+/**
+ * Asks the primary for the metrics of all workers, aggregated (one IPC exchange; concurrent requests share
+ * an aggregation). Made by runWorker: nothing is registered at import time.
+ */
+function metricsClient(): () => Promise<{ text: string; contentType: string }> {
+  let next = 0;
+  const pending = new Map<number, (m: ToWorker & { type: "fgw:metrics-res" }) => void>();
+  process.on("message", (m: unknown) => {
+    if (!isFgwMessage(m) || (m as ToWorker).type !== "fgw:metrics-res") return;
     const r = m as ToWorker & { type: "fgw:metrics-res" };
     pending.get(r.id)?.(r);
     pending.delete(r.id);
-  }
-});
-
-/** Asks the primary for the metrics of all workers, aggregated. */
-function requestClusterMetrics(): Promise<{ text: string; contentType: string }> {
-  const id = ++metricsReq;
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => {
-      pending.delete(id);
-      reject(new Error("primary did not answer in 6 s"));
-    }, 6_000);
-    pending.set(id, (r) => {
-      clearTimeout(t);
-      if (r.error || r.text === undefined) reject(new Error(r.error ?? "no metrics"));
-      else resolve({ text: r.text, contentType: r.contentType ?? "text/plain" });
-    });
-    send({ type: "fgw:metrics-req", id });
   });
+  return () => {
+    const id = ++next;
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => {
+        pending.delete(id);
+        reject(new Error("primary did not answer in 6 s"));
+      }, 6_000);
+      pending.set(id, (r) => {
+        clearTimeout(t);
+        if (r.error || r.text === undefined) reject(new Error(r.error ?? "no metrics"));
+        else resolve({ text: r.text, contentType: r.contentType ?? "text/plain" });
+      });
+      send({ type: "fgw:metrics-req", id });
+    });
+  };
 }

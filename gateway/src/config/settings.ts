@@ -33,6 +33,8 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export const SETTINGS = {
   port: { env: "PORT", flag: "port", shown: "9000", doc: "HTTP and WebSocket port; 0 picks a free one", default: () => 9000, parse: parseIntStrict, check: int(0, 65535) },
   host: { env: "HOST", flag: "host", shown: "0.0.0.0", doc: "Address to listen on", default: () => "0.0.0.0", parse: (s: string) => s.trim() },
+  adminHost: { env: "ADMIN_HOST", flag: "admin-host", shown: "127.0.0.1", doc: "Address of the admin listener (/metrics, /v1/stats); 0.0.0.0 to let a scraper in another host or pod reach it", default: () => "127.0.0.1", parse: (s: string) => s.trim() },
+  adminPort: { env: "ADMIN_PORT", flag: "admin-port", shown: "auto", doc: "Admin listener port: /metrics and /v1/stats move off the public port to it. auto: 9100 when authentication is on, none when off; off: none; 0 picks a free one", default: () => -2, parse: (s: string) => (s.trim() === "auto" ? -2 : s.trim() === "off" ? -1 : parseIntStrict(s)), check: (v: number) => (v < -2 || v > 65535 ? "must be auto, off, or a port from 0 to 65535" : undefined) },
   workers: { env: "WORKERS", flag: "workers", shown: "CPU count", doc: "Worker processes (node:cluster)", default: () => availableParallelism(), parse: parseIntStrict, check: int(1, 256) },
   broker: { env: "BROKER", flag: "broker", shown: "jetstream", doc: "Message broker: jetstream, or redis (pub/sub baseline: no replay, no durable)", default: () => "jetstream" as "jetstream" | "redis", parse: oneOf("jetstream", "redis") },
   natsUrl: { env: "NATS_URL", flag: "nats-url", shown: "(embedded)", doc: "Comma list of NATS URLs; unset starts an embedded nats-server", default: () => [] as string[], parse: parseList },

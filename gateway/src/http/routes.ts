@@ -40,7 +40,9 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
     sendJson(res, track(res), ready ? 200 : 503, { ready, broker: { kind: ctx.broker.kind, connected }, draining });
   });
 
-  app.get("/metrics", (res) => {
+  // With an admin listener (the primary's), metrics and stats are not on the public port at all.
+  const publicMetrics = ctx.config.adminPort < 0;
+  if (publicMetrics) app.get("/metrics", (res) => {
     const st = track(res);
     ctx.clusterMetrics().then(
       (m) => send(res, st, 200, m.text, m.contentType),
@@ -55,7 +57,7 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
     void httpPublish(ctx, res, st, rawChannel, msgId, readCredentials(req));
   });
 
-  registerStatsRoute(app, ctx.clusterMetrics);
+  if (publicMetrics) registerStatsRoute(app, ctx.clusterMetrics);
   registerStaticRoutes(app, ctx.log); // the live page at / and the client SDK at /client.js
 
   app.get(`${HISTORY_PREFIX}*`, (res, req) => {

@@ -1,0 +1,43 @@
+import { createServer, type Server } from "node:http";
+import type { Logger } from "../log.js";
+import { STATS_PATH } from "../http/stats.js";
+import type { ClusterMetrics } from "./cluster-metrics.js";
+
+/**
+ * The admin listener, served by the primary on its own address (loopback by default): `/metrics`,
+ * `/v1/stats` and `/healthz`. With it, those leave the public port, so that the public may not read them
+ * and a flood of requests to them cannot reach the workers that deliver messages.
+ */
+export async function startAdmin(host: string, port: number, metrics: ClusterMetrics, log: Logger): Promise<{ port: number; close(): Promise<void> }> {
+  const server: Server = createServer((req, res) => {
+    const path = (req.url ?? "/").split("?")[0];
+    const fail = (e: unknown) => {
+      res.writeHead(503, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: "metrics_unavailable", message: (e as Error).message }));
+    };
+    if (req.method !== "GET") {
+      res.writeHead(405, { allow: "GET" }).end();
+    } else if (path === "/metrics") {
+      metrics.text().then((m) => res.writeHead(200, { "content-type": m.contentType }).end(m.text), fail);
+    } else if (path === STATS_PATH) {
+      metrics.stats().then((body) => res.writeHead(200, { "content-type": "application/json" }).end(body), fail);
+    } else if (path === "/healthz") {
+      res.writeHead(200, { "content-type": "application/json" }).end('{"ok":true}');
+    } else {
+      res.writeHead(404, { "content-type": "application/json" }).end('{"error":"not_found"}');
+    }
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => resolve());
+  });
+  const bound = (server.address() as { port: number }).port;
+  log.info({ host, port: bound }, "admin listener ready (/metrics, /v1/stats)");
+  return {
+    port: bound,
+    close: () => new Promise<void>((r) => {
+      server.close(() => r());
+      server.closeAllConnections();
+    }),
+  };
+}

@@ -1,0 +1,91 @@
+import cluster, { type Worker } from "node:cluster";
+import { WORKER_CONFIG_ENV, type Config } from "../config/config.js";
+import type { Logger } from "../log.js";
+import type { ClusterMetrics } from "./cluster-metrics.js";
+import { isFgwMessage, type ToPrimary, type ToWorker } from "./ipc.js";
+
+const MAX_BACKOFF_MS = 30_000;
+const STABLE_AFTER_MS = 30_000;
+
+/**
+ * The worker processes: forked with the resolved config, restarted with exponential backoff after a crash
+ * (reset once a worker lived STABLE_AFTER_MS), answering their metric requests, and drained at shutdown.
+ */
+export class WorkerPool {
+  private booted = false;
+  private stopping = false;
+  private failures = 0;
+  private readonly startedAt = new Map<number, number>();
+
+  constructor(
+    private readonly config: Config,
+    private readonly workerConfig: Config,
+    private readonly metrics: ClusterMetrics,
+    private readonly log: Logger,
+    /** A worker died before every worker was listening: startup failed. */
+    private readonly onBootFailure: (e: Error) => void,
+  ) {}
+
+  /** Forks every worker and resolves once all of them listen. */
+  async start(): Promise<void> {
+    cluster.setupPrimary({ args: [], silent: false });
+    cluster.on("message", (worker, m: unknown) => {
+      if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:metrics-req") this.answerMetrics(worker, (m as ToPrimary & { type: "fgw:metrics-req" }).id);
+    });
+    cluster.on("exit", (worker, code, signal) => this.exited(worker, code, signal));
+    const listening = new Promise<void>((resolve) => {
+      let ready = 0;
+      cluster.on("message", (_w, m: unknown) => {
+        if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:listening" && !this.booted && ++ready === this.config.workers) resolve();
+      });
+    });
+    for (let i = 0; i < this.config.workers; i++) this.fork();
+    await listening;
+    this.booted = true;
+  }
+
+  private fork(): Worker {
+    const w = cluster.fork({ [WORKER_CONFIG_ENV]: JSON.stringify(this.workerConfig) });
+    this.startedAt.set(w.id, Date.now());
+    return w;
+  }
+
+  private answerMetrics(worker: Worker, id: number): void {
+    this.metrics.text().then(
+      (m) => send(worker, { type: "fgw:metrics-res", id, text: m.text, contentType: m.contentType }),
+      (e) => send(worker, { type: "fgw:metrics-res", id, error: (e as Error).message }),
+    );
+  }
+
+  private exited(worker: Worker, code: number, signal: string): void {
+    if (this.stopping) return;
+    if (!this.booted) return this.onBootFailure(new Error(`worker ${worker.id} exited during startup (code ${code}, signal ${signal}); see its log above`));
+    const lived = Date.now() - (this.startedAt.get(worker.id) ?? 0);
+    this.startedAt.delete(worker.id);
+    this.failures = lived > STABLE_AFTER_MS ? 0 : this.failures + 1;
+    const delay = Math.min(this.config.restartBackoffMs * 2 ** Math.max(this.failures - 1, 0), MAX_BACKOFF_MS);
+    this.metrics.restarts.inc();
+    this.log.error({ worker: worker.id, pid: worker.process.pid, code, signal, restartInMs: delay }, "worker exited; restarting");
+    setTimeout(() => {
+      if (!this.stopping) this.fork();
+    }, delay);
+  }
+
+  /** Asks every worker to drain; kills those still running after `budgetMs`. */
+  async stop(budgetMs: number): Promise<void> {
+    this.stopping = true;
+    const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => !!w);
+    const exited = Promise.all(workers.map((w) => new Promise<void>((r) => (w.isDead() ? r() : w.once("exit", () => r())))));
+    for (const w of workers) send(w, { type: "fgw:shutdown" });
+    const timedOut = await Promise.race([exited.then(() => false), delay(budgetMs).then(() => true)]);
+    if (!timedOut) return;
+    this.log.warn("workers did not finish draining in time; killing them");
+    for (const w of workers) if (!w.isDead()) w.process.kill("SIGKILL");
+  }
+}
+
+function send(w: Worker, m: ToWorker): void {
+  if (w.isConnected()) w.send(m);
+}
+
+const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());

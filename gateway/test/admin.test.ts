@@ -1,0 +1,38 @@
+// The admin listener: with authentication on, /metrics and /v1/stats leave the public port for the
+// primary's own listener (loopback by default).
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
+import { startGateway, type GatewayHandle } from "./support/gateway.js";
+
+let nats: NatsServerHandle;
+let gw: GatewayHandle;
+let admin: string;
+
+beforeAll(async () => {
+  nats = await startNatsServer();
+  gw = await startGateway({ natsUrl: nats.url, workers: 2, args: ["--admin-port", "0"], env: { JWT_SECRET: "a-secret-of-at-least-32-characters!!" } });
+  const ready = gw.logs.find((l) => l.msg === "gateway ready")!;
+  admin = `http://127.0.0.1:${ready.adminPort as number}`;
+});
+afterAll(async () => {
+  await gw?.stop();
+  await nats?.stop();
+});
+
+describe("admin listener", () => {
+  it("admin — with auth on, the public port has no /metrics or /v1/stats; the admin listener serves both, aggregated over the workers", async () => {
+    expect((await fetch(`${gw.url}/metrics`)).status).toBe(404);
+    expect((await fetch(`${gw.url}/v1/stats`)).status).toBe(404);
+    const m = await fetch(`${admin}/metrics`);
+    expect(m.status).toBe(200);
+    const text = await m.text();
+    expect(text).toMatch(/^fanout_connections /m);
+    expect(text).toMatch(/^fanout_workers 2$/m);
+    const s = (await (await fetch(`${admin}/v1/stats`)).json()) as { workers: number };
+    expect(s.workers).toBe(2);
+    expect((await fetch(`${admin}/healthz`)).status).toBe(200);
+    expect((await fetch(`${admin}/nope`)).status).toBe(404);
+    // The public port still answers its own routes.
+    expect((await fetch(`${gw.url}/healthz`)).status).toBe(200);
+  });
+});
