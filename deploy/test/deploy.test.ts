@@ -78,7 +78,8 @@ describe("helm chart", () => {
     expect(dep.spec.replicas).toBe(1);
     expect(c.livenessProbe.httpGet).toEqual({ path: "/healthz", port: "http" });
     expect(c.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "http" });
-    expect(c.ports).toEqual([{ name: "http", containerPort: 9000, protocol: "TCP" }]);
+    // Metrics on their own port (the admin listener), reachable in the cluster, not on the public one.
+    expect(c.ports).toEqual([{ name: "http", containerPort: 9000, protocol: "TCP" }, { name: "admin", containerPort: 9100, protocol: "TCP" }]);
     expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } });
     expect(c.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } });
     expect(c.volumeMounts).toContainEqual({ name: "tmp", mountPath: "/tmp" });
@@ -116,7 +117,7 @@ describe("helm chart", () => {
     expectAllValid(rs);
     const sm = rs.find((r) => r.kind === "ServiceMonitor")!;
     expect(sm.checkedBy).toBe("crd-schema");
-    expect(sm.doc.spec.endpoints).toEqual([{ port: "http", path: "/metrics", interval: "15s", scrapeTimeout: "10s" }]);
+    expect(sm.doc.spec.endpoints).toEqual([{ port: "admin", path: "/metrics", interval: "15s", scrapeTimeout: "10s" }]);
     expect(byKind(rs, "Secret").stringData).toEqual({ JWT_SECRET: "s3cret" });
     expect(byKind(rs, "ConfigMap").data).toMatchObject({ JWT_ISSUER: "https://issuer.example", BROKER: "jetstream" });
     const envFrom = byKind(rs, "Deployment").spec.template.spec.containers[0].envFrom;
