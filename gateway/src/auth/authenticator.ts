@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { errors as joseErrors, jwtVerify, type JWTPayload } from "jose";
-import type { Config } from "../config/config.js";
+import type { AuthSection } from "../config/sections.js";
 import { AuthError } from "./errors.js";
 import { loadKeyMaterial, type KeyMaterial } from "./keys.js";
 import { parseChannelsClaim } from "./permissions.js";
@@ -21,7 +21,7 @@ export class Authenticator {
   private readonly keys: KeyMaterial | undefined;
   private readonly apiKeyHashes: Buffer[];
 
-  constructor(private readonly config: Config) {
+  constructor(private readonly config: AuthSection) {
     this.keys = loadKeyMaterial(config);
     this.enabled = this.keys !== undefined;
     this.apiKeyHashes = config.apiKeys.map(sha256);

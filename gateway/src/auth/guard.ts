@@ -1,4 +1,4 @@
-import type { Config } from "../config/config.js";
+import type { AuthSection, LimitsSection } from "../config/sections.js";
 import { Admission } from "../limits/admission.js";
 import { frameLimiterFor } from "../limits/frame-rate.js";
 import type { GuardMetrics } from "../limits/metrics.js";
@@ -26,8 +26,8 @@ export type RefreshResult = { ok: true; exp: number | undefined; revoked: string
 export class ConnectionGuard {
   readonly admission: Admission;
 
-  constructor(private readonly config: Config, readonly auth: Authenticator, private readonly metrics: GuardMetrics, private readonly log: Logger) {
-    this.admission = new Admission(config, metrics);
+  constructor(private readonly limits: LimitsSection, private readonly authConfig: AuthSection, readonly auth: Authenticator, private readonly metrics: GuardMetrics, private readonly log: Logger) {
+    this.admission = new Admission(limits, metrics);
     this.admission.start();
   }
 
@@ -79,7 +79,7 @@ export class ConnectionGuard {
   opened(ws: Socket): void {
     const s = ws.getUserData();
     this.admission.opened(s.ip);
-    s.frameLimit = frameLimiterFor(this.config, Date.now());
+    s.frameLimit = frameLimiterFor(this.limits, Date.now());
     this.armExpiry(ws);
   }
 
@@ -100,7 +100,7 @@ export class ConnectionGuard {
     const v = limit.check(Date.now());
     if (v === "ok") return true;
     if (v === "warn") {
-      warn(`more than ${this.config.frameRate} frames/s; this frame was dropped, another breach within ${this.config.frameRateWindowMs} ms closes the connection`);
+      warn(`more than ${this.limits.frameRate} frames/s; this frame was dropped, another breach within ${this.limits.frameRateWindowMs} ms closes the connection`);
     } else {
       this.metrics.rateLimitCloses.inc();
       ws.end(CloseCode.RateLimited, "frame rate limit exceeded");
@@ -134,7 +134,7 @@ export class ConnectionGuard {
     s.expiryTimer = undefined;
     const exp = s.principal.exp;
     if (exp === undefined) return;
-    const due = (exp + this.config.jwtClockToleranceSec) * 1000;
+    const due = (exp + this.authConfig.jwtClockToleranceSec) * 1000;
     s.expiryTimer = setTimeout(() => {
       if (s.closed) return;
       if (Date.now() < due) return this.armExpiry(ws);

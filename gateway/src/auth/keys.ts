@@ -1,17 +1,17 @@
 import { createPublicKey, X509Certificate, type KeyObject } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createLocalJWKSet, type JSONWebKeySet, type JWTVerifyGetKey } from "jose";
-import type { Config } from "../config/config.js";
+import type { AuthSection } from "../config/sections.js";
 import { ConfigError } from "../errors.js";
 
 /** Verification key material, loaded once at worker start, and the algorithms it accepts. */
 export type KeyMaterial = { key: Uint8Array | KeyObject | JWTVerifyGetKey; algorithms: string[]; source: "secret" | "public-key" | "jwks" };
 
 /** True when any JWT key setting is present: authentication is on. */
-export const authEnabled = (c: Pick<Config, "jwtSecret" | "jwtPublicKeyFile" | "jwtJwksFile">): boolean => !!(c.jwtSecret || c.jwtPublicKeyFile || c.jwtJwksFile);
+export { authEnabled } from "../config/checks.js";
 
 /** Loads the configured key. Throws ConfigError naming the setting when the file is unreadable or wrong. */
-export function loadKeyMaterial(c: Config): KeyMaterial | undefined {
+export function loadKeyMaterial(c: Pick<AuthSection, "jwtSecret" | "jwtPublicKeyFile" | "jwtJwksFile" | "jwtAlgorithms">): KeyMaterial | undefined {
   if (c.jwtSecret) return { key: new TextEncoder().encode(c.jwtSecret), algorithms: c.jwtAlgorithms.length ? [...c.jwtAlgorithms] : ["HS256"], source: "secret" };
   if (c.jwtPublicKeyFile) {
     const key = readPem(c.jwtPublicKeyFile);

@@ -1,9 +1,7 @@
 import { bearerOf } from "./authenticator.js";
+import { BEARER_PROTOCOL_PREFIX, PROTOCOL_V1 } from "../protocol/subprotocol.js";
 
-/** The subprotocol of the wire protocol; selected when a browser passes its token as a subprotocol. */
-export const PROTOCOL_V1 = "fanout.v1";
-/** Subprotocol carrying a token: `bearer.<jwt>` (JWTs are base64url and dots: valid protocol tokens). */
-export const BEARER_PROTOCOL_PREFIX = "bearer.";
+export { BEARER_PROTOCOL_PREFIX, PROTOCOL_V1 };
 
 /** What an upgrade request offers: its token (if any) and the subprotocol to answer with. */
 export type UpgradeOffer = { token?: string; protocol: string } | { error: string };

@@ -1,17 +1,23 @@
-import { livePrefixOf, type Config } from "../config/config.js";
+import type { BrokerSection, DurableSection, StreamSection } from "../config/sections.js";
 import type { RepairReason } from "./jetstream-live.js";
 import type { Logger } from "../log.js";
 import type { Broker } from "./broker.js";
 import { JetStreamBroker } from "./jetstream.js";
 
-/** Connects the broker the config selects. */
-export async function connectBroker(config: Config, log: Logger, name: string, hooks: { onRepair?: (why: RepairReason) => void } = {}): Promise<Broker> {
-  if (config.broker === "redis") {
+/** Connects the broker its section selects (the stream and durable sections say how it is used). */
+export async function connectBroker(
+  c: Readonly<{ broker: BrokerSection; stream: StreamSection; durable: DurableSection }>,
+  log: Logger,
+  name: string,
+  hooks: { onRepair?: (why: RepairReason) => void } = {},
+): Promise<Broker> {
+  if (c.broker.kind === "redis") {
     const { RedisBroker } = await import("./redis.js");
-    return RedisBroker.connect({ url: config.redisUrl, subjectPrefix: config.subjectPrefix, duplicateWindowMs: config.streamDuplicateWindow, log, name });
+    return RedisBroker.connect({ url: c.broker.redisUrl, subjectPrefix: c.stream.subjectPrefix, duplicateWindowMs: c.stream.duplicateWindowMs, log, name });
   }
-  return JetStreamBroker.connect({ servers: config.natsUrl, stream: config.streamName, subjectPrefix: config.subjectPrefix, livePrefix: livePrefixOf(config), name, log,
+  return JetStreamBroker.connect({
+    servers: c.broker.natsUrl, stream: c.stream.name, subjectPrefix: c.stream.subjectPrefix, livePrefix: c.stream.livePrefix, name, log,
     onRepair: hooks.onRepair,
-    durable: { ackWaitMs: config.durableAckWaitMs, maxDeliver: config.durableMaxDeliver, inactiveMs: config.durableInactiveMs },
+    durable: { ackWaitMs: c.durable.ackWaitMs, maxDeliver: c.durable.maxDeliver, inactiveMs: c.durable.inactiveMs },
   });
 }

@@ -1,27 +1,27 @@
 import type { JetStreamManager, StreamConfig, StreamInfo } from "@nats-io/jetstream";
 import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
-import { livePrefixOf, type Config } from "../config/config.js";
+import type { StreamSection } from "../config/sections.js";
 import { ProcessError } from "../errors.js";
 import type { Logger } from "../log.js";
 
 /** The stream the gateway wants, from config: one stream, subjects `<prefix>.>`. */
-export function desiredStream(c: Config): Partial<StreamConfig> & { name: string } {
+export function desiredStream(c: StreamSection): Partial<StreamConfig> & { name: string } {
   return {
-    name: c.streamName,
+    name: c.name,
     subjects: [`${c.subjectPrefix}.>`],
-    storage: c.streamStorage === "memory" ? StorageType.Memory : StorageType.File,
-    num_replicas: c.streamReplicas,
-    max_age: nanos(c.streamMaxAge),
-    max_msgs_per_subject: c.streamMaxMsgsPerSubject,
-    max_bytes: c.streamMaxBytes,
-    duplicate_window: nanos(c.streamDuplicateWindow),
+    storage: c.storage === "memory" ? StorageType.Memory : StorageType.File,
+    num_replicas: c.replicas,
+    max_age: nanos(c.maxAgeMs),
+    max_msgs_per_subject: c.maxMsgsPerSubject,
+    max_bytes: c.maxBytes,
+    duplicate_window: nanos(c.duplicateWindowMs),
     retention: RetentionPolicy.Limits,
     discard: DiscardPolicy.Old,
     allow_direct: true,
-    max_consumers: c.streamMaxConsumers,
+    max_consumers: c.maxConsumers,
     // Live delivery: every stored message is also published on core NATS with its sequence headers.
-    republish: { src: `${c.subjectPrefix}.>`, dest: `${livePrefixOf(c)}.>` },
+    republish: { src: `${c.subjectPrefix}.>`, dest: `${c.livePrefix}.>` },
   };
 }
 
@@ -46,7 +46,7 @@ export function diffStream(existing: StreamConfig, wanted: Partial<StreamConfig>
  * Creates the stream, or checks an existing one. A differing stream is updated only with `--update-stream`;
  * otherwise the difference is logged and startup fails with ERR_STREAM_MISMATCH.
  */
-export async function ensureStream(jsm: JetStreamManager, c: Config, log: Logger): Promise<StreamInfo> {
+export async function ensureStream(jsm: JetStreamManager, c: StreamSection, log: Logger): Promise<StreamInfo> {
   const wanted = desiredStream(c);
   let info: StreamInfo | undefined;
   try {
@@ -56,7 +56,7 @@ export async function ensureStream(jsm: JetStreamManager, c: Config, log: Logger
   }
   if (!info) {
     const created = await jsm.streams.add(wanted);
-    log.info({ stream: wanted.name, subjects: wanted.subjects, storage: c.streamStorage, replicas: c.streamReplicas }, "stream created");
+    log.info({ stream: wanted.name, subjects: wanted.subjects, storage: c.storage, replicas: c.replicas }, "stream created");
     return created;
   }
   const diff = diffStream(info.config, wanted);
@@ -64,12 +64,12 @@ export async function ensureStream(jsm: JetStreamManager, c: Config, log: Logger
   // A stream created before live delivery went consumer-free has no republish rule: adding it (and the
   // consumer limit) leaves every stored message as it is, so it is done without --update-stream.
   const safe = diff.every((d) => SAFE.has(d.field) || (d.field === "republish" && !info.config.republish));
-  if (safe && !c.updateStream) {
+  if (safe && !c.update) {
     const updated = await jsm.streams.update(wanted.name, { ...info.config, ...wanted });
     log.warn({ stream: wanted.name, diff }, "stream updated for consumer-free live delivery (republish rule, consumer limit); stored messages are unchanged");
     return updated;
   }
-  if (!c.updateStream) {
+  if (!c.update) {
     log.error({ stream: wanted.name, diff }, "existing stream config differs from the gateway's settings; start with --update-stream to apply them");
     throw new ProcessError("ERR_STREAM_MISMATCH", `stream ${wanted.name} differs in ${diff.map((d) => d.field).join(", ")} (use --update-stream)`);
   }

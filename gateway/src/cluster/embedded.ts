@@ -1,4 +1,4 @@
-import type { Config } from "../config/config.js";
+import type { BrokerSection } from "../config/sections.js";
 import type { Logger } from "../log.js";
 import { EmbeddedNats } from "../broker/embedded-nats.js";
 
@@ -9,8 +9,8 @@ export type EmbeddedBrokers = { natsUrl: string[]; redisUrl: string; stop(timeou
  * Starts the broker the config asks for when no URL is given: an embedded nats-server for JetStream, an
  * embedded redis-server for the Redis baseline. Both are tied to the primary (stopped even if it is killed).
  */
-export async function startEmbeddedBrokers(config: Config, log: Logger): Promise<EmbeddedBrokers> {
-  if (config.broker === "jetstream") {
+export async function startEmbeddedBrokers(config: BrokerSection, log: Logger): Promise<EmbeddedBrokers> {
+  if (config.kind === "jetstream") {
     if (config.natsUrl.length > 0) return { natsUrl: config.natsUrl, redisUrl: config.redisUrl, stop: async () => {} };
     const nats = new EmbeddedNats({ bin: config.natsServerBin, dataDir: config.natsDataDir, log });
     await nats.start();

@@ -1,5 +1,6 @@
 import cluster, { type Worker } from "node:cluster";
 import { WORKER_CONFIG_ENV, type Config } from "../config/config.js";
+import type { ServerSection } from "../config/sections.js";
 import type { Logger } from "../log.js";
 import type { ClusterMetrics } from "./cluster-metrics.js";
 import { isFgwMessage, type ToPrimary, type ToWorker } from "./ipc.js";
@@ -18,7 +19,8 @@ export class WorkerPool {
   private readonly startedAt = new Map<number, number>();
 
   constructor(
-    private readonly config: Config,
+    private readonly config: Pick<ServerSection, "workers" | "restartBackoffMs">,
+    /** What each worker is started with (every URL and port resolved). */
     private readonly workerConfig: Config,
     private readonly metrics: ClusterMetrics,
     private readonly log: Logger,

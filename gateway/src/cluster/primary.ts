@@ -2,11 +2,12 @@ import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { ensureStream } from "../broker/stream.js";
 import type { Config } from "../config/config.js";
+import { sectionsOf, type StreamSection } from "../config/sections.js";
 import { createLogger, type Logger } from "../log.js";
 import { freePort } from "../net.js";
 import { loadUws } from "../uws.js";
 import { authEnabled, loadKeyMaterial } from "../auth/keys.js";
-import { tlsEnabled } from "../auth/config-check.js";
+import { tlsEnabled } from "../config/checks.js";
 import { startAdmin } from "./admin.js";
 import { ClusterMetrics } from "./cluster-metrics.js";
 import { startEmbeddedBrokers, type EmbeddedBrokers } from "./embedded.js";
@@ -34,8 +35,8 @@ export async function runPrimary(config: Config): Promise<void> {
   let admin: { port: number; close(): Promise<void> } | undefined;
   try {
     loadKeyMaterial(config); // fail fast on an unreadable key; each worker loads its own copy
-    brokers = await startEmbeddedBrokers(config, log);
-    if (config.broker === "jetstream") await prepareStream(config, brokers.natsUrl, log);
+    brokers = await startEmbeddedBrokers(sectionsOf(config).broker, log);
+    if (config.broker === "jetstream") await prepareStream(sectionsOf(config).stream, brokers.natsUrl, log);
     const adminPort = adminPortOf(config);
     if (adminPort >= 0) admin = await startAdmin(config.adminHost, adminPort, metrics, log);
   } catch (e) {
@@ -46,7 +47,7 @@ export async function runPrimary(config: Config): Promise<void> {
   const tlsPort = tlsEnabled(config) && config.tlsPort === 0 ? await freePort(config.host) : config.tlsPort;
   // Workers get every URL and port resolved; an admin listener means they keep metrics off the public port.
   const workerConfig: Config = Object.freeze({ ...config, natsUrl: brokers.natsUrl, redisUrl: brokers.redisUrl, port, tlsPort, adminPort: admin?.port ?? -1 });
-  const pool = new WorkerPool(config, workerConfig, metrics, log, (e) => void fail(e));
+  const pool = new WorkerPool(sectionsOf(config).server, workerConfig, metrics, log, (e) => void fail(e));
   await pool.start();
   if (config.broker === "jetstream" && config.natsUrl.length === 0) {
     log.warn({ nats: brokers.natsUrl[0] }, "no NATS_URL: using the embedded nats-server (single node; set NATS_URL for a real cluster)");
@@ -78,12 +79,12 @@ export async function runPrimary(config: Config): Promise<void> {
 }
 
 /** Connects once, ensures the stream exists with the configured settings, and disconnects. */
-async function prepareStream(config: Config, servers: string[], log: Logger): Promise<void> {
+async function prepareStream(stream: StreamSection, servers: string[], log: Logger): Promise<void> {
   log.info({ servers }, "connecting to NATS");
   const nc = await connect({ servers, name: "fanout-gateway-primary", waitOnFirstConnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
   try {
     const jsm = await jetstreamManager(nc);
-    await ensureStream(jsm, config, log);
+    await ensureStream(jsm, stream, log);
   } finally {
     await nc.close();
   }

@@ -15,26 +15,30 @@ import { ConnectionGuard } from "../auth/guard.js";
 import { createGuardMetrics } from "../limits/metrics.js";
 import { isFgwMessage, type ToPrimary, type ToWorker } from "./ipc.js";
 import { CloseCode } from "../protocol/codes.js";
+import { sectionsOf } from "../config/sections.js";
+import { PublishService } from "../publish/service.js";
 
 /** A worker: one uWS app on the shared port (SO_REUSEPORT), one broker connection, one fan-out hub. */
 export async function runWorker(config: Config): Promise<void> {
-  const log = createLogger(config.logLevel, { role: "worker", worker: cluster.worker?.id });
+  const c = sectionsOf(config);
+  const log = createLogger(c.logLevel, { role: "worker", worker: cluster.worker?.id });
   const uws = loadUws();
   new client.AggregatorRegistry(); // answers the primary's metric requests (prom-client 15 needs one per worker)
   const metrics = createMetrics();
   let draining = false;
   const isDraining = () => draining;
-  const auth = new Authenticator(config); // key material is read here, once
-  const guard = new ConnectionGuard(config, auth, createGuardMetrics(), log);
+  const auth = new Authenticator(c.auth); // key material is read here, once
+  const guard = new ConnectionGuard(c.limits, c.auth, auth, createGuardMetrics(), log);
 
-  const broker = await connectBroker(config, log, `fanout-gateway-worker-${cluster.worker?.id ?? 0}`, { onRepair: (why) => metrics.liveRepairs.labels(why).inc() });
+  const broker = await connectBroker(c, log, `fanout-gateway-worker-${cluster.worker?.id ?? 0}`, { onRepair: (why) => metrics.liveRepairs.labels(why).inc() });
   watchBroker(broker, metrics, log);
 
   const app = uws.App();
-  const tlsApp = createTlsApp(config);
+  const tlsApp = createTlsApp(c.server);
   const apps = tlsApp ? [app, tlsApp] : [app];
-  const hub = new FanoutHub(topicsOf(apps), broker, metrics, log, config.consumerLingerMs, config.replayCacheBytes);
-  const ws = new WsEndpoint(app, { config, broker, hub, metrics, log, isDraining, guard }, tlsApp ? [tlsApp] : []);
+  const hub = new FanoutHub(topicsOf(apps), broker, metrics, log, c.fanout.lingerMs, c.fanout.replayCacheBytes);
+  const publisher = new PublishService(c.server.maxPayloadBytes, broker, metrics, log);
+  const ws = new WsEndpoint(app, { config: c, broker, hub, metrics, log, isDraining, guard, publisher }, tlsApp ? [tlsApp] : []);
   // A recreated stream numbers its messages from 1 again: every client's position is void. Sockets are closed
   // with 1012 and resume with their seq and its epoch, which the new stream answers with epochChanged.
   broker.onEvent((e) => {
@@ -43,11 +47,11 @@ export async function runWorker(config: Config): Promise<void> {
     ws.endAll(CloseCode.StreamRecreated, "stream recreated: reconnect and resume");
   });
   const clusterMetrics = metricsClient();
-  for (const a of apps) registerHttpRoutes(a, { config, broker, metrics, log, isDraining, auth, clusterMetrics });
-  await ws.listen(config.host, config.port);
-  if (tlsApp) await ws.listenExtra(tlsApp, config.host, config.tlsPort);
-  send({ type: "fgw:listening", port: config.port });
-  log.debug({ port: config.port }, "worker listening");
+  for (const a of apps) registerHttpRoutes(a, { config: c.server, broker, metrics, log, isDraining, auth, clusterMetrics, publisher });
+  await ws.listen(c.server.host, c.server.port);
+  if (tlsApp) await ws.listenExtra(tlsApp, c.server.host, c.server.tlsPort);
+  send({ type: "fgw:listening", port: c.server.port });
+  log.debug({ port: c.server.port }, "worker listening");
 
   const shutdown = async (why: string): Promise<void> => {
     if (draining) return;

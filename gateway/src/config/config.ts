@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { ConfigError } from "../errors.js";
 import { SETTINGS, type Setting, type SettingKey } from "./settings.js";
-import { checkAuthConfig } from "../auth/config-check.js";
+import { checkAuthConfig } from "./checks.js";
 
 /** The gateway's whole configuration, parsed once from env and flags, then frozen. */
 export type Config = { readonly [K in SettingKey]: ReturnType<(typeof SETTINGS)[K]["default"]> };

@@ -1,4 +1,4 @@
-import type { TemplatedApp } from "../uws.js";
+import type { TopicPublisher } from "./socket.js";
 import type { Broker, BrokerMessage, LiveFeed } from "../broker/broker.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
@@ -38,7 +38,7 @@ export class FanoutHub {
   readonly cache?: ReplayCache;
 
   constructor(
-    private readonly app: TemplatedApp,
+    private readonly app: TopicPublisher,
     private readonly broker: Broker,
     private readonly metrics: Metrics,
     private readonly log: Logger,

@@ -15,3 +15,9 @@ export interface FanoutSocket {
   /** Calls `fn` once when the socket's buffer has drained. */
   onDrained(fn: () => void): void;
 }
+
+/** Where the hub publishes a feed's frames: uWS topics of one app, or of several (plain and TLS listeners). */
+export interface TopicPublisher {
+  publish(topic: string, message: Uint8Array, isBinary: boolean, compress: boolean): boolean;
+  numSubscribers(topic: string): number;
+}

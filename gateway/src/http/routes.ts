@@ -1,11 +1,11 @@
 import type { Broker } from "../broker/broker.js";
-import type { Config } from "../config/config.js";
+import type { ServerSection } from "../config/sections.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { checkChannel } from "../protocol/channel.js";
 import { ErrorCode } from "../protocol/codes.js";
 import type { TemplatedApp } from "../uws.js";
-import { publishOnce } from "./publish.js";
+import type { PublishService } from "../publish/service.js";
 import { GatewayError } from "../errors.js";
 import { readBody, send, sendJson, track } from "./respond.js";
 import { history, HISTORY_PREFIX } from "./history.js";
@@ -15,7 +15,9 @@ import type { Authenticator } from "../auth/authenticator.js";
 import { authorizeHttp, readCredentials } from "../auth/http-auth.js";
 
 export type HttpContext = {
-  config: Config;
+  /** Its section: body size limit, and whether an admin listener took /metrics and /v1/stats. */
+  config: Pick<ServerSection, "maxPayloadBytes" | "adminPort">;
+  publisher: PublishService;
   broker: Broker;
   metrics: Metrics;
   log: Logger;
@@ -96,8 +98,7 @@ async function httpPublish(ctx: HttpContext, res: Parameters<Parameters<Template
     return sendJson(res, st, 400, { error: ErrorCode.BadJson, message: "body is not valid JSON" });
   }
   try {
-    // Re-encode so the stored payload is compact, canonical JSON (the fan-out splices it in as-is).
-    const r = await publishOnce(ctx, "http", channel, data, msgId);
+    const r = await ctx.publisher.publish("http", channel, data, msgId);
     sendJson(res, st, 201, { seq: r.seq, duplicate: r.duplicate });
   } catch (e) {
     if (e instanceof GatewayError) return sendJson(res, st, e.status, { error: e.code, message: e.message, temporary: e.temporary });

@@ -1,4 +1,4 @@
-import type { Config } from "../config/config.js";
+import type { LimitsSection } from "../config/sections.js";
 import { IpTable, type IpRefusal } from "./ip-table.js";
 import type { GuardMetrics } from "./metrics.js";
 import { OriginPolicy } from "./origin.js";
@@ -20,7 +20,7 @@ export class Admission {
   private count = 0;
   private sweeper: NodeJS.Timeout | undefined;
 
-  constructor(private readonly config: Config, private readonly metrics: GuardMetrics) {
+  constructor(private readonly config: LimitsSection, private readonly metrics: GuardMetrics) {
     this.ips = new IpTable({ maxPerIp: config.maxConnectionsPerIp, ratePerSec: config.connectRatePerIp, burst: config.connectBurstPerIp, maxEntries: MAX_IP_ENTRIES });
     this.origins = new OriginPolicy(config.allowedOrigins);
   }

@@ -1,4 +1,4 @@
-import type { Config } from "../config/config.js";
+import type { BackpressureSection } from "../config/sections.js";
 import type { Subscriptions } from "./subscriptions.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
@@ -22,7 +22,7 @@ export class BackpressureMonitor {
   constructor(
     private readonly sockets: Set<Socket>,
     private readonly subs: Subscriptions,
-    private readonly config: Config,
+    private readonly config: BackpressureSection,
     private readonly metrics: Metrics,
     private readonly log: Logger,
   ) {}
@@ -43,10 +43,10 @@ export class BackpressureMonitor {
       if (s.subs.size === 0 && !s.paused) continue;
       const buffered = ws.getBufferedAmount();
       if (!s.paused) {
-        if (buffered > this.config.backpressureBytes) this.pause(ws);
-      } else if (buffered >= this.config.maxBackpressureBytes || now - s.pausedSince > this.config.slowConsumerTimeoutMs) {
+        if (buffered > this.config.bytes) this.pause(ws);
+      } else if (buffered >= this.config.maxBytes || now - s.pausedSince > this.config.slowTimeoutMs) {
         this.closeSlow(ws, buffered);
-      } else if (buffered <= this.config.backpressureBytes / 2) {
+      } else if (buffered <= this.config.bytes / 2) {
         this.resume(ws);
       }
     }
@@ -55,7 +55,7 @@ export class BackpressureMonitor {
   /** uWS drain callback: rejoin live delivery as soon as the buffer is low again. */
   onDrain(ws: Socket): void {
     const s = ws.getUserData();
-    if (s.paused && !s.closed && ws.getBufferedAmount() <= this.config.backpressureBytes / 2) this.resume(ws);
+    if (s.paused && !s.closed && ws.getBufferedAmount() <= this.config.bytes / 2) this.resume(ws);
   }
 
   pause(ws: Socket): void {

@@ -1,5 +1,6 @@
 import type { Broker } from "../broker/broker.js";
-import type { Config } from "../config/config.js";
+import type { Sections } from "../config/sections.js";
+import type { PublishService } from "../publish/service.js";
 import type { FanoutHub } from "../fanout/hub.js";
 import { DurableSub } from "../fanout/durable-sub.js";
 import type { Logger } from "../log.js";
@@ -7,7 +8,6 @@ import type { Metrics } from "../metrics/metrics.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { parseClientFrame, type AckFrame, type Id, type PubFrame, type SubFrame, type UnsubFrame } from "../protocol/frames.js";
 import { errFrame, okFrame, pongFrame } from "../protocol/serialize.js";
-import { publishOnce } from "../http/publish.js";
 import { brokerFailure, GatewayError } from "../errors.js";
 import { sendText, type Socket } from "./session.js";
 import type { Subscriptions } from "./subscriptions.js";
@@ -16,13 +16,15 @@ import { authorizeFrame } from "../auth/authorize.js";
 import { refreshSession } from "../auth/ws-refresh.js";
 
 export type HandlerContext = {
-  config: Config;
+  /** The sections the WebSocket side uses. */
+  config: Pick<Sections, "server" | "fanout" | "backpressure" | "durable">;
   broker: Broker;
   hub: FanoutHub;
   subs: Subscriptions;
   metrics: Metrics;
   log: Logger;
   isDraining: () => boolean;
+  publisher: PublishService;
   /** Authentication, permissions and limits of sockets (auth/). */
   guard: ConnectionGuard;
 };
@@ -64,7 +66,7 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
   const s = ws.getUserData();
   if (ctx.isDraining()) return replyErr(ctx, ws, f.id, ErrorCode.ShuttingDown, "server is shutting down; reconnect");
   if (s.subs.has(f.channel)) return replyErr(ctx, ws, f.id, ErrorCode.AlreadySubscribed, `already subscribed to ${f.channel}`);
-  if (s.subs.size >= ctx.config.maxSubscriptions) return replyErr(ctx, ws, f.id, ErrorCode.TooManySubscriptions, `at most ${ctx.config.maxSubscriptions} subscriptions per connection`);
+  if (s.subs.size >= ctx.config.fanout.maxSubscriptions) return replyErr(ctx, ws, f.id, ErrorCode.TooManySubscriptions, `at most ${ctx.config.fanout.maxSubscriptions} subscriptions per connection`);
   if (f.durable !== undefined || f.ack) return subscribeDurable(ctx, ws, f);
   if (f.from !== undefined && !ctx.broker.replay) return replyErr(ctx, ws, f.id, ErrorCode.UnsupportedByBroker, `the ${ctx.broker.kind} broker keeps no history: start positions need JetStream`);
 
@@ -126,7 +128,7 @@ async function subscribeDurable(ctx: HandlerContext, ws: Socket, f: SubFrame): P
   if (f.ack === false) return replyErr(ctx, ws, f.id, ErrorCode.BadRequest, "durable subscriptions are acknowledged: ack must be true");
   if (f.from !== undefined) return replyErr(ctx, ws, f.id, ErrorCode.BadRequest, "from is not accepted with durable: a durable resumes where its consumer is");
   const sub = ctx.subs.begin(ws, f.channel);
-  const durable = new DurableSub(ws, { user: s.user, durable: f.durable, pattern: f.channel, maxInflight: f.maxInflight ?? ctx.config.durableMaxInflight }, ctx.metrics);
+  const durable = new DurableSub(ws, { user: s.user, durable: f.durable, pattern: f.channel, maxInflight: f.maxInflight ?? ctx.config.durable.maxInflight }, ctx.metrics);
   sub.durable = durable;
   try {
     await durable.start(durables);
@@ -168,7 +170,7 @@ export function releaseSession(ctx: HandlerContext, ws: Socket): void {
 
 async function publish(ctx: HandlerContext, ws: Socket, f: PubFrame): Promise<void> {
   try {
-    const r = await publishOnce(ctx, "ws", f.channel, f.data, f.msgId);
+    const r = await ctx.publisher.publish("ws", f.channel, f.data, f.msgId);
     sendText(ws, okFrame(f.id, { seq: r.seq, duplicate: r.duplicate }));
   } catch (e) {
     if (e instanceof GatewayError) return replyFailure(ctx, ws, f.id, e);

@@ -23,7 +23,7 @@ export class WsEndpoint {
   constructor(private readonly app: TemplatedApp, deps: Omit<HandlerContext, "subs">, private readonly extraApps: TemplatedApp[] = []) {
     const subs = new Subscriptions(deps.config, deps.broker, deps.hub, deps.metrics, deps.log);
     this.ctx = { ...deps, subs };
-    this.backpressure = new BackpressureMonitor(this.sockets, subs, deps.config, deps.metrics, deps.log);
+    this.backpressure = new BackpressureMonitor(this.sockets, subs, deps.config.backpressure, deps.metrics, deps.log);
     this.register();
   }
 
@@ -34,9 +34,9 @@ export class WsEndpoint {
       compression: uws.DISABLED,
       // uWS drops a connection over its limit without a close frame (1006); the gateway's own check below
       // answers frames up to this hard cap with a proper 1009.
-      maxPayloadLength: hardPayloadCap(config.maxPayloadBytes),
-      maxBackpressure: config.maxBackpressureBytes,
-      idleTimeout: config.idleTimeoutSec,
+      maxPayloadLength: hardPayloadCap(config.server.maxPayloadBytes),
+      maxBackpressure: config.backpressure.maxBytes,
+      idleTimeout: config.server.idleTimeoutSec,
       sendPingsAutomatically: true,
       // Origin, connection limits and the token (auth/guard.ts); async-safe when a token must be verified.
       upgrade: (res, req, context) => this.ctx.guard.upgrade(res, req, context, this.ctx.isDraining),
@@ -47,9 +47,9 @@ export class WsEndpoint {
       },
       message: (ws, message, isBinary) => {
         if (!this.ctx.guard.frameAllowed(ws, (m) => replyErr(this.ctx, ws, undefined, ErrorCode.RateLimited, m))) return;
-        if (message.byteLength > config.maxPayloadBytes) {
+        if (message.byteLength > config.server.maxPayloadBytes) {
           metrics.badFrames.labels("message_too_big").inc();
-          ws.end(CloseCode.MessageTooBig, `frame larger than ${config.maxPayloadBytes} bytes`);
+          ws.end(CloseCode.MessageTooBig, `frame larger than ${config.server.maxPayloadBytes} bytes`);
           return;
         }
         if (isBinary) return replyErr(this.ctx, ws, undefined, ErrorCode.BadJson, "frames must be UTF-8 JSON text, not binary");
@@ -62,7 +62,7 @@ export class WsEndpoint {
       },
       drain: (ws) => {
         const s = ws.getUserData();
-        if (s.drainWaiters.length > 0 && ws.getBufferedAmount() <= this.ctx.config.backpressureBytes >> 3) {
+        if (s.drainWaiters.length > 0 && ws.getBufferedAmount() <= this.ctx.config.backpressure.bytes >> 3) {
           const waiters = s.drainWaiters;
           s.drainWaiters = [];
           for (const w of waiters) w();

@@ -1,5 +1,5 @@
 import type { Broker } from "../broker/broker.js";
-import type { Config } from "../config/config.js";
+import type { BackpressureSection, FanoutSection } from "../config/sections.js";
 import { CatchUp, type CatchUpEnd } from "../fanout/catchup.js";
 import { FanoutHub, type ChannelFeed } from "../fanout/hub.js";
 import { topicOf } from "../fanout/hub.js";
@@ -17,7 +17,7 @@ import { fanoutSocket, newSub, sendText, type Socket, type SubState } from "./se
  */
 export class Subscriptions {
   constructor(
-    private readonly config: Config,
+    private readonly config: Readonly<{ fanout: FanoutSection; backpressure: BackpressureSection }>,
     private readonly broker: Broker,
     private readonly hub: FanoutHub,
     private readonly metrics: Metrics,
@@ -63,7 +63,7 @@ export class Subscriptions {
     const cache = this.hub.cache;
     if (!cache) return this.startLive(ws, sub, feed);
     if (ws.getUserData().paused) return this.park(sub, lastSent, feed.count);
-    const c = new CatchUp(fanoutSocket(ws), sub.pattern, feed, cache, { holdLimit: this.config.catchupBufferMessages, backpressureBytes: this.config.backpressureBytes }, this.log, lastSent, (end) => this.onCatchUpEnd(ws, sub, c, end));
+    const c = new CatchUp(fanoutSocket(ws), sub.pattern, feed, cache, { holdLimit: this.config.fanout.holdMessages, backpressureBytes: this.config.backpressure.bytes }, this.log, lastSent, (end) => this.onCatchUpEnd(ws, sub, c, end));
     sub.phase = "catchup";
     sub.catchup = c;
     c.start();

@@ -12,6 +12,8 @@ export type LogLine = Record<string, unknown> & { msg?: string; level?: number; 
 export type GatewayHandle = {
   port: number;
   url: string;
+  /** Where /metrics and /v1/stats are: the admin listener when there is one, else the public port. */
+  metricsUrl: string;
   wsUrl: string;
   process: ChildProcess;
   logs: LogLine[];
@@ -28,6 +30,9 @@ export type GatewayOptions = { natsUrl?: string | string[]; workers?: number; ar
 export async function startGateway(opts: GatewayOptions = {}): Promise<GatewayHandle> {
   const dataDir = mkdtempSync(join(tmpdir(), "fgw-gw-"));
   const args = [CLI, "--port", String(opts.port ?? 0), "--workers", String(opts.workers ?? 2), "--nats-data-dir", join(dataDir, "nats"), "--log-level", opts.logLevel ?? "debug", ...(opts.args ?? [])];
+  // With authentication on, the admin listener defaults to 127.0.0.1:9100: give each test gateway a free port.
+  const authOn = ["JWT_SECRET", "JWT_PUBLIC_KEY_FILE", "JWT_JWKS_FILE"].some((k) => opts.env?.[k]) || args.some((a) => /^--jwt-(secret|public-key-file|jwks-file)/.test(a));
+  if (authOn && !args.some((a) => a.startsWith("--admin-port"))) args.push("--admin-port", "0");
   const natsUrl = Array.isArray(opts.natsUrl) ? opts.natsUrl.join(",") : opts.natsUrl;
   if (natsUrl) args.push("--nats-url", natsUrl);
   const env = { ...process.env, ...(opts.env ?? {}) };
@@ -54,9 +59,11 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<GatewayHa
     return logs.find((l) => l.msg === "gateway ready");
   }, { timeoutMs: 30_000, what: "gateway ready" });
   const port = ready.port as number;
+  const adminPort = ready.adminPort as number | undefined;
   return {
     port,
     url: `http://127.0.0.1:${port}`,
+    metricsUrl: `http://127.0.0.1:${adminPort ?? port}`,
     wsUrl: `ws://127.0.0.1:${port}/ws`,
     process: child,
     logs,

@@ -7,10 +7,11 @@ import { newSession, type Socket } from "../../src/ws/session.js";
 import { createMetrics } from "../../src/metrics/metrics.js";
 import { createLogger } from "../../src/log.js";
 import { loadConfig } from "../../src/config/config.js";
+import { sectionsOf } from "../../src/config/sections.js";
 import type { FanoutHub, ChannelFeed } from "../../src/fanout/hub.js";
 import type { Broker } from "../../src/broker/broker.js";
 
-const config = loadConfig([], {}).config;
+const config = sectionsOf(loadConfig([], {}).config);
 const metrics = createMetrics(new client.Registry());
 const log = createLogger("silent", {});
 

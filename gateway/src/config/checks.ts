@@ -1,7 +1,9 @@
 import { existsSync } from "node:fs";
-import type { Config } from "../config/config.js";
+import type { Config } from "./config.js";
 import { ConfigError } from "../errors.js";
-import { authEnabled } from "./keys.js";
+
+/** Authentication is on when any JWT key source is set. */
+export const authEnabled = (c: Pick<Config, "jwtSecret" | "jwtPublicKeyFile" | "jwtJwksFile">): boolean => !!(c.jwtSecret || c.jwtPublicKeyFile || c.jwtJwksFile);
 
 const name = (env: string, flag: string) => `${env} (--${flag})`;
 

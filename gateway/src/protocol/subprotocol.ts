@@ -1,0 +1,4 @@
+/** The WebSocket subprotocol of the wire protocol (PROTOCOL.md); selected when a client offers it. */
+export const PROTOCOL_V1 = "fanout.v1";
+/** Subprotocol carrying a token: `bearer.<jwt>` (JWTs are base64url and dots: valid protocol tokens). */
+export const BEARER_PROTOCOL_PREFIX = "bearer.";

@@ -1,0 +1,48 @@
+import type { Broker, PublishResult } from "../broker/broker.js";
+import type { Logger } from "../log.js";
+import type { Metrics } from "../metrics/metrics.js";
+import { ErrorCode } from "../protocol/codes.js";
+import { brokerFailure, GatewayError } from "../errors.js";
+
+export type PublishVia = "ws" | "http";
+
+/**
+ * Publishing, one service for both doors (WebSocket `pub` frames and `POST /v1/publish`): size limit,
+ * broker state, the broker's publish with its dedup id, metrics by door and result, and one error scheme
+ * (GatewayError: wire code, HTTP status, temporary).
+ */
+export class PublishService {
+  constructor(
+    private readonly maxPayloadBytes: number,
+    private readonly broker: Broker,
+    private readonly metrics: Metrics,
+    private readonly log: Logger,
+  ) {}
+
+  /** Publishes one JSON value with an optional dedup id. `encoded` skips the re-encoding when given. */
+  async publish(via: PublishVia, channel: string, data: unknown, msgId?: string, encoded?: Uint8Array): Promise<PublishResult> {
+    const m = this.metrics;
+    const [ok, dup, err] = via === "ws" ? [m.publishOk, m.publishDuplicate, m.publishError] : [m.httpPublishOk, m.httpPublishDuplicate, m.httpPublishError];
+    // Re-encoded so that the stored payload is compact, canonical JSON (the fan-out splices it in as-is).
+    const payload = encoded ?? Buffer.from(JSON.stringify(data));
+    if (payload.length > this.maxPayloadBytes) {
+      err.inc();
+      throw new GatewayError(ErrorCode.PayloadTooLarge, `payload is ${payload.length} bytes; the limit is ${this.maxPayloadBytes}`);
+    }
+    if (!this.broker.isConnected()) {
+      err.inc();
+      throw new GatewayError(ErrorCode.BrokerUnavailable, "broker is not connected; retry");
+    }
+    const end = m.publishDuration.startTimer();
+    try {
+      const r = await this.broker.publish(channel, payload, msgId);
+      end();
+      (r.duplicate ? dup : ok).inc();
+      return r;
+    } catch (e) {
+      err.inc();
+      if (this.log.isLevelEnabled("debug")) this.log.debug({ err: e, channel }, "publish failed");
+      throw brokerFailure(e, this.broker.isConnected(), "publish");
+    }
+  }
+}
