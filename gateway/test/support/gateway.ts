@@ -1,11 +1,13 @@
-// Spawns the real gateway CLI (dist/) as a process tree and waits for its "gateway ready" log line.
+// The test kit's gateway: spawns the real CLI (dist/) as a process tree and waits for its "gateway ready" log
+// line. Used by the tests and the benchmarks (which pass another build's CLI to compare revisions).
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { waitFor } from "./wait.js";
+import { PACKAGE_ROOT } from "../../src/config/config.js";
 
-export const CLI = resolve(process.cwd(), "dist/gateway/src/cli.js");
+export const CLI = resolve(PACKAGE_ROOT, "dist/gateway/src/cli.js");
 
 export type LogLine = Record<string, unknown> & { msg?: string; level?: number; pid?: number };
 
@@ -25,11 +27,19 @@ export type GatewayHandle = {
   exited: Promise<number | null>;
 };
 
-export type GatewayOptions = { natsUrl?: string | string[]; workers?: number; args?: string[]; env?: Record<string, string>; logLevel?: string; port?: number };
+export type GatewayOptions = {
+  natsUrl?: string | string[]; workers?: number; args?: string[]; env?: Record<string, string>; logLevel?: string; port?: number;
+  /** Another build's CLI (benchmarks comparing revisions); default this checkout's dist. */
+  cli?: string;
+  /** Node flags for every process of the gateway (e.g. --cpu-prof). */
+  nodeArgs?: string[];
+  /** stderr goes to the parent's (benchmarks) instead of being kept. */
+  inheritStderr?: boolean;
+};
 
 export async function startGateway(opts: GatewayOptions = {}): Promise<GatewayHandle> {
   const dataDir = mkdtempSync(join(tmpdir(), "fgw-gw-"));
-  const args = [CLI, "--port", String(opts.port ?? 0), "--workers", String(opts.workers ?? 2), "--nats-data-dir", join(dataDir, "nats"), "--log-level", opts.logLevel ?? "debug", ...(opts.args ?? [])];
+  const args = [...(opts.nodeArgs ?? []), opts.cli ?? CLI, "--port", String(opts.port ?? 0), "--workers", String(opts.workers ?? 2), "--nats-data-dir", join(dataDir, "nats"), "--log-level", opts.logLevel ?? "debug", ...(opts.args ?? [])];
   // With authentication on, the admin listener defaults to 127.0.0.1:9100: give each test gateway a free port.
   const authOn = ["JWT_SECRET", "JWT_PUBLIC_KEY_FILE", "JWT_JWKS_FILE"].some((k) => opts.env?.[k]) || args.some((a) => /^--jwt-(secret|public-key-file|jwks-file)/.test(a));
   if (authOn && !args.some((a) => a.startsWith("--admin-port"))) args.push("--admin-port", "0");
@@ -37,7 +47,7 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<GatewayHa
   if (natsUrl) args.push("--nats-url", natsUrl);
   const env = { ...process.env, ...(opts.env ?? {}) };
   delete env.FGW_WORKER_CONFIG;
-  const child = spawn(process.execPath, args, { env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, args, { env, stdio: ["ignore", "pipe", opts.inheritStderr ? "inherit" : "pipe"] });
   const logs: LogLine[] = [];
   let stderr = "";
   let buf = "";
@@ -50,7 +60,7 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<GatewayHa
       try { logs.push(JSON.parse(line) as LogLine); } catch { logs.push({ msg: line }); }
     }
   });
-  child.stderr!.on("data", (d: Buffer) => { stderr = (stderr + d.toString()).slice(-20_000); });
+  child.stderr?.on("data", (d: Buffer) => { stderr = (stderr + d.toString()).slice(-20_000); });
   const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
   exited.then(() => rmSync(dataDir, { recursive: true, force: true }), () => undefined);
 

@@ -1,12 +1,14 @@
-// Starts a real nats-server (the project's pinned build) on ephemeral ports with a temp JetStream store,
-// in the manner of nats.js' nst launcher: port -1, ports file, readiness by polling /healthz.
+// The test kit's nats-server: the project's pinned build on ephemeral ports with a temp JetStream store, in
+// the manner of nats.js' nst launcher (port -1, ports file, readiness by polling /healthz). Used by the tests,
+// the benchmarks (compiled with them, see tsconfig.json) and the load tools' tests.
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync, existsSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { waitFor } from "./wait.js";
+import { PACKAGE_ROOT } from "../../src/config/config.js";
 
-export const NATS_SERVER_BIN = resolve(process.cwd(), ".tools/bin/nats-server");
+export const NATS_SERVER_BIN = process.env.NATS_SERVER_BIN ?? resolve(PACKAGE_ROOT, ".tools/bin/nats-server");
 
 export type NatsServerHandle = {
   url: string;
