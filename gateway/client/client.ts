@@ -10,32 +10,30 @@
 export interface WebSocketLike {
   readonly readyState: number;
   // `any` keeps both DOM's (this: WebSocket, ev: CloseEvent) handlers and ws' handler types assignable.
+  /* eslint-disable @typescript-eslint/no-explicit-any */
   onopen: ((ev: any) => void) | null;
   onclose: ((ev: any) => void) | null;
   onmessage: ((ev: any) => void) | null;
   onerror: ((ev: any) => void) | null;
+  /* eslint-enable @typescript-eslint/no-explicit-any */
   send(data: string): void;
   close(code?: number, reason?: string): void;
 }
 export type WebSocketConstructor = new (url: string, protocols?: string | string[]) => WebSocketLike;
 
 export type ClientErrorCode =
-  | "bad_option"
-  | "queue_full"
-  | "closed"
-  | "token_expired"
-  | "already_subscribed"
-  | "unsubscribed"
-  | "handler_error"
-  | "no_websocket"
-  | "token_error";
+  "bad_option" | "queue_full" | "closed" | "token_expired" | "already_subscribed" | "unsubscribed" | "handler_error" | "no_websocket" | "token_error";
 
 /** Client-side failures (`ClientErrorCode`) and server `err` replies (the wire codes of PROTOCOL.md). */
 export class GatewayError extends Error {
   override readonly name = "GatewayError";
   /** Whether retrying can help: the server says so on each `err` frame (`temporary`). */
   readonly temporary: boolean;
-  constructor(readonly code: ClientErrorCode | (string & {}), message: string, options?: { cause?: unknown; temporary?: boolean }) {
+  constructor(
+    readonly code: ClientErrorCode | (string & {}),
+    message: string,
+    options?: { cause?: unknown; temporary?: boolean },
+  ) {
     super(message, options);
     this.temporary = options?.temporary ?? !PERMANENT.has(code);
   }
@@ -131,7 +129,17 @@ export function backoffDelay(attempt: number, minMs: number, maxMs: number, rand
 /** Server refusals that retrying cannot fix: the subscription ends. Any other `err` (broker_unavailable,
  * broker_error, shutting_down, internal, rate_limited, codes added later) reconnects with backoff. */
 /** Codes that retrying cannot fix, for servers whose `err` frames do not say (`temporary`) themselves. */
-const PERMANENT = new Set(["bad_json", "unknown_op", "bad_request", "bad_channel", "too_many_subscriptions", "already_subscribed", "unsupported_by_broker", "forbidden", "durable_conflict"]);
+const PERMANENT = new Set([
+  "bad_json",
+  "unknown_op",
+  "bad_request",
+  "bad_channel",
+  "too_many_subscriptions",
+  "already_subscribed",
+  "unsupported_by_broker",
+  "forbidden",
+  "durable_conflict",
+]);
 /** Close code the client uses to drop a connection whose resubscribe failed (4000–4999 is application use). */
 const CLOSE_RESUBSCRIBE_FAILED = 4000;
 /** Channels whose last seq a subscription remembers for its duplicate check. */
@@ -139,6 +147,7 @@ const MAX_TRACKED_CHANNELS = 10_000;
 
 type Frame = Record<string, unknown> & { op: string; id?: unknown };
 type Sub = Subscription & {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- handlers of any message type live in one map
   handler: MessageHandler<any>;
   opts: SubscribeOptions;
   lastSeq: number;
@@ -167,6 +176,7 @@ export class GatewayClient {
   private readonly subs = new Map<string, Sub>();
   /** Publishes not answered yet, in call order (Set keeps insertion order). */
   private readonly outbox = new Set<Pub>();
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each event type has its own listener type
   private readonly listeners = new Map<GatewayEventType, Set<(e: any) => void>>();
   private firstOpen: { promise: Promise<void>; resolve: () => void; reject: (e: Error) => void };
   private closedWaiters: (() => void)[] = [];
@@ -182,7 +192,8 @@ export class GatewayClient {
     if (!(Number.isFinite(min) && min >= 0)) throw new GatewayError("bad_option", `minDelayMs must be a number >= 0, got ${min}`);
     if (!(Number.isFinite(max) && max >= min)) throw new GatewayError("bad_option", `maxDelayMs must be a number >= minDelayMs (${min}), got ${max}`);
     if (!(Number.isInteger(queueLimit) && queueLimit >= 0)) throw new GatewayError("bad_option", `queueLimit must be an integer >= 0, got ${queueLimit}`);
-    if (!(Number.isFinite(connectTimeoutMs) && connectTimeoutMs > 0)) throw new GatewayError("bad_option", `connectTimeoutMs must be > 0, got ${connectTimeoutMs}`);
+    if (!(Number.isFinite(connectTimeoutMs) && connectTimeoutMs > 0))
+      throw new GatewayError("bad_option", `connectTimeoutMs must be > 0, got ${connectTimeoutMs}`);
     if (this.opts.tokenVia !== "query" && this.opts.tokenVia !== "protocol") throw new GatewayError("bad_option", `tokenVia must be "query" or "protocol"`);
     this.firstOpen = deferred<void>();
   }
@@ -216,6 +227,7 @@ export class GatewayClient {
     ready.promise.catch(() => undefined); // rejection is also reported as an "error" event
     const sub: Sub = {
       channel,
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any -- see Sub.handler
       handler: handler as MessageHandler<any>,
       opts: { ...options, autoAck: options.autoAck ?? options.ack === true },
       lastSeq: 0,
@@ -409,7 +421,13 @@ export class GatewayClient {
         }
         if (typeof reply.epoch === "string") sub.epoch = reply.epoch;
         if (reply.truncated === true && expectedSeq !== undefined) {
-          this.emit({ type: "gap", channel: sub.channel, expectedSeq, firstSeq: Number(reply.firstSeq), ...(reply.epochChanged === true ? { epochChanged: true } : {}) });
+          this.emit({
+            type: "gap",
+            channel: sub.channel,
+            expectedSeq,
+            firstSeq: Number(reply.firstSeq),
+            ...(reply.epochChanged === true ? { epochChanged: true } : {}),
+          });
         }
         const info: SubscribeInfo = {};
         if (typeof reply.epoch === "string") info.epoch = reply.epoch;
@@ -497,14 +515,21 @@ export class GatewayClient {
       return this.handlerFailed(sub, msg, e);
     }
     if (isThenable(result)) {
-      result.then(() => sub.opts.autoAck && msg.ack(), (e) => this.handlerFailed(sub, msg, e));
+      result.then(
+        () => sub.opts.autoAck && msg.ack(),
+        (e) => this.handlerFailed(sub, msg, e),
+      );
     } else if (sub.opts.autoAck) {
       msg.ack();
     }
   }
 
   private handlerFailed(sub: Sub, msg: GatewayMessage, e: unknown): void {
-    this.emit({ type: "error", channel: sub.channel, error: new GatewayError("handler_error", `handler for ${sub.channel} threw on seq ${msg.seq}: ${(e as Error)?.message ?? String(e)}`, { cause: e }) });
+    this.emit({
+      type: "error",
+      channel: sub.channel,
+      error: new GatewayError("handler_error", `handler for ${sub.channel} threw on seq ${msg.seq}: ${(e as Error)?.message ?? String(e)}`, { cause: e }),
+    });
     if (sub.opts.autoAck) msg.nak();
   }
 
@@ -553,14 +578,21 @@ export class GatewayClient {
 
 function wireError(f: Frame): GatewayError {
   const code = typeof f.code === "string" ? f.code : "internal";
-  return new GatewayError(code, typeof f.message === "string" ? f.message : JSON.stringify(f), typeof f.temporary === "boolean" ? { temporary: f.temporary } : undefined);
+  return new GatewayError(
+    code,
+    typeof f.message === "string" ? f.message : JSON.stringify(f),
+    typeof f.temporary === "boolean" ? { temporary: f.temporary } : undefined,
+  );
 }
 
 function newMsgId(): string {
   const c = (globalThis as { crypto?: { randomUUID?: () => string } }).crypto;
   if (c?.randomUUID) return c.randomUUID(); // absent on plain-http pages that are not localhost
   let s = "";
-  for (let i = 0; i < 4; i++) s += Math.floor(Math.random() * 2 ** 32).toString(16).padStart(8, "0");
+  for (let i = 0; i < 4; i++)
+    s += Math.floor(Math.random() * 2 ** 32)
+      .toString(16)
+      .padStart(8, "0");
   return `${Date.now().toString(36)}-${s}`;
 }
 

@@ -49,7 +49,9 @@ export async function stopChild(child: ChildProcess | undefined, timeoutMs: numb
  * away with the server, so a deliberate stop (or a crash and restart) needs nothing more.
  */
 export function tieToThisProcess(server: ChildProcess): void {
-  const l = spawn("/bin/sh", ["-c", 'read _ || kill -TERM "$1" 2>/dev/null', "fanout-gateway-lifeline", String(server.pid)], { stdio: ["pipe", "ignore", "ignore"] });
+  const l = spawn("/bin/sh", ["-c", 'read _ || kill -TERM "$1" 2>/dev/null', "fanout-gateway-lifeline", String(server.pid)], {
+    stdio: ["pipe", "ignore", "ignore"],
+  });
   l.on("error", () => undefined); // without /bin/sh the server just is not tied; nothing else changes
   l.unref();
   server.once("exit", () => l.kill("SIGKILL"));

@@ -13,7 +13,9 @@ export function loadUws(): typeof UwsModule {
   // The package reports its fallback on console.warn/console.log; keep that text for our own error.
   const orig = { warn: console.warn, log: console.log };
   const warnings: string[] = [];
-  console.warn = console.log = (...args: unknown[]) => { warnings.push(args.map(String).join(" ")); };
+  console.warn = console.log = (...args: unknown[]) => {
+    warnings.push(args.map(String).join(" "));
+  };
   let uws: typeof UwsModule;
   try {
     uws = require("uWebSockets.js") as typeof UwsModule;

@@ -4,7 +4,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { startGateway, type GatewayHandle } from "./support/gateway.js";
 import { TestClient } from "./support/ws-client.js";
-import { waitFor } from "./support/wait.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;
@@ -18,7 +17,11 @@ type Sock = { _socket: { pause(): void; resume(): void } };
 
 beforeAll(async () => {
   nats = await startNatsServer();
-  gw = await startGateway({ natsUrl: nats.url, workers: 1, args: ["--backpressure-bytes", "64KiB", "--max-backpressure-bytes", "64MiB", "--slow-consumer-timeout", "60s"] });
+  gw = await startGateway({
+    natsUrl: nats.url,
+    workers: 1,
+    args: ["--backpressure-bytes", "64KiB", "--max-backpressure-bytes", "64MiB", "--slow-consumer-timeout", "60s"],
+  });
   nc = await connect({ servers: nats.url });
 });
 afterAll(async () => {

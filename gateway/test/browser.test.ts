@@ -8,7 +8,15 @@ import { httpPublish } from "./support/ws-client.js";
 import { waitFor } from "./support/wait.js";
 
 const CHROMIUM = "/usr/bin/chromium";
-const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
+const ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-first-run",
+];
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;
@@ -31,13 +39,17 @@ afterAll(async () => {
 });
 
 /** Seqs of the message rows shown in the page, oldest first. */
-const shownSeqs = (): Promise<number[]> => page.$$eval("#messages tbody tr[data-seq]", (rows) => rows.map((r) => Number((r as HTMLElement).dataset.seq)).reverse());
+const shownSeqs = (): Promise<number[]> =>
+  page.$$eval("#messages tbody tr[data-seq]", (rows) => rows.map((r) => Number((r as HTMLElement).dataset.seq)).reverse());
 
 function publishHttp(channel: string, data: unknown, key: string): Promise<number> {
-  return waitFor(async () => {
-    const r = await httpPublish(gw.url, channel, data, { "idempotency-key": key });
-    return r.status === 201 ? (r.body.seq as number) : undefined;
-  }, { timeoutMs: 15_000, what: `publish ${key}` });
+  return waitFor(
+    async () => {
+      const r = await httpPublish(gw.url, channel, data, { "idempotency-key": key });
+      return r.status === 201 ? (r.body.seq as number) : undefined;
+    },
+    { timeoutMs: 15_000, what: `publish ${key}` },
+  );
 }
 
 describe("browser — the live page in headless Chromium", () => {
@@ -62,7 +74,9 @@ describe("browser — the live page in headless Chromium", () => {
     for (let i = 10; i < 30; i++) published.push(await publishHttp(channel, { i }, `${channel}-${i}`));
 
     await waitFor(async () => (await shownSeqs()).length >= 30, { timeoutMs: 20_000, what: "30 rows after the restart" }).catch(async (e) => {
-      throw new Error(`${(e as Error).message}; shown ${JSON.stringify(await shownSeqs())}, published ${JSON.stringify(published)}, page events: ${await page.textContent("#events")}, state: ${await page.textContent("#conn-state")} ${await page.textContent("#conn-detail")}`);
+      throw new Error(
+        `${(e as Error).message}; shown ${JSON.stringify(await shownSeqs())}, published ${JSON.stringify(published)}, page events: ${await page.textContent("#events")}, state: ${await page.textContent("#conn-state")} ${await page.textContent("#conn-detail")}`,
+      );
     });
     expect(await shownSeqs()).toEqual(published); // every seq once, in order
     await page.waitForSelector("#conn-state[data-state=connected]");
@@ -79,7 +93,13 @@ describe("browser — the live page in headless Chromium", () => {
     await page.waitForSelector(`#messages tr[data-seq="${seq}"]`, { timeout: 10_000 });
 
     // The status panel is fed by /v1/stats: both (restarted) workers, our connection, our channel.
-    await waitFor(async () => (await page.textContent("#stat-workers")) === "2" && Number(await page.textContent("#stat-connections")) >= 1 && Number(await page.textContent("#stat-channels")) >= 1, { timeoutMs: 10_000, what: "status panel" });
+    await waitFor(
+      async () =>
+        (await page.textContent("#stat-workers")) === "2" &&
+        Number(await page.textContent("#stat-connections")) >= 1 &&
+        Number(await page.textContent("#stat-channels")) >= 1,
+      { timeoutMs: 10_000, what: "status panel" },
+    );
     await waitFor(async () => /ms$/.test((await page.textContent("#stat-p50")) ?? ""), { timeoutMs: 10_000, what: "latency percentiles" });
 
     mkdirSync("test-artifacts", { recursive: true });

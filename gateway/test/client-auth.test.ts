@@ -13,7 +13,12 @@ const ALL = { channels: { sub: [">"], pub: [">"] } };
 
 beforeAll(async () => {
   nats = await startNatsServer();
-  gw = await startGateway({ natsUrl: nats.url, workers: 1, logLevel: "info", env: { JWT_SECRET: SECRET, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, JWT_CLOCK_TOLERANCE: "0s" } });
+  gw = await startGateway({
+    natsUrl: nats.url,
+    workers: 1,
+    logLevel: "info",
+    env: { JWT_SECRET: SECRET, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, JWT_CLOCK_TOLERANCE: "0s" },
+  });
 });
 afterAll(async () => {
   for (const c of clients) await c.close();
@@ -57,7 +62,10 @@ describe("client — tokens", () => {
     expect(stopped).toContainEqual(expect.objectContaining({ type: "disconnected", code: 4001, willReconnect: false }));
     await expect(a.publish("auth.renew", 2)).rejects.toMatchObject({ code: "token_expired" });
 
-    await waitFor(() => renewed.some((e) => e.type === "tokenExpired") && renewed.filter((e) => e.type === "resubscribed").length >= 2, { timeoutMs: 8_000, what: "reconnect with a fresh token" });
+    await waitFor(() => renewed.some((e) => e.type === "tokenExpired") && renewed.filter((e) => e.type === "resubscribed").length >= 2, {
+      timeoutMs: 8_000,
+      what: "reconnect with a fresh token",
+    });
     expect(calls).toBeGreaterThanOrEqual(2);
     const second = await b.publish("auth.renew", 3);
     await waitFor(() => seen.length >= 2);

@@ -64,10 +64,13 @@ async function killWorkerServing(clientPort: number): Promise<number> {
 
 /** HTTP publish retried with the same Idempotency-Key until a worker answers 201 (workers may be restarting). */
 function publishHttp(channel: string, data: unknown, key: string): Promise<number> {
-  return waitFor(async () => {
-    const r = await httpPublish(gw.url, channel, data, { "idempotency-key": key });
-    return r.status === 201 ? (r.body.seq as number) : undefined;
-  }, { timeoutMs: 15_000, what: `publish ${key}` });
+  return waitFor(
+    async () => {
+      const r = await httpPublish(gw.url, channel, data, { "idempotency-key": key });
+      return r.status === 201 ? (r.body.seq as number) : undefined;
+    },
+    { timeoutMs: 15_000, what: `publish ${key}` },
+  );
 }
 
 async function storedCount(channel: string): Promise<number> {
@@ -92,7 +95,10 @@ describe("client — reconnect and resume", () => {
       published.push(await publishHttp(channel, { i }, `${channel}-${i}`));
       if (i === 50) killed = await killWorkerServing(t.ports[0]!);
     }
-    await waitFor(() => seen.length >= published.length && seen.at(-1) === published.at(-1), { timeoutMs: 15_000, what: `all ${published.length} messages (have ${seen.length})` });
+    await waitFor(() => seen.length >= published.length && seen.at(-1) === published.at(-1), {
+      timeoutMs: 15_000,
+      what: `all ${published.length} messages (have ${seen.length})`,
+    });
 
     expect(killed).toBeGreaterThan(0);
     expect(seen).toEqual(published); // no loss, no duplicate, stream order

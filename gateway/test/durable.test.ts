@@ -162,6 +162,9 @@ describe("durable — at-least-once with acks", () => {
     const before = await durableConsumers();
     expect(before.some((name) => name.endsWith("_gone"))).toBe(true);
     c.close();
-    await waitFor(async () => ((await durableConsumers()).some((name) => name.endsWith("_gone")) ? undefined : true), { what: "durable cleaned up", timeoutMs: 15_000 });
+    await waitFor(async () => ((await durableConsumers()).some((name) => name.endsWith("_gone")) ? undefined : true), {
+      what: "durable cleaned up",
+      timeoutMs: 15_000,
+    });
   });
 });

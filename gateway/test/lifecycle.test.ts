@@ -65,7 +65,14 @@ describe("lifecycle — bad settings and startup checks", () => {
     const n = await nats();
     const nc = await connect({ servers: n.url });
     const jsm = await jetstreamManager(nc);
-    await jsm.streams.add({ name: "EVENTS", subjects: ["ev.>"], allow_direct: true, max_age: 86_400_000_000_000, max_bytes: 1_073_741_824, duplicate_window: 120_000_000_000 });
+    await jsm.streams.add({
+      name: "EVENTS",
+      subjects: ["ev.>"],
+      allow_direct: true,
+      max_age: 86_400_000_000_000,
+      max_bytes: 1_073_741_824,
+      duplicate_window: 120_000_000_000,
+    });
     const js = jetstream(nc);
     for (let i = 0; i < 3; i++) await js.publish("ev.old.ch", new TextEncoder().encode(`{"i":${i}}`));
     const g = await gateway({ natsUrl: n.url, workers: 1 });
@@ -122,10 +129,13 @@ describe("lifecycle — workers", () => {
     await Promise.all(clients.map((c) => c.sub("restart.x")));
     process.kill(before[0]!, "SIGKILL");
     await waitFor(() => clients.some((c) => !c.open) || undefined, { what: "clients of the killed worker closed" });
-    const after = await waitFor(async () => {
-      const p = await childPids(g.process.pid!);
-      return p.length === 2 && !p.includes(before[0]!) ? p : undefined;
-    }, { what: "replacement worker", timeoutMs: 15_000 });
+    const after = await waitFor(
+      async () => {
+        const p = await childPids(g.process.pid!);
+        return p.length === 2 && !p.includes(before[0]!) ? p : undefined;
+      },
+      { what: "replacement worker", timeoutMs: 15_000 },
+    );
     expect(after).toContain(before[1]);
     expect(g.logs.some((l) => l.msg === "worker exited; restarting")).toBe(true);
     await waitFor(async () => ((await fetch(`${g.url}/readyz`)).ok ? true : undefined), { what: "ready again" });
@@ -168,11 +178,17 @@ describe("lifecycle — broker outage", () => {
     expect(pubFrame.code).toBe("broker_unavailable");
     await n.restart();
     // Every worker must be back before readyz is 200 on all of them: poll a few times.
-    await waitFor(async () => {
-      const rs = await Promise.all([1, 2, 3, 4].map(() => fetch(`${g.url}/readyz`).then((r) => r.status)));
-      return rs.every((s) => s === 200) ? true : undefined;
-    }, { what: "readyz 200 after restart", timeoutMs: 20_000 });
-    await waitFor(async () => ((await httpPublish(g.url, "outage.x", { n: 2 })).status === 201 ? true : undefined), { what: "publish after restart", timeoutMs: 10_000 });
+    await waitFor(
+      async () => {
+        const rs = await Promise.all([1, 2, 3, 4].map(() => fetch(`${g.url}/readyz`).then((r) => r.status)));
+        return rs.every((s) => s === 200) ? true : undefined;
+      },
+      { what: "readyz 200 after restart", timeoutMs: 20_000 },
+    );
+    await waitFor(async () => ((await httpPublish(g.url, "outage.x", { n: 2 })).status === 201 ? true : undefined), {
+      what: "publish after restart",
+      timeoutMs: 10_000,
+    });
     await waitFor(() => c.msgs.find((m) => (m.data as { n: number }).n === 2), { what: "live message after NATS restart", timeoutMs: 20_000 });
     // Resumed from where it was: nothing replayed twice.
     const seqs = c.msgs.map((m) => m.seq);

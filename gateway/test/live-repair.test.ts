@@ -148,7 +148,10 @@ describe("live — thousands of channels without consumers", () => {
         c.ws.send(JSON.stringify({ op: "sub", id: k, channel: `${tag}.u${k}`, ...(k % 2 === 0 ? { from: { seq: 1 } } : {}) }));
       }
     }
-    await waitFor(() => sockets.every((c) => c.frames.filter((f) => f.op === "ok" || f.op === "err").length >= 1_000) || undefined, { timeoutMs: 60_000, what: "5,000 sub replies" });
+    await waitFor(() => sockets.every((c) => c.frames.filter((f) => f.op === "ok" || f.op === "err").length >= 1_000) || undefined, {
+      timeoutMs: 60_000,
+      what: "5,000 sub replies",
+    });
     const errs = sockets.flatMap((c) => c.frames.filter((f) => f.op === "err"));
     expect(errs).toEqual([]);
     expect(await metric(/^fanout_live_feeds (\d+)/m)).toBeGreaterThanOrEqual(5_000);
@@ -159,7 +162,10 @@ describe("live — thousands of channels without consumers", () => {
     // Live: one message to each of 500 channels spread over all of them.
     const live = Array.from({ length: 500 }, (_, j) => `${tag}.u${j * 10 + 3}`);
     for (let j = 0; j < live.length; j += 50) await Promise.all(live.slice(j, j + 50).map((ch) => js.publish(`ev.${ch}`, enc.encode(`{"live":"${ch}"}`))));
-    await waitFor(() => sockets.reduce((t, c) => t + c.msgs.length, 0) >= replayed + live.length || undefined, { timeoutMs: 30_000, what: "500 live messages" });
+    await waitFor(() => sockets.reduce((t, c) => t + c.msgs.length, 0) >= replayed + live.length || undefined, {
+      timeoutMs: 30_000,
+      what: "500 live messages",
+    });
     const got = sockets.flatMap((c) => c.msgs);
     expect(got.length).toBe(replayed + live.length);
     expect(new Set(got.filter((m) => (m.data as { live?: string }).live).map((m) => m.channel))).toEqual(new Set(live));

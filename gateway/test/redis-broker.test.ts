@@ -42,7 +42,24 @@ const alive = (pid: number): boolean => {
 
 beforeAll(async () => {
   redis = await startRedisServer();
-  gw = await startGateway({ workers: 2, logLevel: "info", args: ["--broker", "redis", "--redis-url", redis.url, "--consumer-linger", "100ms", "--backpressure-bytes", "64KiB", "--max-backpressure-bytes", "64MiB", "--slow-consumer-timeout", "60s"] });
+  gw = await startGateway({
+    workers: 2,
+    logLevel: "info",
+    args: [
+      "--broker",
+      "redis",
+      "--redis-url",
+      redis.url,
+      "--consumer-linger",
+      "100ms",
+      "--backpressure-bytes",
+      "64KiB",
+      "--max-backpressure-bytes",
+      "64MiB",
+      "--slow-consumer-timeout",
+      "60s",
+    ],
+  });
 });
 
 afterAll(async () => {
@@ -104,7 +121,9 @@ describe("redis broker — live fan-out", () => {
     const sent = ["a", "a.eu", "a.b.eu", "b.eu.x", "g1x.y", "g[1]?.y", "g[1]?.y.z", "z", "z.eu", "g[1]?.z"];
     for (const c of sent) expect(await pub.request({ op: "pub", channel: `${base}.${c}`, data: { c } })).toMatchObject({ op: "ok" });
     const got = (tc: TestClient) => tc.msgs.map((m) => (m.data as { c: string }).c);
-    await waitFor(() => got(star).includes("z") && got(mid).includes("z.eu") && got(lit).includes("g[1]?.z") && got(gt).includes("g[1]?.z"), { what: "markers" });
+    await waitFor(() => got(star).includes("z") && got(mid).includes("z.eu") && got(lit).includes("g[1]?.z") && got(gt).includes("g[1]?.z"), {
+      what: "markers",
+    });
     expect(got(star)).toEqual(["a", "z"]);
     expect(got(gt)).toEqual(sent);
     expect(got(mid)).toEqual(["a.eu", "z.eu"]);
@@ -192,11 +211,14 @@ describe("redis broker — slow clients", () => {
       await fast.waitForMsgs(total, 30_000);
       (slow.ws as unknown as Sock)._socket.resume();
       // Once drained it rejoins live: a marker published now arrives.
-      await waitFor(async () => {
-        await r.publish(`ev.${ch}`, '{"marker":true}');
-        markers++;
-        return slow.msgs.some((m) => (m.data as { marker?: boolean }).marker === true);
-      }, { timeoutMs: 30_000, intervalMs: 200, what: "the slow client back in live delivery" });
+      await waitFor(
+        async () => {
+          await r.publish(`ev.${ch}`, '{"marker":true}');
+          markers++;
+          return slow.msgs.some((m) => (m.data as { marker?: boolean }).marker === true);
+        },
+        { timeoutMs: 30_000, intervalMs: 200, what: "the slow client back in live delivery" },
+      );
     } finally {
       r.disconnect();
     }
@@ -226,15 +248,20 @@ describe("redis broker — Redis restarts", () => {
     expect(await pub.request({ op: "pub", channel: ch, data: {} })).toMatchObject({ op: "err", code: "broker_unavailable" });
 
     const dir = mkdtempSync(join(tmpdir(), "fgw-redis-restart-"));
-    restarted = spawn(REDIS_SERVER_BIN, ["--port", String(redis.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], { stdio: "ignore" });
+    restarted = spawn(REDIS_SERVER_BIN, ["--port", String(redis.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], {
+      stdio: "ignore",
+    });
     restarted.once("exit", () => rmSync(dir, { recursive: true, force: true }));
     // Both workers must be back (readyz is answered by either), so wait until a publish reaches everyone.
     await waitFor(async () => (await readyz(gw.url)) === 200 || undefined, { timeoutMs: 20_000, what: "readyz 200" });
     let i = 0;
-    await waitFor(async () => {
-      const r = await httpPublish(gw.url, ch, { i: i++ });
-      return (r.status === 201 && subs.every((c) => c.msgs.length > 0)) || undefined;
-    }, { timeoutMs: 20_000, intervalMs: 100, what: "deliveries after the restart" });
+    await waitFor(
+      async () => {
+        const r = await httpPublish(gw.url, ch, { i: i++ });
+        return (r.status === 201 && subs.every((c) => c.msgs.length > 0)) || undefined;
+      },
+      { timeoutMs: 20_000, intervalMs: 100, what: "deliveries after the restart" },
+    );
     expect(await metric(gw.url, "fanout_broker_reconnects_total")).toBeGreaterThanOrEqual(2);
     for (const c of subs) expect(c.open).toBe(true);
   });
@@ -256,14 +283,20 @@ describe("redis broker — embedded redis-server", () => {
         expect((await httpPublish(eg.url, "emb.x", { a: 1 })).status).toBe(201);
         await c.waitForMsgs(1);
         process.kill(redisPid, "SIGKILL");
-        const again = await waitFor(() => eg.logs.filter((l) => l.msg === "embedded redis-server ready")[1], { timeoutMs: 15_000, what: "embedded redis restarted" });
+        const again = await waitFor(() => eg.logs.filter((l) => l.msg === "embedded redis-server ready")[1], {
+          timeoutMs: 15_000,
+          what: "embedded redis restarted",
+        });
         expect(again.url).toBe(started!.url);
         const newPid = again.redisPid as number;
         let i = 0;
-        await waitFor(async () => {
-          const r = await httpPublish(eg.url, "emb.x", { i: i++ });
-          return (r.status === 201 && c.msgs.length > 1) || undefined;
-        }, { timeoutMs: 20_000, intervalMs: 100, what: "delivery after the embedded restart" });
+        await waitFor(
+          async () => {
+            const r = await httpPublish(eg.url, "emb.x", { i: i++ });
+            return (r.status === 201 && c.msgs.length > 1) || undefined;
+          },
+          { timeoutMs: 20_000, intervalMs: 100, what: "delivery after the embedded restart" },
+        );
         expect(await readyz(eg.url)).toBe(200);
         expect(await eg.stop("SIGTERM")).toBe(0);
         stopped = true;

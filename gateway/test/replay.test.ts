@@ -79,7 +79,12 @@ describe("replay — start positions", () => {
     // All four are live now: one more message reaches each exactly once.
     for (const x of [a, b, c, d]) await waitFor(() => x.frames.find((f) => f.op === "live"), { what: "live marker" });
     await httpPublish(gw.url, ch, { i: 60 });
-    for (const [x, len] of [[a, 41], [b, 6], [c, 61], [d, 11]] as const) {
+    for (const [x, len] of [
+      [a, 41],
+      [b, 6],
+      [c, 61],
+      [d, 11],
+    ] as const) {
       await x.waitForMsgs(len);
       expect((x.msgs.at(-1)!.data as { i: number }).i).toBe(60);
       expect(new Set(x.msgs.map((m) => m.seq)).size).toBe(x.msgs.length);
@@ -214,7 +219,8 @@ describe("payloads written by other NATS clients", () => {
     for (const p of payloads) await js.publish(`ev.${ch}`, p);
     const replay = await client();
     await replay.sub(ch, { from: "all" });
-    const decode = (m: MsgFrame & { enc?: string }) => (m.enc === "base64" ? Buffer.from(String(m.data), "base64") : m.enc === "text" ? Buffer.from(String(m.data)) : Buffer.from(JSON.stringify(m.data)));
+    const decode = (m: MsgFrame & { enc?: string }) =>
+      m.enc === "base64" ? Buffer.from(String(m.data), "base64") : m.enc === "text" ? Buffer.from(String(m.data)) : Buffer.from(JSON.stringify(m.data));
     for (const c of [live, replay]) {
       const got = await c.waitForMsgs(4);
       expect(got.map((m) => (m as { enc?: string }).enc)).toEqual([undefined, "text", "base64", "text"]);
@@ -231,10 +237,13 @@ describe("history over HTTP", () => {
   it("from_seq with limit, and last N, oldest first; bad parameters get 400", async () => {
     const ch = uniq("hist.");
     const seqs = await publishMany(ch, 30);
-    const r1 = await (await fetch(`${gw.url}/v1/channels/${ch}/messages?from_seq=${seqs[10]}&limit=5`)).json() as { messages: { seq: number; data: { i: number } }[]; lastSeq: number };
+    const r1 = (await (await fetch(`${gw.url}/v1/channels/${ch}/messages?from_seq=${seqs[10]}&limit=5`)).json()) as {
+      messages: { seq: number; data: { i: number } }[];
+      lastSeq: number;
+    };
     expect(r1.messages.map((m) => m.data.i)).toEqual([10, 11, 12, 13, 14]);
     expect(r1.messages.map((m) => m.seq)).toEqual(seqs.slice(10, 15));
-    const r2 = await (await fetch(`${gw.url}/v1/channels/${ch}/messages?last=3`)).json() as { messages: { data: { i: number } }[] };
+    const r2 = (await (await fetch(`${gw.url}/v1/channels/${ch}/messages?last=3`)).json()) as { messages: { data: { i: number } }[] };
     expect(r2.messages.map((m) => m.data.i)).toEqual([27, 28, 29]);
     expect((await fetch(`${gw.url}/v1/channels/${ch}/messages?limit=0`)).status).toBe(400);
     // A channel with nothing stored is an empty page, not an error (regression: it answered 502).

@@ -35,7 +35,8 @@ export class Authenticator {
   /** A WebSocket's token: ANONYMOUS when auth is off; rejects with AuthError when missing or invalid. */
   async authenticate(token: string | undefined): Promise<Principal> {
     if (!this.keys) return ANONYMOUS;
-    if (token === undefined || token === "") throw new AuthError("missing", "a token is required (Authorization: Bearer, Sec-WebSocket-Protocol bearer.<token>, or ?token=)");
+    if (token === undefined || token === "")
+      throw new AuthError("missing", "a token is required (Authorization: Bearer, Sec-WebSocket-Protocol bearer.<token>, or ?token=)");
     return this.verify(token);
   }
 
@@ -58,7 +59,8 @@ export class Authenticator {
       if (e instanceof joseErrors.JWTClaimValidationFailed) throw new AuthError("claims", `token rejected: ${e.message}`, { cause: e });
       throw new AuthError("invalid", `token rejected: ${e instanceof joseErrors.JOSEError ? e.message : "malformed token"}`, { cause: e });
     }
-    if (typeof payload.sub !== "string" || payload.sub.length === 0 || payload.sub.length > MAX_USER_LENGTH) throw new AuthError("claims", `token rejected: sub must be a string of 1-${MAX_USER_LENGTH} characters`);
+    if (typeof payload.sub !== "string" || payload.sub.length === 0 || payload.sub.length > MAX_USER_LENGTH)
+      throw new AuthError("claims", `token rejected: sub must be a string of 1-${MAX_USER_LENGTH} characters`);
     const perms = parseChannelsClaim((payload as Record<string, unknown>).channels);
     if (typeof perms === "string") throw new AuthError("claims", `token rejected: ${perms}`);
     return Object.freeze({ user: payload.sub, perms, exp: payload.exp });

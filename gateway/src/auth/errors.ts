@@ -6,7 +6,11 @@ export type AuthFailure = "missing" | "invalid" | "expired" | "claims";
 
 /** A refused token or API key (`unauthorized`, 401, permanent). The message never echoes the token. */
 export class AuthError extends GatewayError {
-  constructor(readonly reason: AuthFailure, message: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly reason: AuthFailure,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
     super(ErrorCode.Unauthorized, message, options);
     this.name = "AuthError";
   }

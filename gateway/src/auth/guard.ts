@@ -26,7 +26,13 @@ export type RefreshResult = { ok: true; exp: number | undefined; revoked: string
 export class ConnectionGuard {
   readonly admission: Admission;
 
-  constructor(private readonly limits: LimitsSection, private readonly authConfig: AuthSection, readonly auth: Authenticator, private readonly metrics: GuardMetrics, private readonly log: Logger) {
+  constructor(
+    private readonly limits: LimitsSection,
+    private readonly authConfig: AuthSection,
+    readonly auth: Authenticator,
+    private readonly metrics: GuardMetrics,
+    private readonly log: Logger,
+  ) {
     this.admission = new Admission(limits, metrics);
     this.admission.start();
   }
@@ -37,12 +43,23 @@ export class ConnectionGuard {
     const key = req.getHeader("sec-websocket-key");
     const extensions = req.getHeader("sec-websocket-extensions");
     const origin = req.getHeader("origin");
-    const offer = readUpgradeOffer({ authorization: req.getHeader("authorization"), protocols: req.getHeader("sec-websocket-protocol"), queryToken: req.getQuery("token") });
+    const offer = readUpgradeOffer({
+      authorization: req.getHeader("authorization"),
+      protocols: req.getHeader("sec-websocket-protocol"),
+      queryToken: req.getQuery("token"),
+    });
     const ip = Buffer.from(res.getRemoteAddressAsText()).toString();
     if (isDraining()) return reject(res, 503, ErrorCode.ShuttingDown, "server is shutting down");
     if ("error" in offer) return reject(res, 400, ErrorCode.BadRequest, offer.error);
     const refusal = this.admission.reserve(ip, origin);
-    if (refusal) return reject(res, refusal.status, refusal.status === 403 ? ErrorCode.Forbidden : refusal.status === 429 ? ErrorCode.RateLimited : ErrorCode.ShuttingDown, refusal.message, refusal.retryAfterSec);
+    if (refusal)
+      return reject(
+        res,
+        refusal.status,
+        refusal.status === 403 ? ErrorCode.Forbidden : refusal.status === 429 ? ErrorCode.RateLimited : ErrorCode.ShuttingDown,
+        refusal.message,
+        refusal.retryAfterSec,
+      );
     const accept = (p: Principal): void => {
       const s = newSession(ip, p.user);
       s.principal = p;
@@ -100,7 +117,9 @@ export class ConnectionGuard {
     const v = limit.check(Date.now());
     if (v === "ok") return true;
     if (v === "warn") {
-      warn(`more than ${this.limits.frameRate} frames/s; this frame was dropped, another breach within ${this.limits.frameRateWindowMs} ms closes the connection`);
+      warn(
+        `more than ${this.limits.frameRate} frames/s; this frame was dropped, another breach within ${this.limits.frameRateWindowMs} ms closes the connection`,
+      );
     } else {
       this.metrics.rateLimitCloses.inc();
       ws.end(CloseCode.RateLimited, "frame rate limit exceeded");
@@ -135,17 +154,26 @@ export class ConnectionGuard {
     const exp = s.principal.exp;
     if (exp === undefined) return;
     const due = (exp + this.authConfig.jwtClockToleranceSec) * 1000;
-    s.expiryTimer = setTimeout(() => {
-      if (s.closed) return;
-      if (Date.now() < due) return this.armExpiry(ws);
-      this.metrics.tokenExpiryCloses.inc();
-      ws.end(CloseCode.TokenExpired, "token expired; reconnect with a new token");
-    }, Math.min(Math.max(due - Date.now(), 0), MAX_TIMER_MS));
+    s.expiryTimer = setTimeout(
+      () => {
+        if (s.closed) return;
+        if (Date.now() < due) return this.armExpiry(ws);
+        this.metrics.tokenExpiryCloses.inc();
+        ws.end(CloseCode.TokenExpired, "token expired; reconnect with a new token");
+      },
+      Math.min(Math.max(due - Date.now(), 0), MAX_TIMER_MS),
+    );
     s.expiryTimer.unref();
   }
 }
 
-const STATUS: Record<number, string> = { 400: "400 Bad Request", 401: "401 Unauthorized", 403: "403 Forbidden", 429: "429 Too Many Requests", 503: "503 Service Unavailable" };
+const STATUS: Record<number, string> = {
+  400: "400 Bad Request",
+  401: "401 Unauthorized",
+  403: "403 Forbidden",
+  429: "429 Too Many Requests",
+  503: "503 Service Unavailable",
+};
 
 /** Answers an upgrade with an HTTP error instead of a WebSocket. */
 function reject(res: HttpResponse, status: number, code: string, message: string, retryAfterSec?: number): void {

@@ -18,7 +18,12 @@ export function readCredentials(req: HttpRequest): HttpCredentials {
  * Checks an HTTP request's right to `pub` (publish) or `sub` (read history) on `channel`. With
  * authentication off everything passes; API keys may do both on every channel.
  */
-export async function authorizeHttp(auth: Authenticator, creds: HttpCredentials, right: "pub" | "sub", channel: string | undefined): Promise<HttpDenial | undefined> {
+export async function authorizeHttp(
+  auth: Authenticator,
+  creds: HttpCredentials,
+  right: "pub" | "sub",
+  channel: string | undefined,
+): Promise<HttpDenial | undefined> {
   if (!auth.enabled) return undefined;
   let perms;
   try {
@@ -29,5 +34,7 @@ export async function authorizeHttp(auth: Authenticator, creds: HttpCredentials,
   }
   if (channel === undefined) return undefined;
   const ok = right === "pub" ? canPublish(perms, channel) : canSubscribe(perms, channel);
-  return ok ? undefined : { status: 403, body: { error: ErrorCode.Forbidden, message: `no permission to ${right === "pub" ? "publish to" : "read"} ${channel}` } };
+  return ok
+    ? undefined
+    : { status: 403, body: { error: ErrorCode.Forbidden, message: `no permission to ${right === "pub" ? "publish to" : "read"} ${channel}` } };
 }

@@ -12,7 +12,8 @@ export { authEnabled } from "../config/checks.js";
 
 /** Loads the configured key. Throws ConfigError naming the setting when the file is unreadable or wrong. */
 export function loadKeyMaterial(c: Pick<AuthSection, "jwtSecret" | "jwtPublicKeyFile" | "jwtJwksFile" | "jwtAlgorithms">): KeyMaterial | undefined {
-  if (c.jwtSecret) return { key: new TextEncoder().encode(c.jwtSecret), algorithms: c.jwtAlgorithms.length ? [...c.jwtAlgorithms] : ["HS256"], source: "secret" };
+  if (c.jwtSecret)
+    return { key: new TextEncoder().encode(c.jwtSecret), algorithms: c.jwtAlgorithms.length ? [...c.jwtAlgorithms] : ["HS256"], source: "secret" };
   if (c.jwtPublicKeyFile) {
     const key = readPem(c.jwtPublicKeyFile);
     return { key, algorithms: c.jwtAlgorithms.length ? [...c.jwtAlgorithms] : algorithmsOf(key), source: "public-key" };
@@ -35,7 +36,10 @@ function readPem(file: string): KeyObject {
   try {
     return pem.includes("BEGIN CERTIFICATE") ? new X509Certificate(pem).publicKey : createPublicKey(pem);
   } catch (e) {
-    throw new ConfigError("JWT_PUBLIC_KEY_FILE", `invalid JWT_PUBLIC_KEY_FILE (--jwt-public-key-file): ${file} is not a PEM public key or certificate: ${(e as Error).message}`);
+    throw new ConfigError(
+      "JWT_PUBLIC_KEY_FILE",
+      `invalid JWT_PUBLIC_KEY_FILE (--jwt-public-key-file): ${file} is not a PEM public key or certificate: ${(e as Error).message}`,
+    );
   }
 }
 
@@ -51,7 +55,10 @@ function readJwks(file: string): JSONWebKeySet {
     throw new ConfigError("JWT_JWKS_FILE", `invalid JWT_JWKS_FILE (--jwt-jwks-file): ${file} must hold {"keys":[JWK, ...]} with at least one key`);
   }
   if (keys.some((k) => (k as { kty: string }).kty === "oct" || "d" in (k as object))) {
-    throw new ConfigError("JWT_JWKS_FILE", `invalid JWT_JWKS_FILE (--jwt-jwks-file): ${file} holds a secret or private key; publish public keys only (use JWT_SECRET for HMAC)`);
+    throw new ConfigError(
+      "JWT_JWKS_FILE",
+      `invalid JWT_JWKS_FILE (--jwt-jwks-file): ${file} holds a secret or private key; publish public keys only (use JWT_SECRET for HMAC)`,
+    );
   }
   return jwks as JSONWebKeySet;
 }
@@ -68,6 +75,7 @@ function algorithmsOf(key: KeyObject): string[] {
   if (t === "rsa") return ["RS256"];
   if (t === "rsa-pss") return ["PS256"];
   if (t === "ed25519") return ["EdDSA", "Ed25519"];
-  if (t === "ec") return [({ prime256v1: "ES256", secp384r1: "ES384", secp521r1: "ES512" } as Record<string, string>)[key.asymmetricKeyDetails?.namedCurve ?? ""] ?? "ES256"];
+  if (t === "ec")
+    return [({ prime256v1: "ES256", secp384r1: "ES384", secp521r1: "ES512" } as Record<string, string>)[key.asymmetricKeyDetails?.namedCurve ?? ""] ?? "ES256"];
   throw new ConfigError("JWT_PUBLIC_KEY_FILE", `invalid JWT_PUBLIC_KEY_FILE (--jwt-public-key-file): unsupported key type ${t}`);
 }

@@ -12,11 +12,16 @@ export type UpgradeOffer = { token?: string; protocol: string } | { error: strin
  * select, because the server must answer with one of the offered protocols and never with the token.
  */
 export function readUpgradeOffer(h: { authorization: string; protocols: string; queryToken: string | undefined }): UpgradeOffer {
-  const offered = h.protocols.split(",").map((p) => p.trim()).filter((p) => p.length > 0);
+  const offered = h.protocols
+    .split(",")
+    .map((p) => p.trim())
+    .filter((p) => p.length > 0);
   const bearerProtocol = offered.find((p) => p.startsWith(BEARER_PROTOCOL_PREFIX));
   const others = offered.filter((p) => !p.startsWith(BEARER_PROTOCOL_PREFIX));
   const protocol = others.includes(PROTOCOL_V1) ? PROTOCOL_V1 : (others[0] ?? "");
-  if (bearerProtocol !== undefined && protocol === "") return { error: `offer "${PROTOCOL_V1}" alongside "${BEARER_PROTOCOL_PREFIX}<token>" in Sec-WebSocket-Protocol` };
-  const token = (h.authorization ? bearerOf(h.authorization) : undefined) ?? bearerProtocol?.slice(BEARER_PROTOCOL_PREFIX.length) ?? (h.queryToken || undefined);
+  if (bearerProtocol !== undefined && protocol === "")
+    return { error: `offer "${PROTOCOL_V1}" alongside "${BEARER_PROTOCOL_PREFIX}<token>" in Sec-WebSocket-Protocol` };
+  const token =
+    (h.authorization ? bearerOf(h.authorization) : undefined) ?? bearerProtocol?.slice(BEARER_PROTOCOL_PREFIX.length) ?? (h.queryToken || undefined);
   return token !== undefined ? { token, protocol } : { protocol };
 }

@@ -12,10 +12,12 @@ export class Coalescer<T> {
   get(): Promise<T> {
     if (this.queued) return this.queued;
     if (!this.inflight) return this.launch();
-    const q = this.inflight.catch(() => undefined).then(() => {
-      this.queued = undefined;
-      return this.launch();
-    });
+    const q = this.inflight
+      .catch(() => undefined)
+      .then(() => {
+        this.queued = undefined;
+        return this.launch();
+      });
     this.queued = q;
     return q;
   }

@@ -16,7 +16,12 @@ export async function connectBroker(
     return RedisBroker.connect({ url: c.broker.redisUrl, subjectPrefix: c.stream.subjectPrefix, duplicateWindowMs: c.stream.duplicateWindowMs, log, name });
   }
   return JetStreamBroker.connect({
-    servers: c.broker.natsUrl, stream: c.stream.name, subjectPrefix: c.stream.subjectPrefix, livePrefix: c.stream.livePrefix, name, log,
+    servers: c.broker.natsUrl,
+    stream: c.stream.name,
+    subjectPrefix: c.stream.subjectPrefix,
+    livePrefix: c.stream.livePrefix,
+    name,
+    log,
     onRepair: hooks.onRepair,
     durable: { ackWaitMs: c.durable.ackWaitMs, maxDeliver: c.durable.maxDeliver, inactiveMs: c.durable.inactiveMs },
   });

@@ -34,7 +34,11 @@ export class DirectGet {
   private nextId = 1;
   private readonly subject: string;
 
-  constructor(private readonly nc: NatsConnection, stream: string, private readonly timeoutMs = 5_000) {
+  constructor(
+    private readonly nc: NatsConnection,
+    stream: string,
+    private readonly timeoutMs = 5_000,
+  ) {
     this.subject = `$JS.API.DIRECT.GET.${stream}`;
     this.sub = nc.subscribe(`${this.prefix}.*`, { callback: (err, m) => (err ? undefined : this.onMsg(m)) });
   }
@@ -75,7 +79,12 @@ export class DirectGet {
     this.pending.delete(token);
     if (code === 204) p.resolve({ messages: p.out, pending: h!.pending });
     else if (code === 404) p.resolve({ messages: p.out, pending: 0 });
-    else p.reject(new GatewayError(ErrorCode.BrokerError, `direct get failed: ${code} ${m.headers?.description ?? ""}`.trim(), { temporary: code >= 500 || code === 408 }));
+    else
+      p.reject(
+        new GatewayError(ErrorCode.BrokerError, `direct get failed: ${code} ${m.headers?.description ?? ""}`.trim(), {
+          temporary: code >= 500 || code === 408,
+        }),
+      );
   }
 
   close(): void {

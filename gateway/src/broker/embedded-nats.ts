@@ -36,10 +36,14 @@ export class EmbeddedNats {
     const child = spawn(this.opts.bin, args, { stdio: ["ignore", "ignore", "pipe"] });
     this.child = child;
     let stderr = "";
-    child.stderr?.on("data", (d: Buffer) => { stderr = (stderr + d.toString()).slice(-2000); });
+    child.stderr?.on("data", (d: Buffer) => {
+      stderr = (stderr + d.toString()).slice(-2000);
+    });
     const spawned = new Promise<void>((res, rej) => {
       child.once("spawn", () => res());
-      child.once("error", (e) => rej(new ProcessError("ERR_EMBEDDED_NATS", `cannot start ${this.opts.bin}: ${e.message} (run npm run setup, or set NATS_URL)`, { cause: e })));
+      child.once("error", (e) =>
+        rej(new ProcessError("ERR_EMBEDDED_NATS", `cannot start ${this.opts.bin}: ${e.message} (run npm run setup, or set NATS_URL)`, { cause: e })),
+      );
     });
     await spawned;
     // Stops the server even if this process is SIGKILLed (it is not one of the cluster's workers).

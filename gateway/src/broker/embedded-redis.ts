@@ -54,21 +54,29 @@ export class EmbeddedRedis {
     const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
     this.child = child;
     let out = "";
-    const collect = (d: Buffer): void => { out = (out + d.toString()).slice(-2000); };
+    const collect = (d: Buffer): void => {
+      out = (out + d.toString()).slice(-2000);
+    };
     child.stdout?.on("data", collect);
     child.stderr?.on("data", collect);
     await new Promise<void>((res, rej) => {
       child.once("spawn", () => res());
-      child.once("error", (e) => rej(new ProcessError("ERR_EMBEDDED_REDIS", `cannot start ${bin}: ${e.message} (install redis-server, or set REDIS_URL)`, { cause: e })));
+      child.once("error", (e) =>
+        rej(new ProcessError("ERR_EMBEDDED_REDIS", `cannot start ${bin}: ${e.message} (install redis-server, or set REDIS_URL)`, { cause: e })),
+      );
     });
     // Stops the server even if this process is SIGKILLed.
     tieToThisProcess(child);
     const deadline = Date.now() + START_TIMEOUT_MS;
     while (!(await redisPing(this.port))) {
-      if (child.exitCode !== null || child.signalCode !== null) throw new ProcessError("ERR_EMBEDDED_REDIS", `embedded redis-server exited with ${child.exitCode ?? child.signalCode}: ${out.trim().slice(-500)}`);
+      if (child.exitCode !== null || child.signalCode !== null)
+        throw new ProcessError("ERR_EMBEDDED_REDIS", `embedded redis-server exited with ${child.exitCode ?? child.signalCode}: ${out.trim().slice(-500)}`);
       if (Date.now() > deadline) {
         child.kill("SIGKILL");
-        throw new ProcessError("ERR_EMBEDDED_REDIS", `embedded redis-server did not answer PING within ${START_TIMEOUT_MS / 1000} s: ${out.trim().slice(-500)}`);
+        throw new ProcessError(
+          "ERR_EMBEDDED_REDIS",
+          `embedded redis-server did not answer PING within ${START_TIMEOUT_MS / 1000} s: ${out.trim().slice(-500)}`,
+        );
       }
       await new Promise((r) => setTimeout(r, 25));
     }

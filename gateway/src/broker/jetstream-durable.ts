@@ -1,5 +1,13 @@
 import { createHash } from "node:crypto";
-import { AckPolicy, DeliverPolicy, type ConsumerConfig, type JetStreamClient, type JetStreamManager, JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
+import {
+  AckPolicy,
+  DeliverPolicy,
+  type ConsumerConfig,
+  type JetStreamClient,
+  type JetStreamManager,
+  JetStreamApiCodes,
+  JetStreamApiError,
+} from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
 import type { SubjectMapper } from "../protocol/channel.js";
 import type { Logger } from "../log.js";
@@ -47,7 +55,10 @@ export class JetStreamDurables implements DurableApi {
     try {
       const ci = await this.jsm.consumers.info(this.stream, name);
       if (ci.config.filter_subject !== subject) {
-        throw new GatewayError(ErrorCode.DurableConflict, `durable ${spec.durable} is bound to channel ${this.mapper.toChannel(ci.config.filter_subject ?? "")}: use another durable name`);
+        throw new GatewayError(
+          ErrorCode.DurableConflict,
+          `durable ${spec.durable} is bound to channel ${this.mapper.toChannel(ci.config.filter_subject ?? "")}: use another durable name`,
+        );
       }
       if (ci.config.max_ack_pending !== spec.maxInflight) {
         await this.jsm.consumers.update(this.stream, name, { max_ack_pending: spec.maxInflight });
@@ -72,9 +83,15 @@ export class JetStreamDurables implements DurableApi {
       callback: (m) => {
         try {
           onMessage({
-            channel: mapper.toChannel(m.subject), seq: m.seq, ts: brokerTimeMs(m), payload: m.data,
-            redelivered: m.redelivered, deliveries: m.info.deliveryCount,
-            ack: () => m.ack(), nak: (d?: number) => m.nak(d), term: () => m.term(),
+            channel: mapper.toChannel(m.subject),
+            seq: m.seq,
+            ts: brokerTimeMs(m),
+            payload: m.data,
+            redelivered: m.redelivered,
+            deliveries: m.info.deliveryCount,
+            ack: () => m.ack(),
+            nak: (d?: number) => m.nak(d),
+            term: () => m.term(),
           });
         } catch (e) {
           log.error({ err: e, durable: spec.durable }, "durable callback failed");

@@ -51,13 +51,25 @@ export class CoreLiveFeed implements LiveFeed {
   /** Highest sequence delivered, or the baseline. */
   private position = 0;
 
-  private constructor(readonly pattern: string, private readonly subject: string, private readonly deps: CoreLiveDeps, private readonly onMessage: (m: BrokerMessage) => void) {}
+  private constructor(
+    readonly pattern: string,
+    private readonly subject: string,
+    private readonly deps: CoreLiveDeps,
+    private readonly onMessage: (m: BrokerMessage) => void,
+  ) {}
 
   /**
    * Subscribes to `liveSubject` and, once the server has the interest, takes the stream's last sequence as
    * the baseline: every message after it reaches the subscription (or is repaired).
    */
-  static async start(pattern: string, subject: string, liveSubject: string, deps: CoreLiveDeps, hooks: LiveFeedHooks, onMessage: (m: BrokerMessage) => void): Promise<CoreLiveFeed> {
+  static async start(
+    pattern: string,
+    subject: string,
+    liveSubject: string,
+    deps: CoreLiveDeps,
+    hooks: LiveFeedHooks,
+    onMessage: (m: BrokerMessage) => void,
+  ): Promise<CoreLiveFeed> {
     const feed = new CoreLiveFeed(pattern, subject, deps, onMessage);
     feed.sub = deps.nc.subscribe(liveSubject, { callback: (err, m) => (err ? undefined : feed.onCore(m)) });
     try {

@@ -43,7 +43,12 @@ export class JetStreamBroker implements Broker {
   private connected = false;
   private epoch_?: string;
 
-  private constructor(readonly nc: NatsConnection, readonly js: JetStreamClient, readonly jsm: JetStreamManager, private readonly opts: JetStreamBrokerOptions) {
+  private constructor(
+    readonly nc: NatsConnection,
+    readonly js: JetStreamClient,
+    readonly jsm: JetStreamManager,
+    private readonly opts: JetStreamBrokerOptions,
+  ) {
     this.mapper = new SubjectMapper(opts.subjectPrefix);
     this.liveMapper = new SubjectMapper(opts.livePrefix);
     this.replay = new JetStreamReplay(nc, jsm, opts.stream, this.mapper, opts.log);
@@ -54,7 +59,12 @@ export class JetStreamBroker implements Broker {
     nc.subscribe(`$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.${opts.stream}`, { callback: () => this.resyncFeeds("leader") });
     // A stream deleted and created again (another epoch) restarts every feed instead.
     nc.subscribe(`$JS.EVENT.ADVISORY.STREAM.CREATED.${opts.stream}`, { callback: () => this.resyncFeeds("leader") });
-    this.replay.state().then((st) => { this.epoch_ ??= st.epoch; }, () => undefined);
+    this.replay.state().then(
+      (st) => {
+        this.epoch_ ??= st.epoch;
+      },
+      () => undefined,
+    );
   }
 
   get epoch(): string | undefined {
@@ -97,20 +107,23 @@ export class JetStreamBroker implements Broker {
 
   /** Every live feed reads what it may have missed; a recreated stream (new epoch) restarts them instead. */
   private resyncFeeds(why: "reconnect" | "leader"): void {
-    this.replay.state().then((st) => {
-      const was = this.epoch_;
-      this.epoch_ = st.epoch;
-      if (was !== undefined && st.epoch !== was) {
-        this.opts.log.warn({ stream: this.opts.stream, epoch: st.epoch, was }, "stream was recreated: live feeds start over at its last sequence");
-        for (const f of this.liveFeeds) f.restart(st.lastSeq);
-        this.emit({ type: "epoch", epoch: st.epoch });
-      } else {
+    this.replay.state().then(
+      (st) => {
+        const was = this.epoch_;
+        this.epoch_ = st.epoch;
+        if (was !== undefined && st.epoch !== was) {
+          this.opts.log.warn({ stream: this.opts.stream, epoch: st.epoch, was }, "stream was recreated: live feeds start over at its last sequence");
+          for (const f of this.liveFeeds) f.restart(st.lastSeq);
+          this.emit({ type: "epoch", epoch: st.epoch });
+        } else {
+          for (const f of this.liveFeeds) f.resync(why);
+        }
+      },
+      (e) => {
+        this.opts.log.warn({ err: e, why }, "stream state unavailable; live feeds repair from their position");
         for (const f of this.liveFeeds) f.resync(why);
-      }
-    }, (e) => {
-      this.opts.log.warn({ err: e, why }, "stream state unavailable; live feeds repair from their position");
-      for (const f of this.liveFeeds) f.resync(why);
-    });
+      },
+    );
   }
 
   private emit(e: BrokerEvent): void {
@@ -134,10 +147,21 @@ export class JetStreamBroker implements Broker {
   async live(pattern: string, onMessage: (m: BrokerMessage) => void): Promise<LiveFeed & { startAfter: number }> {
     if (!this.isConnected()) throw new GatewayError(ErrorCode.BrokerUnavailable, "NATS is not connected");
     const mapper = this.mapper;
-    return CoreLiveFeed.start(pattern, mapper.toSubject(pattern), this.liveMapper.toSubject(pattern), {
-      nc: this.nc, replay: this.replay, toChannel: (s) => mapper.toChannel(s), log: this.opts.log,
-      holdLimit: this.opts.liveHoldLimit ?? 100_000, onRepair: this.opts.onRepair,
-    }, this.liveFeeds, onMessage);
+    return CoreLiveFeed.start(
+      pattern,
+      mapper.toSubject(pattern),
+      this.liveMapper.toSubject(pattern),
+      {
+        nc: this.nc,
+        replay: this.replay,
+        toChannel: (s) => mapper.toChannel(s),
+        log: this.opts.log,
+        holdLimit: this.opts.liveHoldLimit ?? 100_000,
+        onRepair: this.opts.onRepair,
+      },
+      this.liveFeeds,
+      onMessage,
+    );
   }
 
   async close(): Promise<void> {

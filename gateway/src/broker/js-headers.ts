@@ -42,8 +42,12 @@ export function jsHeaders(m: Msg): JsHeaders | undefined {
   if (!h) return undefined;
   const ts = h.get("Nats-Time-Stamp");
   return {
-    code: h.code ?? 0, subject: h.get("Nats-Subject"), seq: Number(h.get("Nats-Sequence") || 0), ts: ts ? parseTimestampText(ts) : 0,
-    pending: Number(h.get("Nats-Num-Pending") || 0), last: Number(h.get("Nats-Last-Sequence") || 0),
+    code: h.code ?? 0,
+    subject: h.get("Nats-Subject"),
+    seq: Number(h.get("Nats-Sequence") || 0),
+    ts: ts ? parseTimestampText(ts) : 0,
+    pending: Number(h.get("Nats-Num-Pending") || 0),
+    last: Number(h.get("Nats-Last-Sequence") || 0),
   };
 }
 
@@ -81,7 +85,8 @@ function fixedLayout(b: Uint8Array, end: number): JsHeaders | undefined {
   for (i = s; i < end && b[i] !== 0x0d; i++);
   const ts = parseTimestampBytes(b, s, i);
   let pending = 0;
-  if (sep(b, i, 0x4e, 0x75, 18)) { // \r\nNats-Num-Pending:
+  if (sep(b, i, 0x4e, 0x75, 18)) {
+    // \r\nNats-Num-Pending:
     for (i += 20; i < end && b[i] !== 0x0d; i++) pending = pending * 10 + (b[i]! - 48);
   }
   if (!sep(b, i, 0x4c, 0x61, 20)) return undefined; // \r\nNats-Last-Sequence:
@@ -116,11 +121,21 @@ function generalLayout(b: Uint8Array, end: number): JsHeaders {
     let vs = colon + 1;
     if (b[vs] === 0x20) vs++;
     switch (colon - i) {
-      case 13: if (same(b, i, K_SEQUENCE)) seq = uint(b, vs, eol); break;
-      case 12: if (same(b, i, K_SUBJECT)) subject = subjectOf(b, vs, eol); break;
-      case 15: if (same(b, i, K_TIME)) ts = parseTimestampBytes(b, vs, eol); break;
-      case 16: if (same(b, i, K_PENDING)) pending = uint(b, vs, eol); break;
-      case 18: if (same(b, i, K_LAST)) last = uint(b, vs, eol); break;
+      case 13:
+        if (same(b, i, K_SEQUENCE)) seq = uint(b, vs, eol);
+        break;
+      case 12:
+        if (same(b, i, K_SUBJECT)) subject = subjectOf(b, vs, eol);
+        break;
+      case 15:
+        if (same(b, i, K_TIME)) ts = parseTimestampBytes(b, vs, eol);
+        break;
+      case 16:
+        if (same(b, i, K_PENDING)) pending = uint(b, vs, eol);
+        break;
+      case 18:
+        if (same(b, i, K_LAST)) last = uint(b, vs, eol);
+        break;
     }
     i = eol + 2;
   }
@@ -155,7 +170,7 @@ const d = (b: Uint8Array, i: number): number => b[i]! - 48;
 
 /** `2026-11-22T18:02:18.478069664Z` (UTC, as nats-server writes it) → ms with µs precision. */
 export function parseTimestampBytes(b: Uint8Array, s: number, e: number): number {
-  if (e - s < 20 || b[s + 19] !== 0x2e && b[s + 19] !== 0x5a) return parseTimestampText(Buffer.from(b.buffer, b.byteOffset + s, e - s).toString("latin1"));
+  if (e - s < 20 || (b[s + 19] !== 0x2e && b[s + 19] !== 0x5a)) return parseTimestampText(Buffer.from(b.buffer, b.byteOffset + s, e - s).toString("latin1"));
   // Messages of the same second share "yyyy-mm-ddThh:mm:ss": reuse its value.
   let j = 0;
   while (j < 19 && b[s + j] === lastSecond[j]) j++;
@@ -178,8 +193,14 @@ let lastSecondMs = 0;
 
 function secondOf(b: Uint8Array, s: number): number {
   lastSecond.set(b.subarray(s, s + 19));
-  lastSecondMs = Date.UTC(d(b, s) * 1000 + d(b, s + 1) * 100 + d(b, s + 2) * 10 + d(b, s + 3), d(b, s + 5) * 10 + d(b, s + 6) - 1, d(b, s + 8) * 10 + d(b, s + 9),
-    d(b, s + 11) * 10 + d(b, s + 12), d(b, s + 14) * 10 + d(b, s + 15), d(b, s + 17) * 10 + d(b, s + 18));
+  lastSecondMs = Date.UTC(
+    d(b, s) * 1000 + d(b, s + 1) * 100 + d(b, s + 2) * 10 + d(b, s + 3),
+    d(b, s + 5) * 10 + d(b, s + 6) - 1,
+    d(b, s + 8) * 10 + d(b, s + 9),
+    d(b, s + 11) * 10 + d(b, s + 12),
+    d(b, s + 14) * 10 + d(b, s + 15),
+    d(b, s + 17) * 10 + d(b, s + 18),
+  );
   return lastSecondMs;
 }
 

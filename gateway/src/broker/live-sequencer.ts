@@ -26,7 +26,10 @@ export class SubjectSequencer {
   private base: number;
 
   /** `baseline`: every matching message with a sequence up to it is older than the feed. */
-  constructor(baseline: number, private readonly maxSubjects = MAX_TRACKED_SUBJECTS) {
+  constructor(
+    baseline: number,
+    private readonly maxSubjects = MAX_TRACKED_SUBJECTS,
+  ) {
     this.base = baseline;
   }
 

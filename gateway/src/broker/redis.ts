@@ -85,7 +85,11 @@ export class RedisBroker implements Broker {
   private listeners: ((e: BrokerEvent) => void)[] = [];
   private connected = true;
 
-  private constructor(private readonly pub: PublishingRedis, private readonly sub: Redis, private readonly opts: RedisBrokerOptions) {
+  private constructor(
+    private readonly pub: PublishingRedis,
+    private readonly sub: Redis,
+    private readonly opts: RedisBrokerOptions,
+  ) {
     this.prefixDot = `${opts.subjectPrefix}.`;
     this.seqKey = `fgw:${opts.subjectPrefix}:seq`;
     sub.on("messageBuffer", (channel: Buffer, message: Buffer) => this.dispatch(`s:${channel.toString()}`, channel, message));
@@ -103,7 +107,12 @@ export class RedisBroker implements Broker {
       retryStrategy: (times) => Math.min(50 * times, 1_000),
       reconnectOnError: () => false,
     };
-    const pub = new Redis(opts.url, { ...base, enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: opts.commandTimeoutMs ?? 5_000 }) as PublishingRedis;
+    const pub = new Redis(opts.url, {
+      ...base,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      commandTimeout: opts.commandTimeoutMs ?? 5_000,
+    }) as PublishingRedis;
     const sub = new Redis(opts.url, { ...base, autoResubscribe: true });
     pub.defineCommand("fgwPublish", { numberOfKeys: 2, lua: PUBLISH_LUA });
     let reported = false;
@@ -113,7 +122,9 @@ export class RedisBroker implements Broker {
         if (!reported) opts.log.warn({ err: e.message, url: redactUrl(opts.url) }, "redis connection error");
         reported = true;
       });
-      c.on("ready", () => { reported = false; });
+      c.on("ready", () => {
+        reported = false;
+      });
     }
     await Promise.all([pub, sub].map((c) => waitReady(c)));
     return new RedisBroker(pub, sub, opts);
@@ -155,7 +166,9 @@ export class RedisBroker implements Broker {
     if (!reg) {
       const created: Registration = { kind, target, handlers: new Set(), ready: kind === "p" ? this.sub.psubscribe(target) : this.sub.subscribe(target) };
       this.registrations.set(key, created);
-      created.ready.catch(() => { if (this.registrations.get(key) === created && created.handlers.size === 0) this.registrations.delete(key); });
+      created.ready.catch(() => {
+        if (this.registrations.get(key) === created && created.handlers.size === 0) this.registrations.delete(key);
+      });
       reg = created;
     }
     const handler: Handler = { pattern, onMessage };
@@ -199,14 +212,16 @@ export class RedisBroker implements Broker {
 
   async close(): Promise<void> {
     this.registrations.clear();
-    await Promise.all([this.sub, this.pub].map(async (c) => {
-      if (c.status === "end") return;
-      try {
-        await c.quit();
-      } catch {
-        c.disconnect();
-      }
-    }));
+    await Promise.all(
+      [this.sub, this.pub].map(async (c) => {
+        if (c.status === "end") return;
+        try {
+          await c.quit();
+        } catch {
+          c.disconnect();
+        }
+      }),
+    );
   }
 }
 
@@ -216,7 +231,11 @@ async function waitReady(c: Redis): Promise<void> {
   c.connect().catch(() => undefined); // failures are retried by the retry strategy and reported as "error"
   while (status() !== "ready") {
     await new Promise<void>((resolve) => {
-      const done = (): void => { c.off("ready", done); c.off("end", done); resolve(); };
+      const done = (): void => {
+        c.off("ready", done);
+        c.off("end", done);
+        resolve();
+      };
       c.once("ready", done);
       c.once("end", done);
     });

@@ -25,7 +25,20 @@ export function desiredStream(c: StreamSection): Partial<StreamConfig> & { name:
   };
 }
 
-const COMPARED = ["subjects", "storage", "num_replicas", "max_age", "max_msgs_per_subject", "max_bytes", "duplicate_window", "retention", "discard", "allow_direct", "max_consumers", "republish"] as const;
+const COMPARED = [
+  "subjects",
+  "storage",
+  "num_replicas",
+  "max_age",
+  "max_msgs_per_subject",
+  "max_bytes",
+  "duplicate_window",
+  "retention",
+  "discard",
+  "allow_direct",
+  "max_consumers",
+  "republish",
+] as const;
 
 /** Differences the gateway applies to an existing stream by itself: they change no stored message. */
 const SAFE = new Set<string>(["allow_direct", "max_consumers"]);

@@ -35,9 +35,10 @@ export async function startAdmin(host: string, port: number, metrics: ClusterMet
   log.info({ host, port: bound }, "admin listener ready (/metrics, /v1/stats)");
   return {
     port: bound,
-    close: () => new Promise<void>((r) => {
-      server.close(() => r());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
   };
 }

@@ -3,7 +3,6 @@ import client from "prom-client";
 import { parsePrometheus, sampleFrom, statsBody, StatsWindow } from "../http/stats.js";
 import { Coalescer } from "../broker/coalesce.js";
 
-
 /**
  * Metrics of all workers, aggregated by the primary (prom-client's AggregatorRegistry asks every worker over
  * IPC), plus the primary's own (restarts, workers). Concurrent requests share one aggregation started
@@ -13,12 +12,24 @@ export class ClusterMetrics {
   private readonly aggregator = new client.AggregatorRegistry();
   private readonly own = new client.Registry();
   readonly restarts: client.Counter;
-  private readonly scrape = new Coalescer(() => Promise.all([this.aggregator.clusterMetrics(), this.own.metrics()]).then(([text, mine]) => ({ text: `${text}\n${mine}`, contentType: this.aggregator.contentType })));
+  private readonly scrape = new Coalescer(() =>
+    Promise.all([this.aggregator.clusterMetrics(), this.own.metrics()]).then(([text, mine]) => ({
+      text: `${text}\n${mine}`,
+      contentType: this.aggregator.contentType,
+    })),
+  );
   private readonly window = new StatsWindow();
 
   constructor() {
     this.restarts = new client.Counter({ name: "fanout_worker_restarts_total", help: "Workers restarted after a crash", registers: [this.own] });
-    new client.Gauge({ name: "fanout_workers", help: "Worker processes running", registers: [this.own], collect() { this.set(Object.keys(cluster.workers ?? {}).length); } });
+    new client.Gauge({
+      name: "fanout_workers",
+      help: "Worker processes running",
+      registers: [this.own],
+      collect() {
+        this.set(Object.keys(cluster.workers ?? {}).length);
+      },
+    });
   }
 
   /** Prometheus text of every worker and the primary. */

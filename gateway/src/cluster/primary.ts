@@ -53,14 +53,26 @@ export async function runPrimary(config: Config): Promise<void> {
     log.warn({ nats: brokers.natsUrl[0] }, "no NATS_URL: using the embedded nats-server (single node; set NATS_URL for a real cluster)");
   }
   if (!authEnabled(config)) {
-    log.warn("AUTHENTICATION IS OFF: every client may subscribe and publish to every channel. Set JWT_SECRET, JWT_PUBLIC_KEY_FILE or JWT_JWKS_FILE (see gateway/AUTH.md)");
+    log.warn(
+      "AUTHENTICATION IS OFF: every client may subscribe and publish to every channel. Set JWT_SECRET, JWT_PUBLIC_KEY_FILE or JWT_JWKS_FILE (see gateway/AUTH.md)",
+    );
   }
-  log.info({
-    port, host: config.host, workers: config.workers, broker: config.broker,
-    nats: config.broker === "jetstream" ? brokers.natsUrl : undefined, redis: config.broker === "redis" ? brokers.redisUrl : undefined,
-    ws: `ws://localhost:${port}/ws`, wss: tlsEnabled(config) ? `wss://localhost:${tlsPort}/ws` : undefined, tlsPort: tlsEnabled(config) ? tlsPort : undefined,
-    auth: authEnabled(config), adminPort: admin?.port,
-  }, "gateway ready");
+  log.info(
+    {
+      port,
+      host: config.host,
+      workers: config.workers,
+      broker: config.broker,
+      nats: config.broker === "jetstream" ? brokers.natsUrl : undefined,
+      redis: config.broker === "redis" ? brokers.redisUrl : undefined,
+      ws: `ws://localhost:${port}/ws`,
+      wss: tlsEnabled(config) ? `wss://localhost:${tlsPort}/ws` : undefined,
+      tlsPort: tlsEnabled(config) ? tlsPort : undefined,
+      auth: authEnabled(config),
+      adminPort: admin?.port,
+    },
+    "gateway ready",
+  );
 
   let shuttingDown = false;
   const shutdown = async (signal: string): Promise<void> => {

@@ -70,7 +70,10 @@ function readSetting(s: Setting<unknown>, flagValue: string | boolean | undefine
 
 function crossCheck(c: Config): void {
   if (c.maxBackpressureBytes <= c.backpressureBytes) {
-    throw new ConfigError("MAX_BACKPRESSURE_BYTES", `invalid MAX_BACKPRESSURE_BYTES (--max-backpressure-bytes): must be larger than BACKPRESSURE_BYTES (${c.backpressureBytes})`);
+    throw new ConfigError(
+      "MAX_BACKPRESSURE_BYTES",
+      `invalid MAX_BACKPRESSURE_BYTES (--max-backpressure-bytes): must be larger than BACKPRESSURE_BYTES (${c.backpressureBytes})`,
+    );
   }
   for (const u of c.natsUrl) {
     if (!/^(nats|tls|ws|wss):\/\/[^\s]+$/.test(u) && !/^[\w.-]+:\d+$/.test(u)) {
@@ -82,7 +85,10 @@ function crossCheck(c: Config): void {
   }
   const live = livePrefixOf(c);
   if (live === c.subjectPrefix || live.startsWith(`${c.subjectPrefix}.`) || c.subjectPrefix.startsWith(`${live}.`)) {
-    throw new ConfigError("LIVE_SUBJECT_PREFIX", `invalid LIVE_SUBJECT_PREFIX (--live-subject-prefix): "${live}" overlaps the stream's subjects ${c.subjectPrefix}.>`);
+    throw new ConfigError(
+      "LIVE_SUBJECT_PREFIX",
+      `invalid LIVE_SUBJECT_PREFIX (--live-subject-prefix): "${live}" overlaps the stream's subjects ${c.subjectPrefix}.>`,
+    );
   }
   checkAuthConfig(c);
 }

@@ -42,5 +42,8 @@ export function parseBool(raw: string): boolean {
 }
 
 export function parseList(raw: string): string[] {
-  return raw.split(",").map((s) => s.trim()).filter((s) => s.length > 0);
+  return raw
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
 }

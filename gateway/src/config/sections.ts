@@ -7,13 +7,39 @@ import { livePrefixOf } from "./config.js";
  * setting, the README's table — and `sectionsOf` cuts it into these, once per process.
  */
 export type ServerSection = Readonly<{
-  host: string; port: number; workers: number; idleTimeoutSec: number; shutdownTimeoutMs: number; restartBackoffMs: number;
-  maxPayloadBytes: number; tlsPort: number; tlsCertFile: string; tlsKeyFile: string; adminHost: string; adminPort: number;
+  host: string;
+  port: number;
+  workers: number;
+  idleTimeoutSec: number;
+  shutdownTimeoutMs: number;
+  restartBackoffMs: number;
+  maxPayloadBytes: number;
+  tlsPort: number;
+  tlsCertFile: string;
+  tlsKeyFile: string;
+  adminHost: string;
+  adminPort: number;
 }>;
-export type BrokerSection = Readonly<{ kind: "jetstream" | "redis"; natsUrl: string[]; natsDataDir: string; natsServerBin: string; redisUrl: string; redisServerBin: string }>;
+export type BrokerSection = Readonly<{
+  kind: "jetstream" | "redis";
+  natsUrl: string[];
+  natsDataDir: string;
+  natsServerBin: string;
+  redisUrl: string;
+  redisServerBin: string;
+}>;
 export type StreamSection = Readonly<{
-  name: string; subjectPrefix: string; livePrefix: string; storage: "file" | "memory"; replicas: number; maxAgeMs: number;
-  maxMsgsPerSubject: number; maxBytes: number; duplicateWindowMs: number; maxConsumers: number; update: boolean;
+  name: string;
+  subjectPrefix: string;
+  livePrefix: string;
+  storage: "file" | "memory";
+  replicas: number;
+  maxAgeMs: number;
+  maxMsgsPerSubject: number;
+  maxBytes: number;
+  duplicateWindowMs: number;
+  maxConsumers: number;
+  update: boolean;
 }>;
 /** Live feeds, catch-ups and per-connection subscriptions. */
 export type FanoutSection = Readonly<{ lingerMs: number; replayCacheBytes: number; holdMessages: number; maxSubscriptions: number }>;
@@ -21,39 +47,107 @@ export type FanoutSection = Readonly<{ lingerMs: number; replayCacheBytes: numbe
 export type BackpressureSection = Readonly<{ bytes: number; maxBytes: number; slowTimeoutMs: number }>;
 export type DurableSection = Readonly<{ ackWaitMs: number; maxDeliver: number; maxInflight: number; inactiveMs: number }>;
 export type AuthSection = Readonly<{
-  jwtSecret: string; jwtPublicKeyFile: string; jwtJwksFile: string; jwtAlgorithms: readonly string[]; jwtIssuer: string; jwtAudience: string;
-  jwtClockToleranceSec: number; apiKeys: readonly string[];
+  jwtSecret: string;
+  jwtPublicKeyFile: string;
+  jwtJwksFile: string;
+  jwtAlgorithms: readonly string[];
+  jwtIssuer: string;
+  jwtAudience: string;
+  jwtClockToleranceSec: number;
+  apiKeys: readonly string[];
 }>;
 export type LimitsSection = Readonly<{
-  allowedOrigins: readonly string[]; maxConnections: number; maxConnectionsPerIp: number; connectRatePerIp: number; connectBurstPerIp: number; frameRate: number; frameBurst: number; frameRateWindowMs: number;
+  allowedOrigins: readonly string[];
+  maxConnections: number;
+  maxConnectionsPerIp: number;
+  connectRatePerIp: number;
+  connectBurstPerIp: number;
+  frameRate: number;
+  frameBurst: number;
+  frameRateWindowMs: number;
 }>;
 
 export type Sections = Readonly<{
-  server: ServerSection; broker: BrokerSection; stream: StreamSection; fanout: FanoutSection; backpressure: BackpressureSection;
-  durable: DurableSection; auth: AuthSection; limits: LimitsSection; logLevel: Config["logLevel"];
+  server: ServerSection;
+  broker: BrokerSection;
+  stream: StreamSection;
+  fanout: FanoutSection;
+  backpressure: BackpressureSection;
+  durable: DurableSection;
+  auth: AuthSection;
+  limits: LimitsSection;
+  logLevel: Config["logLevel"];
 }>;
 
 export function sectionsOf(c: Config): Sections {
   return Object.freeze({
     server: Object.freeze({
-      host: c.host, port: c.port, workers: c.workers, idleTimeoutSec: c.idleTimeoutSec, shutdownTimeoutMs: c.shutdownTimeoutMs, restartBackoffMs: c.restartBackoffMs,
-      maxPayloadBytes: c.maxPayloadBytes, tlsPort: c.tlsPort, tlsCertFile: c.tlsCertFile, tlsKeyFile: c.tlsKeyFile, adminHost: c.adminHost, adminPort: c.adminPort,
+      host: c.host,
+      port: c.port,
+      workers: c.workers,
+      idleTimeoutSec: c.idleTimeoutSec,
+      shutdownTimeoutMs: c.shutdownTimeoutMs,
+      restartBackoffMs: c.restartBackoffMs,
+      maxPayloadBytes: c.maxPayloadBytes,
+      tlsPort: c.tlsPort,
+      tlsCertFile: c.tlsCertFile,
+      tlsKeyFile: c.tlsKeyFile,
+      adminHost: c.adminHost,
+      adminPort: c.adminPort,
     }),
-    broker: Object.freeze({ kind: c.broker, natsUrl: c.natsUrl, natsDataDir: c.natsDataDir, natsServerBin: c.natsServerBin, redisUrl: c.redisUrl, redisServerBin: c.redisServerBin }),
+    broker: Object.freeze({
+      kind: c.broker,
+      natsUrl: c.natsUrl,
+      natsDataDir: c.natsDataDir,
+      natsServerBin: c.natsServerBin,
+      redisUrl: c.redisUrl,
+      redisServerBin: c.redisServerBin,
+    }),
     stream: Object.freeze({
-      name: c.streamName, subjectPrefix: c.subjectPrefix, livePrefix: livePrefixOf(c), storage: c.streamStorage, replicas: c.streamReplicas, maxAgeMs: c.streamMaxAge,
-      maxMsgsPerSubject: c.streamMaxMsgsPerSubject, maxBytes: c.streamMaxBytes, duplicateWindowMs: c.streamDuplicateWindow, maxConsumers: c.streamMaxConsumers, update: c.updateStream,
+      name: c.streamName,
+      subjectPrefix: c.subjectPrefix,
+      livePrefix: livePrefixOf(c),
+      storage: c.streamStorage,
+      replicas: c.streamReplicas,
+      maxAgeMs: c.streamMaxAge,
+      maxMsgsPerSubject: c.streamMaxMsgsPerSubject,
+      maxBytes: c.streamMaxBytes,
+      duplicateWindowMs: c.streamDuplicateWindow,
+      maxConsumers: c.streamMaxConsumers,
+      update: c.updateStream,
     }),
-    fanout: Object.freeze({ lingerMs: c.consumerLingerMs, replayCacheBytes: c.replayCacheBytes, holdMessages: c.catchupBufferMessages, maxSubscriptions: c.maxSubscriptions }),
+    fanout: Object.freeze({
+      lingerMs: c.consumerLingerMs,
+      replayCacheBytes: c.replayCacheBytes,
+      holdMessages: c.catchupBufferMessages,
+      maxSubscriptions: c.maxSubscriptions,
+    }),
     backpressure: Object.freeze({ bytes: c.backpressureBytes, maxBytes: c.maxBackpressureBytes, slowTimeoutMs: c.slowConsumerTimeoutMs }),
-    durable: Object.freeze({ ackWaitMs: c.durableAckWaitMs, maxDeliver: c.durableMaxDeliver, maxInflight: c.durableMaxInflight, inactiveMs: c.durableInactiveMs }),
+    durable: Object.freeze({
+      ackWaitMs: c.durableAckWaitMs,
+      maxDeliver: c.durableMaxDeliver,
+      maxInflight: c.durableMaxInflight,
+      inactiveMs: c.durableInactiveMs,
+    }),
     auth: Object.freeze({
-      jwtSecret: c.jwtSecret, jwtPublicKeyFile: c.jwtPublicKeyFile, jwtJwksFile: c.jwtJwksFile, jwtAlgorithms: c.jwtAlgorithms, jwtIssuer: c.jwtIssuer,
-      jwtAudience: c.jwtAudience, jwtClockToleranceSec: c.jwtClockToleranceSec, apiKeys: c.apiKeys,
+      jwtSecret: c.jwtSecret,
+      jwtPublicKeyFile: c.jwtPublicKeyFile,
+      jwtJwksFile: c.jwtJwksFile,
+      jwtAlgorithms: c.jwtAlgorithms,
+      jwtIssuer: c.jwtIssuer,
+      jwtAudience: c.jwtAudience,
+      jwtClockToleranceSec: c.jwtClockToleranceSec,
+      apiKeys: c.apiKeys,
     }),
     limits: Object.freeze({
-      allowedOrigins: c.allowedOrigins, maxConnections: c.maxConnections, maxConnectionsPerIp: c.maxConnectionsPerIp, connectRatePerIp: c.connectRatePerIp, connectBurstPerIp: c.connectBurstPerIp,
-      frameRate: c.frameRate, frameBurst: c.frameBurst, frameRateWindowMs: c.frameRateWindowMs,
+      allowedOrigins: c.allowedOrigins,
+      maxConnections: c.maxConnections,
+      maxConnectionsPerIp: c.maxConnectionsPerIp,
+      connectRatePerIp: c.connectRatePerIp,
+      connectBurstPerIp: c.connectBurstPerIp,
+      frameRate: c.frameRate,
+      frameBurst: c.frameBurst,
+      frameRateWindowMs: c.frameRateWindowMs,
     }),
     logLevel: c.logLevel,
   });

@@ -142,7 +142,10 @@ export class CatchUp implements HandoffPort<Buffer> {
   end(e: CatchUpEnd): void {
     this.feed.catchups.delete(this);
     if (this.log.isLevelEnabled("debug")) {
-      this.log.debug({ pattern: this.pattern, end: e.type, lastSent: e.lastSent, pages: this.h.pages, throttles: this.h.throttles, ms: Date.now() - this.startedAt }, "catch-up ended");
+      this.log.debug(
+        { pattern: this.pattern, end: e.type, lastSent: e.lastSent, pages: this.h.pages, throttles: this.h.throttles, ms: Date.now() - this.startedAt },
+        "catch-up ended",
+      );
     }
     this.onEnd(e);
   }

@@ -13,7 +13,11 @@ export class DurableSub {
   private feed?: LiveFeed;
   private stopped = false;
 
-  constructor(private readonly ws: Socket, readonly spec: DurableSpec, private readonly metrics: Metrics) {}
+  constructor(
+    private readonly ws: Socket,
+    readonly spec: DurableSpec,
+    private readonly metrics: Metrics,
+  ) {}
 
   async start(api: DurableApi): Promise<void> {
     this.feed = await api.bind(this.spec, (d) => this.onMessage(d));

@@ -58,7 +58,12 @@ export class Handoff<F> {
    * `lastSent`: the client has everything up to this seq (it resumes after it).
    * `target`: the live feed's position now. `holdLimit`: live messages held at most.
    */
-  constructor(private readonly port: HandoffPort<F>, private lastSent_: number, private target_: number, private readonly holdLimit: number) {
+  constructor(
+    private readonly port: HandoffPort<F>,
+    private lastSent_: number,
+    private target_: number,
+    private readonly holdLimit: number,
+  ) {
     this.covered = lastSent_;
     this.feedPos = target_;
   }

@@ -58,7 +58,7 @@ export class FanoutHub {
 
   /** Takes a reference on the pattern's feed, starting it if needed; resolves once it delivers. */
   async acquire(pattern: string): Promise<ChannelFeed> {
-    let feed = this.feeds.get(pattern);
+    const feed = this.feeds.get(pattern);
     if (feed) {
       if (feed.linger) {
         clearTimeout(feed.linger);
@@ -73,7 +73,16 @@ export class FanoutHub {
       }
       return feed;
     }
-    const created: ChannelFeed = { pattern, topic: topicOf(pattern), refs: 1, count: 0, lastSeq: 0, startAfter: 0, ready: Promise.resolve(), catchups: new Set() };
+    const created: ChannelFeed = {
+      pattern,
+      topic: topicOf(pattern),
+      refs: 1,
+      count: 0,
+      lastSeq: 0,
+      startAfter: 0,
+      ready: Promise.resolve(),
+      catchups: new Set(),
+    };
     created.ready = this.start(created);
     this.feeds.set(pattern, created);
     await created.ready;

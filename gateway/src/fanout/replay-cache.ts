@@ -24,7 +24,10 @@ export class ReplayCache {
   private fetches = 0;
   private hits = 0;
 
-  constructor(private readonly replay: ReplayApi, private readonly maxBytes: number) {}
+  constructor(
+    private readonly replay: ReplayApi,
+    private readonly maxBytes: number,
+  ) {}
 
   stats(): ReplayCacheStats {
     return { pages: this.lru.size, bytes: this.bytes, fetches: this.fetches, hits: this.hits };

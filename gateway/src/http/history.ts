@@ -36,7 +36,8 @@ export async function history(broker: Broker, res: HttpResponse, st: ResState, p
   const fromSeq = num("from_seq", 1, Number.MAX_SAFE_INTEGER);
   const last = num("last", 1, MAX_LIMIT);
   const limit = num("limit", 1, MAX_LIMIT);
-  if (fromSeq === "bad" || last === "bad" || limit === "bad") return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: `from_seq must be >= 1; last and limit from 1 to ${MAX_LIMIT}` });
+  if (fromSeq === "bad" || last === "bad" || limit === "bad")
+    return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: `from_seq must be >= 1; last and limit from 1 to ${MAX_LIMIT}` });
   if (fromSeq !== undefined && last !== undefined) return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: "give from_seq or last, not both" });
   if (!broker.isConnected()) return sendJson(res, st, 503, { error: ErrorCode.BrokerUnavailable, message: "broker is not connected; retry" });
   try {

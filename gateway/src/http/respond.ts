@@ -11,13 +11,30 @@ export function track(res: HttpResponse): ResState {
   return st;
 }
 
-const STATUS: Record<number, string> = { 200: "200 OK", 201: "201 Created", 400: "400 Bad Request", 401: "401 Unauthorized", 403: "403 Forbidden", 404: "404 Not Found", 405: "405 Method Not Allowed", 413: "413 Payload Too Large", 429: "429 Too Many Requests", 501: "501 Not Implemented", 500: "500 Internal Server Error", 502: "502 Bad Gateway", 503: "503 Service Unavailable" };
+const STATUS: Record<number, string> = {
+  200: "200 OK",
+  201: "201 Created",
+  400: "400 Bad Request",
+  401: "401 Unauthorized",
+  403: "403 Forbidden",
+  404: "404 Not Found",
+  405: "405 Method Not Allowed",
+  413: "413 Payload Too Large",
+  429: "429 Too Many Requests",
+  501: "501 Not Implemented",
+  500: "500 Internal Server Error",
+  502: "502 Bad Gateway",
+  503: "503 Service Unavailable",
+};
 
 export function send(res: HttpResponse, st: ResState, status: number, body: string, contentType = "application/json"): void {
   if (st.aborted || st.done) return;
   st.done = true;
   res.cork(() => {
-    res.writeStatus(STATUS[status] ?? `${status} Status`).writeHeader("content-type", contentType).end(body);
+    res
+      .writeStatus(STATUS[status] ?? `${status} Status`)
+      .writeHeader("content-type", contentType)
+      .end(body);
   });
 }
 

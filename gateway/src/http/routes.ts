@@ -44,13 +44,14 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
 
   // With an admin listener (the primary's), metrics and stats are not on the public port at all.
   const publicMetrics = ctx.config.adminPort < 0;
-  if (publicMetrics) app.get("/metrics", (res) => {
-    const st = track(res);
-    ctx.clusterMetrics().then(
-      (m) => send(res, st, 200, m.text, m.contentType),
-      (e) => send(res, st, 500, `# metrics unavailable: ${(e as Error).message}\n`, "text/plain"),
-    );
-  });
+  if (publicMetrics)
+    app.get("/metrics", (res) => {
+      const st = track(res);
+      ctx.clusterMetrics().then(
+        (m) => send(res, st, 200, m.text, m.contentType),
+        (e) => send(res, st, 500, `# metrics unavailable: ${(e as Error).message}\n`, "text/plain"),
+      );
+    });
 
   app.post(`${PUBLISH_PREFIX}*`, (res, req) => {
     const st = track(res);
@@ -76,10 +77,18 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
   });
 }
 
-async function httpPublish(ctx: HttpContext, res: Parameters<Parameters<TemplatedApp["post"]>[1]>[0], st: ReturnType<typeof track>, rawChannel: string, msgId: string | undefined, creds: ReturnType<typeof readCredentials>): Promise<void> {
+async function httpPublish(
+  ctx: HttpContext,
+  res: Parameters<Parameters<TemplatedApp["post"]>[1]>[0],
+  st: ReturnType<typeof track>,
+  rawChannel: string,
+  msgId: string | undefined,
+  creds: ReturnType<typeof readCredentials>,
+): Promise<void> {
   const body = await readBody(res, st, ctx.config.maxPayloadBytes);
   if (body === undefined) return;
-  if (body === "too_large") return sendJson(res, st, 413, { error: ErrorCode.PayloadTooLarge, message: `body is larger than ${ctx.config.maxPayloadBytes} bytes` });
+  if (body === "too_large")
+    return sendJson(res, st, 413, { error: ErrorCode.PayloadTooLarge, message: `body is larger than ${ctx.config.maxPayloadBytes} bytes` });
   let channel: string;
   try {
     channel = decodeURIComponent(rawChannel);
@@ -90,7 +99,8 @@ async function httpPublish(ctx: HttpContext, res: Parameters<Parameters<Template
   if (!c.ok) return sendJson(res, st, 400, { error: ErrorCode.BadChannel, message: c.reason });
   const denied = await authorizeHttp(ctx.auth, creds, "pub", channel);
   if (denied) return sendJson(res, st, denied.status, denied.body);
-  if (msgId !== undefined && !/^[\x21-\x7e]{1,128}$/.test(msgId)) return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: "Idempotency-Key must be 1-128 printable ASCII characters" });
+  if (msgId !== undefined && !/^[\x21-\x7e]{1,128}$/.test(msgId))
+    return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: "Idempotency-Key must be 1-128 printable ASCII characters" });
   let data: unknown;
   try {
     data = JSON.parse(body.toString("utf8"));

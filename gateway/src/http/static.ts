@@ -52,7 +52,8 @@ export function loadStaticFiles(root: string = PACKAGE_ROOT): Map<string, Static
 
 /** Registers GET routes for the static files; call before the catch-all 404 route. */
 export function registerStaticRoutes(app: TemplatedApp, log: Logger, files: Map<string, StaticFile> = loadStaticFiles()): void {
-  if (!files.has("/client.js")) log.warn({ expected: resolve(PACKAGE_ROOT, CLIENT_BUNDLE) }, "client SDK bundle not found (run npm run build); /client.js will answer 404");
+  if (!files.has("/client.js"))
+    log.warn({ expected: resolve(PACKAGE_ROOT, CLIENT_BUNDLE) }, "client SDK bundle not found (run npm run build); /client.js will answer 404");
   for (const [path, file] of files) {
     app.get(path, (res, req) => {
       if (req.getHeader("if-none-match") === file.etag) return write(res, "304 Not Modified", file);

@@ -53,7 +53,9 @@ export type StatsSample = {
 export function sampleFrom(samples: PromSample[], at: number): StatsSample {
   const sum = (name: string, pred: (l: Record<string, string>) => boolean = () => true) =>
     samples.reduce((acc, s) => (s.name === name && pred(s.labels) ? acc + s.value : acc), 0);
-  const buckets = samples.filter((s) => s.name === "fanout_delivery_latency_seconds_bucket").map((s) => ({ le: s.labels.le === "+Inf" ? Infinity : Number(s.labels.le), count: s.value }));
+  const buckets = samples
+    .filter((s) => s.name === "fanout_delivery_latency_seconds_bucket")
+    .map((s) => ({ le: s.labels.le === "+Inf" ? Infinity : Number(s.labels.le), count: s.value }));
   buckets.sort((a, b) => a.le - b.le);
   return {
     at,
@@ -100,7 +102,8 @@ const round = (v: number | undefined, digits: number): number | null => (v === u
 /** The JSON body of `/v1/stats` for a new sample compared with an older one (rates need `base`). */
 export function statsBody(now: StatsSample, base: StatsSample | undefined) {
   const dt = base ? (now.at - base.at) / 1000 : 0;
-  const rate = (k: "publishes" | "brokerMessages" | "framesDelivered" | "deliveriesDropped") => (base && dt > 0 ? round(Math.max(0, now[k] - base[k]) / dt, 1) : null);
+  const rate = (k: "publishes" | "brokerMessages" | "framesDelivered" | "deliveriesDropped") =>
+    base && dt > 0 ? round(Math.max(0, now[k] - base[k]) / dt, 1) : null;
   const recent = base ? minus(now.latency, base.latency) : now.latency;
   const recentCount = recent.counts[recent.counts.length - 1] ?? 0;
   const lat = recentCount > 0 ? recent : now.latency;
@@ -112,9 +115,28 @@ export function statsBody(now: StatsSample, base: StatsSample | undefined) {
     connections: now.connections,
     subscriptions: now.subscriptions,
     channels: now.channels,
-    totals: { publishes: now.publishes, brokerMessages: now.brokerMessages, framesDelivered: now.framesDelivered, deliveriesDropped: now.deliveriesDropped, latencyObservations: now.latency.counts[now.latency.counts.length - 1] ?? 0 },
-    rates: base ? { publishesPerSec: rate("publishes"), brokerMessagesPerSec: rate("brokerMessages"), framesOutPerSec: rate("framesDelivered"), droppedPerSec: rate("deliveriesDropped") } : null,
-    latencyMs: { p50: ms(0.5), p90: ms(0.9), p99: ms(0.99), observations: recentCount > 0 ? recentCount : lat.counts[lat.counts.length - 1] ?? 0, over: recentCount > 0 ? "window" : "since start" },
+    totals: {
+      publishes: now.publishes,
+      brokerMessages: now.brokerMessages,
+      framesDelivered: now.framesDelivered,
+      deliveriesDropped: now.deliveriesDropped,
+      latencyObservations: now.latency.counts[now.latency.counts.length - 1] ?? 0,
+    },
+    rates: base
+      ? {
+          publishesPerSec: rate("publishes"),
+          brokerMessagesPerSec: rate("brokerMessages"),
+          framesOutPerSec: rate("framesDelivered"),
+          droppedPerSec: rate("deliveriesDropped"),
+        }
+      : null,
+    latencyMs: {
+      p50: ms(0.5),
+      p90: ms(0.9),
+      p99: ms(0.99),
+      observations: recentCount > 0 ? recentCount : (lat.counts[lat.counts.length - 1] ?? 0),
+      over: recentCount > 0 ? "window" : "since start",
+    },
   };
 }
 

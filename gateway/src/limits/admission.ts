@@ -20,8 +20,16 @@ export class Admission {
   private count = 0;
   private sweeper: NodeJS.Timeout | undefined;
 
-  constructor(private readonly config: LimitsSection, private readonly metrics: GuardMetrics) {
-    this.ips = new IpTable({ maxPerIp: config.maxConnectionsPerIp, ratePerSec: config.connectRatePerIp, burst: config.connectBurstPerIp, maxEntries: MAX_IP_ENTRIES });
+  constructor(
+    private readonly config: LimitsSection,
+    private readonly metrics: GuardMetrics,
+  ) {
+    this.ips = new IpTable({
+      maxPerIp: config.maxConnectionsPerIp,
+      ratePerSec: config.connectRatePerIp,
+      burst: config.connectBurstPerIp,
+      maxEntries: MAX_IP_ENTRIES,
+    });
     this.origins = new OriginPolicy(config.allowedOrigins);
   }
 
@@ -47,11 +55,18 @@ export class Admission {
 
   private check(ip: string, origin: string, now: number): Refusal | undefined {
     if (!this.origins.allows(origin)) return { reason: "origin", status: 403, message: `origin ${origin.slice(0, 200)} is not allowed` };
-    if (this.count >= this.config.maxConnections) return { reason: "max_connections", status: 503, message: "this server is at its connection limit; retry elsewhere or later", retryAfterSec: 1 };
+    if (this.count >= this.config.maxConnections)
+      return { reason: "max_connections", status: 503, message: "this server is at its connection limit; retry elsewhere or later", retryAfterSec: 1 };
     const r = this.ips.reserve(ip, now);
     if (r === undefined) return undefined;
     if (r === "ip_connections") return { reason: r, status: 429, message: `at most ${this.config.maxConnectionsPerIp} connections per client address` };
-    if (r === "ip_rate") return { reason: r, status: 429, message: "too many new connections from this address; slow down", retryAfterSec: Math.max(1, Math.ceil(this.ips.retryAfterMs(ip, now) / 1000)) };
+    if (r === "ip_rate")
+      return {
+        reason: r,
+        status: 429,
+        message: "too many new connections from this address; slow down",
+        retryAfterSec: Math.max(1, Math.ceil(this.ips.retryAfterMs(ip, now) / 1000)),
+      };
     return { reason: r, status: 503, message: "too many client addresses right now; retry later", retryAfterSec: 1 };
   }
 

@@ -12,7 +12,12 @@ export class FrameLimiter {
   private readonly bucket: TokenBucket;
   private warnedAt = -Infinity;
 
-  constructor(ratePerSec: number, burst: number, private readonly windowMs: number, now: number) {
+  constructor(
+    ratePerSec: number,
+    burst: number,
+    private readonly windowMs: number,
+    now: number,
+  ) {
     this.bucket = new TokenBucket(ratePerSec, burst, now);
   }
 

@@ -3,8 +3,18 @@ import client from "prom-client";
 /** Metrics of authentication and abuse limits; made once per worker, aggregated by the primary. */
 export function createGuardMetrics(registry: client.Registry = client.register) {
   const r = [registry];
-  const rejected = new client.Counter({ name: "fanout_upgrades_rejected_total", help: "WebSocket upgrades refused, by reason", labelNames: ["reason"] as const, registers: r });
-  const authFailures = new client.Counter({ name: "fanout_auth_failures_total", help: "Tokens or API keys refused, by reason", labelNames: ["reason"] as const, registers: r });
+  const rejected = new client.Counter({
+    name: "fanout_upgrades_rejected_total",
+    help: "WebSocket upgrades refused, by reason",
+    labelNames: ["reason"] as const,
+    registers: r,
+  });
+  const authFailures = new client.Counter({
+    name: "fanout_auth_failures_total",
+    help: "Tokens or API keys refused, by reason",
+    labelNames: ["reason"] as const,
+    registers: r,
+  });
   return {
     rejected: (reason: string) => rejected.labels(reason).inc(),
     authFailure: (reason: string) => authFailures.labels(reason).inc(),

@@ -6,7 +6,11 @@ export class TokenBucket {
   private tokens: number;
   private updated: number;
 
-  constructor(private readonly ratePerSec: number, private readonly burst: number, now: number) {
+  constructor(
+    private readonly ratePerSec: number,
+    private readonly burst: number,
+    now: number,
+  ) {
     this.tokens = burst;
     this.updated = now;
   }

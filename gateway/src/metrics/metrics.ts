@@ -7,28 +7,74 @@ import client from "prom-client";
 export function createMetrics(registry: client.Registry = client.register) {
   client.collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 });
   const r = [registry];
-  const publishes = new client.Counter({ name: "fanout_publishes_total", help: "Publishes through the gateway by result", labelNames: ["result", "via"] as const, registers: r });
+  const publishes = new client.Counter({
+    name: "fanout_publishes_total",
+    help: "Publishes through the gateway by result",
+    labelNames: ["result", "via"] as const,
+    registers: r,
+  });
   return {
     registry,
     connections: new client.Gauge({ name: "fanout_connections", help: "Open WebSocket connections", registers: r }),
     subscriptions: new client.Gauge({ name: "fanout_subscriptions", help: "Active client subscriptions", registers: r }),
-    liveFeeds: new client.Gauge({ name: "fanout_live_feeds", help: "Live feeds: one core NATS subscription (or Redis SUBSCRIBE) per channel pattern per worker; no JetStream consumer", registers: r }),
-    liveRepairs: new client.Counter({ name: "fanout_live_repairs_total", help: "Live feed repairs read from the stream, by reason (gap, reconnect, leader, overflow)", labelNames: ["reason"], registers: r }),
+    liveFeeds: new client.Gauge({
+      name: "fanout_live_feeds",
+      help: "Live feeds: one core NATS subscription (or Redis SUBSCRIBE) per channel pattern per worker; no JetStream consumer",
+      registers: r,
+    }),
+    liveRepairs: new client.Counter({
+      name: "fanout_live_repairs_total",
+      help: "Live feed repairs read from the stream, by reason (gap, reconnect, leader, overflow)",
+      labelNames: ["reason"],
+      registers: r,
+    }),
     brokerMessages: new client.Counter({ name: "fanout_broker_messages_total", help: "Messages received from the broker by live consumers", registers: r }),
     framesDelivered: new client.Counter({ name: "fanout_frames_delivered_total", help: "Message frames handed to sockets", registers: r }),
-    deliveriesDropped: new client.Counter({ name: "fanout_deliveries_dropped_total", help: "Deliveries not made to a socket because of backpressure", registers: r }),
-    slowSwitches: new client.Counter({ name: "fanout_slow_consumer_switches_total", help: "Sockets taken out of live delivery for backpressure", registers: r }),
-    slowClosed: new client.Counter({ name: "fanout_slow_consumer_closed_total", help: "Sockets closed with 4008 after staying over the buffer limit", registers: r }),
-    badFrames: new client.Counter({ name: "fanout_bad_frames_total", help: "Client frames answered with an err frame", labelNames: ["code"] as const, registers: r }),
+    deliveriesDropped: new client.Counter({
+      name: "fanout_deliveries_dropped_total",
+      help: "Deliveries not made to a socket because of backpressure",
+      registers: r,
+    }),
+    slowSwitches: new client.Counter({
+      name: "fanout_slow_consumer_switches_total",
+      help: "Sockets taken out of live delivery for backpressure",
+      registers: r,
+    }),
+    slowClosed: new client.Counter({
+      name: "fanout_slow_consumer_closed_total",
+      help: "Sockets closed with 4008 after staying over the buffer limit",
+      registers: r,
+    }),
+    badFrames: new client.Counter({
+      name: "fanout_bad_frames_total",
+      help: "Client frames answered with an err frame",
+      labelNames: ["code"] as const,
+      registers: r,
+    }),
     publishOk: publishes.labels("ok", "ws"),
     publishDuplicate: publishes.labels("duplicate", "ws"),
     publishError: publishes.labels("error", "ws"),
     httpPublishOk: publishes.labels("ok", "http"),
     httpPublishDuplicate: publishes.labels("duplicate", "http"),
     httpPublishError: publishes.labels("error", "http"),
-    publishDuration: new client.Histogram({ name: "fanout_publish_duration_seconds", help: "Broker publish latency (until the JetStream ack)", buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: r }),
-    deliveryLatency: new client.Histogram({ name: "fanout_delivery_latency_seconds", help: "Broker timestamp to frame handed to uWS, once per message per worker (not per socket)", buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: r }),
-    brokerConnected: new client.Gauge({ name: "fanout_broker_connected", help: "1 while the worker's broker connection is up (min over workers)", aggregator: "min", registers: r }),
+    publishDuration: new client.Histogram({
+      name: "fanout_publish_duration_seconds",
+      help: "Broker publish latency (until the JetStream ack)",
+      buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: r,
+    }),
+    deliveryLatency: new client.Histogram({
+      name: "fanout_delivery_latency_seconds",
+      help: "Broker timestamp to frame handed to uWS, once per message per worker (not per socket)",
+      buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: r,
+    }),
+    brokerConnected: new client.Gauge({
+      name: "fanout_broker_connected",
+      help: "1 while the worker's broker connection is up (min over workers)",
+      aggregator: "min",
+      registers: r,
+    }),
     brokerReconnects: new client.Counter({ name: "fanout_broker_reconnects_total", help: "Broker reconnects", registers: r }),
   };
 }

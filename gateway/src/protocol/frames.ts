@@ -5,8 +5,13 @@ import { ErrorCode } from "./codes.js";
 export type StartPosition = { seq: number; epoch?: string } | { time: string } | { last: number } | "all";
 
 export type SubFrame = {
-  op: "sub"; id?: Id; channel: string; from?: StartPosition;
-  durable?: string; ack?: boolean; maxInflight?: number;
+  op: "sub";
+  id?: Id;
+  channel: string;
+  from?: StartPosition;
+  durable?: string;
+  ack?: boolean;
+  maxInflight?: number;
 };
 export type UnsubFrame = { op: "unsub"; id?: Id; channel: string };
 export type PubFrame = { op: "pub"; id?: Id; channel: string; data: unknown; msgId?: string };
@@ -42,20 +47,28 @@ export function parseClientFrame(text: string): ParseResult {
     else return fail(ErrorCode.BadRequest, `id must be a number or a string of at most ${MAX_ID_LENGTH} characters`);
   }
   switch (o.op) {
-    case "sub": return parseSub(o, id);
+    case "sub":
+      return parseSub(o, id);
     case "unsub": {
       const c = checkPattern(o.channel);
       if (!c.ok) return fail(ErrorCode.BadChannel, c.reason, id);
       return { ok: true, frame: { op: "unsub", id, channel: o.channel as string } };
     }
-    case "pub": return parsePub(o, id);
-    case "ping": return { ok: true, frame: { op: "ping", id } };
-    case "ack": case "nak": case "term": return parseAck(o, id);
+    case "pub":
+      return parsePub(o, id);
+    case "ping":
+      return { ok: true, frame: { op: "ping", id } };
+    case "ack":
+    case "nak":
+    case "term":
+      return parseAck(o, id);
     case "refresh":
       if (typeof o.token !== "string" || o.token.length === 0) return fail(ErrorCode.BadRequest, "token must be a non-empty string", id);
       return { ok: true, frame: { op: "refresh", id, token: o.token } };
-    case undefined: return fail(ErrorCode.UnknownOp, "op is missing", id);
-    default: return fail(ErrorCode.UnknownOp, `unknown op ${JSON.stringify(o.op).slice(0, 40)}`, id);
+    case undefined:
+      return fail(ErrorCode.UnknownOp, "op is missing", id);
+    default:
+      return fail(ErrorCode.UnknownOp, `unknown op ${JSON.stringify(o.op).slice(0, 40)}`, id);
   }
 }
 
@@ -77,7 +90,8 @@ function parseSub(o: Record<string, unknown>, id: Id | undefined): ParseResult {
     frame.ack = o.ack;
   }
   if (o.maxInflight !== undefined) {
-    if (!Number.isInteger(o.maxInflight) || (o.maxInflight as number) < 1 || (o.maxInflight as number) > 10_000) return fail(ErrorCode.BadRequest, "maxInflight must be an integer from 1 to 10000", id);
+    if (!Number.isInteger(o.maxInflight) || (o.maxInflight as number) < 1 || (o.maxInflight as number) > 10_000)
+      return fail(ErrorCode.BadRequest, "maxInflight must be an integer from 1 to 10000", id);
     frame.maxInflight = o.maxInflight as number;
   }
   return { ok: true, frame };
@@ -97,8 +111,12 @@ function parseFrom(v: unknown): StartPosition | string {
     if (typeof f.epoch !== "string" || f.epoch.length === 0 || f.epoch.length > 64) return "from.epoch must be the epoch string of an earlier ok frame";
     return { seq: f.seq as number, epoch: f.epoch };
   }
-  if ("last" in f) return Number.isSafeInteger(f.last) && (f.last as number) >= 1 && (f.last as number) <= 1_000_000 ? { last: f.last as number } : "from.last must be an integer from 1 to 1000000";
-  if ("time" in f) return typeof f.time === "string" && !Number.isNaN(Date.parse(f.time)) ? { time: new Date(f.time).toISOString() } : "from.time must be an ISO-8601 date";
+  if ("last" in f)
+    return Number.isSafeInteger(f.last) && (f.last as number) >= 1 && (f.last as number) <= 1_000_000
+      ? { last: f.last as number }
+      : "from.last must be an integer from 1 to 1000000";
+  if ("time" in f)
+    return typeof f.time === "string" && !Number.isNaN(Date.parse(f.time)) ? { time: new Date(f.time).toISOString() } : "from.time must be an ISO-8601 date";
   return "from must have exactly one of seq, time, last";
 }
 
@@ -108,7 +126,8 @@ function parsePub(o: Record<string, unknown>, id: Id | undefined): ParseResult {
   if (!("data" in o)) return fail(ErrorCode.BadRequest, "data is missing", id);
   const frame: PubFrame = { op: "pub", id, channel: o.channel as string, data: o.data };
   if (o.msgId !== undefined) {
-    if (typeof o.msgId !== "string" || !MSG_ID.test(o.msgId)) return fail(ErrorCode.BadRequest, "msgId must be 1-128 printable ASCII characters without spaces", id);
+    if (typeof o.msgId !== "string" || !MSG_ID.test(o.msgId))
+      return fail(ErrorCode.BadRequest, "msgId must be 1-128 printable ASCII characters without spaces", id);
     frame.msgId = o.msgId;
   }
   return { ok: true, frame };
@@ -118,7 +137,8 @@ function parseAck(o: Record<string, unknown>, id: Id | undefined): ParseResult {
   if (!Number.isSafeInteger(o.seq) || (o.seq as number) < 1) return fail(ErrorCode.BadRequest, "seq must be an integer >= 1", id);
   const frame: AckFrame = { op: o.op as AckFrame["op"], id, seq: o.seq as number };
   if (o.delay !== undefined) {
-    if (o.op !== "nak" || !Number.isInteger(o.delay) || (o.delay as number) < 0 || (o.delay as number) > 3_600_000) return fail(ErrorCode.BadRequest, "delay (ms, 0-3600000) is only valid on nak", id);
+    if (o.op !== "nak" || !Number.isInteger(o.delay) || (o.delay as number) < 0 || (o.delay as number) > 3_600_000)
+      return fail(ErrorCode.BadRequest, "delay (ms, 0-3600000) is only valid on nak", id);
     frame.delay = o.delay as number;
   }
   if (o.sub !== undefined) {

@@ -37,12 +37,20 @@ export function handleFrame(ctx: HandlerContext, ws: Socket, text: string): void
   const denied = authorizeFrame(ws.getUserData().principal, f);
   if (denied) return replyErr(ctx, ws, f.id, ErrorCode.Forbidden, denied);
   switch (f.op) {
-    case "ping": return sendText(ws, pongFrame(f.id));
-    case "sub": return void subscribe(ctx, ws, f).catch((e) => internalError(ctx, ws, f.id, e));
-    case "unsub": return unsubscribe(ctx, ws, f);
-    case "pub": return void publish(ctx, ws, f).catch((e) => internalError(ctx, ws, f.id, e));
-    case "ack": case "nak": case "term": return settle(ctx, ws, f);
-    case "refresh": return void refreshSession(ctx, ws, f).catch((e) => internalError(ctx, ws, f.id, e));
+    case "ping":
+      return sendText(ws, pongFrame(f.id));
+    case "sub":
+      return void subscribe(ctx, ws, f).catch((e) => internalError(ctx, ws, f.id, e));
+    case "unsub":
+      return unsubscribe(ctx, ws, f);
+    case "pub":
+      return void publish(ctx, ws, f).catch((e) => internalError(ctx, ws, f.id, e));
+    case "ack":
+    case "nak":
+    case "term":
+      return settle(ctx, ws, f);
+    case "refresh":
+      return void refreshSession(ctx, ws, f).catch((e) => internalError(ctx, ws, f.id, e));
   }
 }
 
@@ -61,14 +69,15 @@ function internalError(ctx: HandlerContext, ws: Socket, id: Id | undefined, e: u
   replyErr(ctx, ws, id, ErrorCode.Internal, "internal error");
 }
 
-
 async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<void> {
   const s = ws.getUserData();
   if (ctx.isDraining()) return replyErr(ctx, ws, f.id, ErrorCode.ShuttingDown, "server is shutting down; reconnect");
   if (s.subs.has(f.channel)) return replyErr(ctx, ws, f.id, ErrorCode.AlreadySubscribed, `already subscribed to ${f.channel}`);
-  if (s.subs.size >= ctx.config.fanout.maxSubscriptions) return replyErr(ctx, ws, f.id, ErrorCode.TooManySubscriptions, `at most ${ctx.config.fanout.maxSubscriptions} subscriptions per connection`);
+  if (s.subs.size >= ctx.config.fanout.maxSubscriptions)
+    return replyErr(ctx, ws, f.id, ErrorCode.TooManySubscriptions, `at most ${ctx.config.fanout.maxSubscriptions} subscriptions per connection`);
   if (f.durable !== undefined || f.ack) return subscribeDurable(ctx, ws, f);
-  if (f.from !== undefined && !ctx.broker.replay) return replyErr(ctx, ws, f.id, ErrorCode.UnsupportedByBroker, `the ${ctx.broker.kind} broker keeps no history: start positions need JetStream`);
+  if (f.from !== undefined && !ctx.broker.replay)
+    return replyErr(ctx, ws, f.id, ErrorCode.UnsupportedByBroker, `the ${ctx.broker.kind} broker keeps no history: start positions need JetStream`);
 
   const sub = ctx.subs.begin(ws, f.channel);
   let feed;
@@ -123,12 +132,23 @@ async function resolveStart(ctx: HandlerContext, f: SubFrame): Promise<{ lastSen
 async function subscribeDurable(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<void> {
   const s = ws.getUserData();
   const durables = ctx.broker.durables;
-  if (!durables) return replyErr(ctx, ws, f.id, ErrorCode.UnsupportedByBroker, `the ${ctx.broker.kind} broker has no durable consumers: durable subscriptions need JetStream`);
+  if (!durables)
+    return replyErr(
+      ctx,
+      ws,
+      f.id,
+      ErrorCode.UnsupportedByBroker,
+      `the ${ctx.broker.kind} broker has no durable consumers: durable subscriptions need JetStream`,
+    );
   if (f.durable === undefined) return replyErr(ctx, ws, f.id, ErrorCode.BadRequest, "ack:true needs a durable name");
   if (f.ack === false) return replyErr(ctx, ws, f.id, ErrorCode.BadRequest, "durable subscriptions are acknowledged: ack must be true");
   if (f.from !== undefined) return replyErr(ctx, ws, f.id, ErrorCode.BadRequest, "from is not accepted with durable: a durable resumes where its consumer is");
   const sub = ctx.subs.begin(ws, f.channel);
-  const durable = new DurableSub(ws, { user: s.user, durable: f.durable, pattern: f.channel, maxInflight: f.maxInflight ?? ctx.config.durable.maxInflight }, ctx.metrics);
+  const durable = new DurableSub(
+    ws,
+    { user: s.user, durable: f.durable, pattern: f.channel, maxInflight: f.maxInflight ?? ctx.config.durable.maxInflight },
+    ctx.metrics,
+  );
   sub.durable = durable;
   try {
     await durable.start(durables);

@@ -20,7 +20,11 @@ export class WsEndpoint {
   private readonly ctx: HandlerContext;
 
   /** `extraApps`: more listeners with the same behavior (the TLS app); the hub must publish to all of them. */
-  constructor(private readonly app: TemplatedApp, deps: Omit<HandlerContext, "subs">, private readonly extraApps: TemplatedApp[] = []) {
+  constructor(
+    private readonly app: TemplatedApp,
+    deps: Omit<HandlerContext, "subs">,
+    private readonly extraApps: TemplatedApp[] = [],
+  ) {
     const subs = new Subscriptions(deps.config, deps.broker, deps.hub, deps.metrics, deps.log);
     this.ctx = { ...deps, subs };
     this.backpressure = new BackpressureMonitor(this.sockets, subs, deps.config.backpressure, deps.metrics, deps.log);
@@ -30,54 +34,55 @@ export class WsEndpoint {
   private register(): void {
     const { config, metrics, log } = this.ctx;
     const uws = loadUws();
-    for (const app of [this.app, ...this.extraApps]) app.ws<Session>(WS_PATH, {
-      compression: uws.DISABLED,
-      // uWS drops a connection over its limit without a close frame (1006); the gateway's own check below
-      // answers frames up to this hard cap with a proper 1009.
-      maxPayloadLength: hardPayloadCap(config.server.maxPayloadBytes),
-      maxBackpressure: config.backpressure.maxBytes,
-      idleTimeout: config.server.idleTimeoutSec,
-      sendPingsAutomatically: true,
-      // Origin, connection limits and the token (auth/guard.ts); async-safe when a token must be verified.
-      upgrade: (res, req, context) => this.ctx.guard.upgrade(res, req, context, this.ctx.isDraining),
-      open: (ws) => {
-        this.ctx.guard.opened(ws);
-        this.sockets.add(ws);
-        metrics.connections.inc();
-      },
-      message: (ws, message, isBinary) => {
-        if (!this.ctx.guard.frameAllowed(ws, (m) => replyErr(this.ctx, ws, undefined, ErrorCode.RateLimited, m))) return;
-        if (message.byteLength > config.server.maxPayloadBytes) {
-          metrics.badFrames.labels("message_too_big").inc();
-          ws.end(CloseCode.MessageTooBig, `frame larger than ${config.server.maxPayloadBytes} bytes`);
-          return;
-        }
-        if (isBinary) return replyErr(this.ctx, ws, undefined, ErrorCode.BadJson, "frames must be UTF-8 JSON text, not binary");
-        try {
-          handleFrame(this.ctx, ws, Buffer.from(message).toString("utf8"));
-        } catch (e) {
-          log.error({ err: e }, "frame handler failed");
-          replyErr(this.ctx, ws, undefined, ErrorCode.Internal, "internal error");
-        }
-      },
-      drain: (ws) => {
-        const s = ws.getUserData();
-        if (s.drainWaiters.length > 0 && ws.getBufferedAmount() <= this.ctx.config.backpressure.bytes >> 3) {
-          const waiters = s.drainWaiters;
-          s.drainWaiters = [];
-          for (const w of waiters) w();
-        }
-        this.backpressure.onDrain(ws);
-      },
-      close: (ws) => {
-        const s = ws.getUserData();
-        s.closed = true;
-        this.ctx.guard.closed(ws);
-        this.sockets.delete(ws);
-        releaseSession(this.ctx, ws);
-        metrics.connections.dec();
-      },
-    });
+    for (const app of [this.app, ...this.extraApps])
+      app.ws<Session>(WS_PATH, {
+        compression: uws.DISABLED,
+        // uWS drops a connection over its limit without a close frame (1006); the gateway's own check below
+        // answers frames up to this hard cap with a proper 1009.
+        maxPayloadLength: hardPayloadCap(config.server.maxPayloadBytes),
+        maxBackpressure: config.backpressure.maxBytes,
+        idleTimeout: config.server.idleTimeoutSec,
+        sendPingsAutomatically: true,
+        // Origin, connection limits and the token (auth/guard.ts); async-safe when a token must be verified.
+        upgrade: (res, req, context) => this.ctx.guard.upgrade(res, req, context, this.ctx.isDraining),
+        open: (ws) => {
+          this.ctx.guard.opened(ws);
+          this.sockets.add(ws);
+          metrics.connections.inc();
+        },
+        message: (ws, message, isBinary) => {
+          if (!this.ctx.guard.frameAllowed(ws, (m) => replyErr(this.ctx, ws, undefined, ErrorCode.RateLimited, m))) return;
+          if (message.byteLength > config.server.maxPayloadBytes) {
+            metrics.badFrames.labels("message_too_big").inc();
+            ws.end(CloseCode.MessageTooBig, `frame larger than ${config.server.maxPayloadBytes} bytes`);
+            return;
+          }
+          if (isBinary) return replyErr(this.ctx, ws, undefined, ErrorCode.BadJson, "frames must be UTF-8 JSON text, not binary");
+          try {
+            handleFrame(this.ctx, ws, Buffer.from(message).toString("utf8"));
+          } catch (e) {
+            log.error({ err: e }, "frame handler failed");
+            replyErr(this.ctx, ws, undefined, ErrorCode.Internal, "internal error");
+          }
+        },
+        drain: (ws) => {
+          const s = ws.getUserData();
+          if (s.drainWaiters.length > 0 && ws.getBufferedAmount() <= this.ctx.config.backpressure.bytes >> 3) {
+            const waiters = s.drainWaiters;
+            s.drainWaiters = [];
+            for (const w of waiters) w();
+          }
+          this.backpressure.onDrain(ws);
+        },
+        close: (ws) => {
+          const s = ws.getUserData();
+          s.closed = true;
+          this.ctx.guard.closed(ws);
+          this.sockets.delete(ws);
+          releaseSession(this.ctx, ws);
+          metrics.connections.dec();
+        },
+      });
   }
 
   listen(host: string, port: number): Promise<void> {

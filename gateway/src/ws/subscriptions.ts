@@ -63,7 +63,16 @@ export class Subscriptions {
     const cache = this.hub.cache;
     if (!cache) return this.startLive(ws, sub, feed);
     if (ws.getUserData().paused) return this.park(sub, lastSent, feed.count);
-    const c = new CatchUp(fanoutSocket(ws), sub.pattern, feed, cache, { holdLimit: this.config.fanout.holdMessages, backpressureBytes: this.config.backpressure.bytes }, this.log, lastSent, (end) => this.onCatchUpEnd(ws, sub, c, end));
+    const c = new CatchUp(
+      fanoutSocket(ws),
+      sub.pattern,
+      feed,
+      cache,
+      { holdLimit: this.config.fanout.holdMessages, backpressureBytes: this.config.backpressure.bytes },
+      this.log,
+      lastSent,
+      (end) => this.onCatchUpEnd(ws, sub, c, end),
+    );
     sub.phase = "catchup";
     sub.catchup = c;
     c.start();

@@ -18,7 +18,9 @@ const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
 beforeAll(async () => {
   nats = await startNatsServer();
   gw = await startGateway({
-    natsUrl: nats.url, workers: 1, logLevel: "info",
+    natsUrl: nats.url,
+    workers: 1,
+    logLevel: "info",
     env: { JWT_SECRET: SECRET, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, JWT_CLOCK_TOLERANCE: "0s", API_KEYS: `other-key-0123456789,${API_KEY}` },
   });
 });
@@ -120,7 +122,10 @@ describe("auth — expiry and refresh", () => {
     await keen.sub(`${ch}.a`);
     await keen.sub(`${ch}.b`);
     // refused refreshes change nothing
-    expect(await keen.request({ op: "refresh", token: await sign({ channels: { sub: [">"] } }, { sub: "mallory" }) })).toMatchObject({ op: "err", code: "forbidden" });
+    expect(await keen.request({ op: "refresh", token: await sign({ channels: { sub: [">"] } }, { sub: "mallory" }) })).toMatchObject({
+      op: "err",
+      code: "forbidden",
+    });
     expect(await keen.request({ op: "refresh", token: await sign({}, { exp: Math.floor(Date.now() / 1000) - 10 }) })).toMatchObject({ code: "forbidden" });
     expect(await keen.request({ op: "refresh", token: "garbage" })).toMatchObject({ code: "forbidden" });
     // the new claims drop ch.b and add nothing else; ch.a stays

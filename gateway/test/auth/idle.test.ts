@@ -27,7 +27,9 @@ async function silentSocket(port: number): Promise<{ socket: Socket; closedAt: P
       head += d.toString("latin1");
       if (head.includes("\r\n\r\n")) resolve();
     });
-    socket.write(`GET /ws HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+    socket.write(
+      `GET /ws HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+    );
   });
   expect(head).toMatch(/^HTTP\/1\.1 101/);
   const closedAt = new Promise<number>((r) => socket.once("close", () => r(Date.now())));

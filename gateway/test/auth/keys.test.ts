@@ -20,10 +20,18 @@ const common = { JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE };
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "fgw-keys-"));
-  [es, es2, rsa, stranger] = await Promise.all([generateKeyPair("ES256", { extractable: true }), generateKeyPair("ES256", { extractable: true }), generateKeyPair("RS256", { extractable: true, modulusLength: 2048 }), generateKeyPair("ES256")]);
+  [es, es2, rsa, stranger] = await Promise.all([
+    generateKeyPair("ES256", { extractable: true }),
+    generateKeyPair("ES256", { extractable: true }),
+    generateKeyPair("RS256", { extractable: true, modulusLength: 2048 }),
+    generateKeyPair("ES256"),
+  ]);
   writeFileSync(join(dir, "es256.pem"), await exportSPKI(es.publicKey));
   const jwk = async (k: CryptoKey, kid: string, alg: string) => ({ ...(await exportJWK(k)), kid, alg, use: "sig" });
-  writeFileSync(join(dir, "jwks.json"), JSON.stringify({ keys: [await jwk(es.publicKey, "k1", "ES256"), await jwk(es2.publicKey, "k2", "ES256"), await jwk(rsa.publicKey, "r1", "RS256")] }));
+  writeFileSync(
+    join(dir, "jwks.json"),
+    JSON.stringify({ keys: [await jwk(es.publicKey, "k1", "ES256"), await jwk(es2.publicKey, "k2", "ES256"), await jwk(rsa.publicKey, "r1", "RS256")] }),
+  );
   nats = await startNatsServer();
   [pemGw, jwksGw] = await Promise.all([
     startGateway({ natsUrl: nats.url, workers: 1, logLevel: "info", env: { ...common, JWT_PUBLIC_KEY_FILE: join(dir, "es256.pem") } }),

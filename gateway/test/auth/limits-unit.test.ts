@@ -83,7 +83,10 @@ describe("limits — origin allowlist", () => {
 
 describe("auth — where the token comes from", () => {
   it("Authorization first, then the bearer subprotocol, then ?token=; fanout.v1 is selected", () => {
-    expect(readUpgradeOffer({ authorization: "Bearer aaa", protocols: "fanout.v1, bearer.bbb", queryToken: "ccc" })).toEqual({ token: "aaa", protocol: "fanout.v1" });
+    expect(readUpgradeOffer({ authorization: "Bearer aaa", protocols: "fanout.v1, bearer.bbb", queryToken: "ccc" })).toEqual({
+      token: "aaa",
+      protocol: "fanout.v1",
+    });
     expect(readUpgradeOffer({ authorization: "", protocols: "fanout.v1, bearer.bbb", queryToken: "ccc" })).toEqual({ token: "bbb", protocol: "fanout.v1" });
     expect(readUpgradeOffer({ authorization: "", protocols: "bearer.bbb,fanout.v1", queryToken: undefined })).toEqual({ token: "bbb", protocol: "fanout.v1" });
     expect(readUpgradeOffer({ authorization: "", protocols: "", queryToken: "ccc" })).toEqual({ token: "ccc", protocol: "" });
@@ -120,6 +123,17 @@ describe("config — auth and limit settings", () => {
 
   it("has sane defaults: auth off, limits on", () => {
     const { config } = loadConfig([], {});
-    expect(config).toMatchObject({ jwtSecret: "", apiKeys: [], allowedOrigins: [], maxConnections: 50_000, maxConnectionsPerIp: 1_000, connectRatePerIp: 50, frameRate: 100, frameBurst: 200, frameRateWindowMs: 10_000, jwtClockToleranceSec: 5 });
+    expect(config).toMatchObject({
+      jwtSecret: "",
+      apiKeys: [],
+      allowedOrigins: [],
+      maxConnections: 50_000,
+      maxConnectionsPerIp: 1_000,
+      connectRatePerIp: 50,
+      frameRate: 100,
+      frameBurst: 200,
+      frameRateWindowMs: 10_000,
+      jwtClockToleranceSec: 5,
+    });
   });
 });

@@ -28,14 +28,63 @@ const closeAll = async (cs: TestClient[]) => {
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "fgw-tls-"));
-  execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")], { stdio: "ignore" });
+  execFileSync(
+    "openssl",
+    [
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:prime256v1",
+      "-nodes",
+      "-days",
+      "1",
+      "-subj",
+      "/CN=localhost",
+      "-addext",
+      "subjectAltName=IP:127.0.0.1,DNS:localhost",
+      "-keyout",
+      join(dir, "key.pem"),
+      "-out",
+      join(dir, "cert.pem"),
+    ],
+    { stdio: "ignore" },
+  );
   cert = readFileSync(join(dir, "cert.pem"), "utf8");
   nats = await startNatsServer();
   gw = await startGateway({
-    natsUrl: nats.url, workers: 1, logLevel: "info",
-    args: ["--allowed-origins", "https://app.example.com,https://*.example.org", "--max-connections", "8", "--max-connections-per-ip", "3", "--connect-rate-per-ip", "5", "--connect-burst-per-ip", "5",
-      "--frame-rate", "20", "--frame-burst", "20", "--frame-rate-window", "1s", "--max-subscriptions", "3", "--max-payload-bytes", "1KiB",
-      "--tls-cert-file", join(dir, "cert.pem"), "--tls-key-file", join(dir, "key.pem"), "--tls-port", "0"],
+    natsUrl: nats.url,
+    workers: 1,
+    logLevel: "info",
+    args: [
+      "--allowed-origins",
+      "https://app.example.com,https://*.example.org",
+      "--max-connections",
+      "8",
+      "--max-connections-per-ip",
+      "3",
+      "--connect-rate-per-ip",
+      "5",
+      "--connect-burst-per-ip",
+      "5",
+      "--frame-rate",
+      "20",
+      "--frame-burst",
+      "20",
+      "--frame-rate-window",
+      "1s",
+      "--max-subscriptions",
+      "3",
+      "--max-payload-bytes",
+      "1KiB",
+      "--tls-cert-file",
+      join(dir, "cert.pem"),
+      "--tls-key-file",
+      join(dir, "key.pem"),
+      "--tls-port",
+      "0",
+    ],
   });
 });
 afterAll(async () => {
@@ -57,7 +106,11 @@ describe("limits — admission", () => {
     expect(r.status).toBe(403);
     expect(JSON.parse(r.body).error).toBe("forbidden");
     expect((await refusal(gw.wsUrl, at("127.0.0.10", { origin: "https://example.org" }))).status).toBe(403);
-    await closeAll([await open("127.0.0.10", { origin: "https://app.example.com" }), await open("127.0.0.10", { origin: "https://a.example.org" }), await open("127.0.0.10")]);
+    await closeAll([
+      await open("127.0.0.10", { origin: "https://app.example.com" }),
+      await open("127.0.0.10", { origin: "https://a.example.org" }),
+      await open("127.0.0.10"),
+    ]);
   });
 
   it("connections per IP: the 4th from one address gets 429 while others connect; closing one lets it in", async () => {
@@ -65,20 +118,42 @@ describe("limits — admission", () => {
     expect((await refusal(gw.wsUrl, at("127.0.0.11"))).status).toBe(429);
     const other = await open("127.0.0.20");
     await closeAll([three[0]!]);
-    const again = await waitFor(async () => { const r = await tryConnect(gw.wsUrl, at("127.0.0.11")); return r instanceof TestClient ? r : undefined; }, { what: "a 4th connection after a close" });
+    const again = await waitFor(
+      async () => {
+        const r = await tryConnect(gw.wsUrl, at("127.0.0.11"));
+        return r instanceof TestClient ? r : undefined;
+      },
+      { what: "a 4th connection after a close" },
+    );
     await closeAll([...three.slice(1), other, again]);
   });
 
   it("connections per worker: the 9th gets 503; a close makes room", async () => {
     const cs: TestClient[] = [];
     for (const ip of ["127.0.0.12", "127.0.0.12", "127.0.0.12", "127.0.0.13", "127.0.0.13", "127.0.0.13", "127.0.0.14", "127.0.0.14"]) {
-      cs.push(await waitFor(async () => { const r = await tryConnect(gw.wsUrl, at(ip)); return r instanceof TestClient ? r : undefined; }, { what: `connection from ${ip}` }));
+      cs.push(
+        await waitFor(
+          async () => {
+            const r = await tryConnect(gw.wsUrl, at(ip));
+            return r instanceof TestClient ? r : undefined;
+          },
+          { what: `connection from ${ip}` },
+        ),
+      );
     }
     const r = await refusal(gw.wsUrl, at("127.0.0.21"));
     expect(r.status).toBe(503);
     expect(r.headers["retry-after"]).toBe("1");
     await closeAll([cs.pop()!]);
-    cs.push(await waitFor(async () => { const x = await tryConnect(gw.wsUrl, at("127.0.0.21")); return x instanceof TestClient ? x : undefined; }, { what: "a connection after a close" }));
+    cs.push(
+      await waitFor(
+        async () => {
+          const x = await tryConnect(gw.wsUrl, at("127.0.0.21"));
+          return x instanceof TestClient ? x : undefined;
+        },
+        { what: "a connection after a close" },
+      ),
+    );
     await closeAll(cs);
   });
 
@@ -88,7 +163,13 @@ describe("limits — admission", () => {
     expect(r.status).toBe(429);
     expect(Number(r.headers["retry-after"])).toBeGreaterThanOrEqual(1);
     const t0 = Date.now();
-    const c = await waitFor(async () => { const x = await tryConnect(gw.wsUrl, at("127.0.0.15")); return x instanceof TestClient ? x : undefined; }, { timeoutMs: 3_000, intervalMs: 50, what: "a refilled token" });
+    const c = await waitFor(
+      async () => {
+        const x = await tryConnect(gw.wsUrl, at("127.0.0.15"));
+        return x instanceof TestClient ? x : undefined;
+      },
+      { timeoutMs: 3_000, intervalMs: 50, what: "a refilled token" },
+    );
     expect(Date.now() - t0).toBeLessThan(1_500); // 5/s: a token every 200 ms
     await closeAll([c]);
   });
@@ -112,7 +193,10 @@ describe("limits — per connection", () => {
     const warnedAt = Date.now();
     await waitFor(() => Date.now() - warnedAt > 100, { what: "a token to refill (20/s)" });
     // at the allowed pace (well under 20/s) everything is answered, through and past the 1 s window
-    await waitFor(async () => (await c.request({ op: "ping" })).op === "pong" && Date.now() - warnedAt > 1_200, { intervalMs: 150, what: "the window to pass" });
+    await waitFor(async () => (await c.request({ op: "ping" })).op === "pong" && Date.now() - warnedAt > 1_200, {
+      intervalMs: 150,
+      what: "the window to pass",
+    });
     const lastPing = Date.now();
     await waitFor(() => Date.now() - lastPing > 100, { what: "the bucket to be full again" });
     for (let i = 0; i < 21; i++) c.sendRaw(JSON.stringify({ op: "ping", id: `b${i}` })); // a full bucket + 1

@@ -27,7 +27,9 @@ function allChannels(tokens: string[], maxLen: number): string[] {
 
 // Random patterns over a small alphabet, so that literals collide often.
 const token = fc.constantFrom("a", "b", "c", "*");
-const pattern = fc.tuple(fc.array(token, { minLength: 0, maxLength: 5 }), fc.boolean()).map(([ts, gt]) => (ts.length === 0 || gt ? [...ts, ">"] : ts).join("."));
+const pattern = fc
+  .tuple(fc.array(token, { minLength: 0, maxLength: 5 }), fc.boolean())
+  .map(([ts, gt]) => (ts.length === 0 || gt ? [...ts, ">"] : ts).join("."));
 
 describe("permissions — pattern coverage", () => {
   it("examples from the spec", () => {
@@ -67,7 +69,10 @@ describe("permissions — pattern coverage", () => {
         if (!patternCovers(perm, q)) {
           // Instantiate q with a token perm never names (zz), `>` expanded to 1..(perm length + 1) tokens.
           const base = q.split(".").map((t) => (t === "*" ? "zz" : t));
-          const witnesses = base.at(-1) === ">" ? Array.from({ length: perm.split(".").length + 1 }, (_, k) => [...base.slice(0, -1), ...Array(k + 1).fill("zz")].join(".")) : [base.join(".")];
+          const witnesses =
+            base.at(-1) === ">"
+              ? Array.from({ length: perm.split(".").length + 1 }, (_, k) => [...base.slice(0, -1), ...Array(k + 1).fill("zz")].join("."))
+              : [base.join(".")];
           expect(witnesses.some((w) => matches(q, w) && !matches(perm, w))).toBe(true);
         }
       }),
@@ -76,7 +81,10 @@ describe("permissions — pattern coverage", () => {
   });
 
   it("a pattern covers itself, and > covers every pattern", () => {
-    fc.assert(fc.property(pattern, (p) => patternCovers(p, p) && patternCovers(">", p)), { numRuns: 2_000 });
+    fc.assert(
+      fc.property(pattern, (p) => patternCovers(p, p) && patternCovers(">", p)),
+      { numRuns: 2_000 },
+    );
   });
 });
 

@@ -12,7 +12,10 @@ export type SignOptions = { key?: Uint8Array | CryptoKey; alg?: string; kid?: st
 
 /** Signs a token (HS256 with SECRET unless told otherwise) for `sub` with `claims`. */
 export async function sign(claims: JWTPayload & { channels?: { sub?: string[]; pub?: string[] } }, o: SignOptions = {}): Promise<string> {
-  const jwt = new SignJWT(claims).setProtectedHeader({ alg: o.alg ?? "HS256", ...(o.kid ? { kid: o.kid } : {}) }).setIssuedAt().setExpirationTime(o.exp ?? "10m");
+  const jwt = new SignJWT(claims)
+    .setProtectedHeader({ alg: o.alg ?? "HS256", ...(o.kid ? { kid: o.kid } : {}) })
+    .setIssuedAt()
+    .setExpirationTime(o.exp ?? "10m");
   if (o.sub !== "") jwt.setSubject(o.sub ?? "alice");
   if (o.iss !== "") jwt.setIssuer(o.iss ?? ISSUER);
   if (o.aud !== "") jwt.setAudience(o.aud ?? AUDIENCE);
@@ -22,7 +25,10 @@ export async function sign(claims: JWTPayload & { channels?: { sub?: string[]; p
 export type ConnectOptions = { protocols?: string[]; headers?: Record<string, string>; localAddress?: string; ca?: string };
 
 /** Connects, resolving with the client, or with the HTTP status the upgrade was refused with. */
-export async function tryConnect(url: string, o: ConnectOptions = {}): Promise<TestClient | { status: number; body: string; headers: Record<string, unknown> }> {
+export async function tryConnect(
+  url: string,
+  o: ConnectOptions = {},
+): Promise<TestClient | { status: number; body: string; headers: Record<string, unknown> }> {
   const ws = new WebSocket(url, o.protocols, { headers: o.headers, localAddress: o.localAddress, ca: o.ca });
   return new Promise((resolve, reject) => {
     ws.once("open", () => resolve(TestClient.wrap(ws)));

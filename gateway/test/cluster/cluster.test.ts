@@ -32,13 +32,16 @@ async function socket(url: string): Promise<TestClient> {
 
 /** The cluster node holding the gateway worker's NATS connection (connz on each running node). */
 async function nodeOfGateway(): Promise<NatsClusterNode> {
-  return waitFor(async () => {
-    for (const node of cluster.nodes.filter((x) => x.running)) {
-      const z = await getJson<{ connections?: Array<{ name?: string }> }>(`http://127.0.0.1:${node.monitorPort}/connz?limit=1024`);
-      if (z?.connections?.some((c) => c.name?.startsWith("fanout-gateway-worker"))) return node;
-    }
-    return undefined;
-  }, { timeoutMs: 10_000, what: "the node the gateway worker is connected to" });
+  return waitFor(
+    async () => {
+      for (const node of cluster.nodes.filter((x) => x.running)) {
+        const z = await getJson<{ connections?: Array<{ name?: string }> }>(`http://127.0.0.1:${node.monitorPort}/connz?limit=1024`);
+        if (z?.connections?.some((c) => c.name?.startsWith("fanout-gateway-worker"))) return node;
+      }
+      return undefined;
+    },
+    { timeoutMs: 10_000, what: "the node the gateway worker is connected to" },
+  );
 }
 
 async function streamInfo(): Promise<StreamInfo> {
@@ -55,13 +58,16 @@ async function nodeStreamState(node: NatsClusterNode): Promise<{ messages: numbe
 /** Polls until every replica is current with no lag and the node itself holds the stream's last seq. */
 async function waitCaughtUp(node: NatsClusterNode, timeoutMs: number): Promise<{ ms: number; info: StreamInfo }> {
   const t0 = Date.now();
-  const info = await waitFor(async () => {
-    const si = await jsm.streams.info(STREAM);
-    const replicas = si.cluster?.replicas ?? [];
-    if (!si.cluster?.leader || replicas.length !== 2 || !replicas.every((r) => r.current && !r.offline && !r.lag)) return undefined;
-    const own = await nodeStreamState(node);
-    return own && own.last_seq === si.state.last_seq && own.messages === si.state.messages ? si : undefined;
-  }, { timeoutMs, intervalMs: 100, what: `${node.name} caught up with every replica current and lag 0` });
+  const info = await waitFor(
+    async () => {
+      const si = await jsm.streams.info(STREAM);
+      const replicas = si.cluster?.replicas ?? [];
+      if (!si.cluster?.leader || replicas.length !== 2 || !replicas.every((r) => r.current && !r.offline && !r.lag)) return undefined;
+      const own = await nodeStreamState(node);
+      return own && own.last_seq === si.state.last_seq && own.messages === si.state.messages ? si : undefined;
+    },
+    { timeoutMs, intervalMs: 100, what: `${node.name} caught up with every replica current and lag 0` },
+  );
   return { ms: Date.now() - t0, info };
 }
 
@@ -78,7 +84,10 @@ class ResumingSubscriber {
   private stopped = false;
   private urlIndex = 0;
 
-  private constructor(private readonly urls: string[], readonly channel: string) {}
+  private constructor(
+    private readonly urls: string[],
+    readonly channel: string,
+  ) {}
 
   static async start(urls: string[], channel: string): Promise<ResumingSubscriber> {
     const s = new ResumingSubscriber(urls, channel);
@@ -199,7 +208,9 @@ class LoadPublisher {
 
 const httpSender = (gw: GatewayHandle, channel: string) => async (key: string, i: number) => {
   const r = await fetch(`${gw.url}/v1/publish/${channel}`, {
-    method: "POST", body: JSON.stringify({ i }), headers: { "content-type": "application/json", "idempotency-key": key },
+    method: "POST",
+    body: JSON.stringify({ i }),
+    headers: { "content-type": "application/json", "idempotency-key": key },
     signal: AbortSignal.timeout(15_000),
   });
   const body = (await r.json()) as { seq?: number; error?: string };
@@ -228,7 +239,9 @@ function watchReadyz(gw: GatewayHandle) {
     }
   })();
   return {
-    stop: () => { stopped = true; },
+    stop: () => {
+      stopped = true;
+    },
     /** ms from `t` to the first 200 at or after it. */
     firstOkAfter: (t: number) => (samples.find((x) => x.at >= t && x.status === 200)?.at ?? Infinity) - t,
     /** Answers other than 200 after `t`, as [ms after t, status]. */
@@ -275,7 +288,10 @@ describe("cluster — R3 stream on three nodes", () => {
     expect(viaWs).toMatchObject({ op: "ok", duplicate: false });
     for (const c of [a, b]) {
       await c.waitForMsgs(2);
-      expect(c.msgs.map((m) => [m.seq, m.data])).toEqual([[viaHttp.body.seq, { via: "http" }], [viaWs.seq, { via: "ws" }]]);
+      expect(c.msgs.map((m) => [m.seq, m.data])).toEqual([
+        [viaHttp.body.seq, { via: "http" }],
+        [viaWs.seq, { via: "ws" }],
+      ]);
     }
     expect((await fetch(`${gw.url}/readyz`)).status).toBe(200);
   });
@@ -294,11 +310,16 @@ async function arrangeLeader(onGatewayNode: boolean): Promise<{ leader: NatsClus
     const leader = cluster.nodes.find((x) => x.name === si.cluster?.leader);
     if (leader && (leader === gwNode) === onGatewayNode) return { leader, gwNode };
     const preferred = onGatewayNode ? gwNode : cluster.nodes.find((x) => x !== gwNode && x !== leader)!;
-    await nc.request(`$JS.API.STREAM.LEADER.STEPDOWN.${STREAM}`, JSON.stringify({ placement: { preferred: preferred.name } }), { timeout: 5_000 }).catch(() => undefined);
-    await waitFor(async () => {
-      const now = (await jsm.streams.info(STREAM)).cluster;
-      return now?.leader && now.leader !== leader?.name && (now.replicas ?? []).every((r) => r.current) ? true : undefined;
-    }, { timeoutMs: 15_000, what: "a new stream leader after the stepdown" });
+    await nc
+      .request(`$JS.API.STREAM.LEADER.STEPDOWN.${STREAM}`, JSON.stringify({ placement: { preferred: preferred.name } }), { timeout: 5_000 })
+      .catch(() => undefined);
+    await waitFor(
+      async () => {
+        const now = (await jsm.streams.info(STREAM)).cluster;
+        return now?.leader && now.leader !== leader?.name && (now.replicas ?? []).every((r) => r.current) ? true : undefined;
+      },
+      { timeoutMs: 15_000, what: "a new stream leader after the stepdown" },
+    );
   }
   throw new Error(`could not place the stream leader ${onGatewayNode ? "on" : "off"} the gateway's node`);
 }
@@ -314,7 +335,12 @@ async function killUnderLoad(gw: GatewayHandle, kc: KillCase): Promise<Record<st
   const metaLeader = await cluster.waitForMetaLeader();
   const subs = await Promise.all([0, 1, 2].map(() => ResumingSubscriber.start([gw.wsUrl], ch)));
   const pubSocket = kc.via === "ws" ? await socket(gw.wsUrl) : undefined;
-  const pub = new LoadPublisher(pubSocket ? wsSender(pubSocket, ch) : httpSender(gw, ch), { concurrency: 2, maxMessages: 20_000, maxMs: 45_000, retryForMs: 25_000 });
+  const pub = new LoadPublisher(pubSocket ? wsSender(pubSocket, ch) : httpSender(gw, ch), {
+    concurrency: 2,
+    maxMessages: 20_000,
+    maxMs: 45_000,
+    retryForMs: 25_000,
+  });
   try {
     await waitFor(() => pub.acked.length >= 300 || undefined, { timeoutMs: 15_000, what: "300 acks before the kill" });
     expect((await nodeOfGateway()).name).toBe(gwNode.name);
@@ -325,7 +351,10 @@ async function killUnderLoad(gw: GatewayHandle, kc: KillCase): Promise<Record<st
     const ackedAtKill = pub.acked.length;
 
     // Publishing recovers, the gateway is connected to a surviving node and ready.
-    await waitFor(() => pub.acked.filter((a) => a.firstTry > killedAt).length >= 300 || undefined, { timeoutMs: 30_000, what: "300 publishes acked after the kill" });
+    await waitFor(() => pub.acked.filter((a) => a.firstTry > killedAt).length >= 300 || undefined, {
+      timeoutMs: 30_000,
+      what: "300 publishes acked after the kill",
+    });
     const recoveredAt = Date.now();
     // The broker connection is on a survivor (or never left one), and /readyz says so within a bound.
     const readyzOkMs = readyz.firstOkAfter(killedAt);
@@ -339,7 +368,10 @@ async function killUnderLoad(gw: GatewayHandle, kc: KillCase): Promise<Record<st
     // Restart under load; then stop the load and let everything settle.
     await victim.restart();
     const restartedAt = Date.now();
-    await waitFor(() => pub.acked.filter((a) => a.firstTry > restartedAt).length >= 100 || undefined, { timeoutMs: 20_000, what: "100 publishes acked after the restart" });
+    await waitFor(() => pub.acked.filter((a) => a.firstTry > restartedAt).length >= 100 || undefined, {
+      timeoutMs: 20_000,
+      what: "100 publishes acked after the restart",
+    });
     await pub.stop();
     readyz.stop();
     const caught = await waitCaughtUp(victim, 30_000);
@@ -351,14 +383,20 @@ async function killUnderLoad(gw: GatewayHandle, kc: KillCase): Promise<Record<st
     const acked = pub.acked.map((a) => a.seq).sort((x, y) => x - y);
     expect(new Set(acked).size).toBe(acked.length);
     for (const s of subs) {
-      await waitFor(() => s.seqs.length >= acked.length || undefined, { timeoutMs: 20_000, what: `all ${acked.length} acked messages at a subscriber (has ${s.seqs.length})` });
+      await waitFor(() => s.seqs.length >= acked.length || undefined, {
+        timeoutMs: 20_000,
+        what: `all ${acked.length} acked messages at a subscriber (has ${s.seqs.length})`,
+      });
       expect(s.seqs).toEqual(acked);
       expect(s.arrivals.filter((t) => t > killedAt).length).toBeGreaterThan(0);
     }
     expect(readyz.last()).toBe(200);
 
     const failuresAround = pub.failures.filter((f) => f.at >= killedAt - 1_000);
-    const afterKill = pub.acked.filter((a) => a.acked >= killedAt).map((a) => a.acked).sort((x, y) => x - y);
+    const afterKill = pub.acked
+      .filter((a) => a.acked >= killedAt)
+      .map((a) => a.acked)
+      .sort((x, y) => x - y);
     let ackStall = 0;
     for (let i = 1; i < afterKill.length; i++) ackStall = Math.max(ackStall, afterKill[i]! - afterKill[i - 1]!);
     ackStall = Math.max(ackStall, (afterKill[0] ?? killedAt) - killedAt);
@@ -380,7 +418,8 @@ async function killUnderLoad(gw: GatewayHandle, kc: KillCase): Promise<Record<st
       maxPublishLatencyMs: Math.max(...pub.acked.map((a) => a.acked - a.firstTry)),
       maxDeliveryGapMs: Math.max(...subs.map((s) => s.maxGap(killedAt))),
       subscriberResumes: subs.reduce((k, s) => k + s.resumes, 0),
-      liveFeed: gw.logs.filter((l) => /^live feed/.test(String(l.msg)) && Date.parse(String(l.time)) >= killedAt)
+      liveFeed: gw.logs
+        .filter((l) => /^live feed/.test(String(l.msg)) && Date.parse(String(l.time)) >= killedAt)
         .map((l) => `${Date.parse(String(l.time)) - killedAt}ms ${String(l.msg)}`),
       readyzOkMsAfterKill: readyzOkMs,
       readyzNotOkAfterKill: readyz.notOkAfter(killedAt),
@@ -448,7 +487,9 @@ describe("cluster — catch-up across a node failure", () => {
       expect(c.frames.filter((f) => f.op === "err")).toEqual([]);
       const count = (msg: string) => gw.logs.filter((l) => l.msg === msg).length;
       expect((await streamInfo()).state.consumer_count).toBe(0);
-      console.log(`cluster-catchup-failover ${JSON.stringify({ victim: victim.name, receivedAtKill: atKill, total, readRetries: count("catch-up read failed; retrying") })}`);
+      console.log(
+        `cluster-catchup-failover ${JSON.stringify({ victim: victim.name, receivedAtKill: atKill, total, readRetries: count("catch-up read failed; retrying") })}`,
+      );
     } finally {
       await victim.restart();
       await waitCaughtUp(victim, 60_000);
@@ -474,7 +515,10 @@ describe("cluster — two gateway instances on one cluster", () => {
     expect(aToB.status).toBe(201);
     const bToA = await cb.request({ op: "pub", channel: ch, data: { via: "b-ws" } });
     expect(bToA).toMatchObject({ op: "ok", duplicate: false });
-    const want = [[aToB.body.seq, { via: "a-http" }], [bToA.seq, { via: "b-ws" }]];
+    const want = [
+      [aToB.body.seq, { via: "a-http" }],
+      [bToA.seq, { via: "b-ws" }],
+    ];
     for (const c of [ca, cb]) {
       await c.waitForMsgs(2);
       expect(c.msgs.map((m) => [m.seq, m.data])).toEqual(want);
@@ -490,13 +534,19 @@ describe("cluster — two gateway instances on one cluster", () => {
       expect(await a.stop("SIGTERM")).toBe(0);
       expect(sub.closeCodes[0]).toBe(1001);
       const stoppedAt = Date.now();
-      await waitFor(() => (sub.resumes > 0 && sub.arrivals.some((t) => t > stoppedAt)) || undefined, { timeoutMs: 10_000, what: "messages on instance b after the resume" });
+      await waitFor(() => (sub.resumes > 0 && sub.arrivals.some((t) => t > stoppedAt)) || undefined, {
+        timeoutMs: 10_000,
+        what: "messages on instance b after the resume",
+      });
       const afterResume = pub.acked.length;
       await waitFor(() => pub.acked.length >= afterResume + 50 || undefined, { timeoutMs: 10_000, what: "50 more publishes after the resume" });
       await pub.stop();
       expect(pub.gaveUp).toEqual([]);
       const acked = pub.acked.map((x) => x.seq).sort((x, y) => x - y);
-      await waitFor(() => sub.seqs.length >= acked.length || undefined, { timeoutMs: 10_000, what: `all ${acked.length} messages at the resumed client (has ${sub.seqs.length})` });
+      await waitFor(() => sub.seqs.length >= acked.length || undefined, {
+        timeoutMs: 10_000,
+        what: `all ${acked.length} messages at the resumed client (has ${sub.seqs.length})`,
+      });
       expect(sub.seqs).toEqual(acked);
       expect(sub.resumes).toBe(1);
       console.log(`cluster-two-instances ${JSON.stringify({ messages: acked.length, resumeGapMs: sub.maxGap(), closeCodes: sub.closeCodes })}`);

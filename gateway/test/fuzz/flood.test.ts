@@ -68,7 +68,13 @@ describe("fuzz — malformed frames over real sockets", () => {
     expect((await fetch(`${gw.url}/healthz`)).status).toBe(200);
 
     for (const c of bad) c.close();
-    const settled = await waitFor(async () => { const v = await rss(); return v <= before + 64 * MiB ? v : undefined; }, { timeoutMs: 20_000, intervalMs: 500, what: `RSS back near ${Math.round(before / MiB)} MiB` });
+    const settled = await waitFor(
+      async () => {
+        const v = await rss();
+        return v <= before + 64 * MiB ? v : undefined;
+      },
+      { timeoutMs: 20_000, intervalMs: 500, what: `RSS back near ${Math.round(before / MiB)} MiB` },
+    );
     console.log(`flood: RSS before ${Math.round(before / MiB)} MiB, after ${Math.round(after / MiB)} MiB, settled ${Math.round(settled / MiB)} MiB`);
   }, 90_000);
 });

@@ -54,8 +54,14 @@ describe("fuzz — frame parser", () => {
 
 describe("fuzz — channel validator", () => {
   it("accepts generated channels and patterns; checkChannel ⇒ checkPattern", () => {
-    fc.assert(fc.property(channel, (c: string) => checkChannel(c).ok && checkPattern(c).ok), RUNS);
-    fc.assert(fc.property(pattern, (p: string) => checkPattern(p).ok), RUNS);
+    fc.assert(
+      fc.property(channel, (c: string) => checkChannel(c).ok && checkPattern(c).ok),
+      RUNS,
+    );
+    fc.assert(
+      fc.property(pattern, (p: string) => checkPattern(p).ok),
+      RUNS,
+    );
   });
 
   it("never throws on anything; what it accepts obeys every rule", () => {

@@ -28,7 +28,12 @@ export type GatewayHandle = {
 };
 
 export type GatewayOptions = {
-  natsUrl?: string | string[]; workers?: number; args?: string[]; env?: Record<string, string>; logLevel?: string; port?: number;
+  natsUrl?: string | string[];
+  workers?: number;
+  args?: string[];
+  env?: Record<string, string>;
+  logLevel?: string;
+  port?: number;
   /** Another build's CLI (benchmarks comparing revisions); default this checkout's dist. */
   cli?: string;
   /** Node flags for every process of the gateway (e.g. --cpu-prof). */
@@ -39,9 +44,22 @@ export type GatewayOptions = {
 
 export async function startGateway(opts: GatewayOptions = {}): Promise<GatewayHandle> {
   const dataDir = mkdtempSync(join(tmpdir(), "fgw-gw-"));
-  const args = [...(opts.nodeArgs ?? []), opts.cli ?? CLI, "--port", String(opts.port ?? 0), "--workers", String(opts.workers ?? 2), "--nats-data-dir", join(dataDir, "nats"), "--log-level", opts.logLevel ?? "debug", ...(opts.args ?? [])];
+  const args = [
+    ...(opts.nodeArgs ?? []),
+    opts.cli ?? CLI,
+    "--port",
+    String(opts.port ?? 0),
+    "--workers",
+    String(opts.workers ?? 2),
+    "--nats-data-dir",
+    join(dataDir, "nats"),
+    "--log-level",
+    opts.logLevel ?? "debug",
+    ...(opts.args ?? []),
+  ];
   // With authentication on, the admin listener defaults to 127.0.0.1:9100: give each test gateway a free port.
-  const authOn = ["JWT_SECRET", "JWT_PUBLIC_KEY_FILE", "JWT_JWKS_FILE"].some((k) => opts.env?.[k]) || args.some((a) => /^--jwt-(secret|public-key-file|jwks-file)/.test(a));
+  const authOn =
+    ["JWT_SECRET", "JWT_PUBLIC_KEY_FILE", "JWT_JWKS_FILE"].some((k) => opts.env?.[k]) || args.some((a) => /^--jwt-(secret|public-key-file|jwks-file)/.test(a));
   if (authOn && !args.some((a) => a.startsWith("--admin-port"))) args.push("--admin-port", "0");
   const natsUrl = Array.isArray(opts.natsUrl) ? opts.natsUrl.join(",") : opts.natsUrl;
   if (natsUrl) args.push("--nats-url", natsUrl);
@@ -57,17 +75,29 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<GatewayHa
     while ((i = buf.indexOf("\n")) >= 0) {
       const line = buf.slice(0, i);
       buf = buf.slice(i + 1);
-      try { logs.push(JSON.parse(line) as LogLine); } catch { logs.push({ msg: line }); }
+      try {
+        logs.push(JSON.parse(line) as LogLine);
+      } catch {
+        logs.push({ msg: line });
+      }
     }
   });
-  child.stderr?.on("data", (d: Buffer) => { stderr = (stderr + d.toString()).slice(-20_000); });
+  child.stderr?.on("data", (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-20_000);
+  });
   const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
-  exited.then(() => rmSync(dataDir, { recursive: true, force: true }), () => undefined);
+  exited.then(
+    () => rmSync(dataDir, { recursive: true, force: true }),
+    () => undefined,
+  );
 
-  const ready = await waitFor(() => {
-    if (child.exitCode !== null) throw new Error(`gateway exited ${child.exitCode}: ${stderr}\n${JSON.stringify(logs.slice(-5))}`);
-    return logs.find((l) => l.msg === "gateway ready");
-  }, { timeoutMs: 30_000, what: "gateway ready" });
+  const ready = await waitFor(
+    () => {
+      if (child.exitCode !== null) throw new Error(`gateway exited ${child.exitCode}: ${stderr}\n${JSON.stringify(logs.slice(-5))}`);
+      return logs.find((l) => l.msg === "gateway ready");
+    },
+    { timeoutMs: 30_000, what: "gateway ready" },
+  );
   const port = ready.port as number;
   const adminPort = ready.adminPort as number | undefined;
   return {

@@ -53,11 +53,15 @@ const SIZE = 3;
 /** Reserves `count` distinct free TCP ports on 127.0.0.1 (held together, then released). */
 export async function pickFreePorts(count: number): Promise<number[]> {
   const servers = await Promise.all(
-    Array.from({ length: count }, () => new Promise<import("node:net").Server>((res, rej) => {
-      const s = createServer();
-      s.once("error", rej);
-      s.listen(0, "127.0.0.1", () => res(s));
-    })),
+    Array.from(
+      { length: count },
+      () =>
+        new Promise<import("node:net").Server>((res, rej) => {
+          const s = createServer();
+          s.once("error", rej);
+          s.listen(0, "127.0.0.1", () => res(s));
+        }),
+    ),
   );
   const ports = servers.map((s) => (s.address() as import("node:net").AddressInfo).port);
   await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
@@ -129,7 +133,9 @@ async function tryStart(opts: NatsClusterOptions): Promise<NatsCluster> {
     const launch = () => {
       stderr = "";
       child = spawn(NATS_SERVER_BIN, ["-c", NATS_CLUSTER_CONF], { env, stdio: ["ignore", "ignore", "pipe"] });
-      child.stderr?.on("data", (d: Buffer) => { stderr = (stderr + d.toString()).slice(-4000); });
+      child.stderr?.on("data", (d: Buffer) => {
+        stderr = (stderr + d.toString()).slice(-4000);
+      });
     };
     const exitedError = () => new Error(`nats-server ${name} exited ${child.exitCode ?? child.signalCode}: ${stderr}`);
     const stopWith = async (signal: NodeJS.Signals): Promise<void> => {
@@ -141,21 +147,32 @@ async function tryStart(opts: NatsClusterOptions): Promise<NatsCluster> {
       clearTimeout(t);
     };
     const node: NatsClusterNode = {
-      name, port, clusterPort, monitorPort, storeDir,
+      name,
+      port,
+      clusterPort,
+      monitorPort,
+      storeDir,
       url: `nats://127.0.0.1:${port}`,
-      get process() { return child; },
-      get running() { return running(); },
+      get process() {
+        return child;
+      },
+      get running() {
+        return running();
+      },
       kill: () => stopWith("SIGKILL"),
       stop: () => stopWith("SIGTERM"),
       restart: async () => {
         if (running()) throw new Error(`${name} is still running`);
         launch();
-        await waitFor(async () => {
-          if (!running()) throw exitedError();
-          if (!(await healthy(monitorPort))) return undefined;
-          const jsz = await getJson<Jsz>(`http://127.0.0.1:${monitorPort}/jsz`);
-          return jsz?.meta_cluster?.leader ? true : undefined;
-        }, { timeoutMs: readyTimeoutMs, what: `${name} healthy after restart` });
+        await waitFor(
+          async () => {
+            if (!running()) throw exitedError();
+            if (!(await healthy(monitorPort))) return undefined;
+            const jsz = await getJson<Jsz>(`http://127.0.0.1:${monitorPort}/jsz`);
+            return jsz?.meta_cluster?.leader ? true : undefined;
+          },
+          { timeoutMs: readyTimeoutMs, what: `${name} healthy after restart` },
+        );
       },
     };
     nodes.push(node);
@@ -165,13 +182,16 @@ async function tryStart(opts: NatsClusterOptions): Promise<NatsCluster> {
   const cluster: NatsCluster = {
     urls: nodes.map((n) => n.url),
     nodes,
-    waitForMetaLeader: (timeoutMs = readyTimeoutMs) => waitFor(async () => {
-      const up = nodes.filter((n) => n.running);
-      const leaders = await Promise.all(up.map(async (n) =>
-        (await getJson<Jsz>(`http://127.0.0.1:${n.monitorPort}/jsz`))?.meta_cluster?.leader));
-      const first = leaders[0];
-      return first && leaders.every((l) => l === first) ? first : undefined;
-    }, { timeoutMs, what: "JetStream meta leader agreed by all nodes" }),
+    waitForMetaLeader: (timeoutMs = readyTimeoutMs) =>
+      waitFor(
+        async () => {
+          const up = nodes.filter((n) => n.running);
+          const leaders = await Promise.all(up.map(async (n) => (await getJson<Jsz>(`http://127.0.0.1:${n.monitorPort}/jsz`))?.meta_cluster?.leader));
+          const first = leaders[0];
+          return first && leaders.every((l) => l === first) ? first : undefined;
+        },
+        { timeoutMs, what: "JetStream meta leader agreed by all nodes" },
+      ),
     stop: async () => {
       await Promise.all(nodes.map((n) => n.stop()));
       rmSync(dir, { recursive: true, force: true });
@@ -180,11 +200,16 @@ async function tryStart(opts: NatsClusterOptions): Promise<NatsCluster> {
 
   try {
     for (const l of launchers) l.launch();
-    await waitFor(async () => {
-      nodes.forEach((n, i) => { if (!n.running) throw launchers[i]!.exitedError(); });
-      const ok = await Promise.all(nodes.map((n) => healthy(n.monitorPort)));
-      return ok.every(Boolean) || undefined;
-    }, { timeoutMs: readyTimeoutMs, what: "all cluster nodes healthy" });
+    await waitFor(
+      async () => {
+        nodes.forEach((n, i) => {
+          if (!n.running) throw launchers[i]!.exitedError();
+        });
+        const ok = await Promise.all(nodes.map((n) => healthy(n.monitorPort)));
+        return ok.every(Boolean) || undefined;
+      },
+      { timeoutMs: readyTimeoutMs, what: "all cluster nodes healthy" },
+    );
     await cluster.waitForMetaLeader();
   } catch (e) {
     await cluster.stop();

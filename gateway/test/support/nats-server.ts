@@ -35,7 +35,20 @@ export async function startNatsServer(opts: { extraArgs?: string[]; config?: str
 
   const launch = async (): Promise<void> => {
     const portsDir = mkdtempSync(join(dir, "ports-"));
-    const args = ["-a", "127.0.0.1", "-p", String(port), "-m", String(monitorPort), "-js", "-sd", storeDir, "--ports_file_dir", portsDir, ...(opts.extraArgs ?? [])];
+    const args = [
+      "-a",
+      "127.0.0.1",
+      "-p",
+      String(port),
+      "-m",
+      String(monitorPort),
+      "-js",
+      "-sd",
+      storeDir,
+      "--ports_file_dir",
+      portsDir,
+      ...(opts.extraArgs ?? []),
+    ];
     if (opts.config) {
       const cfg = join(dir, "server.conf");
       writeFileSync(cfg, opts.config);
@@ -43,21 +56,35 @@ export async function startNatsServer(opts: { extraArgs?: string[]; config?: str
     }
     child = spawn(NATS_SERVER_BIN, args, { stdio: ["ignore", "ignore", "pipe"] });
     let stderr = "";
-    child.stderr?.on("data", (d: Buffer) => { stderr = (stderr + d.toString()).slice(-4000); });
-    const ports = await waitFor<Ports>(() => {
-      if (child.exitCode !== null) throw new Error(`nats-server exited ${child.exitCode}: ${stderr}`);
-      const f = readdirSync(portsDir).find((n) => n.endsWith(".ports"));
-      if (!f) return undefined;
-      try { return JSON.parse(readFileSync(join(portsDir, f), "utf8")) as Ports; } catch { return undefined; }
-    }, { timeoutMs: 15_000, what: "nats-server ports file" });
+    child.stderr?.on("data", (d: Buffer) => {
+      stderr = (stderr + d.toString()).slice(-4000);
+    });
+    const ports = await waitFor<Ports>(
+      () => {
+        if (child.exitCode !== null) throw new Error(`nats-server exited ${child.exitCode}: ${stderr}`);
+        const f = readdirSync(portsDir).find((n) => n.endsWith(".ports"));
+        if (!f) return undefined;
+        try {
+          return JSON.parse(readFileSync(join(portsDir, f), "utf8")) as Ports;
+        } catch {
+          return undefined;
+        }
+      },
+      { timeoutMs: 15_000, what: "nats-server ports file" },
+    );
     port = Number(new URL(ports.nats[0]!.replace("nats://", "http://")).port);
     monitorPort = Number(new URL(ports.monitoring![0]!).port);
-    await waitFor(async () => {
-      try {
-        const r = await fetch(`http://127.0.0.1:${monitorPort}/healthz?js-enabled-only=true`);
-        return r.ok ? true : undefined;
-      } catch { return undefined; }
-    }, { timeoutMs: 15_000, what: "nats-server healthz" });
+    await waitFor(
+      async () => {
+        try {
+          const r = await fetch(`http://127.0.0.1:${monitorPort}/healthz?js-enabled-only=true`);
+          return r.ok ? true : undefined;
+        } catch {
+          return undefined;
+        }
+      },
+      { timeoutMs: 15_000, what: "nats-server healthz" },
+    );
   };
 
   const stopWith = async (signal: NodeJS.Signals): Promise<void> => {
@@ -71,11 +98,19 @@ export async function startNatsServer(opts: { extraArgs?: string[]; config?: str
 
   await launch();
   const handle: NatsServerHandle = {
-    get url() { return `nats://127.0.0.1:${port}`; },
-    get port() { return port; },
-    get monitorPort() { return monitorPort; },
+    get url() {
+      return `nats://127.0.0.1:${port}`;
+    },
+    get port() {
+      return port;
+    },
+    get monitorPort() {
+      return monitorPort;
+    },
     storeDir,
-    get process() { return child; },
+    get process() {
+      return child;
+    },
     stop: () => stopWith("SIGTERM"),
     kill: () => stopWith("SIGKILL"),
     restart: launch,

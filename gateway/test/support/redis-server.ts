@@ -25,16 +25,25 @@ export async function startRedisServer(opts: { extraArgs?: string[] } = {}): Pro
   let lastErr = "";
   for (let attempt = 0; attempt < 5; attempt++) {
     const port = await freePort();
-    const child = spawn(REDIS_SERVER_BIN, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, ...(opts.extraArgs ?? [])], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(
+      REDIS_SERVER_BIN,
+      ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, ...(opts.extraArgs ?? [])],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
     let out = "";
-    const collect = (d: Buffer): void => { out = (out + d.toString()).slice(-4000); };
+    const collect = (d: Buffer): void => {
+      out = (out + d.toString()).slice(-4000);
+    };
     child.stdout!.on("data", collect);
     child.stderr!.on("data", collect);
     try {
-      await waitFor(async () => {
-        if (child.exitCode !== null) throw new Error(`redis-server exited ${child.exitCode}: ${out}`);
-        return (await redisPing(port)) || undefined;
-      }, { timeoutMs: 10_000, what: `redis-server PONG on ${port}` });
+      await waitFor(
+        async () => {
+          if (child.exitCode !== null) throw new Error(`redis-server exited ${child.exitCode}: ${out}`);
+          return (await redisPing(port)) || undefined;
+        },
+        { timeoutMs: 10_000, what: `redis-server PONG on ${port}` },
+      );
     } catch (e) {
       lastErr = String(e);
       child.kill("SIGKILL");
@@ -42,7 +51,10 @@ export async function startRedisServer(opts: { extraArgs?: string[] } = {}): Pro
       rmSync(dir, { recursive: true, force: true });
       throw e;
     }
-    const exited = new Promise<void>((r) => { if (child.exitCode !== null || child.signalCode !== null) r(); else child.once("exit", () => r()); });
+    const exited = new Promise<void>((r) => {
+      if (child.exitCode !== null || child.signalCode !== null) r();
+      else child.once("exit", () => r());
+    });
     return {
       port,
       url: `redis://127.0.0.1:${port}`,

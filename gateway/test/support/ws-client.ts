@@ -75,7 +75,16 @@ export class TestClient {
   }
 }
 
-export async function httpPublish(baseUrl: string, channel: string, data: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, unknown> }> {
-  const r = await fetch(`${baseUrl}/v1/publish/${encodeURIComponent(channel)}`, { method: "POST", body: JSON.stringify(data), headers: { "content-type": "application/json", ...headers } });
+export async function httpPublish(
+  baseUrl: string,
+  channel: string,
+  data: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const r = await fetch(`${baseUrl}/v1/publish/${encodeURIComponent(channel)}`, {
+    method: "POST",
+    body: JSON.stringify(data),
+    headers: { "content-type": "application/json", ...headers },
+  });
   return { status: r.status, body: (await r.json()) as Record<string, unknown> };
 }

@@ -5,15 +5,21 @@ import { backoffDelay, GatewayClient, GatewayError } from "../../client/client.j
 describe("client backoff — full jitter", () => {
   it("stays within [0, min(max, min·2^n)] and never above max, for any attempt and random draw", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 2_000 }), fc.integer({ min: 0, max: 120_000 }), fc.integer({ min: 0, max: 10_000 }), fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), (min, extra, attempt, r) => {
-        const max = min + extra;
-        const d = backoffDelay(attempt, min, max, () => r);
-        const cap = min === 0 ? 0 : Math.min(max, min * 2 ** attempt); // 0·2^1024 would be NaN
-        expect(d).toBeGreaterThanOrEqual(0);
-        expect(d).toBeLessThanOrEqual(cap);
-        expect(d).toBeLessThanOrEqual(max);
-        expect(Number.isInteger(d)).toBe(true);
-      }),
+      fc.property(
+        fc.integer({ min: 0, max: 2_000 }),
+        fc.integer({ min: 0, max: 120_000 }),
+        fc.integer({ min: 0, max: 10_000 }),
+        fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+        (min, extra, attempt, r) => {
+          const max = min + extra;
+          const d = backoffDelay(attempt, min, max, () => r);
+          const cap = min === 0 ? 0 : Math.min(max, min * 2 ** attempt); // 0·2^1024 would be NaN
+          expect(d).toBeGreaterThanOrEqual(0);
+          expect(d).toBeLessThanOrEqual(cap);
+          expect(d).toBeLessThanOrEqual(max);
+          expect(Number.isInteger(d)).toBe(true);
+        },
+      ),
       { numRuns: 2_000 },
     );
   });
@@ -36,7 +42,13 @@ describe("client backoff — full jitter", () => {
 describe("client options — checked in the constructor", () => {
   const WebSocket = class {} as never;
   it("rejects bad delays and limits with a bad_option GatewayError", () => {
-    for (const opts of [{ minDelayMs: -1 }, { minDelayMs: 500, maxDelayMs: 100 }, { queueLimit: 1.5 }, { connectTimeoutMs: 0 }, { tokenVia: "header" as never }]) {
+    for (const opts of [
+      { minDelayMs: -1 },
+      { minDelayMs: 500, maxDelayMs: 100 },
+      { queueLimit: 1.5 },
+      { connectTimeoutMs: 0 },
+      { tokenVia: "header" as never },
+    ]) {
       const e = (() => {
         try {
           new GatewayClient("ws://x/ws", { WebSocket, ...opts });

@@ -28,7 +28,15 @@ describe("client — order and duplicates per channel", () => {
     script = (ws, f) => {
       if (subs.length === 1) {
         ws.send(JSON.stringify({ op: "ok", id: f.id, epoch: "E1" }));
-        for (const [ch, seq] of [["w.a", 5], ["w.b", 7], ["w.a", 6], ["w.b", 7], ["w.a", 5], ["w.b", 8]] as const) ws.send(msg(ch, seq));
+        for (const [ch, seq] of [
+          ["w.a", 5],
+          ["w.b", 7],
+          ["w.a", 6],
+          ["w.b", 7],
+          ["w.a", 5],
+          ["w.b", 8],
+        ] as const)
+          ws.send(msg(ch, seq));
       } else {
         ws.send(JSON.stringify({ op: "ok", id: f.id, epoch: "E2", truncated: true, epochChanged: true, firstSeq: 1, lastSeq: 2 }));
         ws.send(msg("w.a", 1));

@@ -11,7 +11,20 @@ describe("config — parsing", () => {
   });
 
   it("parses durations, sizes, lists, enums and booleans", () => {
-    const { config } = loadConfig(["--stream-max-age", "2h", "--max-payload-bytes", "128KiB", "--nats-url", "nats://a:4222, nats://b:4222", "--stream-storage", "memory", "--update-stream"], {});
+    const { config } = loadConfig(
+      [
+        "--stream-max-age",
+        "2h",
+        "--max-payload-bytes",
+        "128KiB",
+        "--nats-url",
+        "nats://a:4222, nats://b:4222",
+        "--stream-storage",
+        "memory",
+        "--update-stream",
+      ],
+      {},
+    );
     expect(config.streamMaxAge).toBe(7_200_000);
     expect(config.maxPayloadBytes).toBe(131_072);
     expect(config.natsUrl).toEqual(["nats://a:4222", "nats://b:4222"]);
@@ -55,6 +68,7 @@ describe("config — parsing", () => {
 
   it("prints a settings table with every env var", () => {
     const t = settingsTable();
-    for (const env of ["PORT", "WORKERS", "NATS_URL", "STREAM_NAME", "SUBJECT_PREFIX", "STREAM_REPLICAS", "SHUTDOWN_TIMEOUT", "LOG_LEVEL"]) expect(t).toContain(`\`${env}\``);
+    for (const env of ["PORT", "WORKERS", "NATS_URL", "STREAM_NAME", "SUBJECT_PREFIX", "STREAM_REPLICAS", "SHUTDOWN_TIMEOUT", "LOG_LEVEL"])
+      expect(t).toContain(`\`${env}\``);
   });
 });

@@ -15,7 +15,10 @@ class MemoryStream {
   }
   /** A page from `from`: at most `size` matching messages, covering to the target when it reaches the end. */
   page(from: number, target: number, size: number): HandoffPage<string> {
-    const items = this.seqs.filter((s) => s >= from).slice(0, size).map((seq) => ({ seq, frame: `m${seq}` }));
+    const items = this.seqs
+      .filter((s) => s >= from)
+      .slice(0, size)
+      .map((seq) => ({ seq, frame: `m${seq}` }));
     const rest = this.seqs.filter((s) => s >= from).length - items.length;
     const lastItem = items.at(-1)?.seq ?? from - 1;
     return { from, coverEnd: rest > 0 ? lastItem : Math.max(lastItem, target), items };
@@ -227,41 +230,47 @@ describe("handoff — pure state machine", () => {
   });
 
   it("handoff — any interleaving of live messages, page sizes and drains: every message once, in order", () => {
-    fc.assert(fc.property(
-      fc.array(fc.constantFrom("store", "other", "live", "page", "drain"), { maxLength: 80 }),
-      fc.integer({ min: 1, max: 6 }), fc.integer({ min: 0, max: 20 }), fc.integer({ min: 1, max: 8 }),
-      (ops, size, initial, holdLimit) => {
-        const s = new MemoryStream();
-        for (let i = 0; i < initial; i++) s.append(i % 2 === 0);
-        const { sock, h } = setup(s, 0, holdLimit);
-        sock.capacity = 3;
-        h.start();
-        let delivered = s.last; // the feed has delivered (to the machine) everything up to here
-        const feedLive = () => {
-          for (const seq of s.seqs.filter((x) => x > delivered)) {
-            if (h.state === "joined") sock.out.push(`m${seq}`); // the topic delivers it
-            else h.live(seq, `m${seq}`);
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom("store", "other", "live", "page", "drain"), { maxLength: 80 }),
+        fc.integer({ min: 1, max: 6 }),
+        fc.integer({ min: 0, max: 20 }),
+        fc.integer({ min: 1, max: 8 }),
+        (ops, size, initial, holdLimit) => {
+          const s = new MemoryStream();
+          for (let i = 0; i < initial; i++) s.append(i % 2 === 0);
+          const { sock, h } = setup(s, 0, holdLimit);
+          sock.capacity = 3;
+          h.start();
+          let delivered = s.last; // the feed has delivered (to the machine) everything up to here
+          const feedLive = () => {
+            for (const seq of s.seqs.filter((x) => x > delivered)) {
+              if (h.state === "joined")
+                sock.out.push(`m${seq}`); // the topic delivers it
+              else h.live(seq, `m${seq}`);
+            }
+            delivered = s.last;
+          };
+          for (const op of ops) {
+            if (op === "store") s.append();
+            else if (op === "other") s.append(false);
+            else if (op === "live") feedLive();
+            else if (op === "page" && sock.fetches.length > 0) answer(s, sock, h, size);
+            else if (op === "drain" && sock.drainWaiting) sock.drain(3);
           }
-          delivered = s.last;
-        };
-        for (const op of ops) {
-          if (op === "store") s.append();
-          else if (op === "other") s.append(false);
-          else if (op === "live") feedLive();
-          else if (op === "page" && sock.fetches.length > 0) answer(s, sock, h, size);
-          else if (op === "drain" && sock.drainWaiting) sock.drain(3);
-        }
-        // Settle: deliver live, answer every fetch, drain.
-        for (let i = 0; i < 1_000 && !h.done; i++) {
+          // Settle: deliver live, answer every fetch, drain.
+          for (let i = 0; i < 1_000 && !h.done; i++) {
+            feedLive();
+            if (sock.fetches.length > 0) answer(s, sock, h, size);
+            else if (sock.drainWaiting) sock.drain(3);
+          }
+          expect(h.state).toBe("joined");
           feedLive();
-          if (sock.fetches.length > 0) answer(s, sock, h, size);
-          else if (sock.drainWaiting) sock.drain(3);
-        }
-        expect(h.state).toBe("joined");
-        feedLive();
-        expect(sock.seqs()).toEqual(s.seqs);
-      },
-    ), { numRuns: 500 });
+          expect(sock.seqs()).toEqual(s.seqs);
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 });
 
@@ -298,7 +307,13 @@ describe("coalescer — stream state requests", () => {
   it("coalescer — concurrent callers share a request sent after they called: at most one in flight and one queued", async () => {
     let calls = 0;
     let release: (() => void)[] = [];
-    const c = new Coalescer(() => new Promise<number>((r) => { const n = ++calls; release.push(() => r(n)); }));
+    const c = new Coalescer(
+      () =>
+        new Promise<number>((r) => {
+          const n = ++calls;
+          release.push(() => r(n));
+        }),
+    );
     const a = c.get();
     const b = c.get();
     const d = c.get();

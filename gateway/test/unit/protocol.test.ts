@@ -6,7 +6,9 @@ import { buildFrames, isJsonPayload, msgFrame } from "../../src/protocol/seriali
 
 describe("protocol — channels", () => {
   it.each(["orders", "orders.eu", "a-b_c.d:e", "x.y.z"])("accepts channel %s", (c) => expect(checkChannel(c).ok).toBe(true));
-  it.each(["", "orders..eu", ".orders", "orders.", "or ders", "$JS.API", "orders.*", "orders.>", "a\tb", 42, "a.b*"])("rejects channel %j", (c) => expect(checkChannel(c).ok).toBe(false));
+  it.each(["", "orders..eu", ".orders", "orders.", "or ders", "$JS.API", "orders.*", "orders.>", "a\tb", 42, "a.b*"])("rejects channel %j", (c) =>
+    expect(checkChannel(c).ok).toBe(false),
+  );
   it.each(["orders.*", "orders.>", "*.eu", ">", "*"])("accepts pattern %s", (p) => expect(checkPattern(p).ok).toBe(true));
   it.each(["orders.>.eu", "orders.**", "$SYS.>"])("rejects pattern %s", (p) => expect(checkPattern(p).ok).toBe(false));
   it("frames — id -0 is taken as 0, so that the echoed id matches (regression: found by the frame fuzzer)", () => {
@@ -38,7 +40,10 @@ describe("protocol — client frames", () => {
   };
   it("parses every op", () => {
     expect(parseClientFrame('{"op":"sub","id":1,"channel":"orders.*"}')).toEqual({ ok: true, frame: { op: "sub", id: 1, channel: "orders.*" } });
-    expect(parseClientFrame('{"op":"pub","id":"a","channel":"o.e","data":{"x":1},"msgId":"m-1"}')).toMatchObject({ ok: true, frame: { op: "pub", msgId: "m-1", data: { x: 1 } } });
+    expect(parseClientFrame('{"op":"pub","id":"a","channel":"o.e","data":{"x":1},"msgId":"m-1"}')).toMatchObject({
+      ok: true,
+      frame: { op: "pub", msgId: "m-1", data: { x: 1 } },
+    });
     expect(parseClientFrame('{"op":"unsub","channel":"o"}')).toMatchObject({ ok: true });
     expect(parseClientFrame('{"op":"ping","id":4}')).toEqual({ ok: true, frame: { op: "ping", id: 4 } });
     expect(parseClientFrame('{"op":"sub","channel":"o","from":{"seq":5}}')).toMatchObject({ ok: true, frame: { from: { seq: 5 } } });
@@ -95,11 +100,14 @@ describe("protocol — msg frames", () => {
   });
   it("msg frames — digits written in place match JavaScript's own number text for any seq and µs timestamp", () => {
     const payload = Buffer.from('{"k":1}');
-    fc.assert(fc.property(fc.nat({ max: Number.MAX_SAFE_INTEGER }), fc.integer({ min: 0, max: 4_102_444_800_000_000 }), fc.double({ noNaN: true }), (seq, us, odd) => {
-      for (const ts of [us / 1_000, odd]) {
-        const a = buildFrames("c", [{ channel: "c", seq, ts, payload }])[0]!;
-        expect(a.toString()).toBe(msgFrame({ channel: "c", pattern: "c", seq, ts }, payload).toString());
-      }
-    }), { numRuns: 5_000 });
+    fc.assert(
+      fc.property(fc.nat({ max: Number.MAX_SAFE_INTEGER }), fc.integer({ min: 0, max: 4_102_444_800_000_000 }), fc.double({ noNaN: true }), (seq, us, odd) => {
+        for (const ts of [us / 1_000, odd]) {
+          const a = buildFrames("c", [{ channel: "c", seq, ts, payload }])[0]!;
+          expect(a.toString()).toBe(msgFrame({ channel: "c", pattern: "c", seq, ts }, payload).toString());
+        }
+      }),
+      { numRuns: 5_000 },
+    );
   });
 });

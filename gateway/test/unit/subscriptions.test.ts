@@ -34,7 +34,16 @@ function fakeHub(): FanoutHub & { released: string[] } {
   return { released, release: (p: string) => released.push(p), get: () => undefined, cache: undefined } as unknown as FanoutHub & { released: string[] };
 }
 
-const feed = (pattern: string): ChannelFeed => ({ pattern, topic: `p:${pattern}`, refs: 1, count: 7, lastSeq: 120, startAfter: 100, ready: Promise.resolve(), catchups: new Set() });
+const feed = (pattern: string): ChannelFeed => ({
+  pattern,
+  topic: `p:${pattern}`,
+  refs: 1,
+  count: 7,
+  lastSeq: 120,
+  startAfter: 100,
+  ready: Promise.resolve(),
+  catchups: new Set(),
+});
 
 describe("subscriptions — lifecycle", () => {
   it("subscriptions — ending twice (an unsub, then the failed start position) releases the feed and the gauge once", async () => {

@@ -1,0 +1,39 @@
+// ESLint (flat config) for the gateway: typescript-eslint's recommended rules, no import cycles, and the
+// few rules our style leans on. Run by `npm test` (npm run lint); Prettier formats (printWidth 160).
+import tseslint from "typescript-eslint";
+import importX, { createNodeResolver } from "eslint-plugin-import-x";
+
+export default tseslint.config(
+  { ignores: ["dist/**", "node_modules/**", "loadtest/node_modules/**", ".tools/**", ".bench/**", "gateway/public/**", "**/*.mjs", "**/*.js"] },
+  ...tseslint.configs.recommended,
+  {
+    files: ["gateway/src/**/*.ts", "gateway/client/**/*.ts"],
+    plugins: { "import-x": importX },
+    settings: {
+      "import-x/resolver-next": [createNodeResolver({ extensionAlias: { ".js": [".ts", ".js"] } })],
+      // Imported files are TypeScript too: parse them with the TS parser to follow their imports.
+      "import-x/parsers": { "@typescript-eslint/parser": [".ts"] },
+      "import-x/extensions": [".ts", ".js"],
+    },
+    rules: {
+      // Folders by concern only work if they do not import each other in a circle.
+      "import-x/no-cycle": ["error", { ignoreExternal: true }],
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
+      "@typescript-eslint/consistent-type-imports": ["error", { fixStyle: "inline-type-imports" }],
+      // Library code never exits the process: only the CLI and the process roles (primary, worker) do.
+      "no-restricted-properties": ["error", { object: "process", property: "exit", message: "throw instead; only cli.ts and cluster/ end the process" }],
+      eqeqeq: ["error", "always"],
+    },
+  },
+  {
+    files: ["gateway/src/cli.ts", "gateway/src/cluster/**/*.ts"],
+    rules: { "no-restricted-properties": "off" },
+  },
+  {
+    files: ["gateway/test/**/*.ts"],
+    rules: {
+      "@typescript-eslint/no-explicit-any": "off",
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
+    },
+  },
+);
