@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import type { Config } from "./config.js";
+import type { Config } from "./settings.js";
 import { ConfigError } from "../errors.js";
 
 /** Authentication is on when any JWT key source is set. */

@@ -6,8 +6,8 @@ import { ConfigError } from "../errors.js";
 import { SETTINGS, type Setting, type SettingKey } from "./settings.js";
 import { checkAuthConfig } from "./checks.js";
 
-/** The gateway's whole configuration, parsed once from env and flags, then frozen. */
-export type Config = { readonly [K in SettingKey]: ReturnType<(typeof SETTINGS)[K]["default"]> };
+export type { Config } from "./settings.js";
+import type { Config } from "./settings.js";
 
 /** Env var through which the primary hands its resolved config to workers. */
 export const WORKER_CONFIG_ENV = "FGW_WORKER_CONFIG";

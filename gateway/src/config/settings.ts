@@ -526,3 +526,6 @@ export const SETTINGS = {
 } satisfies Record<string, Setting<any>>;
 
 export type SettingKey = keyof typeof SETTINGS;
+
+/** The gateway's whole configuration, parsed once from env and flags, then frozen. */
+export type Config = { readonly [K in SettingKey]: ReturnType<(typeof SETTINGS)[K]["default"]> };

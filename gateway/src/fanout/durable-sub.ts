@@ -1,7 +1,7 @@
 import type { DurableApi, DurableDelivery, DurableSpec, LiveFeed } from "../broker/broker.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { msgFrame } from "../protocol/serialize.js";
-import type { Socket } from "../ws/session.js";
+import type { FanoutSocket } from "./socket.js";
 
 /**
  * One socket bound to a durable consumer. It holds the deliveries it sent and that are not settled yet;
@@ -14,7 +14,7 @@ export class DurableSub {
   private stopped = false;
 
   constructor(
-    private readonly ws: Socket,
+    private readonly ws: FanoutSocket,
     readonly spec: DurableSpec,
     private readonly metrics: Metrics,
   ) {}
@@ -25,14 +25,14 @@ export class DurableSub {
   }
 
   private onMessage(d: DurableDelivery): void {
-    if (this.stopped || this.ws.getUserData().closed) {
+    if (this.stopped || this.ws.closed) {
       d.nak();
       return;
     }
     this.inflight.set(d.seq, d);
     let extra = `,"durable":${JSON.stringify(this.spec.durable)}`;
     if (d.redelivered) extra += `,"redelivered":true,"deliveries":${d.deliveries}`;
-    this.ws.send(msgFrame({ channel: d.channel, pattern: this.spec.pattern, seq: d.seq, ts: d.ts, extra }, d.payload), false, false);
+    this.ws.send(msgFrame({ channel: d.channel, pattern: this.spec.pattern, seq: d.seq, ts: d.ts, extra }, d.payload));
     this.metrics.framesDelivered.inc();
   }
 

@@ -3,8 +3,12 @@ import type { Broker, BrokerMessage, LiveFeed } from "../broker/broker.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { msgFrame } from "../protocol/serialize.js";
-import type { CatchUp } from "./catchup.js";
 import { ReplayCache } from "./replay-cache.js";
+
+/** Something that sees every live message of a feed before it joins the topic (a catch-up). */
+export interface LiveListener {
+  onLive(seq: number, frame: Buffer): void;
+}
 
 /** The worker's live feed for one channel pattern, shared by every local socket subscribed to it. */
 export type ChannelFeed = {
@@ -20,7 +24,7 @@ export type ChannelFeed = {
   ready: Promise<void>;
   live?: LiveFeed;
   /** Sockets replaying this pattern, waiting to join the topic; they see each live message too. */
-  catchups: Set<CatchUp>;
+  catchups: Set<LiveListener>;
   linger?: NodeJS.Timeout;
 };
 

@@ -1,33 +1,14 @@
-import type { Broker } from "../broker/broker.js";
-import type { Sections } from "../config/sections.js";
-import type { PublishService } from "../publish/service.js";
-import type { FanoutHub } from "../fanout/hub.js";
 import { DurableSub } from "../fanout/durable-sub.js";
-import type { Logger } from "../log.js";
-import type { Metrics } from "../metrics/metrics.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { parseClientFrame, type AckFrame, type Id, type PubFrame, type SubFrame, type UnsubFrame } from "../protocol/frames.js";
 import { errFrame, okFrame, pongFrame } from "../protocol/serialize.js";
 import { brokerFailure, GatewayError } from "../errors.js";
-import { sendText, type Socket } from "./session.js";
-import type { Subscriptions } from "./subscriptions.js";
-import type { ConnectionGuard } from "../auth/guard.js";
+import { fanoutSocket, sendText, type Socket } from "./session.js";
+import type { HandlerContext } from "./context.js";
 import { authorizeFrame } from "../auth/authorize.js";
-import { refreshSession } from "../auth/ws-refresh.js";
+import { refreshSession } from "./refresh.js";
 
-export type HandlerContext = {
-  /** The sections the WebSocket side uses. */
-  config: Pick<Sections, "server" | "fanout" | "backpressure" | "durable">;
-  broker: Broker;
-  hub: FanoutHub;
-  subs: Subscriptions;
-  metrics: Metrics;
-  log: Logger;
-  isDraining: () => boolean;
-  publisher: PublishService;
-  /** Authentication, permissions and limits of sockets (auth/). */
-  guard: ConnectionGuard;
-};
+export type { HandlerContext };
 
 /** Handles one text frame from a client. Every failure becomes an `err` frame; the socket stays open. */
 export function handleFrame(ctx: HandlerContext, ws: Socket, text: string): void {
@@ -145,7 +126,7 @@ async function subscribeDurable(ctx: HandlerContext, ws: Socket, f: SubFrame): P
   if (f.from !== undefined) return replyErr(ctx, ws, f.id, ErrorCode.BadRequest, "from is not accepted with durable: a durable resumes where its consumer is");
   const sub = ctx.subs.begin(ws, f.channel);
   const durable = new DurableSub(
-    ws,
+    fanoutSocket(ws),
     { user: s.user, durable: f.durable, pattern: f.channel, maxInflight: f.maxInflight ?? ctx.config.durable.maxInflight },
     ctx.metrics,
   );

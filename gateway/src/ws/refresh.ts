@@ -1,8 +1,8 @@
 import { ErrorCode } from "../protocol/codes.js";
 import type { RefreshFrame } from "../protocol/frames.js";
 import { errFrame, okFrame } from "../protocol/serialize.js";
-import type { HandlerContext } from "../ws/handlers.js";
-import { sendText, type Socket } from "../ws/session.js";
+import type { HandlerContext } from "./context.js";
+import { sendText, type Socket } from "./session.js";
 
 /**
  * `{"op":"refresh","token":"..."}`: verifies the new token (same `sub`), replaces the claims and the

@@ -1,0 +1,23 @@
+import type { Broker } from "../broker/broker.js";
+import type { Sections } from "../config/sections.js";
+import type { FanoutHub } from "../fanout/hub.js";
+import type { Logger } from "../log.js";
+import type { Metrics } from "../metrics/metrics.js";
+import type { PublishService } from "../publish/service.js";
+import type { ConnectionGuard } from "../auth/guard.js";
+import type { Subscriptions } from "./subscriptions.js";
+
+/** What the WebSocket frame handlers (handlers.ts, refresh.ts) work with. */
+export type HandlerContext = {
+  /** The sections the WebSocket side uses. */
+  config: Pick<Sections, "server" | "fanout" | "backpressure" | "durable">;
+  broker: Broker;
+  hub: FanoutHub;
+  subs: Subscriptions;
+  metrics: Metrics;
+  log: Logger;
+  isDraining: () => boolean;
+  publisher: PublishService;
+  /** Authentication, permissions and limits of sockets (auth/). */
+  guard: ConnectionGuard;
+};
