@@ -2,7 +2,7 @@
 import type { PubOptions } from "./options.js";
 import type { LatencySnapshot } from "../../subtools/src/stats.js";
 
-export type ToPubWorker = { type: "start"; index: number; opts: PubOptions } | { type: "stop" };
+export type ToPubWorker = { type: "start"; index: number; opts: PubOptions; clockOffsetUs: number | null } | { type: "stop" };
 
 export type PubCounts = {
   sent: number;

@@ -7,6 +7,7 @@ import type { FromPubWorker, PubCounts, ToPubWorker } from "./ipc.js";
 import { LatencyStats, type LatencySnapshot } from "../../subtools/src/stats.js";
 import { CpuTrack, SATURATED_PCT, type CpuSummary } from "../../subtools/src/cpu.js";
 import { ms3, ms6 } from "../../subtools/src/report.js";
+import { fmtOffset, measureGatewayClock, measureRedisClock, type ClockEstimate } from "../../subtools/src/clock.js";
 
 const WORKER_MAIN = fileURLToPath(new URL("./worker-main.js", import.meta.url));
 export const PUB_TAG = "[  pub-master  ] \t";
@@ -25,7 +26,19 @@ export type PubResult = {
   cpu: CpuSummary[];
   errors: string[];
   exitedAbnormally: number;
+  /** This host's offset to the server (written into the payloads), or null with the reason. */
+  clock: ClockEstimate | null;
+  clockReason?: string;
 };
+
+/** This host's offset to the server the messages go through, or the reason there is none. */
+async function measureClock(opts: PubOptions): Promise<ClockEstimate | string> {
+  if (opts.noClock) return "--no-clock";
+  const host = opts.hosts[0]!;
+  if (opts.target === "gateway-ws" || opts.target === "gateway-http") return measureGatewayClock(host, opts.port, opts.path);
+  if (opts.target === "redis") return measureRedisClock(host, opts.port);
+  return `the ${opts.target} target offers no time to compare clocks with`;
+}
 
 type Proc = { child: ChildProcess; cpu: CpuTrack; counts: PubCounts | null; inFlight: number; final: Extract<FromPubWorker, { type: "final" }> | null; exitCode: number | null; errorShown: boolean };
 
@@ -37,6 +50,11 @@ export async function runPubMaster(opts: PubOptions, log: (l: string) => void = 
   const mode = opts.sync ? "sync" : `async window ${opts.window}`;
   log(`${PUB_TAG}pub-cluster: ${opts.processes} processes × ${opts.passes} passes of ${opts.perInterval} every ${opts.intervalMs}ms → ${opts.target} ${opts.hosts.join(",")}:${opts.port} channels ${opts.channels.join(",")}, ${opts.size} bytes, ${mode}`);
 
+  const clock = await measureClock(opts);
+  const clockOffsetUs = typeof clock === "string" ? null : clock.offsetUs;
+  log(typeof clock === "string"
+    ? `${PUB_TAG}Clock: no offset to the server (${clock}); subscribers on other hosts cannot correct their latencies`
+    : `${PUB_TAG}Clock: this host is ${fmtOffset(-clock.offsetUs)} from ${clock.reference} (± ${Math.round(clock.rttUs / 2)} µs); sent in every payload as "o"`);
   const procs: Proc[] = [];
   const allDone = new Promise<void>((resolve) => {
     const check = (): void => { if (procs.length === opts.processes && procs.every((p) => p.exitCode !== null)) resolve(); };
@@ -53,7 +71,7 @@ export async function runPubMaster(opts: PubOptions, log: (l: string) => void = 
         if (m.type === "tick") { current.add(w); p.inFlight = m.inFlight; } else p.final = m;
       });
       child.on("exit", (code) => { p.exitCode = code ?? 1; check(); });
-      child.send({ type: "start", index: i, opts } satisfies ToPubWorker);
+      child.send({ type: "start", index: i, opts, clockOffsetUs } satisfies ToPubWorker);
     }
   });
 
@@ -97,6 +115,8 @@ export async function runPubMaster(opts: PubOptions, log: (l: string) => void = 
     cpu: procs.map((p) => p.cpu.summary()),
     errors,
     exitedAbnormally: abnormal,
+    clock: typeof clock === "string" ? null : clock,
+    ...(typeof clock === "string" ? { clockReason: clock } : {}),
   };
   for (const l of pubReportLines(result, total)) log(l);
   if (opts.json) { writeFileSync(opts.json, JSON.stringify(result, null, 2) + "\n"); log(`${PUB_TAG}wrote ${opts.json}`); }

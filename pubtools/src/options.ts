@@ -1,7 +1,7 @@
 // pub-cluster's command line, parsed once into a frozen, typed object.
 import { parseArgs } from "node:util";
 
-export type PubTarget = "gateway-ws" | "gateway-http" | "jetstream" | "nats" | "redis";
+export type PubTarget = "gateway-ws" | "gateway-http" | "jetstream" | "nats" | "redis" | "socketio" | "centrifuge";
 
 export type PubOptions = Readonly<{
   intervalMs: number;
@@ -25,16 +25,18 @@ export type PubOptions = Readonly<{
   /** JetStream subject prefix the gateway reads (stream EVENTS, subjects ev.<channel>). */
   subjectPrefix: string;
   path: string;
+  /** Skip the clock exchange with the server (no "o" in the payloads). */
+  noClock: boolean;
 }>;
 
 export const PUB_DEFAULT_PORTS: Record<PubTarget, number> = {
-  "gateway-ws": 9000, "gateway-http": 9000, jetstream: 4222, nats: 4222, redis: 6379,
+  "gateway-ws": 9000, "gateway-http": 9000, jetstream: 4222, nats: 4222, redis: 6379, socketio: 3000, centrifuge: 8000,
 };
 
 export const PUB_USAGE = `usage: pub-cluster [-t interval-ms] [-n messages-per-interval] [-c processes] [-p passes]
                    [-H host[,host…]] [--port port] [--size bytes] [--channel name …]
-                   [--target gateway-ws|gateway-http|jetstream|nats|redis] [--sync | --window N]
-                   [--timeout ms] [--msg-id] [--json FILE] [--quiet]`;
+                   [--target gateway-ws|gateway-http|jetstream|nats|redis|socketio|centrifuge] [--sync | --window N]
+                   [--timeout ms] [--msg-id] [--no-clock] [--json FILE] [--quiet]`;
 
 export class PubUsageError extends Error {
   override readonly name = "PubUsageError";
@@ -74,6 +76,7 @@ export function parsePubOptions(argv: readonly string[]): PubOptions {
       quiet: { type: "boolean", short: "q" },
       "subject-prefix": { type: "string" },
       path: { type: "string" },
+      "no-clock": { type: "boolean" },
     },
   });
   if (positionals.length > 0) throw new PubUsageError(`unexpected argument "${positionals[0]}"`);
@@ -100,5 +103,6 @@ export function parsePubOptions(argv: readonly string[]): PubOptions {
     quiet: values.quiet ?? false,
     subjectPrefix: values["subject-prefix"] ?? "ev.",
     path: values.path ?? "/ws",
+    noClock: values["no-clock"] ?? false,
   });
 }

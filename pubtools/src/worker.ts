@@ -9,6 +9,8 @@ import { RedisPublisher } from "./publishers/redis.js";
 import { JetStreamPublisher, NatsPublisher } from "./publishers/nats.js";
 import { GatewayHttpPublisher } from "./publishers/gateway-http.js";
 import { GatewayWsPublisher } from "./publishers/gateway-ws.js";
+import { SocketIoPublisher } from "./publishers/socketio.js";
+import { CentrifugePublisher } from "./publishers/centrifuge.js";
 import { dataPayload, endPayload, safePublisherId } from "./payload.js";
 import { LatencyStats, nowUs } from "../../subtools/src/stats.js";
 import { CpuMeter } from "../../subtools/src/cpu.js";
@@ -22,6 +24,8 @@ export function makePublisher(target: PubTarget, setup: PublisherSetup): Publish
     case "jetstream": return new JetStreamPublisher(setup);
     case "gateway-http": return new GatewayHttpPublisher(setup);
     case "gateway-ws": return new GatewayWsPublisher(setup);
+    case "socketio": return new SocketIoPublisher(setup);
+    case "centrifuge": return new CentrifugePublisher(setup);
   }
 }
 
@@ -39,7 +43,8 @@ export class PubWorker {
   private lastDoneMs = 0;
   private readonly cpu = new CpuMeter();
 
-  constructor(private readonly index: number, private readonly opts: PubOptions) {
+  /** @param clockOffsetUs this host's clock offset to the server, written into every payload ("o"). */
+  constructor(private readonly index: number, private readonly opts: PubOptions, private readonly clockOffsetUs: number | null = null) {
     this.pub = makePublisher(opts.target, { host: opts.hosts[index % opts.hosts.length]!, opts });
     const base = safePublisherId(`${hostname()}-${process.pid}-${index + 1}`);
     this.ids = opts.channels.map((c) => safePublisherId(`${base}:${c}`));
@@ -89,7 +94,7 @@ export class PubWorker {
     const id = this.ids[ci]!;
     const t = nowUs();
     if (this.firstSendMs === 0) this.firstSendMs = t / 1000;
-    const body = dataPayload(id, s, t, this.opts.size);
+    const body = dataPayload(id, s, t, this.opts.size, this.clockOffsetUs);
     this.counts.sent++;
     this.inFlight++;
     const started = performance.now();
@@ -142,7 +147,7 @@ export function runPubWorker(): void {
   process.on("disconnect", () => process.exit(0));
   process.on("message", (m: ToPubWorker) => {
     if (m.type === "start" && !worker) {
-      const w = new PubWorker(m.index, m.opts);
+      const w = new PubWorker(m.index, m.opts, m.clockOffsetUs);
       worker = w;
       const ticker = setInterval(() => process.send?.(w.tick()), 1000);
       w.run().then(

@@ -13,9 +13,13 @@ export type Scanned = {
   gwSeq: number;
   /** Gateway channel from a `msg` frame, or "". */
   channel: string;
+  /** Gateway subscription pattern (`sub`) of a `msg` frame, or "". */
+  sub: string;
+  /** The publisher's clock offset to the reference server (µs), or NaN when the payload has none. */
+  o: number;
 };
 
-export const scanned: Scanned = { p: "", s: 0, t: 0, end: false, total: 0, gwSeq: -1, channel: "" };
+export const scanned: Scanned = { p: "", s: 0, t: 0, end: false, total: 0, gwSeq: -1, channel: "", sub: "", o: NaN };
 
 /** Reads a non-negative number at `i`; NaN if there is none. */
 function numberAt(str: string, i: number): number {
@@ -49,6 +53,8 @@ export function scanPayload(str: string, from: number): boolean {
   const pe = str.indexOf('"', pi + 5);
   if (pe < 0) return fallback(str, from);
   out.p = str.slice(pi + 5, pe);
+  const oi = str.indexOf('"o":', pe);
+  out.o = oi >= 0 ? numberAt(str, oi + (str.charCodeAt(oi + 4) === 45 /* - */ ? 5 : 4)) * (str.charCodeAt(oi + 4) === 45 ? -1 : 1) : NaN;
   const ti = str.indexOf('"t":', from);
   if (ti < 0) {
     const ei = str.indexOf('"end":true', from);
@@ -90,6 +96,8 @@ export function scanGatewayFrame(str: string): 1 | 0 | -1 {
     const ce = str.indexOf('"', c + 11);
     scanned.channel = str.slice(c + 11, ce);
   } else scanned.channel = "";
+  const b = str.indexOf('"sub":"');
+  scanned.sub = b >= 0 && b < d ? str.slice(b + 7, str.indexOf('"', b + 7)) : "";
   return scanPayload(str, d + 7) ? 1 : scanParsedFrame(str);
 }
 
@@ -100,6 +108,7 @@ function scanParsedFrame(str: string): 1 | -1 {
   const o = f as { seq?: unknown; channel?: unknown; data?: unknown };
   scanned.gwSeq = typeof o.seq === "number" ? o.seq : -1;
   scanned.channel = typeof o.channel === "string" ? o.channel : "";
+  scanned.sub = typeof (o as { sub?: unknown }).sub === "string" ? (o as { sub: string }).sub : "";
   return fromObject(o.data) ? 1 : -1;
 }
 
@@ -114,6 +123,7 @@ function fromObject(v: unknown): boolean {
   const o = v as Record<string, unknown>;
   if (typeof o.p !== "string") return false;
   scanned.p = o.p;
+  scanned.o = typeof o.o === "number" ? o.o : NaN;
   if (o.end === true && typeof o.total === "number") {
     scanned.end = true; scanned.total = o.total; scanned.s = 0; scanned.t = 0;
     return true;

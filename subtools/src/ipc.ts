@@ -1,13 +1,18 @@
 // Messages between the sub-cluster master and its processes (Node IPC, JSON).
 import type { SubOptions } from "./options.js";
 import type { LatencySnapshot } from "./stats.js";
+import type { AddressPlan } from "./addresses.js";
+import type { PublisherClock } from "./receiver.js";
 
 export type ToWorker =
-  | { type: "start"; index: number; opts: SubOptions }
+  | { type: "start"; index: number; opts: SubOptions; plan: AddressPlan; clockOffsetUs: number | null }
   | { type: "stop" };
 
-/** Per-process totals at the end of a run. */
+/** Per-process totals. Sent with every tick too, so a process that dies still leaves what it counted. */
 export type WorkerCounts = {
+  /** Clients this process was to hold (-n). */
+  planned: number;
+  /** Clients started so far (fewer than planned while ramping). */
   clients: number;
   everConnected: number;
   peakConnected: number;
@@ -25,20 +30,28 @@ export type WorkerCounts = {
   badFrames: number;
 };
 
+export type WorkerReport = {
+  index: number;
+  counts: WorkerCounts;
+  /** Failed connection attempts by cause (ECONNREFUSED, EADDRNOTAVAIL, EMFILE, HTTP_429…). */
+  failures: Record<string, number>;
+  /** Clients that never subscribed, by the cause of their last failed attempt ("pending" when none failed yet). */
+  neverConnected: Record<string, number>;
+  publishers: PublisherClock[];
+  window: LatencySnapshot;
+  cpuPct: number;
+  firstError: string | null;
+};
+
 export type FromWorker =
-  | {
+  | (WorkerReport & {
       type: "tick";
-      index: number;
       /** Clients subscribed right now / started so far. */
       connected: number;
       started: number;
-      /** Latencies since the previous tick. */
-      window: LatencySnapshot;
-      cpuPct: number;
       /** Every client has what it came for (all end markers, or --expect messages). */
       done: boolean;
       /** Milliseconds since the last delivery, or -1 before the first. */
       idleMs: number;
-      firstError: string | null;
-    }
-  | { type: "final"; index: number; window: LatencySnapshot; counts: WorkerCounts; cpuPct: number; firstError: string | null };
+    })
+  | (WorkerReport & { type: "final"; crashed?: string });

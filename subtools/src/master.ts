@@ -1,19 +1,25 @@
-// The sub-cluster master: forks the processes, gathers their windows every second (printing the live
-// line), decides when the run is over, and prints the cumulative report.
+// The sub-cluster master: plans source addresses, measures this host's clock against the server, forks
+// the processes, gathers their windows every second (printing the live line), decides when the run is
+// over, and prints the cumulative report — with the counts of a process that died taken from its last tick.
 import { fork, type ChildProcess } from "node:child_process";
 import { writeFileSync } from "node:fs";
+import { hostname } from "node:os";
 import { fileURLToPath } from "node:url";
 import type { SubOptions } from "./options.js";
-import type { FromWorker, ToWorker, WorkerCounts } from "./ipc.js";
+import type { FromWorker, ToWorker, WorkerCounts, WorkerReport } from "./ipc.js";
 import { LatencyStats } from "./stats.js";
 import { CpuMeter, CpuTrack } from "./cpu.js";
-import { addCounts, emptyCounts, type SubResult } from "./result.js";
+import { addCounts, addTally, clockStatus, emptyCounts, type ClockSection, type SubResult } from "./result.js";
 import { TAG, liveLine, reportLines } from "./report.js";
+import { openFilesLimit, planAddresses, type AddressPlan } from "./addresses.js";
+import { fmtOffset, measureGatewayClock, measureRedisClock, safeHostId, type ClockEstimate } from "./clock.js";
+import type { PublisherClock } from "./receiver.js";
 
 const WORKER_MAIN = fileURLToPath(new URL("./worker-main.js", import.meta.url));
 const FINAL_TIMEOUT_MS = 30_000;
 
 type Proc = {
+  name: string;
   child: ChildProcess;
   cpu: CpuTrack;
   connected: number;
@@ -22,11 +28,23 @@ type Proc = {
   idleMs: number;
   lastCpu: number;
   errorShown: boolean;
-  final: Extract<FromWorker, { type: "final" }> | null;
-  exited: boolean;
+  /** The latest tick's report: what the process had counted by then. */
+  last: WorkerReport | null;
+  lastAtS: number;
+  final: (WorkerReport & { crashed?: string }) | null;
+  exit: string | null;
 };
 
 export type MasterIO = { log(line: string): void };
+
+/** This host's offset to the server the clients talk to, or the reason there is none. */
+async function measureClock(opts: SubOptions): Promise<ClockEstimate | string> {
+  if (opts.noClock) return "--no-clock";
+  const host = opts.hosts[0]!;
+  if (opts.target === "gateway") return measureGatewayClock(host, opts.port, opts.path);
+  if (opts.target === "redis") return measureRedisClock(host, opts.port);
+  return `the ${opts.target} target offers no time to compare clocks with`;
+}
 
 /** Runs a whole sub-cluster run; resolves with the result once every process has reported. */
 export async function runMaster(opts: SubOptions, io: MasterIO = { log: (l) => console.log(l) }): Promise<SubResult> {
@@ -37,31 +55,46 @@ export async function runMaster(opts: SubOptions, io: MasterIO = { log: (l) => c
   const masterCpu = new CpuMeter();
   const masterTrack = new CpuTrack("master");
   const clients = opts.processes * opts.clientsPerProcess;
-  const url = opts.target === "gateway" ? `ws://${opts.hosts.join(",")}:${opts.port}${opts.path}` : `${opts.target}://${opts.hosts.join(",")}:${opts.port}`;
-  io.log(`${TAG}sub-cluster: ${opts.processes} processes × ${opts.clientsPerProcess} clients → ${url} channels ${opts.channels.join(",")}`);
+  const notes: string[] = [];
+  const note = (s: string): void => { notes.push(s); io.log(`${TAG}${s}`); };
+  const url = ["gateway", "socketio", "centrifuge"].includes(opts.target) ? `ws://${opts.hosts.join(",")}:${opts.port}` : `${opts.target}://${opts.hosts.join(",")}:${opts.port}`;
+  io.log(`${TAG}sub-cluster: ${opts.processes} processes × ${opts.clientsPerProcess} clients → ${url} channels ${opts.channels.join(",")}` +
+    (["gateway", "socketio", "centrifuge"].includes(opts.target) ? ` (${opts.engine === "ws" ? "ws" : "lean"} engine)` : ""));
+
+  const wsLike = opts.target === "gateway" || opts.target === "socketio" || opts.target === "centrifuge";
+  const plan: AddressPlan = wsLike ? planAddresses(opts.hosts, opts.port, clients, opts.localAddresses) : { hosts: opts.hosts.map((host) => ({ host, clients: 0, sources: [undefined] })), notes: [], warnings: [] };
+  for (const n of plan.notes) note(n);
+  for (const w of plan.warnings) note(`WARNING: ${w}`);
+  const fdLimit = openFilesLimit();
+  if (fdLimit !== null && opts.clientsPerProcess + 64 > fdLimit) {
+    note(`WARNING: each process is to hold ${opts.clientsPerProcess} connections but may open only ${fdLimit} files (ulimit -n): expect EMFILE; use -c ${Math.ceil(clients / (fdLimit - 64))} or more processes`);
+  }
+
+  const clock = await measureClock(opts);
+  const clockOffsetUs = typeof clock === "string" ? null : clock.offsetUs;
+  if (typeof clock === "string") io.log(`${TAG}Clock: no offset to the server (${clock}); latencies from publishers on other hosts will be uncorrected`);
+  else io.log(`${TAG}Clock: this host (${hostname()}) is ${fmtOffset(-clock.offsetUs)} from ${clock.reference} (± ${Math.round(clock.rttUs / 2)} µs, best of ${clock.samples} exchanges)`);
 
   const procs: Proc[] = [];
   for (let i = 0; i < opts.processes; i++) {
     const child = fork(WORKER_MAIN, [], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
-    const p: Proc = { child, cpu: new CpuTrack(`sub-${i + 1} (pid ${child.pid})`), connected: 0, started: 0, done: false, idleMs: -1, lastCpu: 0, errorShown: false, final: null, exited: false };
+    const name = `sub-${i + 1}`;
+    const p: Proc = { name, child, cpu: new CpuTrack(`${name} (pid ${child.pid})`), connected: 0, started: 0, done: false, idleMs: -1, lastCpu: 0, errorShown: false, last: null, lastAtS: 0, final: null, exit: null };
     procs.push(p);
     child.on("message", (m: FromWorker) => {
+      const w = LatencyStats.fromJSON(m.window);
+      total.add(w);
+      p.cpu.add(m.cpuPct, w.count > 0);
+      if (m.firstError && !p.errorShown) { p.errorShown = true; io.log(`${TAG}${name}: first error: ${m.firstError}`); }
       if (m.type === "tick") {
-        const w = LatencyStats.fromJSON(m.window);
         current.add(w);
-        total.add(w);
-        p.cpu.add(m.cpuPct, w.count > 0);
-        Object.assign(p, { connected: m.connected, started: m.started, done: m.done, idleMs: m.idleMs, lastCpu: m.cpuPct });
-        if (m.firstError && !p.errorShown) { p.errorShown = true; io.log(`${TAG}sub-${i + 1}: first error: ${m.firstError}`); }
+        Object.assign(p, { connected: m.connected, started: m.started, done: m.done, idleMs: m.idleMs, lastCpu: m.cpuPct, last: m, lastAtS: (performance.now() - t0) / 1000 });
       } else {
-        if (m.firstError && !p.errorShown) { p.errorShown = true; io.log(`${TAG}sub-${i + 1}: first error: ${m.firstError}`); }
-        total.add(LatencyStats.fromJSON(m.window));
-        p.cpu.add(m.cpuPct, m.window.count > 0);
         p.final = m;
       }
     });
-    child.on("exit", () => { p.exited = true; });
-    child.send({ type: "start", index: i, opts } satisfies ToWorker);
+    child.on("exit", (code, signal) => { p.exit = signal ? `signal ${signal}` : `code ${code}`; });
+    child.send({ type: "start", index: i, opts, plan, clockOffsetUs } satisfies ToWorker);
   }
 
   const reason = await new Promise<string>((resolve) => {
@@ -78,9 +111,9 @@ export async function runMaster(opts: SubOptions, io: MasterIO = { log: (l) => c
       masterTrack.add(mc, current.count > 0);
       if (!opts.quiet) io.log(liveLine(elapsedS, connected, clients, rate, current, Math.max(mc, ...procs.map((p) => p.lastCpu))));
       current.reset();
-      if (procs.every((p) => p.exited)) return finish("all processes exited");
+      if (procs.every((p) => p.exit !== null)) return finish("all processes exited");
       if (opts.durationS > 0 && now - t0 >= opts.durationS * 1000) return finish("duration");
-      if (procs.every((p) => p.done || p.exited)) return finish(opts.expect !== null ? "expected messages received" : "end markers received");
+      if (procs.every((p) => p.done || p.exit !== null)) return finish(opts.expect !== null ? "expected messages received" : "end markers received");
       const heard = procs.filter((p) => p.idleMs >= 0);
       if (opts.idleS > 0 && heard.length > 0 && procs.every((p) => p.idleMs < 0 || p.idleMs >= opts.idleS * 1000)) return finish("idle");
     }, 1000);
@@ -91,26 +124,50 @@ export async function runMaster(opts: SubOptions, io: MasterIO = { log: (l) => c
     }
   });
 
-  // Each process stops its clients and sends a final window and its totals.
-  for (const p of procs) if (!p.exited) p.child.send({ type: "stop" } satisfies ToWorker);
+  // Each process reports first and closes its clients afterwards; a process that is gone already left its last tick.
+  for (const p of procs) if (p.exit === null && p.child.connected) p.child.send({ type: "stop" } satisfies ToWorker);
   const deadline = Date.now() + FINAL_TIMEOUT_MS;
   await new Promise<void>((resolve) => {
     const check = setInterval(() => {
-      if (procs.every((p) => p.final || p.exited) || Date.now() > deadline) { clearInterval(check); resolve(); }
+      if (procs.every((p) => p.final || p.exit !== null) || Date.now() > deadline) { clearInterval(check); resolve(); }
     }, 20);
   });
-  for (const p of procs) if (!p.exited) p.child.kill();
+  // Processes close their clients after reporting (bounded); give them that long before killing them.
+  await Promise.race([Promise.all(procs.map((p) => (p.exit !== null ? null : new Promise((r) => p.child.once("exit", r))))), new Promise((r) => setTimeout(r, 7_000))]);
+  for (const p of procs) if (p.exit === null) p.child.kill();
 
   const counts: WorkerCounts = emptyCounts();
-  procs.forEach((p, i) => {
-    if (p.final) addCounts(counts, p.final.counts);
-    else io.log(`${TAG}WARNING: sub-${i + 1} sent no final report; its counts are missing`);
-  });
+  const failures: Record<string, number> = {};
+  const neverConnected: Record<string, number> = {};
+  const publishers = new Map<string, PublisherClock>();
+  for (const p of procs) {
+    const r = p.final ?? p.last;
+    if (p.final?.crashed) note(`WARNING: ${p.name} ${p.final.crashed}; it reported what it had counted before exiting`);
+    if (!p.final) {
+      note(r
+        ? `WARNING: ${p.name} ended (${p.exit ?? "no answer"}) without a final report: its counts are from its last report, ${p.lastAtS.toFixed(0)} s into the run`
+        : `WARNING: ${p.name} ended (${p.exit ?? "no answer"}) before it reported anything: its ${opts.clientsPerProcess} clients are missing from the counts`);
+    }
+    if (!r) { counts.planned += opts.clientsPerProcess; continue; }
+    addCounts(counts, r.counts);
+    addTally(failures, r.failures);
+    addTally(neverConnected, r.neverConnected);
+    for (const pub of r.publishers) publishers.set(pub.id, pub);
+  }
   masterTrack.add(masterCpu.sample(), false);
+  const pubs = [...publishers.values()];
+  const clockSection: ClockSection = {
+    host: safeHostId(hostname()),
+    self: typeof clock === "string" ? null : clock,
+    ...(typeof clock === "string" ? { selfReason: clock } : {}),
+    publishers: pubs,
+    status: clockStatus(pubs),
+  };
   const result: SubResult = {
     version: 1,
     tool: "sub-cluster",
     target: opts.target,
+    engine: wsLike ? opts.engine : opts.target,
     hosts: [...opts.hosts],
     port: opts.port,
     channels: [...opts.channels],
@@ -120,6 +177,10 @@ export async function runMaster(opts: SubOptions, io: MasterIO = { log: (l) => c
     durationMs: Math.round(performance.now() - t0),
     stopReason: reason,
     counts,
+    failures,
+    neverConnected,
+    notes,
+    clock: clockSection,
     latency: total.toJSON(),
     cpu: [...procs.map((p) => p.cpu.summary()), masterTrack.summary()],
   };

@@ -1,7 +1,9 @@
 // sub-cluster's command line, parsed once into a frozen, typed object.
 import { parseArgs } from "node:util";
 
-export type SubTarget = "gateway" | "redis" | "nats";
+export type SubTarget = "gateway" | "redis" | "nats" | "socketio" | "centrifuge";
+/** How WebSocket clients are implemented: a plain TCP socket with a minimal frame reader, or the `ws` package. */
+export type Engine = "lean" | "ws";
 /** Gateway replay start: everything, from a stream sequence, or the last N. */
 export type FromSpec = "all" | { seq: number } | { last: number };
 
@@ -25,16 +27,23 @@ export type SubOptions = Readonly<{
   /** Prints the live line every second. */
   quiet: boolean;
   path: string;
+  /** WebSocket client engine (gateway target; Socket.IO and centrifuge are lean only). */
+  engine: Engine;
+  /** Source addresses to connect from, round-robin; empty = the kernel's choice (spread automatically on loopback). */
+  localAddresses: readonly string[];
+  /** Skip the clock exchange with the server. */
+  noClock: boolean;
 }>;
 
-export const DEFAULT_PORTS: Record<SubTarget, number> = { gateway: 9000, redis: 6379, nats: 4222 };
+export const DEFAULT_PORTS: Record<SubTarget, number> = { gateway: 9000, redis: 6379, nats: 4222, socketio: 3000, centrifuge: 8000 };
 export const DEFAULT_CHANNEL = "bench.x";
 export const DEFAULT_IDLE_S = 10;
 
 export const SUB_USAGE = `usage: sub-cluster [-c processes] [-n clients-per-process] [-H host[,host…]] [-p port]
-                   [--channel name …] [--target gateway|redis|nats] [-d seconds] [--idle seconds]
-                   [--ramp conns-per-s] [--from all|SEQ|last:N] [--expect N] [--json FILE] [--quiet]
-       sub-cluster merge a.json b.json …`;
+                   [--channel name …] [--target gateway|redis|nats|socketio|centrifuge] [--engine lean|ws]
+                   [-d seconds] [--idle seconds] [--ramp conns-per-s] [--from all|SEQ|last:N] [--expect N]
+                   [--local-address a[,b…]] [--no-clock] [--json FILE] [--quiet]
+       sub-cluster merge [--accept-unknown-offsets] a.json b.json …`;
 
 export class UsageError extends Error {
   override readonly name = "UsageError";
@@ -88,11 +97,17 @@ export function parseSubOptions(argv: readonly string[]): SubOptions {
       json: { type: "string" },
       quiet: { type: "boolean", short: "q" },
       path: { type: "string" },
+      engine: { type: "string" },
+      "local-address": { type: "string", multiple: true },
+      "no-clock": { type: "boolean" },
     },
   });
   if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
   const target = (values.target ?? "gateway") as SubTarget;
-  if (!(target in DEFAULT_PORTS)) throw new UsageError(`--target must be gateway, redis or nats, got "${values.target}"`);
+  if (!(target in DEFAULT_PORTS)) throw new UsageError(`--target must be one of ${Object.keys(DEFAULT_PORTS).join(", ")}, got "${values.target}"`);
+  const engine = (values.engine ?? "lean") as Engine;
+  if (engine !== "lean" && engine !== "ws") throw new UsageError(`--engine must be lean or ws, got "${values.engine}"`);
+  if (engine === "ws" && target !== "gateway") throw new UsageError("--engine ws is for --target gateway (Socket.IO and centrifuge clients are lean only; Redis and NATS use their libraries)");
   if (values.p !== undefined && values.port !== undefined) throw new UsageError("give -p or --port, not both");
   const from = values.from === undefined ? null : parseFrom(values.from);
   if (from !== null && target !== "gateway") throw new UsageError("--from needs --target gateway (raw Redis and core NATS do not replay)");
@@ -113,5 +128,8 @@ export function parseSubOptions(argv: readonly string[]): SubOptions {
     json: values.json ?? null,
     quiet: values.quiet ?? false,
     path: values.path ?? "/ws",
+    engine,
+    localAddresses: Object.freeze(list(values["local-address"])),
+    noClock: values["no-clock"] ?? false,
   });
 }

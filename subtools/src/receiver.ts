@@ -1,39 +1,43 @@
 // The per-message path shared by all client kinds: latency into the current window, sequence
-// accounting per (client, publisher), end markers. One Receiver per process.
+// accounting per (client, publisher), end markers, clock correction. One Receiver per process.
+import { hostname } from "node:os";
 import { LatencyStats, nowUs } from "./stats.js";
 import { SeqTracker } from "./seq-tracker.js";
 import { scanned, scanPayload, scanGatewayFrame } from "./frame.js";
+import { bs, scanCentrifugeLine, scanGatewayBytes, scanPayloadBytes, scanSocketIoBytes } from "./scan-bytes.js";
+import { publisherHost, safeHostId } from "./clock.js";
 
-/** What one subscriber remembers: a tracker per publisher (with a one-entry cache for the usual case). */
+/** What one subscriber remembers: a tracker per publisher, indexed by the process's publisher number. */
 export class ClientState {
-  readonly trackers = new Map<string, SeqTracker>();
-  private lastP = "";
-  private lastTracker: SeqTracker | null = null;
+  readonly trackers: (SeqTracker | undefined)[] = [];
   /** Subscribed on every channel right now. */
   subscribed = false;
   /** Was subscribed at least once. */
   everSubscribed = false;
+  /** Cause of the last failed connection attempt (ECONNREFUSED, EADDRNOTAVAIL, HTTP_429…), or null. */
+  lastFailure: string | null = null;
 
-  tracker(p: string, fromOne: boolean): SeqTracker {
-    if (p === this.lastP && this.lastTracker) return this.lastTracker;
-    let t = this.trackers.get(p);
-    if (!t) { t = new SeqTracker(fromOne); this.trackers.set(p, t); }
-    this.lastP = p;
-    this.lastTracker = t;
+  tracker(pub: number, fromOne: boolean): SeqTracker {
+    let t = this.trackers[pub];
+    if (t === undefined) { t = new SeqTracker(fromOne); this.trackers[pub] = t; }
     return t;
+  }
+
+  *all(): IterableIterator<SeqTracker> {
+    for (const t of this.trackers) if (t !== undefined) yield t;
   }
 
   distinct(): number {
     let n = 0;
-    for (const t of this.trackers.values()) n += t.distinct;
+    for (const t of this.all()) n += t.distinct;
     return n;
   }
 
   /** Every publisher it heard from has sent its end marker. */
   allEnded(): boolean {
-    if (this.trackers.size === 0) return false;
-    for (const t of this.trackers.values()) if (t.endTotal < 0) return false;
-    return true;
+    let any = false;
+    for (const t of this.all()) { any = true; if (t.endTotal < 0) return false; }
+    return any;
   }
 }
 
@@ -41,10 +45,14 @@ export class ClientState {
 export interface ClientEvents {
   subscribed(c: ClientState): void;
   unsubscribed(c: ClientState): void;
-  connectFailed(err: unknown): void;
+  /** A connection attempt failed; `reason` is a short code (ECONNREFUSED, EADDRNOTAVAIL, HTTP_429…). */
+  connectFailed(err: unknown, reason?: string): void;
   reconnecting(): void;
   subError(message: string): void;
 }
+
+/** How the latencies of one publisher are corrected for clocks. */
+export type PublisherClock = { id: string; host: string; sameHost: boolean; offsetUs: number | null; correctionUs: number; corrected: boolean };
 
 export class Receiver {
   /** Latencies since the last tick; the process ships and resets it every second. */
@@ -54,35 +62,122 @@ export class Receiver {
   badFrames = 0;
   /** performance.now() of the last delivery, 0 before the first. */
   lastMessageAt = 0;
+  /** Publishers seen by this process, by number; their clock correction. */
+  readonly publishers: PublisherClock[] = [];
+  private readonly pubIndex = new Map<string, number>();
+  private lastPub = -1;
+  private readonly lastPBytes = Buffer.alloc(512);
+  private lastPLen = -1;
+  private readonly myHost = safeHostId(hostname());
 
-  /** @param fromOne trackers count expected messages from sequence 1 (see SeqTracker). */
-  constructor(private readonly fromOne: boolean) {}
+  /**
+   * @param fromOne trackers count expected messages from sequence 1 (see SeqTracker).
+   * @param clockOffsetUs this host's clock offset to the reference server (its clock − ours), or null if unknown.
+   */
+  constructor(private readonly fromOne: boolean, private readonly clockOffsetUs: number | null = null) {}
 
   /** A raw payload (Redis message, NATS message data). */
   payload(c: ClientState, str: string, recvUs: number): void {
     if (!scanPayload(str, 0)) { this.badFrames++; return; }
-    this.account(c, recvUs);
+    this.accountScanned(c, recvUs);
   }
 
   /**
-   * A gateway data frame. Returns the frame kind from scanGatewayFrame: 0 means a control frame the
-   * caller handles; on 1 `scanned.gwSeq`/`scanned.channel` are valid.
+   * A gateway data frame as a string (the `ws` engine). Returns the frame kind from scanGatewayFrame: 0
+   * means a control frame the caller handles; on 1 `scanned.gwSeq`/`scanned.sub` are valid.
    */
   gatewayFrame(c: ClientState, str: string, recvUs: number): 1 | 0 | -1 {
     const r = scanGatewayFrame(str);
-    if (r === 1) this.account(c, recvUs);
+    if (r === 1) this.accountScanned(c, recvUs);
     else if (r === -1) this.badFrames++;
     return r;
   }
 
-  private account(c: ClientState, recvUs: number): void {
+  /** A gateway frame in bytes (the lean engine); on 1 `bs.seq` and `bs.subStart/End` are valid. */
+  gatewayBytes(c: ClientState, buf: Buffer, s: number, e: number, recvUs: number): 1 | 0 | -1 {
+    const r = scanGatewayBytes(buf, s, e);
+    if (r === 1) this.accountBytes(c, buf, recvUs);
+    else if (r === -1) this.badFrames++;
+    return r;
+  }
+
+  /** A Socket.IO text frame: 0 when it is not a `msg` event (the caller handles it). */
+  socketIoBytes(c: ClientState, buf: Buffer, s: number, e: number, recvUs: number): 1 | 0 | -1 {
+    const r = scanSocketIoBytes(buf, s, e);
+    if (r === 1) this.accountBytes(c, buf, recvUs);
+    else if (r === -1) this.badFrames++;
+    return r;
+  }
+
+  /** A centrifuge frame: lines joined by "\n"; lines that are not publications (replies, pings) go to `other`. */
+  centrifugeBytes(c: ClientState, buf: Buffer, s: number, e: number, recvUs: number, other: (buf: Buffer, s: number, e: number) => void): void {
+    let from = s;
+    while (from < e) {
+      let nl = from;
+      while (nl < e && buf[nl] !== 10) nl++;
+      const r = scanCentrifugeLine(buf, from, nl);
+      if (r === 1) this.accountBytes(c, buf, recvUs);
+      else if (r === -1) this.badFrames++;
+      else other(buf, from, nl);
+      from = nl + 1;
+    }
+  }
+
+  private accountScanned(c: ClientState, recvUs: number): void {
     const s = scanned;
-    const t = c.tracker(s.p, this.fromOne);
+    let pub = this.lastPub;
+    if (pub < 0 || this.publishers[pub]!.id !== s.p) pub = this.publisher(s.p, s.o);
+    this.account(c, pub, s.end, s.total, s.s, s.t, recvUs, s.o);
+  }
+
+  private accountBytes(c: ClientState, buf: Buffer, recvUs: number): void {
+    let pub: number;
+    if (bs.pStr !== null) pub = this.publisher(bs.pStr, bs.o);
+    else {
+      const len = bs.pEnd - bs.pStart;
+      if (len === this.lastPLen && buf.compare(this.lastPBytes, 0, len, bs.pStart, bs.pEnd) === 0) pub = this.lastPub;
+      else {
+        pub = this.publisher(buf.toString("latin1", bs.pStart, bs.pEnd), bs.o);
+        if (len <= this.lastPBytes.length) { buf.copy(this.lastPBytes, 0, bs.pStart, bs.pEnd); this.lastPLen = len; } else this.lastPLen = -1;
+      }
+    }
+    this.account(c, pub, bs.end, bs.total, bs.s, bs.t, recvUs, bs.o);
+  }
+
+  /** The number of publisher `id`, registered (with its clock correction) on first sight. */
+  private publisher(id: string, offsetUs: number): number {
+    let n = this.pubIndex.get(id);
+    if (n === undefined) {
+      n = this.publishers.length;
+      this.pubIndex.set(id, n);
+      const host = publisherHost(id);
+      const pc: PublisherClock = { id, host, sameHost: host === this.myHost, offsetUs: null, correctionUs: 0, corrected: false };
+      this.publishers.push(pc);
+      if (offsetUs === offsetUs) this.learnOffset(pc, offsetUs);
+    }
+    this.lastPub = n;
+    this.lastPLen = -1;
+    return n;
+  }
+
+  /** Latency in the server's clock: (recv + ours) − (t + theirs). On one host both clocks are one: no correction. */
+  private learnOffset(pc: PublisherClock, offsetUs: number): void {
+    pc.offsetUs = offsetUs;
+    if (pc.sameHost || this.clockOffsetUs === null) return;
+    pc.correctionUs = this.clockOffsetUs - offsetUs;
+    pc.corrected = true;
+  }
+
+  private account(c: ClientState, pub: number, end: boolean, total: number, seq: number, t: number, recvUs: number, o: number): void {
+    const tr = c.tracker(pub, this.fromOne);
     this.lastMessageAt = performance.now();
-    if (s.end) { t.end(s.total); this.endMarkers++; return; }
+    if (end) { tr.end(total); this.endMarkers++; return; }
+    const pc = this.publishers[pub]!;
+    // End markers carry no offset: a publisher first seen by its end marker learns it from its next message.
+    if (pc.offsetUs === null && o === o) this.learnOffset(pc, o);
     this.received++;
-    this.window.record(recvUs - s.t);
-    t.see(s.s);
+    this.window.record(recvUs - t + pc.correctionUs);
+    tr.see(seq);
   }
 }
 

@@ -4,17 +4,25 @@ import { readFileSync } from "node:fs";
 import { basename } from "node:path";
 import { parseSubOptions, SUB_USAGE, UsageError } from "./options.js";
 import { runMaster } from "./master.js";
-import { isSubResult, mergeResults } from "./result.js";
+import { ClockMixError, isSubResult, mergeResults } from "./result.js";
 import { TAG, reportLines } from "./report.js";
 
-function merge(files: string[]): number {
+function merge(args: string[]): number {
+  const accept = args.includes("--accept-unknown-offsets");
+  const files = args.filter((a) => a !== "--accept-unknown-offsets");
   if (files.length === 0) throw new UsageError("merge needs at least one result file");
   const results = files.map((f) => {
     const v: unknown = JSON.parse(readFileSync(f, "utf8"));
     if (!isSubResult(v)) throw new UsageError(`${f} is not a sub-cluster --json result`);
     return v;
   });
-  const merged = mergeResults(results, files.map((f) => basename(f)));
+  let merged;
+  try {
+    merged = mergeResults(results, files.map((f) => basename(f)), accept);
+  } catch (e) {
+    if (e instanceof ClockMixError) { console.error(`sub-cluster merge: ${e.message}`); return 65; }
+    throw e;
+  }
   console.log(`${TAG}merged ${files.length} results: ${files.join(" ")}`);
   for (const l of reportLines(merged)) console.log(l);
   return 0;

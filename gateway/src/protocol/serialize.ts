@@ -178,4 +178,6 @@ export const okFrame = (id: Id | undefined, extra?: Record<string, unknown>): st
 export const errFrame = (id: Id | undefined, code: ErrorCode, message: string, temporary = WIRE_ERRORS[code].temporary): string =>
   `{"op":"err"${idPart(id)},"code":${JSON.stringify(code)},"message":${JSON.stringify(message)},"temporary":${temporary}}`;
 
-export const pongFrame = (id: Id | undefined): string => `{"op":"pong"${idPart(id)}}`;
+/** `time`: the server's clock, ms since the epoch with µs decimals, for clients estimating their clock offset. */
+export const pongFrame = (id: Id | undefined): string =>
+  `{"op":"pong"${idPart(id)},"time":${(performance.timeOrigin + performance.now()).toFixed(3)}}`;

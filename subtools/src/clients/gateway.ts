@@ -1,34 +1,30 @@
-// A gateway WebSocket subscriber (protocol v1, JSON text frames). On close 1001 (server going away) or
-// any unexpected close it reconnects and resumes each channel from the last stream sequence it saw.
+// A gateway subscriber on the `ws` engine (the `ws` package; `--engine ws`), kept as the reference the lean
+// engine is measured against. Same protocol, same resume rules (GatewaySubscriptions).
 import WebSocket from "ws";
 import { ClientState, nowUs } from "../receiver.js";
-import type { FromSpec } from "../options.js";
 import { scanned } from "../frame.js";
-import { backoffMs, type ClientSetup, type SubClient } from "./types.js";
-
-type Control = { op?: string; id?: number; code?: string; message?: string };
+import { GatewaySubscriptions } from "./gateway-subs.js";
+import { errorReason, retryDelayMs, type ClientSetup, type SubClient } from "./types.js";
 
 export class GatewayClient implements SubClient {
   readonly state = new ClientState();
   private ws: WebSocket | null = null;
   private stopping = false;
   private attempt = 0;
-  private nextId = 1;
-  private pendingSubs = 0;
   private firstAttempt: (() => void) | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
-  /** Last stream sequence seen per channel, for resuming after a reconnect. */
-  private readonly lastSeq = new Map<string, number>();
+  private readonly subs: GatewaySubscriptions;
   private readonly url: string;
 
   constructor(private readonly setup: ClientSetup) {
     this.url = `ws://${setup.host}:${setup.port}${setup.path}`;
+    this.subs = new GatewaySubscriptions(setup.channels, setup.from);
   }
 
   start(): Promise<void> {
     return new Promise((resolve) => {
       this.firstAttempt = resolve;
-      this.connect();
+      this.setup.gate.enter(this.connect);
     });
   }
 
@@ -52,66 +48,53 @@ export class GatewayClient implements SubClient {
     f?.();
   }
 
-  private connect(): void {
+  private readonly connect = (): void => {
     this.retryTimer = null;
-    if (this.stopping) return;
-    const ws = new WebSocket(this.url, { perMessageDeflate: false, skipUTF8Validation: true, handshakeTimeout: 10_000 });
+    if (this.stopping) { this.setup.gate.leave(); this.settleFirst(); return; }
+    const ws = new WebSocket(this.url, { perMessageDeflate: false, skipUTF8Validation: true, handshakeTimeout: 10_000, localAddress: this.setup.localAddress });
     this.ws = ws;
     let opened = false;
+    let inGate = true;
+    let reason = "connection lost";
+    const leave = (): void => { if (inGate) { inGate = false; this.setup.gate.leave(); } };
     ws.on("open", () => {
       opened = true;
-      this.subscribeAll(ws);
+      leave();
+      for (const f of this.subs.frames()) ws.send(f);
     });
     ws.on("message", this.onMessage);
     ws.on("error", (err) => {
-      if (!opened) this.setup.events.connectFailed(err);
+      reason = errorReason(err);
+      if (!opened) { this.state.lastFailure = reason; this.setup.events.connectFailed(err, reason); }
     });
     ws.on("close", () => {
+      leave();
       if (this.state.subscribed) { this.state.subscribed = false; this.setup.events.unsubscribed(this.state); }
       if (this.ws === ws) this.ws = null;
       this.settleFirst();
       if (this.stopping) return;
       if (opened) this.setup.events.reconnecting();
-      this.retryTimer = setTimeout(() => this.connect(), backoffMs(this.attempt++));
+      this.retryTimer = setTimeout(() => this.setup.gate.enter(this.connect), retryDelayMs(this.attempt++, reason));
     });
-  }
-
-  private subscribeAll(ws: WebSocket): void {
-    this.pendingSubs = this.setup.channels.length;
-    for (const channel of this.setup.channels) {
-      const last = this.lastSeq.get(channel);
-      const from: FromSpec | null = last !== undefined ? { seq: last + 1 } : this.setup.from;
-      const frame: Record<string, unknown> = { op: "sub", id: this.nextId++, channel };
-      if (from !== null) frame.from = from;
-      ws.send(JSON.stringify(frame));
-    }
-  }
+  };
 
   private readonly onMessage = (data: WebSocket.RawData): void => {
     const recv = nowUs();
     const str = data.toString();
     const kind = this.setup.rx.gatewayFrame(this.state, str, recv);
-    if (kind === 1) {
-      if (scanned.gwSeq >= 0 && scanned.channel !== "") this.lastSeq.set(scanned.channel, scanned.gwSeq);
-    } else if (kind === 0) {
-      this.onControl(str);
-    }
-  };
-
-  private onControl(str: string): void {
-    let f: Control;
-    try { f = JSON.parse(str) as Control; } catch { this.setup.rx.badFrames++; return; }
-    if (f.op === "ok" && this.pendingSubs > 0) {
-      if (--this.pendingSubs === 0) {
+    if (kind === 1) this.subs.seen(scanned.sub, scanned.gwSeq);
+    else if (kind === 0) {
+      const r = this.subs.control(str);
+      if (r === "subscribed") {
         this.attempt = 0;
         this.state.subscribed = true;
         this.state.everSubscribed = true;
         this.setup.events.subscribed(this.state);
         this.settleFirst();
+      } else if (r === "refused") {
+        this.setup.events.subError(this.subs.refusal);
+        this.settleFirst();
       }
-    } else if (f.op === "err") {
-      this.setup.events.subError(`${f.code ?? "error"}: ${f.message ?? ""}`);
-      this.settleFirst();
     }
-  }
+  };
 }

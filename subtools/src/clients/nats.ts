@@ -1,7 +1,7 @@
 // A core NATS subscriber (subject = channel), one connection per client like the other targets.
 import { connect, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import { ClientState, nowUs } from "../receiver.js";
-import { backoffMs, type ClientSetup, type SubClient } from "./types.js";
+import { backoffMs, errorReason, type ClientSetup, type SubClient } from "./types.js";
 
 export class NatsClient implements SubClient {
   readonly state = new ClientState();
@@ -37,7 +37,8 @@ export class NatsClient implements SubClient {
         timeout: 10_000,
       });
     } catch (err) {
-      this.setup.events.connectFailed(err);
+      this.state.lastFailure = errorReason(err);
+      this.setup.events.connectFailed(err, this.state.lastFailure);
       if (!this.stopping) this.retryTimer = setTimeout(() => void this.attempt(n + 1), backoffMs(n));
       return;
     }

@@ -1,7 +1,7 @@
 // A raw Redis SUBSCRIBE client (ioredis): the users' own pub/sub baseline, without the gateway.
 import { Redis } from "ioredis";
 import { ClientState, nowUs } from "../receiver.js";
-import { backoffMs, type ClientSetup, type SubClient } from "./types.js";
+import { backoffMs, errorReason, type ClientSetup, type SubClient } from "./types.js";
 
 export class RedisClient implements SubClient {
   readonly state = new ClientState();
@@ -21,7 +21,7 @@ export class RedisClient implements SubClient {
       retryStrategy: (n) => (this.stopping ? null : backoffMs(n)),
     });
     this.redis.on("message", this.onMessage);
-    this.redis.on("error", (err) => { if (!this.connectedOnce) this.setup.events.connectFailed(err); });
+    this.redis.on("error", (err) => { if (!this.connectedOnce) { this.state.lastFailure = errorReason(err); this.setup.events.connectFailed(err, this.state.lastFailure); } });
     this.redis.on("close", () => {
       if (!this.state.subscribed) return;
       this.state.subscribed = false;
@@ -41,7 +41,7 @@ export class RedisClient implements SubClient {
     } catch (err) {
       // The retry strategy keeps trying; the first failure has been counted by the "error" listener.
       if (this.stopping) return;
-      if (this.redis.status === "end") this.setup.events.connectFailed(err);
+      if (this.redis.status === "end") { this.state.lastFailure = errorReason(err); this.setup.events.connectFailed(err, this.state.lastFailure); }
     }
   }
 
