@@ -1,4 +1,5 @@
 import { isUtf8 } from "node:buffer";
+import { isJsonBytes } from "./json-check.js";
 import type { ErrorCode } from "./codes.js";
 import { WIRE_ERRORS } from "../errors.js";
 import type { Id } from "./frames.js";
@@ -147,15 +148,7 @@ export function isJsonPayload(p: Uint8Array): boolean {
   const first = p[0]!;
   const last = p[p.length - 1]!;
   const shaped = first === 0x7b ? last === 0x7d : first === 0x5b ? last === 0x5d : first === 0x22 ? last === 0x22 && p.length > 1 : p.length <= 32;
-  if (!shaped) return false;
-  const bytes = Buffer.from(p.buffer, p.byteOffset, p.byteLength);
-  if (!isUtf8(bytes)) return false;
-  try {
-    JSON.parse(bytes.toString("utf8"));
-    return true;
-  } catch {
-    return false;
-  }
+  return shaped && isJsonBytes(p);
 }
 
 /** The data fields of a message as JSON text: `"data":<payload>`, or with `"enc":"text"` / `"enc":"base64"`. */
@@ -179,5 +172,4 @@ export const errFrame = (id: Id | undefined, code: ErrorCode, message: string, t
   `{"op":"err"${idPart(id)},"code":${JSON.stringify(code)},"message":${JSON.stringify(message)},"temporary":${temporary}}`;
 
 /** `time`: the server's clock, ms since the epoch with µs decimals, for clients estimating their clock offset. */
-export const pongFrame = (id: Id | undefined): string =>
-  `{"op":"pong"${idPart(id)},"time":${(performance.timeOrigin + performance.now()).toFixed(3)}}`;
+export const pongFrame = (id: Id | undefined): string => `{"op":"pong"${idPart(id)},"time":${(performance.timeOrigin + performance.now()).toFixed(3)}}`;
