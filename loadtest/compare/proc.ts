@@ -125,3 +125,69 @@ export function cpuMeter(rootPid: number): { start(): void; end(): CpuSplit } {
     },
   };
 }
+
+/**
+ * CPU of a process tree sampled every `everyMs`, so processes that exit before the end still count (their last
+ * sample): split into node processes and brokers (nats-server, redis-server). Pids seen at start() count from
+ * there, later ones from zero.
+ */
+export class TreeCpu {
+  private readonly base = new Map<number, number>();
+  private readonly last = new Map<number, { comm: string; s: number }>();
+  private timer: NodeJS.Timeout | null = null;
+  private t0 = 0;
+  private t1 = 0;
+
+  constructor(private readonly rootPid: number, private readonly everyMs = 250) {}
+
+  start(): this {
+    this.t0 = performance.now();
+    for (const pid of treePids(this.rootPid)) {
+      const c = procCpu(pid);
+      if (c) { this.base.set(pid, c.s); this.last.set(pid, c); }
+    }
+    this.timer = setInterval(() => this.sample(), this.everyMs);
+    return this;
+  }
+
+  sample(): void {
+    for (const pid of treePids(this.rootPid)) {
+      const c = procCpu(pid);
+      if (c) this.last.set(pid, c);
+    }
+    this.t1 = performance.now();
+  }
+
+  /** Stops sampling; CPU seconds and % of one core of the node processes and of the brokers. */
+  end(): { nodeS: number; brokerS: number; wallS: number; nodePct: number; brokerPct: number } {
+    this.sample();
+    if (this.timer) clearInterval(this.timer);
+    let node = 0;
+    let broker = 0;
+    for (const [pid, c] of this.last) {
+      const used = c.s - (this.base.get(pid) ?? 0);
+      if (/nats-server|redis-server/.test(c.comm)) broker += used;
+      else node += used;
+    }
+    const wallS = (this.t1 - this.t0) / 1000;
+    return { nodeS: node, brokerS: broker, wallS, nodePct: wallS > 0 ? (node / wallS) * 100 : 0, brokerPct: wallS > 0 ? (broker / wallS) * 100 : 0 };
+  }
+}
+
+/** Resident memory of a process tree in bytes (VmRSS of every process), split like TreeCpu. */
+export function treeRss(rootPid: number): { nodeB: number; brokerB: number } {
+  let node = 0;
+  let broker = 0;
+  for (const pid of treePids(rootPid)) {
+    try {
+      const status = readFileSync(`/proc/${pid}/status`, "utf8");
+      const kb = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+      const comm = /^Name:\s+(\S+)/m.exec(status)?.[1] ?? "";
+      if (/nats-server|redis-server/.test(comm)) broker += kb * 1024;
+      else node += kb * 1024;
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return { nodeB: node, brokerB: broker };
+}

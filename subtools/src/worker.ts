@@ -3,7 +3,7 @@
 // before it closes anything when told to stop — or when it is about to die.
 import type { SubOptions } from "./options.js";
 import type { FromWorker, ToWorker, WorkerCounts, WorkerReport } from "./ipc.js";
-import { Receiver, type ClientEvents, type ClientState } from "./receiver.js";
+import { nowUs, Receiver, type ClientEvents, type ClientState } from "./receiver.js";
 import { CpuMeter } from "./cpu.js";
 import { addressOf, type AddressPlan } from "./addresses.js";
 import { ConnectGate, errorReason, type ClientSetup, type SubClient } from "./clients/types.js";
@@ -128,7 +128,7 @@ export class SubWorker implements ClientEvents {
       connected: this.connected,
       started: this.clients.length,
       done: this.done(),
-      idleMs: this.rx.lastMessageAt ? performance.now() - this.rx.lastMessageAt : -1,
+      idleMs: this.rx.lastRecvUs ? (nowUs() - this.rx.lastRecvUs) / 1000 : -1,
     });
   }
 

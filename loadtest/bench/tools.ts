@@ -1,0 +1,150 @@
+// bench:tools — do the load tools measure the gateway, or themselves? In one run, against one gateway
+// (2 workers, embedded-style nats-server), with the real sub-cluster and pub-cluster:
+//   1. CPU per delivery: C clients × R msg/s, the lean engine, then the ws engine (the tools before the lean
+//      engine), each for S seconds: the subscriber processes' CPU and the gateway's, both from /proc.
+//   2. Latency: one client at 1 msg/s, then 800 clients at 1 msg/s with each engine: MEAN against the single
+//      client's.
+// Writes loadtest/results/tools.md. Usage: node dist/loadtest/bench/tools.js [--quick] [--seconds 20]
+//   [--clients 800] [--rate 100] [--lean-procs 2] [--ws-procs 8] [--out FILE]
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { fmt, ROOT, startGatewayProc, startNats } from "./common.js";
+import { bounded, PUB_CLI, runNode, SUB_CLI, TreeCpu } from "../compare/proc.js";
+import { LatencyStats } from "../../subtools/src/stats.js";
+import type { SubResult } from "../../subtools/src/result.js";
+
+const log = (s: string): void => console.log(`[bench:tools] ${s}`);
+
+type Row = {
+  name: string;
+  engine: "lean" | "ws";
+  clients: number;
+  procs: number;
+  rate: number;
+  seconds: number;
+  received: number;
+  expected: number;
+  lost: number;
+  meanMs: number;
+  hmeanMs: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  toolS: number;
+  gatewayS: number;
+  brokerS: number;
+  wallS: number;
+  toolUsPerDelivery: number;
+  gatewayUsPerDelivery: number;
+  load: number;
+};
+
+async function row(name: string, engine: "lean" | "ws", clients: number, procs: number, rate: number, seconds: number, port: number, gwPid: number, work: string): Promise<Row> {
+  const per = Math.ceil(clients / procs);
+  const channel = `tools.${name.replace(/\W+/g, "-")}.${Date.now()}`;
+  const json = join(work, `${channel}.json`);
+  const sub = runNode([SUB_CLI, "-c", String(procs), "-n", String(per), "-p", String(port), "--channel", channel, "--engine", engine, "-d", String(seconds + 60), "--idle", "10", "--json", json]);
+  const total = procs * per;
+  const deadline = Date.now() + 60_000;
+  while (!sub.out().includes(`clients ${total}/${total} `)) {
+    if (sub.child.exitCode !== null) throw new Error(`sub-cluster exited: ${sub.out().slice(-2000)}`);
+    if (Date.now() > deadline) throw new Error(`${total} clients did not connect in 60 s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const subCpu = new TreeCpu(sub.child.pid!).start();
+  const gwCpu = new TreeCpu(gwPid).start();
+  const intervalMs = Math.max(1, Math.round(1000 / rate));
+  const pub = runNode([PUB_CLI, "-t", String(intervalMs), "-n", "1", "-c", "1", "-p", String(Math.round(rate * seconds)), "--port", String(port), "--channel", channel, "--quiet"]);
+  await bounded(pub, (seconds * 2 + 30) * 1000);
+  await bounded(sub, 70_000);
+  const s = subCpu.end();
+  const g = gwCpu.end();
+  const r = JSON.parse(readFileSync(json, "utf8")) as SubResult;
+  const lat = LatencyStats.fromJSON(r.latency);
+  const received = r.counts.received;
+  const out: Row = {
+    name, engine, clients: total, procs, rate, seconds, received, expected: r.counts.expected, lost: r.counts.lost,
+    meanMs: lat.meanUs / 1000, hmeanMs: lat.harmonicMeanUs / 1000, p50Ms: lat.percentileUs(50) / 1000, p99Ms: lat.percentileUs(99) / 1000, maxMs: lat.max / 1000,
+    toolS: s.nodeS, gatewayS: g.nodeS, brokerS: g.brokerS, wallS: g.wallS,
+    toolUsPerDelivery: received ? (s.nodeS * 1e6) / received : NaN,
+    gatewayUsPerDelivery: received ? (g.nodeS * 1e6) / received : NaN,
+    load: loadavg()[0]!,
+  };
+  log(`${name}: ${fmt(received)}/${fmt(out.expected)} lost ${out.lost} | MEAN ${out.meanMs.toFixed(2)} ms HMEAN ${out.hmeanMs.toFixed(2)} p99 ${out.p99Ms.toFixed(2)} | tool ${out.toolUsPerDelivery.toFixed(2)} µs/delivery, gateway ${out.gatewayUsPerDelivery.toFixed(2)} µs/delivery | load ${out.load.toFixed(1)}`);
+  return out;
+}
+
+function markdown(rows: Row[], meta: { started: Date; seconds: number; cores: number; cpu: string; quick: boolean }): string {
+  const L: string[] = [];
+  const ms = (v: number): string => (Number.isFinite(v) ? (v < 10 ? v.toFixed(2) : v.toFixed(1)) : "—");
+  L.push("# bench:tools — the load tools' own cost, next to the gateway's");
+  L.push("");
+  L.push(`Measured ${meta.started.toISOString().slice(0, 16).replace("T", " ")} UTC by \`npm run bench:tools${meta.quick ? " -- --quick" : ""}\` on ${meta.cores} cores (${meta.cpu}), ` +
+    `shared by nats-server, the gateway (2 workers), the subscriber processes and the publisher. ${meta.seconds} s of publishing per row, one gateway for the whole run.`);
+  L.push("");
+  L.push("CPU is read from `/proc` (user + system, so the kernel's share of reading sockets counts) over the publishing and the drain, " +
+    "for the whole `sub-cluster` tree (master and processes) and for the gateway's node processes (primary and workers; nats-server apart), " +
+    "and divided by the deliveries counted. Latency is receive time − send time, every delivery, as sub-cluster reports it.");
+  L.push("");
+  L.push("| row | engine | clients (processes) | msg/s | received / expected | MEAN ms | HARMONIC MEAN ms | p50 ms | p99 ms | MAX ms | tool µs CPU / delivery | gateway µs CPU / delivery | tool ÷ gateway | load avg |");
+  L.push("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+  for (const r of rows) {
+    L.push(`| ${r.name} | ${r.engine} | ${fmt(r.clients)} (${r.procs}) | ${r.rate} | ${fmt(r.received)} / ${fmt(r.expected)} | **${ms(r.meanMs)}** | ${ms(r.hmeanMs)} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${ms(r.maxMs)} | **${r.toolUsPerDelivery.toFixed(2)}** | ${r.gatewayUsPerDelivery.toFixed(2)} | ${(r.toolUsPerDelivery / r.gatewayUsPerDelivery).toFixed(2)} | ${r.load.toFixed(1)} |`);
+  }
+  L.push("");
+  const single = rows.find((r) => r.name === "single client");
+  const lean1 = rows.find((r) => r.name.endsWith("× 1/s") && r.engine === "lean");
+  const ws1 = rows.find((r) => r.name.endsWith("× 1/s") && r.engine === "ws");
+  const leanHot = rows.find((r) => r.engine === "lean" && r.rate > 1 && r.clients > 1);
+  const wsHot = rows.find((r) => r.engine === "ws" && r.rate > 1 && r.clients > 1);
+  L.push("Targets:");
+  L.push("");
+  if (leanHot) L.push(`- tool CPU per delivery ≤ the gateway's: lean engine ${leanHot.toolUsPerDelivery.toFixed(2)} µs against the gateway's ${leanHot.gatewayUsPerDelivery.toFixed(2)} µs — **${leanHot.toolUsPerDelivery <= leanHot.gatewayUsPerDelivery ? "met" : "not met"}**` +
+    (wsHot ? ` (ws engine: ${wsHot.toolUsPerDelivery.toFixed(2)} µs, ${(wsHot.toolUsPerDelivery / wsHot.gatewayUsPerDelivery).toFixed(1)}× the gateway's)` : ""));
+  if (single && lean1) L.push(`- ${fmt(lean1.clients)} × 1 msg/s with MEAN within 2 ms of a single client's: ${ms(lean1.meanMs)} ms against ${ms(single.meanMs)} ms, a difference of ${(lean1.meanMs - single.meanMs).toFixed(2)} ms — **${lean1.meanMs - single.meanMs <= 2 ? "met" : "not met"}**` +
+    (ws1 ? ` (ws engine, the users' ${ws1.procs} processes: ${ms(ws1.meanMs)} ms)` : ""));
+  L.push("");
+  return L.join("\n");
+}
+
+async function main(): Promise<void> {
+  const { values: v } = parseArgs({ options: {
+    quick: { type: "boolean", default: false }, seconds: { type: "string" }, clients: { type: "string", default: "800" }, rate: { type: "string", default: "100" },
+    "lean-procs": { type: "string", default: "2" }, "ws-procs": { type: "string", default: "8" }, out: { type: "string", default: resolve(ROOT, "loadtest/results/tools.md") },
+  } });
+  const seconds = Number(v.seconds ?? (v.quick ? 5 : 20));
+  const clients = Number(v.clients);
+  const rate = Number(v.rate);
+  const leanProcs = Number(v["lean-procs"]);
+  const wsProcs = Number(v["ws-procs"]);
+  const work = mkdtempSync(join(tmpdir(), "fgw-bench-tools-"));
+  const started = new Date();
+  const nats = await startNats();
+  const gw = await startGatewayProc(nats.url, 2);
+  const rows: Row[] = [];
+  try {
+    log(`gateway on port ${gw.port}; ${seconds} s per row`);
+    rows.push(await row(`${fmt(clients)} × ${rate}/s`, "lean", clients, leanProcs, rate, seconds, gw.port, gw.proc.pid!, work));
+    rows.push(await row(`${fmt(clients)} × ${rate}/s`, "ws", clients, wsProcs, rate, seconds, gw.port, gw.proc.pid!, work));
+    rows.push(await row("single client", "lean", 1, 1, 1, Math.max(seconds, 10), gw.port, gw.proc.pid!, work));
+    rows.push(await row(`${fmt(clients)} × 1/s`, "lean", clients, leanProcs, 1, Math.max(seconds, 10), gw.port, gw.proc.pid!, work));
+    rows.push(await row(`${fmt(clients)} × 1/s`, "ws", clients, wsProcs, 1, Math.max(seconds, 10), gw.port, gw.proc.pid!, work));
+  } finally {
+    gw.proc.kill("SIGTERM");
+    nats.proc.kill("SIGTERM");
+    rmSync(work, { recursive: true, force: true });
+  }
+  const md = markdown(rows, { started, seconds, cores: cpus().length, cpu: cpus()[0]?.model ?? "?", quick: v.quick! });
+  writeFileSync(v.out!, md);
+  writeFileSync(v.out!.replace(/\.md$/, ".json"), JSON.stringify({ started, rows }, null, 2) + "\n");
+  console.log(md);
+  log(`wrote ${v.out}`);
+  process.exit(0);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,91 @@
+// Pure parts of the new tool features: source-address planning, the clock offset estimate and its use in
+// merge, and the Socket.IO / centrifuge frame readers.
+import { describe, expect, it } from "vitest";
+import { addressOf, planAddresses } from "../src/addresses.js";
+import { estimateOffset, publisherHost } from "../src/clock.js";
+import { emptyCounts, mergeResults, ClockMixError, type SubResult, type ClockSection } from "../src/result.js";
+import { LatencyStats } from "../src/stats.js";
+import { bs, scanCentrifugeLine, scanSocketIoBytes } from "../src/scan-bytes.js";
+
+const RANGE = { low: 32768, high: 60999 };
+
+describe("source addresses", () => {
+  it("addresses — up to 85 % of one pair's ephemeral ports stay on the kernel's default source", () => {
+    const p = planAddresses(["127.0.0.1"], 9000, 20_000, [], RANGE);
+    expect(p.hosts[0]!.sources).toEqual([undefined]);
+    expect(p.notes).toEqual([]);
+  });
+
+  it("addresses — 100,000 loopback clients are spread over 127.0.0.2… and the plan says so", () => {
+    const p = planAddresses(["127.0.0.1"], 9000, 100_000, [], RANGE);
+    expect(p.hosts[0]!.sources).toEqual(["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6"]);
+    expect(p.notes[0]).toMatch(/spreading 100,000 connections to 127\.0\.0\.1:9000 over 5 source addresses 127\.0\.0\.2–127\.0\.0\.6 \(~20,000 each\)/);
+    const per = new Map<string | undefined, number>();
+    for (let g = 0; g < 100_000; g++) { const a = addressOf(p, g).localAddress; per.set(a, (per.get(a) ?? 0) + 1); }
+    expect([...per.values()]).toEqual([20_000, 20_000, 20_000, 20_000, 20_000]);
+  });
+
+  it("addresses — a remote host is not spread but warned about; given addresses are used round-robin", () => {
+    const remote = planAddresses(["10.0.0.5"], 9000, 40_000, [], RANGE);
+    expect(remote.hosts[0]!.sources).toEqual([undefined]);
+    expect(remote.warnings[0]).toMatch(/expect EADDRNOTAVAIL; give this host 2 addresses with --local-address/);
+    const given = planAddresses(["a", "b"], 9000, 4, ["192.0.2.1", "192.0.2.2"], RANGE);
+    expect([0, 1, 2, 3].map((g) => addressOf(given, g))).toEqual([
+      { host: "a", localAddress: "192.0.2.1" }, { host: "b", localAddress: "192.0.2.1" },
+      { host: "a", localAddress: "192.0.2.2" }, { host: "b", localAddress: "192.0.2.2" },
+    ]);
+  });
+});
+
+describe("clock offset", () => {
+  it("clock — the offset comes from the exchange with the smallest round trip", () => {
+    // Server 5 ms ahead; the second exchange is the tightest.
+    const e = estimateOffset([
+      { sentUs: 1_000, serverUs: 1_000 + 5_000 + 400, recvUs: 1_900 },
+      { sentUs: 2_000, serverUs: 2_000 + 5_000 + 30, recvUs: 2_060 },
+      { sentUs: 3_000, serverUs: 3_000 + 5_000 + 10, recvUs: 3_500 },
+    ]);
+    expect(e).toEqual({ offsetUs: 5_000, rttUs: 60 });
+  });
+
+  it("clock — a publisher id names its host, whatever dashes the host name has", () => {
+    expect(publisherHost("load-host-3-12345-2:bench.x")).toBe("load-host-3");
+    expect(publisherHost("vm-99-1:a:b")).toBe("vm");
+  });
+
+  const result = (clock: ClockSection | undefined): SubResult => {
+    const s = new LatencyStats();
+    s.record(1000);
+    return {
+      version: 1, tool: "sub-cluster", target: "gateway", hosts: ["gw"], port: 9000, channels: ["x"], processes: 1, clientsPerProcess: 1,
+      startedAt: "2026-01-01T00:00:00.000Z", durationMs: 1, stopReason: "duration", counts: { ...emptyCounts(), received: 1 }, latency: s.toJSON(), cpu: [], clock,
+    };
+  };
+  const pub = (host: string, corrected: boolean) => ({ id: `${host}-1-1:x`, host, sameHost: false, offsetUs: corrected ? 10 : null, correctionUs: corrected ? 5 : 0, corrected });
+
+  it("merge — refuses results whose publishers' clock offsets were unknown, unless told to accept them", () => {
+    const good = result({ host: "b", self: null, publishers: [pub("a", true)], status: "corrected" });
+    const bad = result({ host: "c", self: null, selfReason: "no pong time", publishers: [pub("a", false)], status: "uncorrected" });
+    expect(() => mergeResults([good, bad], ["b.json", "c.json"])).toThrow(ClockMixError);
+    expect(() => mergeResults([good, bad], ["b.json", "c.json"])).toThrow(/c\.json: publishers on a with no known clock offset/);
+    const m = mergeResults([good, bad], ["b.json", "c.json"], true);
+    expect(m.notes!.join("\n")).toMatch(/WARNING: merged with --accept-unknown-offsets/);
+    expect(mergeResults([good, result({ host: "a", self: null, publishers: [], status: "single-host" })], ["b", "a"]).counts.received).toBe(2);
+  });
+});
+
+describe("peer frame readers", () => {
+  it("Socket.IO — a msg event's payload is read; other packets are left to the client", () => {
+    const f = Buffer.from('42["msg",{"p":"h-1-1:x","s":7,"t":123456,"x":"xx"}]');
+    expect(scanSocketIoBytes(f, 0, f.length)).toBe(1);
+    expect([bs.s, bs.t, f.toString("latin1", bs.pStart, bs.pEnd)]).toEqual([7, 123456, "h-1-1:x"]);
+    for (const other of ["2", '0{"sid":"a"}', "40", "431[true]"]) expect(scanSocketIoBytes(Buffer.from(other), 0, other.length)).toBe(0);
+  });
+
+  it("centrifuge — a publication push line is read; replies and pings are not", () => {
+    const line = Buffer.from('{"push":{"channel":"x","pub":{"data":{"p":"h-1-1:x","s":3,"t":99,"o":-4,"x":"x"},"offset":3}}}');
+    expect(scanCentrifugeLine(line, 0, line.length)).toBe(1);
+    expect([bs.s, bs.t, bs.o]).toEqual([3, 99, -4]);
+    for (const other of ["{}", '{"id":1,"connect":{"client":"c"}}']) expect(scanCentrifugeLine(Buffer.from(other), 0, other.length)).toBe(0);
+  });
+});
