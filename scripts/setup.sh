@@ -2,8 +2,9 @@
 # Installs what is missing, idempotently; quiet when everything is already present.
 #   setup.sh         what the gateway needs (npm start): npm packages (npm ci), nats-server v2.15.2 (go install
 #                    into .tools/bin)
-#   setup.sh --test  also what the tests need (npm test): redis-server and chromium (apt), and the deploy
-#                    checks' validators (helm, kubernetes-validate; scripts/setup-deploy-tools.sh)
+#   setup.sh --test  also what the tests need (npm test): redis-server and chromium (apt), the deploy
+#                    checks' validators (helm, kubernetes-validate; scripts/setup-deploy-tools.sh) and the nats
+#                    CLI for the JetStream evaluation's smoke test (natscli v0.5.1; scripts/setup-bench-tools.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -41,4 +42,6 @@ fi
 
 # Validators of the deploy checks (helm, schema validators), by their own script.
 if [ -x scripts/setup-deploy-tools.sh ]; then scripts/setup-deploy-tools.sh; fi
+# The nats CLI (`nats bench`) for the JetStream evaluation's smoke test, by its own script.
+if [ -x scripts/setup-bench-tools.sh ]; then scripts/setup-bench-tools.sh; fi
 exit 0
