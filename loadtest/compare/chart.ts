@@ -84,7 +84,11 @@ ${legend.map((l, i) => `<rect x="70" y="${legendY + i * 20}" width="14" height="
 
 /** Writes `file` (PNG) and the SVG beside it; needs Chromium (CHROMIUM_PATH, default /usr/bin/chromium). */
 export async function renderPng(results: readonly Measurement[], meta: RunMeta, file: string): Promise<void> {
-  const svg = renderSvg(results, meta);
+  await svgToPng(renderSvg(results, meta), file);
+}
+
+/** Writes an SVG and its PNG rendering (by the system's Chromium) beside each other. */
+export async function svgToPng(svg: string, file: string): Promise<void> {
   writeFileSync(file.replace(/\.png$/, ".svg"), svg);
   const { chromium } = await import("playwright-core");
   const browser = await chromium.launch({

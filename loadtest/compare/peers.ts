@@ -1,0 +1,225 @@
+// npm run compare:peers — the same clients (sub-cluster, lean engine) and publisher (pub-cluster) against this
+// gateway and the servers users would pick instead, one after another in one run:
+//   gateway     this gateway, 2 workers, embedded nats-server (JetStream)
+//   socketio    Socket.IO 4, 2 node:cluster workers joined by @socket.io/redis-adapter (redis-server)
+//   centrifuge  a server on github.com/centrifugal/centrifuge v0.40.1, memory broker (Go, all cores)
+//   uws         bare uWebSockets.js in one process, no broker: the floor
+// Per server and row: delivered/expected, latency (p50, p99, MEAN, HARMONIC MEAN), server CPU per delivery
+// (its whole process tree, brokers included, from /proc), RSS idle (clients connected) and peak under load.
+// Writes loadtest/results/peers.md, peers.json and peers.png.
+import { spawn } from "node:child_process";
+import { connect, createServer } from "node:net";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { ROOT, until } from "../bench/common.js";
+import { LatencyStats } from "../../subtools/src/stats.js";
+import type { SubResult } from "../../subtools/src/result.js";
+import { bounded, PUB_CLI, runNode, startGateway, SUB_CLI, TreeCpu, treeRss, type Proc } from "./proc.js";
+import { renderPeersMarkdown, renderPeersSvg, type PeerRow, type PeersMeta, SERVERS, type ServerName } from "./peers-report.js";
+import { svgToPng } from "./chart.js";
+
+const log = (s: string): void => console.log(`[compare:peers] ${s}`);
+const PEERS = resolve(ROOT, "loadtest/peers");
+
+type Server = { port: number; pid: number; stop(): Promise<unknown>; extra: Proc[] };
+
+async function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.once("error", rej);
+    s.listen(0, "127.0.0.1", () => { const p = (s.address() as { port: number }).port; s.close(() => res(p)); });
+  });
+}
+
+/** Starts a process that prints "ready <port>". */
+async function readyProc(cmd: string, args: string[], what: string): Promise<{ proc: Proc; port: number }> {
+  const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  child.stdout!.on("data", (d: Buffer) => { out += d.toString(); });
+  child.stderr!.on("data", (d: Buffer) => { out = (out + d.toString()).slice(-20_000); });
+  const exited = new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
+  const proc: Proc = {
+    child, out: () => out, exited,
+    async stop(graceMs = 10_000) {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      child.kill("SIGTERM");
+      const t = setTimeout(() => child.kill("SIGKILL"), graceMs);
+      const c = await exited;
+      clearTimeout(t);
+      return c;
+    },
+  };
+  const port = await until(() => {
+    if (child.exitCode !== null) throw new Error(`${what} exited ${child.exitCode}: ${out.slice(-1500)}`);
+    const m = /ready (\d+)/.exec(out);
+    return m ? Number(m[1]) : undefined;
+  }, 60_000, `${what} ready`);
+  return { proc, port };
+}
+
+/** redis-server on `port`, ready once it accepts connections. */
+async function startRedis(port: number): Promise<{ proc: Proc; port: number }> {
+  const child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--maxclients", "10000"], { stdio: "ignore" });
+  const exited = new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
+  await until(() => new Promise<boolean>((res) => {
+    if (child.exitCode !== null) throw new Error(`redis-server exited ${child.exitCode}`);
+    const s = connect({ port, host: "127.0.0.1" }, () => { s.end(); res(true); });
+    s.once("error", () => res(false));
+  }), 10_000, "redis-server");
+  return {
+    port,
+    proc: {
+      child, out: () => "", exited,
+      async stop() { child.kill("SIGTERM"); const t = setTimeout(() => child.kill("SIGKILL"), 5_000); const c = await exited; clearTimeout(t); return c; },
+    },
+  };
+}
+
+async function startServer(name: ServerName, work: string): Promise<Server> {
+  switch (name) {
+    case "gateway": {
+      const g = await startGateway("jetstream", 2, join(work, `nats-${Date.now()}`));
+      return { port: g.port, pid: g.child.pid!, stop: () => g.stop(15_000), extra: [] };
+    }
+    case "socketio": {
+      const rport = await freePort();
+      const redis = await startRedis(rport);
+      const s = await readyProc(process.execPath, [join(PEERS, "socketio/server.mjs"), "--port", "0", "--workers", "2", "--redis-url", `redis://127.0.0.1:${redis.port}`], "Socket.IO server");
+      return { port: s.port, pid: s.proc.child.pid!, stop: async () => { await s.proc.stop(); await redis.proc.stop(); }, extra: [redis.proc] };
+    }
+    case "centrifuge": {
+      const s = await readyProc(join(PEERS, "centrifuge/bin/centrifuge-peer"), ["-port", "0"], "centrifuge server");
+      return { port: s.port, pid: s.proc.child.pid!, stop: () => s.proc.stop(), extra: [] };
+    }
+    case "uws": {
+      const s = await readyProc(process.execPath, [join(PEERS, "uws/server.mjs"), "--port", "0"], "bare uWS server");
+      return { port: s.port, pid: s.proc.child.pid!, stop: () => s.proc.stop(), extra: [] };
+    }
+  }
+}
+
+const SUB_TARGET: Record<ServerName, string> = { gateway: "gateway", socketio: "socketio", centrifuge: "centrifuge", uws: "gateway" };
+const PUB_TARGET: Record<ServerName, string> = { gateway: "gateway-ws", socketio: "socketio", centrifuge: "centrifuge", uws: "gateway-ws" };
+
+/** RSS of the server's whole tree (for Socket.IO, its redis-server too). */
+function serverRss(s: Server): number {
+  const own = treeRss(s.pid);
+  return own.nodeB + own.brokerB + s.extra.reduce((a, p) => { const r = treeRss(p.child.pid!); return a + r.nodeB + r.brokerB; }, 0);
+}
+
+async function measure(name: ServerName, clients: number, procs: number, rate: number, seconds: number, drainS: number, work: string): Promise<PeerRow> {
+  const row: PeerRow = { server: name, clients, rate, seconds, ok: false, notes: [] };
+  const started = Date.now();
+  const server = await startServer(name, work);
+  try {
+    const rssBefore = serverRss(server);
+    const channel = `peers.${name}.${clients}x${rate}`;
+    const json = join(work, `${channel}.json`);
+    const per = Math.ceil(clients / procs);
+    const total = per * procs;
+    const sub = runNode([SUB_CLI, "-c", String(procs), "-n", String(per), "--target", SUB_TARGET[name], "-p", String(server.port), "--channel", channel,
+      "-d", String(seconds + drainS + 20), "--idle", "10", "--json", json]);
+    await until(() => {
+      if (sub.child.exitCode !== null) throw new Error(`sub-cluster exited: ${sub.out().slice(-1500)}`);
+      return sub.out().includes(`clients ${total}/${total} `) || undefined;
+    }, 90_000, `${total} clients subscribed`);
+    row.connectS = (Date.now() - started) / 1000;
+    await new Promise((r) => setTimeout(r, 1_000)); // let the connection burst's garbage settle before reading RSS
+    row.rssIdleMB = serverRss(server) / 1048576;
+    row.rssBeforeMB = rssBefore / 1048576;
+    const cpu = new TreeCpu(server.pid).start();
+    const extraCpu = server.extra.map((p) => new TreeCpu(p.child.pid!).start());
+    let peak = 0;
+    const rssTimer = setInterval(() => { peak = Math.max(peak, serverRss(server)); }, 500);
+    const intervalMs = Math.max(1, Math.round(1000 / rate));
+    const pub = runNode([PUB_CLI, "--target", PUB_TARGET[name], "--port", String(server.port), "-t", String(intervalMs), "-n", "1", "-c", "1", "-p", String(Math.round(rate * seconds)), "--channel", channel, "--quiet"]);
+    const p = await bounded(pub, (seconds * 2 + 30) * 1000);
+    if (p.cut) row.notes.push("publisher cut at its time limit");
+    if (p.code !== 0) row.notes.push(`publisher exited ${p.code}: ${(/first error: (.*)/.exec(pub.out())?.[1] ?? "").slice(0, 200)}`);
+    const s = await bounded(sub, (drainS + 40) * 1000);
+    if (s.cut) row.notes.push("subscribers cut at their time limit");
+    clearInterval(rssTimer);
+    const c = cpu.end();
+    const ex = extraCpu.map((x) => x.end());
+    const r = JSON.parse(readFileSync(json, "utf8")) as SubResult;
+    const lat = LatencyStats.fromJSON(r.latency);
+    const serverS = c.nodeS + c.brokerS + ex.reduce((a, x) => a + x.nodeS + x.brokerS, 0);
+    const brokerS = c.brokerS + ex.reduce((a, x) => a + x.nodeS + x.brokerS, 0);
+    Object.assign(row, {
+      ok: true,
+      received: r.counts.received, expected: r.counts.expected, lost: r.counts.lost, connected: r.counts.everConnected,
+      meanMs: lat.meanUs / 1000, hmeanMs: lat.harmonicMeanUs / 1000, p50Ms: lat.percentileUs(50) / 1000, p99Ms: lat.percentileUs(99) / 1000, maxMs: lat.max / 1000,
+      serverCpuPct: (serverS / c.wallS) * 100,
+      serverUsPerDelivery: r.counts.received ? (serverS * 1e6) / r.counts.received : NaN,
+      brokerUsPerDelivery: r.counts.received ? (brokerS * 1e6) / r.counts.received : NaN,
+      toolCpuPct: Math.max(...r.cpu.filter((x) => x.name !== "master").map((x) => x.avgPct), 0),
+      rssLoadMB: peak / 1048576,
+      stopReason: r.stopReason,
+      wallS: (Date.now() - started) / 1000,
+      loadAvg: loadavg()[0],
+    } satisfies Partial<PeerRow>);
+    if (/WARNING: load generator saturated/.test(sub.out())) row.notes.push("a subscriber process was saturated (>90 % of a core)");
+    return row;
+  } catch (e) {
+    row.notes.push((e as Error).message.split("\n")[0]!.slice(0, 300));
+    return row;
+  } finally {
+    await server.stop();
+  }
+}
+
+async function main(): Promise<void> {
+  const { values: v } = parseArgs({ options: {
+    quick: { type: "boolean", default: false }, clients: { type: "string" }, rates: { type: "string" }, seconds: { type: "string" }, drain: { type: "string" },
+    procs: { type: "string", default: "2" }, servers: { type: "string", default: SERVERS.join(",") }, out: { type: "string", default: resolve(ROOT, "loadtest/results") },
+    render: { type: "string" },
+  } });
+  const outDir = v.out!;
+  mkdirSync(outDir, { recursive: true });
+  if (v.render) {
+    const saved = JSON.parse(readFileSync(v.render, "utf8")) as PeersMeta & { rows: PeerRow[] };
+    return write(saved.rows, saved, outDir);
+  }
+  const clients = Number(v.clients ?? (v.quick ? 200 : 2000));
+  const rates = (v.rates ?? (v.quick ? "10,100" : "10,100")).split(",").map(Number);
+  const seconds = Number(v.seconds ?? (v.quick ? 5 : 20));
+  const drainS = Number(v.drain ?? (v.quick ? 15 : 60));
+  const servers = v.servers!.split(",").map((s) => s.trim()) as ServerName[];
+  for (const s of servers) if (!SERVERS.includes(s)) throw new Error(`unknown server ${s}; servers are ${SERVERS.join(", ")}`);
+  const work = mkdtempSync(join(tmpdir(), "fgw-peers-"));
+  const meta: PeersMeta = { startedAt: new Date().toISOString(), finishedAt: "", cores: cpus().length, cpuModel: cpus()[0]?.model ?? "?", node: process.version, clients, procs: Number(v.procs), seconds, quick: v.quick! };
+  log(`${clients} clients (${v.procs} sub-cluster processes, lean engine), rates ${rates.join(", ")} msg/s, ${seconds} s each, servers ${servers.join(", ")}`);
+  const rows: PeerRow[] = [];
+  try {
+    for (const rate of rates) {
+      for (const s of servers) {
+        log(`${s}: ${clients} clients × ${rate} msg/s …`);
+        const r = await measure(s, clients, Number(v.procs), rate, seconds, drainS, work);
+        rows.push(r);
+        log(r.ok
+          ? `  ${r.received}/${r.expected} lost ${r.lost} | p50 ${r.p50Ms!.toFixed(2)} p99 ${r.p99Ms!.toFixed(2)} MEAN ${r.meanMs!.toFixed(2)} HMEAN ${r.hmeanMs!.toFixed(2)} ms | server ${r.serverUsPerDelivery!.toFixed(2)} µs/delivery (${r.serverCpuPct!.toFixed(0)} %) | RSS ${r.rssIdleMB!.toFixed(0)} → ${r.rssLoadMB!.toFixed(0)} MB${r.notes.length ? " | " + r.notes.join("; ") : ""}`
+          : `  failed: ${r.notes.join("; ")}`);
+      }
+    }
+  } finally {
+    meta.finishedAt = new Date().toISOString();
+    rmSync(work, { recursive: true, force: true });
+    await write(rows, meta, outDir);
+  }
+}
+
+async function write(rows: PeerRow[], meta: PeersMeta, outDir: string): Promise<void> {
+  writeFileSync(join(outDir, "peers.json"), JSON.stringify({ ...meta, rows }, null, 2) + "\n");
+  writeFileSync(join(outDir, "peers.md"), renderPeersMarkdown(rows, meta));
+  try {
+    await svgToPng(renderPeersSvg(rows, meta), join(outDir, "peers.png"));
+  } catch (e) {
+    log(`PNG not written: ${(e as Error).message}`);
+  }
+  log(`wrote ${join(outDir, "peers.md")}, peers.json and peers.png`);
+}
+
+await main();
+process.exit(0);
