@@ -1,0 +1,108 @@
+// bench:jetstream — the users' JetStream evaluation (seeds 000–003) rerun on this machine with nats bench
+// (natscli v0.5.1) and with this project's own path (nats.js, pub-cluster, the gateway's HTTP publish), on a
+// local single node and a local 3-node cluster. Prints nats-bench-style lines and writes
+// loadtest/results/jetstream.{md,json,png} with the users' figures beside ours.
+// Usage: node dist/loadtest/bench/jetstream/main.js [--quick] [--target single|cluster|both] [--only …] [--out DIR]
+import { cpus, loadavg } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ROOT } from "../common.js";
+import { parseOptions, USAGE, UsageError, type Options } from "./options.js";
+import { startServers, type Target } from "./servers.js";
+import { NATSCLI_VERSION, requireNatsCli } from "./natscli.js";
+import type { Context } from "./context.js";
+import type { Row } from "./rows.js";
+import { runMatrix } from "./matrix.js";
+import { runPushGroup } from "./push-group.js";
+import { runClusterSeed } from "./cluster-seed.js";
+import { runLatency } from "./latency.js";
+import { runPaths } from "./paths.js";
+import { renderMarkdown, type RunMeta } from "./report.js";
+import { renderPng } from "./chart.js";
+
+async function runTarget(target: Target, opts: Options, rows: Row[], log: (l: string) => void): Promise<void> {
+  log(`\n=== ${target === "single" ? "single nats-server" : "3-node cluster"} ===`);
+  const servers = await startServers(target);
+  const ctx: Context = {
+    servers,
+    opts,
+    log,
+    add: (r) => {
+      rows.push(r);
+      const head = `[${r.seed}] ${r.workload} · ${r.target} · ${r.path}`;
+      if (r.status !== "ok") log(`${head}: ${r.status.toUpperCase()}${r.note ? ` — ${r.note}` : ""}`);
+      else {
+        log(`${head}: ${r.metric} ${fmtNum(r.value!)}`);
+        for (const l of r.lines) log(`    ${l}`);
+      }
+    },
+  };
+  try {
+    if (opts.groups.has("000")) await runMatrix(ctx);
+    if (opts.groups.has("001")) await runPushGroup(ctx);
+    if (opts.groups.has("002")) await runClusterSeed(ctx);
+    if (opts.groups.has("paths")) await runPaths(ctx);
+  } finally {
+    await servers.stop();
+  }
+}
+
+const fmtNum = (n: number): string => (Math.abs(n) >= 100 ? Math.round(n).toLocaleString("en-US") : n.toPrecision(3));
+
+async function main(argv: string[]): Promise<number> {
+  if (argv.includes("--help")) {
+    console.log(USAGE);
+    return 0;
+  }
+  const opts = parseOptions(argv);
+  requireNatsCli();
+  // The test kit resolves the cluster's config file from the working directory.
+  process.chdir(ROOT);
+  const rows: Row[] = [];
+  const t0 = performance.now();
+  // Elapsed seconds on the section lines, so a slow part of a run shows.
+  const log = (l: string): void => console.log(/^\[\d{3}|^\[paths/.test(l) ? `${((performance.now() - t0) / 1000).toFixed(1).padStart(6)}s ${l}` : l);
+  const startedAt = new Date();
+  const load: number[] = [loadavg()[0]!];
+  for (const t of opts.targets) {
+    await runTarget(t, opts, rows, log);
+    load.push(loadavg()[0]!);
+  }
+  const latencyNote = opts.groups.has("003") ? await runLatency({ opts, log, add: (r) => rows.push(r) }) : null;
+  const meta: RunMeta = {
+    startedAt,
+    finishedAt: new Date(),
+    quick: opts.quick,
+    targets: [...opts.targets],
+    cores: cpus().length,
+    cpu: cpus()[0]?.model ?? "unknown",
+    node: process.version,
+    natscli: NATSCLI_VERSION,
+    counts: opts.counts,
+    maxLoad: Math.max(...load, loadavg()[0]!),
+    latencyNote,
+  };
+  const failed = rows.filter((r) => r.status === "failed");
+  if (opts.outDir) {
+    mkdirSync(opts.outDir, { recursive: true });
+    writeFileSync(join(opts.outDir, "jetstream.json"), JSON.stringify({ version: 1, meta, rows }, null, 2) + "\n");
+    writeFileSync(join(opts.outDir, "jetstream.md"), renderMarkdown(rows, meta));
+    if (opts.chart) await renderPng(rows, meta, join(opts.outDir, "jetstream.png"));
+    log(`\nwrote ${opts.outDir}/jetstream.{md,json${opts.chart ? ",png" : ""}}`);
+  }
+  log(`\n${rows.length} rows: ${rows.filter((r) => r.status === "ok").length} ok, ${rows.filter((r) => r.status === "skipped").length} skipped, ${failed.length} failed`);
+  for (const r of failed) log(`FAILED ${r.workload} (${r.target}, ${r.path}): ${r.note ?? ""}`);
+  return failed.length ? 1 : 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    if (e instanceof UsageError || (e as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
+      console.error(`bench:jetstream: ${(e as Error).message}\n${USAGE}`);
+      process.exit(64);
+    }
+    console.error(e);
+    process.exit(1);
+  },
+);
