@@ -80,7 +80,9 @@ async function dedupViaNode(ctx: Context, s: Spec, timeoutMs: number): Promise<R
     if (r.timedOut) throw new Error(`consumers timed out with ${r.rates.received} of ${expect} messages`);
     const pub = ratesFromAggregate(p.result.ratePerS, 1);
     const sub = ratesFromNode([r.rates]);
-    return row(ctx, s, "nats.js", config, commands, { pub, sub, lines: [...nodeLines("pub-cluster --target jetstream --msg-id", pub), ...nodeLines("nats.js push consumer, deliver group", sub)] });
+    const out = row(ctx, s, "nats.js", config, commands, { pub, sub, lines: [...nodeLines("pub-cluster --target jetstream --msg-id", pub), ...nodeLines("nats.js push consumer, deliver group", sub)] });
+    out.toolCpuPct = Math.max(p.cpuPct, r.cpuPct);
+    return out;
   } catch (e) {
     consumer?.kill();
     return row(ctx, s, "nats.js", config, commands, { error: errText(e) });

@@ -4,8 +4,8 @@
 // loadtest/results/jetstream.{md,json,png} with the users' figures beside ours.
 // Usage: node dist/loadtest/bench/jetstream/main.js [--quick] [--target single|cluster|both] [--only …] [--out DIR]
 import { cpus, loadavg } from "node:os";
-import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { ROOT } from "../common.js";
 import { parseOptions, USAGE, UsageError, type Options } from "./options.js";
 import { startServers, type Target } from "./servers.js";
@@ -47,6 +47,17 @@ async function runTarget(target: Target, opts: Options, rows: Row[], log: (l: st
   }
 }
 
+/** Writes the report and chart again from a run's JSON (after a change to report.ts or chart.ts). */
+async function rerender(file: string, opts: Options): Promise<number> {
+  const saved = JSON.parse(readFileSync(file, "utf8")) as { meta: RunMeta & { startedAt: string; finishedAt: string }; rows: Row[] };
+  const meta: RunMeta = { ...saved.meta, startedAt: new Date(saved.meta.startedAt), finishedAt: new Date(saved.meta.finishedAt) };
+  const dir = opts.outDir ?? dirname(file);
+  writeFileSync(join(dir, "jetstream.md"), renderMarkdown(saved.rows, meta));
+  if (opts.chart) await renderPng(saved.rows, meta, join(dir, "jetstream.png"));
+  console.log(`wrote ${dir}/jetstream.{md${opts.chart ? ",png" : ""}} from ${file}`);
+  return 0;
+}
+
 const fmtNum = (n: number): string => (Math.abs(n) >= 100 ? Math.round(n).toLocaleString("en-US") : n.toPrecision(3));
 
 async function main(argv: string[]): Promise<number> {
@@ -55,6 +66,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const opts = parseOptions(argv);
+  if (opts.render) return rerender(opts.render, opts);
   requireNatsCli();
   // The test kit resolves the cluster's config file from the working directory.
   process.chdir(ROOT);

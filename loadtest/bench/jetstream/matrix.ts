@@ -164,7 +164,9 @@ async function viaNode(ctx: Context, s: MatrixSpec, e: Effective, timeoutMs: num
       aggregate: shares.reduce((a, x) => a + x.aggregate, 0),
     };
     const sub = ratesFromNode(subsRes.map((r) => r.rates));
-    return row(ctx, s, e, "nats.js", commands, pub, sub, [...nodeLines("pub-cluster --target jetstream", pub), ...nodeLines("nats.js ordered consumers", sub)]);
+    const out = row(ctx, s, e, "nats.js", commands, pub, sub, [...nodeLines("pub-cluster --target jetstream", pub), ...nodeLines("nats.js ordered consumers", sub)]);
+    out.toolCpuPct = Math.max(...pubs.map((p) => p.cpuPct), ...subsRes.map((r) => r.cpuPct));
+    return out;
   } catch (err) {
     consumers.forEach((c) => c.kill());
     return row(ctx, s, e, "nats.js", commands, undefined, undefined, [], errText(err));

@@ -20,7 +20,8 @@ export type NodeRates = { perClient: { msgs: number; msgsPerSec: number }[]; rec
 
 export type NodeLatency = { count: number; minUs: number; avgUs: number; maxUs: number; p50Us: number; p99Us: number; perMessageUs: number };
 
-export type NodeResult = { rates: NodeRates; latency?: NodeLatency; timedOut: boolean; maxRssKb: number };
+/** cpuPct: this process's CPU (user + system) from "ready" to the end, in % of one core. */
+export type NodeResult = { rates: NodeRates; latency?: NodeLatency; timedOut: boolean; maxRssKb: number; cpuPct: number };
 
 export type FromNodeClient = { type: "ready" } | { type: "result"; result: NodeResult } | { type: "error"; message: string };
 
@@ -72,7 +73,7 @@ async function connectAll(servers: string, n: number): Promise<NatsConnection[]>
   return Promise.all(Array.from({ length: n }, (_, i) => connect({ servers: servers.split(","), name: `bench-jetstream-${i + 1}`, noAsyncTraces: true })));
 }
 
-async function run(job: NodeJob, ready: () => void): Promise<NodeResult> {
+async function run(job: NodeJob, ready: () => void): Promise<Omit<NodeResult, "cpuPct">> {
   const deadline = performance.now() + job.timeoutMs;
   const rss = (): number => process.resourceUsage().maxRSS;
   switch (job.kind) {
@@ -169,9 +170,18 @@ function main(): void {
   process.on("disconnect", () => process.exit(0));
   process.once("message", (m: { type: "start"; job: NodeJob }) => {
     const send = (msg: FromNodeClient): Promise<void> => new Promise((r) => process.send!(msg, () => r()));
-    run(m.job, () => void send({ type: "ready" })).then(
-      async (result) => {
-        await send({ type: "result", result });
+    let cpu0 = process.cpuUsage();
+    let t0 = performance.now();
+    const ready = (): void => {
+      cpu0 = process.cpuUsage();
+      t0 = performance.now();
+      void send({ type: "ready" });
+    };
+    run(m.job, ready).then(
+      async (r) => {
+        const c = process.cpuUsage(cpu0);
+        const wallUs = (performance.now() - t0) * 1000;
+        await send({ type: "result", result: { ...r, cpuPct: wallUs > 0 ? ((c.user + c.system) / wallUs) * 100 : 0 } });
         process.exit(0);
       },
       async (e: unknown) => {

@@ -61,8 +61,8 @@ export function startNodeJob(job: NodeJob, prefix: readonly string[] = []): Node
   return { ready, result, kill: () => child.kill("SIGKILL") };
 }
 
-/** pub-cluster's report plus the command line that produced it. */
-export type PubClusterRun = { result: PubResult; ack: LatencyStats; command: string };
+/** pub-cluster's report plus the command line that produced it; cpuPct: its busiest process, % of one core. */
+export type PubClusterRun = { result: PubResult; ack: LatencyStats; command: string; cpuPct: number };
 
 /**
  * Runs `pub-cluster <args> --json <tmp> --quiet --no-clock` and reads its JSON report. The whole process group
@@ -96,7 +96,7 @@ export async function runPubCluster(args: readonly string[], timeoutMs: number):
       throw new Error(`${command}: exited ${code} without a report: ${stderr.trim()}`);
     }
     if (result.counts.failed > 0) throw new Error(`${command}: ${result.counts.failed} publishes failed (${result.errors[0] ?? "no error text"})`);
-    return { result, ack: LatencyStats.fromJSON(result.ack), command };
+    return { result, ack: LatencyStats.fromJSON(result.ack), command, cpuPct: Math.max(0, ...result.cpu.map((c) => c.avgPct)) };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

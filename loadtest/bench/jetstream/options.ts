@@ -69,13 +69,17 @@ export type Options = Readonly<{
   /** Where jetstream.{md,json,png} go; null writes nothing (the quick run's default). */
   outDir: string | null;
   chart: boolean;
+  /** Re-render jetstream.md (and .png) from this run's JSON instead of measuring. */
+  render: string | null;
 }>;
 
 export const USAGE = `usage: bench:jetstream [--quick] [--target single|cluster|both] [--only 000,001,002,003,paths] [--out DIR] [--no-chart]
+       bench:jetstream --render FILE.json [--out DIR] [--no-chart]
   --quick    a few-minute run (smaller counts, fewer Node rows); writes no files unless --out is given
   --target   where to run seeds 000-002 and the publish paths (default both); seed 003 runs on its own server
   --only     a subset of the evaluation, by seed (000 matrix, 001 push consumer, 002 cluster/KV, 003 latency) or "paths"
-  --out      directory for jetstream.md, jetstream.json and jetstream.png (default loadtest/results for a full run)`;
+  --out      directory for jetstream.md, jetstream.json and jetstream.png (default loadtest/results for a full run)
+  --render   write jetstream.md and jetstream.png again from a run's jetstream.json (next to it, or in --out)`;
 
 export class UsageError extends Error {
   override readonly name = "UsageError";
@@ -86,7 +90,7 @@ export function parseOptions(argv: readonly string[]): Options {
     args: [...argv],
     strict: true,
     allowPositionals: true,
-    options: { quick: { type: "boolean" }, target: { type: "string" }, only: { type: "string" }, out: { type: "string" }, "no-chart": { type: "boolean" } },
+    options: { quick: { type: "boolean" }, target: { type: "string" }, only: { type: "string" }, out: { type: "string" }, "no-chart": { type: "boolean" }, render: { type: "string" } },
   });
   if (positionals.length) throw new UsageError(`unexpected argument "${positionals[0]}"`);
   const t = values.target ?? "both";
@@ -95,13 +99,15 @@ export function parseOptions(argv: readonly string[]): Options {
   const bad = only.find((g) => !GROUPS.includes(g as Group));
   if (bad !== undefined) throw new UsageError(`--only takes ${GROUPS.join(", ")}, not ${bad}`);
   const quick = values.quick ?? false;
-  const outDir = values.out !== undefined ? resolve(values.out) : quick ? null : resolve(ROOT, "loadtest/results");
+  const render = values.render !== undefined ? resolve(values.render) : null;
+  const outDir = values.out !== undefined ? resolve(values.out) : quick || render ? null : resolve(ROOT, "loadtest/results");
   return Object.freeze({
     quick,
     targets: Object.freeze(t === "both" ? [...TARGETS] : [t as Target]),
     groups: new Set(only as Group[]),
     counts: quick ? QUICK : FULL,
     outDir,
-    chart: !(values["no-chart"] ?? false) && !quick && outDir !== null,
+    chart: !(values["no-chart"] ?? false) && !quick && (outDir !== null || render !== null),
+    render,
   });
 }

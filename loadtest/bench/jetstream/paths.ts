@@ -58,7 +58,9 @@ async function pubCluster(ctx: Context, mode: Mode, path: "nats.js" | "gateway H
     const pub = ratesFromAggregate(p.result.ratePerS, PUBS);
     const a = p.ack;
     const latency: Latency = { avg: a.meanUs / 1000, min: a.min / 1000, max: a.max / 1000, p50: a.percentileUs(50) / 1000, p99: a.percentileUs(99) / 1000 };
-    return row(ctx, mode, path, config, [p.command], { pub, latency, lines: nodeLines(`pub-cluster --target ${path === "nats.js" ? "jetstream" : "gateway-http"}`, pub, latency) });
+    const out = row(ctx, mode, path, config, [p.command], { pub, latency, lines: nodeLines(`pub-cluster --target ${path === "nats.js" ? "jetstream" : "gateway-http"}`, pub, latency) });
+    out.toolCpuPct = p.cpuPct;
+    return out;
   } catch (e) {
     return row(ctx, mode, path, config, [], { error: errText(e) });
   }

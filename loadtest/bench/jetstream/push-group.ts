@@ -91,7 +91,9 @@ async function viaNode(ctx: Context, pubs: number, msgs: number, replicas: numbe
     if (r.timedOut) throw new Error(`consumers timed out with ${r.rates.received} of ${expect} messages`);
     const pub = ratesFromAggregate(p.result.ratePerS, pubs);
     const sub = ratesFromNode([r.rates]);
-    return row(ctx, pubs, "nats.js", config, commands, pub, sub, [...nodeLines("pub-cluster --target jetstream --sync", pub), ...nodeLines("nats.js push consumer, deliver group", sub)]);
+    const out = row(ctx, pubs, "nats.js", config, commands, pub, sub, [...nodeLines("pub-cluster --target jetstream --sync", pub), ...nodeLines("nats.js push consumer, deliver group", sub)]);
+    out.toolCpuPct = Math.max(p.cpuPct, r.cpuPct);
+    return out;
   } catch (e) {
     consumer?.kill();
     return row(ctx, pubs, "nats.js", config, commands, undefined, undefined, [], errText(e));

@@ -32,6 +32,8 @@ export type Row = {
   /** The row's headline figure and what it is. */
   value?: number;
   metric: string;
+  /** The busiest Node load-tool process of the row (pub-cluster or nats.js client), average % of one core. */
+  toolCpuPct?: number;
   /** Peak resident memory of the client process (KV watch rows). */
   rssMb?: number;
   status: RowStatus;
