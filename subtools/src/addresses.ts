@@ -28,8 +28,12 @@ export function isLoopback(host: string): boolean {
   return host === "localhost" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
 
-/** Where the clients of one server host come from. */
-export type HostPlan = { host: string; clients: number; sources: readonly (string | undefined)[] };
+/**
+ * Where the clients of one server host come from. With `firstPort`, spread clients also get a source port:
+ * client j of an address uses firstPort + j, the same numbers on every address (a bind to a given port is one
+ * lookup in the kernel, where a bind to port 0 searches the range, slower and slower as it fills up).
+ */
+export type HostPlan = { host: string; clients: number; sources: readonly (string | undefined)[]; firstPort?: number; lastPort?: number; perSource?: number; serverPort?: number };
 
 export type AddressPlan = { hosts: readonly HostPlan[]; notes: readonly string[]; warnings: readonly string[] };
 
@@ -56,18 +60,32 @@ export function planAddresses(hosts: readonly string[], port: number, total: num
     if (n > 250) throw new Error(`${total} clients need more than 250 loopback source addresses`);
     const sources = Array.from({ length: n }, (_, i) => `127.0.0.${i + 2}`);
     notes.push(`spreading ${fmt(clients)} connections to ${host}:${port} over ${n} source addresses ${sources[0]}–${sources[n - 1]} ` +
-      `(~${fmt(Math.ceil(clients / n))} each): one source/destination address pair has ${fmt(rangeSize(range))} ephemeral ports (${range.low}–${range.high}), and 127.0.0.1's are left to other programs`);
-    return { host, clients, sources };
+      `(~${fmt(Math.ceil(clients / n))} each, source ports from ${range.low} up on each): one source/destination address pair has ${fmt(rangeSize(range))} ephemeral ports (${range.low}–${range.high}), and 127.0.0.1's are left to other programs`);
+    return { host, clients, sources, firstPort: range.low, lastPort: range.high, perSource: Math.ceil(clients / n), serverPort: port };
   });
   return { hosts: plans, notes, warnings };
 }
 
-/** Host and source address of client number `g` (over all processes). */
-export function addressOf(plan: AddressPlan, g: number): { host: string; localAddress: string | undefined } {
+/**
+ * Host, source address and (when spreading) source port of client number `g` (over all processes). The
+ * server's own port is skipped (a wildcard listener owns it on every address); `sparePort` is another port of
+ * the range above the block the clients use, for a client whose port turned out to be taken (EADDRINUSE).
+ */
+export function addressOf(plan: AddressPlan, g: number): { host: string; localAddress: string | undefined; localPort?: number; sparePort?: number } {
   const H = plan.hosts.length;
   const hp = plan.hosts[g % H]!;
   const k = Math.floor(g / H);
-  return { host: hp.host, localAddress: hp.sources[k % hp.sources.length] };
+  const S = hp.sources.length;
+  const localAddress = hp.sources[k % S];
+  if (hp.firstPort === undefined || localAddress === undefined) return { host: hp.host, localAddress };
+  const j = Math.floor(k / S);
+  let port = hp.firstPort + j;
+  if (hp.serverPort !== undefined && port >= hp.serverPort) port++;
+  const spareFrom = hp.firstPort + (hp.perSource ?? 0) + 1;
+  const spareCount = Math.max(1, (hp.lastPort ?? 60999) - spareFrom + 1);
+  let spare = spareFrom + (j % spareCount);
+  if (spare === hp.serverPort) spare = spare === spareFrom ? spare + 1 : spare - 1;
+  return { host: hp.host, localAddress, localPort: port, sparePort: spare };
 }
 
 /** The process's open-files limit (soft), or null where it cannot be read. */

@@ -70,9 +70,9 @@ export class SubWorker implements ClientEvents {
 
   private open(i: number): void {
     const { opts } = this;
-    const { host, localAddress } = addressOf(this.plan, this.index * opts.clientsPerProcess + i);
+    const { host, localAddress, localPort, sparePort } = addressOf(this.plan, this.index * opts.clientsPerProcess + i);
     const client = makeClient(opts, {
-      host, localAddress, port: opts.port, path: opts.path, channels: opts.channels, from: opts.from, rx: this.rx, events: this, gate: this.gate,
+      host, localAddress, localPort, sparePort, port: opts.port, path: opts.path, channels: opts.channels, from: opts.from, rx: this.rx, events: this, gate: this.gate,
     });
     this.clients.push(client);
     void client.start();

@@ -19,10 +19,14 @@ describe("source addresses", () => {
   it("addresses — 100,000 loopback clients are spread over 127.0.0.2… and the plan says so", () => {
     const p = planAddresses(["127.0.0.1"], 9000, 100_000, [], RANGE);
     expect(p.hosts[0]!.sources).toEqual(["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6"]);
-    expect(p.notes[0]).toMatch(/spreading 100,000 connections to 127\.0\.0\.1:9000 over 5 source addresses 127\.0\.0\.2–127\.0\.0\.6 \(~20,000 each\)/);
+    expect(p.notes[0]).toMatch(/spreading 100,000 connections to 127\.0\.0\.1:9000 over 5 source addresses 127\.0\.0\.2–127\.0\.0\.6 \(~20,000 each, source ports from 32768 up/);
     const per = new Map<string | undefined, number>();
     for (let g = 0; g < 100_000; g++) { const a = addressOf(p, g).localAddress; per.set(a, (per.get(a) ?? 0) + 1); }
     expect([...per.values()]).toEqual([20_000, 20_000, 20_000, 20_000, 20_000]);
+    // Each address's clients take ports from 32768 up, one each, skipping the server's own port.
+    const near = planAddresses(["127.0.0.1"], 32_770, 100_000, [], RANGE);
+    expect([0, 5, 10, 15].map((g) => addressOf(near, g).localPort)).toEqual([32_768, 32_769, 32_771, 32_772]);
+    expect(addressOf(near, 0).sparePort).toBeGreaterThan(32_768 + 20_000);
   });
 
   it("addresses — a remote host is not spread but warned about; given addresses are used round-robin", () => {

@@ -45,7 +45,8 @@ export abstract class LeanClient implements SubClient, LeanHandler {
     this.retryTimer = null;
     if (this.stopping) { this.setup.gate.leave(); this.settleFirst(); return; }
     this.inGate = true;
-    this.sock = new LeanSocket({ host: this.setup.host, port: this.setup.port, path: this.path, localAddress: this.setup.localAddress }, this);
+    const localPort = this.state.lastFailure === "EADDRINUSE" ? this.setup.sparePort : this.setup.localPort;
+    this.sock = new LeanSocket({ host: this.setup.host, port: this.setup.port, path: this.path, localAddress: this.setup.localAddress, localPort }, this);
   };
 
   open(): void {

@@ -16,6 +16,9 @@ export type ClientSetup = {
   path: string;
   /** Source address to connect from (spreading over loopback addresses), or undefined for the kernel's choice. */
   localAddress: string | undefined;
+  /** Source port with localAddress when the plan assigns one, and the one to use after an EADDRINUSE. */
+  localPort?: number;
+  sparePort?: number;
   channels: readonly string[];
   from: FromSpec | null;
   rx: Receiver;

@@ -41,6 +41,8 @@ export type LeanOptions = {
   path: string;
   /** Source address to bind before connecting (spreading over loopback addresses). */
   localAddress?: string;
+  /** Source port with localAddress (0 or absent: the kernel picks). */
+  localPort?: number;
   /** Connect + upgrade must finish within this. */
   timeoutMs?: number;
   /** Extra request headers, e.g. Authorization. */
@@ -69,6 +71,7 @@ export class LeanSocket implements FrameSink {
       host: opts.host,
       port: opts.port,
       localAddress: opts.localAddress,
+      ...(opts.localAddress && opts.localPort ? { localPort: opts.localPort } : {}),
       noDelay: true,
       onread: { buffer: READ_BUFFER, callback: this.onRead },
     });
