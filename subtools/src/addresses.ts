@@ -48,7 +48,7 @@ export function planAddresses(hosts: readonly string[], port: number, total: num
   const plans = hosts.map((host, h): HostPlan => {
     const clients = Math.floor(total / hosts.length) + (h < total % hosts.length ? 1 : 0);
     if (local.length > 0) {
-      if (clients / local.length > perPair) warnings.push(`${fmt(clients)} clients to ${host}:${port} over ${local.length} source addresses is over ${fmt(perPair)} per address (the ephemeral range ${range.low}–${range.high} has ${fmt(rangeSize(range))} ports): expect EADDRNOTAVAIL`);
+      if (clients / local.length > perPair) warnings.push(`${fmt(clients)} clients to ${host}:${port} over ${local.length} source address${local.length === 1 ? "" : "es"} is over ${fmt(perPair)} per address (the ephemeral range ${range.low}–${range.high} has ${fmt(rangeSize(range))} ports): expect EADDRNOTAVAIL`);
       return { host, clients, sources: local };
     }
     if (clients <= perPair) return { host, clients, sources: [undefined] };
