@@ -17,7 +17,7 @@ import { ROOT, fmt } from "./common.js";
 import { startNatsServer } from "../../gateway/test/support/nats-server.js";
 import {
   appendResults, clientLifecycle, closeAll, destinationsFor, forkClient, frameSeq, frameTs, gatewayPids, gatewayWarnings, groupStat, isMsgFrame, loadAvg, now,
-  openSockets, pcts, procStat, rng, scrapeMetrics, sleep, startRedis, startScaleGateway, stopClients, type ClientProc, type Pcts,
+  openSockets, pcts, procStat, revision, rng, scrapeMetrics, sleep, startRedis, startScaleGateway, stopClients, type ClientProc, type Pcts,
 } from "./scale-kit.js";
 
 const RESULTS = resolve(ROOT, "loadtest/results/channels.md");
@@ -340,8 +340,10 @@ const MB = (b: number): string => fmt(b / 1048576, 1);
 const ms = (v: number): string => (Number.isFinite(v) ? fmt(v, 2) : "—");
 const ratio = (a: number, b: number): string => (b > 0 ? (a / b).toFixed(2) : "—");
 
+/** Failed connects, err frames, unexpected closes, and opened sockets that got neither ok nor err. */
+const errs = (r: RunResult): number => r.failedConnects + r.errFrames + r.unexpectedCloses + Math.max(0, r.opened - r.acked - r.errFrames);
+
 function table(js: RunResult, rd: RunResult): string {
-  const errs = (r: RunResult): number => r.failedConnects + r.errFrames + r.unexpectedCloses + (r.opened - r.acked - r.errFrames > 0 ? r.opened - r.acked - r.errFrames : 0);
   const rows: [string, string, string, string][] = [
     ["sockets subscribed (ok / opened / asked)", `${fmt(js.acked)} / ${fmt(js.opened)} / ${fmt(js.channels)}`, `${fmt(rd.acked)} / ${fmt(rd.opened)} / ${fmt(rd.channels)}`, ""],
     ["errors (failed connects + err frames + unexpected closes + no ack)", fmt(errs(js)), fmt(errs(rd)), ""],
@@ -373,7 +375,7 @@ function targets(js: RunResult, rd: RunResult): { text: string; pass: boolean } 
   const idle = (js.gateway.idleCpuPct + js.brokerProc.idleCpuPct) / (rd.gateway.idleCpuPct + rd.brokerProc.idleCpuPct);
   const growth = js.brokerProc.growthPerChannel;
   const ack = js.ackMs.p50 / rd.ackMs.p50;
-  const errors = js.failedConnects + js.errFrames + js.unexpectedCloses + (js.opened - js.acked);
+  const errors = errs(js);
   const lines = [
     [`(gateway + nats-server idle CPU) / (gateway + redis-server idle CPU)`, Number.isFinite(idle) ? idle.toFixed(2) : "—", "≤ 1.5", idle <= 1.5],
     [`nats-server memory growth per channel`, `${fmt(growth)} B`, "≤ 2,048 B", growth <= 2048],
@@ -408,7 +410,7 @@ async function main(): Promise<void> {
   for (const k of kinds) results.push(await run(k, o));
   const js = results.find((r) => r.broker === "jetstream");
   const rd = results.find((r) => r.broker === "redis");
-  const header = `bench:channels — ${fmt(channels)} channels, one socket each (${procs} client processes), gateway ${workers} workers; idle ${o.idle} s; ${fmt(o.messages)} HTTP publishes at ${o.rate}/s to random channels. Load average before: ${load0}, after: ${loadAvg()}.`;
+  const header = `bench:channels — ${fmt(channels)} channels, one socket each (${procs} client processes), gateway ${workers} workers, ${revision()}; idle ${o.idle} s; ${fmt(o.messages)} HTTP publishes at ${o.rate}/s to random channels. Load average before: ${load0}, after: ${loadAvg()}.`;
   console.log(`\n${header}`);
   for (const r of results) {
     if (r.connectFailures.length) console.log(`[${r.broker}] connect failures: ${r.connectFailures.join("; ")}`);

@@ -7,7 +7,7 @@ import { createServer, connect as tcpConnect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import WebSocket from "ws";
-import { childPids, percentile } from "./common.js";
+import { ROOT, childPids, percentile } from "./common.js";
 import { startGateway, type GatewayHandle } from "../../gateway/test/support/gateway.js";
 import { waitFor } from "../../gateway/test/support/wait.js";
 
@@ -346,5 +346,16 @@ export function loadAvg(): string {
     return readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
   } catch {
     return "?";
+  }
+}
+
+/** The checkout measured: HEAD, and whether gateway/src has uncommitted changes. */
+export function revision(): string {
+  try {
+    const head = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: ROOT, encoding: "utf8" }).trim();
+    const dirty = execFileSync("git", ["status", "--porcelain", "gateway/src"], { cwd: ROOT, encoding: "utf8" }).trim() !== "";
+    return `gateway at ${head}${dirty ? " with uncommitted changes in gateway/src" : ""}`;
+  } catch {
+    return "gateway revision unknown";
   }
 }

@@ -6,7 +6,7 @@
 // 110 stored messages each, sockets spread over them equally, each from its channel's 100th-last message.
 // Usage: node dist/loadtest/bench/storm.js [--sockets 10000 | --quick] [--rate 50] [--history 1000] [--back 100]
 //   [--channels 1000] [--tail 2] [--max-seconds 120] [--workers auto] [--procs auto] [--cases one,many] [--no-write]
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { connect, createInbox, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -15,7 +15,7 @@ import { ROOT, fmt } from "./common.js";
 import { startNatsServer } from "../../gateway/test/support/nats-server.js";
 import {
   appendResults, clientLifecycle, closeAll, forkClient, frameSeq, gatewayWarnings, isMsgFrame, loadAvg, now, openSockets, pcts, rng, scrapeMetrics, sleep,
-  startScaleGateway, stopClients, type ClientProc, type Pcts,
+  revision, startScaleGateway, stopClients, type ClientProc, type Pcts,
 } from "./scale-kit.js";
 
 const RESULTS = resolve(ROOT, "loadtest/results/storm.md");
@@ -73,6 +73,7 @@ async function clientMain(port: number, dests: number, concurrency: number): Pro
   const lastBeforeLive = new Float64Array(n);
   const last = new Float64Array(n);
   const disorder = new Uint32Array(n);
+  const ended = new Uint8Array(n);
   const recv: number[][] = Array.from({ length: n }, () => []);
   let live = 0;
   let settled = 0;
@@ -102,7 +103,7 @@ async function clientMain(port: number, dests: number, concurrency: number): Pro
     if (f.op === "ok" && f.id === 1) {
       tOk[k] = now();
       if (f.truncated) truncatedOk++;
-    } else if (f.op === "live") {
+    } else if (f.op === "live" && !ended[k]) {
       const t = now();
       tLive[k] = t;
       maxLiveAt = Math.max(maxLiveAt, t);
@@ -113,7 +114,11 @@ async function clientMain(port: number, dests: number, concurrency: number): Pro
     } else if (f.op === "err") {
       errFrames++;
       if (errSamples.length < 5) errSamples.push(d.toString().slice(0, 300));
-      if (f.id === 1 && tLive[k] === 0) settled++;
+      // A sub refused (err with id 1) or a catch-up given up (err without id) ends this socket's one subscription.
+      if (tLive[k] === 0 && !ended[k]) {
+        ended[k] = 1;
+        settled++;
+      }
     }
   };
 
@@ -199,7 +204,7 @@ async function clientMain(port: number, dests: number, concurrency: number): Pro
       if (v.badSamples.length < 5) {
         const firstMissing = exp.filter((s) => !gotSet.has(s)).slice(0, 5);
         v.badSamples.push(
-          `${chanOf(k)} from ${fromOf(k)}: expected ${exp.length} (${exp[0]}..${exp.at(-1)}), got ${got.length} (${got[0]}..${got.at(-1)}), missing ${missing} [${firstMissing.join(",")}], extra ${extra}, dups ${got.length - gotSet.size}, out of order ${order}, disorder events ${disorder[k]}, live ${tLive[k]! > 0 ? `seq ${liveSeq[k]} after ${lastBeforeLive[k]}` : "never"}`,
+          `${chanOf(k)} from ${fromOf(k)}: expected ${exp.length} (${exp[0]}..${exp.at(-1)}), got ${got.length} (${got[0]}..${got.at(-1)}), missing ${missing} [${firstMissing.join(",")}], extra ${extra} [${got.filter((x) => !es.has(x)).slice(0, 5).join(",")}], dups ${got.length - gotSet.size}, out of order ${order}, disorder events ${disorder[k]}, live ${tLive[k]! > 0 ? `seq ${liveSeq[k]} after ${lastBeforeLive[k]}` : "never"}`,
         );
       }
     }
@@ -229,6 +234,9 @@ type CaseResult = {
   subToOkMs: Pcts;
   publishedDuringStorm: number;
   publishFailures: number;
+  storedDuringStorm: number;
+  storedNotAcked: number;
+  ackedNotStored: number;
   publishSeconds: number;
   expectedPerSocket: { min: number; max: number };
   expectedDeliveries: number;
@@ -254,6 +262,46 @@ type CaseResult = {
   natsServer: { slowConsumers: number; inMsgs: number; outMsgs: number; outBytes: number } | undefined;
   warnings: { msg: string; count: number; sample: string }[];
 };
+
+/**
+ * What the stream holds on `ev.>` after `after`, read with batched direct gets (no consumer: the sampler
+ * must see none). The truth for the live phase: a publish whose ack timed out may still have been stored.
+ */
+async function storedAfter(nc: NatsConnection, after: number): Promise<{ subject: string; seq: number }[]> {
+  const out: { subject: string; seq: number }[] = [];
+  let next = after + 1;
+  for (let attempt = 0; attempt < 20; ) {
+    const inbox = createInbox();
+    const page: { subject: string; seq: number }[] = [];
+    const end = await new Promise<"eob" | "timeout">((res) => {
+      const t = setTimeout(() => {
+        sub.unsubscribe();
+        res("timeout");
+      }, 15_000);
+      const sub = nc.subscribe(inbox, {
+        callback: (_e, m: Msg) => {
+          const code = m.headers?.code ?? 0;
+          if (code === 0 && m.headers) {
+            page.push({ subject: m.headers.get("Nats-Subject"), seq: Number(m.headers.get("Nats-Sequence")) });
+            return;
+          }
+          clearTimeout(t);
+          sub.unsubscribe();
+          res("eob");
+        },
+      });
+      nc.publish("$JS.API.DIRECT.GET.EVENTS", JSON.stringify({ seq: next, next_by_subj: "ev.>", batch: 4096 }), { reply: inbox });
+    });
+    if (end === "timeout") {
+      attempt++;
+      continue;
+    }
+    out.push(...page);
+    if (page.length === 0) return out;
+    next = page[page.length - 1]!.seq + 1;
+  }
+  throw new Error("could not read the stream back (direct gets timed out 20 times)");
+}
 
 async function runCase(name: CaseName, o: { sockets: number; channels: number; history: number; back: number; rate: number; tail: number; maxSeconds: number; workers: number; procs: number; concurrency: number }): Promise<CaseResult> {
   const log = (s: string): void => console.log(`[${name}] ${s}`);
@@ -369,15 +417,22 @@ async function runCase(name: CaseName, o: { sockets: number; channels: number; h
     await publisher;
     const publishSeconds = (now() - tPub) / 1000;
 
-    // What each channel's sockets must have: stored messages from their start, then every live publish.
+    // What each channel's sockets must have: stored messages from their start, then every message stored
+    // after the history — read back from the stream, since a publish whose ack timed out may be stored.
+    const lastFill = Math.max(...[...seqs.values()].map((a) => a[a.length - 1]!));
+    const stored = await storedAfter(nc, lastFill);
+    const acked = new Set(live.map((l) => l.seq));
+    const storedNotAcked = stored.filter((m) => !acked.has(m.seq)).length;
+    const storedSeqs = new Set(stored.map((m) => m.seq));
+    const ackedNotStored = live.filter((l) => !storedSeqs.has(l.seq)).length;
     const expected: Record<string, number[]> = {};
     chans.forEach((c, i) => (expected[c] = seqs.get(c)!.filter((s) => s >= from[i]!)));
-    for (const l of live) expected[l.channel]!.push(l.seq);
+    for (const m of stored) expected[m.subject.slice("ev.".length)]?.push(m.seq);
     for (const c of chans) expected[c]!.sort((a, b) => a - b);
     const lens = chans.map((c) => expected[c]!.length);
     let expectedDeliveries = 0;
     for (let k = 0; k < opened; k++) expectedDeliveries += expected[chans[k % chans.length]!]!.length; // approximate when connects failed
-    log(`published ${live.length} during the storm; verifying (waiting for the last deliveries while they come, at most 300 s)`);
+    log(`published ${live.length} acknowledged (${pubFailures} acks failed) during the storm; the stream holds ${stored.length} after the history (${storedNotAcked} stored without an ack, ${ackedNotStored} acked but not found); verifying (waiting for the last deliveries while they come, at most 300 s)`);
     const tv = now();
     const vs = await Promise.all(clients.map((c) => c.ask<Verified>({ type: "verify", expected, waitMs: 300_000 }, "verified", 420_000)));
     const verifyWaitSeconds = (now() - tv) / 1000;
@@ -393,7 +448,7 @@ async function runCase(name: CaseName, o: { sockets: number; channels: number; h
       opened, failedConnects: conn.reduce((a, c) => a + c.failed, 0), connectFailures: conn.flatMap((c) => c.failures).slice(0, 5), connectSeconds,
       allLive, goToAllLiveSeconds: goToAllLive, goToLastLiveSeconds: (Math.max(...vs.map((v) => v.maxLiveAt)) - tGo) / 1000,
       subToLiveMs: pcts(vs.flatMap((v) => v.subToLiveMs)), subToOkMs: pcts(vs.flatMap((v) => v.subToOkMs)),
-      publishedDuringStorm: live.length, publishFailures: pubFailures, publishSeconds,
+      publishedDuringStorm: live.length, publishFailures: pubFailures, publishSeconds, storedDuringStorm: stored.length, storedNotAcked, ackedNotStored,
       expectedPerSocket: { min: Math.min(...lens), max: Math.max(...lens) }, expectedDeliveries, received: sum((v) => v.received), verifyWaitSeconds,
       complete: sum((v) => v.complete), ok: sum((v) => v.ok), bad: sum((v) => v.bad), missing: sum((v) => v.missing), extra: sum((v) => v.extra),
       duplicates: sum((v) => v.duplicates), outOfOrder: sum((v) => v.outOfOrder), liveSeqWrong: sum((v) => v.liveSeqWrong), notLive: sum((v) => v.notLive),
@@ -424,7 +479,8 @@ function table(rs: CaseResult[]): string {
   const rows: [string, string][] = [
     ["sockets open / asked (failed connects)", col((r) => `${fmt(r.opened)} / ${fmt(r.sockets)} (${r.failedConnects})`)],
     ["channels; stored before; start per socket", col((r) => `${fmt(r.channels)}; ${fmt(r.storedBefore)}; ${r.back} messages of its channel back`)],
-    ["publishing during the storm (offered live deliveries/s)", col((r) => `${fmt(r.publishedDuringStorm)} msgs in ${fmt(r.publishSeconds, 1)} s, ${r.publishFailures} failed (${fmt((r.publishedDuringStorm / r.publishSeconds) * (r.opened / r.channels))}/s)`)],
+    ["publishing during the storm (offered live deliveries/s)", col((r) => `${fmt(r.storedDuringStorm)} msgs stored in ${fmt(r.publishSeconds, 1)} s (${fmt((r.storedDuringStorm / r.publishSeconds) * (r.opened / r.channels))}/s)`)],
+    ["publisher: acked / ack failed (of those, stored anyway)", col((r) => `${fmt(r.publishedDuringStorm)} / ${fmt(r.publishFailures)} (${fmt(r.storedNotAcked)})${r.ackedNotStored ? `, **${r.ackedNotStored} acked but not in the stream**` : ""}`)],
     ["**go → all sockets live (s)**", col((r) => (r.allLive ? `**${fmt(r.goToAllLiveSeconds, 2)}**` : `**not all live** (${fmt(r.notLive)} never)`))],
     ["per socket sub → ok, p50 / p99 / max (ms)", col((r) => `${ms(r.subToOkMs.p50)} / ${ms(r.subToOkMs.p99)} / ${ms(r.subToOkMs.max)}`)],
     ["**per socket sub → live, p50 / p99 / max (ms)**", col((r) => `${ms(r.subToLiveMs.p50)} / ${ms(r.subToLiveMs.p99)} / ${ms(r.subToLiveMs.max)}`)],
@@ -465,7 +521,7 @@ async function main(): Promise<void> {
   const started = new Date();
   const results: CaseResult[] = [];
   for (const c of v.cases!.split(",") as CaseName[]) results.push(await runCase(c, o));
-  const header = `bench:storm — ${fmt(sockets)} sockets (${procs} client processes) subscribe at once with from:{seq} ${o.back} messages of their channel back, while ${o.rate} msg/s are published (JetStream, direct); gateway ${workers} workers. Load average before: ${load0}, after: ${loadAvg()}.`;
+  const header = `bench:storm — ${fmt(sockets)} sockets (${procs} client processes) subscribe at once with from:{seq} ${o.back} messages of their channel back, while ${o.rate} msg/s are published (JetStream, direct); gateway ${workers} workers, ${revision()}. Load average before: ${load0}, after: ${loadAvg()}.`;
   console.log(`\n${header}`);
   for (const r of results) {
     if (r.connectFailures.length) console.log(`[${r.name}] connect failures: ${r.connectFailures.join("; ")}`);
