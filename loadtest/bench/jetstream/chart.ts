@@ -2,7 +2,7 @@
 // as SVG and rendered to PNG by the system's Chromium (playwright-core), as loadtest/compare/chart.ts does.
 import { writeFileSync } from "node:fs";
 import { REFERENCE } from "./reference.js";
-import { COLUMNS, RATIOS, ourRatio, shortLabel, usersRatio, type RunMeta } from "./report.js";
+import { COLUMNS, RATIOS, ourRatio, representatives, shortLabel, usersRatio, type RunMeta } from "./report.js";
 import type { Path, Row } from "./rows.js";
 import type { Target } from "./servers.js";
 
@@ -66,22 +66,24 @@ const seriesOf = (rows: readonly Row[], seeds: readonly string[]): Array<{ targe
 const okRow = (rows: readonly Row[], w: string, t: Target, p: Path): Row | undefined => rows.find((r) => r.workload === w && r.target === t && r.path === p && r.status === "ok");
 
 export function renderSvg(rows: readonly Row[], meta: RunMeta): string {
+  // Bars of single rows show each row's median over the rounds; ratios are medians of per-round ratios.
+  const reps = representatives(rows);
   const ratioSeries = seriesOf(rows, ["000", "001", "002", "003"]);
   const ratioGroups: Group[] = RATIOS.map((s) => ({
     label: shortLabel(s),
-    bars: [{ value: usersRatio(s), color: USERS }, ...ratioSeries.map((c) => ({ value: ourRatio(rows, s, c.target, c.path), color: SERIES[c.name]! }))],
+    bars: [{ value: usersRatio(s), color: USERS }, ...ratioSeries.map((c) => ({ value: ourRatio(rows, s, c.target, c.path)?.med, color: SERIES[c.name]! }))],
   })).filter((g) => g.bars.slice(1).some((b) => b.value !== undefined));
 
   const matrixSeries = seriesOf(rows, ["000"]);
   const matrixGroups: Group[] = [...new Set(rows.filter((r) => r.seed === "000").map((r) => r.workload))].map((w) => ({
     label: (REFERENCE[w]?.config ?? w).replace(/ · /g, " "),
-    bars: [{ value: REFERENCE[w]?.value, color: USERS }, ...matrixSeries.map((c) => ({ value: okRow(rows, w, c.target, c.path)?.value, color: SERIES[c.name]! }))],
+    bars: [{ value: REFERENCE[w]?.value, color: USERS }, ...matrixSeries.map((c) => ({ value: okRow(reps, w, c.target, c.path)?.value, color: SERIES[c.name]! }))],
   }));
 
   const latSeries = seriesOf(rows, ["003"]);
   const latGroups: Group[] = [...new Set(rows.filter((r) => r.seed === "003" && r.status === "ok").map((r) => r.workload))].map((w) => ({
     label: w.replace("003.", "").replace("-", " +") + " ms",
-    bars: latSeries.map((c) => ({ value: okRow(rows, w, c.target, c.path)?.value, color: SERIES[c.name]! })),
+    bars: latSeries.map((c) => ({ value: okRow(reps, w, c.target, c.path)?.value, color: SERIES[c.name]! })),
   }));
 
   const panels: string[] = [];
@@ -103,7 +105,7 @@ export function renderSvg(rows: readonly Row[], meta: RunMeta): string {
   const day = meta.finishedAt.toISOString().slice(0, 10);
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="DejaVu Sans, Arial, sans-serif">
 <rect width="100%" height="100%" fill="#fff"/>
-<text x="${W / 2}" y="24" font-size="16" text-anchor="middle" font-weight="bold">The users' JetStream evaluation rerun with nats bench ${esc(meta.natscli)} and nats.js (${day}, ${meta.cores} shared cores${meta.quick ? ", --quick" : ""})</text>
+<text x="${W / 2}" y="24" font-size="16" text-anchor="middle" font-weight="bold">The users' JetStream evaluation rerun with nats bench ${esc(meta.natscli)} and nats.js (${day}, ${meta.cores} shared cores, median of ${meta.rounds} round${meta.rounds > 1 ? "s" : ""}${meta.quick ? ", --quick" : ""})</text>
 ${panels.join("\n")}
 ${legend.map((l, i) => `<rect x="80" y="${y0 + i * 20}" width="14" height="12" fill="${l.color}"/><text x="102" y="${y0 + i * 20 + 11}" font-size="12">${esc(l.name)}</text>`).join("\n")}
 </svg>`;

@@ -3,8 +3,8 @@
 // `nats bench --push` made a durable push consumer with a deliver group; v0.5.1 has no push mode, so nats bench
 // consumes through its durable pull consumer (`js consume`) and the nats.js rows through the push consumer.
 import { readFileSync } from "node:fs";
-import { parseBench, runNats, startNats } from "./natscli.js";
-import { errText, freshStreams, nodeFor, portOf, printed, removeStreams, type Context } from "./context.js";
+import { parseBench, runNats, startNats, type CliProc } from "./natscli.js";
+import { errText, freshStreams, nodeFor, portOf, printed, removeStreams, track, type Context } from "./context.js";
 import { runPubCluster, startNodeJob } from "./node-path.js";
 import { latencyFromBench, latencyFromNode, nodeLines, ratesFromAggregate, ratesFromBench, ratesFromNode, type Path, type Rates, type Row } from "./rows.js";
 import { ASYNC_BATCH } from "./matrix.js";
@@ -32,6 +32,7 @@ function row(ctx: Context, s: Spec, path: Path, config: string, commands: string
     status: parts.error ? "failed" : "ok",
     ...(parts.error ? { note: parts.error } : {}),
     lines: parts.lines ?? [],
+    round: 0,
   };
 }
 
@@ -42,13 +43,14 @@ const streamSpec = (replicas: number) => ({ name: STREAM, subjects: [SUBJECT], s
 async function dedupViaNatsBench(ctx: Context, s: Spec, timeoutMs: number): Promise<Row> {
   const config = describe(s, "on the bench's durable pull consumer, explicit ack");
   const commands = await freshStreams(ctx, [streamSpec(s.replicas)]);
+  const procs: CliProc[] = [];
   try {
     const subArgs = ["bench", "js", "consume", "--stream", STREAM, "--acks", "explicit", "--clients", String(s.subs), "--msgs", String(s.msgs), "--no-progress"];
     const pubArgs = ["bench", "js", "pub", "async", SUBJECT, "--stream", STREAM, "--dedup", "--batch", String(ASYNC_BATCH), "--clients", "1", "--msgs", String(s.msgs), "--size", String(SIZE), "--no-progress"];
     commands.push(`nats ${subArgs.join(" ")}`, `nats ${pubArgs.join(" ")}`);
-    const sub = startNats(subArgs, nodeFor(ctx, 0), timeoutMs);
+    const sub = track(procs, startNats(subArgs, nodeFor(ctx, 0), timeoutMs));
     await printed(sub, /\] Starting JetStream durable consumer/, s.subs, 30_000);
-    const pub = startNats(pubArgs, nodeFor(ctx, 1), timeoutMs);
+    const pub = track(procs, startNats(pubArgs, nodeFor(ctx, 1), timeoutMs));
     const [po, so] = await Promise.all([pub.done, sub.done]);
     for (const o of [po, so]) if (o.code !== 0) throw new Error(o.timedOut ? `timed out after ${timeoutMs} ms` : `nats bench exited ${o.code}: ${o.stderr.trim().slice(-300)}`);
     const pb = parseBench(po.stdout);
@@ -57,6 +59,7 @@ async function dedupViaNatsBench(ctx: Context, s: Spec, timeoutMs: number): Prom
   } catch (e) {
     return row(ctx, s, "nats bench", config, commands, { error: errText(e) });
   } finally {
+    procs.forEach((p) => p.kill());
     await removeStreams(ctx, [STREAM]);
   }
 }
@@ -108,6 +111,7 @@ function kvRow(ctx: Context, workload: string, path: Path, config: string, comma
     status: parts.error ? "failed" : "ok",
     ...(parts.error ? { note: parts.error } : {}),
     lines: parts.lines ?? [],
+    round: 0,
   };
 }
 
@@ -160,12 +164,14 @@ async function kvWatch(ctx: Context, replicas: number, msgs: number, timeoutMs: 
   const config = `1 watcher while 1 putter (nats bench) puts ${msgs.toLocaleString("en-US")} keys of 128 B, R${replicas} file`;
   for (const path of ["nats CLI", "nats.js"] as const) {
     const commands = [await freshBucket(ctx, replicas)];
+    const procs: CliProc[] = [];
+    let job: ReturnType<typeof startNodeJob> | undefined;
     try {
       const putArgs = kvPutArgs(msgs);
       if (path === "nats CLI") {
         const wargs = ["kv", "watch", BUCKET];
         commands.push(`nats ${wargs.join(" ")}`, `nats ${putArgs.join(" ")}`);
-        const w = startNats(wargs, nodeFor(ctx, 0), timeoutMs);
+        const w = track(procs, startNats(wargs, nodeFor(ctx, 0), timeoutMs));
         // The watch prints nothing for an empty bucket: a sentinel key shows it is live.
         await runNats(["kv", "put", BUCKET, "ready", "1"], ctx.servers.servers);
         await printed(w, /PUT \S+ > ready/, 1, 15_000);
@@ -188,7 +194,7 @@ async function kvWatch(ctx: Context, replicas: number, msgs: number, timeoutMs: 
         ctx.add(kvRow(ctx, "002.kv-watch", path, config, commands, { value: rate, metric: "updates/s seen by the watcher", pub: ratesFromBench([b]), sub, rssMb: rss, lines: [...b.lines, `nats kv watch: ${Math.round(rate).toLocaleString("en-US")} updates/sec printed, peak RSS ${rss.toFixed(0)} MB`] }));
       } else {
         commands.push(`(nats.js) ordered consumer on KV_${BUCKET}, filter $KV.${BUCKET}.>, last value per key then updates: what a KV watch is`, `nats ${putArgs.join(" ")}`);
-        const j = startNodeJob({ kind: "kv-watch", servers: nodeFor(ctx, 0), timeoutMs, bucket: BUCKET, expect: msgs });
+        const j = (job = startNodeJob({ kind: "kv-watch", servers: nodeFor(ctx, 0), timeoutMs, bucket: BUCKET, expect: msgs }));
         await j.ready;
         const put = await runNats(putArgs, nodeFor(ctx, 1), timeoutMs);
         const r = await j.result;
@@ -199,7 +205,10 @@ async function kvWatch(ctx: Context, replicas: number, msgs: number, timeoutMs: 
         ctx.add(kvRow(ctx, "002.kv-watch", path, config, commands, { value: sub.aggregate, metric: "updates/s seen by the watcher", pub: ratesFromBench([b]), sub, rssMb: rss, lines: [...b.lines, `nats.js watcher: ${Math.round(sub.aggregate).toLocaleString("en-US")} updates/sec, peak RSS ${rss.toFixed(0)} MB`] }));
       }
     } catch (e) {
+      job?.kill();
       ctx.add(kvRow(ctx, "002.kv-watch", path, config, commands, { metric: "updates/s seen by the watcher", error: errText(e) }));
+    } finally {
+      procs.forEach((p) => p.kill());
     }
   }
   await runNats(["kv", "rm", BUCKET, "-f"], ctx.servers.servers).catch(() => undefined);

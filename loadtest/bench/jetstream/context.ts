@@ -55,4 +55,10 @@ export async function printed(p: CliProc, pattern: RegExp, count: number, timeou
   );
 }
 
+/** Keeps a started CLI process in `procs` (killed in a finally, whatever happened) and returns it. */
+export function track(procs: CliProc[], p: CliProc): CliProc {
+  procs.push(p);
+  return p;
+}
+
 export const errText = (e: unknown): string => (e instanceof Error ? e.message : String(e)).split("\n")[0]!.slice(0, 300);

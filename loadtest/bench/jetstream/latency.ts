@@ -37,6 +37,7 @@ function row(net: Net, mode: Mode, delay: number, path: Path, config: string, co
     status: parts.error ? "failed" : "ok",
     ...(parts.error || parts.note ? { note: parts.error ?? parts.note } : {}),
     lines: parts.lines ?? [],
+    round: 0,
   };
 }
 
@@ -107,7 +108,7 @@ export async function runLatency(ctx: LatencyCtx): Promise<string> {
   const why = `SKIPPED the netem case: ${lab.skipped}. The same cases ran through a user-space delay proxy on loopback instead.`;
   ctx.log(`[003] ${why}`);
   for (const delay of DELAYS_MS) {
-    ctx.add({ workload: `003.netem-${delay}`, seed: "003", target: "single", path: "nats bench", config: `netem: +${delay} ms each way`, commands: [], metric: "ms per publish", status: "skipped", note: lab.skipped, lines: [] });
+    ctx.add({ workload: `003.netem-${delay}`, seed: "003", target: "single", path: "nats bench", config: `netem: +${delay} ms each way`, commands: [], metric: "ms per publish", status: "skipped", note: lab.skipped, lines: [], round: 0 });
   }
   const server = await startNatsServer();
   const proxy = await startDelayProxy({ host: "127.0.0.1", port: server.port });

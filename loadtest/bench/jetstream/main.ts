@@ -3,14 +3,17 @@
 // local single node and a local 3-node cluster. Prints nats-bench-style lines and writes
 // loadtest/results/jetstream.{md,json,png} with the users' figures beside ours.
 // Usage: node dist/loadtest/bench/jetstream/main.js [--quick] [--target single|cluster|both] [--only …] [--out DIR]
+import { execFileSync } from "node:child_process";
 import { cpus, loadavg } from "node:os";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { ROOT } from "../common.js";
+import { NATS_SERVER_BIN } from "../../../gateway/test/support/nats-server.js";
 import { parseOptions, USAGE, UsageError, type Options } from "./options.js";
 import { startServers, type Target } from "./servers.js";
 import { NATSCLI_VERSION, requireNatsCli } from "./natscli.js";
 import type { Context } from "./context.js";
+import { cpuWindow } from "./cpu.js";
 import type { Row } from "./rows.js";
 import { runMatrix } from "./matrix.js";
 import { runPushGroup } from "./push-group.js";
@@ -23,11 +26,16 @@ import { renderPng } from "./chart.js";
 async function runTarget(target: Target, opts: Options, rows: Row[], log: (l: string) => void): Promise<void> {
   log(`\n=== ${target === "single" ? "single nats-server" : "3-node cluster"} ===`);
   const servers = await startServers(target);
+  let round = 0;
+  // The servers' CPU from one row's end to the next's: that row's work plus its streams' set-up.
+  const serverCpu = cpuWindow(servers.pids);
   const ctx: Context = {
     servers,
     opts,
     log,
     add: (r) => {
+      r.round = round;
+      r.serverCpuPct = serverCpu.read();
       rows.push(r);
       const head = `[${r.seed}] ${r.workload} · ${r.target} · ${r.path}`;
       if (r.status !== "ok") log(`${head}: ${r.status.toUpperCase()}${r.note ? ` — ${r.note}` : ""}`);
@@ -38,10 +46,14 @@ async function runTarget(target: Target, opts: Options, rows: Row[], log: (l: st
     },
   };
   try {
-    if (opts.groups.has("000")) await runMatrix(ctx);
-    if (opts.groups.has("001")) await runPushGroup(ctx);
-    if (opts.groups.has("002")) await runClusterSeed(ctx);
-    if (opts.groups.has("paths")) await runPaths(ctx);
+    for (round = 1; round <= opts.rounds; round++) {
+      if (opts.rounds > 1) log(`\n--- ${target}: round ${round} of ${opts.rounds} ---`);
+      serverCpu.read();
+      if (opts.groups.has("000")) await runMatrix(ctx);
+      if (opts.groups.has("001")) await runPushGroup(ctx);
+      if (opts.groups.has("002")) await runClusterSeed(ctx);
+      if (opts.groups.has("paths")) await runPaths(ctx);
+    }
   } finally {
     await servers.stop();
   }
@@ -75,12 +87,23 @@ async function main(argv: string[]): Promise<number> {
   // Elapsed seconds on the section lines, so a slow part of a run shows.
   const log = (l: string): void => console.log(/^\[\d{3}|^\[paths/.test(l) ? `${((performance.now() - t0) / 1000).toFixed(1).padStart(6)}s ${l}` : l);
   const startedAt = new Date();
+  // The 1-minute load average every 5 s: how busy the box was while this ran (other work included).
   const load: number[] = [loadavg()[0]!];
-  for (const t of opts.targets) {
-    await runTarget(t, opts, rows, log);
-    load.push(loadavg()[0]!);
+  const sampler = setInterval(() => load.push(loadavg()[0]!), 5_000);
+  sampler.unref();
+  for (const t of opts.targets) await runTarget(t, opts, rows, log);
+  let latencyNote: string | null = null;
+  for (let round = 1; opts.groups.has("003") && round <= opts.rounds; round++) {
+    latencyNote = await runLatency({
+      opts,
+      log,
+      add: (r) => {
+        r.round = round;
+        rows.push(r);
+      },
+    });
   }
-  const latencyNote = opts.groups.has("003") ? await runLatency({ opts, log, add: (r) => rows.push(r) }) : null;
+  clearInterval(sampler);
   const meta: RunMeta = {
     startedAt,
     finishedAt: new Date(),
@@ -90,8 +113,11 @@ async function main(argv: string[]): Promise<number> {
     cpu: cpus()[0]?.model ?? "unknown",
     node: process.version,
     natscli: NATSCLI_VERSION,
+    natsServer: execFileSync(NATS_SERVER_BIN, ["--version"], { encoding: "utf8" }).trim().replace(/^nats-server: /, ""),
     counts: opts.counts,
+    rounds: opts.rounds,
     maxLoad: Math.max(...load, loadavg()[0]!),
+    medianLoad: [...load].sort((a, b) => a - b)[Math.floor(load.length / 2)]!,
     latencyNote,
   };
   const failed = rows.filter((r) => r.status === "failed");

@@ -2,8 +2,8 @@
 // async publish, 10 KB / 1 KB / 512 B — as pods of 2 publishers and 10 ordered-consumer subscribers, each pod
 // on its own subject. Every row runs with nats bench (v0.5.1) and with this project's clients (pub-cluster
 // --target jetstream and nats.js ordered consumers), each on freshly created streams.
-import { parseBench, startNats, type BenchOutput } from "./natscli.js";
-import { errText, freshStreams, nodeFor, portOf, printed, removeStreams, type Context, type StreamSpec } from "./context.js";
+import { parseBench, startNats, type BenchOutput, type CliProc } from "./natscli.js";
+import { errText, freshStreams, nodeFor, portOf, printed, removeStreams, track, type Context, type StreamSpec } from "./context.js";
 import { startNodeJob } from "./node-path.js";
 import { runPubCluster } from "./node-path.js";
 import { nodeLines, ratesFromAggregate, ratesFromBench, ratesFromNode, type Path, type Rates, type Row } from "./rows.js";
@@ -97,24 +97,26 @@ function row(ctx: Context, s: MatrixSpec, e: Effective, path: Path, commands: st
     status: error ? "failed" : "ok",
     ...(error ? { note: error } : {}),
     lines,
+    round: 0,
   };
 }
 
 /** Runs the pods with nats bench: every pod's ordered consumers first, then every pod's publishers at once. */
 async function viaNatsBench(ctx: Context, s: MatrixSpec, e: Effective, timeoutMs: number): Promise<Row> {
   const commands = await freshStreams(ctx, streamsOf(s, e.pods, e.replicas));
+  const procs: CliProc[] = [];
   try {
     const subs = Array.from({ length: e.pods }, (_, p) => {
       const args = ["bench", "js", "ordered", "--stream", podStream(s.layout, p), "--filter", podSubject(s.layout, p), "--clients", String(SUBS_PER_POD), "--msgs", String(e.msgs), "--no-progress"];
       commands.push(`nats ${args.join(" ")}`);
-      return startNats(args, nodeFor(ctx, p), timeoutMs);
+      return track(procs, startNats(args, nodeFor(ctx, p), timeoutMs));
     });
     await Promise.all(subs.map((p) => printed(p, /\] Starting JetStream ordered ephemeral consumer,/, SUBS_PER_POD, 15_000)));
     const pubs = Array.from({ length: e.pods }, (_, p) => {
       const mode = s.publish === "sync" ? ["sync"] : ["async"];
       const args = ["bench", "js", "pub", ...mode, podSubject(s.layout, p), "--stream", podStream(s.layout, p), "--clients", String(PUBS_PER_POD), "--msgs", String(e.msgs), "--size", String(s.size), "--no-progress", ...(s.publish === "async" ? ["--batch", String(ASYNC_BATCH)] : [])];
       commands.push(`nats ${args.join(" ")}`);
-      return startNats(args, nodeFor(ctx, p), timeoutMs);
+      return track(procs, startNats(args, nodeFor(ctx, p), timeoutMs));
     });
     const outs = await Promise.all([...pubs, ...subs].map((p) => p.done));
     const bad = outs.find((o) => o.code !== 0);
@@ -126,6 +128,7 @@ async function viaNatsBench(ctx: Context, s: MatrixSpec, e: Effective, timeoutMs
   } catch (err) {
     return row(ctx, s, e, "nats bench", dedupe(commands), undefined, undefined, [], errText(err));
   } finally {
+    procs.forEach((p) => p.kill());
     await removeStreams(ctx, streamsOf(s, e.pods, e.replicas).map((x) => x.name));
   }
 }

@@ -69,20 +69,30 @@ export type Options = Readonly<{
   /** Where jetstream.{md,json,png} go; null writes nothing (the quick run's default). */
   outDir: string | null;
   chart: boolean;
+  /** How many times the whole evaluation runs; tables show each row's median, ratios the median of per-round ratios. */
+  rounds: number;
   /** Re-render jetstream.md (and .png) from this run's JSON instead of measuring. */
   render: string | null;
 }>;
 
-export const USAGE = `usage: bench:jetstream [--quick] [--target single|cluster|both] [--only 000,001,002,003,paths] [--out DIR] [--no-chart]
+export const USAGE = `usage: bench:jetstream [--quick] [--target single|cluster|both] [--only 000,001,002,003,paths] [--out DIR] [--no-chart] [--rounds N]
        bench:jetstream --render FILE.json [--out DIR] [--no-chart]
   --quick    a few-minute run (smaller counts, fewer Node rows); writes no files unless --out is given
   --target   where to run seeds 000-002 and the publish paths (default both); seed 003 runs on its own server
   --only     a subset of the evaluation, by seed (000 matrix, 001 push consumer, 002 cluster/KV, 003 latency) or "paths"
   --out      directory for jetstream.md, jetstream.json and jetstream.png (default loadtest/results for a full run)
+  --rounds   repetitions of the whole evaluation (default 3 for a full run, 1 with --quick); the report keeps medians
   --render   write jetstream.md and jetstream.png again from a run's jetstream.json (next to it, or in --out)`;
 
 export class UsageError extends Error {
   override readonly name = "UsageError";
+}
+
+function roundsOf(v: string | undefined, quick: boolean): number {
+  if (v === undefined) return quick ? 1 : 3;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1 || n > 20) throw new UsageError(`--rounds must be an integer from 1 to 20, not ${v}`);
+  return n;
 }
 
 export function parseOptions(argv: readonly string[]): Options {
@@ -90,7 +100,7 @@ export function parseOptions(argv: readonly string[]): Options {
     args: [...argv],
     strict: true,
     allowPositionals: true,
-    options: { quick: { type: "boolean" }, target: { type: "string" }, only: { type: "string" }, out: { type: "string" }, "no-chart": { type: "boolean" }, render: { type: "string" } },
+    options: { quick: { type: "boolean" }, target: { type: "string" }, only: { type: "string" }, out: { type: "string" }, "no-chart": { type: "boolean" }, render: { type: "string" }, rounds: { type: "string" } },
   });
   if (positionals.length) throw new UsageError(`unexpected argument "${positionals[0]}"`);
   const t = values.target ?? "both";
@@ -109,5 +119,6 @@ export function parseOptions(argv: readonly string[]): Options {
     outDir,
     chart: !(values["no-chart"] ?? false) && !quick && (outDir !== null || render !== null),
     render,
+    rounds: roundsOf(values.rounds, quick),
   });
 }

@@ -5,7 +5,8 @@
 import { parseBench, startNats } from "./natscli.js";
 import { errText, nodeFor, portOf, type Context } from "./context.js";
 import { runPubCluster } from "./node-path.js";
-import { startGatewayOn } from "./servers.js";
+import { startGatewayOn, type GatewayRun } from "./servers.js";
+import { cpuWindow } from "./cpu.js";
 import { ASYNC_BATCH } from "./matrix.js";
 import { latencyFromBench, nodeLines, ratesFromAggregate, ratesFromBench, type Latency, type Path, type Rates, type Row } from "./rows.js";
 
@@ -31,6 +32,7 @@ function row(ctx: Context, mode: Mode, path: Path, config: string, commands: str
     status: parts.error ? "failed" : "ok",
     ...(parts.error ? { note: parts.error } : {}),
     lines: parts.lines ?? [],
+    round: 0,
   };
 }
 
@@ -49,17 +51,20 @@ async function natsBench(ctx: Context, mode: Mode, msgs: number, config: string,
   }
 }
 
-async function pubCluster(ctx: Context, mode: Mode, path: "nats.js" | "gateway HTTP", msgs: number, gwPort: number, config: string, timeoutMs: number): Promise<Row> {
+async function pubCluster(ctx: Context, mode: Mode, path: "nats.js" | "gateway HTTP", msgs: number, gw: GatewayRun, config: string, timeoutMs: number): Promise<Row> {
   const perPub = Math.ceil(msgs / PUBS);
-  const target = path === "nats.js" ? ["--target", "jetstream", "--port", String(portOf(nodeFor(ctx, 1))), "--subject-prefix", `${PREFIX}.`] : ["--target", "gateway-http", "--port", String(gwPort)];
+  const target = path === "nats.js" ? ["--target", "jetstream", "--port", String(portOf(nodeFor(ctx, 1))), "--subject-prefix", `${PREFIX}.`] : ["--target", "gateway-http", "--port", String(gw.port)];
   const args = [...target, "-H", "127.0.0.1", "-c", String(PUBS), "-t", "0", "-n", String(perPub), "-p", "1", "--size", String(SIZE), "--channel", CHANNEL, ...(mode === "sequential" ? ["--sync"] : ["--window", String(ASYNC_BATCH)])];
+  const gwCpu = cpuWindow([gw.pid]);
   try {
     const p = await runPubCluster(args, timeoutMs);
+    const gatewayCpuPct = gwCpu.read();
     const pub = ratesFromAggregate(p.result.ratePerS, PUBS);
     const a = p.ack;
     const latency: Latency = { avg: a.meanUs / 1000, min: a.min / 1000, max: a.max / 1000, p50: a.percentileUs(50) / 1000, p99: a.percentileUs(99) / 1000 };
     const out = row(ctx, mode, path, config, [p.command], { pub, latency, lines: nodeLines(`pub-cluster --target ${path === "nats.js" ? "jetstream" : "gateway-http"}`, pub, latency) });
     out.toolCpuPct = p.cpuPct;
+    if (path === "gateway HTTP") out.gatewayCpuPct = gatewayCpuPct;
     return out;
   } catch (e) {
     return row(ctx, mode, path, config, [], { error: errText(e) });
@@ -79,8 +84,8 @@ export async function runPaths(ctx: Context): Promise<void> {
       const config = `${PUBS} publishers (${how}), ${msgs.toLocaleString("en-US")} msgs of 1 KB into the gateway's stream (R${replicas} file, republished for live delivery)`;
       ctx.log(`[paths] ${mode}: ${config}`);
       ctx.add(await natsBench(ctx, mode, msgs, config, timeoutMs));
-      ctx.add(await pubCluster(ctx, mode, "nats.js", msgs, gw.port, config, timeoutMs));
-      ctx.add(await pubCluster(ctx, mode, "gateway HTTP", msgs, gw.port, config, timeoutMs));
+      ctx.add(await pubCluster(ctx, mode, "nats.js", msgs, gw, config, timeoutMs));
+      ctx.add(await pubCluster(ctx, mode, "gateway HTTP", msgs, gw, config, timeoutMs));
     }
   } finally {
     await gw.stop();

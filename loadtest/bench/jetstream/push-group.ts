@@ -3,8 +3,8 @@
 // publishers of 1 KB. natscli v0.5.1's bench has no push mode any more, so its row consumes through a durable
 // pull consumer with the same limits (`nats bench js consume --batch 10`); the nats.js row consumes the users'
 // push consumer itself.
-import { parseBench, runNats, startNats } from "./natscli.js";
-import { errText, freshStreams, nodeFor, portOf, printed, removeStreams, type Context } from "./context.js";
+import { parseBench, runNats, startNats, type CliProc } from "./natscli.js";
+import { errText, freshStreams, nodeFor, portOf, printed, removeStreams, track, type Context } from "./context.js";
 import { runPubCluster, startNodeJob } from "./node-path.js";
 import { nodeLines, ratesFromAggregate, ratesFromBench, ratesFromNode, type Path, type Rates, type Row } from "./rows.js";
 
@@ -42,12 +42,14 @@ function row(ctx: Context, pubs: number, path: Path, config: string, commands: s
     status: error ? "failed" : "ok",
     ...(error ? { note: error } : {}),
     lines,
+    round: 0,
   };
 }
 
 async function viaNatsBench(ctx: Context, pubs: number, msgs: number, replicas: number, timeoutMs: number): Promise<Row> {
   const config = `${pubs} sync pub / ${SUBS} sub on durable pull consumer (max-pending 10, batch 10), ${msgs.toLocaleString("en-US")} msgs of 1 KB, R${replicas} file`;
   const commands = await freshStreams(ctx, [{ name: STREAM, subjects: ["kyma.>"], storage: "file", replicas }]);
+  const procs: CliProc[] = [];
   try {
     const cargs = pullConsumerArgs("test-consumer");
     await runNats(cargs, ctx.servers.servers);
@@ -55,9 +57,9 @@ async function viaNatsBench(ctx: Context, pubs: number, msgs: number, replicas: 
     const subArgs = ["bench", "js", "consume", "--stream", STREAM, "--consumer", "test-consumer", "--batch", "10", "--acks", "explicit", "--clients", String(SUBS), "--msgs", String(msgs), "--no-progress"];
     const pubArgs = ["bench", "js", "pub", "sync", SUBJECT, "--stream", STREAM, "--clients", String(pubs), "--msgs", String(msgs), "--size", String(SIZE), "--no-progress"];
     commands.push(`nats ${subArgs.join(" ")}`, `nats ${pubArgs.join(" ")}`);
-    const sub = startNats(subArgs, nodeFor(ctx, 0), timeoutMs);
+    const sub = track(procs, startNats(subArgs, nodeFor(ctx, 0), timeoutMs));
     await printed(sub, /\] Starting JetStream durable consumer/, SUBS, 15_000);
-    const pub = startNats(pubArgs, nodeFor(ctx, 1), timeoutMs);
+    const pub = track(procs, startNats(pubArgs, nodeFor(ctx, 1), timeoutMs));
     const [po, so] = await Promise.all([pub.done, sub.done]);
     for (const o of [po, so]) if (o.code !== 0) throw new Error(o.timedOut ? `timed out after ${timeoutMs} ms` : `nats bench exited ${o.code}: ${o.stderr.trim().slice(-300)}`);
     const pb = parseBench(po.stdout);
@@ -66,6 +68,7 @@ async function viaNatsBench(ctx: Context, pubs: number, msgs: number, replicas: 
   } catch (e) {
     return row(ctx, pubs, "nats bench", config, commands, undefined, undefined, [], errText(e));
   } finally {
+    procs.forEach((p) => p.kill());
     await removeStreams(ctx, [STREAM]);
   }
 }

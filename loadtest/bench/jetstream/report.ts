@@ -15,9 +15,12 @@ export type RunMeta = {
   cpu: string;
   node: string;
   natscli: string;
+  natsServer: string;
   counts: Counts;
-  /** Highest 1-minute load average seen between the targets. */
+  rounds: number;
+  /** Highest and median 1-minute load average, sampled every 5 s during the run. */
   maxLoad: number;
+  medianLoad: number;
   /** How seed 003's latency was added, or why netem was skipped. */
   latencyNote: string | null;
 };
@@ -57,19 +60,54 @@ export const COLUMNS: ReadonlyArray<{ target: Target; path: Path }> = [
   { target: "single", path: "nats.js" },
 ];
 
+/** A figure over the rounds of a run: the median and the range. */
+export type Spread = { med: number; min: number; max: number; n: number };
+
+export function spreadOf(xs: readonly number[]): Spread | undefined {
+  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
+  if (!s.length) return undefined;
+  const m = s.length >> 1;
+  return { med: s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2, min: s[0]!, max: s[s.length - 1]!, n: s.length };
+}
+
+/** A row as the tables show it: the round with the median headline, and the headline's spread over the rounds. */
+export type Rep = Row & { spread?: Spread };
+
+export function representatives(rows: readonly Row[]): Rep[] {
+  const groups = new Map<string, Row[]>();
+  for (const r of rows) {
+    const k = `${r.workload}|${r.target}|${r.path}`;
+    groups.set(k, [...(groups.get(k) ?? []), r]);
+  }
+  return [...groups.values()].map((g) => {
+    const ok = g.filter((r) => r.status === "ok" && r.value !== undefined).sort((a, b) => a.value! - b.value!);
+    if (!ok.length) return g.find((r) => r.status === "failed") ?? g[0]!;
+    return { ...ok[(ok.length - 1) >> 1]!, spread: spreadOf(ok.map((r) => r.value!)) };
+  });
+}
+
 const ok = (rows: readonly Row[], workload: string, target: Target, path: Path): Row | undefined =>
   rows.find((r) => r.workload === workload && r.target === target && r.path === path && r.status === "ok");
 
 const sideOf = (r: Row, side: "value" | "sub"): number | undefined => (side === "sub" ? r.sub?.avg : r.value);
 
-export function ourRatio(rows: readonly Row[], spec: RatioSpec, target: Target, path: Path): number | undefined {
+/** a/b per round in which both rows were measured. */
+function perRound(rows: readonly Row[], a: [string, Path], b: [string, Path], target: Target, side: "value" | "sub"): number[] {
+  const rounds = [...new Set(rows.map((r) => r.round))];
+  return rounds.flatMap((round) => {
+    const inRound = rows.filter((r) => r.round === round);
+    const x = ok(inRound, a[0], target, a[1]);
+    const y = ok(inRound, b[0], target, b[1]);
+    const u = x && sideOf(x, side);
+    const v = y && sideOf(y, side);
+    return u !== undefined && v !== undefined && v > 0 ? [u / v] : [];
+  });
+}
+
+/** Our ratio on one target and client: the median of the per-round ratios. */
+export function ourRatio(rows: readonly Row[], spec: RatioSpec, target: Target, path: Path): Spread | undefined {
   if (spec.clusterOnly && target !== "cluster") return undefined;
-  const n = ok(rows, spec.num, target, path);
-  const d = ok(rows, spec.den, target, path);
-  if (!n || !d) return undefined;
-  const a = sideOf(n, spec.side);
-  const b = sideOf(d, spec.side);
-  return a !== undefined && b !== undefined && b > 0 ? a / b : undefined;
+  return spreadOf(perRound(rows, [spec.num, path], [spec.den, path], target, spec.side));
 }
 
 export function usersRatio(spec: RatioSpec): number | undefined {
@@ -86,27 +124,33 @@ const f3 = (n: number | undefined): string => (n === undefined || !Number.isFini
 const where = (r: Row): string => `${r.target === "cluster" ? "3-node cluster" : "single node"} · ${r.path}`;
 const ref = (w: string): string => REFERENCE[w]?.text ?? "—";
 const label = (w: string): string => REFERENCE[w]?.config ?? w;
-const cpu = (r: Row): string => (r.toolCpuPct === undefined ? "—" : `${Math.round(r.toolCpuPct)} %`);
+/** A ratio's median with its range over the rounds. */
+const fs = (s: Spread | undefined): string => (!s ? "—" : s.n > 1 ? `${f2(s.med)} (${f2(s.min)}–${f2(s.max)})` : f2(s.med));
+/** A row's headline over the rounds (min–max), for the tables' last column. */
+const rounds = (r: Rep): string => (r.spread && r.spread.n > 1 ? `${f3(r.spread.min)}–${f3(r.spread.max)} (${r.spread.n})` : "");
+const pct = (v: number | undefined): string => (v === undefined ? "—" : `${Math.round(v)} %`);
+const cpu = (r: Row): string => pct(r.toolCpuPct);
+const srv = (r: Row): string => pct(r.serverCpuPct);
 const failedCell = (r: Row): string => `${r.status}${r.note ? `: ${r.note.replace(/\|/g, "\\|")}` : ""}`;
 
-function byWorkload(rows: readonly Row[], prefix: string): Map<string, Row[]> {
-  const m = new Map<string, Row[]>();
+function byWorkload(rows: readonly Rep[], prefix: string): Map<string, Rep[]> {
+  const m = new Map<string, Rep[]>();
   for (const r of rows.filter((x) => x.workload.startsWith(prefix))) m.set(r.workload, [...(m.get(r.workload) ?? []), r]);
   return m;
 }
 
-function ratioSection(rows: readonly Row[]): string[] {
+function ratioSection(rows: readonly Row[], meta: RunMeta): string[] {
   const cols = COLUMNS.filter((c) => rows.some((r) => r.target === c.target && r.path === c.path && r.seed !== "003"));
   const out = [
     "## Ratios between configurations (this run) beside the users'",
     "",
-    "Each of our ratios divides two rows measured in this run on the same servers with the same client, so the machine's speed and most of its noise cancel; the users' ratio divides their own figures (sources in the tables below). On the single node every stream is R1, so its columns compare R1 configurations. Seed 003 rows run on their own server (see its section) and appear in the single-node columns.",
+    `Each of our ratios divides two rows measured in the same round of this run on the same servers with the same client, so the machine's speed cancels; the cell is the median over the ${meta.rounds} round${meta.rounds > 1 ? "s" : ""}${meta.rounds > 1 ? " with the lowest and highest round in brackets: other work on this shared box moves single rows, and the range shows by how much" : ""}. The users' ratio divides their own figures (sources in the tables below). On the single node every stream is R1, so its columns compare R1 configurations. Seed 003 rows run on their own server (see its section) and appear in the single-node columns.`,
     "",
     `| ratio | users' | ${cols.map((c) => `${c.target === "cluster" ? "cluster" : "single"} · ${c.path}`).join(" | ")} |`,
     `|---|---:|${cols.map(() => "---:").join("|")}|`,
   ];
   for (const s of RATIOS) {
-    const ours = cols.map((c) => f2(ourRatio(rows, s, c.target, c.path)));
+    const ours = cols.map((c) => fs(ourRatio(rows, s, c.target, c.path)));
     if (ours.every((x) => x === "—")) continue;
     out.push(`| ${s.label} | ${f2(usersRatio(s))} | ${ours.join(" | ")} |`);
   }
@@ -123,11 +167,7 @@ function ratioSection(rows: readonly Row[]): string[] {
   if (targets.length) {
     out.push("", "Clients against each other (same workload, same target, same run):", "", `| ratio | ${targets.join(" | ")} |`, `|---|${targets.map(() => "---:").join("|")}|`);
     for (const [l, w, a, b] of cross) {
-      const cells = targets.map((t) => {
-        const x = ok(rows, w, t, a);
-        const y = ok(rows, w, t, b);
-        return f2(x && y && y.value ? x.value! / y.value : undefined);
-      });
+      const cells = targets.map((t) => fs(spreadOf(perRound(rows, [w, a], [w, b], t, "value"))));
       out.push(`| ${l} | ${cells.join(" | ")} |`);
     }
   }
@@ -140,52 +180,52 @@ function rateCell(r: Row, side: "pub" | "sub"): string {
   return x.min === x.max ? f0(x.avg) : `${f0(x.avg)} (${f0(x.min)}–${f0(x.max)})`;
 }
 
-function matrixSection(rows: readonly Row[]): string[] {
+function matrixSection(rows: readonly Rep[]): string[] {
   const out = [
     "## Seed 000: the matrix",
     "",
     "Per pod 2 publishers and 10 subscribers (ordered consumers, each receiving every message of its pod's subject), each pod on its own subject; all pods at once. The users' \"Avg pub msg/sec\" is the mean of their per-publisher averages over the pods, which is what the first figure column is here (with the slowest and fastest publisher).",
     "",
-    "| users' configuration | where · client | configuration here | pub msgs/s per publisher: avg (min–max) | sub msgs/s per subscriber: avg (min–max) | all publishers msgs/s | busiest Node tool process, % of a core | users' figure |",
-    "|---|---|---|---:|---:|---:|---:|---|",
+    "| users' configuration | where · client | configuration here | pub msgs/s per publisher: avg (min–max) | sub msgs/s per subscriber: avg (min–max) | all publishers msgs/s | busiest Node tool process, % of a core | nats-server CPU, % of a core | headline over the rounds: min–max (n) | users' figure |",
+    "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
   ];
   for (const [w, rs] of byWorkload(rows, "000.")) {
     rs.forEach((r, i) => {
-      const cells = r.status === "ok" ? [rateCell(r, "pub"), rateCell(r, "sub"), f0(r.pub?.aggregate), cpu(r)] : [failedCell(r), "", "", ""];
+      const cells = r.status === "ok" ? [rateCell(r, "pub"), rateCell(r, "sub"), f0(r.pub?.aggregate), cpu(r), srv(r), rounds(r)] : [failedCell(r), "", "", "", "", ""];
       out.push(`| ${i === 0 ? label(w) : ""} | ${where(r)} | ${r.config} | ${cells.join(" | ")} | ${i === 0 ? ref(w) : ""} |`);
     });
   }
   return out;
 }
 
-function pushSection(rows: readonly Row[]): string[] {
+function pushSection(rows: readonly Rep[]): string[] {
   const out = [
     "## Seed 001: durable push consumer with a deliver group, max-pending 10",
     "",
     "The users' figure is their table's \"msgs/sec (NATS Bench)\", a range over runs per cloud; their sample output puts it near the combined Pub/Sub line, which is the headline here (publishers' and subscribers' aggregate rates added, as the old nats bench printed it).",
     "",
-    "| users' configuration | where · client | configuration here | pub msgs/s | sub msgs/s | Pub/Sub msgs/s | busiest Node tool process, % of a core | users' figure |",
-    "|---|---|---|---:|---:|---:|---:|---|",
+    "| users' configuration | where · client | configuration here | pub msgs/s | sub msgs/s | Pub/Sub msgs/s | busiest Node tool process, % of a core | nats-server CPU, % of a core | headline over the rounds: min–max (n) | users' figure |",
+    "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
   ];
   for (const [w, rs] of byWorkload(rows, "001.")) {
     rs.forEach((r, i) => {
-      const cells = r.status === "ok" ? [f0(r.pub?.aggregate), f0(r.sub?.aggregate), f0(r.value), cpu(r)] : [failedCell(r), "", "", ""];
+      const cells = r.status === "ok" ? [f0(r.pub?.aggregate), f0(r.sub?.aggregate), f0(r.value), cpu(r), srv(r), rounds(r)] : [failedCell(r), "", "", "", "", ""];
       out.push(`| ${i === 0 ? label(w) : ""} | ${where(r)} | ${r.config} | ${cells.join(" | ")} | ${i === 0 ? ref(w) : ""} |`);
     });
   }
   return out;
 }
 
-function clusterSeedSection(rows: readonly Row[]): string[] {
+function clusterSeedSection(rows: readonly Rep[]): string[] {
   const out = [
     "## Seed 002: replicated stream, consumer scaling, KV",
     "",
-    "| users' configuration | where · client | configuration here | pub msgs/s | sub msgs/s (aggregate) | per subscriber: avg (min–max) | busiest Node tool process, % of a core | users' figure |",
-    "|---|---|---|---:|---:|---:|---:|---|",
+    "| users' configuration | where · client | configuration here | pub msgs/s | sub msgs/s (aggregate) | per subscriber: avg (min–max) | busiest Node tool process, % of a core | nats-server CPU, % of a core | headline over the rounds: min–max (n) | users' figure |",
+    "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
   ];
   for (const [w, rs] of byWorkload(rows, "002.dedup")) {
     rs.forEach((r, i) => {
-      const cells = r.status === "ok" ? [f0(r.pub?.aggregate), f0(r.sub?.aggregate), rateCell(r, "sub"), cpu(r)] : [failedCell(r), "", "", ""];
+      const cells = r.status === "ok" ? [f0(r.pub?.aggregate), f0(r.sub?.aggregate), rateCell(r, "sub"), cpu(r), srv(r), rounds(r)] : [failedCell(r), "", "", "", "", ""];
       out.push(`| ${i === 0 ? label(w) : ""} | ${where(r)} | ${r.config} | ${cells.join(" | ")} | ${i === 0 ? ref(w) : ""} |`);
     });
   }
@@ -205,10 +245,10 @@ function clusterSeedSection(rows: readonly Row[]): string[] {
   const kv = byWorkload(rows, "002.kv");
   if (kv.size) {
     out.push("", "KV: puts/s of one putter (awaiting each put), and the rate at which one watcher saw the puts of a concurrent nats bench putter, with the watcher's peak memory (the users warned that watches are memory hungry).", "");
-    out.push("| users' configuration | where · client | configuration here | figure | put latency avg / p99 ms | watcher peak RSS | users' figure |", "|---|---|---|---:|---:|---:|---|");
+    out.push("| users' configuration | where · client | configuration here | figure | put latency avg / p99 ms | watcher peak RSS | nats-server CPU, % of a core | headline over the rounds: min–max (n) | users' figure |", "|---|---|---|---:|---:|---:|---:|---:|---|");
     for (const [w, rs] of kv) {
       rs.forEach((r, i) => {
-        const cells = r.status === "ok" ? [`${f0(r.value)} ${r.workload === "002.kv-put" ? "puts/s" : "updates/s"}`, r.latency ? `${f3(r.latency.avg)} / ${f3(r.latency.p99)}` : "—", r.rssMb !== undefined ? `${r.rssMb.toFixed(0)} MB` : "—"] : [failedCell(r), "", ""];
+        const cells = r.status === "ok" ? [`${f0(r.value)} ${r.workload === "002.kv-put" ? "puts/s" : "updates/s"}`, r.latency ? `${f3(r.latency.avg)} / ${f3(r.latency.p99)}` : "—", r.rssMb !== undefined ? `${r.rssMb.toFixed(0)} MB` : "—", srv(r), rounds(r)] : [failedCell(r), "", "", "", ""];
         out.push(`| ${i === 0 ? label(w) : ""} | ${where(r)} | ${r.config} | ${cells.join(" | ")} | ${i === 0 ? ref(w) : ""} |`);
       });
     }
@@ -216,7 +256,7 @@ function clusterSeedSection(rows: readonly Row[]): string[] {
   return out;
 }
 
-function latencySection(rows: readonly Row[], meta: RunMeta): string[] {
+function latencySection(rows: readonly Rep[], meta: RunMeta): string[] {
   const out = [
     "## Seed 003: publish latency with added network delay",
     "",
@@ -224,33 +264,33 @@ function latencySection(rows: readonly Row[], meta: RunMeta): string[] {
     "",
     "Sequential = each publish awaits its ack before the next (the users' V1, sync over async); pipelined = 100 publishes in flight (their V2, async I/O). \"ms per publish\" is the mean ack wait for sequential runs and the run's time divided by its messages for pipelined ones; the latency columns are per message (send to ack) except nats bench's pipelined rows, which time whole batches and are left out. The users printed Avg / Min / Max without a unit, so compare their V1/V2 and +10 ms/+0 ms ratios with ours (ratio table above), not the values.",
     "",
-    "| case | client | network | ms per publish | avg | min | max | p50 | p99 ms | users' figure |",
-    "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
+    "| case | client | network | ms per publish | avg | min | max | p50 | p99 ms | ms per publish over the rounds: min–max (n) | users' figure |",
+    "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
   ];
   for (const r of rows.filter((x) => x.seed === "003")) {
     const net = r.config.split(";")[0];
     if (r.status !== "ok") {
-      out.push(`| ${r.workload} | ${r.path} | ${net} | ${failedCell(r)} | | | | | | |`);
+      out.push(`| ${r.workload} | ${r.path} | ${net} | ${failedCell(r)} | | | | | | | |`);
       continue;
     }
     const l = r.latency;
-    out.push(`| ${label(r.workload)} | ${r.path} | ${net} | ${f3(r.value)} | ${f3(l?.avg)} | ${f3(l?.min)} | ${f3(l?.max)} | ${f3(l?.p50)} | ${f3(l?.p99)} | ${ref(r.workload)} |`);
+    out.push(`| ${label(r.workload)} | ${r.path} | ${net} | ${f3(r.value)} | ${f3(l?.avg)} | ${f3(l?.min)} | ${f3(l?.max)} | ${f3(l?.p50)} | ${f3(l?.p99)} | ${rounds(r)} | ${ref(r.workload)} |`);
   }
   return out;
 }
 
-function pathsSection(rows: readonly Row[]): string[] {
+function pathsSection(rows: readonly Rep[]): string[] {
   const out = [
     "## The same publishes through nats bench, nats.js and the gateway",
     "",
     "2 publishers, 1 KB, into one stream created by the gateway (file storage, the target's highest replica count, republished on core NATS for live delivery as the gateway always does). nats.js = `pub-cluster --target jetstream`; gateway HTTP = `pub-cluster --target gateway-http` against the gateway (1 worker) on the same servers. The users have no figure for this; it shows what the Node client and the gateway cost next to the Go tool.",
     "",
-    "| mode | where · client | configuration here | msgs/s (all publishers) | ack avg ms | p50 | p99 | max | busiest Node tool process, % of a core |",
-    "|---|---|---|---:|---:|---:|---:|---:|---:|",
+    "| mode | where · client | configuration here | msgs/s (all publishers) | ack avg ms | p50 | p99 | max | busiest Node tool process, % of a core | gateway CPU, % of a core | nats-server CPU, % of a core | headline over the rounds: min–max (n) |",
+    "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
   ];
   for (const r of rows.filter((x) => x.seed === "paths")) {
     const l = r.latency;
-    const cells = r.status === "ok" ? [f0(r.value), f3(l?.avg), f3(l?.p50), f3(l?.p99), f3(l?.max), cpu(r)] : [failedCell(r), "", "", "", "", ""];
+    const cells = r.status === "ok" ? [f0(r.value), f3(l?.avg), f3(l?.p50), f3(l?.p99), f3(l?.max), cpu(r), pct(r.gatewayCpuPct), srv(r), rounds(r)] : [failedCell(r), "", "", "", "", "", "", "", ""];
     out.push(`| ${r.workload.split(".")[1]} | ${where(r)} | ${r.config} | ${cells.join(" | ")} |`);
   }
   return out;
@@ -280,7 +320,7 @@ function translationSection(): string[] {
 }
 
 function detailsSection(rows: readonly Row[]): string[] {
-  const out = ["## Commands and output per row", ""];
+  const out = ["## Commands and output per row (the median round)", ""];
   for (const r of rows) {
     out.push(`<details><summary>${r.workload} · ${where(r)} · ${r.status === "ok" ? `${r.metric}: ${f3(r.value)}` : failedCell(r)}</summary>`, "", "```");
     out.push(...r.commands, ...(r.lines.length ? ["", ...r.lines] : []));
@@ -292,29 +332,30 @@ function detailsSection(rows: readonly Row[]): string[] {
 export function renderMarkdown(rows: readonly Row[], meta: RunMeta): string {
   const t = (d: Date): string => d.toISOString().slice(11, 16);
   const failed = rows.filter((r) => r.status === "failed").length;
+  const reps = representatives(rows);
   const lines = [
     "# The users' JetStream evaluation, rerun here",
     "",
-    `Measured ${meta.startedAt.toISOString().slice(0, 10)} (${t(meta.startedAt)}–${t(meta.finishedAt)} UTC) by \`npm run bench:jetstream${meta.quick ? " -- --quick" : ""}\`: nats bench from natscli ${meta.natscli}, nats-server v2.15.2, Node ${meta.node}; targets: ${meta.targets.map((x) => (x === "cluster" ? "local 3-node cluster" : "single nats-server")).join(" and ")} (the test kit's, temporary stores, fsync at the server's default interval).`,
+    `Measured ${meta.startedAt.toISOString().slice(0, 10)} (${t(meta.startedAt)}–${t(meta.finishedAt)} UTC) by \`npm run bench:jetstream${meta.quick ? " -- --quick" : ""}\`: nats bench from natscli ${meta.natscli}, nats-server ${meta.natsServer}, Node ${meta.node}; targets: ${meta.targets.map((x) => (x === "cluster" ? "local 3-node cluster" : "single nats-server")).join(" and ")} (the test kit's, temporary stores, fsync at the server's default interval).`,
     "",
-    `**Machine:** ${meta.cores} cores (${meta.cpu}), shared by the nats-server processes, the load tools and whatever else ran on the box (1-minute load average up to ${meta.maxLoad.toFixed(1)} at the target boundaries). The users' figures come from other hardware: ${SOURCES.join("; ")}. Read them as reference; the comparison that holds is between configurations, as ratios measured in the same run.`,
+    `**Machine:** ${meta.cores} cores (${meta.cpu}), shared by the nats-server processes, the load tools and whatever else ran on the box (1-minute load average sampled every 5 s: median ${meta.medianLoad.toFixed(1)}, highest ${meta.maxLoad.toFixed(1)}; above ${meta.cores} the box was oversubscribed). The users' figures come from other hardware: ${SOURCES.join("; ")}. Read them as reference; the comparison that holds is between configurations, as ratios measured in the same run.`,
     "",
-    `${rows.length} rows: ${rows.filter((r) => r.status === "ok").length} measured, ${rows.filter((r) => r.status === "skipped").length} skipped, ${failed} failed.`,
+    `${meta.rounds > 1 ? `The whole evaluation ran ${meta.rounds} times in a row (rounds); every table shows each row's median round, and the ratios are medians of per-round ratios. ` : ""}${rows.length} rows over all rounds: ${rows.filter((r) => r.status === "ok").length} measured, ${rows.filter((r) => r.status === "skipped").length} skipped, ${failed} failed.`,
     "",
-    ...ratioSection(rows),
+    ...ratioSection(rows, meta),
     "",
-    ...(rows.some((r) => r.seed === "000") ? [...matrixSection(rows), ""] : []),
-    ...(rows.some((r) => r.seed === "001") ? [...pushSection(rows), ""] : []),
-    ...(rows.some((r) => r.seed === "002") ? [...clusterSeedSection(rows), ""] : []),
-    ...(rows.some((r) => r.seed === "003") ? [...latencySection(rows, meta), ""] : []),
-    ...(rows.some((r) => r.seed === "paths") ? [...pathsSection(rows), ""] : []),
+    ...(reps.some((r) => r.seed === "000") ? [...matrixSection(reps), ""] : []),
+    ...(reps.some((r) => r.seed === "001") ? [...pushSection(reps), ""] : []),
+    ...(reps.some((r) => r.seed === "002") ? [...clusterSeedSection(reps), ""] : []),
+    ...(reps.some((r) => r.seed === "003") ? [...latencySection(reps, meta), ""] : []),
+    ...(reps.some((r) => r.seed === "paths") ? [...pathsSection(reps), ""] : []),
     ...countsSection(meta),
     "",
     ...translationSection(),
     "",
     "![ratios, seed 000 publish rates and seed 003 latencies](jetstream.png)",
     "",
-    ...detailsSection(rows),
+    ...detailsSection(reps),
   ];
   return lines.join("\n") + "\n";
 }

@@ -32,6 +32,12 @@ export type Row = {
   /** The row's headline figure and what it is. */
   value?: number;
   metric: string;
+  /** Which repetition of the whole evaluation this row comes from (1-based; --rounds). */
+  round: number;
+  /** The nats-server processes' CPU over the row (from the end of the previous row, stream set-up included), % of one core, summed over nodes. */
+  serverCpuPct?: number;
+  /** The gateway's CPU (primary and worker) over its publish rows, % of one core. */
+  gatewayCpuPct?: number;
   /** The busiest Node load-tool process of the row (pub-cluster or nats.js client), average % of one core. */
   toolCpuPct?: number;
   /** Peak resident memory of the client process (KV watch rows). */

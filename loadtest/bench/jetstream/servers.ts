@@ -29,7 +29,7 @@ export async function startServers(target: Target): Promise<Servers> {
   return { target, urls: c.urls, servers: c.urls.join(","), maxReplicas: 3, pids: c.nodes.map((n) => n.process.pid!), stop: () => c.stop() };
 }
 
-export type GatewayRun = { port: number; stop(): Promise<void> };
+export type GatewayRun = { port: number; pid: number; stop(): Promise<void> };
 
 /**
  * The gateway (one worker: the machine's two cores also carry the servers and the load tools) with its stream
@@ -48,6 +48,7 @@ export async function startGatewayOn(servers: Servers, stream: { name: string; p
   ]);
   return {
     port: gw.port,
+    pid: gw.proc.pid!,
     stop: async () => {
       if (gw.proc.exitCode !== null || gw.proc.signalCode !== null) return;
       const exited = new Promise<void>((r) => gw.proc.once("exit", () => r()));
