@@ -42,6 +42,14 @@ function numberAt(str: string, i: number): number {
   return n;
 }
 
+/** The optionally negative number after `key` (searched from `from`), or NaN when the key is absent. */
+function signedAt(str: string, key: string, from: number): number {
+  const i = str.indexOf(key, from);
+  if (i < 0) return NaN;
+  const at = i + key.length;
+  return str.charCodeAt(at) === 45 /* - */ ? -numberAt(str, at + 1) : numberAt(str, at);
+}
+
 /**
  * Reads a benchmark payload starting at `from` (the payload's opening brace) into {@link scanned}.
  * Returns false if it is not a benchmark payload.
@@ -53,8 +61,7 @@ export function scanPayload(str: string, from: number): boolean {
   const pe = str.indexOf('"', pi + 5);
   if (pe < 0) return fallback(str, from);
   out.p = str.slice(pi + 5, pe);
-  const oi = str.indexOf('"o":', pe);
-  out.o = oi >= 0 ? numberAt(str, oi + (str.charCodeAt(oi + 4) === 45 /* - */ ? 5 : 4)) * (str.charCodeAt(oi + 4) === 45 ? -1 : 1) : NaN;
+  out.o = signedAt(str, '"o":', pe);
   const ti = str.indexOf('"t":', from);
   if (ti < 0) {
     const ei = str.indexOf('"end":true', from);

@@ -90,8 +90,20 @@ function readNumber(buf: Uint8Array, i: number, end: number): number {
  * Reads a benchmark payload whose `{` is at or after `from` (the first `"p":"` in range is taken).
  * Returns false when it is not one.
  */
+const OPEN_P = enc('{"p":"');
+
+/** scanPayloadBytes for a payload known to start at `at` (the usual case: pub-cluster writes "p" first). */
+function scanPayloadAt(buf: Buffer, at: number, end: number): boolean {
+  return startsWith(buf, at, end, OPEN_P) ? scanFromP(buf, at + 1, at, end) : scanPayloadBytes(buf, at, end);
+}
+
 export function scanPayloadBytes(buf: Buffer, from: number, end: number): boolean {
   const pi = findBytes(buf, P, from, end);
+  return scanFromP(buf, pi, from, end);
+}
+
+/** Reads the payload whose `"p":"` is at pi (-1: none; then the fallback parses from `from`). */
+function scanFromP(buf: Buffer, pi: number, from: number, end: number): boolean {
   if (pi < 0) return fallback(buf, from, end);
   const ps = pi + 5;
   let i = ps;
@@ -117,11 +129,48 @@ export function scanPayloadBytes(buf: Buffer, from: number, end: number): boolea
   return fallback(buf, from, end);
 }
 
+const CHANNEL_AFTER_OP = enc(',"channel":"');
+const SUB_AFTER_CHANNEL = enc('","sub":"');
+const SEQ_AFTER_SUB = enc('","seq":');
+const TS_AFTER_SEQ = enc(',"ts":');
+
+/** Index of the next `"` at or after i (strings in these frames carry no escapes), or e. */
+function quote(buf: Uint8Array, i: number, e: number): number {
+  while (i < e && buf[i] !== 34) i++;
+  return i;
+}
+
+/**
+ * The gateway's own layout, `{"op":"msg","channel":"…","sub":"…","seq":N,"ts":T,"data":…`, read in one pass;
+ * false when the frame is laid out otherwise (then the general search runs).
+ */
+function gatewayLayout(buf: Buffer, s: number, e: number): boolean {
+  let i = s + OP_MSG.length;
+  if (!startsWith(buf, i, e, CHANNEL_AFTER_OP)) return false;
+  i = quote(buf, i + CHANNEL_AFTER_OP.length, e);
+  if (!startsWith(buf, i, e, SUB_AFTER_CHANNEL)) return false;
+  const subStart = i + SUB_AFTER_CHANNEL.length;
+  i = quote(buf, subStart, e);
+  if (!startsWith(buf, i, e, SEQ_AFTER_SUB)) return false;
+  const subEnd = i;
+  i = readNumber(buf, i + SEQ_AFTER_SUB.length, e);
+  const seq = num;
+  if (!startsWith(buf, i, e, TS_AFTER_SEQ)) return false;
+  i += TS_AFTER_SEQ.length;
+  while (i < e && buf[i] !== 44 /* , */) i++;
+  if (!startsWith(buf, i + 1, e, DATA)) return false;
+  bs.subStart = subStart; bs.subEnd = subEnd; bs.seq = seq;
+  gatewayDataAt = i + 1 + DATA.length;
+  return true;
+}
+let gatewayDataAt = 0;
+
 /** A gateway frame: 1 a benchmark `msg`, 0 another frame (a control frame for the caller), -1 a `msg` not ours. */
 export function scanGatewayBytes(buf: Buffer, s: number, e: number): 1 | 0 | -1 {
   if (!startsWith(buf, s, e, OP_MSG)) {
     return findBytes(buf, OP_MSG_ANYWHERE, s, e) < 0 ? 0 : parsedGateway(buf, s, e);
   }
+  if (gatewayLayout(buf, s, e)) return scanPayloadAt(buf, gatewayDataAt, e) ? 1 : -1;
   const d = findBytes(buf, DATA, s, e);
   if (d < 0) return parsedGateway(buf, s, e);
   const si = findBytes(buf, SUB, s, d);
@@ -131,7 +180,7 @@ export function scanGatewayBytes(buf: Buffer, s: number, e: number): 1 | 0 | -1 
     while (k < d && buf[k] !== 34) k++;
     bs.subEnd = k;
   } else { bs.subStart = -1; bs.subEnd = -1; }
-  const q = findBytes(buf, SEQ, si >= 0 ? bs.subEnd : s, d);
+  const q = findBytes(buf, SEQ, s, d);
   if (q >= 0) { readNumber(buf, q + SEQ.length, d); bs.seq = num; } else bs.seq = -1;
   return scanPayloadBytes(buf, d + DATA.length, e) ? 1 : -1;
 }

@@ -5,7 +5,7 @@ import { addressOf, planAddresses } from "../src/addresses.js";
 import { estimateOffset, publisherHost } from "../src/clock.js";
 import { emptyCounts, mergeResults, ClockMixError, type SubResult, type ClockSection } from "../src/result.js";
 import { LatencyStats } from "../src/stats.js";
-import { bs, scanCentrifugeLine, scanSocketIoBytes } from "../src/scan-bytes.js";
+import { bs, scanCentrifugeLine, scanGatewayBytes, scanSocketIoBytes } from "../src/scan-bytes.js";
 
 const RANGE = { low: 32768, high: 60999 };
 
@@ -75,6 +75,28 @@ describe("clock offset", () => {
     const m = mergeResults([good, bad], ["b.json", "c.json"], true);
     expect(m.notes!.join("\n")).toMatch(/WARNING: merged with --accept-unknown-offsets/);
     expect(mergeResults([good, result({ host: "a", self: null, publishers: [], status: "single-host" })], ["b", "a"]).counts.received).toBe(2);
+  });
+});
+
+describe("gateway frame reader (bytes)", () => {
+  const text = (b: Buffer, s: number, e: number): string => b.toString("latin1", s, e);
+  it("gateway bytes — the gateway's layout is read in one pass: sub, seq, payload", () => {
+    const f = Buffer.from('{"op":"msg","channel":"orders.eu","sub":"orders.*","seq":1234,"ts":1795288871193.416,"data":{"p":"h-1-1:orders.eu","s":9,"t":1795288871190000,"o":-3,"x":"xxx"}}');
+    expect(scanGatewayBytes(f, 0, f.length)).toBe(1);
+    expect([text(f, bs.subStart, bs.subEnd), bs.seq, text(f, bs.pStart, bs.pEnd), bs.s, bs.t, bs.o]).toEqual(["orders.*", 1234, "h-1-1:orders.eu", 9, 1795288871190000, -3]);
+  });
+
+  it("gateway bytes — other layouts, end markers and control frames are still told apart", () => {
+    const reordered = Buffer.from('{"op":"msg","seq":77,"channel":"c","sub":"c","ts":1,"data":{"s":2,"p":"h-1-1:c","t":5}}');
+    expect(scanGatewayBytes(reordered, 0, reordered.length)).toBe(1);
+    expect([bs.seq, bs.s, bs.t]).toEqual([77, 2, 5]);
+    const end = Buffer.from('{"op":"msg","channel":"c","sub":"c","seq":78,"ts":2.5,"data":{"p":"h-1-1:c","end":true,"total":40}}');
+    expect(scanGatewayBytes(end, 0, end.length)).toBe(1);
+    expect([bs.end, bs.total, bs.seq]).toEqual([true, 40, 78]);
+    const other = Buffer.from('{"op":"msg","channel":"c","sub":"c","seq":79,"ts":3,"data":{"total":12.5}}');
+    expect(scanGatewayBytes(other, 0, other.length)).toBe(-1);
+    const ok = Buffer.from('{"op":"ok","id":1,"epoch":"2026-11-22T18:02:18.473482047Z"}');
+    expect(scanGatewayBytes(ok, 0, ok.length)).toBe(0);
   });
 });
 

@@ -76,7 +76,7 @@ export class LeanSocket implements FrameSink {
       onread: { buffer: READ_BUFFER, callback: this.onRead },
     });
     this.sock.setTimeout(opts.timeoutMs ?? 10_000);
-    this.sock.once("timeout", () => this.fail("ETIMEDOUT", new Error(`connect and upgrade took over ${opts.timeoutMs ?? 10_000} ms`)));
+    this.sock.once("timeout", this.onConnectTimeout);
     this.sock.once("connect", this.onConnect);
     this.sock.on("error", (err: NodeJS.ErrnoException) => { this.failure ??= { reason: err.code ?? "error", error: err }; });
     this.sock.once("close", this.onClose);
@@ -104,6 +104,10 @@ export class LeanSocket implements FrameSink {
   }
 
   destroy(): void { this.sock.destroy(); }
+
+  private readonly onConnectTimeout = (): void => {
+    this.fail("ETIMEDOUT", new Error(`connect and upgrade took over ${this.opts.timeoutMs ?? 10_000} ms`));
+  };
 
   private readonly onConnect = (): void => {
     const { host, port, path, headers } = this.opts;
@@ -146,6 +150,7 @@ export class LeanSocket implements FrameSink {
     }
     this.state = State.Open;
     this.sock.setTimeout(0);
+    this.sock.off("timeout", this.onConnectTimeout);
     this.handler.open();
     // Frames that came in the same chunk as the response.
     if (at + 4 < chunk.length && (this.state as State) === State.Open) this.reader.feed(chunk, at + 4, chunk.length);
