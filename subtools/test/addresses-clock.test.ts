@@ -5,6 +5,8 @@ import { addressOf, planAddresses } from "../src/addresses.js";
 import { estimateOffset, publisherHost } from "../src/clock.js";
 import { emptyCounts, mergeResults, ClockMixError, type SubResult, type ClockSection } from "../src/result.js";
 import { LatencyStats } from "../src/stats.js";
+import { ClientState, Receiver } from "../src/receiver.js";
+import { hostname } from "node:os";
 import { bs, scanCentrifugeLine, scanGatewayBytes, scanSocketIoBytes } from "../src/scan-bytes.js";
 
 const RANGE = { low: 32768, high: 60999 };
@@ -50,6 +52,19 @@ describe("clock offset", () => {
       { sentUs: 3_000, serverUs: 3_000 + 5_000 + 10, recvUs: 3_500 },
     ]);
     expect(e).toEqual({ offsetUs: 5_000, rttUs: 60 });
+  });
+
+  it("clock — latencies from a publisher on another host are corrected by both offsets; from this host they are not", () => {
+    // This host is 1,000 µs behind the server (offset +1,000); the other host 400 µs behind (offset +400).
+    const rx = new Receiver(false, 1_000);
+    const c = new ClientState();
+    const me = hostname().replace(/[^A-Za-z0-9._:@-]/g, "_");
+    rx.payload(c, '{"p":"far-away-host-77-1:x","s":1,"t":1000000,"o":400,"x":"x"}', 1_005_000);
+    rx.payload(c, `{"p":"${me}-78-1:x","s":1,"t":1000000,"o":400,"x":"x"}`, 1_005_000);
+    expect(rx.window.count).toBe(2);
+    // 5,000 µs on the clocks; in the server's time (1,005,000 + 1,000) − (1,000,000 + 400) = 5,600.
+    expect([rx.window.min, rx.window.max]).toEqual([5_000, 5_600]);
+    expect(rx.publishers.map((p) => [p.host, p.sameHost, p.corrected, p.correctionUs])).toEqual([["far-away-host", false, true, 600], [me, true, false, 0]]);
   });
 
   it("clock — a publisher id names its host, whatever dashes the host name has", () => {
