@@ -1,6 +1,5 @@
 // jetstream.png: the ratios beside the users', seed 000's publish rates and seed 003's time per publish, drawn
 // as SVG and rendered to PNG by the system's Chromium (playwright-core), as loadtest/compare/chart.ts does.
-import { writeFileSync } from "node:fs";
 import { REFERENCE } from "./reference.js";
 import { COLUMNS, RATIOS, ourRatio, representatives, shortLabel, usersRatio, type RunMeta } from "./report.js";
 import type { Path, Row } from "./rows.js";
@@ -48,13 +47,18 @@ function panel(title: string, unit: string, groups: Group[], y0: number, mark?: 
       if (b.value === undefined || !Number.isFinite(b.value) || b.value <= 0) return;
       const t = y(b.value);
       out.push(`<rect x="${x + 1}" y="${t}" width="${bw - 2}" height="${Math.max(bottom - t, 1)}" fill="${b.color}"/>`);
-      out.push(`<text x="${x + bw / 2}" y="${t - 3}" font-size="9" text-anchor="middle">${fmt(b.value)}</text>`);
+      out.push(`<text x="${x + bw / 2}" y="${t - 3}" font-size="${bw < 20 ? 7 : 9}" text-anchor="middle">${fmt(b.value)}</text>`);
     });
-    const words = g.label.split(" ");
-    const half = Math.ceil(words.length / 2);
+    // The label in lines that fit the group's width (about 6 px a character at 10 px).
     const cx = left + i * gw + gw / 2;
-    out.push(`<text x="${cx}" y="${bottom + 15}" font-size="10" text-anchor="middle">${esc(words.slice(0, half).join(" "))}</text>`);
-    out.push(`<text x="${cx}" y="${bottom + 28}" font-size="10" text-anchor="middle">${esc(words.slice(half).join(" "))}</text>`);
+    const perLine = Math.max(8, Math.floor(gw / 6));
+    const lines: string[] = [];
+    for (const word of g.label.split(" ")) {
+      const last = lines[lines.length - 1];
+      if (last !== undefined && (last + " " + word).length <= perLine) lines[lines.length - 1] = last + " " + word;
+      else lines.push(word);
+    }
+    lines.slice(0, 3).forEach((l, k) => out.push(`<text x="${cx}" y="${bottom + 14 + 12 * k}" font-size="10" text-anchor="middle">${esc(l)}</text>`));
   });
   out.push(`<line x1="${left}" x2="${right}" y1="${bottom}" y2="${bottom}" stroke="#333"/>`);
   return out.join("\n");
@@ -69,7 +73,8 @@ export function renderSvg(rows: readonly Row[], meta: RunMeta): string {
   // Bars of single rows show each row's median over the rounds; ratios are medians of per-round ratios.
   const reps = representatives(rows);
   const ratioSeries = seriesOf(rows, ["000", "001", "002", "003"]);
-  const ratioGroups: Group[] = RATIOS.map((s) => ({
+  const ratioGroups: Array<Group & { seed: string }> = RATIOS.map((s) => ({
+    seed: s.num.slice(0, 3),
     label: shortLabel(s),
     bars: [{ value: usersRatio(s), color: USERS }, ...ratioSeries.map((c) => ({ value: ourRatio(rows, s, c.target, c.path)?.med, color: SERIES[c.name]! }))],
   })).filter((g) => g.bars.slice(1).some((b) => b.value !== undefined));
@@ -88,8 +93,14 @@ export function renderSvg(rows: readonly Row[], meta: RunMeta): string {
 
   const panels: string[] = [];
   let y0 = 40;
-  if (ratioGroups.length) {
-    panels.push(panel("Ratios between configurations (log scale; dashed line = 1): users' (grey) and this run's", "", ratioGroups, y0, 1));
+  const throughput = ratioGroups.filter((g) => g.seed !== "003");
+  const latency = ratioGroups.filter((g) => g.seed === "003");
+  if (throughput.length) {
+    panels.push(panel("Ratios between configurations, seeds 000–002 (log scale; dashed line = 1): users' (grey) and this run's medians", "", throughput, y0, 1));
+    y0 += PANEL_H;
+  }
+  if (latency.length) {
+    panels.push(panel("Ratios, seed 003: time per publish, sequential vs pipelined and +10 ms vs +0 ms (log scale)", "", latency, y0, 1));
     y0 += PANEL_H;
   }
   if (matrixGroups.length) {
@@ -111,10 +122,9 @@ ${legend.map((l, i) => `<rect x="80" y="${y0 + i * 20}" width="14" height="12" f
 </svg>`;
 }
 
-/** Writes `file` (PNG) and the SVG beside it; needs Chromium (CHROMIUM_PATH, default /usr/bin/chromium). */
+/** Writes `file` (PNG); needs Chromium (CHROMIUM_PATH, default /usr/bin/chromium). */
 export async function renderPng(rows: readonly Row[], meta: RunMeta, file: string): Promise<void> {
   const svg = renderSvg(rows, meta);
-  writeFileSync(file.replace(/\.png$/, ".svg"), svg);
   const { chromium } = await import("playwright-core");
   const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",

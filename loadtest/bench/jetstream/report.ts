@@ -120,7 +120,7 @@ export function usersRatio(spec: RatioSpec): number | undefined {
 
 const f0 = (n: number | undefined): string => (n === undefined || !Number.isFinite(n) ? "—" : Math.round(n).toLocaleString("en-US"));
 const f2 = (n: number | undefined): string => (n === undefined || !Number.isFinite(n) ? "—" : n.toFixed(2));
-const f3 = (n: number | undefined): string => (n === undefined || !Number.isFinite(n) ? "—" : n < 1 ? n.toFixed(3) : n < 100 ? n.toFixed(2) : n.toFixed(0));
+const f3 = (n: number | undefined): string => (n === undefined || !Number.isFinite(n) ? "—" : n < 1 ? n.toFixed(3) : n < 100 ? n.toFixed(2) : Math.round(n).toLocaleString("en-US"));
 const where = (r: Row): string => `${r.target === "cluster" ? "3-node cluster" : "single node"} · ${r.path}`;
 const ref = (w: string): string => REFERENCE[w]?.text ?? "—";
 const label = (w: string): string => REFERENCE[w]?.config ?? w;
