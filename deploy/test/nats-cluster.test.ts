@@ -51,8 +51,14 @@ describe("nats cluster", () => {
   });
 
   it("R3 file stream — is created with 3 replicas and acknowledges publishes", async () => {
-    const jsm = await jetstreamManager(nc);
-    const info = await jsm.streams.add({ name: "R3A", subjects: ["r3a.>"], storage: StorageType.File, num_replicas: 3 });
+    // Creating an R3 stream on a freshly formed cluster can outlast the API's default 5 s under the full suite's
+    // load; an add that timed out may still have created it, and adding the same config again answers its info.
+    const jsm = await jetstreamManager(nc, { timeout: 15_000 });
+    const info = await waitFor(() => jsm.streams.add({ name: "R3A", subjects: ["r3a.>"], storage: StorageType.File, num_replicas: 3 }), {
+      timeoutMs: 45_000,
+      intervalMs: 250,
+      what: "R3A created",
+    });
     expect(info.config.num_replicas).toBe(3);
     // A new R3 stream answers once its leader is elected and its interest has reached this client's node:
     // until then a publish gets "no responders" (seen under load in the full suite).
@@ -69,8 +75,9 @@ describe("nats cluster", () => {
   });
 
   it("SIGKILL of the stream leader — publishes stay acknowledged, and the node rejoins with every message after restart", async () => {
-    const jsm = await jetstreamManager(nc);
-    await jsm.streams.add({ name: "R3B", subjects: ["r3b.>"], storage: StorageType.File, num_replicas: 3, duplicate_window: 60_000_000_000 });
+    const jsm = await jetstreamManager(nc, { timeout: 15_000 });
+    const r3b = { name: "R3B", subjects: ["r3b.>"], storage: StorageType.File, num_replicas: 3, duplicate_window: 60_000_000_000 };
+    await waitFor(() => jsm.streams.add(r3b), { timeoutMs: 45_000, intervalMs: 250, what: "R3B created" });
     const js = jetstream(nc);
     for (let i = 0; i < 10; i++) await publishAcked(js, "r3b.before", `before-${i}`, 10_000);
 

@@ -17,9 +17,21 @@ export type DirectBatchRequest = {
   subject: string;
   batch: number;
   maxBytes?: number;
+  /** Sent before every queued request that is not urgent (the live feeds' repairs). */
+  urgent?: boolean;
 };
 
-type Pending = { out: StoredMsg[]; resolve(b: DirectBatch): void; reject(e: Error): void; timer: NodeJS.Timeout };
+type Pending = { out: StoredMsg[]; resolve(b: DirectBatch): void; reject(e: Error): void; timer?: NodeJS.Timeout };
+type Queued = { token: string; subject: string; body: string; p: Pending };
+
+/**
+ * Requests on the wire at once per connection. nats-server answers one connection's direct gets one after
+ * another, and a batch on a sparse subject costs it time in proportion to the messages it skips (~10 ms for
+ * 100 messages of one of 1,000 interleaved channels): a storm of 1,000 catch-ups sent at once was answered
+ * over 8 s, past the timeout, and every retry queued the same read again behind the abandoned ones. Beyond
+ * this many, requests wait here, unsent, and their timeout starts when they are sent.
+ */
+export const DIRECT_GET_INFLIGHT = 8;
 
 /**
  * Batched direct gets (`$JS.API.DIRECT.GET.<stream>` with `next_by_subj`, `batch`, `max_bytes`): reads
@@ -33,11 +45,15 @@ export class DirectGet {
   private readonly pending = new Map<string, Pending>();
   private nextId = 1;
   private readonly subject: string;
+  private readonly queue: Queued[] = [];
+  private urgentCount = 0;
+  private sent = 0;
 
   constructor(
     private readonly nc: NatsConnection,
     stream: string,
     private readonly timeoutMs = 5_000,
+    private readonly maxInflight = DIRECT_GET_INFLIGHT,
   ) {
     this.subject = `$JS.API.DIRECT.GET.${stream}`;
     this.sub = nc.subscribe(`${this.prefix}.*`, { callback: (err, m) => (err ? undefined : this.onMsg(m)) });
@@ -50,19 +66,46 @@ export class DirectGet {
     else body.seq = Math.max(1, r.seq ?? 1);
     if (r.maxBytes) body.max_bytes = r.maxBytes;
     return new Promise<DirectBatch>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(token);
-        reject(new GatewayError(ErrorCode.BrokerError, `direct get on ${r.subject} timed out after ${this.timeoutMs} ms`));
-      }, this.timeoutMs);
-      this.pending.set(token, { out: [], resolve, reject, timer });
-      try {
-        this.nc.publish(this.subject, JSON.stringify(body), { reply: `${this.prefix}.${token}` });
-      } catch (e) {
-        clearTimeout(timer);
-        this.pending.delete(token);
-        reject(e as Error);
-      }
+      const q: Queued = { token, subject: r.subject, body: JSON.stringify(body), p: { out: [], resolve, reject } };
+      if (this.sent < this.maxInflight) return this.send(q);
+      // Urgent requests go ahead of the others, in their own order.
+      if (r.urgent) this.queue.splice(this.urgentCount++, 0, q);
+      else this.queue.push(q);
     });
+  }
+
+  /** Requests waiting to be sent (metrics, tests). */
+  get queued(): number {
+    return this.queue.length;
+  }
+
+  private send(q: Queued): void {
+    const { token, p } = q;
+    this.sent++;
+    p.timer = setTimeout(() => {
+      this.settle(token);
+      p.reject(new GatewayError(ErrorCode.BrokerError, `direct get on ${q.subject} timed out after ${this.timeoutMs} ms`));
+    }, this.timeoutMs);
+    this.pending.set(token, p);
+    try {
+      this.nc.publish(this.subject, q.body, { reply: `${this.prefix}.${token}` });
+    } catch (e) {
+      this.settle(token);
+      p.reject(e as Error);
+    }
+  }
+
+  /** A request on the wire got its answer, failed or timed out: the next queued one goes out. */
+  private settle(token: string): void {
+    const p = this.pending.get(token);
+    if (!p) return;
+    clearTimeout(p.timer);
+    this.pending.delete(token);
+    this.sent--;
+    const next = this.queue.shift();
+    if (!next) return;
+    if (this.urgentCount > 0) this.urgentCount--;
+    this.send(next);
   }
 
   private onMsg(m: Msg): void {
@@ -75,8 +118,7 @@ export class DirectGet {
       p.out.push({ subject: h.subject, seq: h.seq, ts: h.ts, payload: m.data });
       return;
     }
-    clearTimeout(p.timer);
-    this.pending.delete(token);
+    this.settle(token);
     if (code === 204) p.resolve({ messages: p.out, pending: h!.pending });
     else if (code === 404) p.resolve({ messages: p.out, pending: 0 });
     else
@@ -89,10 +131,13 @@ export class DirectGet {
 
   close(): void {
     this.sub.unsubscribe();
-    for (const p of this.pending.values()) {
-      clearTimeout(p.timer);
-      p.reject(new GatewayError(ErrorCode.BrokerUnavailable, "connection closed"));
-    }
+    const closed = new GatewayError(ErrorCode.BrokerUnavailable, "connection closed");
+    const waiting = [...this.pending.values(), ...this.queue.map((q) => q.p)];
+    this.queue.length = 0;
+    this.urgentCount = 0;
+    for (const p of this.pending.values()) clearTimeout(p.timer);
     this.pending.clear();
+    this.sent = 0;
+    for (const p of waiting) p.reject(closed);
   }
 }

@@ -59,8 +59,10 @@ export class CoreLiveFeed implements LiveFeed {
   ) {}
 
   /**
-   * Subscribes to `liveSubject` and, once the server has the interest, takes the stream's last sequence as
-   * the baseline: every message after it reaches the subscription (or is repaired).
+   * Subscribes to `liveSubject` and takes the stream's last sequence as the baseline: every message after it
+   * reaches the subscription (or is repaired). No flush is needed between the two: the stream info request
+   * (the coalescer sends one after this call) follows the SUB on the same connection, so the server has the
+   * interest before it computes the state, and any message stored after that state is republished to it.
    */
   static async start(
     pattern: string,
@@ -73,7 +75,6 @@ export class CoreLiveFeed implements LiveFeed {
     const feed = new CoreLiveFeed(pattern, subject, deps, onMessage);
     feed.sub = deps.nc.subscribe(liveSubject, { callback: (err, m) => (err ? undefined : feed.onCore(m)) });
     try {
-      await deps.nc.flush();
       const st = await deps.replay.state();
       feed.begin(st.lastSeq);
     } catch (e) {
@@ -177,7 +178,7 @@ export class CoreLiveFeed implements LiveFeed {
     while (!this.stopped) {
       let batch;
       try {
-        batch = await this.deps.replay.batch(r.subject, from);
+        batch = await this.deps.replay.batch(r.subject, from, true);
       } catch (e) {
         this.deps.log.warn({ err: e, pattern: this.pattern, from, retryInMs: delay }, "live feed repair read failed; retrying");
         await new Promise((res) => setTimeout(res, delay).unref());

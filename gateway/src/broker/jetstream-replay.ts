@@ -83,9 +83,12 @@ export class JetStreamReplay implements ReplayApi {
     return b.messages[0]?.seq ?? (await this.state()).lastSeq + 1;
   }
 
-  /** One direct-get batch of a filter subject from `from` (the live feed's repairs use it unmapped). */
-  batch(subject: string, from: number, batch = PAGE_MESSAGES): Promise<DirectBatch> {
-    return this.direct.batch({ seq: from, subject, batch, maxBytes: PAGE_BYTES });
+  /**
+   * One direct-get batch of a filter subject from `from`. The live feeds' repairs use it unmapped and
+   * `urgent`: a repair holds a whole feed, so it goes ahead of queued catch-up pages.
+   */
+  batch(subject: string, from: number, urgent = false): Promise<DirectBatch> {
+    return this.direct.batch({ seq: from, subject, batch: PAGE_MESSAGES, maxBytes: PAGE_BYTES, urgent });
   }
 
   async read(pattern: string, from: number, target: number): Promise<StoredPage> {
