@@ -2,6 +2,7 @@
 import { connect } from "@nats-io/transport-node";
 import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
 import WebSocket from "ws";
+import { LeanSocket } from "../../subtools/src/lean/connection.js";
 
 /** Publishes `count` messages of ~`size` bytes of JSON to one subject, 1,000 in flight at a time. */
 export async function fillStream(servers: string, subject: string, count: number, size: number): Promise<void> {
@@ -27,8 +28,46 @@ export async function rawRead(servers: string, subject: string, count: number): 
   return count / dt;
 }
 
+/** How the measuring client reads the socket: the load tools' lean engine (default) or the `ws` package. */
+export type ReplayEngine = "lean" | "ws";
+
 /** One WebSocket client replaying the channel from the start through the gateway; msgs/s. */
-export async function socketReplay(port: number, channel: string, count: number): Promise<number> {
+export function socketReplay(port: number, channel: string, count: number, engine: ReplayEngine = "lean"): Promise<number> {
+  return engine === "lean" ? leanReplay(port, channel, count) : wsReplay(port, channel, count);
+}
+
+/**
+ * The lean client (plain TCP, frames found in the read buffer, nothing decoded): on two shared cores the
+ * measuring client competes with the gateway for CPU, and `ws` costs about twice as much per frame.
+ */
+function leanReplay(port: number, channel: string, count: number): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    let n = 0;
+    let t0 = 0;
+    const sock: LeanSocket = new LeanSocket(
+      { host: "127.0.0.1", port, path: "/ws" },
+      {
+        open: () => {
+          t0 = performance.now();
+          sock.send(JSON.stringify({ op: "sub", id: 1, channel, from: "all" }));
+        },
+        message: (_op, buf, start) => {
+          // {"op":"msg"…: counted without parsing.
+          if (buf[start + 2] === 0x6f && buf[start + 7] === 0x6d && ++n === count) {
+            const rate = count / ((performance.now() - t0) / 1000);
+            sock.destroy();
+            resolve(rate);
+          }
+        },
+        closed: (info) => {
+          if (n < count) reject(info.error ?? new Error(`replay socket closed after ${n} of ${count} messages (${info.reason})`));
+        },
+      },
+    );
+  });
+}
+
+async function wsReplay(port: number, channel: string, count: number): Promise<number> {
   const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`, { perMessageDeflate: false, skipUTF8Validation: true });
   await new Promise<void>((res, rej) => { ws.once("open", () => res()); ws.once("error", rej); });
   let n = 0;

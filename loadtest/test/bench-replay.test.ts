@@ -24,6 +24,20 @@ describe("bench:replay — runs end to end (a smoke run, no timing asserted)", (
     expect(r.out).toMatch(/ratio socket\/raw: median of rounds \d+\.\d{3}/);
   }, 60_000);
 
+  it("bench:replay — the ws client engine replays every message too, and the header names the engine", async () => {
+    const r = await run(["--messages", "1000", "--rounds", "1", "--warmup", "0", "--engine", "ws"]);
+    expect(r.err).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/client engine ws/);
+    expect(r.out).toMatch(/\| 1 \| [\d,]+ \| [\d,]+ \| \d+\.\d{3} \|/);
+  }, 60_000);
+
+  it("bench:replay — an unknown client engine is refused with a message naming the option", async () => {
+    const r = await run(["--engine", "carrier-pigeon"]);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/--engine must be lean or ws, not carrier-pigeon/);
+  });
+
   it("bench:replay — an unknown layout is refused with a message naming the option", async () => {
     const r = await run(["--layout", "sideways"]);
     expect(r.code).toBe(1);
