@@ -6,7 +6,10 @@
 // delivery latency (receive time minus the frame's broker ts) and delivered/expected; the stream's consumer
 // count (sampled every second and at the end; must stay 0).
 // Usage: node dist/loadtest/bench/channels.js [--channels 10000 | --quick] [--messages 2000] [--rate 500]
-//   [--idle 10] [--workers auto] [--procs auto] [--brokers jetstream,redis] [--no-write]
+//   [--idle 10] [--workers auto] [--procs auto] [--brokers jetstream,redis] [--rounds 1] [--no-write]
+// --rounds R runs both brokers R times, alternating which goes first (the first run of a pair met a colder
+// box: its sub-ack ratio moved by 2x with the order alone); tables show the round whose subscribe-ack
+// ratio is the median, and every round's ratios are listed.
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { Agent, request } from "node:http";
@@ -394,7 +397,7 @@ async function main(): Promise<void> {
     concurrency: { type: "string", default: "500" },
     channels: { type: "string", default: "10000" }, quick: { type: "boolean", default: false }, messages: { type: "string", default: "2000" },
     rate: { type: "string", default: "500" }, idle: { type: "string", default: "10" }, workers: { type: "string", default: "auto" }, procs: { type: "string", default: "auto" },
-    brokers: { type: "string", default: "jetstream,redis" }, "no-write": { type: "boolean", default: false },
+    brokers: { type: "string", default: "jetstream,redis" }, "no-write": { type: "boolean", default: false }, rounds: { type: "string", default: "1" },
   } });
   if (v.role === "client") return clientMain(Number(v.port), Number(v.first), Number(v.count), Number(v.dests), Number(v.concurrency));
   const channels = v.quick ? 2_000 : Number(v.channels);
@@ -406,8 +409,27 @@ async function main(): Promise<void> {
   const kinds = v.brokers!.split(",") as BrokerKind[];
   const load0 = loadAvg();
   const started = new Date();
-  const results: RunResult[] = [];
-  for (const k of kinds) results.push(await run(k, o));
+  const rounds = Number(v.rounds);
+  if (!(Number.isInteger(rounds) && rounds >= 1 && rounds <= 20)) throw new Error(`--rounds must be 1..20, not ${v.rounds}`);
+  const all: RunResult[][] = [];
+  for (let r = 0; r < rounds; r++) {
+    const order = r % 2 === 0 ? kinds : [...kinds].reverse();
+    const round: RunResult[] = [];
+    for (const k of order) round.push(await run(k, o));
+    all.push(round);
+  }
+  const ackRatio = (round: RunResult[]): number => {
+    const j = round.find((x) => x.broker === "jetstream");
+    const d = round.find((x) => x.broker === "redis");
+    return j && d ? j.ackMs.p50 / d.ackMs.p50 : NaN;
+  };
+  const byRatio = all.map((round, i) => ({ i, ratio: ackRatio(round) })).sort((a, b) => a.ratio - b.ratio);
+  const median = byRatio[Math.floor((byRatio.length - 1) / 2)]!;
+  const results = all[median.i]!;
+  const roundsLine =
+    rounds > 1
+      ? `Rounds (order alternating, ${kinds.join(" first, then ")} first in round 1): subscribe-ack p50 JetStream / Redis ${all.map((round, i) => `${ackRatio(round).toFixed(2)} (round ${i + 1})`).join(", ")}; tables from round ${median.i + 1}, the median.`
+      : "";
   const js = results.find((r) => r.broker === "jetstream");
   const rd = results.find((r) => r.broker === "redis");
   const header = `bench:channels — ${fmt(channels)} channels, one socket each (${procs} client processes), gateway ${workers} workers, ${revision()}; idle ${o.idle} s; ${fmt(o.messages)} HTTP publishes at ${o.rate}/s to random channels. Load average before: ${load0}, after: ${loadAvg()}.`;
@@ -425,13 +447,13 @@ async function main(): Promise<void> {
   }
   const t = table(js, rd);
   const tg = targets(js, rd);
-  console.log(`\n${t}\n\n${tg.text}\n`);
+  console.log(`\n${t}\n\n${tg.text}\n${roundsLine ? `\n${roundsLine}\n` : ""}`);
   if (!v["no-write"]) {
-    const json = JSON.stringify({ started: started.toISOString(), channels, workers, procs, idleSeconds: o.idle, messages: o.messages, rate: o.rate, loadBefore: load0, results }, null, 1);
+    const json = JSON.stringify({ started: started.toISOString(), channels, workers, procs, idleSeconds: o.idle, messages: o.messages, rate: o.rate, loadBefore: load0, medianRound: median.i + 1, rounds: all }, null, 1);
     appendResults(
       RESULTS,
       "# bench:channels — many channels, one socket each: JetStream (consumer-free) vs Redis pub/sub\n\nWritten by `npm run bench:channels`; one section per run, newest last. Idle CPU is utime+stime from /proc over the idle window (100% = one core).",
-      `## ${started.toISOString().slice(0, 16).replace("T", " ")} UTC — ${fmt(channels)} channels\n\n${header}\n\n${t}\n\n${tg.text}\n\n<details><summary>JSON</summary>\n\n\`\`\`json\n${json}\n\`\`\`\n</details>`,
+      `## ${started.toISOString().slice(0, 16).replace("T", " ")} UTC — ${fmt(channels)} channels\n\n${header}\n\n${t}\n\n${tg.text}${roundsLine ? `\n\n${roundsLine}` : ""}\n\n<details><summary>JSON</summary>\n\n\`\`\`json\n${json}\n\`\`\`\n</details>`,
     );
     console.log(`appended to ${RESULTS}`);
   }
