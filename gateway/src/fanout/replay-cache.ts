@@ -1,19 +1,22 @@
-import type { ReplayApi } from "../broker/broker.js";
+import type { ReplayApi, StoredPage } from "../broker/broker.js";
 import { buildFrames } from "../protocol/serialize.js";
 import type { HandoffItem, HandoffPage } from "./handoff.js";
+import { StreamSweep, SWEEP_PATTERNS } from "./sweep.js";
 
 /** A page of stored messages of one pattern as frames, shared by every socket catching up that pattern. */
 export type FramePage = HandoffPage<Buffer> & { readonly pattern: string; readonly bytes: number };
 
 type Inflight = { from: number; page: Promise<FramePage> };
 
-export type ReplayCacheStats = { pages: number; bytes: number; fetches: number; hits: number };
+export type ReplayCacheStats = { pages: number; bytes: number; fetches: number; hits: number; sweepPages: number };
 
 /**
  * Shared reading for catch-ups. Sockets resuming the same pattern from nearby positions ask for the same
  * pages; each page is read from the stream once (a request for a position another request is already
  * reading from waits for it) and its frames are built once. Pages are kept, least recently used first
  * out, up to `maxBytes`: 10,000 sockets resuming one channel read the stream once, not 10,000 times.
+ * While `SWEEP_PATTERNS` or more patterns are being read, further reads join one pass over the stream
+ * (`StreamSweep`): 1,000 channels resuming at once read the range once, not 1,000 times.
  */
 export class ReplayCache {
   private readonly byPattern = new Map<string, FramePage[]>();
@@ -23,14 +26,18 @@ export class ReplayCache {
   private bytes = 0;
   private fetches = 0;
   private hits = 0;
+  private readonly sweep: StreamSweep;
 
   constructor(
     private readonly replay: ReplayApi,
     private readonly maxBytes: number,
-  ) {}
+    private readonly sweepPatterns = SWEEP_PATTERNS,
+  ) {
+    this.sweep = new StreamSweep(replay);
+  }
 
   stats(): ReplayCacheStats {
-    return { pages: this.lru.size, bytes: this.bytes, fetches: this.fetches, hits: this.hits };
+    return { pages: this.lru.size, bytes: this.bytes, fetches: this.fetches, hits: this.hits, sweepPages: this.sweep.pages };
   }
 
   /** The page of `pattern` that holds `from` (read with `target` when it must be read). */
@@ -94,7 +101,8 @@ export class ReplayCache {
   }
 
   private async read(pattern: string, from: number, target: number): Promise<FramePage> {
-    const stored = await this.replay.read(pattern, from, target);
+    const viaSweep = this.sweep.active || this.inflight.size >= this.sweepPatterns;
+    const stored: StoredPage = await (viaSweep ? this.sweep.read(pattern, from, target) : this.replay.read(pattern, from, target));
     const frames = buildFrames(pattern, stored.messages);
     let bytes = 64;
     const items: HandoffItem<Buffer>[] = stored.messages.map((m, i) => {
