@@ -38,7 +38,7 @@ class MemoryReplay implements ReplayApi {
 /** Reads a pattern page by page from `from` to `target` the way a catch-up does. */
 async function readAll(read: (from: number) => Promise<StoredPage>, from: number, target: number): Promise<number[]> {
   const seqs: number[] = [];
-  for (let f = from; f <= target; ) {
+  for (let f = from; f <= target;) {
     const p = await read(f);
     for (const m of p.messages) seqs.push(m.seq);
     expect(p.coverEnd).toBeGreaterThanOrEqual(f - 1);
@@ -69,10 +69,7 @@ describe("stream sweep — one pass serves many patterns", () => {
     for (let i = 0; i < 300; i++) r.append(i % 3 === 0 ? `a.${i % 5}` : `b.${i % 4}.x`);
     const sweep = new StreamSweep(r);
     const target = r.msgs.length;
-    const [a, b] = await Promise.all([
-      readAll((f) => sweep.read("a.*", f, target), 10, target),
-      readAll((f) => sweep.read("b.>", f, target), 55, target),
-    ]);
+    const [a, b] = await Promise.all([readAll((f) => sweep.read("a.*", f, target), 10, target), readAll((f) => sweep.read("b.>", f, target), 55, target)]);
     expect(a).toEqual(r.msgs.filter((m) => m.seq >= 10 && matches("a.*", m.channel)).map((m) => m.seq));
     expect(b).toEqual(r.msgs.filter((m) => m.seq >= 55 && matches("b.>", m.channel)).map((m) => m.seq));
   });
