@@ -39,8 +39,11 @@ export class GatewayError extends Error {
   }
 }
 
-/** Where a subscription starts (PROTOCOL.md `sub`): live when omitted. */
-export type StartPosition = { seq: number } | { time: string | Date } | { last: number } | "all";
+/**
+ * Where a subscription starts (PROTOCOL.md `sub`): live when omitted. `"last_per_subject"`: the newest message
+ * of every matching channel, then live (current prices, device states, document heads).
+ */
+export type StartPosition = { seq: number } | { time: string | Date } | { last: number } | "all" | "last_per_subject";
 
 export interface GatewayClientOptions {
   /** Sent as the `token` query parameter (or as a subprotocol with `tokenVia: "protocol"`). */

@@ -19,7 +19,13 @@ export type DirectBatchRequest = {
   maxBytes?: number;
 };
 
-type Pending = { out: StoredMsg[]; resolve(b: DirectBatch): void; reject(e: Error): void; timer: NodeJS.Timeout };
+/** `multi_last`: the newest message of every subject matching `subjects`, at or before `upTo`, from `seq` on. */
+export type MultiLastRequest = { subjects: string[]; upTo: number; seq?: number; batch: number; maxBytes?: number };
+
+/** A multi_last answer; `tooMany` when more subjects match than the server answers at once (413). */
+export type MultiLastBatch = DirectBatch & { tooMany?: boolean };
+
+type Pending = { out: StoredMsg[]; resolve(b: MultiLastBatch): void; reject(e: Error): void; timer: NodeJS.Timeout };
 
 /**
  * Batched direct gets (`$JS.API.DIRECT.GET.<stream>` with `next_by_subj`, `batch`, `max_bytes`): reads
@@ -44,15 +50,31 @@ export class DirectGet {
   }
 
   batch(r: DirectBatchRequest): Promise<DirectBatch> {
-    const token = (this.nextId++).toString(36);
     const body: Record<string, unknown> = { next_by_subj: r.subject, batch: r.batch };
     if (r.startTime !== undefined) body.start_time = r.startTime;
     else body.seq = Math.max(1, r.seq ?? 1);
     if (r.maxBytes) body.max_bytes = r.maxBytes;
-    return new Promise<DirectBatch>((resolve, reject) => {
+    return this.send(body, r.subject);
+  }
+
+  /**
+   * `multi_last` with `up_to_seq` (nats-server ≥ 2.11): in stream order, paged by `batch`/`max_bytes`; the
+   * next page starts at the last seq + 1 with the same `upTo`. The server refuses (413) when more than 1024
+   * subjects match: the answer then says `tooMany`.
+   */
+  multiLast(r: MultiLastRequest): Promise<MultiLastBatch> {
+    const body: Record<string, unknown> = { multi_last: r.subjects, up_to_seq: r.upTo, batch: r.batch };
+    if (r.seq !== undefined) body.seq = r.seq;
+    if (r.maxBytes) body.max_bytes = r.maxBytes;
+    return this.send(body, r.subjects.join(","));
+  }
+
+  private send(body: Record<string, unknown>, what: string): Promise<MultiLastBatch> {
+    const token = (this.nextId++).toString(36);
+    return new Promise<MultiLastBatch>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(token);
-        reject(new GatewayError(ErrorCode.BrokerError, `direct get on ${r.subject} timed out after ${this.timeoutMs} ms`));
+        reject(new GatewayError(ErrorCode.BrokerError, `direct get on ${what} timed out after ${this.timeoutMs} ms`));
       }, this.timeoutMs);
       this.pending.set(token, { out: [], resolve, reject, timer });
       try {
@@ -79,6 +101,7 @@ export class DirectGet {
     this.pending.delete(token);
     if (code === 204) p.resolve({ messages: p.out, pending: h!.pending });
     else if (code === 404) p.resolve({ messages: p.out, pending: 0 });
+    else if (code === 413) p.resolve({ messages: p.out, pending: 0, tooMany: true });
     else
       p.reject(
         new GatewayError(ErrorCode.BrokerError, `direct get failed: ${code} ${m.headers?.description ?? ""}`.trim(), {

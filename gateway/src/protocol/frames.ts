@@ -2,7 +2,7 @@ import { checkChannel, checkPattern } from "./channel.js";
 import { ErrorCode } from "./codes.js";
 
 /** Start position of a subscription (replay); without one a subscription is live only. */
-export type StartPosition = { seq: number; epoch?: string } | { time: string } | { last: number } | "all";
+export type StartPosition = { seq: number; epoch?: string } | { time: string } | { last: number } | "all" | "last_per_subject";
 
 export type SubFrame = {
   op: "sub";
@@ -78,7 +78,7 @@ function parseSub(o: Record<string, unknown>, id: Id | undefined): ParseResult {
   const frame: SubFrame = { op: "sub", id, channel: o.channel as string };
   if (o.from !== undefined) {
     const from = parseFrom(o.from);
-    if (typeof from === "string" && from !== "all") return fail(ErrorCode.BadRequest, from, id);
+    if (typeof from === "string" && from !== "all" && from !== "last_per_subject") return fail(ErrorCode.BadRequest, from, id);
     frame.from = from as StartPosition;
   }
   if (o.durable !== undefined) {
@@ -99,8 +99,8 @@ function parseSub(o: Record<string, unknown>, id: Id | undefined): ParseResult {
 
 /** Returns the position, or an error message string. */
 function parseFrom(v: unknown): StartPosition | string {
-  if (v === "all") return "all";
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return 'from must be "all", {"seq":N}, {"time":"ISO-8601"} or {"last":N}';
+  if (v === "all" || v === "last_per_subject") return v;
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return 'from must be "all", "last_per_subject", {"seq":N}, {"time":"ISO-8601"} or {"last":N}';
   const f = v as Record<string, unknown>;
   const keys = Object.keys(f).filter((k) => k !== "epoch");
   if (keys.length !== 1) return "from must have exactly one of seq, time, last";

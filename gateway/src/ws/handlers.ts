@@ -2,8 +2,9 @@ import { DurableSub } from "../fanout/durable-sub.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { parseClientFrame, type AckFrame, type Id, type PubFrame, type SubFrame, type UnsubFrame } from "../protocol/frames.js";
 import { errFrame, okFrame, pongFrame } from "../protocol/serialize.js";
+import { sendLastValues } from "../fanout/last-values.js";
 import { brokerFailure, GatewayError } from "../errors.js";
-import { fanoutSocket, sendText, type Socket } from "./session.js";
+import { fanoutSocket, sendText, type Socket, type SubState } from "./session.js";
 import type { HandlerContext } from "./context.js";
 import { authorizeFrame } from "../auth/authorize.js";
 import { refreshSession } from "./refresh.js";
@@ -83,7 +84,27 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
   }
   if (s.closed || sub.phase === "ended") return;
   sendText(ws, okFrame(f.id, start.reply));
+  if (f.from === "last_per_subject" && !(await sendSnapshot(ctx, ws, sub, start.lastSent))) return;
   ctx.subs.startCatchUp(ws, sub, feed, start.lastSent);
+}
+
+/** `from:"last_per_subject"`: the newest message of each channel up to `upTo`; false when the subscription ended. */
+async function sendSnapshot(ctx: HandlerContext, ws: Socket, sub: SubState, upTo: number): Promise<boolean> {
+  const replay = ctx.broker.replay!;
+  const ended = () => ws.getUserData().closed || sub.phase === "ended";
+  try {
+    const r = await sendLastValues(fanoutSocket(ws), replay as Required<typeof replay>, sub.pattern, upTo, ctx.config.backpressure.bytes >> 2, ended);
+    if (r.dropped) {
+      ctx.subs.end(ws, sub);
+      replyErr(ctx, ws, undefined, ErrorCode.Internal, `last values of ${sub.pattern} overflowed the socket's buffer; subscribe again`);
+    }
+    return !r.stopped;
+  } catch (e) {
+    ctx.subs.end(ws, sub);
+    const f = brokerFailure(e, ctx.broker.isConnected(), `last values of ${sub.pattern}`);
+    sendText(ws, errFrame(undefined, f.code, `${f.message}; subscribe again`, f.temporary));
+    return false;
+  }
 }
 
 /**
@@ -97,6 +118,11 @@ async function resolveStart(ctx: HandlerContext, f: SubFrame): Promise<{ lastSen
   const reply: Record<string, unknown> = { firstSeq: st.firstSeq, lastSeq: st.lastSeq, epoch: st.epoch };
   const from = f.from!;
   if (from === "all") return { lastSent: 0, reply };
+  if (from === "last_per_subject") {
+    if (!replay.lastPerSubject) throw new GatewayError(ErrorCode.UnsupportedByBroker, "this broker has no last-value reads");
+    // The snapshot is taken as of lastSeq; the catch-up continues after it: no gap, no duplicate.
+    return { lastSent: st.lastSeq, reply };
+  }
   if ("time" in from) return { lastSent: (await replay.seqAtTime(f.channel, from.time)) - 1, reply };
   if ("last" in from) return { lastSent: (await replay.startOfLastN(f.channel, from.last)) - 1, reply };
   if (from.epoch !== undefined && from.epoch !== st.epoch) {
