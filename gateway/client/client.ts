@@ -93,6 +93,11 @@ export interface GatewayMessage<T = unknown> {
   ack(): void;
   nak(delayMs?: number): void;
   term(): void;
+  /**
+   * Work in progress: the server restarts the message's ack_wait, so it is not redelivered while the handler
+   * still works on it. Call it more often than the gateway's DURABLE_ACK_WAIT; no-op once settled.
+   */
+  inProgress(): void;
 }
 
 export type MessageHandler<T = unknown> = (msg: GatewayMessage<T>) => void | Promise<void>;
@@ -563,6 +568,14 @@ export class GatewayClient {
       ack: () => reply("ack"),
       nak: (delayMs?: number) => reply("nak", delayMs === undefined ? undefined : { delay: delayMs }),
       term: () => reply("term"),
+      inProgress: () => {
+        if (settled || this.ws !== ws || this.state !== "open") return;
+        try {
+          ws.send(JSON.stringify({ op: "inprogress", seq, sub: sub.channel }));
+        } catch {
+          /* closing */
+        }
+      },
     };
   }
 

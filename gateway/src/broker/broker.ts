@@ -60,6 +60,8 @@ export type DurableDelivery = BrokerMessage & {
   ack(): void;
   nak(delayMs?: number): void;
   term(): void;
+  /** Work in progress (`+WPI`): restarts the ack_wait timer, so the message is not redelivered yet. */
+  working(): void;
 };
 
 export type DurableSpec = { user: string; durable: string; pattern: string; maxInflight: number };

@@ -16,7 +16,7 @@ export type SubFrame = {
 export type UnsubFrame = { op: "unsub"; id?: Id; channel: string };
 export type PubFrame = { op: "pub"; id?: Id; channel: string; data: unknown; msgId?: string };
 export type PingFrame = { op: "ping"; id?: Id };
-export type AckFrame = { op: "ack" | "nak" | "term"; id?: Id; seq: number; delay?: number; sub?: string };
+export type AckFrame = { op: "ack" | "nak" | "term" | "inprogress"; id?: Id; seq: number; delay?: number; sub?: string };
 export type RefreshFrame = { op: "refresh"; id?: Id; token: string };
 export type ClientFrame = SubFrame | UnsubFrame | PubFrame | PingFrame | AckFrame | RefreshFrame;
 export type Id = number | string;
@@ -61,6 +61,7 @@ export function parseClientFrame(text: string): ParseResult {
     case "ack":
     case "nak":
     case "term":
+    case "inprogress":
       return parseAck(o, id);
     case "refresh":
       if (typeof o.token !== "string" || o.token.length === 0) return fail(ErrorCode.BadRequest, "token must be a non-empty string", id);

@@ -30,6 +30,7 @@ export function handleFrame(ctx: HandlerContext, ws: Socket, text: string): void
     case "ack":
     case "nak":
     case "term":
+    case "inprogress":
       return settle(ctx, ws, f);
     case "refresh":
       return void refreshSession(ctx, ws, f).catch((e) => internalError(ctx, ws, f.id, e));
