@@ -55,7 +55,10 @@ function internalError(ctx: HandlerContext, ws: Socket, id: Id | undefined, e: u
 async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<void> {
   const s = ws.getUserData();
   if (ctx.isDraining()) return replyErr(ctx, ws, f.id, ErrorCode.ShuttingDown, "server is shutting down; reconnect");
-  if (s.subs.has(f.channel)) return replyErr(ctx, ws, f.id, ErrorCode.AlreadySubscribed, `already subscribed to ${f.channel}`);
+  const existing = s.subs.get(f.channel);
+  // A server-side subscription is taken over by the client's own (a resume with from:{seq,epoch}).
+  if (existing?.auto) ctx.subs.end(ws, existing);
+  else if (existing) return replyErr(ctx, ws, f.id, ErrorCode.AlreadySubscribed, `already subscribed to ${f.channel}`);
   if (s.subs.size >= ctx.config.fanout.maxSubscriptions)
     return replyErr(ctx, ws, f.id, ErrorCode.TooManySubscriptions, `at most ${ctx.config.fanout.maxSubscriptions} subscriptions per connection`);
   if (f.durable !== undefined || f.ack) return subscribeDurable(ctx, ws, f);

@@ -5,6 +5,7 @@ import { BackpressureMonitor } from "./backpressure.js";
 import { handleFrame, releaseSession, replyErr, type HandlerContext } from "./handlers.js";
 import type { Session, Socket } from "./session.js";
 import { Subscriptions } from "./subscriptions.js";
+import { startAutoSubscriptions } from "./auto-subs.js";
 
 export const WS_PATH = "/ws";
 
@@ -49,6 +50,7 @@ export class WsEndpoint {
           this.ctx.guard.opened(ws);
           this.sockets.add(ws);
           metrics.connections.inc();
+          void startAutoSubscriptions(this.ctx, ws).catch((e) => log.error({ err: e }, "auto subscriptions failed"));
         },
         message: (ws, message, isBinary) => {
           if (!this.ctx.guard.frameAllowed(ws, (m) => replyErr(this.ctx, ws, undefined, ErrorCode.RateLimited, m))) return;

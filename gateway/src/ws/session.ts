@@ -33,6 +33,8 @@ export type SubState = {
   counted: boolean;
   catchup?: CatchUp;
   durable?: DurableSub;
+  /** A server-side subscription (`channels.auto`) the client has not taken over with its own `sub` yet. */
+  auto?: boolean;
   /** While paused: the last seq this socket was sent, and the feed's count then. */
   resumeAfter: number;
   pausedAtCount: number;
