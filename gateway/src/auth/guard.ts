@@ -12,6 +12,8 @@ import { AuthError } from "./errors.js";
 import { canSubscribe } from "./permissions.js";
 import { ANONYMOUS, type Principal } from "./principal.js";
 import { readUpgradeOffer } from "./upgrade-token.js";
+import type { Hooks } from "./hooks.js";
+import { GatewayError } from "../errors.js";
 
 /** setTimeout's longest delay; later expiries re-arm. */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -32,6 +34,8 @@ export class ConnectionGuard {
     readonly auth: Authenticator,
     private readonly metrics: GuardMetrics,
     private readonly log: Logger,
+    /** Connect and subscribe hooks to the application backend, when configured. */
+    readonly hooks?: Hooks,
   ) {
     this.admission = new Admission(limits, metrics);
     this.admission.start();
@@ -49,6 +53,13 @@ export class ConnectionGuard {
       queryToken: req.getQuery("token"),
     });
     const ip = Buffer.from(res.getRemoteAddressAsText()).toString();
+    const hooks = this.hooks?.connectEnabled ? this.hooks : undefined;
+    const hookHeaders: Record<string, string> = {};
+    if (hooks)
+      for (const h of hooks.headerNames) {
+        const v = req.getHeader(h);
+        if (v) hookHeaders[h] = v;
+      }
     if (isDraining()) return reject(res, 503, ErrorCode.ShuttingDown, "server is shutting down");
     if ("error" in offer) return reject(res, 400, ErrorCode.BadRequest, offer.error);
     const refusal = this.admission.reserve(ip, origin);
@@ -60,36 +71,55 @@ export class ConnectionGuard {
         refusal.message,
         refusal.retryAfterSec,
       );
-    const accept = (p: Principal): void => {
+    const accept = (p: Principal, hookInfo?: unknown): void => {
       const s = newSession(ip, p.user);
       s.principal = p;
+      if (hookInfo !== undefined) s.hookInfo = hookInfo;
       res.upgrade(s, key, offer.protocol, extensions, context);
     };
-    if (!this.auth.enabled) return accept(ANONYMOUS);
+    if (!this.auth.enabled && !hooks) return accept(ANONYMOUS);
     let aborted = false;
     res.onAborted(() => {
       aborted = true;
       this.admission.cancel(ip);
     });
-    this.auth.authenticate(offer.token).then(
-      (p) => {
-        if (aborted) return;
-        if (isDraining()) {
+    const authenticated = this.auth.enabled;
+    this.auth
+      .authenticate(offer.token)
+      .then(
+        async (p) => {
+          if (aborted) return;
+          let info: unknown;
+          if (hooks) {
+            try {
+              ({ principal: p, info } = await hooks.connect(p, authenticated, ip, hookHeaders));
+            } catch (e) {
+              if (aborted) return;
+              this.admission.cancel(ip);
+              const g = e instanceof GatewayError ? e : new GatewayError(ErrorCode.HookUnavailable, "connect hook failed", { cause: e });
+              if (!(e instanceof GatewayError)) this.log.error({ err: e }, "connect hook failed unexpectedly");
+              this.metrics.rejected(g.code);
+              return res.cork(() => reject(res, g.status, g.code, g.message));
+            }
+            if (aborted) return;
+          }
+          if (isDraining()) {
+            this.admission.cancel(ip);
+            return res.cork(() => reject(res, 503, ErrorCode.ShuttingDown, "server is shutting down"));
+          }
+          res.cork(() => accept(p, info));
+        },
+        (e: unknown) => {
+          if (aborted) return;
           this.admission.cancel(ip);
-          return res.cork(() => reject(res, 503, ErrorCode.ShuttingDown, "server is shutting down"));
-        }
-        res.cork(() => accept(p));
-      },
-      (e: unknown) => {
-        if (aborted) return;
-        this.admission.cancel(ip);
-        const reason = e instanceof AuthError ? e.reason : "invalid";
-        this.metrics.authFailure(reason);
-        this.metrics.rejected("unauthorized");
-        if (!(e instanceof AuthError)) this.log.error({ err: e }, "token verification failed unexpectedly");
-        res.cork(() => reject(res, 401, ErrorCode.Unauthorized, e instanceof AuthError ? e.message : "token rejected"));
-      },
-    );
+          const reason = e instanceof AuthError ? e.reason : "invalid";
+          this.metrics.authFailure(reason);
+          this.metrics.rejected("unauthorized");
+          if (!(e instanceof AuthError)) this.log.error({ err: e }, "token verification failed unexpectedly");
+          res.cork(() => reject(res, 401, ErrorCode.Unauthorized, e instanceof AuthError ? e.message : "token rejected"));
+        },
+      )
+      .catch((e: unknown) => this.log.error({ err: e }, "upgrade failed"));
   }
 
   /** A socket opened: count it, arm its expiry and its frame allowance. */

@@ -55,6 +55,16 @@ function internalError(ctx: HandlerContext, ws: Socket, id: Id | undefined, e: u
 async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<void> {
   const s = ws.getUserData();
   if (ctx.isDraining()) return replyErr(ctx, ws, f.id, ErrorCode.ShuttingDown, "server is shutting down; reconnect");
+  const hooks = ctx.guard.hooks;
+  if (hooks?.subscribeEnabled) {
+    try {
+      await hooks.subscribe({ user: s.user, channel: f.channel, durable: f.durable ?? null, ip: s.ip, info: s.hookInfo ?? null });
+    } catch (e) {
+      if (e instanceof GatewayError) return replyFailure(ctx, ws, f.id, e);
+      throw e;
+    }
+    if (s.closed) return;
+  }
   const existing = s.subs.get(f.channel);
   // A server-side subscription is taken over by the client's own (a resume with from:{seq,epoch}).
   if (existing?.auto) ctx.subs.end(ws, existing);

@@ -48,6 +48,8 @@ export type Session = {
   user: string;
   /** The token's claims: channel permissions and expiry (allow-all ANONYMOUS when auth is off); see auth/. */
   principal: Principal;
+  /** The connect hook's `info` for this connection, passed back to the subscribe hook. */
+  hookInfo?: unknown;
   /** Closes the socket with 4001 at token expiry; re-armed by `refresh`. */
   expiryTimer?: NodeJS.Timeout;
   /** Inbound frame allowance (FRAME_RATE); undefined when unlimited. */
