@@ -38,7 +38,7 @@ export async function runWorker(config: Config): Promise<void> {
   const app = uws.App();
   const tlsApp = createTlsApp(c.server);
   const apps = tlsApp ? [app, tlsApp] : [app];
-  const hub = new FanoutHub(topicsOf(apps), broker, metrics, log, c.fanout.lingerMs, c.fanout.replayCacheBytes);
+  const hub = new FanoutHub(topicsOf(apps), broker, metrics, log, c.fanout.lingerMs, c.fanout.replayCacheBytes, c.server.compression !== "off");
   const publisher = new PublishService(c.server.maxPayloadBytes, broker, metrics, log);
   const ws = new WsEndpoint(app, { config: c, broker, hub, metrics, log, isDraining, guard, publisher }, tlsApp ? [tlsApp] : []);
   // A recreated stream numbers its messages from 1 again: every client's position is void. Sockets are closed

@@ -61,6 +61,8 @@ export type Session = {
   pausedSince: number;
   /** Catch-ups waiting for the socket's buffer to drain. */
   drainWaiters: (() => void)[];
+  /** Message frames are sent with compress=true (COMPRESSION on; uWS deflates only if the client negotiated it). */
+  compress?: boolean;
   /** The socket as the fan-out core sees it (set when it opens). */
   port?: FanoutSocket;
 };
@@ -85,7 +87,7 @@ export function fanoutSocket(ws: Socket): FanoutSocket {
     get closed() {
       return s.closed;
     },
-    send: (frame) => ws.send(frame, false, false),
+    send: (frame) => ws.send(frame, false, s.compress === true),
     cork: (fn) => {
       ws.cork(fn);
     },
