@@ -119,6 +119,14 @@ describe("hooks — connect and subscribe", () => {
     expect(await c.request({ op: "sub", channel: "other.x" })).toMatchObject({ op: "err", code: "forbidden" }); // not attached
     await httpPublish(gw.url, `inbox.${user}.hi`, { n: 1 }, { "x-api-key": API_KEY });
     expect((await c.waitForMsgs(1))[0]).toMatchObject({ sub: `inbox.${user}.>`, data: { n: 1 } });
+    // taking the server-side subscription over (a resume) does not ask the subscribe hook: it was granted
+    expect(await c.request({ op: "sub", channel: `inbox.${user}.>`, from: { seq: 1 } })).toMatchObject({ op: "ok" });
+    expect(callsTo("/subscribe", user).map((x) => x.body.channel)).toEqual(["extra.x"]); // other.x: denied by the permissions first
+    // a refresh keeps what the hook granted: extra.x is not revoked
+    const t2 = await sign({ channels: { sub: ["a.>"] } }, { sub: user, exp: "20m" });
+    expect(await c.request({ op: "refresh", token: t2 })).toMatchObject({ op: "ok" });
+    expect(c.frames.filter((f) => f.op === "err" && f.id === undefined)).toEqual([]);
+    expect(await c.request({ op: "sub", channel: "extra.y" })).toMatchObject({ op: "ok" });
   });
 
   it("cache: repeated subscriptions of one user and channel call the subscribe hook once", async () => {

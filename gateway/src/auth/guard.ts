@@ -12,7 +12,7 @@ import { AuthError } from "./errors.js";
 import { canSubscribe } from "./permissions.js";
 import { ANONYMOUS, type Principal } from "./principal.js";
 import { readUpgradeOffer } from "./upgrade-token.js";
-import type { Hooks } from "./hooks.js";
+import { applyGrant, type ConnectDecision, type Hooks } from "./hooks.js";
 import { GatewayError } from "../errors.js";
 
 /** setTimeout's longest delay; later expiries re-arm. */
@@ -71,10 +71,13 @@ export class ConnectionGuard {
         refusal.message,
         refusal.retryAfterSec,
       );
-    const accept = (p: Principal, hookInfo?: unknown): void => {
+    const accept = (p: Principal, hook?: Omit<ConnectDecision, "principal">): void => {
       const s = newSession(ip, p.user);
       s.principal = p;
-      if (hookInfo !== undefined) s.hookInfo = hookInfo;
+      if (hook) {
+        s.hookGrant = hook.grant;
+        if (hook.info !== undefined) s.hookInfo = hook.info;
+      }
       res.upgrade(s, key, offer.protocol, extensions, context);
     };
     if (!this.auth.enabled && !hooks) return accept(ANONYMOUS);
@@ -89,10 +92,11 @@ export class ConnectionGuard {
       .then(
         async (p) => {
           if (aborted) return;
-          let info: unknown;
+          let hook: ConnectDecision | undefined;
           if (hooks) {
             try {
-              ({ principal: p, info } = await hooks.connect(p, authenticated, ip, hookHeaders));
+              hook = await hooks.connect(p, authenticated, ip, hookHeaders);
+              p = hook.principal;
             } catch (e) {
               if (aborted) return;
               this.admission.cancel(ip);
@@ -107,7 +111,7 @@ export class ConnectionGuard {
             this.admission.cancel(ip);
             return res.cork(() => reject(res, 503, ErrorCode.ShuttingDown, "server is shutting down"));
           }
-          res.cork(() => accept(p, info));
+          res.cork(() => accept(p, hook));
         },
         (e: unknown) => {
           if (aborted) return;
@@ -171,6 +175,8 @@ export class ConnectionGuard {
     const s = ws.getUserData();
     if (p.user !== s.user) return { ok: false, code: ErrorCode.Forbidden, message: "refresh refused: the token is for another user" };
     if (s.closed) return { ok: true, exp: p.exp, revoked: [] };
+    // What the connect hook granted stays granted (the hook is not asked again on refresh).
+    if (s.hookGrant) p = applyGrant(p, true, s.hookGrant);
     s.principal = p;
     this.armExpiry(ws);
     return { ok: true, exp: p.exp, revoked: [...s.subs.keys()].filter((pattern) => !canSubscribe(p.perms, pattern)) };

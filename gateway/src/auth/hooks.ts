@@ -21,7 +21,7 @@ export type ConnectHookRequest = {
 export type SubscribeHookRequest = { user: string; channel: string; durable: string | null; ip: string; info: unknown };
 
 /** A connection admitted by the connect hook: its principal with the hook's claims merged, and its `info`. */
-export type ConnectDecision = { principal: Principal; info?: unknown };
+export type ConnectDecision = { principal: Principal; grant: HookGrant; info?: unknown };
 
 type Cached = { allow: boolean; reason: string; expires: number };
 
@@ -66,7 +66,9 @@ export class Hooks {
     };
     const answer = await this.call("connect", this.config.connectUrl, body);
     if (answer.allow !== true) throw denied("connection", answer.reason);
-    return mergeClaims(p, authenticated, answer);
+    const grant = readGrant(p, answer);
+    const principal = applyGrant(p, authenticated, grant);
+    return answer.info === undefined ? { principal, grant } : { principal, grant, info: answer.info };
   }
 
   /** Asks the subscribe hook (or its cache); rejects with `forbidden` or `hook_unavailable`. */
@@ -130,37 +132,46 @@ const causeOf = (e: unknown): string => {
   return c?.code ?? c?.message ?? (e as Error)?.message ?? String(e);
 };
 
-/** The connect hook's claims on top of the token's: channel permissions are added, `auto` channels too. */
-function mergeClaims(p: Principal, authenticated: boolean, answer: Record<string, unknown>): ConnectDecision {
+/** What a connect hook attached: channel permissions and server-side subscriptions, and a user (auth off). */
+export type HookGrant = Readonly<{ sub: readonly string[]; pub: readonly string[]; auto: readonly string[]; user?: string }>;
+
+/** Reads the connect hook's answer into a grant, checked against the token's permissions `p`. */
+function readGrant(p: Principal, answer: Record<string, unknown>): HookGrant {
   const bad = (m: string) => new GatewayError(ErrorCode.HookUnavailable, `the connect hook's answer is malformed: ${m}`, { temporary: false });
-  let perms: Permissions = p.perms;
+  const grant: { sub: string[]; pub: string[]; auto: string[]; user?: string } = { sub: [], pub: [], auto: [] };
   const ch = answer.channels;
   if (ch !== undefined) {
     if (typeof ch !== "object" || ch === null || Array.isArray(ch)) throw bad("channels must be an object");
     const c = ch as Record<string, unknown>;
-    const list = (k: "sub" | "pub"): string[] => {
+    for (const k of ["sub", "pub"] as const) {
       const v = c[k] ?? [];
       if (!Array.isArray(v) || v.some((x) => !checkPattern(x).ok)) throw bad(`channels.${k} must be a list of patterns`);
-      return v as string[];
-    };
-    const sub = [...new Set([...perms.sub, ...list("sub")])];
-    const pub = [...new Set([...perms.pub, ...list("pub")])];
-    const merged: Permissions = { sub, pub };
-    let auto = perms.auto ?? [];
-    if (c.auto !== undefined) {
-      const a = parseAutoChannels(c.auto, merged);
-      if (typeof a === "string") throw bad(a);
-      auto = [...new Set([...auto, ...a])];
+      grant[k] = v as string[];
     }
-    perms = Object.freeze({ sub: Object.freeze(sub), pub: Object.freeze(pub), ...(auto.length ? { auto: Object.freeze(auto) } : {}) });
+    if (c.auto !== undefined) {
+      const a = parseAutoChannels(c.auto, { sub: [...p.perms.sub, ...grant.sub], pub: [] });
+      if (typeof a === "string") throw bad(a);
+      grant.auto = [...a];
+    }
   }
-  let user = p.user;
   if (answer.user !== undefined) {
     if (typeof answer.user !== "string" || answer.user.length === 0 || answer.user.length > 256) throw bad("user must be a string of 1-256 characters");
-    // With a token the token says who it is; without one the hook does (it authenticated the request).
-    if (!authenticated) user = answer.user;
+    grant.user = answer.user;
   }
-  const principal: Principal = Object.freeze({ user, perms, ...(p.exp !== undefined ? { exp: p.exp } : {}) });
-  if (principal.perms.auto?.some((a) => !canSubscribe(principal.perms, a))) throw bad("auto channels outside the sub permissions");
-  return answer.info === undefined ? { principal } : { principal, info: answer.info };
+  return Object.freeze(grant);
+}
+
+/**
+ * The token's principal with a connect hook's grant on top: permissions and server-side subscriptions are
+ * added; the grant's user counts only without a token (the hook then authenticated the request). Also
+ * re-applied to the claims of a refreshed token, so that a `refresh` keeps what the hook granted.
+ */
+export function applyGrant(p: Principal, authenticated: boolean, g: HookGrant): Principal {
+  const sub = [...new Set([...p.perms.sub, ...g.sub])];
+  const pub = [...new Set([...p.perms.pub, ...g.pub])];
+  const merged: Permissions = { sub, pub };
+  const auto = [...new Set([...(p.perms.auto ?? []), ...g.auto])].filter((a) => canSubscribe(merged, a));
+  const perms: Permissions = Object.freeze({ sub: Object.freeze(sub), pub: Object.freeze(pub), ...(auto.length ? { auto: Object.freeze(auto) } : {}) });
+  const user = !authenticated && g.user !== undefined ? g.user : p.user;
+  return Object.freeze({ user, perms, ...(p.exp !== undefined ? { exp: p.exp } : {}) });
 }

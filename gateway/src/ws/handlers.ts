@@ -56,7 +56,8 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
   const s = ws.getUserData();
   if (ctx.isDraining()) return replyErr(ctx, ws, f.id, ErrorCode.ShuttingDown, "server is shutting down; reconnect");
   const hooks = ctx.guard.hooks;
-  if (hooks?.subscribeEnabled) {
+  // A sub taking over a server-side subscription (the SDK's resume) was granted by the token or connect hook.
+  if (hooks?.subscribeEnabled && !s.subs.get(f.channel)?.auto) {
     try {
       await hooks.subscribe({ user: s.user, channel: f.channel, durable: f.durable ?? null, ip: s.ip, info: s.hookInfo ?? null });
     } catch (e) {

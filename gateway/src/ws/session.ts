@@ -4,6 +4,7 @@ import type { DurableSub } from "../fanout/durable-sub.js";
 import type { FanoutSocket } from "../fanout/socket.js";
 import { ANONYMOUS, type Principal } from "../auth/principal.js";
 import type { FrameLimiter } from "../limits/frame-rate.js";
+import type { HookGrant } from "../auth/hooks.js";
 
 /**
  * Where a subscription is in its life; `Subscriptions` (subscriptions.ts) owns every transition.
@@ -48,6 +49,8 @@ export type Session = {
   user: string;
   /** The token's claims: channel permissions and expiry (allow-all ANONYMOUS when auth is off); see auth/. */
   principal: Principal;
+  /** What the connect hook granted (re-applied on `refresh`). */
+  hookGrant?: HookGrant;
   /** The connect hook's `info` for this connection, passed back to the subscribe hook. */
   hookInfo?: unknown;
   /** Closes the socket with 4001 at token expiry; re-armed by `refresh`. */
