@@ -107,6 +107,30 @@ describe("last values — from:last_per_subject", () => {
     expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
   });
 
+  it("a snapshot larger than a page (1 MiB) is paged: every channel arrives once, over WebSocket and over HTTP with next", async () => {
+    const p = uniq("big");
+    const pad = "b".repeat(2_000);
+    await put(
+      Array.from({ length: 700 }, (_, i) => `${p}.c${i}`),
+      (i) => ({ i, pad }),
+    );
+    const c = await client();
+    await c.sub(`${p}.*`, { from: "last_per_subject" });
+    await waitFor(() => c.frames.find((f) => f.op === "live" && f.sub === `${p}.*`), { timeoutMs: 20_000, what: "live frame" });
+    expect(c.msgs.map((m) => (m.data as { i: number }).i)).toEqual([...Array(700).keys()]);
+    const url = `${gw.url}/v1/channels/${encodeURIComponent(`${p}.*`)}/messages?last_per_subject=1`;
+    const first = (await (await fetch(url)).json()) as { messages: { data: { i: number } }[]; next?: number; upToSeq: number };
+    expect(first.next).toBeGreaterThan(0);
+    expect(first.messages.length).toBeLessThan(700);
+    const seen = first.messages.map((m) => m.data.i);
+    for (let next = first.next; next !== undefined;) {
+      const page = (await (await fetch(`${url}&up_to_seq=${first.upToSeq}&from_seq=${next}`)).json()) as { messages: { data: { i: number } }[]; next?: number };
+      seen.push(...page.messages.map((m) => m.data.i));
+      next = page.next;
+    }
+    expect(seen).toEqual([...Array(700).keys()]);
+  });
+
   it("HTTP ?last_per_subject=1 takes a pattern and says up to which seq", async () => {
     const p = uniq("http");
     await put([`${p}.x`, `${p}.y`, `${p}.x`], (i) => ({ i }));
