@@ -39,8 +39,11 @@ export class GatewayError extends Error {
   }
 }
 
-/** Where a subscription starts (PROTOCOL.md `sub`): live when omitted. */
-export type StartPosition = { seq: number } | { time: string | Date } | { last: number } | "all";
+/**
+ * Where a subscription starts (PROTOCOL.md `sub`): live when omitted. `"last_per_subject"`: the newest message
+ * of every matching channel, then live (current prices, device states, document heads).
+ */
+export type StartPosition = { seq: number } | { time: string | Date } | { last: number } | "all" | "last_per_subject";
 
 export interface GatewayClientOptions {
   /** Sent as the `token` query parameter (or as a subprotocol with `tokenVia: "protocol"`). */
@@ -58,6 +61,12 @@ export interface GatewayClientOptions {
   queueLimit?: number;
   /** A connection attempt that has not opened after this long is abandoned and retried. */
   connectTimeoutMs?: number;
+  /**
+   * Handler of server-side subscriptions (the token's `channels.auto`, or a connect hook's): messages of the
+   * channels the server subscribed this connection to. They resume after reconnects like `subscribe()`'s;
+   * without this option their messages are dropped.
+   */
+  onAutoMessage?: MessageHandler;
 }
 
 export const DEFAULT_OPTIONS = { minDelayMs: 250, maxDelayMs: 15_000, queueLimit: 1_000, connectTimeoutMs: 10_000, tokenVia: "query" } as const;
@@ -90,6 +99,11 @@ export interface GatewayMessage<T = unknown> {
   ack(): void;
   nak(delayMs?: number): void;
   term(): void;
+  /**
+   * Work in progress: the server restarts the message's ack_wait, so it is not redelivered while the handler
+   * still works on it. Call it more often than the gateway's DURABLE_ACK_WAIT; no-op once settled.
+   */
+  inProgress(): void;
 }
 
 export type MessageHandler<T = unknown> = (msg: GatewayMessage<T>) => void | Promise<void>;
@@ -114,6 +128,8 @@ export type GatewayEvent =
   | { type: "connected" }
   | { type: "disconnected"; code: number; reason: string; willReconnect: boolean; reconnectInMs?: number }
   | { type: "resubscribed"; subscriptions: number }
+  /** The server subscribed this connection to `channel` (a server-side subscription); its messages go to `onAutoMessage`. */
+  | { type: "autoSubscribed"; channel: string; seq: number }
   /** Messages the subscription asked for are gone: retention removed them, or (`epochChanged`) the stream was recreated. */
   | { type: "gap"; channel: string; expectedSeq: number; firstSeq: number; epochChanged?: boolean }
   | { type: "tokenExpired" }
@@ -157,6 +173,10 @@ type Sub = Subscription & {
   lastByChannel: Map<string, number>;
   floor: number;
   closed: boolean;
+  /** A server-side subscription (announced by the server, not asked for by `subscribe()`). */
+  auto?: boolean;
+  /** A resubscribe is waiting for its ok: frames of the server-side subscription it takes over are dropped. */
+  resuming?: boolean;
   settle?: { resolve: (i: SubscribeInfo) => void; reject: (e: GatewayError) => void };
 };
 type Pub = { channel: string; data: unknown; msgId: string; resolve: (r: PublishResult) => void; reject: (e: Error) => void };
@@ -164,7 +184,8 @@ type Pub = { channel: string; data: unknown; msgId: string; resolve: (r: Publish
 export class GatewayClient {
   /** Counters for the curious: reconnects made and duplicate messages dropped. */
   readonly stats = { reconnects: 0, duplicatesDropped: 0 };
-  private readonly opts: Required<Omit<GatewayClientOptions, "token" | "getToken">> & Pick<GatewayClientOptions, "token" | "getToken">;
+  private readonly opts: Required<Omit<GatewayClientOptions, "token" | "getToken" | "onAutoMessage">> &
+    Pick<GatewayClientOptions, "token" | "getToken" | "onAutoMessage">;
   private readonly url: string;
   private state: "idle" | "connecting" | "open" | "waiting" | "closed" = "idle";
   private ws: WebSocketLike | undefined;
@@ -221,8 +242,10 @@ export class GatewayClient {
   /** Subscribes to a channel pattern; survives reconnects, resuming after the last delivered seq. */
   subscribe<T = unknown>(channel: string, handler: MessageHandler<T>, options: SubscribeOptions = {}): Subscription {
     if (this.state === "closed") throw this.stopped;
-    if (this.subs.has(channel)) throw new GatewayError("already_subscribed", `already subscribed to ${channel}`);
+    const auto = this.subs.get(channel);
+    if (auto && !auto.auto) throw new GatewayError("already_subscribed", `already subscribed to ${channel}`);
     if (options.durable !== undefined && options.from !== undefined) throw new GatewayError("bad_option", "from is not allowed with durable");
+    if (auto) auto.closed = true; // a server-side subscription: this one takes it over where it is
     const ready = deferred<SubscribeInfo>();
     ready.promise.catch(() => undefined); // rejection is also reported as an "error" event
     const sub: Sub = {
@@ -230,9 +253,10 @@ export class GatewayClient {
       // eslint-disable-next-line @typescript-eslint/no-explicit-any -- see Sub.handler
       handler: handler as MessageHandler<any>,
       opts: { ...options, autoAck: options.autoAck ?? options.ack === true },
-      lastSeq: 0,
-      lastByChannel: new Map(),
-      floor: 0,
+      lastSeq: auto && options.durable === undefined ? auto.lastSeq : 0,
+      epoch: auto?.epoch,
+      lastByChannel: auto && options.durable === undefined ? auto.lastByChannel : new Map(),
+      floor: auto?.floor ?? 0,
       closed: false,
       ready: ready.promise,
       settle: { resolve: ready.resolve, reject: ready.reject },
@@ -328,6 +352,9 @@ export class GatewayClient {
     this.state = "open";
     this.emit({ type: "connected" });
     this.firstOpen.resolve();
+    // A server-side subscription without an epoch (a broker that stores nothing) cannot resume: the server
+    // subscribes the new connection again by itself.
+    for (const sub of [...this.subs.values()]) if (sub.auto && !sub.epoch) this.subs.delete(sub.channel);
     const subs = [...this.subs.values()];
     let outstanding = subs.length;
     const done = () => {
@@ -406,11 +433,13 @@ export class GatewayClient {
       if (sub.opts.maxInflight !== undefined) frame.maxInflight = sub.opts.maxInflight;
     } else {
       // The epoch names the stream the seq belongs to: a recreated stream is reported, not misread.
-      const from = sub.lastSeq > 0 ? { seq: sub.lastSeq + 1, ...(sub.epoch ? { epoch: sub.epoch } : {}) } : sub.opts.from;
+      const from = sub.lastSeq > 0 || sub.auto ? { seq: sub.lastSeq + 1, ...(sub.epoch ? { epoch: sub.epoch } : {}) } : sub.opts.from;
       if (from !== undefined) frame.from = typeof from === "object" && "time" in from ? { time: new Date(from.time).toISOString() } : from;
       if (typeof from === "object" && "seq" in from) expectedSeq = from.seq;
     }
+    sub.resuming = sub.opts.durable === undefined;
     this.request(ws, frame, (reply) => {
+      sub.resuming = false;
       if (sub.closed) return onDone();
       if (reply.op === "ok") {
         if (reply.epochChanged === true) {
@@ -477,6 +506,7 @@ export class GatewayClient {
       return this.emit({ type: "error", error: new GatewayError("bad_json", "server sent a frame that is not JSON") });
     }
     if (f.op === "msg") return this.onMsg(ws, f);
+    if (f.op === "sub" && f.auto === true) return this.onAutoSub(f);
     if (typeof f.id === "number" && this.pending.has(f.id)) {
       const reply = this.pending.get(f.id)!;
       this.pending.delete(f.id);
@@ -485,9 +515,32 @@ export class GatewayClient {
     if (f.op === "err") this.emit({ type: "error", error: wireError(f) });
   }
 
+  /** The server subscribed this connection to a channel (`channels.auto`): track it like a subscribe(). */
+  private onAutoSub(f: Frame): void {
+    const channel = String(f.channel);
+    // Known already: this connection's resubscribe takes the server's one over (or did).
+    if (this.subs.has(channel)) return;
+    const seq = typeof f.seq === "number" ? f.seq : 0;
+    const sub: Sub = {
+      channel,
+      handler: this.opts.onAutoMessage ?? (() => undefined),
+      opts: {},
+      lastSeq: seq,
+      lastByChannel: new Map(),
+      floor: seq,
+      closed: false,
+      auto: true,
+      ready: Promise.resolve({ lastSeq: seq, ...(typeof f.epoch === "string" ? { epoch: f.epoch } : {}) }),
+      unsubscribe: () => this.unsubscribe(sub),
+    };
+    if (typeof f.epoch === "string") sub.epoch = f.epoch;
+    this.subs.set(channel, sub);
+    this.emit({ type: "autoSubscribed", channel, seq });
+  }
+
   private onMsg(ws: WebSocketLike, f: Frame): void {
     const sub = this.subs.get(String(f.sub));
-    if (!sub || sub.closed) return;
+    if (!sub || sub.closed || sub.resuming) return;
     const seq = Number(f.seq);
     if (sub.opts.durable === undefined) {
       // Order is per channel: on a wildcard subscription a message the server repaired late can follow newer
@@ -560,6 +613,14 @@ export class GatewayClient {
       ack: () => reply("ack"),
       nak: (delayMs?: number) => reply("nak", delayMs === undefined ? undefined : { delay: delayMs }),
       term: () => reply("term"),
+      inProgress: () => {
+        if (settled || this.ws !== ws || this.state !== "open") return;
+        try {
+          ws.send(JSON.stringify({ op: "inprogress", seq, sub: sub.channel }));
+        } catch {
+          /* closing */
+        }
+      },
     };
   }
 

@@ -1,7 +1,10 @@
 // bench:fanout — N WebSocket clients, M msgs/s, through the gateway (JetStream) and through a bare uWS
 // publish server in the same run; prints deliveries/s and latency percentiles for both and their ratio.
 // Not a test: numbers go to the README. Usage: node dist/loadtest/bench/fanout.js [--clients 200] [--rate 500]
-//   [--seconds 8] [--procs 2] [--size 64] [--workers 1]
+//   [--seconds 8] [--procs 2] [--size 64] [--workers 1] [--compression off|shared|both]
+// --compression shared: the gateway runs with COMPRESSION=shared (bare uWS with SHARED_COMPRESSOR, publish
+// compress=true) and the clients negotiate permessage-deflate; both: a row pair, off then shared. Each row
+// also shows the server's CPU (its process tree, from /proc) per delivery.
 import { fork, type ChildProcess } from "node:child_process";
 import { parseArgs } from "node:util";
 import { createRequire } from "node:module";
@@ -9,17 +12,19 @@ import { connect } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
 import WebSocket from "ws";
 import { fmt, nowUs, percentile, startGatewayProc, startNats, until } from "./common.js";
+import { cpuWindow } from "./jetstream/cpu.js";
 
 type Report = { received: number; latUs: number[] };
 
 // --- client process: K sockets, count deliveries and sample latency (µs) ---
-async function clientMain(url: string, channel: string, k: number): Promise<void> {
+async function clientMain(url: string, channel: string, k: number, deflate: boolean): Promise<void> {
   let received = 0;
   let lat: number[] = [];
   const socks: WebSocket[] = [];
   for (let i = 0; i < k; i++) {
-    const ws = new WebSocket(url, { perMessageDeflate: false, skipUTF8Validation: true });
+    const ws = new WebSocket(url, { perMessageDeflate: deflate, skipUTF8Validation: true });
     await new Promise<void>((res, rej) => { ws.once("open", () => res()); ws.once("error", rej); });
+    if (deflate && !ws.extensions.includes("permessage-deflate")) throw new Error("the server did not negotiate permessage-deflate");
     ws.on("message", (d: Buffer) => {
       received++;
       // The send time sits in the payload as "t":<µs>; a cheap scan instead of JSON.parse keeps the client light.
@@ -46,11 +51,11 @@ async function clientMain(url: string, channel: string, k: number): Promise<void
 }
 
 // --- bare uWS server: the same frames published to a topic by a timer in-process ---
-async function bareMain(rate: number, size: number): Promise<void> {
+async function bareMain(rate: number, size: number, compress: boolean): Promise<void> {
   const require = createRequire(import.meta.url);
   const uws = require("uWebSockets.js") as typeof import("uWebSockets.js");
   const app = uws.App();
-  app.ws("/ws", { compression: uws.DISABLED, maxBackpressure: 8 << 20, message: (ws) => { ws.subscribe("bench"); ws.send('{"op":"ok","id":1}'); } });
+  app.ws("/ws", { compression: compress ? uws.SHARED_COMPRESSOR : uws.DISABLED, maxBackpressure: 8 << 20, message: (ws) => { ws.subscribe("bench"); ws.send('{"op":"ok","id":1}'); } });
   await new Promise<void>((res) => app.listen("127.0.0.1", 0, (t) => { process.send!({ type: "port", port: uws.us_socket_local_port(t as never) }); res(); }));
   const pad = "x".repeat(size);
   let seq = 0;
@@ -60,7 +65,7 @@ async function bareMain(rate: number, size: number): Promise<void> {
     setInterval(() => {
       for (let i = 0; i < perTick; i++) {
         seq++;
-        app.publish("bench", `{"op":"msg","channel":"bench","sub":"bench","seq":${seq},"ts":${Date.now()},"data":{"t":${nowUs()},"s":${seq},"x":"${pad}"}}`, false, false);
+        app.publish("bench", `{"op":"msg","channel":"bench","sub":"bench","seq":${seq},"ts":${Date.now()},"data":{"t":${nowUs()},"s":${seq},"x":"${pad}"}}`, false, compress);
       }
     }, everyMs);
   });
@@ -71,23 +76,29 @@ function pacing(rate: number): { perTick: number; everyMs: number } {
   return rate >= 100 ? { perTick: Math.round(rate / 100), everyMs: 10 } : { perTick: 1, everyMs: 1000 / rate };
 }
 
-async function runClients(url: string, channel: string, clients: number, procs: number): Promise<ChildProcess[]> {
+async function runClients(url: string, channel: string, clients: number, procs: number, deflate: boolean): Promise<ChildProcess[]> {
   const per = Math.ceil(clients / procs);
-  const children = Array.from({ length: procs }, () => fork(process.argv[1]!, ["--role", "client", "--url", url, "--channel", channel, "--k", String(per)], { stdio: "inherit" }));
+  const args = ["--role", "client", "--url", url, "--channel", channel, "--k", String(per), ...(deflate ? ["--deflate"] : [])];
+  const children = Array.from({ length: procs }, () => fork(process.argv[1]!, args, { stdio: "inherit" }));
   await Promise.all(children.map((c) => new Promise<void>((res) => c.once("message", () => res()))));
   return children;
 }
 
-async function collect(children: ChildProcess[], seconds: number): Promise<{ deliveriesPerSec: number; lat: number[] }> {
+type Result = { deliveriesPerSec: number; lat: number[]; cpuPct: number };
+
+/** Deliveries and latency over `seconds` after a warm-up second, and the CPU of `serverPid`'s process tree meanwhile. */
+async function collect(children: ChildProcess[], seconds: number, serverPid: number): Promise<Result> {
   const ask = () => Promise.all(children.map((c) => new Promise<Report>((res) => { c.once("message", (m: Report) => res(m)); c.send({ type: "report" }); })));
   await new Promise((r) => setTimeout(r, 1_000)); // warm-up second, discarded
   await ask();
+  const cpu = cpuWindow([serverPid]);
   const t0 = Date.now();
   await new Promise((r) => setTimeout(r, seconds * 1_000));
   const reps = await ask();
+  const cpuPct = cpu.read();
   const dt = (Date.now() - t0) / 1000;
   const lat = reps.flatMap((r) => r.latUs).sort((a, b) => a - b);
-  return { deliveriesPerSec: reps.reduce((a, r) => a + r.received, 0) / dt, lat };
+  return { deliveriesPerSec: reps.reduce((a, r) => a + r.received, 0) / dt, lat, cpuPct };
 }
 
 async function main(): Promise<void> {
@@ -95,15 +106,41 @@ async function main(): Promise<void> {
     role: { type: "string", default: "main" }, url: { type: "string" }, channel: { type: "string" }, k: { type: "string" },
     clients: { type: "string", default: "200" }, rate: { type: "string", default: "500" }, seconds: { type: "string", default: "8" },
     procs: { type: "string", default: "2" }, size: { type: "string", default: "64" }, workers: { type: "string", default: "1" }, json: { type: "boolean", default: false },
+    compression: { type: "string", default: "off" }, deflate: { type: "boolean", default: false }, compress: { type: "boolean", default: false },
   } });
-  if (v.role === "client") return clientMain(v.url!, v.channel!, Number(v.k));
-  if (v.role === "bare") return bareMain(Number(v.rate), Number(v.size));
+  if (v.role === "client") return clientMain(v.url!, v.channel!, Number(v.k), v.deflate!);
+  if (v.role === "bare") return bareMain(Number(v.rate), Number(v.size), v.compress!);
   const clients = Number(v.clients), rate = Number(v.rate), seconds = Number(v.seconds), procs = Number(v.procs), size = Number(v.size);
+  if (!["off", "shared", "both"].includes(v.compression!)) throw new Error("--compression must be off, shared or both");
+  const modes = v.compression === "both" ? [false, true] : [v.compression === "shared"];
 
-  // Gateway on JetStream.
+  const rows: { name: string; r: Result }[] = [];
+  for (const deflate of modes) {
+    const tag = deflate ? ", permessage-deflate" : "";
+    rows.push({ name: `gateway (JetStream, ${v.workers} worker${v.workers === "1" ? "" : "s"}${tag})`, r: await runGateway(clients, rate, seconds, procs, size, Number(v.workers), deflate) });
+    rows.push({ name: `bare uWS publish${tag}`, r: await runBare(clients, rate, seconds, procs, size, deflate) });
+  }
+
+  const row = (name: string, r: Result) =>
+    `| ${name} | ${fmt(r.deliveriesPerSec)} | ${fmt(percentile(r.lat, 50) / 1000, 2)} | ${fmt(percentile(r.lat, 99) / 1000, 2)} | ${fmt(percentile(r.lat, 99.9) / 1000, 2)} | ${fmt(r.lat.at(-1)! / 1000, 2)} | ${fmt(r.cpuPct)} | ${fmt(cpuUsPerDelivery(r), 2)} |`;
+  const expected = clients * rate;
+  console.log(`\nbench:fanout — ${clients} clients × ${rate} msg/s (${fmt(expected)} deliveries/s offered), ${size} B payload, ${seconds} s, ${procs} client processes`);
+  console.log("| server | deliveries/s | p50 ms | p99 ms | p99.9 ms | max ms | server CPU % | CPU µs/delivery |\n|---|---|---|---|---|---|---|---|");
+  for (const x of rows) console.log(row(x.name, x.r));
+  for (let i = 0; i < rows.length; i += 2)
+    console.log(`ratio gateway/bare deliveries/s${modes[i / 2] ? " (deflate)" : ""}: ${(rows[i]!.r.deliveriesPerSec / rows[i + 1]!.r.deliveriesPerSec).toFixed(3)} (target >= 0.90)`);
+  if (rows.length === 4)
+    console.log(`deflate costs the gateway ${fmt(cpuUsPerDelivery(rows[2]!.r) - cpuUsPerDelivery(rows[0]!.r), 2)} µs CPU per delivery (${(cpuUsPerDelivery(rows[2]!.r) / cpuUsPerDelivery(rows[0]!.r)).toFixed(2)}x)`);
+  if (v.json) console.log(JSON.stringify({ clients, rate, size, rows: rows.map((x) => ({ name: x.name, deliveriesPerSec: x.r.deliveriesPerSec, cpuPct: x.r.cpuPct, cpuUsPerDelivery: cpuUsPerDelivery(x.r) })) }));
+  process.exit(0);
+}
+
+const cpuUsPerDelivery = (r: Result): number => (r.deliveriesPerSec > 0 ? (r.cpuPct / 100 / r.deliveriesPerSec) * 1e6 : NaN);
+
+async function runGateway(clients: number, rate: number, seconds: number, procs: number, size: number, workers: number, deflate: boolean): Promise<Result> {
   const nats = await startNats();
-  const gw = await startGatewayProc(nats.url, Number(v.workers));
-  const gwKids = await runClients(`ws://127.0.0.1:${gw.port}/ws`, "bench.fanout", clients, procs);
+  const gw = await startGatewayProc(nats.url, workers, deflate ? ["--compression", "shared"] : []);
+  const gwKids = await runClients(`ws://127.0.0.1:${gw.port}/ws`, "bench.fanout", clients, procs, deflate);
   const nc = await connect({ servers: nats.url });
   const js = jetstream(nc);
   const pad = "x".repeat(size);
@@ -120,7 +157,7 @@ async function main(): Promise<void> {
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     }
   })();
-  const g = await collect(gwKids, seconds);
+  const g = await collect(gwKids, seconds, gw.proc.pid!);
   stop = true;
   await pub;
   for (const c of gwKids) c.send({ type: "exit" });
@@ -128,26 +165,19 @@ async function main(): Promise<void> {
   gw.proc.kill("SIGTERM");
   nats.proc.kill("SIGTERM");
   await until(() => gw.proc.exitCode !== null || undefined, 15_000, "gateway exit");
+  return g;
+}
 
-  // Bare uWS, same clients, same rate.
-  const bare = fork(process.argv[1]!, ["--role", "bare", "--rate", String(rate), "--size", String(size)], { stdio: "inherit" });
+/** Bare uWS, same clients, same rate. */
+async function runBare(clients: number, rate: number, seconds: number, procs: number, size: number, deflate: boolean): Promise<Result> {
+  const bare = fork(process.argv[1]!, ["--role", "bare", "--rate", String(rate), "--size", String(size), ...(deflate ? ["--compress"] : [])], { stdio: "inherit" });
   const port = await new Promise<number>((res) => bare.once("message", (m: { port: number }) => res(m.port)));
-  const bareKids = await runClients(`ws://127.0.0.1:${port}/ws`, "bench", clients, procs);
+  const bareKids = await runClients(`ws://127.0.0.1:${port}/ws`, "bench", clients, procs, deflate);
   bare.send({ type: "go" });
-  const b = await collect(bareKids, seconds);
+  const b = await collect(bareKids, seconds, bare.pid!);
   for (const c of bareKids) c.send({ type: "exit" });
   bare.kill("SIGKILL");
-
-  const row = (name: string, r: { deliveriesPerSec: number; lat: number[] }) =>
-    `| ${name} | ${fmt(r.deliveriesPerSec)} | ${fmt(percentile(r.lat, 50) / 1000, 2)} | ${fmt(percentile(r.lat, 99) / 1000, 2)} | ${fmt(percentile(r.lat, 99.9) / 1000, 2)} | ${fmt(r.lat.at(-1)! / 1000, 2)} |`;
-  const expected = clients * rate;
-  console.log(`\nbench:fanout — ${clients} clients × ${rate} msg/s (${fmt(expected)} deliveries/s offered), ${size} B payload, ${seconds} s, ${procs} client processes`);
-  console.log("| server | deliveries/s | p50 ms | p99 ms | p99.9 ms | max ms |\n|---|---|---|---|---|---|");
-  console.log(row("gateway (JetStream, 1 worker)", g));
-  console.log(row("bare uWS publish", b));
-  console.log(`ratio gateway/bare deliveries/s: ${(g.deliveriesPerSec / b.deliveriesPerSec).toFixed(3)} (target >= 0.90)`);
-  if (v.json) console.log(JSON.stringify({ clients, rate, size, gateway: g.deliveriesPerSec, bare: b.deliveriesPerSec }));
-  process.exit(0);
+  return b;
 }
 
 main().catch((e) => {

@@ -12,6 +12,8 @@ import { AuthError } from "./errors.js";
 import { canSubscribe } from "./permissions.js";
 import { ANONYMOUS, type Principal } from "./principal.js";
 import { readUpgradeOffer } from "./upgrade-token.js";
+import { applyGrant, type ConnectDecision, type Hooks } from "./hooks.js";
+import { GatewayError } from "../errors.js";
 
 /** setTimeout's longest delay; later expiries re-arm. */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -32,6 +34,8 @@ export class ConnectionGuard {
     readonly auth: Authenticator,
     private readonly metrics: GuardMetrics,
     private readonly log: Logger,
+    /** Connect and subscribe hooks to the application backend, when configured. */
+    readonly hooks?: Hooks,
   ) {
     this.admission = new Admission(limits, metrics);
     this.admission.start();
@@ -49,6 +53,13 @@ export class ConnectionGuard {
       queryToken: req.getQuery("token"),
     });
     const ip = Buffer.from(res.getRemoteAddressAsText()).toString();
+    const hooks = this.hooks?.connectEnabled ? this.hooks : undefined;
+    const hookHeaders: Record<string, string> = {};
+    if (hooks)
+      for (const h of hooks.headerNames) {
+        const v = req.getHeader(h);
+        if (v) hookHeaders[h] = v;
+      }
     if (isDraining()) return reject(res, 503, ErrorCode.ShuttingDown, "server is shutting down");
     if ("error" in offer) return reject(res, 400, ErrorCode.BadRequest, offer.error);
     const refusal = this.admission.reserve(ip, origin);
@@ -60,36 +71,59 @@ export class ConnectionGuard {
         refusal.message,
         refusal.retryAfterSec,
       );
-    const accept = (p: Principal): void => {
+    const accept = (p: Principal, hook?: Omit<ConnectDecision, "principal">): void => {
       const s = newSession(ip, p.user);
       s.principal = p;
+      if (hook) {
+        s.hookGrant = hook.grant;
+        if (hook.info !== undefined) s.hookInfo = hook.info;
+      }
       res.upgrade(s, key, offer.protocol, extensions, context);
     };
-    if (!this.auth.enabled) return accept(ANONYMOUS);
+    if (!this.auth.enabled && !hooks) return accept(ANONYMOUS);
     let aborted = false;
     res.onAborted(() => {
       aborted = true;
       this.admission.cancel(ip);
     });
-    this.auth.authenticate(offer.token).then(
-      (p) => {
-        if (aborted) return;
-        if (isDraining()) {
+    const authenticated = this.auth.enabled;
+    this.auth
+      .authenticate(offer.token)
+      .then(
+        async (p) => {
+          if (aborted) return;
+          let hook: ConnectDecision | undefined;
+          if (hooks) {
+            try {
+              hook = await hooks.connect(p, authenticated, ip, hookHeaders);
+              p = hook.principal;
+            } catch (e) {
+              if (aborted) return;
+              this.admission.cancel(ip);
+              const g = e instanceof GatewayError ? e : new GatewayError(ErrorCode.HookUnavailable, "connect hook failed", { cause: e });
+              if (!(e instanceof GatewayError)) this.log.error({ err: e }, "connect hook failed unexpectedly");
+              this.metrics.rejected(g.code);
+              return res.cork(() => reject(res, g.status, g.code, g.message));
+            }
+            if (aborted) return;
+          }
+          if (isDraining()) {
+            this.admission.cancel(ip);
+            return res.cork(() => reject(res, 503, ErrorCode.ShuttingDown, "server is shutting down"));
+          }
+          res.cork(() => accept(p, hook));
+        },
+        (e: unknown) => {
+          if (aborted) return;
           this.admission.cancel(ip);
-          return res.cork(() => reject(res, 503, ErrorCode.ShuttingDown, "server is shutting down"));
-        }
-        res.cork(() => accept(p));
-      },
-      (e: unknown) => {
-        if (aborted) return;
-        this.admission.cancel(ip);
-        const reason = e instanceof AuthError ? e.reason : "invalid";
-        this.metrics.authFailure(reason);
-        this.metrics.rejected("unauthorized");
-        if (!(e instanceof AuthError)) this.log.error({ err: e }, "token verification failed unexpectedly");
-        res.cork(() => reject(res, 401, ErrorCode.Unauthorized, e instanceof AuthError ? e.message : "token rejected"));
-      },
-    );
+          const reason = e instanceof AuthError ? e.reason : "invalid";
+          this.metrics.authFailure(reason);
+          this.metrics.rejected("unauthorized");
+          if (!(e instanceof AuthError)) this.log.error({ err: e }, "token verification failed unexpectedly");
+          res.cork(() => reject(res, 401, ErrorCode.Unauthorized, e instanceof AuthError ? e.message : "token rejected"));
+        },
+      )
+      .catch((e: unknown) => this.log.error({ err: e }, "upgrade failed"));
   }
 
   /** A socket opened: count it, arm its expiry and its frame allowance. */
@@ -141,6 +175,8 @@ export class ConnectionGuard {
     const s = ws.getUserData();
     if (p.user !== s.user) return { ok: false, code: ErrorCode.Forbidden, message: "refresh refused: the token is for another user" };
     if (s.closed) return { ok: true, exp: p.exp, revoked: [] };
+    // What the connect hook granted stays granted (the hook is not asked again on refresh).
+    if (s.hookGrant) p = applyGrant(p, true, s.hookGrant);
     s.principal = p;
     this.armExpiry(ws);
     return { ok: true, exp: p.exp, revoked: [...s.subs.keys()].filter((pattern) => !canSubscribe(p.perms, pattern)) };

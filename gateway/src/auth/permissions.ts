@@ -4,7 +4,12 @@ import { checkPattern, matches } from "../protocol/channel.js";
 export type Permissions = {
   readonly sub: readonly string[];
   readonly pub: readonly string[];
+  /** Server-side subscriptions (`channels.auto`): patterns the connection is subscribed to at connect. */
+  readonly auto?: readonly string[];
 };
+
+/** Most server-side subscriptions a token may list. */
+export const MAX_AUTO_CHANNELS = 100;
 
 /** Everything allowed: the permissions of every connection when authentication is off. */
 export const ALLOW_ALL: Permissions = Object.freeze({ sub: Object.freeze([">"]), pub: Object.freeze([">"]) });
@@ -59,5 +64,22 @@ export function parseChannelsClaim(claim: unknown): Permissions | string {
       out[key].push(p as string);
     }
   }
-  return Object.freeze({ sub: Object.freeze(out.sub), pub: Object.freeze(out.pub) });
+  const perms = { sub: Object.freeze(out.sub), pub: Object.freeze(out.pub) };
+  if (c.auto === undefined) return Object.freeze(perms);
+  const auto = parseAutoChannels(c.auto, perms);
+  return typeof auto === "string" ? auto : Object.freeze({ ...perms, auto });
+}
+
+/**
+ * `channels.auto`: a list of patterns, each within the sub permissions (a server-side subscription is a
+ * subscription: it needs the right). An error message, or the frozen list without duplicates.
+ */
+export function parseAutoChannels(v: unknown, perms: Permissions): readonly string[] | string {
+  if (!Array.isArray(v) || v.length > MAX_AUTO_CHANNELS) return `channels.auto must be a list of at most ${MAX_AUTO_CHANNELS} patterns`;
+  for (const p of v) {
+    const ok = checkPattern(p);
+    if (!ok.ok) return `channels.auto has a bad pattern ${JSON.stringify(p)?.slice(0, 80)}: ${ok.reason}`;
+    if (!canSubscribe(perms, p as string)) return `channels.auto lists ${p as string}, which channels.sub does not allow`;
+  }
+  return Object.freeze([...new Set(v as string[])]);
 }

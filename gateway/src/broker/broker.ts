@@ -42,7 +42,16 @@ export interface ReplayApi {
   read(pattern: string, from: number, target: number): Promise<StoredPage>;
   /** Up to `limit` stored messages of one channel from `fromSeq`. */
   history(channel: string, fromSeq: number, limit: number): Promise<BrokerMessage[]>;
+  /**
+   * One page of the newest stored message of every channel matching `pattern`, as of `upTo` (a message
+   * stored later does not replace an older one here), in stream order, from seq `after + 1` on. `more` says
+   * whether another page follows (ask again with `after` = the last seq of this page).
+   */
+  lastPerSubject?(pattern: string, upTo: number, after: number): Promise<LastValuePage>;
 }
+
+/** A page of last values: `more` when another one follows. */
+export type LastValuePage = { messages: BrokerMessage[]; more: boolean };
 
 /** One delivery of a durable (acked) subscription. */
 export type DurableDelivery = BrokerMessage & {
@@ -51,6 +60,8 @@ export type DurableDelivery = BrokerMessage & {
   ack(): void;
   nak(delayMs?: number): void;
   term(): void;
+  /** Work in progress (`+WPI`): restarts the ack_wait timer, so the message is not redelivered yet. */
+  working(): void;
 };
 
 export type DurableSpec = { user: string; durable: string; pattern: string; maxInflight: number };

@@ -21,8 +21,14 @@ export type DirectBatchRequest = {
   urgent?: boolean;
 };
 
-type Pending = { out: StoredMsg[]; resolve(b: DirectBatch): void; reject(e: Error): void; timer?: NodeJS.Timeout };
-type Queued = { token: string; subject: string; body: string; p: Pending };
+/** `multi_last`: the newest message of every subject matching `subjects`, at or before `upTo`, from `seq` on. */
+export type MultiLastRequest = { subjects: string[]; upTo: number; seq?: number; batch: number; maxBytes?: number };
+
+/** A multi_last answer; `tooMany` when more subjects match than the server answers at once (413). */
+export type MultiLastBatch = DirectBatch & { tooMany?: boolean };
+
+type Pending = { out: StoredMsg[]; resolve(b: MultiLastBatch): void; reject(e: Error): void; timer?: NodeJS.Timeout };
+type Queued = { token: string; what: string; body: string; p: Pending };
 
 /**
  * Requests on the wire at once per connection. nats-server answers one connection's direct gets one after
@@ -60,16 +66,32 @@ export class DirectGet {
   }
 
   batch(r: DirectBatchRequest): Promise<DirectBatch> {
-    const token = (this.nextId++).toString(36);
     const body: Record<string, unknown> = { next_by_subj: r.subject, batch: r.batch };
     if (r.startTime !== undefined) body.start_time = r.startTime;
     else body.seq = Math.max(1, r.seq ?? 1);
     if (r.maxBytes) body.max_bytes = r.maxBytes;
-    return new Promise<DirectBatch>((resolve, reject) => {
-      const q: Queued = { token, subject: r.subject, body: JSON.stringify(body), p: { out: [], resolve, reject } };
+    return this.request(body, r.subject, r.urgent);
+  }
+
+  /**
+   * `multi_last` with `up_to_seq` (nats-server ≥ 2.11): in stream order, paged by `batch`/`max_bytes`; the
+   * next page starts at the last seq + 1 with the same `upTo`. The server refuses (413) when more than 1024
+   * subjects match: the answer then says `tooMany`.
+   */
+  multiLast(r: MultiLastRequest): Promise<MultiLastBatch> {
+    const body: Record<string, unknown> = { multi_last: r.subjects, up_to_seq: r.upTo, batch: r.batch };
+    if (r.seq !== undefined) body.seq = r.seq;
+    if (r.maxBytes) body.max_bytes = r.maxBytes;
+    return this.request(body, r.subjects.join(","));
+  }
+
+  private request(body: Record<string, unknown>, what: string, urgent = false): Promise<MultiLastBatch> {
+    const token = (this.nextId++).toString(36);
+    return new Promise<MultiLastBatch>((resolve, reject) => {
+      const q: Queued = { token, what, body: JSON.stringify(body), p: { out: [], resolve, reject } };
       if (this.sent < this.maxInflight) return this.send(q);
       // Urgent requests go ahead of the others, in their own order.
-      if (r.urgent) this.queue.splice(this.urgentCount++, 0, q);
+      if (urgent) this.queue.splice(this.urgentCount++, 0, q);
       else this.queue.push(q);
     });
   }
@@ -84,7 +106,7 @@ export class DirectGet {
     this.sent++;
     p.timer = setTimeout(() => {
       this.settle(token);
-      p.reject(new GatewayError(ErrorCode.BrokerError, `direct get on ${q.subject} timed out after ${this.timeoutMs} ms`));
+      p.reject(new GatewayError(ErrorCode.BrokerError, `direct get on ${q.what} timed out after ${this.timeoutMs} ms`));
     }, this.timeoutMs);
     this.pending.set(token, p);
     try {
@@ -121,6 +143,7 @@ export class DirectGet {
     this.settle(token);
     if (code === 204) p.resolve({ messages: p.out, pending: h!.pending });
     else if (code === 404) p.resolve({ messages: p.out, pending: 0 });
+    else if (code === 413) p.resolve({ messages: p.out, pending: 0, tooMany: true });
     else
       p.reject(
         new GatewayError(ErrorCode.BrokerError, `direct get failed: ${code} ${m.headers?.description ?? ""}`.trim(), {

@@ -92,6 +92,7 @@ export class JetStreamDurables implements DurableApi {
             ack: () => m.ack(),
             nak: (d?: number) => m.nak(d),
             term: () => m.term(),
+            working: () => m.working(),
           });
         } catch (e) {
           log.error({ err: e, durable: spec.durable }, "durable callback failed");

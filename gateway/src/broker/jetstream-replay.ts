@@ -2,9 +2,14 @@ import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { SubjectMapper } from "../protocol/channel.js";
 import type { Logger } from "../log.js";
-import type { BrokerMessage, ReplayApi, StoredPage, StreamState } from "./broker.js";
+import type { BrokerMessage, LastValuePage, ReplayApi, StoredPage, StreamState } from "./broker.js";
+import { GatewayError } from "../errors.js";
+import { ErrorCode } from "../protocol/codes.js";
 import { Coalescer } from "./coalesce.js";
 import { DirectGet, type DirectBatch, type StoredMsg } from "./direct-get.js";
+
+/** Most channels a last-value read collects by scanning when `multi_last` refuses (more than 1024 match). */
+export const MAX_LAST_VALUE_CHANNELS = 100_000;
 
 /** A page of a catch-up: at most this many messages or bytes per direct get. */
 export const PAGE_MESSAGES = 4_096;
@@ -128,6 +133,39 @@ export class JetStreamReplay implements ReplayApi {
       from = b.messages.at(-1)!.seq + 1;
     }
     return out;
+  }
+
+  async lastPerSubject(pattern: string, upTo: number, after: number): Promise<LastValuePage> {
+    if (upTo < 1 || after >= upTo) return { messages: [], more: false };
+    const subject = this.mapper.toSubject(pattern);
+    const b = await this.direct.multiLast({ subjects: [subject], upTo, seq: after + 1, batch: PAGE_MESSAGES, maxBytes: PAGE_BYTES });
+    if (b.tooMany) return { messages: await this.scanLastPerSubject(subject, upTo, after + 1), more: false };
+    return { messages: b.messages.map(this.toMessage), more: b.pending > 0 && b.messages.length > 0 };
+  }
+
+  /**
+   * The server answers multi_last for at most 1024 subjects: beyond that, read every stored message of the
+   * pattern up to `upTo` and keep the newest per subject (bounded by MAX_LAST_VALUE_CHANNELS).
+   */
+  private async scanLastPerSubject(subject: string, upTo: number, from: number): Promise<BrokerMessage[]> {
+    const last = new Map<string, StoredMsg>();
+    for (let seq = from; seq <= upTo;) {
+      const b = await this.batch(subject, seq);
+      for (const m of b.messages) {
+        if (m.seq > upTo) break;
+        last.delete(m.subject); // re-inserted: the map stays in order of each subject's newest seq
+        last.set(m.subject, m);
+      }
+      if (last.size > MAX_LAST_VALUE_CHANNELS)
+        throw new GatewayError(
+          ErrorCode.BadRequest,
+          `more than ${MAX_LAST_VALUE_CHANNELS} channels match ${this.mapper.toChannel(subject)}: narrow the pattern`,
+        );
+      const end = b.messages.at(-1)?.seq;
+      if (end === undefined || b.pending === 0) break;
+      seq = end + 1;
+    }
+    return [...last.values()].map(this.toMessage);
   }
 
   close(): void {

@@ -12,6 +12,7 @@ import { WsEndpoint } from "../ws/server.js";
 import { createTlsApp, topicsOf } from "../ws/tls.js";
 import { Authenticator } from "../auth/authenticator.js";
 import { ConnectionGuard } from "../auth/guard.js";
+import { Hooks } from "../auth/hooks.js";
 import { createGuardMetrics } from "../limits/metrics.js";
 import { isFgwMessage, type ToPrimary, type ToWorker } from "./ipc.js";
 import { CloseCode } from "../protocol/codes.js";
@@ -28,7 +29,8 @@ export async function runWorker(config: Config): Promise<void> {
   let draining = false;
   const isDraining = () => draining;
   const auth = new Authenticator(c.auth); // key material is read here, once
-  const guard = new ConnectionGuard(c.limits, c.auth, auth, createGuardMetrics(), log);
+  const hooks = c.hooks.connectUrl || c.hooks.subscribeUrl ? new Hooks(c.hooks, log) : undefined;
+  const guard = new ConnectionGuard(c.limits, c.auth, auth, createGuardMetrics(), log, hooks);
 
   const broker = await connectBroker(c, log, `fanout-gateway-worker-${cluster.worker?.id ?? 0}`, { onRepair: (why) => metrics.liveRepairs.labels(why).inc() });
   watchBroker(broker, metrics, log);
@@ -36,7 +38,7 @@ export async function runWorker(config: Config): Promise<void> {
   const app = uws.App();
   const tlsApp = createTlsApp(c.server);
   const apps = tlsApp ? [app, tlsApp] : [app];
-  const hub = new FanoutHub(topicsOf(apps), broker, metrics, log, c.fanout.lingerMs, c.fanout.replayCacheBytes);
+  const hub = new FanoutHub(topicsOf(apps), broker, metrics, log, c.fanout.lingerMs, c.fanout.replayCacheBytes, c.server.compression !== "off");
   const publisher = new PublishService(c.server.maxPayloadBytes, broker, metrics, log);
   const ws = new WsEndpoint(app, { config: c, broker, hub, metrics, log, isDraining, guard, publisher }, tlsApp ? [tlsApp] : []);
   // A recreated stream numbers its messages from 1 again: every client's position is void. Sockets are closed

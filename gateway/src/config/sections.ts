@@ -14,6 +14,8 @@ export type ServerSection = Readonly<{
   shutdownTimeoutMs: number;
   restartBackoffMs: number;
   maxPayloadBytes: number;
+  /** WebSocket permessage-deflate (COMPRESSION). */
+  compression: "off" | "shared";
   tlsPort: number;
   tlsCertFile: string;
   tlsKeyFile: string;
@@ -67,6 +69,16 @@ export type LimitsSection = Readonly<{
   frameRateWindowMs: number;
 }>;
 
+/** Hooks to the application backend (auth/hooks.ts). */
+export type HooksSection = Readonly<{
+  connectUrl: string;
+  subscribeUrl: string;
+  timeoutMs: number;
+  cacheTtlMs: number;
+  cacheSize: number;
+  headers: readonly string[];
+}>;
+
 export type Sections = Readonly<{
   server: ServerSection;
   broker: BrokerSection;
@@ -76,6 +88,7 @@ export type Sections = Readonly<{
   durable: DurableSection;
   auth: AuthSection;
   limits: LimitsSection;
+  hooks: HooksSection;
   logLevel: Config["logLevel"];
 }>;
 
@@ -89,6 +102,7 @@ export function sectionsOf(c: Config): Sections {
       shutdownTimeoutMs: c.shutdownTimeoutMs,
       restartBackoffMs: c.restartBackoffMs,
       maxPayloadBytes: c.maxPayloadBytes,
+      compression: c.compression,
       tlsPort: c.tlsPort,
       tlsCertFile: c.tlsCertFile,
       tlsKeyFile: c.tlsKeyFile,
@@ -148,6 +162,14 @@ export function sectionsOf(c: Config): Sections {
       frameRate: c.frameRate,
       frameBurst: c.frameBurst,
       frameRateWindowMs: c.frameRateWindowMs,
+    }),
+    hooks: Object.freeze({
+      connectUrl: c.connectHookUrl,
+      subscribeUrl: c.subscribeHookUrl,
+      timeoutMs: c.hookTimeoutMs,
+      cacheTtlMs: c.hookCacheTtlMs,
+      cacheSize: c.hookCacheSize,
+      headers: c.hookHeaders,
     }),
     logLevel: c.logLevel,
   });

@@ -23,6 +23,15 @@ const oneOf =
     if (!values.includes(v)) throw new Error(`"${raw}" is not one of ${values.join(", ")}`);
     return v;
   };
+const checkHttpUrl = (v: string): string | undefined => {
+  if (v === "") return undefined;
+  try {
+    const u = new URL(v);
+    return u.protocol === "http:" || u.protocol === "https:" ? undefined : "must be an http(s) URL";
+  } catch {
+    return "must be an http(s) URL";
+  }
+};
 const positiveOrUnlimited = (v: number) => (v === 0 || v < -1 ? "must be positive, or -1 for unlimited" : undefined);
 
 /** JWS algorithms the gateway verifies (never `none`). */
@@ -513,6 +522,69 @@ export const SETTINGS = {
     default: () => 10_000,
     parse: parseDuration,
     check: int(100, 3_600_000),
+  },
+  // Hooks to the application backend (auth/hooks.ts): allow or deny connections and subscriptions.
+  connectHookUrl: {
+    env: "CONNECT_HOOK_URL",
+    flag: "connect-hook-url",
+    shown: "(unset)",
+    doc: "POSTs each WebSocket upgrade (user, claims, ip, headers) here: allow, deny (403) or attach channels; unreachable: 503 hook_unavailable",
+    default: () => "",
+    parse: (s: string) => s.trim(),
+    check: (v: string) => checkHttpUrl(v),
+  },
+  subscribeHookUrl: {
+    env: "SUBSCRIBE_HOOK_URL",
+    flag: "subscribe-hook-url",
+    shown: "(unset)",
+    doc: "POSTs each `sub` (user, channel, ip, connect info) here after the permission check: allow, or deny (`forbidden`); unreachable: `hook_unavailable`",
+    default: () => "",
+    parse: (s: string) => s.trim(),
+    check: (v: string) => checkHttpUrl(v),
+  },
+  hookTimeoutMs: {
+    env: "HOOK_TIMEOUT",
+    flag: "hook-timeout",
+    shown: "2s",
+    doc: "A hook call not answered by then fails closed (`hook_unavailable`)",
+    default: () => 2_000,
+    parse: parseDuration,
+    check: int(10, 60_000),
+  },
+  hookCacheTtlMs: {
+    env: "HOOK_CACHE_TTL",
+    flag: "hook-cache-ttl",
+    shown: "10s",
+    doc: "Subscribe-hook answers are reused per user and channel for this long; 0 disables the cache",
+    default: () => 10_000,
+    parse: parseDuration,
+    check: int(0, 86_400_000),
+  },
+  hookCacheSize: {
+    env: "HOOK_CACHE_SIZE",
+    flag: "hook-cache-size",
+    shown: "10000",
+    doc: "Most subscribe-hook answers kept per worker (least recently used go first)",
+    default: () => 10_000,
+    parse: parseIntStrict,
+    check: int(1, 10_000_000),
+  },
+  hookHeaders: {
+    env: "HOOK_HEADERS",
+    flag: "hook-headers",
+    shown: "origin,user-agent,cookie,x-forwarded-for",
+    doc: "Upgrade request headers passed to the connect hook",
+    default: () => ["origin", "user-agent", "cookie", "x-forwarded-for"],
+    parse: (s: string) => parseList(s).map((h) => h.toLowerCase()),
+    check: (v: string[]) => (v.find((h) => !/^[a-z0-9-]+$/.test(h)) ? "must be header names" : undefined),
+  },
+  compression: {
+    env: "COMPRESSION",
+    flag: "compression",
+    shown: "off",
+    doc: "WebSocket permessage-deflate: off, or shared (one compressor per socket, negotiated per client; costs CPU per delivery)",
+    default: () => "off" as "off" | "shared",
+    parse: oneOf("off", "shared"),
   },
   logLevel: {
     env: "LOG_LEVEL",

@@ -36,10 +36,17 @@ export class DurableSub {
     this.metrics.framesDelivered.inc();
   }
 
-  /** Settles one delivery; false when this socket does not hold `seq`. */
-  settle(op: "ack" | "nak" | "term", seq: number, delayMs?: number): boolean {
+  /**
+   * Settles one delivery, or (`inprogress`) restarts its ack_wait and keeps it held; false when this socket
+   * does not hold `seq`.
+   */
+  settle(op: "ack" | "nak" | "term" | "inprogress", seq: number, delayMs?: number): boolean {
     const d = this.inflight.get(seq);
     if (!d) return false;
+    if (op === "inprogress") {
+      d.working();
+      return true;
+    }
     this.inflight.delete(seq);
     if (op === "ack") d.ack();
     else if (op === "nak") d.nak(delayMs);

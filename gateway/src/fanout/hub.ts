@@ -48,6 +48,8 @@ export class FanoutHub {
     private readonly log: Logger,
     private readonly lingerMs: number,
     replayCacheBytes = 64 * 1_048_576,
+    /** Publish with compress=true (COMPRESSION on): uWS deflates for each socket that negotiated it. */
+    private readonly compress = false,
   ) {
     if (broker.replay) this.cache = new ReplayCache(broker.replay, replayCacheBytes);
   }
@@ -117,7 +119,7 @@ export class FanoutHub {
     if (receivers === 0 && feed.catchups.size === 0) return;
     const frame = msgFrame({ channel: m.channel, pattern: feed.pattern, seq: m.seq, ts: m.ts }, m.payload);
     if (receivers > 0) {
-      this.app.publish(feed.topic, frame, false, false);
+      this.app.publish(feed.topic, frame, false, this.compress);
       this.metrics.framesDelivered.inc(receivers);
       this.metrics.deliveryLatency.observe(Math.max(0, Date.now() - m.ts) / 1000);
     }

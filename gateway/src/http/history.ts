@@ -1,5 +1,5 @@
-import type { Broker } from "../broker/broker.js";
-import { checkChannel } from "../protocol/channel.js";
+import type { Broker, BrokerMessage, ReplayApi } from "../broker/broker.js";
+import { checkChannel, checkPattern } from "../protocol/channel.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { dataFields } from "../protocol/serialize.js";
 import { brokerFailure } from "../errors.js";
@@ -22,11 +22,13 @@ export async function history(broker: Broker, res: HttpResponse, st: ResState, p
   } catch {
     return sendJson(res, st, 400, { error: ErrorCode.BadChannel, message: "channel is not valid percent-encoding" });
   }
-  const c = checkChannel(channel);
+  const q = new URLSearchParams(query);
+  const lastValues = q.get("last_per_subject") === "1";
+  const c = lastValues ? checkPattern(channel) : checkChannel(channel);
   if (!c.ok) return sendJson(res, st, 400, { error: ErrorCode.BadChannel, message: c.reason });
   const replay = broker.replay;
   if (!replay) return sendJson(res, st, 501, { error: ErrorCode.UnsupportedByBroker, message: `the ${broker.kind} broker keeps no history` });
-  const q = new URLSearchParams(query);
+  if (lastValues) return lastPerSubject(broker, replay, res, st, channel, q);
   const num = (name: string, min: number, max: number): number | undefined | "bad" => {
     const v = q.get(name);
     if (v === null) return undefined;
@@ -45,12 +47,46 @@ export async function history(broker: Broker, res: HttpResponse, st: ResState, p
     const start = last !== undefined ? await replay.startOfLastN(channel, last) : Math.max(fromSeq ?? bounds.firstSeq, 1);
     const count = last ?? limit ?? 100;
     const msgs = bounds.lastSeq >= start ? await replay.history(channel, start, count) : [];
-    const items = msgs.map((x) => {
-      return `{"seq":${x.seq},"ts":${x.ts},"channel":${JSON.stringify(x.channel)},${dataFields(x.payload)}}`;
-    });
-    send(res, st, 200, `{"messages":[${items.join(",")}],"firstSeq":${bounds.firstSeq},"lastSeq":${bounds.lastSeq}}`);
+    send(res, st, 200, `{"messages":[${msgs.map(item).join(",")}],"firstSeq":${bounds.firstSeq},"lastSeq":${bounds.lastSeq}}`);
   } catch (e) {
     const f = brokerFailure(e, broker.isConnected(), "history");
+    sendJson(res, st, f.status, { error: f.code, message: f.message, temporary: f.temporary });
+  }
+}
+
+const item = (x: BrokerMessage): string => `{"seq":${x.seq},"ts":${x.ts},"channel":${JSON.stringify(x.channel)},${dataFields(x.payload)}}`;
+
+/**
+ * `?last_per_subject=1[&up_to_seq=L][&from_seq=N]` on a channel or pattern: the newest stored message of each
+ * matching channel as of L (default: the stream's last seq now), one page (one `multi_last` batch) per
+ * request. `next` (when present) is the from_seq of the following page, to be asked with the same up_to_seq.
+ */
+async function lastPerSubject(broker: Broker, replay: ReplayApi, res: HttpResponse, st: ResState, pattern: string, q: URLSearchParams): Promise<void> {
+  const pos = (name: string): number | undefined | "bad" => {
+    const v = q.get(name);
+    if (v === null) return undefined;
+    const n = Number(v);
+    return Number.isSafeInteger(n) && n >= 1 ? n : "bad";
+  };
+  const upTo = pos("up_to_seq");
+  const fromSeq = pos("from_seq");
+  if (upTo === "bad" || fromSeq === "bad")
+    return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: "up_to_seq and from_seq must be integers >= 1" });
+  if (!replay.lastPerSubject) return sendJson(res, st, 501, { error: ErrorCode.UnsupportedByBroker, message: "this broker has no last-value reads" });
+  if (!broker.isConnected()) return sendJson(res, st, 503, { error: ErrorCode.BrokerUnavailable, message: "broker is not connected; retry" });
+  try {
+    const bounds = await replay.state();
+    const until = upTo ?? bounds.lastSeq;
+    const page = await replay.lastPerSubject(pattern, until, (fromSeq ?? 1) - 1);
+    const next = page.more ? `,"next":${page.messages.at(-1)!.seq + 1}` : "";
+    send(
+      res,
+      st,
+      200,
+      `{"messages":[${page.messages.map(item).join(",")}],"firstSeq":${bounds.firstSeq},"lastSeq":${bounds.lastSeq},"upToSeq":${until}${next}}`,
+    );
+  } catch (e) {
+    const f = brokerFailure(e, broker.isConnected(), "last values");
     sendJson(res, st, f.status, { error: f.code, message: f.message, temporary: f.temporary });
   }
 }

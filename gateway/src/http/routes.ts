@@ -2,7 +2,7 @@ import type { Broker } from "../broker/broker.js";
 import type { ServerSection } from "../config/sections.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
-import { checkChannel } from "../protocol/channel.js";
+import { checkChannel, checkPattern } from "../protocol/channel.js";
 import { ErrorCode } from "../protocol/codes.js";
 import type { TemplatedApp } from "../uws.js";
 import type { PublishService } from "../publish/service.js";
@@ -117,12 +117,13 @@ async function httpPublish(
   }
 }
 
-/** The channel of a history path, when it is a valid one (history() answers the malformed ones). */
+/** The channel (or pattern) of a history path, when it is a valid one (history() answers the malformed ones). */
 function historyChannel(path: string): string | undefined {
   const m = /^\/v1\/channels\/([^/]+)\/messages$/.exec(path);
   try {
     const channel = m ? decodeURIComponent(m[1]!) : undefined;
-    return channel !== undefined && checkChannel(channel).ok ? channel : undefined;
+    // A pattern is checked too (last-value reads take one): the sub right must cover all of it.
+    return channel !== undefined && checkPattern(channel).ok ? channel : undefined;
   } catch {
     return undefined;
   }

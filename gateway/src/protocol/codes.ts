@@ -39,6 +39,8 @@ export const ErrorCode = {
   ShuttingDown: "shutting_down",
   /** An unexpected server error; the connection stays usable. */
   Internal: "internal",
+  /** A connect or subscribe hook of the application backend did not answer (in time): refused; retry later. */
+  HookUnavailable: "hook_unavailable",
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

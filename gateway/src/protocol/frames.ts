@@ -2,7 +2,7 @@ import { checkChannel, checkPattern } from "./channel.js";
 import { ErrorCode } from "./codes.js";
 
 /** Start position of a subscription (replay); without one a subscription is live only. */
-export type StartPosition = { seq: number; epoch?: string } | { time: string } | { last: number } | "all";
+export type StartPosition = { seq: number; epoch?: string } | { time: string } | { last: number } | "all" | "last_per_subject";
 
 export type SubFrame = {
   op: "sub";
@@ -16,7 +16,7 @@ export type SubFrame = {
 export type UnsubFrame = { op: "unsub"; id?: Id; channel: string };
 export type PubFrame = { op: "pub"; id?: Id; channel: string; data: unknown; msgId?: string };
 export type PingFrame = { op: "ping"; id?: Id };
-export type AckFrame = { op: "ack" | "nak" | "term"; id?: Id; seq: number; delay?: number; sub?: string };
+export type AckFrame = { op: "ack" | "nak" | "term" | "inprogress"; id?: Id; seq: number; delay?: number; sub?: string };
 export type RefreshFrame = { op: "refresh"; id?: Id; token: string };
 export type ClientFrame = SubFrame | UnsubFrame | PubFrame | PingFrame | AckFrame | RefreshFrame;
 export type Id = number | string;
@@ -61,6 +61,7 @@ export function parseClientFrame(text: string): ParseResult {
     case "ack":
     case "nak":
     case "term":
+    case "inprogress":
       return parseAck(o, id);
     case "refresh":
       if (typeof o.token !== "string" || o.token.length === 0) return fail(ErrorCode.BadRequest, "token must be a non-empty string", id);
@@ -78,7 +79,7 @@ function parseSub(o: Record<string, unknown>, id: Id | undefined): ParseResult {
   const frame: SubFrame = { op: "sub", id, channel: o.channel as string };
   if (o.from !== undefined) {
     const from = parseFrom(o.from);
-    if (typeof from === "string" && from !== "all") return fail(ErrorCode.BadRequest, from, id);
+    if (typeof from === "string" && from !== "all" && from !== "last_per_subject") return fail(ErrorCode.BadRequest, from, id);
     frame.from = from as StartPosition;
   }
   if (o.durable !== undefined) {
@@ -99,8 +100,8 @@ function parseSub(o: Record<string, unknown>, id: Id | undefined): ParseResult {
 
 /** Returns the position, or an error message string. */
 function parseFrom(v: unknown): StartPosition | string {
-  if (v === "all") return "all";
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return 'from must be "all", {"seq":N}, {"time":"ISO-8601"} or {"last":N}';
+  if (v === "all" || v === "last_per_subject") return v;
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return 'from must be "all", "last_per_subject", {"seq":N}, {"time":"ISO-8601"} or {"last":N}';
   const f = v as Record<string, unknown>;
   const keys = Object.keys(f).filter((k) => k !== "epoch");
   if (keys.length !== 1) return "from must have exactly one of seq, time, last";

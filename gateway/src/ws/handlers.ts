@@ -2,8 +2,9 @@ import { DurableSub } from "../fanout/durable-sub.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { parseClientFrame, type AckFrame, type Id, type PubFrame, type SubFrame, type UnsubFrame } from "../protocol/frames.js";
 import { errFrame, okFrame, pongFrame } from "../protocol/serialize.js";
+import { sendLastValues } from "../fanout/last-values.js";
 import { brokerFailure, GatewayError } from "../errors.js";
-import { fanoutSocket, sendText, type Socket } from "./session.js";
+import { fanoutSocket, sendText, type Socket, type SubState } from "./session.js";
 import type { HandlerContext } from "./context.js";
 import { authorizeFrame } from "../auth/authorize.js";
 import { refreshSession } from "./refresh.js";
@@ -29,6 +30,7 @@ export function handleFrame(ctx: HandlerContext, ws: Socket, text: string): void
     case "ack":
     case "nak":
     case "term":
+    case "inprogress":
       return settle(ctx, ws, f);
     case "refresh":
       return void refreshSession(ctx, ws, f).catch((e) => internalError(ctx, ws, f.id, e));
@@ -53,7 +55,21 @@ function internalError(ctx: HandlerContext, ws: Socket, id: Id | undefined, e: u
 async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<void> {
   const s = ws.getUserData();
   if (ctx.isDraining()) return replyErr(ctx, ws, f.id, ErrorCode.ShuttingDown, "server is shutting down; reconnect");
-  if (s.subs.has(f.channel)) return replyErr(ctx, ws, f.id, ErrorCode.AlreadySubscribed, `already subscribed to ${f.channel}`);
+  const hooks = ctx.guard.hooks;
+  // A sub taking over a server-side subscription (the SDK's resume) was granted by the token or connect hook.
+  if (hooks?.subscribeEnabled && !s.subs.get(f.channel)?.auto) {
+    try {
+      await hooks.subscribe({ user: s.user, channel: f.channel, durable: f.durable ?? null, ip: s.ip, info: s.hookInfo ?? null });
+    } catch (e) {
+      if (e instanceof GatewayError) return replyFailure(ctx, ws, f.id, e);
+      throw e;
+    }
+    if (s.closed) return;
+  }
+  const existing = s.subs.get(f.channel);
+  // A server-side subscription is taken over by the client's own (a resume with from:{seq,epoch}).
+  if (existing?.auto) ctx.subs.end(ws, existing);
+  else if (existing) return replyErr(ctx, ws, f.id, ErrorCode.AlreadySubscribed, `already subscribed to ${f.channel}`);
   if (s.subs.size >= ctx.config.fanout.maxSubscriptions)
     return replyErr(ctx, ws, f.id, ErrorCode.TooManySubscriptions, `at most ${ctx.config.fanout.maxSubscriptions} subscriptions per connection`);
   if (f.durable !== undefined || f.ack) return subscribeDurable(ctx, ws, f);
@@ -83,7 +99,27 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
   }
   if (s.closed || sub.phase === "ended") return;
   sendText(ws, okFrame(f.id, start.reply));
+  if (f.from === "last_per_subject" && !(await sendSnapshot(ctx, ws, sub, start.lastSent))) return;
   ctx.subs.startCatchUp(ws, sub, feed, start.lastSent);
+}
+
+/** `from:"last_per_subject"`: the newest message of each channel up to `upTo`; false when the subscription ended. */
+async function sendSnapshot(ctx: HandlerContext, ws: Socket, sub: SubState, upTo: number): Promise<boolean> {
+  const replay = ctx.broker.replay!;
+  const ended = () => ws.getUserData().closed || sub.phase === "ended";
+  try {
+    const r = await sendLastValues(fanoutSocket(ws), replay as Required<typeof replay>, sub.pattern, upTo, ctx.config.backpressure.bytes >> 2, ended);
+    if (r.dropped) {
+      ctx.subs.end(ws, sub);
+      replyErr(ctx, ws, undefined, ErrorCode.Internal, `last values of ${sub.pattern} overflowed the socket's buffer; subscribe again`);
+    }
+    return !r.stopped;
+  } catch (e) {
+    ctx.subs.end(ws, sub);
+    const f = brokerFailure(e, ctx.broker.isConnected(), `last values of ${sub.pattern}`);
+    sendText(ws, errFrame(undefined, f.code, `${f.message}; subscribe again`, f.temporary));
+    return false;
+  }
 }
 
 /**
@@ -97,6 +133,11 @@ async function resolveStart(ctx: HandlerContext, f: SubFrame): Promise<{ lastSen
   const reply: Record<string, unknown> = { firstSeq: st.firstSeq, lastSeq: st.lastSeq, epoch: st.epoch };
   const from = f.from!;
   if (from === "all") return { lastSent: 0, reply };
+  if (from === "last_per_subject") {
+    if (!replay.lastPerSubject) throw new GatewayError(ErrorCode.UnsupportedByBroker, "this broker has no last-value reads");
+    // The snapshot is taken as of lastSeq; the catch-up continues after it: no gap, no duplicate.
+    return { lastSent: st.lastSeq, reply };
+  }
   if ("time" in from) return { lastSent: (await replay.seqAtTime(f.channel, from.time)) - 1, reply };
   if ("last" in from) return { lastSent: (await replay.startOfLastN(f.channel, from.last)) - 1, reply };
   if (from.epoch !== undefined && from.epoch !== st.epoch) {

@@ -5,6 +5,7 @@ import { BackpressureMonitor } from "./backpressure.js";
 import { handleFrame, releaseSession, replyErr, type HandlerContext } from "./handlers.js";
 import type { Session, Socket } from "./session.js";
 import { Subscriptions } from "./subscriptions.js";
+import { startAutoSubscriptions } from "./auto-subs.js";
 
 export const WS_PATH = "/ws";
 
@@ -36,7 +37,9 @@ export class WsEndpoint {
     const uws = loadUws();
     for (const app of [this.app, ...this.extraApps])
       app.ws<Session>(WS_PATH, {
-        compression: uws.DISABLED,
+        // permessage-deflate (COMPRESSION=shared) is negotiated per client: one without the extension gets
+        // plain frames from the same publish.
+        compression: config.server.compression === "shared" ? uws.SHARED_COMPRESSOR : uws.DISABLED,
         // uWS drops a connection over its limit without a close frame (1006); the gateway's own check below
         // answers frames up to this hard cap with a proper 1009.
         maxPayloadLength: hardPayloadCap(config.server.maxPayloadBytes),
@@ -46,9 +49,11 @@ export class WsEndpoint {
         // Origin, connection limits and the token (auth/guard.ts); async-safe when a token must be verified.
         upgrade: (res, req, context) => this.ctx.guard.upgrade(res, req, context, this.ctx.isDraining),
         open: (ws) => {
+          if (config.server.compression !== "off") ws.getUserData().compress = true;
           this.ctx.guard.opened(ws);
           this.sockets.add(ws);
           metrics.connections.inc();
+          void startAutoSubscriptions(this.ctx, ws).catch((e) => log.error({ err: e }, "auto subscriptions failed"));
         },
         message: (ws, message, isBinary) => {
           if (!this.ctx.guard.frameAllowed(ws, (m) => replyErr(this.ctx, ws, undefined, ErrorCode.RateLimited, m))) return;

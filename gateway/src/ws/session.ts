@@ -4,6 +4,7 @@ import type { DurableSub } from "../fanout/durable-sub.js";
 import type { FanoutSocket } from "../fanout/socket.js";
 import { ANONYMOUS, type Principal } from "../auth/principal.js";
 import type { FrameLimiter } from "../limits/frame-rate.js";
+import type { HookGrant } from "../auth/hooks.js";
 
 /**
  * Where a subscription is in its life; `Subscriptions` (subscriptions.ts) owns every transition.
@@ -33,6 +34,8 @@ export type SubState = {
   counted: boolean;
   catchup?: CatchUp;
   durable?: DurableSub;
+  /** A server-side subscription (`channels.auto`) the client has not taken over with its own `sub` yet. */
+  auto?: boolean;
   /** While paused: the last seq this socket was sent, and the feed's count then. */
   resumeAfter: number;
   pausedAtCount: number;
@@ -46,6 +49,10 @@ export type Session = {
   user: string;
   /** The token's claims: channel permissions and expiry (allow-all ANONYMOUS when auth is off); see auth/. */
   principal: Principal;
+  /** What the connect hook granted (re-applied on `refresh`). */
+  hookGrant?: HookGrant;
+  /** The connect hook's `info` for this connection, passed back to the subscribe hook. */
+  hookInfo?: unknown;
   /** Closes the socket with 4001 at token expiry; re-armed by `refresh`. */
   expiryTimer?: NodeJS.Timeout;
   /** Inbound frame allowance (FRAME_RATE); undefined when unlimited. */
@@ -57,6 +64,8 @@ export type Session = {
   pausedSince: number;
   /** Catch-ups waiting for the socket's buffer to drain. */
   drainWaiters: (() => void)[];
+  /** Message frames are sent with compress=true (COMPRESSION on; uWS deflates only if the client negotiated it). */
+  compress?: boolean;
   /** The socket as the fan-out core sees it (set when it opens). */
   port?: FanoutSocket;
 };
@@ -81,7 +90,7 @@ export function fanoutSocket(ws: Socket): FanoutSocket {
     get closed() {
       return s.closed;
     },
-    send: (frame) => ws.send(frame, false, false),
+    send: (frame) => ws.send(frame, false, s.compress === true),
     cork: (fn) => {
       ws.cork(fn);
     },

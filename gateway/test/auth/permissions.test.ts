@@ -105,4 +105,12 @@ describe("permissions — claims", () => {
     expect(parseChannelsClaim({ sub: ["orders..x"] })).toMatch(/bad pattern/);
     expect(parseChannelsClaim({ pub: [42] })).toMatch(/bad pattern/);
   });
+
+  it("channels.auto — server-side subscriptions must lie within channels.sub", () => {
+    expect(parseChannelsClaim({ sub: ["inbox.a.>"], auto: ["inbox.a.>", "inbox.a.*", "inbox.a.>"] })).toMatchObject({ auto: ["inbox.a.>", "inbox.a.*"] });
+    expect(parseChannelsClaim({ sub: ["inbox.a.*"], auto: ["inbox.a.>"] })).toMatch(/channels.auto lists inbox.a.>, which channels.sub does not allow/);
+    expect(parseChannelsClaim({ sub: [">"], auto: "x" })).toMatch(/channels.auto must be a list/);
+    expect(parseChannelsClaim({ sub: [">"], auto: ["a..b"] })).toMatch(/bad pattern/);
+    expect(parseChannelsClaim({ sub: [">"] })).not.toHaveProperty("auto");
+  });
 });

@@ -48,6 +48,7 @@ describe("protocol — client frames", () => {
     expect(parseClientFrame('{"op":"ping","id":4}')).toEqual({ ok: true, frame: { op: "ping", id: 4 } });
     expect(parseClientFrame('{"op":"sub","channel":"o","from":{"seq":5}}')).toMatchObject({ ok: true, frame: { from: { seq: 5 } } });
     expect(parseClientFrame('{"op":"sub","channel":"o","from":"all"}')).toMatchObject({ ok: true, frame: { from: "all" } });
+    expect(parseClientFrame('{"op":"sub","channel":"o.*","from":"last_per_subject"}')).toMatchObject({ ok: true, frame: { from: "last_per_subject" } });
   });
   it("answers bad input with a code and keeps the id", () => {
     expect(bad("{nope").code).toBe("bad_json");

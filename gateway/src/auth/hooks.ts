@@ -1,0 +1,177 @@
+import type { HooksSection } from "../config/sections.js";
+import { GatewayError } from "../errors.js";
+import type { Logger } from "../log.js";
+import { ErrorCode } from "../protocol/codes.js";
+import { checkPattern } from "../protocol/channel.js";
+import { canSubscribe, parseAutoChannels, type Permissions } from "./permissions.js";
+import type { Principal } from "./principal.js";
+
+/** What the connect hook is sent (POST JSON). */
+export type ConnectHookRequest = {
+  /** The token's `sub`, or null when authentication is off. */
+  user: string | null;
+  /** The token's claims as the gateway read them, or null when authentication is off. */
+  claims: { channels: { sub: readonly string[]; pub: readonly string[]; auto: readonly string[] }; exp: number | null } | null;
+  ip: string;
+  /** The upgrade request's headers named in HOOK_HEADERS (lower case; absent ones left out). */
+  headers: Record<string, string>;
+};
+
+/** What the subscribe hook is sent (POST JSON). */
+export type SubscribeHookRequest = { user: string; channel: string; durable: string | null; ip: string; info: unknown };
+
+/** A connection admitted by the connect hook: its principal with the hook's claims merged, and its `info`. */
+export type ConnectDecision = { principal: Principal; grant: HookGrant; info?: unknown };
+
+type Cached = { allow: boolean; reason: string; expires: number };
+
+/**
+ * Hooks to the application backend (Centrifugo's proxy is the model): the connect hook allows or denies a
+ * WebSocket upgrade and may attach claims (more channel permissions, server-side subscriptions, a user
+ * when authentication is off, an `info` value); the subscribe hook allows or denies each `sub`. Both fail
+ * closed: no answer within HOOK_TIMEOUT, a refused connection, a non-2xx status or a malformed answer is
+ * `hook_unavailable` (temporary). Subscribe answers are cached per user and channel (HOOK_CACHE_TTL,
+ * HOOK_CACHE_SIZE, least recently used first out).
+ */
+export class Hooks {
+  private readonly cache = new Map<string, Cached>();
+  /** Calls made to the subscribe hook (tests and the curious). */
+  subscribeCalls = 0;
+
+  constructor(
+    private readonly config: HooksSection,
+    private readonly log: Logger,
+  ) {}
+
+  get connectEnabled(): boolean {
+    return this.config.connectUrl !== "";
+  }
+
+  get subscribeEnabled(): boolean {
+    return this.config.subscribeUrl !== "";
+  }
+
+  /** Header names to read from the upgrade request for the connect hook. */
+  get headerNames(): readonly string[] {
+    return this.config.headers;
+  }
+
+  /** Asks the connect hook; resolves with the merged principal, or rejects with `forbidden`/`hook_unavailable`. */
+  async connect(p: Principal, authenticated: boolean, ip: string, headers: Record<string, string>): Promise<ConnectDecision> {
+    const body: ConnectHookRequest = {
+      user: authenticated ? p.user : null,
+      claims: authenticated ? { channels: { sub: p.perms.sub, pub: p.perms.pub, auto: p.perms.auto ?? [] }, exp: p.exp ?? null } : null,
+      ip,
+      headers,
+    };
+    const answer = await this.call("connect", this.config.connectUrl, body);
+    if (answer.allow !== true) throw denied("connection", answer.reason);
+    const grant = readGrant(p, answer);
+    const principal = applyGrant(p, authenticated, grant);
+    return answer.info === undefined ? { principal, grant } : { principal, grant, info: answer.info };
+  }
+
+  /** Asks the subscribe hook (or its cache); rejects with `forbidden` or `hook_unavailable`. */
+  async subscribe(r: SubscribeHookRequest): Promise<void> {
+    const key = `${r.user}\u0000${r.channel}`;
+    const now = Date.now();
+    const hit = this.cache.get(key);
+    if (hit && hit.expires > now) {
+      this.cache.delete(key); // re-inserted below: most recently used last
+      this.cache.set(key, hit);
+      if (!hit.allow) throw denied(`subscription to ${r.channel}`, hit.reason);
+      return;
+    }
+    this.subscribeCalls++;
+    const answer = await this.call("subscribe", this.config.subscribeUrl, r);
+    const allow = answer.allow === true;
+    const reason = typeof answer.reason === "string" ? answer.reason : "";
+    if (this.config.cacheTtlMs > 0) {
+      this.cache.delete(key);
+      this.cache.set(key, { allow, reason, expires: Date.now() + this.config.cacheTtlMs });
+      while (this.cache.size > this.config.cacheSize) this.cache.delete(this.cache.keys().next().value!);
+    }
+    if (!allow) throw denied(`subscription to ${r.channel}`, reason);
+  }
+
+  private async call(kind: string, url: string, body: unknown): Promise<Record<string, unknown>> {
+    let res: Response;
+    try {
+      res = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(this.config.timeoutMs),
+      });
+    } catch (e) {
+      const timedOut = (e as Error)?.name === "TimeoutError";
+      const why = timedOut ? `did not answer within ${this.config.timeoutMs} ms` : `is unreachable (${causeOf(e)})`;
+      this.log.warn({ hook: kind, err: e }, `${kind} hook ${why}`);
+      throw new GatewayError(ErrorCode.HookUnavailable, `the ${kind} hook ${why}; retry later`, { cause: e });
+    }
+    let answer: unknown;
+    try {
+      answer = await res.json();
+    } catch (e) {
+      answer = e;
+    }
+    if (!res.ok || typeof answer !== "object" || answer === null || Array.isArray(answer) || answer instanceof Error) {
+      this.log.warn({ hook: kind, status: res.status }, `${kind} hook answered badly`);
+      throw new GatewayError(ErrorCode.HookUnavailable, `the ${kind} hook answered ${res.ok ? "no JSON object" : `HTTP ${res.status}`}; retry later`);
+    }
+    return answer as Record<string, unknown>;
+  }
+}
+
+function denied(what: string, reason: unknown): GatewayError {
+  return new GatewayError(ErrorCode.Forbidden, `${what} denied by the application${typeof reason === "string" && reason ? `: ${reason.slice(0, 200)}` : ""}`);
+}
+
+const causeOf = (e: unknown): string => {
+  const c = (e as { cause?: { code?: string; message?: string } })?.cause;
+  return c?.code ?? c?.message ?? (e as Error)?.message ?? String(e);
+};
+
+/** What a connect hook attached: channel permissions and server-side subscriptions, and a user (auth off). */
+export type HookGrant = Readonly<{ sub: readonly string[]; pub: readonly string[]; auto: readonly string[]; user?: string }>;
+
+/** Reads the connect hook's answer into a grant, checked against the token's permissions `p`. */
+function readGrant(p: Principal, answer: Record<string, unknown>): HookGrant {
+  const bad = (m: string) => new GatewayError(ErrorCode.HookUnavailable, `the connect hook's answer is malformed: ${m}`, { temporary: false });
+  const grant: { sub: string[]; pub: string[]; auto: string[]; user?: string } = { sub: [], pub: [], auto: [] };
+  const ch = answer.channels;
+  if (ch !== undefined) {
+    if (typeof ch !== "object" || ch === null || Array.isArray(ch)) throw bad("channels must be an object");
+    const c = ch as Record<string, unknown>;
+    for (const k of ["sub", "pub"] as const) {
+      const v = c[k] ?? [];
+      if (!Array.isArray(v) || v.some((x) => !checkPattern(x).ok)) throw bad(`channels.${k} must be a list of patterns`);
+      grant[k] = v as string[];
+    }
+    if (c.auto !== undefined) {
+      const a = parseAutoChannels(c.auto, { sub: [...p.perms.sub, ...grant.sub], pub: [] });
+      if (typeof a === "string") throw bad(a);
+      grant.auto = [...a];
+    }
+  }
+  if (answer.user !== undefined) {
+    if (typeof answer.user !== "string" || answer.user.length === 0 || answer.user.length > 256) throw bad("user must be a string of 1-256 characters");
+    grant.user = answer.user;
+  }
+  return Object.freeze(grant);
+}
+
+/**
+ * The token's principal with a connect hook's grant on top: permissions and server-side subscriptions are
+ * added; the grant's user counts only without a token (the hook then authenticated the request). Also
+ * re-applied to the claims of a refreshed token, so that a `refresh` keeps what the hook granted.
+ */
+export function applyGrant(p: Principal, authenticated: boolean, g: HookGrant): Principal {
+  const sub = [...new Set([...p.perms.sub, ...g.sub])];
+  const pub = [...new Set([...p.perms.pub, ...g.pub])];
+  const merged: Permissions = { sub, pub };
+  const auto = [...new Set([...(p.perms.auto ?? []), ...g.auto])].filter((a) => canSubscribe(merged, a));
+  const perms: Permissions = Object.freeze({ sub: Object.freeze(sub), pub: Object.freeze(pub), ...(auto.length ? { auto: Object.freeze(auto) } : {}) });
+  const user = !authenticated && g.user !== undefined ? g.user : p.user;
+  return Object.freeze({ user, perms, ...(p.exp !== undefined ? { exp: p.exp } : {}) });
+}

@@ -1,0 +1,178 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
+import { startGateway, type GatewayHandle } from "./support/gateway.js";
+import { httpPublish, TestClient } from "./support/ws-client.js";
+import { waitFor } from "./support/wait.js";
+import { AUDIENCE, connect, ISSUER, refusal, SECRET, sign } from "./auth/support.js";
+
+const API_KEY = "hooks-api-key-0123456789";
+const TIMEOUT_MS = 1_000;
+
+/** The application backend: a real HTTP server whose answers each test sets. */
+type Call = { path: string; body: Record<string, unknown> };
+type Answer = { status?: number; body?: unknown; delayMs?: number };
+let answer: (c: Call) => Answer = () => ({ body: { allow: true } });
+const calls: Call[] = [];
+let backend: Server;
+let backendPort = 0;
+
+function handle(req: IncomingMessage, res: ServerResponse): void {
+  let raw = "";
+  req.on("data", (d: Buffer) => (raw += d.toString()));
+  req.on("end", () => {
+    const call = { path: req.url ?? "", body: JSON.parse(raw) as Record<string, unknown> };
+    calls.push(call);
+    const a = answer(call);
+    const reply = () => {
+      if (res.destroyed) return;
+      res.writeHead(a.status ?? 200, { "content-type": "application/json" }).end(JSON.stringify(a.body ?? {}));
+    };
+    if (a.delayMs) setTimeout(reply, a.delayMs).unref();
+    else reply();
+  });
+}
+
+let nats: NatsServerHandle;
+let gw: GatewayHandle;
+const clients: TestClient[] = [];
+const track = <T extends TestClient>(c: T): T => (clients.push(c), c);
+const headers = (t: string) => ({ authorization: `Bearer ${t}`, origin: "https://app.test", "user-agent": "hooks-test/1" });
+let n = 0;
+const uniq = (base: string) => `${base}${++n}`;
+const callsTo = (path: string, user: string) => calls.filter((c) => c.path === path && c.body.user === user);
+
+beforeAll(async () => {
+  backend = createServer(handle);
+  await new Promise<void>((r) => backend.listen(0, "127.0.0.1", r));
+  backendPort = (backend.address() as { port: number }).port;
+  nats = await startNatsServer();
+  gw = await startGateway({
+    natsUrl: nats.url,
+    workers: 1,
+    env: {
+      JWT_SECRET: SECRET,
+      JWT_ISSUER: ISSUER,
+      JWT_AUDIENCE: AUDIENCE,
+      API_KEYS: API_KEY,
+      CONNECT_HOOK_URL: `http://127.0.0.1:${backendPort}/connect`,
+      SUBSCRIBE_HOOK_URL: `http://127.0.0.1:${backendPort}/subscribe`,
+      HOOK_TIMEOUT: `${TIMEOUT_MS}ms`,
+      HOOK_CACHE_TTL: "1m",
+    },
+  });
+});
+afterAll(async () => {
+  for (const c of clients) c.close();
+  await gw?.stop();
+  await nats?.stop();
+  backend?.closeAllConnections();
+  await new Promise((r) => backend?.close(r));
+});
+
+describe("hooks — connect and subscribe", () => {
+  it("allow: the connect hook gets user, claims, ip and the header subset; the subscribe hook gets the channel", async () => {
+    answer = () => ({ body: { allow: true } });
+    const user = uniq("allow");
+    const t = await sign({ channels: { sub: ["a.>"] } }, { sub: user });
+    const c = track(await connect(gw.wsUrl, { headers: headers(t) }));
+    const [hc] = callsTo("/connect", user);
+    expect(hc!.body).toMatchObject({
+      user,
+      claims: { channels: { sub: ["a.>"], pub: [], auto: [] } },
+      ip: expect.stringContaining("127.0.0.1"),
+      headers: { origin: "https://app.test", "user-agent": "hooks-test/1" },
+    });
+    expect(hc!.body.headers).not.toHaveProperty("authorization");
+    expect(await c.request({ op: "sub", channel: `a.${user}` })).toMatchObject({ op: "ok" });
+    expect(callsTo("/subscribe", user)[0]!.body).toMatchObject({ user, channel: `a.${user}`, durable: null, info: null });
+  });
+
+  it("deny: a connection is refused with 403 forbidden and the reason; a subscription with err forbidden", async () => {
+    const user = uniq("deny");
+    answer = (c) => (c.path === "/connect" ? { body: { allow: false, reason: "account suspended" } } : { body: { allow: true } });
+    const t = await sign({ channels: { sub: ["a.>"] } }, { sub: user });
+    const r = await refusal(gw.wsUrl, { headers: headers(t) });
+    expect(r.status).toBe(403);
+    expect(JSON.parse(r.body)).toMatchObject({ error: "forbidden", message: expect.stringContaining("account suspended") });
+    answer = (c) => (c.path === "/subscribe" ? { body: { allow: false, reason: "not your room" } } : { body: { allow: true } });
+    const c = track(await connect(gw.wsUrl, { headers: headers(t) }));
+    expect(await c.request({ op: "sub", channel: "a.room1" })).toMatchObject({
+      op: "err",
+      code: "forbidden",
+      temporary: false,
+      message: expect.stringContaining("not your room"),
+    });
+  });
+
+  it("attach claims: extra sub permissions, server-side channels and info passed back to the subscribe hook", async () => {
+    const user = uniq("attach");
+    answer = (c) =>
+      c.path === "/connect"
+        ? { body: { allow: true, channels: { sub: [`inbox.${user}.>`, "extra.*"], auto: [`inbox.${user}.>`] }, info: { plan: "pro" } } }
+        : { body: { allow: true } };
+    const t = await sign({ channels: { sub: ["a.>"] } }, { sub: user });
+    const c = track(await connect(gw.wsUrl, { headers: headers(t) }));
+    await waitFor(() => c.frames.find((f) => f.op === "sub" && f.auto === true && f.channel === `inbox.${user}.>`), { what: "auto sub" });
+    expect(await c.request({ op: "sub", channel: "extra.x" })).toMatchObject({ op: "ok" });
+    expect(callsTo("/subscribe", user).at(-1)!.body).toMatchObject({ channel: "extra.x", info: { plan: "pro" } });
+    expect(await c.request({ op: "sub", channel: "other.x" })).toMatchObject({ op: "err", code: "forbidden" }); // not attached
+    await httpPublish(gw.url, `inbox.${user}.hi`, { n: 1 }, { "x-api-key": API_KEY });
+    expect((await c.waitForMsgs(1))[0]).toMatchObject({ sub: `inbox.${user}.>`, data: { n: 1 } });
+    // taking the server-side subscription over (a resume) does not ask the subscribe hook: it was granted
+    expect(await c.request({ op: "sub", channel: `inbox.${user}.>`, from: { seq: 1 } })).toMatchObject({ op: "ok" });
+    expect(callsTo("/subscribe", user).map((x) => x.body.channel)).toEqual(["extra.x"]); // other.x: denied by the permissions first
+    // a refresh keeps what the hook granted: extra.x is not revoked
+    const t2 = await sign({ channels: { sub: ["a.>"] } }, { sub: user, exp: "20m" });
+    expect(await c.request({ op: "refresh", token: t2 })).toMatchObject({ op: "ok" });
+    expect(c.frames.filter((f) => f.op === "err" && f.id === undefined)).toEqual([]);
+    expect(await c.request({ op: "sub", channel: "extra.y" })).toMatchObject({ op: "ok" });
+  });
+
+  it("cache: repeated subscriptions of one user and channel call the subscribe hook once", async () => {
+    answer = () => ({ body: { allow: true } });
+    const user = uniq("cache");
+    const t = await sign({ channels: { sub: ["a.>"] } }, { sub: user });
+    const c1 = track(await connect(gw.wsUrl, { headers: headers(t) }));
+    const c2 = track(await connect(gw.wsUrl, { headers: headers(t) }));
+    for (let i = 0; i < 3; i++) {
+      expect(await c1.request({ op: "sub", channel: "a.cached" })).toMatchObject({ op: "ok" });
+      expect(await c1.request({ op: "unsub", channel: "a.cached" })).toMatchObject({ op: "ok" });
+    }
+    expect(await c2.request({ op: "sub", channel: "a.cached" })).toMatchObject({ op: "ok" });
+    expect(callsTo("/subscribe", user)).toHaveLength(1);
+    expect(await c2.request({ op: "sub", channel: "a.other" })).toMatchObject({ op: "ok" });
+    expect(callsTo("/subscribe", user)).toHaveLength(2);
+  });
+
+  it("timeout: an answer later than HOOK_TIMEOUT fails closed with hook_unavailable (503 at the upgrade, temporary)", async () => {
+    const user = uniq("slow");
+    const t = await sign({ channels: { sub: ["a.>"] } }, { sub: user });
+    answer = () => ({ body: { allow: true }, delayMs: TIMEOUT_MS * 5 });
+    const r = await refusal(gw.wsUrl, { headers: headers(t) });
+    expect(r.status).toBe(503);
+    expect(JSON.parse(r.body)).toMatchObject({ error: "hook_unavailable", message: expect.stringContaining(`within ${TIMEOUT_MS} ms`) });
+    answer = (c) => (c.path === "/subscribe" ? { body: { allow: true }, delayMs: TIMEOUT_MS * 5 } : { body: { allow: true } });
+    const c = track(await connect(gw.wsUrl, { headers: headers(t) }));
+    expect(await c.request({ op: "sub", channel: "a.slow" })).toMatchObject({ op: "err", code: "hook_unavailable", temporary: true });
+    answer = (c) => (c.path === "/subscribe" ? { status: 500, body: { oops: true } } : { body: { allow: true } });
+    expect(await c.request({ op: "sub", channel: "a.slow" })).toMatchObject({
+      op: "err",
+      code: "hook_unavailable",
+      message: expect.stringContaining("HTTP 500"),
+    });
+    // failures are not cached: the backend is asked again, and its allow now counts
+    answer = () => ({ body: { allow: true } });
+    expect(await c.request({ op: "sub", channel: "a.slow" })).toMatchObject({ op: "ok" });
+  });
+
+  it("backend down: connections are refused with 503 hook_unavailable (fail closed)", async () => {
+    backend.closeAllConnections();
+    await new Promise((r) => backend.close(r));
+    const user = uniq("down");
+    const t = await sign({ channels: { sub: ["a.>"] } }, { sub: user });
+    const r = await refusal(gw.wsUrl, { headers: headers(t) });
+    expect(r.status).toBe(503);
+    expect(JSON.parse(r.body)).toMatchObject({ error: "hook_unavailable", message: expect.stringContaining("unreachable") });
+  });
+});
