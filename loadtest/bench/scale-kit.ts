@@ -114,10 +114,10 @@ export async function startRedis(): Promise<{ url: string; proc: ChildProcess; s
 }
 
 /** The gateway CLI with the scale benches' settings: per-IP limits off, room for 100,000 sockets per worker. */
-/** BENCH_GATEWAY_NODE_ARGS (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`) reach every gateway process. */
+/** BENCH_NODE_ARGS (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`) reach every gateway process, as in common.ts. */
 export function startScaleGateway(opts: { natsUrl?: string; workers: number; extra?: string[] }): Promise<GatewayHandle> {
   return startGateway({
-    nodeArgs: (process.env.BENCH_GATEWAY_NODE_ARGS ?? "").split(" ").filter(Boolean),
+    nodeArgs: (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean),
     natsUrl: opts.natsUrl,
     workers: opts.workers,
     logLevel: "info",
