@@ -45,6 +45,8 @@ export type StreamSection = Readonly<{
 export type FanoutSection = Readonly<{ lingerMs: number; replayCacheBytes: number; holdMessages: number; maxSubscriptions: number }>;
 /** Slow sockets (ws/backpressure.ts) and how far a catch-up may fill a socket. */
 export type BackpressureSection = Readonly<{ bytes: number; maxBytes: number; slowTimeoutMs: number }>;
+/** Server-Sent Events streams (sse/): heartbeat comments and the client's reconnection delay. */
+export type SseSection = Readonly<{ heartbeatMs: number; retryMs: number }>;
 export type DurableSection = Readonly<{ ackWaitMs: number; maxDeliver: number; maxInflight: number; inactiveMs: number }>;
 export type AuthSection = Readonly<{
   jwtSecret: string;
@@ -76,6 +78,7 @@ export type Sections = Readonly<{
   durable: DurableSection;
   auth: AuthSection;
   limits: LimitsSection;
+  sse: SseSection;
   logLevel: Config["logLevel"];
 }>;
 
@@ -149,6 +152,7 @@ export function sectionsOf(c: Config): Sections {
       frameBurst: c.frameBurst,
       frameRateWindowMs: c.frameRateWindowMs,
     }),
+    sse: Object.freeze({ heartbeatMs: c.sseHeartbeatMs, retryMs: c.sseRetryMs }),
     logLevel: c.logLevel,
   });
 }

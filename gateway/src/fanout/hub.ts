@@ -4,10 +4,16 @@ import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { msgFrame } from "../protocol/serialize.js";
 import { ReplayCache } from "./replay-cache.js";
+import { sseEventOf } from "../sse/event.js";
 
 /** Something that sees every live message of a feed before it joins the topic (a catch-up). */
 export interface LiveListener {
   onLive(seq: number, frame: Buffer): void;
+}
+
+/** A live receiver that is not a uWS socket (an SSE stream): gets each message's SSE event, built once per feed. */
+export interface StreamListener {
+  onEvent(seq: number, event: Buffer): void;
 }
 
 /** The worker's live feed for one channel pattern, shared by every local socket subscribed to it. */
@@ -25,6 +31,8 @@ export type ChannelFeed = {
   live?: LiveFeed;
   /** Sockets replaying this pattern, waiting to join the topic; they see each live message too. */
   catchups: Set<LiveListener>;
+  /** Live SSE streams of this pattern (uWS topics only hold WebSockets). */
+  streams: Set<StreamListener>;
   linger?: NodeJS.Timeout;
 };
 
@@ -86,6 +94,7 @@ export class FanoutHub {
       startAfter: 0,
       ready: Promise.resolve(),
       catchups: new Set(),
+      streams: new Set(),
     };
     created.ready = this.start(created);
     this.feeds.set(pattern, created);
@@ -114,12 +123,18 @@ export class FanoutHub {
     if (m.seq > feed.lastSeq) feed.lastSeq = m.seq;
     this.metrics.brokerMessages.inc();
     const receivers = this.app.numSubscribers(feed.topic);
-    if (receivers === 0 && feed.catchups.size === 0) return;
+    const streams = feed.streams.size;
+    if (receivers === 0 && feed.catchups.size === 0 && streams === 0) return;
     const frame = msgFrame({ channel: m.channel, pattern: feed.pattern, seq: m.seq, ts: m.ts }, m.payload);
     if (receivers > 0) {
       this.app.publish(feed.topic, frame, false, false);
       this.metrics.framesDelivered.inc(receivers);
       this.metrics.deliveryLatency.observe(Math.max(0, Date.now() - m.ts) / 1000);
+    }
+    if (streams > 0) {
+      const ev = sseEventOf(frame, m.seq, this.broker.epoch);
+      for (const l of feed.streams) l.onEvent(m.seq, ev);
+      this.metrics.framesDelivered.inc(streams);
     }
     for (const c of feed.catchups) c.onLive(m.seq, frame);
   }
