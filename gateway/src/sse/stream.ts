@@ -118,7 +118,7 @@ export class SseStream implements FanoutSocket, StreamListener {
     this.res.cork(() => this.write(HEARTBEAT));
   }
 
-  /** Writes a named event (`gap`, `error`). */
+  /** Writes a named event (`gap`, `err`). */
   writeEvent(name: string, data: unknown, id?: string): void {
     if (this.closed) return;
     this.res.cork(() => this.write(namedEvent(name, data, id)));
@@ -209,7 +209,7 @@ export class SseStream implements FanoutSocket, StreamListener {
       if (!this.paused) this.pause();
     } else {
       this.deps.log.warn({ err: end.error, pattern: this.pattern }, "sse catch-up failed");
-      this.writeEvent("error", { code: "broker_error", message: "replay failed; reconnect to resume", temporary: true });
+      this.writeEvent("err", { code: "broker_error", message: "replay failed; the stream ends and resumes on reconnect", temporary: true });
       this.end("failed");
     }
   }
