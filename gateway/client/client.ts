@@ -576,6 +576,22 @@ export class GatewayClient {
   }
 }
 
+/** The JSON error a refused event stream answers with (undefined when it streams, or cannot be asked). */
+async function refusal(url: string): Promise<GatewayError | undefined> {
+  if (typeof fetch !== "function") return undefined;
+  const ac = new AbortController();
+  try {
+    const r = await fetch(url, { signal: ac.signal });
+    if (r.status === 200) return undefined;
+    const body = (await r.json()) as { error?: unknown; message?: unknown; temporary?: unknown };
+    return wireError({ op: "err", code: body.error ?? `http_${r.status}`, message: body.message, temporary: body.temporary });
+  } catch {
+    return undefined;
+  } finally {
+    ac.abort();
+  }
+}
+
 function wireError(f: Frame): GatewayError {
   const code = typeof f.code === "string" ? f.code : "internal";
   return new GatewayError(
@@ -734,13 +750,21 @@ export function subscribeEvents<T = unknown>(
     s.onerror = () => {
       if (closed) return;
       if (s.readyState !== 2) return void options.onError?.(new GatewayError("closed", "event stream interrupted; reconnecting"));
-      // CLOSED: the server refused the stream (status other than 200) or it failed for good: reopen with backoff.
+      // CLOSED: the server refused the stream (a status other than 200) or it failed for good. The EventSource
+      // does not say why: ask once with fetch, stop on a permanent refusal, otherwise reopen with backoff.
       s.close();
-      const delay = backoffDelay(failures++, minDelay, maxDelay);
-      options.onError?.(new GatewayError("closed", `event stream refused or failed; reopening in ${delay} ms`));
-      timer = setTimeout(() => {
-        if (!closed) open();
-      }, delay);
+      void refusal(urlFor()).then((e) => {
+        if (closed) return;
+        if (e && !e.temporary) {
+          closed = true;
+          return options.onError?.(e);
+        }
+        const delay = backoffDelay(failures++, minDelay, maxDelay);
+        options.onError?.(e ?? new GatewayError("closed", `event stream failed; reopening in ${delay} ms`));
+        timer = setTimeout(() => {
+          if (!closed) open();
+        }, delay);
+      });
     };
   };
   open();

@@ -156,4 +156,20 @@ describe("sse browser — EventSource in headless Chromium", () => {
       (window as unknown as { sub: { close(): void } }).sub.close();
     });
   }, 90_000);
+
+  it("sse browser — subscribeEvents ends on a permanent refusal and reports the server's code", async () => {
+    const err = await page.evaluate(
+      () =>
+        new Promise<{ code: string; temporary: boolean }>((resolve) => {
+          const w = window as unknown as { sdk: typeof import("../client/client.js") };
+          w.sdk.subscribeEvents(location.origin, "bad..pattern", () => undefined, {
+            onError: (e) => {
+              if (!e.temporary) resolve({ code: e.code, temporary: e.temporary });
+            },
+          });
+        }),
+    );
+    expect(err).toEqual({ code: "bad_channel", temporary: false });
+    expect(pageErrors).toEqual([]);
+  });
 });
