@@ -65,7 +65,20 @@ describe("sse event — start positions", () => {
   });
 
   it("sse event — bad positions are refused with a message", () => {
-    for (const bad of ["from_seq=0", "from_seq=-1", "from_seq=1.5", "from_seq=", "last=0", "last=1000001", "last=x", "since=soon", "since=", "since=9e99", "from_seq=1&since=0", "last_event_id=x:y"]) {
+    for (const bad of [
+      "from_seq=0",
+      "from_seq=-1",
+      "from_seq=1.5",
+      "from_seq=",
+      "last=0",
+      "last=1000001",
+      "last=x",
+      "since=soon",
+      "since=",
+      "since=9e99",
+      "from_seq=1&since=0",
+      "last_event_id=x:y",
+    ]) {
       const r = parseStart(q(bad), "");
       expect(r.ok, bad).toBe(false);
     }
