@@ -9,7 +9,7 @@ import { connectionInodes, pidsHoldingInodes } from "./support/proc-sockets.js";
 import { httpPublish } from "./support/ws-client.js";
 import { SseReader } from "./support/sse-client.js";
 import { waitFor } from "./support/wait.js";
-import { AUDIENCE, ISSUER, SECRET, sign } from "./auth/support.js";
+import { AUDIENCE, ISSUER, SECRET, sign, tryConnect } from "./auth/support.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;
@@ -250,6 +250,7 @@ describe("sse — the stream deleted and created again", () => {
     await jsm.streams.delete("EVENTS");
     await jsm.streams.add(old.config);
     await waitFor(() => r.ended || undefined, { what: "the stream's end", timeoutMs: 20_000 });
+    expect(r.complete).toBe(true);
     // Both workers have seen the new epoch (each ends its streams when it does).
     await waitFor(() => gw.logs.filter((l) => l.role === "worker" && String(l.msg).startsWith("stream was recreated")).length >= 2 || undefined, {
       what: "both workers saw the new stream",
@@ -264,5 +265,36 @@ describe("sse — the stream deleted and created again", () => {
     expect(gap.id).toBe(`${created}:0`);
     expect(await again.waitForSeqs(2)).toEqual(fresh);
     expect(again.messages.map((m) => (m.data as { i: number }).i)).toEqual([2, 3]);
+  }, 60_000);
+});
+
+describe("sse — connection limit and drain", () => {
+  it("sse — streams count against MAX_CONNECTIONS (WebSockets too); SIGTERM ends open streams cleanly", async () => {
+    const lgw = await startGateway({ natsUrl: nats.url, workers: 1, logLevel: "info", args: ["--max-connections", "1"] });
+    try {
+      const first = await open(events(uniq("limit.")), {}, lgw.url);
+      expect(first.status).toBe(200);
+      const second = await open(events(uniq("limit.")), {}, lgw.url);
+      expect(second.status).toBe(503);
+      expect(second.json).toMatchObject({ temporary: true });
+      expect(second.headers["retry-after"]).toBe("1");
+      const ws = await tryConnect(`ws://127.0.0.1:${lgw.port}/ws`);
+      expect("status" in ws && ws.status).toBe(503);
+      first.close();
+      // The slot is free again once the stream's end reached the worker.
+      const third = await waitFor(
+        async () => {
+          const r = await open(events(uniq("limit.")), {}, lgw.url);
+          return r.status === 200 ? r : (r.close(), undefined);
+        },
+        { what: "a stream after the first closed" },
+      );
+      await waitFor(() => third.comments.includes("ok") || undefined, { what: "third open" });
+      await lgw.stop("SIGTERM");
+      await waitFor(() => third.ended || undefined, { what: "the stream ended by the drain" });
+      expect(third.complete).toBe(true);
+    } finally {
+      await lgw.stop();
+    }
   }, 60_000);
 });

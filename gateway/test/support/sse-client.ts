@@ -13,6 +13,8 @@ export class SseReader {
   /** The body of a refusal (a status other than 200). */
   body = "";
   ended = false;
+  /** The response ended normally (the server finished it), not by a cut connection. */
+  complete = false;
   private res?: http.IncomingMessage;
   private req?: http.ClientRequest;
   private buf = "";
@@ -30,7 +32,10 @@ export class SseReader {
         r.headers = res.headers;
         res.setEncoding("utf8");
         res.on("data", (d: string) => (r.status === 200 ? r.feed(d) : (r.body += d)));
-        res.on("end", () => (r.ended = true));
+        res.on("end", () => {
+          r.complete = true;
+          r.ended = true;
+        });
         res.on("close", () => (r.ended = true));
         res.on("error", () => (r.ended = true));
         resolve();
