@@ -651,6 +651,8 @@ export interface SubscribeEventsOptions {
   from?: { seq: number } | { last: number } | { time: string | Date } | { lastEventId: string };
   /** Access token, sent as `?token=` (EventSource cannot set headers). */
   token?: string;
+  /** Called before every (re)open for a fresh token; a stream refused as `unauthorized` (expired) then reopens. */
+  getToken?: () => string | Promise<string>;
   /** EventSource implementation; defaults to `globalThis.EventSource`. */
   EventSource?: EventSourceConstructor;
   /** Retention removed messages asked for, or the stream was recreated (`epochChanged`): delivery goes on after it. */
@@ -699,6 +701,7 @@ export function subscribeEvents<T = unknown>(
   let closed = false;
   let failures = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
+  let token = options.token;
   const noop = (): void => undefined;
 
   const urlFor = (): string => {
@@ -709,12 +712,28 @@ export function subscribeEvents<T = unknown>(
     else if (from && "last" in from) q.set("last", String(from.last));
     else if (from && "time" in from) q.set("since", from.time instanceof Date ? from.time.toISOString() : from.time);
     else if (from && "lastEventId" in from) q.set("last_event_id", from.lastEventId);
-    if (options.token !== undefined) q.set("token", options.token);
+    if (token !== undefined) q.set("token", token);
     const qs = q.toString();
     return `${base}/v1/channels/${encodeURIComponent(pattern)}/events${qs ? `?${qs}` : ""}`;
   };
 
-  const open = (): void => {
+  const reopenLater = (e?: GatewayError): void => {
+    const delay = backoffDelay(failures++, minDelay, maxDelay);
+    options.onError?.(e ?? new GatewayError("closed", `event stream failed; reopening in ${delay} ms`));
+    timer = setTimeout(() => {
+      if (!closed) void open();
+    }, delay);
+  };
+
+  const open = async (): Promise<void> => {
+    if (options.getToken) {
+      try {
+        token = await options.getToken();
+      } catch (e) {
+        return reopenLater(new GatewayError("token_error", `getToken failed: ${(e as Error)?.message ?? String(e)}`, { cause: e }));
+      }
+      if (closed) return;
+    }
     const s = new ES(urlFor());
     es = s;
     s.onopen = () => {
@@ -755,19 +774,15 @@ export function subscribeEvents<T = unknown>(
       s.close();
       void refusal(urlFor()).then((e) => {
         if (closed) return;
-        if (e && !e.temporary) {
+        if (e && !e.temporary && !(e.code === "unauthorized" && options.getToken)) {
           closed = true;
           return options.onError?.(e);
         }
-        const delay = backoffDelay(failures++, minDelay, maxDelay);
-        options.onError?.(e ?? new GatewayError("closed", `event stream failed; reopening in ${delay} ms`));
-        timer = setTimeout(() => {
-          if (!closed) open();
-        }, delay);
+        reopenLater(e);
       });
     };
   };
-  open();
+  void open();
 
   return {
     channel: pattern,

@@ -212,7 +212,7 @@ describe("sse — authentication", () => {
       natsUrl: nats.url,
       workers: 1,
       logLevel: "info",
-      env: { JWT_SECRET: SECRET, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, API_KEYS: "backend-key-0123456789" },
+      env: { JWT_SECRET: SECRET, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, API_KEYS: "backend-key-0123456789", JWT_CLOCK_TOLERANCE: "0s" },
     });
   });
   afterAll(async () => {
@@ -236,6 +236,16 @@ describe("sse — authentication", () => {
     const seq = await publish(`${ch}.a`, { ok: true }, agw.url, { "x-api-key": "backend-key-0123456789" });
     expect(await viaQuery.waitForSeqs(1)).toEqual([seq]);
     expect(await viaHeader.waitForSeqs(1)).toEqual([seq]);
+  });
+
+  it("sse — a stream ends at its token's expiry with an err event (unauthorized)", async () => {
+    const ch = uniq("exp.");
+    const short = await sign({ channels: { sub: [ch] } }, { exp: Math.floor(Date.now() / 1000) + 2 });
+    const r = await open(`${events(ch)}?token=${short}`, {}, agw.url);
+    expect(r.status).toBe(200);
+    await waitFor(() => r.complete || undefined, { what: "the stream's end at expiry", timeoutMs: 15_000 });
+    const err = r.events.find((e) => e.event === "err");
+    expect(JSON.parse(err!.data)).toMatchObject({ code: "unauthorized", temporary: false });
   });
 });
 

@@ -1,7 +1,7 @@
 import type { Authenticator } from "../auth/authenticator.js";
 import { authorizeHttp, readCredentials } from "../auth/http-auth.js";
 import type { Broker } from "../broker/broker.js";
-import type { BackpressureSection, FanoutSection, SseSection } from "../config/sections.js";
+import type { AuthSection, BackpressureSection, FanoutSection, SseSection } from "../config/sections.js";
 import { brokerFailure, WIRE_ERRORS } from "../errors.js";
 import { FanoutHub, type ChannelFeed } from "../fanout/hub.js";
 import type { Admission } from "../limits/admission.js";
@@ -17,7 +17,7 @@ export const SSE_ROUTE = "/v1/channels/:channel/events";
 const PATH = /^\/v1\/channels\/([^/]+)\/events$/;
 
 export type SseContext = {
-  config: Readonly<{ sse: SseSection; fanout: FanoutSection; backpressure: BackpressureSection }>;
+  config: Readonly<{ sse: SseSection; fanout: FanoutSection; backpressure: BackpressureSection; auth: AuthSection }>;
   broker: Broker;
   hub: FanoutHub;
   auth: Authenticator;
@@ -37,6 +37,10 @@ type SseRequest = {
   ip: string;
   creds: ReturnType<typeof readCredentials>;
 };
+
+/** A stream ready to start: its feed, the last seq the client has, the `gap` to tell, the token's expiry. */
+type Ready = { feed: ChannelFeed; lastSent: number; gap?: Gap; exp?: number };
+type Gap = Record<string, unknown> & { epoch: string };
 
 type HttpError = { status: number; code: ErrorCode; message: string; temporary?: boolean; retryAfterSec?: number };
 
@@ -115,7 +119,7 @@ export class SseEndpoint {
           if (!state.aborted && "error" in ready) res.cork(() => reply(res, r.origin, ready.error));
           return;
         }
-        state.stream = this.begin(res, r, early.pattern, ready.feed, ready.lastSent, ready.gap);
+        state.stream = this.begin(res, r, early.pattern, ready);
       },
       (e: unknown) => {
         this.ctx.admission.cancel(r.ip);
@@ -151,13 +155,11 @@ export class SseEndpoint {
   }
 
   /** Authorizes, takes the feed, and turns the start into the last seq the client has. */
-  private async prepare(
-    r: SseRequest,
-    pattern: string,
-    start: SseStart,
-  ): Promise<{ feed: ChannelFeed; lastSent: number; gap?: Record<string, unknown> } | { error: HttpError; feed?: ChannelFeed }> {
+  private async prepare(r: SseRequest, pattern: string, start: SseStart): Promise<Ready | { error: HttpError; feed?: ChannelFeed }> {
     const denied = await authorizeHttp(this.ctx.auth, r.creds, "sub", pattern);
     if (denied) return { error: { status: denied.status, code: denied.body.error as ErrorCode, message: denied.body.message } };
+    // Verified again only for its expiry (the stream ends then, as a WebSocket closes with 4001).
+    const exp = this.ctx.auth.enabled ? (await this.ctx.auth.authenticateHttp(r.creds)).exp : undefined;
     let feed: ChannelFeed;
     try {
       feed = await this.ctx.hub.acquire(pattern);
@@ -165,7 +167,7 @@ export class SseEndpoint {
       return { error: failure(e, this.ctx.broker, "subscribe") };
     }
     try {
-      return { feed, ...(await this.resolve(pattern, feed, start)) };
+      return { feed, exp, ...(await this.resolve(pattern, feed, start)) };
     } catch (e) {
       return { error: failure(e, this.ctx.broker, "replay"), feed };
     }
@@ -177,7 +179,7 @@ export class SseEndpoint {
    * belongs to a stream that was deleted and created again (`epochChanged`: delivery restarts at the new
    * stream's first message, never continuing with another stream's numbers).
    */
-  private async resolve(pattern: string, feed: ChannelFeed, start: SseStart): Promise<{ lastSent: number; gap?: Record<string, unknown> }> {
+  private async resolve(pattern: string, feed: ChannelFeed, start: SseStart): Promise<{ lastSent: number; gap?: Gap }> {
     const replay = this.ctx.broker.replay;
     if (start.kind === "live" || !replay) return { lastSent: FanoutHub.position(feed) };
     if (start.kind === "last") return { lastSent: (await replay.startOfLastN(pattern, start.last)) - 1 };
@@ -191,8 +193,9 @@ export class SseEndpoint {
     return { lastSent: start.after };
   }
 
-  private begin(res: HttpResponse, r: SseRequest, pattern: string, feed: ChannelFeed, lastSent: number, gap?: Record<string, unknown>): SseStream {
+  private begin(res: HttpResponse, r: SseRequest, pattern: string, ready: Ready): SseStream {
     const { config, metrics, log, hub, broker, admission } = this.ctx;
+    const { feed, lastSent, gap, exp } = ready;
     const stream = new SseStream(res, pattern, r.ip, feed, {
       hub,
       config,
@@ -213,10 +216,10 @@ export class SseEndpoint {
         .writeHeader("x-accel-buffering", "no");
       if (r.origin) res.writeHeader("access-control-allow-origin", r.origin).writeHeader("vary", "origin");
       res.write(streamPreamble(config.sse.retryMs));
-      const epoch = broker.epoch;
-      if (gap) stream.writeEvent("gap", gap, epoch === undefined ? undefined : eventId(epoch, lastSent));
+      if (gap) stream.writeEvent("gap", gap, eventId(gap.epoch, lastSent));
       stream.start(lastSent);
     });
+    if (exp !== undefined) stream.endAt((exp + config.auth.jwtClockToleranceSec) * 1000);
     if (log.isLevelEnabled("debug")) log.debug({ pattern, lastSent, gap: gap !== undefined }, "sse stream opened");
     return stream;
   }

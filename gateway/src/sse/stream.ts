@@ -11,7 +11,7 @@ import { HEARTBEAT, namedEvent, sseEventOf } from "./event.js";
 export type SsePhase = "starting" | "catchup" | "live" | "paused" | "ended";
 
 /** Why a stream ended: the client left, the server ended it (drain, recreated stream), or it was too slow. */
-export type SseEndReason = "aborted" | "ended" | "slow" | "failed";
+export type SseEndReason = "aborted" | "ended" | "slow" | "failed" | "expired";
 
 export type SseStreamDeps = {
   hub: FanoutHub;
@@ -47,6 +47,7 @@ export class SseStream implements FanoutSocket, StreamListener {
   /** The feed's message count when the stream paused (brokers without history count what it missed). */
   private pausedAtCount = 0;
   private slowTimer?: NodeJS.Timeout;
+  private expiryTimer?: NodeJS.Timeout;
 
   constructor(
     private readonly res: HttpResponse,
@@ -130,6 +131,18 @@ export class SseStream implements FanoutSocket, StreamListener {
     this.finish(why);
     if (why === "slow") this.res.close();
     else this.res.cork(() => this.res.end());
+  }
+
+  /** Ends the stream at `dueMs` (the token's expiry): the reconnect needs a valid token. */
+  endAt(dueMs: number): void {
+    clearTimeout(this.expiryTimer);
+    const wait = Math.min(Math.max(dueMs - Date.now(), 0), 2_147_483_647);
+    this.expiryTimer = setTimeout(() => {
+      if (Date.now() < dueMs) return this.endAt(dueMs);
+      this.writeEvent("err", { code: "unauthorized", message: "token expired; reconnect with a new token", temporary: false });
+      this.end("expired");
+    }, wait);
+    this.expiryTimer.unref();
   }
 
   /** The client went away (uWS onAborted): the response must not be touched any more. */
@@ -246,6 +259,7 @@ export class SseStream implements FanoutSocket, StreamListener {
   private finish(why: SseEndReason): void {
     this.phase = "ended";
     clearTimeout(this.slowTimer);
+    clearTimeout(this.expiryTimer);
     this.catchup?.abort();
     this.catchup = undefined;
     this.feed.streams.delete(this);
