@@ -11,10 +11,17 @@ export interface LiveListener {
   onLive(seq: number, frame: Buffer): void;
 }
 
-/** A live receiver that is not a uWS socket (an SSE stream): gets each message's SSE event, built once per feed. */
+/**
+ * A live receiver that is not a uWS socket (an SSE stream). It gets the SSE events of the messages that
+ * arrived in one turn of the event loop together: `seqs[i]` and its `events[i]`, built once per message per
+ * feed, and `joined`, all of them in one buffer, built once per batch, so that a stream takes one write per
+ * batch rather than one per message.
+ */
 export interface StreamListener {
-  onEvent(seq: number, event: Buffer): void;
+  onEvents(seqs: readonly number[], events: readonly Buffer[], joined: Buffer): void;
 }
+
+type SseBatch = { seqs: number[]; events: Buffer[] };
 
 /** The worker's live feed for one channel pattern, shared by every local socket subscribed to it. */
 export type ChannelFeed = {
@@ -33,6 +40,8 @@ export type ChannelFeed = {
   catchups: Set<LiveListener>;
   /** Live SSE streams of this pattern (uWS topics only hold WebSockets). */
   streams: Set<StreamListener>;
+  /** Events waiting for the end of this turn, when the streams get them. */
+  sseBatch?: SseBatch;
   linger?: NodeJS.Timeout;
 };
 
@@ -132,11 +141,25 @@ export class FanoutHub {
       this.metrics.deliveryLatency.observe(Math.max(0, Date.now() - m.ts) / 1000);
     }
     if (streams > 0) {
-      const ev = sseEventOf(frame, m.seq, this.broker.epoch);
-      for (const l of feed.streams) l.onEvent(m.seq, ev);
-      this.metrics.framesDelivered.inc(streams);
+      let b = feed.sseBatch;
+      if (!b) {
+        b = feed.sseBatch = { seqs: [], events: [] };
+        queueMicrotask(() => this.flushStreams(feed));
+      }
+      b.seqs.push(m.seq);
+      b.events.push(sseEventOf(frame, m.seq, this.broker.epoch));
     }
     for (const c of feed.catchups) c.onLive(m.seq, frame);
+  }
+
+  /** Hands the turn's events to the feed's SSE streams; a stream that joined meanwhile skips what it has. */
+  private flushStreams(feed: ChannelFeed): void {
+    const b = feed.sseBatch;
+    feed.sseBatch = undefined;
+    if (!b || feed.streams.size === 0) return;
+    const joined = b.events.length === 1 ? b.events[0]! : Buffer.concat(b.events);
+    this.metrics.framesDelivered.inc(feed.streams.size * b.seqs.length);
+    for (const l of feed.streams) l.onEvents(b.seqs, b.events, joined);
   }
 
   /** Where the feed is: every matching message up to this seq has been fanned out (or predates it). */

@@ -103,14 +103,30 @@ export class SseStream implements FanoutSocket, StreamListener {
 
   // --- live delivery (the hub) ---
 
-  onEvent(seq: number, event: Buffer): void {
-    if (this.phase !== "live" || seq <= this.lastSent) return;
+  onEvents(seqs: readonly number[], events: readonly Buffer[], joined: Buffer): void {
+    const last = seqs[seqs.length - 1]!;
+    if (this.phase !== "live" || last <= this.lastSent) return;
     let r = 0;
     this.res.cork(() => {
-      r = this.write(event);
+      if (seqs[0]! > this.lastSent) {
+        r = this.write(joined);
+        if (r !== 2) this.lastSent = last;
+        return;
+      }
+      // Joined during the batch: the first events reached it through its catch-up already.
+      for (let i = 0; i < seqs.length; i++) {
+        if (seqs[i]! <= this.lastSent) continue;
+        r = this.write(events[i]!);
+        if (r === 2) return;
+        this.lastSent = seqs[i]!;
+      }
     });
-    if (r !== 2) this.lastSent = seq;
     if (r === 2 || this.queued > this.deps.config.backpressure.bytes) this.pause();
+  }
+
+  /** One live event (as `onEvents` with a batch of one). */
+  onEvent(seq: number, event: Buffer): void {
+    this.onEvents([seq], [event], event);
   }
 
   /** A comment line for idle streams (proxies close silent connections). */

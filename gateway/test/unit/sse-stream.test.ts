@@ -70,6 +70,21 @@ describe("sse stream — writes and backpressure", () => {
     expect(s.lastSent).toBe(2);
   });
 
+  it("sse stream — a batch is one write; a stream that joined during the batch gets only what it lacks", () => {
+    const { res, s } = setup();
+    s.start(0);
+    const evs = [1, 2, 3].map((i) => ev(i));
+    s.onEvents([1, 2, 3], evs, Buffer.concat(evs));
+    expect(res.written).toEqual([Buffer.concat(evs).toString()]);
+    const more = [4, 5, 6].map((i) => ev(i));
+    s.lastSent = 4; // its catch-up wrote seq 4 before it joined
+    s.onEvents([4, 5, 6], more, Buffer.concat(more));
+    expect(res.written.slice(1)).toEqual([ev(5).toString(), ev(6).toString()]);
+    s.onEvents([5, 6], more.slice(1), Buffer.concat(more.slice(1)));
+    expect(res.written).toHaveLength(3);
+    expect(s.lastSent).toBe(6);
+  });
+
   it("sse stream — after write returns false nothing is written until onWritable, which flushes the queue in order", () => {
     const { res, s } = setup();
     s.start(0);
