@@ -39,7 +39,7 @@ type SseRequest = {
 };
 
 /** A stream ready to start: its feed, the last seq the client has, the `gap` to tell, the token's expiry. */
-type Ready = { feed: ChannelFeed; lastSent: number; gap?: Gap; exp?: number };
+type Ready = { feed: ChannelFeed; lastSent: number; epoch?: string; gap?: Gap; exp?: number };
 type Gap = Record<string, unknown> & { epoch: string };
 
 type HttpError = { status: number; code: ErrorCode; message: string; temporary?: boolean; retryAfterSec?: number };
@@ -179,31 +179,42 @@ export class SseEndpoint {
    * belongs to a stream that was deleted and created again (`epochChanged`: delivery restarts at the new
    * stream's first message, never continuing with another stream's numbers).
    */
-  private async resolve(pattern: string, feed: ChannelFeed, start: SseStart): Promise<{ lastSent: number; gap?: Gap }> {
+  private async resolve(pattern: string, feed: ChannelFeed, start: SseStart): Promise<{ lastSent: number; epoch?: string; gap?: Gap }> {
     const replay = this.ctx.broker.replay;
-    if (start.kind === "live" || !replay) return { lastSent: FanoutHub.position(feed) };
-    if (start.kind === "last") return { lastSent: (await replay.startOfLastN(pattern, start.last)) - 1 };
-    if (start.kind === "time") return { lastSent: (await replay.seqAtTime(pattern, start.time)) - 1 };
+    if (!replay) return { lastSent: FanoutHub.position(feed) };
+    // The epoch of the position, read with it (requests of concurrent opens share one).
     const st = await replay.state();
-    const bounds = { firstSeq: st.firstSeq, lastSeq: st.lastSeq, epoch: st.epoch };
-    if (start.epoch !== undefined && start.epoch !== st.epoch) {
-      return { lastSent: Math.max(0, st.firstSeq - 1), gap: { truncated: true, epochChanged: true, after: start.after, was: start.epoch, ...bounds } };
+    const epoch = st.epoch;
+    if (start.kind === "live") return { lastSent: FanoutHub.position(feed), epoch };
+    if (start.kind === "last") return { lastSent: (await replay.startOfLastN(pattern, start.last)) - 1, epoch };
+    if (start.kind === "time") return { lastSent: (await replay.seqAtTime(pattern, start.time)) - 1, epoch };
+    const bounds = { firstSeq: st.firstSeq, lastSeq: st.lastSeq, epoch };
+    if (start.epoch !== undefined && start.epoch !== epoch) {
+      const gap = { truncated: true, epochChanged: true, after: start.after, was: start.epoch, ...bounds };
+      return { lastSent: Math.max(0, st.firstSeq - 1), epoch, gap };
     }
-    if (start.after + 1 < st.firstSeq) return { lastSent: st.firstSeq - 1, gap: { truncated: true, after: start.after, ...bounds } };
-    return { lastSent: start.after };
+    if (start.after + 1 < st.firstSeq) return { lastSent: st.firstSeq - 1, epoch, gap: { truncated: true, after: start.after, ...bounds } };
+    return { lastSent: start.after, epoch };
   }
 
   private begin(res: HttpResponse, r: SseRequest, pattern: string, ready: Ready): SseStream {
     const { config, metrics, log, hub, broker, admission } = this.ctx;
-    const { feed, lastSent, gap, exp } = ready;
-    const stream = new SseStream(res, pattern, r.ip, feed, {
-      hub,
-      config,
-      metrics,
-      log,
-      epoch: () => broker.epoch,
-      onEnd: (s, why) => this.ended(s, why),
-    });
+    const { feed, lastSent, gap, exp, epoch } = ready;
+    const stream = new SseStream(
+      res,
+      pattern,
+      r.ip,
+      feed,
+      {
+        hub,
+        config,
+        metrics,
+        log,
+        epoch: () => broker.epoch,
+        onEnd: (s, why) => this.ended(s, why),
+      },
+      epoch,
+    );
     admission.opened(r.ip);
     this.streams.add(stream);
     metrics.sseConnections.inc();

@@ -13,8 +13,8 @@ const CR = 0x0d;
 const DATA_LINE_BREAK = Buffer.from("\ndata: ");
 const EVENT_END = Buffer.from("\n\n");
 
-/** SSE bytes of each frame object (a live frame or a replay page's), built on first use. */
-const built = new WeakMap<Uint8Array, Buffer>();
+/** SSE bytes of each frame object (a live frame or a replay page's), built on first use, with their epoch. */
+const built = new WeakMap<Uint8Array, { epoch: string | undefined; ev: Buffer }>();
 
 /** `id:` of a message: the stream's epoch and the seq. */
 export const eventId = (epoch: string, seq: number): string => `${epoch}:${seq}`;
@@ -24,11 +24,11 @@ export const eventId = (epoch: string, seq: number): string => `${epoch}:${seq}`
  * no history) the event has no id: there is nothing to resume from. Cached per frame object.
  */
 export function sseEventOf(frame: Uint8Array, seq: number, epoch: string | undefined): Buffer {
-  let ev = built.get(frame);
-  if (ev) return ev;
+  const hit = built.get(frame);
+  if (hit && hit.epoch === epoch) return hit.ev;
   const head = Buffer.from(epoch !== undefined ? `id: ${eventId(epoch, seq)}\ndata: ` : "data: ");
-  ev = Buffer.concat([head, dataLines(frame), EVENT_END]);
-  built.set(frame, ev);
+  const ev = Buffer.concat([head, dataLines(frame), EVENT_END]);
+  built.set(frame, { epoch, ev });
   return ev;
 }
 

@@ -18,7 +18,7 @@ export type SseStreamDeps = {
   config: Readonly<{ fanout: FanoutSection; backpressure: BackpressureSection }>;
   metrics: Metrics;
   log: Logger;
-  /** The stream's epoch for event ids (undefined on a broker without history). */
+  /** The broker's current epoch, which event ids carry (undefined on a broker without history). */
   epoch: () => string | undefined;
   onEnd: (s: SseStream, why: SseEndReason) => void;
 };
@@ -55,6 +55,8 @@ export class SseStream implements FanoutSocket, StreamListener {
     readonly ip: string,
     private readonly feed: ChannelFeed,
     private readonly deps: SseStreamDeps,
+    /** The epoch the stream's position belongs to (read from the stream when it opened). */
+    readonly epoch: string | undefined,
   ) {
     res.onWritable(() => {
       if (this.closed) return true;
@@ -79,7 +81,8 @@ export class SseStream implements FanoutSocket, StreamListener {
   send(frame: Uint8Array | string, seq?: number): number {
     if (this.closed) return 2;
     if (seq === undefined || typeof frame === "string") return 1; // control frames of the WebSocket protocol
-    const r = this.write(sseEventOf(frame, seq, this.deps.epoch()));
+    if (this.epochMoved()) return 2;
+    const r = this.write(sseEventOf(frame, seq, this.epoch));
     if (r !== 2) this.lastSent = seq;
     return r;
   }
@@ -105,7 +108,7 @@ export class SseStream implements FanoutSocket, StreamListener {
 
   onEvents(seqs: readonly number[], events: readonly Buffer[], joined: Buffer): void {
     const last = seqs[seqs.length - 1]!;
-    if (this.phase !== "live" || last <= this.lastSent) return;
+    if (this.phase !== "live" || last <= this.lastSent || this.epochMoved()) return;
     let r = 0;
     this.res.cork(() => {
       if (seqs[0]! > this.lastSent) {
@@ -164,6 +167,17 @@ export class SseStream implements FanoutSocket, StreamListener {
   /** The client went away (uWS onAborted): the response must not be touched any more. */
   aborted(): void {
     if (!this.closed) this.finish("aborted");
+  }
+
+  /**
+   * The worker's epoch is not the one the stream opened in: the stream was recreated and this worker has
+   * not ended its streams yet, or learnt the new epoch only now. Its ids would mix two numberings: end it
+   * (the client resumes by its last id, and is told `epochChanged` if that is the old stream's).
+   */
+  private epochMoved(): boolean {
+    if (this.deps.epoch() === this.epoch) return false;
+    this.end("ended");
+    return true;
   }
 
   private write(chunk: Buffer | string): number {

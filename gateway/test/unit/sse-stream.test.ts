@@ -40,20 +40,28 @@ class FakeRes {
 const counter = () => ({ inc: vi.fn() });
 
 function setup(bp = { bytes: 1_000, maxBytes: 10_000, slowTimeoutMs: 60_000 }) {
+  const current = { epoch: "E" };
   const res = new FakeRes();
   const feed = { pattern: "p", streams: new Set(), catchups: new Set(), count: 0, lastSeq: 0, startAfter: 0 } as unknown as ChannelFeed;
   const metrics = { slowSwitches: counter(), slowClosed: counter(), deliveriesDropped: counter() } as unknown as Metrics;
   const log = { info: vi.fn(), warn: vi.fn(), debug: vi.fn(), isLevelEnabled: () => false } as unknown as Logger;
   const ends: SseEndReason[] = [];
-  const s = new SseStream(res as unknown as HttpResponse, "p", "1.2.3.4", feed, {
-    hub: { cache: undefined } as unknown as FanoutHub,
-    config: { fanout: { lingerMs: 0, replayCacheBytes: 0, holdMessages: 100, maxSubscriptions: 10 }, backpressure: bp },
-    metrics,
-    log,
-    epoch: () => "E",
-    onEnd: (_s, why) => ends.push(why),
-  });
-  return { res, feed, metrics, s, ends };
+  const s = new SseStream(
+    res as unknown as HttpResponse,
+    "p",
+    "1.2.3.4",
+    feed,
+    {
+      hub: { cache: undefined } as unknown as FanoutHub,
+      config: { fanout: { lingerMs: 0, replayCacheBytes: 0, holdMessages: 100, maxSubscriptions: 10 }, backpressure: bp },
+      metrics,
+      log,
+      epoch: () => current.epoch,
+      onEnd: (_s, why) => ends.push(why),
+    },
+    "E",
+  );
+  return { res, feed, metrics, s, ends, current };
 }
 
 const ev = (seq: number, size = 10) => Buffer.from(`id: E:${seq}\ndata: ${"x".repeat(size)}\n\n`);
@@ -155,6 +163,18 @@ describe("sse stream — writes and backpressure", () => {
     } finally {
       vi.useRealTimers();
     }
+  });
+
+  it("sse stream — the worker's epoch moved (stream recreated): the stream ends instead of mixing two numberings", () => {
+    const { res, feed, s, ends, current } = setup();
+    s.start(0);
+    s.onEvent(1, ev(1));
+    current.epoch = "F";
+    s.onEvent(2, ev(2));
+    expect(res.written).toEqual([ev(1).toString()]);
+    expect(res.endedWith).toBe("end");
+    expect(ends).toEqual(["ended"]);
+    expect(feed.streams.has(s)).toBe(false);
   });
 
   it("sse stream — an aborted response is never written again; control frames of the WebSocket protocol are skipped", () => {
