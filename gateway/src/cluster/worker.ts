@@ -18,6 +18,7 @@ import { isFgwMessage, type ToPrimary, type ToWorker } from "./ipc.js";
 import { CloseCode } from "../protocol/codes.js";
 import { sectionsOf } from "../config/sections.js";
 import { PublishService } from "../publish/service.js";
+import { SseEndpoint } from "../sse/endpoint.js";
 
 /** A worker: one uWS app on the shared port (SO_REUSEPORT), one broker connection, one fan-out hub. */
 export async function runWorker(config: Config): Promise<void> {
@@ -47,8 +48,13 @@ export async function runWorker(config: Config): Promise<void> {
     if (e.type !== "epoch") return;
     hub.streamRecreated();
     ws.endAll(CloseCode.StreamRecreated, "stream recreated: reconnect and resume");
+    sse.endAll();
   });
   const clusterMetrics = metricsClient();
+  // Server-Sent Events streams: registered before the HTTP routes' catch-alls.
+  const sse = new SseEndpoint({ config: c, broker, hub, auth, admission: guard.admission, metrics, log, isDraining });
+  for (const a of apps) sse.register(a);
+  sse.start();
   for (const a of apps) registerHttpRoutes(a, { config: c.server, broker, metrics, log, isDraining, auth, clusterMetrics, publisher });
   await ws.listen(c.server.host, c.server.port);
   if (tlsApp) await ws.listenExtra(tlsApp, c.server.host, c.server.tlsPort);
@@ -61,6 +67,7 @@ export async function runWorker(config: Config): Promise<void> {
     log.info({ why, sockets: ws.sockets.size }, "worker draining");
     ws.stopListening();
     ws.closeAll();
+    sse.stop();
     await hub.stopAll();
     await broker.close();
     process.exit(0);

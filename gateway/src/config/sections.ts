@@ -47,6 +47,8 @@ export type StreamSection = Readonly<{
 export type FanoutSection = Readonly<{ lingerMs: number; replayCacheBytes: number; holdMessages: number; maxSubscriptions: number }>;
 /** Slow sockets (ws/backpressure.ts) and how far a catch-up may fill a socket. */
 export type BackpressureSection = Readonly<{ bytes: number; maxBytes: number; slowTimeoutMs: number }>;
+/** Server-Sent Events streams (sse/): heartbeat comments and the client's reconnection delay. */
+export type SseSection = Readonly<{ heartbeatMs: number; retryMs: number }>;
 export type DurableSection = Readonly<{ ackWaitMs: number; maxDeliver: number; maxInflight: number; inactiveMs: number }>;
 export type AuthSection = Readonly<{
   jwtSecret: string;
@@ -89,6 +91,7 @@ export type Sections = Readonly<{
   auth: AuthSection;
   limits: LimitsSection;
   hooks: HooksSection;
+  sse: SseSection;
   logLevel: Config["logLevel"];
 }>;
 
@@ -171,6 +174,7 @@ export function sectionsOf(c: Config): Sections {
       cacheSize: c.hookCacheSize,
       headers: c.hookHeaders,
     }),
+    sse: Object.freeze({ heartbeatMs: c.sseHeartbeatMs, retryMs: c.sseRetryMs }),
     logLevel: c.logLevel,
   });
 }

@@ -97,7 +97,7 @@ export class CatchUp implements HandoffPort<Buffer> {
           stop = "full";
           return;
         }
-        if (s.send(items[i]!.frame) === 2) {
+        if (s.send(items[i]!.frame, items[i]!.seq) === 2) {
           stop = "dropped";
           return;
         }
@@ -126,7 +126,7 @@ export class CatchUp implements HandoffPort<Buffer> {
     // between, so nothing is missed or sent twice.
     s.cork(() => {
       for (const item of held) {
-        if (s.send(item.frame) === 2) {
+        if (s.send(item.frame, item.seq) === 2) {
           stop = "dropped";
           return;
         }

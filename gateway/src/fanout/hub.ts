@@ -4,11 +4,24 @@ import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { msgFrame } from "../protocol/serialize.js";
 import { ReplayCache } from "./replay-cache.js";
+import { sseEventOf } from "../sse/event.js";
 
 /** Something that sees every live message of a feed before it joins the topic (a catch-up). */
 export interface LiveListener {
   onLive(seq: number, frame: Buffer): void;
 }
+
+/**
+ * A live receiver that is not a uWS socket (an SSE stream). It gets the SSE events of the messages that
+ * arrived in one turn of the event loop together: `seqs[i]` and its `events[i]`, built once per message per
+ * feed, and `joined`, all of them in one buffer, built once per batch, so that a stream takes one write per
+ * batch rather than one per message.
+ */
+export interface StreamListener {
+  onEvents(seqs: readonly number[], events: readonly Buffer[], joined: Buffer): void;
+}
+
+type SseBatch = { seqs: number[]; events: Buffer[] };
 
 /** The worker's live feed for one channel pattern, shared by every local socket subscribed to it. */
 export type ChannelFeed = {
@@ -25,6 +38,10 @@ export type ChannelFeed = {
   live?: LiveFeed;
   /** Sockets replaying this pattern, waiting to join the topic; they see each live message too. */
   catchups: Set<LiveListener>;
+  /** Live SSE streams of this pattern (uWS topics only hold WebSockets). */
+  streams: Set<StreamListener>;
+  /** Events waiting for the end of this turn, when the streams get them. */
+  sseBatch?: SseBatch;
   linger?: NodeJS.Timeout;
 };
 
@@ -88,6 +105,7 @@ export class FanoutHub {
       startAfter: 0,
       ready: Promise.resolve(),
       catchups: new Set(),
+      streams: new Set(),
     };
     created.ready = this.start(created);
     this.feeds.set(pattern, created);
@@ -116,14 +134,34 @@ export class FanoutHub {
     if (m.seq > feed.lastSeq) feed.lastSeq = m.seq;
     this.metrics.brokerMessages.inc();
     const receivers = this.app.numSubscribers(feed.topic);
-    if (receivers === 0 && feed.catchups.size === 0) return;
+    const streams = feed.streams.size;
+    if (receivers === 0 && feed.catchups.size === 0 && streams === 0) return;
     const frame = msgFrame({ channel: m.channel, pattern: feed.pattern, seq: m.seq, ts: m.ts }, m.payload);
     if (receivers > 0) {
       this.app.publish(feed.topic, frame, false, this.compress);
       this.metrics.framesDelivered.inc(receivers);
       this.metrics.deliveryLatency.observe(Math.max(0, Date.now() - m.ts) / 1000);
     }
+    if (streams > 0) {
+      let b = feed.sseBatch;
+      if (!b) {
+        b = feed.sseBatch = { seqs: [], events: [] };
+        queueMicrotask(() => this.flushStreams(feed));
+      }
+      b.seqs.push(m.seq);
+      b.events.push(sseEventOf(frame, m.seq, this.broker.epoch));
+    }
     for (const c of feed.catchups) c.onLive(m.seq, frame);
+  }
+
+  /** Hands the turn's events to the feed's SSE streams; a stream that joined meanwhile skips what it has. */
+  private flushStreams(feed: ChannelFeed): void {
+    const b = feed.sseBatch;
+    feed.sseBatch = undefined;
+    if (!b || feed.streams.size === 0) return;
+    const joined = b.events.length === 1 ? b.events[0]! : Buffer.concat(b.events);
+    this.metrics.framesDelivered.inc(feed.streams.size * b.seqs.length);
+    for (const l of feed.streams) l.onEvents(b.seqs, b.events, joined);
   }
 
   /** Where the feed is: every matching message up to this seq has been fanned out (or predates it). */

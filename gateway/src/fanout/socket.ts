@@ -5,12 +5,15 @@
 export interface FanoutSocket {
   /** True once the socket closed: nothing may be sent any more. */
   readonly closed: boolean;
-  /** uWS semantics: 1 sent, 0 buffered (backpressure), 2 dropped (over the hard cap). */
-  send(frame: Uint8Array | string): number;
+  /**
+   * uWS semantics: 1 sent, 0 buffered (backpressure), 2 dropped (over the hard cap). `seq` is the message's
+   * stream seq when `frame` is a `msg` frame, absent for control frames (which an SSE stream skips).
+   */
+  send(frame: Uint8Array | string, seq?: number): number;
   /** Runs `fn` with writes batched into one syscall. */
   cork(fn: () => void): void;
   bufferedAmount(): number;
-  /** Joins the live topic of a feed (uWS pub/sub). */
+  /** Joins the live topic of a feed (uWS pub/sub; an SSE stream joins the feed's `streams` instead). */
   joinTopic(topic: string): void;
   /** Calls `fn` once when the socket's buffer has drained. */
   onDrained(fn: () => void): void;

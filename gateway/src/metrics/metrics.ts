@@ -16,6 +16,7 @@ export function createMetrics(registry: client.Registry = client.register) {
   return {
     registry,
     connections: new client.Gauge({ name: "fanout_connections", help: "Open WebSocket connections", registers: r }),
+    sseConnections: new client.Gauge({ name: "fanout_sse_connections", help: "Open Server-Sent Events streams", registers: r }),
     subscriptions: new client.Gauge({ name: "fanout_subscriptions", help: "Active client subscriptions", registers: r }),
     liveFeeds: new client.Gauge({
       name: "fanout_live_feeds",

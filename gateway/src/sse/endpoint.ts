@@ -1,0 +1,262 @@
+import type { Authenticator } from "../auth/authenticator.js";
+import { authorizeHttp, readCredentials } from "../auth/http-auth.js";
+import type { Broker } from "../broker/broker.js";
+import type { AuthSection, BackpressureSection, FanoutSection, SseSection } from "../config/sections.js";
+import { brokerFailure, WIRE_ERRORS } from "../errors.js";
+import { FanoutHub, type ChannelFeed } from "../fanout/hub.js";
+import type { Admission } from "../limits/admission.js";
+import type { Logger } from "../log.js";
+import type { Metrics } from "../metrics/metrics.js";
+import { checkPattern } from "../protocol/channel.js";
+import { ErrorCode } from "../protocol/codes.js";
+import type { HttpRequest, HttpResponse, TemplatedApp } from "../uws.js";
+import { eventId, parseStart, streamPreamble, type SseStart } from "./event.js";
+import { SseStream, type SseEndReason } from "./stream.js";
+
+export const SSE_ROUTE = "/v1/channels/:channel/events";
+const PATH = /^\/v1\/channels\/([^/]+)\/events$/;
+
+export type SseContext = {
+  config: Readonly<{ sse: SseSection; fanout: FanoutSection; backpressure: BackpressureSection; auth: AuthSection }>;
+  broker: Broker;
+  hub: FanoutHub;
+  auth: Authenticator;
+  /** The worker's connection admission (MAX_CONNECTIONS, per-IP limits, origins), shared with WebSockets. */
+  admission: Admission;
+  metrics: Metrics;
+  log: Logger;
+  isDraining: () => boolean;
+};
+
+/** What a request asked for, read synchronously (uWS requests die when the handler returns). */
+type SseRequest = {
+  url: string;
+  query: string;
+  lastEventId: string;
+  origin: string;
+  ip: string;
+  creds: ReturnType<typeof readCredentials>;
+};
+
+/** A stream ready to start: its feed, the last seq the client has, the `gap` to tell, the token's expiry. */
+type Ready = { feed: ChannelFeed; lastSent: number; epoch?: string; gap?: Gap; exp?: number };
+type Gap = Record<string, unknown> & { epoch: string };
+
+type HttpError = { status: number; code: ErrorCode; message: string; temporary?: boolean; retryAfterSec?: number };
+
+const STATUS: Record<number, string> = {
+  400: "400 Bad Request",
+  401: "401 Unauthorized",
+  403: "403 Forbidden",
+  429: "429 Too Many Requests",
+  501: "501 Not Implemented",
+  502: "502 Bad Gateway",
+  503: "503 Service Unavailable",
+};
+
+/**
+ * `GET /v1/channels/{pattern}/events`: a Server-Sent Events stream of one channel pattern. Each message is
+ * an event with `id: <epoch>:<seq>`; a reconnecting EventSource sends the last one as `Last-Event-ID` and
+ * gets everything after it, then live, from any worker, through the same catch-up hand-off as a WebSocket
+ * subscription. Streams count as connections (MAX_CONNECTIONS, per-IP limits) and get heartbeat comments.
+ */
+export class SseEndpoint {
+  readonly streams = new Set<SseStream>();
+  private heartbeat?: NodeJS.Timeout;
+
+  constructor(private readonly ctx: SseContext) {}
+
+  register(app: TemplatedApp): void {
+    app.get(SSE_ROUTE, (res, req) => this.open(res, req));
+  }
+
+  start(): void {
+    this.heartbeat ??= setInterval(() => {
+      for (const s of this.streams) s.heartbeat();
+    }, this.ctx.config.sse.heartbeatMs);
+    this.heartbeat.unref();
+  }
+
+  /** Ends every stream (drain, recreated stream): clients reconnect and resume with Last-Event-ID. */
+  endAll(): void {
+    for (const s of [...this.streams]) s.end("ended");
+  }
+
+  stop(): void {
+    clearInterval(this.heartbeat);
+    this.heartbeat = undefined;
+    this.endAll();
+  }
+
+  private open(res: HttpResponse, req: HttpRequest): void {
+    const r: SseRequest = {
+      url: req.getUrl(),
+      query: req.getQuery() ?? "",
+      lastEventId: req.getHeader("last-event-id"),
+      origin: req.getHeader("origin"),
+      ip: Buffer.from(res.getRemoteAddressAsText()).toString(),
+      creds: readCredentials(req),
+    };
+    const queryToken = req.getQuery("token");
+    if (!r.creds.bearer && queryToken) r.creds = { ...r.creds, bearer: queryToken };
+    const state = { aborted: false, stream: undefined as SseStream | undefined };
+    res.onAborted(() => {
+      state.aborted = true;
+      state.stream?.aborted();
+    });
+    const early = this.check(r);
+    if ("error" in early) return reply(res, r.origin, early.error);
+    const refusal = this.ctx.admission.reserve(r.ip, r.origin);
+    if (refusal) {
+      const code = refusal.status === 403 ? ErrorCode.Forbidden : refusal.status === 429 ? ErrorCode.RateLimited : ErrorCode.ShuttingDown;
+      return reply(res, r.origin, { status: refusal.status, code, message: refusal.message, retryAfterSec: refusal.retryAfterSec });
+    }
+    this.prepare(r, early.pattern, early.start).then(
+      (ready) => {
+        if (state.aborted || "error" in ready) {
+          this.ctx.admission.cancel(r.ip);
+          if ("feed" in ready) this.ctx.hub.release(early.pattern);
+          if (!state.aborted && "error" in ready) res.cork(() => reply(res, r.origin, ready.error));
+          return;
+        }
+        state.stream = this.begin(res, r, early.pattern, ready);
+      },
+      (e: unknown) => {
+        this.ctx.admission.cancel(r.ip);
+        this.ctx.log.error({ err: e }, "sse request failed");
+        if (!state.aborted) res.cork(() => reply(res, r.origin, { status: 500, code: ErrorCode.Internal, message: "internal error" }));
+      },
+    );
+  }
+
+  /** The checks that need no broker: draining, path, pattern, start parameters. */
+  private check(r: SseRequest): { pattern: string; start: SseStart } | { error: HttpError } {
+    if (this.ctx.isDraining()) return { error: { status: 503, code: ErrorCode.ShuttingDown, message: "server is shutting down; reconnect" } };
+    const m = PATH.exec(r.url);
+    let pattern: string;
+    try {
+      pattern = decodeURIComponent(m?.[1] ?? "");
+    } catch {
+      return { error: { status: 400, code: ErrorCode.BadChannel, message: "channel is not valid percent-encoding" } };
+    }
+    const c = checkPattern(pattern);
+    if (!c.ok) return { error: { status: 400, code: ErrorCode.BadChannel, message: c.reason } };
+    const s = parseStart(new URLSearchParams(r.query), r.lastEventId);
+    if (!s.ok) return { error: { status: 400, code: ErrorCode.BadRequest, message: s.message } };
+    if (s.start.kind !== "live" && !this.ctx.broker.replay && r.lastEventId === "")
+      return {
+        error: {
+          status: 501,
+          code: ErrorCode.UnsupportedByBroker,
+          message: `the ${this.ctx.broker.kind} broker keeps no history: start positions need JetStream`,
+        },
+      };
+    return { pattern, start: s.start };
+  }
+
+  /** Authorizes, takes the feed, and turns the start into the last seq the client has. */
+  private async prepare(r: SseRequest, pattern: string, start: SseStart): Promise<Ready | { error: HttpError; feed?: ChannelFeed }> {
+    const denied = await authorizeHttp(this.ctx.auth, r.creds, "sub", pattern);
+    if (denied) return { error: { status: denied.status, code: denied.body.error as ErrorCode, message: denied.body.message } };
+    // Verified again only for its expiry (the stream ends then, as a WebSocket closes with 4001).
+    const exp = this.ctx.auth.enabled ? (await this.ctx.auth.authenticateHttp(r.creds)).exp : undefined;
+    let feed: ChannelFeed;
+    try {
+      feed = await this.ctx.hub.acquire(pattern);
+    } catch (e) {
+      return { error: failure(e, this.ctx.broker, "subscribe") };
+    }
+    try {
+      return { feed, exp, ...(await this.resolve(pattern, feed, start)) };
+    } catch (e) {
+      return { error: failure(e, this.ctx.broker, "replay"), feed };
+    }
+  }
+
+  /**
+   * The last seq the client is taken to have, as the WebSocket `sub` decides it (ws/handlers.ts
+   * resolveStart), and a `gap` event when retention removed messages it asked for (`truncated`) or its id
+   * belongs to a stream that was deleted and created again (`epochChanged`: delivery restarts at the new
+   * stream's first message, never continuing with another stream's numbers).
+   */
+  private async resolve(pattern: string, feed: ChannelFeed, start: SseStart): Promise<{ lastSent: number; epoch?: string; gap?: Gap }> {
+    const replay = this.ctx.broker.replay;
+    if (!replay) return { lastSent: FanoutHub.position(feed) };
+    // The epoch of the position, read with it (requests of concurrent opens share one).
+    const st = await replay.state();
+    const epoch = st.epoch;
+    if (start.kind === "live") return { lastSent: FanoutHub.position(feed), epoch };
+    if (start.kind === "last") return { lastSent: (await replay.startOfLastN(pattern, start.last)) - 1, epoch };
+    if (start.kind === "time") return { lastSent: (await replay.seqAtTime(pattern, start.time)) - 1, epoch };
+    const bounds = { firstSeq: st.firstSeq, lastSeq: st.lastSeq, epoch };
+    if (start.epoch !== undefined && start.epoch !== epoch) {
+      const gap = { truncated: true, epochChanged: true, after: start.after, was: start.epoch, ...bounds };
+      return { lastSent: Math.max(0, st.firstSeq - 1), epoch, gap };
+    }
+    if (start.after + 1 < st.firstSeq) return { lastSent: st.firstSeq - 1, epoch, gap: { truncated: true, after: start.after, ...bounds } };
+    return { lastSent: start.after, epoch };
+  }
+
+  private begin(res: HttpResponse, r: SseRequest, pattern: string, ready: Ready): SseStream {
+    const { config, metrics, log, hub, broker, admission } = this.ctx;
+    const { feed, lastSent, gap, exp, epoch } = ready;
+    const stream = new SseStream(
+      res,
+      pattern,
+      r.ip,
+      feed,
+      {
+        hub,
+        config,
+        metrics,
+        log,
+        epoch: () => broker.epoch,
+        onEnd: (s, why) => this.ended(s, why),
+      },
+      epoch,
+    );
+    admission.opened(r.ip);
+    this.streams.add(stream);
+    metrics.sseConnections.inc();
+    metrics.subscriptions.inc();
+    res.cork(() => {
+      res
+        .writeStatus("200 OK")
+        .writeHeader("content-type", "text/event-stream")
+        .writeHeader("cache-control", "no-cache")
+        .writeHeader("x-accel-buffering", "no");
+      if (r.origin) res.writeHeader("access-control-allow-origin", r.origin).writeHeader("vary", "origin");
+      res.write(streamPreamble(config.sse.retryMs));
+      if (gap) stream.writeEvent("gap", gap, eventId(gap.epoch, lastSent));
+      stream.start(lastSent);
+    });
+    if (exp !== undefined) stream.endAt((exp + config.auth.jwtClockToleranceSec) * 1000);
+    if (log.isLevelEnabled("debug")) log.debug({ pattern, lastSent, gap: gap !== undefined }, "sse stream opened");
+    return stream;
+  }
+
+  private ended(s: SseStream, why: SseEndReason): void {
+    if (!this.streams.delete(s)) return;
+    this.ctx.admission.closed(s.ip);
+    this.ctx.metrics.sseConnections.dec();
+    this.ctx.metrics.subscriptions.dec();
+    this.ctx.hub.release(s.pattern);
+    if (this.ctx.log.isLevelEnabled("debug")) this.ctx.log.debug({ pattern: s.pattern, why, lastSent: s.lastSent }, "sse stream ended");
+  }
+}
+
+function failure(e: unknown, broker: Broker, what: string): HttpError {
+  const f = brokerFailure(e, broker.isConnected(), what);
+  return { status: f.status, code: f.code, message: f.message, temporary: f.temporary };
+}
+
+/** A JSON error answer: `{error, message, temporary}`, with CORS so that a page can read it. */
+function reply(res: HttpResponse, origin: string, e: HttpError): void {
+  res.writeStatus(STATUS[e.status] ?? `${e.status} Error`);
+  if (origin) res.writeHeader("access-control-allow-origin", origin).writeHeader("vary", "origin");
+  if (e.status === 401) res.writeHeader("www-authenticate", 'Bearer realm="fanout-gateway", error="invalid_token"');
+  if (e.retryAfterSec !== undefined) res.writeHeader("retry-after", String(e.retryAfterSec));
+  res
+    .writeHeader("content-type", "application/json")
+    .end(JSON.stringify({ error: e.code, message: e.message, temporary: e.temporary ?? WIRE_ERRORS[e.code].temporary }));
+}

@@ -1,0 +1,301 @@
+import type { BackpressureSection, FanoutSection } from "../config/sections.js";
+import { CatchUp, type CatchUpEnd } from "../fanout/catchup.js";
+import type { ChannelFeed, FanoutHub, StreamListener } from "../fanout/hub.js";
+import type { FanoutSocket } from "../fanout/socket.js";
+import type { Logger } from "../log.js";
+import type { Metrics } from "../metrics/metrics.js";
+import type { HttpResponse } from "../uws.js";
+import { HEARTBEAT, namedEvent, sseEventOf } from "./event.js";
+
+/** starting → (catchup → live | live) ⇄ paused (slow reader) → ended. `ended` is final. */
+export type SsePhase = "starting" | "catchup" | "live" | "paused" | "ended";
+
+/** Why a stream ended: the client left, the server ended it (drain, recreated stream), or it was too slow. */
+export type SseEndReason = "aborted" | "ended" | "slow" | "failed" | "expired";
+
+export type SseStreamDeps = {
+  hub: FanoutHub;
+  config: Readonly<{ fanout: FanoutSection; backpressure: BackpressureSection }>;
+  metrics: Metrics;
+  log: Logger;
+  /** The broker's current epoch, which event ids carry (undefined on a broker without history). */
+  epoch: () => string | undefined;
+  onEnd: (s: SseStream, why: SseEndReason) => void;
+};
+
+/**
+ * One Server-Sent Events response subscribed to one pattern: the fan-out core sees it as a `FanoutSocket`
+ * (catch-ups write to it) and as a live listener of the feed (`feed.streams`). uWS HTTP responses take a
+ * write while the kernel has room; once `write` returns false they must not be written again before
+ * `onWritable` (this uWS build loses data written in between), so later events wait in a queue here, and
+ * the queue is the stream's buffered amount. Over BACKPRESSURE_BYTES it leaves live delivery and is caught
+ * up from the stream once it drained, like a slow WebSocket; still paused after SLOW_CONSUMER_TIMEOUT it
+ * is cut, and the client's EventSource resumes with Last-Event-ID.
+ */
+export class SseStream implements FanoutSocket, StreamListener {
+  phase: SsePhase = "starting";
+  /** The last seq written to the response (the client resumes after it). */
+  lastSent = 0;
+  private queue: (Buffer | string)[] = [];
+  private head = 0;
+  private queued = 0;
+  /** `write` returned false: nothing more is written before `onWritable`. */
+  private blocked = false;
+  private drainWaiters: (() => void)[] = [];
+  private catchup?: CatchUp;
+  private paused = false;
+  /** The feed's message count when the stream paused (brokers without history count what it missed). */
+  private pausedAtCount = 0;
+  private slowTimer?: NodeJS.Timeout;
+  private expiryTimer?: NodeJS.Timeout;
+
+  constructor(
+    private readonly res: HttpResponse,
+    readonly pattern: string,
+    readonly ip: string,
+    private readonly feed: ChannelFeed,
+    private readonly deps: SseStreamDeps,
+    /** The epoch the stream's position belongs to (read from the stream when it opened). */
+    readonly epoch: string | undefined,
+  ) {
+    res.onWritable(() => {
+      if (this.closed) return true;
+      this.blocked = false;
+      this.flush();
+      return !this.blocked;
+    });
+  }
+
+  get closed(): boolean {
+    return this.phase === "ended";
+  }
+
+  /** Starts delivery after `lastSent`: replays the stored messages, then joins the feed. */
+  start(lastSent: number): void {
+    this.lastSent = lastSent;
+    this.catchUp();
+  }
+
+  // --- FanoutSocket (what catch-ups write to) ---
+
+  send(frame: Uint8Array | string, seq?: number): number {
+    if (this.closed) return 2;
+    if (seq === undefined || typeof frame === "string") return 1; // control frames of the WebSocket protocol
+    if (this.epochMoved()) return 2;
+    const r = this.write(sseEventOf(frame, seq, this.epoch));
+    if (r !== 2) this.lastSent = seq;
+    return r;
+  }
+
+  cork(fn: () => void): void {
+    if (this.closed) return;
+    this.res.cork(fn);
+  }
+
+  bufferedAmount(): number {
+    return this.queued;
+  }
+
+  joinTopic(): void {
+    if (!this.closed) this.feed.streams.add(this);
+  }
+
+  onDrained(fn: () => void): void {
+    this.drainWaiters.push(fn);
+  }
+
+  // --- live delivery (the hub) ---
+
+  onEvents(seqs: readonly number[], events: readonly Buffer[], joined: Buffer): void {
+    const last = seqs[seqs.length - 1]!;
+    if (this.phase !== "live" || last <= this.lastSent || this.epochMoved()) return;
+    let r = 0;
+    this.res.cork(() => {
+      if (seqs[0]! > this.lastSent) {
+        r = this.write(joined);
+        if (r !== 2) this.lastSent = last;
+        return;
+      }
+      // Joined during the batch: the first events reached it through its catch-up already.
+      for (let i = 0; i < seqs.length; i++) {
+        if (seqs[i]! <= this.lastSent) continue;
+        r = this.write(events[i]!);
+        if (r === 2) return;
+        this.lastSent = seqs[i]!;
+      }
+    });
+    if (r === 2 || this.queued > this.deps.config.backpressure.bytes) this.pause();
+  }
+
+  /** One live event (as `onEvents` with a batch of one). */
+  onEvent(seq: number, event: Buffer): void {
+    this.onEvents([seq], [event], event);
+  }
+
+  /** A comment line for idle streams (proxies close silent connections). */
+  heartbeat(): void {
+    if (this.closed || this.blocked || this.queued > 0) return;
+    this.res.cork(() => this.write(HEARTBEAT));
+  }
+
+  /** Writes a named event (`gap`, `err`). */
+  writeEvent(name: string, data: unknown, id?: string): void {
+    if (this.closed) return;
+    this.res.cork(() => this.write(namedEvent(name, data, id)));
+  }
+
+  /** Ends the response (drain, recreated stream, failure): the client's EventSource reconnects and resumes. */
+  end(why: SseEndReason = "ended"): void {
+    if (this.closed) return;
+    this.finish(why);
+    if (why === "slow") this.res.close();
+    else this.res.cork(() => this.res.end());
+  }
+
+  /** Ends the stream at `dueMs` (the token's expiry): the reconnect needs a valid token. */
+  endAt(dueMs: number): void {
+    clearTimeout(this.expiryTimer);
+    const wait = Math.min(Math.max(dueMs - Date.now(), 0), 2_147_483_647);
+    this.expiryTimer = setTimeout(() => {
+      if (Date.now() < dueMs) return this.endAt(dueMs);
+      this.writeEvent("err", { code: "unauthorized", message: "token expired; reconnect with a new token", temporary: false });
+      this.end("expired");
+    }, wait);
+    this.expiryTimer.unref();
+  }
+
+  /** The client went away (uWS onAborted): the response must not be touched any more. */
+  aborted(): void {
+    if (!this.closed) this.finish("aborted");
+  }
+
+  /**
+   * The worker's epoch is not the one the stream opened in: the stream was recreated and this worker has
+   * not ended its streams yet, or learnt the new epoch only now. Its ids would mix two numberings: end it
+   * (the client resumes by its last id, and is told `epochChanged` if that is the old stream's).
+   */
+  private epochMoved(): boolean {
+    if (this.deps.epoch() === this.epoch) return false;
+    this.end("ended");
+    return true;
+  }
+
+  private write(chunk: Buffer | string): number {
+    const len = chunk.length;
+    if (this.blocked || this.queued > 0) {
+      if (this.queued + len > this.deps.config.backpressure.maxBytes) return 2;
+      this.queue.push(chunk);
+      this.queued += len;
+      return 0;
+    }
+    if (!this.res.write(chunk)) {
+      this.blocked = true; // uWS kept this chunk
+      return 0;
+    }
+    return 1;
+  }
+
+  private flush(): void {
+    this.res.cork(() => {
+      while (this.head < this.queue.length && !this.blocked) {
+        const c = this.queue[this.head]!;
+        this.queue[this.head++] = "";
+        this.queued -= c.length;
+        if (!this.res.write(c)) this.blocked = true;
+      }
+    });
+    if (this.head === this.queue.length) {
+      this.queue = [];
+      this.head = 0;
+    }
+    const bp = this.deps.config.backpressure;
+    if (this.drainWaiters.length > 0 && this.queued <= bp.bytes >> 3) {
+      const waiters = this.drainWaiters;
+      this.drainWaiters = [];
+      for (const w of waiters) w();
+    }
+    if (this.paused && !this.closed && this.queued <= bp.bytes / 2) this.resume();
+  }
+
+  private catchUp(): void {
+    const cache = this.deps.hub.cache;
+    if (!cache) {
+      // No history (Redis): straight to live.
+      this.phase = "live";
+      this.feed.streams.add(this);
+      return;
+    }
+    const c = new CatchUp(
+      this,
+      this.pattern,
+      this.feed,
+      cache,
+      { holdLimit: this.deps.config.fanout.holdMessages, backpressureBytes: this.deps.config.backpressure.bytes },
+      this.deps.log,
+      this.lastSent,
+      (end) => this.onCatchUpEnd(c, end),
+    );
+    this.phase = "catchup";
+    this.catchup = c;
+    c.start();
+  }
+
+  private onCatchUpEnd(c: CatchUp, end: CatchUpEnd): void {
+    if (this.catchup !== c) return;
+    this.catchup = undefined;
+    if (this.closed) return;
+    if (end.lastSent > this.lastSent) this.lastSent = end.lastSent;
+    if (end.type === "joined") {
+      this.phase = "live";
+    } else if (end.type === "suspended") {
+      this.phase = "paused";
+      if (!this.paused) this.pause();
+    } else {
+      this.deps.log.warn({ err: end.error, pattern: this.pattern }, "sse catch-up failed");
+      this.writeEvent("err", { code: "broker_error", message: "replay failed; the stream ends and resumes on reconnect", temporary: true });
+      this.end("failed");
+    }
+  }
+
+  /** Out of live delivery: the buffer is over the threshold. */
+  private pause(): void {
+    if (this.paused || this.closed) return;
+    this.paused = true;
+    if (this.phase === "catchup") this.catchup?.suspend();
+    this.feed.streams.delete(this);
+    this.phase = "paused";
+    this.pausedAtCount = this.feed.count;
+    this.deps.metrics.slowSwitches.inc();
+    this.slowTimer = setTimeout(() => {
+      if (this.paused && !this.closed) {
+        this.deps.metrics.slowClosed.inc();
+        this.deps.log.info({ pattern: this.pattern, buffered: this.queued }, "closing slow sse stream");
+        this.end("slow");
+      }
+    }, this.deps.config.backpressure.slowTimeoutMs);
+    this.slowTimer.unref();
+  }
+
+  private resume(): void {
+    this.paused = false;
+    clearTimeout(this.slowTimer);
+    if (!this.deps.hub.cache) {
+      const missed = this.feed.count - this.pausedAtCount;
+      if (missed > 0) this.deps.metrics.deliveriesDropped.inc(missed);
+    }
+    this.catchUp();
+  }
+
+  private finish(why: SseEndReason): void {
+    this.phase = "ended";
+    clearTimeout(this.slowTimer);
+    clearTimeout(this.expiryTimer);
+    this.catchup?.abort();
+    this.catchup = undefined;
+    this.feed.streams.delete(this);
+    this.queue = [];
+    this.queued = 0;
+    this.drainWaiters = [];
+    this.deps.onEnd(this, why);
+  }
+}
