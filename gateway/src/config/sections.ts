@@ -46,6 +46,8 @@ export type FanoutSection = Readonly<{ lingerMs: number; replayCacheBytes: numbe
 /** Slow sockets (ws/backpressure.ts) and how far a catch-up may fill a socket. */
 export type BackpressureSection = Readonly<{ bytes: number; maxBytes: number; slowTimeoutMs: number }>;
 export type DurableSection = Readonly<{ ackWaitMs: number; maxDeliver: number; maxInflight: number; inactiveMs: number }>;
+/** Presence (presence/, broker/jetstream-presence.ts). */
+export type PresenceSection = Readonly<{ bucket: string; ttlMs: number; maxMembers: number; replicas: number }>;
 export type AuthSection = Readonly<{
   jwtSecret: string;
   jwtPublicKeyFile: string;
@@ -76,6 +78,7 @@ export type Sections = Readonly<{
   durable: DurableSection;
   auth: AuthSection;
   limits: LimitsSection;
+  presence: PresenceSection;
   logLevel: Config["logLevel"];
 }>;
 
@@ -149,6 +152,7 @@ export function sectionsOf(c: Config): Sections {
       frameBurst: c.frameBurst,
       frameRateWindowMs: c.frameRateWindowMs,
     }),
+    presence: Object.freeze({ bucket: c.presenceBucket, ttlMs: c.presenceTtlMs, maxMembers: c.presenceMaxMembers, replicas: c.streamReplicas }),
     logLevel: c.logLevel,
   });
 }

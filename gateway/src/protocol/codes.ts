@@ -39,6 +39,8 @@ export const ErrorCode = {
   ShuttingDown: "shutting_down",
   /** An unexpected server error; the connection stays usable. */
   Internal: "internal",
+  /** The channel has as many presence members as allowed (PRESENCE_MAX_MEMBERS); retry when some leave. */
+  PresenceFull: "presence_full",
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

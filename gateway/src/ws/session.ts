@@ -36,6 +36,8 @@ export type SubState = {
   /** While paused: the last seq this socket was sent, and the feed's count then. */
   resumeAfter: number;
   pausedAtCount: number;
+  /** Runs once when the subscription ends (leaving the channel's presence). */
+  onEnd?: () => void;
 };
 
 /** Per-socket state (uWS user data). */
@@ -57,6 +59,8 @@ export type Session = {
   pausedSince: number;
   /** Catch-ups waiting for the socket's buffer to drain. */
   drainWaiters: (() => void)[];
+  /** The connection's presence client id (made at its first presence:true subscription). */
+  clientId?: string;
   /** The socket as the fan-out core sees it (set when it opens). */
   port?: FanoutSocket;
 };
