@@ -40,9 +40,7 @@ export async function runWorker(config: Config): Promise<void> {
   const apps = tlsApp ? [app, tlsApp] : [app];
   const hub = new FanoutHub(topicsOf(apps), broker, metrics, log, c.fanout.lingerMs, c.fanout.replayCacheBytes);
   const publisher = new PublishService(c.server.maxPayloadBytes, broker, metrics, log);
-  const presence = broker.presence
-    ? new PresenceHub(topicsOf(apps), broker.presence, c.presence, createPresenceMetrics(), log, c.fanout.lingerMs)
-    : undefined;
+  const presence = broker.presence ? new PresenceHub(topicsOf(apps), broker.presence, c.presence, createPresenceMetrics(), log, c.fanout.lingerMs) : undefined;
   if (presence) broker.onEvent((e) => (e.type === "reconnected" ? presence.resync() : undefined));
   const ws = new WsEndpoint(app, { config: c, broker, hub, metrics, log, isDraining, guard, publisher, presence }, tlsApp ? [tlsApp] : []);
   // A recreated stream numbers its messages from 1 again: every client's position is void. Sockets are closed

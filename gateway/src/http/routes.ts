@@ -67,7 +67,13 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
   if (publicMetrics) registerStatsRoute(app, ctx.clusterMetrics);
   registerStaticRoutes(app, ctx.log); // the live page at / and the client SDK at /client.js
 
-  registerPresenceRoute(app, { presence: ctx.presence, auth: ctx.auth, log: ctx.log, brokerKind: ctx.broker.kind, isConnected: () => ctx.broker.isConnected() });
+  registerPresenceRoute(app, {
+    presence: ctx.presence,
+    auth: ctx.auth,
+    log: ctx.log,
+    brokerKind: ctx.broker.kind,
+    isConnected: () => ctx.broker.isConnected(),
+  });
 
   app.get(`${HISTORY_PREFIX}*`, (res, req) => {
     const st = track(res);

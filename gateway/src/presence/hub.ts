@@ -201,7 +201,9 @@ export class PresenceHub {
       const all = [...this.own.values()];
       for (let i = 0; i < all.length; i += REFRESH_CONCURRENCY) {
         const chunk = all.slice(i, i + REFRESH_CONCURRENCY);
-        const rs = await Promise.allSettled(chunk.map((e) => (this.own.has(`${e.channel}\u0000${e.member.client}`) ? this.api.put(e.channel, e.member) : undefined)));
+        const rs = await Promise.allSettled(
+          chunk.map((e) => (this.own.has(`${e.channel}\u0000${e.member.client}`) ? this.api.put(e.channel, e.member) : undefined)),
+        );
         failed += rs.filter((r) => r.status === "rejected").length;
       }
       this.metrics.refreshSeconds.observe((performance.now() - started) / 1_000);

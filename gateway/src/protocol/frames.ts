@@ -117,7 +117,8 @@ function parsePresence(o: Record<string, unknown>, frame: SubFrame, id: Id | und
   }
   if (o.info !== undefined) {
     if (!frame.presence) return fail(ErrorCode.BadRequest, "info goes with presence:true", id);
-    if (Buffer.byteLength(JSON.stringify(o.info)) > PRESENCE_INFO_BYTES) return fail(ErrorCode.BadRequest, `info must encode to at most ${PRESENCE_INFO_BYTES} bytes of JSON`, id);
+    if (Buffer.byteLength(JSON.stringify(o.info)) > PRESENCE_INFO_BYTES)
+      return fail(ErrorCode.BadRequest, `info must encode to at most ${PRESENCE_INFO_BYTES} bytes of JSON`, id);
     frame.info = o.info;
   }
   if (frame.presence && !checkChannel(frame.channel).ok) return fail(ErrorCode.BadRequest, "presence needs a channel without wildcards", id);

@@ -61,7 +61,8 @@ export async function enterPresence(ctx: HandlerContext, ws: Socket, sub: SubSta
 /** `{"op":"presence","channel":"x"}` → `{"op":"presence","channel":"x","members":[…],"truncated":false}`. */
 export async function presenceRequest(ctx: HandlerContext, ws: Socket, f: PresenceFrame): Promise<void> {
   const hub = ctx.presence;
-  if (!hub) return fail(ctx, ws, f.id, new GatewayError(ErrorCode.UnsupportedByBroker, `the ${ctx.broker.kind} broker keeps no presence: presence needs JetStream`));
+  if (!hub)
+    return fail(ctx, ws, f.id, new GatewayError(ErrorCode.UnsupportedByBroker, `the ${ctx.broker.kind} broker keeps no presence: presence needs JetStream`));
   try {
     const r = await hub.members(f.channel);
     const id = f.id === undefined ? "" : `,"id":${JSON.stringify(f.id)}`;
