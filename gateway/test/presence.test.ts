@@ -5,6 +5,8 @@ import { TestClient, type Frame } from "./support/ws-client.js";
 import { waitFor } from "./support/wait.js";
 import { SECRET, sign } from "./auth/support.js";
 import { startRedisServer } from "./support/redis-server.js";
+import WebSocket from "ws";
+import { GatewayClient, type PresenceEvent, type WebSocketConstructor } from "../client/client.js";
 
 // Presence against real servers: a gateway with 2 workers (A), a second instance with 1 worker on the same
 // nats-server (B, also the one whose worker is SIGKILLed), and one with authentication on.
@@ -137,6 +139,42 @@ describe("presence — members and join/leave events", () => {
     process.kill(pid, "SIGKILL");
     await waitFor(() => ids.every((id) => countFor(watcher, "leave", ch, id) === 1), { timeoutMs: 20_000, what: "leaves of the dead worker's members" });
     expect((await members(watcher, ch)).map((x) => x.client)).toEqual([watcher.frames.find((f) => f.op === "ok")!.client]);
+  });
+});
+
+describe("presence — SDK", () => {
+  it("subscribe with presence delivers joins and leaves to onPresence; presence() lists members; presence_full ends the subscription", async () => {
+    const ch = uniq("sdk.");
+    const mk = () => new GatewayClient(a.wsUrl, { WebSocket: WebSocket as unknown as WebSocketConstructor, minDelayMs: 20, maxDelayMs: 300 });
+    const watcher = mk();
+    const other = mk();
+    await Promise.all([watcher.connect(), other.connect()]);
+    try {
+      const seen: PresenceEvent[] = [];
+      const ws1 = watcher.subscribe(ch, () => undefined, { presence: true, info: { role: "watch" }, onPresence: (e) => seen.push(e) });
+      const me = (await ws1.ready).client!;
+      expect(ws1.client).toBe(me);
+      const sub2 = other.subscribe(ch, () => undefined, { presence: true });
+      const them = (await sub2.ready).client!;
+      await waitFor(() => seen.some((e) => e.type === "join" && e.client === them), { what: "the other's join" });
+      const list = await other.presence(ch);
+      expect(list.truncated).toBe(false);
+      expect(list.members.map((m) => m.client).sort()).toEqual([me, them].sort());
+      expect(list.members.find((m) => m.client === me)).toMatchObject({ user: null, info: { role: "watch" } });
+      sub2.unsubscribe();
+      await waitFor(() => seen.some((e) => e.type === "leave" && e.client === them), { what: "the other's leave" });
+      expect(seen.filter((e) => e.client === them).map((e) => e.type)).toEqual(["join", "leave"]);
+      expect(() => other.subscribe(ch, () => undefined, { presence: true, durable: "d" })).toThrow(/presence is not allowed with durable/);
+      // Fill the channel (bound 5), then one more is refused and ends without reconnect loops.
+      const fillers = [mk(), mk(), mk(), mk()];
+      await Promise.all(fillers.map((f) => f.connect()));
+      await Promise.all(fillers.map((f) => f.subscribe(ch, () => undefined, { presence: true }).ready));
+      await expect(other.subscribe(ch, () => undefined, { presence: true }).ready).rejects.toMatchObject({ code: "presence_full" });
+      expect(other.stats.reconnects).toBe(0);
+      await Promise.all(fillers.map((f) => f.close()));
+    } finally {
+      await Promise.all([watcher.close(), other.close()]);
+    }
   });
 });
 
