@@ -81,11 +81,14 @@ export interface SubscribeOptions {
   /** Ack after the handler returns (awaited if it returns a promise), nak if it throws. Default: `ack`. */
   autoAck?: boolean;
   maxInflight?: number;
-  /** Enter the channel's presence (a concrete channel, not durable) and receive its joins and leaves. */
-  presence?: boolean;
-  /** With `presence`: shown to the other members with this one (any JSON, at most 1 KiB). */
+  /**
+   * Presence of a concrete channel (not with `durable`): `true` enters its members and receives its joins and
+   * leaves, `"member"` enters without receiving them, `"watch"` receives them without entering.
+   */
+  presence?: boolean | "member" | "watch";
+  /** With `presence` true or "member": shown to the other members with this one (any JSON, at most 1 KiB). */
   info?: unknown;
-  /** With `presence`: called for every join and leave of the channel (its own join too). */
+  /** With `presence` true or "watch": called for every join and leave of the channel (its own join too). */
   onPresence?: (e: PresenceEvent) => void;
 }
 
@@ -445,8 +448,8 @@ export class GatewayClient {
       if (sub.opts.ack) frame.ack = true;
       if (sub.opts.maxInflight !== undefined) frame.maxInflight = sub.opts.maxInflight;
     } else {
-      if (sub.opts.presence) frame.presence = true;
-      if (sub.opts.presence && sub.opts.info !== undefined) frame.info = sub.opts.info;
+      if (sub.opts.presence) frame.presence = sub.opts.presence;
+      if (sub.opts.presence && sub.opts.presence !== "watch" && sub.opts.info !== undefined) frame.info = sub.opts.info;
       // The epoch names the stream the seq belongs to: a recreated stream is reported, not misread.
       const from = sub.lastSeq > 0 ? { seq: sub.lastSeq + 1, ...(sub.epoch ? { epoch: sub.epoch } : {}) } : sub.opts.from;
       if (from !== undefined) frame.from = typeof from === "object" && "time" in from ? { time: new Date(from.time).toISOString() } : from;

@@ -109,6 +109,26 @@ describe("presence — members and join/leave events", () => {
     expect(plain.frames.filter((f) => f.op === "join" || f.op === "leave")).toEqual([]);
   });
 
+  it('"member" enters without join/leave frames; "watch" gets them without entering (and is not counted against the bound)', async () => {
+    const ch = uniq("modes.");
+    const watch = await client(a);
+    const watchOk = await watch.sub(ch, { presence: "watch" });
+    const quiet = await client(b);
+    const quietId = (await quiet.sub(ch, { presence: "member", info: { q: 1 } })).client as string;
+    await waitFor(() => countFor(watch, "join", ch, quietId) === 1, { what: "the quiet member's join at the watcher" });
+    expect(await members(watch, ch)).toEqual([{ client: quietId, user: null, info: { q: 1 }, joinedAt: expect.any(Number) }]);
+    // Four more members fill the bound of 5; watchers do not count.
+    const more = [await client(a), await client(a), await client(b), await client(b)];
+    for (const c of more) await c.sub(ch, { presence: true });
+    await waitFor(async () => (await members(watch, ch)).length === 5, { what: "5 members" });
+    expect(await (await client(a)).request({ op: "sub", channel: ch, presence: "watch" })).toMatchObject({ op: "ok" });
+    expect(await (await client(b)).request({ op: "sub", channel: ch, presence: "member" })).toMatchObject({ op: "err", code: "presence_full" });
+    more[0]!.close();
+    await waitFor(() => events(watch, "leave", ch).length === 1, { what: "a leave at the watcher" });
+    expect(quiet.frames.filter((f) => f.op === "join" || f.op === "leave")).toEqual([]);
+    expect((await members(watch, ch)).map((m) => m.client)).not.toContain(watchOk.client);
+  });
+
   it("refuses presence on a wildcard pattern, info without presence, and info over 1 KiB", async () => {
     const c = await client(a);
     expect(await c.request({ op: "sub", channel: "room.*", presence: true })).toMatchObject({ op: "err", code: "bad_request" });

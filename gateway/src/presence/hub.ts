@@ -58,33 +58,36 @@ export class PresenceHub {
   ) {}
 
   /**
-   * Enters `member` into the channel: checks the bound (`presence_full`), calls `joinTopic` (the socket
-   * then sees its own join and everything after), writes the entry. Throws a GatewayError or a broker error.
+   * Takes part in the channel's presence: `joinTopic` (a socket that wants the join/leave frames joins the
+   * topic first, so it sees its own join and everything after) and/or `member` (checked against the bound,
+   * `presence_full`, then written). Throws a GatewayError or a broker error; on success, `leave` undoes it.
    */
-  async join(channel: string, member: PresenceMember, joinTopic: () => void): Promise<void> {
+  async join(channel: string, member: PresenceMember | undefined, joinTopic: (() => void) | undefined): Promise<void> {
     const st = await this.acquire(channel);
-    const key = `${channel}\u0000${member.client}`;
+    const key = member ? `${channel}\u0000${member.client}` : "";
     try {
-      if (st.view.size >= this.c.maxMembers && !st.view.has(member.client))
+      if (member && st.view.size >= this.c.maxMembers && !st.view.has(member.client))
         throw new GatewayError(ErrorCode.PresenceFull, `channel ${channel} has ${st.view.size} presence members, the most allowed (PRESENCE_MAX_MEMBERS)`);
-      joinTopic();
+      joinTopic?.();
+      if (!member) return;
       this.own.set(key, { channel, member });
       this.metrics.ownMembers.set(this.own.size);
       await this.api.put(channel, member);
       this.arm();
     } catch (e) {
-      this.own.delete(key);
+      if (member) this.own.delete(key);
       this.metrics.ownMembers.set(this.own.size);
       this.release(channel);
       throw e;
     }
   }
 
-  /** Removes a member entered by `join` (unsub, socket close); the watchers announce the leave. */
-  leave(channel: string, client: string): void {
-    if (!this.own.delete(`${channel}\u0000${client}`)) return;
-    this.metrics.ownMembers.set(this.own.size);
-    this.api.remove(channel, client).catch((e) => this.log.debug({ err: e, channel }, "presence remove failed; the entry expires"));
+  /** Undoes a `join` (unsub, socket close): removes the member's entry, if any; the watchers announce the leave. */
+  leave(channel: string, client: string | undefined): void {
+    if (client !== undefined && this.own.delete(`${channel}\u0000${client}`)) {
+      this.metrics.ownMembers.set(this.own.size);
+      this.api.remove(channel, client).catch((e) => this.log.debug({ err: e, channel }, "presence remove failed; the entry expires"));
+    }
     this.release(channel);
   }
 

@@ -12,8 +12,11 @@ export type SubFrame = {
   durable?: string;
   ack?: boolean;
   maxInflight?: number;
-  /** Enter the channel's presence and receive its join/leave frames (concrete channels only). */
-  presence?: boolean;
+  /**
+   * Presence (concrete channels only): `true` enters the channel's members and receives its join/leave
+   * frames; `"member"` enters without receiving them; `"watch"` receives them without entering.
+   */
+  presence?: true | "member" | "watch";
   /** Shown to the channel's other members with this one (any JSON, at most PRESENCE_INFO_BYTES encoded). */
   info?: unknown;
 };
@@ -112,11 +115,12 @@ function parseSub(o: Record<string, unknown>, id: Id | undefined): ParseResult {
 
 function parsePresence(o: Record<string, unknown>, frame: SubFrame, id: Id | undefined): ParseResult {
   if (o.presence !== undefined) {
-    if (typeof o.presence !== "boolean") return fail(ErrorCode.BadRequest, "presence must be a boolean", id);
-    if (o.presence) frame.presence = true;
+    if (o.presence !== true && o.presence !== false && o.presence !== "member" && o.presence !== "watch")
+      return fail(ErrorCode.BadRequest, 'presence must be true, false, "member" or "watch"', id);
+    if (o.presence !== false) frame.presence = o.presence;
   }
   if (o.info !== undefined) {
-    if (!frame.presence) return fail(ErrorCode.BadRequest, "info goes with presence:true", id);
+    if (frame.presence !== true && frame.presence !== "member") return fail(ErrorCode.BadRequest, 'info goes with presence true or "member"', id);
     if (Buffer.byteLength(JSON.stringify(o.info)) > PRESENCE_INFO_BYTES)
       return fail(ErrorCode.BadRequest, `info must encode to at most ${PRESENCE_INFO_BYTES} bytes of JSON`, id);
     frame.info = o.info;

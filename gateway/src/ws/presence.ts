@@ -21,9 +21,9 @@ function fail(ctx: HandlerContext, ws: Socket, id: Id | undefined, e: GatewayErr
 }
 
 /**
- * The presence part of a `sub` with presence:true, once its feed is attached: enters the member (its
- * socket joins the channel's join/leave topic first, so it sees its own join) and arranges the leave for
- * when the subscription ends. False when it failed (the subscription is ended and the client answered).
+ * The presence part of a `sub` with `presence`, once its feed is attached: joins the channel's join/leave
+ * topic (true, "watch"; first, so that the socket sees its own join), enters the member (true, "member"),
+ * and arranges the leave for when the subscription ends. False when it failed (the subscription is ended and the client answered).
  */
 export async function enterPresence(ctx: HandlerContext, ws: Socket, sub: SubState, f: SubFrame): Promise<boolean> {
   const s = ws.getUserData();
@@ -35,11 +35,18 @@ export async function enterPresence(ctx: HandlerContext, ws: Socket, sub: SubSta
   }
   const client = clientIdOf(ws);
   const topic = presenceTopicOf(f.channel);
-  const member = { client, user: s.principal === ANONYMOUS ? null : s.user, ...(f.info !== undefined ? { info: f.info } : {}), joinedAt: Date.now() };
+  const entering = f.presence !== "watch";
+  const events = f.presence !== "member";
+  const member = entering
+    ? { client, user: s.principal === ANONYMOUS ? null : s.user, ...(f.info !== undefined ? { info: f.info } : {}), joinedAt: Date.now() }
+    : undefined;
+  const joinTopic = events
+    ? () => {
+        if (!s.closed && sub.phase !== "ended") ws.subscribe(topic);
+      }
+    : undefined;
   try {
-    await hub.join(f.channel, member, () => {
-      if (!s.closed && sub.phase !== "ended") ws.subscribe(topic);
-    });
+    await hub.join(f.channel, member, joinTopic);
   } catch (e) {
     ctx.subs.end(ws, sub);
     if (!s.closed) ws.unsubscribe(topic);
@@ -47,8 +54,8 @@ export async function enterPresence(ctx: HandlerContext, ws: Socket, sub: SubSta
     return false;
   }
   const leave = (): void => {
-    hub.leave(f.channel, client);
-    if (!s.closed) ws.unsubscribe(topic);
+    hub.leave(f.channel, entering ? client : undefined);
+    if (events && !s.closed) ws.unsubscribe(topic);
   };
   if (s.closed || sub.phase === "ended") {
     leave();

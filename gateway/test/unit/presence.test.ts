@@ -115,9 +115,13 @@ describe("presence — frames", () => {
     });
     expect(parseClientFrame('{"op":"presence","id":2,"channel":"a.b"}')).toEqual({ ok: true, frame: { op: "presence", id: 2, channel: "a.b" } });
     expect(parseClientFrame('{"op":"sub","channel":"a.b","presence":false}')).toEqual({ ok: true, frame: { op: "sub", channel: "a.b" } });
+    expect(parseClientFrame('{"op":"sub","channel":"a.b","presence":"member","info":1}')).toMatchObject({ ok: true, frame: { presence: "member", info: 1 } });
+    expect(parseClientFrame('{"op":"sub","channel":"a.b","presence":"watch"}')).toMatchObject({ ok: true, frame: { presence: "watch" } });
     for (const bad of [
       '{"op":"sub","channel":"a.*","presence":true}',
       '{"op":"sub","channel":"a.b","presence":1}',
+      '{"op":"sub","channel":"a.b","presence":"both"}',
+      '{"op":"sub","channel":"a.b","presence":"watch","info":{}}',
       '{"op":"sub","channel":"a.b","info":1}',
       '{"op":"sub","channel":"a.b","presence":true,"durable":"d","ack":true}',
     ])
