@@ -73,6 +73,11 @@ export type PresenceRecord = { client: string; seq: number; member: PresenceMemb
 export interface PresenceApi {
   /** Writes (or refreshes) a member's entry with the configured TTL. */
   put(channel: string, member: PresenceMember): Promise<void>;
+  /**
+   * Rewrites many entries (a new TTL) at the cost of a publish each: only the first is acknowledged (it
+   * proves the bucket is there); resolves once the server has received them all (a flush).
+   */
+  refresh(entries: readonly { channel: string; member: PresenceMember }[]): Promise<void>;
   /** Removes a member's entry (its watchers see a removal record). */
   remove(channel: string, client: string): Promise<void>;
   /** Every member key's last record of the channel, removals included. */

@@ -1,4 +1,4 @@
-import { headers, nanos, type NatsConnection } from "@nats-io/transport-node";
+import { headers, nanos, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
 import type { JetStreamClient, JetStreamManager, StreamConfig } from "@nats-io/jetstream";
 import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType } from "@nats-io/jetstream";
 import type { Logger } from "../log.js";
@@ -92,6 +92,8 @@ function recordOf(subject: string, seq: number, payload: Uint8Array): PresenceRe
 export class JetStreamPresence implements PresenceApi {
   private readonly direct: DirectGet;
   private readonly ttl: string;
+  /** For refreshes without an ack (one set of headers, encoded per publish, never changed). */
+  private readonly ttlHeaders: MsgHdrs;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -100,6 +102,8 @@ export class JetStreamPresence implements PresenceApi {
   ) {
     this.direct = new DirectGet(nc, presenceStream(s.bucket));
     this.ttl = `${Math.max(1, Math.ceil(s.ttlMs / 1_000))}s`;
+    this.ttlHeaders = headers();
+    this.ttlHeaders.set("Nats-TTL", this.ttl);
   }
 
   private subject(channel: string, client: string): string {
@@ -108,6 +112,14 @@ export class JetStreamPresence implements PresenceApi {
 
   async put(channel: string, member: PresenceMember): Promise<void> {
     await this.js.publish(this.subject(channel, member.client), JSON.stringify(member), { ttl: this.ttl });
+  }
+
+  async refresh(entries: readonly { channel: string; member: PresenceMember }[]): Promise<void> {
+    if (entries.length === 0) return;
+    const [first, ...rest] = entries;
+    await this.put(first!.channel, first!.member);
+    for (const e of rest) this.nc.publish(this.subject(e.channel, e.member.client), JSON.stringify(e.member), { headers: this.ttlHeaders });
+    await this.nc.flush();
   }
 
   async remove(channel: string, client: string): Promise<void> {

@@ -30,9 +30,6 @@ type ChannelState = {
   linger?: NodeJS.Timeout;
 };
 
-/** Entries refreshed concurrently at most (one worker's refresh is a burst of puts). */
-const REFRESH_CONCURRENCY = 256;
-
 /**
  * A worker's presence. Per channel with local presence subscribers: one watch of the bucket (a core NATS
  * subscription on its republished records) and one member view, shared by every local socket; each change
@@ -189,7 +186,11 @@ export class PresenceHub {
     this.timer.unref();
   }
 
-  /** Rewrites every own entry (a new TTL), at most REFRESH_CONCURRENCY at a time; one run at a time. */
+  /**
+   * Rewrites every own entry (a new TTL) as one batch of publishes, of which only the first waits for an
+   * ack (the bucket is there): an entry whose publish was lost is rewritten by the next round, a third of
+   * the TTL later, before it expires. One run at a time.
+   */
   private async refresh(): Promise<void> {
     if (this.refreshing) return;
     if (this.own.size === 0) {
@@ -199,18 +200,12 @@ export class PresenceHub {
     }
     this.refreshing = true;
     const started = performance.now();
-    let failed = 0;
+    const entries = [...this.own.values()];
     try {
-      const all = [...this.own.values()];
-      for (let i = 0; i < all.length; i += REFRESH_CONCURRENCY) {
-        const chunk = all.slice(i, i + REFRESH_CONCURRENCY);
-        const rs = await Promise.allSettled(
-          chunk.map((e) => (this.own.has(`${e.channel}\u0000${e.member.client}`) ? this.api.put(e.channel, e.member) : undefined)),
-        );
-        failed += rs.filter((r) => r.status === "rejected").length;
-      }
+      await this.api.refresh(entries);
       this.metrics.refreshSeconds.observe((performance.now() - started) / 1_000);
-      if (failed > 0) this.log.warn({ failed, entries: all.length }, "presence refresh failed for some entries; they expire unless the next refresh succeeds");
+    } catch (e) {
+      this.log.warn({ err: e, entries: entries.length }, "presence refresh failed; the entries expire unless a later refresh succeeds");
     } finally {
       this.refreshing = false;
     }
