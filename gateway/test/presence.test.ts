@@ -198,6 +198,33 @@ describe("presence — SDK", () => {
   });
 });
 
+describe("presence — NATS restart", () => {
+  it("after a nats-server restart, members that stayed are still listed and one that left during the outage is announced once", async () => {
+    const ns = await startNatsServer();
+    const g = await startGateway({ natsUrl: ns.url, workers: 1, args: ["--presence-ttl", "30s"] });
+    try {
+      const ch = uniq("restart.");
+      const watcher = await client(g);
+      const me = (await watcher.sub(ch, { presence: true })).client as string;
+      const [stay, go] = [await client(g), await client(g)];
+      const stayId = (await stay.sub(ch, { presence: true })).client as string;
+      const goId = (await go.sub(ch, { presence: true })).client as string;
+      await waitFor(() => countFor(watcher, "join", ch, stayId) === 1 && countFor(watcher, "join", ch, goId) === 1, { what: "joins" });
+      await ns.kill();
+      go.close();
+      await ns.restart();
+      await waitFor(() => countFor(watcher, "leave", ch, goId) === 1, { timeoutMs: 30_000, what: "the leave of the member that closed during the outage" });
+      await waitFor(async () => (await fetch(`${g.url}/readyz`)).status === 200, { timeoutMs: 30_000, what: "gateway ready again" });
+      expect((await members(watcher, ch)).map((m) => m.client).sort()).toEqual([me, stayId].sort());
+      expect(countFor(watcher, "leave", ch, stayId)).toBe(0);
+      expect(countFor(watcher, "join", ch, stayId)).toBe(1);
+    } finally {
+      await g.stop();
+      await ns.stop();
+    }
+  });
+});
+
 describe("presence — permissions (authentication on)", () => {
   let g: GatewayHandle;
   beforeAll(async () => {

@@ -7,7 +7,7 @@ import type { PresenceApi, PresenceMember, PresenceRecord } from "./broker.js";
 import { DirectGet } from "./direct-get.js";
 import { jsHeaders } from "./js-headers.js";
 
-export type PresenceSettings = { bucket: string; ttlMs: number; replicas: number };
+export type PresenceSettings = { bucket: string; ttlMs: number; replicas: number; storage: "file" | "memory" };
 
 /**
  * How long a removal stays in the bucket (its `Nats-TTL`, and the server's `subject_delete_marker_ttl` for
@@ -26,13 +26,14 @@ export const presenceLivePrefix = (bucket: string): string => `fgwpresence.${buc
  * holding one entry per member with a per-message TTL (nats-server 2.11+, `allow_msg_ttl`). An entry that
  * expires leaves a delete marker (`Nats-Marker-Reason: MaxAge`, `subject_delete_marker_ttl`), and every
  * record, markers included, is republished on core NATS: that is how watchers see a crashed worker's members
- * leave. Memory storage: presence is rebuilt by the workers' refreshes after a server restart.
+ * leave. Storage and replicas are the event stream's: a single nats-server does not keep a memory stream
+ * over a restart, so the default (file) is what keeps the bucket there.
  */
-export function desiredPresenceBucket(s: Pick<PresenceSettings, "bucket" | "replicas">): Partial<StreamConfig> & { name: string } {
+export function desiredPresenceBucket(s: Pick<PresenceSettings, "bucket" | "replicas" | "storage">): Partial<StreamConfig> & { name: string } {
   return {
     name: presenceStream(s.bucket),
     subjects: [`$KV.${s.bucket}.>`],
-    storage: StorageType.Memory,
+    storage: s.storage === "memory" ? StorageType.Memory : StorageType.File,
     num_replicas: s.replicas,
     retention: RetentionPolicy.Limits,
     discard: DiscardPolicy.New,
@@ -50,7 +51,7 @@ export function desiredPresenceBucket(s: Pick<PresenceSettings, "bucket" | "repl
 const COMPARED = ["subjects", "max_msgs_per_subject", "allow_direct", "allow_rollup_hdrs", "allow_msg_ttl", "subject_delete_marker_ttl", "republish"] as const;
 
 /** Creates the presence bucket, or brings an existing one to the settings above (it holds nothing durable). */
-export async function ensurePresenceBucket(jsm: JetStreamManager, s: Pick<PresenceSettings, "bucket" | "replicas">, log: Logger): Promise<void> {
+export async function ensurePresenceBucket(jsm: JetStreamManager, s: Pick<PresenceSettings, "bucket" | "replicas" | "storage">, log: Logger): Promise<void> {
   const wanted = desiredPresenceBucket(s);
   let existing: StreamConfig | undefined;
   try {

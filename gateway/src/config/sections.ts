@@ -47,7 +47,7 @@ export type FanoutSection = Readonly<{ lingerMs: number; replayCacheBytes: numbe
 export type BackpressureSection = Readonly<{ bytes: number; maxBytes: number; slowTimeoutMs: number }>;
 export type DurableSection = Readonly<{ ackWaitMs: number; maxDeliver: number; maxInflight: number; inactiveMs: number }>;
 /** Presence (presence/, broker/jetstream-presence.ts). */
-export type PresenceSection = Readonly<{ bucket: string; ttlMs: number; maxMembers: number; replicas: number }>;
+export type PresenceSection = Readonly<{ bucket: string; ttlMs: number; maxMembers: number; replicas: number; storage: "file" | "memory" }>;
 export type AuthSection = Readonly<{
   jwtSecret: string;
   jwtPublicKeyFile: string;
@@ -152,7 +152,13 @@ export function sectionsOf(c: Config): Sections {
       frameBurst: c.frameBurst,
       frameRateWindowMs: c.frameRateWindowMs,
     }),
-    presence: Object.freeze({ bucket: c.presenceBucket, ttlMs: c.presenceTtlMs, maxMembers: c.presenceMaxMembers, replicas: c.streamReplicas }),
+    presence: Object.freeze({
+      bucket: c.presenceBucket,
+      ttlMs: c.presenceTtlMs,
+      maxMembers: c.presenceMaxMembers,
+      replicas: c.streamReplicas,
+      storage: c.streamStorage,
+    }),
     logLevel: c.logLevel,
   });
 }

@@ -536,7 +536,7 @@ export const SETTINGS = {
     env: "PRESENCE_BUCKET",
     flag: "presence-bucket",
     shown: "PRESENCE",
-    doc: "JetStream KV bucket holding presence (stream KV_<name>, memory storage, STREAM_REPLICAS replicas)",
+    doc: "JetStream KV bucket holding presence (stream KV_<name>, with STREAM_STORAGE and STREAM_REPLICAS)",
     default: () => "PRESENCE",
     parse: (s: string) => s.trim(),
     check: (v: string) => (/^[A-Za-z0-9_-]+$/.test(v) ? undefined : "must be letters, digits, _ or -"),

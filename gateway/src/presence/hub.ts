@@ -41,6 +41,8 @@ export class PresenceHub {
   private readonly channels = new Map<string, ChannelState>();
   /** This worker's entries: `channel \0 client` → member. */
   private readonly own = new Map<string, { channel: string; member: PresenceMember }>();
+  /** Removals that failed (NATS down): retried at each refresh round and after a reconnect. */
+  private readonly unremoved = new Map<string, { channel: string; client: string }>();
   private timer?: NodeJS.Timeout;
   private refreshing = false;
   private stopped = false;
@@ -67,6 +69,7 @@ export class PresenceHub {
         throw new GatewayError(ErrorCode.PresenceFull, `channel ${channel} has ${st.view.size} presence members, the most allowed (PRESENCE_MAX_MEMBERS)`);
       joinTopic?.();
       if (!member) return;
+      this.unremoved.delete(key);
       this.own.set(key, { channel, member });
       this.metrics.ownMembers.set(this.own.size);
       await this.api.put(channel, member);
@@ -83,9 +86,23 @@ export class PresenceHub {
   leave(channel: string, client: string | undefined): void {
     if (client !== undefined && this.own.delete(`${channel}\u0000${client}`)) {
       this.metrics.ownMembers.set(this.own.size);
-      this.api.remove(channel, client).catch((e) => this.log.debug({ err: e, channel }, "presence remove failed; the entry expires"));
+      this.remove(channel, client);
     }
     this.release(channel);
+  }
+
+  private remove(channel: string, client: string): void {
+    const key = `${channel}\u0000${client}`;
+    this.api.remove(channel, client).then(
+      () => this.unremoved.delete(key),
+      (e) => {
+        // A member that rejoined meanwhile has its entry back: nothing to retry.
+        if (this.own.has(key)) return;
+        this.log.debug({ err: e, channel }, "presence remove failed; retried with the next refresh");
+        this.unremoved.set(key, { channel, client });
+        this.arm();
+      },
+    );
   }
 
   /** The channel's members: from the local view when this worker watches the channel, else read from the bucket. */
@@ -193,11 +210,16 @@ export class PresenceHub {
    */
   private async refresh(): Promise<void> {
     if (this.refreshing) return;
-    if (this.own.size === 0) {
+    for (const [key, r] of this.unremoved) {
+      this.unremoved.delete(key);
+      if (!this.own.has(key)) this.remove(r.channel, r.client);
+    }
+    if (this.own.size === 0 && this.unremoved.size === 0) {
       if (this.timer) clearInterval(this.timer);
       this.timer = undefined;
       return;
     }
+    if (this.own.size === 0) return;
     this.refreshing = true;
     const started = performance.now();
     const entries = [...this.own.values()];
