@@ -198,6 +198,21 @@ describe("presence — SDK", () => {
   });
 });
 
+describe("presence — graceful shutdown", () => {
+  it("a gateway stopped with SIGTERM removes its members at once (their leaves come before the TTL)", async () => {
+    const g = await startGateway({ natsUrl: nats.url, workers: 1, args: ["--presence-ttl", "60s"] });
+    const ch = uniq("drain.");
+    const watcher = await client(a);
+    await watcher.sub(ch, { presence: "watch" });
+    const m = await client(g);
+    const id = (await m.sub(ch, { presence: true })).client as string;
+    await waitFor(() => countFor(watcher, "join", ch, id) === 1, { what: "join" });
+    expect(await g.stop()).toBe(0);
+    await waitFor(() => countFor(watcher, "leave", ch, id) === 1, { timeoutMs: 20_000, what: "the leave of the drained gateway's member" });
+    expect(await members(watcher, ch)).toEqual([]);
+  });
+});
+
 describe("presence — NATS restart", () => {
   it("after a nats-server restart, members that stayed are still listed and one that left during the outage is announced once", async () => {
     const ns = await startNatsServer();
