@@ -22,7 +22,16 @@ export interface WebSocketLike {
 export type WebSocketConstructor = new (url: string, protocols?: string | string[]) => WebSocketLike;
 
 export type ClientErrorCode =
-  "bad_option" | "queue_full" | "closed" | "token_expired" | "already_subscribed" | "unsubscribed" | "handler_error" | "no_websocket" | "token_error";
+  | "bad_option"
+  | "queue_full"
+  | "closed"
+  | "token_expired"
+  | "already_subscribed"
+  | "unsubscribed"
+  | "handler_error"
+  | "no_websocket"
+  | "token_error"
+  | "not_connected";
 
 /** Client-side failures (`ClientErrorCode`) and server `err` replies (the wire codes of PROTOCOL.md). */
 export class GatewayError extends Error {
@@ -81,7 +90,23 @@ export interface SubscribeOptions {
   /** Ack after the handler returns (awaited if it returns a promise), nak if it throws. Default: `ack`. */
   autoAck?: boolean;
   maxInflight?: number;
+  /**
+   * Presence of a concrete channel (not with `durable`): `true` enters its members and receives its joins and
+   * leaves, `"member"` enters without receiving them, `"watch"` receives them without entering.
+   */
+  presence?: boolean | "member" | "watch";
+  /** With `presence` true or "member": shown to the other members with this one (any JSON, at most 1 KiB). */
+  info?: unknown;
+  /** With `presence` true or "watch": called for every join and leave of the channel (its own join too). */
+  onPresence?: (e: PresenceEvent) => void;
 }
+
+/** A presence member (PROTOCOL.md `presence`): a connection, its user (null without auth) and its info. */
+export type PresenceMember = { client: string; user: string | null; info?: unknown; joinedAt: number };
+/** A join or leave of a channel the subscription is present in. */
+export type PresenceEvent = { type: "join" | "leave"; channel: string; client: string; user: string | null; info?: unknown };
+/** The members of a channel; `truncated` when there were more than the server's bound. */
+export type PresenceList = { members: PresenceMember[]; truncated: boolean };
 
 /** A delivered message. ack/nak/term do something only on `ack:true` subscriptions. */
 export interface GatewayMessage<T = unknown> {
@@ -109,7 +134,7 @@ export interface GatewayMessage<T = unknown> {
 export type MessageHandler<T = unknown> = (msg: GatewayMessage<T>) => void | Promise<void>;
 
 /** The server's `ok` to a subscribe: stream bounds, and `truncated` when the start was already removed. */
-export type SubscribeInfo = { firstSeq?: number; lastSeq?: number; truncated?: boolean; epoch?: string; epochChanged?: boolean };
+export type SubscribeInfo = { firstSeq?: number; lastSeq?: number; truncated?: boolean; epoch?: string; epochChanged?: boolean; client?: string };
 
 export interface Subscription {
   readonly channel: string;
@@ -117,6 +142,8 @@ export interface Subscription {
   readonly lastSeq: number;
   /** Settles with the first `ok` (or rejects with the `err`). */
   readonly ready: Promise<SubscribeInfo>;
+  /** With `presence`: this connection's client id in the channel's presence (a new one after a reconnect). */
+  readonly client?: string;
   unsubscribe(): void;
 }
 
@@ -177,6 +204,7 @@ type Sub = Subscription & {
   auto?: boolean;
   /** A resubscribe is waiting for its ok: frames of the server-side subscription it takes over are dropped. */
   resuming?: boolean;
+  client?: string;
   settle?: { resolve: (i: SubscribeInfo) => void; reject: (e: GatewayError) => void };
 };
 type Pub = { channel: string; data: unknown; msgId: string; resolve: (r: PublishResult) => void; reject: (e: Error) => void };
@@ -245,6 +273,7 @@ export class GatewayClient {
     const auto = this.subs.get(channel);
     if (auto && !auto.auto) throw new GatewayError("already_subscribed", `already subscribed to ${channel}`);
     if (options.durable !== undefined && options.from !== undefined) throw new GatewayError("bad_option", "from is not allowed with durable");
+    if (options.durable !== undefined && options.presence) throw new GatewayError("bad_option", "presence is not allowed with durable");
     if (auto) auto.closed = true; // a server-side subscription: this one takes it over where it is
     const ready = deferred<SubscribeInfo>();
     ready.promise.catch(() => undefined); // rejection is also reported as an "error" event
@@ -296,6 +325,20 @@ export class GatewayClient {
     return new Promise((resolve, reject) => {
       this.closedWaiters.push(() => resolve({}));
       this.request(ws, { op: "refresh", token }, (r) => (r.op === "ok" ? resolve(typeof r.exp === "number" ? { exp: r.exp } : {}) : reject(wireError(r))));
+    });
+  }
+
+  /**
+   * The members of a channel's presence (`presence` frame; needs the sub right on the channel). Rejects with
+   * `not_connected` while there is no open connection, or with the server's `err`.
+   */
+  presence(channel: string): Promise<PresenceList> {
+    const ws = this.ws;
+    if (this.state !== "open" || !ws) return Promise.reject(new GatewayError("not_connected", "no open connection", { temporary: true }));
+    return new Promise((resolve, reject) => {
+      this.request(ws, { op: "presence", channel }, (r) =>
+        r.op === "presence" ? resolve({ members: r.members as PresenceMember[], truncated: r.truncated === true }) : reject(wireError(r)),
+      );
     });
   }
 
@@ -432,6 +475,8 @@ export class GatewayClient {
       if (sub.opts.ack) frame.ack = true;
       if (sub.opts.maxInflight !== undefined) frame.maxInflight = sub.opts.maxInflight;
     } else {
+      if (sub.opts.presence) frame.presence = sub.opts.presence;
+      if (sub.opts.presence && sub.opts.presence !== "watch" && sub.opts.info !== undefined) frame.info = sub.opts.info;
       // The epoch names the stream the seq belongs to: a recreated stream is reported, not misread.
       const from = sub.lastSeq > 0 || sub.auto ? { seq: sub.lastSeq + 1, ...(sub.epoch ? { epoch: sub.epoch } : {}) } : sub.opts.from;
       if (from !== undefined) frame.from = typeof from === "object" && "time" in from ? { time: new Date(from.time).toISOString() } : from;
@@ -464,13 +509,15 @@ export class GatewayClient {
         if (typeof reply.firstSeq === "number") info.firstSeq = reply.firstSeq;
         if (typeof reply.lastSeq === "number") info.lastSeq = reply.lastSeq;
         if (reply.truncated === true) info.truncated = true;
+        if (typeof reply.client === "string") info.client = sub.client = reply.client;
         sub.settle?.resolve(info);
         sub.settle = undefined;
         return onDone();
       }
       const error = wireError(reply);
       this.emit({ type: "error", error, channel: sub.channel });
-      if (error.temporary) {
+      // presence_full is temporary (members leave) but reconnecting would not make room: the subscription ends.
+      if (error.temporary && error.code !== "presence_full") {
         ws.close(CLOSE_RESUBSCRIBE_FAILED, `resubscribe failed: ${error.code}`);
         return;
       }
@@ -507,6 +554,7 @@ export class GatewayClient {
     }
     if (f.op === "msg") return this.onMsg(ws, f);
     if (f.op === "sub" && f.auto === true) return this.onAutoSub(f);
+    if (f.op === "join" || f.op === "leave") return this.onPresence(f);
     if (typeof f.id === "number" && this.pending.has(f.id)) {
       const reply = this.pending.get(f.id)!;
       this.pending.delete(f.id);
@@ -574,6 +622,28 @@ export class GatewayClient {
       );
     } else if (sub.opts.autoAck) {
       msg.ack();
+    }
+  }
+
+  private onPresence(f: Frame): void {
+    const sub = this.subs.get(String(f.channel));
+    const fn = sub && !sub.closed ? sub.opts.onPresence : undefined;
+    if (!fn) return;
+    const e: PresenceEvent = {
+      type: f.op as "join" | "leave",
+      channel: String(f.channel),
+      client: String(f.client),
+      user: typeof f.user === "string" ? f.user : null,
+    };
+    if (f.info !== undefined) e.info = f.info;
+    try {
+      fn(e);
+    } catch (err) {
+      this.emit({
+        type: "error",
+        channel: e.channel,
+        error: new GatewayError("handler_error", `onPresence for ${e.channel} threw: ${(err as Error)?.message ?? String(err)}`, { cause: err }),
+      });
     }
   }
 

@@ -29,6 +29,7 @@ export const WIRE_ERRORS: { readonly [C in ErrorCode]: { readonly status: number
   shutting_down: { status: 503, temporary: true },
   internal: { status: 500, temporary: true },
   hook_unavailable: { status: 503, temporary: true },
+  presence_full: { status: 409, temporary: true },
 };
 
 export type GatewayErrorOptions = { cause?: unknown; status?: number; temporary?: boolean };

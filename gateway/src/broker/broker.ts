@@ -71,6 +71,32 @@ export interface DurableApi {
   bind(spec: DurableSpec, onMessage: (d: DurableDelivery) => void): Promise<LiveFeed>;
 }
 
+/** One member of a channel's presence: the connection (client id), its user (JWT `sub`, null without auth) and info. */
+export type PresenceMember = { client: string; user: string | null; info?: unknown; joinedAt: number };
+
+/** The last record of one member key: a put (`member`), or a removal (`null`: leave, purge, TTL expiry). */
+export type PresenceRecord = { client: string; seq: number; member: PresenceMember | null };
+
+/**
+ * Presence storage (JetStream KV bucket with per-entry TTL). Entries must be refreshed with `put` before the
+ * TTL or they expire; an expiry is a removal record like a leave.
+ */
+export interface PresenceApi {
+  /** Writes (or refreshes) a member's entry with the configured TTL. */
+  put(channel: string, member: PresenceMember): Promise<void>;
+  /**
+   * Rewrites many entries (a new TTL) at the cost of a publish each: only the first is acknowledged (it
+   * proves the bucket is there); resolves once the server has received them all (a flush).
+   */
+  refresh(entries: readonly { channel: string; member: PresenceMember }[]): Promise<void>;
+  /** Removes a member's entry (its watchers see a removal record). */
+  remove(channel: string, client: string): Promise<void>;
+  /** Every member key's last record of the channel, removals included. */
+  snapshot(channel: string): Promise<PresenceRecord[]>;
+  /** Live records of the channel's keys, in stream order; resolves once subscribed. */
+  watch(channel: string, onRecord: (r: PresenceRecord) => void): Promise<{ stop(): void }>;
+}
+
 /** What the fan-out, WebSocket and HTTP layers need from a broker (JetStream, or Redis pub/sub as a baseline). */
 export interface Broker {
   readonly kind: "jetstream" | "redis";
@@ -79,6 +105,8 @@ export interface Broker {
   readonly replay?: ReplayApi;
   /** Present when the broker has acked durable consumers (JetStream). */
   readonly durables?: DurableApi;
+  /** Present when the broker keeps presence (JetStream). */
+  readonly presence?: PresenceApi;
   /** The stream's epoch (its creation time) when known: `ok` frames carry it so clients keep it with their seq. */
   readonly epoch?: string;
   /** True while the broker connection is up. */

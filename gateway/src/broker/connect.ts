@@ -1,4 +1,4 @@
-import type { BrokerSection, DurableSection, StreamSection } from "../config/sections.js";
+import type { BrokerSection, DurableSection, PresenceSection, StreamSection } from "../config/sections.js";
 import type { RepairReason } from "./jetstream-live.js";
 import type { Logger } from "../log.js";
 import type { Broker } from "./broker.js";
@@ -6,7 +6,7 @@ import { JetStreamBroker } from "./jetstream.js";
 
 /** Connects the broker its section selects (the stream and durable sections say how it is used). */
 export async function connectBroker(
-  c: Readonly<{ broker: BrokerSection; stream: StreamSection; durable: DurableSection }>,
+  c: Readonly<{ broker: BrokerSection; stream: StreamSection; durable: DurableSection; presence?: PresenceSection }>,
   log: Logger,
   name: string,
   hooks: { onRepair?: (why: RepairReason) => void } = {},
@@ -23,6 +23,7 @@ export async function connectBroker(
     name,
     log,
     onRepair: hooks.onRepair,
+    presence: c.presence,
     durable: { ackWaitMs: c.durable.ackWaitMs, maxDeliver: c.durable.maxDeliver, inactiveMs: c.durable.inactiveMs },
   });
 }

@@ -8,6 +8,7 @@ import { JetStreamReplay } from "./jetstream-replay.js";
 import { CoreLiveFeed, type LiveFeedHooks, type RepairReason } from "./jetstream-live.js";
 import { GatewayError } from "../errors.js";
 import { ErrorCode } from "../protocol/codes.js";
+import { JetStreamPresence, type PresenceSettings } from "./jetstream-presence.js";
 
 export type JetStreamBrokerOptions = {
   servers: string[];
@@ -23,6 +24,8 @@ export type JetStreamBrokerOptions = {
   liveHoldLimit?: number;
   /** Called for every live-feed repair (metrics). */
   onRepair?: (why: RepairReason) => void;
+  /** The presence bucket (created by the primary); without it the broker keeps no presence. */
+  presence?: PresenceSettings;
 };
 
 /**
@@ -38,6 +41,7 @@ export class JetStreamBroker implements Broker {
   readonly liveMapper: SubjectMapper;
   readonly replay: JetStreamReplay;
   readonly durables: JetStreamDurables;
+  readonly presence?: JetStreamPresence;
   private listeners: ((e: BrokerEvent) => void)[] = [];
   private readonly liveFeeds: LiveFeedHooks = new Set();
   private connected = false;
@@ -53,6 +57,7 @@ export class JetStreamBroker implements Broker {
     this.liveMapper = new SubjectMapper(opts.livePrefix);
     this.replay = new JetStreamReplay(nc, jsm, opts.stream, this.mapper, opts.log);
     this.durables = new JetStreamDurables(js, jsm, opts.stream, this.mapper, opts.durable, opts.log);
+    if (opts.presence) this.presence = new JetStreamPresence(nc, js, opts.presence);
     this.connected = true;
     void this.watchStatus();
     // A new stream leader may not have republished what the old one stored last: every feed checks.
@@ -167,6 +172,7 @@ export class JetStreamBroker implements Broker {
   async close(): Promise<void> {
     if (this.nc.isClosed()) return;
     this.replay.close();
+    this.presence?.close();
     try {
       await this.nc.drain();
     } catch {

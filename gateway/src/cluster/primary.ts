@@ -1,8 +1,9 @@
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { ensureStream } from "../broker/stream.js";
+import { ensurePresenceBucket } from "../broker/jetstream-presence.js";
 import type { Config } from "../config/config.js";
-import { sectionsOf, type StreamSection } from "../config/sections.js";
+import { sectionsOf, type PresenceSection, type StreamSection } from "../config/sections.js";
 import { createLogger, type Logger } from "../log.js";
 import { freePort } from "../net.js";
 import { loadUws } from "../uws.js";
@@ -36,7 +37,7 @@ export async function runPrimary(config: Config): Promise<void> {
   try {
     loadKeyMaterial(config); // fail fast on an unreadable key; each worker loads its own copy
     brokers = await startEmbeddedBrokers(sectionsOf(config).broker, log);
-    if (config.broker === "jetstream") await prepareStream(sectionsOf(config).stream, brokers.natsUrl, log);
+    if (config.broker === "jetstream") await prepareStream(sectionsOf(config).stream, brokers.natsUrl, log, sectionsOf(config).presence);
     const adminPort = adminPortOf(config);
     if (adminPort >= 0) admin = await startAdmin(config.adminHost, adminPort, metrics, log);
   } catch (e) {
@@ -90,13 +91,18 @@ export async function runPrimary(config: Config): Promise<void> {
   process.on("SIGINT", () => void shutdown("SIGINT"));
 }
 
-/** Connects once, ensures the stream exists with the configured settings, and disconnects. */
-async function prepareStream(stream: StreamSection, servers: string[], log: Logger): Promise<void> {
+/** Connects once, ensures the stream (and the presence bucket) exist with the configured settings, and disconnects. */
+async function prepareStream(stream: StreamSection, servers: string[], log: Logger, presence: PresenceSection): Promise<void> {
   log.info({ servers }, "connecting to NATS");
   const nc = await connect({ servers, name: "fanout-gateway-primary", waitOnFirstConnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
   try {
     const jsm = await jetstreamManager(nc);
     await ensureStream(jsm, stream, log);
+    // Presence is one feature, not the gateway: a server without per-message TTL (before 2.11) refuses the
+    // bucket, and everything else still works (presence requests then fail with broker_error).
+    await ensurePresenceBucket(jsm, presence, log).catch((e: unknown) =>
+      log.error({ err: e, bucket: presence.bucket }, "presence bucket could not be created (nats-server 2.11+ is needed): presence is unavailable"),
+    );
   } finally {
     await nc.close();
   }

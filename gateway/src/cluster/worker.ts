@@ -19,6 +19,8 @@ import { CloseCode } from "../protocol/codes.js";
 import { sectionsOf } from "../config/sections.js";
 import { PublishService } from "../publish/service.js";
 import { SseEndpoint } from "../sse/endpoint.js";
+import { PresenceHub } from "../presence/hub.js";
+import { createPresenceMetrics } from "../presence/metrics.js";
 
 /** A worker: one uWS app on the shared port (SO_REUSEPORT), one broker connection, one fan-out hub. */
 export async function runWorker(config: Config): Promise<void> {
@@ -41,7 +43,9 @@ export async function runWorker(config: Config): Promise<void> {
   const apps = tlsApp ? [app, tlsApp] : [app];
   const hub = new FanoutHub(topicsOf(apps), broker, metrics, log, c.fanout.lingerMs, c.fanout.replayCacheBytes, c.server.compression !== "off");
   const publisher = new PublishService(c.server.maxPayloadBytes, broker, metrics, log);
-  const ws = new WsEndpoint(app, { config: c, broker, hub, metrics, log, isDraining, guard, publisher }, tlsApp ? [tlsApp] : []);
+  const presence = broker.presence ? new PresenceHub(topicsOf(apps), broker.presence, c.presence, createPresenceMetrics(), log, c.fanout.lingerMs) : undefined;
+  if (presence) broker.onEvent((e) => (e.type === "reconnected" ? presence.resync() : undefined));
+  const ws = new WsEndpoint(app, { config: c, broker, hub, metrics, log, isDraining, guard, publisher, presence }, tlsApp ? [tlsApp] : []);
   // A recreated stream numbers its messages from 1 again: every client's position is void. Sockets are closed
   // with 1012 and resume with their seq and its epoch, which the new stream answers with epochChanged.
   broker.onEvent((e) => {
@@ -55,7 +59,7 @@ export async function runWorker(config: Config): Promise<void> {
   const sse = new SseEndpoint({ config: c, broker, hub, auth, admission: guard.admission, metrics, log, isDraining });
   for (const a of apps) sse.register(a);
   sse.start();
-  for (const a of apps) registerHttpRoutes(a, { config: c.server, broker, metrics, log, isDraining, auth, clusterMetrics, publisher });
+  for (const a of apps) registerHttpRoutes(a, { config: c.server, broker, metrics, log, isDraining, auth, clusterMetrics, publisher, presence });
   await ws.listen(c.server.host, c.server.port);
   if (tlsApp) await ws.listenExtra(tlsApp, c.server.host, c.server.tlsPort);
   send({ type: "fgw:listening", port: c.server.port });
@@ -68,6 +72,7 @@ export async function runWorker(config: Config): Promise<void> {
     ws.stopListening();
     ws.closeAll();
     sse.stop();
+    presence?.stopAll();
     await hub.stopAll();
     await broker.close();
     process.exit(0);

@@ -50,6 +50,8 @@ export type BackpressureSection = Readonly<{ bytes: number; maxBytes: number; sl
 /** Server-Sent Events streams (sse/): heartbeat comments and the client's reconnection delay. */
 export type SseSection = Readonly<{ heartbeatMs: number; retryMs: number }>;
 export type DurableSection = Readonly<{ ackWaitMs: number; maxDeliver: number; maxInflight: number; inactiveMs: number }>;
+/** Presence (presence/, broker/jetstream-presence.ts). */
+export type PresenceSection = Readonly<{ bucket: string; ttlMs: number; maxMembers: number; replicas: number; storage: "file" | "memory" }>;
 export type AuthSection = Readonly<{
   jwtSecret: string;
   jwtPublicKeyFile: string;
@@ -92,6 +94,7 @@ export type Sections = Readonly<{
   limits: LimitsSection;
   hooks: HooksSection;
   sse: SseSection;
+  presence: PresenceSection;
   logLevel: Config["logLevel"];
 }>;
 
@@ -175,6 +178,13 @@ export function sectionsOf(c: Config): Sections {
       headers: c.hookHeaders,
     }),
     sse: Object.freeze({ heartbeatMs: c.sseHeartbeatMs, retryMs: c.sseRetryMs }),
+    presence: Object.freeze({
+      bucket: c.presenceBucket,
+      ttlMs: c.presenceTtlMs,
+      maxMembers: c.presenceMaxMembers,
+      replicas: c.streamReplicas,
+      storage: c.streamStorage,
+    }),
     logLevel: c.logLevel,
   });
 }

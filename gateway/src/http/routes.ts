@@ -13,6 +13,8 @@ import { registerStaticRoutes } from "./static.js";
 import { registerStatsRoute } from "./stats.js";
 import type { Authenticator } from "../auth/authenticator.js";
 import { authorizeHttp, readCredentials } from "../auth/http-auth.js";
+import type { PresenceHub } from "../presence/hub.js";
+import { registerPresenceRoute } from "./presence.js";
 
 export type HttpContext = {
   /** Its section: body size limit, and whether an admin listener took /metrics and /v1/stats. */
@@ -26,6 +28,8 @@ export type HttpContext = {
   auth: Authenticator;
   /** Prometheus text aggregated over all workers (asked of the primary). */
   clusterMetrics: () => Promise<{ text: string; contentType: string }>;
+  /** Presence member lists (JetStream only). */
+  presence?: PresenceHub;
 };
 
 const PUBLISH_PREFIX = "/v1/publish/";
@@ -62,6 +66,14 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
 
   if (publicMetrics) registerStatsRoute(app, ctx.clusterMetrics);
   registerStaticRoutes(app, ctx.log); // the live page at / and the client SDK at /client.js
+
+  registerPresenceRoute(app, {
+    presence: ctx.presence,
+    auth: ctx.auth,
+    log: ctx.log,
+    brokerKind: ctx.broker.kind,
+    isConnected: () => ctx.broker.isConnected(),
+  });
 
   app.get(`${HISTORY_PREFIX}*`, (res, req) => {
     const st = track(res);

@@ -41,6 +41,8 @@ export const ErrorCode = {
   Internal: "internal",
   /** A connect or subscribe hook of the application backend did not answer (in time): refused; retry later. */
   HookUnavailable: "hook_unavailable",
+  /** The channel has as many presence members as allowed (PRESENCE_MAX_MEMBERS); retry when some leave. */
+  PresenceFull: "presence_full",
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

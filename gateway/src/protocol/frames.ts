@@ -12,13 +12,22 @@ export type SubFrame = {
   durable?: string;
   ack?: boolean;
   maxInflight?: number;
+  /**
+   * Presence (concrete channels only): `true` enters the channel's members and receives its join/leave
+   * frames; `"member"` enters without receiving them; `"watch"` receives them without entering.
+   */
+  presence?: true | "member" | "watch";
+  /** Shown to the channel's other members with this one (any JSON, at most PRESENCE_INFO_BYTES encoded). */
+  info?: unknown;
 };
+/** The members of a channel's presence. */
+export type PresenceFrame = { op: "presence"; id?: Id; channel: string };
 export type UnsubFrame = { op: "unsub"; id?: Id; channel: string };
 export type PubFrame = { op: "pub"; id?: Id; channel: string; data: unknown; msgId?: string };
 export type PingFrame = { op: "ping"; id?: Id };
 export type AckFrame = { op: "ack" | "nak" | "term" | "inprogress"; id?: Id; seq: number; delay?: number; sub?: string };
 export type RefreshFrame = { op: "refresh"; id?: Id; token: string };
-export type ClientFrame = SubFrame | UnsubFrame | PubFrame | PingFrame | AckFrame | RefreshFrame;
+export type ClientFrame = SubFrame | UnsubFrame | PubFrame | PingFrame | AckFrame | RefreshFrame | PresenceFrame;
 export type Id = number | string;
 
 export type ParseResult = { ok: true; frame: ClientFrame } | { ok: false; id?: Id; code: ErrorCode; message: string };
@@ -26,6 +35,8 @@ export type ParseResult = { ok: true; frame: ClientFrame } | { ok: false; id?: I
 const MAX_ID_LENGTH = 64;
 const MSG_ID = /^[\x21-\x7e]{1,128}$/;
 const DURABLE = /^[A-Za-z0-9_-]{1,64}$/;
+/** The largest `info` of a presence member, as JSON. */
+export const PRESENCE_INFO_BYTES = 1_024;
 
 const fail = (code: ErrorCode, message: string, id?: Id): ParseResult => ({ ok: false, code, message, ...(id !== undefined ? { id } : {}) });
 
@@ -63,6 +74,11 @@ export function parseClientFrame(text: string): ParseResult {
     case "term":
     case "inprogress":
       return parseAck(o, id);
+    case "presence": {
+      const c = checkChannel(o.channel);
+      if (!c.ok) return fail(ErrorCode.BadChannel, c.reason, id);
+      return { ok: true, frame: { op: "presence", id, channel: o.channel as string } };
+    }
     case "refresh":
       if (typeof o.token !== "string" || o.token.length === 0) return fail(ErrorCode.BadRequest, "token must be a non-empty string", id);
       return { ok: true, frame: { op: "refresh", id, token: o.token } };
@@ -95,6 +111,23 @@ function parseSub(o: Record<string, unknown>, id: Id | undefined): ParseResult {
       return fail(ErrorCode.BadRequest, "maxInflight must be an integer from 1 to 10000", id);
     frame.maxInflight = o.maxInflight as number;
   }
+  return parsePresence(o, frame, id);
+}
+
+function parsePresence(o: Record<string, unknown>, frame: SubFrame, id: Id | undefined): ParseResult {
+  if (o.presence !== undefined) {
+    if (o.presence !== true && o.presence !== false && o.presence !== "member" && o.presence !== "watch")
+      return fail(ErrorCode.BadRequest, 'presence must be true, false, "member" or "watch"', id);
+    if (o.presence !== false) frame.presence = o.presence;
+  }
+  if (o.info !== undefined) {
+    if (frame.presence !== true && frame.presence !== "member") return fail(ErrorCode.BadRequest, 'info goes with presence true or "member"', id);
+    if (Buffer.byteLength(JSON.stringify(o.info)) > PRESENCE_INFO_BYTES)
+      return fail(ErrorCode.BadRequest, `info must encode to at most ${PRESENCE_INFO_BYTES} bytes of JSON`, id);
+    frame.info = o.info;
+  }
+  if (frame.presence && !checkChannel(frame.channel).ok) return fail(ErrorCode.BadRequest, "presence needs a channel without wildcards", id);
+  if (frame.presence && frame.durable !== undefined) return fail(ErrorCode.BadRequest, "presence is not available on durable subscriptions", id);
   return { ok: true, frame };
 }
 

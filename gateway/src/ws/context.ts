@@ -6,6 +6,7 @@ import type { Metrics } from "../metrics/metrics.js";
 import type { PublishService } from "../publish/service.js";
 import type { ConnectionGuard } from "../auth/guard.js";
 import type { Subscriptions } from "./subscriptions.js";
+import type { PresenceHub } from "../presence/hub.js";
 
 /** What the WebSocket frame handlers (handlers.ts, refresh.ts) work with. */
 export type HandlerContext = {
@@ -20,4 +21,6 @@ export type HandlerContext = {
   publisher: PublishService;
   /** Authentication, permissions and limits of sockets (auth/). */
   guard: ConnectionGuard;
+  /** Presence (JetStream only): member entries, join/leave fan-out, member lists. */
+  presence?: PresenceHub;
 };

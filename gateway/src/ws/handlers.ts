@@ -8,6 +8,7 @@ import { fanoutSocket, sendText, type Socket, type SubState } from "./session.js
 import type { HandlerContext } from "./context.js";
 import { authorizeFrame } from "../auth/authorize.js";
 import { refreshSession } from "./refresh.js";
+import { enterPresence, presenceRequest } from "./presence.js";
 
 export type { HandlerContext };
 
@@ -34,6 +35,8 @@ export function handleFrame(ctx: HandlerContext, ws: Socket, text: string): void
       return settle(ctx, ws, f);
     case "refresh":
       return void refreshSession(ctx, ws, f).catch((e) => internalError(ctx, ws, f.id, e));
+    case "presence":
+      return void presenceRequest(ctx, ws, f).catch((e) => internalError(ctx, ws, f.id, e));
   }
 }
 
@@ -85,9 +88,11 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
     return replyFailure(ctx, ws, f.id, brokerFailure(e, ctx.broker.isConnected(), "subscribe"));
   }
   if (!ctx.subs.attach(ws, sub)) return;
+  if (f.presence && !(await enterPresence(ctx, ws, sub, f))) return;
+  const presence = f.presence ? { client: s.clientId } : undefined;
   if (f.from === undefined) {
     ctx.subs.startLive(ws, sub, feed);
-    return sendText(ws, okFrame(f.id, ctx.broker.epoch ? { epoch: ctx.broker.epoch } : undefined));
+    return sendText(ws, okFrame(f.id, { epoch: ctx.broker.epoch, ...presence }));
   }
   let start: { lastSent: number; reply: Record<string, unknown> };
   try {
@@ -98,7 +103,7 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
     return replyFailure(ctx, ws, f.id, brokerFailure(e, ctx.broker.isConnected(), "replay"));
   }
   if (s.closed || sub.phase === "ended") return;
-  sendText(ws, okFrame(f.id, start.reply));
+  sendText(ws, okFrame(f.id, { ...start.reply, ...presence }));
   if (f.from === "last_per_subject" && !(await sendSnapshot(ctx, ws, sub, start.lastSent))) return;
   ctx.subs.startCatchUp(ws, sub, feed, start.lastSent);
 }

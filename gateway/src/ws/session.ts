@@ -39,6 +39,8 @@ export type SubState = {
   /** While paused: the last seq this socket was sent, and the feed's count then. */
   resumeAfter: number;
   pausedAtCount: number;
+  /** Runs once when the subscription ends (leaving the channel's presence). */
+  onEnd?: () => void;
 };
 
 /** Per-socket state (uWS user data). */
@@ -66,6 +68,8 @@ export type Session = {
   drainWaiters: (() => void)[];
   /** Message frames are sent with compress=true (COMPRESSION on; uWS deflates only if the client negotiated it). */
   compress?: boolean;
+  /** The connection's presence client id (made at its first presence:true subscription). */
+  clientId?: string;
   /** The socket as the fan-out core sees it (set when it opens). */
   port?: FanoutSocket;
 };

@@ -143,6 +143,9 @@ export class Subscriptions {
     if (sub.phase === "ended") return;
     const was = sub.phase;
     sub.phase = "ended";
+    const onEnd = sub.onEnd;
+    sub.onEnd = undefined;
+    onEnd?.();
     const s = ws.getUserData();
     if (s.subs.get(sub.pattern) === sub) s.subs.delete(sub.pattern);
     if (sub.counted) {

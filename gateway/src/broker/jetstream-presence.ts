@@ -1,0 +1,165 @@
+import { headers, nanos, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
+import type { JetStreamClient, JetStreamManager, StreamConfig } from "@nats-io/jetstream";
+import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType } from "@nats-io/jetstream";
+import type { Logger } from "../log.js";
+import { clientOfKey, encodeChannel, memberKey } from "../presence/keys.js";
+import type { PresenceApi, PresenceMember, PresenceRecord } from "./broker.js";
+import { DirectGet } from "./direct-get.js";
+import { jsHeaders } from "./js-headers.js";
+
+export type PresenceSettings = { bucket: string; ttlMs: number; replicas: number; storage: "file" | "memory" };
+
+/**
+ * How long a removal stays in the bucket (its `Nats-TTL`, and the server's `subject_delete_marker_ttl` for
+ * expiries). Removals only matter when they are written (watchers see them then): the shortest the server
+ * allows keeps a busy channel's bucket small.
+ */
+const REMOVAL_TTL_S = 1;
+const SNAPSHOT_BATCH = 1_000;
+
+export const presenceStream = (bucket: string): string => `KV_${bucket}`;
+/** Where the bucket republishes every record, TTL markers included (core NATS; the watch subscribes here). */
+export const presenceLivePrefix = (bucket: string): string => `fgwpresence.${bucket}`;
+
+/**
+ * The presence bucket: a JetStream KV bucket (`KV_<bucket>`, subjects `$KV.<bucket>.>`, readable with `nats kv`)
+ * holding one entry per member with a per-message TTL (nats-server 2.11+, `allow_msg_ttl`). An entry that
+ * expires leaves a delete marker (`Nats-Marker-Reason: MaxAge`, `subject_delete_marker_ttl`), and every
+ * record, markers included, is republished on core NATS: that is how watchers see a crashed worker's members
+ * leave. Storage and replicas are the event stream's: a single nats-server does not keep a memory stream
+ * over a restart, so the default (file) is what keeps the bucket there.
+ */
+export function desiredPresenceBucket(s: Pick<PresenceSettings, "bucket" | "replicas" | "storage">): Partial<StreamConfig> & { name: string } {
+  return {
+    name: presenceStream(s.bucket),
+    subjects: [`$KV.${s.bucket}.>`],
+    storage: s.storage === "memory" ? StorageType.Memory : StorageType.File,
+    num_replicas: s.replicas,
+    retention: RetentionPolicy.Limits,
+    discard: DiscardPolicy.New,
+    max_msgs_per_subject: 1,
+    max_age: 0,
+    allow_direct: true,
+    allow_rollup_hdrs: true,
+    deny_delete: true,
+    allow_msg_ttl: true,
+    subject_delete_marker_ttl: nanos(REMOVAL_TTL_S * 1_000),
+    republish: { src: `$KV.${s.bucket}.>`, dest: `${presenceLivePrefix(s.bucket)}.>` },
+  };
+}
+
+const COMPARED = ["subjects", "max_msgs_per_subject", "allow_direct", "allow_rollup_hdrs", "allow_msg_ttl", "subject_delete_marker_ttl", "republish"] as const;
+
+/** Creates the presence bucket, or brings an existing one to the settings above (it holds nothing durable). */
+export async function ensurePresenceBucket(jsm: JetStreamManager, s: Pick<PresenceSettings, "bucket" | "replicas" | "storage">, log: Logger): Promise<void> {
+  const wanted = desiredPresenceBucket(s);
+  let existing: StreamConfig | undefined;
+  try {
+    existing = (await jsm.streams.info(wanted.name)).config;
+  } catch (e) {
+    if (!(e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound)) throw e;
+  }
+  if (!existing) {
+    await jsm.streams.add(wanted);
+    log.info({ bucket: s.bucket, stream: wanted.name }, "presence bucket created");
+    return;
+  }
+  const diff = COMPARED.filter((f) => JSON.stringify(existing[f]) !== JSON.stringify(wanted[f]));
+  if (diff.length === 0) return;
+  const { storage: _storage, ...update } = wanted;
+  await jsm.streams.update(wanted.name, { ...existing, ...update, num_replicas: existing.num_replicas });
+  log.warn({ bucket: s.bucket, diff }, "presence bucket updated");
+}
+
+/** Reads a stored presence entry; undefined for something else put into the bucket. */
+function parseMember(payload: Uint8Array, client: string): PresenceMember | undefined {
+  try {
+    const v = JSON.parse(Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength).toString("utf8")) as Partial<PresenceMember>;
+    if (typeof v !== "object" || v === null || v.client !== client || typeof v.joinedAt !== "number") return undefined;
+    return { client, user: typeof v.user === "string" ? v.user : null, ...(v.info !== undefined ? { info: v.info } : {}), joinedAt: v.joinedAt };
+  } catch {
+    return undefined;
+  }
+}
+
+/** A bucket record as a presence record: an empty payload is a removal (purge, delete, TTL marker). */
+function recordOf(subject: string, seq: number, payload: Uint8Array): PresenceRecord | undefined {
+  const client = clientOfKey(subject);
+  if (payload.length === 0) return { client, seq, member: null };
+  const member = parseMember(payload, client);
+  return member ? { client, seq, member } : undefined;
+}
+
+export class JetStreamPresence implements PresenceApi {
+  private readonly direct: DirectGet;
+  private readonly ttl: string;
+  /** For refreshes without an ack (one set of headers, encoded per publish, never changed). */
+  private readonly ttlHeaders: MsgHdrs;
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly js: JetStreamClient,
+    private readonly s: PresenceSettings,
+  ) {
+    this.direct = new DirectGet(nc, presenceStream(s.bucket));
+    this.ttl = `${Math.max(1, Math.ceil(s.ttlMs / 1_000))}s`;
+    this.ttlHeaders = headers();
+    this.ttlHeaders.set("Nats-TTL", this.ttl);
+  }
+
+  private subject(channel: string, client: string): string {
+    return `$KV.${this.s.bucket}.${memberKey(channel, client)}`;
+  }
+
+  async put(channel: string, member: PresenceMember): Promise<void> {
+    await this.js.publish(this.subject(channel, member.client), JSON.stringify(member), { ttl: this.ttl });
+  }
+
+  async refresh(entries: readonly { channel: string; member: PresenceMember }[]): Promise<void> {
+    if (entries.length === 0) return;
+    const [first, ...rest] = entries;
+    await this.put(first!.channel, first!.member);
+    for (const e of rest) this.nc.publish(this.subject(e.channel, e.member.client), JSON.stringify(e.member), { headers: this.ttlHeaders });
+    await this.nc.flush();
+  }
+
+  async remove(channel: string, client: string): Promise<void> {
+    const h = headers();
+    h.set("KV-Operation", "PURGE");
+    h.set("Nats-Rollup", "sub");
+    await this.js.publish(this.subject(channel, client), new Uint8Array(0), { headers: h, ttl: `${REMOVAL_TTL_S}s` });
+  }
+
+  async snapshot(channel: string): Promise<PresenceRecord[]> {
+    const subject = `$KV.${this.s.bucket}.${encodeChannel(channel)}.*`;
+    const out: PresenceRecord[] = [];
+    let seq = 1;
+    for (;;) {
+      const b = await this.direct.batch({ seq, subject, batch: SNAPSHOT_BATCH });
+      for (const m of b.messages) {
+        const r = recordOf(m.subject, m.seq, m.payload);
+        if (r) out.push(r);
+      }
+      if (b.pending === 0 || b.messages.length === 0) return out;
+      seq = b.messages[b.messages.length - 1]!.seq + 1;
+    }
+  }
+
+  async watch(channel: string, onRecord: (r: PresenceRecord) => void): Promise<{ stop(): void }> {
+    const sub = this.nc.subscribe(`${presenceLivePrefix(this.s.bucket)}.${encodeChannel(channel)}.*`, {
+      callback: (err, m) => {
+        if (err) return;
+        const h = jsHeaders(m);
+        if (!h) return;
+        const r = recordOf(m.subject, h.seq, m.data);
+        if (r) onRecord(r);
+      },
+    });
+    await this.nc.flush();
+    return { stop: () => sub.unsubscribe() };
+  }
+
+  close(): void {
+    this.direct.close();
+  }
+}

@@ -1,0 +1,50 @@
+import type { Authenticator } from "../auth/authenticator.js";
+import { authorizeHttp, readCredentials } from "../auth/http-auth.js";
+import { brokerFailure } from "../errors.js";
+import type { Logger } from "../log.js";
+import type { PresenceHub } from "../presence/hub.js";
+import { checkChannel } from "../protocol/channel.js";
+import { ErrorCode } from "../protocol/codes.js";
+import type { TemplatedApp } from "../uws.js";
+import { send, sendJson, track } from "./respond.js";
+
+export type PresenceRouteContext = { presence?: PresenceHub; auth: Authenticator; log: Logger; brokerKind: string; isConnected: () => boolean };
+
+/**
+ * `GET /v1/channels/{channel}/presence`: the channel's members, as the `presence` op answers them
+ * (`{"channel","members":[…],"truncated"}`). Needs the sub right on the channel (or an API key) with
+ * authentication on. Registered before the history route, which takes the rest of /v1/channels/.
+ */
+export function registerPresenceRoute(app: TemplatedApp, ctx: PresenceRouteContext): void {
+  app.get("/v1/channels/:channel/presence", (res, req) => {
+    const st = track(res);
+    const raw = req.getParameter(0) ?? "";
+    const creds = readCredentials(req);
+    let channel: string;
+    try {
+      channel = decodeURIComponent(raw);
+    } catch {
+      return sendJson(res, st, 400, { error: ErrorCode.BadChannel, message: "channel is not valid percent-encoding", temporary: false });
+    }
+    const c = checkChannel(channel);
+    if (!c.ok) return sendJson(res, st, 400, { error: ErrorCode.BadChannel, message: c.reason, temporary: false });
+    const hub = ctx.presence;
+    void authorizeHttp(ctx.auth, creds, "sub", channel)
+      .then(async (denied) => {
+        if (denied) return sendJson(res, st, denied.status, { ...denied.body, temporary: false });
+        if (!hub)
+          return sendJson(res, st, 501, { error: ErrorCode.UnsupportedByBroker, message: `the ${ctx.brokerKind} broker keeps no presence`, temporary: false });
+        try {
+          const r = await hub.members(channel);
+          send(res, st, 200, `{"channel":${JSON.stringify(channel)},"members":${JSON.stringify(r.members)},"truncated":${r.truncated}}`);
+        } catch (e) {
+          const f = brokerFailure(e, ctx.isConnected(), "presence");
+          sendJson(res, st, f.status, { error: f.code, message: f.message, temporary: f.temporary });
+        }
+      })
+      .catch((e) => {
+        ctx.log.error({ err: e }, "presence request failed");
+        sendJson(res, st, 500, { error: ErrorCode.Internal, message: "internal error", temporary: true });
+      });
+  });
+}

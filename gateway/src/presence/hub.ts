@@ -1,0 +1,247 @@
+import type { PresenceApi, PresenceMember } from "../broker/broker.js";
+import type { PresenceSection } from "../config/sections.js";
+import { GatewayError } from "../errors.js";
+import type { TopicPublisher } from "../fanout/socket.js";
+import type { Logger } from "../log.js";
+import { ErrorCode } from "../protocol/codes.js";
+import type { PresenceMetrics } from "./metrics.js";
+import { PresenceView, type PresenceChange } from "./view.js";
+
+/** The uWS topic of a channel's join/leave frames; sockets subscribed with presence:true join it. */
+export const presenceTopicOf = (channel: string): string => `pr:${channel}`;
+
+/** A join or leave frame (built once per change per worker). */
+export function presenceEventFrame(channel: string, c: PresenceChange): string {
+  const m = c.member;
+  const info = m.info === undefined ? "" : `,"info":${JSON.stringify(m.info)}`;
+  return `{"op":"${c.type}","channel":${JSON.stringify(channel)},"client":${JSON.stringify(m.client)},"user":${JSON.stringify(m.user)}${info}}`;
+}
+
+/** What a member list answer says: members (capped), and whether there were more. */
+export type MemberList = { members: PresenceMember[]; truncated: boolean };
+
+type ChannelState = {
+  readonly channel: string;
+  readonly topic: string;
+  readonly view: PresenceView;
+  refs: number;
+  ready: Promise<void>;
+  watch?: { stop(): void };
+  linger?: NodeJS.Timeout;
+};
+
+/**
+ * A worker's presence. Per channel with local presence subscribers: one watch of the bucket (a core NATS
+ * subscription on its republished records) and one member view, shared by every local socket; each change
+ * is serialized once and published to the channel's uWS topic. The worker's own entries are refreshed by
+ * one timer (every third of the TTL, as one batch), never one per socket; a crashed worker's entries
+ * expire and their TTL markers are leaves for everyone else.
+ */
+export class PresenceHub {
+  private readonly channels = new Map<string, ChannelState>();
+  /** This worker's entries: `channel \0 client` → member. */
+  private readonly own = new Map<string, { channel: string; member: PresenceMember }>();
+  /** Removals that failed (NATS down): retried at each refresh round and after a reconnect. */
+  private readonly unremoved = new Map<string, { channel: string; client: string }>();
+  private timer?: NodeJS.Timeout;
+  private refreshing = false;
+  private stopped = false;
+
+  constructor(
+    private readonly app: TopicPublisher,
+    private readonly api: PresenceApi,
+    private readonly c: Pick<PresenceSection, "ttlMs" | "maxMembers">,
+    private readonly metrics: PresenceMetrics,
+    private readonly log: Logger,
+    private readonly lingerMs: number,
+  ) {}
+
+  /**
+   * Takes part in the channel's presence: `joinTopic` (a socket that wants the join/leave frames joins the
+   * topic first, so it sees its own join and everything after) and/or `member` (checked against the bound,
+   * `presence_full`, then written). Throws a GatewayError or a broker error; on success, `leave` undoes it.
+   */
+  async join(channel: string, member: PresenceMember | undefined, joinTopic: (() => void) | undefined): Promise<void> {
+    const st = await this.acquire(channel);
+    const key = member ? `${channel}\u0000${member.client}` : "";
+    try {
+      if (member && st.view.size >= this.c.maxMembers && !st.view.has(member.client))
+        throw new GatewayError(ErrorCode.PresenceFull, `channel ${channel} has ${st.view.size} presence members, the most allowed (PRESENCE_MAX_MEMBERS)`);
+      joinTopic?.();
+      if (!member) return;
+      this.unremoved.delete(key);
+      this.own.set(key, { channel, member });
+      this.metrics.ownMembers.set(this.own.size);
+      await this.api.put(channel, member);
+      this.arm();
+    } catch (e) {
+      if (member) this.own.delete(key);
+      this.metrics.ownMembers.set(this.own.size);
+      this.release(channel);
+      throw e;
+    }
+  }
+
+  /** Undoes a `join` (unsub, socket close): removes the member's entry, if any; the watchers announce the leave. */
+  leave(channel: string, client: string | undefined): void {
+    if (client !== undefined && this.own.delete(`${channel}\u0000${client}`)) {
+      this.metrics.ownMembers.set(this.own.size);
+      this.remove(channel, client);
+    }
+    this.release(channel);
+  }
+
+  private remove(channel: string, client: string): void {
+    const key = `${channel}\u0000${client}`;
+    this.api.remove(channel, client).then(
+      () => this.unremoved.delete(key),
+      (e) => {
+        // A member that rejoined meanwhile has its entry back: nothing to retry.
+        if (this.own.has(key)) return;
+        this.log.debug({ err: e, channel }, "presence remove failed; retried with the next refresh");
+        this.unremoved.set(key, { channel, client });
+        this.arm();
+      },
+    );
+  }
+
+  /** The channel's members: from the local view when this worker watches the channel, else read from the bucket. */
+  async members(channel: string): Promise<MemberList> {
+    const st = this.channels.get(channel);
+    let view: PresenceView;
+    if (st && !st.view.syncing) view = st.view;
+    else {
+      view = new PresenceView();
+      view.endSync(await this.api.snapshot(channel));
+    }
+    return { members: view.list(this.c.maxMembers), truncated: view.size > this.c.maxMembers };
+  }
+
+  /** After a broker reconnect: records may have been missed, and entries lost with a restarted server. */
+  resync(): void {
+    for (const st of this.channels.values()) void this.sync(st);
+    void this.refresh();
+  }
+
+  private async acquire(channel: string): Promise<ChannelState> {
+    let st = this.channels.get(channel);
+    if (st) {
+      if (st.linger) clearTimeout(st.linger);
+      st.linger = undefined;
+      st.refs++;
+    } else {
+      const created: ChannelState = { channel, topic: presenceTopicOf(channel), view: new PresenceView(), refs: 1, ready: Promise.resolve() };
+      created.ready = this.start(created);
+      this.channels.set(channel, created);
+      st = created;
+    }
+    try {
+      await st.ready;
+    } catch (e) {
+      st.refs--;
+      throw e;
+    }
+    return st;
+  }
+
+  private async start(st: ChannelState): Promise<void> {
+    st.view.beginSync();
+    try {
+      st.watch = await this.api.watch(st.channel, (r) => {
+        const change = st.view.apply(r);
+        if (change) this.announce(st, change);
+      });
+      this.metrics.watches.inc();
+      this.announceAll(st, st.view.endSync(await this.api.snapshot(st.channel)));
+    } catch (e) {
+      st.watch?.stop();
+      if (st.watch) this.metrics.watches.dec();
+      if (this.channels.get(st.channel) === st) this.channels.delete(st.channel);
+      throw e;
+    }
+  }
+
+  private async sync(st: ChannelState): Promise<void> {
+    if (st.view.syncing) return;
+    st.view.beginSync();
+    try {
+      this.announceAll(st, st.view.endSync(await this.api.snapshot(st.channel)));
+    } catch (e) {
+      this.log.warn({ err: e, channel: st.channel }, "presence resync failed");
+      this.announceAll(st, st.view.abortSync());
+    }
+  }
+
+  private announceAll(st: ChannelState, changes: PresenceChange[]): void {
+    for (const c of changes) this.announce(st, c);
+  }
+
+  private announce(st: ChannelState, c: PresenceChange): void {
+    this.metrics.changes.labels(c.type).inc();
+    if (this.app.numSubscribers(st.topic) === 0) return;
+    this.app.publish(st.topic, Buffer.from(presenceEventFrame(st.channel, c)), false, false);
+  }
+
+  private release(channel: string): void {
+    const st = this.channels.get(channel);
+    if (!st || st.refs === 0) return;
+    st.refs--;
+    if (st.refs > 0) return;
+    st.linger = setTimeout(() => {
+      st.linger = undefined;
+      if (st.refs > 0 || this.channels.get(channel) !== st) return;
+      this.channels.delete(channel);
+      st.watch?.stop();
+      this.metrics.watches.dec();
+    }, this.lingerMs);
+    st.linger.unref();
+  }
+
+  private arm(): void {
+    if (this.timer || this.stopped) return;
+    this.timer = setInterval(() => void this.refresh(), Math.max(250, Math.floor(this.c.ttlMs / 3)));
+    this.timer.unref();
+  }
+
+  /**
+   * Rewrites every own entry (a new TTL) as one batch of publishes, of which only the first waits for an
+   * ack (the bucket is there): an entry whose publish was lost is rewritten by the next round, a third of
+   * the TTL later, before it expires. One run at a time.
+   */
+  private async refresh(): Promise<void> {
+    if (this.refreshing) return;
+    for (const [key, r] of this.unremoved) {
+      this.unremoved.delete(key);
+      if (!this.own.has(key)) this.remove(r.channel, r.client);
+    }
+    if (this.own.size === 0 && this.unremoved.size === 0) {
+      if (this.timer) clearInterval(this.timer);
+      this.timer = undefined;
+      return;
+    }
+    if (this.own.size === 0) return;
+    this.refreshing = true;
+    const started = performance.now();
+    const entries = [...this.own.values()];
+    try {
+      await this.api.refresh(entries);
+      this.metrics.refreshSeconds.observe((performance.now() - started) / 1_000);
+    } catch (e) {
+      this.log.warn({ err: e, entries: entries.length }, "presence refresh failed; the entries expire unless a later refresh succeeds");
+    } finally {
+      this.refreshing = false;
+    }
+  }
+
+  /** Stops watches and refreshes (worker drain; the closing sockets remove their entries first). */
+  stopAll(): void {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    for (const st of this.channels.values()) {
+      if (st.linger) clearTimeout(st.linger);
+      st.watch?.stop();
+    }
+    this.channels.clear();
+  }
+}

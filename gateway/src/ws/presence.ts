@@ -1,0 +1,80 @@
+import { randomBytes } from "node:crypto";
+import { ANONYMOUS } from "../auth/principal.js";
+import { brokerFailure, GatewayError } from "../errors.js";
+import { presenceTopicOf } from "../presence/hub.js";
+import { ErrorCode } from "../protocol/codes.js";
+import type { Id, PresenceFrame, SubFrame } from "../protocol/frames.js";
+import { errFrame } from "../protocol/serialize.js";
+import type { HandlerContext } from "./context.js";
+import { sendText, type Socket, type SubState } from "./session.js";
+
+/** The connection's presence client id: 16 characters of base64url, made once. */
+export function clientIdOf(ws: Socket): string {
+  const s = ws.getUserData();
+  s.clientId ??= randomBytes(12).toString("base64url");
+  return s.clientId;
+}
+
+function fail(ctx: HandlerContext, ws: Socket, id: Id | undefined, e: GatewayError): void {
+  ctx.metrics.badFrames.labels(e.code).inc();
+  sendText(ws, errFrame(id, e.code, e.message, e.temporary));
+}
+
+/**
+ * The presence part of a `sub` with `presence`, once its feed is attached: joins the channel's join/leave
+ * topic (true, "watch"; first, so that the socket sees its own join), enters the member (true, "member"),
+ * and arranges the leave for when the subscription ends. False when it failed (the subscription is ended and the client answered).
+ */
+export async function enterPresence(ctx: HandlerContext, ws: Socket, sub: SubState, f: SubFrame): Promise<boolean> {
+  const s = ws.getUserData();
+  const hub = ctx.presence;
+  if (!hub) {
+    ctx.subs.end(ws, sub);
+    fail(ctx, ws, f.id, new GatewayError(ErrorCode.UnsupportedByBroker, `the ${ctx.broker.kind} broker keeps no presence: presence needs JetStream`));
+    return false;
+  }
+  const client = clientIdOf(ws);
+  const topic = presenceTopicOf(f.channel);
+  const entering = f.presence !== "watch";
+  const events = f.presence !== "member";
+  const member = entering
+    ? { client, user: s.principal === ANONYMOUS ? null : s.user, ...(f.info !== undefined ? { info: f.info } : {}), joinedAt: Date.now() }
+    : undefined;
+  const joinTopic = events
+    ? () => {
+        if (!s.closed && sub.phase !== "ended") ws.subscribe(topic);
+      }
+    : undefined;
+  try {
+    await hub.join(f.channel, member, joinTopic);
+  } catch (e) {
+    ctx.subs.end(ws, sub);
+    if (!s.closed) ws.unsubscribe(topic);
+    fail(ctx, ws, f.id, brokerFailure(e, ctx.broker.isConnected(), "presence join"));
+    return false;
+  }
+  const leave = (): void => {
+    hub.leave(f.channel, entering ? client : undefined);
+    if (events && !s.closed) ws.unsubscribe(topic);
+  };
+  if (s.closed || sub.phase === "ended") {
+    leave();
+    return false;
+  }
+  sub.onEnd = leave;
+  return true;
+}
+
+/** `{"op":"presence","channel":"x"}` → `{"op":"presence","channel":"x","members":[…],"truncated":false}`. */
+export async function presenceRequest(ctx: HandlerContext, ws: Socket, f: PresenceFrame): Promise<void> {
+  const hub = ctx.presence;
+  if (!hub)
+    return fail(ctx, ws, f.id, new GatewayError(ErrorCode.UnsupportedByBroker, `the ${ctx.broker.kind} broker keeps no presence: presence needs JetStream`));
+  try {
+    const r = await hub.members(f.channel);
+    const id = f.id === undefined ? "" : `,"id":${JSON.stringify(f.id)}`;
+    sendText(ws, `{"op":"presence"${id},"channel":${JSON.stringify(f.channel)},"members":${JSON.stringify(r.members)},"truncated":${r.truncated}}`);
+  } catch (e) {
+    fail(ctx, ws, f.id, brokerFailure(e, ctx.broker.isConnected(), "presence"));
+  }
+}
