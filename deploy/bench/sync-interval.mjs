@@ -6,20 +6,24 @@
 //
 //   node deploy/bench/sync-interval.mjs [--msgs 5000] [--size 128] [--window 256] [--repeat 1] [--single] [--json]
 //
-// --single runs one node (R1 only) instead of the cluster. --repeat R alternates default/always R times on fresh
-// clusters and reports the median of each figure. Only loopback ports are used; every wait is bounded.
-import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+// --single runs one standalone JetStream node (R1 only) instead of the cluster. --repeat R alternates default/always
+// R times on fresh servers and reports the median of each figure. The servers are the test kit's (startNatsCluster,
+// startNatsServer from dist/, so build first): loopback ports only, every wait bounded.
 import { parseArgs } from "node:util";
 import { connect } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, StorageType } from "@nats-io/jetstream";
 
-const ROOT = resolve(import.meta.dirname, "../..");
-const BIN = process.env.NATS_SERVER_BIN ?? join(ROOT, ".tools/bin/nats-server");
-const CONF = join(ROOT, "deploy/nats/cluster/node.conf");
+// The servers come from the project's test kit, compiled (`npm run bench:sync-interval` builds first).
+const kit = async (file) => {
+  try {
+    return await import(`../../dist/gateway/test/support/${file}`);
+  } catch (e) {
+    if (e?.code === "ERR_MODULE_NOT_FOUND" && String(e.message).includes("/dist/")) throw new Error(`dist/gateway/test/support/${file} is missing: run \`npm run build\` first`);
+    throw e;
+  }
+};
+const { startNatsCluster } = await kit("nats-cluster.js");
+const { startNatsServer } = await kit("nats-server.js");
 
 const { values: args } = parseArgs({
   options: {
@@ -37,67 +41,28 @@ const WINDOW = Number(args.window);
 const REPEAT = Number(args.repeat);
 const NODES = args.single ? 1 : 3;
 
-async function freePorts(count) {
-  const servers = await Promise.all(Array.from({ length: count }, () => new Promise((res, rej) => {
-    const s = createServer();
-    s.once("error", rej);
-    s.listen(0, "127.0.0.1", () => res(s));
-  })));
-  const ports = servers.map((s) => s.address().port);
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  return ports;
+/** `sync` is "default" (ack before fsync, flush every 2 min) or "always" (fsync every write before the ack). */
+async function startServers(sync) {
+  if (NODES === 3) {
+    const c = await startNatsCluster({ sync });
+    return { urls: c.urls, stop: () => c.stop() };
+  }
+  const s = await startNatsServer({ config: `jetstream { sync_interval: ${sync === "always" ? "always" : '"120s"'} }\n` });
+  return { urls: [s.url], stop: () => s.stop() };
 }
 
-async function poll(check, timeoutMs, what) {
+/** The stream's subject interest reaches the other nodes over the routes a moment after the stream exists; until
+ * then a publish through another node gets "no responders". Retries that (bounded) before anything is timed. */
+async function firstAck(js, subject, payload, timeoutMs = 10_000) {
   const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    try { const v = await check(); if (v) return v; } catch { /* not ready yet */ }
-    await new Promise((r) => setTimeout(r, 50));
+  for (;;) {
+    try {
+      return await js.publish(subject, payload);
+    } catch (e) {
+      if (!/no responders/i.test(`${e} ${e?.cause ?? ""}`) || Date.now() > deadline) throw e;
+      await new Promise((r) => setTimeout(r, 50));
+    }
   }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
-async function startCluster(sync) {
-  const dir = mkdtempSync(join(tmpdir(), "fgw-bench-sync-"));
-  const ports = await freePorts(NODES * 3);
-  const routes = Array.from({ length: 3 }, (_, i) => `nats://127.0.0.1:${ports[NODES + Math.min(i, NODES - 1)]}`);
-  const procs = [];
-  for (let i = 0; i < NODES; i++) {
-    const store = join(dir, `n${i + 1}`);
-    mkdirSync(store);
-    const env = {
-      ...process.env,
-      NATS_NAME: `n${i + 1}`,
-      NATS_LISTEN: `127.0.0.1:${ports[i]}`,
-      NATS_CLUSTER_LISTEN: `127.0.0.1:${ports[NODES + i]}`,
-      NATS_HTTP: `127.0.0.1:${ports[2 * NODES + i]}`,
-      NATS_ROUTE_1: routes[0], NATS_ROUTE_2: routes[1], NATS_ROUTE_3: routes[2],
-      NATS_STORE_DIR: store,
-      NATS_SYNC_INTERVAL: sync,
-    };
-    procs.push(spawn(BIN, ["-c", CONF], { env, stdio: "ignore" }));
-  }
-  const monitors = ports.slice(2 * NODES);
-  await poll(async () => {
-    const leaders = await Promise.all(monitors.map(async (p) => {
-      const r = await fetch(`http://127.0.0.1:${p}/healthz`);
-      if (!r.ok) return undefined;
-      return (await (await fetch(`http://127.0.0.1:${p}/jsz`)).json()).meta_cluster?.leader ?? (NODES === 1 ? "n1" : undefined);
-    }));
-    return leaders[0] && leaders.every((l) => l === leaders[0]);
-  }, 30_000, "JetStream meta leader");
-  return {
-    urls: ports.slice(0, NODES).map((p) => `nats://127.0.0.1:${p}`),
-    async stop() {
-      await Promise.all(procs.map((p) => new Promise((r) => {
-        if (p.exitCode !== null) return r();
-        p.once("exit", r);
-        p.kill("SIGTERM");
-        setTimeout(() => p.kill("SIGKILL"), 5_000).unref();
-      })));
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
 }
 
 function pct(sorted, q) {
@@ -137,7 +102,7 @@ async function publishAsync(js, subject, payload, n, window) {
 }
 
 async function runOne(sync) {
-  const cluster = await startCluster(sync);
+  const cluster = await startServers(sync);
   const nc = await connect({ servers: cluster.urls });
   const results = {};
   try {
@@ -147,6 +112,7 @@ async function runOne(sync) {
     for (const replicas of NODES === 3 ? [1, 3] : [1]) {
       const name = `BENCH_R${replicas}`;
       await jsm.streams.add({ name, subjects: [`bench.r${replicas}.>`], storage: StorageType.File, num_replicas: replicas });
+      await firstAck(js, `bench.r${replicas}.warmup`, payload);
       await publishAsync(js, `bench.r${replicas}.warmup`, payload, 500, 32);
       results[`R${replicas} sync`] = await publishSync(js, `bench.r${replicas}.sync`, payload, MSGS);
       results[`R${replicas} async`] = await publishAsync(js, `bench.r${replicas}.async`, payload, MSGS, WINDOW);
@@ -167,7 +133,7 @@ function median(xs) {
 
 const samples = { default: [], always: [] };
 for (let i = 0; i < REPEAT; i++) {
-  samples.default.push(await runOne("120s"));
+  samples.default.push(await runOne("default"));
   samples.always.push(await runOne("always"));
 }
 const runs = {};

@@ -1,15 +1,12 @@
 // Shared bits of bench:channels and bench:storm: many sockets over several client processes and several
-// loopback destination addresses, process CPU and RSS from /proc, a redis-server of our own, the gateway's
+// loopback destination addresses, process CPU and RSS from /proc, the test kit's redis-server, the gateway's
 // metrics, the stream's consumer count. Everything here is bounded in count and time.
-import { execFileSync, fork, spawn, type ChildProcess } from "node:child_process";
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, connect as tcpConnect } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { execFileSync, fork, type ChildProcess } from "node:child_process";
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import WebSocket from "ws";
 import { ROOT, childPids, percentile } from "./common.js";
 import { startGateway, type GatewayHandle } from "../../gateway/test/support/gateway.js";
-import { waitFor } from "../../gateway/test/support/wait.js";
+import { startRedisServer } from "../../gateway/test/support/redis-server.js";
 
 export const now = (): number => performance.timeOrigin + performance.now();
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -58,59 +55,10 @@ export const gatewayPids = (gw: GatewayHandle): number[] => [gw.process.pid!, ..
 
 // --- servers ---
 
-export async function freeTcpPort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once("error", rej);
-    s.listen(0, "127.0.0.1", () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => res(p));
-    });
-  });
-}
-
-function redisPong(port: number): Promise<boolean> {
-  return new Promise((res) => {
-    const c = tcpConnect(port, "127.0.0.1");
-    const t = setTimeout(() => { c.destroy(); res(false); }, 1_000);
-    c.once("error", () => { clearTimeout(t); res(false); });
-    c.once("connect", () => c.write("PING\r\n"));
-    c.once("data", (d) => { clearTimeout(t); c.destroy(); res(d.toString().startsWith("+PONG")); });
-  });
-}
-
-/** A redis-server on a free loopback port, no persistence. */
+/** A redis-server from the test kit (free loopback port, no persistence), room for 1,000 clients. */
 export async function startRedis(): Promise<{ url: string; proc: ChildProcess; stop(): Promise<void> }> {
-  const dir = mkdtempSync(join(tmpdir(), "fgw-bench-redis-"));
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const port = await freeTcpPort();
-    const proc = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--maxclients", "1000"], { stdio: ["ignore", "ignore", "pipe"] });
-    try {
-      await waitFor(async () => {
-        if (proc.exitCode !== null) throw new Error(`redis-server exited ${proc.exitCode}`);
-        return (await redisPong(port)) || undefined;
-      }, { timeoutMs: 10_000, what: "redis-server PONG" });
-    } catch (e) {
-      proc.kill("SIGKILL");
-      if (attempt === 4) throw e;
-      continue;
-    }
-    return {
-      url: `redis://127.0.0.1:${port}`,
-      proc,
-      async stop() {
-        if (proc.exitCode === null && proc.signalCode === null) {
-          const exited = new Promise((r) => proc.once("exit", r));
-          proc.kill("SIGTERM");
-          const t = setTimeout(() => proc.kill("SIGKILL"), 5_000);
-          await exited;
-          clearTimeout(t);
-        }
-        rmSync(dir, { recursive: true, force: true });
-      },
-    };
-  }
-  throw new Error("unreachable");
+  const r = await startRedisServer({ extraArgs: ["--maxclients", "1000"] });
+  return { url: r.url, proc: r.process, stop: () => r.stop() };
 }
 
 /** The gateway CLI with the scale benches' settings: per-IP limits off, room for 100,000 sockets per worker. */

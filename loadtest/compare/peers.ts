@@ -8,7 +8,6 @@
 // (its whole process tree, brokers included, from /proc), RSS idle (clients connected) and peak under load.
 // Writes loadtest/results/peers.md, peers.json and peers.png.
 import { spawn } from "node:child_process";
-import { connect, createServer } from "node:net";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -19,19 +18,12 @@ import type { SubResult } from "../../subtools/src/result.js";
 import { bounded, PUB_CLI, runNode, startGateway, SUB_CLI, TreeCpu, treeRss, type Proc } from "./proc.js";
 import { renderPeersMarkdown, renderPeersSvg, type PeerRow, type PeersMeta, SERVERS, type ServerName } from "./peers-report.js";
 import { svgToPng } from "./chart.js";
+import { startRedisServer } from "../../gateway/test/support/redis-server.js";
 
 const log = (s: string): void => console.log(`[compare:peers] ${s}`);
 const PEERS = resolve(ROOT, "loadtest/peers");
 
 type Server = { port: number; pid: number; stop(): Promise<unknown>; extra: Proc[] };
-
-async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once("error", rej);
-    s.listen(0, "127.0.0.1", () => { const p = (s.address() as { port: number }).port; s.close(() => res(p)); });
-  });
-}
 
 /** Starts a process that prints "ready <port>". */
 async function readyProc(cmd: string, args: string[], what: string): Promise<{ proc: Proc; port: number }> {
@@ -59,21 +51,17 @@ async function readyProc(cmd: string, args: string[], what: string): Promise<{ p
   return { proc, port };
 }
 
-/** redis-server on `port`, ready once it accepts connections. */
-async function startRedis(port: number): Promise<{ proc: Proc; port: number }> {
-  const child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--maxclients", "10000"], { stdio: "ignore" });
-  const exited = new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
-  await until(() => new Promise<boolean>((res) => {
-    if (child.exitCode !== null) throw new Error(`redis-server exited ${child.exitCode}`);
-    const s = connect({ port, host: "127.0.0.1" }, () => { s.end(); res(true); });
-    s.once("error", () => res(false));
-  }), 10_000, "redis-server");
+/** The test kit's redis-server (it picks the port and waits for PONG), as a Proc for the Socket.IO row. */
+async function startRedis(): Promise<{ proc: Proc; port: number }> {
+  const r = await startRedisServer({ extraArgs: ["--maxclients", "10000"] });
+  const child = r.process;
+  const exited = new Promise<number | null>((res) => {
+    if (child.exitCode !== null || child.signalCode !== null) res(child.exitCode);
+    else child.once("exit", (c) => res(c));
+  });
   return {
-    port,
-    proc: {
-      child, out: () => "", exited,
-      async stop() { child.kill("SIGTERM"); const t = setTimeout(() => child.kill("SIGKILL"), 5_000); const c = await exited; clearTimeout(t); return c; },
-    },
+    port: r.port,
+    proc: { child, out: () => "", exited, stop: async () => { await r.stop(); return child.exitCode; } },
   };
 }
 
@@ -84,8 +72,7 @@ async function startServer(name: ServerName, work: string): Promise<Server> {
       return { port: g.port, pid: g.child.pid!, stop: () => g.stop(15_000), extra: [] };
     }
     case "socketio": {
-      const rport = await freePort();
-      const redis = await startRedis(rport);
+      const redis = await startRedis();
       const s = await readyProc(process.execPath, [join(PEERS, "socketio/server.mjs"), "--port", "0", "--workers", "2", "--redis-url", `redis://127.0.0.1:${redis.port}`], "Socket.IO server");
       return { port: s.port, pid: s.proc.child.pid!, stop: async () => { await s.proc.stop(); await redis.proc.stop(); }, extra: [redis.proc] };
     }

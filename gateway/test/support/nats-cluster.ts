@@ -9,8 +9,9 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { NATS_SERVER_BIN } from "./nats-server.js";
 import { waitFor } from "./wait.js";
+import { PACKAGE_ROOT } from "../../src/config/config.js";
 
-export const NATS_CLUSTER_CONF = resolve(process.cwd(), "deploy/nats/cluster/node.conf");
+export const NATS_CLUSTER_CONF = resolve(PACKAGE_ROOT, "deploy/nats/cluster/node.conf");
 
 export type NatsClusterOptions = {
   /** "always" fsyncs every write before the ack; "default" keeps the server's 2-minute interval. */
