@@ -160,10 +160,11 @@ async function measure(name: ServerName, clients: number, procs: number, rate: n
 async function main(): Promise<void> {
   const { values: v } = parseArgs({ options: {
     quick: { type: "boolean", default: false }, clients: { type: "string" }, rates: { type: "string" }, seconds: { type: "string" }, drain: { type: "string" },
-    procs: { type: "string", default: "2" }, servers: { type: "string", default: SERVERS.join(",") }, out: { type: "string", default: resolve(ROOT, "loadtest/results") },
+    procs: { type: "string", default: "2" }, servers: { type: "string", default: SERVERS.join(",") }, out: { type: "string" },
     render: { type: "string" },
   } });
-  const outDir = v.out!;
+  // A --quick run leaves the committed results of a full run alone unless --out says where to write.
+  const outDir = v.out ?? (v.quick ? mkdtempSync(join(tmpdir(), "fgw-peers-quick-")) : resolve(ROOT, "loadtest/results"));
   mkdirSync(outDir, { recursive: true });
   if (v.render) {
     const saved = JSON.parse(readFileSync(v.render, "utf8")) as PeersMeta & { rows: PeerRow[] };
