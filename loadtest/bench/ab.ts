@@ -52,8 +52,11 @@ async function main(): Promise<void> {
   const rounds = Number(v.rounds), count = Number(v.messages);
   const cliA = buildRevision(v.rev);
   const nats = await startNats();
-  const [a, b] = [await startGatewayProc(nats.url, 1, [], cliA), await startGatewayProc(nats.url, 1, [], CLI)];
   const replay = v.workload === "replay";
+  // As in bench:replay: a 1 MiB page cache, so that every round reads the stream (with the default 64 MiB,
+  // rounds after the first were served from memory and compared the caches, not the read paths).
+  const gwArgs = replay ? ["--replay-cache-bytes", "1MiB"] : [];
+  const [a, b] = [await startGatewayProc(nats.url, 1, gwArgs, cliA), await startGatewayProc(nats.url, 1, gwArgs, CLI)];
   if (replay) await fillStream(nats.url, "ev.bench.replay", count, 100);
   // The publish workload has no raw leg: it compares the two gateways only.
   const run: Partial<Record<Leg, () => Promise<number>>> = replay

@@ -64,9 +64,13 @@ export class CatchUp implements HandoffPort<Buffer> {
   }
 
   fetch(from: number, target: number): void {
-    this.cache.get(this.pattern, from, target).then(
+    // The next page is asked for as soon as this one's end is known (before its frames are built): reads
+    // follow each other back to back while the worker builds and writes.
+    const next = (end: number): void => {
+      if (end < target && !this.h.done) this.cache.prefetch(this.pattern, end + 1, target, 1);
+    };
+    this.cache.get(this.pattern, from, target, next).then(
       (page) => {
-        if (page.coverEnd < target) this.cache.prefetch(this.pattern, page.coverEnd + 1, target);
         this.failures = 0;
         if (this.sock.closed) return this.abort();
         this.h.page(from, page);

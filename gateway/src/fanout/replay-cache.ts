@@ -6,7 +6,11 @@ import { StreamSweep, SWEEP_PATTERNS } from "./sweep.js";
 /** A page of stored messages of one pattern as frames, shared by every socket catching up that pattern. */
 export type FramePage = HandoffPage<Buffer> & { readonly pattern: string; readonly bytes: number };
 
-type Inflight = { from: number; page: Promise<FramePage> };
+/** A page being read: `end` (its coverEnd) is known as soon as the stored messages arrive, before the frames are built. */
+type Inflight = { from: number; end: Promise<number>; page: Promise<FramePage> };
+
+/** Called with a page's coverEnd as soon as it is known, so that the next page can be asked for at once. */
+export type OnPageEnd = (coverEnd: number) => void;
 
 export type ReplayCacheStats = { pages: number; bytes: number; fetches: number; hits: number; sweepPages: number };
 
@@ -40,20 +44,33 @@ export class ReplayCache {
     return { pages: this.lru.size, bytes: this.bytes, fetches: this.fetches, hits: this.hits, sweepPages: this.sweep.pages };
   }
 
-  /** The page of `pattern` that holds `from` (read with `target` when it must be read). */
-  async get(pattern: string, from: number, target: number): Promise<FramePage> {
+  /**
+   * The page of `pattern` that holds `from` (read with `target` when it must be read). `onEnd` learns where
+   * that page ends as soon as the stored messages arrive — before its frames are built and long before the
+   * socket has taken them — so the caller can have the next page read meanwhile: the server then never
+   * waits for the worker between two pages.
+   */
+  async get(pattern: string, from: number, target: number, onEnd?: OnPageEnd): Promise<FramePage> {
     for (let i = 0; i < 3; i++) {
       const hit = this.find(pattern, from);
       if (hit) {
         this.hits++;
+        onEnd?.(hit.coverEnd);
         return hit;
       }
       const pending = this.inflight.get(pattern)?.find((f) => f.from <= from);
       if (!pending) break;
+      if (onEnd)
+        pending.end.then(
+          (end) => (from <= end ? onEnd(end) : undefined),
+          () => undefined,
+        );
       const p = await pending.page.catch(() => undefined);
       if (p && p.from <= from && from <= p.coverEnd) return p;
     }
-    return this.fetch(pattern, from, target);
+    const f = this.fetch(pattern, from, target);
+    if (onEnd) f.end.then(onEnd, () => undefined);
+    return f.page;
   }
 
   /**
@@ -61,13 +78,13 @@ export class ReplayCache {
    * cached or being read. Reading overlaps writing, and the server works on the next page meanwhile.
    */
   prefetch(pattern: string, from: number, target: number, depth = 2): void {
-    const cached = this.find(pattern, from);
-    const ahead = (p: FramePage): void => {
-      if (depth > 1 && p.coverEnd < target && this.bytes + p.bytes < this.maxBytes / 2) this.prefetch(pattern, p.coverEnd + 1, target, depth - 1);
+    const ahead = (end: number): void => {
+      if (depth > 1 && end < target && this.bytes < this.maxBytes / 2) this.prefetch(pattern, end + 1, target, depth - 1);
     };
-    if (cached) return ahead(cached);
+    const cached = this.find(pattern, from);
+    if (cached) return ahead(cached.coverEnd);
     if (this.inflight.get(pattern)?.some((f) => f.from === from)) return;
-    this.fetch(pattern, from, target).then(ahead, () => undefined);
+    this.fetch(pattern, from, target).end.then(ahead, () => undefined);
   }
 
   private find(pattern: string, from: number): FramePage | undefined {
@@ -83,9 +100,13 @@ export class ReplayCache {
     return undefined;
   }
 
-  private fetch(pattern: string, from: number, target: number): Promise<FramePage> {
+  private fetch(pattern: string, from: number, target: number): Inflight {
     this.fetches++;
-    const f: Inflight = { from, page: this.read(pattern, from, target) };
+    // Counted before this pattern joins the reads in flight.
+    const viaSweep = this.sweep.active || this.inflight.size >= this.sweepPatterns;
+    const stored = viaSweep ? this.sweep.read(pattern, from, target) : this.replay.read(pattern, from, target);
+    const f: Inflight = { from, end: stored.then((s) => s.coverEnd), page: stored.then((s) => this.toPage(pattern, from, s)) };
+    f.end.catch(() => undefined);
     const list = this.inflight.get(pattern) ?? [];
     list.push(f);
     this.inflight.set(pattern, list);
@@ -97,12 +118,10 @@ export class ReplayCache {
       if (l.length === 0) this.inflight.delete(pattern);
     };
     f.page.then(done, done);
-    return f.page;
+    return f;
   }
 
-  private async read(pattern: string, from: number, target: number): Promise<FramePage> {
-    const viaSweep = this.sweep.active || this.inflight.size >= this.sweepPatterns;
-    const stored: StoredPage = await (viaSweep ? this.sweep.read(pattern, from, target) : this.replay.read(pattern, from, target));
+  private toPage(pattern: string, from: number, stored: StoredPage): FramePage {
     const frames = buildFrames(pattern, stored.messages);
     let bytes = 64;
     const items: HandoffItem<Buffer>[] = stored.messages.map((m, i) => {
