@@ -50,8 +50,33 @@ export function desiredPresenceBucket(s: Pick<PresenceSettings, "bucket" | "repl
 
 const COMPARED = ["subjects", "max_msgs_per_subject", "allow_direct", "allow_rollup_hdrs", "allow_msg_ttl", "subject_delete_marker_ttl", "republish"] as const;
 
-/** Creates the presence bucket, or brings an existing one to the settings above (it holds nothing durable). */
-export async function ensurePresenceBucket(jsm: JetStreamManager, s: Pick<PresenceSettings, "bucket" | "replicas" | "storage">, log: Logger): Promise<void> {
+/**
+ * Creates the presence bucket, or brings an existing one to the settings above (it holds nothing durable).
+ * A failure that may pass (a timeout while a fresh cluster elects leaders) is tried again, `attempts` times
+ * in all with the delay doubling from `baseDelayMs`; a refusal (a 4xx answer: a server without per-message
+ * TTL) is final at once.
+ */
+export async function ensurePresenceBucket(
+  jsm: JetStreamManager,
+  s: Pick<PresenceSettings, "bucket" | "replicas" | "storage">,
+  log: Logger,
+  attempts = 6,
+  baseDelayMs = 500,
+): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await ensurePresenceBucketOnce(jsm, s, log);
+    } catch (e) {
+      const refused = e instanceof JetStreamApiError && e.status >= 400 && e.status < 500;
+      if (refused || attempt >= attempts) throw e;
+      const retryInMs = baseDelayMs * 2 ** (attempt - 1);
+      log.warn({ err: e, bucket: s.bucket, attempt, retryInMs }, "presence bucket not created yet; retrying");
+      await new Promise((r) => setTimeout(r, retryInMs));
+    }
+  }
+}
+
+async function ensurePresenceBucketOnce(jsm: JetStreamManager, s: Pick<PresenceSettings, "bucket" | "replicas" | "storage">, log: Logger): Promise<void> {
   const wanted = desiredPresenceBucket(s);
   let existing: StreamConfig | undefined;
   try {

@@ -99,7 +99,8 @@ async function prepareStream(stream: StreamSection, servers: string[], log: Logg
     const jsm = await jetstreamManager(nc);
     await ensureStream(jsm, stream, log);
     // Presence is one feature, not the gateway: a server without per-message TTL (before 2.11) refuses the
-    // bucket, and everything else still works (presence requests then fail with broker_error).
+    // bucket, and everything else still works (presence requests then fail with broker_error). A failure
+    // that may pass (a timeout while a fresh cluster elects leaders) is tried again first.
     await ensurePresenceBucket(jsm, presence, log).catch((e: unknown) =>
       log.error({ err: e, bucket: presence.bucket }, "presence bucket could not be created (nats-server 2.11+ is needed): presence is unavailable"),
     );
