@@ -161,6 +161,7 @@ async function refreshStats() {
     const s = await r.json();
     $("stat-workers").textContent = fmt(s.workers);
     $("stat-connections").textContent = fmt(s.connections);
+    $("stat-sse").textContent = fmt(s.sseStreams);
     $("stat-channels").textContent = fmt(s.channels);
     $("stat-subscriptions").textContent = fmt(s.subscriptions);
     $("stat-in").textContent = fmt(s.rates?.publishesPerSec);

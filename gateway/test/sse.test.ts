@@ -179,6 +179,15 @@ describe("sse — errors, limits and upkeep", () => {
     await waitFor(() => r.comments.filter((c) => c === "hb").length >= 2 || undefined, { what: "two heartbeats" });
     expect(r.comments[0]).toBe("ok");
     await waitFor(async () => (await metric(/^fanout_sse_connections (\d+)/m)) >= 1 || undefined, { what: "gauge" });
+    // The live page's /v1/stats shows them too (apart from WebSocket connections).
+    const stats = await waitFor(
+      async () => {
+        const b = (await (await fetch(`${gw.metricsUrl}/v1/stats`)).json()) as { sseStreams?: number };
+        return (b.sseStreams ?? 0) >= 1 ? b : undefined;
+      },
+      { what: "sseStreams in /v1/stats" },
+    );
+    expect(stats.sseStreams).toBeGreaterThanOrEqual(1);
   });
 
   it("sse — a reader that stops reading leaves live delivery, then gets every message in order once it reads again", async () => {

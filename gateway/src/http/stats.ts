@@ -41,6 +41,8 @@ export type StatsSample = {
   at: number;
   workers: number;
   connections: number;
+  /** Open Server-Sent Events streams (not in `connections`, which counts WebSockets). */
+  sseStreams: number;
   subscriptions: number;
   channels: number;
   publishes: number;
@@ -61,6 +63,7 @@ export function sampleFrom(samples: PromSample[], at: number): StatsSample {
     at,
     workers: sum("fanout_workers"),
     connections: sum("fanout_connections"),
+    sseStreams: sum("fanout_sse_connections"),
     subscriptions: sum("fanout_subscriptions"),
     channels: sum("fanout_live_feeds"),
     publishes: sum("fanout_publishes_total", (l) => l.result === "ok"),
@@ -113,6 +116,7 @@ export function statsBody(now: StatsSample, base: StatsSample | undefined) {
     windowMs: base ? now.at - base.at : null,
     workers: now.workers,
     connections: now.connections,
+    sseStreams: now.sseStreams,
     subscriptions: now.subscriptions,
     channels: now.channels,
     totals: {

@@ -4,6 +4,7 @@ import { parsePrometheus, quantile, sampleFrom, statsBody, StatsWindow } from ".
 const TEXT = `# HELP fanout_connections Open WebSocket connections
 # TYPE fanout_connections gauge
 fanout_connections 3
+fanout_sse_connections 4
 fanout_live_feeds 2
 fanout_workers 2
 fanout_publishes_total{result="ok",via="ws"} 10
@@ -19,7 +20,7 @@ fanout_delivery_latency_seconds_count 100
 describe("stats — /v1/stats from aggregated Prometheus text", () => {
   it("stats — parses samples and sums counters over labels", () => {
     const s = sampleFrom(parsePrometheus(TEXT), 1_000);
-    expect(s).toMatchObject({ connections: 3, channels: 2, workers: 2, publishes: 15, framesDelivered: 40 });
+    expect(s).toMatchObject({ connections: 3, sseStreams: 4, channels: 2, workers: 2, publishes: 15, framesDelivered: 40 });
     expect(s.latency).toEqual({ le: [0.001, 0.002, Infinity], counts: [50, 90, 100] });
   });
 
