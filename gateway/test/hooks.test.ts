@@ -171,8 +171,14 @@ describe("hooks — connect and subscribe", () => {
     await new Promise((r) => backend.close(r));
     const user = uniq("down");
     const t = await sign({ channels: { sub: ["a.>"] } }, { sub: user });
+    const logsBefore = gw.logs.length;
     const r = await refusal(gw.wsUrl, { headers: headers(t) });
     expect(r.status).toBe(503);
     expect(JSON.parse(r.body)).toMatchObject({ error: "hook_unavailable", message: expect.stringContaining("unreachable") });
+    // A backend that is down fails every attempt; the worker logs it at most once per 5 s, not once per
+    // attempt (the timeout test above may have logged this hook's failure already in that window).
+    for (let i = 0; i < 6; i++) expect((await refusal(gw.wsUrl, { headers: headers(t) })).status).toBe(503);
+    const lines = gw.logs.slice(logsBefore).filter((l) => typeof l.msg === "string" && l.msg.startsWith("connect hook "));
+    expect(lines.length).toBeLessThanOrEqual(1);
   });
 });

@@ -94,6 +94,20 @@ export class Hooks {
     if (!allow) throw denied(`subscription to ${r.channel}`, reason);
   }
 
+  /** Failure logs per hook: the first at once, then at most one every WARN_EVERY_MS with how many were not logged. */
+  private readonly warned = new Map<string, { at: number; suppressed: number }>();
+
+  private warn(kind: string, fields: Record<string, unknown>, msg: string): void {
+    const now = Date.now();
+    const w = this.warned.get(kind);
+    if (w && now - w.at < WARN_EVERY_MS) {
+      w.suppressed++;
+      return;
+    }
+    this.log.warn({ hook: kind, ...fields, ...(w?.suppressed ? { notLoggedSince: w.suppressed } : {}) }, msg);
+    this.warned.set(kind, { at: now, suppressed: 0 });
+  }
+
   private async call(kind: string, url: string, body: unknown): Promise<Record<string, unknown>> {
     let res: Response;
     try {
@@ -106,7 +120,7 @@ export class Hooks {
     } catch (e) {
       const timedOut = (e as Error)?.name === "TimeoutError";
       const why = timedOut ? `did not answer within ${this.config.timeoutMs} ms` : `is unreachable (${causeOf(e)})`;
-      this.log.warn({ hook: kind, err: e }, `${kind} hook ${why}`);
+      this.warn(kind, { err: e }, `${kind} hook ${why}`);
       throw new GatewayError(ErrorCode.HookUnavailable, `the ${kind} hook ${why}; retry later`, { cause: e });
     }
     let answer: unknown;
@@ -116,12 +130,15 @@ export class Hooks {
       answer = e;
     }
     if (!res.ok || typeof answer !== "object" || answer === null || Array.isArray(answer) || answer instanceof Error) {
-      this.log.warn({ hook: kind, status: res.status }, `${kind} hook answered badly`);
+      this.warn(kind, { status: res.status }, `${kind} hook answered badly`);
       throw new GatewayError(ErrorCode.HookUnavailable, `the ${kind} hook answered ${res.ok ? "no JSON object" : `HTTP ${res.status}`}; retry later`);
     }
     return answer as Record<string, unknown>;
   }
 }
+
+/** A backend that is down fails every connection and subscription: its failures are logged this often at most. */
+const WARN_EVERY_MS = 5_000;
 
 function denied(what: string, reason: unknown): GatewayError {
   return new GatewayError(ErrorCode.Forbidden, `${what} denied by the application${typeof reason === "string" && reason ? `: ${reason.slice(0, 200)}` : ""}`);
