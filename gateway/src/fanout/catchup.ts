@@ -1,7 +1,7 @@
 import type { Logger } from "../log.js";
 import { Handoff, type HandoffEnd, type HandoffItem, type HandoffPort, type WriteResult } from "./handoff.js";
 import { FanoutHub, type ChannelFeed } from "./hub.js";
-import type { ReplayCache } from "./replay-cache.js";
+import type { PageEnd, ReplayCache } from "./replay-cache.js";
 import type { FanoutSocket } from "./socket.js";
 
 export type CatchUpOptions = { holdLimit: number; backpressureBytes: number };
@@ -65,9 +65,15 @@ export class CatchUp implements HandoffPort<Buffer> {
 
   fetch(from: number, target: number): void {
     // The next page is asked for as soon as this one's end is known (before its frames are built): reads
-    // follow each other back to back while the worker builds and writes.
-    const next = (end: number): void => {
-      if (end < target && !this.h.done) this.cache.prefetch(this.pattern, end + 1, target, 1);
+    // follow each other back to back while the worker builds and writes. When the page was dense (every
+    // stored message in its range matched: one busy channel), the one after is asked for too, assuming the
+    // next page is as long: nats-server then always has a request waiting. A wrong guess costs a read, never
+    // a message: it is a page of its own range like any other.
+    const next = (p: PageEnd): void => {
+      if (p.coverEnd >= target || this.h.done) return;
+      this.cache.prefetch(this.pattern, p.coverEnd + 1, target, 1);
+      const dense = p.count > 0 && p.count === p.coverEnd - p.from + 1;
+      if (dense && p.coverEnd + p.count < target) this.cache.prefetch(this.pattern, p.coverEnd + 1 + p.count, target, 1);
     };
     this.cache.get(this.pattern, from, target, next).then(
       (page) => {

@@ -7,10 +7,13 @@ import { StreamSweep, SWEEP_PATTERNS } from "./sweep.js";
 export type FramePage = HandoffPage<Buffer> & { readonly pattern: string; readonly bytes: number };
 
 /** A page being read: `end` (its coverEnd) is known as soon as the stored messages arrive, before the frames are built. */
-type Inflight = { from: number; end: Promise<number>; page: Promise<FramePage> };
+type Inflight = { from: number; end: Promise<PageEnd>; page: Promise<FramePage> };
+
+/** Where a page starts and ends, and how many messages it holds. */
+export type PageEnd = { from: number; coverEnd: number; count: number };
 
 /** Called with a page's coverEnd as soon as it is known, so that the next page can be asked for at once. */
-export type OnPageEnd = (coverEnd: number) => void;
+export type OnPageEnd = (page: PageEnd) => void;
 
 export type ReplayCacheStats = { pages: number; bytes: number; fetches: number; hits: number; sweepPages: number };
 
@@ -55,14 +58,14 @@ export class ReplayCache {
       const hit = this.find(pattern, from);
       if (hit) {
         this.hits++;
-        onEnd?.(hit.coverEnd);
+        onEnd?.({ from: hit.from, coverEnd: hit.coverEnd, count: hit.items.length });
         return hit;
       }
       const pending = this.inflight.get(pattern)?.find((f) => f.from <= from);
       if (!pending) break;
       if (onEnd)
         pending.end.then(
-          (end) => (from <= end ? onEnd(end) : undefined),
+          (end) => (from <= end.coverEnd ? onEnd(end) : undefined),
           () => undefined,
         );
       const p = await pending.page.catch(() => undefined);
@@ -84,7 +87,10 @@ export class ReplayCache {
     const cached = this.find(pattern, from);
     if (cached) return ahead(cached.coverEnd);
     if (this.inflight.get(pattern)?.some((f) => f.from === from)) return;
-    this.fetch(pattern, from, target).end.then(ahead, () => undefined);
+    this.fetch(pattern, from, target).end.then(
+      (e) => ahead(e.coverEnd),
+      () => undefined,
+    );
   }
 
   private find(pattern: string, from: number): FramePage | undefined {
@@ -105,7 +111,11 @@ export class ReplayCache {
     // Counted before this pattern joins the reads in flight.
     const viaSweep = this.sweep.active || this.inflight.size >= this.sweepPatterns;
     const stored = viaSweep ? this.sweep.read(pattern, from, target) : this.replay.read(pattern, from, target);
-    const f: Inflight = { from, end: stored.then((s) => s.coverEnd), page: stored.then((s) => this.toPage(pattern, from, s)) };
+    const f: Inflight = {
+      from,
+      end: stored.then((s) => ({ from, coverEnd: s.coverEnd, count: s.messages.length })),
+      page: stored.then((s) => this.toPage(pattern, from, s)),
+    };
     f.end.catch(() => undefined);
     const list = this.inflight.get(pattern) ?? [];
     list.push(f);
