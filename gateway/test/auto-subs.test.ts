@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { startGateway, type GatewayHandle } from "./support/gateway.js";
 import { startTcpProxy, type TcpProxy } from "./support/tcp-proxy.js";
-import { httpPublish, TestClient } from "./support/ws-client.js";
+import { httpPublish } from "./support/ws-client.js";
+import { ClientPool, uniqueNames } from "./support/clients.js";
 import { waitFor } from "./support/wait.js";
 import { AUDIENCE, connect, ISSUER, refusal, SECRET, sign } from "./auth/support.js";
 import { GatewayClient, type GatewayMessage } from "../client/client.js";
@@ -12,12 +13,10 @@ const API_KEY = "auto-subs-api-key-0123456789";
 let nats: NatsServerHandle;
 let gw: GatewayHandle;
 let proxy: TcpProxy;
-const clients: TestClient[] = [];
-const track = <T extends TestClient>(c: T): T => (clients.push(c), c);
+const clients = new ClientPool();
 const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
 const publish = (channel: string, data: unknown) => httpPublish(gw.url, channel, data, { "x-api-key": API_KEY });
-let n = 0;
-const uniq = (base: string) => `${base}${++n}`;
+const uniq = uniqueNames();
 
 beforeAll(async () => {
   nats = await startNatsServer();
@@ -29,7 +28,7 @@ beforeAll(async () => {
   proxy = await startTcpProxy({ host: "127.0.0.1", port: gw.port });
 });
 afterAll(async () => {
-  for (const c of clients) c.close();
+  clients.closeAll();
   await proxy?.close();
   await gw?.stop();
   await nats?.stop();
@@ -40,7 +39,7 @@ describe("server-side subscriptions — channels.auto", () => {
     const user = uniq("u");
     const inbox = `inbox.${user}.>`;
     const t = await sign({ channels: { sub: [`inbox.${user}.>`, "news.*"], auto: [inbox] } }, { sub: user });
-    const c = track(await connect(gw.wsUrl, { headers: bearer(t) }));
+    const c = clients.track(await connect(gw.wsUrl, { headers: bearer(t) }));
     const frame = await waitFor(() => c.frames.find((f) => f.op === "sub" && f.auto === true), { what: "auto sub frame" });
     expect(frame).toMatchObject({ channel: inbox, auto: true });
     expect(typeof frame.seq).toBe("number");
@@ -65,7 +64,7 @@ describe("server-side subscriptions — channels.auto", () => {
     const user = uniq("u");
     const inbox = `inbox.${user}.>`;
     const t = await sign({ channels: { sub: [inbox], auto: [inbox] } }, { sub: user });
-    const c = track(await connect(gw.wsUrl, { headers: bearer(t) }));
+    const c = clients.track(await connect(gw.wsUrl, { headers: bearer(t) }));
     const frame = await waitFor(() => c.frames.find((f) => f.op === "sub" && f.auto === true), { what: "auto sub frame" });
     await publish(`inbox.${user}.a`, { i: 1 });
     await publish(`inbox.${user}.a`, { i: 2 });

@@ -4,20 +4,16 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { startGateway, type GatewayHandle } from "./support/gateway.js";
 import { httpPublish, TestClient } from "./support/ws-client.js";
+import { ClientPool, uniqueNames } from "./support/clients.js";
 import { waitFor } from "./support/wait.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;
 let nc: NatsConnection;
 let jsm: JetStreamManager;
-const clients: TestClient[] = [];
-let n = 0;
-const uniq = (base: string) => `${base}${++n}`;
-async function client(): Promise<TestClient> {
-  const c = await TestClient.connect(gw.wsUrl);
-  clients.push(c);
-  return c;
-}
+const clients = new ClientPool(() => gw.wsUrl);
+const client = () => clients.open();
+const uniq = uniqueNames();
 const durableConsumers = async () => {
   const out: string[] = [];
   for await (const ci of jsm.consumers.list("EVENTS")) if (ci.config.durable_name) out.push(ci.name);
@@ -31,7 +27,7 @@ beforeAll(async () => {
   jsm = await jetstreamManager(nc);
 });
 afterAll(async () => {
-  for (const c of clients) c.close();
+  clients.closeAll();
   await nc?.close();
   await gw?.stop();
   await nats?.stop();

@@ -3,20 +3,15 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { httpPublish, TestClient } from "./support/ws-client.js";
+import { httpPublish } from "./support/ws-client.js";
+import { ClientPool, uniqueNames } from "./support/clients.js";
 import { waitFor } from "./support/wait.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;
-const clients: TestClient[] = [];
-let n = 0;
-const uniq = (base: string) => `${base}${++n}x${process.pid}`;
-
-async function client(): Promise<TestClient> {
-  const c = await TestClient.connect(gw.wsUrl);
-  clients.push(c);
-  return c;
-}
+const clients = new ClientPool(() => gw.wsUrl);
+const client = () => clients.open();
+const uniq = uniqueNames(`x${process.pid}`);
 
 beforeAll(async () => {
   nats = await startNatsServer();
@@ -24,7 +19,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const c of clients) c.close();
+  clients.closeAll();
   await gw?.stop();
   await nats?.stop();
 });

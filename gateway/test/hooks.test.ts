@@ -2,7 +2,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { httpPublish, TestClient } from "./support/ws-client.js";
+import { httpPublish } from "./support/ws-client.js";
+import { ClientPool, uniqueNames } from "./support/clients.js";
 import { waitFor } from "./support/wait.js";
 import { AUDIENCE, connect, ISSUER, refusal, SECRET, sign } from "./auth/support.js";
 
@@ -35,11 +36,9 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;
-const clients: TestClient[] = [];
-const track = <T extends TestClient>(c: T): T => (clients.push(c), c);
+const clients = new ClientPool();
 const headers = (t: string) => ({ authorization: `Bearer ${t}`, origin: "https://app.test", "user-agent": "hooks-test/1" });
-let n = 0;
-const uniq = (base: string) => `${base}${++n}`;
+const uniq = uniqueNames();
 const callsTo = (path: string, user: string) => calls.filter((c) => c.path === path && c.body.user === user);
 
 beforeAll(async () => {
@@ -63,7 +62,7 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
-  for (const c of clients) c.close();
+  clients.closeAll();
   await gw?.stop();
   await nats?.stop();
   backend?.closeAllConnections();
@@ -75,7 +74,7 @@ describe("hooks — connect and subscribe", () => {
     answer = () => ({ body: { allow: true } });
     const user = uniq("allow");
     const t = await sign({ channels: { sub: ["a.>"] } }, { sub: user });
-    const c = track(await connect(gw.wsUrl, { headers: headers(t) }));
+    const c = clients.track(await connect(gw.wsUrl, { headers: headers(t) }));
     const [hc] = callsTo("/connect", user);
     expect(hc!.body).toMatchObject({
       user,
@@ -96,7 +95,7 @@ describe("hooks — connect and subscribe", () => {
     expect(r.status).toBe(403);
     expect(JSON.parse(r.body)).toMatchObject({ error: "forbidden", message: expect.stringContaining("account suspended") });
     answer = (c) => (c.path === "/subscribe" ? { body: { allow: false, reason: "not your room" } } : { body: { allow: true } });
-    const c = track(await connect(gw.wsUrl, { headers: headers(t) }));
+    const c = clients.track(await connect(gw.wsUrl, { headers: headers(t) }));
     expect(await c.request({ op: "sub", channel: "a.room1" })).toMatchObject({
       op: "err",
       code: "forbidden",
@@ -112,7 +111,7 @@ describe("hooks — connect and subscribe", () => {
         ? { body: { allow: true, channels: { sub: [`inbox.${user}.>`, "extra.*"], auto: [`inbox.${user}.>`] }, info: { plan: "pro" } } }
         : { body: { allow: true } };
     const t = await sign({ channels: { sub: ["a.>"] } }, { sub: user });
-    const c = track(await connect(gw.wsUrl, { headers: headers(t) }));
+    const c = clients.track(await connect(gw.wsUrl, { headers: headers(t) }));
     await waitFor(() => c.frames.find((f) => f.op === "sub" && f.auto === true && f.channel === `inbox.${user}.>`), { what: "auto sub" });
     expect(await c.request({ op: "sub", channel: "extra.x" })).toMatchObject({ op: "ok" });
     expect(callsTo("/subscribe", user).at(-1)!.body).toMatchObject({ channel: "extra.x", info: { plan: "pro" } });
@@ -133,8 +132,8 @@ describe("hooks — connect and subscribe", () => {
     answer = () => ({ body: { allow: true } });
     const user = uniq("cache");
     const t = await sign({ channels: { sub: ["a.>"] } }, { sub: user });
-    const c1 = track(await connect(gw.wsUrl, { headers: headers(t) }));
-    const c2 = track(await connect(gw.wsUrl, { headers: headers(t) }));
+    const c1 = clients.track(await connect(gw.wsUrl, { headers: headers(t) }));
+    const c2 = clients.track(await connect(gw.wsUrl, { headers: headers(t) }));
     for (let i = 0; i < 3; i++) {
       expect(await c1.request({ op: "sub", channel: "a.cached" })).toMatchObject({ op: "ok" });
       expect(await c1.request({ op: "unsub", channel: "a.cached" })).toMatchObject({ op: "ok" });
@@ -153,7 +152,7 @@ describe("hooks — connect and subscribe", () => {
     expect(r.status).toBe(503);
     expect(JSON.parse(r.body)).toMatchObject({ error: "hook_unavailable", message: expect.stringContaining(`within ${TIMEOUT_MS} ms`) });
     answer = (c) => (c.path === "/subscribe" ? { body: { allow: true }, delayMs: TIMEOUT_MS * 5 } : { body: { allow: true } });
-    const c = track(await connect(gw.wsUrl, { headers: headers(t) }));
+    const c = clients.track(await connect(gw.wsUrl, { headers: headers(t) }));
     expect(await c.request({ op: "sub", channel: "a.slow" })).toMatchObject({ op: "err", code: "hook_unavailable", temporary: true });
     answer = (c) => (c.path === "/subscribe" ? { status: 500, body: { oops: true } } : { body: { allow: true } });
     expect(await c.request({ op: "sub", channel: "a.slow" })).toMatchObject({

@@ -2,21 +2,17 @@ import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { httpPublish, TestClient } from "./support/ws-client.js";
+import { httpPublish } from "./support/ws-client.js";
+import { ClientPool, uniqueNames } from "./support/clients.js";
 import { waitFor } from "./support/wait.js";
 import { GatewayClient, type GatewayMessage } from "../client/client.js";
 
 const ACK_WAIT_MS = 1_000;
 let nats: NatsServerHandle;
 let gw: GatewayHandle;
-const clients: TestClient[] = [];
-let n = 0;
-const uniq = (base: string) => `${base}${++n}`;
-async function client(): Promise<TestClient> {
-  const c = await TestClient.connect(gw.wsUrl);
-  clients.push(c);
-  return c;
-}
+const clients = new ClientPool(() => gw.wsUrl);
+const client = () => clients.open();
+const uniq = uniqueNames();
 /** Resolves once `ms` have passed (a deadline polled like every other wait of the kit). */
 const until = (ms: number) => {
   const end = Date.now() + ms;
@@ -28,7 +24,7 @@ beforeAll(async () => {
   gw = await startGateway({ natsUrl: nats.url, workers: 1, args: ["--durable-ack-wait", `${ACK_WAIT_MS}ms`] });
 });
 afterAll(async () => {
-  for (const c of clients) c.close();
+  clients.closeAll();
   await gw?.stop();
   await nats?.stop();
 });

@@ -4,7 +4,8 @@ import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { httpPublish, TestClient, type MsgFrame } from "./support/ws-client.js";
+import { httpPublish, type MsgFrame } from "./support/ws-client.js";
+import { ClientPool, uniqueNames } from "./support/clients.js";
 import { waitFor } from "./support/wait.js";
 import { GatewayClient, type GatewayMessage } from "../client/client.js";
 
@@ -12,15 +13,9 @@ let nats: NatsServerHandle;
 let gw: GatewayHandle;
 let nc: NatsConnection;
 let js: JetStreamClient;
-const clients: TestClient[] = [];
-let n = 0;
-const uniq = (base: string) => `${base}${++n}`;
-
-async function client(): Promise<TestClient> {
-  const c = await TestClient.connect(gw.wsUrl);
-  clients.push(c);
-  return c;
-}
+const clients = new ClientPool(() => gw.wsUrl);
+const client = () => clients.open();
+const uniq = uniqueNames();
 
 /** Publishes straight into JetStream (pipelined); returns the seqs. */
 async function put(subjects: string[], value: (i: number) => unknown): Promise<number[]> {
@@ -39,7 +34,7 @@ beforeAll(async () => {
   js = jetstream(nc);
 });
 afterAll(async () => {
-  for (const c of clients) c.close();
+  clients.closeAll();
   await nc?.close();
   await gw?.stop();
   await nats?.stop();

@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { startGateway, type GatewayHandle } from "./support/gateway.js";
 import { startTcpProxy, type TcpProxy } from "./support/tcp-proxy.js";
-import { TestClient, type MsgFrame } from "./support/ws-client.js";
+import { type MsgFrame } from "./support/ws-client.js";
+import { ClientPool, uniqueNames } from "./support/clients.js";
 import { waitFor } from "./support/wait.js";
 
 let nats: NatsServerHandle;
@@ -15,16 +16,10 @@ let gw: GatewayHandle;
 let nc: NatsConnection;
 let js: JetStreamClient;
 let jsm: JetStreamManager;
-const clients: TestClient[] = [];
-let n = 0;
-const uniq = (base: string) => `${base}${++n}`;
+const clients = new ClientPool(() => gw.wsUrl);
+const client = () => clients.open();
+const uniq = uniqueNames();
 const enc = new TextEncoder();
-
-async function client(): Promise<TestClient> {
-  const c = await TestClient.connect(gw.wsUrl);
-  clients.push(c);
-  return c;
-}
 
 const metric = async (re: RegExp): Promise<number> => Number(re.exec(await (await fetch(`${gw.url}/metrics`)).text())?.[1] ?? 0);
 const repairs = (reason: string) => metric(new RegExp(`^fanout_live_repairs_total\\{reason="${reason}"\\} (\\d+)`, "m"));
@@ -47,7 +42,7 @@ beforeAll(async () => {
   jsm = await jetstreamManager(nc);
 });
 afterAll(async () => {
-  for (const c of clients) c.close();
+  clients.closeAll();
   await nc?.close();
   await gw?.stop();
   await proxy?.close();

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { startGateway, type GatewayHandle } from "./support/gateway.js";
 import { TestClient, type Frame } from "./support/ws-client.js";
+import { ClientPool, uniqueNames } from "./support/clients.js";
 import { waitFor } from "./support/wait.js";
 import { SECRET, sign } from "./auth/support.js";
 import { startRedisServer } from "./support/redis-server.js";
@@ -13,16 +14,11 @@ import { GatewayClient, type PresenceEvent, type WebSocketConstructor } from "..
 let nats: NatsServerHandle;
 let a: GatewayHandle;
 let b: GatewayHandle;
-const clients: TestClient[] = [];
-let n = 0;
-const uniq = (base: string) => `${base}${++n}x${process.pid}`;
+const clients = new ClientPool();
+const uniq = uniqueNames(`x${process.pid}`);
 const PRESENCE_ARGS = ["--presence-ttl", "2s", "--presence-max-members", "5", "--consumer-linger", "100ms"];
 
-async function client(g: GatewayHandle, headers?: Record<string, string>): Promise<TestClient> {
-  const c = await TestClient.connect(g.wsUrl, { headers });
-  clients.push(c);
-  return c;
-}
+const client = (g: GatewayHandle, headers?: Record<string, string>) => clients.open({ url: g.wsUrl, headers });
 
 const events = (c: TestClient, op: "join" | "leave", channel: string): Frame[] => c.frames.filter((f) => f.op === op && f.channel === channel);
 const countFor = (c: TestClient, op: "join" | "leave", channel: string, client: string) => events(c, op, channel).filter((f) => f.client === client).length;
@@ -42,7 +38,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  for (const c of clients) c.close();
+  clients.closeAll();
   await Promise.all([a?.stop(), b?.stop()]);
   await nats?.stop();
 });

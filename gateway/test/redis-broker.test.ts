@@ -8,21 +8,16 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REDIS_SERVER_BIN, startRedisServer, type RedisServerHandle } from "./support/redis-server.js";
 import { startGateway, type GatewayHandle } from "./support/gateway.js";
 import { httpPublish, TestClient } from "./support/ws-client.js";
+import { ClientPool, uniqueNames } from "./support/clients.js";
 import { waitFor } from "./support/wait.js";
 
 let redis: RedisServerHandle;
 let restarted: ChildProcess | undefined;
 let gw: GatewayHandle;
-const clients: TestClient[] = [];
-let n = 0;
-const uniq = (base: string) => `${base}${++n}x${process.pid}`;
+const clients = new ClientPool(() => gw.wsUrl);
+const client = () => clients.open();
+const uniq = uniqueNames(`x${process.pid}`);
 type Sock = { _socket: { pause(): void; resume(): void } };
-
-async function client(): Promise<TestClient> {
-  const c = await TestClient.connect(gw.wsUrl);
-  clients.push(c);
-  return c;
-}
 
 const metric = async (url: string, name: string): Promise<number> => {
   const text = await (await fetch(`${url}/metrics`)).text();
@@ -63,7 +58,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const c of clients) c.close();
+  clients.closeAll();
   await gw?.stop();
   if (restarted && restarted.exitCode === null) {
     const exited = new Promise((r) => restarted!.once("exit", r));

@@ -4,21 +4,16 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { childPids, startGateway, type GatewayHandle } from "./support/gateway.js";
 import { httpPublish, TestClient, type MsgFrame } from "./support/ws-client.js";
+import { ClientPool, uniqueNames } from "./support/clients.js";
 import { waitFor } from "./support/wait.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;
 let nc: NatsConnection;
 let js: JetStreamClient;
-const clients: TestClient[] = [];
-let n = 0;
-const uniq = (base: string) => `${base}${++n}`;
-
-async function client(): Promise<TestClient> {
-  const c = await TestClient.connect(gw.wsUrl);
-  clients.push(c);
-  return c;
-}
+const clients = new ClientPool(() => gw.wsUrl);
+const client = () => clients.open();
+const uniq = uniqueNames();
 
 /** Publishes `count` messages {i} to a channel directly into JetStream, pipelined. Returns their seqs. */
 async function publishMany(channel: string, count: number, from = 0): Promise<number[]> {
@@ -40,7 +35,7 @@ beforeAll(async () => {
   js = jetstream(nc);
 });
 afterAll(async () => {
-  for (const c of clients) c.close();
+  clients.closeAll();
   await nc?.close();
   await gw?.stop();
   await nats?.stop();
@@ -199,7 +194,7 @@ describe("replay — resume after a worker is killed", () => {
     expect(c.open).toBe(false);
     const last = c.msgs.at(-1)!.seq;
     const r = await waitFor(async () => TestClient.connect(gw.wsUrl).catch(() => undefined), { what: "reconnect", timeoutMs: 15_000 });
-    clients.push(r);
+    clients.track(r);
     await r.sub(ch, { from: { seq: last + 1 } });
     await publisher;
     stop = true;

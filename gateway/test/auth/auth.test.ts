@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "../support/nats-server.js";
 import { startGateway, type GatewayHandle } from "../support/gateway.js";
-import { httpPublish, TestClient } from "../support/ws-client.js";
+import { httpPublish } from "../support/ws-client.js";
+import { ClientPool, uniqueNames } from "../support/clients.js";
 import { waitFor } from "../support/wait.js";
 import { AUDIENCE, connect, ISSUER, refusal, sign } from "./support.js";
 
@@ -9,10 +10,8 @@ const SECRET = "test-secret-that-is-long-enough-0123456789";
 const API_KEY = "api-key-0123456789abcdef";
 let nats: NatsServerHandle;
 let gw: GatewayHandle;
-const clients: TestClient[] = [];
-let n = 0;
-const uniq = (base: string) => `${base}${++n}`;
-const track = <T extends TestClient>(c: T): T => (clients.push(c), c);
+const clients = new ClientPool();
+const uniq = uniqueNames();
 const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
 
 beforeAll(async () => {
@@ -25,7 +24,7 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
-  for (const c of clients) c.close();
+  clients.closeAll();
   await gw?.stop();
   await nats?.stop();
 });
@@ -33,9 +32,9 @@ afterAll(async () => {
 describe("auth — tokens at the upgrade", () => {
   it("accepts a valid token from the Authorization header, the bearer subprotocol or ?token=", async () => {
     const t = await sign({ channels: { sub: [">"] } });
-    const a = track(await connect(gw.wsUrl, { headers: bearer(t) }));
-    const b = track(await connect(gw.wsUrl, { protocols: ["fanout.v1", `bearer.${t}`] }));
-    const c = track(await connect(`${gw.wsUrl}?token=${t}`));
+    const a = clients.track(await connect(gw.wsUrl, { headers: bearer(t) }));
+    const b = clients.track(await connect(gw.wsUrl, { protocols: ["fanout.v1", `bearer.${t}`] }));
+    const c = clients.track(await connect(`${gw.wsUrl}?token=${t}`));
     expect(b.ws.protocol).toBe("fanout.v1"); // the token is never echoed
     for (const x of [a, b, c]) expect((await x.request({ op: "ping" })).op).toBe("pong");
     expect(gw.logs.some((l) => /AUTHENTICATION IS OFF/.test(String(l.msg)))).toBe(false);
@@ -68,7 +67,7 @@ describe("auth — channel permissions", () => {
   it("sub and pub need covering permissions; replay and durables too", async () => {
     const ch = uniq("orders");
     const t = await sign({ channels: { sub: [`${ch}.*`], pub: [`${ch}.eu`] } });
-    const c = track(await connect(gw.wsUrl, { headers: bearer(t) }));
+    const c = clients.track(await connect(gw.wsUrl, { headers: bearer(t) }));
     expect((await c.request({ op: "sub", channel: `${ch}.eu` })).op).toBe("ok");
     expect((await c.request({ op: "sub", channel: `${ch}.*` })).op).toBe("ok");
     for (const channel of [`${ch}.>`, `${ch}.eu.x`, ">", "news.x"]) {
@@ -80,7 +79,7 @@ describe("auth — channel permissions", () => {
     expect(await c.request({ op: "pub", channel: `${ch}.eu`, data: 1 })).toMatchObject({ op: "ok" });
     expect(await c.request({ op: "pub", channel: `${ch}.us`, data: 1 })).toMatchObject({ op: "err", code: "forbidden" });
     // a token without a channels claim may do nothing
-    const none = track(await connect(gw.wsUrl, { headers: bearer(await sign({})) }));
+    const none = clients.track(await connect(gw.wsUrl, { headers: bearer(await sign({})) }));
     expect(await none.request({ op: "sub", channel: "a" })).toMatchObject({ code: "forbidden" });
   });
 
@@ -117,8 +116,8 @@ describe("auth — expiry and refresh", () => {
     const ch = uniq("ref");
     const exp = Math.floor(Date.now() / 1000) + 2;
     const short = await sign({ channels: { sub: [`${ch}.>`], pub: [`${ch}.>`] } }, { exp });
-    const lazy = track(await connect(gw.wsUrl, { headers: bearer(short) }));
-    const keen = track(await connect(gw.wsUrl, { headers: bearer(short) }));
+    const lazy = clients.track(await connect(gw.wsUrl, { headers: bearer(short) }));
+    const keen = clients.track(await connect(gw.wsUrl, { headers: bearer(short) }));
     await keen.sub(`${ch}.a`);
     await keen.sub(`${ch}.b`);
     // refused refreshes change nothing
@@ -153,21 +152,21 @@ describe("auth — durable consumers are per user", () => {
     const perms = { channels: { sub: [ch], pub: [ch] } };
     const alice = await sign(perms, { sub: "alice" });
     const bob = await sign(perms, { sub: "bob" });
-    const a = track(await connect(gw.wsUrl, { headers: bearer(alice) }));
+    const a = clients.track(await connect(gw.wsUrl, { headers: bearer(alice) }));
     await a.sub(ch, { durable: "billing", ack: true });
     for (let i = 1; i <= 3; i++) await a.request({ op: "pub", channel: ch, data: { i } });
     const held = await a.waitForMsgs(3);
     a.close(); // unacked: alice's consumer keeps them for redelivery
     await a.waitClosed();
 
-    const b = track(await connect(gw.wsUrl, { headers: bearer(bob) }));
+    const b = clients.track(await connect(gw.wsUrl, { headers: bearer(bob) }));
     expect(await b.sub(ch, { durable: "billing", ack: true })).toMatchObject({ op: "ok", durable: "billing" });
     for (const m of held) expect(await b.request({ op: "ack", seq: m.seq })).toMatchObject({ code: "unknown_seq" });
     const marker = await b.request({ op: "pub", channel: ch, data: { i: 4 } });
     const [got] = await b.waitForMsgs(1);
     expect(got!.seq).toBe(marker.seq); // only what was published after bob's consumer existed
 
-    const a2 = track(await connect(gw.wsUrl, { headers: bearer(alice) }));
+    const a2 = clients.track(await connect(gw.wsUrl, { headers: bearer(alice) }));
     await a2.sub(ch, { durable: "billing", ack: true });
     const mine = await a2.waitForMsgs(4);
     expect(mine.map((m) => m.seq).sort((x, y) => x - y)).toEqual([...held.map((m) => m.seq), marker.seq as number]);

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "../support/nats-server.js";
 import { startGateway, type GatewayHandle } from "../support/gateway.js";
 import { httpPublish, TestClient } from "../support/ws-client.js";
+import { ClientPool } from "../support/clients.js";
 import { waitFor } from "../support/wait.js";
 import { connect, refusal, tryConnect } from "./support.js";
 
@@ -14,13 +15,9 @@ let nats: NatsServerHandle;
 let gw: GatewayHandle;
 let dir: string;
 let cert: string;
-const clients: TestClient[] = [];
+const clients = new ClientPool();
 const at = (ip: string, headers?: Record<string, string>) => ({ localAddress: ip, headers });
-const open = async (ip: string, headers?: Record<string, string>) => {
-  const c = await connect(gw.wsUrl, at(ip, headers));
-  clients.push(c);
-  return c;
-};
+const open = async (ip: string, headers?: Record<string, string>) => clients.track(await connect(gw.wsUrl, at(ip, headers)));
 const closeAll = async (cs: TestClient[]) => {
   for (const c of cs) c.close();
   await Promise.all(cs.map((c) => c.waitClosed()));
@@ -88,7 +85,7 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
-  for (const c of clients) c.close();
+  clients.closeAll();
   await gw?.stop();
   await nats?.stop();
   rmSync(dir, { recursive: true, force: true });
@@ -230,7 +227,7 @@ describe("limits — TLS listener", () => {
     const tlsPort = ready.tlsPort as number;
     expect(tlsPort).toBeGreaterThan(0);
     const c = await connect(`wss://127.0.0.1:${tlsPort}/ws`, { ca: cert, localAddress: "127.0.0.19" });
-    clients.push(c);
+    clients.track(c);
     await c.sub("tls.feed");
     const plain = await open("127.0.0.19");
     await plain.sub("tls.feed");

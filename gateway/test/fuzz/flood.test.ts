@@ -5,6 +5,7 @@ import { malformedText } from "../../../scripts/fuzz/arbitraries.mjs";
 import { startNatsServer, type NatsServerHandle } from "../support/nats-server.js";
 import { startGateway, type GatewayHandle } from "../support/gateway.js";
 import { httpPublish, TestClient } from "../support/ws-client.js";
+import { ClientPool } from "../support/clients.js";
 import { waitFor } from "../support/wait.js";
 import { metric } from "../auth/support.js";
 
@@ -15,14 +16,14 @@ const MESSAGES = 200;
 const MiB = 1_048_576;
 let nats: NatsServerHandle;
 let gw: GatewayHandle;
-const clients: TestClient[] = [];
+const clients = new ClientPool();
 
 beforeAll(async () => {
   nats = await startNatsServer();
   gw = await startGateway({ natsUrl: nats.url, workers: 2, logLevel: "info" });
 });
 afterAll(async () => {
-  for (const c of clients) c.close();
+  clients.closeAll();
   await gw?.stop();
   await nats?.stop();
 });
@@ -31,7 +32,7 @@ describe("fuzz — malformed frames over real sockets", () => {
   it("10,000 malformed frames on 100 connections: no crash, 100 good clients lose nothing, memory settles", async () => {
     const good = await Promise.all(Array.from({ length: GOOD }, () => TestClient.connect(gw.wsUrl)));
     const bad = await Promise.all(Array.from({ length: BAD }, () => TestClient.connect(gw.wsUrl)));
-    clients.push(...good, ...bad);
+    for (const c of [...good, ...bad]) clients.track(c);
     await Promise.all(good.map((c) => c.sub("flood.feed")));
     const rss = () => metric(gw.url, "process_resident_memory_bytes");
     const before = await rss();
