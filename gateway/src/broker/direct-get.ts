@@ -4,7 +4,7 @@ import { ErrorCode } from "../protocol/codes.js";
 import { jsHeaders } from "./js-headers.js";
 
 /** One stored message as a direct get returns it. */
-export type StoredMsg = { subject: string; seq: number; ts: number; payload: Uint8Array };
+export type StoredMsg = { subject: string; seq: number; ts: number; payload: Uint8Array; /** The subject's channel (`channelOf`). */ channel: string };
 
 /** A batch: messages in stream order, and how many matching messages follow the last one (0: none now). */
 export type DirectBatch = { messages: StoredMsg[]; pending: number };
@@ -54,12 +54,16 @@ export class DirectGet {
   private readonly queue: Queued[] = [];
   private urgentCount = 0;
   private sent = 0;
+  private lastSubject = "";
+  private lastChannel = "";
 
   constructor(
     private readonly nc: NatsConnection,
     stream: string,
     private readonly timeoutMs = 5_000,
     private readonly maxInflight = DIRECT_GET_INFLIGHT,
+    /** Maps a stored subject to the channel carried with each message (made once per run of one subject). */
+    private readonly channelOf: (subject: string) => string = (s) => s,
   ) {
     this.subject = `$JS.API.DIRECT.GET.${stream}`;
     this.sub = nc.subscribe(`${this.prefix}.*`, { callback: (err, m) => (err ? undefined : this.onMsg(m)) });
@@ -137,7 +141,11 @@ export class DirectGet {
     const h = jsHeaders(m);
     const code = h?.code ?? 0;
     if (code === 0 && h) {
-      p.out.push({ subject: h.subject, seq: h.seq, ts: h.ts, payload: m.data });
+      if (h.subject !== this.lastSubject) {
+        this.lastSubject = h.subject;
+        this.lastChannel = this.channelOf(h.subject);
+      }
+      p.out.push({ subject: h.subject, seq: h.seq, ts: h.ts, payload: m.data, channel: this.lastChannel });
       return;
     }
     this.settle(token);

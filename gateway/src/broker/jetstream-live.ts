@@ -27,7 +27,9 @@ export type LiveFeedHooks = Set<CoreLiveFeed>;
 const RETRY_MS = 250;
 const RETRY_MAX_MS = 5_000;
 
-type Live = StoredMsg & { prev: number };
+/** A stored message as the live path sees it: its channel is made only when it is delivered. */
+type Core = Omit<StoredMsg, "channel">;
+type Live = Core & { prev: number };
 
 /**
  * A worker's live feed of one pattern without a JetStream consumer: one core NATS subscription on the
@@ -117,7 +119,7 @@ export class CoreLiveFeed implements LiveFeed {
     this.holdMsg(p);
   }
 
-  private deliver(m: StoredMsg): void {
+  private deliver(m: Core): void {
     this.seqr.record(m.subject, m.seq);
     if (m.seq > this.position) this.position = m.seq;
     try {

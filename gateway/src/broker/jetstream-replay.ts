@@ -34,7 +34,8 @@ export class JetStreamReplay implements ReplayApi {
     private readonly mapper: SubjectMapper,
     private readonly log: Logger,
   ) {
-    this.direct = new DirectGet(nc, stream);
+    // Each message carries its channel, so pages need no second object per message.
+    this.direct = new DirectGet(nc, stream, undefined, undefined, (subject) => mapper.toChannel(subject));
     this.info = new Coalescer(async () => {
       const si = await this.jsm.streams.info(this.stream);
       this.replicas = si.config.num_replicas || 1;
@@ -45,17 +46,6 @@ export class JetStreamReplay implements ReplayApi {
   state(): Promise<StreamState> {
     return this.info.get();
   }
-
-  private lastSubject = "";
-  private lastChannel = "";
-  /** Pages mostly repeat one subject: its channel name is made once. */
-  private toMessage = (m: StoredMsg): BrokerMessage => {
-    if (m.subject !== this.lastSubject) {
-      this.lastSubject = m.subject;
-      this.lastChannel = this.mapper.toChannel(m.subject);
-    }
-    return { channel: this.lastChannel, seq: m.seq, ts: m.ts, payload: m.payload };
-  };
 
   /** Matching messages at and after `from`: the first one found, and how many there are. */
   private async countFrom(subject: string, from: number): Promise<{ first: number; count: number }> {
@@ -99,7 +89,7 @@ export class JetStreamReplay implements ReplayApi {
   async read(pattern: string, from: number, target: number): Promise<StoredPage> {
     const subject = this.mapper.toSubject(pattern);
     const b = await this.batch(subject, from);
-    const messages = b.messages.map(this.toMessage);
+    const messages: BrokerMessage[] = b.messages;
     const last = b.messages.at(-1)?.seq ?? from - 1;
     if (b.pending > 0) return { messages, coverEnd: last };
     if (last >= target || this.replicas === 1) return { messages, coverEnd: Math.max(last, target) };
@@ -128,7 +118,7 @@ export class JetStreamReplay implements ReplayApi {
     let from = fromSeq;
     while (out.length < limit) {
       const b = await this.direct.batch({ seq: from, subject, batch: limit - out.length, maxBytes: PAGE_BYTES });
-      for (const m of b.messages) out.push(this.toMessage(m));
+      for (const m of b.messages) out.push(m);
       if (b.pending === 0 || b.messages.length === 0) break;
       from = b.messages.at(-1)!.seq + 1;
     }
@@ -140,7 +130,7 @@ export class JetStreamReplay implements ReplayApi {
     const subject = this.mapper.toSubject(pattern);
     const b = await this.direct.multiLast({ subjects: [subject], upTo, seq: after + 1, batch: PAGE_MESSAGES, maxBytes: PAGE_BYTES });
     if (b.tooMany) return { messages: await this.scanLastPerSubject(subject, upTo, after + 1), more: false };
-    return { messages: b.messages.map(this.toMessage), more: b.pending > 0 && b.messages.length > 0 };
+    return { messages: b.messages, more: b.pending > 0 && b.messages.length > 0 };
   }
 
   /**
@@ -165,7 +155,7 @@ export class JetStreamReplay implements ReplayApi {
       if (end === undefined || b.pending === 0) break;
       seq = end + 1;
     }
-    return [...last.values()].map(this.toMessage);
+    return [...last.values()];
   }
 
   close(): void {
