@@ -127,6 +127,7 @@ export class DirectGet {
     if (!p) return;
     clearTimeout(p.timer);
     this.pending.delete(token);
+    if (token === this.lastToken) this.lastPending = undefined;
     this.sent--;
     const next = this.queue.shift();
     if (!next) return;
@@ -134,9 +135,24 @@ export class DirectGet {
     this.send(next);
   }
 
+  /** The reply subject of the last message and its request: a batch's thousands of messages share one. */
+  private lastReply = "";
+  private lastToken = "";
+  private lastPending?: Pending;
+
   private onMsg(m: Msg): void {
-    const token = m.subject.slice(this.prefix.length + 1);
-    const p = this.pending.get(token);
+    let token: string;
+    let p: Pending | undefined;
+    if (this.lastPending && m.subject === this.lastReply) {
+      token = this.lastToken;
+      p = this.lastPending;
+    } else {
+      token = m.subject.slice(this.prefix.length + 1);
+      p = this.pending.get(token);
+      this.lastReply = m.subject;
+      this.lastToken = token;
+      this.lastPending = p;
+    }
     if (!p) return;
     const h = jsHeaders(m);
     const code = h?.code ?? 0;
@@ -168,6 +184,7 @@ export class DirectGet {
     this.urgentCount = 0;
     for (const p of this.pending.values()) clearTimeout(p.timer);
     this.pending.clear();
+    this.lastPending = undefined;
     this.sent = 0;
     for (const p of waiting) p.reject(closed);
   }
