@@ -1,22 +1,12 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
+import { launchChromium } from "./support/chromium.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { childPids, startGateway, type GatewayHandle } from "./support/gateway.js";
 import { httpPublish } from "./support/ws-client.js";
 import { waitFor } from "./support/wait.js";
-
-const CHROMIUM = "/usr/bin/chromium";
-const ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-];
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;
@@ -28,7 +18,7 @@ beforeAll(async () => {
   nats = await startNatsServer();
   gw = await startGateway({ natsUrl: nats.url, workers: 2, logLevel: "info", args: ["--restart-backoff", "100ms"] });
   // launch() gives every run a fresh temporary profile (user-data-dir), removed on close.
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+  browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
   page.on("pageerror", (e) => pageErrors.push(e.message));
 });

@@ -1,25 +1,14 @@
 // Server-Sent Events in real headless Chromium: the browser's own EventSource and the SDK's subscribeEvents
 // resume across a SIGKILL of the worker serving them (Last-Event-ID on reconnect, `retry:` honoured).
-import { readFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
+import { launchChromium } from "./support/chromium.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { childPids, startGateway, type GatewayHandle } from "./support/gateway.js";
-import { connectionInodes, pidsHoldingInodes } from "./support/proc-sockets.js";
+import { connectionInodes, pidsHoldingInodes, serverSockets } from "./support/proc-sockets.js";
 import { httpPublish } from "./support/ws-client.js";
 import { waitFor } from "./support/wait.js";
-
-const CHROMIUM = "/usr/bin/chromium";
-const ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-];
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;
@@ -32,7 +21,7 @@ const streamRequests: { url: string; lastEventId?: string }[] = [];
 beforeAll(async () => {
   nats = await startNatsServer();
   gw = await startGateway({ natsUrl: nats.url, workers: 2, logLevel: "info", args: ["--restart-backoff", "100ms", "--sse-retry", "300ms"] });
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+  browser = await launchChromium();
   page = await browser.newPage();
   page.on("pageerror", (e) => pageErrors.push(e.message));
   // Answered requests only: a reconnect refused while no worker listens has no final headers to read.
@@ -56,25 +45,6 @@ function publishHttp(channel: string, data: unknown, key: string): Promise<numbe
     },
     { timeoutMs: 20_000, what: `publish ${key}` },
   );
-}
-
-/** Server-side sockets on `port` (established): their inode and the client's port. */
-function serverSockets(port: number): { inode: string; clientPort: number }[] {
-  const out: { inode: string; clientPort: number }[] = [];
-  for (const file of ["/proc/net/tcp", "/proc/net/tcp6"]) {
-    let text = "";
-    try {
-      text = readFileSync(file, "utf8");
-    } catch {
-      continue;
-    }
-    for (const line of text.split("\n").slice(1)) {
-      const f = line.trim().split(/\s+/);
-      if (f.length < 10 || f[3] !== "01") continue;
-      if (parseInt(f[1]!.split(":")[1]!, 16) === port) out.push({ inode: f[9]!, clientPort: parseInt(f[2]!.split(":")[1]!, 16) });
-    }
-  }
-  return out;
 }
 
 /**

@@ -3,6 +3,7 @@
 import { writeFileSync } from "node:fs";
 import { REFERENCE, rowKey } from "./workload.js";
 import { BROKER_LABEL, unscaled, type Measurement, type RunMeta } from "./report.js";
+import { launchChromium } from "../../gateway/test/support/chromium.js";
 
 const W = 1100;
 const PANEL_H = 300;
@@ -90,11 +91,7 @@ export async function renderPng(results: readonly Measurement[], meta: RunMeta, 
 /** Writes an SVG and its PNG rendering (by the system's Chromium) beside each other. */
 export async function svgToPng(svg: string, file: string): Promise<void> {
   writeFileSync(file.replace(/\.png$/, ".svg"), svg);
-  const { chromium } = await import("playwright-core");
-  const browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
-  });
+  const browser = await launchChromium();
   try {
     const page = await browser.newPage({ viewport: { width: W, height: 800 }, deviceScaleFactor: 1 });
     await page.setContent(`<html><body style="margin:0">${svg}</body></html>`);

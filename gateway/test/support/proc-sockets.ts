@@ -4,9 +4,11 @@ import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 
 const ESTABLISHED = "01";
 
-/** Inodes of established IPv4/IPv6 connections whose local port is `localPort` (and remote port, if given). */
-export function connectionInodes(localPort: number, remotePort?: number): string[] {
-  const out: string[] = [];
+type TcpSocket = { localPort: number; remotePort: number; inode: string };
+
+/** Established IPv4/IPv6 connections of this host (/proc/net/tcp and tcp6). */
+function establishedSockets(): TcpSocket[] {
+  const out: TcpSocket[] = [];
   for (const file of ["/proc/net/tcp", "/proc/net/tcp6"]) {
     let text = "";
     try {
@@ -17,12 +19,24 @@ export function connectionInodes(localPort: number, remotePort?: number): string
     for (const line of text.split("\n").slice(1)) {
       const f = line.trim().split(/\s+/);
       if (f.length < 10 || f[3] !== ESTABLISHED) continue;
-      const lp = parseInt(f[1]!.split(":")[1]!, 16);
-      const rp = parseInt(f[2]!.split(":")[1]!, 16);
-      if (lp === localPort && (remotePort === undefined || rp === remotePort)) out.push(f[9]!);
+      out.push({ localPort: parseInt(f[1]!.split(":")[1]!, 16), remotePort: parseInt(f[2]!.split(":")[1]!, 16), inode: f[9]! });
     }
   }
   return out;
+}
+
+/** Inodes of established IPv4/IPv6 connections whose local port is `localPort` (and remote port, if given). */
+export function connectionInodes(localPort: number, remotePort?: number): string[] {
+  return establishedSockets()
+    .filter((s) => s.localPort === localPort && (remotePort === undefined || s.remotePort === remotePort))
+    .map((s) => s.inode);
+}
+
+/** The server side of every established connection to `port`: its inode and the client's port. */
+export function serverSockets(port: number): { inode: string; clientPort: number }[] {
+  return establishedSockets()
+    .filter((s) => s.localPort === port)
+    .map((s) => ({ inode: s.inode, clientPort: s.remotePort }));
 }
 
 /** The pids among `pids` that hold any of the socket inodes. */

@@ -4,6 +4,7 @@ import { REFERENCE } from "./reference.js";
 import { COLUMNS, RATIOS, ourRatio, representatives, shortLabel, usersRatio, type RunMeta } from "./report.js";
 import type { Path, Row } from "./rows.js";
 import type { Target } from "./servers.js";
+import { launchChromium } from "../../../gateway/test/support/chromium.js";
 
 const W = 1400;
 const PANEL_H = 330;
@@ -125,11 +126,7 @@ ${legend.map((l, i) => `<rect x="80" y="${y0 + i * 20}" width="14" height="12" f
 /** Writes `file` (PNG); needs Chromium (CHROMIUM_PATH, default /usr/bin/chromium). */
 export async function renderPng(rows: readonly Row[], meta: RunMeta, file: string): Promise<void> {
   const svg = renderSvg(rows, meta);
-  const { chromium } = await import("playwright-core");
-  const browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
-  });
+  const browser = await launchChromium();
   try {
     const page = await browser.newPage({ viewport: { width: W, height: 900 }, deviceScaleFactor: 1 });
     await page.setContent(`<html><body style="margin:0">${svg}</body></html>`);
