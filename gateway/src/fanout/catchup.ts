@@ -71,9 +71,9 @@ export class CatchUp implements HandoffPort<Buffer> {
     // a message: it is a page of its own range like any other.
     const next = (p: PageEnd): void => {
       if (p.coverEnd >= target || this.h.done) return;
-      this.cache.prefetch(this.pattern, p.coverEnd + 1, target, 1);
+      this.cache.prefetch(this.pattern, p.coverEnd + 1, target);
       const dense = p.count > 0 && p.count === p.coverEnd - p.from + 1;
-      if (dense && p.coverEnd + p.count < target) this.cache.prefetch(this.pattern, p.coverEnd + 1 + p.count, target, 1);
+      if (dense && p.coverEnd + p.count < target) this.cache.prefetch(this.pattern, p.coverEnd + 1 + p.count, target);
     };
     this.cache.get(this.pattern, from, target, next).then(
       (page) => {

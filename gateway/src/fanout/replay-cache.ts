@@ -76,21 +76,10 @@ export class ReplayCache {
     return f.page;
   }
 
-  /**
-   * Reads ahead: the page at `from` and, once it is known where that one ends, `depth - 1` more — unless
-   * cached or being read. Reading overlaps writing, and the server works on the next page meanwhile.
-   */
-  prefetch(pattern: string, from: number, target: number, depth = 2): void {
-    const ahead = (end: number): void => {
-      if (depth > 1 && end < target && this.bytes < this.maxBytes / 2) this.prefetch(pattern, end + 1, target, depth - 1);
-    };
-    const cached = this.find(pattern, from);
-    if (cached) return ahead(cached.coverEnd);
-    if (this.inflight.get(pattern)?.some((f) => f.from === from)) return;
-    this.fetch(pattern, from, target).end.then(
-      (e) => ahead(e.coverEnd),
-      () => undefined,
-    );
+  /** Reads ahead: has the page at `from` read, unless it is cached or being read. */
+  prefetch(pattern: string, from: number, target: number): void {
+    if (this.find(pattern, from) || this.inflight.get(pattern)?.some((f) => f.from === from)) return;
+    this.fetch(pattern, from, target);
   }
 
   private find(pattern: string, from: number): FramePage | undefined {
