@@ -28,7 +28,7 @@ afterAll(async () => {
 
 describe("direct get — request window", () => {
   it("a storm of reads puts at most the window on the wire; the rest wait unsent and every read gets its whole answer", async () => {
-    const dg = new DirectGet(nc, "DG", 5_000, 2);
+    const dg = new DirectGet(nc, "DG", { maxInflight: 2 });
     const reads = Array.from({ length: CHANNELS }, (_, c) => dg.batch({ seq: 1, subject: `dg.c${c}`, batch: 1_000 }));
     expect(dg.queued).toBe(CHANNELS - 2);
     const batches = await Promise.all(reads);
@@ -42,7 +42,7 @@ describe("direct get — request window", () => {
   });
 
   it("urgent reads (live repairs) are sent before queued catch-up pages, in their own order", async () => {
-    const dg = new DirectGet(nc, "DG", 5_000, 1);
+    const dg = new DirectGet(nc, "DG", { maxInflight: 1 });
     const order: string[] = [];
     const track = (name: string, p: Promise<unknown>) => p.then(() => order.push(name));
     const all = [
@@ -59,7 +59,7 @@ describe("direct get — request window", () => {
   });
 
   it("closing rejects the reads on the wire and the queued ones alike", async () => {
-    const dg = new DirectGet(nc, "DG", 5_000, 1);
+    const dg = new DirectGet(nc, "DG", { maxInflight: 1 });
     const reads = Array.from({ length: 4 }, (_, c) => dg.batch({ seq: 1, subject: `dg.c${c}`, batch: 1_000 }));
     dg.close();
     const settled = await Promise.allSettled(reads);

@@ -39,6 +39,15 @@ type Queued = { token: string; what: string; body: string; p: Pending };
  */
 export const DIRECT_GET_INFLIGHT = 8;
 
+export type DirectGetOptions = {
+  /** A request on the wire unanswered this long fails (5 s). */
+  timeoutMs?: number;
+  /** Requests on the wire at once (DIRECT_GET_INFLIGHT). */
+  maxInflight?: number;
+  /** Maps a stored subject to the channel carried with each message (made once per run of one subject). */
+  channelOf?: (subject: string) => string;
+};
+
 /**
  * Batched direct gets (`$JS.API.DIRECT.GET.<stream>` with `next_by_subj`, `batch`, `max_bytes`): reads
  * stored messages without creating anything on the server — no consumer, no state left behind. Any
@@ -57,14 +66,18 @@ export class DirectGet {
   private lastSubject = "";
   private lastChannel = "";
 
+  private readonly timeoutMs: number;
+  private readonly maxInflight: number;
+  private readonly channelOf: (subject: string) => string;
+
   constructor(
     private readonly nc: NatsConnection,
     stream: string,
-    private readonly timeoutMs = 5_000,
-    private readonly maxInflight = DIRECT_GET_INFLIGHT,
-    /** Maps a stored subject to the channel carried with each message (made once per run of one subject). */
-    private readonly channelOf: (subject: string) => string = (s) => s,
+    opts: DirectGetOptions = {},
   ) {
+    this.timeoutMs = opts.timeoutMs ?? 5_000;
+    this.maxInflight = opts.maxInflight ?? DIRECT_GET_INFLIGHT;
+    this.channelOf = opts.channelOf ?? ((s) => s);
     this.subject = `$JS.API.DIRECT.GET.${stream}`;
     this.sub = nc.subscribe(`${this.prefix}.*`, { callback: (err, m) => (err ? undefined : this.onMsg(m)) });
   }

@@ -35,7 +35,7 @@ export class JetStreamReplay implements ReplayApi {
     private readonly log: Logger,
   ) {
     // Each message carries its channel, so pages need no second object per message.
-    this.direct = new DirectGet(nc, stream, undefined, undefined, (subject) => mapper.toChannel(subject));
+    this.direct = new DirectGet(nc, stream, { channelOf: (subject) => mapper.toChannel(subject) });
     this.info = new Coalescer(async () => {
       const si = await this.jsm.streams.info(this.stream);
       this.replicas = si.config.num_replicas || 1;
