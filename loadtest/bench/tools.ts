@@ -1,11 +1,11 @@
 // bench:tools — do the load tools measure the gateway, or themselves? In one run, against one gateway
 // (2 workers, embedded-style nats-server), with the real sub-cluster and pub-cluster:
-//   1. CPU per delivery: C clients × R msg/s, the lean engine, then the ws engine (the tools before the lean
-//      engine), each for S seconds: the subscriber processes' CPU and the gateway's, both from /proc.
+//   1. CPU per delivery: C clients × R msg/s with each engine (native: Go processes with kernel receive
+//      timestamps; lean: Node on plain TCP sockets; ws: the `ws` package), the processes' CPU and the gateway's.
 //   2. Latency: one client at 1 msg/s, then 800 clients at 1 msg/s with each engine: MEAN against the single
 //      client's.
 // Writes loadtest/results/tools.md. Usage: node dist/loadtest/bench/tools.js [--quick] [--seconds 20]
-//   [--clients 800] [--rate 100] [--lean-procs 2] [--ws-procs 8] [--rounds 3] [--out FILE] [--render tools.json]
+//   [--clients 800] [--rate 100] [--engines native,lean,ws] [--native-procs 1] [--lean-procs 2] [--ws-procs 8] [--rounds 3] [--out FILE] [--render tools.json]
 // The rows are repeated for --rounds rounds (engines alternating which goes first) and the targets judged on
 // medians: on a shared 2-core machine one round moves by tens of percent.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -19,11 +19,13 @@ import type { SubResult } from "../../subtools/src/result.js";
 
 const log = (s: string): void => console.log(`[bench:tools] ${s}`);
 
+type Engine = "native" | "lean" | "ws";
+
 type Row = {
   /** Which round of the run (rows repeat per round). */
   round?: number;
   name: string;
-  engine: "lean" | "ws";
+  engine: Engine;
   clients: number;
   procs: number;
   rate: number;
@@ -45,7 +47,7 @@ type Row = {
   load: number;
 };
 
-async function row(name: string, engine: "lean" | "ws", clients: number, procs: number, rate: number, seconds: number, port: number, gwPid: number, work: string): Promise<Row> {
+async function row(name: string, engine: Engine, clients: number, procs: number, rate: number, seconds: number, port: number, gwPid: number, work: string): Promise<Row> {
   const per = Math.ceil(clients / procs);
   const channel = `tools.${name.replace(/\W+/g, "-")}.${Date.now()}`;
   const json = join(work, `${channel}.json`);
@@ -90,7 +92,8 @@ function markdown(rows: Row[], meta: { started: Date; seconds: number; cores: nu
   L.push("");
   L.push("CPU is read from `/proc` (user + system, so the kernel's share of reading sockets counts) over the publishing and the drain, " +
     "for the whole `sub-cluster` tree (master and processes) and for the gateway's node processes (primary and workers; nats-server apart), " +
-    "and divided by the deliveries counted. Latency is receive time − send time, every delivery, as sub-cluster reports it.");
+    "and divided by the deliveries counted. Latency is receive time − send time, every delivery, as sub-cluster reports it: " +
+    "for the native engine the receive time is the kernel's stamp when the bytes reached the socket (SO_TIMESTAMPNS), for lean and ws the moment the process read them.");
   L.push("");
   L.push("| round | row | engine | clients (processes) | msg/s | received / expected | MEAN ms | HARMONIC MEAN ms | p50 ms | p99 ms | MAX ms | tool µs CPU / delivery | gateway µs CPU / delivery | tool ÷ gateway | load avg |");
   L.push("|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
@@ -107,25 +110,27 @@ function markdown(rows: Row[], meta: { started: Date; seconds: number; cores: nu
   const rounds = [...new Set(rows.map((r) => r.round ?? 1))];
   const hot = (engine: string): Row[] => rows.filter((r) => r.engine === engine && r.rate > 1 && r.clients > 1);
   const ratios = (engine: string): number[] => hot(engine).map((r) => r.toolUsPerDelivery / r.gatewayUsPerDelivery);
-  const gaps: number[] = rounds.flatMap((k) => {
+  const gapsOf = (engine: string): number[] => rounds.flatMap((k) => {
     const single = rows.find((r) => (r.round ?? 1) === k && r.name === "single client");
-    const lean1 = rows.find((r) => (r.round ?? 1) === k && r.name.endsWith("× 1/s") && r.engine === "lean");
-    return single && lean1 ? [lean1.meanMs - single.meanMs] : [];
-  });
-  const wsGaps: number[] = rounds.flatMap((k) => {
-    const single = rows.find((r) => (r.round ?? 1) === k && r.name === "single client");
-    const ws1 = rows.find((r) => (r.round ?? 1) === k && r.name.endsWith("× 1/s") && r.engine === "ws");
-    return single && ws1 ? [ws1.meanMs - single.meanMs] : [];
+    const many = rows.find((r) => (r.round ?? 1) === k && r.name.endsWith("× 1/s") && r.engine === engine);
+    return single && many ? [many.meanMs - single.meanMs] : [];
   });
   const list = (xs: number[], d: number): string => xs.map((x) => x.toFixed(d)).join(", ");
-  L.push(`Targets (${rounds.length} round${rounds.length === 1 ? "" : "s"}, each a fresh set of rows against the same gateway; medians):`);
+  const engines = (["native", "lean", "ws"] as const).filter((e) => rows.some((r) => r.engine === e));
+  const judged = engines[0];
+  const single = rows.find((r) => r.name === "single client");
+  L.push(`Targets (${rounds.length} round${rounds.length === 1 ? "" : "s"}, each a fresh set of rows against the same gateway; medians), judged on the ${judged} engine, the others beside it:`);
   L.push("");
-  const lr = ratios("lean");
-  const wr = ratios("ws");
-  if (lr.length) L.push(`- tool CPU per delivery ≤ the gateway's, at ${fmt(hot("lean")[0]!.clients)} × ${hot("lean")[0]!.rate} msg/s: lean engine ${list(lr, 2)} × the gateway's per round, median **${med(lr).toFixed(2)}×** — **${med(lr) <= 1 ? "met" : "not met"}**` +
-    (wr.length ? ` (ws engine: ${list(wr, 2)}, median ${med(wr).toFixed(2)}×)` : ""));
-  if (gaps.length) L.push(`- 800 × 1 msg/s with MEAN within 2 ms of a single client's: the lean engine's MEAN exceeded the single client's by ${list(gaps, 2)} ms per round, median **${med(gaps).toFixed(2)} ms** — **${med(gaps) <= 2 ? "met" : "not met"}**` +
-    (wsGaps.length ? ` (ws engine, the users' processes: ${list(wsGaps, 2)} ms, median ${med(wsGaps).toFixed(2)} ms)` : ""));
+  if (judged && ratios(judged).length) {
+    const rest = engines.slice(1).filter((e) => ratios(e).length).map((e) => `${e}: ${list(ratios(e), 2)}, median ${med(ratios(e)).toFixed(2)}×`);
+    const m = med(ratios(judged));
+    L.push(`- tool CPU per delivery ≤ the gateway's, at ${fmt(hot(judged)[0]!.clients)} × ${hot(judged)[0]!.rate} msg/s: ${judged} engine ${list(ratios(judged), 2)} × the gateway's per round, median **${m.toFixed(2)}×** — **${m <= 1 ? "met" : "not met"}**` + (rest.length ? ` (${rest.join("; ")})` : ""));
+  }
+  if (judged && single && gapsOf(judged).length) {
+    const rest = engines.slice(1).filter((e) => gapsOf(e).length).map((e) => `${e}: ${list(gapsOf(e), 2)} ms, median ${med(gapsOf(e)).toFixed(2)} ms`);
+    const m = med(gapsOf(judged));
+    L.push(`- 800 × 1 msg/s with MEAN within 2 ms of a single client's (single client on the ${single.engine} engine): the ${judged} engine's MEAN exceeded it by ${list(gapsOf(judged), 2)} ms per round, median **${m.toFixed(2)} ms** — **${m <= 2 ? "met" : "not met"}**` + (rest.length ? ` (${rest.join("; ")})` : ""));
+  }
   L.push("");
   return L.join("\n");
 }
@@ -133,7 +138,7 @@ function markdown(rows: Row[], meta: { started: Date; seconds: number; cores: nu
 async function main(): Promise<void> {
   const { values: v } = parseArgs({ options: {
     quick: { type: "boolean", default: false }, seconds: { type: "string" }, clients: { type: "string", default: "800" }, rate: { type: "string", default: "100" },
-    "lean-procs": { type: "string", default: "2" }, rounds: { type: "string" }, "ws-procs": { type: "string", default: "8" }, out: { type: "string", default: resolve(ROOT, "loadtest/results/tools.md") }, render: { type: "string" },
+    "lean-procs": { type: "string", default: "2" }, "native-procs": { type: "string", default: "1" }, engines: { type: "string", default: "native,lean,ws" }, rounds: { type: "string" }, "ws-procs": { type: "string", default: "8" }, out: { type: "string", default: resolve(ROOT, "loadtest/results/tools.md") }, render: { type: "string" },
   } });
   if (v.render) {
     const saved = JSON.parse(readFileSync(v.render, "utf8")) as { started: string; seconds?: number; cores?: number; cpu?: string; quick?: boolean; rows: Row[] };
@@ -148,6 +153,11 @@ async function main(): Promise<void> {
   const rate = Number(v.rate);
   const leanProcs = Number(v["lean-procs"]);
   const wsProcs = Number(v["ws-procs"]);
+  const nativeProcs = Number(v["native-procs"]);
+  const engineList = v.engines!.split(",").map((e) => e.trim()) as Engine[];
+  for (const e of engineList) if (!["native", "lean", "ws"].includes(e)) throw new Error(`--engines: unknown engine "${e}" (native, lean, ws)`);
+  const procsOf = (e: Engine): number => (e === "native" ? nativeProcs : e === "lean" ? leanProcs : wsProcs);
+  const singleEngine: Engine = engineList.includes("native") ? "native" : "lean";
   const work = mkdtempSync(join(tmpdir(), "fgw-bench-tools-"));
   const started = new Date();
   const nats = await startNats();
@@ -158,10 +168,10 @@ async function main(): Promise<void> {
     for (let k = 1; k <= rounds; k++) {
       const add = async (p: Promise<Row>): Promise<void> => { rows.push({ ...(await p), round: k }); };
       // Engines alternate which goes first, so neither always meets the machine in the same state.
-      const engines: ("lean" | "ws")[] = k % 2 ? ["lean", "ws"] : ["ws", "lean"];
-      for (const e of engines) await add(row(`${fmt(clients)} × ${rate}/s`, e, clients, e === "lean" ? leanProcs : wsProcs, rate, seconds, gw.port, gw.proc.pid!, work));
-      await add(row("single client", "lean", 1, 1, 1, Math.max(seconds, 10), gw.port, gw.proc.pid!, work));
-      for (const e of engines) await add(row(`${fmt(clients)} × 1/s`, e, clients, e === "lean" ? leanProcs : wsProcs, 1, Math.max(seconds, 10), gw.port, gw.proc.pid!, work));
+      const engines = k % 2 ? engineList : [...engineList].reverse();
+      for (const e of engines) await add(row(`${fmt(clients)} × ${rate}/s`, e, clients, procsOf(e), rate, seconds, gw.port, gw.proc.pid!, work));
+      await add(row("single client", singleEngine, 1, 1, 1, Math.max(seconds, 10), gw.port, gw.proc.pid!, work));
+      for (const e of engines) await add(row(`${fmt(clients)} × 1/s`, e, clients, procsOf(e), 1, Math.max(seconds, 10), gw.port, gw.proc.pid!, work));
     }
   } finally {
     gw.proc.kill("SIGTERM");

@@ -41,7 +41,13 @@ export type WorkerReport = {
   window: LatencySnapshot;
   cpuPct: number;
   firstError: string | null;
+  /** Native engine: where receive times came from ("kernel": SO_TIMESTAMPNS on every read; "user": some reads had none). */
+  recvClock?: "kernel" | "user";
+  /** Native engine: how long after the kernel stamped a chunk this process read it, over the run so far. */
+  toolDelay?: ToolDelay;
 };
+
+export type ToolDelay = { count: number; sumUs: number; maxUs: number };
 
 export type FromWorker =
   | (WorkerReport & {

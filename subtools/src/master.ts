@@ -1,12 +1,11 @@
 // The sub-cluster master: plans source addresses, measures this host's clock against the server, forks
 // the processes, gathers their windows every second (printing the live line), decides when the run is
 // over, and prints the cumulative report — with the counts of a process that died taken from its last tick.
-import { fork, type ChildProcess } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { hostname } from "node:os";
-import { fileURLToPath } from "node:url";
 import type { SubOptions } from "./options.js";
-import type { FromWorker, ToWorker, WorkerCounts, WorkerReport } from "./ipc.js";
+import type { FromWorker, ToolDelay, ToWorker, WorkerCounts, WorkerReport } from "./ipc.js";
+import { nativeMissing, startProc, type WorkerProc } from "./procs.js";
 import { LatencyStats } from "./stats.js";
 import { CpuMeter, CpuTrack } from "./cpu.js";
 import { addCounts, addTally, clockStatus, emptyCounts, type ClockSection, type SubResult } from "./result.js";
@@ -15,12 +14,11 @@ import { openFilesLimit, planAddresses, type AddressPlan } from "./addresses.js"
 import { fmtOffset, measureGatewayClock, measureRedisClock, safeHostId, type ClockEstimate } from "./clock.js";
 import type { PublisherClock } from "./receiver.js";
 
-const WORKER_MAIN = fileURLToPath(new URL("./worker-main.js", import.meta.url));
 const FINAL_TIMEOUT_MS = 30_000;
 
 type Proc = {
   name: string;
-  child: ChildProcess;
+  proc: WorkerProc;
   cpu: CpuTrack;
   connected: number;
   started: number;
@@ -59,7 +57,7 @@ export async function runMaster(opts: SubOptions, io: MasterIO = { log: (l) => c
   const note = (s: string): void => { notes.push(s); io.log(`${TAG}${s}`); };
   const url = ["gateway", "socketio", "centrifuge"].includes(opts.target) ? `ws://${opts.hosts.join(",")}:${opts.port}` : `${opts.target}://${opts.hosts.join(",")}:${opts.port}`;
   io.log(`${TAG}sub-cluster: ${opts.processes} processes × ${opts.clientsPerProcess} clients → ${url} channels ${opts.channels.join(",")}` +
-    (["gateway", "socketio", "centrifuge"].includes(opts.target) ? ` (${opts.engine === "ws" ? "ws" : "lean"} engine)` : ""));
+    (["gateway", "socketio", "centrifuge"].includes(opts.target) ? ` (${opts.engine} engine)` : ""));
 
   const wsLike = opts.target === "gateway" || opts.target === "socketio" || opts.target === "centrifuge";
   const plan: AddressPlan = wsLike ? planAddresses(opts.hosts, opts.port, clients, opts.localAddresses) : { hosts: opts.hosts.map((host) => ({ host, clients: 0, sources: [undefined] })), notes: [], warnings: [] };
@@ -75,13 +73,16 @@ export async function runMaster(opts: SubOptions, io: MasterIO = { log: (l) => c
   if (typeof clock === "string") io.log(`${TAG}Clock: no offset to the server (${clock}); latencies from publishers on other hosts will be uncorrected`);
   else io.log(`${TAG}Clock: this host (${hostname()}) is ${fmtOffset(-clock.offsetUs)} from ${clock.reference} (± ${Math.round(clock.rttUs / 2)} µs, best of ${clock.samples} exchanges)`);
 
+  const native = wsLike && opts.engine === "native";
+  if (native) {
+    const missing = nativeMissing();
+    if (missing) throw new Error(missing);
+  }
   const procs: Proc[] = [];
   for (let i = 0; i < opts.processes; i++) {
-    const child = fork(WORKER_MAIN, [], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
     const name = `sub-${i + 1}`;
-    const p: Proc = { name, child, cpu: new CpuTrack(`${name} (pid ${child.pid})`), connected: 0, started: 0, done: false, idleMs: -1, lastCpu: 0, errorShown: false, last: null, lastAtS: 0, final: null, exit: null };
-    procs.push(p);
-    child.on("message", (m: FromWorker) => {
+    const p = { name, connected: 0, started: 0, done: false, idleMs: -1, lastCpu: 0, errorShown: false, last: null, lastAtS: 0, final: null, exit: null } as Omit<Proc, "proc" | "cpu"> as Proc;
+    p.proc = startProc(native, (m: FromWorker) => {
       const w = LatencyStats.fromJSON(m.window);
       total.add(w);
       p.cpu.add(m.cpuPct, w.count > 0);
@@ -93,8 +94,10 @@ export async function runMaster(opts: SubOptions, io: MasterIO = { log: (l) => c
         p.final = m;
       }
     });
-    child.on("exit", (code, signal) => { p.exit = signal ? `signal ${signal}` : `code ${code}`; });
-    child.send({ type: "start", index: i, opts, plan, clockOffsetUs } satisfies ToWorker);
+    p.cpu = new CpuTrack(`${name} (pid ${p.proc.child.pid})`);
+    procs.push(p);
+    p.proc.child.on("exit", (code, signal) => { p.exit = signal ? `signal ${signal}` : `code ${code}`; });
+    p.proc.send({ type: "start", index: i, opts, plan, clockOffsetUs } satisfies ToWorker);
   }
 
   const reason = await new Promise<string>((resolve) => {
@@ -125,7 +128,7 @@ export async function runMaster(opts: SubOptions, io: MasterIO = { log: (l) => c
   });
 
   // Each process reports first and closes its clients afterwards; a process that is gone already left its last tick.
-  for (const p of procs) if (p.exit === null && p.child.connected) p.child.send({ type: "stop" } satisfies ToWorker);
+  for (const p of procs) if (p.exit === null && p.proc.alive()) p.proc.send({ type: "stop" } satisfies ToWorker);
   const deadline = Date.now() + FINAL_TIMEOUT_MS;
   await new Promise<void>((resolve) => {
     const check = setInterval(() => {
@@ -133,13 +136,15 @@ export async function runMaster(opts: SubOptions, io: MasterIO = { log: (l) => c
     }, 20);
   });
   // Processes close their clients after reporting (bounded); give them that long before killing them.
-  await Promise.race([Promise.all(procs.map((p) => (p.exit !== null ? null : new Promise((r) => p.child.once("exit", r))))), new Promise((r) => setTimeout(r, 7_000))]);
-  for (const p of procs) if (p.exit === null) p.child.kill();
+  await Promise.race([Promise.all(procs.map((p) => (p.exit !== null ? null : new Promise((r) => p.proc.child.once("exit", r))))), new Promise((r) => setTimeout(r, 7_000))]);
+  for (const p of procs) if (p.exit === null) p.proc.child.kill();
 
   const counts: WorkerCounts = emptyCounts();
   const failures: Record<string, number> = {};
   const neverConnected: Record<string, number> = {};
   const publishers = new Map<string, PublisherClock>();
+  const delay: ToolDelay = { count: 0, sumUs: 0, maxUs: 0 };
+  let recvClock: "kernel" | "user" | null = null;
   for (const p of procs) {
     const r = p.final ?? p.last;
     if (p.final?.crashed) note(`WARNING: ${p.name} ${p.final.crashed}; it reported what it had counted before exiting`);
@@ -153,6 +158,8 @@ export async function runMaster(opts: SubOptions, io: MasterIO = { log: (l) => c
     addTally(failures, r.failures);
     addTally(neverConnected, r.neverConnected);
     for (const pub of r.publishers) publishers.set(pub.id, pub);
+    if (r.recvClock) recvClock = recvClock === "user" ? "user" : r.recvClock;
+    if (r.toolDelay) { delay.count += r.toolDelay.count; delay.sumUs += r.toolDelay.sumUs; delay.maxUs = Math.max(delay.maxUs, r.toolDelay.maxUs); }
   }
   masterTrack.add(masterCpu.sample(), false);
   const pubs = [...publishers.values()];
@@ -181,6 +188,7 @@ export async function runMaster(opts: SubOptions, io: MasterIO = { log: (l) => c
     neverConnected,
     notes,
     clock: clockSection,
+    receiveClock: recvClock ? { source: recvClock, toolDelay: delay } : { source: "process" },
     latency: total.toJSON(),
     cpu: [...procs.map((p) => p.cpu.summary()), masterTrack.summary()],
   };

@@ -2,8 +2,12 @@
 import { parseArgs } from "node:util";
 
 export type SubTarget = "gateway" | "redis" | "nats" | "socketio" | "centrifuge";
-/** How WebSocket clients are implemented: a plain TCP socket with a minimal frame reader, or the `ws` package. */
-export type Engine = "lean" | "ws";
+/**
+ * How WebSocket clients are implemented: a plain TCP socket with a minimal frame reader (`lean`), the `ws`
+ * package, or `native`: processes outside Node (subtools/native, Go) on one epoll loop each, with the
+ * kernel's receive timestamps (gateway target).
+ */
+export type Engine = "lean" | "ws" | "native";
 /** Gateway replay start: everything, from a stream sequence, or the last N. */
 export type FromSpec = "all" | { seq: number } | { last: number };
 
@@ -40,7 +44,7 @@ export const DEFAULT_CHANNEL = "bench.x";
 export const DEFAULT_IDLE_S = 10;
 
 export const SUB_USAGE = `usage: sub-cluster [-c processes] [-n clients-per-process] [-H host[,host…]] [-p port]
-                   [--channel name …] [--target gateway|redis|nats|socketio|centrifuge] [--engine lean|ws]
+                   [--channel name …] [--target gateway|redis|nats|socketio|centrifuge] [--engine lean|ws|native]
                    [-d seconds] [--idle seconds] [--ramp conns-per-s] [--from all|SEQ|last:N] [--expect N]
                    [--local-address a[,b…]] [--no-clock] [--json FILE] [--quiet]
        sub-cluster merge [--accept-unknown-offsets] a.json b.json …`;
@@ -106,8 +110,8 @@ export function parseSubOptions(argv: readonly string[]): SubOptions {
   const target = (values.target ?? "gateway") as SubTarget;
   if (!(target in DEFAULT_PORTS)) throw new UsageError(`--target must be one of ${Object.keys(DEFAULT_PORTS).join(", ")}, got "${values.target}"`);
   const engine = (values.engine ?? "lean") as Engine;
-  if (engine !== "lean" && engine !== "ws") throw new UsageError(`--engine must be lean or ws, got "${values.engine}"`);
-  if (engine === "ws" && target !== "gateway") throw new UsageError("--engine ws is for --target gateway (Socket.IO and centrifuge clients are lean only; Redis and NATS use their libraries)");
+  if (engine !== "lean" && engine !== "ws" && engine !== "native") throw new UsageError(`--engine must be lean, ws or native, got "${values.engine}"`);
+  if (engine !== "lean" && target !== "gateway") throw new UsageError(`--engine ${engine} is for --target gateway (Socket.IO and centrifuge clients are lean only; Redis and NATS use their libraries)`);
   if (values.p !== undefined && values.port !== undefined) throw new UsageError("give -p or --port, not both");
   const from = values.from === undefined ? null : parseFrom(values.from);
   if (from !== null && target !== "gateway") throw new UsageError("--from needs --target gateway (raw Redis and core NATS do not replay)");

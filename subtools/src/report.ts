@@ -111,13 +111,24 @@ export function reportLines(r: SubResult): string[] {
   add(`Out-of-order: ${c.outOfOrder}${c.late ? ` (${c.late} older than the tracking window)` : ""}`);
   add(`End markers: ${c.endMarkers}${c.badFrames ? `; unreadable frames: ${c.badFrames}` : ""}`);
   for (const l of latencyLines(lat)) add(l);
+  const rc = r.receiveClock;
+  if (rc && rc.source !== "process") {
+    const d = rc.toolDelay;
+    const after = d && d.count ? `; this tool read them ${(d.sumUs / d.count / 1000).toFixed(3)} ms later on average (max ${(d.maxUs / 1000).toFixed(2)} ms), which is not counted` : "";
+    add(rc.source === "kernel"
+      ? `Receive time: the kernel's stamp when the bytes reached each socket (SO_TIMESTAMPNS)${after}`
+      : `Receive time: the kernel's stamp where the kernel gave one, else when this tool read the bytes${after}`);
+  }
   if (lat.clamped) add(`WARNING: ${lat.clamped} latencies below 1 µs were counted as 1 µs (clocks of publisher and subscriber hosts disagree?)`);
   if (r.mergedClocks) for (const m of r.mergedClocks) for (const l of clockLines(m.clock, ` (${m.name})`)) add(l);
   else if (r.clock) for (const l of clockLines(r.clock)) add(l);
   for (const p of r.cpu) add(`CPU ${p.name}: avg ${p.avgPct.toFixed(1)}% peak ${p.peakPct.toFixed(1)}% of one core`);
   const hot = r.cpu.filter((p) => p.saturatedS > 0);
   if (hot.length) {
-    add(`WARNING: load generator saturated: ${hot.map((p) => `${p.name} ${p.saturatedS}s`).join(", ")} above ${SATURATED_PCT}% of a core while receiving; latencies include this tool's own queueing — use more processes or hosts`);
+    const why = rc?.source === "kernel"
+      ? "latencies use the kernel's receive stamps, so they leave out this tool's queueing, but a saturated tool takes CPU from a server on the same host"
+      : "latencies include this tool's own queueing";
+    add(`WARNING: load generator saturated: ${hot.map((p) => `${p.name} ${p.saturatedS}s`).join(", ")} above ${SATURATED_PCT}% of a core while receiving; ${why} — use more processes or hosts`);
   }
   return out;
 }

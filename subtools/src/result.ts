@@ -1,5 +1,5 @@
 // A run's result as written by --json, and the exact merge of several (one per load-generating host).
-import type { WorkerCounts } from "./ipc.js";
+import type { ToolDelay, WorkerCounts } from "./ipc.js";
 import type { CpuSummary } from "./cpu.js";
 import type { ClockEstimate } from "./clock.js";
 import type { PublisherClock } from "./receiver.js";
@@ -45,6 +45,12 @@ export type SubResult = {
   /** What the run said about itself: address spreading, processes that died, … */
   notes?: string[];
   clock?: ClockSection;
+  /**
+   * Where receive times come from: `kernel` (native engine: the kernel's stamp when the bytes reached the
+   * socket, with how long the process took to read them after that), `user` (native, some reads unstamped),
+   * `process` (lean and ws engines: the time the process read them).
+   */
+  receiveClock?: { source: "kernel" | "user" | "process"; toolDelay?: ToolDelay };
   /** Exact sums and the encoded HDR histogram of every delivery's latency (µs). */
   latency: LatencySnapshot;
   cpu: CpuSummary[];

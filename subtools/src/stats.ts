@@ -44,6 +44,11 @@ export type LatencySnapshot = {
   overflow: number;
   /** The HDR histogram, compressed and base64-encoded (HdrHistogram's standard encoding). */
   histogram: string;
+  /**
+   * Instead of `histogram` (the native engine): [value, count, value, count, …], each value the lowest of
+   * its HDR bucket (1 µs, 3 significant digits), so it lands in the same bucket here.
+   */
+  values?: number[];
 };
 
 /** Neumaier-compensated running sum: millions of small terms without drift. */
@@ -136,7 +141,9 @@ export class LatencyStats {
   static fromJSON(s: LatencySnapshot): LatencyStats {
     const st = new LatencyStats();
     if (s.count === 0) return st;
-    st.histogram.add(hdr.decodeFromCompressedBase64(s.histogram, 64));
+    if (s.values) {
+      for (let i = 0; i + 1 < s.values.length; i += 2) st.histogram.recordValueWithCount(Math.min(HIST_HIGHEST_US, Math.max(HIST_LOWEST_US, s.values[i]!)), s.values[i + 1]!);
+    } else st.histogram.add(hdr.decodeFromCompressedBase64(s.histogram, 64));
     st.count = s.count;
     st.sum.add(s.sumUs);
     st.recip.add(s.recipSum);

@@ -50,7 +50,7 @@ describe.skipIf(!GATEWAY_BUILT)("load tools — resilience through the gateway",
     rmSync(dir, { recursive: true, force: true });
   });
 
-  for (const engine of ["lean", "ws"] as const) {
+  for (const engine of ["lean", "ws", "native"] as const) {
     it(`wildcard resume (${engine} engine) — a wildcard subscription cut mid-run resumes by its pattern: the gap is replayed, not counted as lost`, async () => {
       const json = join(dir, `wild-${engine}.json`);
       const sub = run(SUB_CLI, ["-c", "1", "-n", "4", "-p", String(proxy.port), "--channel", `res.${engine}.*`, "--engine", engine, "-d", "30", "--idle", "5", "--json", json]);
@@ -65,6 +65,12 @@ describe.skipIf(!GATEWAY_BUILT)("load tools — resilience through the gateway",
       const r = readResult(json);
       expect(r.counts.reconnects).toBeGreaterThanOrEqual(4);
       expect(r.counts).toMatchObject({ received: 1600, expected: 1600, lost: 0, duplicated: 0, endMarkers: 8 });
+      expect(r.latency.count).toBe(1600);
+      if (engine === "native") {
+        // Every read carried the kernel's receive stamp; how late the process read them is reported apart.
+        expect(r.receiveClock?.source).toBe("kernel");
+        expect(r.receiveClock?.toolDelay?.count).toBeGreaterThan(0);
+      } else expect(r.receiveClock?.source).toBe("process");
     });
   }
 

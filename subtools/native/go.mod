@@ -1,0 +1,3 @@
+module fanout-gateway/subtools/native
+
+go 1.21

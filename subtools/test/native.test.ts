@@ -1,0 +1,36 @@
+// The native engine (subtools/native, Go): its own unit tests through `go test`, and its snapshot format
+// read back by the master's statistics. Real-server runs are in e2e-resilience (wildcard resume).
+import { execFileSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { LatencyStats } from "../src/stats.js";
+import { nativeMissing } from "../src/procs.js";
+
+const DIR = fileURLToPath(new URL("../native", import.meta.url));
+
+describe("native engine", () => {
+  it("native — built by setup, and its Go unit tests pass (buckets, tracker, frame scan, kernel timestamps)", () => {
+    expect(nativeMissing()).toBeNull();
+    const out = execFileSync("go", ["test", "-count=1", "./..."], { cwd: DIR, encoding: "utf8", timeout: 120_000 });
+    expect(out).toMatch(/^ok\s/m);
+  });
+
+  it("native — a snapshot of [value, count] pairs reads back with the exact figures and the same percentiles", () => {
+    const direct = new LatencyStats();
+    const values: number[] = [];
+    for (let v = 1; v <= 5000; v += 7) direct.record(v);
+    // Lowest values of HDR buckets (exact below 2048 µs, 1/1024 above), as sub-native sends them.
+    const buckets = new Map<number, number>();
+    for (let v = 1; v <= 5000; v += 7) {
+      const shift = v < 2048 ? 0 : Math.floor(Math.log2(v)) - 10;
+      const lo = (v >> shift) << shift;
+      buckets.set(lo, (buckets.get(lo) ?? 0) + 1);
+    }
+    for (const [v, c] of buckets) values.push(v, c);
+    const snap = { ...direct.toJSON(), histogram: "", values };
+    const back = LatencyStats.fromJSON(snap);
+    expect(back.count).toBe(direct.count);
+    expect(back.meanUs).toBe(direct.meanUs);
+    for (const p of [50, 90, 99, 99.9]) expect(back.percentileUs(p)).toBe(direct.percentileUs(p));
+  });
+});
