@@ -123,7 +123,7 @@ func newWorker(m toWorker) (*worker, error) {
 	w := &worker{
 		index: m.Index, opts: m.Opts, plan: m.Plan, offsetUs: m.ClockOffsetUs, ep: ep,
 		byFd: map[int]*client{}, hostNames: map[[4]byte]string{}, rbuf: make([]byte, 256*1024), oob: make([]byte, 128),
-		win: newWindow(), failures: map[string]int64{}, pubIndex: map[string]int{}, lastPub: -1, myHost: safeHostID(host),
+		win: newWindow(), failures: map[string]int64{}, pubs: []publisherClock{}, pubIndex: map[string]int{}, lastPub: -1, myHost: safeHostID(host),
 	}
 	if w.opts.Path == "" {
 		w.opts.Path = "/ws"
@@ -469,21 +469,15 @@ func (w *worker) report(typ string) *fromWorker {
 		}
 		never[why]++
 	}
-	fails := map[string]int64{}
-	for k, v := range w.failures {
-		fails[k] = v
-	}
 	clock := "kernel"
 	if w.userClock > 0 {
 		clock = "user"
 	}
-	m := &fromWorker{Type: typ, Index: w.index, Counts: w.counts(), Failures: fails, NeverConnected: never,
-		Publishers: append([]publisherClock{}, w.pubs...), Window: w.win.snapshot(), CPUPct: w.cpuPct(), FirstError: w.firstError,
+	// Marshalled by the caller before anything else runs: the worker's own maps and slices need no copy.
+	m := &fromWorker{Type: typ, Index: w.index, Counts: w.counts(), Failures: w.failures, NeverConnected: never,
+		Publishers: w.pubs, Window: w.win.snapshot(), CPUPct: w.cpuPct(), FirstError: w.firstError,
 		RecvClock: clock, ToolDelay: w.delay}
 	w.win.reset()
-	if m.Publishers == nil {
-		m.Publishers = []publisherClock{}
-	}
 	return m
 }
 

@@ -81,8 +81,8 @@ export async function runMaster(opts: SubOptions, io: MasterIO = { log: (l) => c
   const procs: Proc[] = [];
   for (let i = 0; i < opts.processes; i++) {
     const name = `sub-${i + 1}`;
-    const p = { name, connected: 0, started: 0, done: false, idleMs: -1, lastCpu: 0, errorShown: false, last: null, lastAtS: 0, final: null, exit: null } as Omit<Proc, "proc" | "cpu"> as Proc;
-    p.proc = startProc(native, (m: FromWorker) => {
+    // Messages arrive on later turns, once `p` exists.
+    const proc = startProc(native, (m: FromWorker) => {
       const w = LatencyStats.fromJSON(m.window);
       total.add(w);
       p.cpu.add(m.cpuPct, w.count > 0);
@@ -94,7 +94,7 @@ export async function runMaster(opts: SubOptions, io: MasterIO = { log: (l) => c
         p.final = m;
       }
     });
-    p.cpu = new CpuTrack(`${name} (pid ${p.proc.child.pid})`);
+    const p: Proc = { name, proc, cpu: new CpuTrack(`${name} (pid ${proc.child.pid})`), connected: 0, started: 0, done: false, idleMs: -1, lastCpu: 0, errorShown: false, last: null, lastAtS: 0, final: null, exit: null };
     procs.push(p);
     p.proc.child.on("exit", (code, signal) => { p.exit = signal ? `signal ${signal}` : `code ${code}`; });
     p.proc.send({ type: "start", index: i, opts, plan, clockOffsetUs } satisfies ToWorker);
