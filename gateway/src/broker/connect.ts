@@ -20,6 +20,7 @@ export async function connectBroker(
     stream: c.stream.name,
     subjectPrefix: c.stream.subjectPrefix,
     livePrefix: c.stream.livePrefix,
+    replayConnection: c.broker.replayConnection,
     name,
     log,
     onRepair: hooks.onRepair,

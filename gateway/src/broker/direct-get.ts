@@ -1,7 +1,7 @@
 import { createInbox, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { GatewayError } from "../errors.js";
 import { ErrorCode } from "../protocol/codes.js";
-import { jsHeaders } from "./js-headers.js";
+import { jsHeaders, type JsHeaders } from "./js-headers.js";
 
 /** One stored message as a direct get returns it. */
 export type StoredMsg = { subject: string; seq: number; ts: number; payload: Uint8Array; /** The subject's channel (`channelOf`). */ channel: string };
@@ -27,7 +27,67 @@ export type MultiLastRequest = { subjects: string[]; upTo: number; seq?: number;
 /** A multi_last answer; `tooMany` when more subjects match than the server answers at once (413). */
 export type MultiLastBatch = DirectBatch & { tooMany?: boolean };
 
-type Pending = { out: StoredMsg[]; resolve(b: MultiLastBatch): void; reject(e: Error): void; timer?: NodeJS.Timeout };
+type Pending = { out: StoredMsg[]; resolve(b: MultiLastBatch): void; reject(e: Error): void; timer?: NodeJS.Timeout; via?: DirectTransport };
+
+/**
+ * How DirectGet puts a request on the wire and hears its replies: through nats.js' connection
+ * (`NatsJsTransport`), or through a connection of its own that reads replies without nats.js
+ * (`DirectLink`, direct-link.ts). Each has its own inbox, so a reply reaches only the one that asked.
+ */
+export interface DirectTransport {
+  /** Requests can be sent now. */
+  readonly ready: boolean;
+  /** Sends `body` to `subject`; its replies come to the sink under `token`. Throws when it cannot. */
+  send(subject: string, body: string, token: string): void;
+  close(): void;
+}
+
+/** Where transports deliver what they hear. */
+export interface ReplySink {
+  /** One reply message of the request `token`: a stored message (code 0) or the status ending the batch. */
+  reply(token: string, h: JsHeaders, payload: Uint8Array): void;
+  /** The transport's connection is gone: what it had on the wire will get no answer. */
+  lost(t: DirectTransport, why: string): void;
+}
+
+/** Requests and replies on nats.js' connection, one wildcard inbox subscription for all of them. */
+export class NatsJsTransport implements DirectTransport {
+  private readonly prefix = createInbox();
+  private readonly sub: Subscription;
+  /** A batch's thousands of messages share one reply subject: its token is sliced once. */
+  private lastReply = "";
+  private lastToken = "";
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly sink: ReplySink,
+  ) {
+    this.sub = nc.subscribe(`${this.prefix}.*`, { callback: (err, m) => (err ? undefined : this.onMsg(m)) });
+  }
+
+  get ready(): boolean {
+    return !this.nc.isClosed();
+  }
+
+  send(subject: string, body: string, token: string): void {
+    this.nc.publish(subject, body, { reply: `${this.prefix}.${token}` });
+  }
+
+  private onMsg(m: Msg): void {
+    if (m.subject !== this.lastReply) {
+      this.lastReply = m.subject;
+      this.lastToken = m.subject.slice(this.prefix.length + 1);
+    }
+    const h = jsHeaders(m);
+    // A reply without headers is not a direct-get answer: treated as a failed request.
+    this.sink.reply(this.lastToken, h ?? { code: 500, subject: "", seq: 0, ts: 0, pending: 0, last: 0, description: "reply without headers" }, m.data);
+  }
+
+  close(): void {
+    this.sub.unsubscribe();
+  }
+}
+
 type Queued = { token: string; what: string; body: string; p: Pending };
 
 /**
@@ -46,17 +106,20 @@ export type DirectGetOptions = {
   maxInflight?: number;
   /** Maps a stored subject to the channel carried with each message (made once per run of one subject). */
   channelOf?: (subject: string) => string;
+  /** Makes the transport used while it is ready (the gateway's own connection for direct gets). */
+  fast?: (sink: ReplySink) => DirectTransport;
 };
 
 /**
  * Batched direct gets (`$JS.API.DIRECT.GET.<stream>` with `next_by_subj`, `batch`, `max_bytes`): reads
  * stored messages without creating anything on the server — no consumer, no state left behind. Any
- * replica with the stream answers when `allow_direct` is set. One wildcard inbox subscription serves all
- * requests of a connection; replies are told apart by the inbox token.
+ * replica with the stream answers when `allow_direct` is set. Requests go through the fast transport
+ * (`opts.fast`, the gateway's own connection for them) while it is up, through nats.js' connection
+ * otherwise; replies are told apart by the inbox token.
  */
-export class DirectGet {
-  private readonly prefix = createInbox();
-  private readonly sub: Subscription;
+export class DirectGet implements ReplySink {
+  private readonly shared: NatsJsTransport;
+  private readonly fast?: DirectTransport;
   private readonly pending = new Map<string, Pending>();
   private nextId = 1;
   private readonly subject: string;
@@ -65,21 +128,21 @@ export class DirectGet {
   private sent = 0;
   private lastSubject = "";
   private lastChannel = "";
+  /** The request of the last reply: a batch's thousands of messages share one. */
+  private lastToken = "";
+  private lastPending?: Pending;
 
   private readonly timeoutMs: number;
   private readonly maxInflight: number;
   private readonly channelOf: (subject: string) => string;
 
-  constructor(
-    private readonly nc: NatsConnection,
-    stream: string,
-    opts: DirectGetOptions = {},
-  ) {
+  constructor(nc: NatsConnection, stream: string, opts: DirectGetOptions = {}) {
     this.timeoutMs = opts.timeoutMs ?? 5_000;
     this.maxInflight = opts.maxInflight ?? DIRECT_GET_INFLIGHT;
     this.channelOf = opts.channelOf ?? ((s) => s);
     this.subject = `$JS.API.DIRECT.GET.${stream}`;
-    this.sub = nc.subscribe(`${this.prefix}.*`, { callback: (err, m) => (err ? undefined : this.onMsg(m)) });
+    this.shared = new NatsJsTransport(nc, this);
+    this.fast = opts.fast?.(this);
   }
 
   batch(r: DirectBatchRequest): Promise<DirectBatch> {
@@ -126,8 +189,9 @@ export class DirectGet {
       p.reject(new GatewayError(ErrorCode.BrokerError, `direct get on ${q.what} timed out after ${this.timeoutMs} ms`));
     }, this.timeoutMs);
     this.pending.set(token, p);
+    p.via = this.fast?.ready ? this.fast : this.shared;
     try {
-      this.nc.publish(this.subject, q.body, { reply: `${this.prefix}.${token}` });
+      p.via.send(this.subject, q.body, token);
     } catch (e) {
       this.settle(token);
       p.reject(e as Error);
@@ -148,49 +212,46 @@ export class DirectGet {
     this.send(next);
   }
 
-  /** The reply subject of the last message and its request: a batch's thousands of messages share one. */
-  private lastReply = "";
-  private lastToken = "";
-  private lastPending?: Pending;
-
-  private onMsg(m: Msg): void {
-    let token: string;
-    let p: Pending | undefined;
-    if (this.lastPending && m.subject === this.lastReply) {
-      token = this.lastToken;
-      p = this.lastPending;
-    } else {
-      token = m.subject.slice(this.prefix.length + 1);
+  reply(token: string, h: JsHeaders, payload: Uint8Array): void {
+    let p = this.lastPending;
+    if (!p || token !== this.lastToken) {
       p = this.pending.get(token);
-      this.lastReply = m.subject;
       this.lastToken = token;
       this.lastPending = p;
     }
     if (!p) return;
-    const h = jsHeaders(m);
-    const code = h?.code ?? 0;
-    if (code === 0 && h) {
+    if (h.code === 0) {
       if (h.subject !== this.lastSubject) {
         this.lastSubject = h.subject;
         this.lastChannel = this.channelOf(h.subject);
       }
-      p.out.push({ subject: h.subject, seq: h.seq, ts: h.ts, payload: m.data, channel: this.lastChannel });
+      p.out.push({ subject: h.subject, seq: h.seq, ts: h.ts, payload, channel: this.lastChannel });
       return;
     }
     this.settle(token);
-    if (code === 204) p.resolve({ messages: p.out, pending: h!.pending });
-    else if (code === 404) p.resolve({ messages: p.out, pending: 0 });
-    else if (code === 413) p.resolve({ messages: p.out, pending: 0, tooMany: true });
+    if (h.code === 204) p.resolve({ messages: p.out, pending: h.pending });
+    else if (h.code === 404) p.resolve({ messages: p.out, pending: 0 });
+    else if (h.code === 413) p.resolve({ messages: p.out, pending: 0, tooMany: true });
     else
       p.reject(
-        new GatewayError(ErrorCode.BrokerError, `direct get failed: ${code} ${m.headers?.description ?? ""}`.trim(), {
-          temporary: code >= 500 || code === 408,
+        new GatewayError(ErrorCode.BrokerError, `direct get failed: ${h.code} ${h.description}`.trim(), {
+          temporary: h.code >= 500 || h.code === 408,
         }),
       );
   }
 
+  /** Requests on the lost transport's wire fail (temporary: a retry goes through the other one). */
+  lost(t: DirectTransport, why: string): void {
+    for (const [token, p] of [...this.pending]) {
+      if (p.via !== t) continue;
+      this.settle(token);
+      p.reject(new GatewayError(ErrorCode.BrokerUnavailable, `direct get connection lost: ${why}`));
+    }
+  }
+
   close(): void {
-    this.sub.unsubscribe();
+    this.shared.close();
+    this.fast?.close();
     const closed = new GatewayError(ErrorCode.BrokerUnavailable, "connection closed");
     const waiting = [...this.pending.values(), ...this.queue.map((q) => q.p)];
     this.queue.length = 0;

@@ -7,6 +7,7 @@ import { GatewayError } from "../errors.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { Coalescer } from "./coalesce.js";
 import { DirectGet, type DirectBatch, type StoredMsg } from "./direct-get.js";
+import { DirectLink } from "./direct-link.js";
 
 /** Most channels a last-value read collects by scanning when `multi_last` refuses (more than 1024 match). */
 export const MAX_LAST_VALUE_CHANNELS = 100_000;
@@ -33,9 +34,20 @@ export class JetStreamReplay implements ReplayApi {
     private readonly stream: string,
     private readonly mapper: SubjectMapper,
     private readonly log: Logger,
+    /** Client name of a connection of its own for direct gets; without it they share `nc`. */
+    linkName?: string,
   ) {
-    // Each message carries its channel, so pages need no second object per message.
-    this.direct = new DirectGet(nc, stream, { channelOf: (subject) => mapper.toChannel(subject) });
+    this.direct = new DirectGet(nc, stream, {
+      // Each message carries its channel, so pages need no second object per message.
+      channelOf: (subject) => mapper.toChannel(subject),
+      fast: linkName
+        ? (sink) => {
+            const link = new DirectLink({ server: () => nc.getServer(), name: linkName, sink, log });
+            link.start();
+            return link;
+          }
+        : undefined,
+    });
     this.info = new Coalescer(async () => {
       const si = await this.jsm.streams.info(this.stream);
       this.replicas = si.config.num_replicas || 1;

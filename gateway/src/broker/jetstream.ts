@@ -16,6 +16,8 @@ export type JetStreamBrokerOptions = {
   subjectPrefix: string;
   /** Prefix the stream republishes every stored message under (its `republish` rule). */
   livePrefix: string;
+  /** Direct gets on a connection of their own, read without nats.js (own, the default), or on the main one. */
+  replayConnection?: "own" | "shared";
   name: string;
   log: Logger;
   publishTimeoutMs?: number;
@@ -55,7 +57,7 @@ export class JetStreamBroker implements Broker {
   ) {
     this.mapper = new SubjectMapper(opts.subjectPrefix);
     this.liveMapper = new SubjectMapper(opts.livePrefix);
-    this.replay = new JetStreamReplay(nc, jsm, opts.stream, this.mapper, opts.log);
+    this.replay = new JetStreamReplay(nc, jsm, opts.stream, this.mapper, opts.log, opts.replayConnection === "shared" ? undefined : `${opts.name}-direct`);
     this.durables = new JetStreamDurables(js, jsm, opts.stream, this.mapper, opts.durable, opts.log);
     if (opts.presence) this.presence = new JetStreamPresence(nc, js, opts.presence);
     this.connected = true;

@@ -14,6 +14,8 @@ export type JsHeaders = {
   pending: number;
   /** `Nats-Last-Sequence`: on a republished message the previous seq stored on its subject. */
   last: number;
+  /** A status reply's description (`NATS/1.0 408 Request Timeout` → "Request Timeout"); "" otherwise. */
+  description: string;
 };
 
 type RawMsg = { _rdata?: Uint8Array; _msg?: { hdr: number } };
@@ -48,6 +50,7 @@ export function jsHeaders(m: Msg): JsHeaders | undefined {
     ts: ts ? parseTimestampText(ts) : 0,
     pending: Number(h.get("Nats-Num-Pending") || 0),
     last: Number(h.get("Nats-Last-Sequence") || 0),
+    description: h.description ?? "",
   };
 }
 
@@ -57,21 +60,21 @@ let lastSubject = "";
 const STATUS_AND_STREAM = key("NATS/1.0\r\nNats-Stream: ");
 
 /**
- * Parses `NATS/1.0[ code desc]\r\nKey: value\r\n…\r\n\r\n` in `b[0, end)`. Replies to direct gets and
+ * Parses `NATS/1.0[ code desc]\r\nKey: value\r\n…\r\n\r\n` in `b[start, end)`. Replies to direct gets and
  * republished messages of stored messages without headers of their own have a fixed layout (nats-server's
  * `dgb` and republish formats): those are read value by value, skipping the keys; anything else (a
  * stored message with its own headers, a status) goes through the general loop.
  */
-export function parseJsHeaders(b: Uint8Array, end: number): JsHeaders {
-  return (end > 64 && same(b, 0, STATUS_AND_STREAM) && fixedLayout(b, end)) || generalLayout(b, end);
+export function parseJsHeaders(b: Uint8Array, end: number, start = 0): JsHeaders {
+  return (end - start > 64 && same(b, start, STATUS_AND_STREAM) && fixedLayout(b, start, end)) || generalLayout(b, start, end);
 }
 
 /** `\r\nNats-<X>…: ` separator at `i`: CR, the key's first letter after `Nats-`, the colon at `colon`. */
 const sep = (b: Uint8Array, i: number, letter: number, second: number, colon: number): boolean =>
   b[i] === 0x0d && b[i + 7] === letter && b[i + 8] === second && b[i + colon] === 0x3a;
 
-function fixedLayout(b: Uint8Array, end: number): JsHeaders | undefined {
-  let i = STATUS_AND_STREAM.length;
+function fixedLayout(b: Uint8Array, start: number, end: number): JsHeaders | undefined {
+  let i = start + STATUS_AND_STREAM.length;
   while (i < end && b[i] !== 0x0d) i++; // stream name
   if (!sep(b, i, 0x53, 0x75, 14)) return undefined; // \r\nNats-Subject:
   let s = i + 16;
@@ -93,24 +96,27 @@ function fixedLayout(b: Uint8Array, end: number): JsHeaders | undefined {
   let last = 0;
   for (i += 22; i < end && b[i] !== 0x0d; i++) last = last * 10 + (b[i]! - 48);
   if (b[i + 2] !== 0x0d) return undefined; // more headers follow: not the fixed layout
-  return { code: 0, subject, seq, ts, pending, last };
+  return { code: 0, subject, seq, ts, pending, last, description: "" };
 }
 
-function generalLayout(b: Uint8Array, end: number): JsHeaders {
+function generalLayout(b: Uint8Array, start: number, end: number): JsHeaders {
   let code = 0;
   let subject = "";
   let seq = 0;
   let ts = 0;
   let pending = 0;
   let last = 0;
+  let description = "";
   // Status line: "NATS/1.0" optionally followed by " <code> <description>".
-  let i = 8;
+  let i = start + 8;
   if (b[i] === 0x20) {
     i++;
     for (let c = b[i]!; c >= 48 && c <= 57; c = b[++i]!) code = code * 10 + (c - 48);
   }
+  const d0 = b[i] === 0x20 ? i + 1 : i;
   // Plain loops: Buffer#indexOf costs more than scanning these short lines.
   while (i < end && b[i] !== 0x0a) i++;
+  if (code !== 0 && i - 1 > d0) description = Buffer.from(b.buffer, b.byteOffset + d0, i - 1 - d0).toString("utf8");
   i++;
   while (i < end) {
     let colon = i;
@@ -139,7 +145,7 @@ function generalLayout(b: Uint8Array, end: number): JsHeaders {
     }
     i = eol + 2;
   }
-  return { code, subject, seq, ts, pending, last };
+  return { code, subject, seq, ts, pending, last, description };
 }
 
 function same(b: Uint8Array, at: number, k: Uint8Array): boolean {

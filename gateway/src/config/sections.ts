@@ -25,6 +25,8 @@ export type ServerSection = Readonly<{
 export type BrokerSection = Readonly<{
   kind: "jetstream" | "redis";
   natsUrl: string[];
+  /** Direct gets on a connection of their own (own) or on the main one (shared). */
+  replayConnection: "own" | "shared";
   natsDataDir: string;
   natsServerBin: string;
   redisUrl: string;
@@ -118,6 +120,7 @@ export function sectionsOf(c: Config): Sections {
     broker: Object.freeze({
       kind: c.broker,
       natsUrl: c.natsUrl,
+      replayConnection: c.replayConnection,
       natsDataDir: c.natsDataDir,
       natsServerBin: c.natsServerBin,
       redisUrl: c.redisUrl,

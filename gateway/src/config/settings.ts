@@ -102,6 +102,14 @@ export const SETTINGS = {
     default: () => "./data/nats",
     parse: (s: string) => s.trim(),
   },
+  replayConnection: {
+    env: "REPLAY_CONNECTION",
+    flag: "replay-connection",
+    shown: "own",
+    doc: "Direct gets (replay, resume, history, live repairs): on a NATS connection of their own per worker, read without nats.js (own), or on the main one (shared)",
+    default: () => "own" as "own" | "shared",
+    parse: oneOf("own", "shared"),
+  },
   natsServerBin: {
     env: "NATS_SERVER_BIN",
     flag: "nats-server-bin",

@@ -16,6 +16,7 @@ describe("JetStream headers — raw parser", () => {
       ts: Date.parse("2026-11-22T18:02:18.478Z") + 0.069,
       pending: 17,
       last: 1200,
+      description: "",
     });
     const eob = bytes("NATS/1.0 204 EOB\r\nNats-Num-Pending: 0\r\nNats-Last-Sequence: 6\r\n\r\n");
     expect(parseJsHeaders(eob, eob.length)).toMatchObject({ code: 204, pending: 0, last: 6 });
@@ -30,7 +31,11 @@ describe("JetStream headers — raw parser", () => {
       ts: Date.parse("2026-11-22T18:02:18.400Z"),
       pending: 87655,
       last: 12344,
+      description: "",
     });
+    // The same block inside a larger buffer (the direct-get link parses in place in the socket's chunk).
+    const around = Buffer.concat([bytes("HMSG _INBOX.x.1 1 170 270\r\n"), dg, bytes('{"x":1}\r\n')]);
+    expect(parseJsHeaders(around, 27 + dg.length, 27)).toEqual(parseJsHeaders(dg, dg.length));
     const rp = bytes(
       "NATS/1.0\r\nNats-Stream: EVENTS\r\nNats-Subject: ev.a.x\r\nNats-Sequence: 6\r\nNats-Time-Stamp: 2026-11-22T18:02:18.481869613Z\r\nNats-Last-Sequence: 4\r\n\r\n",
     );
@@ -41,6 +46,7 @@ describe("JetStream headers — raw parser", () => {
       ts: Date.parse("2026-11-22T18:02:18.481Z") + 0.869,
       pending: 0,
       last: 4,
+      description: "",
     });
     // Its own headers after ours (another client's republish of a message with headers): the general loop.
     const extra = bytes(
@@ -48,7 +54,9 @@ describe("JetStream headers — raw parser", () => {
     );
     expect(parseJsHeaders(extra, extra.length)).toMatchObject({ subject: "ev.a.x", seq: 6, last: 4 });
     const nf = bytes("NATS/1.0 404 Message Not Found\r\n\r\n");
-    expect(parseJsHeaders(nf, nf.length).code).toBe(404);
+    expect(parseJsHeaders(nf, nf.length)).toMatchObject({ code: 404, description: "Message Not Found" });
+    const timeout = bytes("NATS/1.0 408 Request Timeout\r\n\r\n");
+    expect(parseJsHeaders(Buffer.concat([bytes("xyz"), timeout]), 3 + timeout.length, 3)).toMatchObject({ code: 408, description: "Request Timeout" });
   });
 
   it("js headers — timestamps: µs precision, whatever the number of fraction digits, same as the text parser", () => {
