@@ -250,3 +250,40 @@ describe("history over HTTP", () => {
     expect((await fetch(`${gw.url}/v1/channels/a..b/messages`)).status).toBe(400);
   });
 });
+
+describe("replay — the direct-get connection", () => {
+  const metric = async (url: string, re: RegExp): Promise<number> => Number(re.exec(await (await fetch(`${url}/metrics`)).text())?.[1] ?? 0);
+  const LINK = /^fanout_direct_gets_total\{via="link"\} (\d+)/m;
+  const MAIN = /^fanout_direct_gets_total\{via="main"\} (\d+)/m;
+  const UP = /^fanout_direct_link_up (\d+)/m;
+
+  it("replay — each worker reads the stream on its own connection (REPLAY_CONNECTION=own), and the metrics say so", async () => {
+    await waitFor(async () => (await metric(gw.url, UP)) === 2 || undefined, { what: "both workers' direct-get connections up" });
+    const ch = uniq("link.");
+    await publishMany(ch, 300);
+    const [link0, main0] = [await metric(gw.url, LINK), await metric(gw.url, MAIN)];
+    const c = await client();
+    await c.sub(ch, { from: "all" });
+    await c.waitForMsgs(300);
+    expect(contiguousFrom(c.msgs, 0)).toBe(true);
+    expect(await metric(gw.url, LINK)).toBeGreaterThan(link0);
+    expect(await metric(gw.url, MAIN)).toBe(main0);
+  });
+
+  it("replay — REPLAY_CONNECTION=shared reads on the main connection: the same messages, no link", async () => {
+    const shared = await startGateway({ natsUrl: nats.url, workers: 1, args: ["--replay-connection", "shared"] });
+    try {
+      const ch = uniq("shared.");
+      await publishMany(ch, 300);
+      const c = await clients.open({ url: shared.wsUrl });
+      await c.sub(ch, { from: "all" });
+      await c.waitForMsgs(300);
+      expect(contiguousFrom(c.msgs, 0)).toBe(true);
+      expect(await metric(shared.url, MAIN)).toBeGreaterThan(0);
+      expect(await metric(shared.url, LINK)).toBe(0);
+      expect(await metric(shared.url, UP)).toBe(0);
+    } finally {
+      await shared.stop();
+    }
+  });
+});

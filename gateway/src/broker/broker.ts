@@ -111,6 +111,8 @@ export interface Broker {
   readonly epoch?: string;
   /** True while the broker connection is up. */
   isConnected(): boolean;
+  /** True while the worker's own direct-get connection is up (JetStream with REPLAY_CONNECTION=own). */
+  directLinkUp?(): boolean;
   publish(channel: string, payload: Uint8Array, msgId?: string): Promise<PublishResult>;
   /** Starts live delivery of every new message on `pattern`; resolves once delivery is set up. */
   live(pattern: string, onMessage: (m: BrokerMessage) => void): Promise<LiveFeed>;

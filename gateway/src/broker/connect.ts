@@ -1,5 +1,6 @@
 import type { BrokerSection, DurableSection, PresenceSection, StreamSection } from "../config/sections.js";
 import type { RepairReason } from "./jetstream-live.js";
+import type { DirectVia } from "./direct-get.js";
 import type { Logger } from "../log.js";
 import type { Broker } from "./broker.js";
 import { JetStreamBroker } from "./jetstream.js";
@@ -9,7 +10,7 @@ export async function connectBroker(
   c: Readonly<{ broker: BrokerSection; stream: StreamSection; durable: DurableSection; presence?: PresenceSection }>,
   log: Logger,
   name: string,
-  hooks: { onRepair?: (why: RepairReason) => void } = {},
+  hooks: { onRepair?: (why: RepairReason) => void; onDirectGet?: (via: DirectVia) => void } = {},
 ): Promise<Broker> {
   if (c.broker.kind === "redis") {
     const { RedisBroker } = await import("./redis.js");
@@ -24,6 +25,7 @@ export async function connectBroker(
     name,
     log,
     onRepair: hooks.onRepair,
+    onDirectGet: hooks.onDirectGet,
     presence: c.presence,
     durable: { ackWaitMs: c.durable.ackWaitMs, maxDeliver: c.durable.maxDeliver, inactiveMs: c.durable.inactiveMs },
   });

@@ -108,7 +108,12 @@ export type DirectGetOptions = {
   channelOf?: (subject: string) => string;
   /** Makes the transport used while it is ready (the gateway's own connection for direct gets). */
   fast?: (sink: ReplySink) => DirectTransport;
+  /** Called for every request put on the wire, with the transport it went through (metrics). */
+  onSend?: (via: DirectVia) => void;
 };
+
+/** Which transport a request went through: the fast one (the link) or nats.js' connection. */
+export type DirectVia = "link" | "main";
 
 /**
  * Batched direct gets (`$JS.API.DIRECT.GET.<stream>` with `next_by_subj`, `batch`, `max_bytes`): reads
@@ -135,6 +140,7 @@ export class DirectGet implements ReplySink {
   private readonly timeoutMs: number;
   private readonly maxInflight: number;
   private readonly channelOf: (subject: string) => string;
+  private readonly onSend?: (via: DirectVia) => void;
 
   constructor(nc: NatsConnection, stream: string, opts: DirectGetOptions = {}) {
     this.timeoutMs = opts.timeoutMs ?? 5_000;
@@ -143,6 +149,12 @@ export class DirectGet implements ReplySink {
     this.subject = `$JS.API.DIRECT.GET.${stream}`;
     this.shared = new NatsJsTransport(nc, this);
     this.fast = opts.fast?.(this);
+    this.onSend = opts.onSend;
+  }
+
+  /** The fast transport is there and ready (metrics). */
+  get fastReady(): boolean {
+    return this.fast?.ready ?? false;
   }
 
   batch(r: DirectBatchRequest): Promise<DirectBatch> {
@@ -190,6 +202,7 @@ export class DirectGet implements ReplySink {
     }, this.timeoutMs);
     this.pending.set(token, p);
     p.via = this.fast?.ready ? this.fast : this.shared;
+    this.onSend?.(p.via === this.shared ? "main" : "link");
     try {
       p.via.send(this.subject, q.body, token);
     } catch (e) {

@@ -6,7 +6,7 @@ import type { BrokerMessage, LastValuePage, ReplayApi, StoredPage, StreamState }
 import { GatewayError } from "../errors.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { Coalescer } from "./coalesce.js";
-import { DirectGet, type DirectBatch, type StoredMsg } from "./direct-get.js";
+import { DirectGet, type DirectBatch, type DirectVia, type StoredMsg } from "./direct-get.js";
 import { DirectLink } from "./direct-link.js";
 
 /** Most channels a last-value read collects by scanning when `multi_last` refuses (more than 1024 match). */
@@ -36,6 +36,7 @@ export class JetStreamReplay implements ReplayApi {
     private readonly log: Logger,
     /** Client name of a connection of its own for direct gets; without it they share `nc`. */
     linkName?: string,
+    onDirectGet?: (via: DirectVia) => void,
   ) {
     this.direct = new DirectGet(nc, stream, {
       // Each message carries its channel, so pages need no second object per message.
@@ -47,6 +48,7 @@ export class JetStreamReplay implements ReplayApi {
             return link;
           }
         : undefined,
+      onSend: onDirectGet,
     });
     this.info = new Coalescer(async () => {
       const si = await this.jsm.streams.info(this.stream);

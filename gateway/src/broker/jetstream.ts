@@ -5,6 +5,7 @@ import type { Logger } from "../log.js";
 import type { Broker, BrokerEvent, BrokerMessage, LiveFeed, PublishResult } from "./broker.js";
 import { JetStreamDurables, type DurableSettings } from "./jetstream-durable.js";
 import { JetStreamReplay } from "./jetstream-replay.js";
+import type { DirectVia } from "./direct-get.js";
 import { CoreLiveFeed, type LiveFeedHooks, type RepairReason } from "./jetstream-live.js";
 import { GatewayError } from "../errors.js";
 import { ErrorCode } from "../protocol/codes.js";
@@ -26,6 +27,8 @@ export type JetStreamBrokerOptions = {
   liveHoldLimit?: number;
   /** Called for every live-feed repair (metrics). */
   onRepair?: (why: RepairReason) => void;
+  /** Called for every direct get put on the wire, with the connection it went through (metrics). */
+  onDirectGet?: (via: DirectVia) => void;
   /** The presence bucket (created by the primary); without it the broker keeps no presence. */
   presence?: PresenceSettings;
 };
@@ -57,7 +60,15 @@ export class JetStreamBroker implements Broker {
   ) {
     this.mapper = new SubjectMapper(opts.subjectPrefix);
     this.liveMapper = new SubjectMapper(opts.livePrefix);
-    this.replay = new JetStreamReplay(nc, jsm, opts.stream, this.mapper, opts.log, opts.replayConnection === "shared" ? undefined : `${opts.name}-direct`);
+    this.replay = new JetStreamReplay(
+      nc,
+      jsm,
+      opts.stream,
+      this.mapper,
+      opts.log,
+      opts.replayConnection === "shared" ? undefined : `${opts.name}-direct`,
+      opts.onDirectGet,
+    );
     this.durables = new JetStreamDurables(js, jsm, opts.stream, this.mapper, opts.durable, opts.log);
     if (opts.presence) this.presence = new JetStreamPresence(nc, js, opts.presence);
     this.connected = true;
@@ -72,6 +83,10 @@ export class JetStreamBroker implements Broker {
       },
       () => undefined,
     );
+  }
+
+  directLinkUp(): boolean {
+    return this.replay.direct.fastReady;
   }
 
   get epoch(): string | undefined {

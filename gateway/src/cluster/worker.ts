@@ -35,8 +35,13 @@ export async function runWorker(config: Config): Promise<void> {
   const hooks = c.hooks.connectUrl || c.hooks.subscribeUrl ? new Hooks(c.hooks, log) : undefined;
   const guard = new ConnectionGuard(c.limits, c.auth, auth, createGuardMetrics(), log, hooks);
 
-  const broker = await connectBroker(c, log, `fanout-gateway-worker-${cluster.worker?.id ?? 0}`, { onRepair: (why) => metrics.liveRepairs.labels(why).inc() });
+  const directVia = { link: metrics.directGets.labels("link"), main: metrics.directGets.labels("main") };
+  const broker = await connectBroker(c, log, `fanout-gateway-worker-${cluster.worker?.id ?? 0}`, {
+    onRepair: (why) => metrics.liveRepairs.labels(why).inc(),
+    onDirectGet: (via) => directVia[via].inc(),
+  });
   watchBroker(broker, metrics, log);
+  metrics.directLink.up = () => broker.directLinkUp?.() ?? false;
 
   const app = uws.App();
   const tlsApp = createTlsApp(c.server);

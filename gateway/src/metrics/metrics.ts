@@ -7,6 +7,8 @@ import client from "prom-client";
 export function createMetrics(registry: client.Registry = client.register) {
   client.collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 });
   const r = [registry];
+  /** Read when the metrics are collected; the worker points it at its broker. */
+  const directLink = { up: (): boolean => false };
   const publishes = new client.Counter({
     name: "fanout_publishes_total",
     help: "Publishes through the gateway by result",
@@ -23,6 +25,21 @@ export function createMetrics(registry: client.Registry = client.register) {
       help: "Live feeds: one core NATS subscription (or Redis SUBSCRIBE) per channel pattern per worker; no JetStream consumer",
       registers: r,
     }),
+    directGets: new client.Counter({
+      name: "fanout_direct_gets_total",
+      help: "Direct gets (replay, resume, history, repairs) put on the wire, by connection: link (the worker's own, REPLAY_CONNECTION=own) or main",
+      labelNames: ["via"] as const,
+      registers: r,
+    }),
+    directLinkUp: new client.Gauge({
+      name: "fanout_direct_link_up",
+      help: "Workers whose own direct-get connection is connected (summed over workers)",
+      registers: r,
+      collect() {
+        this.set(directLink.up() ? 1 : 0);
+      },
+    }),
+    directLink,
     liveRepairs: new client.Counter({
       name: "fanout_live_repairs_total",
       help: "Live feed repairs read from the stream, by reason (gap, reconnect, leader, overflow)",
