@@ -112,9 +112,12 @@ export class DirectLink implements DirectTransport {
   }
 
   private handler(sock: Socket): WireHandler {
+    let greeted = false;
     return {
       info: (json) => {
-        if (this.state_ !== "connecting" || sock !== this.sock) return; // later INFOs: cluster updates
+        // Only the first INFO starts the handshake; later ones (cluster updates) may come before the PONG.
+        if (greeted || sock !== this.sock) return;
+        greeted = true;
         const info = JSON.parse(json) as { tls_required?: boolean; auth_required?: boolean; headers?: boolean };
         const refuse = info.tls_required
           ? "the server requires TLS"
