@@ -2,11 +2,11 @@
 // process and in several sharing a port, every subscriber gets every published message once, numbered by one
 // sequence, and several processes really share the sockets.
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { resolve } from "node:path";
 import WebSocket from "ws";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitFor } from "../../gateway/test/support/wait.js";
+import { connectionInodes, pidsHoldingInodes } from "../../gateway/test/support/proc-sockets.js";
 
 const SERVER = resolve(process.cwd(), "loadtest/peers/uws/server.mjs");
 let proc: ChildProcess | undefined;
@@ -67,35 +67,12 @@ async function publish(ws: WebSocket, channel: string, count: number): Promise<n
   return oks;
 }
 
-/** Established TCP connections whose local port is `port` (server side), from /proc/net/tcp; only those of `pid` if given. */
-function socketsOnPort(port: number, pid?: number): number {
-  const hex = `:${port.toString(16).toUpperCase().padStart(4, "0")}`;
-  const mine = pid === undefined ? undefined : socketInodes(pid);
-  return readFileSync("/proc/net/tcp", "utf8")
-    .split("\n")
-    .map((l) => l.trim().split(/\s+/))
-    .filter((f) => f[1]?.endsWith(hex) && f[3] === "01" && (!mine || mine.has(f[9]!))).length;
-}
-
-function socketInodes(pid: number): Set<string> {
-  const out = new Set<string>();
-  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
-    try {
-      const m = /socket:\[(\d+)\]/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
-      if (m) out.add(m[1]!);
-    } catch {
-      // closed meanwhile
-    }
-  }
-  return out;
-}
-
 describe("floor server — bare uWS for compare:peers and bench:tools", () => {
   for (const procs of [1, 2]) {
     it(`floor server — ${procs} process${procs > 1 ? "es" : ""}: every subscriber gets every message once, in one seq order`, async () => {
       const port = await start(procs);
       const { socks, seqs } = await subscribers(port, "floor.t", 24);
-      expect(socketsOnPort(port)).toBe(24);
+      expect(connectionInodes(port)).toHaveLength(24);
       const publisher = (await subscribers(port, "floor.other", 1)).socks[0]!;
       const oks = await publish(publisher, "floor.t", 5);
       expect(oks).toEqual([1, 2, 3, 4, 5]);
@@ -109,7 +86,8 @@ describe("floor server — bare uWS for compare:peers and bench:tools", () => {
     const port = await start(2);
     const { socks } = await subscribers(port, "floor.share", 40);
     const workers = execFileSync("pgrep", ["-P", String(proc!.pid)], { encoding: "utf8" }).trim().split("\n").map(Number);
-    const held = workers.map((pid) => socketsOnPort(port, pid));
+    const inodes = connectionInodes(port);
+    const held = workers.map((pid) => inodes.filter((i) => pidsHoldingInodes([pid], [i]).length > 0).length);
     expect(held).toHaveLength(2);
     expect(held[0]! + held[1]!).toBe(40);
     expect(Math.min(...held)).toBeGreaterThan(0);
