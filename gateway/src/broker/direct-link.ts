@@ -31,8 +31,8 @@ export type DirectLinkOptions = {
  * It connects to the server the main connection uses, sends CONNECT (headers on, no echo), subscribes to
  * its inbox and is ready on the PONG. When it drops it tells the sink (the requests on its wire fail as
  * temporary and are retried through the main connection) and connects again with backoff. A server asking
- * for TLS or credentials is not served (the gateway's main connection has neither option either): the link
- * then stays off and every request goes through nats.js.
+ * for TLS or credentials is not served (the gateway has no NATS credential or TLS settings to give it): the
+ * link then stays off and every request goes through nats.js.
  */
 export class DirectLink implements DirectTransport {
   private state_: LinkState = "down";
@@ -43,6 +43,8 @@ export class DirectLink implements DirectTransport {
   private pingTimer?: NodeJS.Timeout;
   private retryTimer?: NodeJS.Timeout;
   private pingsOut = 0;
+  /** First and largest wait before connecting again. */
+  private readonly backoffRange: readonly [number, number];
   private backoff: number;
   /** Reply subject bytes of the last message and its token string: a batch's messages share them. */
   private lastSubject = Buffer.alloc(0);
@@ -52,11 +54,8 @@ export class DirectLink implements DirectTransport {
 
   constructor(private readonly o: DirectLinkOptions) {
     this.prefixLen = Buffer.byteLength(this.prefix) + 1;
+    this.backoffRange = o.backoffMs ?? [250, 5_000];
     this.backoff = this.backoffRange[0];
-  }
-
-  private get backoffRange(): readonly [number, number] {
-    return this.o.backoffMs ?? [250, 5_000];
   }
 
   get state(): LinkState {
@@ -81,11 +80,6 @@ export class DirectLink implements DirectTransport {
     this.state_ = "closed";
     clearTimeout(this.retryTimer);
     this.drop("closed", this.sock);
-  }
-
-  /** The socket's current peer (tests). */
-  get socket(): Socket | undefined {
-    return this.sock;
   }
 
   private connect(): void {
@@ -196,16 +190,18 @@ export class DirectLink implements DirectTransport {
     sock.on("error", () => undefined);
     sock.destroy();
     const was = this.state_;
-    if (was === "ready" || was === "connecting") this.state_ = "down";
+    if (was !== "ready" && was !== "connecting") return; // closed or unsupported: it stays off
+    // Down before the sink hears of it: the requests it sends again must not pick this link.
+    this.state_ = "down";
     if (was === "ready") {
       this.o.log.warn({ why }, "direct-get connection lost; reads go through the main connection until it is back");
       this.o.sink.lost(this, why);
     }
-    if (this.state_ === "down") this.retry(why);
+    this.retry(why);
   }
 
+  /** Connects again after the backoff (the link is down). */
   private retry(why: string): void {
-    this.state_ = "down";
     const wait = this.backoff;
     this.backoff = Math.min(this.backoff * 2, this.backoffRange[1]);
     this.o.log.debug({ why, retryInMs: wait }, "direct-get connection: connecting again");

@@ -34,9 +34,15 @@ export class JetStreamReplay implements ReplayApi {
     private readonly stream: string,
     private readonly mapper: SubjectMapper,
     private readonly log: Logger,
-    /** Client name of a connection of its own for direct gets; without it they share `nc`. */
-    linkName?: string,
-    onDirectGet?: (via: DirectVia) => void,
+    {
+      linkName,
+      onSend,
+    }: {
+      /** Client name of a connection of its own for direct gets; without it they share `nc`. */
+      linkName?: string;
+      /** Called for every direct get put on the wire (metrics). */
+      onSend?: (via: DirectVia) => void;
+    } = {},
   ) {
     this.direct = new DirectGet(nc, stream, {
       // Each message carries its channel, so pages need no second object per message.
@@ -48,7 +54,7 @@ export class JetStreamReplay implements ReplayApi {
             return link;
           }
         : undefined,
-      onSend: onDirectGet,
+      onSend,
     });
     this.info = new Coalescer(async () => {
       const si = await this.jsm.streams.info(this.stream);

@@ -60,15 +60,10 @@ export class JetStreamBroker implements Broker {
   ) {
     this.mapper = new SubjectMapper(opts.subjectPrefix);
     this.liveMapper = new SubjectMapper(opts.livePrefix);
-    this.replay = new JetStreamReplay(
-      nc,
-      jsm,
-      opts.stream,
-      this.mapper,
-      opts.log,
-      opts.replayConnection === "shared" ? undefined : `${opts.name}-direct`,
-      opts.onDirectGet,
-    );
+    this.replay = new JetStreamReplay(nc, jsm, opts.stream, this.mapper, opts.log, {
+      linkName: opts.replayConnection === "shared" ? undefined : `${opts.name}-direct`,
+      onSend: opts.onDirectGet,
+    });
     this.durables = new JetStreamDurables(js, jsm, opts.stream, this.mapper, opts.durable, opts.log);
     if (opts.presence) this.presence = new JetStreamPresence(nc, js, opts.presence);
     this.connected = true;
