@@ -77,7 +77,8 @@ export class Authenticator {
     return this.authenticate(c.bearer);
   }
 
-  private isApiKey(candidate: string): boolean {
+  /** Whether `candidate` is one of the configured API keys (compared in constant time). */
+  isApiKey(candidate: string): boolean {
     const h = sha256(candidate);
     let found = false;
     for (const k of this.apiKeyHashes) found = timingSafeEqual(h, k) || found;

@@ -7,13 +7,12 @@ import { CloseCode, ErrorCode } from "../protocol/codes.js";
 import type { RefreshFrame } from "../protocol/frames.js";
 import type { HttpRequest, HttpResponse, us_socket_context_t } from "../uws.js";
 import { newSession, type Socket } from "../ws/session.js";
-import type { Authenticator } from "./authenticator.js";
 import { AuthError } from "./errors.js";
-import { canSubscribe } from "./permissions.js";
-import { ANONYMOUS, type Principal } from "./principal.js";
+import type { Principal } from "./principal.js";
 import { readUpgradeOffer } from "./upgrade-token.js";
-import { applyGrant, type ConnectDecision, type Hooks } from "./hooks.js";
-import { GatewayError } from "../errors.js";
+import { applyGrant } from "./hooks.js";
+import { anonymousIdentity, refusal, type AccessControl, type Identity, type Refusal } from "./access.js";
+import { hookHeaders } from "./http-auth.js";
 
 /** setTimeout's longest delay; later expiries re-arm. */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -31,17 +30,16 @@ export class ConnectionGuard {
   constructor(
     private readonly limits: LimitsSection,
     private readonly authConfig: AuthSection,
-    readonly auth: Authenticator,
+    /** The authorization chain every door passes (token, connect hook, permissions, subscribe hook). */
+    readonly access: AccessControl,
     private readonly metrics: GuardMetrics,
     private readonly log: Logger,
-    /** Connect and subscribe hooks to the application backend, when configured. */
-    readonly hooks?: Hooks,
   ) {
     this.admission = new Admission(limits, metrics);
     this.admission.start();
   }
 
-  /** The uWS upgrade handler: synchronous when auth is off, otherwise verifies the token first. */
+  /** The uWS upgrade handler: synchronous when nothing identifies users, otherwise runs the chain's first half. */
   upgrade(res: HttpResponse, req: HttpRequest, context: us_socket_context_t, isDraining: () => boolean): void {
     // The uWS request is only valid until this function returns: read all of it first.
     const key = req.getHeader("sec-websocket-key");
@@ -53,13 +51,7 @@ export class ConnectionGuard {
       queryToken: req.getQuery("token"),
     });
     const ip = Buffer.from(res.getRemoteAddressAsText()).toString();
-    const hooks = this.hooks?.connectEnabled ? this.hooks : undefined;
-    const hookHeaders: Record<string, string> = {};
-    if (hooks)
-      for (const h of hooks.headerNames) {
-        const v = req.getHeader(h);
-        if (v) hookHeaders[h] = v;
-      }
+    const headers = hookHeaders(this.access, req);
     if (isDraining()) return reject(res, 503, ErrorCode.ShuttingDown, "server is shutting down");
     if ("error" in offer) return reject(res, 400, ErrorCode.BadRequest, offer.error);
     const refusal = this.admission.reserve(ip, origin);
@@ -71,56 +63,29 @@ export class ConnectionGuard {
         refusal.message,
         refusal.retryAfterSec,
       );
-    const accept = (p: Principal, hook?: Omit<ConnectDecision, "principal">): void => {
-      const s = newSession(ip, p.user);
-      s.principal = p;
-      if (hook) {
-        s.hookGrant = hook.grant;
-        if (hook.info !== undefined) s.hookInfo = hook.info;
-      }
-      res.upgrade(s, key, offer.protocol, extensions, context);
-    };
-    if (!this.auth.enabled && !hooks) return accept(ANONYMOUS);
+    const accept = (id: Identity): void => res.upgrade(newSession(id), key, offer.protocol, extensions, context);
+    if (!this.access.auth.enabled && !this.access.hooks?.connectEnabled) return accept(anonymousIdentity(ip));
     let aborted = false;
     res.onAborted(() => {
       aborted = true;
       this.admission.cancel(ip);
     });
-    const authenticated = this.auth.enabled;
-    this.auth
-      .authenticate(offer.token)
+    this.access
+      .identify({ transport: "websocket", ip, token: offer.token, headers })
       .then(
-        async (p) => {
+        (id) => {
           if (aborted) return;
-          let hook: ConnectDecision | undefined;
-          if (hooks) {
-            try {
-              hook = await hooks.connect(p, authenticated, ip, hookHeaders);
-              p = hook.principal;
-            } catch (e) {
-              if (aborted) return;
-              this.admission.cancel(ip);
-              const g = e instanceof GatewayError ? e : new GatewayError(ErrorCode.HookUnavailable, "connect hook failed", { cause: e });
-              if (!(e instanceof GatewayError)) this.log.error({ err: e }, "connect hook failed unexpectedly");
-              this.metrics.rejected(g.code);
-              return res.cork(() => reject(res, g.status, g.code, g.message));
-            }
-            if (aborted) return;
-          }
           if (isDraining()) {
             this.admission.cancel(ip);
             return res.cork(() => reject(res, 503, ErrorCode.ShuttingDown, "server is shutting down"));
           }
-          res.cork(() => accept(p, hook));
+          res.cork(() => accept(id));
         },
         (e: unknown) => {
           if (aborted) return;
           this.admission.cancel(ip);
-          const reason = e instanceof AuthError ? e.reason : "invalid";
-          this.metrics.authFailure(reason);
-          this.metrics.rejected("unauthorized");
-          if (!(e instanceof AuthError)) this.log.error({ err: e }, "token verification failed unexpectedly");
-          res.cork(() => reject(res, 401, ErrorCode.Unauthorized, e instanceof AuthError ? e.message : "token rejected"));
+          const r = refusalOf(e, this.metrics, this.log);
+          res.cork(() => reject(res, r.status, r.code, r.message));
         },
       )
       .catch((e: unknown) => this.log.error({ err: e }, "upgrade failed"));
@@ -163,10 +128,11 @@ export class ConnectionGuard {
 
   /** Replaces the claims with a new token of the same user; the caller drops `revoked` subscriptions. */
   async refresh(ws: Socket, f: RefreshFrame): Promise<RefreshResult> {
-    if (!this.auth.enabled) return { ok: false, code: ErrorCode.BadRequest, message: "authentication is off on this gateway: there is no token to refresh" };
+    if (!this.access.auth.enabled)
+      return { ok: false, code: ErrorCode.BadRequest, message: "authentication is off on this gateway: there is no token to refresh" };
     let p: Principal;
     try {
-      p = await this.auth.verify(f.token);
+      p = await this.access.auth.verify(f.token);
     } catch (e) {
       if (!(e instanceof AuthError)) throw e;
       this.metrics.authFailure(e.reason);
@@ -176,10 +142,10 @@ export class ConnectionGuard {
     if (p.user !== s.user) return { ok: false, code: ErrorCode.Forbidden, message: "refresh refused: the token is for another user" };
     if (s.closed) return { ok: true, exp: p.exp, revoked: [] };
     // What the connect hook granted stays granted (the hook is not asked again on refresh).
-    if (s.hookGrant) p = applyGrant(p, true, s.hookGrant);
-    s.principal = p;
+    if (s.identity.grant) p = applyGrant(p, true, s.identity.grant);
+    s.identity = { ...s.identity, principal: p };
     this.armExpiry(ws);
-    return { ok: true, exp: p.exp, revoked: [...s.subs.keys()].filter((pattern) => !canSubscribe(p.perms, pattern)) };
+    return { ok: true, exp: p.exp, revoked: [...s.subs.keys()].filter((pattern) => !this.access.permits(p, { right: "sub", channel: pattern })) };
   }
 
   /** Closes the socket with 4001 when its token expires (exp + clock tolerance), unless refreshed first. */
@@ -187,7 +153,7 @@ export class ConnectionGuard {
     const s = ws.getUserData();
     clearTimeout(s.expiryTimer);
     s.expiryTimer = undefined;
-    const exp = s.principal.exp;
+    const exp = s.identity.principal.exp;
     if (exp === undefined) return;
     const due = (exp + this.authConfig.jwtClockToleranceSec) * 1000;
     s.expiryTimer = setTimeout(
@@ -210,6 +176,20 @@ const STATUS: Record<number, string> = {
   429: "429 Too Many Requests",
   503: "503 Service Unavailable",
 };
+
+/** What a failure of the chain answers (auth/access.ts), counted in the guard's metrics. */
+function refusalOf(e: unknown, metrics: GuardMetrics, log: Logger): Refusal {
+  let r: Refusal;
+  try {
+    r = refusal(e);
+  } catch {
+    log.error({ err: e }, "authorization failed unexpectedly");
+    r = { status: 503, code: ErrorCode.HookUnavailable, message: "authorization failed; retry later", temporary: true };
+  }
+  if (e instanceof AuthError) metrics.authFailure(e.reason);
+  metrics.rejected(r.code);
+  return r;
+}
 
 /** Answers an upgrade with an HTTP error instead of a WebSocket. */
 function reject(res: HttpResponse, status: number, code: string, message: string, retryAfterSec?: number): void {

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { HooksSection } from "../config/sections.js";
 import { GatewayError } from "../errors.js";
 import type { Logger } from "../log.js";
@@ -15,6 +16,8 @@ export type ConnectHookRequest = {
   ip: string;
   /** The upgrade request's headers named in HOOK_HEADERS (lower case; absent ones left out). */
   headers: Record<string, string>;
+  /** The door: a WebSocket upgrade, an SSE stream, or one HTTP request (history, presence list, publish). */
+  transport: "websocket" | "sse" | "http";
 };
 
 /** What the subscribe hook is sent (POST JSON). */
@@ -23,25 +26,32 @@ export type SubscribeHookRequest = { user: string; channel: string; durable: str
 /** A connection admitted by the connect hook: its principal with the hook's claims merged, and its `info`. */
 export type ConnectDecision = { principal: Principal; grant: HookGrant; info?: unknown };
 
-type Cached = { allow: boolean; reason: string; expires: number };
+/** A cached answer: allowed (with the connect hook's decision), or denied with the reason. */
+type Cached<T> = { allow: true; value: T; expires: number } | { allow: false; reason: string; expires: number };
 
 /**
  * Hooks to the application backend (Centrifugo's proxy is the model): the connect hook allows or denies a
  * WebSocket upgrade and may attach claims (more channel permissions, server-side subscriptions, a user
  * when authentication is off, an `info` value); the subscribe hook allows or denies each `sub`. Both fail
  * closed: no answer within HOOK_TIMEOUT, a refused connection, a non-2xx status or a malformed answer is
- * `hook_unavailable` (temporary). Subscribe answers are cached per user and channel (HOOK_CACHE_TTL,
- * HOOK_CACHE_SIZE, least recently used first out).
+ * `hook_unavailable` (temporary). Answers are cached (HOOK_CACHE_TTL, HOOK_CACHE_SIZE, least recently used
+ * first out) under a digest of everything the hook was sent, so that one caller never gets an answer given
+ * to another: subscribe answers only for identified users (a token or the connect hook named them), connect
+ * answers only for HTTP requests (a WebSocket asks once, at its upgrade).
  */
 export class Hooks {
-  private readonly cache = new Map<string, Cached>();
+  private readonly subscribeCache: AnswerCache<true>;
+  private readonly connectCache: AnswerCache<ConnectDecision>;
   /** Calls made to the subscribe hook (tests and the curious). */
   subscribeCalls = 0;
 
   constructor(
     private readonly config: HooksSection,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.subscribeCache = new AnswerCache(config.cacheTtlMs, config.cacheSize);
+    this.connectCache = new AnswerCache(config.cacheTtlMs, config.cacheSize);
+  }
 
   get connectEnabled(): boolean {
     return this.config.connectUrl !== "";
@@ -56,42 +66,54 @@ export class Hooks {
     return this.config.headers;
   }
 
-  /** Asks the connect hook; resolves with the merged principal, or rejects with `forbidden`/`hook_unavailable`. */
-  async connect(p: Principal, authenticated: boolean, ip: string, headers: Record<string, string>): Promise<ConnectDecision> {
+  /**
+   * Asks the connect hook (or, for an HTTP request, its cache); resolves with the merged principal, or
+   * rejects with `forbidden`/`hook_unavailable`.
+   */
+  async connect(
+    p: Principal,
+    authenticated: boolean,
+    ip: string,
+    headers: Record<string, string>,
+    transport: ConnectHookRequest["transport"],
+  ): Promise<ConnectDecision> {
     const body: ConnectHookRequest = {
       user: authenticated ? p.user : null,
       claims: authenticated ? { channels: { sub: p.perms.sub, pub: p.perms.pub, auto: p.perms.auto ?? [] }, exp: p.exp ?? null } : null,
       ip,
       headers,
+      transport,
     };
-    const answer = await this.call("connect", this.config.connectUrl, body);
-    if (answer.allow !== true) throw denied("connection", answer.reason);
-    const grant = readGrant(p, answer);
-    const principal = applyGrant(p, authenticated, grant);
-    return answer.info === undefined ? { principal, grant } : { principal, grant, info: answer.info };
+    // The token's expiry is part of the body: a cached answer never outlives the claims it was given for.
+    const cache = transport === "websocket" ? undefined : this.connectCache;
+    return this.ask("connection", cache, body, async () => {
+      const answer = await this.call("connect", this.config.connectUrl, body);
+      if (answer.allow !== true) return { allow: false, reason: reasonOf(answer) };
+      const grant = readGrant(p, answer);
+      const principal = applyGrant(p, authenticated, grant);
+      return { allow: true, value: answer.info === undefined ? { principal, grant } : { principal, grant, info: answer.info } };
+    });
   }
 
-  /** Asks the subscribe hook (or its cache); rejects with `forbidden` or `hook_unavailable`. */
-  async subscribe(r: SubscribeHookRequest): Promise<void> {
-    const key = `${r.user}\u0000${r.channel}`;
-    const now = Date.now();
-    const hit = this.cache.get(key);
-    if (hit && hit.expires > now) {
-      this.cache.delete(key); // re-inserted below: most recently used last
-      this.cache.set(key, hit);
-      if (!hit.allow) throw denied(`subscription to ${r.channel}`, hit.reason);
-      return;
+  /** Asks the subscribe hook (or, for an identified user, its cache); rejects with `forbidden` or `hook_unavailable`. */
+  async subscribe(r: SubscribeHookRequest, identified: boolean): Promise<void> {
+    await this.ask(`subscription to ${r.channel}`, identified ? this.subscribeCache : undefined, r, async () => {
+      this.subscribeCalls++;
+      const answer = await this.call("subscribe", this.config.subscribeUrl, r);
+      return answer.allow === true ? { allow: true, value: true as const } : { allow: false, reason: reasonOf(answer) };
+    });
+  }
+
+  /** One hook question: the cached answer for exactly this body, or a call (failures are never cached). */
+  private async ask<T>(what: string, cache: AnswerCache<T> | undefined, body: unknown, call: () => Promise<Answer<T>>): Promise<T> {
+    const key = cache?.enabled ? digest(body) : undefined;
+    let a = key !== undefined ? cache!.get(key) : undefined;
+    if (!a) {
+      a = await call();
+      if (key !== undefined) cache!.set(key, a);
     }
-    this.subscribeCalls++;
-    const answer = await this.call("subscribe", this.config.subscribeUrl, r);
-    const allow = answer.allow === true;
-    const reason = typeof answer.reason === "string" ? answer.reason : "";
-    if (this.config.cacheTtlMs > 0) {
-      this.cache.delete(key);
-      this.cache.set(key, { allow, reason, expires: Date.now() + this.config.cacheTtlMs });
-      while (this.cache.size > this.config.cacheSize) this.cache.delete(this.cache.keys().next().value!);
-    }
-    if (!allow) throw denied(`subscription to ${r.channel}`, reason);
+    if (!a.allow) throw denied(what, a.reason);
+    return a.value;
   }
 
   /** Failure logs per hook: the first at once, then at most one every WARN_EVERY_MS with how many were not logged. */
@@ -115,6 +137,8 @@ export class Hooks {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: JSON.stringify(body),
+        // A redirect would re-send the user's headers (cookies) to wherever the answer points.
+        redirect: "error",
         signal: AbortSignal.timeout(this.config.timeoutMs),
       });
     } catch (e) {
@@ -142,6 +166,40 @@ const WARN_EVERY_MS = 5_000;
 
 function denied(what: string, reason: unknown): GatewayError {
   return new GatewayError(ErrorCode.Forbidden, `${what} denied by the application${typeof reason === "string" && reason ? `: ${reason.slice(0, 200)}` : ""}`);
+}
+
+const reasonOf = (answer: Record<string, unknown>): string => (typeof answer.reason === "string" ? answer.reason : "");
+
+const digest = (body: unknown): string => createHash("sha256").update(JSON.stringify(body)).digest("base64");
+
+type Answer<T> = { allow: true; value: T } | { allow: false; reason: string };
+
+/** Hook answers by the digest of their request, for a TTL, least recently used out first. */
+class AnswerCache<T> {
+  private readonly map = new Map<string, Cached<T>>();
+  constructor(
+    private readonly ttlMs: number,
+    private readonly size: number,
+  ) {}
+
+  get enabled(): boolean {
+    return this.ttlMs > 0 && this.size > 0;
+  }
+
+  get(key: string): Answer<T> | undefined {
+    const hit = this.map.get(key);
+    if (!hit) return undefined;
+    this.map.delete(key);
+    if (hit.expires <= Date.now()) return undefined;
+    this.map.set(key, hit); // re-inserted: most recently used last
+    return hit;
+  }
+
+  set(key: string, a: Answer<T>): void {
+    this.map.delete(key);
+    this.map.set(key, { ...a, expires: Date.now() + this.ttlMs });
+    while (this.map.size > this.size) this.map.delete(this.map.keys().next().value!);
+  }
 }
 
 const causeOf = (e: unknown): string => {

@@ -1,40 +1,41 @@
-import { ErrorCode } from "../protocol/codes.js";
 import type { HttpRequest } from "../uws.js";
-import { bearerOf, type Authenticator, type HttpCredentials } from "./authenticator.js";
-import { AuthError } from "./errors.js";
-import { canPublish, canSubscribe } from "./permissions.js";
+import { refusal, type Access, type AccessControl, type Identity, type Knock, type Refusal } from "./access.js";
+import { bearerOf } from "./authenticator.js";
 
-/** An HTTP refusal: 401 (no or bad credentials) or 403 (no right on this channel). */
-export type HttpDenial = { status: 401 | 403; body: { error: string; message: string } };
-
-/** Reads the credentials of a request (synchronously: uWS requests die after the handler returns). */
-export function readCredentials(req: HttpRequest): HttpCredentials {
+/**
+ * What the authorization chain needs of an HTTP request (SSE, history, presence list, publish), read
+ * synchronously: uWS requests die when the handler returns. `Authorization: Bearer`, `X-Api-Key` (or an API
+ * key as the bearer), and the HOOK_HEADERS for the connect hook.
+ */
+export function readKnock(access: AccessControl, req: HttpRequest, ip: string, transport: "sse" | "http"): Knock {
   const authorization = req.getHeader("authorization");
   const apiKey = req.getHeader("x-api-key");
-  return { bearer: authorization ? (bearerOf(authorization) ?? authorization) : undefined, apiKey: apiKey || undefined };
+  const token = authorization ? (bearerOf(authorization) ?? authorization) : undefined;
+  return { transport, ip, headers: hookHeaders(access, req), ...(token ? { token } : {}), ...(apiKey ? { apiKey } : {}) };
+}
+
+/** The request headers named in HOOK_HEADERS (lower case, absent ones left out); none without a connect hook. */
+export function hookHeaders(access: AccessControl, req: HttpRequest): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!access.hooks?.connectEnabled) return out;
+  for (const h of access.hooks.headerNames) {
+    const v = req.getHeader(h);
+    if (v) out[h] = v;
+  }
+  return out;
 }
 
 /**
- * Checks an HTTP request's right to `pub` (publish) or `sub` (read history) on `channel`. With
- * authentication off everything passes; API keys may do both on every channel.
+ * The whole chain for one HTTP request and one channel: the request's identity, or what to answer (401 no or
+ * bad credentials, 403 no right or the application said no, 503 a hook did not answer). Every HTTP door that
+ * reads or writes a channel calls this and nothing else.
  */
-export async function authorizeHttp(
-  auth: Authenticator,
-  creds: HttpCredentials,
-  right: "pub" | "sub",
-  channel: string | undefined,
-): Promise<HttpDenial | undefined> {
-  if (!auth.enabled) return undefined;
-  let perms;
+export async function authorizeRequest(access: AccessControl, k: Knock, a: Access): Promise<{ identity: Identity } | { refused: Refusal }> {
   try {
-    perms = (await auth.authenticateHttp(creds)).perms;
+    const identity = await access.identify(k);
+    await access.authorize(identity, a);
+    return { identity };
   } catch (e) {
-    if (!(e instanceof AuthError)) throw e;
-    return { status: 401, body: { error: ErrorCode.Unauthorized, message: e.message } };
+    return { refused: refusal(e) };
   }
-  if (channel === undefined) return undefined;
-  const ok = right === "pub" ? canPublish(perms, channel) : canSubscribe(perms, channel);
-  return ok
-    ? undefined
-    : { status: 403, body: { error: ErrorCode.Forbidden, message: `no permission to ${right === "pub" ? "publish to" : "read"} ${channel}` } };
 }

@@ -13,6 +13,7 @@ import { createTlsApp, topicsOf } from "../ws/tls.js";
 import { Authenticator } from "../auth/authenticator.js";
 import { ConnectionGuard } from "../auth/guard.js";
 import { Hooks } from "../auth/hooks.js";
+import { AccessControl } from "../auth/access.js";
 import { createGuardMetrics } from "../limits/metrics.js";
 import { isFgwMessage, type ToPrimary, type ToWorker } from "./ipc.js";
 import { CloseCode } from "../protocol/codes.js";
@@ -33,7 +34,8 @@ export async function runWorker(config: Config): Promise<void> {
   const isDraining = () => draining;
   const auth = new Authenticator(c.auth); // key material is read here, once
   const hooks = c.hooks.connectUrl || c.hooks.subscribeUrl ? new Hooks(c.hooks, log) : undefined;
-  const guard = new ConnectionGuard(c.limits, c.auth, auth, createGuardMetrics(), log, hooks);
+  const access = new AccessControl(auth, hooks);
+  const guard = new ConnectionGuard(c.limits, c.auth, access, createGuardMetrics(), log);
 
   const directVia = { link: metrics.directGets.labels("link"), main: metrics.directGets.labels("main") };
   const broker = await connectBroker(c, log, `fanout-gateway-worker-${cluster.worker?.id ?? 0}`, {
@@ -61,10 +63,10 @@ export async function runWorker(config: Config): Promise<void> {
   });
   const clusterMetrics = metricsClient();
   // Server-Sent Events streams: registered before the HTTP routes' catch-alls.
-  const sse = new SseEndpoint({ config: c, broker, hub, auth, admission: guard.admission, metrics, log, isDraining });
+  const sse = new SseEndpoint({ config: c, broker, hub, access, admission: guard.admission, metrics, log, isDraining });
   for (const a of apps) sse.register(a);
   sse.start();
-  for (const a of apps) registerHttpRoutes(a, { config: c.server, broker, metrics, log, isDraining, auth, clusterMetrics, publisher, presence });
+  for (const a of apps) registerHttpRoutes(a, { config: c.server, broker, metrics, log, isDraining, access, clusterMetrics, publisher, presence });
   await ws.listen(c.server.host, c.server.port);
   if (tlsApp) await ws.listenExtra(tlsApp, c.server.host, c.server.tlsPort);
   send({ type: "fgw:listening", port: c.server.port });

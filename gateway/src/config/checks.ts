@@ -53,9 +53,30 @@ export function checkAuthConfig(c: Config): void {
   }
   if (c.tlsCertFile && c.tlsPort !== 0 && c.tlsPort === c.port)
     throw new ConfigError("TLS_PORT", `invalid ${name("TLS_PORT", "tls-port")}: must differ from PORT (${c.port})`);
+  checkHooksIdentify(c, on);
   if (c.connectRatePerIp !== -1 && c.connectBurstPerIp < 1)
     throw new ConfigError("CONNECT_BURST_PER_IP", `invalid ${name("CONNECT_BURST_PER_IP", "connect-burst-per-ip")}: must be at least 1`);
 }
 
 /** The TLS listener is configured. */
 export const tlsEnabled = (c: Pick<Config, "tlsCertFile" | "tlsKeyFile">): boolean => !!(c.tlsCertFile && c.tlsKeyFile);
+
+/**
+ * Hooks gate users, so something must say who the user is on every door: a token (authentication on), or,
+ * with authentication off, the connect hook reading the request headers that identify it (a session cookie).
+ * Without either every WebSocket and HTTP request would be the same anonymous user, and the hooks would
+ * decide for all of them alike.
+ */
+function checkHooksIdentify(c: Config, authOn: boolean): void {
+  if (authOn || (!c.connectHookUrl && !c.subscribeHookUrl)) return;
+  if (!c.connectHookUrl)
+    throw new ConfigError(
+      "SUBSCRIBE_HOOK_URL",
+      `invalid ${name("SUBSCRIBE_HOOK_URL", "subscribe-hook-url")}: with authentication off and no CONNECT_HOOK_URL nothing identifies users, so the subscribe hook would answer for everyone alike; set a JWT key (JWT_SECRET, JWT_PUBLIC_KEY_FILE, JWT_JWKS_FILE) or a CONNECT_HOOK_URL that identifies users from HOOK_HEADERS`,
+    );
+  if (c.hookHeaders.length === 0)
+    throw new ConfigError(
+      "HOOK_HEADERS",
+      `invalid ${name("HOOK_HEADERS", "hook-headers")}: with authentication off the connect hook identifies users from the request headers, and none are passed to it; name the headers that carry the session (cookie, say)`,
+    );
+}

@@ -1,25 +1,24 @@
-import type { Authenticator } from "../auth/authenticator.js";
-import { authorizeHttp, readCredentials } from "../auth/http-auth.js";
+import type { AccessControl } from "../auth/access.js";
+import { authorizeRequest, readKnock } from "../auth/http-auth.js";
 import { brokerFailure } from "../errors.js";
 import type { Logger } from "../log.js";
 import type { PresenceHub } from "../presence/hub.js";
 import { checkChannel } from "../protocol/channel.js";
 import { ErrorCode } from "../protocol/codes.js";
 import type { TemplatedApp } from "../uws.js";
-import { send, sendJson, track } from "./respond.js";
+import { remoteIp, send, sendJson, sendRefusal, track } from "./respond.js";
 
-export type PresenceRouteContext = { presence?: PresenceHub; auth: Authenticator; log: Logger; brokerKind: string; isConnected: () => boolean };
+export type PresenceRouteContext = { presence?: PresenceHub; access: AccessControl; log: Logger; brokerKind: string; isConnected: () => boolean };
 
 /**
  * `GET /v1/channels/{channel}/presence`: the channel's members, as the `presence` op answers them
- * (`{"channel","members":[…],"truncated"}`). Needs the sub right on the channel (or an API key) with
- * authentication on. Registered before the history route, which takes the rest of /v1/channels/.
+ * (`{"channel","members":[…],"truncated"}`). Passes the authorization chain as a read of the channel. Registered before the history route, which takes the rest of /v1/channels/.
  */
 export function registerPresenceRoute(app: TemplatedApp, ctx: PresenceRouteContext): void {
   app.get("/v1/channels/:channel/presence", (res, req) => {
     const st = track(res);
     const raw = req.getParameter(0) ?? "";
-    const creds = readCredentials(req);
+    const knock = readKnock(ctx.access, req, remoteIp(res), "http");
     let channel: string;
     try {
       channel = decodeURIComponent(raw);
@@ -29,9 +28,9 @@ export function registerPresenceRoute(app: TemplatedApp, ctx: PresenceRouteConte
     const c = checkChannel(channel);
     if (!c.ok) return sendJson(res, st, 400, { error: ErrorCode.BadChannel, message: c.reason, temporary: false });
     const hub = ctx.presence;
-    void authorizeHttp(ctx.auth, creds, "sub", channel)
-      .then(async (denied) => {
-        if (denied) return sendJson(res, st, denied.status, { ...denied.body, temporary: false });
+    void authorizeRequest(ctx.access, knock, { right: "sub", channel })
+      .then(async (r) => {
+        if ("refused" in r) return sendRefusal(res, st, r.refused);
         if (!hub)
           return sendJson(res, st, 501, { error: ErrorCode.UnsupportedByBroker, message: `the ${ctx.brokerKind} broker keeps no presence`, temporary: false });
         try {

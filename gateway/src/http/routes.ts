@@ -7,12 +7,12 @@ import { ErrorCode } from "../protocol/codes.js";
 import type { TemplatedApp } from "../uws.js";
 import type { PublishService } from "../publish/service.js";
 import { GatewayError } from "../errors.js";
-import { readBody, send, sendJson, track } from "./respond.js";
+import { readBody, remoteIp, send, sendJson, sendRefusal, track } from "./respond.js";
 import { history, HISTORY_PREFIX } from "./history.js";
 import { registerStaticRoutes } from "./static.js";
 import { registerStatsRoute } from "./stats.js";
-import type { Authenticator } from "../auth/authenticator.js";
-import { authorizeHttp, readCredentials } from "../auth/http-auth.js";
+import type { AccessControl, Knock } from "../auth/access.js";
+import { authorizeRequest, readKnock } from "../auth/http-auth.js";
 import type { PresenceHub } from "../presence/hub.js";
 import { registerPresenceRoute } from "./presence.js";
 
@@ -24,8 +24,8 @@ export type HttpContext = {
   metrics: Metrics;
   log: Logger;
   isDraining: () => boolean;
-  /** Credentials of HTTP publish and history (allow-all when authentication is off). */
-  auth: Authenticator;
+  /** The authorization chain of every door (auth/access.ts). */
+  access: AccessControl;
   /** Prometheus text aggregated over all workers (asked of the primary). */
   clusterMetrics: () => Promise<{ text: string; contentType: string }>;
   /** Presence member lists (JetStream only). */
@@ -61,7 +61,7 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
     const st = track(res);
     const rawChannel = req.getUrl().slice(PUBLISH_PREFIX.length);
     const msgId = req.getHeader("idempotency-key") || undefined;
-    void httpPublish(ctx, res, st, rawChannel, msgId, readCredentials(req));
+    void httpPublish(ctx, res, st, rawChannel, msgId, readKnock(ctx.access, req, remoteIp(res), "http"));
   });
 
   if (publicMetrics) registerStatsRoute(app, ctx.clusterMetrics);
@@ -69,7 +69,7 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
 
   registerPresenceRoute(app, {
     presence: ctx.presence,
-    auth: ctx.auth,
+    access: ctx.access,
     log: ctx.log,
     brokerKind: ctx.broker.kind,
     isConnected: () => ctx.broker.isConnected(),
@@ -77,9 +77,13 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
 
   app.get(`${HISTORY_PREFIX}*`, (res, req) => {
     const st = track(res);
-    const [url, query, creds] = [req.getUrl(), req.getQuery() ?? "", readCredentials(req)];
-    void authorizeHttp(ctx.auth, creds, "sub", historyChannel(url)).then(
-      (denied) => (denied ? sendJson(res, st, denied.status, denied.body) : history(ctx.broker, res, st, url, query)),
+    const [url, query, knock] = [req.getUrl(), req.getQuery() ?? "", readKnock(ctx.access, req, remoteIp(res), "http")];
+    const channel = historyChannel(url);
+    // Nothing is read for a path that names no valid channel or pattern: there is nothing to authorize it against.
+    if (channel === undefined)
+      return sendJson(res, st, 400, { error: ErrorCode.BadChannel, message: "use /v1/channels/{channel}/messages with a valid channel or pattern" });
+    void authorizeRequest(ctx.access, knock, { right: "sub", channel }).then(
+      (r) => ("refused" in r ? sendRefusal(res, st, r.refused) : history(ctx.broker, res, st, url, query)),
       (e) => sendJson(res, st, 500, { error: ErrorCode.Internal, message: (e as Error).message }),
     );
   });
@@ -95,7 +99,7 @@ async function httpPublish(
   st: ReturnType<typeof track>,
   rawChannel: string,
   msgId: string | undefined,
-  creds: ReturnType<typeof readCredentials>,
+  knock: Knock,
 ): Promise<void> {
   const body = await readBody(res, st, ctx.config.maxPayloadBytes);
   if (body === undefined) return;
@@ -109,8 +113,8 @@ async function httpPublish(
   }
   const c = checkChannel(channel);
   if (!c.ok) return sendJson(res, st, 400, { error: ErrorCode.BadChannel, message: c.reason });
-  const denied = await authorizeHttp(ctx.auth, creds, "pub", channel);
-  if (denied) return sendJson(res, st, denied.status, denied.body);
+  const r = await authorizeRequest(ctx.access, knock, { right: "pub", channel });
+  if ("refused" in r) return sendRefusal(res, st, r.refused);
   if (msgId !== undefined && !/^[\x21-\x7e]{1,128}$/.test(msgId))
     return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: "Idempotency-Key must be 1-128 printable ASCII characters" });
   let data: unknown;

@@ -1,5 +1,5 @@
-import type { Authenticator } from "../auth/authenticator.js";
-import { authorizeHttp, readCredentials } from "../auth/http-auth.js";
+import type { AccessControl, Knock } from "../auth/access.js";
+import { authorizeRequest, readKnock } from "../auth/http-auth.js";
 import type { Broker } from "../broker/broker.js";
 import type { AuthSection, BackpressureSection, FanoutSection, SseSection } from "../config/sections.js";
 import { brokerFailure, WIRE_ERRORS } from "../errors.js";
@@ -20,7 +20,8 @@ export type SseContext = {
   config: Readonly<{ sse: SseSection; fanout: FanoutSection; backpressure: BackpressureSection; auth: AuthSection }>;
   broker: Broker;
   hub: FanoutHub;
-  auth: Authenticator;
+  /** The authorization chain of every door (auth/access.ts). */
+  access: AccessControl;
   /** The worker's connection admission (MAX_CONNECTIONS, per-IP limits, origins), shared with WebSockets. */
   admission: Admission;
   metrics: Metrics;
@@ -35,7 +36,8 @@ type SseRequest = {
   lastEventId: string;
   origin: string;
   ip: string;
-  creds: ReturnType<typeof readCredentials>;
+  /** What the authorization chain needs: credentials (also `?token=`, which EventSource must use), hook headers. */
+  knock: Knock;
 };
 
 /** A stream ready to start: its feed, the last seq the client has, the `gap` to tell, the token's expiry. */
@@ -89,16 +91,17 @@ export class SseEndpoint {
   }
 
   private open(res: HttpResponse, req: HttpRequest): void {
+    const ip = Buffer.from(res.getRemoteAddressAsText()).toString();
+    const knock = readKnock(this.ctx.access, req, ip, "sse");
+    const queryToken = req.getQuery("token");
     const r: SseRequest = {
       url: req.getUrl(),
       query: req.getQuery() ?? "",
       lastEventId: req.getHeader("last-event-id"),
       origin: req.getHeader("origin"),
-      ip: Buffer.from(res.getRemoteAddressAsText()).toString(),
-      creds: readCredentials(req),
+      ip,
+      knock: !knock.token && queryToken ? { ...knock, token: queryToken, tokenInUrl: true } : knock,
     };
-    const queryToken = req.getQuery("token");
-    if (!r.creds.bearer && queryToken) r.creds = { ...r.creds, bearer: queryToken };
     const state = { aborted: false, stream: undefined as SseStream | undefined };
     res.onAborted(() => {
       state.aborted = true;
@@ -156,10 +159,10 @@ export class SseEndpoint {
 
   /** Authorizes, takes the feed, and turns the start into the last seq the client has. */
   private async prepare(r: SseRequest, pattern: string, start: SseStart): Promise<Ready | { error: HttpError; feed?: ChannelFeed }> {
-    const denied = await authorizeHttp(this.ctx.auth, r.creds, "sub", pattern);
-    if (denied) return { error: { status: denied.status, code: denied.body.error as ErrorCode, message: denied.body.message } };
-    // Verified again only for its expiry (the stream ends then, as a WebSocket closes with 4001).
-    const exp = this.ctx.auth.enabled ? (await this.ctx.auth.authenticateHttp(r.creds)).exp : undefined;
+    const a = await authorizeRequest(this.ctx.access, r.knock, { right: "sub", channel: pattern });
+    if ("refused" in a) return { error: a.refused };
+    // The stream ends at the token's expiry, as a WebSocket closes with 4001.
+    const exp = a.identity.principal.exp;
     let feed: ChannelFeed;
     try {
       feed = await this.ctx.hub.acquire(pattern);

@@ -14,7 +14,7 @@ import { sendText, type Socket } from "./session.js";
  * first); frames of the auto one it sees before that `ok` are older than the `ok` and may be dropped.
  */
 export async function startAutoSubscriptions(ctx: HandlerContext, ws: Socket): Promise<void> {
-  const auto = ws.getUserData().principal.perms.auto;
+  const auto = ws.getUserData().identity.principal.perms.auto;
   if (!auto || auto.length === 0 || ctx.isDraining()) return;
   await Promise.all(auto.map((pattern) => autoSubscribe(ctx, ws, pattern)));
 }

@@ -6,7 +6,7 @@ import { sendLastValues } from "../fanout/last-values.js";
 import { brokerFailure, GatewayError } from "../errors.js";
 import { fanoutSocket, sendText, type Socket, type SubState } from "./session.js";
 import type { HandlerContext } from "./context.js";
-import { authorizeFrame } from "../auth/authorize.js";
+import { authorized } from "./authorized.js";
 import { refreshSession } from "./refresh.js";
 import { enterPresence, presenceRequest } from "./presence.js";
 
@@ -17,8 +17,6 @@ export function handleFrame(ctx: HandlerContext, ws: Socket, text: string): void
   const parsed = parseClientFrame(text);
   if (!parsed.ok) return replyErr(ctx, ws, parsed.id, parsed.code, parsed.message);
   const f = parsed.frame;
-  const denied = authorizeFrame(ws.getUserData().principal, f);
-  if (denied) return replyErr(ctx, ws, f.id, ErrorCode.Forbidden, denied);
   switch (f.op) {
     case "ping":
       return sendText(ws, pongFrame(f.id));
@@ -58,17 +56,10 @@ function internalError(ctx: HandlerContext, ws: Socket, id: Id | undefined, e: u
 async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<void> {
   const s = ws.getUserData();
   if (ctx.isDraining()) return replyErr(ctx, ws, f.id, ErrorCode.ShuttingDown, "server is shutting down; reconnect");
-  const hooks = ctx.guard.hooks;
   // A sub taking over a server-side subscription (the SDK's resume) was granted by the token or connect hook.
-  if (hooks?.subscribeEnabled && !s.subs.get(f.channel)?.auto) {
-    try {
-      await hooks.subscribe({ user: s.user, channel: f.channel, durable: f.durable ?? null, ip: s.ip, info: s.hookInfo ?? null });
-    } catch (e) {
-      if (e instanceof GatewayError) return replyFailure(ctx, ws, f.id, e);
-      throw e;
-    }
-    if (s.closed) return;
-  }
+  const serverSide = s.subs.get(f.channel)?.auto === true;
+  if (!(await authorized(ctx, ws, f.id, { right: "sub", channel: f.channel, ...(f.durable !== undefined ? { durable: f.durable } : {}), serverSide }))) return;
+  // From here on the subscription is in s.subs, where a refresh that drops the right finds and ends it.
   const existing = s.subs.get(f.channel);
   // A server-side subscription is taken over by the client's own (a resume with from:{seq,epoch}).
   if (existing?.auto) ctx.subs.end(ws, existing);
@@ -216,6 +207,7 @@ export function releaseSession(ctx: HandlerContext, ws: Socket): void {
 }
 
 async function publish(ctx: HandlerContext, ws: Socket, f: PubFrame): Promise<void> {
+  if (!(await authorized(ctx, ws, f.id, { right: "pub", channel: f.channel }))) return;
   try {
     const r = await ctx.publisher.publish("ws", f.channel, f.data, f.msgId);
     sendText(ws, okFrame(f.id, { seq: r.seq, duplicate: r.duplicate }));

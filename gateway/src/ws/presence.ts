@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
-import { ANONYMOUS } from "../auth/principal.js";
 import { brokerFailure, GatewayError } from "../errors.js";
 import { presenceTopicOf } from "../presence/hub.js";
 import { ErrorCode } from "../protocol/codes.js";
 import type { Id, PresenceFrame, SubFrame } from "../protocol/frames.js";
 import { errFrame } from "../protocol/serialize.js";
 import type { HandlerContext } from "./context.js";
+import { authorized } from "./authorized.js";
 import { sendText, type Socket, type SubState } from "./session.js";
 
 /** The connection's presence client id: 16 characters of base64url, made once. */
@@ -38,7 +38,7 @@ export async function enterPresence(ctx: HandlerContext, ws: Socket, sub: SubSta
   const entering = f.presence !== "watch";
   const events = f.presence !== "member";
   const member = entering
-    ? { client, user: s.principal === ANONYMOUS ? null : s.user, ...(f.info !== undefined ? { info: f.info } : {}), joinedAt: Date.now() }
+    ? { client, user: s.identity.identified ? s.user : null, ...(f.info !== undefined ? { info: f.info } : {}), joinedAt: Date.now() }
     : undefined;
   const joinTopic = events
     ? () => {
@@ -67,6 +67,7 @@ export async function enterPresence(ctx: HandlerContext, ws: Socket, sub: SubSta
 
 /** `{"op":"presence","channel":"x"}` → `{"op":"presence","channel":"x","members":[…],"truncated":false}`. */
 export async function presenceRequest(ctx: HandlerContext, ws: Socket, f: PresenceFrame): Promise<void> {
+  if (!(await authorized(ctx, ws, f.id, { right: "sub", channel: f.channel }))) return;
   const hub = ctx.presence;
   if (!hub)
     return fail(ctx, ws, f.id, new GatewayError(ErrorCode.UnsupportedByBroker, `the ${ctx.broker.kind} broker keeps no presence: presence needs JetStream`));

@@ -2,9 +2,8 @@ import type { WebSocket } from "../uws.js";
 import type { CatchUp } from "../fanout/catchup.js";
 import type { DurableSub } from "../fanout/durable-sub.js";
 import type { FanoutSocket } from "../fanout/socket.js";
-import { ANONYMOUS, type Principal } from "../auth/principal.js";
+import type { Identity } from "../auth/access.js";
 import type { FrameLimiter } from "../limits/frame-rate.js";
-import type { HookGrant } from "../auth/hooks.js";
 
 /**
  * Where a subscription is in its life; `Subscriptions` (subscriptions.ts) owns every transition.
@@ -47,14 +46,13 @@ export type SubState = {
 export type Session = {
   readonly id: number;
   readonly ip: string;
-  /** Authenticated user (JWT `sub`); "anon" when auth is off. Durable names are scoped by it. */
-  user: string;
-  /** The token's claims: channel permissions and expiry (allow-all ANONYMOUS when auth is off); see auth/. */
-  principal: Principal;
-  /** What the connect hook granted (re-applied on `refresh`). */
-  hookGrant?: HookGrant;
-  /** The connect hook's `info` for this connection, passed back to the subscribe hook. */
-  hookInfo?: unknown;
+  /** The user (JWT `sub`, or the connect hook's user); "anon" when nothing names it. Durable names are scoped by it. */
+  readonly user: string;
+  /**
+   * Who the connection is, as the authorization chain (auth/access.ts) established it at the upgrade: the
+   * claims (channel permissions, expiry), what the connect hook granted and its `info`. Replaced by `refresh`.
+   */
+  identity: Identity;
   /** Closes the socket with 4001 at token expiry; re-armed by `refresh`. */
   expiryTimer?: NodeJS.Timeout;
   /** Inbound frame allowance (FRAME_RATE); undefined when unlimited. */
@@ -78,8 +76,18 @@ export type Socket = WebSocket<Session>;
 
 let nextId = 1;
 
-export function newSession(ip: string, user = "anon"): Session {
-  return { id: nextId++, ip, user, principal: ANONYMOUS, subs: new Map(), closed: false, paused: false, pausedSince: 0, drainWaiters: [] };
+export function newSession(identity: Identity): Session {
+  return {
+    id: nextId++,
+    ip: identity.ip,
+    user: identity.principal.user,
+    identity,
+    subs: new Map(),
+    closed: false,
+    paused: false,
+    pausedSince: 0,
+    drainWaiters: [],
+  };
 }
 
 export function newSub(pattern: string, topic: string): SubState {

@@ -4,6 +4,7 @@ import client from "prom-client";
 import { describe, expect, it } from "vitest";
 import { Subscriptions } from "../../src/ws/subscriptions.js";
 import { newSession, type Socket } from "../../src/ws/session.js";
+import { anonymousIdentity } from "../../src/auth/access.js";
 import { createMetrics } from "../../src/metrics/metrics.js";
 import { createLogger } from "../../src/log.js";
 import { loadConfig } from "../../src/config/config.js";
@@ -16,7 +17,7 @@ const metrics = createMetrics(new client.Registry());
 const log = createLogger("silent", {});
 
 function fakeSocket(): Socket & { topics: Set<string> } {
-  const s = newSession("127.0.0.1");
+  const s = newSession(anonymousIdentity("127.0.0.1"));
   const topics = new Set<string>();
   return {
     topics,

@@ -1,0 +1,139 @@
+import { GatewayError } from "../errors.js";
+import { ErrorCode } from "../protocol/codes.js";
+import type { Authenticator } from "./authenticator.js";
+import { AuthError } from "./errors.js";
+import type { HookGrant, Hooks } from "./hooks.js";
+import { canPublish, canSubscribe } from "./permissions.js";
+import { ANONYMOUS, API_KEY_PRINCIPAL, type Principal } from "./principal.js";
+
+/** The door a request came in by; the connect hook is told which (`transport`). */
+export type Transport = "websocket" | "sse" | "http";
+
+/**
+ * Who is asking, as the chain established it: once per WebSocket (at the upgrade, and again at each
+ * `refresh`) and once per HTTP request (SSE, history, presence list, publish).
+ */
+export type Identity = Readonly<{
+  principal: Principal;
+  ip: string;
+  /** What the connect hook granted: re-applied to a refreshed token's claims. */
+  grant?: HookGrant;
+  /** The connect hook's `info`, passed back to the subscribe hook. */
+  info?: unknown;
+  /** A verified token, or the connect hook's `user`, names the user. Hook answers are cached only then. */
+  identified: boolean;
+  /** A configured API key (a trusted backend): every channel, and the hooks are not asked. */
+  trusted: boolean;
+}>;
+
+/** Authentication off, no connect hook: nobody is named, everything is allowed. */
+export const anonymousIdentity = (ip: string): Identity => ({ principal: ANONYMOUS, ip, identified: false, trusted: false });
+
+/** What one request wants on one channel. Reads take a pattern; writes a concrete channel. */
+export type Access =
+  | {
+      right: "sub";
+      channel: string;
+      /** The durable name of an acknowledged subscription (sent to the subscribe hook). */
+      durable?: string;
+      /** A server-side subscription (`channels.auto`) being taken over: the token or connect hook granted it. */
+      serverSide?: boolean;
+    }
+  | { right: "pub"; channel: string };
+
+/** The credentials of one upgrade or request, read before the first await (uWS requests die then). */
+export type Knock = {
+  transport: Transport;
+  ip: string;
+  /** The JWT (WebSocket: from the offer; HTTP: the bearer, or SSE's `?token=`). */
+  token?: string;
+  /** The token came in the URL (`?token=`), where proxies log it: API keys are refused there. */
+  tokenInUrl?: boolean;
+  /** HTTP only: `X-Api-Key`, or an API key given as the bearer. */
+  apiKey?: string;
+  /** The request headers named in HOOK_HEADERS (lower case), for the connect hook. */
+  headers: Record<string, string>;
+};
+
+/**
+ * The one authorization chain of every door that reads or writes a channel (WebSocket `sub`, `presence`,
+ * `pub`; SSE; history and last values; presence list; HTTP publish):
+ *
+ *   token (or API key) → connect hook → permissions → subscribe hook (reads) | publish permission (writes)
+ *
+ * `identify` runs the first two (a WebSocket once, at the upgrade; an HTTP request each time, its connect
+ * hook answer cached), `authorize` the rest. A door calls both and nothing else, so a new door cannot skip a
+ * check. Every refusal is a `GatewayError` (`forbidden`, `hook_unavailable`) or an `AuthError` (no or bad
+ * token: 401).
+ */
+export class AccessControl {
+  constructor(
+    readonly auth: Authenticator,
+    readonly hooks?: Hooks,
+  ) {}
+
+  /** The first half of the chain: token (or API key), then the connect hook. */
+  async identify(k: Knock): Promise<Identity> {
+    const authenticated = this.auth.enabled;
+    if (k.tokenInUrl && k.token !== undefined && this.auth.isApiKey(k.token))
+      throw new AuthError("invalid", "API keys are not accepted in the URL, where proxies and logs keep them: send X-Api-Key");
+    const principal =
+      k.transport === "websocket" ? await this.auth.authenticate(k.token) : await this.auth.authenticateHttp({ bearer: k.token, apiKey: k.apiKey });
+    if (principal === API_KEY_PRINCIPAL) return { principal, ip: k.ip, identified: true, trusted: true };
+    if (!this.hooks?.connectEnabled) return { principal, ip: k.ip, identified: authenticated, trusted: false };
+    const d = await this.hooks.connect(principal, authenticated, k.ip, k.headers, k.transport);
+    return {
+      principal: d.principal,
+      ip: k.ip,
+      grant: d.grant,
+      ...(d.info !== undefined ? { info: d.info } : {}),
+      identified: authenticated || d.grant.user !== undefined,
+      trusted: false,
+    };
+  }
+
+  /**
+   * The second half: the permission on the channel, then the subscribe hook for reads. `id` may be a getter
+   * (a WebSocket's identity, which a `refresh` replaces): the permission is checked again after the hook's
+   * await, so a refresh that dropped the right meanwhile is not missed.
+   */
+  async authorize(id: Identity | (() => Identity), a: Access): Promise<void> {
+    const current = typeof id === "function" ? id : () => id;
+    const first = current();
+    check(first.principal, a);
+    if (a.right === "pub" || first.trusted || a.serverSide || !this.hooks?.subscribeEnabled) return;
+    await this.hooks.subscribe(
+      { user: first.principal.user, channel: a.channel, durable: a.durable ?? null, ip: first.ip, info: first.info ?? null },
+      first.identified,
+    );
+    check(current().principal, a);
+  }
+
+  /**
+   * The permission part alone, synchronously: for re-checking after an await, when a `refresh` may have
+   * replaced the claims meanwhile (a refresh that drops a right ends what it no longer allows).
+   */
+  permits(p: Principal, a: Access): boolean {
+    return deniedBy(p, a) === undefined;
+  }
+}
+
+/** What a door answers when the chain refuses: the HTTP status, the wire code, and whether retrying helps. */
+export type Refusal = { status: number; code: ErrorCode; message: string; temporary: boolean };
+
+/** The refusal of a chain failure: 401 for a missing or bad token, a GatewayError's own; anything else is rethrown. */
+export function refusal(e: unknown): Refusal {
+  if (e instanceof AuthError) return { status: 401, code: ErrorCode.Unauthorized, message: e.message, temporary: false };
+  if (e instanceof GatewayError) return { status: e.status, code: e.code, message: e.message, temporary: e.temporary };
+  throw e;
+}
+
+function check(p: Principal, a: Access): void {
+  const denied = deniedBy(p, a);
+  if (denied) throw new GatewayError(ErrorCode.Forbidden, denied);
+}
+
+function deniedBy(p: Principal, a: Access): string | undefined {
+  if (a.right === "sub") return canSubscribe(p.perms, a.channel) ? undefined : `no permission to read ${a.channel}`;
+  return canPublish(p.perms, a.channel) ? undefined : `no permission to publish to ${a.channel}`;
+}

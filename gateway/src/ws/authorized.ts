@@ -1,0 +1,24 @@
+import type { Access } from "../auth/access.js";
+import { GatewayError } from "../errors.js";
+import type { Id } from "../protocol/frames.js";
+import { errFrame } from "../protocol/serialize.js";
+import type { HandlerContext } from "./context.js";
+import { sendText, type Socket } from "./session.js";
+
+/**
+ * The authorization chain (auth/access.ts) for one frame of a WebSocket: true when allowed; otherwise the
+ * client got its `err` (`forbidden`, `hook_unavailable`), or the socket closed meanwhile. The identity is
+ * read again after the chain's awaits: a `refresh` may have replaced it.
+ */
+export async function authorized(ctx: HandlerContext, ws: Socket, id: Id | undefined, a: Access): Promise<boolean> {
+  const s = ws.getUserData();
+  try {
+    await ctx.guard.access.authorize(() => s.identity, a);
+  } catch (e) {
+    if (!(e instanceof GatewayError)) throw e;
+    ctx.metrics.badFrames.labels(e.code).inc();
+    sendText(ws, errFrame(id, e.code, e.message, e.temporary));
+    return false;
+  }
+  return !s.closed;
+}
