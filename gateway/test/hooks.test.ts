@@ -1,50 +1,27 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { startGateway, type GatewayHandle } from "./support/gateway.js";
 import { httpPublish } from "./support/ws-client.js";
 import { ClientPool, uniqueNames } from "./support/clients.js";
 import { waitFor } from "./support/wait.js";
+import { HookBackend } from "./support/hook-backend.js";
 import { AUDIENCE, connect, ISSUER, refusal, SECRET, sign } from "./auth/support.js";
 
 const API_KEY = "hooks-api-key-0123456789";
 const TIMEOUT_MS = 1_000;
 
 /** The application backend: a real HTTP server whose answers each test sets. */
-type Call = { path: string; body: Record<string, unknown> };
-type Answer = { status?: number; body?: unknown; delayMs?: number };
-let answer: (c: Call) => Answer = () => ({ body: { allow: true } });
-const calls: Call[] = [];
-let backend: Server;
-let backendPort = 0;
-
-function handle(req: IncomingMessage, res: ServerResponse): void {
-  let raw = "";
-  req.on("data", (d: Buffer) => (raw += d.toString()));
-  req.on("end", () => {
-    const call = { path: req.url ?? "", body: JSON.parse(raw) as Record<string, unknown> };
-    calls.push(call);
-    const a = answer(call);
-    const reply = () => {
-      if (res.destroyed) return;
-      res.writeHead(a.status ?? 200, { "content-type": "application/json" }).end(JSON.stringify(a.body ?? {}));
-    };
-    if (a.delayMs) setTimeout(reply, a.delayMs).unref();
-    else reply();
-  });
-}
+let backend: HookBackend;
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;
 const clients = new ClientPool();
 const headers = (t: string) => ({ authorization: `Bearer ${t}`, origin: "https://app.test", "user-agent": "hooks-test/1" });
 const uniq = uniqueNames();
-const callsTo = (path: string, user: string) => calls.filter((c) => c.path === path && c.body.user === user);
+const callsTo = (path: string, user: string) => backend.callsTo(path, (b) => b.user === user);
 
 beforeAll(async () => {
-  backend = createServer(handle);
-  await new Promise<void>((r) => backend.listen(0, "127.0.0.1", r));
-  backendPort = (backend.address() as { port: number }).port;
+  backend = await HookBackend.start();
   nats = await startNatsServer();
   gw = await startGateway({
     natsUrl: nats.url,
@@ -54,8 +31,8 @@ beforeAll(async () => {
       JWT_ISSUER: ISSUER,
       JWT_AUDIENCE: AUDIENCE,
       API_KEYS: API_KEY,
-      CONNECT_HOOK_URL: `http://127.0.0.1:${backendPort}/connect`,
-      SUBSCRIBE_HOOK_URL: `http://127.0.0.1:${backendPort}/subscribe`,
+      CONNECT_HOOK_URL: backend.url("/connect"),
+      SUBSCRIBE_HOOK_URL: backend.url("/subscribe"),
       HOOK_TIMEOUT: `${TIMEOUT_MS}ms`,
       HOOK_CACHE_TTL: "1m",
     },
@@ -65,13 +42,12 @@ afterAll(async () => {
   clients.closeAll();
   await gw?.stop();
   await nats?.stop();
-  backend?.closeAllConnections();
-  await new Promise((r) => backend?.close(r));
+  await backend?.stop();
 });
 
 describe("hooks — connect and subscribe", () => {
   it("allow: the connect hook gets user, claims, ip and the header subset; the subscribe hook gets the channel", async () => {
-    answer = () => ({ body: { allow: true } });
+    backend.answer = () => ({ body: { allow: true } });
     const user = uniq("allow");
     const t = await sign({ channels: { sub: ["a.>"] } }, { sub: user });
     const c = clients.track(await connect(gw.wsUrl, { headers: headers(t) }));
@@ -89,12 +65,12 @@ describe("hooks — connect and subscribe", () => {
 
   it("deny: a connection is refused with 403 forbidden and the reason; a subscription with err forbidden", async () => {
     const user = uniq("deny");
-    answer = (c) => (c.path === "/connect" ? { body: { allow: false, reason: "account suspended" } } : { body: { allow: true } });
+    backend.answer = (c) => (c.path === "/connect" ? { body: { allow: false, reason: "account suspended" } } : { body: { allow: true } });
     const t = await sign({ channels: { sub: ["a.>"] } }, { sub: user });
     const r = await refusal(gw.wsUrl, { headers: headers(t) });
     expect(r.status).toBe(403);
     expect(JSON.parse(r.body)).toMatchObject({ error: "forbidden", message: expect.stringContaining("account suspended") });
-    answer = (c) => (c.path === "/subscribe" ? { body: { allow: false, reason: "not your room" } } : { body: { allow: true } });
+    backend.answer = (c) => (c.path === "/subscribe" ? { body: { allow: false, reason: "not your room" } } : { body: { allow: true } });
     const c = clients.track(await connect(gw.wsUrl, { headers: headers(t) }));
     expect(await c.request({ op: "sub", channel: "a.room1" })).toMatchObject({
       op: "err",
@@ -106,7 +82,7 @@ describe("hooks — connect and subscribe", () => {
 
   it("attach claims: extra sub permissions, server-side channels and info passed back to the subscribe hook", async () => {
     const user = uniq("attach");
-    answer = (c) =>
+    backend.answer = (c) =>
       c.path === "/connect"
         ? { body: { allow: true, channels: { sub: [`inbox.${user}.>`, "extra.*"], auto: [`inbox.${user}.>`] }, info: { plan: "pro" } } }
         : { body: { allow: true } };
@@ -129,7 +105,7 @@ describe("hooks — connect and subscribe", () => {
   });
 
   it("cache: repeated subscriptions of one user and channel call the subscribe hook once", async () => {
-    answer = () => ({ body: { allow: true } });
+    backend.answer = () => ({ body: { allow: true } });
     const user = uniq("cache");
     const t = await sign({ channels: { sub: ["a.>"] } }, { sub: user });
     const c1 = clients.track(await connect(gw.wsUrl, { headers: headers(t) }));
@@ -147,27 +123,26 @@ describe("hooks — connect and subscribe", () => {
   it("timeout: an answer later than HOOK_TIMEOUT fails closed with hook_unavailable (503 at the upgrade, temporary)", async () => {
     const user = uniq("slow");
     const t = await sign({ channels: { sub: ["a.>"] } }, { sub: user });
-    answer = () => ({ body: { allow: true }, delayMs: TIMEOUT_MS * 5 });
+    backend.answer = () => ({ body: { allow: true }, delayMs: TIMEOUT_MS * 5 });
     const r = await refusal(gw.wsUrl, { headers: headers(t) });
     expect(r.status).toBe(503);
     expect(JSON.parse(r.body)).toMatchObject({ error: "hook_unavailable", message: expect.stringContaining(`within ${TIMEOUT_MS} ms`) });
-    answer = (c) => (c.path === "/subscribe" ? { body: { allow: true }, delayMs: TIMEOUT_MS * 5 } : { body: { allow: true } });
+    backend.answer = (c) => (c.path === "/subscribe" ? { body: { allow: true }, delayMs: TIMEOUT_MS * 5 } : { body: { allow: true } });
     const c = clients.track(await connect(gw.wsUrl, { headers: headers(t) }));
     expect(await c.request({ op: "sub", channel: "a.slow" })).toMatchObject({ op: "err", code: "hook_unavailable", temporary: true });
-    answer = (c) => (c.path === "/subscribe" ? { status: 500, body: { oops: true } } : { body: { allow: true } });
+    backend.answer = (c) => (c.path === "/subscribe" ? { status: 500, body: { oops: true } } : { body: { allow: true } });
     expect(await c.request({ op: "sub", channel: "a.slow" })).toMatchObject({
       op: "err",
       code: "hook_unavailable",
       message: expect.stringContaining("HTTP 500"),
     });
     // failures are not cached: the backend is asked again, and its allow now counts
-    answer = () => ({ body: { allow: true } });
+    backend.answer = () => ({ body: { allow: true } });
     expect(await c.request({ op: "sub", channel: "a.slow" })).toMatchObject({ op: "ok" });
   });
 
   it("backend down: connections are refused with 503 hook_unavailable (fail closed)", async () => {
-    backend.closeAllConnections();
-    await new Promise((r) => backend.close(r));
+    await backend.stop();
     const user = uniq("down");
     const t = await sign({ channels: { sub: ["a.>"] } }, { sub: user });
     const logsBefore = gw.logs.length;

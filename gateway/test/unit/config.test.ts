@@ -72,3 +72,26 @@ describe("config — parsing", () => {
       expect(t).toContain(`\`${env}\``);
   });
 });
+
+describe("config — hooks need something that names users", () => {
+  const hook = "http://127.0.0.1:1/hook";
+  const settingOf = (env: Record<string, string>, args: string[] = []): string | undefined => {
+    try {
+      loadConfig(args, env);
+      return undefined;
+    } catch (e) {
+      return e instanceof ConfigError ? e.setting : String(e);
+    }
+  };
+
+  it("refuses a subscribe hook with authentication off and no connect hook, and a connect hook that sees no headers", () => {
+    expect(settingOf({ SUBSCRIBE_HOOK_URL: hook })).toBe("SUBSCRIBE_HOOK_URL");
+    expect(settingOf({ CONNECT_HOOK_URL: hook }, ["--hook-headers", ""])).toBe("HOOK_HEADERS");
+  });
+
+  it("accepts hooks behind a token, or a connect hook that reads the session headers", () => {
+    expect(settingOf({ SUBSCRIBE_HOOK_URL: hook, JWT_SECRET: "x".repeat(40) })).toBeUndefined();
+    expect(settingOf({ CONNECT_HOOK_URL: hook, SUBSCRIBE_HOOK_URL: hook })).toBeUndefined();
+    expect(settingOf({ CONNECT_HOOK_URL: hook, HOOK_HEADERS: "cookie" })).toBeUndefined();
+  });
+});

@@ -1,0 +1,59 @@
+// The application backend of the hooks tests: a real HTTP server that records every hook call and answers
+// as the test says (status, JSON body, extra headers such as a redirect's Location, a delay).
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+
+export type HookCall = { path: string; body: Record<string, unknown> };
+export type HookAnswer = {
+  status?: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+  delayMs?: number;
+  /** Answers only once this settles (a test that needs the gateway waiting on the hook). */
+  hold?: Promise<void>;
+};
+
+export class HookBackend {
+  readonly calls: HookCall[] = [];
+  /** Answers each call; tests replace it. Allows everything by default. */
+  answer: (c: HookCall) => HookAnswer = () => ({ body: { allow: true } });
+  private server?: Server;
+  port = 0;
+
+  static async start(): Promise<HookBackend> {
+    const b = new HookBackend();
+    b.server = createServer((req, res) => b.handle(req, res));
+    await new Promise<void>((r) => b.server!.listen(0, "127.0.0.1", r));
+    b.port = (b.server.address() as { port: number }).port;
+    return b;
+  }
+
+  url(path: string): string {
+    return `http://127.0.0.1:${this.port}${path}`;
+  }
+
+  callsTo(path: string, where: (body: Record<string, unknown>) => boolean = () => true): HookCall[] {
+    return this.calls.filter((c) => c.path === path && where(c.body));
+  }
+
+  async stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise((r) => this.server?.close(r));
+  }
+
+  private handle(req: IncomingMessage, res: ServerResponse): void {
+    let raw = "";
+    req.on("data", (d: Buffer) => (raw += d.toString()));
+    req.on("end", () => {
+      const call = { path: req.url ?? "", body: (raw ? JSON.parse(raw) : {}) as Record<string, unknown> };
+      this.calls.push(call);
+      const a = this.answer(call);
+      const reply = () => {
+        if (res.destroyed) return;
+        res.writeHead(a.status ?? 200, { "content-type": "application/json", ...a.headers }).end(JSON.stringify(a.body ?? {}));
+      };
+      if (a.hold) void a.hold.then(reply);
+      else if (a.delayMs) setTimeout(reply, a.delayMs).unref();
+      else reply();
+    });
+  }
+}
