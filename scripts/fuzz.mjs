@@ -1,13 +1,18 @@
 #!/usr/bin/env node
 // The long fuzz run: a million generated inputs (by default) through the frame parser, the channel validator
-// and the permission matcher, from the built modules in dist/. Usage: npm run fuzz [-- --runs N --seed S]
-// The test suite runs the same properties 2,000 times each (gateway/test/fuzz/).
+// and the permission matcher, from the built modules in dist/; then the doors target: random tokens,
+// permissions and hook answers at every door of a real gateway (nats-server, hook backend), where no door may
+// answer more than the WebSocket sub or pub would. Usage: npm run fuzz [-- --runs N --doors N --seed S]
+// The test suite runs the same properties 2,000 times each, and 60 door cases (gateway/test/fuzz/).
 import fc from "fast-check";
 import { parseArgs } from "node:util";
 import { anyFrameText, channelish, smallChannel, smallPattern, validFrame } from "./fuzz/arbitraries.mjs";
 
-const { values } = parseArgs({ options: { runs: { type: "string", default: "1000000" }, seed: { type: "string" } } });
+const { values } = parseArgs({
+  options: { runs: { type: "string", default: "1000000" }, doors: { type: "string", default: "1000" }, seed: { type: "string" } },
+});
 const runs = Number(values.runs);
+const doorRuns = Number(values.doors);
 const seed = values.seed !== undefined ? Number(values.seed) : Date.now() % 2 ** 31;
 const dist = new URL("../dist/gateway/src/", import.meta.url);
 const { parseClientFrame } = await import(new URL("protocol/frames.js", dist));
@@ -55,3 +60,44 @@ for (const [name, share, arb, check] of targets) {
 }
 const s = (performance.now() - t0) / 1000;
 console.log(`fuzz: ${total} inputs in ${s.toFixed(1)} s (${Math.round(total / s)}/s), no failure`);
+if (doorRuns > 0) await fuzzDoors(doorRuns);
+
+/** The doors target against a real gateway with JWT authentication and both hooks. */
+async function fuzzDoors(n) {
+  const support = new URL("../dist/gateway/test/support/", import.meta.url);
+  const { startNatsServer } = await import(new URL("nats-server.js", support));
+  const { startGateway } = await import(new URL("gateway.js", support));
+  const { HookBackend } = await import(new URL("hook-backend.js", support));
+  const { doorCase, runDoorCase } = await import(new URL("door-fuzz.js", support));
+  const secret = "fuzz-doors-secret-that-is-long-enough-0123";
+  const [issuer, audience, apiKey] = ["https://issuer.fuzz", "fanout-fuzz", "fuzz-doors-api-key-0123456789"];
+  const hooks = await HookBackend.start();
+  const nats = await startNatsServer();
+  let gw;
+  try {
+    gw = await startGateway({
+      natsUrl: nats.url,
+      workers: 1,
+      env: {
+        JWT_SECRET: secret,
+        JWT_ISSUER: issuer,
+        JWT_AUDIENCE: audience,
+        API_KEYS: apiKey,
+        CONNECT_HOOK_URL: hooks.url("/connect"),
+        SUBSCRIBE_HOOK_URL: hooks.url("/subscribe"),
+        HOOK_CACHE_TTL: "1m",
+        FRAME_RATE: "-1",
+        CONNECT_RATE_PER_IP: "-1",
+      },
+    });
+    const target = { url: gw.url, wsUrl: gw.wsUrl, hooks, secret, issuer, audience, apiKey };
+    const t = performance.now();
+    await fc.assert(fc.asyncProperty(doorCase, (c) => runDoorCase(target, c).then(() => undefined)), { numRuns: n, seed, endOnFailure: true });
+    const sec = (performance.now() - t) / 1000;
+    console.log(`  doors: ${n} cases at every door of a real gateway in ${sec.toFixed(1)} s, none answered more than the WebSocket`);
+  } finally {
+    await gw?.stop();
+    await nats.stop();
+    await hooks.stop();
+  }
+}

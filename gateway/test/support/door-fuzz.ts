@@ -1,0 +1,168 @@
+// The doors fuzz target: random requests at every door that reads or writes a channel, with random tokens,
+// permissions and hook answers, against a real gateway and a real hook backend. The oracle is the WebSocket:
+// no door may ever answer more than the WebSocket `sub` (reads) or `pub` (writes) of the same credentials
+// answers. Used by gateway/test/fuzz/doors.fuzz.test.ts (a short run) and `npm run fuzz -- --doors N`.
+import fc from "fast-check";
+import { SignJWT } from "jose";
+import WebSocket from "ws";
+import type { HookBackend, HookCall, HookAnswer } from "./hook-backend.js";
+
+export type DoorFuzzTarget = {
+  /** http://host:port and ws://host:port of a gateway started with JWT_SECRET, issuer, audience, API_KEYS and both hooks. */
+  url: string;
+  wsUrl: string;
+  hooks: HookBackend;
+  secret: string;
+  issuer: string;
+  audience: string;
+  apiKey: string;
+};
+
+const PATTERNS = ["f.a", "f.*", "f.>", "g.>", "g.x"] as const;
+const CHANNELS = ["f.a", "f.b", "f.a.b", "g.x", "f.*", "f.>"] as const;
+const TOKENS = ["valid", "valid-in-url", "expired", "bad-signature", "none", "garbage", "api-key-in-url"] as const;
+
+export type DoorCase = {
+  token: (typeof TOKENS)[number];
+  sub: string[];
+  pub: string[];
+  connect: "allow" | "deny" | "grant" | "error";
+  /** Channels the subscribe hook allows, or an error answer. */
+  subscribe: string[] | "error";
+  channel: string;
+};
+
+export const doorCase: fc.Arbitrary<DoorCase> = fc.record({
+  token: fc.constantFrom(...TOKENS),
+  sub: fc.subarray([...PATTERNS]),
+  pub: fc.subarray([...PATTERNS]),
+  connect: fc.constantFrom("allow", "deny", "grant", "error"),
+  subscribe: fc.oneof(fc.subarray([...CHANNELS]), fc.constant("error" as const)),
+  channel: fc.constantFrom(...CHANNELS),
+});
+
+/** What one case got at each door: a status (HTTP), or whether the WebSocket frame was answered ok. */
+export type DoorResult = {
+  upgrade: number;
+  wsSub: boolean;
+  wsPub: boolean;
+  wsPresence: boolean;
+  sse: number;
+  history: number;
+  lastValues: number;
+  presence: number;
+  publish: number;
+};
+
+let users = 0;
+
+/** Runs one case: the WebSocket first (the oracle), then every HTTP door. Throws on a violation. */
+export async function runDoorCase(t: DoorFuzzTarget, c: DoorCase): Promise<DoorResult> {
+  const user = `fz${process.pid}x${++users}`; // a fresh user: no hook answer of another case applies
+  t.hooks.answer = (call) => hookAnswer(call, user, c);
+  const token = await tokenFor(t, c, user);
+  const inUrl = c.token === "valid-in-url" || c.token === "api-key-in-url";
+  const auth: Record<string, string> = token !== undefined && !inUrl ? { authorization: `Bearer ${token}` } : {};
+  const q = token !== undefined && inUrl ? `?token=${encodeURIComponent(token)}` : "";
+  const ch = encodeURIComponent(c.channel);
+
+  const ws = await openWs(`${t.wsUrl}${q}`, auth);
+  const r: DoorResult = { upgrade: ws.status, wsSub: false, wsPub: false, wsPresence: false, sse: 0, history: 0, lastValues: 0, presence: 0, publish: 0 };
+  if (ws.socket) {
+    r.wsSub = (await ws.request({ op: "sub", channel: c.channel })).op === "ok";
+    r.wsPresence = (await ws.request({ op: "presence", channel: c.channel })).op === "presence";
+    r.wsPub = (await ws.request({ op: "pub", channel: c.channel, data: { fuzz: true } })).op === "ok";
+    ws.socket.close();
+  }
+  const get = async (path: string, accept?: string) => {
+    const res = await fetch(`${t.url}${path}`, { headers: { ...auth, ...(accept ? { accept } : {}) }, signal: AbortSignal.timeout(10_000) });
+    await res.body?.cancel();
+    return res.status;
+  };
+  r.sse = await get(`/v1/channels/${ch}/events${q}`, "text/event-stream");
+  r.history = await get(`/v1/channels/${ch}/messages${q}`);
+  r.lastValues = await get(`/v1/channels/${ch}/messages?last_per_subject=1${q ? `&${q.slice(1)}` : ""}`);
+  r.presence = await get(`/v1/channels/${ch}/presence${q}`);
+  const pub = await fetch(`${t.url}/v1/publish/${ch}${q}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...auth },
+    body: '{"fuzz":true}',
+    signal: AbortSignal.timeout(10_000),
+  });
+  await pub.body?.cancel();
+  r.publish = pub.status;
+  check(c, r);
+  return r;
+}
+
+const ok = (status: number) => status >= 200 && status < 300;
+
+function check(c: DoorCase, r: DoorResult): void {
+  const fail = (what: string) => {
+    throw new Error(`${what}\ncase: ${JSON.stringify(c)}\nresult: ${JSON.stringify(r)}`);
+  };
+  for (const door of ["sse", "history", "lastValues", "presence"] as const)
+    if (ok(r[door]) && !r.wsSub) fail(`${door} answered ${r[door]} where the WebSocket sub was refused`);
+  if (r.wsPresence && !r.wsSub) fail("the WebSocket presence op answered where sub was refused");
+  if (ok(r.publish) && !r.wsPub) fail(`HTTP publish answered ${r.publish} where the WebSocket pub was refused`);
+  for (const door of ["upgrade", "sse", "history", "lastValues", "presence", "publish"] as const)
+    if (r[door] === 500) fail(`${door} answered 500 (internal error)`);
+}
+
+function hookAnswer(call: HookCall, user: string, c: DoorCase): HookAnswer {
+  const mine = call.body.user === user || (call.body.user === null && c.token === "none");
+  if (!mine) return { body: { allow: false, reason: "another case's user" } };
+  if (call.path === "/connect") {
+    if (c.connect === "error") return { status: 500, body: {} };
+    if (c.connect === "deny") return { body: { allow: false, reason: "fuzz deny" } };
+    return { body: c.connect === "grant" ? { allow: true, channels: { sub: ["g.>"], pub: ["g.x"] } } : { allow: true } };
+  }
+  if (c.subscribe === "error") return { status: 503, body: {} };
+  return { body: { allow: c.subscribe.includes(String(call.body.channel)), reason: "fuzz" } };
+}
+
+async function tokenFor(t: DoorFuzzTarget, c: DoorCase, user: string): Promise<string | undefined> {
+  if (c.token === "none") return undefined;
+  if (c.token === "garbage") return "not.a.token";
+  if (c.token === "api-key-in-url") return t.apiKey;
+  const key = new TextEncoder().encode(c.token === "bad-signature" ? `${t.secret}-other` : t.secret);
+  const now = Math.floor(Date.now() / 1000);
+  return new SignJWT({ channels: { sub: c.sub, pub: c.pub } })
+    .setProtectedHeader({ alg: "HS256" })
+    .setSubject(user)
+    .setIssuer(t.issuer)
+    .setAudience(t.audience)
+    .setIssuedAt(now - 3600)
+    .setExpirationTime(c.token === "expired" ? now - 600 : now + 600)
+    .sign(key);
+}
+
+type Ws = { status: number; socket?: WebSocket; request: (f: Record<string, unknown>) => Promise<{ op: string }> };
+
+async function openWs(url: string, headers: Record<string, string>): Promise<Ws> {
+  const socket = new WebSocket(url, { headers });
+  const replies = new Map<string, (f: { op: string }) => void>();
+  let next = 0;
+  socket.on("message", (d: Buffer) => {
+    const f = JSON.parse(d.toString()) as { op: string; id?: string };
+    if (f.id !== undefined) replies.get(f.id)?.(f);
+  });
+  const request = (f: Record<string, unknown>) =>
+    new Promise<{ op: string }>((resolve, reject) => {
+      const id = `z${++next}`;
+      const timer = setTimeout(() => reject(new Error(`no reply to ${JSON.stringify(f)}`)), 10_000);
+      replies.set(id, (reply) => {
+        clearTimeout(timer);
+        resolve(reply);
+      });
+      socket.send(JSON.stringify({ ...f, id }));
+    });
+  return new Promise((resolve, reject) => {
+    socket.once("open", () => resolve({ status: 101, socket, request }));
+    socket.once("unexpected-response", (_req, res) => {
+      res.resume();
+      resolve({ status: res.statusCode ?? 0, request });
+    });
+    socket.once("error", reject);
+  });
+}
