@@ -39,3 +39,12 @@ export async function authorizeRequest(access: AccessControl, k: Knock, a: Acces
     return { refused: refusal(e) };
   }
 }
+
+/** The first half of the chain alone (token, connect hook) for a request that names its channels later: a batch. */
+export async function identifyRequest(access: AccessControl, k: Knock): Promise<{ identity: Identity } | { refused: Refusal }> {
+  try {
+    return { identity: await access.identify(k) };
+  } catch (e) {
+    return { refused: refusal(e) };
+  }
+}

@@ -21,6 +21,9 @@ export type ServerSection = Readonly<{
   tlsKeyFile: string;
   adminHost: string;
   adminPort: number;
+  /** Batch publish bounds (PUBLISH_BATCH_MAX_ITEMS, PUBLISH_BATCH_MAX_BYTES). */
+  publishBatchMaxItems: number;
+  publishBatchMaxBytes: number;
 }>;
 export type BrokerSection = Readonly<{
   kind: "jetstream" | "redis";
@@ -116,6 +119,8 @@ export function sectionsOf(c: Config): Sections {
       tlsKeyFile: c.tlsKeyFile,
       adminHost: c.adminHost,
       adminPort: c.adminPort,
+      publishBatchMaxItems: c.publishBatchMaxItems,
+      publishBatchMaxBytes: c.publishBatchMaxBytes,
     }),
     broker: Object.freeze({
       kind: c.broker,

@@ -4,21 +4,22 @@ import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { checkChannel, checkPattern } from "../protocol/channel.js";
 import { ErrorCode } from "../protocol/codes.js";
-import type { TemplatedApp } from "../uws.js";
+import type { HttpResponse, TemplatedApp } from "../uws.js";
 import type { PublishService } from "../publish/service.js";
 import { GatewayError } from "../errors.js";
-import { readBody, remoteIp, send, sendJson, sendRefusal, track } from "./respond.js";
+import { readBody, remoteIp, send, sendJson, sendRefusal, track, type ResState } from "./respond.js";
 import { history, HISTORY_PREFIX } from "./history.js";
 import { registerStaticRoutes } from "./static.js";
 import { registerStatsRoute } from "./stats.js";
 import type { AccessControl, Knock } from "../auth/access.js";
-import { authorizeRequest, readKnock } from "../auth/http-auth.js";
+import { authorizeRequest, identifyRequest, readKnock } from "../auth/http-auth.js";
+import { parseBatch } from "../protocol/batch.js";
 import type { PresenceHub } from "../presence/hub.js";
 import { registerPresenceRoute } from "./presence.js";
 
 export type HttpContext = {
-  /** Its section: body size limit, and whether an admin listener took /metrics and /v1/stats. */
-  config: Pick<ServerSection, "maxPayloadBytes" | "adminPort">;
+  /** Its section: body size limits, and whether an admin listener took /metrics and /v1/stats. */
+  config: Pick<ServerSection, "maxPayloadBytes" | "adminPort" | "publishBatchMaxItems" | "publishBatchMaxBytes">;
   publisher: PublishService;
   broker: Broker;
   metrics: Metrics;
@@ -62,6 +63,12 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
     const rawChannel = req.getUrl().slice(PUBLISH_PREFIX.length);
     const msgId = req.getHeader("idempotency-key") || undefined;
     void httpPublish(ctx, res, st, rawChannel, msgId, readKnock(ctx.access, req, remoteIp(res), "http"));
+  });
+
+  app.post("/v1/publish", (res, req) => {
+    const st = track(res);
+    const ndjson = req.getHeader("content-type").toLowerCase().startsWith("application/x-ndjson");
+    void batchPublish(ctx, res, st, ndjson, readKnock(ctx.access, req, remoteIp(res), "http"));
   });
 
   if (publicMetrics) registerStatsRoute(app, ctx.clusterMetrics);
@@ -130,6 +137,42 @@ async function httpPublish(
     if (e instanceof GatewayError) return sendJson(res, st, e.status, { error: e.code, message: e.message, temporary: e.temporary });
     ctx.log.error({ err: e }, "http publish failed");
     sendJson(res, st, 500, { error: ErrorCode.Internal, message: "internal error" });
+  }
+}
+
+/**
+ * `POST /v1/publish`: a batch, as a JSON array or NDJSON (`Content-Type: application/x-ndjson`, one item per
+ * line) of `{channel, data, msgId?}`. The request is identified once; each item passes the rest of the
+ * chain (the publish permission) on its own; all are published pipelined. 200 with one result per item.
+ */
+async function batchPublish(ctx: HttpContext, res: HttpResponse, st: ResState, ndjson: boolean, knock: Knock): Promise<void> {
+  const { publishBatchMaxBytes: maxBytes, publishBatchMaxItems: maxItems } = ctx.config;
+  const body = await readBody(res, st, maxBytes);
+  if (body === undefined) return;
+  if (body === "too_large")
+    return sendJson(res, st, 413, { error: ErrorCode.PayloadTooLarge, message: `body is larger than ${maxBytes} bytes`, temporary: false });
+  let raw: unknown;
+  try {
+    const text = body.toString("utf8");
+    raw = ndjson
+      ? text
+          .split("\n")
+          .filter((l) => l.trim() !== "")
+          .map((l) => JSON.parse(l) as unknown)
+      : JSON.parse(text);
+  } catch {
+    return sendJson(res, st, 400, { error: ErrorCode.BadJson, message: ndjson ? "a line is not valid JSON" : "body is not valid JSON", temporary: false });
+  }
+  const items = parseBatch(raw, maxItems);
+  if (typeof items === "string") return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: items, temporary: false });
+  const who = await identifyRequest(ctx.access, knock);
+  if ("refused" in who) return sendRefusal(res, st, who.refused);
+  try {
+    const results = await ctx.publisher.publishBatch("http", items, (channel) => ctx.access.authorize(who.identity, { right: "pub", channel }));
+    send(res, st, 200, `{"results":${JSON.stringify(results)}}`);
+  } catch (e) {
+    ctx.log.error({ err: e }, "http batch publish failed");
+    sendJson(res, st, 500, { error: ErrorCode.Internal, message: "internal error", temporary: true });
   }
 }
 

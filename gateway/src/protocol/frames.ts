@@ -1,5 +1,6 @@
 import { checkChannel, checkPattern } from "./channel.js";
 import { ErrorCode } from "./codes.js";
+import { isBadItem, parseBatch, parsePublishItem, type BadItem, type PublishItem } from "./batch.js";
 
 /** Start position of a subscription (replay); without one a subscription is live only. */
 export type StartPosition = { seq: number; epoch?: string } | { time: string } | { last: number } | "all" | "last_per_subject";
@@ -24,16 +25,17 @@ export type SubFrame = {
 export type PresenceFrame = { op: "presence"; id?: Id; channel: string };
 export type UnsubFrame = { op: "unsub"; id?: Id; channel: string };
 export type PubFrame = { op: "pub"; id?: Id; channel: string; data: unknown; msgId?: string };
+/** `{"op":"pub","id":N,"batch":[{channel,data,msgId?},…]}`: published pipelined, answered with one result per item. */
+export type PubBatchFrame = { op: "pub"; id?: Id; batch: (PublishItem | BadItem)[] };
 export type PingFrame = { op: "ping"; id?: Id };
 export type AckFrame = { op: "ack" | "nak" | "term" | "inprogress"; id?: Id; seq: number; delay?: number; sub?: string };
 export type RefreshFrame = { op: "refresh"; id?: Id; token: string };
-export type ClientFrame = SubFrame | UnsubFrame | PubFrame | PingFrame | AckFrame | RefreshFrame | PresenceFrame;
+export type ClientFrame = SubFrame | UnsubFrame | PubFrame | PubBatchFrame | PingFrame | AckFrame | RefreshFrame | PresenceFrame;
 export type Id = number | string;
 
 export type ParseResult = { ok: true; frame: ClientFrame } | { ok: false; id?: Id; code: ErrorCode; message: string };
 
 const MAX_ID_LENGTH = 64;
-const MSG_ID = /^[\x21-\x7e]{1,128}$/;
 const DURABLE = /^[A-Za-z0-9_-]{1,64}$/;
 /** The largest `info` of a presence member, as JSON. */
 export const PRESENCE_INFO_BYTES = 1_024;
@@ -155,16 +157,14 @@ function parseFrom(v: unknown): StartPosition | string {
 }
 
 function parsePub(o: Record<string, unknown>, id: Id | undefined): ParseResult {
-  const c = checkChannel(o.channel);
-  if (!c.ok) return fail(ErrorCode.BadChannel, c.reason, id);
-  if (!("data" in o)) return fail(ErrorCode.BadRequest, "data is missing", id);
-  const frame: PubFrame = { op: "pub", id, channel: o.channel as string, data: o.data };
-  if (o.msgId !== undefined) {
-    if (typeof o.msgId !== "string" || !MSG_ID.test(o.msgId))
-      return fail(ErrorCode.BadRequest, "msgId must be 1-128 printable ASCII characters without spaces", id);
-    frame.msgId = o.msgId;
+  if (o.batch !== undefined) {
+    if (o.channel !== undefined || o.data !== undefined) return fail(ErrorCode.BadRequest, "a batch pub has batch only, not channel or data", id);
+    const batch = parseBatch(o.batch);
+    return typeof batch === "string" ? fail(ErrorCode.BadRequest, batch, id) : { ok: true, frame: { op: "pub", id, batch } };
   }
-  return { ok: true, frame };
+  const item = parsePublishItem(o);
+  if (isBadItem(item)) return fail(item.code, item.message, id);
+  return { ok: true, frame: { op: "pub", id, ...item } };
 }
 
 function parseAck(o: Record<string, unknown>, id: Id | undefined): ParseResult {

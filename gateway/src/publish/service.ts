@@ -3,6 +3,10 @@ import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { brokerFailure, GatewayError } from "../errors.js";
+import { isBadItem, type BadItem, type PublishItem } from "../protocol/batch.js";
+
+/** One item's result in a batch, in the item's place: stored (seq, duplicate), or why not. */
+export type ItemResult = { seq: number; duplicate: boolean } | { error: string; message: string; temporary: boolean };
 
 export type PublishVia = "ws" | "http";
 
@@ -44,5 +48,32 @@ export class PublishService {
       if (this.log.isLevelEnabled("debug")) this.log.debug({ err: e, channel }, "publish failed");
       throw brokerFailure(e, this.broker.isConnected(), "publish");
     }
+  }
+
+  /**
+   * Publishes a batch pipelined: every item is authorized first (`allow` rejects with a GatewayError), then
+   * all allowed ones are handed to the broker in item order in one synchronous pass (one connection: the
+   * stream stores them in that order), and their acks are awaited together. One result per item, in order.
+   */
+  async publishBatch(via: PublishVia, items: readonly (PublishItem | BadItem)[], allow: (channel: string) => Promise<void>): Promise<ItemResult[]> {
+    const checked = await Promise.all(
+      items.map(async (it): Promise<PublishItem | GatewayError> => {
+        if (isBadItem(it)) return new GatewayError(it.code, it.message);
+        try {
+          await allow(it.channel);
+          return it;
+        } catch (e) {
+          if (e instanceof GatewayError) return e;
+          throw e;
+        }
+      }),
+    );
+    const pending = checked.map((it) => (it instanceof GatewayError ? Promise.reject(it) : this.publish(via, it.channel, it.data, it.msgId)));
+    const settled = await Promise.allSettled(pending);
+    return settled.map((r) => {
+      if (r.status === "fulfilled") return { seq: r.value.seq, duplicate: r.value.duplicate };
+      const e = r.reason instanceof GatewayError ? r.reason : brokerFailure(r.reason, this.broker.isConnected(), "publish");
+      return { error: e.code, message: e.message, temporary: e.temporary };
+    });
   }
 }

@@ -1,6 +1,6 @@
 import { DurableSub } from "../fanout/durable-sub.js";
 import { ErrorCode } from "../protocol/codes.js";
-import { parseClientFrame, type AckFrame, type Id, type PubFrame, type SubFrame, type UnsubFrame } from "../protocol/frames.js";
+import { parseClientFrame, type AckFrame, type Id, type PubBatchFrame, type PubFrame, type SubFrame, type UnsubFrame } from "../protocol/frames.js";
 import { errFrame, okFrame, pongFrame } from "../protocol/serialize.js";
 import { sendLastValues } from "../fanout/last-values.js";
 import { brokerFailure, GatewayError } from "../errors.js";
@@ -206,7 +206,8 @@ export function releaseSession(ctx: HandlerContext, ws: Socket): void {
   s.subs.clear();
 }
 
-async function publish(ctx: HandlerContext, ws: Socket, f: PubFrame): Promise<void> {
+async function publish(ctx: HandlerContext, ws: Socket, f: PubFrame | PubBatchFrame): Promise<void> {
+  if ("batch" in f) return publishBatch(ctx, ws, f);
   if (!(await authorized(ctx, ws, f.id, { right: "pub", channel: f.channel }))) return;
   try {
     const r = await ctx.publisher.publish("ws", f.channel, f.data, f.msgId);
@@ -215,4 +216,13 @@ async function publish(ctx: HandlerContext, ws: Socket, f: PubFrame): Promise<vo
     if (e instanceof GatewayError) return replyFailure(ctx, ws, f.id, e);
     throw e;
   }
+}
+
+/** A `pub` with `batch`: each item through the authorization chain, all published pipelined, one `ok` with every result. */
+async function publishBatch(ctx: HandlerContext, ws: Socket, f: PubBatchFrame): Promise<void> {
+  const s = ws.getUserData();
+  const max = ctx.config.server.publishBatchMaxItems;
+  if (f.batch.length > max) return replyErr(ctx, ws, f.id, ErrorCode.BadRequest, `a batch holds at most ${max} items (this one has ${f.batch.length})`);
+  const results = await ctx.publisher.publishBatch("ws", f.batch, (channel) => ctx.guard.access.authorize(() => s.identity, { right: "pub", channel }));
+  sendText(ws, okFrame(f.id, { results }));
 }

@@ -1,0 +1,41 @@
+import { checkChannel } from "./channel.js";
+import { ErrorCode } from "./codes.js";
+
+/** One message to publish: the same fields as a single `pub` (channel, data, msgId). */
+export type PublishItem = { channel: string; data: unknown; msgId?: string };
+/** An item that cannot be published as given: answered in its place, the others go on. */
+export type BadItem = { code: ErrorCode; message: string };
+
+/** Most items any batch may have (PUBLISH_BATCH_MAX_ITEMS, checked by the doors, is at most this). */
+export const MAX_BATCH_ITEMS = 100_000;
+
+const MSG_ID = /^[\x21-\x7e]{1,128}$/;
+
+/** Reads one publish item (a `pub` frame, or an element of a batch); never throws. */
+export function parsePublishItem(o: unknown): PublishItem | BadItem {
+  if (typeof o !== "object" || o === null || Array.isArray(o))
+    return { code: ErrorCode.BadRequest, message: "an item must be an object {channel, data, msgId?}" };
+  const r = o as Record<string, unknown>;
+  const c = checkChannel(r.channel);
+  if (!c.ok) return { code: ErrorCode.BadChannel, message: c.reason };
+  if (!("data" in r)) return { code: ErrorCode.BadRequest, message: "data is missing" };
+  const item: PublishItem = { channel: r.channel as string, data: r.data };
+  if (r.msgId !== undefined) {
+    if (typeof r.msgId !== "string" || !MSG_ID.test(r.msgId))
+      return { code: ErrorCode.BadRequest, message: "msgId must be 1-128 printable ASCII characters without spaces" };
+    item.msgId = r.msgId;
+  }
+  return item;
+}
+
+/**
+ * Reads a batch: a list of 1 to `maxItems` items, each parsed on its own (a bad item is answered in its
+ * place). A message for the whole batch when it is not such a list.
+ */
+export function parseBatch(v: unknown, maxItems = MAX_BATCH_ITEMS): (PublishItem | BadItem)[] | string {
+  if (!Array.isArray(v) || v.length === 0) return "batch must be a non-empty list of {channel, data, msgId?}";
+  if (v.length > maxItems) return `a batch holds at most ${maxItems} items (this one has ${v.length})`;
+  return v.map(parsePublishItem);
+}
+
+export const isBadItem = (x: PublishItem | BadItem): x is BadItem => "code" in x;

@@ -1,0 +1,134 @@
+// Batch publish through both doors (POST /v1/publish, WebSocket pub with batch) against a real gateway and
+// nats-server: one result per item in order, stored in item order, each item authorized on its own, bounds.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
+import { startGateway, type GatewayHandle } from "./support/gateway.js";
+import { ClientPool, uniqueNames } from "./support/clients.js";
+import { AUDIENCE, connect, ISSUER, SECRET, sign } from "./auth/support.js";
+
+const API_KEY = "batch-api-key-0123456789";
+const MAX_ITEMS = 200;
+let nats: NatsServerHandle;
+let gw: GatewayHandle;
+const clients = new ClientPool();
+const uniq = uniqueNames();
+
+beforeAll(async () => {
+  nats = await startNatsServer();
+  gw = await startGateway({
+    natsUrl: nats.url,
+    workers: 2,
+    env: {
+      JWT_SECRET: SECRET,
+      JWT_ISSUER: ISSUER,
+      JWT_AUDIENCE: AUDIENCE,
+      API_KEYS: API_KEY,
+      PUBLISH_BATCH_MAX_ITEMS: String(MAX_ITEMS),
+      PUBLISH_BATCH_MAX_BYTES: "32KiB",
+    },
+  });
+});
+afterAll(async () => {
+  clients.closeAll();
+  await gw?.stop();
+  await nats?.stop();
+});
+
+type Results = { results: ({ seq: number; duplicate: boolean } | { error: string; message: string; temporary: boolean })[] };
+
+async function post(body: string, headers: Record<string, string>): Promise<{ status: number; json: Results & Record<string, unknown> }> {
+  const r = await fetch(`${gw.url}/v1/publish`, { method: "POST", body, headers: { "content-type": "application/json", ...headers } });
+  return { status: r.status, json: (await r.json()) as Results & Record<string, unknown> };
+}
+
+const seqsOf = (r: Results) => r.results.map((x) => ("seq" in x ? x.seq : -1));
+const increasing = (xs: number[]) => xs.every((x, i) => i === 0 || x > xs[i - 1]!);
+
+describe("batch publish — HTTP", () => {
+  it("a JSON array of 100 is stored in item order and delivered in order, one result per item", async () => {
+    const channel = uniq("batch.http");
+    const t = await sign({ channels: { sub: [channel] } }, { sub: uniq("watcher") });
+    const sub = clients.track(await connect(gw.wsUrl, { headers: { authorization: `Bearer ${t}` } }));
+    await sub.sub(channel);
+    const items = Array.from({ length: 100 }, (_, i) => ({ channel, data: { i } }));
+    const r = await post(JSON.stringify(items), { "x-api-key": API_KEY });
+    expect(r.status).toBe(200);
+    expect(r.json.results).toHaveLength(100);
+    const seqs = seqsOf(r.json);
+    expect(increasing(seqs)).toBe(true);
+    const got = await sub.waitForMsgs(100);
+    expect(got.map((m) => (m.data as { i: number }).i)).toEqual(items.map((x) => x.data.i));
+    expect(got.map((m) => m.seq)).toEqual(seqs);
+  });
+
+  it("NDJSON works the same; msgId dedupes inside a batch", async () => {
+    const channel = uniq("batch.nd");
+    const lines = [
+      { channel, data: 1, msgId: `${channel}-a` },
+      { channel, data: 2 },
+      { channel, data: 1, msgId: `${channel}-a` },
+    ];
+    const r = await post(lines.map((l) => JSON.stringify(l)).join("\n") + "\n", { "x-api-key": API_KEY, "content-type": "application/x-ndjson" });
+    expect(r.status).toBe(200);
+    expect(r.json.results).toEqual([
+      { seq: expect.any(Number), duplicate: false },
+      { seq: expect.any(Number), duplicate: false },
+      { seq: (r.json.results[0] as { seq: number }).seq, duplicate: true },
+    ]);
+  });
+
+  it("each item is authorized on its own: a bad or forbidden item is answered in its place, the others are stored", async () => {
+    const user = uniq("pub");
+    const t = await sign({ channels: { pub: ["allowed.>"] } }, { sub: user });
+    const items = [
+      { channel: "allowed.a", data: 1 },
+      { channel: "denied.a", data: 2 },
+      { channel: "bad..name", data: 3 },
+      { channel: "allowed.b" },
+      { channel: "allowed.c", data: 5 },
+    ];
+    const r = await post(JSON.stringify(items), { authorization: `Bearer ${t}` });
+    expect(r.status).toBe(200);
+    expect(r.json.results).toEqual([
+      { seq: expect.any(Number), duplicate: false },
+      { error: "forbidden", message: expect.stringContaining("denied.a"), temporary: false },
+      { error: "bad_channel", message: expect.any(String), temporary: false },
+      { error: "bad_request", message: "data is missing", temporary: false },
+      { seq: expect.any(Number), duplicate: false },
+    ]);
+    // no credentials at all: the whole request is refused before any item
+    expect((await post(JSON.stringify(items), {})).status).toBe(401);
+  });
+
+  it("bounds: more items than PUBLISH_BATCH_MAX_ITEMS is 400, a body over PUBLISH_BATCH_MAX_BYTES is 413, not a list is 400", async () => {
+    const many = Array.from({ length: MAX_ITEMS + 1 }, () => ({ channel: "b.x", data: 0 }));
+    expect(await post(JSON.stringify(many), { "x-api-key": API_KEY })).toMatchObject({ status: 400, json: { error: "bad_request" } });
+    const big = Array.from({ length: 10 }, () => ({ channel: "b.x", data: "x".repeat(4_000) }));
+    expect(await post(JSON.stringify(big), { "x-api-key": API_KEY })).toMatchObject({ status: 413, json: { error: "payload_too_large" } });
+    expect(await post(JSON.stringify({ channel: "b.x", data: 1 }), { "x-api-key": API_KEY })).toMatchObject({ status: 400, json: { error: "bad_request" } });
+    expect(await post("[{", { "x-api-key": API_KEY })).toMatchObject({ status: 400, json: { error: "bad_json" } });
+  });
+});
+
+describe("batch publish — WebSocket", () => {
+  it("pub with batch: stored in order, one result per item, items authorized on their own, bounded", async () => {
+    const channel = uniq("batch.ws");
+    const t = await sign({ channels: { sub: [channel], pub: [channel] } }, { sub: uniq("wsuser") });
+    const c = clients.track(await connect(gw.wsUrl, { headers: { authorization: `Bearer ${t}` } }));
+    await c.sub(channel);
+    const batch = [...Array.from({ length: 50 }, (_, i) => ({ channel, data: { i } })), { channel: "other.x", data: 0 }];
+    const r = await c.request({ op: "pub", batch });
+    expect(r).toMatchObject({ op: "ok" });
+    const results = (r as unknown as Results).results;
+    expect(results).toHaveLength(51);
+    expect(results[50]).toMatchObject({ error: "forbidden", temporary: false });
+    const seqs = seqsOf({ results: results.slice(0, 50) });
+    expect(increasing(seqs)).toBe(true);
+    const got = await c.waitForMsgs(50);
+    expect(got.map((m) => m.seq)).toEqual(seqs);
+    const over = Array.from({ length: MAX_ITEMS + 1 }, () => ({ channel, data: 0 }));
+    expect(await c.request({ op: "pub", batch: over })).toMatchObject({ op: "err", code: "bad_request" });
+    expect(await c.request({ op: "pub", batch: [] })).toMatchObject({ op: "err", code: "bad_request" });
+    expect(await c.request({ op: "pub", batch: [{ channel, data: 1 }], channel })).toMatchObject({ op: "err", code: "bad_request" });
+  });
+});
