@@ -148,6 +148,10 @@ export interface Subscription {
 }
 
 export type PublishResult = { seq: number; duplicate: boolean };
+/** One item of `publishBatch`: as `publish`'s arguments. */
+export type BatchItem = { channel: string; data: unknown; msgId?: string };
+/** One item's outcome in a batch, in the item's place: stored, or the server's error for that item alone. */
+export type BatchItemResult = PublishResult | { error: GatewayError };
 
 /** Lifecycle events, one discriminated union. */
 export type GatewayEvent =
@@ -208,6 +212,7 @@ type Sub = Subscription & {
   settle?: { resolve: (i: SubscribeInfo) => void; reject: (e: GatewayError) => void };
 };
 type Pub = { channel: string; data: unknown; msgId: string; resolve: (r: PublishResult) => void; reject: (e: Error) => void };
+type BatchPub = { batch: Required<BatchItem>[]; resolve: (r: BatchItemResult[]) => void; reject: (e: Error) => void };
 
 export class GatewayClient {
   /** Counters for the curious: reconnects made and duplicate messages dropped. */
@@ -224,7 +229,7 @@ export class GatewayClient {
   private readonly pending = new Map<number, (f: Frame) => void>();
   private readonly subs = new Map<string, Sub>();
   /** Publishes not answered yet, in call order (Set keeps insertion order). */
-  private readonly outbox = new Set<Pub>();
+  private readonly outbox = new Set<Pub | BatchPub>();
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each event type has its own listener type
   private readonly listeners = new Map<GatewayEventType, Set<(e: any) => void>>();
   private firstOpen: { promise: Promise<void>; resolve: () => void; reject: (e: Error) => void };
@@ -307,6 +312,27 @@ export class GatewayClient {
     }
     return new Promise((resolve, reject) => {
       const pub: Pub = { channel, data, msgId: options.msgId ?? newMsgId(), resolve, reject };
+      this.outbox.add(pub);
+      if (this.state === "open" && this.ws) this.sendPub(pub, this.ws);
+    });
+  }
+
+  /**
+   * Publishes many messages in one frame (PROTOCOL.md `pub` with `batch`): the server publishes them
+   * pipelined and in item order, and answers one result per item — its seq, or its own error (say, no
+   * right on that channel) while the others are stored. Every item carries a msgId, so a batch re-sent after
+   * a lost reply is stored once. Queued while disconnected like `publish` (a batch counts as one). Rejects as
+   * a whole only when the frame is refused (more items than the server's PUBLISH_BATCH_MAX_ITEMS, larger than
+   * its MAX_PAYLOAD_BYTES) or the client closes.
+   */
+  publishBatch(items: readonly BatchItem[]): Promise<BatchItemResult[]> {
+    if (this.state === "closed") return Promise.reject(this.stopped);
+    if (items.length === 0) return Promise.resolve([]);
+    if (this.state !== "open" && this.outbox.size >= this.opts.queueLimit) {
+      return Promise.reject(new GatewayError("queue_full", `publish queue is full (${this.opts.queueLimit} waiting while disconnected)`));
+    }
+    return new Promise((resolve, reject) => {
+      const pub: BatchPub = { batch: items.map((i) => ({ channel: i.channel, data: i.data, msgId: i.msgId ?? newMsgId() })), resolve, reject };
       this.outbox.add(pub);
       if (this.state === "open" && this.ws) this.sendPub(pub, this.ws);
     });
@@ -537,7 +563,17 @@ export class GatewayClient {
     if (this.state === "open" && this.ws) this.request(this.ws, { op: "unsub", channel: sub.channel }, () => undefined);
   }
 
-  private sendPub(pub: Pub, ws: WebSocketLike): void {
+  private sendPub(pub: Pub | BatchPub, ws: WebSocketLike): void {
+    if ("batch" in pub)
+      return this.request(ws, { op: "pub", batch: pub.batch }, (reply) => {
+        this.outbox.delete(pub);
+        if (reply.op !== "ok" || !Array.isArray(reply.results)) return pub.reject(wireError(reply));
+        pub.resolve(
+          (reply.results as Frame[]).map((r) =>
+            typeof r.error === "string" ? { error: wireError({ ...r, code: r.error }) } : { seq: Number(r.seq), duplicate: r.duplicate === true },
+          ),
+        );
+      });
     this.request(ws, { op: "pub", channel: pub.channel, data: pub.data, msgId: pub.msgId }, (reply) => {
       this.outbox.delete(pub);
       if (reply.op === "ok") pub.resolve({ seq: Number(reply.seq), duplicate: reply.duplicate === true });

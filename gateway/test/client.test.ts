@@ -190,4 +190,21 @@ describe("client — publishing", () => {
     expect(b).toEqual({ seq: a.seq, duplicate: true });
     await expect(c.publish("bad channel", 1)).rejects.toMatchObject({ name: "GatewayError", code: "bad_channel" });
   });
+
+  it("client — publishBatch: one result per item in order, a bad item answered in its place, re-sent after a worker dies and stored once", async () => {
+    const channel = uniq("batch");
+    const t = trackedWebSocket();
+    const c = client(t.ctor);
+    await c.connect();
+    const first = await c.publishBatch([{ channel, data: 0 }, { channel: "bad channel", data: 1 }, { channel, data: 2 }]);
+    expect(first[0]).toMatchObject({ seq: expect.any(Number), duplicate: false });
+    expect(first[1]).toMatchObject({ error: { name: "GatewayError", code: "bad_channel", temporary: false } });
+    expect((first[2] as { seq: number }).seq).toBeGreaterThan((first[0] as { seq: number }).seq);
+    const worker = await workerServing(t.ports[0]!);
+    const pending = Array.from({ length: 10 }, (_, b) => c.publishBatch(Array.from({ length: 10 }, (_, i) => ({ channel, data: { b, i } }))));
+    process.kill(worker, "SIGKILL");
+    const results = (await Promise.all(pending)).flat() as { seq: number }[];
+    expect(new Set(results.map((r) => r.seq)).size).toBe(100);
+    expect(await storedCount(channel)).toBe(102);
+  });
 });
