@@ -196,7 +196,11 @@ describe("client — publishing", () => {
     const t = trackedWebSocket();
     const c = client(t.ctor);
     await c.connect();
-    const first = await c.publishBatch([{ channel, data: 0 }, { channel: "bad channel", data: 1 }, { channel, data: 2 }]);
+    const first = await c.publishBatch([
+      { channel, data: 0 },
+      { channel: "bad channel", data: 1 },
+      { channel, data: 2 },
+    ]);
     expect(first[0]).toMatchObject({ seq: expect.any(Number), duplicate: false });
     expect(first[1]).toMatchObject({ error: { name: "GatewayError", code: "bad_channel", temporary: false } });
     expect((first[2] as { seq: number }).seq).toBeGreaterThan((first[0] as { seq: number }).seq);
