@@ -17,6 +17,8 @@ export type PubOptions = Readonly<{
   sync: boolean;
   /** Publishes in flight at once per process when not --sync. */
   window: number;
+  /** Gateway targets: publishes gathered into batch requests of up to this many (1: one request each). */
+  batch: number;
   timeoutMs: number;
   /** Send a de-duplication id (JetStream Nats-Msg-Id / gateway msgId) of "<publisher>:<seq>". */
   msgId: boolean;
@@ -35,7 +37,7 @@ export const PUB_DEFAULT_PORTS: Record<PubTarget, number> = {
 
 export const PUB_USAGE = `usage: pub-cluster [-t interval-ms] [-n messages-per-interval] [-c processes] [-p passes]
                    [-H host[,host…]] [--port port] [--size bytes] [--channel name …]
-                   [--target gateway-ws|gateway-http|jetstream|nats|redis|socketio|centrifuge] [--sync | --window N]
+                   [--target gateway-ws|gateway-http|jetstream|nats|redis|socketio|centrifuge] [--sync | --window N] [--batch N]
                    [--timeout ms] [--msg-id] [--no-clock] [--json FILE] [--quiet]`;
 
 export class PubUsageError extends Error {
@@ -70,6 +72,7 @@ export function parsePubOptions(argv: readonly string[]): PubOptions {
       target: { type: "string" },
       sync: { type: "boolean" },
       window: { type: "string" },
+      batch: { type: "string" },
       timeout: { type: "string" },
       "msg-id": { type: "boolean" },
       json: { type: "string" },
@@ -83,6 +86,9 @@ export function parsePubOptions(argv: readonly string[]): PubOptions {
   const target = (values.target ?? "gateway-ws") as PubTarget;
   if (!(target in PUB_DEFAULT_PORTS)) throw new PubUsageError(`--target must be one of ${Object.keys(PUB_DEFAULT_PORTS).join(", ")}, got "${values.target}"`);
   if (values.sync && values.window !== undefined) throw new PubUsageError("--sync and --window exclude each other");
+  const batch = int("--batch", values.batch, 1, 1);
+  if (batch > 1 && target !== "gateway-ws" && target !== "gateway-http") throw new PubUsageError("--batch is for the gateway targets (gateway-ws, gateway-http)");
+  if (batch > 1 && (values.sync || int("--window", values.window, 100, 1) < batch)) throw new PubUsageError(`--batch ${batch} needs --window of at least ${batch} (and not --sync)`);
   const hosts = list(values.H);
   const channels = list(values.channel);
   return Object.freeze({
@@ -97,6 +103,7 @@ export function parsePubOptions(argv: readonly string[]): PubOptions {
     target,
     sync: values.sync ?? false,
     window: values.sync ? 1 : int("--window", values.window, 100, 1),
+    batch,
     timeoutMs: int("--timeout", values.timeout, 10_000, 1),
     msgId: values["msg-id"] ?? false,
     json: values.json ?? null,

@@ -11,6 +11,7 @@ import { GatewayHttpPublisher } from "./publishers/gateway-http.js";
 import { GatewayWsPublisher } from "./publishers/gateway-ws.js";
 import { SocketIoPublisher } from "./publishers/socketio.js";
 import { CentrifugePublisher } from "./publishers/centrifuge.js";
+import { BatchingPublisher } from "./publishers/batching.js";
 import { dataPayload, endPayload, safePublisherId } from "./payload.js";
 import { LatencyStats, nowUs } from "../../subtools/src/stats.js";
 import { CpuMeter } from "../../subtools/src/cpu.js";
@@ -18,6 +19,9 @@ import { CpuMeter } from "../../subtools/src/cpu.js";
 const END_MARKER_ATTEMPTS = 3;
 
 export function makePublisher(target: PubTarget, setup: PublisherSetup): Publisher {
+  const batch = setup.opts.batch;
+  if (batch > 1 && target === "gateway-http") return new BatchingPublisher(new GatewayHttpPublisher(setup), batch);
+  if (batch > 1 && target === "gateway-ws") return new BatchingPublisher(new GatewayWsPublisher(setup), batch);
   switch (target) {
     case "redis": return new RedisPublisher(setup);
     case "nats": return new NatsPublisher(setup);

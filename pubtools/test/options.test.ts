@@ -22,5 +22,8 @@ describe("pub-cluster options", () => {
     expect(() => parsePubOptions(["--target", "mqtt"])).toThrow(/--target/);
     expect(() => parsePubOptions(["-p", "0"])).toThrow(/-p must be/);
     expect(() => parsePubOptions(["extra"])).toThrow(/unexpected/);
+    expect(() => parsePubOptions(["--target", "redis", "--batch", "10"])).toThrow(/gateway targets/);
+    expect(() => parsePubOptions(["--batch", "10", "--window", "5"])).toThrow(/--window of at least 10/);
+    expect(parsePubOptions(["--target", "gateway-http", "--batch", "10"]).batch).toBe(10);
   });
 });

@@ -7,6 +7,7 @@ import { startRedisServer, type RedisServerHandle } from "../../gateway/test/sup
 import { startNatsServer, type NatsServerHandle } from "../../gateway/test/support/nats-server.js";
 import { waitFor } from "../../gateway/test/support/wait.js";
 import { buildTools, PUB_CLI, runToEnd } from "../../subtools/test/support/tools.js";
+import { startGateway, type GatewayHandle } from "../../gateway/test/support/gateway.js";
 
 let redis: RedisServerHandle;
 let nats: NatsServerHandle;
@@ -63,6 +64,25 @@ describe("pub-cluster — publishing", () => {
     expect(out).toContain("Published: 20 (acked 20, failed 0)");
     expect(out).toMatch(/\t ACK MEAN: [\d.]+ms/);
     await nc.close();
+  });
+
+  it("pub-cluster — --batch N against the gateway (HTTP and WebSocket): every publish stored once and in order", async () => {
+    let gw: GatewayHandle | undefined;
+    try {
+      gw = await startGateway({ natsUrl: nats.url, workers: 1, args: ["--stream-name", "PTBATCH", "--subject-prefix", "ptb"] });
+      for (const target of ["gateway-http", "gateway-ws"]) {
+        const channel = `pt.batch.${target}`;
+        const args = ["-t", "20", "-n", "25", "-p", "4", "--target", target, "--port", String(gw.port), "--channel", channel, "--batch", "10", "--msg-id", "--no-clock"];
+        const { code, out } = await runToEnd(PUB_CLI, args);
+        expect(code, out).toBe(0);
+        expect(out).toContain("Published: 100 (acked 100, failed 0)");
+        const r = (await (await fetch(`${gw.url}/v1/channels/${channel}/messages?limit=1000`)).json()) as { messages: { data: Body }[] };
+        const seqs = r.messages.filter((m) => !m.data.end).map((m) => m.data.s);
+        expect(seqs).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
+      }
+    } finally {
+      await gw?.stop();
+    }
   });
 
   it("pub-cluster — refused publishes are counted as failed and the exit code says so", async () => {

@@ -1,13 +1,14 @@
 // Gateway WebSocket publish (protocol v1): {"op":"pub","id":N,"channel":…,"data":…} → {"op":"ok","id":N,"seq":…}
 // or {"op":"err","id":N,"code":…}. After a close (e.g. 1001, server going away) the next publish reconnects.
 import WebSocket from "ws";
-import type { Publisher, PublisherSetup } from "./types.js";
+import type { PublisherSetup } from "./types.js";
 import { PublishError } from "./types.js";
+import { itemJson, itemOutcome, type BatchCapable, type BatchEntry } from "./batching.js";
 
-type Pending = { resolve(): void; reject(e: Error): void; timer: NodeJS.Timeout };
-type Reply = { op?: string; id?: number; code?: string; message?: string };
+type Pending = { resolve(r: Reply): void; reject(e: Error): void; timer: NodeJS.Timeout };
+type Reply = { op?: string; id?: number; code?: string; message?: string; results?: { error?: string; message?: string }[] };
 
-export class GatewayWsPublisher implements Publisher {
+export class GatewayWsPublisher implements BatchCapable {
   readonly acks = true;
   private ws: WebSocket | null = null;
   private opening: Promise<WebSocket> | null = null;
@@ -38,13 +39,30 @@ export class GatewayWsPublisher implements Publisher {
     return this.opening;
   }
 
-  async publish(channel: string, body: string, msgId: string | undefined): Promise<void> {
-    const ws = await this.socket();
+  private json(channel: string): string {
     let ch = this.channelJson.get(channel);
     if (!ch) { ch = JSON.stringify(channel); this.channelJson.set(channel, ch); }
+    return ch;
+  }
+
+  async publish(channel: string, body: string, msgId: string | undefined): Promise<void> {
+    const ws = await this.socket();
     const id = this.nextId++;
-    const frame = `{"op":"pub","id":${id},"channel":${ch},"data":${body}${msgId ? `,"msgId":${JSON.stringify(msgId)}` : ""}}`;
-    await new Promise<void>((resolve, reject) => {
+    const frame = `{"op":"pub","id":${id},"channel":${this.json(channel)},"data":${body}${msgId ? `,"msgId":${JSON.stringify(msgId)}` : ""}}`;
+    await this.request(ws, id, frame);
+  }
+
+  /** {"op":"pub","id":N,"batch":[…]} → {"op":"ok","id":N,"results":[…]} (--batch). */
+  async publishBatch(items: readonly BatchEntry[]): Promise<(PublishError | null)[]> {
+    const ws = await this.socket();
+    const id = this.nextId++;
+    const frame = `{"op":"pub","id":${id},"batch":[${items.map((e) => itemJson(e, this.json(e.channel))).join(",")}]}`;
+    const reply = await this.request(ws, id, frame);
+    return items.map((_, i) => itemOutcome(reply.results?.[i]));
+  }
+
+  private request(ws: WebSocket, id: number, frame: string): Promise<Reply> {
+    return new Promise<Reply>((resolve, reject) => {
       const timer = setTimeout(() => { this.pending.delete(id); reject(new PublishError("ack timeout", "timeout")); }, this.setup.opts.timeoutMs);
       this.pending.set(id, { resolve, reject, timer });
       ws.send(frame, (err) => {
@@ -64,7 +82,7 @@ export class GatewayWsPublisher implements Publisher {
     if (!p) return;
     this.pending.delete(r.id);
     clearTimeout(p.timer);
-    if (r.op === "ok") p.resolve();
+    if (r.op === "ok") p.resolve(r);
     else p.reject(new PublishError(`${r.code ?? "error"}: ${r.message ?? ""}`, r.code ?? "error"));
   }
 
