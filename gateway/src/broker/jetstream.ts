@@ -1,3 +1,4 @@
+import { LoopTurn } from "./loop-turn.js";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { SubjectMapper } from "../protocol/channel.js";
@@ -49,6 +50,7 @@ export class JetStreamBroker implements Broker {
   readonly presence?: JetStreamPresence;
   private listeners: ((e: BrokerEvent) => void)[] = [];
   private readonly liveFeeds: LiveFeedHooks = new Set();
+  private readonly publishTurn = new LoopTurn();
   private connected = false;
   private epoch_?: string;
 
@@ -157,6 +159,8 @@ export class JetStreamBroker implements Broker {
 
   async publish(channel: string, payload: Uint8Array, msgId?: string): Promise<PublishResult> {
     if (!this.isConnected()) throw new GatewayError(ErrorCode.BrokerUnavailable, "NATS is not connected");
+    // The publishes of one event-loop turn reach nats.js together: one socket write for all of them.
+    await this.publishTurn.wait();
     const ack = await this.js.publish(this.mapper.toSubject(channel), payload, msgId ? { msgID: msgId } : undefined);
     return { seq: ack.seq, duplicate: ack.duplicate };
   }
