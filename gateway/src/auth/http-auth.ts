@@ -1,16 +1,18 @@
-import type { HttpRequest } from "../uws.js";
+import type { HttpRequest, HttpResponse } from "../uws.js";
 import { refusal, type Access, type AccessControl, type Identity, type Knock, type Refusal } from "./access.js";
 import { bearerOf } from "./authenticator.js";
 
 /**
  * What the authorization chain needs of an HTTP request (SSE, history, presence list, publish), read
  * synchronously: uWS requests die when the handler returns. `Authorization: Bearer`, `X-Api-Key` (or an API
- * key as the bearer), and the HOOK_HEADERS for the connect hook.
+ * key as the bearer), and the HOOK_HEADERS for the connect hook. The client's address is read only when a
+ * hook will be sent it (or given, when the door has it already): a publish without hooks does not pay for it.
  */
-export function readKnock(access: AccessControl, req: HttpRequest, ip: string, transport: "sse" | "http"): Knock {
+export function readKnock(access: AccessControl, req: HttpRequest, res: HttpResponse, transport: "sse" | "http", ip?: string): Knock {
   const authorization = req.getHeader("authorization");
   const apiKey = req.getHeader("x-api-key");
   const token = authorization ? (bearerOf(authorization) ?? authorization) : undefined;
+  ip ??= access.hooks ? Buffer.from(res.getRemoteAddressAsText()).toString() : "";
   return { transport, ip, headers: hookHeaders(access, req), ...(token ? { token } : {}), ...(apiKey ? { apiKey } : {}) };
 }
 

@@ -6,7 +6,7 @@ import type { PresenceHub } from "../presence/hub.js";
 import { checkChannel } from "../protocol/channel.js";
 import { ErrorCode } from "../protocol/codes.js";
 import type { TemplatedApp } from "../uws.js";
-import { remoteIp, send, sendJson, sendRefusal, track } from "./respond.js";
+import { send, sendJson, sendRefusal, track } from "./respond.js";
 
 export type PresenceRouteContext = { presence?: PresenceHub; access: AccessControl; log: Logger; brokerKind: string; isConnected: () => boolean };
 
@@ -18,7 +18,7 @@ export function registerPresenceRoute(app: TemplatedApp, ctx: PresenceRouteConte
   app.get("/v1/channels/:channel/presence", (res, req) => {
     const st = track(res);
     const raw = req.getParameter(0) ?? "";
-    const knock = readKnock(ctx.access, req, remoteIp(res), "http");
+    const knock = readKnock(ctx.access, req, res, "http");
     let channel: string;
     try {
       channel = decodeURIComponent(raw);

@@ -61,9 +61,6 @@ export function readBody(res: HttpResponse, st: ResState, limit: number): Promis
   });
 }
 
-/** The client's address, as text (read it in the handler, before any await). */
-export const remoteIp = (res: HttpResponse): string => Buffer.from(res.getRemoteAddressAsText()).toString();
-
 /** Answers a refusal of the authorization chain: `{error, message, temporary}` with its status. */
 export const sendRefusal = (res: HttpResponse, st: ResState, r: { status: number; code: string; message: string; temporary: boolean }): void =>
   sendJson(res, st, r.status, { error: r.code, message: r.message, temporary: r.temporary });

@@ -7,7 +7,7 @@ import { ErrorCode } from "../protocol/codes.js";
 import type { HttpResponse, TemplatedApp } from "../uws.js";
 import type { PublishService } from "../publish/service.js";
 import { GatewayError } from "../errors.js";
-import { readBody, remoteIp, send, sendJson, sendRefusal, track, type ResState } from "./respond.js";
+import { readBody, send, sendJson, sendRefusal, track, type ResState } from "./respond.js";
 import { history, HISTORY_PREFIX } from "./history.js";
 import { registerStaticRoutes } from "./static.js";
 import { registerStatsRoute } from "./stats.js";
@@ -62,13 +62,13 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
     const st = track(res);
     const rawChannel = req.getUrl().slice(PUBLISH_PREFIX.length);
     const msgId = req.getHeader("idempotency-key") || undefined;
-    void httpPublish(ctx, res, st, rawChannel, msgId, readKnock(ctx.access, req, remoteIp(res), "http"));
+    void httpPublish(ctx, res, st, rawChannel, msgId, readKnock(ctx.access, req, res, "http"));
   });
 
   app.post("/v1/publish", (res, req) => {
     const st = track(res);
     const ndjson = req.getHeader("content-type").toLowerCase().startsWith("application/x-ndjson");
-    void batchPublish(ctx, res, st, ndjson, readKnock(ctx.access, req, remoteIp(res), "http"));
+    void batchPublish(ctx, res, st, ndjson, readKnock(ctx.access, req, res, "http"));
   });
 
   if (publicMetrics) registerStatsRoute(app, ctx.clusterMetrics);
@@ -84,7 +84,7 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
 
   app.get(`${HISTORY_PREFIX}*`, (res, req) => {
     const st = track(res);
-    const [url, query, knock] = [req.getUrl(), req.getQuery() ?? "", readKnock(ctx.access, req, remoteIp(res), "http")];
+    const [url, query, knock] = [req.getUrl(), req.getQuery() ?? "", readKnock(ctx.access, req, res, "http")];
     const channel = historyChannel(url);
     // Nothing is read for a path that names no valid channel or pattern: there is nothing to authorize it against.
     if (channel === undefined)

@@ -92,7 +92,7 @@ export class SseEndpoint {
 
   private open(res: HttpResponse, req: HttpRequest): void {
     const ip = Buffer.from(res.getRemoteAddressAsText()).toString();
-    const knock = readKnock(this.ctx.access, req, ip, "sse");
+    const knock = readKnock(this.ctx.access, req, res, "sse", ip);
     const queryToken = req.getQuery("token");
     const r: SseRequest = {
       url: req.getUrl(),
