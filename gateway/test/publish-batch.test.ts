@@ -110,6 +110,20 @@ describe("batch publish — HTTP", () => {
   });
 });
 
+describe("single HTTP publish — the body's bytes", () => {
+  it("one line of JSON is stored as sent; JSON over several lines is stored compact on one line; not JSON is 400", async () => {
+    const channel = uniq("body");
+    const send = (body: string) => fetch(`${gw.url}/v1/publish/${channel}`, { method: "POST", body, headers: { "x-api-key": API_KEY } });
+    expect((await send('{"a": 1,  "b": [1, 2]}')).status).toBe(201);
+    expect((await send('{\n  "a": 2\n}')).status).toBe(201);
+    expect((await send('{"a": 3')).status).toBe(400);
+    const raw = await (await fetch(`${gw.url}/v1/channels/${channel}/messages`, { headers: { "x-api-key": API_KEY } })).text();
+    expect(raw).toContain('"data":{"a": 1,  "b": [1, 2]}');
+    expect(raw).toContain('"data":{"a":2}');
+    expect((JSON.parse(raw) as { messages: unknown[] }).messages).toHaveLength(2);
+  });
+});
+
 describe("batch publish — WebSocket", () => {
   it("pub with batch: stored in order, one result per item, items authorized on their own, bounded", async () => {
     const channel = uniq("batch.ws");

@@ -14,6 +14,7 @@ import { registerStatsRoute } from "./stats.js";
 import type { AccessControl, Knock } from "../auth/access.js";
 import { authorizeRequest, identifyRequest, readKnock } from "../auth/http-auth.js";
 import { parseBatch } from "../protocol/batch.js";
+import { isOneLineJson } from "../protocol/json-check.js";
 import type { PresenceHub } from "../presence/hub.js";
 import { registerPresenceRoute } from "./presence.js";
 
@@ -124,14 +125,17 @@ async function httpPublish(
   if ("refused" in r) return sendRefusal(res, st, r.refused);
   if (msgId !== undefined && !/^[\x21-\x7e]{1,128}$/.test(msgId))
     return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: "Idempotency-Key must be 1-128 printable ASCII characters" });
+  // One line of JSON is stored as sent; anything else is parsed (or refused) and stored compact.
+  const asSent = isOneLineJson(body) ? body : undefined;
   let data: unknown;
+  if (!asSent)
+    try {
+      data = JSON.parse(body.toString("utf8"));
+    } catch {
+      return sendJson(res, st, 400, { error: ErrorCode.BadJson, message: "body is not valid JSON" });
+    }
   try {
-    data = JSON.parse(body.toString("utf8"));
-  } catch {
-    return sendJson(res, st, 400, { error: ErrorCode.BadJson, message: "body is not valid JSON" });
-  }
-  try {
-    const r = await ctx.publisher.publish("http", channel, data, msgId);
+    const r = await ctx.publisher.publish("http", channel, data, msgId, asSent);
     sendJson(res, st, 201, { seq: r.seq, duplicate: r.duplicate });
   } catch (e) {
     if (e instanceof GatewayError) return sendJson(res, st, e.status, { error: e.code, message: e.message, temporary: e.temporary });

@@ -129,3 +129,12 @@ function literal(b: Uint8Array, i: number, word: number[]): number {
   for (let k = 0; k < word.length; k++) if (b[i + k] !== word[k]) return -1;
   return i + word.length;
 }
+
+/**
+ * Whether bytes can be stored and spliced into frames as they are: exactly one JSON value (isJsonBytes) on one
+ * line (no CR or LF byte, which an SSE `data:` line could not carry). A publish body that passes is stored
+ * as sent, without being parsed and encoded again.
+ */
+export function isOneLineJson(b: Uint8Array): boolean {
+  return b.indexOf(0x0a) < 0 && b.indexOf(0x0d) < 0 && isJsonBytes(b);
+}

@@ -23,11 +23,14 @@ export class PublishService {
     private readonly log: Logger,
   ) {}
 
-  /** Publishes one JSON value with an optional dedup id. `encoded` skips the re-encoding when given. */
+  /**
+   * Publishes one JSON value with an optional dedup id. `encoded`, when given, is stored as it is instead: the
+   * caller checked it is one line of JSON (an HTTP body as sent).
+   */
   async publish(via: PublishVia, channel: string, data: unknown, msgId?: string, encoded?: Uint8Array): Promise<PublishResult> {
     const m = this.metrics;
     const [ok, dup, err] = via === "ws" ? [m.publishOk, m.publishDuplicate, m.publishError] : [m.httpPublishOk, m.httpPublishDuplicate, m.httpPublishError];
-    // Re-encoded so that the stored payload is compact, canonical JSON (the fan-out splices it in as-is).
+    // Re-encoded so that the stored payload is compact JSON on one line (the fan-out splices it in as it is).
     const payload = encoded ?? Buffer.from(JSON.stringify(data));
     if (payload.length > this.maxPayloadBytes) {
       err.inc();

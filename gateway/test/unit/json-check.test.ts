@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { isUtf8 } from "node:buffer";
-import { isJsonBytes } from "../../src/protocol/json-check.js";
+import { isJsonBytes, isOneLineJson } from "../../src/protocol/json-check.js";
 
 /** The reference: decode as UTF-8 and parse. */
 const reference = (b: Uint8Array): boolean => {
@@ -75,5 +75,17 @@ describe("JSON check on bytes — same answer as JSON.parse", () => {
     ]) {
       expect(isJsonBytes(Buffer.from(s)), s.slice(0, 20)).toBe(reference(Buffer.from(s)));
     }
+  });
+});
+
+describe("JSON check — one line of JSON (HTTP bodies stored as sent)", () => {
+  it("json check — one line: JSON without a CR or LF byte; spaced JSON over lines, or not JSON, is not", () => {
+    const b = (s: string) => Buffer.from(s);
+    expect(isOneLineJson(b('{"a": 1, "b": [true, null]}'))).toBe(true);
+    expect(isOneLineJson(b('"line\\nbreak escaped"'))).toBe(true);
+    expect(isOneLineJson(b('{\n"a": 1}'))).toBe(false);
+    expect(isOneLineJson(b('{"a": 1}\r'))).toBe(false);
+    expect(isOneLineJson(b('{"a": 1'))).toBe(false);
+    fc.assert(fc.property(fc.jsonValue(), (v) => isOneLineJson(b(JSON.stringify(v)))));
   });
 });
