@@ -93,7 +93,7 @@ export function checkNatsSecurity(c: Config): void {
     c.natsTokenFile && name("NATS_TOKEN_FILE", "nats-token-file"),
   ].filter((w): w is string => !!w);
   if (ways.length > 1) {
-    const env = ways[1]!.split(" ")[0]!;
+    const env = ways[0]!.split(" ")[0]!;
     throw new ConfigError(env, `invalid ${ways.join(" with ")}: give one way to authenticate to NATS`);
   }
   if (!!c.natsUser !== !!c.natsPasswordFile) {
