@@ -38,6 +38,7 @@ const UP = /^fanout_direct_link_up (\d+)/m;
 
 /** Users on the server: one per way in, each with the gateway's minimal permissions (`lacking` takes one out). */
 const LACKING = `${NAMES.livePrefix}.>`;
+const NO_STREAM_INFO = `$JS.API.STREAM.INFO.${NAMES.stream}`;
 beforeAll(async () => {
   if (!hasOpenssl()) return;
   pki = makeTestPki();
@@ -50,6 +51,7 @@ beforeAll(async () => {
         { who: { user: "gw", password: "gw-pw" }, permissions: perms },
         { who: { nkey: nkeyUser.getPublicKey() }, permissions: perms },
         { who: { user: "lacking", password: "lacking-pw" }, permissions: gatewayPermissions(NAMES, [LACKING]) },
+        { who: { user: "nostream", password: "nostream-pw" }, permissions: gatewayPermissions(NAMES, [NO_STREAM_INFO]) },
       ],
       { verify: true },
     ),
@@ -159,6 +161,18 @@ describe.skipIf(!hasOpenssl())("secured NATS — TLS and credentials", () => {
     clients.closeAll();
     await gw.stop();
     gw = undefined;
+  });
+});
+
+describe.skipIf(!hasOpenssl())("secured NATS — a user that may not read the stream", () => {
+  it(`secured NATS — without ${NO_STREAM_INFO} the gateway exits 1 at start and says Permissions Violation for it`, () => {
+    const r = spawnSync(process.execPath, [CLI, "--port", "0", "--workers", "1", ...GW_ARGS], {
+      encoding: "utf8",
+      timeout: 30_000,
+      env: { ...process.env, ...tlsEnv(), NATS_URL: nats.url, NATS_USER: "nostream", NATS_PASSWORD_FILE: secret("nostream-pw", "nostream-pw") },
+    });
+    expect(r.status).toBe(1);
+    expect(r.stdout + r.stderr).toContain(`Permissions Violation for Publish to \\"${NO_STREAM_INFO}\\"`);
   });
 });
 
