@@ -1,7 +1,8 @@
 // The gateway against a secured nats-server: TLS with verified client certificates, and a user whose
 // permissions are exactly the minimal list of gateway/AUTH.md (support/nats-secure.ts). Publish, live
 // delivery, replay (on the direct-get link, over TLS), a durable with acks and presence work end to end over
-// WebSocket; the same with an nkey user; a user missing one subject of the list fails loudly, not silently.
+// WebSocket; the same with an nkey user and with a .creds file of a NATS account (operator mode, JWTs made by
+// support/nats-jwt.ts); a user missing one subject of the list fails loudly, not silently.
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -10,7 +11,8 @@ import { nkeys } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { CLI, startGateway, type GatewayHandle } from "./support/gateway.js";
-import { gatewayPermissions, hasOpenssl, makeTestPki, secureServerConfig, type TestPki } from "./support/nats-secure.js";
+import { gatewayPermissions, hasOpenssl, makeTestPki, secureServerConfig, tlsBlock, type TestPki } from "./support/nats-secure.js";
+import { jwtSetup } from "./support/nats-jwt.js";
 import { httpPublish } from "./support/ws-client.js";
 import { ClientPool, uniqueNames } from "./support/clients.js";
 import { waitFor } from "./support/wait.js";
@@ -139,6 +141,38 @@ describe.skipIf(!hasOpenssl())("secured NATS — TLS and credentials", () => {
     clients.closeAll();
     await gw.stop();
     gw = undefined;
+  });
+
+  it("secured NATS — NATS accounts (operator mode): a .creds file (NATS_CREDS_FILE) whose user JWT carries the minimal permissions, on the main connection and the link", async () => {
+    const jwt = jwtSetup();
+    const accounts = await startNatsServer({ config: `${tlsBlock(pki, { verify: true })}\n${jwt.serverConfig}` });
+    try {
+      gw = await startGateway({
+        natsUrl: accounts.url,
+        workers: 1,
+        args: GW_ARGS,
+        env: { ...tlsEnv(), NATS_CREDS_FILE: secret("gw.creds", jwt.creds("fgw-gateway", gatewayPermissions(NAMES))) },
+      });
+      await waitFor(async () => (await metric(gw!, UP)) === 1 || undefined, { what: "the direct-get link up" });
+      const ch = uniq("acct.");
+      for (let i = 0; i < 5; i++) expect((await httpPublish(gw.url, ch, { i })).status).toBe(201);
+      const link0 = await metric(gw, LINK);
+      const c = await clients.open();
+      await c.sub(ch, { from: "all" });
+      expect((await c.waitForMsgs(5)).map((m) => (m.data as { i: number }).i)).toEqual([0, 1, 2, 3, 4]);
+      expect(await metric(gw, LINK)).toBeGreaterThan(link0);
+      const connz = (await (await fetch(`http://127.0.0.1:${accounts.monitorPort}/connz?auth=1`)).json()) as {
+        connections: { name?: string; name_tag?: string; account?: string; tls_version?: string }[];
+      };
+      const mine = connz.connections.filter((x) => x.name?.startsWith("fanout-gateway-worker"));
+      expect(mine.map((x) => x.name).sort()).toEqual(["fanout-gateway-worker-1", "fanout-gateway-worker-1-direct"]);
+      for (const x of mine) expect(x).toMatchObject({ name_tag: "fgw-test-account", tls_version: expect.stringMatching(/^1\.[23]$/) });
+      clients.closeAll();
+      await gw.stop();
+      gw = undefined;
+    } finally {
+      await accounts.stop();
+    }
   });
 
   it(`secured NATS — a user lacking one subject of the list (subscribe ${LACKING}): a live subscription fails with an error, and the log names the subject`, async () => {

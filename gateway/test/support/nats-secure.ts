@@ -116,6 +116,12 @@ export function secureServerConfig(
       : "";
     return `    { ${who}${perms} }`;
   };
+  return [tlsBlock(pki, opts), "authorization {", "  users = [", users.map(user).join(",\n"), "  ]", "}", ""].join("\n");
+}
+
+/** The server's `tls {}` block with the test PKI. */
+export function tlsBlock(pki: TestPki, opts: { verify?: boolean; handshakeFirst?: boolean } = {}): string {
+  const q = (s: string) => JSON.stringify(s);
   return [
     "tls {",
     `  cert_file: ${q(pki.serverCert)}`,
@@ -125,11 +131,5 @@ export function secureServerConfig(
     ...(opts.handshakeFirst ? ["  handshake_first: true"] : []),
     "  timeout: 5",
     "}",
-    "authorization {",
-    "  users = [",
-    users.map(user).join(",\n"),
-    "  ]",
-    "}",
-    "",
   ].join("\n");
 }

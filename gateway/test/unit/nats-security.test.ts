@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { connectFields, describeNatsSecurity, loadNatsSecurity, natsJsOptions } from "../../src/broker/nats-security.js";
 import type { NatsSecuritySection } from "../../src/config/sections.js";
 import { ConfigError } from "../../src/errors.js";
+import { jwtSetup } from "../support/nats-jwt.js";
 
 const dir = mkdtempSync(join(tmpdir(), "fgw-natssec-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -59,6 +60,16 @@ describe("NATS security — files", () => {
     expect(nkeys.fromPublic(f.nkey).verify(new TextEncoder().encode("a-nonce"), sig)).toBe(true);
     expect(describeNatsSecurity(sec)).toEqual({ auth: "nkey", tls: "if required" });
     expect(JSON.stringify(describeNatsSecurity(sec))).not.toContain(seed);
+  });
+
+  it("creds file: CONNECT carries the user JWT and a signature of the nonce by the user's key", () => {
+    const text = jwtSetup().creds("u", { publish: [">"], subscribe: [">"] });
+    const sec = loadNatsSecurity({ ...none, credsFile: file("u.creds", text) });
+    const f = connectFields(sec, "nonce-2") as { jwt: string; sig: string };
+    expect(text).toContain(f.jwt);
+    const sub = (JSON.parse(Buffer.from(f.jwt.split(".")[1]!, "base64url").toString()) as { sub: string }).sub;
+    expect(nkeys.fromPublic(sub).verify(new TextEncoder().encode("nonce-2"), Buffer.from(f.sig, "base64url"))).toBe(true);
+    expect(describeNatsSecurity(sec).auth).toBe("creds");
   });
 
   it("user and password, token: the password file's trailing newline is not part of it; TLS options carry the PEM contents", () => {
