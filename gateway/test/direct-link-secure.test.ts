@@ -140,6 +140,9 @@ describe.skipIf(!hasOpenssl())("direct-get link on a secured NATS", () => {
         expect(c?.authorized_user).toBe(security.method === "nkey" ? nkeyUser.getPublicKey() : "gw");
         expect(c!.out_msgs).toBeGreaterThanOrEqual(COUNT);
         expect(lines).toEqual([]);
+        // Closing the link closes the TLS socket and the connection under it.
+        dg.close();
+        await waitFor(async () => (await conn(nats, name)) === undefined, { what: "the link's connection gone from connz" });
       } finally {
         dg.close();
         await nc.close();

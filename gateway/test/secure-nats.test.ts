@@ -208,6 +208,17 @@ describe.skipIf(!hasOpenssl())("secured NATS — a user that may not read the st
     expect(r.status).toBe(1);
     expect(r.stdout + r.stderr).toContain(`Permissions Violation for Publish to \\"${NO_STREAM_INFO}\\"`);
   });
+
+  it("secured NATS — a wrong password: the gateway exits 1 at start with Authorization Violation (not a silent retry loop)", () => {
+    const r = spawnSync(process.execPath, [CLI, "--port", "0", "--workers", "1", ...GW_ARGS], {
+      encoding: "utf8",
+      timeout: 30_000,
+      env: { ...process.env, ...tlsEnv(), NATS_URL: nats.url, NATS_USER: "gw", NATS_PASSWORD_FILE: secret("wrong-pw", "not-the-pw-Zq9x") },
+    });
+    expect(r.status).toBe(1);
+    expect(r.stdout).toMatch(/"level":60.*Authorization Violation/);
+    expect(r.stdout + r.stderr).not.toContain("Zq9x");
+  });
 });
 
 describe("secured NATS — bad settings stop the gateway", () => {
