@@ -125,6 +125,35 @@ describe("helm chart", () => {
     expect(byKind(rs, "Deployment").spec.template.metadata.annotations["checksum/secret"]).toMatch(/^[0-9a-f]{64}$/);
   });
 
+  it("NATS credentials and TLS — Secrets mounted read-only, NATS_*_FILE settings pointing at their keys; one way in, pairs together", async () => {
+    const rs = await renderAndValidate("nats-secure", "--set", "nats.auth.secretName=gw-nats", "--set", "nats.auth.user=gw", "--set", "nats.auth.passwordKey=password",
+      "--set", "nats.tls.secretName=gw-nats-tls", "--set", "nats.tls.caKey=ca.crt", "--set", "nats.tls.certKey=tls.crt", "--set", "nats.tls.keyKey=tls.key", "--set", "nats.tls.handshakeFirst=true");
+    expectAllValid(rs);
+    expect(byKind(rs, "ConfigMap").data).toMatchObject({
+      NATS_USER: "gw",
+      NATS_PASSWORD_FILE: "/etc/fanout-gateway/nats-auth/password",
+      NATS_TLS_CA_FILE: "/etc/fanout-gateway/nats-tls/ca.crt",
+      NATS_TLS_CERT_FILE: "/etc/fanout-gateway/nats-tls/tls.crt",
+      NATS_TLS_KEY_FILE: "/etc/fanout-gateway/nats-tls/tls.key",
+      NATS_TLS_FIRST: "true",
+    });
+    const pod = byKind(rs, "Deployment").spec.template.spec;
+    expect(pod.volumes).toContainEqual({ name: "nats-auth", secret: { secretName: "gw-nats", defaultMode: 0o440 } });
+    expect(pod.volumes).toContainEqual({ name: "nats-tls", secret: { secretName: "gw-nats-tls", defaultMode: 0o440 } });
+    expect(pod.containers[0].volumeMounts).toContainEqual({ name: "nats-auth", mountPath: "/etc/fanout-gateway/nats-auth", readOnly: true });
+    expect(pod.containers[0].volumeMounts).toContainEqual({ name: "nats-tls", mountPath: "/etc/fanout-gateway/nats-tls", readOnly: true });
+    // Off by default: no mount, no NATS_*_FILE.
+    const plain = await renderAndValidate("nats-plain");
+    expect(Object.keys(byKind(plain, "ConfigMap").data).filter((k) => k.startsWith("NATS_") && k !== "NATS_URL")).toEqual([]);
+    expect(byKind(plain, "Deployment").spec.template.spec.volumes.map((v: Doc) => v.name)).toEqual(["tmp"]);
+    const fails = (...set: string[]) => helm("template", "gw", CHART, "--kube-version", K8S, ...set.flatMap((s) => ["--set", s])).then(() => "", (e: { stderr: string }) => e.stderr);
+    expect(await fails("nats.auth.credsKey=gw.creds")).toMatch(/nats\.auth\.secretName/);
+    expect(await fails("nats.auth.secretName=s", "nats.auth.credsKey=c", "nats.auth.tokenKey=t")).toMatch(/one way to authenticate, not credsKey and tokenKey/);
+    expect(await fails("nats.auth.secretName=s", "nats.auth.user=gw")).toMatch(/nats\.auth\.user and nats\.auth\.passwordKey go together/);
+    expect(await fails("nats.tls.secretName=s", "nats.tls.certKey=tls.crt")).toMatch(/certKey and nats\.tls\.keyKey go together/);
+    expect(await fails("config.NATS_PASSWORD_FILE=/x")).toMatch(/config\.NATS_PASSWORD_FILE conflicts/);
+  });
+
   it("WORKERS — the CPU limit rounded up, at least 1; gateway.workers overrides", async () => {
     const workers = async (...set: string[]) => {
       const out = await helm("template", "gw", CHART, "--kube-version", K8S, "--show-only", "templates/configmap.yaml", ...set.flatMap((s) => ["--set", s]));

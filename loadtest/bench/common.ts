@@ -21,10 +21,16 @@ export async function startNats(): Promise<{ url: string; proc: ChildProcess; st
 }
 
 /** The test kit's gateway with the benchmarks' settings: info logs, per-IP abuse limits off (every client is 127.0.0.1). */
-export async function startGatewayProc(natsUrl: string, workers: number, extra: string[] = [], cli = CLI): Promise<{ port: number; proc: ChildProcess }> {
+export async function startGatewayProc(
+  natsUrl: string,
+  workers: number,
+  extra: string[] = [],
+  cli = CLI,
+  env?: Record<string, string>,
+): Promise<{ port: number; proc: ChildProcess }> {
   // BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the gateway's processes.
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
-  const gw = await startGateway({ natsUrl, workers, cli, nodeArgs, logLevel: "info", inheritStderr: true, args: ["--max-connections-per-ip=-1", "--connect-rate-per-ip=-1", "--frame-rate=-1", ...extra] });
+  const gw = await startGateway({ natsUrl, workers, cli, nodeArgs, logLevel: "info", inheritStderr: true, env, args: ["--max-connections-per-ip=-1", "--connect-rate-per-ip=-1", "--frame-rate=-1", ...extra] });
   return { port: gw.port, proc: gw.process };
 }
 

@@ -1,12 +1,12 @@
 // The two legs of bench:replay, shared with bench:ab.
-import { connect } from "@nats-io/transport-node";
+import { connect, type NodeConnectionOptions } from "@nats-io/transport-node";
 import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
 import WebSocket from "ws";
 import { LeanSocket } from "../../subtools/src/lean/connection.js";
 
 /** Publishes `count` messages of ~`size` bytes of JSON to one subject, 1,000 in flight at a time. */
-export async function fillStream(servers: string, subject: string, count: number, size: number): Promise<void> {
-  const nc = await connect({ servers });
+export async function fillStream(servers: string, subject: string, count: number, size: number, opts: NodeConnectionOptions = {}): Promise<void> {
+  const nc = await connect({ ...opts, servers });
   const js = jetstream(nc);
   const payload = new TextEncoder().encode(JSON.stringify({ x: "y".repeat(Math.max(0, size - 8)) }));
   for (let i = 0; i < count; i += 1_000) await Promise.all(Array.from({ length: Math.min(1_000, count - i) }, () => js.publish(subject, payload)));
@@ -14,8 +14,8 @@ export async function fillStream(servers: string, subject: string, count: number
 }
 
 /** The baseline: a raw nats.js ordered consumer reading the subject from the start; msgs/s. */
-export async function rawRead(servers: string, subject: string, count: number): Promise<number> {
-  const nc = await connect({ servers });
+export async function rawRead(servers: string, subject: string, count: number, opts: NodeConnectionOptions = {}): Promise<number> {
+  const nc = await connect({ ...opts, servers });
   const js = jetstream(nc);
   const c = await js.consumers.get("EVENTS", { filter_subjects: [subject], deliver_policy: DeliverPolicy.All });
   const t0 = performance.now();

@@ -1,7 +1,9 @@
 // bench:replay — replay rate to one socket (msgs/s) against the raw ordered-consumer read rate of the same
 // stream in the same run. Target: the socket gets at least 90% of the raw rate.
 // Usage: node dist/loadtest/bench/replay.js [--messages 100000] [--size 100] [--rounds 9] [--warmup 1]
-//        [--layout shared|pinned] [--engine lean|ws]
+//        [--layout shared|pinned] [--engine lean|ws] [--secure]
+// --secure: nats-server with TLS (client certificates verified) and a user/password; the gateway, the filler
+// and the raw reader connect with them (BENCH_GATEWAY_ARGS="--replay-connection shared" compares the link).
 // The measuring client is the load tools' lean engine by default (`ws` costs it about twice the CPU per
 // frame, which on two shared cores is taken from the gateway under test).
 // Layout "shared" (default) leaves placement to the scheduler: two busy processes on the machine's cores in
@@ -9,25 +11,48 @@
 // the raw consumer in the raw leg, the gateway in the socket leg — and nats-server shares the other core
 // with the measuring client; on two cores that starves nats-server in the socket leg, so it reads lower.
 import { parseArgs } from "node:util";
+import type { ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { NodeConnectionOptions } from "@nats-io/transport-node";
 import { childPids, fmt, pinToCpu, startGatewayProc, startNats } from "./common.js";
+import { startNatsServer } from "../../gateway/test/support/nats-server.js";
+import { makeTestPki, secureServerConfig } from "../../gateway/test/support/nats-secure.js";
 import { fillStream, median, rawRead, socketReplay } from "./replay-legs.js";
 
 async function main(): Promise<void> {
   const { values: v } = parseArgs({ options: {
     messages: { type: "string", default: "100000" }, size: { type: "string", default: "100" }, rounds: { type: "string", default: "9" },
     warmup: { type: "string", default: "1" }, layout: { type: "string", default: "shared" },
-    engine: { type: "string", default: "lean" },
+    engine: { type: "string", default: "lean" }, secure: { type: "boolean", default: false },
   } });
   const count = Number(v.messages), size = Number(v.size), rounds = Number(v.rounds), warmup = Number(v.warmup);
   if (v.layout !== "pinned" && v.layout !== "shared") throw new Error(`--layout must be pinned or shared, not ${v.layout}`);
   if (v.engine !== "lean" && v.engine !== "ws") throw new Error(`--engine must be lean or ws, not ${v.engine}`);
   const engine = v.engine;
-  const nats = await startNats();
+  let natsOpts: NodeConnectionOptions = {};
+  let gwEnv: Record<string, string> | undefined;
+  let nats: { url: string; proc: ChildProcess };
+  const temps: string[] = [];
+  if (v.secure) {
+    const pki = makeTestPki();
+    const secrets = mkdtempSync(join(tmpdir(), "fgw-bench-"));
+    temps.push(pki.dir, secrets);
+    const pw = join(secrets, "pw");
+    writeFileSync(pw, "bench-pw");
+    const h = await startNatsServer({ config: secureServerConfig(pki, [{ who: { user: "bench", password: "bench-pw" } }], { verify: true }) });
+    nats = { url: h.url, proc: h.process };
+    natsOpts = { user: "bench", pass: "bench-pw", tls: { ca: readFileSync(pki.ca, "utf8"), cert: readFileSync(pki.clientCert, "utf8"), key: readFileSync(pki.clientKey, "utf8") } };
+    gwEnv = { NATS_USER: "bench", NATS_PASSWORD_FILE: pw, NATS_TLS_CA_FILE: pki.ca, NATS_TLS_CERT_FILE: pki.clientCert, NATS_TLS_KEY_FILE: pki.clientKey };
+  } else {
+    nats = await startNats();
+  }
   // The worker keeps pages of stored messages for sockets catching up the same pattern; a 1 MiB cache makes
   // every round read the stream again (a larger one would serve later rounds from memory, several times
   // faster than the raw read, which is what a reconnect storm gets but not what this measures).
-  const gw = await startGatewayProc(nats.url, 1, ["--replay-cache-bytes", "1MiB", ...(process.env.BENCH_GATEWAY_ARGS ?? "").split(" ").filter(Boolean)]);
-  await fillStream(nats.url, "ev.bench.replay", count, size);
+  const gw = await startGatewayProc(nats.url, 1, ["--replay-cache-bytes", "1MiB", ...(process.env.BENCH_GATEWAY_ARGS ?? "").split(" ").filter(Boolean)], undefined, gwEnv);
+  await fillStream(nats.url, "ev.bench.replay", count, size, natsOpts);
   // Raw reader and gateway on CPU 1; nats-server and the measuring socket client on CPU 0.
   const pinned = v.layout === "pinned" && [nats.proc.pid!, process.pid].every((p) => pinToCpu(p, 0))
     && [gw.proc.pid!, ...childPids(gw.proc.pid!)].every((p) => pinToCpu(p, 1));
@@ -36,7 +61,7 @@ async function main(): Promise<void> {
   const socks: number[] = [];
   const raw = async () => {
     if (pinned) pinToCpu(process.pid, 1);
-    const rate = await rawRead(nats.url, "ev.bench.replay", count);
+    const rate = await rawRead(nats.url, "ev.bench.replay", count, natsOpts);
     if (pinned) pinToCpu(process.pid, 0);
     return rate;
   };
@@ -58,13 +83,14 @@ async function main(): Promise<void> {
   }
   // Each round measures both back to back, so a round's ratio shares that moment's machine noise.
   const ratios = raws.map((r, i) => socks[i]! / r);
-  console.log(`\nbench:replay — ${fmt(count)} stored messages of ~${size} B, ${rounds} rounds after ${warmup} warm-up (both legs each round, alternating which goes first), layout ${pinned ? "pinned" : "shared"}, client engine ${engine}`);
+  console.log(`\nbench:replay — ${fmt(count)} stored messages of ~${size} B, ${rounds} rounds after ${warmup} warm-up (both legs each round, alternating which goes first), layout ${pinned ? "pinned" : "shared"}, client engine ${engine}${v.secure ? ", NATS with TLS and a password" : ""}`);
   console.log("| round | raw ordered consumer msgs/s | replay to one socket msgs/s | ratio |\n|---|---:|---:|---:|");
   raws.forEach((r, i) => console.log(`| ${i + 1} | ${fmt(r)} | ${fmt(socks[i]!)} | ${ratios[i]!.toFixed(3)} |`));
   console.log(`median raw ${fmt(median(raws))} msgs/s, median socket ${fmt(median(socks))} msgs/s`);
   console.log(`ratio socket/raw: median of rounds ${median(ratios).toFixed(3)} (min ${Math.min(...ratios).toFixed(3)}, max ${Math.max(...ratios).toFixed(3)}); target >= 0.90`);
   gw.proc.kill("SIGTERM");
   nats.proc.kill("SIGTERM");
+  for (const d of temps) rmSync(d, { recursive: true, force: true });
   process.exit(0);
 }
 

@@ -4,6 +4,7 @@ import type { DirectVia } from "./direct-get.js";
 import type { Logger } from "../log.js";
 import type { Broker } from "./broker.js";
 import { JetStreamBroker } from "./jetstream.js";
+import { describeNatsSecurity, loadNatsSecurity } from "./nats-security.js";
 
 /** Connects the broker its section selects (the stream and durable sections say how it is used). */
 export async function connectBroker(
@@ -16,8 +17,12 @@ export async function connectBroker(
     const { RedisBroker } = await import("./redis.js");
     return RedisBroker.connect({ url: c.broker.redisUrl, subjectPrefix: c.stream.subjectPrefix, duplicateWindowMs: c.stream.duplicateWindowMs, log, name });
   }
+  // Read here, once per process; a bad file was already refused by the primary.
+  const security = loadNatsSecurity(c.broker.natsSecurity);
+  log.debug({ servers: c.broker.natsUrl, ...describeNatsSecurity(security) }, "connecting to NATS");
   return JetStreamBroker.connect({
     servers: c.broker.natsUrl,
+    security,
     stream: c.stream.name,
     subjectPrefix: c.stream.subjectPrefix,
     livePrefix: c.stream.livePrefix,

@@ -1,9 +1,11 @@
-import { connect as tcpConnect, type Socket } from "node:net";
+import { connect as tcpConnect, isIP, type Socket } from "node:net";
+import { connect as tlsConnect, type ConnectionOptions as TlsConnectOptions } from "node:tls";
 import { createInbox } from "@nats-io/transport-node";
 import type { Logger } from "../log.js";
 import { parseJsHeaders } from "./js-headers.js";
 import { WireReader, WireProtocolError, type WireHandler } from "./nats-wire.js";
 import type { DirectTransport, ReplySink } from "./direct-get.js";
+import { connectFields, NO_NATS_SECURITY, type NatsSecurity } from "./nats-security.js";
 
 /** The link's lifecycle: one value, never a set of flags. */
 export type LinkState = "connecting" | "ready" | "down" | "unsupported" | "closed";
@@ -15,6 +17,8 @@ export type DirectLinkOptions = {
   name: string;
   sink: ReplySink;
   log: Logger;
+  /** Credentials and TLS: those of the main connection (none by default). */
+  security?: NatsSecurity;
   /** Handshake (INFO to PONG) time limit (5 s). */
   connectTimeoutMs?: number;
   /** A PING every this often; two unanswered close the link (10 s, as the main connection). */
@@ -30,9 +34,14 @@ export type DirectLinkOptions = {
  *
  * It connects to the server the main connection uses, sends CONNECT (headers on, no echo), subscribes to
  * its inbox and is ready on the PONG. When it drops it tells the sink (the requests on its wire fail as
- * temporary and are retried through the main connection) and connects again with backoff. A server asking
- * for TLS or credentials is not served (the gateway has no NATS credential or TLS settings to give it): the
- * link then stays off and every request goes through nats.js.
+ * temporary and are retried through the main connection) and connects again with backoff.
+ *
+ * It authenticates as the main connection does (the same nats.js authenticator, called with the INFO's
+ * nonce: user/password, token, nkey signature, or JWT and signature) and speaks TLS when the server requires
+ * it or TLS is configured: upgraded after the INFO, or from the first byte with `handshakeFirst`. The reader
+ * stays the same on a TLS socket (its chunks are fresh buffers too). A server it cannot serve (headers off,
+ * or TLS configured and the server has none) leaves it off with a warning; every request then goes through
+ * nats.js (`fanout_direct_link_up` 0).
  */
 export class DirectLink implements DirectTransport {
   private state_: LinkState = "down";
@@ -49,8 +58,12 @@ export class DirectLink implements DirectTransport {
   /** Reply subject bytes of the last message and its token string: a batch's messages share them. */
   private lastSubject = Buffer.alloc(0);
   private lastToken = "";
+  /** The last failure logged at warn (a lasting one is logged once, not per retry). */
+  private lastWarning = "";
   /** Times the link was ready (stats, tests). */
   connects = 0;
+  /** Times it tried to connect (tests). */
+  attempts = 0;
 
   constructor(private readonly o: DirectLinkOptions) {
     this.prefixLen = Buffer.byteLength(this.prefix) + 1;
@@ -89,11 +102,18 @@ export class DirectLink implements DirectTransport {
     const host = server.slice(0, colon).replace(/^\[|\]$/g, "");
     const port = Number(server.slice(colon + 1));
     this.state_ = "connecting";
-    const sock = tcpConnect({ host, port, noDelay: true });
+    this.attempts++;
+    const tls = this.security.tls;
+    const sock = tls?.handshakeFirst ? tlsConnect({ ...this.tlsOptions(host), host, port }) : tcpConnect({ host, port });
+    sock.setNoDelay(true);
     this.sock = sock;
-    const reader = new WireReader(this.handler(sock));
+    const reader: WireReader = new WireReader(this.handler(host, () => reader));
     const limit = this.o.connectTimeoutMs ?? 5_000;
-    this.connectTimer = setTimeout(() => this.drop(`no handshake with ${server} in ${limit} ms`, sock), limit);
+    this.connectTimer = setTimeout(() => this.drop(`no handshake with ${server} in ${limit} ms`, this.sock), limit);
+    this.listen(sock, reader);
+  }
+
+  private listen(sock: Socket, reader: WireReader): void {
     sock.on("data", (chunk: Buffer) => {
       try {
         reader.feed(chunk);
@@ -105,49 +125,67 @@ export class DirectLink implements DirectTransport {
     sock.on("close", () => this.drop("closed by the server", sock));
   }
 
-  private handler(sock: Socket): WireHandler {
+  private get security(): NatsSecurity {
+    return this.o.security ?? NO_NATS_SECURITY;
+  }
+
+  /** node:tls options: the configured CA and client certificate, the host name checked unless it is an address. */
+  private tlsOptions(host: string): TlsConnectOptions {
+    const t = this.security.tls;
+    return { ca: t?.ca, cert: t?.cert, key: t?.key, servername: isIP(host) ? undefined : host, rejectUnauthorized: true };
+  }
+
+  /** Wraps the plain socket in TLS after the INFO; the handshake goes on once it is secure. */
+  private startTls(plain: Socket, host: string, reader: WireReader, then: () => void): void {
+    plain.removeAllListeners("data");
+    plain.removeAllListeners("close");
+    plain.removeAllListeners("error");
+    plain.on("error", () => undefined);
+    const secure = tlsConnect({ ...this.tlsOptions(host), socket: plain });
+    this.sock = secure;
+    this.listen(secure, reader);
+    secure.once("secureConnect", () => {
+      if (secure === this.sock) then();
+    });
+  }
+
+  private handler(host: string, reader: () => WireReader): WireHandler {
     let greeted = false;
     return {
       info: (json) => {
         // Only the first INFO starts the handshake; later ones (cluster updates) may come before the PONG.
-        if (greeted || sock !== this.sock) return;
+        const sock = this.sock;
+        if (greeted || !sock) return;
         greeted = true;
-        const info = JSON.parse(json) as { tls_required?: boolean; auth_required?: boolean; headers?: boolean };
-        const refuse = info.tls_required
-          ? "the server requires TLS"
-          : info.auth_required
-            ? "the server requires credentials"
-            : info.headers === false
-              ? "the server has headers off"
+        const info = JSON.parse(json) as { tls_required?: boolean; tls_available?: boolean; headers?: boolean; nonce?: string };
+        const tls = this.security.tls;
+        const refuse =
+          info.headers === false
+            ? "the server has headers off"
+            : tls && !tls.handshakeFirst && !info.tls_required && !info.tls_available
+              ? "TLS to NATS is configured and the server offers none"
               : "";
         if (refuse) {
           this.state_ = "unsupported";
-          this.o.log.info({ reason: refuse }, "direct gets share the main NATS connection");
+          this.o.log.warn({ reason: refuse }, "direct-get connection off: direct gets share the main NATS connection (slower replay)");
           return this.drop(refuse, sock);
         }
-        const connect = {
-          verbose: false,
-          pedantic: false,
-          headers: true,
-          no_responders: true,
-          echo: false,
-          protocol: 1,
-          lang: "nodejs-gateway",
-          version: "1",
-          name: this.o.name,
-        };
-        sock.write(`CONNECT ${JSON.stringify(connect)}\r\nSUB ${this.prefix}.* 1\r\nPING\r\n`);
+        const hello = () => this.hello(info.nonce);
+        if (!tls?.handshakeFirst && (info.tls_required || (tls && info.tls_available))) return this.startTls(sock, host, reader(), hello);
+        hello();
       },
       pong: () => {
         if (this.state_ === "connecting") return this.onReady();
         this.pingsOut = 0;
       },
-      ping: () => void sock.write("PONG\r\n"),
+      ping: () => void this.sock?.write("PONG\r\n"),
       err: (text) => {
-        this.o.log.warn({ err: text }, "direct-get connection: server error");
         // Permission and subject errors leave the connection open; the rest are followed by a close.
-        if (/^permissions violation/i.test(text) || /^invalid subject/i.test(text)) return;
-        this.drop(text, sock);
+        if (/^permissions violation/i.test(text) || /^invalid subject/i.test(text)) {
+          this.o.log.warn({ err: text }, "direct-get connection: server error");
+          return;
+        }
+        this.drop(text, this.sock);
       },
       msg: (buf, subject, subjectEnd, headers, payload, end) => {
         const token = this.tokenOf(buf, subject, subjectEnd);
@@ -155,6 +193,30 @@ export class DirectLink implements DirectTransport {
         this.o.sink.reply(token, h, buf.subarray(payload, end));
       },
     };
+  }
+
+  /** CONNECT with the credentials for the server's nonce, the inbox subscription, and the PING whose PONG makes it ready. */
+  private hello(nonce: string | undefined): void {
+    const connect = {
+      verbose: false,
+      pedantic: false,
+      headers: true,
+      no_responders: true,
+      echo: false,
+      protocol: 1,
+      lang: "nodejs-gateway",
+      version: "1",
+      name: this.o.name,
+      ...connectFields(this.security, nonce),
+    };
+    this.sock?.write(`CONNECT ${JSON.stringify(connect)}\r\nSUB ${this.prefix}.* 1\r\nPING\r\n`);
+  }
+
+  /** The reason the link failed, at warn the first time it is seen (not on every retry of a lasting failure). */
+  private warnOnce(why: string): void {
+    if (why === this.lastWarning) return;
+    this.lastWarning = why;
+    this.o.log.warn({ why }, "direct-get connection failed; direct gets share the main NATS connection until it connects");
   }
 
   private tokenOf(buf: Buffer, s: number, e: number): string {
@@ -169,6 +231,7 @@ export class DirectLink implements DirectTransport {
     clearTimeout(this.connectTimer);
     this.state_ = "ready";
     this.connects++;
+    this.lastWarning = "";
     this.backoff = this.backoffRange[0];
     this.pingsOut = 0;
     const every = this.o.pingIntervalMs ?? 10_000;
@@ -193,6 +256,8 @@ export class DirectLink implements DirectTransport {
     if (was !== "ready" && was !== "connecting") return; // closed or unsupported: it stays off
     // Down before the sink hears of it: the requests it sends again must not pick this link.
     this.state_ = "down";
+    // A handshake that fails (TLS, credentials, refused) is said once per reason, not on every retry.
+    if (was === "connecting") this.warnOnce(why);
     if (was === "ready") {
       this.o.log.warn({ why }, "direct-get connection lost; reads go through the main connection until it is back");
       this.o.sink.lost(this, why);

@@ -5,6 +5,8 @@ import type { StoredMsg } from "./direct-get.js";
 import { jsHeaders } from "./js-headers.js";
 import type { JetStreamReplay } from "./jetstream-replay.js";
 import { SubjectSequencer } from "./live-sequencer.js";
+import { GatewayError } from "../errors.js";
+import { ErrorCode } from "../protocol/codes.js";
 
 export type CoreLiveDeps = {
   nc: NatsConnection;
@@ -75,9 +77,24 @@ export class CoreLiveFeed implements LiveFeed {
     onMessage: (m: BrokerMessage) => void,
   ): Promise<CoreLiveFeed> {
     const feed = new CoreLiveFeed(pattern, subject, deps, onMessage);
-    feed.sub = deps.nc.subscribe(liveSubject, { callback: (err, m) => (err ? undefined : feed.onCore(m)) });
+    // The server refuses a subject the NATS user may not subscribe to (-ERR, then nats.js passes the error here):
+    // the feed would stay silent. It is said at error, and fails the subscribe when it comes before the state.
+    let refused: Error | undefined;
+    feed.sub = deps.nc.subscribe(liveSubject, {
+      callback: (err, m) => {
+        if (!err) return feed.onCore(m);
+        if (refused) return;
+        refused = err;
+        deps.log.error({ err, subject: liveSubject }, "NATS refused the live subscription (check the NATS user's permissions): no live messages for it");
+      },
+    });
     try {
       const st = await deps.replay.state();
+      if (refused)
+        throw new GatewayError(ErrorCode.BrokerError, `NATS refused the subscription to ${liveSubject}: ${refused.message}`, {
+          cause: refused,
+          temporary: false,
+        });
       feed.begin(st.lastSeq);
     } catch (e) {
       feed.sub.unsubscribe();

@@ -8,6 +8,7 @@ import { ErrorCode } from "../protocol/codes.js";
 import { Coalescer } from "./coalesce.js";
 import { DirectGet, type DirectBatch, type DirectVia, type StoredMsg } from "./direct-get.js";
 import { DirectLink } from "./direct-link.js";
+import type { NatsSecurity } from "./nats-security.js";
 
 /** Most channels a last-value read collects by scanning when `multi_last` refuses (more than 1024 match). */
 export const MAX_LAST_VALUE_CHANNELS = 100_000;
@@ -37,11 +38,14 @@ export class JetStreamReplay implements ReplayApi {
     {
       linkName,
       onSend,
+      security,
     }: {
       /** Client name of a connection of its own for direct gets; without it they share `nc`. */
       linkName?: string;
       /** Called for every direct get put on the wire (metrics). */
       onSend?: (via: DirectVia) => void;
+      /** Credentials and TLS for the link (those of `nc`). */
+      security?: NatsSecurity;
     } = {},
   ) {
     this.direct = new DirectGet(nc, stream, {
@@ -49,7 +53,7 @@ export class JetStreamReplay implements ReplayApi {
       channelOf: (subject) => mapper.toChannel(subject),
       fast: linkName
         ? (sink) => {
-            const link = new DirectLink({ server: () => nc.getServer(), name: linkName, sink, log });
+            const link = new DirectLink({ server: () => nc.getServer(), name: linkName, sink, log, security });
             link.start();
             return link;
           }

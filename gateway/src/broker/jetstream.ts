@@ -11,9 +11,12 @@ import { CoreLiveFeed, type LiveFeedHooks, type RepairReason } from "./jetstream
 import { GatewayError } from "../errors.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { JetStreamPresence, type PresenceSettings } from "./jetstream-presence.js";
+import { natsJsOptions, type NatsSecurity } from "./nats-security.js";
 
 export type JetStreamBrokerOptions = {
   servers: string[];
+  /** Credentials and TLS for the main connection and the direct-get link. */
+  security?: NatsSecurity;
   stream: string;
   subjectPrefix: string;
   /** Prefix the stream republishes every stored message under (its `republish` rule). */
@@ -64,6 +67,7 @@ export class JetStreamBroker implements Broker {
     this.liveMapper = new SubjectMapper(opts.livePrefix);
     this.replay = new JetStreamReplay(nc, jsm, opts.stream, this.mapper, opts.log, {
       linkName: opts.replayConnection === "shared" ? undefined : `${opts.name}-direct`,
+      security: opts.security,
       onSend: opts.onDirectGet,
     });
     this.durables = new JetStreamDurables(js, jsm, opts.stream, this.mapper, opts.durable, opts.log);
@@ -103,6 +107,7 @@ export class JetStreamBroker implements Broker {
       // nats.js otherwise creates two Error objects (stack traces) per request, every publish included:
       // measured here as half of the client CPU of a JetStream publish. Our errors carry their own context.
       noAsyncTraces: true,
+      ...(opts.security ? natsJsOptions(opts.security) : {}),
     });
     const jsm = await jetstreamManager(nc, { timeout: opts.publishTimeoutMs ?? 5_000 });
     const js = jetstream(nc, { timeout: opts.publishTimeoutMs ?? 5_000 });

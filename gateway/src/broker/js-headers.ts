@@ -20,6 +20,22 @@ export type JsHeaders = {
 
 type RawMsg = { _rdata?: Uint8Array; _msg?: { hdr: number } };
 
+/**
+ * How many headers each path read, per process. The fast paths lean on nats.js' private fields (`raw`) and
+ * on nats-server's header layout (`fixed`); an upgrade of either that moves them would only make replay
+ * slower, so a test against a real server checks that real messages take them (test/js-headers-paths.test.ts).
+ */
+export const jsHeaderPaths = {
+  /** nats.js messages read from their raw header bytes. */
+  raw: 0,
+  /** nats.js messages read through `m.headers` (the fallback: nats.js no longer exposes the bytes). */
+  decoded: 0,
+  /** Header blocks in the fixed layout of direct-get replies and republished messages, read value by value. */
+  fixed: 0,
+  /** Header blocks read by the general loop (messages with headers of their own, statuses, another layout). */
+  general: 0,
+};
+
 const K_SUBJECT = key("Nats-Subject");
 const K_SEQUENCE = key("Nats-Sequence");
 const K_TIME = key("Nats-Time-Stamp");
@@ -39,9 +55,13 @@ function key(s: string): Uint8Array {
 export function jsHeaders(m: Msg): JsHeaders | undefined {
   const raw = m as unknown as RawMsg;
   const hdr = raw._msg?.hdr ?? -1;
-  if (raw._rdata instanceof Uint8Array && hdr > 0) return parseJsHeaders(raw._rdata, hdr);
+  if (raw._rdata instanceof Uint8Array && hdr > 0) {
+    jsHeaderPaths.raw++;
+    return parseJsHeaders(raw._rdata, hdr);
+  }
   const h = m.headers;
   if (!h) return undefined;
+  jsHeaderPaths.decoded++;
   const ts = h.get("Nats-Time-Stamp");
   return {
     code: h.code ?? 0,
@@ -66,7 +86,13 @@ const STATUS_AND_STREAM = key("NATS/1.0\r\nNats-Stream: ");
  * stored message with its own headers, a status) goes through the general loop.
  */
 export function parseJsHeaders(b: Uint8Array, end: number, start = 0): JsHeaders {
-  return (end - start > 64 && same(b, start, STATUS_AND_STREAM) && fixedLayout(b, start, end)) || generalLayout(b, start, end);
+  const fixed = end - start > 64 && same(b, start, STATUS_AND_STREAM) ? fixedLayout(b, start, end) : undefined;
+  if (fixed) {
+    jsHeaderPaths.fixed++;
+    return fixed;
+  }
+  jsHeaderPaths.general++;
+  return generalLayout(b, start, end);
 }
 
 /** `\r\nNats-<X>…: ` separator at `i`: CR, the key's first letter after `Nats-`, the colon at `colon`. */

@@ -9,6 +9,7 @@ import { freePort } from "../net.js";
 import { loadUws } from "../uws.js";
 import { authEnabled, loadKeyMaterial } from "../auth/keys.js";
 import { tlsEnabled } from "../config/checks.js";
+import { describeNatsSecurity, loadNatsSecurity, natsJsOptions, type NatsSecurity } from "../broker/nats-security.js";
 import { startAdmin } from "./admin.js";
 import { ClusterMetrics } from "./cluster-metrics.js";
 import { startEmbeddedBrokers, type EmbeddedBrokers } from "./embedded.js";
@@ -36,8 +37,9 @@ export async function runPrimary(config: Config): Promise<void> {
   let admin: { port: number; close(): Promise<void> } | undefined;
   try {
     loadKeyMaterial(config); // fail fast on an unreadable key; each worker loads its own copy
+    const security = loadNatsSecurity(sectionsOf(config).broker.natsSecurity); // the same for NATS credentials
     brokers = await startEmbeddedBrokers(sectionsOf(config).broker, log);
-    if (config.broker === "jetstream") await prepareStream(sectionsOf(config).stream, brokers.natsUrl, log, sectionsOf(config).presence);
+    if (config.broker === "jetstream") await prepareStream(sectionsOf(config).stream, brokers.natsUrl, security, log, sectionsOf(config).presence);
     const adminPort = adminPortOf(config);
     if (adminPort >= 0) admin = await startAdmin(config.adminHost, adminPort, metrics, log);
   } catch (e) {
@@ -92,9 +94,16 @@ export async function runPrimary(config: Config): Promise<void> {
 }
 
 /** Connects once, ensures the stream (and the presence bucket) exist with the configured settings, and disconnects. */
-async function prepareStream(stream: StreamSection, servers: string[], log: Logger, presence: PresenceSection): Promise<void> {
-  log.info({ servers }, "connecting to NATS");
-  const nc = await connect({ servers, name: "fanout-gateway-primary", waitOnFirstConnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+async function prepareStream(stream: StreamSection, servers: string[], security: NatsSecurity, log: Logger, presence: PresenceSection): Promise<void> {
+  log.info({ servers, ...describeNatsSecurity(security) }, "connecting to NATS");
+  const nc = await connect({
+    servers,
+    name: "fanout-gateway-primary",
+    waitOnFirstConnect: true,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 500,
+    ...natsJsOptions(security),
+  });
   try {
     const jsm = await jetstreamManager(nc);
     await ensureStream(jsm, stream, log);

@@ -80,3 +80,49 @@ function checkHooksIdentify(c: Config, authOn: boolean): void {
       `invalid ${name("HOOK_HEADERS", "hook-headers")}: with authentication off the connect hook identifies users from the request headers, and none are passed to it; name the headers that carry the session (cookie, say)`,
     );
 }
+
+const NATS_FILES = [
+  ["NATS_CREDS_FILE", "nats-creds-file", "natsCredsFile"],
+  ["NATS_NKEY_SEED_FILE", "nats-nkey-seed-file", "natsNkeySeedFile"],
+  ["NATS_PASSWORD_FILE", "nats-password-file", "natsPasswordFile"],
+  ["NATS_TOKEN_FILE", "nats-token-file", "natsTokenFile"],
+  ["NATS_TLS_CA_FILE", "nats-tls-ca-file", "natsTlsCaFile"],
+  ["NATS_TLS_CERT_FILE", "nats-tls-cert-file", "natsTlsCertFile"],
+  ["NATS_TLS_KEY_FILE", "nats-tls-key-file", "natsTlsKeyFile"],
+] as const;
+
+/**
+ * Cross-checks of the NATS credential and TLS settings: one way to authenticate, user with password, cert
+ * with key, files that exist, and none of it without a NATS_URL to use it on (the embedded server has none).
+ * The files' contents are checked where they are read (broker/nats-security.ts).
+ */
+export function checkNatsSecurity(c: Config): void {
+  const set = NATS_FILES.filter((f) => c[f[2]]);
+  const first = set[0] ?? (c.natsUser ? (["NATS_USER", "nats-user"] as const) : c.natsTlsFirst ? (["NATS_TLS_FIRST", "nats-tls-first"] as const) : undefined);
+  if (first && (c.broker !== "jetstream" || c.natsUrl.length === 0))
+    throw new ConfigError(
+      first[0],
+      `invalid ${name(first[0], first[1])}: has no effect without NATS_URL (the embedded nats-server and redis take no NATS credentials)`,
+    );
+  for (const [env, flag, key] of set) {
+    if (!existsSync(c[key])) throw new ConfigError(env, `invalid ${name(env, flag)}: ${c[key]} does not exist`);
+  }
+  const ways = [
+    c.natsCredsFile && name("NATS_CREDS_FILE", "nats-creds-file"),
+    c.natsNkeySeedFile && name("NATS_NKEY_SEED_FILE", "nats-nkey-seed-file"),
+    (c.natsUser || c.natsPasswordFile) && name("NATS_USER", "nats-user"),
+    c.natsTokenFile && name("NATS_TOKEN_FILE", "nats-token-file"),
+  ].filter((w): w is string => !!w);
+  if (ways.length > 1) {
+    const env = ways[0]!.split(" ")[0]!;
+    throw new ConfigError(env, `invalid ${ways.join(" with ")}: give one way to authenticate to NATS`);
+  }
+  if (!!c.natsUser !== !!c.natsPasswordFile) {
+    const [env, flag] = c.natsUser ? ["NATS_PASSWORD_FILE", "nats-password-file"] : ["NATS_USER", "nats-user"];
+    throw new ConfigError(env, `invalid ${name(env, flag)}: NATS user authentication needs both NATS_USER and NATS_PASSWORD_FILE`);
+  }
+  if (!!c.natsTlsCertFile !== !!c.natsTlsKeyFile) {
+    const [env, flag] = c.natsTlsCertFile ? ["NATS_TLS_KEY_FILE", "nats-tls-key-file"] : ["NATS_TLS_CERT_FILE", "nats-tls-cert-file"];
+    throw new ConfigError(env, `invalid ${name(env, flag)}: a NATS client certificate needs both NATS_TLS_CERT_FILE and NATS_TLS_KEY_FILE`);
+  }
+}

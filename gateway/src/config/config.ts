@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { ConfigError } from "../errors.js";
 import { SETTINGS, type Setting, type SettingKey } from "./settings.js";
-import { checkAuthConfig } from "./checks.js";
+import { checkAuthConfig, checkNatsSecurity } from "./checks.js";
 
 export type { Config } from "./settings.js";
 import type { Config } from "./settings.js";
@@ -91,6 +91,7 @@ function crossCheck(c: Config): void {
     );
   }
   checkAuthConfig(c);
+  checkNatsSecurity(c);
 }
 
 /** The subject prefix of live (republished) messages: LIVE_SUBJECT_PREFIX, or `<SUBJECT_PREFIX>live`. */

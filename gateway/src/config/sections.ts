@@ -25,9 +25,23 @@ export type ServerSection = Readonly<{
   publishBatchMaxItems: number;
   publishBatchMaxBytes: number;
 }>;
+/** How the gateway authenticates to NATS and whether it speaks TLS to it: file paths, read by broker/nats-security.ts. */
+export type NatsSecuritySection = Readonly<{
+  credsFile: string;
+  nkeySeedFile: string;
+  user: string;
+  passwordFile: string;
+  tokenFile: string;
+  tlsCaFile: string;
+  tlsCertFile: string;
+  tlsKeyFile: string;
+  tlsFirst: boolean;
+}>;
 export type BrokerSection = Readonly<{
   kind: "jetstream" | "redis";
   natsUrl: string[];
+  /** Credentials and TLS for every connection to natsUrl (main, direct gets, the primary's). */
+  natsSecurity: NatsSecuritySection;
   /** Direct gets on a connection of their own (own) or on the main one (shared). */
   replayConnection: "own" | "shared";
   natsDataDir: string;
@@ -125,6 +139,17 @@ export function sectionsOf(c: Config): Sections {
     broker: Object.freeze({
       kind: c.broker,
       natsUrl: c.natsUrl,
+      natsSecurity: Object.freeze({
+        credsFile: c.natsCredsFile,
+        nkeySeedFile: c.natsNkeySeedFile,
+        user: c.natsUser,
+        passwordFile: c.natsPasswordFile,
+        tokenFile: c.natsTokenFile,
+        tlsCaFile: c.natsTlsCaFile,
+        tlsCertFile: c.natsTlsCertFile,
+        tlsKeyFile: c.natsTlsKeyFile,
+        tlsFirst: c.natsTlsFirst,
+      }),
       replayConnection: c.replayConnection,
       natsDataDir: c.natsDataDir,
       natsServerBin: c.natsServerBin,

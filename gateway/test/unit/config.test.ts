@@ -42,6 +42,15 @@ describe("config — parsing", () => {
     [[], { LOG_LEVEL: "loud" }, "LOG_LEVEL"],
     [[], { NATS_URL: "http://x" }, "NATS_URL"],
     [["--backpressure-bytes", "8MiB", "--max-backpressure-bytes", "1MiB"], {}, "MAX_BACKPRESSURE_BYTES"],
+    [[], { NATS_URL: "nats://a:4222", NATS_USER: "gw" }, "NATS_PASSWORD_FILE"],
+    [[], { NATS_URL: "nats://a:4222", NATS_PASSWORD_FILE: "/etc/hostname" }, "NATS_USER"],
+    [[], { NATS_URL: "nats://a:4222", NATS_TOKEN_FILE: "/nonexistent/token" }, "NATS_TOKEN_FILE"],
+    [[], { NATS_URL: "nats://a:4222", NATS_CREDS_FILE: "/etc/hostname", NATS_TOKEN_FILE: "/etc/hostname" }, "NATS_CREDS_FILE"],
+    [[], { NATS_URL: "nats://a:4222", NATS_NKEY_SEED_FILE: "/etc/hostname", NATS_USER: "gw", NATS_PASSWORD_FILE: "/etc/hostname" }, "NATS_NKEY_SEED_FILE"],
+    [[], { NATS_URL: "nats://a:4222", NATS_TLS_CERT_FILE: "/etc/hostname" }, "NATS_TLS_KEY_FILE"],
+    [[], { NATS_URL: "nats://a:4222", NATS_TLS_CA_FILE: "/nonexistent/ca.pem" }, "NATS_TLS_CA_FILE"],
+    [[], { NATS_TOKEN_FILE: "/etc/hostname" }, "NATS_TOKEN_FILE"],
+    [["--broker", "redis", "--nats-tls-first"], {}, "NATS_TLS_FIRST"],
   ])("rejects a bad value and names the setting: %j %j", (argv, env, setting) => {
     try {
       loadConfig(argv as string[], env as NodeJS.ProcessEnv);

@@ -94,9 +94,10 @@ Whole CPUs in a Kubernetes quantity, rounded up, at least 1: "2" -> 2, "1500m" -
   "STREAM_STORAGE" (toString .Values.stream.storage)
   "STREAM_REPLICAS" (toString (int .Values.stream.replicas))
 -}}
+{{- $explicit = merge $explicit (include "fanout-gateway.natsSecurityEnv" . | fromYaml) }}
 {{- range $k, $v := .Values.config }}
-{{- if hasKey $explicit $k }}
-{{- fail (printf "config.%s conflicts with a dedicated value (gateway.*, nats.urls or stream.*): set it there" $k) }}
+{{- if or (hasKey $explicit $k) (hasPrefix "NATS_TLS_" $k) (has $k (list "NATS_CREDS_FILE" "NATS_NKEY_SEED_FILE" "NATS_USER" "NATS_PASSWORD_FILE" "NATS_TOKEN_FILE")) }}
+{{- fail (printf "config.%s conflicts with a dedicated value (gateway.*, nats.*, stream.*): set it there" $k) }}
 {{- end }}
 {{- if not (regexMatch "^[A-Za-z_][A-Za-z0-9_]*$" $k) }}
 {{- fail (printf "config.%s is not a valid environment variable name" $k) }}
@@ -109,4 +110,35 @@ Whole CPUs in a Kubernetes quantity, rounded up, at least 1: "2" -> 2, "1500m" -
 {{- fail "stream.replicas must be 1, 3 or 5" }}
 {{- end }}
 {{- toYaml (merge (deepCopy $explicit) (.Values.config | default dict)) }}
+{{- end }}
+
+{{/* Where the NATS credential and TLS Secrets are mounted. */}}
+{{- define "fanout-gateway.natsAuthDir" -}}/etc/fanout-gateway/nats-auth{{- end }}
+{{- define "fanout-gateway.natsTlsDir" -}}/etc/fanout-gateway/nats-tls{{- end }}
+
+{{/* NATS_*_FILE settings pointing into the mounted Secrets (nats.auth, nats.tls), checked for one way in. */}}
+{{- define "fanout-gateway.natsSecurityEnv" -}}
+{{- $a := .Values.nats.auth | default dict -}}
+{{- $t := .Values.nats.tls | default dict -}}
+{{- $ad := include "fanout-gateway.natsAuthDir" . -}}
+{{- $td := include "fanout-gateway.natsTlsDir" . -}}
+{{- $env := dict -}}
+{{- $ways := list -}}
+{{- if $a.credsKey }}{{ $_ := set $env "NATS_CREDS_FILE" (printf "%s/%s" $ad $a.credsKey) }}{{ $ways = append $ways "credsKey" }}{{ end -}}
+{{- if $a.nkeySeedKey }}{{ $_ := set $env "NATS_NKEY_SEED_FILE" (printf "%s/%s" $ad $a.nkeySeedKey) }}{{ $ways = append $ways "nkeySeedKey" }}{{ end -}}
+{{- if or $a.user $a.passwordKey }}
+{{- if not (and $a.user $a.passwordKey) }}{{ fail "nats.auth.user and nats.auth.passwordKey go together" }}{{ end -}}
+{{- $_ := set $env "NATS_USER" (toString $a.user) }}{{ $_ := set $env "NATS_PASSWORD_FILE" (printf "%s/%s" $ad $a.passwordKey) }}{{ $ways = append $ways "user" }}
+{{- end -}}
+{{- if $a.tokenKey }}{{ $_ := set $env "NATS_TOKEN_FILE" (printf "%s/%s" $ad $a.tokenKey) }}{{ $ways = append $ways "tokenKey" }}{{ end -}}
+{{- if gt (len $ways) 1 }}{{ fail (printf "nats.auth: give one way to authenticate, not %s" (join " and " $ways)) }}{{ end -}}
+{{- if and $ways (not $a.secretName) }}{{ fail "nats.auth.secretName: the Secret holding the NATS credential is missing" }}{{ end -}}
+{{- if $t.caKey }}{{ $_ := set $env "NATS_TLS_CA_FILE" (printf "%s/%s" $td $t.caKey) }}{{ end -}}
+{{- if or $t.certKey $t.keyKey }}
+{{- if not (and $t.certKey $t.keyKey) }}{{ fail "nats.tls.certKey and nats.tls.keyKey go together" }}{{ end -}}
+{{- $_ := set $env "NATS_TLS_CERT_FILE" (printf "%s/%s" $td $t.certKey) }}{{ $_ := set $env "NATS_TLS_KEY_FILE" (printf "%s/%s" $td $t.keyKey) }}
+{{- end -}}
+{{- if and (or $t.caKey $t.certKey) (not $t.secretName) }}{{ fail "nats.tls.secretName: the Secret holding the NATS CA or client certificate is missing" }}{{ end -}}
+{{- if $t.handshakeFirst }}{{ $_ := set $env "NATS_TLS_FIRST" "true" }}{{ end -}}
+{{- toYaml $env }}
 {{- end }}

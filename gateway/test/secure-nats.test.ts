@@ -1,0 +1,254 @@
+// The gateway against a secured nats-server: TLS with verified client certificates, and a user whose
+// permissions are exactly the minimal list of gateway/AUTH.md (support/nats-secure.ts). Publish, live
+// delivery, replay (on the direct-get link, over TLS), a durable with acks and presence work end to end over
+// WebSocket; the same with an nkey user and with a .creds file of a NATS account (operator mode, JWTs made by
+// support/nats-jwt.ts); a user missing one subject of the list fails loudly, not silently.
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { nkeys } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
+import { CLI, startGateway, type GatewayHandle } from "./support/gateway.js";
+import { gatewayPermissions, hasOpenssl, makeTestPki, secureServerConfig, tlsBlock, type TestPki } from "./support/nats-secure.js";
+import { jwtSetup } from "./support/nats-jwt.js";
+import { httpPublish } from "./support/ws-client.js";
+import { ClientPool, uniqueNames } from "./support/clients.js";
+import { waitFor } from "./support/wait.js";
+
+const NAMES = { stream: "SECURE", subjectPrefix: "sec", livePrefix: "seclive", bucket: "SECPRES" };
+const GW_ARGS = ["--stream-name", NAMES.stream, "--subject-prefix", NAMES.subjectPrefix, "--presence-bucket", NAMES.bucket, "--presence-ttl", "2s"];
+const nkeyUser = nkeys.createUser();
+let pki: TestPki;
+let secrets: string;
+let nats: NatsServerHandle;
+let gw: GatewayHandle | undefined;
+const clients = new ClientPool(() => gw!.wsUrl);
+const uniq = uniqueNames();
+
+const secret = (name: string, value: string): string => {
+  const f = join(secrets, name);
+  writeFileSync(f, value, { mode: 0o600 });
+  return f;
+};
+const tlsEnv = (): Record<string, string> => ({ NATS_TLS_CA_FILE: pki.ca, NATS_TLS_CERT_FILE: pki.clientCert, NATS_TLS_KEY_FILE: pki.clientKey });
+const metric = async (g: GatewayHandle, re: RegExp): Promise<number> => Number(re.exec(await (await fetch(`${g.metricsUrl}/metrics`)).text())?.[1] ?? 0);
+const LINK = /^fanout_direct_gets_total\{via="link"\} (\d+)/m;
+const MAIN = /^fanout_direct_gets_total\{via="main"\} (\d+)/m;
+const UP = /^fanout_direct_link_up (\d+)/m;
+
+/** Users on the server: one per way in, each with the gateway's minimal permissions (`lacking` takes one out). */
+const LACKING = `${NAMES.livePrefix}.>`;
+const NO_STREAM_INFO = `$JS.API.STREAM.INFO.${NAMES.stream}`;
+beforeAll(async () => {
+  if (!hasOpenssl()) return;
+  pki = makeTestPki();
+  secrets = mkdtempSync(join(tmpdir(), "fgw-secrets-"));
+  const perms = gatewayPermissions(NAMES);
+  nats = await startNatsServer({
+    config: secureServerConfig(
+      pki,
+      [
+        { who: { user: "gw", password: "gw-pw" }, permissions: perms },
+        { who: { nkey: nkeyUser.getPublicKey() }, permissions: perms },
+        { who: { user: "lacking", password: "lacking-pw" }, permissions: gatewayPermissions(NAMES, [LACKING]) },
+        { who: { user: "nostream", password: "nostream-pw" }, permissions: gatewayPermissions(NAMES, [NO_STREAM_INFO]) },
+      ],
+      { verify: true },
+    ),
+  });
+}, 30_000);
+afterAll(async () => {
+  clients.closeAll();
+  await gw?.stop();
+  await nats?.stop();
+  pki?.remove();
+  if (secrets) rmSync(secrets, { recursive: true, force: true });
+});
+
+describe.skipIf(!hasOpenssl())("secured NATS — TLS and credentials", () => {
+  it("secured NATS — with TLS and user/password limited to the minimal permissions: publish, live, replay on the link, durable and presence work", async () => {
+    gw = await startGateway({
+      natsUrl: nats.url,
+      workers: 1,
+      args: GW_ARGS,
+      env: { ...tlsEnv(), NATS_USER: "gw", NATS_PASSWORD_FILE: secret("gw-pw", "gw-pw\n") },
+    });
+    expect(JSON.stringify(gw.logs)).not.toContain("gw-pw");
+    await waitFor(async () => (await metric(gw!, UP)) === 1 || undefined, { what: "the direct-get link up over TLS" });
+
+    // Live: a subscriber gets what is published after it subscribed.
+    const ch = uniq("room.");
+    const live = await clients.open();
+    await live.sub(ch);
+    for (let i = 0; i < 20; i++) expect((await httpPublish(gw.url, ch, { i })).status).toBe(201);
+    const got = await live.waitForMsgs(20);
+    expect(got.map((m) => (m.data as { i: number }).i)).toEqual([...Array(20).keys()]);
+
+    // Replay: read on the link (direct gets via="link"), none on the main connection.
+    const [link0, main0] = [await metric(gw, LINK), await metric(gw, MAIN)];
+    const late = await clients.open();
+    await late.sub(ch, { from: "all" });
+    expect((await late.waitForMsgs(20)).map((m) => m.seq)).toEqual(got.map((m) => m.seq));
+    expect(await metric(gw, LINK)).toBeGreaterThan(link0);
+    expect(await metric(gw, MAIN)).toBe(main0);
+
+    // Durable with acks (consumer create, info, pull, ack).
+    const dch = uniq("orders.");
+    const d = await clients.open();
+    expect(await d.sub(dch, { durable: "secure-d", ack: true })).toMatchObject({ op: "ok", durable: "secure-d" });
+    await httpPublish(gw.url, dch, { v: 1 });
+    const [m] = await d.waitForMsgs(1);
+    expect(m).toMatchObject({ channel: dch, data: { v: 1 } });
+    expect((await d.request({ op: "ack", seq: m!.seq })).op).toBe("ok");
+
+    // Presence (the KV bucket: records, snapshot reads, the republished changes).
+    const pch = uniq("lobby.");
+    const watcher = await clients.open();
+    const member = await clients.open();
+    await watcher.sub(pch, { presence: "watch" });
+    const id = (await member.sub(pch, { presence: true })).client as string;
+    await waitFor(() => watcher.frames.find((f) => f.op === "join" && f.client === id), { what: "join event" });
+    const r = await watcher.request({ op: "presence", channel: pch });
+    expect((r.members as { client: string }[]).map((x) => x.client)).toContain(id);
+
+    expect(gw.logs.filter((l) => (l.level ?? 0) >= 40 && !/AUTHENTICATION IS OFF/.test(String(l.msg))).map((l) => l.msg)).toEqual([]);
+    clients.closeAll();
+    await gw.stop();
+    gw = undefined;
+  });
+
+  it("secured NATS — an nkey user (NATS_NKEY_SEED_FILE): the gateway and its direct-get link sign the server's nonce", async () => {
+    gw = await startGateway({
+      natsUrl: nats.url,
+      workers: 1,
+      args: GW_ARGS,
+      env: { ...tlsEnv(), NATS_NKEY_SEED_FILE: secret("gw.nk", new TextDecoder().decode(nkeyUser.getSeed())) },
+    });
+    await waitFor(async () => (await metric(gw!, UP)) === 1 || undefined, { what: "the direct-get link up" });
+    const ch = uniq("nk.");
+    for (let i = 0; i < 5; i++) await httpPublish(gw.url, ch, { i });
+    const c = await clients.open();
+    await c.sub(ch, { from: "all" });
+    expect(await c.waitForMsgs(5)).toHaveLength(5);
+    const connz = (await (await fetch(`http://127.0.0.1:${nats.monitorPort}/connz?auth=1`)).json()) as {
+      connections: { name?: string; authorized_user?: string }[];
+    };
+    const mine = connz.connections.filter((x) => x.name?.startsWith("fanout-gateway-worker") && x.authorized_user === nkeyUser.getPublicKey());
+    expect(mine.map((x) => x.name).sort()).toEqual(["fanout-gateway-worker-1", "fanout-gateway-worker-1-direct"]);
+    for (const x of mine) expect(x.authorized_user).toBe(nkeyUser.getPublicKey());
+    clients.closeAll();
+    await gw.stop();
+    gw = undefined;
+  });
+
+  it("secured NATS — NATS accounts (operator mode): a .creds file (NATS_CREDS_FILE) whose user JWT carries the minimal permissions, on the main connection and the link", async () => {
+    const jwt = jwtSetup();
+    const accounts = await startNatsServer({ config: `${tlsBlock(pki, { verify: true })}\n${jwt.serverConfig}` });
+    try {
+      gw = await startGateway({
+        natsUrl: accounts.url,
+        workers: 1,
+        args: GW_ARGS,
+        env: { ...tlsEnv(), NATS_CREDS_FILE: secret("gw.creds", jwt.creds("fgw-gateway", gatewayPermissions(NAMES))) },
+      });
+      await waitFor(async () => (await metric(gw!, UP)) === 1 || undefined, { what: "the direct-get link up" });
+      const ch = uniq("acct.");
+      for (let i = 0; i < 5; i++) expect((await httpPublish(gw.url, ch, { i })).status).toBe(201);
+      const link0 = await metric(gw, LINK);
+      const c = await clients.open();
+      await c.sub(ch, { from: "all" });
+      expect((await c.waitForMsgs(5)).map((m) => (m.data as { i: number }).i)).toEqual([0, 1, 2, 3, 4]);
+      expect(await metric(gw, LINK)).toBeGreaterThan(link0);
+      const connz = (await (await fetch(`http://127.0.0.1:${accounts.monitorPort}/connz?auth=1`)).json()) as {
+        connections: { name?: string; name_tag?: string; account?: string; tls_version?: string }[];
+      };
+      const mine = connz.connections.filter((x) => x.name?.startsWith("fanout-gateway-worker"));
+      expect(mine.map((x) => x.name).sort()).toEqual(["fanout-gateway-worker-1", "fanout-gateway-worker-1-direct"]);
+      for (const x of mine) expect(x).toMatchObject({ name_tag: "fgw-test-account", tls_version: expect.stringMatching(/^1\.[23]$/) });
+      clients.closeAll();
+      await gw.stop();
+      gw = undefined;
+    } finally {
+      await accounts.stop();
+    }
+  });
+
+  it(`secured NATS — a user lacking one subject of the list (subscribe ${LACKING}): a live subscription fails with an error, and the log names the subject`, async () => {
+    gw = await startGateway({
+      natsUrl: nats.url,
+      workers: 1,
+      args: GW_ARGS,
+      env: { ...tlsEnv(), NATS_USER: "lacking", NATS_PASSWORD_FILE: secret("lacking-pw", "lacking-pw") },
+    });
+    const c = await clients.open();
+    const r = await c.request({ op: "sub", channel: uniq("deny.") });
+    const logged = await waitFor(() => gw!.logs.find((l) => /NATS refused the live subscription/.test(String(l.msg))), {
+      what: "the error naming the denied subject",
+    });
+    expect(logged.level).toBe(50);
+    expect(String(logged.subject)).toMatch(new RegExp(`^${NAMES.livePrefix}\\.deny\\.`));
+    expect(JSON.stringify(logged.err)).toMatch(/Permissions Violation for Subscription/);
+    expect(r).toMatchObject({ op: "err", code: "broker_error", temporary: false });
+    expect(String(r.message)).toMatch(/Permissions Violation/i);
+    clients.closeAll();
+    await gw.stop();
+    gw = undefined;
+  });
+});
+
+describe.skipIf(!hasOpenssl())("secured NATS — a user that may not read the stream", () => {
+  it(`secured NATS — without ${NO_STREAM_INFO} the gateway exits 1 at start and says Permissions Violation for it`, () => {
+    const r = spawnSync(process.execPath, [CLI, "--port", "0", "--workers", "1", ...GW_ARGS], {
+      encoding: "utf8",
+      timeout: 30_000,
+      env: { ...process.env, ...tlsEnv(), NATS_URL: nats.url, NATS_USER: "nostream", NATS_PASSWORD_FILE: secret("nostream-pw", "nostream-pw") },
+    });
+    expect(r.status).toBe(1);
+    expect(r.stdout + r.stderr).toContain(`Permissions Violation for Publish to \\"${NO_STREAM_INFO}\\"`);
+  });
+
+  it("secured NATS — a wrong password: the gateway exits 1 at start with Authorization Violation (not a silent retry loop)", () => {
+    const r = spawnSync(process.execPath, [CLI, "--port", "0", "--workers", "1", ...GW_ARGS], {
+      encoding: "utf8",
+      timeout: 30_000,
+      env: { ...process.env, ...tlsEnv(), NATS_URL: nats.url, NATS_USER: "gw", NATS_PASSWORD_FILE: secret("wrong-pw", "not-the-pw-Zq9x") },
+    });
+    expect(r.status).toBe(1);
+    expect(r.stdout).toMatch(/"level":60.*Authorization Violation/);
+    expect(r.stdout + r.stderr).not.toContain("Zq9x");
+  });
+});
+
+describe("secured NATS — bad settings stop the gateway", () => {
+  const run = (env: Record<string, string>) => {
+    const r = spawnSync(process.execPath, [CLI, "--port", "0", "--workers", "1"], { encoding: "utf8", timeout: 20_000, env: { ...process.env, ...env } });
+    return { status: r.status, out: r.stdout + r.stderr };
+  };
+  const dir = mkdtempSync(join(tmpdir(), "fgw-badsec-"));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("secured NATS — a user without its password file exits 1 naming NATS_PASSWORD_FILE", () => {
+    const r = run({ NATS_URL: "nats://127.0.0.1:1", NATS_USER: "gw" });
+    expect(r.status).toBe(1);
+    expect(r.out).toContain("invalid NATS_PASSWORD_FILE (--nats-password-file)");
+  });
+
+  it("secured NATS — a seed file that holds no seed exits 1 naming NATS_NKEY_SEED_FILE, without printing its content", () => {
+    const f = join(dir, "bad.nk");
+    writeFileSync(f, "SUtotallysecretbutwrong\n");
+    const r = run({ NATS_URL: "nats://127.0.0.1:1", NATS_NKEY_SEED_FILE: f });
+    expect(r.status).toBe(1);
+    expect(r.out).toContain("invalid NATS_NKEY_SEED_FILE (--nats-nkey-seed-file)");
+    expect(r.out).not.toContain("totallysecret");
+  });
+
+  it("secured NATS — credentials without NATS_URL (the embedded server) exit 1 naming the setting", () => {
+    const f = join(dir, "token");
+    writeFileSync(f, "t0ken");
+    const r = run({ NATS_TOKEN_FILE: f });
+    expect(r.status).toBe(1);
+    expect(r.out).toContain("invalid NATS_TOKEN_FILE (--nats-token-file): has no effect without NATS_URL");
+  });
+});

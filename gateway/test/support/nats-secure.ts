@@ -1,0 +1,135 @@
+// A secured nats-server for the tests: a throwaway PKI made with the openssl CLI (CA, server certificate for
+// 127.0.0.1/localhost, client certificate), and a server config with TLS and users whose permissions are the
+// gateway's minimal list (gateway/AUTH.md, "Connecting to a secured NATS").
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export type TestPki = { dir: string; ca: string; serverCert: string; serverKey: string; clientCert: string; clientKey: string; remove(): void };
+
+/** True when the openssl CLI is on the PATH (the TLS tests need it). */
+export function hasOpenssl(): boolean {
+  try {
+    execFileSync("openssl", ["version"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A CA and two certificates it signed (EC P-256, one day), in a temp dir. */
+export function makeTestPki(): TestPki {
+  const dir = mkdtempSync(join(tmpdir(), "fgw-pki-"));
+  const f = (n: string) => join(dir, n);
+  const ssl = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
+  const key = (out: string) => ssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", out);
+  key(f("ca-key.pem"));
+  ssl("req", "-x509", "-new", "-key", f("ca-key.pem"), "-days", "1", "-subj", "/CN=fgw test CA", "-out", f("ca.pem"));
+  const leaf = (name: string, ext: string) => {
+    key(f(`${name}-key.pem`));
+    ssl("req", "-new", "-key", f(`${name}-key.pem`), "-subj", `/CN=fgw test ${name}`, "-out", f(`${name}.csr`));
+    writeFileSync(f(`${name}.ext`), ext);
+    ssl(
+      "x509",
+      "-req",
+      "-in",
+      f(`${name}.csr`),
+      "-CA",
+      f("ca.pem"),
+      "-CAkey",
+      f("ca-key.pem"),
+      "-CAcreateserial",
+      "-days",
+      "1",
+      "-extfile",
+      f(`${name}.ext`),
+      "-out",
+      f(`${name}.pem`),
+    );
+  };
+  leaf("server", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n");
+  leaf("client", "extendedKeyUsage=clientAuth\n");
+  return {
+    dir,
+    ca: f("ca.pem"),
+    serverCert: f("server.pem"),
+    serverKey: f("server-key.pem"),
+    clientCert: f("client.pem"),
+    clientKey: f("client-key.pem"),
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+/** The names a gateway uses on NATS (its settings). */
+export type GatewayNames = { stream: string; subjectPrefix: string; livePrefix: string; bucket: string; inboxPrefix?: string };
+
+/**
+ * The gateway's minimal NATS permissions, as gateway/AUTH.md lists them: what it publishes to (JetStream API
+ * requests, acks, messages, presence records) and what it subscribes to (reply inboxes, live republished
+ * messages, presence changes, stream advisories). `omit` takes subjects out (a test of a missing one).
+ */
+export function gatewayPermissions(n: GatewayNames, omit: string[] = []): { publish: string[]; subscribe: string[] } {
+  const kv = `KV_${n.bucket}`;
+  const publish = [
+    "$JS.API.INFO",
+    `$JS.API.STREAM.INFO.${n.stream}`,
+    `$JS.API.STREAM.CREATE.${n.stream}`,
+    `$JS.API.STREAM.UPDATE.${n.stream}`,
+    `$JS.API.STREAM.MSG.GET.${n.stream}`,
+    `$JS.API.DIRECT.GET.${n.stream}`,
+    `$JS.API.CONSUMER.CREATE.${n.stream}.>`,
+    `$JS.API.CONSUMER.INFO.${n.stream}.*`,
+    `$JS.API.CONSUMER.MSG.NEXT.${n.stream}.*`,
+    `$JS.ACK.${n.stream}.>`,
+    `${n.subjectPrefix}.>`,
+    `$JS.API.STREAM.INFO.${kv}`,
+    `$JS.API.STREAM.CREATE.${kv}`,
+    `$JS.API.STREAM.UPDATE.${kv}`,
+    `$JS.API.DIRECT.GET.${kv}`,
+    `$KV.${n.bucket}.>`,
+  ].filter((s) => !omit.includes(s));
+  const subscribe = [
+    `${n.inboxPrefix ?? "_INBOX"}.>`,
+    `${n.livePrefix}.>`,
+    `fgwpresence.${n.bucket}.>`,
+    `$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.${n.stream}`,
+    `$JS.EVENT.ADVISORY.STREAM.CREATED.${n.stream}`,
+  ].filter((s) => !omit.includes(s));
+  return { publish, subscribe };
+}
+
+export type SecureUser = { user: string; password: string } | { nkey: string };
+
+/** nats-server config: TLS with the test PKI (client certificates verified when `verify`), and the users. */
+export function secureServerConfig(
+  pki: TestPki,
+  users: { who: SecureUser; permissions?: { publish: string[]; subscribe: string[] } }[],
+  opts: { verify?: boolean; handshakeFirst?: boolean } = {},
+): string {
+  const q = (s: string) => JSON.stringify(s);
+  const list = (xs: string[]) => `[${xs.map(q).join(", ")}]`;
+  const user = (u: (typeof users)[number]) => {
+    const who = "nkey" in u.who ? `nkey: ${q(u.who.nkey)}` : `user: ${q(u.who.user)}, password: ${q(u.who.password)}`;
+    const perms = u.permissions
+      ? `, permissions: { publish: { allow: ${list(u.permissions.publish)} }, subscribe: { allow: ${list(u.permissions.subscribe)} } }`
+      : "";
+    return `    { ${who}${perms} }`;
+  };
+  return [tlsBlock(pki, opts), "authorization {", "  users = [", users.map(user).join(",\n"), "  ]", "}", ""].join("\n");
+}
+
+/** The server's `tls {}` block with the test PKI. */
+export function tlsBlock(pki: TestPki, opts: { verify?: boolean; handshakeFirst?: boolean } = {}): string {
+  const q = (s: string) => JSON.stringify(s);
+  return [
+    "tls {",
+    `  cert_file: ${q(pki.serverCert)}`,
+    `  key_file: ${q(pki.serverKey)}`,
+    `  ca_file: ${q(pki.ca)}`,
+    `  verify: ${opts.verify ? "true" : "false"}`,
+    ...(opts.handshakeFirst ? ["  handshake_first: true"] : []),
+    "  timeout: 5",
+    "}",
+  ].join("\n");
+}
