@@ -2,7 +2,7 @@ import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { SubjectMapper } from "../protocol/channel.js";
 import type { Logger } from "../log.js";
-import type { BrokerMessage, LastValuePage, ReplayApi, StoredPage, StreamState } from "./broker.js";
+import type { BrokerMessage, LastValuePage, PageBounds, ReplayApi, StoredPage, StreamState } from "./broker.js";
 import { GatewayError } from "../errors.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { Coalescer } from "./coalesce.js";
@@ -27,6 +27,8 @@ export class JetStreamReplay implements ReplayApi {
   readonly direct: DirectGet;
   private readonly info: Coalescer<StreamState>;
   private replicas = 1;
+  /** Results of recent last-value scans, for their next pages. */
+  private readonly scans = new ScanCache();
 
   constructor(
     private readonly nc: NatsConnection,
@@ -37,11 +39,14 @@ export class JetStreamReplay implements ReplayApi {
     {
       linkName,
       onSend,
+      maxQueued,
     }: {
       /** Client name of a connection of its own for direct gets; without it they share `nc`. */
       linkName?: string;
       /** Called for every direct get put on the wire (metrics). */
       onSend?: (via: DirectVia) => void;
+      /** Direct gets waiting to be sent, at most (DIRECT_GET_QUEUE). */
+      maxQueued?: number;
     } = {},
   ) {
     this.direct = new DirectGet(nc, stream, {
@@ -55,6 +60,7 @@ export class JetStreamReplay implements ReplayApi {
           }
         : undefined,
       onSend,
+      maxQueued,
     });
     this.info = new Coalescer(async () => {
       const si = await this.jsm.streams.info(this.stream);
@@ -132,32 +138,49 @@ export class JetStreamReplay implements ReplayApi {
     throw new Error(`stream message get failed: ${body.error?.description ?? "no answer"}`);
   }
 
-  async history(channel: string, fromSeq: number, limit: number): Promise<BrokerMessage[]> {
+  async history(channel: string, fromSeq: number, limit: number, maxBytes = Infinity): Promise<BrokerMessage[]> {
     const out: BrokerMessage[] = [];
     const subject = this.mapper.toSubject(channel);
     let from = fromSeq;
-    while (out.length < limit) {
+    let bytes = 0;
+    while (out.length < limit && bytes < maxBytes) {
       const b = await this.direct.batch({ seq: from, subject, batch: limit - out.length, maxBytes: PAGE_BYTES });
-      for (const m of b.messages) out.push(m);
+      for (const m of b.messages) {
+        if (out.length > 0 && bytes + m.payload.byteLength > maxBytes) return out;
+        out.push(m);
+        bytes += m.payload.byteLength;
+      }
       if (b.pending === 0 || b.messages.length === 0) break;
       from = b.messages.at(-1)!.seq + 1;
     }
     return out;
   }
 
-  async lastPerSubject(pattern: string, upTo: number, after: number): Promise<LastValuePage> {
+  async lastPerSubject(pattern: string, upTo: number, after: number, bounds: PageBounds = {}): Promise<LastValuePage> {
     if (upTo < 1 || after >= upTo) return { messages: [], more: false };
+    const maxMessages = Math.min(bounds.maxMessages ?? PAGE_MESSAGES, PAGE_MESSAGES);
+    const maxBytes = Math.min(bounds.maxBytes ?? PAGE_BYTES, PAGE_BYTES);
     const subject = this.mapper.toSubject(pattern);
-    const b = await this.direct.multiLast({ subjects: [subject], upTo, seq: after + 1, batch: PAGE_MESSAGES, maxBytes: PAGE_BYTES });
-    if (b.tooMany) return { messages: await this.scanLastPerSubject(subject, upTo, after + 1), more: false };
-    return { messages: b.messages, more: b.pending > 0 && b.messages.length > 0 };
+    const key = `${subject} ${upTo}`;
+    // A continuation of a scan: the rest is in memory, no second pass over the stream.
+    const scanned = after > 0 ? this.scans.get(key) : undefined;
+    if (scanned) return pageOf(scanned, after, maxMessages, maxBytes);
+    const b = await this.direct.multiLast({ subjects: [subject], upTo, seq: after + 1, batch: maxMessages, maxBytes: PAGE_BYTES });
+    if (!b.tooMany) {
+      const p = pageOf(b.messages, after, maxMessages, maxBytes);
+      return { messages: p.messages, more: p.more || (b.pending > 0 && b.messages.length > 0) };
+    }
+    const all = await this.scanLastPerSubject(subject, upTo, after + 1);
+    this.scans.put(key, all);
+    return pageOf(all, after, maxMessages, maxBytes);
   }
 
   /**
    * The server answers multi_last for at most 1024 subjects: beyond that, read every stored message of the
-   * pattern up to `upTo` and keep the newest per subject (bounded by MAX_LAST_VALUE_CHANNELS).
+   * pattern up to `upTo` and keep the newest per subject (bounded by MAX_LAST_VALUE_CHANNELS), in stream
+   * order. The caller pages the result; `scans` keeps it for the next pages.
    */
-  private async scanLastPerSubject(subject: string, upTo: number, from: number): Promise<BrokerMessage[]> {
+  private async scanLastPerSubject(subject: string, upTo: number, from: number): Promise<StoredMsg[]> {
     const last = new Map<string, StoredMsg>();
     for (let seq = from; seq <= upTo;) {
       const b = await this.batch(subject, seq);
@@ -180,5 +203,61 @@ export class JetStreamReplay implements ReplayApi {
 
   close(): void {
     this.direct.close();
+  }
+}
+
+/**
+ * The page of `all` (in stream order) after seq `after`: at most `maxMessages`, and no more payload than
+ * `maxBytes` beyond the first message. Seqs are the cursor, so the next page starts exactly after this one.
+ */
+export function pageOf<M extends { seq: number; payload: Uint8Array }>(all: readonly M[], after: number, maxMessages: number, maxBytes: number): { messages: M[]; more: boolean } {
+  let lo = 0;
+  let hi = all.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (all[mid]!.seq <= after) lo = mid + 1;
+    else hi = mid;
+  }
+  const messages: M[] = [];
+  let bytes = 0;
+  for (let i = lo; i < all.length && messages.length < maxMessages; i++) {
+    const size = all[i]!.payload.byteLength;
+    if (messages.length > 0 && bytes + size > maxBytes) break;
+    messages.push(all[i]!);
+    bytes += size;
+  }
+  return { messages, more: lo + messages.length < all.length };
+}
+
+/** Scans kept this long for their next pages; a new snapshot (after = 0) always scans again. */
+const SCAN_TTL_MS = 30_000;
+const SCAN_ENTRIES = 4;
+/** A scan holding more payload than this is not kept (its pages each scan again). */
+const SCAN_MAX_BYTES = 64 * 1_048_576;
+
+/** A few recent scan results by (subject, upTo): the pages of one snapshot cost one pass over the stream. */
+class ScanCache {
+  private readonly entries = new Map<string, { msgs: StoredMsg[]; at: number }>();
+
+  get(key: string): StoredMsg[] | undefined {
+    const e = this.entries.get(key);
+    if (!e) return undefined;
+    if (Date.now() - e.at > SCAN_TTL_MS) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return e.msgs;
+  }
+
+  put(key: string, msgs: StoredMsg[]): void {
+    let bytes = 0;
+    for (const m of msgs) bytes += m.payload.byteLength;
+    if (bytes > SCAN_MAX_BYTES) return;
+    this.entries.delete(key);
+    this.entries.set(key, { msgs, at: Date.now() });
+    for (const k of this.entries.keys()) {
+      if (this.entries.size <= SCAN_ENTRIES) break;
+      this.entries.delete(k);
+    }
   }
 }
