@@ -41,10 +41,10 @@ export interface ReplayApi {
    */
   read(pattern: string, from: number, target: number): Promise<StoredPage>;
   /**
-   * Up to `limit` stored messages of one channel from `fromSeq`; with `maxBytes`, reading stops once their
-   * payloads reach it (the first message is always read, whatever its size).
+   * Up to `limit` stored messages of one channel from `fromSeq`; with `maxBytes`, no more payload than that
+   * (the first message is always read, whatever its size), and `more` says the bound stopped it short.
    */
-  history(channel: string, fromSeq: number, limit: number, maxBytes?: number): Promise<BrokerMessage[]>;
+  history(channel: string, fromSeq: number, limit: number, maxBytes?: number): Promise<{ messages: BrokerMessage[]; more: boolean }>;
   /**
    * One page of the newest stored message of every channel matching `pattern`, as of `upTo` (a message
    * stored later does not replace an older one here), in stream order, from seq `after + 1` on. `more` says

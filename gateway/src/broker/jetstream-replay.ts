@@ -138,22 +138,22 @@ export class JetStreamReplay implements ReplayApi {
     throw new Error(`stream message get failed: ${body.error?.description ?? "no answer"}`);
   }
 
-  async history(channel: string, fromSeq: number, limit: number, maxBytes = Infinity): Promise<BrokerMessage[]> {
+  async history(channel: string, fromSeq: number, limit: number, maxBytes = Infinity): Promise<{ messages: BrokerMessage[]; more: boolean }> {
     const out: BrokerMessage[] = [];
     const subject = this.mapper.toSubject(channel);
     let from = fromSeq;
     let bytes = 0;
-    while (out.length < limit && bytes < maxBytes) {
+    while (out.length < limit) {
       const b = await this.direct.batch({ seq: from, subject, batch: limit - out.length, maxBytes: PAGE_BYTES });
       for (const m of b.messages) {
-        if (out.length > 0 && bytes + m.payload.byteLength > maxBytes) return out;
+        if (out.length > 0 && bytes + m.payload.byteLength > maxBytes) return { messages: out, more: true };
         out.push(m);
         bytes += m.payload.byteLength;
       }
       if (b.pending === 0 || b.messages.length === 0) break;
       from = b.messages.at(-1)!.seq + 1;
     }
-    return out;
+    return { messages: out, more: false };
   }
 
   async lastPerSubject(pattern: string, upTo: number, after: number, bounds: PageBounds = {}): Promise<LastValuePage> {
@@ -210,7 +210,12 @@ export class JetStreamReplay implements ReplayApi {
  * The page of `all` (in stream order) after seq `after`: at most `maxMessages`, and no more payload than
  * `maxBytes` beyond the first message. Seqs are the cursor, so the next page starts exactly after this one.
  */
-export function pageOf<M extends { seq: number; payload: Uint8Array }>(all: readonly M[], after: number, maxMessages: number, maxBytes: number): { messages: M[]; more: boolean } {
+export function pageOf<M extends { seq: number; payload: Uint8Array }>(
+  all: readonly M[],
+  after: number,
+  maxMessages: number,
+  maxBytes: number,
+): { messages: M[]; more: boolean } {
   let lo = 0;
   let hi = all.length;
   while (lo < hi) {

@@ -21,6 +21,7 @@ import { PublishService } from "../publish/service.js";
 import { SseEndpoint } from "../sse/endpoint.js";
 import { PresenceHub } from "../presence/hub.js";
 import { createPresenceMetrics } from "../presence/metrics.js";
+import { readLimiterFor } from "../limits/read-limits.js";
 
 /** A worker: one uWS app on the shared port (SO_REUSEPORT), one broker connection, one fan-out hub. */
 export async function runWorker(config: Config): Promise<void> {
@@ -60,11 +61,14 @@ export async function runWorker(config: Config): Promise<void> {
     sse.endAll();
   });
   const clusterMetrics = metricsClient();
+  // Reads of stored messages (HTTP history, SSE opens) per IP and user; one allowance for both doors.
+  const reads = readLimiterFor(c.reads);
   // Server-Sent Events streams: registered before the HTTP routes' catch-alls.
-  const sse = new SseEndpoint({ config: c, broker, hub, auth, admission: guard.admission, metrics, log, isDraining });
+  const sse = new SseEndpoint({ config: c, broker, hub, auth, admission: guard.admission, metrics, log, isDraining, reads });
   for (const a of apps) sse.register(a);
   sse.start();
-  for (const a of apps) registerHttpRoutes(a, { config: c.server, broker, metrics, log, isDraining, auth, clusterMetrics, publisher, presence });
+  const history = { broker, maxBytes: c.reads.historyMaxBytes, reads, auth };
+  for (const a of apps) registerHttpRoutes(a, { config: c.server, broker, metrics, log, isDraining, auth, clusterMetrics, publisher, presence, history });
   await ws.listen(c.server.host, c.server.port);
   if (tlsApp) await ws.listenExtra(tlsApp, c.server.host, c.server.tlsPort);
   send({ type: "fgw:listening", port: c.server.port });

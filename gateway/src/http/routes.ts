@@ -8,7 +8,7 @@ import type { TemplatedApp } from "../uws.js";
 import type { PublishService } from "../publish/service.js";
 import { GatewayError } from "../errors.js";
 import { readBody, send, sendJson, track } from "./respond.js";
-import { history, HISTORY_PREFIX } from "./history.js";
+import { history, HISTORY_PREFIX, type HistoryContext } from "./history.js";
 import { registerStaticRoutes } from "./static.js";
 import { registerStatsRoute } from "./stats.js";
 import type { Authenticator } from "../auth/authenticator.js";
@@ -30,6 +30,8 @@ export type HttpContext = {
   clusterMetrics: () => Promise<{ text: string; contentType: string }>;
   /** Presence member lists (JetStream only). */
   presence?: PresenceHub;
+  /** The history door's answer bound and read allowances. */
+  history: HistoryContext;
 };
 
 const PUBLISH_PREFIX = "/v1/publish/";
@@ -78,8 +80,9 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
   app.get(`${HISTORY_PREFIX}*`, (res, req) => {
     const st = track(res);
     const [url, query, creds] = [req.getUrl(), req.getQuery() ?? "", readCredentials(req)];
+    const ip = Buffer.from(res.getRemoteAddressAsText()).toString();
     void authorizeHttp(ctx.auth, creds, "sub", historyChannel(url)).then(
-      (denied) => (denied ? sendJson(res, st, denied.status, denied.body) : history(ctx.broker, res, st, url, query)),
+      (denied) => (denied ? sendJson(res, st, denied.status, denied.body) : history(ctx.history, res, st, url, query, { ip, creds })),
       (e) => sendJson(res, st, 500, { error: ErrorCode.Internal, message: (e as Error).message }),
     );
   });

@@ -118,7 +118,13 @@ const REASONS: Record<ReadRefusalReason, string> = {
 
 /** The HTTP answer to a refusal (429 `rate_limited`, Retry-After), as the SSE and history doors send it. */
 export function readRefusalError(r: ReadRefusal): { status: 429; code: "rate_limited"; message: string; retryAfterSec: number; temporary: true } {
-  return { status: 429, code: "rate_limited", message: `${REASONS[r.reason]}; retry after ${r.retryAfterSec} s`, retryAfterSec: r.retryAfterSec, temporary: true };
+  return {
+    status: 429,
+    code: "rate_limited",
+    message: `${REASONS[r.reason]}; retry after ${r.retryAfterSec} s`,
+    retryAfterSec: r.retryAfterSec,
+    temporary: true,
+  };
 }
 
 /**

@@ -5,6 +5,7 @@ import type { AuthSection, BackpressureSection, FanoutSection, SseSection } from
 import { brokerFailure, WIRE_ERRORS } from "../errors.js";
 import { FanoutHub, type ChannelFeed } from "../fanout/hub.js";
 import type { Admission } from "../limits/admission.js";
+import { checkRead, type ReadLimiter } from "../limits/read-limits.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { checkPattern } from "../protocol/channel.js";
@@ -26,6 +27,8 @@ export type SseContext = {
   metrics: Metrics;
   log: Logger;
   isDraining: () => boolean;
+  /** Read allowances per IP and user (READ_RATE_PER_IP …), shared with the history door; undefined: unlimited. */
+  reads?: ReadLimiter;
 };
 
 /** What a request asked for, read synchronously (uWS requests die when the handler returns). */
@@ -156,6 +159,8 @@ export class SseEndpoint {
 
   /** Authorizes, takes the feed, and turns the start into the last seq the client has. */
   private async prepare(r: SseRequest, pattern: string, start: SseStart): Promise<Ready | { error: HttpError; feed?: ChannelFeed }> {
+    const limited = checkRead(this.ctx.reads, r.ip, undefined); // TODO(lead): with the user, in the authorization chain
+    if (limited) return { error: limited };
     const denied = await authorizeHttp(this.ctx.auth, r.creds, "sub", pattern);
     if (denied) return { error: { status: denied.status, code: denied.body.error as ErrorCode, message: denied.body.message } };
     // Verified again only for its expiry (the stream ends then, as a WebSocket closes with 4001).

@@ -6,6 +6,8 @@ import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { HttpResponse } from "../uws.js";
 import { HEARTBEAT, namedEvent, sseEventOf } from "./event.js";
+import { GatewayError } from "../errors.js";
+import { ErrorCode } from "../protocol/codes.js";
 
 /** starting → (catchup → live | live) ⇄ paused (slow reader) → ended. `ended` is final. */
 export type SsePhase = "starting" | "catchup" | "live" | "paused" | "ended";
@@ -230,7 +232,12 @@ export class SseStream implements FanoutSocket, StreamListener {
       this.pattern,
       this.feed,
       cache,
-      { holdLimit: this.deps.config.fanout.holdMessages, backpressureBytes: this.deps.config.backpressure.bytes },
+      {
+        holdLimit: this.deps.config.fanout.holdMessages,
+        holdBytes: this.deps.config.fanout.holdBytes,
+        deadlineMs: this.deps.config.fanout.catchupDeadlineMs,
+        backpressureBytes: this.deps.config.backpressure.bytes,
+      },
       this.deps.log,
       this.lastSent,
       (end) => this.onCatchUpEnd(c, end),
@@ -251,8 +258,15 @@ export class SseStream implements FanoutSocket, StreamListener {
       this.phase = "paused";
       if (!this.paused) this.pause();
     } else {
-      this.deps.log.warn({ err: end.error, pattern: this.pattern }, "sse catch-up failed");
-      this.writeEvent("err", { code: "broker_error", message: "replay failed; the stream ends and resumes on reconnect", temporary: true });
+      const slow = end.error instanceof GatewayError && end.error.code === ErrorCode.SlowConsumer;
+      if (slow) this.deps.log.debug({ err: end.error, pattern: this.pattern }, "sse catch-up ended: slow reader");
+      else this.deps.log.warn({ err: end.error, pattern: this.pattern }, "sse catch-up failed");
+      const code = slow ? ErrorCode.SlowConsumer : ErrorCode.BrokerError;
+      this.writeEvent("err", {
+        code,
+        message: `${slow ? "read too slowly to catch up" : "replay failed"}; the stream ends and resumes on reconnect`,
+        temporary: true,
+      });
       this.end("failed");
     }
   }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { BrokerMessage, LastValuePage } from "../../src/broker/broker.js";
 import { sendLastValues } from "../../src/fanout/last-values.js";
+import { pageOf } from "../../src/broker/jetstream-replay.js";
 import type { FanoutSocket } from "../../src/fanout/socket.js";
 
 const msg = (channel: string, seq: number): BrokerMessage => ({ channel, seq, ts: 1, payload: Buffer.from(`{"s":${seq}}`) });
@@ -74,5 +75,37 @@ describe("last values — paging to one socket", () => {
       stopped: true,
       dropped: true,
     });
+  });
+});
+
+describe("last values — pageOf (a scan's result, paged)", () => {
+  const stored = (n: number, size: (i: number) => number) =>
+    Array.from({ length: n }, (_, i) => ({ seq: 10 + 3 * i, payload: new Uint8Array(size(i)), channel: `c${i}` }));
+
+  it("last values — pages by count and bytes; following `after` = the last seq covers every entry once", () => {
+    const all = stored(1_100, (i) => (i % 7 === 0 ? 900 : 100));
+    const seen: number[] = [];
+    let after = 0;
+    let pages = 0;
+    for (;;) {
+      const p = pageOf(all, after, 250, 20_000);
+      pages++;
+      expect(p.messages.length).toBeLessThanOrEqual(250);
+      expect(p.messages.reduce((n, m) => n + m.payload.byteLength, 0)).toBeLessThanOrEqual(20_000);
+      seen.push(...p.messages.map((m) => m.seq));
+      if (!p.more) break;
+      after = p.messages.at(-1)!.seq;
+    }
+    expect(seen).toEqual(all.map((m) => m.seq));
+    expect(pages).toBeGreaterThan(1_100 / 250);
+  });
+
+  it("last values — a message larger than the byte bound makes a page of its own; nothing after the end", () => {
+    const all = stored(3, (i) => (i === 1 ? 5_000 : 10));
+    expect(pageOf(all, 0, 10, 100).messages.map((m) => m.seq)).toEqual([10]);
+    expect(pageOf(all, 10, 10, 100)).toMatchObject({ messages: [{ seq: 13 }], more: true });
+    expect(pageOf(all, 13, 10, 100)).toMatchObject({ messages: [{ seq: 16 }], more: false });
+    expect(pageOf(all, 16, 10, 100)).toEqual({ messages: [], more: false });
+    expect(pageOf(all, 11, 10, 100).messages[0]!.seq).toBe(13); // a cursor between entries
   });
 });
