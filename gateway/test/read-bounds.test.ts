@@ -160,6 +160,8 @@ describe("read bounds — per-IP read rate", () => {
     expect(sse.status).toBe(429);
     expect(sse.headers.get("retry-after")).not.toBeNull();
     expect(await sse.json()).toMatchObject({ error: "rate_limited", temporary: true });
+    const metrics = await (await fetch(limited.metricsUrl + "/metrics")).text();
+    expect(metrics).toMatch(/fanout_reads_refused_total\{reason="ip_rate"\} 2/);
     // The bucket refills: a read a second later goes through.
     await waitFor(async () => (await fetch(url)).status === 200, { timeoutMs: 5_000, intervalMs: 250, what: "a read after the refill" });
   });

@@ -34,7 +34,8 @@ export async function runWorker(config: Config): Promise<void> {
   const isDraining = () => draining;
   const auth = new Authenticator(c.auth); // key material is read here, once
   const hooks = c.hooks.connectUrl || c.hooks.subscribeUrl ? new Hooks(c.hooks, log) : undefined;
-  const guard = new ConnectionGuard(c.limits, c.auth, auth, createGuardMetrics(), log, hooks);
+  const guardMetrics = createGuardMetrics();
+  const guard = new ConnectionGuard(c.limits, c.auth, auth, guardMetrics, log, hooks);
 
   const directVia = { link: metrics.directGets.labels("link"), main: metrics.directGets.labels("main") };
   const broker = await connectBroker(c, log, `fanout-gateway-worker-${cluster.worker?.id ?? 0}`, {
@@ -62,7 +63,7 @@ export async function runWorker(config: Config): Promise<void> {
   });
   const clusterMetrics = metricsClient();
   // Reads of stored messages (HTTP history, SSE opens) per IP and user; one allowance for both doors.
-  const reads = readLimiterFor(c.reads);
+  const reads = readLimiterFor(c.reads, guardMetrics.readRefused);
   // Server-Sent Events streams: registered before the HTTP routes' catch-alls.
   const sse = new SseEndpoint({ config: c, broker, hub, auth, admission: guard.admission, metrics, log, isDraining, reads });
   for (const a of apps) sse.register(a);

@@ -37,7 +37,11 @@ export class ReadLimiter {
   private readonly maxEntries: number;
   private sweptAt = -Infinity;
 
-  constructor(private readonly opts: ReadLimitOptions) {
+  constructor(
+    private readonly opts: ReadLimitOptions,
+    /** Told of every refusal (metrics). */
+    private readonly onRefuse?: (reason: ReadRefusalReason) => void,
+  ) {
     this.maxEntries = opts.maxEntries ?? DEFAULT_MAX_ENTRIES;
   }
 
@@ -51,6 +55,12 @@ export class ReadLimiter {
    * `hold`: the read stays in progress until `release()` and counts against the per-IP concurrency.
    */
   take(ip: string, user: string | undefined, now: number, hold = false): ReadGrant | ReadRefusal {
+    const r = this.decide(ip, user, now, hold);
+    if (!r.ok) this.onRefuse?.(r.reason);
+    return r;
+  }
+
+  private decide(ip: string, user: string | undefined, now: number, hold: boolean): ReadGrant | ReadRefusal {
     const o = this.opts;
     const e = this.entry(this.ips, ip, o.ratePerIp, o.burstPerIp, now);
     if (!e) return refuse("table_full", 1_000);
@@ -137,6 +147,6 @@ export function checkRead(limiter: ReadLimiter | undefined, ip: string, user: st
 }
 
 /** A limiter per the settings, or undefined when every read limit is -1 (unlimited). */
-export function readLimiterFor(c: Omit<ReadLimitOptions, "maxEntries">): ReadLimiter | undefined {
-  return c.ratePerIp === -1 && c.ratePerUser === -1 && c.concurrentPerIp === -1 ? undefined : new ReadLimiter(c);
+export function readLimiterFor(c: Omit<ReadLimitOptions, "maxEntries">, onRefuse?: (reason: ReadRefusalReason) => void): ReadLimiter | undefined {
+  return c.ratePerIp === -1 && c.ratePerUser === -1 && c.concurrentPerIp === -1 ? undefined : new ReadLimiter(c, onRefuse);
 }

@@ -159,7 +159,7 @@ export class SseEndpoint {
 
   /** Authorizes, takes the feed, and turns the start into the last seq the client has. */
   private async prepare(r: SseRequest, pattern: string, start: SseStart): Promise<Ready | { error: HttpError; feed?: ChannelFeed }> {
-    const limited = checkRead(this.ctx.reads, r.ip, undefined); // TODO(lead): with the user, in the authorization chain
+    const limited = checkRead(this.ctx.reads, r.ip, undefined); // by IP: the user is known once authorized
     if (limited) return { error: limited };
     const denied = await authorizeHttp(this.ctx.auth, r.creds, "sub", pattern);
     if (denied) return { error: { status: denied.status, code: denied.body.error as ErrorCode, message: denied.body.message } };
