@@ -78,6 +78,21 @@ describe("last values — paging to one socket", () => {
   });
 });
 
+describe("last values — a client that does not drain", () => {
+  it("last values — a snapshot not taken within its deadline fails with a temporary slow_consumer, having sent what was drained", async () => {
+    const sock = fakeSocket();
+    sock.buffered = 1_000; // never drains
+    const replay = pages({ messages: [msg("p.a", 3)], more: true }, { messages: [msg("p.b", 7)], more: false });
+    const err = await sendLastValues(sock, replay, "p.*", 10, 100, () => false, 30).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toMatchObject({ code: "slow_consumer", temporary: true });
+    expect(sock.sent).toHaveLength(1);
+    expect(replay.calls).toEqual([{ upTo: 10, after: 0 }]);
+  });
+});
+
 describe("last values — pageOf (a scan's result, paged)", () => {
   const stored = (n: number, size: (i: number) => number) =>
     Array.from({ length: n }, (_, i) => ({ seq: 10 + 3 * i, payload: new Uint8Array(size(i)), channel: `c${i}` }));
