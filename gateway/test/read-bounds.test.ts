@@ -68,11 +68,11 @@ afterAll(async () => {
 describe("read bounds — last_per_subject paging", () => {
   it("last_per_subject — 1,100 channels (past multi_last's 1,024) over HTTP come in bounded pages with next: none lost, none twice", async () => {
     const p = uniq("lvp");
-    await put(
+    const seqs = await put(
       Array.from({ length: 1_100 }, (_, i) => `${p}.c${i}`),
       (i) => ({ i }),
     );
-    await put([`${p}.c7`], () => ({ i: 7_000 })); // c7's newest is now the last
+    const [first7] = await put([`${p}.c7`], () => ({ i: 7_000 })); // c7's newest is now the last
     const url = `${gw.url}/v1/channels/${encodeURIComponent(`${p}.*`)}/messages?last_per_subject=1`;
     for (const limit of [undefined, 300]) {
       const first = await get(limit ? `${url}&limit=${limit}` : url);
@@ -94,6 +94,20 @@ describe("read bounds — last_per_subject paging", () => {
       expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
       expect(seen.at(-1)).toMatchObject({ channel: `${p}.c7`, data: { i: 7_000 } });
     }
+    // A walk that starts in the middle (its scan lacks the channels before it) must not serve an earlier
+    // cursor. As of the seq before c7's second message, channel i's newest is its first message, seqs[i].
+    const upTo = first7 - 1;
+    const walk = async (from: number) => {
+      const got: string[] = [];
+      for (let next: number | undefined = from; next !== undefined;) {
+        const page = await get(`${url}&up_to_seq=${upTo}&from_seq=${next}`);
+        got.push(...page.body.messages.map((m) => m.channel));
+        next = page.body.next;
+      }
+      return got;
+    };
+    expect(await walk(seqs[400]!)).toHaveLength(700);
+    expect(new Set(await walk(seqs[1]!)).size).toBe(1_099);
   });
 
   it("last_per_subject — 1,100 channels of 16 KB over WebSocket arrive in bounded chunks: every last value once, then live, under a 2 MiB socket cap", async () => {

@@ -163,7 +163,7 @@ export class JetStreamReplay implements ReplayApi {
     const subject = this.mapper.toSubject(pattern);
     const key = `${subject} ${upTo}`;
     // A continuation of a scan: the rest is in memory, no second pass over the stream.
-    const scanned = after > 0 ? this.scans.get(key) : undefined;
+    const scanned = after > 0 ? this.scans.get(key, after + 1) : undefined;
     if (scanned) return pageOf(scanned, after, maxMessages, maxBytes);
     const b = await this.direct.multiLast({ subjects: [subject], upTo, seq: after + 1, batch: maxMessages, maxBytes: PAGE_BYTES });
     if (!b.tooMany) {
@@ -171,7 +171,7 @@ export class JetStreamReplay implements ReplayApi {
       return { messages: p.messages, more: p.more || (b.pending > 0 && b.messages.length > 0) };
     }
     const all = await this.scanLastPerSubject(subject, upTo, after + 1);
-    this.scans.put(key, all);
+    this.scans.put(key, after + 1, all);
     return pageOf(all, after, maxMessages, maxBytes);
   }
 
@@ -242,11 +242,12 @@ const SCAN_MAX_BYTES = 64 * 1_048_576;
 
 /** A few recent scan results by (subject, upTo): the pages of one snapshot cost one pass over the stream. */
 class ScanCache {
-  private readonly entries = new Map<string, { msgs: StoredMsg[]; at: number }>();
+  private readonly entries = new Map<string, { from: number; msgs: StoredMsg[]; at: number }>();
 
-  get(key: string): StoredMsg[] | undefined {
+  /** The kept scan of `key` if it started at or before `from` (one that started later lacks channels). */
+  get(key: string, from: number): StoredMsg[] | undefined {
     const e = this.entries.get(key);
-    if (!e) return undefined;
+    if (!e || e.from > from) return undefined;
     if (Date.now() - e.at > SCAN_TTL_MS) {
       this.entries.delete(key);
       return undefined;
@@ -254,12 +255,12 @@ class ScanCache {
     return e.msgs;
   }
 
-  put(key: string, msgs: StoredMsg[]): void {
+  put(key: string, from: number, msgs: StoredMsg[]): void {
     let bytes = 0;
     for (const m of msgs) bytes += m.payload.byteLength;
     if (bytes > SCAN_MAX_BYTES) return;
     this.entries.delete(key);
-    this.entries.set(key, { msgs, at: Date.now() });
+    this.entries.set(key, { from, msgs, at: Date.now() });
     for (const k of this.entries.keys()) {
       if (this.entries.size <= SCAN_ENTRIES) break;
       this.entries.delete(k);
