@@ -19,7 +19,7 @@ let js: JetStreamClient;
 const clients = new ClientPool(() => gw.wsUrl);
 const uniq = uniqueNames();
 const MAX_BYTES = 65_536;
-const DEADLINE_MS = 2_000;
+const DEADLINE_MS = 3_000;
 
 /** Publishes straight into JetStream (pipelined); returns the seqs. */
 async function put(subjects: string[], value: (i: number) => unknown): Promise<number[]> {
@@ -186,7 +186,7 @@ describe("read bounds — a catch-up stalled by a client that does not read", ()
     const ch = uniq("stall");
     const pad = "s".repeat(32_000);
     const seqs = await put(
-      Array.from({ length: 250 }, () => ch),
+      Array.from({ length: 400 }, () => ch),
       (i) => ({ i, pad }),
     );
     const ws = new WebSocket(gw.wsUrl);
@@ -216,13 +216,25 @@ describe("read bounds — a catch-up stalled by a client that does not read", ()
       expect(err).toMatchObject({ code: "slow_consumer", temporary: true });
       const resumeAt = Number(/from:\{seq:(\d+)\}/.exec(String(err.message))?.[1]);
       expect(msgs.length).toBeGreaterThan(0);
-      expect(msgs.length).toBeLessThan(250);
+      expect(msgs.length).toBeLessThan(400);
       expect(resumeAt).toBe(msgs.at(-1)!.seq + 1);
-      // Resume where it said, reading this time.
-      ws.send(JSON.stringify({ op: "sub", id: "s2", channel: ch, from: { seq: resumeAt } }));
-      await waitFor(() => frames.find((f) => f.op === "live" && f.sub === ch), { timeoutMs: 20_000, what: "live after the resume" });
+      // Resume where it said, reading this time (on a loaded machine a resume may itself run out of time:
+      // it then says where to go on again, and nothing is lost either way).
+      let resumeFrom = resumeAt;
+      for (let attempt = 2; ; attempt++) {
+        expect(attempt).toBeLessThan(8);
+        const errs = frames.filter((f) => f.op === "err").length;
+        ws.send(JSON.stringify({ op: "sub", id: `s${attempt}`, channel: ch, from: { seq: resumeFrom } }));
+        const end = await waitFor(
+          () => frames.find((f) => f.op === "live" && f.sub === ch) ?? (frames.filter((f) => f.op === "err").length > errs ? frames.at(-1) : undefined),
+          { timeoutMs: 30_000, what: "live (or another slow_consumer) after the resume" },
+        );
+        if (end.op === "live") break;
+        expect(end).toMatchObject({ code: "slow_consumer", temporary: true });
+        resumeFrom = Number(/from:\{seq:(\d+)\}/.exec(String(end.message))?.[1]);
+        expect(resumeFrom).toBe(msgs.at(-1)!.seq + 1);
+      }
       expect(msgs.map((m) => m.seq)).toEqual(seqs);
-      expect(frames.filter((f) => f.op === "err")).toHaveLength(1);
     } finally {
       ws.close();
     }
