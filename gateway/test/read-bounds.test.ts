@@ -10,6 +10,7 @@ import { startGateway, type GatewayHandle } from "./support/gateway.js";
 import { ClientPool, uniqueNames } from "./support/clients.js";
 import type { Frame, MsgFrame } from "./support/ws-client.js";
 import { waitFor } from "./support/wait.js";
+import { SseReader } from "./support/sse-client.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;
@@ -238,5 +239,40 @@ describe("read bounds — a catch-up stalled by a client that does not read", ()
     } finally {
       ws.close();
     }
+  });
+
+  it("catch-up — over SSE too: a reader that stops reading gets an err event slow_consumer and the stream ends; Last-Event-ID resumes with nothing lost", async () => {
+    const ch = uniq("ssestall");
+    const pad = "e".repeat(32_000);
+    const seqs = await put(
+      Array.from({ length: 400 }, () => ch),
+      (i) => ({ i, pad }),
+    );
+    const logsBefore = gw.logs.length;
+    const url = `${gw.url}/v1/channels/${encodeURIComponent(ch)}/events`;
+    const first = await SseReader.open(`${url}?from_seq=${seqs[0]}`);
+    first.pause();
+    await waitFor(() => gw.logs.slice(logsBefore).find((l) => l.msg === "sse catch-up ended: slow reader"), {
+      timeoutMs: DEADLINE_MS + 10_000,
+      what: "the SSE catch-up to end",
+    });
+    first.resume();
+    await waitFor(() => first.ended || undefined, { timeoutMs: 15_000, what: "the stream to end" });
+    const err = first.events.at(-1)!;
+    expect(err.event).toBe("err");
+    expect(JSON.parse(err.data)).toMatchObject({ code: "slow_consumer", temporary: true });
+    expect(first.seqs.length).toBeLessThan(400);
+    expect(first.seqs).toEqual(seqs.slice(0, first.seqs.length));
+    const got = [...first.seqs];
+    let lastEventId = first.lastEventId;
+    for (let attempt = 0; got.length < seqs.length; attempt++) {
+      expect(attempt).toBeLessThan(6);
+      const next = await SseReader.open(url, { "last-event-id": lastEventId });
+      await waitFor(() => next.ended || got.length + next.seqs.length >= seqs.length || undefined, { timeoutMs: 30_000, what: "the rest" });
+      got.push(...next.seqs);
+      lastEventId = next.lastEventId;
+      next.close();
+    }
+    expect(got).toEqual(seqs);
   });
 });

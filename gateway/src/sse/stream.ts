@@ -50,6 +50,8 @@ export class SseStream implements FanoutSocket, StreamListener {
   private pausedAtCount = 0;
   private slowTimer?: NodeJS.Timeout;
   private expiryTimer?: NodeJS.Timeout;
+  /** Ended with events still queued (the last one an `err`): they go out first, cut after this timer. */
+  private ending?: NodeJS.Timeout;
 
   constructor(
     private readonly res: HttpResponse,
@@ -61,9 +63,10 @@ export class SseStream implements FanoutSocket, StreamListener {
     readonly epoch: string | undefined,
   ) {
     res.onWritable(() => {
-      if (this.closed) return true;
+      if (this.closed && !this.ending) return true;
       this.blocked = false;
-      this.flush();
+      if (this.ending) this.flushAndEnd();
+      else this.flush();
       return !this.blocked;
     });
   }
@@ -149,9 +152,18 @@ export class SseStream implements FanoutSocket, StreamListener {
   /** Ends the response (drain, recreated stream, failure): the client's EventSource reconnects and resumes. */
   end(why: SseEndReason = "ended"): void {
     if (this.closed) return;
-    this.finish(why);
+    // What is queued (an `err` event last) is written before the response ends, unless the reader is cut.
+    const drain = why !== "slow" && (this.blocked || this.queued > 0);
+    this.finish(why, drain);
     if (why === "slow") this.res.close();
-    else this.res.cork(() => this.res.end());
+    else if (!drain) this.res.cork(() => this.res.end());
+    else {
+      this.ending = setTimeout(() => {
+        this.ending = undefined;
+        this.res.close();
+      }, this.deps.config.backpressure.slowTimeoutMs);
+      this.ending.unref();
+    }
   }
 
   /** Ends the stream at `dueMs` (the token's expiry): the reconnect needs a valid token. */
@@ -168,6 +180,8 @@ export class SseStream implements FanoutSocket, StreamListener {
 
   /** The client went away (uWS onAborted): the response must not be touched any more. */
   aborted(): void {
+    clearTimeout(this.ending);
+    this.ending = undefined;
     if (!this.closed) this.finish("aborted");
   }
 
@@ -195,6 +209,22 @@ export class SseStream implements FanoutSocket, StreamListener {
       return 0;
     }
     return 1;
+  }
+
+  /** Ended with events queued: writes them, then ends the response. */
+  private flushAndEnd(): void {
+    this.res.cork(() => {
+      while (this.head < this.queue.length && !this.blocked) {
+        const c = this.queue[this.head]!;
+        this.queue[this.head++] = "";
+        if (!this.res.write(c)) this.blocked = true;
+      }
+      if (this.blocked) return;
+      clearTimeout(this.ending);
+      this.ending = undefined;
+      this.queue = [];
+      this.res.end();
+    });
   }
 
   private flush(): void {
@@ -300,14 +330,14 @@ export class SseStream implements FanoutSocket, StreamListener {
     this.catchUp();
   }
 
-  private finish(why: SseEndReason): void {
+  private finish(why: SseEndReason, keepQueue = false): void {
     this.phase = "ended";
     clearTimeout(this.slowTimer);
     clearTimeout(this.expiryTimer);
     this.catchup?.abort();
     this.catchup = undefined;
     this.feed.streams.delete(this);
-    this.queue = [];
+    if (!keepQueue) this.queue = [];
     this.queued = 0;
     this.drainWaiters = [];
     this.deps.onEnd(this, why);
