@@ -11,10 +11,12 @@ import { ClientPool, uniqueNames } from "./support/clients.js";
 import type { Frame, MsgFrame } from "./support/ws-client.js";
 import { waitFor } from "./support/wait.js";
 import { SseReader } from "./support/sse-client.js";
+import { AUDIENCE, ISSUER, SECRET, sign } from "./auth/support.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;
 let limited: GatewayHandle;
+let authed: GatewayHandle;
 let nc: NatsConnection;
 let js: JetStreamClient;
 const clients = new ClientPool(() => gw.wsUrl);
@@ -52,9 +54,16 @@ beforeAll(async () => {
     READ_RATE_PER_USER: "-1",
     HISTORY_CONCURRENCY_PER_IP: "-1",
   };
-  [gw, limited] = await Promise.all([
+  const auth = { JWT_SECRET: SECRET, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE };
+  [gw, limited, authed] = await Promise.all([
     startGateway({ natsUrl: nats.url, workers: 1, env: bounds }),
     startGateway({ natsUrl: nats.url, workers: 1, env: { READ_RATE_PER_IP: "1", READ_BURST_PER_IP: "3" } }),
+    startGateway({
+      natsUrl: nats.url,
+      workers: 1,
+      logLevel: "info",
+      env: { ...auth, READ_RATE_PER_IP: "-1", READ_RATE_PER_USER: "1", READ_BURST_PER_USER: "2" },
+    }),
   ]);
   nc = await connect({ servers: nats.url });
   js = jetstream(nc);
@@ -62,7 +71,7 @@ beforeAll(async () => {
 afterAll(async () => {
   clients.closeAll();
   await nc?.close();
-  await Promise.all([gw?.stop(), limited?.stop()]);
+  await Promise.all([gw?.stop(), limited?.stop(), authed?.stop()]);
   await nats?.stop();
 });
 
@@ -179,6 +188,23 @@ describe("read bounds — per-IP read rate", () => {
     expect(metrics).toMatch(/fanout_reads_refused_total\{reason="ip_rate"\} 2/);
     // The bucket refills: a read a second later goes through.
     await waitFor(async () => (await fetch(url)).status === 200, { timeoutMs: 5_000, intervalMs: 250, what: "a read after the refill" });
+  });
+});
+
+describe("read bounds — per-user read rate", () => {
+  it("reads — a JWT user over READ_RATE_PER_USER gets 429 whatever the IP allows; another user from the same IP reads on", async () => {
+    const ch = uniq("user");
+    await put([ch], () => ({ i: 1 }));
+    const url = `${authed.url}/v1/channels/${encodeURIComponent(ch)}/messages`;
+    const as = async (sub: string) => ({ authorization: `Bearer ${await sign({ channels: { sub: [">"] } }, { sub })}` });
+    const alice = await as("alice");
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await fetch(url, { headers: alice })).status);
+    expect(statuses).toEqual([200, 200, 429]);
+    expect((await fetch(url, { headers: await as("bob") })).status).toBe(200);
+    const refused = await fetch(url, { headers: alice });
+    expect(refused.status).toBe(429);
+    expect(await refused.json()).toMatchObject({ error: "rate_limited", message: expect.stringMatching(/user/) as unknown });
   });
 });
 
