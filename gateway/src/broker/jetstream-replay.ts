@@ -6,7 +6,7 @@ import type { BrokerMessage, LastValuePage, PageBounds, ReplayApi, StoredPage, S
 import { GatewayError } from "../errors.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { Coalescer } from "./coalesce.js";
-import { DirectGet, type DirectBatch, type DirectVia, type StoredMsg } from "./direct-get.js";
+import { DirectGet, type DirectBatch, type DirectVia } from "./direct-get.js";
 import { DirectLink } from "./direct-link.js";
 
 /** Most channels a last-value read collects by scanning when `multi_last` refuses (more than 1024 match). */
@@ -162,32 +162,50 @@ export class JetStreamReplay implements ReplayApi {
     const maxBytes = Math.min(bounds.maxBytes ?? PAGE_BYTES, PAGE_BYTES);
     const subject = this.mapper.toSubject(pattern);
     const key = `${subject} ${upTo}`;
-    // A continuation of a scan: the rest is in memory, no second pass over the stream.
-    const scanned = after > 0 ? this.scans.get(key, after + 1) : undefined;
-    if (scanned) return pageOf(scanned, after, maxMessages, maxBytes);
-    const b = await this.direct.multiLast({ subjects: [subject], upTo, seq: after + 1, batch: maxMessages, maxBytes: PAGE_BYTES });
-    if (!b.tooMany) {
-      const p = pageOf(b.messages, after, maxMessages, maxBytes);
-      return { messages: p.messages, more: p.more || (b.pending > 0 && b.messages.length > 0) };
+    // A continuation of a scan: its index is in memory, no second pass over the stream.
+    let index = after > 0 ? this.scans.get(key, after + 1) : undefined;
+    if (!index) {
+      const b = await this.direct.multiLast({ subjects: [subject], upTo, seq: after + 1, batch: maxMessages, maxBytes: PAGE_BYTES });
+      if (!b.tooMany) {
+        const p = pageOf(b.messages, after, maxMessages, maxBytes, payloadSize);
+        return { messages: p.messages, more: p.more || (b.pending > 0 && b.messages.length > 0) };
+      }
+      index = await this.scanLastPerSubject(subject, upTo, after + 1);
+      this.scans.put(key, after + 1, index);
     }
-    const all = await this.scanLastPerSubject(subject, upTo, after + 1);
-    this.scans.put(key, after + 1, all);
-    return pageOf(all, after, maxMessages, maxBytes);
+    // The page's channels by name (literal subjects: multi_last answers them, at most 1024 at once).
+    const p = pageOf(index, after, Math.min(maxMessages, MULTI_LAST_SUBJECTS), maxBytes, (e) => e.size);
+    return { messages: await this.newestOf(p.messages, upTo), more: p.more };
+  }
+
+  /** The newest message at or before `upTo` of each of these subjects (at most 1024), in stream order. */
+  private async newestOf(entries: readonly ScanEntry[], upTo: number): Promise<BrokerMessage[]> {
+    const subjects = entries.map((e) => e.subject);
+    const out: BrokerMessage[] = [];
+    let seq = 1;
+    while (out.length < subjects.length) {
+      const b = await this.direct.multiLast({ subjects, upTo, seq, batch: subjects.length - out.length, maxBytes: PAGE_BYTES });
+      for (const m of b.messages) out.push(m);
+      if (b.messages.length === 0 || b.pending === 0) break;
+      seq = b.messages.at(-1)!.seq + 1;
+    }
+    return out;
   }
 
   /**
    * The server answers multi_last for at most 1024 subjects: beyond that, read every stored message of the
-   * pattern up to `upTo` and keep the newest per subject (bounded by MAX_LAST_VALUE_CHANNELS), in stream
-   * order. The caller pages the result; `scans` keeps it for the next pages.
+   * pattern up to `upTo` and note the newest seq (and size) per subject (bounded by MAX_LAST_VALUE_CHANNELS),
+   * in stream order: an index without payloads. Pages of it are then read by name (`newestOf`), and
+   * `scans` keeps it for the next pages.
    */
-  private async scanLastPerSubject(subject: string, upTo: number, from: number): Promise<StoredMsg[]> {
-    const last = new Map<string, StoredMsg>();
+  private async scanLastPerSubject(subject: string, upTo: number, from: number): Promise<ScanEntry[]> {
+    const last = new Map<string, ScanEntry>();
     for (let seq = from; seq <= upTo;) {
       const b = await this.batch(subject, seq);
       for (const m of b.messages) {
         if (m.seq > upTo) break;
         last.delete(m.subject); // re-inserted: the map stays in order of each subject's newest seq
-        last.set(m.subject, m);
+        last.set(m.subject, { subject: m.subject, seq: m.seq, size: m.payload.byteLength });
       }
       if (last.size > MAX_LAST_VALUE_CHANNELS)
         throw new GatewayError(
@@ -207,14 +225,15 @@ export class JetStreamReplay implements ReplayApi {
 }
 
 /**
- * The page of `all` (in stream order) after seq `after`: at most `maxMessages`, and no more payload than
- * `maxBytes` beyond the first message. Seqs are the cursor, so the next page starts exactly after this one.
+ * The page of `all` (in stream order) after seq `after`: at most `maxMessages`, and no more than `maxBytes`
+ * (by `sizeOf`) beyond the first entry. Seqs are the cursor, so the next page starts exactly after this one.
  */
-export function pageOf<M extends { seq: number; payload: Uint8Array }>(
+export function pageOf<M extends { seq: number }>(
   all: readonly M[],
   after: number,
   maxMessages: number,
   maxBytes: number,
+  sizeOf: (m: M) => number,
 ): { messages: M[]; more: boolean } {
   let lo = 0;
   let hi = all.length;
@@ -226,7 +245,7 @@ export function pageOf<M extends { seq: number; payload: Uint8Array }>(
   const messages: M[] = [];
   let bytes = 0;
   for (let i = lo; i < all.length && messages.length < maxMessages; i++) {
-    const size = all[i]!.payload.byteLength;
+    const size = sizeOf(all[i]!);
     if (messages.length > 0 && bytes + size > maxBytes) break;
     messages.push(all[i]!);
     bytes += size;
@@ -234,36 +253,49 @@ export function pageOf<M extends { seq: number; payload: Uint8Array }>(
   return { messages, more: lo + messages.length < all.length };
 }
 
+const payloadSize = (m: { payload: Uint8Array }): number => m.payload.byteLength;
+
+/** One channel of a last-value scan: its subject, and the seq and payload size of its newest message. */
+type ScanEntry = { subject: string; seq: number; size: number };
+
+/** Subjects a multi_last request may name at once (nats-server answers at most 1024). */
+const MULTI_LAST_SUBJECTS = 1_024;
+
 /** Scans kept this long for their next pages; a new snapshot (after = 0) always scans again. */
 const SCAN_TTL_MS = 30_000;
-const SCAN_ENTRIES = 4;
-/** A scan holding more payload than this is not kept (its pages each scan again). */
-const SCAN_MAX_BYTES = 64 * 1_048_576;
+/** Scan entries kept in all (per worker, ~100 bytes each): a few indexes of up to MAX_LAST_VALUE_CHANNELS. */
+const SCAN_CACHE_ENTRIES = 4 * MAX_LAST_VALUE_CHANNELS;
 
 /** A few recent scan results by (subject, upTo): the pages of one snapshot cost one pass over the stream. */
 class ScanCache {
-  private readonly entries = new Map<string, { from: number; msgs: StoredMsg[]; at: number }>();
+  private readonly entries = new Map<string, { from: number; index: ScanEntry[]; at: number }>();
+  private size = 0;
 
   /** The kept scan of `key` if it started at or before `from` (one that started later lacks channels). */
-  get(key: string, from: number): StoredMsg[] | undefined {
+  get(key: string, from: number): ScanEntry[] | undefined {
     const e = this.entries.get(key);
     if (!e || e.from > from) return undefined;
     if (Date.now() - e.at > SCAN_TTL_MS) {
-      this.entries.delete(key);
+      this.drop(key);
       return undefined;
     }
-    return e.msgs;
+    return e.index;
   }
 
-  put(key: string, from: number, msgs: StoredMsg[]): void {
-    let bytes = 0;
-    for (const m of msgs) bytes += m.payload.byteLength;
-    if (bytes > SCAN_MAX_BYTES) return;
-    this.entries.delete(key);
-    this.entries.set(key, { from, msgs, at: Date.now() });
+  put(key: string, from: number, index: ScanEntry[]): void {
+    this.drop(key);
     for (const k of this.entries.keys()) {
-      if (this.entries.size <= SCAN_ENTRIES) break;
-      this.entries.delete(k);
+      if (this.size + index.length <= SCAN_CACHE_ENTRIES) break;
+      this.drop(k);
     }
+    this.entries.set(key, { from, index, at: Date.now() });
+    this.size += index.length;
+  }
+
+  private drop(key: string): void {
+    const e = this.entries.get(key);
+    if (!e) return;
+    this.entries.delete(key);
+    this.size -= e.index.length;
   }
 }

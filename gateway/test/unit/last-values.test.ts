@@ -94,6 +94,7 @@ describe("last values — a client that does not drain", () => {
 });
 
 describe("last values — pageOf (a scan's result, paged)", () => {
+  const size = (m: { payload: Uint8Array }) => m.payload.byteLength;
   const stored = (n: number, size: (i: number) => number) =>
     Array.from({ length: n }, (_, i) => ({ seq: 10 + 3 * i, payload: new Uint8Array(size(i)), channel: `c${i}` }));
 
@@ -103,7 +104,7 @@ describe("last values — pageOf (a scan's result, paged)", () => {
     let after = 0;
     let pages = 0;
     for (;;) {
-      const p = pageOf(all, after, 250, 20_000);
+      const p = pageOf(all, after, 250, 20_000, size);
       pages++;
       expect(p.messages.length).toBeLessThanOrEqual(250);
       expect(p.messages.reduce((n, m) => n + m.payload.byteLength, 0)).toBeLessThanOrEqual(20_000);
@@ -117,10 +118,10 @@ describe("last values — pageOf (a scan's result, paged)", () => {
 
   it("last values — a message larger than the byte bound makes a page of its own; nothing after the end", () => {
     const all = stored(3, (i) => (i === 1 ? 5_000 : 10));
-    expect(pageOf(all, 0, 10, 100).messages.map((m) => m.seq)).toEqual([10]);
-    expect(pageOf(all, 10, 10, 100)).toMatchObject({ messages: [{ seq: 13 }], more: true });
-    expect(pageOf(all, 13, 10, 100)).toMatchObject({ messages: [{ seq: 16 }], more: false });
-    expect(pageOf(all, 16, 10, 100)).toEqual({ messages: [], more: false });
-    expect(pageOf(all, 11, 10, 100).messages[0]!.seq).toBe(13); // a cursor between entries
+    expect(pageOf(all, 0, 10, 100, size).messages.map((m) => m.seq)).toEqual([10]);
+    expect(pageOf(all, 10, 10, 100, size)).toMatchObject({ messages: [{ seq: 13 }], more: true });
+    expect(pageOf(all, 13, 10, 100, size)).toMatchObject({ messages: [{ seq: 16 }], more: false });
+    expect(pageOf(all, 16, 10, 100, size)).toEqual({ messages: [], more: false });
+    expect(pageOf(all, 11, 10, 100, size).messages[0]!.seq).toBe(13); // a cursor between entries
   });
 });
