@@ -17,6 +17,8 @@ let nats: NatsServerHandle;
 let gw: GatewayHandle;
 let limited: GatewayHandle;
 let authed: GatewayHandle;
+/** A stream keeping one message per channel (last values proper), with its own gateway. */
+let lv1: GatewayHandle;
 let nc: NatsConnection;
 let js: JetStreamClient;
 const clients = new ClientPool(() => gw.wsUrl);
@@ -55,7 +57,7 @@ beforeAll(async () => {
     HISTORY_CONCURRENCY_PER_IP: "-1",
   };
   const auth = { JWT_SECRET: SECRET, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE };
-  [gw, limited, authed] = await Promise.all([
+  [gw, limited, authed, lv1] = await Promise.all([
     startGateway({ natsUrl: nats.url, workers: 1, env: bounds }),
     startGateway({ natsUrl: nats.url, workers: 1, env: { READ_RATE_PER_IP: "1", READ_BURST_PER_IP: "3" } }),
     startGateway({
@@ -64,6 +66,12 @@ beforeAll(async () => {
       logLevel: "info",
       env: { ...auth, READ_RATE_PER_IP: "-1", READ_RATE_PER_USER: "1", READ_BURST_PER_USER: "2" },
     }),
+    startGateway({
+      natsUrl: nats.url,
+      workers: 1,
+      logLevel: "info",
+      env: { STREAM_NAME: "LVONE", SUBJECT_PREFIX: "lv1", STREAM_MAX_MSGS_PER_SUBJECT: "1", READ_RATE_PER_IP: "-1" },
+    }),
   ]);
   nc = await connect({ servers: nats.url });
   js = jetstream(nc);
@@ -71,7 +79,7 @@ beforeAll(async () => {
 afterAll(async () => {
   clients.closeAll();
   await nc?.close();
-  await Promise.all([gw?.stop(), limited?.stop(), authed?.stop()]);
+  await Promise.all([gw?.stop(), limited?.stop(), authed?.stop(), lv1?.stop()]);
   await nats?.stop();
 });
 
@@ -136,6 +144,30 @@ describe("read bounds — last_per_subject paging", () => {
     expect(c.frames.filter((f) => f.op === "err")).toEqual([]);
     expect(c.msgs.map((m) => (m.data as { i: number }).i)).toEqual([...Array(1_100).keys()]);
     expect(c.msgs.at(-1)!.seq).toBeLessThanOrEqual(ok.lastSeq as number);
+  });
+});
+
+describe("read bounds — last_per_subject while retention moves", () => {
+  it("last_per_subject — channels whose snapshot message retention removed between pages are left out, and a page they emptied still continues", async () => {
+    const p = uniq("lvret");
+    const channels = Array.from({ length: 1_100 }, (_, i) => `${p}.c${i}`);
+    for (let i = 0; i < channels.length; i += 200)
+      await Promise.all(channels.slice(i, i + 200).map((c, k) => js.publish(`lv1.${c}`, JSON.stringify({ i: i + k }))));
+    const url = `${lv1.url}/v1/channels/${encodeURIComponent(`${p}.*`)}/messages?last_per_subject=1&limit=300`;
+    const first = await get(url);
+    expect(first.body.messages.map((m) => m.channel)).toEqual(channels.slice(0, 300));
+    // c300..c599 (the whole next page) get new messages after up_to_seq: one per channel is kept, so their
+    // snapshot messages are gone.
+    await Promise.all(channels.slice(300, 600).map((c) => js.publish(`lv1.${c}`, JSON.stringify({ i: -1 }))));
+    const rest: string[] = [];
+    let pages = 0;
+    for (let next = first.body.next; next !== undefined; pages++) {
+      expect(pages).toBeLessThan(20);
+      const page = await get(`${url}&up_to_seq=${first.body.upToSeq}&from_seq=${next}`);
+      rest.push(...page.body.messages.map((m) => m.channel));
+      next = page.body.next;
+    }
+    expect(rest).toEqual(channels.slice(600));
   });
 });
 

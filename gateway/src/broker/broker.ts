@@ -58,8 +58,11 @@ export interface ReplayApi {
 /** The most one page may hold: messages, and payload bytes (a single larger message still makes a page). */
 export type PageBounds = { maxMessages?: number; maxBytes?: number };
 
-/** A page of last values: `more` when another one follows. */
-export type LastValuePage = { messages: BrokerMessage[]; more: boolean };
+/**
+ * A page of last values: `more` when another one follows, asked with `after` = `cursor` (when given: the
+ * page may end past its last message, whose channels retention emptied meanwhile), else its last seq.
+ */
+export type LastValuePage = { messages: BrokerMessage[]; more: boolean; cursor?: number };
 
 /** One delivery of a durable (acked) subscription. */
 export type DurableDelivery = BrokerMessage & {

@@ -175,17 +175,24 @@ export class JetStreamReplay implements ReplayApi {
     }
     // The page's channels by name (literal subjects: multi_last answers them, at most 1024 at once).
     const p = pageOf(index, after, Math.min(maxMessages, MULTI_LAST_SUBJECTS), maxBytes, (e) => e.size);
-    return { messages: await this.newestOf(p.messages, upTo), more: p.more };
+    const cursor = p.messages.at(-1)?.seq;
+    return { messages: await this.newestOf(p.messages, upTo), more: p.more, ...(cursor === undefined ? {} : { cursor }) };
   }
 
-  /** The newest message at or before `upTo` of each of these subjects (at most 1024), in stream order. */
+  /**
+   * The messages of these index entries (at most 1024), read by subject, in stream order. One whose message
+   * retention removed since the scan is left out (as a channel retention emptied before the scan is): an
+   * older message of its channel would break the stream order the pages follow.
+   */
   private async newestOf(entries: readonly ScanEntry[], upTo: number): Promise<BrokerMessage[]> {
-    const subjects = entries.map((e) => e.subject);
+    const seqOf = new Map(entries.map((e) => [e.subject, e.seq]));
+    const subjects = [...seqOf.keys()];
     const out: BrokerMessage[] = [];
-    let seq = 1;
-    while (out.length < subjects.length) {
-      const b = await this.direct.multiLast({ subjects, upTo, seq, batch: subjects.length - out.length, maxBytes: PAGE_BYTES });
-      for (const m of b.messages) out.push(m);
+    let seq = entries[0]?.seq ?? 1;
+    for (let got = 0; got < subjects.length;) {
+      const b = await this.direct.multiLast({ subjects, upTo, seq, batch: subjects.length - got, maxBytes: PAGE_BYTES });
+      got += b.messages.length;
+      for (const m of b.messages) if (seqOf.get(m.subject) === m.seq) out.push(m);
       if (b.messages.length === 0 || b.pending === 0) break;
       seq = b.messages.at(-1)!.seq + 1;
     }

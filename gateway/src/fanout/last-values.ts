@@ -43,8 +43,9 @@ export async function sendLastValues(
     });
     // Over the socket's hard cap: the rest would be lost; the caller ends the subscription.
     if (dropped) return { sent, stopped: true, dropped: true };
-    if (!page.more || page.messages.length === 0) return { sent, stopped: false };
-    after = page.messages.at(-1)!.seq;
+    const next = page.cursor ?? page.messages.at(-1)?.seq;
+    if (!page.more || next === undefined || next <= after) return { sent, stopped: false };
+    after = next;
     if (sock.bufferedAmount() > limitBytes) {
       if (!(await drainedBy(sock, deadline)))
         throw new GatewayError(ErrorCode.SlowConsumer, `last values of ${pattern}: the client read too slowly to take them within ${deadlineMs} ms`);

@@ -149,7 +149,9 @@ async function lastPerSubject(ctx: HistoryContext, replay: ReplayApi, res: HttpR
     const until = upTo ?? bounds.lastSeq;
     const lv = await replay.lastPerSubject(pattern, until, (fromSeq ?? 1) - 1, { maxMessages: limit ?? MAX_LIMIT, maxBytes: ctx.maxBytes });
     const page = fit(lv.messages, ctx.maxBytes);
-    const next = page.items.length > 0 && (page.items.length < lv.messages.length || lv.more) ? `,"next":${page.last + 1}` : "";
+    // Cut here by the byte bound: continue after the last message sent; else where the page says.
+    const cursor = page.items.length < lv.messages.length ? page.last : lv.more ? (lv.cursor ?? page.last) : 0;
+    const next = cursor > 0 ? `,"next":${cursor + 1}` : "";
     send(res, st, 200, `{"messages":[${page.items.join(",")}],"firstSeq":${bounds.firstSeq},"lastSeq":${bounds.lastSeq},"upToSeq":${until}${next}}`);
   } catch (e) {
     const f = brokerFailure(e, broker.isConnected(), "last values");

@@ -78,6 +78,19 @@ describe("last values — paging to one socket", () => {
   });
 });
 
+describe("last values — a page whose channels retention emptied", () => {
+  it("last values — a page may end past its last message (cursor): the next page is asked after the cursor, even after an empty page", async () => {
+    const sock = fakeSocket();
+    const replay = pages(
+      { messages: [msg("p.a", 3)], more: true, cursor: 9 },
+      { messages: [], more: true, cursor: 15 },
+      { messages: [msg("p.d", 20)], more: false },
+    );
+    expect(await sendLastValues(sock, replay, "p.*", 30, 100, () => false)).toEqual({ sent: 2, stopped: false });
+    expect(replay.calls.map((c) => c.after)).toEqual([0, 9, 15]);
+  });
+});
+
 describe("last values — a client that does not drain", () => {
   it("last values — a snapshot not taken within its deadline fails with a temporary slow_consumer, having sent what was drained", async () => {
     const sock = fakeSocket();
