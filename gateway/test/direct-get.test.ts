@@ -5,6 +5,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { DirectGet } from "../src/broker/direct-get.js";
+import { GatewayError } from "../src/errors.js";
 
 let nats: NatsServerHandle;
 let nc: NatsConnection;
@@ -64,5 +65,28 @@ describe("direct get — request window", () => {
     dg.close();
     const settled = await Promise.allSettled(reads);
     expect(settled.map((s) => s.status)).toEqual(["rejected", "rejected", "rejected", "rejected"]);
+  });
+
+  it("queue bound — reads past it fail at once with a temporary broker_unavailable; urgent reads are never refused and still go first", async () => {
+    const dg = new DirectGet(nc, "DG", { maxInflight: 1, maxQueued: 3 });
+    const order: string[] = [];
+    const track = (name: string, p: Promise<unknown>) => p.then(() => void order.push(name));
+    const accepted = [0, 1, 2, 3].map((c) => track(`n${c}`, dg.batch({ seq: 1, subject: `dg.c${c}`, batch: 5 })));
+    expect(dg.queued).toBe(3);
+    const over = await dg.batch({ seq: 1, subject: "dg.c4", batch: 5 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(over).toBeInstanceOf(GatewayError);
+    expect(over).toMatchObject({ code: "broker_unavailable", temporary: true });
+    expect(dg.refused).toBe(1);
+    // The queue is full of ordinary reads: repairs still get in, ahead of them.
+    const urgent = [5, 6].map((c) => track(`u${c}`, dg.batch({ seq: 1, subject: `dg.c${c}`, batch: 5, urgent: true })));
+    expect(dg.queued).toBe(5);
+    await Promise.all([...accepted, ...urgent]);
+    expect(order).toEqual(["n0", "u5", "u6", "n1", "n2", "n3"]);
+    // Drained: ordinary reads are accepted again.
+    await expect(dg.batch({ seq: 1, subject: "dg.c7", batch: 5 })).resolves.toMatchObject({ pending: 25 });
+    dg.close();
   });
 });

@@ -12,7 +12,8 @@ export const CLI = resolve(ROOT, "dist/gateway/src/cli.js");
 export const nowUs = (): number => Math.round((performance.timeOrigin + performance.now()) * 1000);
 
 /** The test kit's polling wait (gateway/test/support/wait.ts) under the benchmarks' old name. */
-export const until = <T>(check: () => T | undefined | false | Promise<T | undefined | false>, ms: number, what: string): Promise<T> => waitFor(check, { timeoutMs: ms, what });
+export const until = <T>(check: () => T | undefined | false | Promise<T | undefined | false>, ms: number, what: string): Promise<T> =>
+  waitFor(check, { timeoutMs: ms, what });
 
 /** The test kit's nats-server (ephemeral ports, temp store, readiness by /healthz). */
 export async function startNats(): Promise<{ url: string; proc: ChildProcess; stop(): Promise<void> }> {
@@ -30,7 +31,16 @@ export async function startGatewayProc(
 ): Promise<{ port: number; proc: ChildProcess }> {
   // BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the gateway's processes.
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
-  const gw = await startGateway({ natsUrl, workers, cli, nodeArgs, logLevel: "info", inheritStderr: true, env, args: ["--max-connections-per-ip=-1", "--connect-rate-per-ip=-1", "--frame-rate=-1", ...extra] });
+  const gw = await startGateway({
+    natsUrl,
+    workers,
+    cli,
+    nodeArgs,
+    logLevel: "info",
+    inheritStderr: true,
+    env,
+    args: ["--max-connections-per-ip=-1", "--connect-rate-per-ip=-1", "--frame-rate=-1", "--read-rate-per-ip=-1", ...extra],
+  });
   return { port: gw.port, proc: gw.process };
 }
 
@@ -58,7 +68,11 @@ export function pinToCpu(pid: number, cpu: number): boolean {
 /** The pids of a process's direct children (the gateway's cluster workers). */
 export function childPids(pid: number): number[] {
   try {
-    return execFileSync("pgrep", ["-P", String(pid)], { encoding: "utf8" }).trim().split("\n").filter(Boolean).map(Number);
+    return execFileSync("pgrep", ["-P", String(pid)], { encoding: "utf8" })
+      .trim()
+      .split("\n")
+      .filter(Boolean)
+      .map(Number);
   } catch {
     return [];
   }

@@ -70,7 +70,15 @@ export function startScaleGateway(opts: { natsUrl?: string; workers: number; ext
     workers: opts.workers,
     logLevel: "info",
     inheritStderr: true,
-    args: ["--max-connections-per-ip=-1", "--connect-rate-per-ip=-1", "--frame-rate=-1", "--max-connections", "100000", ...(opts.extra ?? [])],
+    args: [
+      "--max-connections-per-ip=-1",
+      "--connect-rate-per-ip=-1",
+      "--frame-rate=-1",
+      "--read-rate-per-ip=-1",
+      "--max-connections",
+      "100000",
+      ...(opts.extra ?? []),
+    ],
   });
 }
 

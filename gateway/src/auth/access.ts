@@ -29,6 +29,9 @@ export type Identity = Readonly<{
 /** Authentication off, no connect hook: nobody is named, everything is allowed. */
 export const anonymousIdentity = (ip: string): Identity => ({ principal: ANONYMOUS, ip, identified: false, trusted: false });
 
+/** The user a per-user allowance (READ_RATE_PER_USER) counts against: a named user, not an API key or `anon`. */
+export const readerOf = (id: Identity): string | undefined => (id.identified && !id.trusted ? id.principal.user : undefined);
+
 /** What one request wants on one channel. Reads take a pattern; writes a concrete channel. */
 export type Access =
   | {

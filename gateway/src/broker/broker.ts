@@ -40,18 +40,29 @@ export interface ReplayApi {
    * position): when the page ends at the stream's end, it covers at least up to `target`.
    */
   read(pattern: string, from: number, target: number): Promise<StoredPage>;
-  /** Up to `limit` stored messages of one channel from `fromSeq`. */
-  history(channel: string, fromSeq: number, limit: number): Promise<BrokerMessage[]>;
+  /**
+   * Up to `limit` stored messages of one channel from `fromSeq`; with `maxBytes`, no more payload than that
+   * (the first message is always read, whatever its size), and `more` says the bound stopped it short.
+   */
+  history(channel: string, fromSeq: number, limit: number, maxBytes?: number): Promise<{ messages: BrokerMessage[]; more: boolean }>;
   /**
    * One page of the newest stored message of every channel matching `pattern`, as of `upTo` (a message
    * stored later does not replace an older one here), in stream order, from seq `after + 1` on. `more` says
-   * whether another page follows (ask again with `after` = the last seq of this page).
+   * whether another page follows (ask again with `after` = the last seq of this page). A page holds at most
+   * `bounds.maxMessages` messages and (beyond its first) `bounds.maxBytes` of payload, however many channels
+   * match: the continuation is exact (no channel left out, none twice) because pages follow stream order.
    */
-  lastPerSubject?(pattern: string, upTo: number, after: number): Promise<LastValuePage>;
+  lastPerSubject?(pattern: string, upTo: number, after: number, bounds?: PageBounds): Promise<LastValuePage>;
 }
 
-/** A page of last values: `more` when another one follows. */
-export type LastValuePage = { messages: BrokerMessage[]; more: boolean };
+/** The most one page may hold: messages, and payload bytes (a single larger message still makes a page). */
+export type PageBounds = { maxMessages?: number; maxBytes?: number };
+
+/**
+ * A page of last values: `more` when another one follows, asked with `after` = `cursor` (when given: the
+ * page may end past its last message, whose channels retention emptied meanwhile), else its last seq.
+ */
+export type LastValuePage = { messages: BrokerMessage[]; more: boolean; cursor?: number };
 
 /** One delivery of a durable (acked) subscription. */
 export type DurableDelivery = BrokerMessage & {

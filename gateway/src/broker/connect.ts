@@ -31,6 +31,7 @@ export async function connectBroker(
     log,
     onRepair: hooks.onRepair,
     onDirectGet: hooks.onDirectGet,
+    directGetQueue: c.broker.directGetQueue,
     presence: c.presence,
     durable: { ackWaitMs: c.durable.ackWaitMs, maxDeliver: c.durable.maxDeliver, inactiveMs: c.durable.inactiveMs },
   });

@@ -99,11 +99,19 @@ type Queued = { token: string; what: string; body: string; p: Pending };
  */
 export const DIRECT_GET_INFLIGHT = 8;
 
+/** Requests waiting behind the window, at most, unless configured (DIRECT_GET_QUEUE). */
+export const DIRECT_GET_QUEUE = 4_096;
+
 export type DirectGetOptions = {
   /** A request on the wire unanswered this long fails (5 s). */
   timeoutMs?: number;
   /** Requests on the wire at once (DIRECT_GET_INFLIGHT). */
   maxInflight?: number;
+  /**
+   * Requests waiting to be sent, at most (DIRECT_GET_QUEUE, the DIRECT_GET_QUEUE setting); one more fails at
+   * once with a temporary `broker_unavailable`. Urgent requests (the live feeds' repairs) are never refused.
+   */
+  maxQueued?: number;
   /** Maps a stored subject to the channel carried with each message (made once per run of one subject). */
   channelOf?: (subject: string) => string;
   /** Makes the transport used while it is ready (the gateway's own connection for direct gets). */
@@ -139,12 +147,14 @@ export class DirectGet implements ReplySink {
 
   private readonly timeoutMs: number;
   private readonly maxInflight: number;
+  private readonly maxQueued: number;
   private readonly channelOf: (subject: string) => string;
   private readonly onSend?: (via: DirectVia) => void;
 
   constructor(nc: NatsConnection, stream: string, opts: DirectGetOptions = {}) {
     this.timeoutMs = opts.timeoutMs ?? 5_000;
     this.maxInflight = opts.maxInflight ?? DIRECT_GET_INFLIGHT;
+    this.maxQueued = opts.maxQueued ?? DIRECT_GET_QUEUE;
     this.channelOf = opts.channelOf ?? ((s) => s);
     this.subject = `$JS.API.DIRECT.GET.${stream}`;
     this.shared = new NatsJsTransport(nc, this);
@@ -182,9 +192,14 @@ export class DirectGet implements ReplySink {
     return new Promise<MultiLastBatch>((resolve, reject) => {
       const q: Queued = { token, what, body: JSON.stringify(body), p: { out: [], resolve, reject } };
       if (this.sent < this.maxInflight) return this.send(q);
-      // Urgent requests go ahead of the others, in their own order.
-      if (urgent) this.queue.splice(this.urgentCount++, 0, q);
-      else this.queue.push(q);
+      // Urgent requests go ahead of the others, in their own order, and are never refused: a repair holds a
+      // whole live feed. The bound is on the others (catch-up pages, history), which retry.
+      if (urgent) return void this.queue.splice(this.urgentCount++, 0, q);
+      if (this.queue.length - this.urgentCount >= this.maxQueued) {
+        this.refused++;
+        return reject(new GatewayError(ErrorCode.BrokerUnavailable, `too many stored-message reads waiting (${this.maxQueued}); retry`));
+      }
+      this.queue.push(q);
     });
   }
 
@@ -192,6 +207,9 @@ export class DirectGet implements ReplySink {
   get queued(): number {
     return this.queue.length;
   }
+
+  /** Requests refused because the queue was full, so far (metrics, tests). */
+  refused = 0;
 
   private send(q: Queued): void {
     const { token, p } = q;

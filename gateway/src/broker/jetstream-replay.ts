@@ -2,11 +2,11 @@ import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { SubjectMapper } from "../protocol/channel.js";
 import type { Logger } from "../log.js";
-import type { BrokerMessage, LastValuePage, ReplayApi, StoredPage, StreamState } from "./broker.js";
+import type { BrokerMessage, LastValuePage, PageBounds, ReplayApi, StoredPage, StreamState } from "./broker.js";
 import { GatewayError } from "../errors.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { Coalescer } from "./coalesce.js";
-import { DirectGet, type DirectBatch, type DirectVia, type StoredMsg } from "./direct-get.js";
+import { DirectGet, type DirectBatch, type DirectVia } from "./direct-get.js";
 import { DirectLink } from "./direct-link.js";
 import type { NatsSecurity } from "./nats-security.js";
 
@@ -28,6 +28,8 @@ export class JetStreamReplay implements ReplayApi {
   readonly direct: DirectGet;
   private readonly info: Coalescer<StreamState>;
   private replicas = 1;
+  /** Results of recent last-value scans, for their next pages. */
+  private readonly scans = new ScanCache();
 
   constructor(
     private readonly nc: NatsConnection,
@@ -39,6 +41,7 @@ export class JetStreamReplay implements ReplayApi {
       linkName,
       onSend,
       security,
+      maxQueued,
     }: {
       /** Client name of a connection of its own for direct gets; without it they share `nc`. */
       linkName?: string;
@@ -46,6 +49,8 @@ export class JetStreamReplay implements ReplayApi {
       onSend?: (via: DirectVia) => void;
       /** Credentials and TLS for the link (those of `nc`). */
       security?: NatsSecurity;
+      /** Direct gets waiting to be sent, at most (DIRECT_GET_QUEUE). */
+      maxQueued?: number;
     } = {},
   ) {
     this.direct = new DirectGet(nc, stream, {
@@ -59,6 +64,7 @@ export class JetStreamReplay implements ReplayApi {
           }
         : undefined,
       onSend,
+      maxQueued,
     });
     this.info = new Coalescer(async () => {
       const si = await this.jsm.streams.info(this.stream);
@@ -136,39 +142,81 @@ export class JetStreamReplay implements ReplayApi {
     throw new Error(`stream message get failed: ${body.error?.description ?? "no answer"}`);
   }
 
-  async history(channel: string, fromSeq: number, limit: number): Promise<BrokerMessage[]> {
+  async history(channel: string, fromSeq: number, limit: number, maxBytes = Infinity): Promise<{ messages: BrokerMessage[]; more: boolean }> {
     const out: BrokerMessage[] = [];
     const subject = this.mapper.toSubject(channel);
     let from = fromSeq;
+    let bytes = 0;
     while (out.length < limit) {
       const b = await this.direct.batch({ seq: from, subject, batch: limit - out.length, maxBytes: PAGE_BYTES });
-      for (const m of b.messages) out.push(m);
+      for (const m of b.messages) {
+        if (out.length > 0 && bytes + m.payload.byteLength > maxBytes) return { messages: out, more: true };
+        out.push(m);
+        bytes += m.payload.byteLength;
+      }
       if (b.pending === 0 || b.messages.length === 0) break;
       from = b.messages.at(-1)!.seq + 1;
+    }
+    return { messages: out, more: false };
+  }
+
+  async lastPerSubject(pattern: string, upTo: number, after: number, bounds: PageBounds = {}): Promise<LastValuePage> {
+    if (upTo < 1 || after >= upTo) return { messages: [], more: false };
+    const maxMessages = Math.min(bounds.maxMessages ?? PAGE_MESSAGES, PAGE_MESSAGES);
+    const maxBytes = Math.min(bounds.maxBytes ?? PAGE_BYTES, PAGE_BYTES);
+    const subject = this.mapper.toSubject(pattern);
+    const key = `${subject} ${upTo}`;
+    // A continuation of a scan: its index is in memory, no second pass over the stream.
+    let index = after > 0 ? this.scans.get(key, after + 1) : undefined;
+    if (!index) {
+      const b = await this.direct.multiLast({ subjects: [subject], upTo, seq: after + 1, batch: maxMessages, maxBytes: PAGE_BYTES });
+      if (!b.tooMany) {
+        const p = pageOf(b.messages, after, maxMessages, maxBytes, payloadSize);
+        return { messages: p.messages, more: p.more || (b.pending > 0 && b.messages.length > 0) };
+      }
+      index = await this.scanLastPerSubject(subject, upTo, after + 1);
+      this.scans.put(key, after + 1, index);
+    }
+    // The page's channels by name (literal subjects: multi_last answers them, at most 1024 at once).
+    const p = pageOf(index, after, Math.min(maxMessages, MULTI_LAST_SUBJECTS), maxBytes, (e) => e.size);
+    const cursor = p.messages.at(-1)?.seq;
+    return { messages: await this.newestOf(p.messages, upTo), more: p.more, ...(cursor === undefined ? {} : { cursor }) };
+  }
+
+  /**
+   * The messages of these index entries (at most 1024), read by subject, in stream order. One whose message
+   * retention removed since the scan is left out (as a channel retention emptied before the scan is): an
+   * older message of its channel would break the stream order the pages follow.
+   */
+  private async newestOf(entries: readonly ScanEntry[], upTo: number): Promise<BrokerMessage[]> {
+    const seqOf = new Map(entries.map((e) => [e.subject, e.seq]));
+    const subjects = [...seqOf.keys()];
+    const out: BrokerMessage[] = [];
+    let seq = entries[0]?.seq ?? 1;
+    for (let got = 0; got < subjects.length;) {
+      const b = await this.direct.multiLast({ subjects, upTo, seq, batch: subjects.length - got, maxBytes: PAGE_BYTES });
+      got += b.messages.length;
+      for (const m of b.messages) if (seqOf.get(m.subject) === m.seq) out.push(m);
+      if (b.messages.length === 0 || b.pending === 0) break;
+      seq = b.messages.at(-1)!.seq + 1;
     }
     return out;
   }
 
-  async lastPerSubject(pattern: string, upTo: number, after: number): Promise<LastValuePage> {
-    if (upTo < 1 || after >= upTo) return { messages: [], more: false };
-    const subject = this.mapper.toSubject(pattern);
-    const b = await this.direct.multiLast({ subjects: [subject], upTo, seq: after + 1, batch: PAGE_MESSAGES, maxBytes: PAGE_BYTES });
-    if (b.tooMany) return { messages: await this.scanLastPerSubject(subject, upTo, after + 1), more: false };
-    return { messages: b.messages, more: b.pending > 0 && b.messages.length > 0 };
-  }
-
   /**
    * The server answers multi_last for at most 1024 subjects: beyond that, read every stored message of the
-   * pattern up to `upTo` and keep the newest per subject (bounded by MAX_LAST_VALUE_CHANNELS).
+   * pattern up to `upTo` and note the newest seq (and size) per subject (bounded by MAX_LAST_VALUE_CHANNELS),
+   * in stream order: an index without payloads. Pages of it are then read by name (`newestOf`), and
+   * `scans` keeps it for the next pages.
    */
-  private async scanLastPerSubject(subject: string, upTo: number, from: number): Promise<BrokerMessage[]> {
-    const last = new Map<string, StoredMsg>();
+  private async scanLastPerSubject(subject: string, upTo: number, from: number): Promise<ScanEntry[]> {
+    const last = new Map<string, ScanEntry>();
     for (let seq = from; seq <= upTo;) {
       const b = await this.batch(subject, seq);
       for (const m of b.messages) {
         if (m.seq > upTo) break;
         last.delete(m.subject); // re-inserted: the map stays in order of each subject's newest seq
-        last.set(m.subject, m);
+        last.set(m.subject, { subject: m.subject, seq: m.seq, size: m.payload.byteLength });
       }
       if (last.size > MAX_LAST_VALUE_CHANNELS)
         throw new GatewayError(
@@ -184,5 +232,81 @@ export class JetStreamReplay implements ReplayApi {
 
   close(): void {
     this.direct.close();
+  }
+}
+
+/**
+ * The page of `all` (in stream order) after seq `after`: at most `maxMessages`, and no more than `maxBytes`
+ * (by `sizeOf`) beyond the first entry. Seqs are the cursor, so the next page starts exactly after this one.
+ */
+export function pageOf<M extends { seq: number }>(
+  all: readonly M[],
+  after: number,
+  maxMessages: number,
+  maxBytes: number,
+  sizeOf: (m: M) => number,
+): { messages: M[]; more: boolean } {
+  let lo = 0;
+  let hi = all.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (all[mid]!.seq <= after) lo = mid + 1;
+    else hi = mid;
+  }
+  const messages: M[] = [];
+  let bytes = 0;
+  for (let i = lo; i < all.length && messages.length < maxMessages; i++) {
+    const size = sizeOf(all[i]!);
+    if (messages.length > 0 && bytes + size > maxBytes) break;
+    messages.push(all[i]!);
+    bytes += size;
+  }
+  return { messages, more: lo + messages.length < all.length };
+}
+
+const payloadSize = (m: { payload: Uint8Array }): number => m.payload.byteLength;
+
+/** One channel of a last-value scan: its subject, and the seq and payload size of its newest message. */
+type ScanEntry = { subject: string; seq: number; size: number };
+
+/** Subjects a multi_last request may name at once (nats-server answers at most 1024). */
+const MULTI_LAST_SUBJECTS = 1_024;
+
+/** Scans kept this long for their next pages; a new snapshot (after = 0) always scans again. */
+const SCAN_TTL_MS = 30_000;
+/** Scan entries kept in all (per worker, ~100 bytes each): a few indexes of up to MAX_LAST_VALUE_CHANNELS. */
+const SCAN_CACHE_ENTRIES = 4 * MAX_LAST_VALUE_CHANNELS;
+
+/** A few recent scan results by (subject, upTo): the pages of one snapshot cost one pass over the stream. */
+class ScanCache {
+  private readonly entries = new Map<string, { from: number; index: ScanEntry[]; at: number }>();
+  private size = 0;
+
+  /** The kept scan of `key` if it started at or before `from` (one that started later lacks channels). */
+  get(key: string, from: number): ScanEntry[] | undefined {
+    const e = this.entries.get(key);
+    if (!e || e.from > from) return undefined;
+    if (Date.now() - e.at > SCAN_TTL_MS) {
+      this.drop(key);
+      return undefined;
+    }
+    return e.index;
+  }
+
+  put(key: string, from: number, index: ScanEntry[]): void {
+    this.drop(key);
+    for (const k of this.entries.keys()) {
+      if (this.size + index.length <= SCAN_CACHE_ENTRIES) break;
+      this.drop(k);
+    }
+    this.entries.set(key, { from, index, at: Date.now() });
+    this.size += index.length;
+  }
+
+  private drop(key: string): void {
+    const e = this.entries.get(key);
+    if (!e) return;
+    this.entries.delete(key);
+    this.size -= e.index.length;
   }
 }

@@ -33,6 +33,8 @@ export type JetStreamBrokerOptions = {
   onRepair?: (why: RepairReason) => void;
   /** Called for every direct get put on the wire, with the connection it went through (metrics). */
   onDirectGet?: (via: DirectVia) => void;
+  /** Direct gets waiting to be sent, at most (DIRECT_GET_QUEUE). */
+  directGetQueue?: number;
   /** The presence bucket (created by the primary); without it the broker keeps no presence. */
   presence?: PresenceSettings;
 };
@@ -69,6 +71,7 @@ export class JetStreamBroker implements Broker {
       linkName: opts.replayConnection === "shared" ? undefined : `${opts.name}-direct`,
       security: opts.security,
       onSend: opts.onDirectGet,
+      maxQueued: opts.directGetQueue,
     });
     this.durables = new JetStreamDurables(js, jsm, opts.stream, this.mapper, opts.durable, opts.log);
     if (opts.presence) this.presence = new JetStreamPresence(nc, js, opts.presence);

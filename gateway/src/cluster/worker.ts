@@ -22,6 +22,7 @@ import { PublishService } from "../publish/service.js";
 import { SseEndpoint } from "../sse/endpoint.js";
 import { PresenceHub } from "../presence/hub.js";
 import { createPresenceMetrics } from "../presence/metrics.js";
+import { readLimiterFor } from "../limits/read-limits.js";
 
 /** A worker: one uWS app on the shared port (SO_REUSEPORT), one broker connection, one fan-out hub. */
 export async function runWorker(config: Config): Promise<void> {
@@ -34,8 +35,9 @@ export async function runWorker(config: Config): Promise<void> {
   const isDraining = () => draining;
   const auth = new Authenticator(c.auth); // key material is read here, once
   const hooks = c.hooks.connectUrl || c.hooks.subscribeUrl ? new Hooks(c.hooks, log) : undefined;
+  const guardMetrics = createGuardMetrics();
   const access = new AccessControl(auth, hooks);
-  const guard = new ConnectionGuard(c.limits, c.auth, access, createGuardMetrics(), log);
+  const guard = new ConnectionGuard(c.limits, c.auth, access, guardMetrics, log);
 
   const directVia = { link: metrics.directGets.labels("link"), main: metrics.directGets.labels("main") };
   const broker = await connectBroker(c, log, `fanout-gateway-worker-${cluster.worker?.id ?? 0}`, {
@@ -62,11 +64,14 @@ export async function runWorker(config: Config): Promise<void> {
     sse.endAll();
   });
   const clusterMetrics = metricsClient();
+  // Reads of stored messages (HTTP history, SSE opens) per IP and user; one allowance for both doors.
+  const reads = readLimiterFor(c.reads, guardMetrics.readRefused);
   // Server-Sent Events streams: registered before the HTTP routes' catch-alls.
-  const sse = new SseEndpoint({ config: c, broker, hub, access, admission: guard.admission, metrics, log, isDraining });
+  const sse = new SseEndpoint({ config: c, broker, hub, access, admission: guard.admission, metrics, log, isDraining, reads });
   for (const a of apps) sse.register(a);
   sse.start();
-  for (const a of apps) registerHttpRoutes(a, { config: c.server, broker, metrics, log, isDraining, access, clusterMetrics, publisher, presence });
+  const history = { broker, maxBytes: c.reads.historyMaxBytes, reads };
+  for (const a of apps) registerHttpRoutes(a, { config: c.server, broker, metrics, log, isDraining, access, clusterMetrics, publisher, presence, history });
   await ws.listen(c.server.host, c.server.port);
   if (tlsApp) await ws.listenExtra(tlsApp, c.server.host, c.server.tlsPort);
   send({ type: "fgw:listening", port: c.server.port });

@@ -48,6 +48,8 @@ export type BrokerSection = Readonly<{
   natsServerBin: string;
   redisUrl: string;
   redisServerBin: string;
+  /** Direct gets waiting to be sent, at most (the live feeds' repairs are never refused). */
+  directGetQueue: number;
 }>;
 export type StreamSection = Readonly<{
   name: string;
@@ -63,7 +65,25 @@ export type StreamSection = Readonly<{
   update: boolean;
 }>;
 /** Live feeds, catch-ups and per-connection subscriptions. */
-export type FanoutSection = Readonly<{ lingerMs: number; replayCacheBytes: number; holdMessages: number; maxSubscriptions: number }>;
+export type FanoutSection = Readonly<{
+  lingerMs: number;
+  replayCacheBytes: number;
+  /** Live messages (and their bytes) a catch-up holds at most. */
+  holdMessages: number;
+  holdBytes: number;
+  /** A catch-up not joined by then ends with a temporary error. */
+  catchupDeadlineMs: number;
+  maxSubscriptions: number;
+}>;
+/** Reads of stored messages by HTTP (history) and SSE: answer size and per-IP / per-user allowances. */
+export type ReadsSection = Readonly<{
+  historyMaxBytes: number;
+  ratePerIp: number;
+  burstPerIp: number;
+  ratePerUser: number;
+  burstPerUser: number;
+  concurrentPerIp: number;
+}>;
 /** Slow sockets (ws/backpressure.ts) and how far a catch-up may fill a socket. */
 export type BackpressureSection = Readonly<{ bytes: number; maxBytes: number; slowTimeoutMs: number }>;
 /** Server-Sent Events streams (sse/): heartbeat comments and the client's reconnection delay. */
@@ -111,6 +131,7 @@ export type Sections = Readonly<{
   durable: DurableSection;
   auth: AuthSection;
   limits: LimitsSection;
+  reads: ReadsSection;
   hooks: HooksSection;
   sse: SseSection;
   presence: PresenceSection;
@@ -155,6 +176,7 @@ export function sectionsOf(c: Config): Sections {
       natsServerBin: c.natsServerBin,
       redisUrl: c.redisUrl,
       redisServerBin: c.redisServerBin,
+      directGetQueue: c.directGetQueue,
     }),
     stream: Object.freeze({
       name: c.streamName,
@@ -173,6 +195,8 @@ export function sectionsOf(c: Config): Sections {
       lingerMs: c.consumerLingerMs,
       replayCacheBytes: c.replayCacheBytes,
       holdMessages: c.catchupBufferMessages,
+      holdBytes: c.catchupBufferBytes,
+      catchupDeadlineMs: c.catchupDeadlineMs,
       maxSubscriptions: c.maxSubscriptions,
     }),
     backpressure: Object.freeze({ bytes: c.backpressureBytes, maxBytes: c.maxBackpressureBytes, slowTimeoutMs: c.slowConsumerTimeoutMs }),
@@ -201,6 +225,14 @@ export function sectionsOf(c: Config): Sections {
       frameRate: c.frameRate,
       frameBurst: c.frameBurst,
       frameRateWindowMs: c.frameRateWindowMs,
+    }),
+    reads: Object.freeze({
+      historyMaxBytes: c.historyMaxBytes,
+      ratePerIp: c.readRatePerIp,
+      burstPerIp: c.readBurstPerIp,
+      ratePerUser: c.readRatePerUser,
+      burstPerUser: c.readBurstPerUser,
+      concurrentPerIp: c.historyConcurrencyPerIp,
     }),
     hooks: Object.freeze({
       connectUrl: c.connectHookUrl,

@@ -1,10 +1,19 @@
+import { GatewayError } from "../errors.js";
 import type { Logger } from "../log.js";
+import { ErrorCode } from "../protocol/codes.js";
 import { Handoff, type HandoffEnd, type HandoffItem, type HandoffPort, type WriteResult } from "./handoff.js";
 import { FanoutHub, type ChannelFeed } from "./hub.js";
 import type { PageEnd, ReplayCache } from "./replay-cache.js";
 import type { FanoutSocket } from "./socket.js";
 
-export type CatchUpOptions = { holdLimit: number; backpressureBytes: number };
+export type CatchUpOptions = {
+  /** Live messages, and their bytes, held at most while the pages are read (CATCHUP_BUFFER_MESSAGES/BYTES). */
+  holdLimit: number;
+  holdBytes?: number;
+  /** Not joined by then, the catch-up fails with a temporary `slow_consumer` (CATCHUP_DEADLINE). */
+  deadlineMs?: number;
+  backpressureBytes: number;
+};
 export type CatchUpEnd = HandoffEnd;
 
 /** A page read that failed (a NATS failover is electing leaders) is retried with backoff. */
@@ -23,6 +32,8 @@ export class CatchUp implements HandoffPort<Buffer> {
   private readonly limit: number;
   private failures = 0;
   private readonly startedAt = Date.now();
+  private deadline?: NodeJS.Timeout;
+  private readonly deadlineMs?: number;
 
   constructor(
     private readonly sock: FanoutSocket,
@@ -35,7 +46,16 @@ export class CatchUp implements HandoffPort<Buffer> {
     private readonly onEnd: (end: CatchUpEnd) => void,
   ) {
     this.limit = opts.backpressureBytes >> 2;
-    this.h = new Handoff(this, lastSent, FanoutHub.position(feed), opts.holdLimit);
+    this.deadlineMs = opts.deadlineMs;
+    this.h = new Handoff(this, lastSent, FanoutHub.position(feed), opts.holdLimit, {
+      holdBytes: opts.holdBytes,
+      sizeOf: (f) => f.byteLength,
+      slowError: () =>
+        new GatewayError(
+          ErrorCode.SlowConsumer,
+          `${pattern}: the client read too slowly to catch up (more than ${opts.holdLimit} live messages or ${opts.holdBytes ?? "∞"} bytes waiting)`,
+        ),
+    });
   }
 
   get active(): boolean {
@@ -44,6 +64,14 @@ export class CatchUp implements HandoffPort<Buffer> {
 
   start(): void {
     this.feed.catchups.add(this);
+    const ms = this.deadlineMs;
+    if (ms !== undefined) {
+      this.deadline = setTimeout(
+        () => this.h.expire(new GatewayError(ErrorCode.SlowConsumer, `${this.pattern}: the catch-up did not finish within ${ms} ms`)),
+        ms,
+      );
+      this.deadline.unref();
+    }
     this.h.start();
   }
 
@@ -59,6 +87,7 @@ export class CatchUp implements HandoffPort<Buffer> {
 
   /** Unsubscribed or closed. */
   abort(): void {
+    clearTimeout(this.deadline);
     this.h.cancel();
     this.feed.catchups.delete(this);
   }
@@ -150,6 +179,7 @@ export class CatchUp implements HandoffPort<Buffer> {
   }
 
   end(e: CatchUpEnd): void {
+    clearTimeout(this.deadline);
     this.feed.catchups.delete(this);
     if (this.log.isLevelEnabled("debug")) {
       this.log.debug(

@@ -10,7 +10,10 @@
  * synchronous step: nothing is missed and nothing is sent twice. A page can hold messages the feed has not
  * delivered yet (they are stored, and on their way to the feed): those are left to the feed, never written
  * from the page — otherwise the topic would deliver them a second time after the join. When the hold
- * overflows it is dropped and `target` moves to the newest live message: those are read from the stream.
+ * overflows (messages or bytes) while a page is being read, it is dropped and `target` moves to the newest
+ * live message: those are read from the stream. When it overflows while the machine waits for the socket to
+ * drain, the client is what holds it up: the hand-off fails with `slowError()` (a temporary error: the
+ * client resumes from `lastSent`), as it does when the driver's deadline passes (`expire`).
  */
 export type HandoffItem<F> = { readonly seq: number; readonly frame: F };
 
@@ -38,11 +41,21 @@ export interface HandoffPort<F> {
   end(e: HandoffEnd): void;
 }
 
+/** Bounds of the hold beyond its message count, and what a slow client's failure says. */
+export type HandoffOptions<F> = {
+  /** Bytes of held frames at most (`sizeOf` each). */
+  holdBytes?: number;
+  sizeOf?: (frame: F) => number;
+  /** The error of a hold that overflowed while waiting for the socket; without it, the hold is dropped and re-read. */
+  slowError?: () => unknown;
+};
+
 export type HandoffState = "idle" | "fetching" | "writing" | "draining" | "joined" | "suspended" | "failed" | "cancelled";
 
 export class Handoff<F> {
   private st: HandoffState = "idle";
   private held: HandoffItem<F>[] = [];
+  private heldBytes = 0;
   private page_?: HandoffPage<F>;
   private pos = 0;
   /** Every matching message up to here was written (or predates the start). */
@@ -63,6 +76,7 @@ export class Handoff<F> {
     private lastSent_: number,
     private target_: number,
     private readonly holdLimit: number,
+    private readonly opts: HandoffOptions<F> = {},
   ) {
     this.covered = lastSent_;
     this.feedPos = target_;
@@ -84,6 +98,10 @@ export class Handoff<F> {
     return this.held.length;
   }
 
+  get heldSize(): number {
+    return this.heldBytes;
+  }
+
   get done(): boolean {
     return this.st === "joined" || this.st === "suspended" || this.st === "failed" || this.st === "cancelled";
   }
@@ -98,14 +116,25 @@ export class Handoff<F> {
     if (this.done) return;
     if (seq > this.feedPos) this.feedPos = seq;
     if (seq <= this.lastSent_) return;
-    if (this.held.length >= this.holdLimit) {
+    const size = this.opts.sizeOf?.(frame) ?? 0;
+    if (this.held.length >= this.holdLimit || this.heldBytes + size > (this.opts.holdBytes ?? Infinity)) {
+      // The client reads too slowly to ever catch up: it resumes later from what it has.
+      if (this.st === "draining" && this.opts.slowError) return this.fail(this.opts.slowError());
       // Read these from the stream instead: the feed's next messages come after this one.
       this.held = [];
+      this.heldBytes = 0;
       if (seq > this.target_) this.target_ = seq;
       return;
     }
     if (seq <= this.target_) return; // covered by the pages (a repair of the feed delivered it late)
     this.held.push({ seq, frame });
+    this.heldBytes += size;
+  }
+
+  /** The driver's deadline passed before the join: fails with `error` (nothing more is written). */
+  expire(error: unknown): void {
+    if (this.done) return;
+    this.fail(error);
   }
 
   /** The page asked for with `fetch(from)`. */
@@ -198,6 +227,7 @@ export class Handoff<F> {
   private finish(st: HandoffState): void {
     this.st = st;
     this.held = [];
+    this.heldBytes = 0;
     this.page_ = undefined;
   }
 }

@@ -1,6 +1,11 @@
 import type { ReplayApi } from "../broker/broker.js";
+import { GatewayError } from "../errors.js";
+import { ErrorCode } from "../protocol/codes.js";
 import { buildFrames } from "../protocol/serialize.js";
 import type { FanoutSocket } from "./socket.js";
+
+/** A snapshot not sent within this long (the client reads too slowly) ends with `slow_consumer` (CATCHUP_DEADLINE's default). */
+export const LAST_VALUES_DEADLINE_MS = 60_000;
 
 /** What a last-value read did: `sent` frames, or it stopped because the subscription or socket ended. */
 export type LastValuesResult = { sent: number; stopped: boolean; dropped?: boolean };
@@ -10,6 +15,8 @@ export type LastValuesResult = { sent: number; stopped: boolean; dropped?: boole
  * page by page in stream order, waiting for the socket to drain when it holds more than `limitBytes`. The
  * caller then catches up from `upTo` + 1 and joins live (the catch-up hand-off), so that nothing between the
  * snapshot and live is lost or sent twice. `ended()` is asked between pages (an unsub, a closed socket).
+ * A client that drains too slowly to take the whole snapshot within `deadlineMs` gets a temporary
+ * `slow_consumer` GatewayError (thrown): it subscribes again, nothing is held for it meanwhile.
  */
 export async function sendLastValues(
   sock: FanoutSocket,
@@ -18,7 +25,9 @@ export async function sendLastValues(
   upTo: number,
   limitBytes: number,
   ended: () => boolean,
+  deadlineMs = LAST_VALUES_DEADLINE_MS,
 ): Promise<LastValuesResult> {
+  const deadline = Date.now() + deadlineMs;
   let after = 0;
   let sent = 0;
   for (;;) {
@@ -34,11 +43,25 @@ export async function sendLastValues(
     });
     // Over the socket's hard cap: the rest would be lost; the caller ends the subscription.
     if (dropped) return { sent, stopped: true, dropped: true };
-    if (!page.more || page.messages.length === 0) return { sent, stopped: false };
-    after = page.messages.at(-1)!.seq;
+    const next = page.cursor ?? page.messages.at(-1)?.seq;
+    if (!page.more || next === undefined || next <= after) return { sent, stopped: false };
+    after = next;
     if (sock.bufferedAmount() > limitBytes) {
-      await new Promise<void>((resolve) => sock.onDrained(resolve));
+      if (!(await drainedBy(sock, deadline)))
+        throw new GatewayError(ErrorCode.SlowConsumer, `last values of ${pattern}: the client read too slowly to take them within ${deadlineMs} ms`);
       if (ended() || sock.closed) return { sent, stopped: true };
     }
   }
+}
+
+/** Resolves true once the socket drained, false if `deadline` (epoch ms) comes first. */
+function drainedBy(sock: FanoutSocket, deadline: number): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const t = setTimeout(() => resolve(false), Math.max(0, deadline - Date.now()));
+    t.unref();
+    sock.onDrained(() => {
+      clearTimeout(t);
+      resolve(true);
+    });
+  });
 }

@@ -1,4 +1,5 @@
 import type { Broker, BrokerMessage, ReplayApi } from "../broker/broker.js";
+import { readRefusalError, type ReadLimiter } from "../limits/read-limits.js";
 import { checkChannel, checkPattern } from "../protocol/channel.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { dataFields } from "../protocol/serialize.js";
@@ -8,12 +9,42 @@ import { send, sendJson, type ResState } from "./respond.js";
 
 export const HISTORY_PREFIX = "/v1/channels/";
 const MAX_LIMIT = 1_000;
+/** Room kept in an answer for everything but its messages (`firstSeq`, `lastSeq`, `upToSeq`, `next`). */
+const ENVELOPE_BYTES = 256;
+
+/** What the history door needs: the broker, its answer bound (HISTORY_MAX_BYTES) and the read allowances. */
+export type HistoryContext = {
+  broker: Broker;
+  /** Largest answer in bytes; the rest of what was asked comes with `next`. */
+  maxBytes: number;
+  /** Per-IP / per-user read rates and per-IP concurrency (READ_RATE_PER_IP …); undefined: unlimited. */
+  reads?: ReadLimiter;
+};
+
+/** Who asks, as the authorization chain found: the client's address, and the user a per-user allowance counts (auth/access.ts readerOf). */
+export type HistoryReader = { ip: string; user: string | undefined };
 
 /**
  * `GET /v1/channels/{channel}/messages?from_seq=N&limit=L` or `?last=N`: stored messages of one channel,
  * oldest first, read with JetStream direct gets in batches. Payloads are spliced into the JSON as stored.
+ * An answer is at most HISTORY_MAX_BYTES: when it had to stop short of what was asked, `next` is the
+ * from_seq to continue with. Reads are counted per IP and user (429 `rate_limited` with Retry-After).
  */
-export async function history(broker: Broker, res: HttpResponse, st: ResState, path: string, query: string): Promise<void> {
+export async function history(ctx: HistoryContext, res: HttpResponse, st: ResState, path: string, query: string, reader: HistoryReader): Promise<void> {
+  const grant = ctx.reads?.take(reader.ip, reader.user, Date.now(), true);
+  if (grant && !grant.ok) {
+    const e = readRefusalError(grant);
+    return sendJson(res, st, 429, { error: e.code, message: e.message, temporary: true }, { "retry-after": String(e.retryAfterSec) });
+  }
+  try {
+    await answer(ctx, res, st, path, query);
+  } finally {
+    grant?.release();
+  }
+}
+
+async function answer(ctx: HistoryContext, res: HttpResponse, st: ResState, path: string, query: string): Promise<void> {
+  const { broker } = ctx;
   const m = /^\/v1\/channels\/([^/]+)\/messages$/.exec(path);
   if (!m) return sendJson(res, st, 404, { error: "not_found", message: "use /v1/channels/{channel}/messages" });
   let channel: string;
@@ -28,7 +59,7 @@ export async function history(broker: Broker, res: HttpResponse, st: ResState, p
   if (!c.ok) return sendJson(res, st, 400, { error: ErrorCode.BadChannel, message: c.reason });
   const replay = broker.replay;
   if (!replay) return sendJson(res, st, 501, { error: ErrorCode.UnsupportedByBroker, message: `the ${broker.kind} broker keeps no history` });
-  if (lastValues) return lastPerSubject(broker, replay, res, st, channel, q);
+  if (lastValues) return lastPerSubject(ctx, replay, res, st, channel, q);
   const num = (name: string, min: number, max: number): number | undefined | "bad" => {
     const v = q.get(name);
     if (v === null) return undefined;
@@ -46,8 +77,11 @@ export async function history(broker: Broker, res: HttpResponse, st: ResState, p
     const bounds = await replay.state();
     const start = last !== undefined ? await replay.startOfLastN(channel, last) : Math.max(fromSeq ?? bounds.firstSeq, 1);
     const count = last ?? limit ?? 100;
-    const msgs = bounds.lastSeq >= start ? await replay.history(channel, start, count) : [];
-    send(res, st, 200, `{"messages":[${msgs.map(item).join(",")}],"firstSeq":${bounds.firstSeq},"lastSeq":${bounds.lastSeq}}`);
+    const h = bounds.lastSeq >= start ? await replay.history(channel, start, count, ctx.maxBytes) : { messages: [], more: false };
+    const page = fit(h.messages, ctx.maxBytes);
+    // Stopped short of what was asked by the byte bound: `next` continues it.
+    const next = page.items.length > 0 && (page.items.length < h.messages.length || h.more) ? `,"next":${page.last + 1}` : "";
+    send(res, st, 200, `{"messages":[${page.items.join(",")}],"firstSeq":${bounds.firstSeq},"lastSeq":${bounds.lastSeq}${next}}`);
   } catch (e) {
     const f = brokerFailure(e, broker.isConnected(), "history");
     sendJson(res, st, f.status, { error: f.code, message: f.message, temporary: f.temporary });
@@ -56,35 +90,54 @@ export async function history(broker: Broker, res: HttpResponse, st: ResState, p
 
 const item = (x: BrokerMessage): string => `{"seq":${x.seq},"ts":${x.ts},"channel":${JSON.stringify(x.channel)},${dataFields(x.payload)}}`;
 
+/** The leading messages whose JSON fits in `maxBytes` (at least one), and the seq of the last of them. */
+function fit(msgs: readonly BrokerMessage[], maxBytes: number): { items: string[]; last: number } {
+  const budget = maxBytes - ENVELOPE_BYTES;
+  const items: string[] = [];
+  let bytes = 0;
+  let last = 0;
+  for (const x of msgs) {
+    const s = item(x);
+    const size = Buffer.byteLength(s) + 1;
+    if (items.length > 0 && bytes + size > budget) break;
+    items.push(s);
+    bytes += size;
+    last = x.seq;
+  }
+  return { items, last };
+}
+
 /**
- * `?last_per_subject=1[&up_to_seq=L][&from_seq=N]` on a channel or pattern: the newest stored message of each
- * matching channel as of L (default: the stream's last seq now), one page (one `multi_last` batch) per
- * request. `next` (when present) is the from_seq of the following page, to be asked with the same up_to_seq.
+ * `?last_per_subject=1[&up_to_seq=L][&from_seq=N][&limit=K]` on a channel or pattern: the newest stored
+ * message of each matching channel as of L (default: the stream's last seq now), in stream order, one page
+ * per request: at most K (default and most 1,000) messages and HISTORY_MAX_BYTES, however many channels
+ * match. `next` (when present) is the from_seq of the following page, to be asked with the same up_to_seq:
+ * pages follow stream order, so none is left out and none comes twice.
  */
-async function lastPerSubject(broker: Broker, replay: ReplayApi, res: HttpResponse, st: ResState, pattern: string, q: URLSearchParams): Promise<void> {
-  const pos = (name: string): number | undefined | "bad" => {
+async function lastPerSubject(ctx: HistoryContext, replay: ReplayApi, res: HttpResponse, st: ResState, pattern: string, q: URLSearchParams): Promise<void> {
+  const { broker } = ctx;
+  const pos = (name: string, max = Number.MAX_SAFE_INTEGER): number | undefined | "bad" => {
     const v = q.get(name);
     if (v === null) return undefined;
     const n = Number(v);
-    return Number.isSafeInteger(n) && n >= 1 ? n : "bad";
+    return Number.isSafeInteger(n) && n >= 1 && n <= max ? n : "bad";
   };
   const upTo = pos("up_to_seq");
   const fromSeq = pos("from_seq");
-  if (upTo === "bad" || fromSeq === "bad")
-    return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: "up_to_seq and from_seq must be integers >= 1" });
+  const limit = pos("limit", MAX_LIMIT);
+  if (upTo === "bad" || fromSeq === "bad" || limit === "bad")
+    return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: `up_to_seq and from_seq must be integers >= 1, limit from 1 to ${MAX_LIMIT}` });
   if (!replay.lastPerSubject) return sendJson(res, st, 501, { error: ErrorCode.UnsupportedByBroker, message: "this broker has no last-value reads" });
   if (!broker.isConnected()) return sendJson(res, st, 503, { error: ErrorCode.BrokerUnavailable, message: "broker is not connected; retry" });
   try {
     const bounds = await replay.state();
     const until = upTo ?? bounds.lastSeq;
-    const page = await replay.lastPerSubject(pattern, until, (fromSeq ?? 1) - 1);
-    const next = page.more ? `,"next":${page.messages.at(-1)!.seq + 1}` : "";
-    send(
-      res,
-      st,
-      200,
-      `{"messages":[${page.messages.map(item).join(",")}],"firstSeq":${bounds.firstSeq},"lastSeq":${bounds.lastSeq},"upToSeq":${until}${next}}`,
-    );
+    const lv = await replay.lastPerSubject(pattern, until, (fromSeq ?? 1) - 1, { maxMessages: limit ?? MAX_LIMIT, maxBytes: ctx.maxBytes });
+    const page = fit(lv.messages, ctx.maxBytes);
+    // Cut here by the byte bound: continue after the last message sent; else where the page says.
+    const cursor = page.items.length < lv.messages.length ? page.last : lv.more ? (lv.cursor ?? page.last) : 0;
+    const next = cursor > 0 ? `,"next":${cursor + 1}` : "";
+    send(res, st, 200, `{"messages":[${page.items.join(",")}],"firstSeq":${bounds.firstSeq},"lastSeq":${bounds.lastSeq},"upToSeq":${until}${next}}`);
   } catch (e) {
     const f = brokerFailure(e, broker.isConnected(), "last values");
     sendJson(res, st, f.status, { error: f.code, message: f.message, temporary: f.temporary });

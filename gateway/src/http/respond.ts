@@ -27,18 +27,18 @@ const STATUS: Record<number, string> = {
   503: "503 Service Unavailable",
 };
 
-export function send(res: HttpResponse, st: ResState, status: number, body: string, contentType = "application/json"): void {
+export function send(res: HttpResponse, st: ResState, status: number, body: string, contentType = "application/json", headers?: Record<string, string>): void {
   if (st.aborted || st.done) return;
   st.done = true;
   res.cork(() => {
-    res
-      .writeStatus(STATUS[status] ?? `${status} Status`)
-      .writeHeader("content-type", contentType)
-      .end(body);
+    res.writeStatus(STATUS[status] ?? `${status} Status`).writeHeader("content-type", contentType);
+    if (headers) for (const [k, v] of Object.entries(headers)) res.writeHeader(k, v);
+    res.end(body);
   });
 }
 
-export const sendJson = (res: HttpResponse, st: ResState, status: number, value: unknown): void => send(res, st, status, JSON.stringify(value));
+export const sendJson = (res: HttpResponse, st: ResState, status: number, value: unknown, headers?: Record<string, string>): void =>
+  send(res, st, status, JSON.stringify(value), "application/json", headers);
 
 /**
  * Reads a request body up to `limit` bytes. Resolves with the body, or with `undefined` when it was larger

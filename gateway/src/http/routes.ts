@@ -8,10 +8,10 @@ import type { HttpResponse, TemplatedApp } from "../uws.js";
 import type { PublishService } from "../publish/service.js";
 import { GatewayError } from "../errors.js";
 import { readBody, send, sendJson, sendRefusal, track, type ResState } from "./respond.js";
-import { history, HISTORY_PREFIX } from "./history.js";
+import { history, HISTORY_PREFIX, type HistoryContext } from "./history.js";
 import { registerStaticRoutes } from "./static.js";
 import { registerStatsRoute } from "./stats.js";
-import type { AccessControl, Knock } from "../auth/access.js";
+import { readerOf, type AccessControl, type Knock } from "../auth/access.js";
 import { authorizeRequest, identifyRequest, readKnock } from "../auth/http-auth.js";
 import { parseBatch } from "../protocol/batch.js";
 import { isOneLineJson } from "../protocol/json-check.js";
@@ -32,6 +32,8 @@ export type HttpContext = {
   clusterMetrics: () => Promise<{ text: string; contentType: string }>;
   /** Presence member lists (JetStream only). */
   presence?: PresenceHub;
+  /** The history door's answer bound and read allowances. */
+  history: HistoryContext;
 };
 
 const PUBLISH_PREFIX = "/v1/publish/";
@@ -85,13 +87,15 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
 
   app.get(`${HISTORY_PREFIX}*`, (res, req) => {
     const st = track(res);
-    const [url, query, knock] = [req.getUrl(), req.getQuery() ?? "", readKnock(ctx.access, req, res, "http")];
+    // The address counts reads (READ_RATE_PER_IP) whether or not a hook is sent it.
+    const ip = Buffer.from(res.getRemoteAddressAsText()).toString();
+    const [url, query, knock] = [req.getUrl(), req.getQuery() ?? "", readKnock(ctx.access, req, res, "http", ip)];
     const channel = historyChannel(url);
     // Nothing is read for a path that names no valid channel or pattern: there is nothing to authorize it against.
     if (channel === undefined)
       return sendJson(res, st, 400, { error: ErrorCode.BadChannel, message: "use /v1/channels/{channel}/messages with a valid channel or pattern" });
     void authorizeRequest(ctx.access, knock, { right: "sub", channel }).then(
-      (r) => ("refused" in r ? sendRefusal(res, st, r.refused) : history(ctx.broker, res, st, url, query)),
+      (r) => ("refused" in r ? sendRefusal(res, st, r.refused) : history(ctx.history, res, st, url, query, { ip, user: readerOf(r.identity) })),
       (e) => sendJson(res, st, 500, { error: ErrorCode.Internal, message: (e as Error).message }),
     );
   });

@@ -15,8 +15,15 @@ export function createGuardMetrics(registry: client.Registry = client.register) 
     labelNames: ["reason"] as const,
     registers: r,
   });
+  const readsRefused = new client.Counter({
+    name: "fanout_reads_refused_total",
+    help: "HTTP history requests and SSE opens refused with 429, by reason (ip_rate, user_rate, ip_concurrent, table_full)",
+    labelNames: ["reason"] as const,
+    registers: r,
+  });
   return {
     rejected: (reason: string) => rejected.labels(reason).inc(),
+    readRefused: (reason: string) => readsRefused.labels(reason).inc(),
     authFailure: (reason: string) => authFailures.labels(reason).inc(),
     rateLimitCloses: new client.Counter({ name: "fanout_rate_limit_closes_total", help: "Connections closed with 4029 for their frame rate", registers: r }),
     tokenExpiryCloses: new client.Counter({ name: "fanout_token_expiry_closes_total", help: "Connections closed with 4001 at token expiry", registers: r }),

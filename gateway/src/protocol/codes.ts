@@ -43,6 +43,12 @@ export const ErrorCode = {
   HookUnavailable: "hook_unavailable",
   /** The channel has as many presence members as allowed (PRESENCE_MAX_MEMBERS); retry when some leave. */
   PresenceFull: "presence_full",
+  /**
+   * A subscription's catch-up ended because the client read too slowly (past CATCHUP_DEADLINE, or its held
+   * live messages past CATCHUP_BUFFER_MESSAGES/BYTES while its socket was full); subscribe again from the
+   * last seq received: nothing is lost.
+   */
+  SlowConsumer: "slow_consumer",
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

@@ -1,10 +1,11 @@
-import type { AccessControl, Knock } from "../auth/access.js";
+import { readerOf, type AccessControl, type Knock } from "../auth/access.js";
 import { authorizeRequest, readKnock } from "../auth/http-auth.js";
 import type { Broker } from "../broker/broker.js";
 import type { AuthSection, BackpressureSection, FanoutSection, SseSection } from "../config/sections.js";
 import { brokerFailure, WIRE_ERRORS } from "../errors.js";
 import { FanoutHub, type ChannelFeed } from "../fanout/hub.js";
 import type { Admission } from "../limits/admission.js";
+import { checkRead, type ReadLimiter } from "../limits/read-limits.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { checkPattern } from "../protocol/channel.js";
@@ -27,6 +28,8 @@ export type SseContext = {
   metrics: Metrics;
   log: Logger;
   isDraining: () => boolean;
+  /** Read allowances per IP and user (READ_RATE_PER_IP …), shared with the history door; undefined: unlimited. */
+  reads?: ReadLimiter;
 };
 
 /** What a request asked for, read synchronously (uWS requests die when the handler returns). */
@@ -161,6 +164,8 @@ export class SseEndpoint {
   private async prepare(r: SseRequest, pattern: string, start: SseStart): Promise<Ready | { error: HttpError; feed?: ChannelFeed }> {
     const a = await authorizeRequest(this.ctx.access, r.knock, { right: "sub", channel: pattern });
     if ("refused" in a) return { error: a.refused };
+    const limited = checkRead(this.ctx.reads, r.ip, readerOf(a.identity));
+    if (limited) return { error: limited };
     // The stream ends at the token's expiry, as a WebSocket closes with 4001.
     const exp = a.identity.principal.exp;
     let feed: ChannelFeed;

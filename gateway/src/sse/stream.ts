@@ -6,6 +6,8 @@ import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { HttpResponse } from "../uws.js";
 import { HEARTBEAT, namedEvent, sseEventOf } from "./event.js";
+import { GatewayError } from "../errors.js";
+import { ErrorCode } from "../protocol/codes.js";
 
 /** starting → (catchup → live | live) ⇄ paused (slow reader) → ended. `ended` is final. */
 export type SsePhase = "starting" | "catchup" | "live" | "paused" | "ended";
@@ -48,6 +50,8 @@ export class SseStream implements FanoutSocket, StreamListener {
   private pausedAtCount = 0;
   private slowTimer?: NodeJS.Timeout;
   private expiryTimer?: NodeJS.Timeout;
+  /** Ended with events still queued (the last one an `err`): they go out first, cut after this timer. */
+  private ending?: NodeJS.Timeout;
 
   constructor(
     private readonly res: HttpResponse,
@@ -59,9 +63,10 @@ export class SseStream implements FanoutSocket, StreamListener {
     readonly epoch: string | undefined,
   ) {
     res.onWritable(() => {
-      if (this.closed) return true;
+      if (this.closed && !this.ending) return true;
       this.blocked = false;
-      this.flush();
+      if (this.ending) this.flushAndEnd();
+      else this.flush();
       return !this.blocked;
     });
   }
@@ -147,9 +152,18 @@ export class SseStream implements FanoutSocket, StreamListener {
   /** Ends the response (drain, recreated stream, failure): the client's EventSource reconnects and resumes. */
   end(why: SseEndReason = "ended"): void {
     if (this.closed) return;
-    this.finish(why);
+    // What is queued (an `err` event last) is written before the response ends, unless the reader is cut.
+    const drain = why !== "slow" && (this.blocked || this.queued > 0);
+    this.finish(why, drain);
     if (why === "slow") this.res.close();
-    else this.res.cork(() => this.res.end());
+    else if (!drain) this.res.cork(() => this.res.end());
+    else {
+      this.ending = setTimeout(() => {
+        this.ending = undefined;
+        this.res.close();
+      }, this.deps.config.backpressure.slowTimeoutMs);
+      this.ending.unref();
+    }
   }
 
   /** Ends the stream at `dueMs` (the token's expiry): the reconnect needs a valid token. */
@@ -166,6 +180,8 @@ export class SseStream implements FanoutSocket, StreamListener {
 
   /** The client went away (uWS onAborted): the response must not be touched any more. */
   aborted(): void {
+    clearTimeout(this.ending);
+    this.ending = undefined;
     if (!this.closed) this.finish("aborted");
   }
 
@@ -193,6 +209,22 @@ export class SseStream implements FanoutSocket, StreamListener {
       return 0;
     }
     return 1;
+  }
+
+  /** Ended with events queued: writes them, then ends the response. */
+  private flushAndEnd(): void {
+    this.res.cork(() => {
+      while (this.head < this.queue.length && !this.blocked) {
+        const c = this.queue[this.head]!;
+        this.queue[this.head++] = "";
+        if (!this.res.write(c)) this.blocked = true;
+      }
+      if (this.blocked) return;
+      clearTimeout(this.ending);
+      this.ending = undefined;
+      this.queue = [];
+      this.res.end();
+    });
   }
 
   private flush(): void {
@@ -230,7 +262,12 @@ export class SseStream implements FanoutSocket, StreamListener {
       this.pattern,
       this.feed,
       cache,
-      { holdLimit: this.deps.config.fanout.holdMessages, backpressureBytes: this.deps.config.backpressure.bytes },
+      {
+        holdLimit: this.deps.config.fanout.holdMessages,
+        holdBytes: this.deps.config.fanout.holdBytes,
+        deadlineMs: this.deps.config.fanout.catchupDeadlineMs,
+        backpressureBytes: this.deps.config.backpressure.bytes,
+      },
       this.deps.log,
       this.lastSent,
       (end) => this.onCatchUpEnd(c, end),
@@ -251,8 +288,15 @@ export class SseStream implements FanoutSocket, StreamListener {
       this.phase = "paused";
       if (!this.paused) this.pause();
     } else {
-      this.deps.log.warn({ err: end.error, pattern: this.pattern }, "sse catch-up failed");
-      this.writeEvent("err", { code: "broker_error", message: "replay failed; the stream ends and resumes on reconnect", temporary: true });
+      const slow = end.error instanceof GatewayError && end.error.code === ErrorCode.SlowConsumer;
+      if (slow) this.deps.log.debug({ err: end.error, pattern: this.pattern }, "sse catch-up ended: slow reader");
+      else this.deps.log.warn({ err: end.error, pattern: this.pattern }, "sse catch-up failed");
+      const code = slow ? ErrorCode.SlowConsumer : ErrorCode.BrokerError;
+      this.writeEvent("err", {
+        code,
+        message: `${slow ? "read too slowly to catch up" : "replay failed"}; the stream ends and resumes on reconnect`,
+        temporary: true,
+      });
       this.end("failed");
     }
   }
@@ -286,14 +330,14 @@ export class SseStream implements FanoutSocket, StreamListener {
     this.catchUp();
   }
 
-  private finish(why: SseEndReason): void {
+  private finish(why: SseEndReason, keepQueue = false): void {
     this.phase = "ended";
     clearTimeout(this.slowTimer);
     clearTimeout(this.expiryTimer);
     this.catchup?.abort();
     this.catchup = undefined;
     this.feed.streams.delete(this);
-    this.queue = [];
+    if (!keepQueue) this.queue = [];
     this.queued = 0;
     this.drainWaiters = [];
     this.deps.onEnd(this, why);

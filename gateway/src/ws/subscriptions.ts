@@ -5,7 +5,8 @@ import { FanoutHub, type ChannelFeed } from "../fanout/hub.js";
 import { topicOf } from "../fanout/hub.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
-import { brokerFailure } from "../errors.js";
+import { brokerFailure, GatewayError } from "../errors.js";
+import { ErrorCode } from "../protocol/codes.js";
 import { errFrame } from "../protocol/serialize.js";
 import { fanoutSocket, newSub, sendText, type Socket, type SubState } from "./session.js";
 
@@ -68,7 +69,12 @@ export class Subscriptions {
       sub.pattern,
       feed,
       cache,
-      { holdLimit: this.config.fanout.holdMessages, backpressureBytes: this.config.backpressure.bytes },
+      {
+        holdLimit: this.config.fanout.holdMessages,
+        holdBytes: this.config.fanout.holdBytes,
+        deadlineMs: this.config.fanout.catchupDeadlineMs,
+        backpressureBytes: this.config.backpressure.bytes,
+      },
       this.log,
       lastSent,
       (end) => this.onCatchUpEnd(ws, sub, c, end),
@@ -95,7 +101,9 @@ export class Subscriptions {
       this.park(sub, end.lastSent, this.hub.get(sub.pattern)?.count ?? 0);
       if (!s.paused) this.pause(ws);
     } else {
-      this.log.warn({ err: end.error, pattern: sub.pattern }, "catch-up failed");
+      if (end.error instanceof GatewayError && end.error.code === ErrorCode.SlowConsumer)
+        this.log.debug({ err: end.error, pattern: sub.pattern }, "catch-up ended: slow reader");
+      else this.log.warn({ err: end.error, pattern: sub.pattern }, "catch-up failed");
       this.end(ws, sub);
       const f = brokerFailure(end.error, this.broker.isConnected(), `replay of ${sub.pattern}`);
       sendText(ws, errFrame(undefined, f.code, `${f.message}; subscribe again with from:{seq:${end.lastSent + 1}}`, f.temporary));

@@ -29,5 +29,5 @@ export class MemoryReplay implements ReplayApi {
   state = async () => ({ firstSeq: 1, lastSeq: this.msgs.length, epoch: "e" });
   startOfLastN = async () => 1;
   seqAtTime = async () => 1;
-  history = async () => [];
+  history = async () => ({ messages: [], more: false });
 }

@@ -208,6 +208,64 @@ describe("handoff — pure state machine", () => {
     expect(sock.joined).toBe(true);
   });
 
+  it("handoff — the hold is bounded in bytes too: over it while a page is read, dropped and re-read like the count", () => {
+    const s = new MemoryStream();
+    for (let i = 0; i < 3; i++) s.append();
+    const sock = new FakeSocket();
+    const h = new Handoff<string>(sock, 0, s.last, 1_000, { holdBytes: 10, sizeOf: (f) => f.length, slowError: () => new Error("slow") });
+    sock.h = h;
+    h.start();
+    for (let i = 0; i < 5; i++) {
+      const seq = s.append();
+      h.live(seq, `m${seq}`); // 2 bytes each: the sixth would pass 10
+      expect(h.heldSize).toBeLessThanOrEqual(10);
+    }
+    const big = s.append();
+    h.live(big, `m${big}`.padEnd(11, "x")); // alone over the bound
+    expect(h.heldCount).toBe(0);
+    expect(h.target).toBe(big);
+    while (sock.fetches.length > 0) answer(s, sock, h, 2);
+    expect(sock.seqs()).toEqual(s.seqs);
+    expect(sock.ended).toEqual({ type: "joined", lastSent: big });
+  });
+
+  it("handoff — the hold overflows while waiting for a slow socket: fails with the slow error at the last seq written, holding nothing", () => {
+    const s = new MemoryStream();
+    for (let i = 0; i < 10; i++) s.append();
+    const sock = new FakeSocket();
+    const slow = new Error("slow");
+    const h = new Handoff<string>(sock, 0, s.last, 3, { holdBytes: 1_000, sizeOf: (f) => f.length, slowError: () => slow });
+    sock.h = h;
+    sock.capacity = 4;
+    h.start();
+    answer(s, sock, h, 10);
+    expect(h.state).toBe("draining");
+    for (let i = 0; i < 4; i++) {
+      const seq = s.append();
+      h.live(seq, `m${seq}`);
+    }
+    expect(sock.ended).toEqual({ type: "failed", lastSent: 4, error: slow });
+    expect(h.heldCount).toBe(0);
+    expect(sock.seqs()).toEqual([1, 2, 3, 4]);
+    sock.drain(); // late drain: nothing more is written
+    expect(sock.seqs()).toEqual([1, 2, 3, 4]);
+  });
+
+  it("handoff — expire (the driver's deadline) fails it at the last seq written; later pages and drains are ignored", () => {
+    const s = new MemoryStream();
+    for (let i = 0; i < 10; i++) s.append();
+    const { sock, h } = setup(s, 0);
+    h.start();
+    answer(s, sock, h, 3);
+    const late = new Error("deadline");
+    h.expire(late);
+    expect(sock.ended).toEqual({ type: "failed", lastSent: 3, error: late });
+    answer(s, sock, h, 3);
+    expect(sock.seqs()).toEqual([1, 2, 3]);
+    h.expire(new Error("twice"));
+    expect(sock.ended).toEqual({ type: "failed", lastSent: 3, error: late });
+  });
+
   it("handoff — a repaired live message older than the target is left to the pages (gap during catch-up)", () => {
     const s = new MemoryStream();
     for (let i = 0; i < 6; i++) s.append();
