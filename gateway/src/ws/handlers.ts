@@ -104,7 +104,15 @@ async function sendSnapshot(ctx: HandlerContext, ws: Socket, sub: SubState, upTo
   const replay = ctx.broker.replay!;
   const ended = () => ws.getUserData().closed || sub.phase === "ended";
   try {
-    const r = await sendLastValues(fanoutSocket(ws), replay as Required<typeof replay>, sub.pattern, upTo, ctx.config.backpressure.bytes >> 2, ended);
+    const r = await sendLastValues(
+      fanoutSocket(ws),
+      replay as Required<typeof replay>,
+      sub.pattern,
+      upTo,
+      ctx.config.backpressure.bytes >> 2,
+      ended,
+      ctx.config.fanout.catchupDeadlineMs,
+    );
     if (r.dropped) {
       ctx.subs.end(ws, sub);
       replyErr(ctx, ws, undefined, ErrorCode.Internal, `last values of ${sub.pattern} overflowed the socket's buffer; subscribe again`);
