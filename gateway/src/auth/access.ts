@@ -2,6 +2,7 @@ import { GatewayError } from "../errors.js";
 import { ErrorCode } from "../protocol/codes.js";
 import type { Authenticator } from "./authenticator.js";
 import { AuthError } from "./errors.js";
+import type { Logger } from "../log.js";
 import type { HookGrant, Hooks } from "./hooks.js";
 import { canPublish, canSubscribe } from "./permissions.js";
 import { ANONYMOUS, API_KEY_PRINCIPAL, type Principal } from "./principal.js";
@@ -73,6 +74,8 @@ export class AccessControl {
   constructor(
     readonly auth: Authenticator,
     readonly hooks?: Hooks,
+    /** Where a failure that is not a refusal (a bug) is logged. */
+    readonly log?: Logger,
   ) {}
 
   /** The first half of the chain: token (or API key), then the connect hook. */
@@ -124,11 +127,14 @@ export class AccessControl {
 /** What a door answers when the chain refuses: the HTTP status, the wire code, and whether retrying helps. */
 export type Refusal = { status: number; code: ErrorCode; message: string; temporary: boolean };
 
-/** The refusal of a chain failure: 401 for a missing or bad token, a GatewayError's own; anything else is rethrown. */
+/**
+ * The refusal of a chain failure: 401 for a missing or bad token, a GatewayError's own, and for anything
+ * else (a bug) 500 `internal`, temporary: a door never lets a request through on an error.
+ */
 export function refusal(e: unknown): Refusal {
   if (e instanceof AuthError) return { status: 401, code: ErrorCode.Unauthorized, message: e.message, temporary: false };
   if (e instanceof GatewayError) return { status: e.status, code: e.code, message: e.message, temporary: e.temporary };
-  throw e;
+  return { status: 500, code: ErrorCode.Internal, message: "authorization failed: internal error", temporary: true };
 }
 
 function check(p: Principal, a: Access): void {

@@ -179,14 +179,9 @@ const STATUS: Record<number, string> = {
 
 /** What a failure of the chain answers (auth/access.ts), counted in the guard's metrics. */
 function refusalOf(e: unknown, metrics: GuardMetrics, log: Logger): Refusal {
-  let r: Refusal;
-  try {
-    r = refusal(e);
-  } catch {
-    log.error({ err: e }, "authorization failed unexpectedly");
-    r = { status: 503, code: ErrorCode.HookUnavailable, message: "authorization failed; retry later", temporary: true };
-  }
+  const r = refusal(e);
   if (e instanceof AuthError) metrics.authFailure(e.reason);
+  else if (r.code === ErrorCode.Internal) log.error({ err: e }, "authorization failed unexpectedly");
   metrics.rejected(r.code);
   return r;
 }

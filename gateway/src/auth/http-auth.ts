@@ -1,6 +1,7 @@
 import type { HttpRequest, HttpResponse } from "../uws.js";
 import { refusal, type Access, type AccessControl, type Identity, type Knock, type Refusal } from "./access.js";
 import { bearerOf } from "./authenticator.js";
+import { ErrorCode } from "../protocol/codes.js";
 
 /**
  * What the authorization chain needs of an HTTP request (SSE, history, presence list, publish), read
@@ -38,7 +39,7 @@ export async function authorizeRequest(access: AccessControl, k: Knock, a: Acces
     await access.authorize(identity, a);
     return { identity };
   } catch (e) {
-    return { refused: refusal(e) };
+    return { refused: refused(access, e) };
   }
 }
 
@@ -47,6 +48,12 @@ export async function identifyRequest(access: AccessControl, k: Knock): Promise<
   try {
     return { identity: await access.identify(k) };
   } catch (e) {
-    return { refused: refusal(e) };
+    return { refused: refused(access, e) };
   }
+}
+
+function refused(access: AccessControl, e: unknown): Refusal {
+  const r = refusal(e);
+  if (r.code === ErrorCode.Internal) access.log?.error({ err: e }, "authorization failed unexpectedly");
+  return r;
 }
