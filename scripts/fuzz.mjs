@@ -64,40 +64,14 @@ if (doorRuns > 0) await fuzzDoors(doorRuns);
 
 /** The doors target against a real gateway with JWT authentication and both hooks. */
 async function fuzzDoors(n) {
-  const support = new URL("../dist/gateway/test/support/", import.meta.url);
-  const { startNatsServer } = await import(new URL("nats-server.js", support));
-  const { startGateway } = await import(new URL("gateway.js", support));
-  const { HookBackend } = await import(new URL("hook-backend.js", support));
-  const { doorCase, runDoorCase } = await import(new URL("door-fuzz.js", support));
-  const secret = "fuzz-doors-secret-that-is-long-enough-0123";
-  const [issuer, audience, apiKey] = ["https://issuer.fuzz", "fanout-fuzz", "fuzz-doors-api-key-0123456789"];
-  const hooks = await HookBackend.start();
-  const nats = await startNatsServer();
-  let gw;
+  const { doorCase, runDoorCase, startDoorFuzzTarget } = await import(new URL("../dist/gateway/test/support/door-fuzz.js", import.meta.url));
+  const target = await startDoorFuzzTarget("fuzz-doors-secret-that-is-long-enough-0123");
   try {
-    gw = await startGateway({
-      natsUrl: nats.url,
-      workers: 1,
-      env: {
-        JWT_SECRET: secret,
-        JWT_ISSUER: issuer,
-        JWT_AUDIENCE: audience,
-        API_KEYS: apiKey,
-        CONNECT_HOOK_URL: hooks.url("/connect"),
-        SUBSCRIBE_HOOK_URL: hooks.url("/subscribe"),
-        HOOK_CACHE_TTL: "1m",
-        FRAME_RATE: "-1",
-        CONNECT_RATE_PER_IP: "-1",
-      },
-    });
-    const target = { url: gw.url, wsUrl: gw.wsUrl, hooks, secret, issuer, audience, apiKey };
     const t = performance.now();
     await fc.assert(fc.asyncProperty(doorCase, (c) => runDoorCase(target, c).then(() => undefined)), { numRuns: n, seed, endOnFailure: true });
     const sec = (performance.now() - t) / 1000;
     console.log(`  doors: ${n} cases at every door of a real gateway in ${sec.toFixed(1)} s, none answered more than the WebSocket`);
   } finally {
-    await gw?.stop();
-    await nats.stop();
-    await hooks.stop();
+    await target.stop();
   }
 }

@@ -5,7 +5,9 @@
 import fc from "fast-check";
 import { SignJWT } from "jose";
 import WebSocket from "ws";
-import type { HookBackend, HookCall, HookAnswer } from "./hook-backend.js";
+import { HookBackend, type HookCall, type HookAnswer } from "./hook-backend.js";
+import { startNatsServer } from "./nats-server.js";
+import { startGateway } from "./gateway.js";
 
 export type DoorFuzzTarget = {
   /** http://host:port and ws://host:port of a gateway started with JWT_SECRET, issuer, audience, API_KEYS and both hooks. */
@@ -17,6 +19,44 @@ export type DoorFuzzTarget = {
   audience: string;
   apiKey: string;
 };
+
+/**
+ * The doors target's servers: a nats-server, a hook backend and a gateway (one worker, JWT with issuer and
+ * audience, an API key, both hooks, no per-IP or frame limits); `stop()` ends them all.
+ */
+export async function startDoorFuzzTarget(secret: string): Promise<DoorFuzzTarget & { stop(): Promise<void> }> {
+  const [issuer, audience, apiKey] = ["https://issuer.fuzz", "fanout-fuzz", "fuzz-doors-api-key-0123456789"];
+  const hooks = await HookBackend.start();
+  const nats = await startNatsServer();
+  try {
+    const gw = await startGateway({
+      natsUrl: nats.url,
+      workers: 1,
+      env: {
+        JWT_SECRET: secret,
+        JWT_ISSUER: issuer,
+        JWT_AUDIENCE: audience,
+        API_KEYS: apiKey,
+        CONNECT_HOOK_URL: hooks.url("/connect"),
+        SUBSCRIBE_HOOK_URL: hooks.url("/subscribe"),
+        HOOK_CACHE_TTL: "1m",
+        FRAME_RATE: "-1",
+        CONNECT_RATE_PER_IP: "-1",
+        READ_RATE_PER_IP: "-1",
+      },
+    });
+    const stop = async () => {
+      await gw.stop();
+      await nats.stop();
+      await hooks.stop();
+    };
+    return { url: gw.url, wsUrl: gw.wsUrl, hooks, secret, issuer, audience, apiKey, stop };
+  } catch (e) {
+    await nats.stop();
+    await hooks.stop();
+    throw e;
+  }
+}
 
 const PATTERNS = ["f.a", "f.*", "f.>", "g.>", "g.x"] as const;
 const CHANNELS = ["f.a", "f.b", "f.a.b", "g.x", "f.*", "f.>"] as const;
