@@ -27,6 +27,6 @@ export async function connectBroker(
     onRepair: hooks.onRepair,
     onDirectGet: hooks.onDirectGet,
     presence: c.presence,
-    durable: { ackWaitMs: c.durable.ackWaitMs, maxDeliver: c.durable.maxDeliver, inactiveMs: c.durable.inactiveMs },
+    durable: { ackWaitMs: c.durable.ackWaitMs, maxDeliver: c.durable.maxDeliver, inactiveMs: c.durable.inactiveMs, maxPerUser: c.durable.maxPerUser },
   });
 }

@@ -64,7 +64,7 @@ export class JetStreamBroker implements Broker {
       linkName: opts.replayConnection === "shared" ? undefined : `${opts.name}-direct`,
       onSend: opts.onDirectGet,
     });
-    this.durables = new JetStreamDurables(js, jsm, opts.stream, this.mapper, opts.durable, opts.log);
+    this.durables = new JetStreamDurables(nc, js, jsm, opts.stream, this.mapper, opts.durable, opts.log);
     if (opts.presence) this.presence = new JetStreamPresence(nc, js, opts.presence);
     this.connected = true;
     void this.watchStatus();

@@ -51,7 +51,7 @@ export type FanoutSection = Readonly<{ lingerMs: number; replayCacheBytes: numbe
 export type BackpressureSection = Readonly<{ bytes: number; maxBytes: number; slowTimeoutMs: number }>;
 /** Server-Sent Events streams (sse/): heartbeat comments and the client's reconnection delay. */
 export type SseSection = Readonly<{ heartbeatMs: number; retryMs: number }>;
-export type DurableSection = Readonly<{ ackWaitMs: number; maxDeliver: number; maxInflight: number; inactiveMs: number }>;
+export type DurableSection = Readonly<{ ackWaitMs: number; maxDeliver: number; maxInflight: number; inactiveMs: number; maxPerUser: number }>;
 /** Presence (presence/, broker/jetstream-presence.ts). */
 export type PresenceSection = Readonly<{ bucket: string; ttlMs: number; maxMembers: number; replicas: number; storage: "file" | "memory" }>;
 export type AuthSection = Readonly<{
@@ -151,6 +151,7 @@ export function sectionsOf(c: Config): Sections {
       maxDeliver: c.durableMaxDeliver,
       maxInflight: c.durableMaxInflight,
       inactiveMs: c.durableInactiveMs,
+      maxPerUser: c.durableMaxPerUser,
     }),
     auth: Object.freeze({
       jwtSecret: c.jwtSecret,

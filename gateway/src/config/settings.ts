@@ -384,6 +384,15 @@ export const SETTINGS = {
     parse: parseDuration,
     check: int(1_000, 31_536_000_000),
   },
+  durableMaxPerUser: {
+    env: "DURABLE_MAX_PER_USER",
+    flag: "durable-max-per-user",
+    shown: "10",
+    doc: "Durable names one user may hold (counted over the stream's consumers, all workers and instances); a further new name gets `too_many_durables`; -1 unlimited",
+    default: () => 10,
+    parse: parseIntStrict,
+    check: positiveOrUnlimited,
+  },
   // Authentication and abuse limits (gateway/AUTH.md). Any JWT key setting turns authentication on.
   jwtSecret: {
     env: "JWT_SECRET",
