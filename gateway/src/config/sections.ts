@@ -28,6 +28,9 @@ export type BrokerSection = Readonly<{
   /** Direct gets on a connection of their own (own) or on the main one (shared). */
   replayConnection: "own" | "shared";
   natsDataDir: string;
+  /** Encrypts the embedded server's JetStream store with the key in this file; "" off. */
+  natsStoreKeyFile: string;
+  natsStoreCipher: "chachapoly" | "aes";
   natsServerBin: string;
   redisUrl: string;
   redisServerBin: string;
@@ -122,6 +125,8 @@ export function sectionsOf(c: Config): Sections {
       natsUrl: c.natsUrl,
       replayConnection: c.replayConnection,
       natsDataDir: c.natsDataDir,
+      natsStoreKeyFile: c.natsStoreKeyFile,
+      natsStoreCipher: c.natsStoreCipher,
       natsServerBin: c.natsServerBin,
       redisUrl: c.redisUrl,
       redisServerBin: c.redisServerBin,
