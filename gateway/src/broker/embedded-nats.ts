@@ -86,6 +86,7 @@ export class EmbeddedNats {
    * is skipped with a warning — and creating it again would replace its files — so the gateway stops here.
    */
   private async checkStore(storeDir: string): Promise<void> {
+    // A single server restores its streams inside EnableJetStream, before it writes the ports file we waited on.
     if (unloadedStreams(storeDir, []).length === 0) return;
     const nc = await connect({ servers: this.url, name: "fanout-gateway-store-check" });
     try {
