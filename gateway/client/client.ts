@@ -186,6 +186,7 @@ const PERMANENT = new Set([
   "unsupported_by_broker",
   "forbidden",
   "durable_conflict",
+  "too_many_durables",
 ]);
 /** Close code the client uses to drop a connection whose resubscribe failed (4000–4999 is application use). */
 const CLOSE_RESUBSCRIBE_FAILED = 4000;

@@ -31,6 +31,8 @@ export const WIRE_ERRORS: { readonly [C in ErrorCode]: { readonly status: number
   hook_unavailable: { status: 503, temporary: true },
   presence_full: { status: 409, temporary: true },
   slow_consumer: { status: 429, temporary: true },
+  too_many_durables: { status: 429, temporary: false },
+  durables_full: { status: 503, temporary: true },
 };
 
 export type GatewayErrorOptions = { cause?: unknown; status?: number; temporary?: boolean };

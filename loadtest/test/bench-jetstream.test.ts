@@ -59,7 +59,7 @@ describe("bench:jetstream — a --quick run on the single node and the 3-node cl
 
   it("bench:jetstream — seeds 000-002 and the publish paths ran on both targets, with nats bench and nats.js", () => {
     for (const target of ["single", "cluster"] as const) {
-      const here = rows.filter((r) => r.target === target && r.status === "ok");
+      const here = rows.filter((r) => r.target === target && r.status === "ok" && r.seed !== "enc");
       const ids = new Set(here.map((r) => r.workload));
       for (const w of ["000.one-10k-r3-sync-3", "000.app-10k-r3-sync-6", "000.one-1k-r3-sync-6-mem", "001.push-group-5", "002.dedup-r1", "002.scale-64", "002.kv-put", "002.kv-watch", "paths.sequential"]) {
         expect(ids, `${w} on ${target}`).toContain(w);
@@ -84,6 +84,17 @@ describe("bench:jetstream — a --quick run on the single node and the 3-node cl
     }
     if (skipped.length) expect(result.out).toMatch(/SKIPPED the netem case: .+/);
     else expect(measured.every((r) => r.config.startsWith("netem:"))).toBe(true);
+  });
+
+  it("bench:jetstream — encryption at rest: sync and async publishes and a gateway replay, plain, chachapoly and aes, with ratios to plain", () => {
+    for (const kind of ["pub-sync", "pub-async", "replay"]) {
+      for (const cipher of ["plain", "chachapoly", "aes"]) {
+        expect(rows.some((r) => r.workload === `enc.${kind}.${cipher}` && r.status === "ok"), `enc.${kind}.${cipher}`).toBe(true);
+      }
+    }
+    const md = readFileSync(join(dir, "jetstream.md"), "utf8");
+    expect(md).toMatch(/## Encryption at rest: encrypted \/ plain file store/);
+    expect(md).toMatch(/\| replay through the gateway \(cold store\) \|( [\d,]+ \|){3} \d+\.\d\d/);
   });
 
   it("bench:jetstream — writes the report with the users' figures beside ours", () => {

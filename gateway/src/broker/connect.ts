@@ -33,6 +33,6 @@ export async function connectBroker(
     onDirectGet: hooks.onDirectGet,
     directGetQueue: c.broker.directGetQueue,
     presence: c.presence,
-    durable: { ackWaitMs: c.durable.ackWaitMs, maxDeliver: c.durable.maxDeliver, inactiveMs: c.durable.inactiveMs },
+    durable: { ackWaitMs: c.durable.ackWaitMs, maxDeliver: c.durable.maxDeliver, inactiveMs: c.durable.inactiveMs, maxPerUser: c.durable.maxPerUser },
   });
 }

@@ -1,12 +1,21 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { ProcessError } from "../errors.js";
 import type { Logger } from "../log.js";
 import { stopChild, tieToThisProcess } from "../net.js";
+import { connect } from "@nats-io/transport-node";
+import { encryptionConfig, STORE_KEY_ENV, storeKeyEnvValue, unloadedStreams, unreadableStoreError, type StoreCipher } from "./store-encryption.js";
 
-export type EmbeddedNatsOptions = { bin: string; dataDir: string; log: Logger };
+export type EmbeddedNatsOptions = {
+  bin: string;
+  dataDir: string;
+  log: Logger;
+  /** Encrypts the JetStream store with the key in this file (NATS_STORE_KEY_FILE). */
+  storeKeyFile?: string;
+  storeCipher?: StoreCipher;
+};
 
 /**
  * A nats-server child with JetStream for the zero-config default. It listens on loopback on a free port,
@@ -33,7 +42,15 @@ export class EmbeddedNats {
     mkdirSync(storeDir, { recursive: true });
     const portsDir = mkdtempSync(join(tmpdir(), "fgw-embedded-nats-"));
     const args = ["-a", "127.0.0.1", "-p", String(this.port), "-js", "-sd", storeDir, "--ports_file_dir", portsDir, "-n", "fanout-gateway-embedded"];
-    const child = spawn(this.opts.bin, args, { stdio: ["ignore", "ignore", "pipe"] });
+    let env: NodeJS.ProcessEnv | undefined;
+    if (this.opts.storeKeyFile) {
+      // The key goes through the environment, never the command line; the config file only refers to it.
+      const conf = join(portsDir, "encryption.conf");
+      writeFileSync(conf, encryptionConfig(this.opts.storeCipher ?? "chachapoly"), { mode: 0o600 });
+      args.push("-c", conf);
+      env = { ...process.env, [STORE_KEY_ENV]: storeKeyEnvValue(this.opts.storeKeyFile) };
+    }
+    const child = spawn(this.opts.bin, args, { stdio: ["ignore", "ignore", "pipe"], env });
     this.child = child;
     let stderr = "";
     child.stderr?.on("data", (d: Buffer) => {
@@ -53,8 +70,32 @@ export class EmbeddedNats {
     } finally {
       rmSync(portsDir, { recursive: true, force: true });
     }
+    try {
+      await this.checkStore(storeDir);
+    } catch (e) {
+      await this.stop();
+      throw e;
+    }
     child.once("exit", (code, signal) => this.onExit(child, code, signal, stderr));
-    this.opts.log.info({ url: this.url, storeDir, natsPid: child.pid }, "embedded nats-server ready");
+    const encryption = this.opts.storeKeyFile ? (this.opts.storeCipher ?? "chachapoly") : "off";
+    this.opts.log.info({ url: this.url, storeDir, natsPid: child.pid, encryption }, "embedded nats-server ready");
+  }
+
+  /**
+   * Every stream in the store must have been loaded. One the server could not decrypt (a wrong key, or none)
+   * is skipped with a warning — and creating it again would replace its files — so the gateway stops here.
+   */
+  private async checkStore(storeDir: string): Promise<void> {
+    // A single server restores its streams inside EnableJetStream, before it writes the ports file we waited on.
+    if (unloadedStreams(storeDir, []).length === 0) return;
+    const nc = await connect({ servers: this.url, name: "fanout-gateway-store-check" });
+    try {
+      const r = (await nc.request("$JS.API.STREAM.NAMES", "{}", { timeout: 10_000 })).json<{ streams?: string[] | null }>();
+      const err = unreadableStoreError(storeDir, unloadedStreams(storeDir, r.streams ?? []), !!this.opts.storeKeyFile);
+      if (err) throw err;
+    } finally {
+      await nc.close();
+    }
   }
 
   private async waitForPort(portsDir: string, stderr: () => string): Promise<number> {

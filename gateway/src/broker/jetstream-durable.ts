@@ -8,20 +8,49 @@ import {
   JetStreamApiCodes,
   JetStreamApiError,
 } from "@nats-io/jetstream";
-import { nanos } from "@nats-io/transport-node";
+import { nanos, type NatsConnection } from "@nats-io/transport-node";
 import type { SubjectMapper } from "../protocol/channel.js";
 import type { Logger } from "../log.js";
 import { brokerTimeMs } from "./time.js";
 import type { DurableApi, DurableDelivery, DurableSpec, LiveFeed } from "./broker.js";
 import { GatewayError } from "../errors.js";
 import { ErrorCode } from "../protocol/codes.js";
+import { DurableQuota } from "./durable-quota.js";
 
-export type DurableSettings = { ackWaitMs: number; maxDeliver: number; inactiveMs: number };
+export type DurableSettings = {
+  ackWaitMs: number;
+  maxDeliver: number;
+  inactiveMs: number;
+  /** Durable names per user, counted over the stream's consumers; -1 unlimited. */
+  maxPerUser: number;
+};
+
+/** nats-server's JSMaximumConsumersLimitErr (server/errors.json): the stream or account consumer limit. */
+export const JS_MAXIMUM_CONSUMERS_LIMIT = 10026;
+
+/** The part of a consumer name that says whose durable it is. */
+export function consumerPrefix(user: string): string {
+  return `fgw_${createHash("sha256").update(user).digest("hex").slice(0, 16)}_`;
+}
 
 /** JetStream consumer name of a user's durable: users never share names, whatever characters they use. */
 export function consumerName(user: string, durable: string): string {
-  const h = createHash("sha256").update(user).digest("hex").slice(0, 16);
-  return `fgw_${h}_${durable}`;
+  return consumerPrefix(user) + durable;
+}
+
+type NamesPage = { total?: number; consumers?: string[] | null; error?: { code: number; err_code: number; description: string } };
+
+/** Every consumer name of `stream`, page by page ($JS.API.CONSUMER.NAMES: names only, lighter than LIST). */
+async function consumerNames(nc: NatsConnection, stream: string): Promise<string[]> {
+  const out: string[] = [];
+  for (let page = 0; page < 1_000; page++) {
+    const r = (await nc.request(`$JS.API.CONSUMER.NAMES.${stream}`, JSON.stringify({ offset: out.length }), { timeout: 5_000 })).json<NamesPage>();
+    if (r.error) throw new JetStreamApiError(r.error);
+    const got = r.consumers ?? [];
+    out.push(...got);
+    if (got.length === 0 || out.length >= (r.total ?? 0)) break;
+  }
+  return out;
 }
 
 /**
@@ -29,14 +58,19 @@ export function consumerName(user: string, durable: string): string {
  * bound to it — each socket pulls, so messages are spread over them (competing consumers).
  */
 export class JetStreamDurables implements DurableApi {
+  private readonly quota: DurableQuota;
+
   constructor(
+    nc: NatsConnection,
     private readonly js: JetStreamClient,
     private readonly jsm: JetStreamManager,
     private readonly stream: string,
     private readonly mapper: SubjectMapper,
     private readonly settings: DurableSettings,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.quota = new DurableQuota(() => consumerNames(nc, stream), { maxPerUser: settings.maxPerUser });
+  }
 
   private async ensure(spec: DurableSpec): Promise<string> {
     const name = consumerName(spec.user, spec.durable);
@@ -68,7 +102,16 @@ export class JetStreamDurables implements DurableApi {
       if (e instanceof GatewayError) throw e;
       if (!(e instanceof JetStreamApiError && e.code === JetStreamApiCodes.ConsumerNotFound)) throw e;
     }
-    await this.jsm.consumers.add(this.stream, config);
+    await this.quota.admit(consumerPrefix(spec.user), name);
+    try {
+      await this.jsm.consumers.add(this.stream, config);
+    } catch (e) {
+      if (e instanceof JetStreamApiError && e.code === JS_MAXIMUM_CONSUMERS_LIMIT) {
+        throw new GatewayError(ErrorCode.DurablesFull, "the stream holds as many consumers as it allows: retry when unused durables expire", { cause: e });
+      }
+      throw e;
+    }
+    this.quota.created(name);
     this.log.info({ consumer: name, durable: spec.durable, pattern: spec.pattern }, "durable consumer created");
     return name;
   }

@@ -73,7 +73,7 @@ export class JetStreamBroker implements Broker {
       onSend: opts.onDirectGet,
       maxQueued: opts.directGetQueue,
     });
-    this.durables = new JetStreamDurables(js, jsm, opts.stream, this.mapper, opts.durable, opts.log);
+    this.durables = new JetStreamDurables(nc, js, jsm, opts.stream, this.mapper, opts.durable, opts.log);
     if (opts.presence) this.presence = new JetStreamPresence(nc, js, opts.presence);
     this.connected = true;
     void this.watchStatus();

@@ -12,7 +12,13 @@ export type EmbeddedBrokers = { natsUrl: string[]; redisUrl: string; stop(timeou
 export async function startEmbeddedBrokers(config: BrokerSection, log: Logger): Promise<EmbeddedBrokers> {
   if (config.kind === "jetstream") {
     if (config.natsUrl.length > 0) return { natsUrl: config.natsUrl, redisUrl: config.redisUrl, stop: async () => {} };
-    const nats = new EmbeddedNats({ bin: config.natsServerBin, dataDir: config.natsDataDir, log });
+    const nats = new EmbeddedNats({
+      bin: config.natsServerBin,
+      dataDir: config.natsDataDir,
+      log,
+      storeKeyFile: config.natsStoreKeyFile,
+      storeCipher: config.natsStoreCipher,
+    });
     await nats.start();
     return { natsUrl: [nats.url], redisUrl: config.redisUrl, stop: (t?: number) => nats.stop(t) };
   }

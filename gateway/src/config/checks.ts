@@ -44,6 +44,7 @@ export function checkAuthConfig(c: Config): void {
     ["JWT_JWKS_FILE", "jwt-jwks-file", c.jwtJwksFile],
     ["TLS_CERT_FILE", "tls-cert-file", c.tlsCertFile],
     ["TLS_KEY_FILE", "tls-key-file", c.tlsKeyFile],
+    ["NATS_STORE_KEY_FILE", "nats-store-key-file", c.natsStoreKeyFile],
   ] as const) {
     if (file && !existsSync(file)) throw new ConfigError(env, `invalid ${name(env, flag)}: ${file} does not exist`);
   }
@@ -54,6 +55,17 @@ export function checkAuthConfig(c: Config): void {
   if (c.tlsCertFile && c.tlsPort !== 0 && c.tlsPort === c.port)
     throw new ConfigError("TLS_PORT", `invalid ${name("TLS_PORT", "tls-port")}: must differ from PORT (${c.port})`);
   checkHooksIdentify(c, on);
+  if (c.natsStoreKeyFile) {
+    const moot =
+      c.broker !== "jetstream"
+        ? "BROKER=redis"
+        : c.natsUrl.length > 0
+          ? "NATS_URL (the servers' own jetstream cipher and key apply)"
+          : c.streamStorage === "memory"
+            ? "STREAM_STORAGE=memory"
+            : "";
+    if (moot) throw new ConfigError("NATS_STORE_KEY_FILE", `invalid ${name("NATS_STORE_KEY_FILE", "nats-store-key-file")}: has no effect with ${moot}`);
+  }
   if (c.connectRatePerIp !== -1 && c.connectBurstPerIp < 1)
     throw new ConfigError("CONNECT_BURST_PER_IP", `invalid ${name("CONNECT_BURST_PER_IP", "connect-burst-per-ip")}: must be at least 1`);
 }

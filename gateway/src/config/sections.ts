@@ -45,6 +45,9 @@ export type BrokerSection = Readonly<{
   /** Direct gets on a connection of their own (own) or on the main one (shared). */
   replayConnection: "own" | "shared";
   natsDataDir: string;
+  /** Encrypts the embedded server's JetStream store with the key in this file; "" off. */
+  natsStoreKeyFile: string;
+  natsStoreCipher: "chachapoly" | "aes";
   natsServerBin: string;
   redisUrl: string;
   redisServerBin: string;
@@ -88,7 +91,7 @@ export type ReadsSection = Readonly<{
 export type BackpressureSection = Readonly<{ bytes: number; maxBytes: number; slowTimeoutMs: number }>;
 /** Server-Sent Events streams (sse/): heartbeat comments and the client's reconnection delay. */
 export type SseSection = Readonly<{ heartbeatMs: number; retryMs: number }>;
-export type DurableSection = Readonly<{ ackWaitMs: number; maxDeliver: number; maxInflight: number; inactiveMs: number }>;
+export type DurableSection = Readonly<{ ackWaitMs: number; maxDeliver: number; maxInflight: number; inactiveMs: number; maxPerUser: number }>;
 /** Presence (presence/, broker/jetstream-presence.ts). */
 export type PresenceSection = Readonly<{ bucket: string; ttlMs: number; maxMembers: number; replicas: number; storage: "file" | "memory" }>;
 export type AuthSection = Readonly<{
@@ -173,6 +176,8 @@ export function sectionsOf(c: Config): Sections {
       }),
       replayConnection: c.replayConnection,
       natsDataDir: c.natsDataDir,
+      natsStoreKeyFile: c.natsStoreKeyFile,
+      natsStoreCipher: c.natsStoreCipher,
       natsServerBin: c.natsServerBin,
       redisUrl: c.redisUrl,
       redisServerBin: c.redisServerBin,
@@ -205,6 +210,7 @@ export function sectionsOf(c: Config): Sections {
       maxDeliver: c.durableMaxDeliver,
       maxInflight: c.durableMaxInflight,
       inactiveMs: c.durableInactiveMs,
+      maxPerUser: c.durableMaxPerUser,
     }),
     auth: Object.freeze({
       jwtSecret: c.jwtSecret,

@@ -102,6 +102,22 @@ export const SETTINGS = {
     default: () => "./data/nats",
     parse: (s: string) => s.trim(),
   },
+  natsStoreKeyFile: {
+    env: "NATS_STORE_KEY_FILE",
+    flag: "nats-store-key-file",
+    shown: "(unset)",
+    doc: "File holding the key (16+ characters) that encrypts the embedded nats-server's JetStream store (file storage); passed through the server's environment, never its command line",
+    default: () => "",
+    parse: (s: string) => s.trim(),
+  },
+  natsStoreCipher: {
+    env: "NATS_STORE_CIPHER",
+    flag: "nats-store-cipher",
+    shown: "chachapoly",
+    doc: "Cipher of the encrypted store with NATS_STORE_KEY_FILE: chachapoly or aes (AES-GCM)",
+    default: () => "chachapoly" as "chachapoly" | "aes",
+    parse: oneOf("chachapoly", "aes"),
+  },
   replayConnection: {
     env: "REPLAY_CONNECTION",
     flag: "replay-connection",
@@ -555,6 +571,15 @@ export const SETTINGS = {
     default: () => 900_000,
     parse: parseDuration,
     check: int(1_000, 31_536_000_000),
+  },
+  durableMaxPerUser: {
+    env: "DURABLE_MAX_PER_USER",
+    flag: "durable-max-per-user",
+    shown: "10",
+    doc: "Durable names one user may hold (counted over the stream's consumers, all workers and instances); a further new name gets `too_many_durables`; -1 unlimited",
+    default: () => 10,
+    parse: parseIntStrict,
+    check: positiveOrUnlimited,
   },
   // Authentication and abuse limits (gateway/AUTH.md). Any JWT key setting turns authentication on.
   jwtSecret: {

@@ -49,6 +49,10 @@ export const ErrorCode = {
    * last seq received: nothing is lost.
    */
   SlowConsumer: "slow_consumer",
+  /** The user has as many durable names as allowed (DURABLE_MAX_PER_USER): reuse one, or wait for an unused one to expire. */
+  TooManyDurables: "too_many_durables",
+  /** The stream holds as many consumers as it allows (STREAM_MAX_CONSUMERS): retry when unused durables expire. */
+  DurablesFull: "durables_full",
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

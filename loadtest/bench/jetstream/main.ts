@@ -20,6 +20,7 @@ import { runPushGroup } from "./push-group.js";
 import { runClusterSeed } from "./cluster-seed.js";
 import { runLatency } from "./latency.js";
 import { runPaths } from "./paths.js";
+import { runEncryption } from "./encryption.js";
 import { renderMarkdown, type RunMeta } from "./report.js";
 import { renderPng } from "./chart.js";
 
@@ -85,13 +86,14 @@ async function main(argv: string[]): Promise<number> {
   const rows: Row[] = [];
   const t0 = performance.now();
   // Elapsed seconds on the section lines, so a slow part of a run shows.
-  const log = (l: string): void => console.log(/^\[\d{3}|^\[paths/.test(l) ? `${((performance.now() - t0) / 1000).toFixed(1).padStart(6)}s ${l}` : l);
+  const log = (l: string): void => console.log(/^\[\d{3}|^\[paths|^\[enc/.test(l) ? `${((performance.now() - t0) / 1000).toFixed(1).padStart(6)}s ${l}` : l);
   const startedAt = new Date();
   // The 1-minute load average every 5 s: how busy the box was while this ran (other work included).
   const load: number[] = [loadavg()[0]!];
   const sampler = setInterval(() => load.push(loadavg()[0]!), 5_000);
   sampler.unref();
-  for (const t of opts.targets) await runTarget(t, opts, rows, log);
+  const onTargets = (["000", "001", "002", "paths"] as const).some((g) => opts.groups.has(g));
+  for (const t of onTargets ? opts.targets : []) await runTarget(t, opts, rows, log);
   let latencyNote: string | null = null;
   for (let round = 1; opts.groups.has("003") && round <= opts.rounds; round++) {
     latencyNote = await runLatency({
@@ -102,6 +104,16 @@ async function main(argv: string[]): Promise<number> {
         rows.push(r);
       },
     });
+  }
+  // Encryption at rest: its own single nats-server per cipher (the key is server config).
+  for (let round = 1; opts.groups.has("enc") && round <= opts.rounds; round++) {
+    if (opts.rounds > 1) log(`\n--- encryption: round ${round} of ${opts.rounds} ---`);
+    const add = (r: Row): void => {
+      r.round = round;
+      rows.push(r);
+      log(`[enc] ${r.workload}: ${r.status === "ok" ? `${r.metric} ${fmtNum(r.value!)}` : `${r.status.toUpperCase()} — ${r.note ?? ""}`}`);
+    };
+    await runEncryption({ opts, log, add }, round);
   }
   clearInterval(sampler);
   const meta: RunMeta = {

@@ -4,8 +4,8 @@ import { resolve } from "node:path";
 import { ROOT } from "../common.js";
 import { TARGETS, type Target } from "./servers.js";
 
-export type Group = "000" | "001" | "002" | "003" | "paths";
-export const GROUPS: readonly Group[] = ["000", "001", "002", "003", "paths"];
+export type Group = "000" | "001" | "002" | "003" | "paths" | "enc";
+export const GROUPS: readonly Group[] = ["000", "001", "002", "003", "paths", "enc"];
 
 /**
  * Message counts. The users' pods, publishers and subscribers per pod are kept (they are what the matrix
@@ -31,6 +31,10 @@ export type Counts = Readonly<{
   /** Publish paths (nats bench, nats.js, gateway HTTP): messages per sequential and per pipelined run. */
   pathsSequential: number;
   pathsPipelined: number;
+  /** Encryption at rest (enc): sync and async publishes, and messages replayed, per cipher. */
+  encSync: number;
+  encAsync: number;
+  encReplay: number;
 }>;
 
 export const FULL: Counts = Object.freeze({
@@ -45,6 +49,9 @@ export const FULL: Counts = Object.freeze({
   latencyPipelined: 10_000,
   pathsSequential: 2_000,
   pathsPipelined: 20_000,
+  encSync: 2_000,
+  encAsync: 20_000,
+  encReplay: 20_000,
 });
 
 export const QUICK: Counts = Object.freeze({
@@ -59,6 +66,9 @@ export const QUICK: Counts = Object.freeze({
   latencyPipelined: 200,
   pathsSequential: 50,
   pathsPipelined: 300,
+  encSync: 300,
+  encAsync: 3_000,
+  encReplay: 5_000,
 });
 
 export type Options = Readonly<{
@@ -75,11 +85,11 @@ export type Options = Readonly<{
   render: string | null;
 }>;
 
-export const USAGE = `usage: bench:jetstream [--quick] [--target single|cluster|both] [--only 000,001,002,003,paths] [--out DIR] [--no-chart] [--rounds N]
+export const USAGE = `usage: bench:jetstream [--quick] [--target single|cluster|both] [--only 000,001,002,003,paths,enc] [--out DIR] [--no-chart] [--rounds N]
        bench:jetstream --render FILE.json [--out DIR] [--no-chart]
   --quick    a few-minute run (smaller counts, fewer Node rows); writes no files unless --out is given
   --target   where to run seeds 000-002 and the publish paths (default both); seed 003 runs on its own server
-  --only     a subset of the evaluation, by seed (000 matrix, 001 push consumer, 002 cluster/KV, 003 latency) or "paths"
+  --only     a subset of the evaluation, by seed (000 matrix, 001 push consumer, 002 cluster/KV, 003 latency), "paths" or "enc" (encryption at rest)
   --out      directory for jetstream.md, jetstream.json and jetstream.png (default loadtest/results for a full run)
   --rounds   repetitions of the whole evaluation (default 3 for a full run, 1 with --quick); the report keeps medians
   --render   write jetstream.md and jetstream.png again from a run's jetstream.json (next to it, or in --out)`;

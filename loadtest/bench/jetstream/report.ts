@@ -5,6 +5,7 @@ import type { Target } from "./servers.js";
 import { REFERENCE, SOURCES } from "./reference.js";
 import { FLAG_TRANSLATION } from "./translation.js";
 import type { Path, Row } from "./rows.js";
+import { encryptionSection } from "./encryption.js";
 
 export type RunMeta = {
   startedAt: Date;
@@ -306,6 +307,7 @@ function countsSection(meta: RunMeta): string[] {
     `- Seed 002: 1 publisher and 2 subscribers as theirs; ${c.dedup.toLocaleString("en-US")} messages per dedup run (theirs 100,000), ${c.scaling.toLocaleString("en-US")} per consumer-scaling step; ${c.kv.toLocaleString("en-US")} KV puts (theirs 100,000).`,
     `- Seed 003: ${c.latencySequential.toLocaleString("en-US")} sequential and ${c.latencyPipelined.toLocaleString("en-US")} pipelined publishes per delay (the users' message counts are not in their notes).`,
     `- Publish paths: ${c.pathsSequential.toLocaleString("en-US")} sequential and ${c.pathsPipelined.toLocaleString("en-US")} pipelined messages.`,
+    `- Encryption at rest: ${c.encSync.toLocaleString("en-US")} sync and ${c.encAsync.toLocaleString("en-US")} async publishes, ${c.encReplay.toLocaleString("en-US")} messages replayed, per cipher.`,
   ];
 }
 
@@ -349,6 +351,7 @@ export function renderMarkdown(rows: readonly Row[], meta: RunMeta): string {
     ...(reps.some((r) => r.seed === "002") ? [...clusterSeedSection(reps), ""] : []),
     ...(reps.some((r) => r.seed === "003") ? [...latencySection(reps, meta), ""] : []),
     ...(reps.some((r) => r.seed === "paths") ? [...pathsSection(reps), ""] : []),
+    ...(reps.some((r) => r.seed === "enc") ? [...encryptionSection(rows, reps), ""] : []),
     ...countsSection(meta),
     "",
     ...translationSection(),

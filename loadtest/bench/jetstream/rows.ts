@@ -4,9 +4,9 @@ import type { BenchClient, BenchOutput } from "./natscli.js";
 import type { NodeLatency, NodeRates } from "./node-client.js";
 
 /** Which client did the work: the Go tool the users ran, the Node client the gateway uses, or the gateway. */
-export type Path = "nats bench" | "nats CLI" | "nats.js" | "gateway HTTP";
+export type Path = "nats bench" | "nats CLI" | "nats.js" | "gateway HTTP" | "gateway WS";
 
-export type Seed = "000" | "001" | "002" | "003" | "paths";
+export type Seed = "000" | "001" | "002" | "003" | "paths" | "enc";
 
 /** Messages per second over a run's clients: the per-client figures (min/avg/max, as nats bench prints) and all together. */
 export type Rates = { clients: number; min: number; avg: number; max: number; aggregate: number };
