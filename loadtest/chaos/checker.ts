@@ -30,7 +30,13 @@ export type SubscriberLog = {
 
 export type PublishRecord = { id: string; channel: string; via: string; t0: number; t1: number; seq?: number; error?: string };
 
-export type Violation = { client: string; what: "lost" | "duplicated" | "outOfOrder" | "mismatched" | "durableLost" | "durableDuplicated" | "ackedMissing" | "storedTwice"; channel?: string; seq?: number; detail?: string };
+export type Violation = {
+  client: string;
+  what: "lost" | "duplicated" | "outOfOrder" | "mismatched" | "durableLost" | "durableDuplicated" | "ackedMissing" | "storedTwice";
+  channel?: string;
+  seq?: number;
+  detail?: string;
+};
 
 export type CheckCounts = {
   lost: number;
@@ -56,7 +62,16 @@ export type CheckResult = CheckCounts & {
   ok: boolean;
 };
 
-export const VIOLATION_KEYS: ReadonlyArray<keyof CheckCounts> = ["lost", "duplicated", "outOfOrder", "mismatched", "durableLost", "durableDuplicated", "ackedMissing", "storedTwice"];
+export const VIOLATION_KEYS: ReadonlyArray<keyof CheckCounts> = [
+  "lost",
+  "duplicated",
+  "outOfOrder",
+  "mismatched",
+  "durableLost",
+  "durableDuplicated",
+  "ackedMissing",
+  "storedTwice",
+];
 
 /** NATS subject matching on dot tokens: `*` one token, a final `>` one or more. */
 export function matches(pattern: string, channel: string): boolean {
@@ -106,11 +121,18 @@ export function check(truth: StoredMsg[], subscribers: SubscriberLog[], publishe
     for (const x of s.receipts) {
       const stored = bySeq.get(x.seq);
       if (!stored || stored.channel !== x.channel || (stored.id !== undefined && x.id !== undefined && stored.id !== x.id)) {
-        flag({ client: s.client, what: "mismatched", channel: x.channel, seq: x.seq, detail: stored ? `stream has ${stored.channel} ${stored.id ?? ""}, got ${x.id ?? ""}` : "seq not in the stream" });
+        flag({
+          client: s.client,
+          what: "mismatched",
+          channel: x.channel,
+          seq: x.seq,
+          detail: stored ? `stream has ${stored.channel} ${stored.id ?? ""}, got ${x.id ?? ""}` : "seq not in the stream",
+        });
       }
       if (x.redelivered) r.redelivered++;
       if (s.kind === "durable") {
-        if (seen.has(x.seq) && !x.redelivered) flag({ client: s.client, what: "durableDuplicated", channel: x.channel, seq: x.seq, detail: "delivered again without the redelivered flag" });
+        if (seen.has(x.seq) && !x.redelivered)
+          flag({ client: s.client, what: "durableDuplicated", channel: x.channel, seq: x.seq, detail: "delivered again without the redelivered flag" });
         seen.add(x.seq);
         continue;
       }
@@ -150,7 +172,14 @@ export function check(truth: StoredMsg[], subscribers: SubscriberLog[], publishe
     if (p.seq !== undefined) {
       r.published.acked++;
       const stored = bySeq.get(p.seq);
-      if (!stored || stored.id !== p.id) flag({ client: p.via, what: "ackedMissing", channel: p.channel, seq: p.seq, detail: `${p.id}: ${stored ? `seq holds ${stored.id ?? "another message"}` : "seq not in the stream"}` });
+      if (!stored || stored.id !== p.id)
+        flag({
+          client: p.via,
+          what: "ackedMissing",
+          channel: p.channel,
+          seq: p.seq,
+          detail: `${p.id}: ${stored ? `seq holds ${stored.id ?? "another message"}` : "seq not in the stream"}`,
+        });
     } else {
       r.published.failed++;
       if (storedIds.has(p.id)) r.published.failedButStored++;

@@ -11,7 +11,15 @@ import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import type { PublishRecord, Receipt, SubscriberKind, SubscriberLog } from "./checker.js";
 
 export type SubSpec = { id: string; kind: SubscriberKind; pattern: string; urls: string[]; start?: "live" | "seq1"; durable?: string; ackDelayMs?: number };
-export type PubSpec = { id: string; via: "ws" | "http" | "nats"; channels: string[]; ratePerS: number; urls: string[]; natsUrls: string[]; subjectPrefix: string };
+export type PubSpec = {
+  id: string;
+  via: "ws" | "http" | "nats";
+  channels: string[];
+  ratePerS: number;
+  urls: string[];
+  natsUrls: string[];
+  subjectPrefix: string;
+};
 export type ClientsConfig = { subs: SubSpec[]; pubs: PubSpec[]; logFile: string };
 
 /** Connection state changes, for the recovery times: up = subscribed again (its `ok`, or the SSE stream open). */
@@ -328,7 +336,12 @@ class Publisher {
       }
       if (this.spec.via === "http") {
         const base = this.spec.urls[this.n % this.spec.urls.length]!;
-        const res = await fetch(`${base}/v1/publish/${channel}`, { method: "POST", body: JSON.stringify(data), headers: { "content-type": "application/json", "idempotency-key": id }, signal: AbortSignal.timeout(5_000) });
+        const res = await fetch(`${base}/v1/publish/${channel}`, {
+          method: "POST",
+          body: JSON.stringify(data),
+          headers: { "content-type": "application/json", "idempotency-key": id },
+          signal: AbortSignal.timeout(5_000),
+        });
         const body = (await res.json()) as { seq?: number; error?: string };
         return res.status === 201 && typeof body.seq === "number" ? { seq: body.seq } : { error: `http ${res.status} ${body.error ?? ""}` };
       }
@@ -387,7 +400,10 @@ async function main(): Promise<void> {
     const missing = (r: Runner) => (owed[r.spec.id] ?? []).filter((s) => !r.has(s)).length;
     const pending = () => runners.filter((r) => r.maxSeq() < (until[r.spec.id] ?? 0) || !r.settled() || missing(r) > 0);
     while (pending().length > 0 && Date.now() < deadline) await delay(100);
-    const left = pending().map((r) => `${r.spec.id} at ${r.maxSeq()}/${until[r.spec.id] ?? 0}${r.settled() ? "" : " (unacked)"}${missing(r) ? ` (${missing(r)} owed not received)` : ""}`);
+    const left = pending().map(
+      (r) =>
+        `${r.spec.id} at ${r.maxSeq()}/${until[r.spec.id] ?? 0}${r.settled() ? "" : " (unacked)"}${missing(r) ? ` (${missing(r)} owed not received)` : ""}`,
+    );
     runners.forEach((r) => r.stop());
     const log: ClientsLog = { subscribers: runners.map((r) => r.log), publishes: pubs.flatMap((p) => p.records), events };
     writeFileSync(cfg.logFile, JSON.stringify(log));

@@ -37,12 +37,14 @@ function parseArgs(argv: string[]): Args {
   };
   const kinds = (get("--kinds")?.split(",") ?? [...FAULT_KINDS]) as FaultKind[];
   for (const k of kinds) if (!FAULT_KINDS.includes(k)) throw new Error(`--kinds: unknown fault ${k} (known: ${FAULT_KINDS.join(", ")})`);
+  const seed = Math.floor(num("--seed", Date.now() % 1_000_000));
   return {
-    seed: Math.floor(num("--seed", Date.now() % 1_000_000)),
-    minutes: num("--minutes", quick ? 0.75 : 5),
+    seed,
+    minutes: num("--minutes", quick ? 1 : 5),
     gapMs: num("--gap", quick ? 3 : 5) * 1000,
     quick,
-    report: get("--report") ?? (quick ? undefined : undefined),
+    // A full run keeps its report beside the other results; a quick one only when asked.
+    report: get("--report") ?? (quick ? undefined : resolve(ROOT, `loadtest/results/chaos-seed${seed}.md`)),
     kinds,
     // Drops one received message from one subscriber's log before the check: shows the run fails on a loss.
     sabotage: argv.includes("--sabotage"),
@@ -69,7 +71,15 @@ function clientsConfig(urls: string[], natsUrls: string[], ns: string, dir: stri
     { id: "dur-c", kind: "durable", pattern: `${ns}.c`, durable: `${ns}-c`, ackDelayMs: 40 },
   ].map((s, i) => ({ ...(s as SubSpec), urls: rot(i) }));
   const channels = [`${ns}.a`, `${ns}.b`, `${ns}.c`, `${ns}.d.e`];
-  const pub = (id: string, via: PubSpec["via"], ratePerS: number, i: number): PubSpec => ({ id, via, ratePerS, channels: [...channels.slice(i % 4), ...channels.slice(0, i % 4)], urls: rot(i), natsUrls, subjectPrefix: SUBJECT_PREFIX });
+  const pub = (id: string, via: PubSpec["via"], ratePerS: number, i: number): PubSpec => ({
+    id,
+    via,
+    ratePerS,
+    channels: [...channels.slice(i % 4), ...channels.slice(0, i % 4)],
+    urls: rot(i),
+    natsUrls,
+    subjectPrefix: SUBJECT_PREFIX,
+  });
   const pubs = [pub("pub-ws1", "ws", 8, 0), pub("pub-http", "http", 6, 1), pub("pub-ws2", "ws", 8, 2), pub("pub-nats", "nats", 6, 3)];
   return [0, 1].map((p) => ({ subs: subs.filter((_, i) => i % 2 === p), pubs: pubs.filter((_, i) => i % 2 === p), logFile: join(dir, `clients-${p}.json`) }));
 }
@@ -153,7 +163,8 @@ async function run(a: Args): Promise<number> {
       ns,
       dir,
     );
-    for (const cfg of configs) children.push(fork(resolve(import.meta.dirname, "clients.js"), [JSON.stringify(cfg)], { stdio: ["ignore", "inherit", "inherit", "ipc"] }));
+    for (const cfg of configs)
+      children.push(fork(resolve(import.meta.dirname, "clients.js"), [JSON.stringify(cfg)], { stdio: ["ignore", "inherit", "inherit", "ipc"] }));
     await Promise.all(children.map((c) => waitMsg(c, "ready", 30_000)));
     const toAll = (m: ToClients) => children.forEach((c) => c.send(m));
     toAll({ type: "start-publishing" });
@@ -181,7 +192,8 @@ async function run(a: Args): Promise<number> {
     const until: Record<string, number> = {};
     for (const cfg of configs) for (const s of cfg.subs) until[s.id] = truth.filter((m) => matches(s.pattern, m.channel)).at(-1)?.seq ?? 0;
     const owed: Record<string, number[]> = {};
-    for (const cfg of configs) for (const s of cfg.subs) if (s.kind === "durable") owed[s.id] = truth.filter((m) => matches(s.pattern, m.channel)).map((m) => m.seq);
+    for (const cfg of configs)
+      for (const s of cfg.subs) if (s.kind === "durable") owed[s.id] = truth.filter((m) => matches(s.pattern, m.channel)).map((m) => m.seq);
     toAll({ type: "finish", until, owed, timeoutMs: 30_000 });
     const finished = await Promise.all(children.map((c) => waitMsg(c, "finished", 45_000)));
     const pending = finished.flatMap((f) => (f.type === "finished" ? f.pending : []));
@@ -245,4 +257,3 @@ run(args).then(
     process.exit(2);
   },
 );
-export { ROOT };

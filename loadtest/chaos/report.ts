@@ -4,10 +4,18 @@ import type { CheckResult, SubscriberLog } from "./checker.js";
 import type { ConnEvent } from "./clients.js";
 import type { FaultRecord } from "./faults.js";
 
-export type KindStats = { kind: string; count: number; affectedClients: number; recoverP50Ms: number | null; recoverMaxMs: number | null; notRecovered: number };
+export type KindStats = {
+  kind: string;
+  count: number;
+  affectedClients: number;
+  recoverP50Ms: number | null;
+  recoverMaxMs: number | null;
+  notRecovered: number;
+};
 export type LatencyStats = { samples: number; p50: number | null; p99: number | null; max: number | null };
 
-const pct = (sorted: number[], p: number): number | null => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]! : null);
+const pct = (sorted: number[], p: number): number | null =>
+  sorted.length ? sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]! : null;
 
 /**
  * Recovery of one fault: the clients that went down between its start and its end (+ a short grace for
@@ -31,8 +39,18 @@ export function kindStats(faults: FaultRecord[], events: ConnEvent[]): KindStats
   const kinds = [...new Set(faults.map((f) => f.kind))];
   return kinds.map((kind) => {
     const rs = faults.filter((f) => f.kind === kind).map((f) => recovery(f, events));
-    const times = rs.map((r) => r.ms).filter((x): x is number => x !== null).sort((a, b) => a - b);
-    return { kind, count: rs.length, affectedClients: rs.reduce((a, r) => a + r.affected, 0), recoverP50Ms: pct(times, 50), recoverMaxMs: times.at(-1) ?? null, notRecovered: rs.reduce((a, r) => a + r.notRecovered, 0) };
+    const times = rs
+      .map((r) => r.ms)
+      .filter((x): x is number => x !== null)
+      .sort((a, b) => a - b);
+    return {
+      kind,
+      count: rs.length,
+      affectedClients: rs.reduce((a, r) => a + r.affected, 0),
+      recoverP50Ms: pct(times, 50),
+      recoverMaxMs: times.at(-1) ?? null,
+      notRecovered: rs.reduce((a, r) => a + r.notRecovered, 0),
+    };
   });
 }
 
@@ -65,20 +83,53 @@ export function readable(o: { check: CheckResult; kinds: KindStats[]; lat: Retur
   const c = o.check;
   const counts = table([
     ["check", "count"],
-    ...(["lost", "duplicated", "outOfOrder", "mismatched", "durableLost", "durableDuplicated", "ackedMissing", "storedTwice"] as const).map((k) => [k, String(c[k])]),
+    ...(["lost", "duplicated", "outOfOrder", "mismatched", "durableLost", "durableDuplicated", "ackedMissing", "storedTwice"] as const).map((k) => [
+      k,
+      String(c[k]),
+    ]),
     ["(info) messages expected / received", `${c.expected} / ${c.received}`],
     ["(info) redelivered (flagged)", String(c.redelivered)],
     ["(info) durable unacked at the end", String(c.durableUnacked)],
     ["(info) publishes acked / failed / failed but stored", `${c.published.acked} / ${c.published.failed} / ${c.published.failedButStored}`],
   ]);
-  const kinds = table([["fault", "count", "clients cut", "all back p50 ms", "all back max ms", "not back"], ...o.kinds.map((k) => [k.kind, String(k.count), String(k.affectedClients), ms(k.recoverP50Ms), ms(k.recoverMaxMs), String(k.notRecovered)])]);
+  const kinds = table([
+    ["fault", "count", "clients cut", "all back p50 ms", "all back max ms", "not back"],
+    ...o.kinds.map((k) => [k.kind, String(k.count), String(k.affectedClients), ms(k.recoverP50Ms), ms(k.recoverMaxMs), String(k.notRecovered)]),
+  ]);
   const lat = table([
     ["delivery latency", "samples", "p50 ms", "p99 ms", "max ms"],
     ["during faults", String(o.lat.duringFaults.samples), ms(o.lat.duringFaults.p50), ms(o.lat.duringFaults.p99), ms(o.lat.duringFaults.max)],
     ["outside faults", String(o.lat.outside.samples), ms(o.lat.outside.p50), ms(o.lat.outside.p99), ms(o.lat.outside.max)],
   ]);
-  const clients = table([["client", "kind", "pattern", "expected", "received", "lost", "dup", "order"], ...c.perClient.map((p) => [p.client, p.kind, `\`${p.pattern}\``, String(p.expected), String(p.received), String(p.lost), String(p.duplicated), String(p.outOfOrder)])]);
-  const faults = table([["#", "at s", "took s", "fault", "target"], ...o.faults.map((f) => [String(f.index), ((f.startedAt - o.t0) / 1000).toFixed(1), ((f.endedAt - f.startedAt) / 1000).toFixed(1), f.kind, f.target])]);
-  const violations = c.violations.length ? table([["client", "what", "channel", "seq", "detail"], ...c.violations.map((v) => [v.client, v.what, v.channel ?? "", String(v.seq ?? ""), v.detail ?? ""])]) : "none";
-  return [`### Checker\n\n${counts}`, `### Faults by kind\n\n${kinds}`, `### Delivery latency\n\n${lat}`, `### Clients\n\n${clients}`, `### Violations (first ${c.violations.length})\n\n${violations}`, `### Fault log\n\n${faults}`].join("\n\n");
+  const clients = table([
+    ["client", "kind", "pattern", "expected", "received", "lost", "dup", "order"],
+    ...c.perClient.map((p) => [
+      p.client,
+      p.kind,
+      `\`${p.pattern}\``,
+      String(p.expected),
+      String(p.received),
+      String(p.lost),
+      String(p.duplicated),
+      String(p.outOfOrder),
+    ]),
+  ]);
+  const faults = table([
+    ["#", "at s", "took s", "fault", "target"],
+    ...o.faults.map((f) => [String(f.index), ((f.startedAt - o.t0) / 1000).toFixed(1), ((f.endedAt - f.startedAt) / 1000).toFixed(1), f.kind, f.target]),
+  ]);
+  const violations = c.violations.length
+    ? table([
+        ["client", "what", "channel", "seq", "detail"],
+        ...c.violations.map((v) => [v.client, v.what, v.channel ?? "", String(v.seq ?? ""), v.detail ?? ""]),
+      ])
+    : "none";
+  return [
+    `### Checker\n\n${counts}`,
+    `### Faults by kind\n\n${kinds}`,
+    `### Delivery latency\n\n${lat}`,
+    `### Clients\n\n${clients}`,
+    `### Violations (first ${c.violations.length})\n\n${violations}`,
+    `### Fault log\n\n${faults}`,
+  ].join("\n\n");
 }

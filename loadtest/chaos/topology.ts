@@ -35,7 +35,17 @@ export class Instance {
       // Every client is 127.0.0.1: the per-IP abuse limits would refuse the resume bursts.
       // A message held by a killed worker's durable comes back after the ack wait: 5 s, not 30, so the run's
       // end can wait for it.
-      args: ["--stream-replicas", "3", "--shutdown-timeout", "5s", "--durable-ack-wait", "5s", "--max-connections-per-ip=-1", "--connect-rate-per-ip=-1", "--frame-rate=-1"],
+      args: [
+        "--stream-replicas",
+        "3",
+        "--shutdown-timeout",
+        "5s",
+        "--durable-ack-wait",
+        "5s",
+        "--max-connections-per-ip=-1",
+        "--connect-rate-per-ip=-1",
+        "--frame-rate=-1",
+      ],
     });
     this.pids.add(this.gw.process.pid!);
     for (const p of await this.workerPids()) this.pids.add(p);
