@@ -22,9 +22,19 @@ const pct = (sorted: number[], p: number): number | null =>
  * closes noticed late), and for each the first `up` after its last `down` in that window. The fault's recovery
  * time is the latest of those, from the fault's start; a client never up again counts as not recovered.
  */
-export function recovery(f: FaultRecord, events: ConnEvent[], graceMs = 2_000): { affected: number; ms: number | null; notRecovered: number } {
+export function recovery(
+  f: FaultRecord,
+  events: ConnEvent[],
+  graceMs = 2_000,
+): { affected: number; ms: number | null; notRecovered: number; outages: number[] } {
   const lastDown = new Map<string, number>();
-  for (const e of events) if (!e.up && e.t >= f.startedAt && e.t <= f.endedAt + graceMs) lastDown.set(e.client, Math.max(lastDown.get(e.client) ?? 0, e.t));
+  const outages: number[] = [];
+  for (const e of events) {
+    if (e.up || e.t < f.startedAt || e.t > f.endedAt + graceMs) continue;
+    lastDown.set(e.client, Math.max(lastDown.get(e.client) ?? 0, e.t));
+    const up = events.find((u) => u.up && u.client === e.client && u.t >= e.t);
+    if (up) outages.push(up.t - e.t);
+  }
   let worst: number | null = null;
   let notRecovered = 0;
   for (const [client, down] of lastDown) {
@@ -32,7 +42,7 @@ export function recovery(f: FaultRecord, events: ConnEvent[], graceMs = 2_000): 
     if (!up) notRecovered++;
     else worst = Math.max(worst ?? 0, up.t - f.startedAt);
   }
-  return { affected: lastDown.size, ms: worst, notRecovered };
+  return { affected: lastDown.size, ms: worst, notRecovered, outages };
 }
 
 export function kindStats(faults: FaultRecord[], events: ConnEvent[]): KindStats[] {
@@ -93,8 +103,17 @@ export function readable(o: { check: CheckResult; kinds: KindStats[]; lat: Retur
     ["(info) publishes acked / failed / failed but stored", `${c.published.acked} / ${c.published.failed} / ${c.published.failedButStored}`],
   ]);
   const kinds = table([
-    ["fault", "count", "clients cut", "all back p50 ms", "all back max ms", "not back"],
-    ...o.kinds.map((k) => [k.kind, String(k.count), String(k.affectedClients), ms(k.recoverP50Ms), ms(k.recoverMaxMs), String(k.notRecovered)]),
+    ["fault", "count", "clients cut", "all back p50 ms", "all back max ms", "one client's outage p50 ms", "outage max ms", "not back"],
+    ...o.kinds.map((k) => [
+      k.kind,
+      String(k.count),
+      String(k.affectedClients),
+      ms(k.recoverP50Ms),
+      ms(k.recoverMaxMs),
+      ms(k.outageP50Ms),
+      ms(k.outageMaxMs),
+      String(k.notRecovered),
+    ]),
   ]);
   const lat = table([
     ["delivery latency", "samples", "p50 ms", "p99 ms", "max ms"],
