@@ -8,8 +8,12 @@ export type KindStats = {
   kind: string;
   count: number;
   affectedClients: number;
+  /** From the fault's start until the last client it cut was subscribed again. */
   recoverP50Ms: number | null;
   recoverMaxMs: number | null;
+  /** Each cut client's own outage: from its close to its next successful subscribe. */
+  outageP50Ms: number | null;
+  outageMaxMs: number | null;
   notRecovered: number;
 };
 export type LatencyStats = { samples: number; p50: number | null; p99: number | null; max: number | null };
@@ -53,12 +57,15 @@ export function kindStats(faults: FaultRecord[], events: ConnEvent[]): KindStats
       .map((r) => r.ms)
       .filter((x): x is number => x !== null)
       .sort((a, b) => a - b);
+    const outages = rs.flatMap((r) => r.outages).sort((a, b) => a - b);
     return {
       kind,
       count: rs.length,
       affectedClients: rs.reduce((a, r) => a + r.affected, 0),
       recoverP50Ms: pct(times, 50),
       recoverMaxMs: times.at(-1) ?? null,
+      outageP50Ms: pct(outages, 50),
+      outageMaxMs: outages.at(-1) ?? null,
       notRecovered: rs.reduce((a, r) => a + r.notRecovered, 0),
     };
   });
