@@ -77,6 +77,24 @@ export async function inject(ctx: FaultContext, f: Fault, index: number): Promis
       }
       break;
     }
+    case "link-stall":
+      target = `gw${f.instance} <-> every NATS node`;
+      inst.links.forEach((l) => l.stall(true));
+      try {
+        await delay(f.holdMs);
+      } finally {
+        inst.links.forEach((l) => l.stall(false));
+      }
+      break;
+    case "link-delay":
+      target = `gw${f.instance} <-> every NATS node, +${f.delayMs} ms each way`;
+      inst.links.forEach((l) => l.delay(f.delayMs));
+      try {
+        await delay(f.holdMs);
+      } finally {
+        inst.links.forEach((l) => l.delay(0));
+      }
+      break;
     case "client-burst":
       target = "half of the subscribers";
       toClients({ type: "burst", fraction: 0.5, seed: ctx.seed + index });

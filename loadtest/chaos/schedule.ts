@@ -2,7 +2,17 @@
 // list. Kinds are drawn in shuffled rounds (every kind once per round), so a run long enough for one round
 // injects each kind at least once and the mix stays even over long runs.
 
-export const FAULT_KINDS = ["worker-kill", "primary-kill", "rolling-restart", "nats-kill", "nats-pause", "client-burst", "client-stall"] as const;
+export const FAULT_KINDS = [
+  "worker-kill",
+  "primary-kill",
+  "rolling-restart",
+  "nats-kill",
+  "nats-pause",
+  "link-stall",
+  "link-delay",
+  "client-burst",
+  "client-stall",
+] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 export type Fault = {
@@ -17,6 +27,8 @@ export type Fault = {
   holdMs: number;
   /** Which worker of the instance (index into its live workers) for worker-kill. */
   worker: number;
+  /** link-delay: added each way. */
+  delayMs: number;
 };
 
 /** mulberry32: a small seeded PRNG, uniform in [0, 1). */
@@ -46,7 +58,15 @@ export function buildSchedule(o: { seed: number; durationMs: number; meanGapMs: 
       }
     }
     const kind = round.pop()!;
-    out.push({ atMs: at, kind, instance: int(3), natsTarget: rand() < 0.5 ? "leader" : "follower", holdMs: 1_500 + int(3_500), worker: int(2) });
+    out.push({
+      atMs: at,
+      kind,
+      instance: int(3),
+      natsTarget: rand() < 0.5 ? "leader" : "follower",
+      holdMs: 1_500 + int(3_500),
+      worker: int(2),
+      delayMs: 50 + int(250),
+    });
     at += Math.round(o.meanGapMs * (0.5 + rand()));
   }
   return out;

@@ -5,6 +5,7 @@ import { existsSync } from "node:fs";
 import { startNatsCluster, pickFreePorts, type NatsCluster } from "../../gateway/test/support/nats-cluster.js";
 import { startGateway, childPids, type GatewayHandle } from "../../gateway/test/support/gateway.js";
 import { waitFor } from "../../gateway/test/support/wait.js";
+import { LinkProxy } from "./link-proxy.js";
 
 export const STREAM = "EVENTS";
 export const SUBJECT_PREFIX = "ev";
@@ -16,10 +17,11 @@ export class Instance {
   /** Every pid this instance ever had (primary and workers), killed at the end if still alive. */
   readonly pids = new Set<number>();
 
+  /** @param links this instance's way to each NATS node (so its network can be stalled or slowed alone) */
   constructor(
     readonly index: number,
     readonly port: number,
-    private readonly natsUrls: string[],
+    readonly links: LinkProxy[],
   ) {}
 
   get url(): string {
@@ -28,7 +30,7 @@ export class Instance {
 
   async start(): Promise<void> {
     this.gw = await startGateway({
-      natsUrl: this.natsUrls,
+      natsUrl: this.links.map((l) => l.url),
       workers: 2,
       port: this.port,
       logLevel: "info", // the kit waits for the "gateway ready" line
@@ -105,10 +107,15 @@ export async function startTopology(): Promise<Topology> {
     for (const n of cluster.nodes) if (n.running) n.process.kill("SIGCONT");
     await Promise.all(cluster.nodes.map((n) => n.kill()));
     await cluster.stop();
+    await Promise.all(instances.flatMap((i) => i.links.map((l) => l.close())));
   };
   try {
     const ports = await pickFreePorts(3);
-    for (let i = 0; i < 3; i++) instances.push(new Instance(i, ports[i]!, cluster.urls));
+    for (let i = 0; i < 3; i++) {
+      const links = cluster.nodes.map((n) => new LinkProxy({ host: "127.0.0.1", port: n.port }));
+      await Promise.all(links.map((l) => l.listen()));
+      instances.push(new Instance(i, ports[i]!, links));
+    }
     await instances[0]!.start(); // creates the R3 stream; the others find it
     await Promise.all(instances.slice(1).map((i) => i.start()));
   } catch (e) {

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 
 const MAIN = resolve(process.cwd(), "dist/loadtest/chaos/main.js");
 const COUNTS = ["lost", "duplicated", "outOfOrder", "mismatched", "durableLost", "durableDuplicated", "ackedMissing", "storedTwice"];
-const KINDS = ["worker-kill", "primary-kill", "rolling-restart", "nats-kill", "nats-pause", "client-burst", "client-stall"];
+const KINDS = ["worker-kill", "primary-kill", "rolling-restart", "nats-kill", "nats-pause", "link-stall", "link-delay", "client-burst", "client-stall"];
 
 function run(args: string[], timeoutMs: number): Promise<{ code: number | null; out: string; err: string; summary: Record<string, unknown> }> {
   return new Promise((done) => {
