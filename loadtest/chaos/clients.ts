@@ -57,6 +57,8 @@ interface Runner {
   ready: Promise<void>;
   maxSeq(): number;
   settled(): boolean;
+  /** For the report of a subscriber that did not catch up: its connection and its last receipt. */
+  state(): string;
   /** Durables: every owed seq received (a message held by a killed worker comes back after the ack wait). */
   has(seq: number): boolean;
   drop(): void;
@@ -92,6 +94,11 @@ class WsSubscriber implements Runner {
   }
   has(seq: number): boolean {
     return this.seen.has(seq);
+  }
+  state(): string {
+    const last = this.log.receipts.at(-1);
+    const open = this.ws?.readyState === WebSocket.OPEN;
+    return `socket ${open ? "open" : "not open"} to ${this.ws?.url ?? "-"}, ${this.unacked.size} unacked, last message ${last ? `${Date.now() - last.t} ms ago (seq ${last.seq})` : "never"}`;
   }
 
   private subFrame(): Record<string, unknown> {
@@ -192,6 +199,10 @@ class SseSubscriber implements Runner {
   }
   has(): boolean {
     return true;
+  }
+  state(): string {
+    const last = this.log.receipts.at(-1);
+    return `stream ${this.abort && !this.abort.signal.aborted ? "open" : "closed"}, last message ${last ? `${Date.now() - last.t} ms ago (seq ${last.seq})` : "never"}`;
   }
 
   private async loop(): Promise<void> {
@@ -402,7 +413,7 @@ async function main(): Promise<void> {
     while (pending().length > 0 && Date.now() < deadline) await delay(100);
     const left = pending().map(
       (r) =>
-        `${r.spec.id} at ${r.maxSeq()}/${until[r.spec.id] ?? 0}${r.settled() ? "" : " (unacked)"}${missing(r) ? ` (${missing(r)} owed not received)` : ""}`,
+        `${r.spec.id} at ${r.maxSeq()}/${until[r.spec.id] ?? 0}${r.settled() ? "" : " (unacked)"}${missing(r) ? ` (${missing(r)} owed not received)` : ""}, ${r.state()}`,
     );
     runners.forEach((r) => r.stop());
     const log: ClientsLog = { subscribers: runners.map((r) => r.log), publishes: pubs.flatMap((p) => p.records), events };

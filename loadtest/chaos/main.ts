@@ -197,7 +197,27 @@ async function run(a: Args): Promise<number> {
     toAll({ type: "finish", until, owed, timeoutMs: 30_000 });
     const finished = await Promise.all(children.map((c) => waitMsg(c, "finished", 45_000)));
     const pending = finished.flatMap((f) => (f.type === "finished" ? f.pending : []));
-    if (pending.length) say(`not caught up at the end: ${pending.join("; ")}`);
+    const consumers: unknown[] = [];
+    if (pending.length) {
+      say(`not caught up at the end: ${pending.join("; ")}`);
+      // The durable consumers as JetStream sees them, for the record of a stalled durable.
+      for await (const ci of jsm.consumers.list(STREAM)) {
+        if (!ci.config.durable_name?.includes(ns)) continue;
+        const c = {
+          name: ci.name,
+          filter: ci.config.filter_subject,
+          delivered: ci.delivered.stream_seq,
+          ackFloor: ci.ack_floor.stream_seq,
+          numPending: ci.num_pending,
+          numAckPending: ci.num_ack_pending,
+          numRedelivered: ci.num_redelivered,
+          numWaiting: ci.num_waiting,
+          pushBound: ci.push_bound ?? false,
+        };
+        consumers.push(c);
+        say(`consumer ${JSON.stringify(c)}`);
+      }
+    }
 
     const logs = configs.map((c) => JSON.parse(readFileSync(c.logFile, "utf8")) as ClientsLog);
     const subscribers = logs.flatMap((l) => l.subscribers);
@@ -224,6 +244,7 @@ async function run(a: Args): Promise<number> {
       received: result.received,
       published: result.published,
       notCaughtUp: pending.length,
+      ...(pending.length ? { pending, consumers } : {}),
       latencyP99Ms: { duringFaults: lat.duringFaults.p99, outside: lat.outside.p99 },
       ok: result.ok,
       command,
