@@ -20,7 +20,7 @@ import type { ClientsConfig, ClientsLog, FromClients, PubSpec, SubSpec, ToClient
 
 const ROOT = resolve(import.meta.dirname, "../../..");
 
-type Args = { seed: number; minutes: number; gapMs: number; quick: boolean; report?: string; kinds: FaultKind[]; sabotage: boolean };
+type Args = { seed: number; minutes: number; gapMs: number; quick: boolean; report?: string; kinds: FaultKind[]; sabotage: boolean; finishWaitMs: number };
 
 function parseArgs(argv: string[]): Args {
   const get = (name: string) => {
@@ -48,6 +48,8 @@ function parseArgs(argv: string[]): Args {
     kinds,
     // Drops one received message from one subscriber's log before the check: shows the run fails on a loss.
     sabotage: argv.includes("--sabotage"),
+    // How long subscribers may take to catch up once publishing stopped (redeliveries come after the 5 s ack wait).
+    finishWaitMs: num("--finish-wait", 30) * 1000,
   };
 }
 
@@ -148,7 +150,7 @@ async function run(a: Args): Promise<number> {
       say("hard deadline passed: stopping everything");
       void cleanup().finally(() => process.exit(2));
     },
-    (a.minutes * 60 + 240) * 1000,
+    (a.minutes * 60 + 240) * 1000 + a.finishWaitMs,
   );
   try {
     const schedule = buildSchedule({ seed: a.seed, durationMs: a.minutes * 60_000, meanGapMs: a.gapMs, kinds: a.kinds });
@@ -194,8 +196,8 @@ async function run(a: Args): Promise<number> {
     const owed: Record<string, number[]> = {};
     for (const cfg of configs)
       for (const s of cfg.subs) if (s.kind === "durable") owed[s.id] = truth.filter((m) => matches(s.pattern, m.channel)).map((m) => m.seq);
-    toAll({ type: "finish", until, owed, timeoutMs: 30_000 });
-    const finished = await Promise.all(children.map((c) => waitMsg(c, "finished", 45_000)));
+    toAll({ type: "finish", until, owed, timeoutMs: a.finishWaitMs });
+    const finished = await Promise.all(children.map((c) => waitMsg(c, "finished", a.finishWaitMs + 15_000)));
     const pending = finished.flatMap((f) => (f.type === "finished" ? f.pending : []));
     const consumers: unknown[] = [];
     if (pending.length) {

@@ -72,21 +72,27 @@ export function kindStats(faults: FaultRecord[], events: ConnEvent[]): KindStats
 }
 
 /** Delivery latency (publish to receipt, one host's clock) of first deliveries, split by fault windows. */
-export function latency(subs: SubscriberLog[], faults: FaultRecord[]): { duringFaults: LatencyStats; outside: LatencyStats } {
+export function latency(
+  subs: SubscriberLog[],
+  faults: FaultRecord[],
+): { duringFaults: LatencyStats; outside: LatencyStats; maxByClient: Record<string, number> } {
   const during: number[] = [];
   const outside: number[] = [];
+  // The longest wait of one client for a message (first deliveries): a stalled subscription shows here.
+  const maxByClient: Record<string, number> = {};
   const inFault = (t: number) => faults.some((f) => t >= f.startedAt && t <= f.endedAt + 2_000);
   for (const s of subs) {
     for (const r of s.receipts) {
       if (r.latencyMs === undefined || r.redelivered) continue;
       (inFault(r.t) ? during : outside).push(r.latencyMs);
+      maxByClient[s.client] = Math.max(maxByClient[s.client] ?? 0, r.latencyMs);
     }
   }
   const stats = (xs: number[]): LatencyStats => {
     xs.sort((a, b) => a - b);
     return { samples: xs.length, p50: pct(xs, 50), p99: pct(xs, 99), max: xs.at(-1) ?? null };
   };
-  return { duringFaults: stats(during), outside: stats(outside) };
+  return { duringFaults: stats(during), outside: stats(outside), maxByClient };
 }
 
 const ms = (x: number | null) => (x === null ? "–" : `${Math.round(x).toLocaleString("en-US")}`);
@@ -128,7 +134,7 @@ export function readable(o: { check: CheckResult; kinds: KindStats[]; lat: Retur
     ["outside faults", String(o.lat.outside.samples), ms(o.lat.outside.p50), ms(o.lat.outside.p99), ms(o.lat.outside.max)],
   ]);
   const clients = table([
-    ["client", "kind", "pattern", "expected", "received", "lost", "dup", "order"],
+    ["client", "kind", "pattern", "expected", "received", "lost", "dup", "order", "longest wait ms"],
     ...c.perClient.map((p) => [
       p.client,
       p.kind,
@@ -138,6 +144,7 @@ export function readable(o: { check: CheckResult; kinds: KindStats[]; lat: Retur
       String(p.lost),
       String(p.duplicated),
       String(p.outOfOrder),
+      ms(o.lat.maxByClient[p.client] ?? null),
     ]),
   ]);
   const faults = table([
