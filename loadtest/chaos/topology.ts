@@ -116,7 +116,17 @@ export async function startTopology(): Promise<Topology> {
       await Promise.all(links.map((l) => l.listen()));
       instances.push(new Instance(i, ports[i]!, links));
     }
-    await instances[0]!.start(); // creates the R3 stream; the others find it
+    // The first creates the R3 stream; right after the cluster agrees on a meta leader, placement can still
+    // answer "no suitable peers" for a moment (the gateway then exits): retried, bounded.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await instances[0]!.start();
+        break;
+      } catch (e) {
+        if (attempt >= 5 || !/no suitable peers/.test(String(e))) throw e;
+        await new Promise((r) => setTimeout(r, 1_000));
+      }
+    }
     await Promise.all(instances.slice(1).map((i) => i.start()));
   } catch (e) {
     await stopAll();
