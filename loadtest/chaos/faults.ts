@@ -12,6 +12,21 @@ export type FaultRecord = Fault & { index: number; startedAt: number; endedAt: n
 
 const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
+/**
+ * Restarts on the same ports can find one taken meanwhile: the ports were picked in the ephemeral range, so
+ * any outgoing connection on this shared machine may get one as its local port. Retried, bounded.
+ */
+export async function retryInUse<T>(start: () => Promise<T>, attempts = 10): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await start();
+    } catch (e) {
+      if (i >= attempts || !/address already in use|EADDRINUSE|listen/i.test(String(e))) throw e;
+      await delay(2_000);
+    }
+  }
+}
+
 export type FaultContext = { topo: Topology; jsm: JetStreamManager; clients: ChildProcess[]; seed: number };
 
 /** The node a nats fault hits: the stream's leader, or a node that is not (by the fault's own draw). */
@@ -63,7 +78,7 @@ export async function inject(ctx: FaultContext, f: Fault, index: number): Promis
       target = `${node.name} (${f.natsTarget})`;
       await node.kill();
       await delay(f.holdMs);
-      await node.restart();
+      await retryInUse(() => node.restart());
       break;
     }
     case "nats-pause": {

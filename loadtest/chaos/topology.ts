@@ -28,7 +28,19 @@ export class Instance {
     return `http://127.0.0.1:${this.port}`;
   }
 
+  /** Starts the instance on its port, again after a port clash (see retryInUse in faults.ts), bounded. */
   async start(): Promise<void> {
+    for (let i = 1; ; i++) {
+      try {
+        return await this.startOnce();
+      } catch (e) {
+        if (i >= 10 || !/address already in use|EADDRINUSE|listen/i.test(String(e))) throw e;
+        await new Promise((r) => setTimeout(r, 2_000));
+      }
+    }
+  }
+
+  private async startOnce(): Promise<void> {
     this.gw = await startGateway({
       natsUrl: this.links.map((l) => l.url),
       workers: 2,
