@@ -33,6 +33,10 @@ export function consumerPrefix(user: string): string {
   return `fgw_${createHash("sha256").update(user).digest("hex").slice(0, 16)}_`;
 }
 
+/** The pull requests of a durable binding (see bind()). */
+const PULL_EXPIRES_MS = 10_000;
+const PULL_HEARTBEAT_MS = 2_500;
+
 /** JetStream consumer name of a user's durable: users never share names, whatever characters they use. */
 export function consumerName(user: string, durable: string): string {
   return consumerPrefix(user) + durable;
@@ -123,6 +127,12 @@ export class JetStreamDurables implements DurableApi {
     const log = this.log;
     const messages = await consumer.consume({
       max_messages: spec.maxInflight,
+      // A pull request lives on the consumer's leader: when the leader changes (a node dies, a step-down)
+      // while this connection stays up, the request is gone and nats.js pulls again only after two missed
+      // idle heartbeats. With its defaults (30 s expiry, 15 s heartbeat) a durable stalled for ~30 s in the
+      // chaos run; heartbeats every 2.5 s bring that to ~5 s, at one small status message per binding.
+      expires: PULL_EXPIRES_MS,
+      idle_heartbeat: PULL_HEARTBEAT_MS,
       callback: (m) => {
         try {
           onMessage({

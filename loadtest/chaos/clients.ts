@@ -1,0 +1,430 @@
+// A chaos client process (forked by main.ts): runs the subscribers and publishers it is given against the
+// three gateway instances and keeps a log of everything received and every publish's outcome, for the checker.
+// Raw WebSocket/SSE/NATS clients on purpose: the checker must see what the gateway sent, so nothing here drops
+// a duplicate or reorders; resume follows PROTOCOL.md as the SDK does (from:{seq:last+1,epoch}, Last-Event-ID).
+// Every loop is bounded: reconnects stop at finish, finish waits at most its timeout.
+import { writeFileSync } from "node:fs";
+import type { Socket } from "node:net";
+import WebSocket from "ws";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
+import type { PublishRecord, Receipt, SubscriberKind, SubscriberLog } from "./checker.js";
+
+export type SubSpec = { id: string; kind: SubscriberKind; pattern: string; urls: string[]; start?: "live" | "seq1"; durable?: string; ackDelayMs?: number };
+export type PubSpec = {
+  id: string;
+  via: "ws" | "http" | "nats";
+  channels: string[];
+  ratePerS: number;
+  urls: string[];
+  natsUrls: string[];
+  subjectPrefix: string;
+};
+export type ClientsConfig = { subs: SubSpec[]; pubs: PubSpec[]; logFile: string };
+
+/** Connection state changes, for the recovery times: up = subscribed again (its `ok`, or the SSE stream open). */
+export type ConnEvent = { t: number; client: string; up: boolean; why?: string };
+export type ClientsLog = { subscribers: SubscriberLog[]; publishes: PublishRecord[]; events: ConnEvent[] };
+
+export type ToClients =
+  | { type: "start-publishing" }
+  | { type: "stop-publishing" }
+  | { type: "burst"; fraction: number; seed: number }
+  | { type: "stall"; ms: number; fraction: number; seed: number }
+  | { type: "finish"; until: Record<string, number>; owed: Record<string, number[]>; timeoutMs: number };
+export type FromClients = { type: "ready" } | { type: "publishing-stopped" } | { type: "finished"; pending: string[] } | { type: "error"; message: string };
+
+const events: ConnEvent[] = [];
+const send = (m: FromClients): void => void process.send?.(m);
+const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const wsUrl = (base: string) => base.replace(/^http/, "ws") + "/ws";
+let finishing = false;
+
+type MsgFrame = { op: "msg"; channel: string; seq: number; data?: { id?: string; t?: number }; redelivered?: boolean; durable?: string };
+
+function receipt(f: MsgFrame): Receipt {
+  const now = Date.now();
+  const r: Receipt = { t: now, channel: f.channel, seq: f.seq };
+  if (typeof f.data?.id === "string") r.id = f.data.id;
+  if (typeof f.data?.t === "number") r.latencyMs = now - f.data.t;
+  if (f.redelivered) r.redelivered = true;
+  return r;
+}
+
+interface Runner {
+  readonly spec: SubSpec;
+  readonly log: SubscriberLog;
+  ready: Promise<void>;
+  maxSeq(): number;
+  settled(): boolean;
+  /** For the report of a subscriber that did not catch up: its connection and its last receipt. */
+  state(): string;
+  /** Durables: every owed seq received (a message held by a killed worker comes back after the ack wait). */
+  has(seq: number): boolean;
+  drop(): void;
+  stall(ms: number): void;
+  stop(): void;
+}
+
+/** A WebSocket subscriber that reconnects to the next instance and resumes (or re-binds its durable). */
+class WsSubscriber implements Runner {
+  readonly log: SubscriberLog;
+  ready: Promise<void>;
+  private markReady!: () => void;
+  private ws?: WebSocket;
+  private n = 0;
+  private lastSeq = 0;
+  private epoch?: string;
+  private stopped = false;
+  private unacked = new Set<number>();
+  private seen = new Set<number>();
+  private req = 0;
+
+  constructor(readonly spec: SubSpec) {
+    this.log = { client: spec.id, kind: spec.kind, pattern: spec.pattern, fromSeq: 1, receipts: [], acked: spec.kind === "durable" ? [] : undefined };
+    this.ready = new Promise((r) => (this.markReady = r));
+    this.open();
+  }
+
+  maxSeq(): number {
+    return this.lastSeq;
+  }
+  settled(): boolean {
+    return this.unacked.size === 0;
+  }
+  has(seq: number): boolean {
+    return this.seen.has(seq);
+  }
+  state(): string {
+    const last = this.log.receipts.at(-1);
+    const open = this.ws?.readyState === WebSocket.OPEN;
+    return `socket ${open ? "open" : "not open"} to ${this.ws?.url ?? "-"}, ${this.unacked.size} unacked, last message ${last ? `${Date.now() - last.t} ms ago (seq ${last.seq})` : "never"}`;
+  }
+
+  private subFrame(): Record<string, unknown> {
+    const f: Record<string, unknown> = { op: "sub", id: ++this.req, channel: this.spec.pattern };
+    if (this.spec.kind === "durable") Object.assign(f, { durable: this.spec.durable, ack: true, maxInflight: 50 });
+    else if (this.lastSeq > 0) f.from = { seq: this.lastSeq + 1, ...(this.epoch ? { epoch: this.epoch } : {}) };
+    else if (this.spec.start !== "live") f.from = { seq: 1 };
+    return f;
+  }
+
+  private open(): void {
+    if (this.stopped) return;
+    const url = wsUrl(this.spec.urls[this.n++ % this.spec.urls.length]!);
+    const ws = new WebSocket(url);
+    this.ws = ws;
+    let subId = 0;
+    const guard = setTimeout(() => ws.terminate(), 10_000); // no open + ok within 10 s: try the next instance
+    ws.on("open", () => {
+      const f = this.subFrame();
+      subId = f.id as number;
+      ws.send(JSON.stringify(f));
+    });
+    ws.on("message", (d: Buffer) => {
+      const f = JSON.parse(d.toString()) as Record<string, unknown>;
+      if (f.op === "msg") return this.onMsg(ws, f as unknown as MsgFrame);
+      if (f.op === "ok" && f.id === subId) {
+        clearTimeout(guard);
+        if (typeof f.epoch === "string") this.epoch = f.epoch;
+        events.push({ t: Date.now(), client: this.spec.id, up: true });
+        this.markReady();
+      } else if (f.op === "ok" && typeof f.id === "string" && f.id.startsWith("a")) {
+        const seq = Number(f.id.slice(1));
+        this.unacked.delete(seq);
+        this.log.acked!.push(seq);
+      } else if (f.op === "err" && f.id === subId) {
+        ws.close(4000, "sub refused");
+      }
+    });
+    ws.on("error", () => undefined);
+    ws.on("close", (code: number) => {
+      clearTimeout(guard);
+      if (this.ws !== ws) return;
+      this.unacked.clear(); // released by the server, redelivered to the next binding
+      events.push({ t: Date.now(), client: this.spec.id, up: false, why: String(code) });
+      if (!this.stopped) setTimeout(() => this.open(), 50 + Math.random() * 200);
+    });
+  }
+
+  private onMsg(ws: WebSocket, f: MsgFrame): void {
+    this.log.receipts.push(receipt(f));
+    if (f.seq > this.lastSeq) this.lastSeq = f.seq;
+    if (this.spec.kind !== "durable") return;
+    this.seen.add(f.seq);
+    this.unacked.add(f.seq);
+    const ack = () => {
+      if (ws.readyState === WebSocket.OPEN && this.ws === ws) ws.send(JSON.stringify({ op: "ack", id: `a${f.seq}`, seq: f.seq }));
+    };
+    if (this.spec.ackDelayMs) setTimeout(ack, this.spec.ackDelayMs);
+    else ack();
+  }
+
+  drop(): void {
+    this.ws?.terminate();
+  }
+  stall(ms: number): void {
+    const sock = (this.ws as unknown as { _socket?: Socket })?._socket;
+    sock?.pause();
+    setTimeout(() => sock?.resume(), ms);
+  }
+  stop(): void {
+    this.stopped = true;
+    this.ws?.close(1000);
+  }
+}
+
+/** An SSE stream reader (fetch + its own event parser, as an EventSource would): resumes with Last-Event-ID. */
+class SseSubscriber implements Runner {
+  readonly log: SubscriberLog;
+  ready: Promise<void>;
+  private markReady!: () => void;
+  private n = 0;
+  private lastSeq = 0;
+  private lastId?: string;
+  private stopped = false;
+  private abort?: AbortController;
+  private stalledUntil = 0;
+
+  constructor(readonly spec: SubSpec) {
+    this.log = { client: spec.id, kind: "sse", pattern: spec.pattern, fromSeq: 1, receipts: [] };
+    this.ready = new Promise((r) => (this.markReady = r));
+    void this.loop();
+  }
+  maxSeq(): number {
+    return this.lastSeq;
+  }
+  settled(): boolean {
+    return true;
+  }
+  has(): boolean {
+    return true;
+  }
+  state(): string {
+    const last = this.log.receipts.at(-1);
+    return `stream ${this.abort && !this.abort.signal.aborted ? "open" : "closed"}, last message ${last ? `${Date.now() - last.t} ms ago (seq ${last.seq})` : "never"}`;
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopped) {
+      const base = this.spec.urls[this.n++ % this.spec.urls.length]!;
+      const ac = new AbortController();
+      this.abort = ac;
+      const openGuard = setTimeout(() => ac.abort(), 10_000);
+      let why = "end";
+      try {
+        const url = `${base}/v1/channels/${encodeURIComponent(this.spec.pattern)}/events${this.lastId ? "" : "?from_seq=1"}`;
+        const res = await fetch(url, { signal: ac.signal, headers: this.lastId ? { "last-event-id": this.lastId } : {} });
+        clearTimeout(openGuard);
+        if (res.status !== 200 || !res.body) {
+          why = `http ${res.status}`;
+          await res.body?.cancel();
+        } else {
+          events.push({ t: Date.now(), client: this.spec.id, up: true });
+          this.markReady();
+          await this.read(res.body);
+        }
+      } catch (e) {
+        why = (e as Error).name === "AbortError" ? "aborted" : String((e as Error).message);
+      }
+      clearTimeout(openGuard);
+      events.push({ t: Date.now(), client: this.spec.id, up: false, why });
+      if (!this.stopped) await delay(50 + Math.random() * 200);
+    }
+  }
+
+  private async read(body: ReadableStream<Uint8Array>): Promise<void> {
+    const reader = body.getReader();
+    const dec = new TextDecoder();
+    let buf = "";
+    for (;;) {
+      const wait = this.stalledUntil - Date.now();
+      if (wait > 0) await delay(wait);
+      const { done, value } = await reader.read();
+      if (done) return;
+      buf += dec.decode(value, { stream: true });
+      let i: number;
+      while ((i = buf.indexOf("\n\n")) >= 0) {
+        this.onEvent(buf.slice(0, i));
+        buf = buf.slice(i + 2);
+      }
+    }
+  }
+
+  private onEvent(block: string): void {
+    let id: string | undefined;
+    let event = "message";
+    const data: string[] = [];
+    for (const line of block.split("\n")) {
+      if (line.startsWith("id: ")) id = line.slice(4);
+      else if (line.startsWith("event: ")) event = line.slice(7);
+      else if (line.startsWith("data: ")) data.push(line.slice(6));
+    }
+    if (id !== undefined) this.lastId = id;
+    if (event !== "message" || data.length === 0) return;
+    const f = JSON.parse(data.join("\n")) as MsgFrame;
+    if (f.op !== "msg") return;
+    this.log.receipts.push(receipt(f));
+    if (f.seq > this.lastSeq) this.lastSeq = f.seq;
+  }
+
+  drop(): void {
+    this.abort?.abort();
+  }
+  stall(ms: number): void {
+    this.stalledUntil = Date.now() + ms;
+  }
+  stop(): void {
+    this.stopped = true;
+    this.abort?.abort();
+  }
+}
+
+/** A publisher at a steady rate, one publish in flight, no retries: each outcome is recorded as it was told. */
+class Publisher {
+  readonly records: PublishRecord[] = [];
+  private stopped = false;
+  private done?: Promise<void>;
+  private ws?: WebSocket;
+  private wsWaiters = new Map<string, (f: Record<string, unknown>) => void>();
+  private n = 0;
+  private conn = 0;
+  private js?: JetStreamClient;
+  private nc?: NatsConnection;
+
+  constructor(readonly spec: PubSpec) {}
+
+  async init(): Promise<void> {
+    if (this.spec.via === "ws") this.openWs();
+    if (this.spec.via === "nats") {
+      this.nc = await connect({ servers: this.spec.natsUrls, maxReconnectAttempts: -1, reconnectTimeWait: 250, name: `chaos-${this.spec.id}` });
+      this.js = jetstream(this.nc, { timeout: 5_000 });
+    }
+  }
+
+  private openWs(): void {
+    if (this.stopped) return;
+    const ws = new WebSocket(wsUrl(this.spec.urls[this.conn++ % this.spec.urls.length]!));
+    this.ws = ws;
+    ws.on("message", (d: Buffer) => {
+      const f = JSON.parse(d.toString()) as Record<string, unknown>;
+      const w = typeof f.id === "string" ? this.wsWaiters.get(f.id) : undefined;
+      if (w) w(f);
+    });
+    ws.on("error", () => undefined);
+    ws.on("close", () => {
+      for (const w of this.wsWaiters.values()) w({ op: "err", code: "closed" });
+      if (!this.stopped) setTimeout(() => this.openWs(), 100 + Math.random() * 200);
+    });
+  }
+
+  start(): void {
+    this.done = this.loop();
+  }
+
+  private async loop(): Promise<void> {
+    const gap = 1000 / this.spec.ratePerS;
+    let next = Date.now();
+    while (!this.stopped) {
+      const channel = this.spec.channels[this.n % this.spec.channels.length]!;
+      const id = `${this.spec.id}-${++this.n}`;
+      const t0 = Date.now();
+      const r = await this.publishOne(id, channel, t0);
+      this.records.push({ id, channel, via: this.spec.via, t0, t1: Date.now(), ...r });
+      next += gap;
+      const wait = next - Date.now();
+      if (wait > 0) await delay(wait);
+      else next = Date.now();
+    }
+  }
+
+  private async publishOne(id: string, channel: string, t: number): Promise<{ seq: number } | { error: string }> {
+    const data = { id, t };
+    try {
+      if (this.spec.via === "nats") {
+        const pa = await this.js!.publish(`${this.spec.subjectPrefix}.${channel}`, JSON.stringify(data), { msgID: id, timeout: 5_000 });
+        return { seq: pa.seq };
+      }
+      if (this.spec.via === "http") {
+        const base = this.spec.urls[this.n % this.spec.urls.length]!;
+        const res = await fetch(`${base}/v1/publish/${channel}`, {
+          method: "POST",
+          body: JSON.stringify(data),
+          headers: { "content-type": "application/json", "idempotency-key": id },
+          signal: AbortSignal.timeout(5_000),
+        });
+        const body = (await res.json()) as { seq?: number; error?: string };
+        return res.status === 201 && typeof body.seq === "number" ? { seq: body.seq } : { error: `http ${res.status} ${body.error ?? ""}` };
+      }
+      const ws = this.ws;
+      if (!ws || ws.readyState !== WebSocket.OPEN) return { error: "not connected" };
+      const reply = await new Promise<Record<string, unknown>>((resolve) => {
+        const timer = setTimeout(() => resolve({ op: "err", code: "timeout" }), 5_000);
+        this.wsWaiters.set(id, (f) => {
+          clearTimeout(timer);
+          this.wsWaiters.delete(id);
+          resolve(f);
+        });
+        ws.send(JSON.stringify({ op: "pub", id, channel, data, msgId: id }));
+      });
+      return reply.op === "ok" && typeof reply.seq === "number" ? { seq: reply.seq } : { error: String(reply.code ?? "err") };
+    } catch (e) {
+      return { error: String((e as Error).message ?? e).slice(0, 120) };
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.done;
+    this.ws?.close(1000);
+    await this.nc?.close();
+  }
+}
+
+/** A seeded pick of a fraction of the runners (the same seed picks the same clients). */
+function pick<T>(all: T[], fraction: number, seed: number): T[] {
+  const scored = all.map((x, i) => ({ x, k: Math.sin(seed * 9301 + i * 49297) }));
+  return scored
+    .sort((a, b) => a.k - b.k)
+    .slice(0, Math.max(1, Math.round(all.length * fraction)))
+    .map((s) => s.x);
+}
+
+async function main(): Promise<void> {
+  const cfg = JSON.parse(process.argv[2]!) as ClientsConfig;
+  const runners: Runner[] = cfg.subs.map((s) => (s.kind === "sse" ? new SseSubscriber(s) : new WsSubscriber(s)));
+  const pubs = cfg.pubs.map((p) => new Publisher(p));
+  await Promise.all(pubs.map((p) => p.init()));
+  await Promise.all(runners.map((r) => r.ready));
+  send({ type: "ready" });
+  process.on("message", (m: ToClients) => {
+    if (m.type === "start-publishing") pubs.forEach((p) => p.start());
+    else if (m.type === "stop-publishing") void Promise.all(pubs.map((p) => p.stop())).then(() => send({ type: "publishing-stopped" }));
+    else if (m.type === "burst" && runners.length) pick(runners, m.fraction, m.seed).forEach((r) => r.drop());
+    else if (m.type === "stall" && runners.length) pick(runners, m.fraction, m.seed).forEach((r) => r.stall(m.ms));
+    else if (m.type === "finish") void finish(m.until, m.owed, m.timeoutMs);
+  });
+  const finish = async (until: Record<string, number>, owed: Record<string, number[]>, timeoutMs: number): Promise<void> => {
+    if (finishing) return;
+    finishing = true;
+    const deadline = Date.now() + timeoutMs;
+    const missing = (r: Runner) => (owed[r.spec.id] ?? []).filter((s) => !r.has(s)).length;
+    const pending = () => runners.filter((r) => r.maxSeq() < (until[r.spec.id] ?? 0) || !r.settled() || missing(r) > 0);
+    while (pending().length > 0 && Date.now() < deadline) await delay(100);
+    const left = pending().map(
+      (r) =>
+        `${r.spec.id} at ${r.maxSeq()}/${until[r.spec.id] ?? 0}${r.settled() ? "" : " (unacked)"}${missing(r) ? ` (${missing(r)} owed not received)` : ""}, ${r.state()}`,
+    );
+    runners.forEach((r) => r.stop());
+    const log: ClientsLog = { subscribers: runners.map((r) => r.log), publishes: pubs.flatMap((p) => p.records), events };
+    writeFileSync(cfg.logFile, JSON.stringify(log));
+    send({ type: "finished", pending: left });
+    setTimeout(() => process.exit(0), 200);
+  };
+  process.on("disconnect", () => process.exit(0)); // the run is gone: do not linger
+}
+
+main().catch((e: unknown) => {
+  send({ type: "error", message: String((e as Error).stack ?? e) });
+  process.exit(1);
+});

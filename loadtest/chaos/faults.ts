@@ -1,0 +1,125 @@
+// Injecting one fault of the schedule and waiting until the system is whole again (every instance ready,
+// every NATS node up). Each wait is bounded; a fault that cannot recover in time fails the run.
+import type { JetStreamManager } from "@nats-io/jetstream";
+import type { ChildProcess } from "node:child_process";
+import { waitFor } from "../../gateway/test/support/wait.js";
+import type { NatsClusterNode } from "../../gateway/test/support/nats-cluster.js";
+import type { Fault } from "./schedule.js";
+import { STREAM, type Topology } from "./topology.js";
+import type { ToClients } from "./clients.js";
+
+export type FaultRecord = Fault & { index: number; startedAt: number; endedAt: number; target: string };
+
+const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * Restarts on the same ports can find one taken meanwhile: the ports were picked in the ephemeral range, so
+ * any outgoing connection on this shared machine may get one as its local port. Retried, bounded.
+ */
+export async function retryInUse<T>(start: () => Promise<T>, attempts = 10): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await start();
+    } catch (e) {
+      if (i >= attempts || !/address already in use|EADDRINUSE|listen/i.test(String(e))) throw e;
+      await delay(2_000);
+    }
+  }
+}
+
+export type FaultContext = { topo: Topology; jsm: JetStreamManager; clients: ChildProcess[]; seed: number };
+
+/** The node a nats fault hits: the stream's leader, or a node that is not (by the fault's own draw). */
+async function natsNode(ctx: FaultContext, f: Fault): Promise<NatsClusterNode> {
+  const info = await waitFor(() => ctx.jsm.streams.info(STREAM), { timeoutMs: 15_000, what: "stream info" });
+  const leader = info.cluster?.leader;
+  const nodes = ctx.topo.cluster.nodes;
+  if (f.natsTarget === "leader") return nodes.find((n) => n.name === leader) ?? nodes[0]!;
+  const others = nodes.filter((n) => n.name !== leader);
+  return others[f.worker % others.length]!;
+}
+
+export async function inject(ctx: FaultContext, f: Fault, index: number): Promise<FaultRecord> {
+  const startedAt = Date.now();
+  const inst = ctx.topo.instances[f.instance]!;
+  let target = `gw${f.instance}`;
+  const toClients = (m: ToClients) => ctx.clients.forEach((c) => c.connected && c.send(m));
+  switch (f.kind) {
+    case "worker-kill": {
+      const pids = await inst.workerPids();
+      const pid = pids[f.worker % pids.length]!;
+      target = `gw${f.instance} worker ${pid}`;
+      process.kill(pid, "SIGKILL");
+      // The primary forks a replacement (with backoff).
+      await waitFor(
+        async () => {
+          const now = await inst.workerPids();
+          now.forEach((p) => inst.pids.add(p));
+          return now.length === 2 && !now.includes(pid);
+        },
+        { timeoutMs: 20_000, intervalMs: 100, what: `gw${f.instance} to replace worker ${pid}` },
+      );
+      break;
+    }
+    case "primary-kill":
+      await inst.killPrimary();
+      await inst.start();
+      break;
+    case "rolling-restart":
+      target = "gw0,gw1,gw2";
+      for (const i of ctx.topo.instances) {
+        await i.stopGraceful();
+        await i.start();
+        await i.ready(30_000);
+      }
+      break;
+    case "nats-kill": {
+      const node = await natsNode(ctx, f);
+      target = `${node.name} (${f.natsTarget})`;
+      await node.kill();
+      await delay(f.holdMs);
+      await retryInUse(() => node.restart());
+      break;
+    }
+    case "nats-pause": {
+      const node = await natsNode(ctx, f);
+      target = `${node.name} (${f.natsTarget})`;
+      node.process.kill("SIGSTOP");
+      try {
+        await delay(f.holdMs);
+      } finally {
+        node.process.kill("SIGCONT");
+      }
+      break;
+    }
+    case "link-stall":
+      target = `gw${f.instance} <-> every NATS node`;
+      inst.links.forEach((l) => l.stall(true));
+      try {
+        await delay(f.holdMs);
+      } finally {
+        inst.links.forEach((l) => l.stall(false));
+      }
+      break;
+    case "link-delay":
+      target = `gw${f.instance} <-> every NATS node, +${f.delayMs} ms each way`;
+      inst.links.forEach((l) => l.delay(f.delayMs));
+      try {
+        await delay(f.holdMs);
+      } finally {
+        inst.links.forEach((l) => l.delay(0));
+      }
+      break;
+    case "client-burst":
+      target = "half of the subscribers";
+      toClients({ type: "burst", fraction: 0.5, seed: ctx.seed + index });
+      break;
+    case "client-stall":
+      target = "a third of the subscribers";
+      toClients({ type: "stall", ms: f.holdMs, fraction: 0.34, seed: ctx.seed + index });
+      await delay(f.holdMs);
+      break;
+  }
+  await Promise.all(ctx.topo.instances.map((i) => i.ready(30_000)));
+  return { ...f, index, target, startedAt, endedAt: Date.now() };
+}

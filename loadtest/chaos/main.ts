@@ -1,0 +1,283 @@
+// npm run chaos [-- --seed N --minutes M --gap S --quick --report path.md]
+// A fault-injection run: a 3-node NATS cluster (R3 stream), three gateway instances (2 workers each), client
+// processes (WebSocket resume, SSE, durables with acks, publishers over WS, HTTP and NATS), a seeded fault
+// schedule, then the checker against the stream's own contents. Prints a readable report and one JSON line;
+// exits 1 on any violation, 2 when the run itself failed. Every process it starts is killed at the end,
+// on failure and on Ctrl-C; the whole run has a hard deadline.
+import { fork, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { waitFor } from "../../gateway/test/support/wait.js";
+import { check, matches, VIOLATION_KEYS, type StoredMsg } from "./checker.js";
+import { buildSchedule, FAULT_KINDS, type FaultKind } from "./schedule.js";
+import { startTopology, STREAM, SUBJECT_PREFIX, type Topology } from "./topology.js";
+import { inject, type FaultRecord } from "./faults.js";
+import { kindStats, latency, readable } from "./report.js";
+import type { ClientsConfig, ClientsLog, FromClients, PubSpec, SubSpec, ToClients } from "./clients.js";
+
+const ROOT = resolve(import.meta.dirname, "../../..");
+
+type Args = { seed: number; minutes: number; gapMs: number; quick: boolean; report?: string; kinds: FaultKind[]; sabotage: boolean; finishWaitMs: number };
+
+function parseArgs(argv: string[]): Args {
+  const get = (name: string) => {
+    const i = argv.indexOf(name);
+    return i >= 0 ? argv[i + 1] : undefined;
+  };
+  const quick = argv.includes("--quick");
+  const num = (name: string, dflt: number) => {
+    const v = get(name);
+    if (v === undefined) return dflt;
+    const n = Number(v);
+    if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number, not ${v}`);
+    return n;
+  };
+  const kinds = (get("--kinds")?.split(",") ?? [...FAULT_KINDS]) as FaultKind[];
+  for (const k of kinds) if (!FAULT_KINDS.includes(k)) throw new Error(`--kinds: unknown fault ${k} (known: ${FAULT_KINDS.join(", ")})`);
+  const seed = Math.floor(num("--seed", Date.now() % 1_000_000));
+  return {
+    seed,
+    minutes: num("--minutes", quick ? 1 : 5),
+    gapMs: num("--gap", quick ? 3 : 5) * 1000,
+    quick,
+    // A full run keeps its report beside the other results; a quick one only when asked.
+    report: get("--report") ?? (quick ? undefined : resolve(ROOT, `loadtest/results/chaos-seed${seed}.md`)),
+    kinds,
+    // Drops one received message from one subscriber's log before the check: shows the run fails on a loss.
+    sabotage: argv.includes("--sabotage"),
+    // How long subscribers may take to catch up once publishing stopped: redeliveries come after the 5 s ack
+    // wait, and a durable whose consumer leader moved can wait ~20 s more (loadtest/results/chaos-findings.md).
+    finishWaitMs: num("--finish-wait", 45) * 1000,
+  };
+}
+
+const say = (s: string) => process.stderr.write(`chaos: ${s}\n`);
+
+/** Subscribers and publishers, spread over the instances and over two client processes. */
+function clientsConfig(urls: string[], natsUrls: string[], ns: string, dir: string): ClientsConfig[] {
+  const rot = (i: number) => [...urls.slice(i % 3), ...urls.slice(0, i % 3)];
+  const subs: SubSpec[] = [
+    { id: "ws-a", kind: "resume", pattern: `${ns}.a`, start: "seq1" },
+    { id: "ws-star-live", kind: "resume", pattern: `${ns}.*`, start: "live" },
+    { id: "ws-all", kind: "resume", pattern: `${ns}.>`, start: "seq1" },
+    { id: "ws-b-live", kind: "resume", pattern: `${ns}.b`, start: "live" },
+    { id: "ws-d", kind: "resume", pattern: `${ns}.d.*`, start: "seq1" },
+    { id: "ws-star", kind: "resume", pattern: `${ns}.*`, start: "seq1" },
+    { id: "sse-all", kind: "sse", pattern: `${ns}.>` },
+    { id: "sse-a", kind: "sse", pattern: `${ns}.a` },
+    { id: "sse-star", kind: "sse", pattern: `${ns}.*` },
+    { id: "dur-a", kind: "durable", pattern: `${ns}.a`, durable: `${ns}-a` },
+    { id: "dur-b-slow", kind: "durable", pattern: `${ns}.b`, durable: `${ns}-b`, ackDelayMs: 300 },
+    { id: "dur-c", kind: "durable", pattern: `${ns}.c`, durable: `${ns}-c`, ackDelayMs: 40 },
+  ].map((s, i) => ({ ...(s as SubSpec), urls: rot(i) }));
+  const channels = [`${ns}.a`, `${ns}.b`, `${ns}.c`, `${ns}.d.e`];
+  const pub = (id: string, via: PubSpec["via"], ratePerS: number, i: number): PubSpec => ({
+    id,
+    via,
+    ratePerS,
+    channels: [...channels.slice(i % 4), ...channels.slice(0, i % 4)],
+    urls: rot(i),
+    natsUrls,
+    subjectPrefix: SUBJECT_PREFIX,
+  });
+  const pubs = [pub("pub-ws1", "ws", 8, 0), pub("pub-http", "http", 6, 1), pub("pub-ws2", "ws", 8, 2), pub("pub-nats", "nats", 6, 3)];
+  return [0, 1].map((p) => ({ subs: subs.filter((_, i) => i % 2 === p), pubs: pubs.filter((_, i) => i % 2 === p), logFile: join(dir, `clients-${p}.json`) }));
+}
+
+function waitMsg(child: ChildProcess, type: FromClients["type"], timeoutMs: number): Promise<FromClients> {
+  return new Promise((res, rej) => {
+    const t = setTimeout(() => rej(new Error(`client process: no ${type} within ${timeoutMs} ms`)), timeoutMs);
+    const on = (m: FromClients) => {
+      if (m.type === "error") rej(new Error(`client process failed: ${m.message}`));
+      if (m.type !== type) return;
+      clearTimeout(t);
+      child.off("message", on);
+      res(m);
+    };
+    child.on("message", on);
+    child.once("exit", (code) => rej(new Error(`client process exited ${code} before ${type}`)));
+  });
+}
+
+/** Every message of the stream (the truth), read with an ordered consumer up to the last seq. */
+async function readStream(nc: NatsConnection): Promise<StoredMsg[]> {
+  const jsm = await jetstreamManager(nc);
+  const info = await waitFor(() => jsm.streams.info(STREAM), { timeoutMs: 20_000, what: "stream info" });
+  const last = info.state.last_seq;
+  const out: StoredMsg[] = [];
+  if (info.state.messages === 0) return out;
+  const consumer = await jetstream(nc).consumers.get(STREAM);
+  const msgs = await consumer.consume();
+  const timer = setTimeout(() => msgs.stop(), 60_000);
+  for await (const m of msgs) {
+    let id: string | undefined;
+    try {
+      id = (m.json() as { id?: string }).id;
+    } catch {
+      /* not one of ours */
+    }
+    out.push({ seq: m.seq, channel: m.subject.slice(SUBJECT_PREFIX.length + 1), id });
+    if (m.seq >= last) break;
+  }
+  clearTimeout(timer);
+  await msgs.close();
+  if (out.at(-1)?.seq !== last) throw new Error(`read the stream up to ${out.at(-1)?.seq ?? 0}, not its last seq ${last}`);
+  return out;
+}
+
+async function run(a: Args): Promise<number> {
+  const t0 = Date.now();
+  const dir = mkdtempSync(join(tmpdir(), "fgw-chaos-"));
+  let topo: Topology | undefined;
+  let nc: NatsConnection | undefined;
+  const children: ChildProcess[] = [];
+  const cleanup = async () => {
+    for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
+    await nc?.close().catch(() => undefined);
+    await topo?.stopAll().catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  };
+  const onSignal = () => {
+    say("interrupted: stopping everything");
+    void cleanup().finally(() => process.exit(130));
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  const hard = setTimeout(
+    () => {
+      say("hard deadline passed: stopping everything");
+      void cleanup().finally(() => process.exit(2));
+    },
+    (a.minutes * 60 + 240) * 1000 + a.finishWaitMs,
+  );
+  try {
+    const schedule = buildSchedule({ seed: a.seed, durationMs: a.minutes * 60_000, meanGapMs: a.gapMs, kinds: a.kinds });
+    say(`seed ${a.seed}, ${a.minutes} min, ${schedule.length} faults planned; starting 3 NATS nodes and 3 gateways`);
+    topo = await startTopology();
+    nc = await connect({ servers: topo.cluster.urls, maxReconnectAttempts: -1, reconnectTimeWait: 250, name: "chaos-orchestrator" });
+    const jsm = await jetstreamManager(nc, { timeout: 5_000 });
+    const ns = `chaos${a.seed}`;
+    const configs = clientsConfig(
+      topo.instances.map((i) => i.url),
+      topo.cluster.urls,
+      ns,
+      dir,
+    );
+    for (const cfg of configs)
+      children.push(fork(resolve(import.meta.dirname, "clients.js"), [JSON.stringify(cfg)], { stdio: ["ignore", "inherit", "inherit", "ipc"] }));
+    await Promise.all(children.map((c) => waitMsg(c, "ready", 30_000)));
+    const toAll = (m: ToClients) => children.forEach((c) => c.send(m));
+    toAll({ type: "start-publishing" });
+    say(`clients subscribed; publishing; faults start`);
+
+    const faults: FaultRecord[] = [];
+    const phase0 = Date.now();
+    const endAt = phase0 + a.minutes * 60_000;
+    for (const [i, f] of schedule.entries()) {
+      const wait = phase0 + f.atMs - Date.now();
+      if (Date.now() + Math.max(0, wait) >= endAt) break;
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      const rec = await inject({ topo, jsm, clients: children, seed: a.seed }, f, i);
+      faults.push(rec);
+      say(`fault ${i} ${rec.kind} on ${rec.target}: ${((rec.endedAt - rec.startedAt) / 1000).toFixed(1)} s`);
+    }
+    const remaining = endAt - Date.now();
+    if (remaining > 0) await new Promise((r) => setTimeout(r, Math.min(remaining, 5_000)));
+
+    toAll({ type: "stop-publishing" });
+    await Promise.all(children.map((c) => waitMsg(c, "publishing-stopped", 20_000)));
+    await Promise.all(topo.instances.map((i) => i.ready(30_000)));
+    const truth = await readStream(nc);
+    say(`publishing stopped; the stream holds ${truth.length} messages; waiting for subscribers to catch up`);
+    const until: Record<string, number> = {};
+    for (const cfg of configs) for (const s of cfg.subs) until[s.id] = truth.filter((m) => matches(s.pattern, m.channel)).at(-1)?.seq ?? 0;
+    const owed: Record<string, number[]> = {};
+    for (const cfg of configs)
+      for (const s of cfg.subs) if (s.kind === "durable") owed[s.id] = truth.filter((m) => matches(s.pattern, m.channel)).map((m) => m.seq);
+    toAll({ type: "finish", until, owed, timeoutMs: a.finishWaitMs });
+    const finished = await Promise.all(children.map((c) => waitMsg(c, "finished", a.finishWaitMs + 15_000)));
+    const pending = finished.flatMap((f) => (f.type === "finished" ? f.pending : []));
+    const consumers: unknown[] = [];
+    if (pending.length) {
+      say(`not caught up at the end: ${pending.join("; ")}`);
+      // The durable consumers as JetStream sees them, for the record of a stalled durable.
+      for await (const ci of jsm.consumers.list(STREAM)) {
+        if (!ci.config.durable_name?.includes(ns)) continue;
+        const c = {
+          name: ci.name,
+          filter: ci.config.filter_subject,
+          delivered: ci.delivered.stream_seq,
+          ackFloor: ci.ack_floor.stream_seq,
+          numPending: ci.num_pending,
+          numAckPending: ci.num_ack_pending,
+          numRedelivered: ci.num_redelivered,
+          numWaiting: ci.num_waiting,
+          pushBound: ci.push_bound ?? false,
+        };
+        consumers.push(c);
+        say(`consumer ${JSON.stringify(c)}`);
+      }
+    }
+
+    const logs = configs.map((c) => JSON.parse(readFileSync(c.logFile, "utf8")) as ClientsLog);
+    const subscribers = logs.flatMap((l) => l.subscribers);
+    const publishes = logs.flatMap((l) => l.publishes);
+    const events = logs.flatMap((l) => l.events).sort((x, y) => x.t - y.t);
+    if (a.sabotage) subscribers.find((s) => s.kind === "resume" && s.receipts.length > 2)?.receipts.splice(1, 1);
+    const result = check(truth, subscribers, publishes);
+    const kinds = kindStats(faults, events);
+    const lat = latency(subscribers, faults);
+    const faultsByKind = Object.fromEntries(kinds.map((k) => [k.kind, k.count]));
+    const text = readable({ check: result, kinds, lat, faults, t0: phase0 });
+    const command = `npm run chaos -- --seed ${a.seed} --minutes ${a.minutes} --gap ${a.gapMs / 1000}${a.quick ? " --quick" : ""}`;
+    process.stdout.write(`${text}\n\n`);
+    const summary = {
+      seed: a.seed,
+      minutes: a.minutes,
+      faults: faults.length,
+      faultsByKind,
+      ...Object.fromEntries(VIOLATION_KEYS.map((k) => [k, result[k]])),
+      durableUnacked: result.durableUnacked,
+      redelivered: result.redelivered,
+      messages: truth.length,
+      expected: result.expected,
+      received: result.received,
+      published: result.published,
+      notCaughtUp: pending.length,
+      ...(pending.length ? { pending, consumers } : {}),
+      latencyP99Ms: { duringFaults: lat.duringFaults.p99, outside: lat.outside.p99 },
+      ok: result.ok,
+      command,
+      seconds: Math.round((Date.now() - t0) / 1000),
+    };
+    if (a.report) {
+      const md = `# Chaos run, seed ${a.seed}\n\n\`${command}\` — ${new Date(t0).toISOString()}, ${summary.seconds} s in all, ${faults.length} faults, ${truth.length} messages in the stream. ${result.ok ? "**No violation.**" : "**Violations found** (below)."}\n\n${text}\n\n### Summary line\n\n\`\`\`json\n${JSON.stringify(summary)}\n\`\`\`\n`;
+      writeFileSync(a.report, md);
+      writeFileSync(a.report.replace(/\.md$/, "") + ".json", JSON.stringify({ summary, check: result, kinds, latency: lat, faults, events }, null, 1));
+      say(`report written to ${a.report}`);
+    }
+    process.stdout.write(`${JSON.stringify(summary)}\n`);
+    return result.ok ? 0 : 1;
+  } finally {
+    clearTimeout(hard);
+    await cleanup();
+  }
+}
+
+let args: Args;
+try {
+  args = parseArgs(process.argv.slice(2));
+} catch (e) {
+  process.stderr.write(`${(e as Error).message}\n`);
+  process.exit(2);
+}
+run(args).then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    say(`run failed: ${String((e as Error).stack ?? e)}`);
+    process.exit(2);
+  },
+);

@@ -1,0 +1,73 @@
+// The seeded fault schedule: which fault, on what, when. Pure: the same seed, duration and gap give the same
+// list. Kinds are drawn in shuffled rounds (every kind once per round), so a run long enough for one round
+// injects each kind at least once and the mix stays even over long runs.
+
+export const FAULT_KINDS = [
+  "worker-kill",
+  "primary-kill",
+  "rolling-restart",
+  "nats-kill",
+  "nats-pause",
+  "link-stall",
+  "link-delay",
+  "client-burst",
+  "client-stall",
+] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+export type Fault = {
+  /** Planned start, ms after the fault phase began (a fault never starts before the previous one ended). */
+  atMs: number;
+  kind: FaultKind;
+  /** Gateway instance (0-2) for worker/primary kills. */
+  instance: number;
+  /** NATS node role for nats-kill/pause: the stream leader, or another node. */
+  natsTarget: "leader" | "follower";
+  /** How long the fault holds: a NATS node down or stopped, clients not reading. */
+  holdMs: number;
+  /** Which worker of the instance (index into its live workers) for worker-kill. */
+  worker: number;
+  /** link-delay: added each way. */
+  delayMs: number;
+};
+
+/** mulberry32: a small seeded PRNG, uniform in [0, 1). */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export function buildSchedule(o: { seed: number; durationMs: number; meanGapMs: number; kinds: readonly FaultKind[] }): Fault[] {
+  const rand = rng(o.seed);
+  const int = (n: number) => Math.floor(rand() * n);
+  const out: Fault[] = [];
+  let round: FaultKind[] = [];
+  let at = Math.round(o.meanGapMs * (0.3 + 0.4 * rand()));
+  while (at < o.durationMs) {
+    if (round.length === 0) {
+      round = [...o.kinds];
+      for (let i = round.length - 1; i > 0; i--) {
+        const j = int(i + 1);
+        [round[i], round[j]] = [round[j]!, round[i]!];
+      }
+    }
+    const kind = round.pop()!;
+    out.push({
+      atMs: at,
+      kind,
+      instance: int(3),
+      natsTarget: rand() < 0.5 ? "leader" : "follower",
+      holdMs: 1_500 + int(3_500),
+      worker: int(2),
+      delayMs: 50 + int(250),
+    });
+    at += Math.round(o.meanGapMs * (0.5 + rand()));
+  }
+  return out;
+}

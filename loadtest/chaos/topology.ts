@@ -1,0 +1,148 @@
+// The chaos run's servers: the test kit's 3-node JetStream cluster (R3 stream) and three gateway instances on
+// fixed ports (so clients find a restarted instance where it was), 2 workers each. Every process started here
+// is killed by stopAll(), whatever state the run left it in (a stopped NATS node gets SIGCONT first).
+import { existsSync } from "node:fs";
+import { startNatsCluster, pickFreePorts, type NatsCluster } from "../../gateway/test/support/nats-cluster.js";
+import { startGateway, childPids, type GatewayHandle } from "../../gateway/test/support/gateway.js";
+import { waitFor } from "../../gateway/test/support/wait.js";
+import { LinkProxy } from "./link-proxy.js";
+
+export const STREAM = "EVENTS";
+export const SUBJECT_PREFIX = "ev";
+
+const alive = (pid: number) => existsSync(`/proc/${pid}`);
+
+export class Instance {
+  gw?: GatewayHandle;
+  /** Every pid this instance ever had (primary and workers), killed at the end if still alive. */
+  readonly pids = new Set<number>();
+
+  /** @param links this instance's way to each NATS node (so its network can be stalled or slowed alone) */
+  constructor(
+    readonly index: number,
+    readonly port: number,
+    readonly links: LinkProxy[],
+  ) {}
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** Starts the instance on its port, again after a port clash (see retryInUse in faults.ts), bounded. */
+  async start(): Promise<void> {
+    for (let i = 1; ; i++) {
+      try {
+        return await this.startOnce();
+      } catch (e) {
+        if (i >= 10 || !/address already in use|EADDRINUSE|listen/i.test(String(e))) throw e;
+        await new Promise((r) => setTimeout(r, 2_000));
+      }
+    }
+  }
+
+  private async startOnce(): Promise<void> {
+    this.gw = await startGateway({
+      natsUrl: this.links.map((l) => l.url),
+      workers: 2,
+      port: this.port,
+      logLevel: "info", // the kit waits for the "gateway ready" line
+      // Every client is 127.0.0.1: the per-IP abuse limits would refuse the resume bursts.
+      // A message held by a killed worker's durable comes back after the ack wait: 5 s, not 30, so the run's
+      // end can wait for it.
+      args: [
+        "--stream-replicas",
+        "3",
+        "--shutdown-timeout",
+        "5s",
+        "--durable-ack-wait",
+        "5s",
+        "--max-connections-per-ip=-1",
+        "--connect-rate-per-ip=-1",
+        "--frame-rate=-1",
+      ],
+    });
+    this.pids.add(this.gw.process.pid!);
+    for (const p of await this.workerPids()) this.pids.add(p);
+  }
+
+  async workerPids(): Promise<number[]> {
+    return this.gw?.process.pid ? childPids(this.gw.process.pid) : [];
+  }
+
+  /** SIGKILL of the primary; its workers see the IPC channel close and exit (waited for, then killed). */
+  async killPrimary(): Promise<void> {
+    const gw = this.gw!;
+    const workers = await this.workerPids();
+    gw.process.kill("SIGKILL");
+    await gw.exited;
+    await waitFor(() => workers.every((p) => !alive(p)), { timeoutMs: 10_000, what: "orphaned workers to exit" }).catch(() => {
+      for (const p of workers) if (alive(p)) process.kill(p, "SIGKILL");
+    });
+  }
+
+  /** SIGTERM: the gateway drains (sockets closed with 1001) and exits. */
+  async stopGraceful(): Promise<void> {
+    await this.gw!.stop("SIGTERM");
+  }
+
+  async ready(timeoutMs: number): Promise<void> {
+    await waitFor(
+      async () => {
+        const r = await fetch(`${this.url}/readyz`, { signal: AbortSignal.timeout(2_000) });
+        return r.status === 200;
+      },
+      { timeoutMs, intervalMs: 100, what: `gateway ${this.index} ready` },
+    );
+  }
+
+  killAll(): void {
+    for (const p of this.pids) {
+      try {
+        process.kill(p, "SIGKILL");
+      } catch {
+        /* gone */
+      }
+    }
+  }
+}
+
+export type Topology = { cluster: NatsCluster; instances: Instance[]; stopAll(): Promise<void> };
+
+export async function startTopology(): Promise<Topology> {
+  const cluster = await startNatsCluster({ readyTimeoutMs: 30_000 });
+  const instances: Instance[] = [];
+  const stopAll = async (): Promise<void> => {
+    for (const i of instances) {
+      for (const p of await i.workerPids()) i.pids.add(p);
+      i.killAll();
+    }
+    for (const n of cluster.nodes) if (n.running) n.process.kill("SIGCONT");
+    await Promise.all(cluster.nodes.map((n) => n.kill()));
+    await cluster.stop();
+    await Promise.all(instances.flatMap((i) => i.links.map((l) => l.close())));
+  };
+  try {
+    const ports = await pickFreePorts(3);
+    for (let i = 0; i < 3; i++) {
+      const links = cluster.nodes.map((n) => new LinkProxy({ host: "127.0.0.1", port: n.port }));
+      await Promise.all(links.map((l) => l.listen()));
+      instances.push(new Instance(i, ports[i]!, links));
+    }
+    // The first creates the R3 stream; right after the cluster agrees on a meta leader, placement can still
+    // answer "no suitable peers" for a moment (the gateway then exits): retried, bounded.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await instances[0]!.start();
+        break;
+      } catch (e) {
+        if (attempt >= 5 || !/no suitable peers/.test(String(e))) throw e;
+        await new Promise((r) => setTimeout(r, 1_000));
+      }
+    }
+    await Promise.all(instances.slice(1).map((i) => i.start()));
+  } catch (e) {
+    await stopAll();
+    throw e;
+  }
+  return { cluster, instances, stopAll };
+}
