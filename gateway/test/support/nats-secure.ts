@@ -81,6 +81,7 @@ export function gatewayPermissions(n: GatewayNames, omit: string[] = []): { publ
     `$JS.API.CONSUMER.CREATE.${n.stream}.>`,
     `$JS.API.CONSUMER.INFO.${n.stream}.*`,
     `$JS.API.CONSUMER.MSG.NEXT.${n.stream}.*`,
+    `$JS.API.CONSUMER.NAMES.${n.stream}`,
     `$JS.ACK.${n.stream}.>`,
     `${n.subjectPrefix}.>`,
     `$JS.API.STREAM.INFO.${kv}`,
