@@ -91,13 +91,20 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<GatewayHa
     () => undefined,
   );
 
-  const ready = await waitFor(
-    () => {
-      if (child.exitCode !== null) throw new Error(`gateway exited ${child.exitCode}: ${stderr}\n${JSON.stringify(logs.slice(-5))}`);
-      return logs.find((l) => l.msg === "gateway ready");
-    },
-    { timeoutMs: 30_000, what: "gateway ready" },
-  );
+  let ready: LogLine;
+  try {
+    ready = await waitFor(
+      () => {
+        if (child.exitCode !== null) throw new Error(`gateway exited ${child.exitCode}: ${stderr}\n${JSON.stringify(logs.slice(-5))}`);
+        return logs.find((l) => l.msg === "gateway ready");
+      },
+      { timeoutMs: 30_000, what: "gateway ready" },
+    );
+  } catch (e) {
+    // A gateway that never became ready is not left running after the test (it would outlive the run).
+    if (child.exitCode === null) child.kill("SIGKILL");
+    throw e;
+  }
   const port = ready.port as number;
   const adminPort = ready.adminPort as number | undefined;
   return {
