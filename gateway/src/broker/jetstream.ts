@@ -1,4 +1,5 @@
 import { LoopTurn } from "./loop-turn.js";
+import { JsPublisher } from "./js-publisher.js";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { SubjectMapper } from "../protocol/channel.js";
@@ -56,6 +57,7 @@ export class JetStreamBroker implements Broker {
   private listeners: ((e: BrokerEvent) => void)[] = [];
   private readonly liveFeeds: LiveFeedHooks = new Set();
   private readonly publishTurn = new LoopTurn();
+  private readonly publisher: JsPublisher;
   private connected = false;
   private epoch_?: string;
 
@@ -67,6 +69,7 @@ export class JetStreamBroker implements Broker {
   ) {
     this.mapper = new SubjectMapper(opts.subjectPrefix);
     this.liveMapper = new SubjectMapper(opts.livePrefix);
+    this.publisher = new JsPublisher(nc, opts.publishTimeoutMs ?? 5_000);
     this.replay = new JetStreamReplay(nc, jsm, opts.stream, this.mapper, opts.log, {
       linkName: opts.replayConnection === "shared" ? undefined : `${opts.name}-direct`,
       security: opts.security,
@@ -169,8 +172,7 @@ export class JetStreamBroker implements Broker {
     if (!this.isConnected()) throw new GatewayError(ErrorCode.BrokerUnavailable, "NATS is not connected");
     // The publishes of one event-loop turn reach nats.js together: one socket write for all of them.
     await this.publishTurn.wait();
-    const ack = await this.js.publish(this.mapper.toSubject(channel), payload, msgId ? { msgID: msgId } : undefined);
-    return { seq: ack.seq, duplicate: ack.duplicate };
+    return this.publisher.publish(this.mapper.toSubject(channel), payload, msgId);
   }
 
   async live(pattern: string, onMessage: (m: BrokerMessage) => void): Promise<LiveFeed & { startAfter: number }> {
@@ -202,5 +204,7 @@ export class JetStreamBroker implements Broker {
     } catch {
       await this.nc.close().catch(() => undefined);
     }
+    // After the drain, which lets acknowledgements on their way in still answer their publishes.
+    this.publisher.close();
   }
 }
