@@ -1,7 +1,11 @@
 /** Messages between the primary and its workers (besides prom-client's own). */
 export type ToPrimary = { type: "fgw:listening"; port: number } | { type: "fgw:metrics-req"; id: number };
 
-export type ToWorker = { type: "fgw:shutdown" } | { type: "fgw:metrics-res"; id: number; text?: string; contentType?: string; error?: string };
+export type ToWorker =
+  | { type: "fgw:shutdown" }
+  /** What of the stream's setup has drifted (empty: nothing); the primary's StreamWatch tells every worker. */
+  | { type: "fgw:drift"; drift: string[] }
+  | { type: "fgw:metrics-res"; id: number; text?: string; contentType?: string; error?: string };
 
 export const isFgwMessage = (m: unknown): m is { type: string } =>
   typeof m === "object" && m !== null && typeof (m as { type?: unknown }).type === "string" && (m as { type: string }).type.startsWith("fgw:");

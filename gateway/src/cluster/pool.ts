@@ -32,6 +32,8 @@ export class WorkerPool {
   async start(): Promise<void> {
     cluster.setupPrimary({ args: [], silent: false });
     cluster.on("message", (worker, m: unknown) => {
+      // A worker that starts (or restarts) while the stream is drifted is told at once.
+      if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:listening" && this.drift.length > 0) send(worker, { type: "fgw:drift", drift: [...this.drift] });
       if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:metrics-req") this.answerMetrics(worker, (m as ToPrimary & { type: "fgw:metrics-req" }).id);
     });
     cluster.on("exit", (worker, code, signal) => this.exited(worker, code, signal));
@@ -71,6 +73,14 @@ export class WorkerPool {
     setTimeout(() => {
       if (!this.stopping) this.fork();
     }, delay);
+  }
+
+  private drift: readonly string[] = [];
+
+  /** Tells every worker what of the stream's setup has drifted (and each worker that starts later). */
+  setDrift(drift: readonly string[]): void {
+    this.drift = drift;
+    for (const w of Object.values(cluster.workers ?? {})) if (w) send(w, { type: "fgw:drift", drift: [...drift] });
   }
 
   /** Asks every worker to drain; kills those still running after `budgetMs`. */

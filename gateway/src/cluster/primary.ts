@@ -1,5 +1,6 @@
 import { connect } from "@nats-io/transport-node";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { StreamWatch } from "../broker/stream-watch.js";
 import { ensureStream } from "../broker/stream.js";
 import { ensurePresenceBucket } from "../broker/jetstream-presence.js";
 import type { Config } from "../config/config.js";
@@ -34,24 +35,38 @@ export async function runPrimary(config: Config): Promise<void> {
   };
 
   const metrics = new ClusterMetrics();
+  let prepared: Awaited<ReturnType<typeof prepareStream>> | undefined;
   let admin: { port: number; close(): Promise<void> } | undefined;
   try {
     loadKeyMaterial(config); // fail fast on an unreadable key; each worker loads its own copy
     const security = loadNatsSecurity(sectionsOf(config).broker.natsSecurity); // the same for NATS credentials
     brokers = await startEmbeddedBrokers(sectionsOf(config).broker, log);
-    if (config.broker === "jetstream") await prepareStream(sectionsOf(config).stream, brokers.natsUrl, security, log, sectionsOf(config).presence);
+    if (config.broker === "jetstream") prepared = await prepareStream(sectionsOf(config).stream, brokers.natsUrl, security, log, sectionsOf(config).presence);
     const adminPort = adminPortOf(config);
     if (adminPort >= 0) admin = await startAdmin(config.adminHost, adminPort, metrics, log);
   } catch (e) {
     return fail(e);
   }
 
+  let stopWatch = async (): Promise<void> => undefined;
   const port = config.port === 0 ? await freePort(config.host) : config.port;
   const tlsPort = tlsEnabled(config) && config.tlsPort === 0 ? await freePort(config.host) : config.tlsPort;
   // Workers get every URL and port resolved; an admin listener means they keep metrics off the public port.
   const workerConfig: Config = Object.freeze({ ...config, natsUrl: brokers.natsUrl, redisUrl: brokers.redisUrl, port, tlsPort, adminPort: admin?.port ?? -1 });
   const pool = new WorkerPool(sectionsOf(config).server, workerConfig, metrics, log, (e) => void fail(e));
   await pool.start();
+  if (prepared) {
+    const w = new StreamWatch(prepared.jsm, sectionsOf(config).stream, prepared.presence, log, {
+      repair: config.streamRepair === "repair",
+      intervalMs: config.streamCheckIntervalMs,
+      onChange: (drift) => pool.setDrift(drift),
+    });
+    w.start();
+    stopWatch = async () => {
+      w.stop();
+      await prepared?.close();
+    };
+  }
   if (config.broker === "jetstream" && config.natsUrl.length === 0) {
     log.warn({ nats: brokers.natsUrl[0] }, "no NATS_URL: using the embedded nats-server (single node; set NATS_URL for a real cluster)");
   }
@@ -83,6 +98,7 @@ export async function runPrimary(config: Config): Promise<void> {
     shuttingDown = true;
     const deadline = Date.now() + config.shutdownTimeoutMs;
     log.info({ signal, timeoutMs: config.shutdownTimeoutMs }, "shutting down: draining workers");
+    await stopWatch();
     await pool.stop(Math.max(config.shutdownTimeoutMs * 0.7, 100));
     await admin?.close();
     await brokers?.stop(Math.max(deadline - Date.now() - 200, 100));
@@ -93,8 +109,17 @@ export async function runPrimary(config: Config): Promise<void> {
   process.on("SIGINT", () => void shutdown("SIGINT"));
 }
 
-/** Connects once, ensures the stream (and the presence bucket) exist with the configured settings, and disconnects. */
-async function prepareStream(stream: StreamSection, servers: string[], security: NatsSecurity, log: Logger, presence: PresenceSection): Promise<void> {
+/**
+ * Connects, ensures the stream (and the presence bucket) exist with the configured settings, and keeps the
+ * connection for the StreamWatch that looks after them from then on (the bucket only if it could be made).
+ */
+async function prepareStream(
+  stream: StreamSection,
+  servers: string[],
+  security: NatsSecurity,
+  log: Logger,
+  presence: PresenceSection,
+): Promise<{ jsm: JetStreamManager; presence?: PresenceSection; close(): Promise<void> }> {
   log.info({ servers, ...describeNatsSecurity(security) }, "connecting to NATS");
   const nc = await connect({
     servers,
@@ -110,10 +135,16 @@ async function prepareStream(stream: StreamSection, servers: string[], security:
     // Presence is one feature, not the gateway: a server without per-message TTL (before 2.11) refuses the
     // bucket, and everything else still works (presence requests then fail with broker_error). A failure
     // that may pass (a timeout while a fresh cluster elects leaders) is tried again first.
-    await ensurePresenceBucket(jsm, presence, log).catch((e: unknown) =>
-      log.error({ err: e, bucket: presence.bucket }, "presence bucket could not be created (nats-server 2.11+ is needed): presence is unavailable"),
+    const bucket = await ensurePresenceBucket(jsm, presence, log).then(
+      () => true,
+      (e: unknown) => {
+        log.error({ err: e, bucket: presence.bucket }, "presence bucket could not be created (nats-server 2.11+ is needed): presence is unavailable");
+        return false;
+      },
     );
-  } finally {
+    return { jsm, ...(bucket ? { presence } : {}), close: () => nc.close() };
+  } catch (e) {
     await nc.close();
+    throw e;
   }
 }

@@ -32,6 +32,8 @@ export async function runWorker(config: Config): Promise<void> {
   new client.AggregatorRegistry(); // answers the primary's metric requests (prom-client 15 needs one per worker)
   const metrics = createMetrics();
   let draining = false;
+  /** What of the stream's setup has drifted (the primary's StreamWatch says); /readyz answers 503 while any. */
+  let drift: readonly string[] = [];
   const isDraining = () => draining;
   const auth = new Authenticator(c.auth); // key material is read here, once
   const hooks = c.hooks.connectUrl || c.hooks.subscribeUrl ? new Hooks(c.hooks, log) : undefined;
@@ -71,7 +73,20 @@ export async function runWorker(config: Config): Promise<void> {
   for (const a of apps) sse.register(a);
   sse.start();
   const history = { broker, maxBytes: c.reads.historyMaxBytes, reads };
-  for (const a of apps) registerHttpRoutes(a, { config: c.server, broker, metrics, log, isDraining, access, clusterMetrics, publisher, presence, history });
+  for (const a of apps)
+    registerHttpRoutes(a, {
+      config: c.server,
+      broker,
+      metrics,
+      log,
+      isDraining,
+      access,
+      clusterMetrics,
+      publisher,
+      presence,
+      history,
+      streamDrift: () => drift,
+    });
   await ws.listen(c.server.host, c.server.port);
   if (tlsApp) await ws.listenExtra(tlsApp, c.server.host, c.server.tlsPort);
   send({ type: "fgw:listening", port: c.server.port });
@@ -91,6 +106,11 @@ export async function runWorker(config: Config): Promise<void> {
   };
   process.on("message", (m: unknown) => {
     if (isFgwMessage(m) && (m as ToWorker).type === "fgw:shutdown") void shutdown("primary asked");
+    if (isFgwMessage(m) && (m as ToWorker).type === "fgw:drift") {
+      drift = (m as ToWorker & { type: "fgw:drift" }).drift;
+      metrics.streamDrift.reset();
+      for (const what of drift) metrics.streamDrift.labels(what).set(1);
+    }
   });
   // The primary is gone (killed): do not linger as an orphan.
   process.on("disconnect", () => void shutdown("primary disconnected"));

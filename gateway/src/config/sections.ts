@@ -66,6 +66,9 @@ export type StreamSection = Readonly<{
   duplicateWindowMs: number;
   maxConsumers: number;
   update: boolean;
+  /** The primary's look at the stream's setup after start (broker/stream-watch.ts), and whether it repairs. */
+  checkIntervalMs: number;
+  repair: boolean;
 }>;
 /** Live feeds, catch-ups and per-connection subscriptions. */
 export type FanoutSection = Readonly<{
@@ -195,6 +198,8 @@ export function sectionsOf(c: Config): Sections {
       duplicateWindowMs: c.streamDuplicateWindow,
       maxConsumers: c.streamMaxConsumers,
       update: c.updateStream,
+      checkIntervalMs: c.streamCheckIntervalMs,
+      repair: c.streamRepair === "repair",
     }),
     fanout: Object.freeze({
       lingerMs: c.consumerLingerMs,

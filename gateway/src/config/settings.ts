@@ -320,6 +320,23 @@ export const SETTINGS = {
     parse: parseBool,
     boolean: true,
   },
+  streamCheckIntervalMs: {
+    env: "STREAM_CHECK_INTERVAL",
+    flag: "stream-check-interval",
+    shown: "10s",
+    doc: "How often the primary checks that the stream and the presence bucket are set up as the gateway needs (republish rule, direct gets, subjects; not deleted); a drift makes /readyz 503",
+    default: () => 10_000,
+    parse: parseDuration,
+    check: int(100, 3_600_000),
+  },
+  streamRepair: {
+    env: "STREAM_REPAIR",
+    flag: "stream-repair",
+    shown: "repair",
+    doc: "repair: put a drifted stream or bucket back (update it, or create it again); report: only log it, set fanout_stream_drift and answer /readyz 503",
+    default: () => "repair" as const,
+    parse: oneOf("repair", "report"),
+  },
   maxPayloadBytes: {
     env: "MAX_PAYLOAD_BYTES",
     flag: "max-payload-bytes",

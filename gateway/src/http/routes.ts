@@ -28,6 +28,8 @@ export type HttpContext = {
   isDraining: () => boolean;
   /** The authorization chain of every door (auth/access.ts). */
   access: AccessControl;
+  /** What of the stream's setup has drifted, as the primary last said (broker/stream-watch.ts); /readyz is 503 while any. */
+  streamDrift: () => readonly string[];
   /** Prometheus text aggregated over all workers (asked of the primary). */
   clusterMetrics: () => Promise<{ text: string; contentType: string }>;
   /** Presence member lists (JetStream only). */
@@ -46,8 +48,14 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
   app.get("/readyz", (res) => {
     const connected = ctx.broker.isConnected();
     const draining = ctx.isDraining();
-    const ready = connected && !draining;
-    sendJson(res, track(res), ready ? 200 : 503, { ready, broker: { kind: ctx.broker.kind, connected }, draining });
+    const drift = ctx.streamDrift();
+    const ready = connected && !draining && drift.length === 0;
+    sendJson(res, track(res), ready ? 200 : 503, {
+      ready,
+      broker: { kind: ctx.broker.kind, connected },
+      draining,
+      ...(drift.length ? { stream: { drift } } : {}),
+    });
   });
 
   // With an admin listener (the primary's), metrics and stats are not on the public port at all.

@@ -20,6 +20,12 @@ export function createMetrics(registry: client.Registry = client.register) {
     connections: new client.Gauge({ name: "fanout_connections", help: "Open WebSocket connections", registers: r }),
     sseConnections: new client.Gauge({ name: "fanout_sse_connections", help: "Open Server-Sent Events streams", registers: r }),
     subscriptions: new client.Gauge({ name: "fanout_subscriptions", help: "Active client subscriptions", registers: r }),
+    streamDrift: new client.Gauge({
+      name: "fanout_stream_drift",
+      help: "1 while this part of the stream's (or presence bucket's) setup has drifted from what the gateway needs (per worker)",
+      labelNames: ["what"],
+      registers: r,
+    }),
     liveFeeds: new client.Gauge({
       name: "fanout_live_feeds",
       help: "Live feeds: one core NATS subscription (or Redis SUBSCRIBE) per channel pattern per worker; no JetStream consumer",
