@@ -2,6 +2,9 @@
 // against the Kubernetes schemas (kubernetes-validate, strict) or, for the two CRDs, deploy/schema/crds; the
 // NATS chart values, the NACK stream, deploy/compose.yaml (compose-spec schema), the Dockerfile and the Grafana
 // dashboard. Tools come from scripts/setup-deploy-tools.sh (.tools/bin/helm, .tools/venv).
+import { desiredStream } from "../../gateway/src/broker/stream.js";
+import { loadConfig } from "../../gateway/src/config/config.js";
+import { sectionsOf } from "../../gateway/src/config/sections.js";
 import { execFile } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -207,6 +210,12 @@ describe("NATS chart values and NACK", () => {
     expect(results).toHaveLength(1);
     expect(results[0]!.checkedBy).toBe("crd-schema");
     expect(results[0]!.doc.spec).toMatchObject({ name: "EVENTS", subjects: ["ev.>"], storage: "file", replicas: 3 });
+    // What the gateway itself creates (and its stream watch checks): direct gets and the republish rule.
+    const wanted = desiredStream(sectionsOf(loadConfig([], { SUBJECT_PREFIX: "ev" }).config).stream);
+    const spec = results[0]!.doc.spec as { allowDirect?: boolean; republish?: { source: string; destination: string }; subjects: string[] };
+    expect(spec.allowDirect).toBe(wanted.allow_direct);
+    expect(spec.republish).toEqual({ source: wanted.republish!.src, destination: wanted.republish!.dest });
+    expect(spec.subjects).toEqual(wanted.subjects);
   });
 });
 

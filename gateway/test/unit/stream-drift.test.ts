@@ -1,0 +1,22 @@
+import { describe, expect, it } from "vitest";
+import type { StreamConfig } from "@nats-io/jetstream";
+import { bucketDrift, streamDrift } from "../../src/broker/stream-watch.js";
+import { desiredStream } from "../../src/broker/stream.js";
+import { loadConfig } from "../../src/config/config.js";
+import { sectionsOf } from "../../src/config/sections.js";
+
+const wanted = desiredStream(sectionsOf(loadConfig([], {}).config).stream);
+const as = (c: Partial<StreamConfig>) => c as StreamConfig;
+
+describe("stream drift — what of the stream's setup the gateway relies on", () => {
+  it("stream drift — none for the stream it creates; each missing part named", () => {
+    expect(streamDrift(as(wanted), wanted)).toEqual([]);
+    expect(streamDrift(undefined, wanted)).toEqual(["stream_missing"]);
+    expect(streamDrift(as({ ...wanted, republish: undefined }), wanted)).toEqual(["republish_changed"]);
+    expect(streamDrift(as({ ...wanted, allow_direct: false, subjects: ["other.>"] }), wanted)).toEqual(["allow_direct_off", "subjects_changed"]);
+    // limits an operator tunes at run time are not drift
+    expect(streamDrift(as({ ...wanted, max_age: 1 }), wanted)).toEqual([]);
+    expect(bucketDrift(undefined, wanted)).toEqual(["bucket_missing"]);
+    expect(bucketDrift(as({ ...wanted, republish: undefined }), wanted)).toEqual(["bucket_republish_changed"]);
+  });
+});
