@@ -17,18 +17,22 @@ let repairing: GatewayHandle;
 let reporting: GatewayHandle;
 const clients = new ClientPool();
 
-const gateway = (stream: string, prefix: string, bucket: string, repair: string) =>
+const gateway = (stream: string, prefix: string, bucket: string, repair: string, interval: string) =>
   startGateway({
     natsUrl: nats.url,
     workers: 1,
-    env: { STREAM_NAME: stream, SUBJECT_PREFIX: prefix, PRESENCE_BUCKET: bucket, STREAM_CHECK_INTERVAL: "300ms", STREAM_REPAIR: repair },
+    env: { STREAM_NAME: stream, SUBJECT_PREFIX: prefix, PRESENCE_BUCKET: bucket, STREAM_CHECK_INTERVAL: interval, STREAM_REPAIR: repair },
   });
 
 beforeAll(async () => {
   nats = await startNatsServer();
   nc = await connect({ servers: nats.url });
   jsm = await jetstreamManager(nc);
-  [repairing, reporting] = await Promise.all([gateway("DRIFTA", "da", "PRESA", "repair"), gateway("DRIFTB", "db", "PRESB", "report")]);
+  [repairing, reporting] = await Promise.all([
+    gateway("DRIFTA", "da", "PRESA", "repair", "300ms"),
+    // an hour between looks: what this one sees, it sees by JetStream's advisories
+    gateway("DRIFTB", "db", "PRESB", "report", "1h"),
+  ]);
 });
 afterAll(async () => {
   clients.closeAll();

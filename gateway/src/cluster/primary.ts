@@ -1,8 +1,8 @@
-import { connect } from "@nats-io/transport-node";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { StreamWatch } from "../broker/stream-watch.js";
 import { ensureStream } from "../broker/stream.js";
-import { ensurePresenceBucket } from "../broker/jetstream-presence.js";
+import { ensurePresenceBucket, presenceStream } from "../broker/jetstream-presence.js";
 import type { Config } from "../config/config.js";
 import { sectionsOf, type PresenceSection, type StreamSection } from "../config/sections.js";
 import { createLogger, type Logger } from "../log.js";
@@ -62,6 +62,10 @@ export async function runPrimary(config: Config): Promise<void> {
       onChange: (drift) => pool.setDrift(drift),
     });
     w.start();
+    // Between two looks, an update or deletion of the stream or the bucket is looked at when JetStream says so.
+    const watched = [config.streamName, ...(prepared.presence ? [presenceStream(prepared.presence.bucket)] : [])];
+    for (const name of watched)
+      for (const what of ["UPDATED", "DELETED"]) prepared.nc.subscribe(`$JS.EVENT.ADVISORY.STREAM.${what}.${name}`, { callback: () => void w.check() });
     stopWatch = async () => {
       w.stop();
       await prepared?.close();
@@ -119,7 +123,7 @@ async function prepareStream(
   security: NatsSecurity,
   log: Logger,
   presence: PresenceSection,
-): Promise<{ jsm: JetStreamManager; presence?: PresenceSection; close(): Promise<void> }> {
+): Promise<{ nc: NatsConnection; jsm: JetStreamManager; presence?: PresenceSection; close(): Promise<void> }> {
   log.info({ servers, ...describeNatsSecurity(security) }, "connecting to NATS");
   const nc = await connect({
     servers,
@@ -142,7 +146,7 @@ async function prepareStream(
         return false;
       },
     );
-    return { jsm, ...(bucket ? { presence } : {}), close: () => nc.close() };
+    return { nc, jsm, ...(bucket ? { presence } : {}), close: () => nc.close() };
   } catch (e) {
     await nc.close();
     throw e;

@@ -96,6 +96,10 @@ export function gatewayPermissions(n: GatewayNames, omit: string[] = []): { publ
     `fgwpresence.${n.bucket}.>`,
     `$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.${n.stream}`,
     `$JS.EVENT.ADVISORY.STREAM.CREATED.${n.stream}`,
+    `$JS.EVENT.ADVISORY.STREAM.UPDATED.${n.stream}`,
+    `$JS.EVENT.ADVISORY.STREAM.DELETED.${n.stream}`,
+    `$JS.EVENT.ADVISORY.STREAM.UPDATED.${kv}`,
+    `$JS.EVENT.ADVISORY.STREAM.DELETED.${kv}`,
   ].filter((s) => !omit.includes(s));
   return { publish, subscribe };
 }
