@@ -110,6 +110,26 @@ describe("batch publish — HTTP", () => {
   });
 });
 
+describe("channel names — a lone surrogate is refused at every door", () => {
+  it("WS sub and pub, and a batch item, with a lone surrogate answer bad_channel (it would share U+FFFD's subject)", async () => {
+    const t = await sign({ channels: { sub: [">"], pub: [">"] } }, { sub: uniq("lone") });
+    const c = clients.track(await connect(gw.wsUrl, { headers: { authorization: `Bearer ${t}` } }));
+    expect(await c.request({ op: "sub", channel: "lone.\uD800" })).toMatchObject({ op: "err", code: "bad_channel" });
+    expect(await c.request({ op: "pub", channel: "lone.\uD800", data: 1 })).toMatchObject({ op: "err", code: "bad_channel" });
+    const r = await post(
+      JSON.stringify([
+        { channel: "lone.\uD800", data: 1 },
+        { channel: "lone.\uFFFD", data: 2 },
+      ]),
+      { "x-api-key": API_KEY },
+    );
+    expect(r.json.results).toEqual([
+      { error: "bad_channel", message: expect.stringContaining("well-formed"), temporary: false },
+      { seq: expect.any(Number), duplicate: false },
+    ]);
+  });
+});
+
 describe("single HTTP publish — the body's bytes", () => {
   it("one line of JSON is stored as sent; JSON over several lines is stored compact on one line; not JSON is 400", async () => {
     const channel = uniq("body");

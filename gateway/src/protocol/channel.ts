@@ -15,6 +15,8 @@ function check(name: unknown, allowWildcards: boolean): ChannelCheck {
   if (name.length === 0) return { ok: false, reason: "channel is empty" };
   if (name.length > MAX_CHANNEL_LENGTH) return { ok: false, reason: `channel is longer than ${MAX_CHANNEL_LENGTH} characters` };
   if (name.startsWith("$")) return { ok: false, reason: "channel must not start with $" };
+  // A lone surrogate would be sent as U+FFFD: two names would be one subject (lone.\uD800 and lone.\uFFFD).
+  if (!name.isWellFormed()) return { ok: false, reason: "channel is not well-formed Unicode (a lone surrogate)" };
   const tokens = name.split(".");
   if (tokens.length > MAX_CHANNEL_TOKENS) return { ok: false, reason: `channel has more than ${MAX_CHANNEL_TOKENS} tokens` };
   for (let i = 0; i < tokens.length; i++) {

@@ -11,6 +11,14 @@ describe("protocol — channels", () => {
   );
   it.each(["orders.*", "orders.>", "*.eu", ">", "*"])("accepts pattern %s", (p) => expect(checkPattern(p).ok).toBe(true));
   it.each(["orders.>.eu", "orders.**", "$SYS.>"])("rejects pattern %s", (p) => expect(checkPattern(p).ok).toBe(false));
+  it("channels — a lone surrogate is refused (it would be sent as U+FFFD: lone.\\uD800 and lone.\\uFFFD one subject); pairs are fine", () => {
+    for (const bad of ["lone.\uD800", "lone.\uDC00x", "x.\uD83D"]) {
+      expect(checkChannel(bad)).toEqual({ ok: false, reason: expect.stringContaining("well-formed") });
+      expect(checkPattern(`${bad}.>`).ok).toBe(false);
+    }
+    expect(checkChannel("lone.\uFFFD").ok).toBe(true);
+    expect(checkChannel("emoji.\uD83D\uDE00").ok).toBe(true);
+  });
   it("frames — id -0 is taken as 0, so that the echoed id matches (regression: found by the frame fuzzer)", () => {
     const r = parseClientFrame('{"op":"unsub","id":-0,"channel":">"}');
     expect(r.ok && Object.is(r.frame.id, 0)).toBe(true);
