@@ -2,8 +2,13 @@
 #   docker build -t fanout-gateway .
 #   docker run --rm -p 9000:9000 -e NATS_URL=nats://host.docker.internal:4222 fanout-gateway
 # Debian (glibc), not Alpine: uWebSockets.js ships prebuilt glibc binaries.
+# Node 20 because the uWebSockets.js build in use (uWS v20.30) has binaries for it and glibc 2.36; Node 20
+# reached end of life on 2026-04-30 (see README → Security → Runtime). The base image is pinned to an exact
+# patch release so that a rebuild gets the same runtime; a release build pins its digest too
+# (docker buildx imagetools inspect node:<version>-bookworm-slim, then FROM node:<version>-bookworm-slim@sha256:…).
+ARG NODE_IMAGE=node:20.20.2-bookworm-slim
 
-FROM node:20-bookworm-slim AS build
+FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -11,7 +16,7 @@ COPY . .
 # gateway/public may be empty (git keeps no empty folders); make sure the runtime stage can copy it.
 RUN npm run build && mkdir -p gateway/public
 
-FROM node:20-bookworm-slim AS runtime
+FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production \
     PORT=9000
 WORKDIR /app

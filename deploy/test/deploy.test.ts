@@ -5,8 +5,9 @@
 import { desiredStream } from "../../gateway/src/broker/stream.js";
 import { loadConfig } from "../../gateway/src/config/config.js";
 import { sectionsOf } from "../../gateway/src/config/sections.js";
+import { SETTINGS } from "../../gateway/src/config/settings.js";
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
@@ -253,6 +254,20 @@ describe("compose", () => {
       expect(doc.services[g].build).toEqual({ context: "..", dockerfile: "Dockerfile" });
     }
     expect(doc.services.redis).toBeDefined();
+    // NATS runs without authentication here: its ports are published on loopback only.
+    for (const [name, svc] of natsServices) for (const p of (svc.ports ?? []) as string[]) expect(p, name).toMatch(/^127\.0\.0\.1:/);
+  });
+});
+
+describe("settings named by the deploy files", () => {
+  it("every setting-like name the chart and compose mention is a setting of the gateway (a misspelt one would be ignored)", () => {
+    const settings = new Set(Object.values(SETTINGS).map((s) => s.env));
+    const prefixes = new Set([...settings].map((e) => e.split("_")[0]!));
+    const files = ["deploy/helm/fanout-gateway/values.yaml", ...readdirSync(resolve(ROOT, "deploy/helm/fanout-gateway/templates")).map((f) => `deploy/helm/fanout-gateway/templates/${f}`)];
+    const named = files.flatMap((f) => [...readFileSync(resolve(ROOT, f), "utf8").matchAll(/\b([A-Z][A-Z0-9]*_[A-Z0-9_]*[A-Z0-9])\b/g)].map((m) => ({ f, name: m[1]! })));
+    const unknown = named.filter((n) => prefixes.has(n.name.split("_")[0]!) && !settings.has(n.name));
+    expect(unknown).toEqual([]);
+    expect(named.length).toBeGreaterThan(10); // the check reads the files it means to
   });
 });
 
@@ -261,6 +276,9 @@ describe("Dockerfile", () => {
     const df = readFileSync(resolve(ROOT, "Dockerfile"), "utf8");
     const pkg = JSON.parse(readFileSync(resolve(ROOT, "package.json"), "utf8")) as { bin: Record<string, string> };
     expect(df.match(/^FROM /gm)).toHaveLength(2);
+    // Both stages on one base image, pinned to an exact patch release (a digest may follow), never a moving tag.
+    expect(df.match(/^FROM \$\{NODE_IMAGE\} AS /gm)).toHaveLength(2);
+    expect(/^ARG NODE_IMAGE=(\S+)$/m.exec(df)?.[1]).toMatch(/^node:\d+\.\d+\.\d+-bookworm-slim(@sha256:[0-9a-f]{64})?$/);
     expect(df).toMatch(/RUN npm ci[^\n]*\n[\s\S]*RUN npm run build/);
     expect(df).toMatch(/RUN npm ci --omit=dev/);
     const user = /^USER (\S+)/m.exec(df)?.[1];
