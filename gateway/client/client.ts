@@ -55,11 +55,15 @@ export class GatewayError extends Error {
 export type StartPosition = { seq: number } | { time: string | Date } | { last: number } | "all" | "last_per_subject";
 
 export interface GatewayClientOptions {
-  /** Sent as the `token` query parameter (or as a subprotocol with `tokenVia: "protocol"`). */
+  /** Sent as a `bearer.<token>` subprotocol (or as the `token` query parameter with `tokenVia: "query"`). */
   token?: string;
   /** Called before every connect for a fresh token; also makes the client reconnect after a 4001 close. */
   getToken?: () => string | Promise<string>;
-  /** "query" (default): `?token=`; "protocol": `Sec-WebSocket-Protocol: fanout.v1, bearer.<token>`. */
+  /**
+   * "protocol" (default): `Sec-WebSocket-Protocol: fanout.v1, bearer.<token>`, which proxies and access logs do
+   * not keep; "query": `?token=`, in the URL, where they do (only for servers behind something that drops the
+   * subprotocol header).
+   */
   tokenVia?: "query" | "protocol";
   /** WebSocket implementation; defaults to `globalThis.WebSocket`. */
   WebSocket?: WebSocketConstructor;
@@ -78,7 +82,7 @@ export interface GatewayClientOptions {
   onAutoMessage?: MessageHandler;
 }
 
-export const DEFAULT_OPTIONS = { minDelayMs: 250, maxDelayMs: 15_000, queueLimit: 1_000, connectTimeoutMs: 10_000, tokenVia: "query" } as const;
+export const DEFAULT_OPTIONS = { minDelayMs: 250, maxDelayMs: 15_000, queueLimit: 1_000, connectTimeoutMs: 10_000, tokenVia: "protocol" } as const;
 
 export interface SubscribeOptions {
   /** Start position of the first subscribe; later resubscribes resume from the last delivered seq + 1. */

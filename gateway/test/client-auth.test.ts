@@ -46,6 +46,23 @@ describe("client — tokens", () => {
     }
   });
 
+  it("client — by default the token travels in the subprotocol header, never in the URL", async () => {
+    const opened: { url: string; protocols?: string | string[] }[] = [];
+    class Recording extends WebSocket {
+      constructor(url: string, protocols?: string | string[]) {
+        super(url, protocols);
+        opened.push({ url, protocols });
+      }
+    }
+    const token = await sign(ALL);
+    const c = client({ token, WebSocket: Recording });
+    await c.connect();
+    expect(opened).toHaveLength(1);
+    expect(opened[0]!.url).not.toContain("token");
+    expect(opened[0]!.url).not.toContain(token);
+    expect(opened[0]!.protocols).toEqual(["fanout.v1", `bearer.${token}`]);
+  });
+
   it("client — 4001 without getToken stops with tokenExpired; with getToken it reconnects with a fresh token and resumes", async () => {
     const short = await sign(ALL, { exp: Math.floor(Date.now() / 1000) + 2 });
     const stopped: GatewayEvent[] = [];
