@@ -32,6 +32,13 @@ const pidAlive = (pid: number) => {
 };
 
 describe("lifecycle — bad settings and startup checks", () => {
+  it("a misspelt setting is named at start with the setting it likely meant (JWT_SECERT would leave authentication off)", async () => {
+    const n = await nats();
+    const g = await gateway({ natsUrl: n.url, workers: 1, env: { JWT_SECERT: "not-the-secret-0123456789-0123456789" } });
+    const warn = g.logs.find((l) => typeof l.msg === "string" && l.msg.startsWith("environment variables that look like settings"));
+    expect(warn?.variables).toEqual([{ variable: "JWT_SECERT", didYouMean: "JWT_SECRET" }]);
+  });
+
   it("a bad setting exits 1 with a message naming it", () => {
     const r = spawnSync(process.execPath, [CLI, "--port", "99999"], { encoding: "utf8", env: { ...process.env } });
     expect(r.status).toBe(1);

@@ -1,6 +1,7 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { StreamWatch } from "../broker/stream-watch.js";
+import { unknownSettings } from "../config/unknown-env.js";
 import { ensureStream } from "../broker/stream.js";
 import { ensurePresenceBucket, presenceStream } from "../broker/jetstream-presence.js";
 import type { Config } from "../config/config.js";
@@ -27,6 +28,9 @@ export const adminPortOf = (c: Config): number => (c.adminPort === -2 ? (authEna
 export async function runPrimary(config: Config): Promise<void> {
   const log = createLogger(config.logLevel, { role: "primary" });
   loadUws(); // refuse the pure-JS fallback before forking anything
+  const unknown = unknownSettings(process.env);
+  if (unknown.length > 0)
+    log.warn({ variables: unknown }, "environment variables that look like settings are not settings and are ignored (misspelt?); see --help");
   let brokers: EmbeddedBrokers | undefined;
   const fail = async (e: unknown): Promise<never> => {
     log.fatal({ err: e }, (e as Error).message);

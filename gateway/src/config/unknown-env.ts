@@ -1,0 +1,55 @@
+import { SETTINGS } from "./settings.js";
+
+/** An environment variable that looks like a setting and is not one (ignored), and the setting it likely meant. */
+export type UnknownSetting = { variable: string; didYouMean?: string };
+
+const NAMES: readonly string[] = Object.values(SETTINGS).map((s) => s.env);
+const KNOWN = new Set(NAMES);
+/** Prefixes two or more settings share (JWT_, STREAM_, HOOK_, NATS_, …): a variable with one is meant as a setting. */
+const PREFIXES: ReadonlySet<string> = (() => {
+  const count = new Map<string, number>();
+  for (const n of NAMES) if (n.includes("_")) count.set(n.split("_")[0]!, (count.get(n.split("_")[0]!) ?? 0) + 1);
+  return new Set([...count].filter(([, c]) => c >= 2).map(([p]) => p));
+})();
+
+/**
+ * The variables of `env` that are probably misspelt settings: a settings prefix but no setting of that name,
+ * or one or two edits away from a setting's name (for names of 8+ characters, so PATH is not PORT). Variables
+ * the gateway sets for itself (FGW_*) are left out. A misspelt setting is otherwise ignored without a word, and
+ * JWT_SECERT would leave authentication off.
+ */
+export function unknownSettings(env: Readonly<Record<string, string | undefined>>): UnknownSetting[] {
+  const out: UnknownSetting[] = [];
+  for (const variable of Object.keys(env).sort()) {
+    if (KNOWN.has(variable) || variable.startsWith("FGW_") || !/^[A-Z][A-Z0-9_]*$/.test(variable)) continue;
+    const nearest = closest(variable);
+    const prefixed = variable.includes("_") && PREFIXES.has(variable.split("_")[0]!);
+    if (!prefixed && !(nearest && nearest.distance <= 2 && nearest.name.length >= 8)) continue;
+    // A setting that extends the name (JWT_PUBLIC_KEY → JWT_PUBLIC_KEY_FILE) is the likelier meaning.
+    const longer = NAMES.find((n) => n.startsWith(`${variable}_`));
+    const near = nearest && nearest.distance <= Math.max(2, Math.floor(variable.length / 4)) ? nearest.name : undefined;
+    const meant = longer ?? near;
+    out.push(meant ? { variable, didYouMean: meant } : { variable });
+  }
+  return out;
+}
+
+function closest(v: string): { name: string; distance: number } | undefined {
+  let best: { name: string; distance: number } | undefined;
+  for (const name of NAMES) {
+    const d = distance(v, name);
+    if (!best || d < best.distance) best = { name, distance: d };
+  }
+  return best;
+}
+
+/** Levenshtein distance (insertions, deletions, substitutions). */
+export function distance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = cur;
+  }
+  return prev[b.length]!;
+}
