@@ -4,6 +4,8 @@ import { loadConfig, settingsTable } from "./config/config.js";
 import { runPrimary } from "./cluster/primary.js";
 import { runWorker } from "./cluster/worker.js";
 import { ConfigError, GatewayError, ProcessError } from "./errors.js";
+import { withSecrets, type Secrets } from "./config/secrets.js";
+import { isFgwMessage, type ToPrimary, type ToWorker } from "./cluster/ipc.js";
 
 const USAGE = `fanout-gateway — WebSocket fan-out gateway on NATS JetStream
 
@@ -32,7 +34,22 @@ async function main(): Promise<void> {
     return;
   }
   if (cluster.isPrimary) await runPrimary(parsed.config);
-  else await runWorker(parsed.config);
+  else await runWorker(withSecrets(parsed.config, await secretsFromPrimary()));
+}
+
+/** A worker's secret settings, asked of the primary (they are not in its environment). */
+function secretsFromPrimary(): Promise<Secrets> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("the primary did not send the secret settings within 10 s")), 10_000);
+    const onMessage = (m: unknown): void => {
+      if (!isFgwMessage(m) || (m as ToWorker).type !== "fgw:secrets") return;
+      clearTimeout(timer);
+      process.off("message", onMessage);
+      resolve((m as ToWorker & { type: "fgw:secrets" }).secrets);
+    };
+    process.on("message", onMessage);
+    process.send?.({ type: "fgw:secrets-req" } satisfies ToPrimary);
+  });
 }
 
 main().catch((e: unknown) => {

@@ -1,5 +1,6 @@
 import cluster, { type Worker } from "node:cluster";
 import { WORKER_CONFIG_ENV, type Config } from "../config/config.js";
+import { secretsOf, withoutSecrets } from "../config/secrets.js";
 import type { ServerSection } from "../config/sections.js";
 import type { Logger } from "../log.js";
 import type { ClusterMetrics } from "./cluster-metrics.js";
@@ -34,6 +35,7 @@ export class WorkerPool {
     cluster.on("message", (worker, m: unknown) => {
       // A worker that starts (or restarts) while the stream is drifted is told at once.
       if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:listening" && this.drift.length > 0) send(worker, { type: "fgw:drift", drift: [...this.drift] });
+      if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:secrets-req") send(worker, { type: "fgw:secrets", secrets: secretsOf(this.workerConfig) });
       if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:metrics-req") this.answerMetrics(worker, (m as ToPrimary & { type: "fgw:metrics-req" }).id);
     });
     cluster.on("exit", (worker, code, signal) => this.exited(worker, code, signal));
@@ -49,7 +51,8 @@ export class WorkerPool {
   }
 
   private fork(): Worker {
-    const w = cluster.fork({ [WORKER_CONFIG_ENV]: JSON.stringify(this.workerConfig) });
+    // Secrets stay out of the worker's environment (/proc/<pid>/environ): it asks for them over IPC.
+    const w = cluster.fork({ [WORKER_CONFIG_ENV]: JSON.stringify(withoutSecrets(this.workerConfig)) });
     this.startedAt.set(w.id, Date.now());
     return w;
   }

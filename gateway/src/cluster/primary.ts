@@ -2,6 +2,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { StreamWatch } from "../broker/stream-watch.js";
 import { unknownSettings } from "../config/unknown-env.js";
+import { SECRET_ENV } from "../config/secrets.js";
 import { ensureStream } from "../broker/stream.js";
 import { ensurePresenceBucket, presenceStream } from "../broker/jetstream-presence.js";
 import type { Config } from "../config/config.js";
@@ -57,6 +58,8 @@ export async function runPrimary(config: Config): Promise<void> {
   const tlsPort = tlsEnabled(config) && config.tlsPort === 0 ? await freePort(config.host) : config.tlsPort;
   // Workers get every URL and port resolved; an admin listener means they keep metrics off the public port.
   const workerConfig: Config = Object.freeze({ ...config, natsUrl: brokers.natsUrl, redisUrl: brokers.redisUrl, port, tlsPort, adminPort: admin?.port ?? -1 });
+  // Workers inherit the primary's environment: the secrets go to them over IPC instead (pool.ts).
+  for (const name of SECRET_ENV) delete process.env[name];
   const pool = new WorkerPool(sectionsOf(config).server, workerConfig, metrics, log, (e) => void fail(e));
   await pool.start();
   if (prepared) {
