@@ -29,7 +29,6 @@ export function storeKeyEnvValue(file: string): string {
     throw new ConfigError("NATS_STORE_KEY_FILE", `invalid ${KEY_SETTING}: cannot read ${file}: ${(e as Error).message}`);
   }
   if (key.length < 16) throw new ConfigError("NATS_STORE_KEY_FILE", `invalid ${KEY_SETTING}: the key in ${file} must be at least 16 characters`);
-  // eslint-disable-next-line no-control-regex -- control characters are what is refused
   if (/[\u0000-\u001f\u007f]/.test(key)) throw new ConfigError("NATS_STORE_KEY_FILE", `invalid ${KEY_SETTING}: the key in ${file} has control characters`);
   return `"${key.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
 }

@@ -1,11 +1,10 @@
 import type { Config } from "./config.js";
 
-/** Settings whose values are secrets: never in a worker's environment (readable in /proc/<pid>/environ). */
-const SECRET_FIELDS = ["jwtSecret", "apiKeys"] as const satisfies readonly (keyof Config)[];
 /** Their environment variables, removed from the primary's environment before it forks (workers inherit it). */
 export const SECRET_ENV = ["JWT_SECRET", "API_KEYS"] as const;
 
-export type Secrets = Pick<Config, (typeof SECRET_FIELDS)[number]>;
+/** Settings whose values are secrets: never in a worker's environment (readable in /proc/<pid>/environ). */
+export type Secrets = Pick<Config, "jwtSecret" | "apiKeys">;
 
 /** The config a worker is forked with: the secrets blanked (they come over IPC). */
 export function withoutSecrets(c: Config): Config {
