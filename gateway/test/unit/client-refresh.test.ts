@@ -19,7 +19,13 @@ afterAll(() => new Promise<void>((r) => wss.close(() => r())));
 describe("client — refreshToken", () => {
   it("client — refreshToken settles when the connection closes before the reply, and the next connection presents the new token", async () => {
     const { port } = wss.address() as AddressInfo;
-    const c = new GatewayClient(`ws://127.0.0.1:${port}/ws`, { WebSocket: WebSocket as never, token: "old", tokenVia: "query", minDelayMs: 10, maxDelayMs: 20 });
+    const c = new GatewayClient(`ws://127.0.0.1:${port}/ws`, {
+      WebSocket: WebSocket as never,
+      token: "old",
+      tokenVia: "query",
+      minDelayMs: 10,
+      maxDelayMs: 20,
+    });
     await c.connect();
     await expect(c.refreshToken("new")).resolves.toEqual({});
     await waitFor(() => seen.length >= 2 || undefined, { what: "a reconnect" });
