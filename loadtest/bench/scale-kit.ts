@@ -281,17 +281,7 @@ export function pcts(values: number[]): Pcts {
   return { n: a.length, p50: percentile(a, 50), p99: percentile(a, 99), max: a.length ? a[a.length - 1]! : NaN };
 }
 
-/** Seeded PRNG (mulberry32): both brokers get the same channel sequence. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { rng } from "./rng.js";
 
 /** Appends a section to a results file, creating it with a heading first. */
 export function appendResults(path: string, heading: string, section: string): void {

@@ -1,6 +1,7 @@
 // The seeded fault schedule: which fault, on what, when. Pure: the same seed, duration and gap give the same
 // list. Kinds are drawn in shuffled rounds (every kind once per round), so a run long enough for one round
 // injects each kind at least once and the mix stays even over long runs.
+import { rng } from "../bench/rng.js";
 
 export const FAULT_KINDS = [
   "worker-kill",
@@ -31,17 +32,6 @@ export type Fault = {
   delayMs: number;
 };
 
-/** mulberry32: a small seeded PRNG, uniform in [0, 1). */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export function buildSchedule(o: { seed: number; durationMs: number; meanGapMs: number; kinds: readonly FaultKind[] }): Fault[] {
   const rand = rng(o.seed);
