@@ -22,6 +22,7 @@ export function unknownSettings(env: Readonly<Record<string, string | undefined>
   const out: UnknownSetting[] = [];
   for (const variable of Object.keys(env).sort()) {
     if (KNOWN.has(variable) || variable.startsWith("FGW_") || !/^[A-Z][A-Z0-9_]*$/.test(variable)) continue;
+    if (isServiceLink(variable, env[variable])) continue;
     const nearest = closest(variable);
     const prefixed = variable.includes("_") && PREFIXES.has(variable.split("_")[0]!);
     if (!prefixed && !(nearest && nearest.distance <= 2 && nearest.name.length >= 8)) continue;
@@ -32,6 +33,15 @@ export function unknownSettings(env: Readonly<Record<string, string | undefined>
     out.push(meant ? { variable, didYouMean: meant } : { variable });
   }
   return out;
+}
+
+/**
+ * Kubernetes' service links: a Service named `nats` gives every pod NATS_SERVICE_HOST, NATS_PORT=tcp://…,
+ * NATS_PORT_4222_TCP_ADDR and so on. They are not misspelt settings.
+ */
+function isServiceLink(name: string, value: string | undefined): boolean {
+  if (/_SERVICE_(HOST|PORT)(_[A-Z0-9_]+)?$/.test(name) || /_PORT_\d+_(TCP|UDP|SCTP)(_[A-Z]+)?$/.test(name)) return true;
+  return name.endsWith("_PORT") && /^(tcp|udp|sctp):\/\//.test(value ?? "");
 }
 
 function closest(v: string): { name: string; distance: number } | undefined {

@@ -21,5 +21,8 @@ describe("config — environment variables that look like settings", () => {
       { variable: "STREAM_MAX_AGEE", didYouMean: "STREAM_MAX_AGE" },
     ]);
     expect(distance("JWT_SECERT", "JWT_SECRET")).toBe(2);
+    // a Kubernetes Service named nats gives every pod these: not settings, not misspelt either
+    const links = { NATS_SERVICE_HOST: "10.0.0.1", NATS_SERVICE_PORT: "4222", NATS_PORT: "tcp://10.0.0.1:4222", NATS_PORT_4222_TCP_ADDR: "10.0.0.1" };
+    expect(unknownSettings(links)).toEqual([]);
   });
 });
