@@ -1,8 +1,11 @@
 import { defineConfig } from "vitest/config";
 
+/** In-process tests of pure logic (state machines, parsers, statistics): seconds, no servers, no build. */
+const UNIT = ["gateway/test/unit/**/*.test.ts", "gateway/test/fuzz/frames.fuzz.test.ts", "subtools/test/unit/**/*.test.ts", "pubtools/test/unit/**/*.test.ts", "loadtest/test/unit/**/*.test.ts"];
+const ALL = ["gateway/test/**/*.test.ts", "subtools/test/**/*.test.ts", "pubtools/test/**/*.test.ts", "loadtest/test/**/*.test.ts", "deploy/test/**/*.test.ts"];
+
 export default defineConfig({
   test: {
-    include: ["gateway/test/**/*.test.ts", "subtools/test/**/*.test.ts", "pubtools/test/**/*.test.ts", "loadtest/test/**/*.test.ts", "deploy/test/**/*.test.ts"],
     testTimeout: 60_000,
     hookTimeout: 90_000,
     // Each test file starts its own servers on ephemeral ports; two cores, so keep parallelism modest.
@@ -10,5 +13,13 @@ export default defineConfig({
     maxWorkers: 2,
     fileParallelism: true,
     reporters: ["default"],
+    projects: [
+      { extends: true, test: { name: "unit", include: UNIT } },
+      {
+        extends: true,
+        // Real servers (nats-server, redis-server, the gateway's CLI from dist/, Chromium): `npm run build` first.
+        test: { name: "integration", include: ALL, exclude: UNIT, globalSetup: ["gateway/test/support/require-build.ts"] },
+      },
+    ],
   },
 });

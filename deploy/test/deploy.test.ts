@@ -2,7 +2,7 @@
 // against the Kubernetes schemas (kubernetes-validate, strict) or, for the two CRDs, deploy/schema/crds; the
 // NATS chart values, the NACK stream, deploy/compose.yaml (compose-spec schema), the Dockerfile and the Grafana
 // dashboard. Tools come from scripts/setup-deploy-tools.sh (.tools/bin/helm, .tools/venv).
-import { desiredStream } from "../../gateway/src/broker/stream.js";
+import { desiredStream } from "../../gateway/src/broker/jetstream/stream.js";
 import { loadConfig } from "../../gateway/src/config/config.js";
 import { sectionsOf } from "../../gateway/src/config/sections.js";
 import { SETTINGS } from "../../gateway/src/config/settings.js";

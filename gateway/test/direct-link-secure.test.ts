@@ -13,9 +13,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { gatewayPermissions, hasOpenssl, makeTestPki, secureServerConfig, type TestPki } from "./support/nats-secure.js";
 import { waitFor } from "./support/wait.js";
-import { DirectGet, type DirectBatch } from "../src/broker/direct-get.js";
-import { DirectLink } from "../src/broker/direct-link.js";
-import { loadNatsSecurity, natsJsOptions, type NatsSecurity } from "../src/broker/nats-security.js";
+import { DirectGet, type DirectBatch } from "../src/broker/jetstream/direct/direct-get.js";
+import { DirectLink } from "../src/broker/jetstream/direct/direct-link.js";
+import { loadNatsSecurity, natsJsOptions, type NatsSecurity } from "../src/broker/jetstream/nats-security.js";
 import type { NatsSecuritySection } from "../src/config/sections.js";
 
 const COUNT = 1_200;

@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { startTcpProxy } from "./support/tcp-proxy.js";
 import { waitFor } from "./support/wait.js";
-import { DirectGet, type DirectBatch } from "../src/broker/direct-get.js";
-import { DirectLink } from "../src/broker/direct-link.js";
+import { DirectGet, type DirectBatch } from "../src/broker/jetstream/direct/direct-get.js";
+import { DirectLink } from "../src/broker/jetstream/direct/direct-link.js";
 import { GatewayError } from "../src/errors.js";
 import { createLogger } from "../src/log.js";
 

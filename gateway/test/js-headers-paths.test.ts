@@ -7,9 +7,9 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { waitFor } from "./support/wait.js";
-import { jsHeaderPaths, jsHeaders } from "../src/broker/js-headers.js";
-import { DirectGet } from "../src/broker/direct-get.js";
-import { DirectLink } from "../src/broker/direct-link.js";
+import { jsHeaderPaths, jsHeaders } from "../src/broker/jetstream/headers.js";
+import { DirectGet } from "../src/broker/jetstream/direct/direct-get.js";
+import { DirectLink } from "../src/broker/jetstream/direct/direct-link.js";
 import { createLogger } from "../src/log.js";
 
 let nats: NatsServerHandle;

@@ -1,9 +1,9 @@
-// JetStream publishes on the core connection with one reply subscription (broker/js-publisher.ts), against a
+// JetStream publishes on the core connection with one reply subscription (broker/jetstream/publisher.ts), against a
 // real nats-server: acks, dedup, the server's refusals, no responders, timeouts.
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { JsPublisher } from "../src/broker/js-publisher.js";
+import { JsPublisher } from "../src/broker/jetstream/publisher.js";
 import { brokerFailure, GatewayError } from "../src/errors.js";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 

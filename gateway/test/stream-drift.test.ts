@@ -1,4 +1,4 @@
-// The stream's own setup drifting at run time (broker/stream-watch.ts), against a real nats-server and real
+// The stream's own setup drifting at run time (broker/jetstream/stream-watch.ts), against a real nats-server and real
 // gateways: a removed republish rule, a deleted stream and a deleted presence bucket are noticed, repaired (or
 // only reported), and live subscribers lose nothing.
 import { connect, type NatsConnection } from "@nats-io/transport-node";

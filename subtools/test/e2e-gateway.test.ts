@@ -1,7 +1,7 @@
 // End to end through the gateway (JetStream broker, then the Redis broker). Skipped until the gateway
 // has been built (`npm run build`).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startNatsServer, type NatsServerHandle } from "../../gateway/test/support/nats-server.js";
@@ -9,7 +9,6 @@ import { startRedisServer, type RedisServerHandle } from "../../gateway/test/sup
 import { buildTools, PUB_CLI, run, runToEnd, SUB_CLI, waitConnected } from "./support/tools.js";
 import type { SubResult } from "../src/result.js";
 
-const GATEWAY_BUILT = existsSync("dist/gateway/src/cli.js");
 type Gateway = { port: number; stop(): Promise<unknown> };
 const dir = mkdtempSync(join(tmpdir(), "subtools-gw-"));
 
@@ -44,7 +43,7 @@ async function liveRun(port: number, channel: string, pubTarget: string, name: s
 
 const complete = { clients: 20, everConnected: 20, received: 400, expected: 400, lost: 0, duplicated: 0, outOfOrder: 0, endMarkers: 40, connectFailures: 0, subErrors: 0, badFrames: 0 };
 
-describe.skipIf(!GATEWAY_BUILT)("load tools — through the gateway on JetStream", () => {
+describe("load tools — through the gateway on JetStream", () => {
   let nats: NatsServerHandle;
   let gw: Gateway;
   beforeAll(async () => {
@@ -78,7 +77,7 @@ describe.skipIf(!GATEWAY_BUILT)("load tools — through the gateway on JetStream
   });
 });
 
-describe.skipIf(!GATEWAY_BUILT)("load tools — through the gateway on the Redis broker", () => {
+describe("load tools — through the gateway on the Redis broker", () => {
   let redis: RedisServerHandle;
   let gw: Gateway;
   beforeAll(async () => {

@@ -1,10 +1,10 @@
 import type { BrokerSection, DurableSection, PresenceSection, StreamSection } from "../config/sections.js";
-import type { RepairReason } from "./jetstream-live.js";
-import type { DirectVia } from "./direct-get.js";
+import type { RepairReason } from "./jetstream/live.js";
+import type { DirectVia } from "./jetstream/direct/direct-get.js";
 import type { Logger } from "../log.js";
 import type { Broker } from "./broker.js";
-import { JetStreamBroker } from "./jetstream.js";
-import { describeNatsSecurity, loadNatsSecurity } from "./nats-security.js";
+import { JetStreamBroker } from "./jetstream/jetstream.js";
+import { describeNatsSecurity, loadNatsSecurity } from "./jetstream/nats-security.js";
 
 /** Connects the broker its section selects (the stream and durable sections say how it is used). */
 export async function connectBroker(

@@ -1,7 +1,7 @@
 import cluster from "node:cluster";
 import client from "prom-client";
 import { parsePrometheus, sampleFrom, statsBody, StatsWindow } from "../http/stats.js";
-import { Coalescer } from "../broker/coalesce.js";
+import { Coalescer } from "../util/coalesce.js";
 
 /**
  * Metrics of all workers, aggregated by the primary (prom-client's AggregatorRegistry asks every worker over

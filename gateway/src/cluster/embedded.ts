@@ -1,6 +1,6 @@
 import type { BrokerSection } from "../config/sections.js";
 import type { Logger } from "../log.js";
-import { EmbeddedNats } from "../broker/embedded-nats.js";
+import { EmbeddedNats } from "./embedded-nats.js";
 
 /** The broker URLs the workers use, and how to stop what was started for them. */
 export type EmbeddedBrokers = { natsUrl: string[]; redisUrl: string; stop(timeoutMs?: number): Promise<void> };
@@ -23,7 +23,7 @@ export async function startEmbeddedBrokers(config: BrokerSection, log: Logger): 
     return { natsUrl: [nats.url], redisUrl: config.redisUrl, stop: (t?: number) => nats.stop(t) };
   }
   if (config.redisUrl) return { natsUrl: config.natsUrl, redisUrl: config.redisUrl, stop: async () => {} };
-  const { EmbeddedRedis } = await import("../broker/embedded-redis.js");
+  const { EmbeddedRedis } = await import("./embedded-redis.js");
   const redis = new EmbeddedRedis({ bin: config.redisServerBin, log });
   await redis.start();
   return { natsUrl: config.natsUrl, redisUrl: redis.url, stop: (t?: number) => redis.stop(t) };

@@ -106,7 +106,7 @@ const NATS_FILES = [
 /**
  * Cross-checks of the NATS credential and TLS settings: one way to authenticate, user with password, cert
  * with key, files that exist, and none of it without a NATS_URL to use it on (the embedded server has none).
- * The files' contents are checked where they are read (broker/nats-security.ts).
+ * The files' contents are checked where they are read (broker/jetstream/nats-security.ts).
  */
 export function checkNatsSecurity(c: Config): void {
   const set = NATS_FILES.filter((f) => c[f[2]]);

@@ -25,7 +25,7 @@ export type ServerSection = Readonly<{
   publishBatchMaxItems: number;
   publishBatchMaxBytes: number;
 }>;
-/** How the gateway authenticates to NATS and whether it speaks TLS to it: file paths, read by broker/nats-security.ts. */
+/** How the gateway authenticates to NATS and whether it speaks TLS to it: file paths, read by broker/jetstream/nats-security.ts. */
 export type NatsSecuritySection = Readonly<{
   credsFile: string;
   nkeySeedFile: string;
@@ -66,7 +66,7 @@ export type StreamSection = Readonly<{
   duplicateWindowMs: number;
   maxConsumers: number;
   update: boolean;
-  /** The primary's look at the stream's setup after start (broker/stream-watch.ts), and whether it repairs. */
+  /** The primary's look at the stream's setup after start (broker/jetstream/stream-watch.ts), and whether it repairs. */
   checkIntervalMs: number;
   repair: boolean;
 }>;
@@ -95,7 +95,7 @@ export type BackpressureSection = Readonly<{ bytes: number; maxBytes: number; sl
 /** Server-Sent Events streams (sse/): heartbeat comments and the client's reconnection delay. */
 export type SseSection = Readonly<{ heartbeatMs: number; retryMs: number }>;
 export type DurableSection = Readonly<{ ackWaitMs: number; maxDeliver: number; maxInflight: number; inactiveMs: number; maxPerUser: number }>;
-/** Presence (presence/, broker/jetstream-presence.ts). */
+/** Presence (presence/, broker/jetstream/presence.ts). */
 export type PresenceSection = Readonly<{ bucket: string; ttlMs: number; maxMembers: number; replicas: number; storage: "file" | "memory" }>;
 export type AuthSection = Readonly<{
   jwtSecret: string;

@@ -28,7 +28,7 @@ export type HttpContext = {
   isDraining: () => boolean;
   /** The authorization chain of every door (auth/access.ts). */
   access: AccessControl;
-  /** What of the stream's setup has drifted, as the primary last said (broker/stream-watch.ts); /readyz is 503 while any. */
+  /** What of the stream's setup has drifted, as the primary last said (broker/jetstream/stream-watch.ts); /readyz is 503 while any. */
   streamDrift: () => readonly string[];
   /** Prometheus text aggregated over all workers (asked of the primary). */
   clusterMetrics: () => Promise<{ text: string; contentType: string }>;

@@ -3,8 +3,8 @@
 // same sid would deliver every reply twice). The link against real servers is in ../direct-link.test.ts.
 import { createServer, type Server, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { DirectLink } from "../../src/broker/direct-link.js";
-import type { ReplySink } from "../../src/broker/direct-get.js";
+import { DirectLink } from "../../src/broker/jetstream/direct/direct-link.js";
+import type { ReplySink } from "../../src/broker/jetstream/direct/direct-get.js";
 import { createLogger } from "../../src/log.js";
 import { waitFor } from "../support/wait.js";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { DurableQuota } from "../../src/broker/durable-quota.js";
-import { consumerName, consumerPrefix } from "../../src/broker/jetstream-durable.js";
+import { DurableQuota } from "../../src/broker/jetstream/durable-quota.js";
+import { consumerName, consumerPrefix } from "../../src/broker/jetstream/durable.js";
 
 /** A consumer listing the test answers by hand: `pending` holds the calls not answered yet. */
 function listing(initial: string[]) {

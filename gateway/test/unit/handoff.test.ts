@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { Handoff, type HandoffEnd, type HandoffItem, type HandoffPage, type HandoffPort, type WriteResult } from "../../src/fanout/handoff.js";
-import { SubjectSequencer } from "../../src/broker/live-sequencer.js";
-import { Coalescer } from "../../src/broker/coalesce.js";
+import { SubjectSequencer } from "../../src/broker/jetstream/sequencer.js";
+import { Coalescer } from "../../src/util/coalesce.js";
 
 /** A memory stream of one pattern: seqs of matching messages (other channels' seqs are skipped). */
 class MemoryStream {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { parseJsHeaders, parseTimestampBytes, parseTimestampText } from "../../src/broker/js-headers.js";
+import { parseJsHeaders, parseTimestampBytes, parseTimestampText } from "../../src/broker/jetstream/headers.js";
 
 const bytes = (s: string) => Buffer.from(s, "utf8");
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { BrokerMessage, LastValuePage } from "../../src/broker/broker.js";
 import { sendLastValues } from "../../src/fanout/last-values.js";
-import { pageOf } from "../../src/broker/jetstream-replay.js";
+import { pageOf } from "../../src/broker/jetstream/replay.js";
 import type { FanoutSocket } from "../../src/fanout/socket.js";
 
 const msg = (channel: string, seq: number): BrokerMessage => ({ channel, seq, ts: 1, payload: Buffer.from(`{"s":${seq}}`) });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { LoopTurn } from "../../src/broker/loop-turn.js";
+import { LoopTurn } from "../../src/util/loop-turn.js";
 
 describe("LoopTurn — the publishes of one event-loop turn go together", () => {
   it("callers of one turn resume together, in call order, after the turn's I/O; a later caller waits for the next turn", async () => {

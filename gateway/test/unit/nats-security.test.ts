@@ -1,4 +1,4 @@
-// Reading the NATS credential and TLS files (broker/nats-security.ts): each file's content is checked once at
+// Reading the NATS credential and TLS files (broker/jetstream/nats-security.ts): each file's content is checked once at
 // start and a bad one names its setting; the nkey authenticator signs the server's nonce (verified with the
 // public key); nothing secret is in what the start log shows.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { nkeys } from "@nats-io/transport-node";
 import { afterAll, describe, expect, it } from "vitest";
-import { connectFields, describeNatsSecurity, loadNatsSecurity, natsJsOptions } from "../../src/broker/nats-security.js";
+import { connectFields, describeNatsSecurity, loadNatsSecurity, natsJsOptions } from "../../src/broker/jetstream/nats-security.js";
 import type { NatsSecuritySection } from "../../src/config/sections.js";
 import { ConfigError } from "../../src/errors.js";
 import { jwtSetup } from "../support/nats-jwt.js";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { MAX_CONTROL_LINE, WireProtocolError, WireReader, type WireHandler } from "../../src/broker/nats-wire.js";
+import { MAX_CONTROL_LINE, WireProtocolError, WireReader, type WireHandler } from "../../src/broker/jetstream/direct/nats-wire.js";
 
 /** Every event the reader reports, as text (payloads and headers included byte for byte). */
 function recorder(): { events: string[]; h: WireHandler } {

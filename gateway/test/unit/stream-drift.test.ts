@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { StreamConfig } from "@nats-io/jetstream";
-import { bucketDrift, streamDrift } from "../../src/broker/stream-watch.js";
-import { desiredStream } from "../../src/broker/stream.js";
+import { bucketDrift, streamDrift } from "../../src/broker/jetstream/stream-watch.js";
+import { desiredStream } from "../../src/broker/jetstream/stream.js";
 import { loadConfig } from "../../src/config/config.js";
 import { sectionsOf } from "../../src/config/sections.js";
 

@@ -1,11 +1,11 @@
 import { connect as tcpConnect, isIP, type Socket } from "node:net";
 import { connect as tlsConnect, type ConnectionOptions as TlsConnectOptions } from "node:tls";
 import { createInbox } from "@nats-io/transport-node";
-import type { Logger } from "../log.js";
-import { parseJsHeaders } from "./js-headers.js";
+import type { Logger } from "../../../log.js";
+import { parseJsHeaders } from "../headers.js";
 import { WireReader, WireProtocolError, type WireHandler } from "./nats-wire.js";
 import type { DirectTransport, ReplySink } from "./direct-get.js";
-import { connectFields, NO_NATS_SECURITY, type NatsSecurity } from "./nats-security.js";
+import { connectFields, NO_NATS_SECURITY, type NatsSecurity } from "../nats-security.js";
 
 /** The link's lifecycle: one value, never a set of flags. */
 export type LinkState = "connecting" | "ready" | "down" | "unsupported" | "closed";

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { ConfigError } from "../errors.js";
+import { ConfigError } from "../../errors.js";
 
 /** JetStream store ciphers of nats-server (`jetstream { cipher }`). */
 export type StoreCipher = "chachapoly" | "aes";

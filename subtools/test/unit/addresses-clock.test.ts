@@ -1,13 +1,13 @@
 // Pure parts of the new tool features: source-address planning, the clock offset estimate and its use in
 // merge, and the Socket.IO / centrifuge frame readers.
 import { describe, expect, it } from "vitest";
-import { addressOf, planAddresses } from "../src/addresses.js";
-import { estimateOffset, publisherHost } from "../src/clock.js";
-import { emptyCounts, mergeResults, ClockMixError, type SubResult, type ClockSection } from "../src/result.js";
-import { LatencyStats } from "../src/stats.js";
-import { ClientState, Receiver } from "../src/receiver.js";
+import { addressOf, planAddresses } from "../../src/addresses.js";
+import { estimateOffset, publisherHost } from "../../src/clock.js";
+import { emptyCounts, mergeResults, ClockMixError, type SubResult, type ClockSection } from "../../src/result.js";
+import { LatencyStats } from "../../src/stats.js";
+import { ClientState, Receiver } from "../../src/receiver.js";
 import { hostname } from "node:os";
-import { bs, scanCentrifugeLine, scanGatewayBytes, scanSocketIoBytes } from "../src/scan-bytes.js";
+import { bs, scanCentrifugeLine, scanGatewayBytes, scanSocketIoBytes } from "../../src/scan-bytes.js";
 
 const RANGE = { low: 32768, high: 60999 };
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { check, matches, type PublishRecord, type Receipt, type StoredMsg, type SubscriberLog } from "../chaos/checker.js";
-import { buildSchedule, FAULT_KINDS } from "../chaos/schedule.js";
+import { check, matches, type PublishRecord, type Receipt, type StoredMsg, type SubscriberLog } from "../../chaos/checker.js";
+import { buildSchedule, FAULT_KINDS } from "../../chaos/schedule.js";
 
 // Stream: a.x 1..6 interleaved with b.y.
 const truth: StoredMsg[] = [

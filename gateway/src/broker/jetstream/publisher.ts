@@ -1,7 +1,7 @@
 import { createInbox, headers, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
-import { GatewayError } from "../errors.js";
-import { ErrorCode } from "../protocol/codes.js";
-import type { PublishResult } from "./broker.js";
+import { GatewayError } from "../../errors.js";
+import { ErrorCode } from "../../protocol/codes.js";
+import type { PublishResult } from "../broker.js";
 
 type Pending = { resolve(r: PublishResult): void; reject(e: Error): void; deadline: number };
 type PubAck = { stream?: string; seq?: number; duplicate?: boolean; error?: { code?: number; err_code?: number; description?: string } };

@@ -1,7 +1,7 @@
 // --batch's gathering of publishes into batch requests, in process with a recording fake target.
 import { describe, expect, it } from "vitest";
-import { BatchingPublisher, type BatchCapable, type BatchEntry } from "../src/publishers/batching.js";
-import { PublishError } from "../src/publishers/types.js";
+import { BatchingPublisher, type BatchCapable, type BatchEntry } from "../../src/publishers/batching.js";
+import { PublishError } from "../../src/publishers/types.js";
 
 function fakeTarget(refuse: (e: BatchEntry) => boolean = () => false): BatchCapable & { batches: BatchEntry[][] } {
   const batches: BatchEntry[][] = [];

@@ -1,9 +1,9 @@
 import type { JetStreamManager, StreamConfig, StreamInfo } from "@nats-io/jetstream";
 import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
-import type { StreamSection } from "../config/sections.js";
-import { ProcessError } from "../errors.js";
-import type { Logger } from "../log.js";
+import type { StreamSection } from "../../config/sections.js";
+import { ProcessError } from "../../errors.js";
+import type { Logger } from "../../log.js";
 
 /** The stream the gateway wants, from config: one stream, subjects `<prefix>.>`. */
 export function desiredStream(c: StreamSection): Partial<StreamConfig> & { name: string } {

@@ -1,13 +1,13 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import type { SubjectMapper } from "../protocol/channel.js";
-import type { Logger } from "../log.js";
-import type { BrokerMessage, LastValuePage, PageBounds, ReplayApi, StoredPage, StreamState } from "./broker.js";
-import { GatewayError } from "../errors.js";
-import { ErrorCode } from "../protocol/codes.js";
-import { Coalescer } from "./coalesce.js";
-import { DirectGet, type DirectBatch, type DirectVia } from "./direct-get.js";
-import { DirectLink } from "./direct-link.js";
+import type { SubjectMapper } from "../../protocol/channel.js";
+import type { Logger } from "../../log.js";
+import type { BrokerMessage, LastValuePage, PageBounds, ReplayApi, StoredPage, StreamState } from "../broker.js";
+import { GatewayError } from "../../errors.js";
+import { ErrorCode } from "../../protocol/codes.js";
+import { Coalescer } from "../../util/coalesce.js";
+import { DirectGet, type DirectBatch, type DirectVia } from "./direct/direct-get.js";
+import { DirectLink } from "./direct/direct-link.js";
 import type { NatsSecurity } from "./nats-security.js";
 
 /** Most channels a last-value read collects by scanning when `multi_last` refuses (more than 1024 match). */

@@ -9,8 +9,8 @@ import {
   type Authenticator,
   type NodeConnectionOptions,
 } from "@nats-io/transport-node";
-import type { NatsSecuritySection } from "../config/sections.js";
-import { ConfigError } from "../errors.js";
+import type { NatsSecuritySection } from "../../config/sections.js";
+import { ConfigError } from "../../errors.js";
 
 /** How the gateway proves who it is to NATS. */
 export type NatsAuthMethod = "none" | "user" | "token" | "nkey" | "creds";

@@ -1,7 +1,7 @@
 import { createInbox, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
-import { GatewayError } from "../errors.js";
-import { ErrorCode } from "../protocol/codes.js";
-import { jsHeaders, type JsHeaders } from "./js-headers.js";
+import { GatewayError } from "../../../errors.js";
+import { ErrorCode } from "../../../protocol/codes.js";
+import { jsHeaders, type JsHeaders } from "../headers.js";
 
 /** One stored message as a direct get returns it. */
 export type StoredMsg = { subject: string; seq: number; ts: number; payload: Uint8Array; /** The subject's channel (`channelOf`). */ channel: string };

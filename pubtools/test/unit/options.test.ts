@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parsePubOptions, PubUsageError } from "../src/options.js";
+import { parsePubOptions, PubUsageError } from "../../src/options.js";
 
 describe("pub-cluster options", () => {
   it("pub-cluster options — the users' command lines keep their meaning", () => {

@@ -1,7 +1,7 @@
 // The lean engine's frame reader: frame boundaries whatever the TCP chunking, all three length encodings,
 // fragmented messages, control frames in between, and the frames it must refuse.
 import { describe, expect, it } from "vitest";
-import { clientFrame, FrameError, FrameReader, Opcode, serverFrame, type FrameSink } from "../src/lean/frame-reader.js";
+import { clientFrame, FrameError, FrameReader, Opcode, serverFrame, type FrameSink } from "../../src/lean/frame-reader.js";
 
 type Got = { kind: "message" | "control"; opcode: number; text: string };
 

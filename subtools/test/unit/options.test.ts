@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseSubOptions, UsageError } from "../src/options.js";
+import { parseSubOptions, UsageError } from "../../src/options.js";
 
 describe("sub-cluster options", () => {
   it("sub-cluster options — the users' command line keeps its meaning", () => {

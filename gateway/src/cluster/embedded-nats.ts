@@ -6,7 +6,14 @@ import { ProcessError } from "../errors.js";
 import type { Logger } from "../log.js";
 import { stopChild, tieToThisProcess } from "../net.js";
 import { connect } from "@nats-io/transport-node";
-import { encryptionConfig, STORE_KEY_ENV, storeKeyEnvValue, unloadedStreams, unreadableStoreError, type StoreCipher } from "./store-encryption.js";
+import {
+  encryptionConfig,
+  STORE_KEY_ENV,
+  storeKeyEnvValue,
+  unloadedStreams,
+  unreadableStoreError,
+  type StoreCipher,
+} from "../broker/jetstream/store-encryption.js";
 
 export type EmbeddedNatsOptions = {
   bin: string;

@@ -1,5 +1,5 @@
-import { GatewayError } from "../errors.js";
-import { ErrorCode } from "../protocol/codes.js";
+import { GatewayError } from "../../errors.js";
+import { ErrorCode } from "../../protocol/codes.js";
 
 /** Lists the names of every consumer of the stream (all users, every worker and instance). */
 export type ConsumerNamesSource = () => Promise<string[]>;

@@ -9,12 +9,12 @@ import {
   JetStreamApiError,
 } from "@nats-io/jetstream";
 import { nanos, type NatsConnection } from "@nats-io/transport-node";
-import type { SubjectMapper } from "../protocol/channel.js";
-import type { Logger } from "../log.js";
+import type { SubjectMapper } from "../../protocol/channel.js";
+import type { Logger } from "../../log.js";
 import { brokerTimeMs } from "./time.js";
-import type { DurableApi, DurableDelivery, DurableSpec, Running } from "./broker.js";
-import { GatewayError } from "../errors.js";
-import { ErrorCode } from "../protocol/codes.js";
+import type { DurableApi, DurableDelivery, DurableSpec, Running } from "../broker.js";
+import { GatewayError } from "../../errors.js";
+import { ErrorCode } from "../../protocol/codes.js";
 import { DurableQuota } from "./durable-quota.js";
 
 export type DurableSettings = {

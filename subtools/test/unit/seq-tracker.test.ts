@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { SEQ_WINDOW, SeqResult, SeqTracker } from "../src/seq-tracker.js";
+import { SEQ_WINDOW, SeqResult, SeqTracker } from "../../src/seq-tracker.js";
 
 function feed(seqs: number[], fromOne = true): SeqTracker {
   const t = new SeqTracker(fromOne);

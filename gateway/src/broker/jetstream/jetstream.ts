@@ -1,17 +1,17 @@
-import { LoopTurn } from "./loop-turn.js";
-import { JsPublisher } from "./js-publisher.js";
+import { LoopTurn } from "../../util/loop-turn.js";
+import { JsPublisher } from "./publisher.js";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
-import { SubjectMapper } from "../protocol/channel.js";
-import type { Logger } from "../log.js";
-import type { Broker, BrokerEvent, BrokerMessage, LiveFeed, PublishResult } from "./broker.js";
-import { JetStreamDurables, type DurableSettings } from "./jetstream-durable.js";
-import { JetStreamReplay } from "./jetstream-replay.js";
-import type { DirectVia } from "./direct-get.js";
-import { CoreLiveFeed, type LiveFeedHooks, type RepairReason } from "./jetstream-live.js";
-import { GatewayError } from "../errors.js";
-import { ErrorCode } from "../protocol/codes.js";
-import { JetStreamPresence, type PresenceSettings } from "./jetstream-presence.js";
+import { SubjectMapper } from "../../protocol/channel.js";
+import type { Logger } from "../../log.js";
+import type { Broker, BrokerEvent, BrokerMessage, LiveFeed, PublishResult } from "../broker.js";
+import { JetStreamDurables, type DurableSettings } from "./durable.js";
+import { JetStreamReplay } from "./replay.js";
+import type { DirectVia } from "./direct/direct-get.js";
+import { CoreLiveFeed, type LiveFeedHooks, type RepairReason } from "./live.js";
+import { GatewayError } from "../../errors.js";
+import { ErrorCode } from "../../protocol/codes.js";
+import { JetStreamPresence, type PresenceSettings } from "./presence.js";
 import { natsJsOptions, type NatsSecurity } from "./nats-security.js";
 
 export type JetStreamBrokerOptions = {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { LatencyStats } from "../src/stats.js";
-import { emptyCounts, mergeResults, type SubResult } from "../src/result.js";
-import { reportLines, TAG } from "../src/report.js";
+import { LatencyStats } from "../../src/stats.js";
+import { emptyCounts, mergeResults, type SubResult } from "../../src/result.js";
+import { reportLines, TAG } from "../../src/report.js";
 
 function result(values: number[], over: Partial<SubResult> = {}): SubResult {
   const s = new LatencyStats();

@@ -1,11 +1,11 @@
 import { headers, nanos, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
 import type { JetStreamClient, JetStreamManager, StreamConfig } from "@nats-io/jetstream";
 import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType } from "@nats-io/jetstream";
-import type { Logger } from "../log.js";
+import type { Logger } from "../../log.js";
 import { clientOfKey, encodeChannel, memberKey } from "./presence-keys.js";
-import type { PresenceApi, PresenceMember, PresenceRecord } from "./broker.js";
-import { DirectGet } from "./direct-get.js";
-import { jsHeaders } from "./js-headers.js";
+import type { PresenceApi, PresenceMember, PresenceRecord } from "../broker.js";
+import { DirectGet } from "./direct/direct-get.js";
+import { jsHeaders } from "./headers.js";
 
 export type PresenceSettings = { bucket: string; ttlMs: number; replicas: number; storage: "file" | "memory" };
 

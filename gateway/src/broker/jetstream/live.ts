@@ -1,12 +1,12 @@
 import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
-import type { Logger } from "../log.js";
-import type { BrokerMessage, LiveFeed } from "./broker.js";
-import type { StoredMsg } from "./direct-get.js";
-import { jsHeaders } from "./js-headers.js";
-import type { RepairReads } from "./jetstream-replay.js";
-import { SubjectSequencer } from "./live-sequencer.js";
-import { GatewayError } from "../errors.js";
-import { ErrorCode } from "../protocol/codes.js";
+import type { Logger } from "../../log.js";
+import type { BrokerMessage, LiveFeed } from "../broker.js";
+import type { StoredMsg } from "./direct/direct-get.js";
+import { jsHeaders } from "./headers.js";
+import type { RepairReads } from "./replay.js";
+import { SubjectSequencer } from "./sequencer.js";
+import { GatewayError } from "../../errors.js";
+import { ErrorCode } from "../../protocol/codes.js";
 
 export type CoreLiveDeps = {
   nc: NatsConnection;
