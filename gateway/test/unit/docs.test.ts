@@ -6,13 +6,13 @@ import { settingsTable } from "../../src/config/config.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 
-/** The docs checked: the front door, docs/, the gateway's and the load tests' own, and the benchmark history. */
+/** The docs checked: the front door, docs/, the gateway's, the load tests' and tools', deploy/, and the benchmark history. */
 function docFiles(): string[] {
   const md = (dir: string) =>
     readdirSync(join(ROOT, dir))
       .filter((f) => f.endsWith(".md"))
       .map((f) => join(dir, f));
-  return ["README.md", ...md("docs"), ...md("gateway"), ...md("loadtest"), "loadtest/results/history.md"];
+  return ["README.md", ...md("docs"), ...md("gateway"), ...md("loadtest"), "loadtest/results/history.md", "deploy/README.md", "subtools/README.md"];
 }
 
 /** The text outside fenced code blocks, line by line (fenced lines become empty: line numbers stay right). */
