@@ -2,16 +2,18 @@
 // few rules our style leans on (the cycle rule is ours: scripts/eslint/no-cycle.js). Run by `npm test` (npm run lint); Prettier formats (printWidth 160).
 import tseslint from "typescript-eslint";
 import noCycle from "./scripts/eslint/no-cycle.js";
+import layers from "./scripts/eslint/layers.js";
 
 export default tseslint.config(
   { ignores: ["dist/**", "node_modules/**", "loadtest/node_modules/**", ".tools/**", ".bench/**", "gateway/public/**", "**/*.mjs", "**/*.js"] },
   ...tseslint.configs.recommended,
   {
     files: ["gateway/src/**/*.ts", "gateway/client/**/*.ts"],
-    plugins: { local: { rules: { "no-cycle": noCycle } } },
+    plugins: { local: { rules: { "no-cycle": noCycle, layers } } },
     rules: {
-      // Folders by concern only work if they do not import each other in a circle.
+      // Folders by concern only work if they do not import each other in a circle, nor upwards.
       "local/no-cycle": "error",
+      "local/layers": "error",
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
       "@typescript-eslint/consistent-type-imports": ["error", { fixStyle: "inline-type-imports" }],
       // Library code never exits the process: only the CLI and the process roles (primary, worker) do.

@@ -3,12 +3,20 @@ export type BrokerMessage = { channel: string; seq: number; ts: number; payload:
 
 export type PublishResult = { seq: number; duplicate: boolean };
 
-/** A running live subscription of a worker to one channel pattern. */
-export interface LiveFeed {
+/** A running delivery from the broker (a live feed, a durable consumer's pull). */
+export interface Running {
   /** Stops delivery and releases broker resources. */
   stop(): Promise<void>;
-  /** For stored streams: every message with seq <= startAfter is older than this feed (it starts after it). */
-  readonly startAfter?: number;
+}
+
+/** A running live subscription of a worker to one channel pattern. */
+export interface LiveFeed extends Running {
+  /**
+   * Where the feed is, and the one place that knows it: every matching message with a seq up to here has
+   * been delivered, or is older than the feed (it started after it). Moves with each delivery; starts over
+   * when the stream is recreated.
+   */
+  position(): number;
 }
 
 export type BrokerEvent =
@@ -79,7 +87,7 @@ export type DurableSpec = { user: string; durable: string; pattern: string; maxI
 
 export interface DurableApi {
   /** Binds to (creating if needed) the user's durable consumer and starts pulling up to maxInflight. */
-  bind(spec: DurableSpec, onMessage: (d: DurableDelivery) => void): Promise<LiveFeed>;
+  bind(spec: DurableSpec, onMessage: (d: DurableDelivery) => void): Promise<Running>;
 }
 
 /** One member of a channel's presence: the connection (client id), its user (JWT `sub`, null without auth) and info. */

@@ -12,7 +12,7 @@ import { nanos, type NatsConnection } from "@nats-io/transport-node";
 import type { SubjectMapper } from "../protocol/channel.js";
 import type { Logger } from "../log.js";
 import { brokerTimeMs } from "./time.js";
-import type { DurableApi, DurableDelivery, DurableSpec, LiveFeed } from "./broker.js";
+import type { DurableApi, DurableDelivery, DurableSpec, Running } from "./broker.js";
 import { GatewayError } from "../errors.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { DurableQuota } from "./durable-quota.js";
@@ -120,7 +120,7 @@ export class JetStreamDurables implements DurableApi {
     return name;
   }
 
-  async bind(spec: DurableSpec, onMessage: (d: DurableDelivery) => void): Promise<LiveFeed> {
+  async bind(spec: DurableSpec, onMessage: (d: DurableDelivery) => void): Promise<Running> {
     const name = await this.ensure(spec);
     const consumer = await this.js.consumers.get(this.stream, name);
     const mapper = this.mapper;

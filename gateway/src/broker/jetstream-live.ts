@@ -43,7 +43,6 @@ type Live = Core & { prev: number };
  * stream order per channel (a repaired message can follow newer messages of other channels).
  */
 export class CoreLiveFeed implements LiveFeed {
-  startAfter = 0;
   private seqr = new SubjectSequencer(0);
   private sub?: Subscription;
   /** Holding while starting and while repairs run. */
@@ -53,7 +52,7 @@ export class CoreLiveFeed implements LiveFeed {
   private repairing = false;
   private stopped = false;
   /** Highest sequence delivered, or the baseline. */
-  private position = 0;
+  private pos = 0;
 
   private constructor(
     readonly pattern: string,
@@ -107,9 +106,13 @@ export class CoreLiveFeed implements LiveFeed {
 
   private hooks?: LiveFeedHooks;
 
+  /** Every matching message up to here was delivered, or predates the feed (the baseline). */
+  position(): number {
+    return this.pos;
+  }
+
   private begin(baseline: number): void {
-    this.startAfter = baseline;
-    this.position = baseline;
+    this.pos = baseline;
     this.seqr = new SubjectSequencer(baseline);
     this.release();
   }
@@ -131,14 +134,14 @@ export class CoreLiveFeed implements LiveFeed {
     this.deps.onRepair?.("gap");
     // The missed message is newer than everything delivered: read the whole pattern from there, which keeps
     // stream order. One older than that (a drop noticed late) is read for its subject alone.
-    if (p.prev > this.position) this.repair(this.subject, this.position + 1);
+    if (p.prev > this.pos) this.repair(this.subject, this.pos + 1);
     else this.repair(v.subject, v.from);
     this.holdMsg(p);
   }
 
   private deliver(m: Core): void {
     this.seqr.record(m.subject, m.seq);
-    if (m.seq > this.position) this.position = m.seq;
+    if (m.seq > this.pos) this.pos = m.seq;
     try {
       this.onMessage({ channel: this.deps.toChannel(m.subject), seq: m.seq, ts: m.ts, payload: m.payload });
     } catch (e) {
@@ -162,15 +165,14 @@ export class CoreLiveFeed implements LiveFeed {
   resync(why: "reconnect" | "leader"): void {
     if (this.stopped || this.seqr === undefined) return;
     this.deps.onRepair?.(why);
-    this.repair(this.subject, this.position + 1);
+    this.repair(this.subject, this.pos + 1);
   }
 
   /** The stream was deleted and created again: sequences start over. */
   restart(baseline: number): void {
     this.hold = [];
     this.repairs.length = 0;
-    this.startAfter = baseline;
-    this.position = baseline;
+    this.pos = baseline;
     this.seqr.reset(baseline);
   }
 

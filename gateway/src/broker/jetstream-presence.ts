@@ -2,7 +2,7 @@ import { headers, nanos, type MsgHdrs, type NatsConnection } from "@nats-io/tran
 import type { JetStreamClient, JetStreamManager, StreamConfig } from "@nats-io/jetstream";
 import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType } from "@nats-io/jetstream";
 import type { Logger } from "../log.js";
-import { clientOfKey, encodeChannel, memberKey } from "../presence/keys.js";
+import { clientOfKey, encodeChannel, memberKey } from "./presence-keys.js";
 import type { PresenceApi, PresenceMember, PresenceRecord } from "./broker.js";
 import { DirectGet } from "./direct-get.js";
 import { jsHeaders } from "./js-headers.js";

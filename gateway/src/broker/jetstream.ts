@@ -175,7 +175,7 @@ export class JetStreamBroker implements Broker {
     return this.publisher.publish(this.mapper.toSubject(channel), payload, msgId);
   }
 
-  async live(pattern: string, onMessage: (m: BrokerMessage) => void): Promise<LiveFeed & { startAfter: number }> {
+  async live(pattern: string, onMessage: (m: BrokerMessage) => void): Promise<LiveFeed> {
     if (!this.isConnected()) throw new GatewayError(ErrorCode.BrokerUnavailable, "NATS is not connected");
     const mapper = this.mapper;
     return CoreLiveFeed.start(

@@ -171,7 +171,15 @@ export class RedisBroker implements Broker {
       });
       reg = created;
     }
-    const handler: Handler = { pattern, onMessage };
+    // Redis numbers every publish (the gateway's counter): the feed's position is the newest it delivered.
+    let pos = 0;
+    const handler: Handler = {
+      pattern,
+      onMessage: (m) => {
+        if (m.seq > pos) pos = m.seq;
+        onMessage(m);
+      },
+    };
     reg.handlers.add(handler);
     const r = reg;
     try {
@@ -181,7 +189,7 @@ export class RedisBroker implements Broker {
       if (r.handlers.size === 0 && this.registrations.get(key) === r) this.registrations.delete(key);
       throw e;
     }
-    return { stop: () => this.unregister(key, r, handler) };
+    return { stop: () => this.unregister(key, r, handler), position: () => pos };
   }
 
   private async unregister(key: string, reg: Registration, handler: Handler): Promise<void> {

@@ -4,6 +4,7 @@ import type { Broker } from "../broker/broker.js";
 import { connectBroker } from "../broker/connect.js";
 import type { Config } from "../config/config.js";
 import { FanoutHub } from "../fanout/hub.js";
+import { Resume } from "../fanout/resume.js";
 import { registerHttpRoutes } from "../http/routes.js";
 import { createLogger, type Logger } from "../log.js";
 import { createMetrics, type Metrics } from "../metrics/metrics.js";
@@ -11,7 +12,7 @@ import { loadUws } from "../uws.js";
 import { WsEndpoint } from "../ws/server.js";
 import { createTlsApp, topicsOf } from "../ws/tls.js";
 import { Authenticator } from "../auth/authenticator.js";
-import { ConnectionGuard } from "../auth/guard.js";
+import { ConnectionGuard } from "../ws/guard.js";
 import { Hooks } from "../auth/hooks.js";
 import { AccessControl } from "../auth/access.js";
 import { createGuardMetrics } from "../limits/metrics.js";
@@ -53,10 +54,20 @@ export async function runWorker(config: Config): Promise<void> {
   const tlsApp = createTlsApp(c.server);
   const apps = tlsApp ? [app, tlsApp] : [app];
   const hub = new FanoutHub(topicsOf(apps), broker, metrics, log, c.fanout.lingerMs, c.fanout.replayCacheBytes, c.server.compression !== "off");
+  const resume = new Resume(
+    hub,
+    {
+      holdLimit: c.fanout.holdMessages,
+      holdBytes: c.fanout.holdBytes,
+      deadlineMs: c.fanout.catchupDeadlineMs,
+      backpressureBytes: c.backpressure.bytes,
+    },
+    log,
+  );
   const publisher = new PublishService(c.server.maxPayloadBytes, broker, metrics, log);
   const presence = broker.presence ? new PresenceHub(topicsOf(apps), broker.presence, c.presence, createPresenceMetrics(), log, c.fanout.lingerMs) : undefined;
   if (presence) broker.onEvent((e) => (e.type === "reconnected" ? presence.resync() : undefined));
-  const ws = new WsEndpoint(app, { config: c, broker, hub, metrics, log, isDraining, guard, publisher, presence }, tlsApp ? [tlsApp] : []);
+  const ws = new WsEndpoint(app, { config: c, broker, hub, resume, metrics, log, isDraining, guard, publisher, presence }, tlsApp ? [tlsApp] : []);
   // A recreated stream numbers its messages from 1 again: every client's position is void. Sockets are closed
   // with 1012 and resume with their seq and its epoch, which the new stream answers with epochChanged.
   broker.onEvent((e) => {
@@ -69,7 +80,7 @@ export async function runWorker(config: Config): Promise<void> {
   // Reads of stored messages (HTTP history, SSE opens) per IP and user; one allowance for both doors.
   const reads = readLimiterFor(c.reads, guardMetrics.readRefused);
   // Server-Sent Events streams: registered before the HTTP routes' catch-alls.
-  const sse = new SseEndpoint({ config: c, broker, hub, access, admission: guard.admission, metrics, log, isDraining, reads });
+  const sse = new SseEndpoint({ config: c, broker, hub, resume, access, admission: guard.admission, metrics, log, isDraining, reads });
   for (const a of apps) sse.register(a);
   sse.start();
   const history = { broker, maxBytes: c.reads.historyMaxBytes, reads };

@@ -2,8 +2,8 @@ import { GatewayError } from "../errors.js";
 import type { Logger } from "../log.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { Handoff, type HandoffEnd, type HandoffItem, type HandoffPort, type WriteResult } from "./handoff.js";
-import { FanoutHub, type ChannelFeed } from "./hub.js";
-import type { PageEnd, ReplayCache } from "./replay-cache.js";
+import type { Feed, LiveListener } from "./hub.js";
+import type { PageEnd, PageSource } from "./replay-cache.js";
 import type { FanoutSocket } from "./socket.js";
 
 export type CatchUpOptions = {
@@ -27,7 +27,7 @@ const FETCH_BASE_MS = 250;
  * quarter of the backpressure threshold (so that a catch-up is never taken for a slow client), and joins
  * the feed's topic. Nothing is left on the broker at any point: pages are direct gets.
  */
-export class CatchUp implements HandoffPort<Buffer> {
+export class CatchUp implements HandoffPort<Buffer>, LiveListener {
   private readonly h: Handoff<Buffer>;
   private readonly limit: number;
   private failures = 0;
@@ -38,8 +38,8 @@ export class CatchUp implements HandoffPort<Buffer> {
   constructor(
     private readonly sock: FanoutSocket,
     private readonly pattern: string,
-    private readonly feed: ChannelFeed,
-    private readonly cache: ReplayCache,
+    private readonly feed: Feed,
+    private readonly cache: PageSource,
     opts: CatchUpOptions,
     private readonly log: Logger,
     lastSent: number,
@@ -47,7 +47,7 @@ export class CatchUp implements HandoffPort<Buffer> {
   ) {
     this.limit = opts.backpressureBytes >> 2;
     this.deadlineMs = opts.deadlineMs;
-    this.h = new Handoff(this, lastSent, FanoutHub.position(feed), opts.holdLimit, {
+    this.h = new Handoff(this, lastSent, feed.position(), opts.holdLimit, {
       holdBytes: opts.holdBytes,
       sizeOf: (f) => f.byteLength,
       slowError: () =>
@@ -63,7 +63,7 @@ export class CatchUp implements HandoffPort<Buffer> {
   }
 
   start(): void {
-    this.feed.catchups.add(this);
+    this.feed.addListener(this);
     const ms = this.deadlineMs;
     if (ms !== undefined) {
       this.deadline = setTimeout(
@@ -89,7 +89,7 @@ export class CatchUp implements HandoffPort<Buffer> {
   abort(): void {
     clearTimeout(this.deadline);
     this.h.cancel();
-    this.feed.catchups.delete(this);
+    this.feed.removeListener(this);
   }
 
   fetch(from: number, target: number): void {
@@ -180,7 +180,7 @@ export class CatchUp implements HandoffPort<Buffer> {
 
   end(e: CatchUpEnd): void {
     clearTimeout(this.deadline);
-    this.feed.catchups.delete(this);
+    this.feed.removeListener(this);
     if (this.log.isLevelEnabled("debug")) {
       this.log.debug(
         { pattern: this.pattern, end: e.type, lastSent: e.lastSent, pages: this.h.pages, throttles: this.h.throttles, ms: Date.now() - this.startedAt },

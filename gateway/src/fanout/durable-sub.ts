@@ -1,4 +1,4 @@
-import type { DurableApi, DurableDelivery, DurableSpec, LiveFeed } from "../broker/broker.js";
+import type { DurableApi, DurableDelivery, DurableSpec, Running } from "../broker/broker.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { msgFrame } from "../protocol/serialize.js";
 import type { FanoutSocket } from "./socket.js";
@@ -10,7 +10,7 @@ import type { FanoutSocket } from "./socket.js";
  */
 export class DurableSub {
   readonly inflight = new Map<number, DurableDelivery>();
-  private feed?: LiveFeed;
+  private feed?: Running;
   private stopped = false;
 
   constructor(

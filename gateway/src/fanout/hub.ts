@@ -3,60 +3,74 @@ import type { Broker, BrokerMessage, LiveFeed } from "../broker/broker.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { msgFrame } from "../protocol/serialize.js";
-import { ReplayCache } from "./replay-cache.js";
-import { sseEventOf } from "../sse/event.js";
+import { ReplayCache, type PageSource } from "./replay-cache.js";
 
-/** Something that sees every live message of a feed before it joins the topic (a catch-up). */
+/**
+ * Something that sees every live message of a feed besides the uWS topic: a catch-up (which holds them
+ * until it joins), or a transport whose receivers are not uWS sockets (the SSE side encodes each message
+ * once for all its streams of the pattern). `frame` is the `msg` frame, built once per message per worker.
+ */
 export interface LiveListener {
   onLive(seq: number, frame: Buffer): void;
 }
 
-/**
- * A live receiver that is not a uWS socket (an SSE stream). It gets the SSE events of the messages that
- * arrived in one turn of the event loop together: `seqs[i]` and its `events[i]`, built once per message per
- * feed, and `joined`, all of them in one buffer, built once per batch, so that a stream takes one write per
- * batch rather than one per message.
- */
-export interface StreamListener {
-  onEvents(seqs: readonly number[], events: readonly Buffer[], joined: Buffer): void;
+/** A worker's live feed of one channel pattern, as its users see it (the hub owns it). */
+export interface Feed {
+  readonly pattern: string;
+  /** uWS topic the feed publishes to; WebSockets join it. */
+  readonly topic: string;
+  /** Messages fanned out so far (a broker without history counts what a paused receiver missed with it). */
+  readonly count: number;
+  /**
+   * Every matching message up to this seq has been fanned out, or is older than the feed. The broker's live
+   * feed owns the number; this reads it.
+   */
+  position(): number;
+  /** `l` sees every live message from now on, until removed. */
+  addListener(l: LiveListener): void;
+  removeListener(l: LiveListener): void;
 }
 
-type SseBatch = { seqs: number[]; events: Buffer[] };
-
-/** The worker's live feed for one channel pattern, shared by every local socket subscribed to it. */
-export type ChannelFeed = {
-  readonly pattern: string;
-  /** uWS topic the feed publishes to; sockets subscribe to it. */
-  readonly topic: string;
-  refs: number;
-  /** Messages fanned out so far, and the seq of the last one (for backpressure accounting and catch-up). */
-  count: number;
-  lastSeq: number;
-  /** Every matching message with seq <= startAfter is older than the feed. */
-  startAfter: number;
-  ready: Promise<void>;
-  live?: LiveFeed;
-  /** Sockets replaying this pattern, waiting to join the topic; they see each live message too. */
-  catchups: Set<LiveListener>;
-  /** Live SSE streams of this pattern (uWS topics only hold WebSockets). */
-  streams: Set<StreamListener>;
-  /** Events waiting for the end of this turn, when the streams get them. */
-  sseBatch?: SseBatch;
-  linger?: NodeJS.Timeout;
-};
-
 export const topicOf = (pattern: string): string => `p:${pattern}`;
+
+/** One pattern's feed: its references, its broker feed, its listeners. Only the hub holds it. */
+class ChannelFeed implements Feed {
+  readonly topic: string;
+  refs = 1;
+  count = 0;
+  ready: Promise<void> = Promise.resolve();
+  live?: LiveFeed;
+  linger?: NodeJS.Timeout;
+  readonly listeners = new Set<LiveListener>();
+
+  constructor(readonly pattern: string) {
+    this.topic = topicOf(pattern);
+  }
+
+  position(): number {
+    return this.live?.position() ?? 0;
+  }
+
+  addListener(l: LiveListener): void {
+    this.listeners.add(l);
+  }
+
+  removeListener(l: LiveListener): void {
+    this.listeners.delete(l);
+  }
+}
 
 /**
  * Where a message goes from the broker to sockets: one live feed per distinct pattern per worker (on
  * JetStream a core NATS subscription on the republished messages, on Redis a (P)SUBSCRIBE),
  * created on the first local subscription and stopped a linger period after the last one leaves. Each
- * message is serialized once here and published to the pattern's uWS topic; uWS writes it to every socket.
+ * message is serialized once here, published to the pattern's uWS topic (uWS writes it to every socket)
+ * and handed to the feed's listeners as bytes with their seq: the hub knows no transport's format.
  */
 export class FanoutHub {
   private readonly feeds = new Map<string, ChannelFeed>();
   /** Pages of stored messages shared by the catch-ups of this worker (brokers that store messages). */
-  readonly cache?: ReplayCache;
+  private readonly cache?: ReplayCache;
 
   constructor(
     private readonly app: TopicPublisher,
@@ -75,12 +89,20 @@ export class FanoutHub {
     return this.feeds.size;
   }
 
-  get(pattern: string): ChannelFeed | undefined {
+  /**
+   * Stored messages as pages of frames, shared by every catch-up of the worker; undefined when the broker
+   * keeps no history (subscribers then go straight to live).
+   */
+  get pages(): PageSource | undefined {
+    return this.cache;
+  }
+
+  get(pattern: string): Feed | undefined {
     return this.feeds.get(pattern);
   }
 
   /** Takes a reference on the pattern's feed, starting it if needed; resolves once it delivers. */
-  async acquire(pattern: string): Promise<ChannelFeed> {
+  async acquire(pattern: string): Promise<Feed> {
     const feed = this.feeds.get(pattern);
     if (feed) {
       if (feed.linger) {
@@ -96,17 +118,7 @@ export class FanoutHub {
       }
       return feed;
     }
-    const created: ChannelFeed = {
-      pattern,
-      topic: topicOf(pattern),
-      refs: 1,
-      count: 0,
-      lastSeq: 0,
-      startAfter: 0,
-      ready: Promise.resolve(),
-      catchups: new Set(),
-      streams: new Set(),
-    };
+    const created = new ChannelFeed(pattern);
     created.ready = this.start(created);
     this.feeds.set(pattern, created);
     await created.ready;
@@ -116,7 +128,6 @@ export class FanoutHub {
   private async start(feed: ChannelFeed): Promise<void> {
     try {
       feed.live = await this.broker.live(feed.pattern, (m) => this.deliver(feed, m));
-      feed.startAfter = feed.live.startAfter ?? 0;
       this.metrics.liveFeeds.inc();
       if (this.feeds.get(feed.pattern) !== feed || feed.refs === 0) {
         // Everyone left while it was starting.
@@ -131,51 +142,21 @@ export class FanoutHub {
 
   private deliver(feed: ChannelFeed, m: BrokerMessage): void {
     feed.count++;
-    if (m.seq > feed.lastSeq) feed.lastSeq = m.seq;
     this.metrics.brokerMessages.inc();
     const receivers = this.app.numSubscribers(feed.topic);
-    const streams = feed.streams.size;
-    if (receivers === 0 && feed.catchups.size === 0 && streams === 0) return;
+    if (receivers === 0 && feed.listeners.size === 0) return;
     const frame = msgFrame({ channel: m.channel, pattern: feed.pattern, seq: m.seq, ts: m.ts }, m.payload);
     if (receivers > 0) {
       this.app.publish(feed.topic, frame, false, this.compress);
       this.metrics.framesDelivered.inc(receivers);
       this.metrics.deliveryLatency.observe(Math.max(0, Date.now() - m.ts) / 1000);
     }
-    if (streams > 0) {
-      let b = feed.sseBatch;
-      if (!b) {
-        b = feed.sseBatch = { seqs: [], events: [] };
-        queueMicrotask(() => this.flushStreams(feed));
-      }
-      b.seqs.push(m.seq);
-      b.events.push(sseEventOf(frame, m.seq, this.broker.epoch));
-    }
-    for (const c of feed.catchups) c.onLive(m.seq, frame);
+    for (const l of feed.listeners) l.onLive(m.seq, frame);
   }
 
-  /** Hands the turn's events to the feed's SSE streams; a stream that joined meanwhile skips what it has. */
-  private flushStreams(feed: ChannelFeed): void {
-    const b = feed.sseBatch;
-    feed.sseBatch = undefined;
-    if (!b || feed.streams.size === 0) return;
-    const joined = b.events.length === 1 ? b.events[0]! : Buffer.concat(b.events);
-    this.metrics.framesDelivered.inc(feed.streams.size * b.seqs.length);
-    for (const l of feed.streams) l.onEvents(b.seqs, b.events, joined);
-  }
-
-  /** Where the feed is: every matching message up to this seq has been fanned out (or predates it). */
-  static position(feed: ChannelFeed): number {
-    return Math.max(feed.lastSeq, feed.startAfter);
-  }
-
-  /** The stream was deleted and created again: positions and cached pages of the old one are void. */
+  /** The stream was deleted and created again: cached pages of the old one are void (feeds start over by themselves). */
   streamRecreated(): void {
     this.cache?.clear();
-    for (const f of this.feeds.values()) {
-      f.lastSeq = 0;
-      f.startAfter = f.live?.startAfter ?? 0;
-    }
   }
 
   /** Drops a reference; the feed stops after the linger period if nobody takes it again. */
@@ -199,6 +180,7 @@ export class FanoutHub {
 
   private async stopFeed(feed: ChannelFeed): Promise<void> {
     this.cache?.forget(feed.pattern);
+    feed.listeners.clear();
     if (!feed.live) return;
     this.metrics.liveFeeds.dec();
     await feed.live.stop().catch((e) => this.log.debug({ err: e, pattern: feed.pattern }, "stopping live feed failed"));

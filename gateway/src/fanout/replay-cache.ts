@@ -15,6 +15,13 @@ export type PageEnd = { from: number; coverEnd: number; count: number };
 /** Called with a page's coverEnd as soon as it is known, so that the next page can be asked for at once. */
 export type OnPageEnd = (page: PageEnd) => void;
 
+/** What catch-ups read pages through (the hub's `pages`): the cache without its housekeeping. */
+export interface PageSource {
+  get(pattern: string, from: number, target: number, onEnd?: OnPageEnd): Promise<FramePage>;
+  prefetch(pattern: string, from: number, target: number): void;
+  stats(): ReplayCacheStats;
+}
+
 export type ReplayCacheStats = { pages: number; bytes: number; fetches: number; hits: number; sweepPages: number };
 
 /**
@@ -25,7 +32,7 @@ export type ReplayCacheStats = { pages: number; bytes: number; fetches: number; 
  * While `SWEEP_PATTERNS` or more patterns are being read, further reads join one pass over the stream
  * (`StreamSweep`): 1,000 channels resuming at once read the range once, not 1,000 times.
  */
-export class ReplayCache {
+export class ReplayCache implements PageSource {
   private readonly byPattern = new Map<string, FramePage[]>();
   /** Insertion order = least recently used first. */
   private readonly lru = new Set<FramePage>();

@@ -1,9 +1,10 @@
 import { readerOf, type AccessControl, type Knock } from "../auth/access.js";
 import { authorizeRequest, readKnock } from "../auth/http-auth.js";
 import type { Broker } from "../broker/broker.js";
-import type { AuthSection, BackpressureSection, FanoutSection, SseSection } from "../config/sections.js";
+import type { AuthSection, BackpressureSection, SseSection } from "../config/sections.js";
 import { brokerFailure, WIRE_ERRORS } from "../errors.js";
-import { FanoutHub, type ChannelFeed } from "../fanout/hub.js";
+import type { FanoutHub, Feed } from "../fanout/hub.js";
+import { resolveStart, type Resume, type StartReport } from "../fanout/resume.js";
 import type { Admission } from "../limits/admission.js";
 import { checkRead, type ReadLimiter } from "../limits/read-limits.js";
 import type { Logger } from "../log.js";
@@ -12,15 +13,18 @@ import { checkPattern } from "../protocol/channel.js";
 import { ErrorCode } from "../protocol/codes.js";
 import type { HttpRequest, HttpResponse, TemplatedApp } from "../uws.js";
 import { eventId, parseStart, streamPreamble, type SseStart } from "./event.js";
+import { SseLive } from "./live.js";
 import { SseStream, type SseEndReason } from "./stream.js";
 
 export const SSE_ROUTE = "/v1/channels/:channel/events";
 const PATH = /^\/v1\/channels\/([^/]+)\/events$/;
 
 export type SseContext = {
-  config: Readonly<{ sse: SseSection; fanout: FanoutSection; backpressure: BackpressureSection; auth: AuthSection }>;
+  config: Readonly<{ sse: SseSection; backpressure: BackpressureSection; auth: AuthSection }>;
   broker: Broker;
   hub: FanoutHub;
+  /** The resume path every door shares (fanout/resume.ts). */
+  resume: Resume;
   /** The authorization chain of every door (auth/access.ts). */
   access: AccessControl;
   /** The worker's connection admission (MAX_CONNECTIONS, per-IP limits, origins), shared with WebSockets. */
@@ -43,8 +47,11 @@ type SseRequest = {
   knock: Knock;
 };
 
-/** A stream ready to start: its feed, the last seq the client has, the `gap` to tell, the token's expiry. */
-type Ready = { feed: ChannelFeed; lastSent: number; epoch?: string; gap?: Gap; exp?: number };
+/**
+ * A stream ready to start: its feed, the last seq the client has (undefined: live from the feed's position),
+ * the epoch its ids carry, the `gap` to tell, the token's expiry.
+ */
+type Ready = { feed: Feed; lastSent?: number; epoch?: string; gap?: Gap; exp?: number };
 type Gap = Record<string, unknown> & { epoch: string };
 
 type HttpError = { status: number; code: ErrorCode; message: string; temporary?: boolean; retryAfterSec?: number };
@@ -68,8 +75,11 @@ const STATUS: Record<number, string> = {
 export class SseEndpoint {
   readonly streams = new Set<SseStream>();
   private heartbeat?: NodeJS.Timeout;
+  private readonly live: SseLive;
 
-  constructor(private readonly ctx: SseContext) {}
+  constructor(private readonly ctx: SseContext) {
+    this.live = new SseLive(ctx.metrics, () => ctx.broker.epoch);
+  }
 
   register(app: TemplatedApp): void {
     app.get(SSE_ROUTE, (res, req) => this.open(res, req));
@@ -161,14 +171,14 @@ export class SseEndpoint {
   }
 
   /** Authorizes, takes the feed, and turns the start into the last seq the client has. */
-  private async prepare(r: SseRequest, pattern: string, start: SseStart): Promise<Ready | { error: HttpError; feed?: ChannelFeed }> {
+  private async prepare(r: SseRequest, pattern: string, start: SseStart): Promise<Ready | { error: HttpError; feed?: Feed }> {
     const a = await authorizeRequest(this.ctx.access, r.knock, { right: "sub", channel: pattern });
     if ("refused" in a) return { error: a.refused };
     const limited = checkRead(this.ctx.reads, r.ip, readerOf(a.identity));
     if (limited) return { error: limited };
     // The stream ends at the token's expiry, as a WebSocket closes with 4001.
     const exp = a.identity.principal.exp;
-    let feed: ChannelFeed;
+    let feed: Feed;
     try {
       feed = await this.ctx.hub.acquire(pattern);
     } catch (e) {
@@ -182,31 +192,20 @@ export class SseEndpoint {
   }
 
   /**
-   * The last seq the client is taken to have, as the WebSocket `sub` decides it (ws/handlers.ts
-   * resolveStart), and a `gap` event when retention removed messages it asked for (`truncated`) or its id
-   * belongs to a stream that was deleted and created again (`epochChanged`: delivery restarts at the new
-   * stream's first message, never continuing with another stream's numbers).
+   * Where the stream starts, by the resume path every door shares (fanout/resume.ts), and the `gap` event
+   * that tells the client when retention removed messages it asked for (`truncated`) or its id belongs to a
+   * stream that was deleted and created again (`epochChanged`).
    */
-  private async resolve(pattern: string, feed: ChannelFeed, start: SseStart): Promise<{ lastSent: number; epoch?: string; gap?: Gap }> {
-    const replay = this.ctx.broker.replay;
-    if (!replay) return { lastSent: FanoutHub.position(feed) };
-    // The epoch of the position, read with it (requests of concurrent opens share one).
-    const st = await replay.state();
-    const epoch = st.epoch;
-    if (start.kind === "live") return { lastSent: FanoutHub.position(feed), epoch };
-    if (start.kind === "last") return { lastSent: (await replay.startOfLastN(pattern, start.last)) - 1, epoch };
-    if (start.kind === "time") return { lastSent: (await replay.seqAtTime(pattern, start.time)) - 1, epoch };
-    const bounds = { firstSeq: st.firstSeq, lastSeq: st.lastSeq, epoch };
-    if (start.epoch !== undefined && start.epoch !== epoch) {
-      const gap = { truncated: true, epochChanged: true, after: start.after, was: start.epoch, ...bounds };
-      return { lastSent: Math.max(0, st.firstSeq - 1), epoch, gap };
-    }
-    if (start.after + 1 < st.firstSeq) return { lastSent: st.firstSeq - 1, epoch, gap: { truncated: true, after: start.after, ...bounds } };
-    return { lastSent: start.after, epoch };
+  private async resolve(pattern: string, feed: Feed, start: SseStart): Promise<{ lastSent?: number; epoch?: string; gap?: Gap }> {
+    const s = await resolveStart(this.ctx.broker.replay, pattern, start);
+    const epoch = s.report?.epoch ?? this.ctx.broker.epoch;
+    const r = s.report;
+    if (!r?.truncated || start.kind !== "after") return { lastSent: s.lastSent, epoch };
+    return { lastSent: s.lastSent, epoch, gap: gapOf(r, start.after, start.epoch) };
   }
 
   private begin(res: HttpResponse, r: SseRequest, pattern: string, ready: Ready): SseStream {
-    const { config, metrics, log, hub, broker, admission } = this.ctx;
+    const { config, metrics, log, resume, broker, admission } = this.ctx;
     const { feed, lastSent, gap, exp, epoch } = ready;
     const stream = new SseStream(
       res,
@@ -214,7 +213,8 @@ export class SseEndpoint {
       r.ip,
       feed,
       {
-        hub,
+        resume,
+        live: this.live,
         config,
         metrics,
         log,
@@ -235,7 +235,7 @@ export class SseEndpoint {
         .writeHeader("x-accel-buffering", "no");
       if (r.origin) res.writeHeader("access-control-allow-origin", r.origin).writeHeader("vary", "origin");
       res.write(streamPreamble(config.sse.retryMs));
-      if (gap) stream.writeEvent("gap", gap, eventId(gap.epoch, lastSent));
+      if (gap && lastSent !== undefined) stream.writeEvent("gap", gap, eventId(gap.epoch, lastSent));
       stream.start(lastSent);
     });
     if (exp !== undefined) stream.endAt((exp + config.auth.jwtClockToleranceSec) * 1000);
@@ -251,6 +251,13 @@ export class SseEndpoint {
     this.ctx.hub.release(s.pattern);
     if (this.ctx.log.isLevelEnabled("debug")) this.ctx.log.debug({ pattern: s.pattern, why, lastSent: s.lastSent }, "sse stream ended");
   }
+}
+
+/** The `gap` event: the stream's bounds, where the client was (`after`, and `was`, its epoch, when that changed). */
+function gapOf(r: StartReport, after: number, was: string | undefined): Gap {
+  const bounds = { firstSeq: r.firstSeq, lastSeq: r.lastSeq, epoch: r.epoch };
+  if (r.epochChanged) return { truncated: true, epochChanged: true, after, was, ...bounds };
+  return { truncated: true, after, ...bounds };
 }
 
 function failure(e: unknown, broker: Broker, what: string): HttpError {

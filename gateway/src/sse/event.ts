@@ -8,6 +8,8 @@
  * frame (`sseEventOf` keeps them beside the frame), never once per stream.
  */
 
+import type { StartRequest } from "../fanout/resume.js";
+
 const NL = 0x0a;
 const CR = 0x0d;
 const DATA_LINE_BREAK = Buffer.from("\ndata: ");
@@ -63,13 +65,11 @@ export const streamPreamble = (retryMs: number): string => `retry: ${retryMs}\n:
 
 export const HEARTBEAT = ": hb\n\n";
 
-/** Where a stream starts, as asked: a seq in an epoch, the last N messages, a time, or live (now). */
-export type SseStart =
-  | { kind: "live" }
-  /** Delivery starts after `after` (a Last-Event-ID, or from_seq - 1); `epoch` when the client gave one. */
-  | { kind: "after"; after: number; epoch?: string }
-  | { kind: "last"; last: number }
-  | { kind: "time"; time: string };
+/**
+ * Where a stream starts, as asked: a seq in an epoch (`after`: a Last-Event-ID, or from_seq - 1), the last N
+ * messages, a time, or live (now). The starts of the resume path that SSE can ask for.
+ */
+export type SseStart = Extract<StartRequest, { kind: "live" | "after" | "last" | "time" }>;
 
 export type StartParse = { ok: true; start: SseStart } | { ok: false; message: string };
 

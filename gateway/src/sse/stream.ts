@@ -1,11 +1,12 @@
-import type { BackpressureSection, FanoutSection } from "../config/sections.js";
-import { CatchUp, type CatchUpEnd } from "../fanout/catchup.js";
-import type { ChannelFeed, FanoutHub, StreamListener } from "../fanout/hub.js";
+import type { BackpressureSection } from "../config/sections.js";
+import type { Feed } from "../fanout/hub.js";
+import type { Delivery, DeliveryEnd, Resume } from "../fanout/resume.js";
 import type { FanoutSocket } from "../fanout/socket.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { HttpResponse } from "../uws.js";
 import { HEARTBEAT, namedEvent, sseEventOf } from "./event.js";
+import type { SseLive, SseReceiver } from "./live.js";
 import { GatewayError } from "../errors.js";
 import { ErrorCode } from "../protocol/codes.js";
 
@@ -16,8 +17,11 @@ export type SsePhase = "starting" | "catchup" | "live" | "paused" | "ended";
 export type SseEndReason = "aborted" | "ended" | "slow" | "failed" | "expired";
 
 export type SseStreamDeps = {
-  hub: FanoutHub;
-  config: Readonly<{ fanout: FanoutSection; backpressure: BackpressureSection }>;
+  /** The resume path shared with every door (catch-up, then live). */
+  resume: Resume;
+  /** Live delivery of SSE streams (one encoding per message per worker). */
+  live: SseLive;
+  config: Readonly<{ backpressure: BackpressureSection }>;
   metrics: Metrics;
   log: Logger;
   /** The broker's current epoch, which event ids carry (undefined on a broker without history). */
@@ -26,15 +30,15 @@ export type SseStreamDeps = {
 };
 
 /**
- * One Server-Sent Events response subscribed to one pattern: the fan-out core sees it as a `FanoutSocket`
- * (catch-ups write to it) and as a live listener of the feed (`feed.streams`). uWS HTTP responses take a
+ * One Server-Sent Events response subscribed to one pattern: the resume path sees it as a `FanoutSocket`
+ * (catch-ups write to it, and its join is to the pattern's live SSE group). uWS HTTP responses take a
  * write while the kernel has room; once `write` returns false they must not be written again before
  * `onWritable` (this uWS build loses data written in between), so later events wait in a queue here, and
  * the queue is the stream's buffered amount. Over BACKPRESSURE_BYTES it leaves live delivery and is caught
  * up from the stream once it drained, like a slow WebSocket; still paused after SLOW_CONSUMER_TIMEOUT it
  * is cut, and the client's EventSource resumes with Last-Event-ID.
  */
-export class SseStream implements FanoutSocket, StreamListener {
+export class SseStream implements FanoutSocket, SseReceiver {
   phase: SsePhase = "starting";
   /** The last seq written to the response (the client resumes after it). */
   lastSent = 0;
@@ -44,7 +48,7 @@ export class SseStream implements FanoutSocket, StreamListener {
   /** `write` returned false: nothing more is written before `onWritable`. */
   private blocked = false;
   private drainWaiters: (() => void)[] = [];
-  private catchup?: CatchUp;
+  private delivery?: Delivery;
   private paused = false;
   /** The feed's message count when the stream paused (brokers without history count what it missed). */
   private pausedAtCount = 0;
@@ -57,7 +61,7 @@ export class SseStream implements FanoutSocket, StreamListener {
     private readonly res: HttpResponse,
     readonly pattern: string,
     readonly ip: string,
-    private readonly feed: ChannelFeed,
+    private readonly feed: Feed,
     private readonly deps: SseStreamDeps,
     /** The epoch the stream's position belongs to (read from the stream when it opened). */
     readonly epoch: string | undefined,
@@ -75,10 +79,10 @@ export class SseStream implements FanoutSocket, StreamListener {
     return this.phase === "ended";
   }
 
-  /** Starts delivery after `lastSent`: replays the stored messages, then joins the feed. */
-  start(lastSent: number): void {
-    this.lastSent = lastSent;
-    this.catchUp();
+  /** Starts delivery after `lastSent` (stored messages, then live), or live from the feed's position. */
+  start(lastSent: number | undefined): void {
+    if (lastSent !== undefined) this.lastSent = lastSent;
+    this.deliver(lastSent);
   }
 
   // --- FanoutSocket (what catch-ups write to) ---
@@ -102,7 +106,7 @@ export class SseStream implements FanoutSocket, StreamListener {
   }
 
   joinTopic(): void {
-    if (!this.closed) this.feed.streams.add(this);
+    if (!this.closed) this.deps.live.join(this.feed, this);
   }
 
   onDrained(fn: () => void): void {
@@ -249,37 +253,17 @@ export class SseStream implements FanoutSocket, StreamListener {
     if (this.paused && !this.closed && this.queued <= bp.bytes / 2) this.resume();
   }
 
-  private catchUp(): void {
-    const cache = this.deps.hub.cache;
-    if (!cache) {
-      // No history (Redis): straight to live.
-      this.phase = "live";
-      this.feed.streams.add(this);
-      return;
-    }
-    const c = new CatchUp(
-      this,
-      this.pattern,
-      this.feed,
-      cache,
-      {
-        holdLimit: this.deps.config.fanout.holdMessages,
-        holdBytes: this.deps.config.fanout.holdBytes,
-        deadlineMs: this.deps.config.fanout.catchupDeadlineMs,
-        backpressureBytes: this.deps.config.backpressure.bytes,
-      },
-      this.deps.log,
-      this.lastSent,
-      (end) => this.onCatchUpEnd(c, end),
-    );
+  /** Delivery after `from` (the resume path: a catch-up when the broker keeps history), or live from now. */
+  private deliver(from: number | undefined): void {
+    const d = this.deps.resume.prepare(this, this.feed, from, (end) => this.onDeliveryEnd(d, end));
     this.phase = "catchup";
-    this.catchup = c;
-    c.start();
+    this.delivery = d;
+    d.start();
   }
 
-  private onCatchUpEnd(c: CatchUp, end: CatchUpEnd): void {
-    if (this.catchup !== c) return;
-    this.catchup = undefined;
+  private onDeliveryEnd(d: Delivery, end: DeliveryEnd): void {
+    if (this.delivery !== d) return;
+    this.delivery = undefined;
     if (this.closed) return;
     if (end.lastSent > this.lastSent) this.lastSent = end.lastSent;
     if (end.type === "joined") {
@@ -305,8 +289,8 @@ export class SseStream implements FanoutSocket, StreamListener {
   private pause(): void {
     if (this.paused || this.closed) return;
     this.paused = true;
-    if (this.phase === "catchup") this.catchup?.suspend();
-    this.feed.streams.delete(this);
+    if (this.phase === "catchup") this.delivery?.suspend();
+    this.deps.live.leave(this.pattern, this);
     this.phase = "paused";
     this.pausedAtCount = this.feed.count;
     this.deps.metrics.slowSwitches.inc();
@@ -323,20 +307,21 @@ export class SseStream implements FanoutSocket, StreamListener {
   private resume(): void {
     this.paused = false;
     clearTimeout(this.slowTimer);
-    if (!this.deps.hub.cache) {
+    if (!this.deps.resume.replays) {
       const missed = this.feed.count - this.pausedAtCount;
       if (missed > 0) this.deps.metrics.deliveriesDropped.inc(missed);
+      return this.deliver(undefined);
     }
-    this.catchUp();
+    this.deliver(this.lastSent);
   }
 
   private finish(why: SseEndReason, keepQueue = false): void {
     this.phase = "ended";
     clearTimeout(this.slowTimer);
     clearTimeout(this.expiryTimer);
-    this.catchup?.abort();
-    this.catchup = undefined;
-    this.feed.streams.delete(this);
+    this.delivery?.abort();
+    this.delivery = undefined;
+    this.deps.live.leave(this.pattern, this);
     if (!keepQueue) this.queue = [];
     this.queued = 0;
     this.drainWaiters = [];

@@ -1,4 +1,3 @@
-import { FanoutHub } from "../fanout/hub.js";
 import { brokerFailure } from "../errors.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { errFrame } from "../protocol/serialize.js";
@@ -36,9 +35,8 @@ async function autoSubscribe(ctx: HandlerContext, ws: Socket, pattern: string): 
     return sendText(ws, errFrame(undefined, f.code, `${f.message}; reconnect`, f.temporary));
   }
   if (!ctx.subs.attach(ws, sub)) return;
-  // Position and join in one synchronous step: every message after `seq` reaches the socket.
-  const seq = FanoutHub.position(feed);
-  ctx.subs.startLive(ws, sub, feed);
+  // Position and join in one synchronous step (the resume path's live start): every message after `seq` follows.
+  const seq = ctx.subs.start(ws, sub, feed) ?? feed.position();
   const epoch = ctx.broker.epoch ? `,"epoch":${JSON.stringify(ctx.broker.epoch)}` : "";
   sendText(ws, `{"op":"sub","channel":${JSON.stringify(pattern)},"auto":true,"seq":${seq}${epoch}}`);
 }

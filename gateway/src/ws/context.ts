@@ -1,10 +1,11 @@
 import type { Broker } from "../broker/broker.js";
 import type { Sections } from "../config/sections.js";
 import type { FanoutHub } from "../fanout/hub.js";
+import type { Resume } from "../fanout/resume.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { PublishService } from "../publish/service.js";
-import type { ConnectionGuard } from "../auth/guard.js";
+import type { ConnectionGuard } from "./guard.js";
 import type { Subscriptions } from "./subscriptions.js";
 import type { PresenceHub } from "../presence/hub.js";
 
@@ -14,6 +15,8 @@ export type HandlerContext = {
   config: Pick<Sections, "server" | "fanout" | "backpressure" | "durable">;
   broker: Broker;
   hub: FanoutHub;
+  /** The resume path every door shares (start positions, catch-up, join). */
+  resume: Resume;
   subs: Subscriptions;
   metrics: Metrics;
   log: Logger;

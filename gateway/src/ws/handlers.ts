@@ -1,4 +1,5 @@
 import { DurableSub } from "../fanout/durable-sub.js";
+import { resolveStart, type Start, type StartRequest } from "../fanout/resume.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { parseClientFrame, type AckFrame, type Id, type PubBatchFrame, type PubFrame, type SubFrame, type UnsubFrame } from "../protocol/frames.js";
 import { errFrame, okFrame, pongFrame } from "../protocol/serialize.js";
@@ -82,21 +83,31 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
   if (f.presence && !(await enterPresence(ctx, ws, sub, f))) return;
   const presence = f.presence ? { client: s.clientId } : undefined;
   if (f.from === undefined) {
-    ctx.subs.startLive(ws, sub, feed);
+    ctx.subs.start(ws, sub, feed);
     return sendText(ws, okFrame(f.id, { epoch: ctx.broker.epoch, ...presence }));
   }
-  let start: { lastSent: number; reply: Record<string, unknown> };
+  let start: Start;
   try {
-    start = await resolveStart(ctx, f);
+    start = await resolveStart(ctx.broker.replay, f.channel, startRequest(f.from));
   } catch (e) {
     // end() is idempotent: an unsub that came first already released the subscription.
     ctx.subs.end(ws, sub);
     return replyFailure(ctx, ws, f.id, brokerFailure(e, ctx.broker.isConnected(), "replay"));
   }
   if (s.closed || sub.phase === "ended") return;
-  sendText(ws, okFrame(f.id, { ...start.reply, ...presence }));
-  if (f.from === "last_per_subject" && !(await sendSnapshot(ctx, ws, sub, start.lastSent))) return;
-  ctx.subs.startCatchUp(ws, sub, feed, start.lastSent);
+  const lastSent = start.lastSent ?? 0;
+  sendText(ws, okFrame(f.id, { ...start.report, ...presence }));
+  if (f.from === "last_per_subject" && !(await sendSnapshot(ctx, ws, sub, lastSent))) return;
+  ctx.subs.start(ws, sub, feed, lastSent);
+}
+
+/** The `from` of a `sub` frame as the resume path's start request (`seq` is the first one wanted). */
+function startRequest(from: NonNullable<SubFrame["from"]>): StartRequest {
+  if (from === "all") return { kind: "all" };
+  if (from === "last_per_subject") return { kind: "lastPerSubject" };
+  if ("time" in from) return { kind: "time", time: from.time };
+  if ("last" in from) return { kind: "last", last: from.last };
+  return { kind: "after", after: from.seq - 1, ...(from.epoch !== undefined ? { epoch: from.epoch } : {}) };
 }
 
 /** `from:"last_per_subject"`: the newest message of each channel up to `upTo`; false when the subscription ended. */
@@ -124,35 +135,6 @@ async function sendSnapshot(ctx: HandlerContext, ws: Socket, sub: SubState, upTo
     sendText(ws, errFrame(undefined, f.code, `${f.message}; subscribe again`, f.temporary));
     return false;
   }
-}
-
-/**
- * Turns `from` into the last seq the client is taken to have (delivery starts after it) and the fields of
- * the `ok` reply: the stream's bounds and epoch, `truncated` when retention removed messages the client
- * asked for, `epochChanged` when its position belongs to a stream that was deleted and created again.
- */
-async function resolveStart(ctx: HandlerContext, f: SubFrame): Promise<{ lastSent: number; reply: Record<string, unknown> }> {
-  const replay = ctx.broker.replay!;
-  const st = await replay.state();
-  const reply: Record<string, unknown> = { firstSeq: st.firstSeq, lastSeq: st.lastSeq, epoch: st.epoch };
-  const from = f.from!;
-  if (from === "all") return { lastSent: 0, reply };
-  if (from === "last_per_subject") {
-    if (!replay.lastPerSubject) throw new GatewayError(ErrorCode.UnsupportedByBroker, "this broker has no last-value reads");
-    // The snapshot is taken as of lastSeq; the catch-up continues after it: no gap, no duplicate.
-    return { lastSent: st.lastSeq, reply };
-  }
-  if ("time" in from) return { lastSent: (await replay.seqAtTime(f.channel, from.time)) - 1, reply };
-  if ("last" in from) return { lastSent: (await replay.startOfLastN(f.channel, from.last)) - 1, reply };
-  if (from.epoch !== undefined && from.epoch !== st.epoch) {
-    // Its sequence numbers mean nothing in this stream: everything it holds is new to the client.
-    reply.truncated = true;
-    reply.epochChanged = true;
-    return { lastSent: 0, reply };
-  }
-  // The stream no longer holds from.seq (retention removed it): delivery starts at firstSeq.
-  if (from.seq < st.firstSeq) reply.truncated = true;
-  return { lastSent: from.seq - 1, reply };
 }
 
 async function subscribeDurable(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<void> {

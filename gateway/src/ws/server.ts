@@ -26,7 +26,7 @@ export class WsEndpoint {
     deps: Omit<HandlerContext, "subs">,
     private readonly extraApps: TemplatedApp[] = [],
   ) {
-    const subs = new Subscriptions(deps.config, deps.broker, deps.hub, deps.metrics, deps.log);
+    const subs = new Subscriptions(deps.resume, deps.broker, deps.hub, deps.metrics, deps.log);
     this.ctx = { ...deps, subs };
     this.backpressure = new BackpressureMonitor(this.sockets, subs, deps.config.backpressure, deps.metrics, deps.log);
     this.register();
@@ -46,7 +46,7 @@ export class WsEndpoint {
         maxBackpressure: config.backpressure.maxBytes,
         idleTimeout: config.server.idleTimeoutSec,
         sendPingsAutomatically: true,
-        // Origin, connection limits and the token (auth/guard.ts); async-safe when a token must be verified.
+        // Origin, connection limits and the token (ws/guard.ts); async-safe when a token must be verified.
         upgrade: (res, req, context) => this.ctx.guard.upgrade(res, req, context, this.ctx.isDraining),
         open: (ws) => {
           if (config.server.compression !== "off") ws.getUserData().compress = true;

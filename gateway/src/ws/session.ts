@@ -1,6 +1,6 @@
 import type { WebSocket } from "../uws.js";
-import type { CatchUp } from "../fanout/catchup.js";
 import type { DurableSub } from "../fanout/durable-sub.js";
+import type { Delivery } from "../fanout/resume.js";
 import type { FanoutSocket } from "../fanout/socket.js";
 import type { Identity } from "../auth/access.js";
 import type { FrameLimiter } from "../limits/frame-rate.js";
@@ -31,7 +31,8 @@ export type SubState = {
   feedHeld: boolean;
   /** Counted in `fanout_subscriptions`. */
   counted: boolean;
-  catchup?: CatchUp;
+  /** Its way from the start position to live (the resume path), while under way. */
+  delivery?: Delivery;
   durable?: DurableSub;
   /** A server-side subscription (`channels.auto`) the client has not taken over with its own `sub` yet. */
   auto?: boolean;

@@ -1,8 +1,6 @@
 import type { Broker } from "../broker/broker.js";
-import type { BackpressureSection, FanoutSection } from "../config/sections.js";
-import { CatchUp, type CatchUpEnd } from "../fanout/catchup.js";
-import { FanoutHub, type ChannelFeed } from "../fanout/hub.js";
-import { topicOf } from "../fanout/hub.js";
+import { topicOf, type FanoutHub, type Feed } from "../fanout/hub.js";
+import type { Delivery, DeliveryEnd, Resume } from "../fanout/resume.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { brokerFailure, GatewayError } from "../errors.js";
@@ -14,11 +12,12 @@ import { fanoutSocket, newSub, sendText, type Socket, type SubState } from "./se
  * The one owner of a subscription's life (`SubState.phase`): starting, live (joined to the feed's topic),
  * catching up (replay, then join), paused for backpressure and resumed — by replaying from the last seq
  * sent when the broker stores messages, or by rejoining and counting the missed deliveries as dropped when
- * it does not (Redis) — and ended, exactly once.
+ * it does not (Redis) — and ended, exactly once. Where delivery starts and how it reaches live is the
+ * resume path's (fanout/resume.ts), shared with SSE; this class keeps the WebSocket's side of it.
  */
 export class Subscriptions {
   constructor(
-    private readonly config: Readonly<{ fanout: FanoutSection; backpressure: BackpressureSection }>,
+    private readonly path: Resume,
     private readonly broker: Broker,
     private readonly hub: FanoutHub,
     private readonly metrics: Metrics,
@@ -52,36 +51,26 @@ export class Subscriptions {
     this.metrics.subscriptions.inc();
   }
 
-  /** A live-only subscription whose feed is ready. */
-  startLive(ws: Socket, sub: SubState, feed: ChannelFeed): void {
-    if (ws.getUserData().paused) return this.park(sub, FanoutHub.position(feed), feed.count);
-    ws.subscribe(sub.topic);
-    sub.phase = "live";
-  }
-
-  /** Replays everything after `lastSent`, then joins live. */
-  startCatchUp(ws: Socket, sub: SubState, feed: ChannelFeed, lastSent: number): void {
-    const cache = this.hub.cache;
-    if (!cache) return this.startLive(ws, sub, feed);
-    if (ws.getUserData().paused) return this.park(sub, lastSent, feed.count);
-    const c = new CatchUp(
-      fanoutSocket(ws),
-      sub.pattern,
-      feed,
-      cache,
-      {
-        holdLimit: this.config.fanout.holdMessages,
-        holdBytes: this.config.fanout.holdBytes,
-        deadlineMs: this.config.fanout.catchupDeadlineMs,
-        backpressureBytes: this.config.backpressure.bytes,
-      },
-      this.log,
-      lastSent,
-      (end) => this.onCatchUpEnd(ws, sub, c, end),
-    );
+  /**
+   * Starts delivery once the feed is ready: after `lastSent` (stored messages, then live), or live from the
+   * feed's position when it is undefined. Returns the seq a live start joined at (undefined otherwise, or
+   * when the socket is paused and the subscription waits).
+   */
+  start(ws: Socket, sub: SubState, feed: Feed, lastSent?: number): number | undefined {
+    if (ws.getUserData().paused) {
+      const at = lastSent ?? feed.position();
+      this.park(sub, at, feed.count);
+      return lastSent === undefined ? at : undefined;
+    }
+    let joinedAt: number | undefined;
+    const d = this.path.prepare(fanoutSocket(ws), feed, lastSent, (end) => {
+      if (lastSent === undefined && end.type === "joined") joinedAt = end.lastSent;
+      this.onDeliveryEnd(ws, sub, d, end);
+    });
     sub.phase = "catchup";
-    sub.catchup = c;
-    c.start();
+    sub.delivery = d;
+    d.start();
+    return joinedAt;
   }
 
   private park(sub: SubState, resumeAfter: number, count: number): void {
@@ -90,9 +79,9 @@ export class Subscriptions {
     sub.pausedAtCount = count;
   }
 
-  private onCatchUpEnd(ws: Socket, sub: SubState, c: CatchUp, end: CatchUpEnd): void {
-    if (sub.catchup !== c || sub.phase !== "catchup") return;
-    sub.catchup = undefined;
+  private onDeliveryEnd(ws: Socket, sub: SubState, d: Delivery, end: DeliveryEnd): void {
+    if (sub.delivery !== d || sub.phase !== "catchup") return;
+    sub.delivery = undefined;
     const s = ws.getUserData();
     if (s.closed) return;
     if (end.type === "joined") {
@@ -117,11 +106,11 @@ export class Subscriptions {
     s.pausedSince = Date.now();
     for (const sub of s.subs.values()) {
       if (sub.phase === "catchup") {
-        sub.catchup?.suspend(); // parks it through onCatchUpEnd
+        sub.delivery?.suspend(); // parks it through onDeliveryEnd
       } else if (sub.phase === "live") {
         ws.unsubscribe(sub.topic);
         const feed = this.hub.get(sub.pattern);
-        this.park(sub, feed ? FanoutHub.position(feed) : sub.resumeAfter, feed?.count ?? 0);
+        this.park(sub, feed ? feed.position() : sub.resumeAfter, feed?.count ?? 0);
       }
     }
     this.metrics.slowSwitches.inc();
@@ -135,13 +124,12 @@ export class Subscriptions {
       if (sub.phase !== "paused") continue;
       const feed = this.hub.get(sub.pattern);
       if (!feed) continue;
-      if (this.hub.cache) {
-        this.startCatchUp(ws, sub, feed, sub.resumeAfter);
+      if (this.path.replays) {
+        this.start(ws, sub, feed, sub.resumeAfter);
       } else {
         const missed = feed.count - sub.pausedAtCount;
         if (missed > 0) this.metrics.deliveriesDropped.inc(missed);
-        ws.subscribe(sub.topic);
-        sub.phase = "live";
+        this.start(ws, sub, feed);
       }
     }
   }
@@ -164,8 +152,8 @@ export class Subscriptions {
       void sub.durable.stop().catch((e) => this.log.debug({ err: e }, "stopping durable failed"));
       return;
     }
-    sub.catchup?.abort();
-    sub.catchup = undefined;
+    sub.delivery?.abort();
+    sub.delivery = undefined;
     if (was === "live" && !s.closed) ws.unsubscribe(sub.topic);
     if (sub.feedHeld) {
       sub.feedHeld = false;

@@ -4,11 +4,11 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { CatchUp, type CatchUpEnd } from "../../src/fanout/catchup.js";
-import type { ChannelFeed } from "../../src/fanout/hub.js";
 import { ReplayCache } from "../../src/fanout/replay-cache.js";
 import type { FanoutSocket } from "../../src/fanout/socket.js";
 import { createLogger } from "../../src/log.js";
 import { MemoryReplay } from "../support/memory-replay.js";
+import { FakeFeed } from "../support/fake-feed.js";
 
 const log = createLogger("silent", {});
 
@@ -36,17 +36,7 @@ class RecordingSocket implements FanoutSocket {
   }
 }
 
-const feedOf = (pattern: string, position: number): ChannelFeed => ({
-  pattern,
-  topic: `p:${pattern}`,
-  refs: 1,
-  count: 0,
-  lastSeq: position,
-  startAfter: position,
-  ready: Promise.resolve(),
-  catchups: new Set(),
-  streams: new Set(),
-});
+const feedOf = (pattern: string, position: number) => new FakeFeed(pattern, position);
 
 function catchUp(r: MemoryReplay, pattern: string, from: number): Promise<{ sock: RecordingSocket; end: CatchUpEnd }> {
   const sock = new RecordingSocket();

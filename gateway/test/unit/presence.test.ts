@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { PresenceMember, PresenceRecord } from "../../src/broker/broker.js";
-import { clientOfKey, decodeToken, encodeChannel, encodeToken, memberKey } from "../../src/presence/keys.js";
+import { clientOfKey, decodeToken, encodeChannel, encodeToken, memberKey } from "../../src/broker/presence-keys.js";
 import { presenceEventFrame } from "../../src/presence/hub.js";
 import { PresenceView } from "../../src/presence/view.js";
 import { checkChannel } from "../../src/protocol/channel.js";

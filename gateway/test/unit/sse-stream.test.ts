@@ -3,7 +3,10 @@
 // The feed here has no replay cache (a broker without history), so rejoining is direct; catch-ups with a
 // cache are covered by gateway/test/sse.test.ts against real servers.
 import { describe, expect, it, vi } from "vitest";
-import type { ChannelFeed, FanoutHub } from "../../src/fanout/hub.js";
+import type { FanoutHub } from "../../src/fanout/hub.js";
+import { Resume } from "../../src/fanout/resume.js";
+import type { SseLive, SseReceiver } from "../../src/sse/live.js";
+import { FakeFeed } from "../support/fake-feed.js";
 import type { Logger } from "../../src/log.js";
 import type { Metrics } from "../../src/metrics/metrics.js";
 import { SseStream, type SseEndReason } from "../../src/sse/stream.js";
@@ -42,7 +45,12 @@ const counter = () => ({ inc: vi.fn() });
 function setup(bp = { bytes: 1_000, maxBytes: 10_000, slowTimeoutMs: 60_000 }) {
   const current = { epoch: "E" };
   const res = new FakeRes();
-  const feed = { pattern: "p", streams: new Set(), catchups: new Set(), count: 0, lastSeq: 0, startAfter: 0 } as unknown as ChannelFeed;
+  const feed = Object.assign(new FakeFeed("p"), { streams: new Set<SseReceiver>() });
+  // The live SSE group of the pattern, as a set the test reads (sse/live.ts is tested through real servers).
+  const live = {
+    join: (_f: unknown, st: SseReceiver) => feed.streams.add(st),
+    leave: (_p: string, st: SseReceiver) => feed.streams.delete(st),
+  } as unknown as SseLive;
   const metrics = { slowSwitches: counter(), slowClosed: counter(), deliveriesDropped: counter() } as unknown as Metrics;
   const log = { info: vi.fn(), warn: vi.fn(), debug: vi.fn(), isLevelEnabled: () => false } as unknown as Logger;
   const ends: SseEndReason[] = [];
@@ -52,8 +60,9 @@ function setup(bp = { bytes: 1_000, maxBytes: 10_000, slowTimeoutMs: 60_000 }) {
     "1.2.3.4",
     feed,
     {
-      hub: { cache: undefined } as unknown as FanoutHub,
-      config: { fanout: { lingerMs: 0, replayCacheBytes: 0, holdMessages: 100, maxSubscriptions: 10 }, backpressure: bp },
+      resume: new Resume({ pages: undefined } as unknown as FanoutHub, { holdLimit: 100, backpressureBytes: bp.bytes }, log),
+      live,
+      config: { backpressure: bp },
       metrics,
       log,
       epoch: () => current.epoch,

@@ -7,12 +7,11 @@ import { newSession, type Socket } from "../../src/ws/session.js";
 import { anonymousIdentity } from "../../src/auth/access.js";
 import { createMetrics } from "../../src/metrics/metrics.js";
 import { createLogger } from "../../src/log.js";
-import { loadConfig } from "../../src/config/config.js";
-import { sectionsOf } from "../../src/config/sections.js";
-import type { FanoutHub, ChannelFeed } from "../../src/fanout/hub.js";
+import type { FanoutHub, Feed } from "../../src/fanout/hub.js";
+import { Resume } from "../../src/fanout/resume.js";
 import type { Broker } from "../../src/broker/broker.js";
+import { FakeFeed } from "../support/fake-feed.js";
 
-const config = sectionsOf(loadConfig([], {}).config);
 const metrics = createMetrics(new client.Registry());
 const log = createLogger("silent", {});
 
@@ -32,24 +31,17 @@ function fakeSocket(): Socket & { topics: Set<string> } {
 
 function fakeHub(): FanoutHub & { released: string[] } {
   const released: string[] = [];
-  return { released, release: (p: string) => released.push(p), get: () => undefined, cache: undefined } as unknown as FanoutHub & { released: string[] };
+  return { released, release: (p: string) => released.push(p), get: () => undefined, pages: undefined } as unknown as FanoutHub & { released: string[] };
 }
 
-const feed = (pattern: string): ChannelFeed => ({
-  pattern,
-  topic: `p:${pattern}`,
-  refs: 1,
-  count: 7,
-  lastSeq: 120,
-  startAfter: 100,
-  ready: Promise.resolve(),
-  catchups: new Set(),
-});
+const feed = (pattern: string): Feed => new FakeFeed(pattern, 120, 7);
+const opts = { holdLimit: 100, backpressureBytes: 1 << 20 };
+const subsOf = (hub: FanoutHub) => new Subscriptions(new Resume(hub, opts, log), {} as Broker, hub, metrics, log);
 
 describe("subscriptions — lifecycle", () => {
   it("subscriptions — ending twice (an unsub, then the failed start position) releases the feed and the gauge once", async () => {
     const hub = fakeHub();
-    const subs = new Subscriptions(config, {} as Broker, hub, metrics, log);
+    const subs = subsOf(hub);
     const ws = fakeSocket();
     const gauge = async () => (await metrics.subscriptions.get()).values[0]?.value ?? 0;
     const before = await gauge();
@@ -65,7 +57,7 @@ describe("subscriptions — lifecycle", () => {
 
   it("subscriptions — a feed acquired for a subscription that ended meanwhile is released at once", () => {
     const hub = fakeHub();
-    const subs = new Subscriptions(config, {} as Broker, hub, metrics, log);
+    const subs = subsOf(hub);
     const ws = fakeSocket();
     const sub = subs.begin(ws, "x");
     subs.end(ws, sub);
@@ -75,14 +67,14 @@ describe("subscriptions — lifecycle", () => {
 
   it("subscriptions — a start position resolved while the socket is paused is kept: it resumes after it, not from seq 1", () => {
     const hub = fakeHub();
-    (hub as { cache?: unknown }).cache = {};
-    const subs = new Subscriptions(config, {} as Broker, hub, metrics, log);
+    (hub as { pages?: unknown }).pages = {};
+    const subs = subsOf(hub);
     const ws = fakeSocket();
     ws.getUserData().paused = true;
     const sub = subs.begin(ws, "t");
     subs.attach(ws, sub);
     // from:{time} resolved to seq 42 by the handler: delivery starts after 41.
-    subs.startCatchUp(ws, sub, feed("t"), 41);
+    subs.start(ws, sub, feed("t"), 41);
     expect(sub.phase).toBe("paused");
     expect(sub.resumeAfter).toBe(41);
   });
@@ -90,12 +82,12 @@ describe("subscriptions — lifecycle", () => {
   it("subscriptions — live: joins the topic; pause leaves it and remembers the feed's position", () => {
     const hub = fakeHub();
     const f = feed("l");
-    (hub as { get: (p: string) => ChannelFeed | undefined }).get = () => f;
-    const subs = new Subscriptions(config, {} as Broker, hub, metrics, log);
+    (hub as { get: (p: string) => Feed | undefined }).get = () => f;
+    const subs = subsOf(hub);
     const ws = fakeSocket();
     const sub = subs.begin(ws, "l");
     subs.attach(ws, sub);
-    subs.startLive(ws, sub, f);
+    expect(subs.start(ws, sub, f)).toBe(120);
     expect(sub.phase).toBe("live");
     expect(ws.topics.has("p:l")).toBe(true);
     subs.pause(ws);

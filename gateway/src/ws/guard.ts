@@ -6,13 +6,13 @@ import type { Logger } from "../log.js";
 import { CloseCode, ErrorCode } from "../protocol/codes.js";
 import type { RefreshFrame } from "../protocol/frames.js";
 import type { HttpRequest, HttpResponse, us_socket_context_t } from "../uws.js";
-import { newSession, type Socket } from "../ws/session.js";
-import { AuthError } from "./errors.js";
-import type { Principal } from "./principal.js";
-import { readUpgradeOffer } from "./upgrade-token.js";
-import { applyGrant } from "./hooks.js";
-import { anonymousIdentity, refusal, type AccessControl, type Identity, type Refusal } from "./access.js";
-import { hookHeaders } from "./http-auth.js";
+import { newSession, type Socket } from "./session.js";
+import { AuthError } from "../auth/errors.js";
+import type { Principal } from "../auth/principal.js";
+import { readUpgradeOffer } from "../auth/upgrade-token.js";
+import { applyGrant } from "../auth/hooks.js";
+import { anonymousIdentity, refusal, type AccessControl, type Identity, type Refusal } from "../auth/access.js";
+import { hookHeaders } from "../auth/http-auth.js";
 
 /** setTimeout's longest delay; later expiries re-arm. */
 const MAX_TIMER_MS = 2_147_483_647;

@@ -1,0 +1,29 @@
+import type { Feed, LiveListener } from "../../src/fanout/hub.js";
+
+/** A hub feed for in-process tests: a fixed position and count, and its listeners in a set the test can read. */
+export class FakeFeed implements Feed {
+  readonly topic: string;
+  readonly listeners = new Set<LiveListener>();
+  constructor(
+    readonly pattern: string,
+    public pos = 0,
+    public count = 0,
+  ) {
+    this.topic = `p:${pattern}`;
+  }
+  position(): number {
+    return this.pos;
+  }
+  addListener(l: LiveListener): void {
+    this.listeners.add(l);
+  }
+  removeListener(l: LiveListener): void {
+    this.listeners.delete(l);
+  }
+  /** A live message: what the hub does after publishing to the topic. */
+  deliver(seq: number, frame: Buffer): void {
+    if (seq > this.pos) this.pos = seq;
+    this.count++;
+    for (const l of this.listeners) l.onLive(seq, frame);
+  }
+}

@@ -1,0 +1,48 @@
+// The resume path's start positions in process, against the table every door is held to
+// (support/start-cases.ts; the doors of a real gateway: resume-doors.test.ts).
+import { describe, expect, it } from "vitest";
+import type { ReplayApi, StreamState } from "../../src/broker/broker.js";
+import { positionAfter, resolveStart, type StartRequest } from "../../src/fanout/resume.js";
+import { START_CASES, TABLE_FIRST, TABLE_LAST, type CaseStart } from "../support/start-cases.js";
+
+const ST: StreamState = { firstSeq: TABLE_FIRST, lastSeq: TABLE_LAST, epoch: "E" };
+
+/** The table's stream as a replay API: its bounds, and the two lookups a start may need. */
+const replay = {
+  state: async () => ST,
+  startOfLastN: async (_p: string, n: number) => Math.max(TABLE_FIRST, TABLE_LAST - n + 1),
+  seqAtTime: async () => TABLE_FIRST,
+} as unknown as ReplayApi;
+
+function request(s: CaseStart): StartRequest {
+  if (s.kind === "timeBefore") return { kind: "time", time: "2000-01-01T00:00:00Z" };
+  if (s.kind !== "after") return s;
+  return { kind: "after", after: s.after, ...(s.epoch ? { epoch: s.epoch === "same" ? "E" : "OTHER" } : {}) };
+}
+
+describe("resume — start positions (one table for every door)", () => {
+  for (const c of START_CASES) {
+    it(`resume — ${c.name}`, async () => {
+      const s = await resolveStart(replay, "t.c", request(c.start));
+      expect(s.lastSent).toBe(c.lastSent);
+      expect(s.report?.truncated === true).toBe(c.truncated === true);
+      expect(s.report?.epochChanged === true).toBe(c.epochChanged === true);
+      if (c.start.kind !== "live") expect(s.report).toMatchObject(ST);
+      // What follows lastSent in the stream is what the receiver gets from the store.
+      const stored = Array.from({ length: TABLE_LAST - TABLE_FIRST + 1 }, (_, i) => TABLE_FIRST + i);
+      if (s.lastSent !== undefined) expect(stored.filter((q) => q > s.lastSent!)).toEqual(c.delivered);
+    });
+  }
+
+  it("resume — a live start reads nothing from the broker; the others need one that keeps history", async () => {
+    expect(await resolveStart(undefined, "x", { kind: "live" })).toEqual({});
+    await expect(resolveStart(undefined, "x", { kind: "all" })).rejects.toMatchObject({ code: "unsupported_by_broker" });
+  });
+
+  it("resume — an empty stream: a resume of another epoch starts at 0, never below", () => {
+    expect(positionAfter(9, "old", { firstSeq: 0, lastSeq: 0, epoch: "new" })).toEqual({ lastSent: 0, truncated: true, epochChanged: true });
+    expect(positionAfter(9, "new", { firstSeq: 0, lastSeq: 0, epoch: "new" })).toEqual({ lastSent: 0 });
+    // Purged to empty: first = last + 1.
+    expect(positionAfter(3, undefined, { firstSeq: 11, lastSeq: 10, epoch: "e" })).toEqual({ lastSent: 10, truncated: true });
+  });
+});

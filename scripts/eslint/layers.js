@@ -1,0 +1,52 @@
+// ESLint rule "local/layers": the folders of gateway/src import only downwards, in the order the docs give
+// (docs/architecture.md, "Source layout"). Each folder has a rank; an import of a higher rank, or of another
+// door (ws, sse, http: same rank, separate), is an error. Files at gateway/src's top level are ranked too.
+import { dirname, relative, resolve, sep } from "node:path";
+
+/** Lowest first. A folder may import its own rank (the doors excepted) and every rank below. */
+export const LAYERS = [
+  ["protocol", "config", "metrics", "errors.ts", "log.ts", "net.ts", "uws.ts"],
+  ["limits"],
+  ["broker"],
+  ["fanout"],
+  ["presence", "publish"],
+  ["auth"],
+  ["ws", "sse", "http"],
+  ["cluster", "cli.ts", "mod.ts"],
+];
+const DOORS = new Set(["ws", "sse", "http"]);
+const RANK = new Map(LAYERS.flatMap((names, i) => names.map((n) => [n, i])));
+const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+["'](\.{1,2}\/[^"']+)["']/g;
+
+/** The top-level folder (or file) of gateway/src a path is in, or undefined outside it. */
+function unitOf(root, file) {
+  const rel = relative(root, file);
+  if (rel.startsWith("..")) return undefined;
+  return rel.split(sep)[0];
+}
+
+export default {
+  meta: { type: "problem", docs: { description: "gateway/src folders import only lower layers" }, schema: [] },
+  create(context) {
+    const file = resolve(context.filename);
+    const root = resolve(context.cwd ?? process.cwd(), "gateway/src");
+    const from = unitOf(root, file);
+    if (from === undefined || !RANK.has(from)) return {};
+    return {
+      Program(node) {
+        const text = context.sourceCode.getText();
+        for (const m of text.matchAll(IMPORT)) {
+          const to = unitOf(root, resolve(dirname(file), m[1]).replace(/\.js$/, ".ts"));
+          if (to === undefined || to === from || !RANK.has(to)) continue;
+          const up = RANK.get(to) > RANK.get(from);
+          const across = DOORS.has(from) && DOORS.has(to);
+          if (up || across)
+            context.report({
+              node,
+              message: `${from}/ must not import ${to}/ (${m[1]}): ${across ? "doors do not import each other" : "imports go down the layers"} — ${LAYERS.map((l) => l.join(",")).join(" < ")}`,
+            });
+        }
+      },
+    };
+  },
+};
