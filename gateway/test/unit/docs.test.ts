@@ -145,6 +145,18 @@ describe("docs — links, commands and generated tables", () => {
     expect(readmeShell.some((l) => l.split("#")[0]!.trim() === commands[0])).toBe(true);
   });
 
+  it("docs — the source layout's layers in docs/architecture.md are the lint rule's (scripts/eslint/layers.js)", () => {
+    const decl = /export const LAYERS = (\[[\s\S]*?\]);\n/.exec(fromDisk("scripts/eslint/layers.js"));
+    const layers = JSON.parse(decl![1]!.replace(/,(\s*\])/g, "$1")) as string[][];
+    const rankInLint = new Map(layers.flatMap((names, i) => names.map((n) => [n, i + 1] as const)));
+    const documented = new Map<string, number>();
+    for (const m of fromDisk("docs/architecture.md").matchAll(/^\| (\d+) \| ([^|]+) \|/gm))
+      for (const name of m[2]!.matchAll(/`([\w.-]+?)\/?`/g)) documented.set(name[1]!, Number(m[1]));
+    expect([...documented].filter(([n, rank]) => rankInLint.get(n) !== rank)).toEqual([]);
+    const folders = [...rankInLint.keys()].filter((n) => !n.endsWith(".ts"));
+    expect(folders.filter((n) => !documented.has(n))).toEqual([]);
+  });
+
   it("docs — every fanout_* metric in docs/operations.md is made by the gateway", () => {
     const src = (dir: string): string[] =>
       readdirSync(join(ROOT, dir)).flatMap((f) => {
