@@ -15,7 +15,7 @@ const uniq = uniqueNames(`x${process.pid}`);
 
 beforeAll(async () => {
   nats = await startNatsServer();
-  gw = await startGateway({ natsUrl: nats.url, workers: 2, args: ["--max-subscriptions", "5", "--max-payload-bytes", "4KiB", "--consumer-linger", "100ms"] });
+  gw = await startGateway({ natsUrl: nats.url, workers: 2, args: ["--max-subscriptions", "5", "--max-payload-bytes", "4KiB", "--feed-linger", "100ms"] });
 });
 
 afterAll(async () => {

@@ -16,7 +16,7 @@ let a: GatewayHandle;
 let b: GatewayHandle;
 const clients = new ClientPool();
 const uniq = uniqueNames(`x${process.pid}`);
-const PRESENCE_ARGS = ["--presence-ttl", "2s", "--presence-max-members", "5", "--consumer-linger", "100ms"];
+const PRESENCE_ARGS = ["--presence-ttl", "2s", "--presence-max-members", "5", "--feed-linger", "100ms"];
 
 const client = (g: GatewayHandle, headers?: Record<string, string>) => clients.open({ url: g.wsUrl, headers });
 

@@ -45,7 +45,7 @@ beforeAll(async () => {
       "redis",
       "--redis-url",
       redis.url,
-      "--consumer-linger",
+      "--feed-linger",
       "100ms",
       "--backpressure-bytes",
       "64KiB",

@@ -3,14 +3,15 @@ import type { Logger } from "../log.js";
 import type { BrokerMessage, LiveFeed } from "./broker.js";
 import type { StoredMsg } from "./direct-get.js";
 import { jsHeaders } from "./js-headers.js";
-import type { JetStreamReplay } from "./jetstream-replay.js";
+import type { RepairReads } from "./jetstream-replay.js";
 import { SubjectSequencer } from "./live-sequencer.js";
 import { GatewayError } from "../errors.js";
 import { ErrorCode } from "../protocol/codes.js";
 
 export type CoreLiveDeps = {
   nc: NatsConnection;
-  replay: JetStreamReplay;
+  /** The stream's state and the repairs' urgent reads. */
+  reads: RepairReads;
   /** Stream subject (`ev.orders.eu`) to channel (`orders.eu`). */
   toChannel: (subject: string) => string;
   log: Logger;
@@ -88,7 +89,7 @@ export class CoreLiveFeed implements LiveFeed {
       },
     });
     try {
-      const st = await deps.replay.state();
+      const st = await deps.reads.state();
       if (refused)
         throw new GatewayError(ErrorCode.BrokerError, `NATS refused the subscription to ${liveSubject}: ${refused.message}`, {
           cause: refused,
@@ -199,7 +200,7 @@ export class CoreLiveFeed implements LiveFeed {
     while (!this.stopped) {
       let batch;
       try {
-        batch = await this.deps.replay.batch(r.subject, from, true);
+        batch = await this.deps.reads.read(r.subject, from);
       } catch (e) {
         this.deps.log.warn({ err: e, pattern: this.pattern, from, retryInMs: delay }, "live feed repair read failed; retrying");
         await new Promise((res) => setTimeout(res, delay).unref());

@@ -24,6 +24,13 @@ type LeaderMsg = { subject: string; seq: number; data?: string; time: string };
  * the server, so a storm of resuming clients costs reads, not consumers (nats-server 2.15 caps a stream at
  * 1,000 consumers by default). Stream state (bounds, epoch) is asked for through a coalescer.
  */
+/** What a live feed reads from the stream (jetstream-live.ts): nothing else of the replay. */
+export interface RepairReads {
+  state(): Promise<StreamState>;
+  /** Stored messages of the stream subject `subject` from `from`, ahead of queued catch-up reads. */
+  read(subject: string, from: number): Promise<DirectBatch>;
+}
+
 export class JetStreamReplay implements ReplayApi {
   readonly direct: DirectGet;
   private readonly info: Coalescer<StreamState>;
@@ -108,13 +115,20 @@ export class JetStreamReplay implements ReplayApi {
     return b.messages[0]?.seq ?? (await this.state()).lastSeq + 1;
   }
 
-  /**
-   * One direct-get batch of a filter subject from `from`. The live feeds' repairs use it unmapped and
-   * `urgent`: a repair holds a whole feed, so it goes ahead of queued catch-up pages.
-   */
-  batch(subject: string, from: number, urgent = false): Promise<DirectBatch> {
-    return this.direct.batch({ seq: from, subject, batch: PAGE_MESSAGES, maxBytes: PAGE_BYTES, urgent });
+  /** One direct-get batch of a (stream) filter subject from `from`, queued behind earlier reads. */
+  private batch(subject: string, from: number): Promise<DirectBatch> {
+    return this.direct.batch({ seq: from, subject, batch: PAGE_MESSAGES, maxBytes: PAGE_BYTES });
   }
+
+  /**
+   * The reads of the live feeds' repairs: the stream's state, and batches of a stream subject that go in
+   * the direct-get queue's urgent lane, ahead of queued catch-up pages — a repair holds a whole feed, and
+   * every socket on it waits. The one place that reads urgently.
+   */
+  readonly repairs: RepairReads = {
+    state: () => this.state(),
+    read: (subject, from) => this.direct.batch({ seq: from, subject, batch: PAGE_MESSAGES, maxBytes: PAGE_BYTES, urgent: true }),
+  };
 
   async read(pattern: string, from: number, target: number): Promise<StoredPage> {
     const subject = this.mapper.toSubject(pattern);

@@ -184,7 +184,7 @@ export class JetStreamBroker implements Broker {
       this.liveMapper.toSubject(pattern),
       {
         nc: this.nc,
-        replay: this.replay,
+        reads: this.replay.repairs,
         toChannel: (s) => mapper.toChannel(s),
         log: this.opts.log,
         holdLimit: this.opts.liveHoldLimit ?? 100_000,

@@ -5,7 +5,7 @@ import { unknownSettings } from "../config/unknown-env.js";
 import { SECRET_ENV } from "../config/secrets.js";
 import { ensureStream } from "../broker/stream.js";
 import { ensurePresenceBucket, presenceStream } from "../broker/jetstream-presence.js";
-import type { Config } from "../config/config.js";
+import { formerNamesUsed, type Config } from "../config/config.js";
 import { sectionsOf, type PresenceSection, type StreamSection } from "../config/sections.js";
 import { createLogger, type Logger } from "../log.js";
 import { freePort } from "../net.js";
@@ -29,6 +29,7 @@ export const adminPortOf = (c: Config): number => (c.adminPort === -2 ? (authEna
 export async function runPrimary(config: Config): Promise<void> {
   const log = createLogger(config.logLevel, { role: "primary" });
   loadUws(); // refuse the pure-JS fallback before forking anything
+  for (const f of formerNamesUsed(process.argv.slice(2), process.env)) log.warn({ was: f.was, now: f.now }, `${f.was} is deprecated: use ${f.now}`);
   const unknown = unknownSettings(process.env);
   if (unknown.length > 0)
     log.warn({ variables: unknown }, "environment variables that look like settings are not settings and are ignored (misspelt?); see --help");

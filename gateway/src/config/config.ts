@@ -30,7 +30,10 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): ParsedCli {
   if (inherited) return { config: Object.freeze(JSON.parse(inherited)) as Config, help: false, configTable: false };
 
   const options: Record<string, { type: "string" | "boolean" }> = { help: { type: "boolean" }, "config-table": { type: "boolean" } };
-  for (const s of Object.values(SETTINGS) as Setting<unknown>[]) options[s.flag] = { type: s.boolean ? "boolean" : "string" };
+  for (const s of Object.values(SETTINGS) as Setting<unknown>[]) {
+    options[s.flag] = { type: s.boolean ? "boolean" : "string" };
+    if (s.formerly) options[s.formerly.flag] = options[s.flag]!;
+  }
   let values: Record<string, string | boolean | undefined>;
   try {
     values = parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values;
@@ -42,7 +45,8 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): ParsedCli {
 
   const out: Record<string, unknown> = {};
   for (const [key, s] of Object.entries(SETTINGS) as [SettingKey, Setting<unknown>][]) {
-    out[key] = readSetting(s, values[s.flag], env[s.env]);
+    const old = s.formerly;
+    out[key] = readSetting(s, values[s.flag] ?? (old ? values[old.flag] : undefined), env[s.env] || (old ? env[old.env] : undefined));
   }
   const config = out as Config;
   crossCheck(config);
@@ -51,6 +55,19 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): ParsedCli {
     (out as { natsServerBin: string }).natsServerBin = existsSync(local) ? local : "nats-server";
   }
   return { config: Object.freeze(config), help: values.help === true, configTable: values["config-table"] === true };
+}
+
+/** Settings given by a former name (env or flag) and not by their current one: each gets a deprecation warning. */
+export function formerNamesUsed(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): { was: string; now: string }[] {
+  const used: { was: string; now: string }[] = [];
+  for (const s of Object.values(SETTINGS) as Setting<unknown>[]) {
+    const old = s.formerly;
+    if (!old) continue;
+    const flagged = (f: string) => argv.some((a) => a === `--${f}` || a.startsWith(`--${f}=`));
+    if (flagged(old.flag) && !flagged(s.flag)) used.push({ was: `--${old.flag}`, now: `--${s.flag}` });
+    else if (env[old.env] && !env[s.env] && !flagged(s.flag)) used.push({ was: old.env, now: s.env });
+  }
+  return used;
 }
 
 function readSetting(s: Setting<unknown>, flagValue: string | boolean | undefined, envValue: string | undefined): unknown {

@@ -202,7 +202,7 @@ export function sectionsOf(c: Config): Sections {
       repair: c.streamRepair === "repair",
     }),
     fanout: Object.freeze({
-      lingerMs: c.consumerLingerMs,
+      lingerMs: c.feedLingerMs,
       replayCacheBytes: c.replayCacheBytes,
       holdMessages: c.catchupBufferMessages,
       holdBytes: c.catchupBufferBytes,

@@ -13,6 +13,8 @@ export type Setting<T> = {
   check?: (v: T) => string | undefined;
   /** Boolean flags take no value on the command line. */
   boolean?: boolean;
+  /** The setting's former names, still read (when the new ones are not given) with a deprecation warning. */
+  formerly?: { env: string; flag: string };
 };
 
 const int = (min: number, max: number) => (v: number) => (v < min || v > max ? `must be between ${min} and ${max}` : undefined);
@@ -400,11 +402,12 @@ export const SETTINGS = {
     parse: parseDuration,
     check: int(100, 3_600_000),
   },
-  consumerLingerMs: {
-    env: "CONSUMER_LINGER",
-    flag: "consumer-linger",
+  feedLingerMs: {
+    env: "FEED_LINGER",
+    flag: "feed-linger",
+    formerly: { env: "CONSUMER_LINGER", flag: "consumer-linger" },
     shown: "2s",
-    doc: "How long a worker's live feed of a pattern (a core NATS subscription) outlives its last local subscriber",
+    doc: "How long a worker's live feed of a pattern (a core NATS subscription) outlives its last local subscriber (formerly CONSUMER_LINGER, still read)",
     default: () => 2_000,
     parse: parseDuration,
     check: int(0, 600_000),

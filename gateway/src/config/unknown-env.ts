@@ -1,9 +1,9 @@
-import { SETTINGS } from "./settings.js";
+import { SETTINGS, type Setting } from "./settings.js";
 
 /** An environment variable that looks like a setting and is not one (ignored), and the setting it likely meant. */
 export type UnknownSetting = { variable: string; didYouMean?: string };
 
-const NAMES: readonly string[] = Object.values(SETTINGS).map((s) => s.env);
+const NAMES: readonly string[] = (Object.values(SETTINGS) as Setting<unknown>[]).flatMap((s) => (s.formerly ? [s.env, s.formerly.env] : [s.env]));
 const KNOWN = new Set(NAMES);
 /** Prefixes two or more settings share (JWT_, STREAM_, HOOK_, NATS_, …): a variable with one is meant as a setting. */
 const PREFIXES: ReadonlySet<string> = (() => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { loadConfig, settingsTable } from "../../src/config/config.js";
+import { formerNamesUsed, loadConfig, settingsTable } from "../../src/config/config.js";
+import { unknownSettings } from "../../src/config/unknown-env.js";
 import { ConfigError } from "../../src/errors.js";
 import { parseBytes, parseDuration } from "../../src/config/parse.js";
 
@@ -60,6 +61,17 @@ describe("config — parsing", () => {
       expect((e as ConfigError).setting).toBe(setting);
       expect((e as Error).message).toContain(`invalid ${setting}`);
     }
+  });
+
+  it("config — a renamed setting is still read by its former name, with a warning; the new name wins", () => {
+    expect(loadConfig([], { CONSUMER_LINGER: "5s" }).config.feedLingerMs).toBe(5_000);
+    expect(loadConfig(["--consumer-linger", "7s"], {}).config.feedLingerMs).toBe(7_000);
+    expect(loadConfig([], { CONSUMER_LINGER: "5s", FEED_LINGER: "1s" }).config.feedLingerMs).toBe(1_000);
+    expect(formerNamesUsed([], { CONSUMER_LINGER: "5s" })).toEqual([{ was: "CONSUMER_LINGER", now: "FEED_LINGER" }]);
+    expect(formerNamesUsed(["--consumer-linger=7s"], {})).toEqual([{ was: "--consumer-linger", now: "--feed-linger" }]);
+    expect(formerNamesUsed([], { FEED_LINGER: "1s" })).toEqual([]);
+    // Not taken for a misspelt setting either.
+    expect(unknownSettings({ CONSUMER_LINGER: "5s" })).toEqual([]);
   });
 
   it("rejects unknown flags", () => {
