@@ -451,6 +451,12 @@ export class GatewayClient {
       this.emit({ type: "disconnected", code, reason, willReconnect: false });
       return;
     }
+    // 4403: the server disconnected this user and asks it not to come back (4012 asks for a reconnect).
+    if (code === 4403) {
+      this.emit({ type: "disconnected", code, reason, willReconnect: false });
+      this.shutdown(new GatewayError("disconnected", `disconnected by the server (close 4403): ${reason}`));
+      return;
+    }
     if (code === 4001) {
       this.emit({ type: "tokenExpired" });
       if (!this.opts.getToken) {

@@ -33,6 +33,8 @@ export const WIRE_ERRORS: { readonly [C in ErrorCode]: { readonly status: number
   slow_consumer: { status: 429, temporary: true },
   too_many_durables: { status: 429, temporary: false },
   durables_full: { status: 503, temporary: true },
+  disconnected: { status: 410, temporary: false },
+  unsubscribed: { status: 410, temporary: false },
 };
 
 export type GatewayErrorOptions = { cause?: unknown; status?: number; temporary?: boolean };

@@ -12,6 +12,7 @@ export const LAYERS = [
   ["presence", "publish"],
   ["auth"],
   ["ws", "sse", "http"],
+  ["control"],
   ["cluster", "cli.ts", "mod.ts"],
 ];
 const DOORS = new Set(["ws", "sse", "http"]);

@@ -43,7 +43,13 @@ export type Access =
       /** A server-side subscription (`channels.auto`) being taken over: the token or connect hook granted it. */
       serverSide?: boolean;
     }
-  | { right: "pub"; channel: string };
+  | { right: "pub"; channel: string }
+  /**
+   * The server's control plane (`/v1/server/…`: disconnect, unsubscribe, occupancy, broadcast, users): an
+   * API key only. With authentication off (no key can be configured) anyone, unless a connect hook is set:
+   * the hook says who an application user is, never who operates the gateway.
+   */
+  | { right: "admin" };
 
 /** The credentials of one upgrade or request, read before the first await (uWS requests die then). */
 export type Knock = {
@@ -106,6 +112,10 @@ export class AccessControl {
   async authorize(id: Identity | (() => Identity), a: Access): Promise<void> {
     const current = typeof id === "function" ? id : () => id;
     const first = current();
+    if (a.right === "admin") {
+      if (first.trusted || (!this.auth.enabled && !this.hooks?.connectEnabled)) return;
+      throw new GatewayError(ErrorCode.Forbidden, "the control plane needs an API key (X-Api-Key)");
+    }
     check(first.principal, a);
     if (a.right === "pub" || first.trusted || a.serverSide || !this.hooks?.subscribeEnabled) return;
     await this.hooks.subscribe(
@@ -143,6 +153,7 @@ function check(p: Principal, a: Access): void {
 }
 
 function deniedBy(p: Principal, a: Access): string | undefined {
+  if (a.right === "admin") return "the control plane needs an API key";
   if (a.right === "sub") return canSubscribe(p.perms, a.channel) ? undefined : `no permission to read ${a.channel}`;
   return canPublish(p.perms, a.channel) ? undefined : `no permission to publish to ${a.channel}`;
 }

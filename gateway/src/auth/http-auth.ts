@@ -17,6 +17,23 @@ export function readKnock(access: AccessControl, req: HttpRequest, res: HttpResp
   return { transport, ip, headers: hookHeaders(access, req), ...(token ? { token } : {}), ...(apiKey ? { apiKey } : {}) };
 }
 
+/**
+ * The same for a request of node:http (the primary's admin listener): headers are already read. An API key in
+ * the URL is never looked for.
+ */
+export function readNodeKnock(access: AccessControl, headers: Readonly<Record<string, string | string[] | undefined>>, ip: string): Knock {
+  const one = (h: string): string => {
+    const v = headers[h];
+    return Array.isArray(v) ? (v[0] ?? "") : (v ?? "");
+  };
+  const authorization = one("authorization");
+  const apiKey = one("x-api-key");
+  const token = authorization ? (bearerOf(authorization) ?? authorization) : undefined;
+  const hooked: Record<string, string> = {};
+  if (access.hooks?.connectEnabled) for (const h of access.hooks.headerNames) if (one(h)) hooked[h] = one(h);
+  return { transport: "http", ip, headers: hooked, ...(token ? { token } : {}), ...(apiKey ? { apiKey } : {}) };
+}
+
 /** The request headers named in HOOK_HEADERS (lower case, absent ones left out); none without a connect hook. */
 export function hookHeaders(access: AccessControl, req: HttpRequest): Record<string, string> {
   const out: Record<string, string> = {};

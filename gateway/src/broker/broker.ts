@@ -116,6 +116,22 @@ export interface PresenceApi {
   watch(channel: string, onRecord: (r: PresenceRecord) => void): Promise<{ stop(): void }>;
 }
 
+/**
+ * Request and reply between processes over the broker (the control plane's transport). Plain messages, no
+ * storage: a request reaches the subscribers connected at that moment.
+ */
+export interface Bus {
+  /**
+   * Answers requests on `subject`. Without `queue` every subscriber (every worker of every instance) gets
+   * each request; with it, one subscriber of the group does. `answer` returns the reply's body.
+   */
+  serve(subject: string, answer: (body: Uint8Array) => Promise<Uint8Array>, queue?: string): void;
+  /** Sends one request to every subscriber of `subject`; `onReply` sees each reply until `stop()`. */
+  scatter(subject: string, body: Uint8Array, onReply: (body: Uint8Array) => void): { stop(): void };
+  /** One request, one reply (a queue group answers); rejects after `timeoutMs` or when nobody listens. */
+  request(subject: string, body: Uint8Array, timeoutMs: number): Promise<Uint8Array>;
+}
+
 /** What the fan-out, WebSocket and HTTP layers need from a broker (JetStream, or Redis pub/sub as a baseline). */
 export interface Broker {
   readonly kind: "jetstream" | "redis";
@@ -126,6 +142,8 @@ export interface Broker {
   readonly durables?: DurableApi;
   /** Present when the broker keeps presence (JetStream). */
   readonly presence?: PresenceApi;
+  /** Present when the broker carries requests between processes (JetStream: core NATS). */
+  readonly bus?: Bus;
   /** The stream's epoch (its creation time) when known: `ok` frames carry it so clients keep it with their seq. */
   readonly epoch?: string;
   /** True while the broker connection is up. */

@@ -1,15 +1,23 @@
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Logger } from "../log.js";
 import { STATS_PATH } from "../http/stats.js";
 import type { ClusterMetrics } from "./cluster-metrics.js";
 
 /**
  * The admin listener, served by the primary on its own address (loopback by default): `/metrics`,
- * `/v1/stats` and `/healthz`. With it, those leave the public port, so that the public may not read them
+ * `/v1/stats`, `/healthz` and the control plane (`/v1/server/…`, with an API key). With it, those leave the public port, so that the public may not read them
  * and a flood of requests to them cannot reach the workers that deliver messages.
  */
-export async function startAdmin(host: string, port: number, metrics: ClusterMetrics, log: Logger): Promise<{ port: number; close(): Promise<void> }> {
+export async function startAdmin(
+  host: string,
+  port: number,
+  metrics: ClusterMetrics,
+  log: Logger,
+  /** The control plane's door (`/v1/server/…`, control/admin-door.ts): true when it took the request. */
+  control?: (req: IncomingMessage, res: ServerResponse) => boolean,
+): Promise<{ port: number; close(): Promise<void> }> {
   const server: Server = createServer((req, res) => {
+    if (control?.(req, res)) return;
     const path = (req.url ?? "/").split("?")[0];
     const fail = (e: unknown) => {
       res.writeHead(503, { "content-type": "application/json" });
@@ -32,7 +40,7 @@ export async function startAdmin(host: string, port: number, metrics: ClusterMet
     server.listen(port, host, () => resolve());
   });
   const bound = (server.address() as { port: number }).port;
-  log.info({ host, port: bound }, "admin listener ready (/metrics, /v1/stats)");
+  log.info({ host, port: bound }, "admin listener ready (/metrics, /v1/stats, /v1/server/…)");
   return {
     port: bound,
     close: () =>

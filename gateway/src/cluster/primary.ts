@@ -17,6 +17,11 @@ import { startAdmin } from "./admin.js";
 import { ClusterMetrics } from "./cluster-metrics.js";
 import { startEmbeddedBrokers, type EmbeddedBrokers } from "./embedded.js";
 import { WorkerPool } from "./pool.js";
+import { adminControl } from "../control/admin-door.js";
+import { AccessControl } from "../auth/access.js";
+import { Authenticator } from "../auth/authenticator.js";
+import { Hooks } from "../auth/hooks.js";
+import { natsBus } from "../broker/jetstream/bus.js";
 
 /** The admin port in effect: `auto` is 9100 when authentication is on and none (-1) when it is off. */
 export const adminPortOf = (c: Config): number => (c.adminPort === -2 ? (authEnabled(c) ? 9100 : -1) : c.adminPort);
@@ -49,7 +54,7 @@ export async function runPrimary(config: Config): Promise<void> {
     brokers = await startEmbeddedBrokers(sectionsOf(config).broker, log);
     if (config.broker === "jetstream") prepared = await prepareStream(sectionsOf(config).stream, brokers.natsUrl, security, log, sectionsOf(config).presence);
     const adminPort = adminPortOf(config);
-    if (adminPort >= 0) admin = await startAdmin(config.adminHost, adminPort, metrics, log);
+    if (adminPort >= 0) admin = await startAdmin(config.adminHost, adminPort, metrics, log, controlDoor(config, prepared?.nc, log));
   } catch (e) {
     return fail(e);
   }
@@ -119,6 +124,20 @@ export async function runPrimary(config: Config): Promise<void> {
   };
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
   process.on("SIGINT", () => void shutdown("SIGINT"));
+}
+
+/** The control plane's door on the admin listener: the same authorization chain as the workers', and the primary's NATS connection. */
+function controlDoor(config: Config, nc: NatsConnection | undefined, log: Logger): ReturnType<typeof adminControl> {
+  const c = sectionsOf(config);
+  const hooks = c.hooks.connectUrl || c.hooks.subscribeUrl ? new Hooks(c.hooks, log) : undefined;
+  return adminControl({
+    access: new AccessControl(new Authenticator(c.auth), hooks, log),
+    ...(nc ? { bus: natsBus(nc) } : {}),
+    subjectPrefix: c.control.subjectPrefix,
+    timeoutMs: c.control.timeoutMs,
+    maxBodyBytes: c.server.publishBatchMaxBytes,
+    log,
+  });
 }
 
 /**

@@ -24,6 +24,10 @@ import { SseEndpoint } from "../sse/endpoint.js";
 import { PresenceHub } from "../presence/hub.js";
 import { createPresenceMetrics } from "../presence/metrics.js";
 import { readLimiterFor } from "../limits/read-limits.js";
+import { hostname } from "node:os";
+import { LocalControl } from "../control/local.js";
+import { ControlService } from "../control/service.js";
+import { registerControlRoutes } from "../control/http.js";
 
 /** A worker: one uWS app on the shared port (SO_REUSEPORT), one broker connection, one fan-out hub. */
 export async function runWorker(config: Config): Promise<void> {
@@ -84,6 +88,18 @@ export async function runWorker(config: Config): Promise<void> {
   for (const a of apps) sse.register(a);
   sse.start();
   const history = { broker, maxBytes: c.reads.historyMaxBytes, reads };
+  // The control plane: this worker's part of every operation, and a door for backends on NATS.
+  const control = new ControlService({
+    broker,
+    local: new LocalControl(ws, sse, hub),
+    publisher,
+    config: { ...c.control, maxChannels: c.server.publishBatchMaxItems },
+    self: { instance: `${hostname()}:${process.ppid}`, worker: cluster.worker?.id ?? 0, workers: c.server.workers },
+    log,
+  });
+  control.start();
+  // Its HTTP door is on the public port only when there is no admin listener (the primary's, which has it then).
+  if (c.server.adminPort < 0) for (const a of apps) registerControlRoutes(a, { service: control, access, maxBodyBytes: c.server.publishBatchMaxBytes });
   for (const a of apps)
     registerHttpRoutes(a, {
       config: c.server,

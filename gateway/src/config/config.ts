@@ -107,12 +107,19 @@ function crossCheck(c: Config): void {
       `invalid LIVE_SUBJECT_PREFIX (--live-subject-prefix): "${live}" overlaps the stream's subjects ${c.subjectPrefix}.>`,
     );
   }
+  const ctl = controlPrefixOf(c);
+  for (const other of [c.subjectPrefix, live])
+    if (ctl === other || ctl.startsWith(`${other}.`) || other.startsWith(`${ctl}.`))
+      throw new ConfigError("CONTROL_SUBJECT_PREFIX", `invalid CONTROL_SUBJECT_PREFIX (--control-subject-prefix): "${ctl}" overlaps the subjects ${other}.>`);
   checkAuthConfig(c);
   checkNatsSecurity(c);
 }
 
 /** The subject prefix of live (republished) messages: LIVE_SUBJECT_PREFIX, or `<SUBJECT_PREFIX>live`. */
 export const livePrefixOf = (c: Pick<Config, "liveSubjectPrefix" | "subjectPrefix">): string => c.liveSubjectPrefix || `${c.subjectPrefix}live`;
+
+/** The control plane's subject prefix: CONTROL_SUBJECT_PREFIX, or `<SUBJECT_PREFIX>ctl`. */
+export const controlPrefixOf = (c: Pick<Config, "controlSubjectPrefix" | "subjectPrefix">): string => c.controlSubjectPrefix || `${c.subjectPrefix}ctl`;
 
 /** The settings table in Markdown, as in the README. */
 export function settingsTable(): string {

@@ -1,5 +1,5 @@
 import type { Config } from "./config.js";
-import { livePrefixOf } from "./config.js";
+import { controlPrefixOf, livePrefixOf } from "./config.js";
 
 /**
  * The configuration by component: each one gets its own section and nothing else (Centrifugo's
@@ -128,6 +128,14 @@ export type HooksSection = Readonly<{
   headers: readonly string[];
 }>;
 
+/** The control plane (control/): its NATS subjects and how long a request gathers the workers' answers. */
+export type ControlSection = Readonly<{
+  /** CONTROL_SUBJECT_PREFIX, or `<SUBJECT_PREFIX>ctl`. */
+  subjectPrefix: string;
+  timeoutMs: number;
+  settleMs: number;
+}>;
+
 export type Sections = Readonly<{
   server: ServerSection;
   broker: BrokerSection;
@@ -141,6 +149,7 @@ export type Sections = Readonly<{
   hooks: HooksSection;
   sse: SseSection;
   presence: PresenceSection;
+  control: ControlSection;
   logLevel: Config["logLevel"];
 }>;
 
@@ -253,6 +262,7 @@ export function sectionsOf(c: Config): Sections {
       cacheSize: c.hookCacheSize,
       headers: c.hookHeaders,
     }),
+    control: Object.freeze({ subjectPrefix: controlPrefixOf(c), timeoutMs: c.controlTimeout, settleMs: c.controlSettle }),
     sse: Object.freeze({ heartbeatMs: c.sseHeartbeatMs, retryMs: c.sseRetryMs }),
     presence: Object.freeze({
       bucket: c.presenceBucket,

@@ -97,6 +97,16 @@ export class FanoutHub {
     return this.cache;
   }
 
+  /** Local subscribers of `pattern`: the WebSocket subscriptions and SSE streams holding its feed. */
+  subscribers(pattern: string): number {
+    return this.feeds.get(pattern)?.refs ?? 0;
+  }
+
+  /** Every pattern with local subscribers, and how many (a feed lingering without any is left out). */
+  *occupancy(): IterableIterator<[pattern: string, subscribers: number]> {
+    for (const f of this.feeds.values()) if (f.refs > 0) yield [f.pattern, f.refs];
+  }
+
   get(pattern: string): Feed | undefined {
     return this.feeds.get(pattern);
   }

@@ -19,6 +19,7 @@ const STATUS: Record<number, string> = {
   403: "403 Forbidden",
   404: "404 Not Found",
   405: "405 Method Not Allowed",
+  410: "410 Gone",
   413: "413 Payload Too Large",
   429: "429 Too Many Requests",
   501: "501 Not Implemented",

@@ -53,6 +53,13 @@ export const ErrorCode = {
   TooManyDurables: "too_many_durables",
   /** The stream holds as many consumers as it allows (STREAM_MAX_CONSUMERS): retry when unused durables expire. */
   DurablesFull: "durables_full",
+  /**
+   * The server ended the connection or stream on an operator's request (`POST /v1/server/disconnect`);
+   * `temporary` says whether it may reconnect. SSE only: a WebSocket gets a close code (4012, 4403).
+   */
+  Disconnected: "disconnected",
+  /** The server ended a subscription on an operator's request (`POST /v1/server/unsubscribe`). */
+  Unsubscribed: "unsubscribed",
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -74,5 +81,9 @@ export const CloseCode = {
   SlowConsumer: 4008,
   /** The connection kept sending frames over its rate limit after an `rate_limited` error. */
   RateLimited: 4029,
+  /** An operator disconnected the user (`POST /v1/server/disconnect` with reconnect:true): reconnect and resume. */
+  DisconnectedReconnect: 4012,
+  /** An operator disconnected the user (`POST /v1/server/disconnect` with reconnect:false): do not reconnect. */
+  DisconnectedFinal: 4403,
 } as const;
 export type CloseCode = (typeof CloseCode)[keyof typeof CloseCode];

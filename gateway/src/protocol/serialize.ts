@@ -172,4 +172,7 @@ export const errFrame = (id: Id | undefined, code: ErrorCode, message: string, t
   `{"op":"err"${idPart(id)},"code":${JSON.stringify(code)},"message":${JSON.stringify(message)},"temporary":${temporary}}`;
 
 /** `time`: the server's clock, ms since the epoch with µs decimals, for clients estimating their clock offset. */
+/** The server ended a subscription (an operator's `unsubscribe`): `{"op":"unsub","channel":…,"reason":…}`. */
+export const unsubFrame = (channel: string, reason: string): string => `{"op":"unsub","channel":${JSON.stringify(channel)},"reason":${JSON.stringify(reason)}}`;
+
 export const pongFrame = (id: Id | undefined): string => `{"op":"pong"${idPart(id)},"time":${(performance.timeOrigin + performance.now()).toFixed(3)}}`;

@@ -51,7 +51,7 @@ type SseRequest = {
  * A stream ready to start: its feed, the last seq the client has (undefined: live from the feed's position),
  * the epoch its ids carry, the `gap` to tell, the token's expiry.
  */
-type Ready = { feed: Feed; lastSent?: number; epoch?: string; gap?: Gap; exp?: number };
+type Ready = { feed: Feed; lastSent?: number; epoch?: string; gap?: Gap; exp?: number; user: string };
 type Gap = Record<string, unknown> & { epoch: string };
 
 type HttpError = { status: number; code: ErrorCode; message: string; temporary?: boolean; retryAfterSec?: number };
@@ -95,6 +95,34 @@ export class SseEndpoint {
   /** Ends every stream (drain, recreated stream): clients reconnect and resume with Last-Event-ID. */
   endAll(): void {
     for (const s of [...this.streams]) s.end("ended");
+  }
+
+  /**
+   * Ends the streams of `user` whose pattern lies within `within` (all of them when undefined) with an `err`
+   * event saying why (`disconnected`, `unsubscribed`); how many. `covers` is the permission matcher.
+   */
+  endUser(
+    user: string,
+    err: { code: ErrorCode; message: string; temporary: boolean },
+    within?: string,
+    covers?: (outer: string, inner: string) => boolean,
+  ): number {
+    let n = 0;
+    for (const s of [...this.streams]) {
+      if (s.user !== user || s.closed) continue;
+      if (within !== undefined && covers && !covers(within, s.pattern)) continue;
+      s.writeEvent("err", err);
+      s.end("ended");
+      n++;
+    }
+    return n;
+  }
+
+  /** The streams of `user`: one subscription each. */
+  streamsOf(user: string): { id: number; ip: string; channel: string; state: string }[] {
+    const out: { id: number; ip: string; channel: string; state: string }[] = [];
+    for (const s of this.streams) if (s.user === user && !s.closed) out.push({ id: s.id, ip: s.ip, channel: s.pattern, state: s.phase });
+    return out;
   }
 
   stop(): void {
@@ -185,7 +213,7 @@ export class SseEndpoint {
       return { error: failure(e, this.ctx.broker, "subscribe") };
     }
     try {
-      return { feed, exp, ...(await this.resolve(pattern, feed, start)) };
+      return { feed, exp, user: a.identity.principal.user, ...(await this.resolve(pattern, feed, start)) };
     } catch (e) {
       return { error: failure(e, this.ctx.broker, "replay"), feed };
     }
@@ -206,7 +234,7 @@ export class SseEndpoint {
 
   private begin(res: HttpResponse, r: SseRequest, pattern: string, ready: Ready): SseStream {
     const { config, metrics, log, resume, broker, admission } = this.ctx;
-    const { feed, lastSent, gap, exp, epoch } = ready;
+    const { feed, lastSent, gap, exp, epoch, user } = ready;
     const stream = new SseStream(
       res,
       pattern,
@@ -222,6 +250,7 @@ export class SseEndpoint {
         onEnd: (s, why) => this.ended(s, why),
       },
       epoch,
+      user,
     );
     admission.opened(r.ip);
     this.streams.add(stream);

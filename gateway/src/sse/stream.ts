@@ -29,6 +29,8 @@ export type SseStreamDeps = {
   onEnd: (s: SseStream, why: SseEndReason) => void;
 };
 
+let nextId = 1;
+
 /**
  * One Server-Sent Events response subscribed to one pattern: the resume path sees it as a `FanoutSocket`
  * (catch-ups write to it, and its join is to the pattern's live SSE group). uWS HTTP responses take a
@@ -39,6 +41,8 @@ export type SseStreamDeps = {
  * is cut, and the client's EventSource resumes with Last-Event-ID.
  */
 export class SseStream implements FanoutSocket, SseReceiver {
+  /** Unique within the worker (the control plane lists streams by it). */
+  readonly id = nextId++;
   phase: SsePhase = "starting";
   /** The last seq written to the response (the client resumes after it). */
   lastSent = 0;
@@ -65,6 +69,8 @@ export class SseStream implements FanoutSocket, SseReceiver {
     private readonly deps: SseStreamDeps,
     /** The epoch the stream's position belongs to (read from the stream when it opened). */
     readonly epoch: string | undefined,
+    /** Who opened it (the token's `sub`, `api-key`, or `anon`): the control plane finds a user's streams by it. */
+    readonly user = "anon",
   ) {
     res.onWritable(() => {
       if (this.closed && !this.ending) return true;

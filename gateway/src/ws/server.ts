@@ -6,6 +6,24 @@ import { handleFrame, releaseSession, replyErr, type HandlerContext } from "./ha
 import type { Session, Socket } from "./session.js";
 import { Subscriptions } from "./subscriptions.js";
 import { startAutoSubscriptions } from "./auto-subs.js";
+import { sendText } from "./session.js";
+import { unsubFrame } from "../protocol/serialize.js";
+
+/** One connection as the control plane lists it (`GET /v1/server/users/{user}`). */
+export type ConnectionInfo = {
+  transport: "websocket" | "sse";
+  /** Unique within its worker. */
+  id: number;
+  ip: string;
+  subscriptions: { channel: string; state: string; durable?: boolean; auto?: boolean }[];
+};
+
+/** A close reason is at most 123 bytes (RFC 6455): longer ones are cut on a character boundary. */
+export function closeReason(reason: string): string {
+  let r = reason;
+  while (Buffer.byteLength(r) > 123) r = r.slice(0, -1);
+  return r;
+}
 
 export const WS_PATH = "/ws";
 
@@ -120,6 +138,58 @@ export class WsEndpoint {
   closeAll(reason = "server going away; reconnect"): void {
     this.backpressure.stop();
     this.endAll(CloseCode.GoingAway, reason);
+  }
+
+  /** The open sockets of `user` (a scan: the control plane's requests are rare). */
+  private socketsOf(user: string): Socket[] {
+    const out: Socket[] = [];
+    for (const ws of this.sockets) {
+      const s = ws.getUserData();
+      if (!s.closed && s.user === user) out.push(ws);
+    }
+    return out;
+  }
+
+  /** Closes every socket of `user` with `code` (4012 reconnect, 4403 do not); how many. */
+  disconnectUser(user: string, code: CloseCode, reason: string): number {
+    const found = this.socketsOf(user);
+    for (const ws of found) ws.end(code, closeReason(reason));
+    return found.length;
+  }
+
+  /**
+   * Ends every subscription of `user` whose pattern lies within `within` (the pattern itself, or one it
+   * covers), each announced with an `unsub` frame; how many. `covers` is the permission matcher.
+   */
+  unsubscribeUser(user: string, within: string, reason: string, covers: (outer: string, inner: string) => boolean): number {
+    let n = 0;
+    for (const ws of this.socketsOf(user)) {
+      for (const sub of [...ws.getUserData().subs.values()]) {
+        if (!covers(within, sub.pattern)) continue;
+        this.ctx.subs.end(ws, sub);
+        sendText(ws, unsubFrame(sub.pattern, reason));
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** The sockets of `user` and their subscriptions. */
+  connectionsOf(user: string): ConnectionInfo[] {
+    return this.socketsOf(user).map((ws) => {
+      const s = ws.getUserData();
+      return {
+        transport: "websocket",
+        id: s.id,
+        ip: s.ip,
+        subscriptions: [...s.subs.values()].map((sub) => ({
+          channel: sub.pattern,
+          state: sub.phase,
+          ...(sub.durable ? { durable: true } : {}),
+          ...(sub.auto ? { auto: true } : {}),
+        })),
+      };
+    });
   }
 
   /** Closes every socket with `code` (the listener stays open: clients reconnect and resume). */

@@ -4,7 +4,8 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { SubjectMapper } from "../../protocol/channel.js";
 import type { Logger } from "../../log.js";
-import type { Broker, BrokerEvent, BrokerMessage, LiveFeed, PublishResult } from "../broker.js";
+import { natsBus } from "./bus.js";
+import type { Broker, Bus, BrokerEvent, BrokerMessage, LiveFeed, PublishResult } from "../broker.js";
 import { JetStreamDurables, type DurableSettings } from "./durable.js";
 import { JetStreamReplay } from "./replay.js";
 import type { DirectVia } from "./direct/direct-get.js";
@@ -54,6 +55,7 @@ export class JetStreamBroker implements Broker {
   readonly replay: JetStreamReplay;
   readonly durables: JetStreamDurables;
   readonly presence?: JetStreamPresence;
+  readonly bus: Bus;
   private listeners: ((e: BrokerEvent) => void)[] = [];
   private readonly liveFeeds: LiveFeedHooks = new Set();
   private readonly publishTurn = new LoopTurn();
@@ -69,6 +71,7 @@ export class JetStreamBroker implements Broker {
   ) {
     this.mapper = new SubjectMapper(opts.subjectPrefix);
     this.liveMapper = new SubjectMapper(opts.livePrefix);
+    this.bus = natsBus(nc);
     this.publisher = new JsPublisher(nc, opts.publishTimeoutMs ?? 5_000);
     this.replay = new JetStreamReplay(nc, jsm, opts.stream, this.mapper, opts.log, {
       linkName: opts.replayConnection === "shared" ? undefined : `${opts.name}-direct`,

@@ -1,0 +1,79 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { AccessControl } from "../auth/access.js";
+import { authorizeRequest, readNodeKnock } from "../auth/http-auth.js";
+import type { Bus } from "../broker/broker.js";
+import { WIRE_ERRORS } from "../errors.js";
+import type { Logger } from "../log.js";
+import { ErrorCode } from "../protocol/codes.js";
+import { bodyJson, CONTROL_PATH, controlRequestOf } from "./request.js";
+import { serverSubject } from "./service.js";
+
+export type AdminControlDeps = {
+  access: AccessControl;
+  /** The primary's own NATS connection (JetStream); undefined on Redis: every operation answers 501. */
+  bus?: Bus;
+  subjectPrefix: string;
+  timeoutMs: number;
+  maxBodyBytes: number;
+  log: Logger;
+};
+
+/**
+ * The control plane's HTTP door on the admin listener (node:http, in the primary). The primary holds no
+ * connections: after the authorization chain it hands the request to one worker of any instance over NATS
+ * (`<prefix>.server.<op>`, the queue group backends use too), which gathers every worker's part. Returns
+ * false for a path that is not the control plane's.
+ */
+export function adminControl(d: AdminControlDeps): (req: IncomingMessage, res: ServerResponse) => boolean {
+  return (req, res) => {
+    const [path = "/", query = ""] = (req.url ?? "/").split("?", 2);
+    if (!path.startsWith(CONTROL_PATH)) return false;
+    const reply = (status: number, body: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
+    const fail = (code: ErrorCode, message: string) => reply(WIRE_ERRORS[code].status, { error: code, message, temporary: WIRE_ERRORS[code].temporary });
+    const r = controlRequestOf(req.method ?? "GET", path, query);
+    if ("status" in r) {
+      reply(r.status, { error: r.status === 400 ? ErrorCode.BadRequest : "not_found", message: r.message, temporary: false });
+      return true;
+    }
+    const knock = readNodeKnock(d.access, req.headers, req.socket.remoteAddress ?? "");
+    void (async () => {
+      const body = r.input === "body" ? await readNodeBody(req, d.maxBodyBytes) : undefined;
+      const a = await authorizeRequest(d.access, knock, { right: "admin" });
+      if ("refused" in a) return reply(a.refused.status, { error: a.refused.code, message: a.refused.message, temporary: a.refused.temporary });
+      if (body === "too_large") return fail(ErrorCode.PayloadTooLarge, `body is larger than ${d.maxBodyBytes} bytes`);
+      if (!d.bus) return fail(ErrorCode.UnsupportedByBroker, "the redis broker carries no control requests: the control plane needs JetStream (NATS)");
+      const input = body === undefined ? r.input : bodyJson(body);
+      let answer: Uint8Array;
+      try {
+        // The worker waits at most timeoutMs for the others; the margin is its own turn and the hop back.
+        answer = await d.bus.request(serverSubject(d.subjectPrefix, r.op), Buffer.from(JSON.stringify(input)), d.timeoutMs + 2_000);
+      } catch (e) {
+        d.log.warn({ err: e, op: r.op }, "control request: no worker answered");
+        return fail(ErrorCode.BrokerUnavailable, "no worker answered the control request");
+      }
+      const text = Buffer.from(answer.buffer, answer.byteOffset, answer.byteLength).toString("utf8");
+      const code = (JSON.parse(text) as { error?: unknown }).error;
+      const status = typeof code === "string" && code in WIRE_ERRORS ? WIRE_ERRORS[code as ErrorCode].status : 200;
+      res.writeHead(status, { "content-type": "application/json" }).end(text);
+    })().catch((e: unknown) => {
+      d.log.error({ err: e }, "admin control request failed");
+      if (!res.headersSent) fail(ErrorCode.Internal, "internal error");
+    });
+    return true;
+  };
+}
+
+function readNodeBody(req: IncomingMessage, limit: number): Promise<Buffer | "too_large"> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let over = false;
+    req.on("data", (c: Buffer) => {
+      size += c.length;
+      if (size > limit) over = true;
+      else chunks.push(c);
+    });
+    req.on("end", () => resolve(over ? "too_large" : Buffer.concat(chunks)));
+    req.on("error", reject);
+  });
+}

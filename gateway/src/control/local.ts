@@ -1,0 +1,85 @@
+import { patternCovers } from "../auth/permissions.js";
+import type { FanoutHub } from "../fanout/hub.js";
+import { matches } from "../protocol/channel.js";
+import { CloseCode, ErrorCode } from "../protocol/codes.js";
+import type { SseEndpoint } from "../sse/endpoint.js";
+import type { WsEndpoint } from "../ws/server.js";
+import { OCCUPANCY_MAX_PATTERNS, USER_MAX_CONNECTIONS, type WorkerPart, type WorkerRequest } from "./ops.js";
+
+/**
+ * One worker's part of each control operation, done on its own connections. It holds no state: the
+ * WebSocket endpoint owns the sockets and their subscriptions, the SSE endpoint its streams, the hub the
+ * count of subscribers per pattern; this asks them.
+ */
+export class LocalControl {
+  constructor(
+    private readonly ws: WsEndpoint,
+    private readonly sse: SseEndpoint,
+    private readonly hub: FanoutHub,
+  ) {}
+
+  run(req: WorkerRequest): WorkerPart {
+    switch (req.op) {
+      case "disconnect": {
+        const code = req.reconnect ? CloseCode.DisconnectedReconnect : CloseCode.DisconnectedFinal;
+        const websocket = this.ws.disconnectUser(req.user, code, req.reason);
+        const sse = this.sse.endUser(req.user, { code: ErrorCode.Disconnected, message: req.reason, temporary: req.reconnect });
+        return { op: "disconnect", websocket, sse };
+      }
+      case "unsubscribe": {
+        const websocket = this.ws.unsubscribeUser(req.user, req.channel, req.reason, patternCovers);
+        const sse = this.sse.endUser(
+          req.user,
+          { code: ErrorCode.Unsubscribed, message: `${req.reason}: ${req.channel}`, temporary: false },
+          req.channel,
+          patternCovers,
+        );
+        return { op: "unsubscribe", websocket, sse };
+      }
+      case "occupancy":
+        return this.occupancy("channel" in req ? receives(req.channel) : within(req.pattern));
+      case "user": {
+        const connections = [
+          ...this.ws.connectionsOf(req.user),
+          ...this.sse
+            .streamsOf(req.user)
+            .map((s) => ({ transport: "sse" as const, id: s.id, ip: s.ip, subscriptions: [{ channel: s.channel, state: s.state }] })),
+        ];
+        const truncated = connections.length > USER_MAX_CONNECTIONS;
+        return { op: "user", connections: truncated ? connections.slice(0, USER_MAX_CONNECTIONS) : connections, truncated };
+      }
+    }
+  }
+
+  /** Subscribers of every local pattern `wanted` selects (one pass over the hub's feeds). */
+  private occupancy(wanted: (pattern: string) => boolean): WorkerPart {
+    let subscribers = 0;
+    let listed = 0;
+    let truncated = false;
+    const patterns: Record<string, number> = {};
+    for (const [p, n] of this.hub.occupancy()) {
+      if (!wanted(p)) continue;
+      subscribers += n;
+      if (listed < OCCUPANCY_MAX_PATTERNS) {
+        patterns[p] = n;
+        listed++;
+      } else truncated = true;
+    }
+    return { op: "occupancy", subscribers, patterns, truncated };
+  }
+}
+
+const hasWildcard = (p: string): boolean => p.includes("*") || p.endsWith(">");
+
+/** Subscriptions that receive `channel`: the channel's own, and the wildcards matching it (split only those). */
+const receives =
+  (channel: string) =>
+  (p: string): boolean =>
+    p === channel || (hasWildcard(p) && matches(p, channel));
+
+/** Subscriptions inside `pattern`; the literal head before its first wildcard rules most out without a split. */
+function within(pattern: string): (p: string) => boolean {
+  if (!hasWildcard(pattern)) return (p) => p === pattern;
+  const head = pattern.slice(0, Math.min(...["*", ">"].map((w) => pattern.indexOf(w)).filter((i) => i >= 0)));
+  return (p) => p.startsWith(head) && patternCovers(pattern, p);
+}

@@ -1,0 +1,116 @@
+import type { Broker, Bus } from "../broker/broker.js";
+import type { ControlSection } from "../config/sections.js";
+import { WIRE_ERRORS } from "../errors.js";
+import type { Logger } from "../log.js";
+import { ErrorCode } from "../protocol/codes.js";
+import type { PublishService } from "../publish/service.js";
+import { gather } from "./gather.js";
+import type { LocalControl } from "./local.js";
+import {
+  CONTROL_OPS,
+  mergeParts,
+  parseControlRequest,
+  type Answerer,
+  type BroadcastRequest,
+  type ControlOp,
+  type WorkerReply,
+  type WorkerRequest,
+} from "./ops.js";
+
+/** An answer: the HTTP status and the JSON body (the NATS reply is the body alone). */
+export type ControlAnswer = { status: number; body: Record<string, unknown> };
+
+/** Backends request `<prefix>.server.<op>`: one worker of any instance (this queue group) takes it. */
+export const serverSubject = (prefix: string, op: ControlOp): string => `${prefix}.server.${op}`;
+/** The worker that took it asks every worker of every instance on `<prefix>.worker.<op>` and gathers. */
+export const workerSubject = (prefix: string, op: ControlOp): string => `${prefix}.worker.${op}`;
+export const CONTROL_QUEUE = "fgw-control";
+
+export type ControlDeps = {
+  broker: Pick<Broker, "kind" | "bus">;
+  local: LocalControl;
+  publisher: PublishService;
+  config: ControlSection & { maxChannels: number };
+  /** This worker, as its answers name it. */
+  self: Answerer;
+  log: Logger;
+};
+
+export const failure = (code: ErrorCode, message: string): ControlAnswer => ({
+  status: WIRE_ERRORS[code].status,
+  body: { error: code, message, temporary: WIRE_ERRORS[code].temporary },
+});
+
+const encode = (v: unknown): Uint8Array => Buffer.from(JSON.stringify(v));
+function decode(b: Uint8Array): unknown {
+  try {
+    return JSON.parse(Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("utf8")) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A worker's side of the control plane. It answers its part of every operation on `<prefix>.worker.<op>`
+ * (every worker subscribes: no queue group), and takes requests as a door: from HTTP (`call`) or from
+ * backends on `<prefix>.server.<op>` (a queue group: one worker of all instances answers each). A door
+ * gathers the workers' parts (control/gather.ts) and merges them; a broadcast it publishes itself.
+ */
+export class ControlService {
+  constructor(private readonly d: ControlDeps) {}
+
+  /** Subscribes to the control subjects (a broker without a bus has none: only broadcast is served, over HTTP). */
+  start(): void {
+    const bus = this.d.broker.bus;
+    if (!bus) return;
+    const prefix = this.d.config.subjectPrefix;
+    for (const op of CONTROL_OPS) {
+      bus.serve(serverSubject(prefix, op), async (b) => encode((await this.call(op, decode(b))).body), CONTROL_QUEUE);
+      if (op !== "broadcast") bus.serve(workerSubject(prefix, op), async (b) => encode(this.part(op, b)));
+    }
+  }
+
+  /** One request of `op` (a parsed JSON body, or a query as an object), already authorized by its door. */
+  async call(op: ControlOp, raw: unknown): Promise<ControlAnswer> {
+    try {
+      const req = parseControlRequest(op, raw, this.d.config.maxChannels);
+      if ("error" in req) return failure(ErrorCode.BadRequest, req.error);
+      if (req.op === "broadcast") return await this.broadcast(req);
+      const bus = this.d.broker.bus;
+      if (!bus) return failure(ErrorCode.UnsupportedByBroker, `the ${this.d.broker.kind} broker carries no control requests: ${op} needs JetStream (NATS)`);
+      return await this.scatter(bus, req);
+    } catch (e) {
+      this.d.log.error({ err: e, op }, "control request failed");
+      return failure(ErrorCode.Internal, "internal error");
+    }
+  }
+
+  private async scatter(bus: Bus, req: WorkerRequest): Promise<ControlAnswer> {
+    const { timeoutMs, settleMs, subjectPrefix } = this.d.config;
+    const { replies, coverage } = await gather(bus, workerSubject(subjectPrefix, req.op), encode(req), decodeReply, { timeoutMs, settleMs });
+    if (replies.length === 0) return failure(ErrorCode.BrokerUnavailable, `no worker answered within ${timeoutMs} ms`);
+    if (!coverage.complete) this.d.log.warn({ op: req.op, ...coverage }, "control request: not every worker answered in time");
+    return { status: 200, body: mergeParts(req, replies, coverage) };
+  }
+
+  /** This worker's part, for the door that scattered the request. */
+  private part(op: ControlOp, b: Uint8Array): WorkerReply | { error: string } {
+    const req = parseControlRequest(op, decode(b), this.d.config.maxChannels);
+    if ("error" in req || req.op === "broadcast") return { error: "error" in req ? req.error : "not a worker operation" };
+    return { ...this.d.self, part: this.d.local.run(req) };
+  }
+
+  /** One message to many channels: stored once per channel, published pipelined (the batch publish). */
+  private async broadcast(req: BroadcastRequest): Promise<ControlAnswer> {
+    const items = req.channels.map((channel) => ({ channel, data: req.data }));
+    // The door authorized the request as a whole (the admin right covers every channel).
+    const results = await this.d.publisher.publishBatch("http", items, () => Promise.resolve());
+    return { status: 200, body: { results: results.map((r, i) => ({ channel: req.channels[i], ...r })) } };
+  }
+}
+
+function decodeReply(b: Uint8Array): WorkerReply | undefined {
+  const v = decode(b) as Partial<WorkerReply> | undefined;
+  if (!v || typeof v.instance !== "string" || typeof v.worker !== "number" || typeof v.workers !== "number" || typeof v.part !== "object") return undefined;
+  return v as WorkerReply;
+}
