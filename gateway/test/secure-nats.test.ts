@@ -113,6 +113,10 @@ describe.skipIf(!hasOpenssl())("secured NATS — TLS and credentials", () => {
     const r = await watcher.request({ op: "presence", channel: pch });
     expect((r.members as { client: string }[]).map((x) => x.client)).toContain(id);
 
+    // The control plane (its subjects, replies to the door's inbox): the live and the replaying subscriber.
+    const occ = await (await fetch(`${gw.url}/v1/server/occupancy?channel=${ch}`)).json();
+    expect(occ).toMatchObject({ channel: ch, subscribers: 2, workers: 1, complete: true });
+
     expect(gw.logs.filter((l) => (l.level ?? 0) >= 40 && !/AUTHENTICATION IS OFF/.test(String(l.msg))).map((l) => l.msg)).toEqual([]);
     clients.closeAll();
     await gw.stop();

@@ -62,15 +62,16 @@ export function makeTestPki(): TestPki {
 }
 
 /** The names a gateway uses on NATS (its settings). */
-export type GatewayNames = { stream: string; subjectPrefix: string; livePrefix: string; bucket: string; inboxPrefix?: string };
+export type GatewayNames = { stream: string; subjectPrefix: string; livePrefix: string; bucket: string; inboxPrefix?: string; controlPrefix?: string };
 
 /**
  * The gateway's minimal NATS permissions, as gateway/AUTH.md lists them: what it publishes to (JetStream API
- * requests, acks, messages, presence records) and what it subscribes to (reply inboxes, live republished
+ * requests, acks, messages, presence records, control requests and their replies) and what it subscribes to (reply inboxes, live republished
  * messages, presence changes, stream advisories). `omit` takes subjects out (a test of a missing one).
  */
 export function gatewayPermissions(n: GatewayNames, omit: string[] = []): { publish: string[]; subscribe: string[] } {
   const kv = `KV_${n.bucket}`;
+  const ctl = n.controlPrefix ?? `${n.subjectPrefix}ctl`;
   const publish = [
     "$JS.API.INFO",
     `$JS.API.STREAM.INFO.${n.stream}`,
@@ -89,10 +90,13 @@ export function gatewayPermissions(n: GatewayNames, omit: string[] = []): { publ
     `$JS.API.STREAM.UPDATE.${kv}`,
     `$JS.API.DIRECT.GET.${kv}`,
     `$KV.${n.bucket}.>`,
+    `${ctl}.>`,
+    `${n.inboxPrefix ?? "_INBOX"}.>`,
   ].filter((s) => !omit.includes(s));
   const subscribe = [
     `${n.inboxPrefix ?? "_INBOX"}.>`,
     `${n.livePrefix}.>`,
+    `${ctl}.>`,
     `fgwpresence.${n.bucket}.>`,
     `$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.${n.stream}`,
     `$JS.EVENT.ADVISORY.STREAM.CREATED.${n.stream}`,
