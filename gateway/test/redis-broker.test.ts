@@ -180,6 +180,22 @@ describe("redis broker — what pub/sub cannot do", () => {
   });
 });
 
+describe("redis broker — the control plane", () => {
+  it("redis — control requests that reach every worker answer 501 unsupported_by_broker; a broadcast is published", async () => {
+    const occ = await fetch(`${gw.url}/v1/server/occupancy?channel=x`);
+    expect(occ.status).toBe(501);
+    expect(await occ.json()).toMatchObject({ error: "unsupported_by_broker", temporary: false });
+    const dis = await fetch(`${gw.url}/v1/server/disconnect`, { method: "POST", body: JSON.stringify({ user: "u", reconnect: true }) });
+    expect(dis.status).toBe(501);
+    const ch = uniq("bc.");
+    const c = await client();
+    await c.sub(ch);
+    const bc = await fetch(`${gw.url}/v1/server/broadcast`, { method: "POST", body: JSON.stringify({ channels: [ch], data: { hi: 1 } }) });
+    expect(bc.status).toBe(200);
+    expect((await c.waitForMsgs(1))[0]).toMatchObject({ channel: ch, data: { hi: 1 } });
+  });
+});
+
 describe("redis broker — slow clients", () => {
   it("redis — a client that stops reading is taken out of live delivery, rejoins, and its missed deliveries are counted as dropped", async () => {
     const ch = uniq("rbp.");

@@ -45,7 +45,10 @@ it("control on a 3-node cluster — occupancy sums both instances, and a disconn
   const ch = uniq("clu.room");
   const mine = await socketsOf(user, 3);
   for (const c of mine) await c.sub(ch);
-  const occ = (await (await fetch(`${gateways[1]!.metricsUrl}/v1/server/occupancy?channel=${ch}`, { headers: { "x-api-key": API_KEY } })).json()) as Record<string, unknown>;
+  const occ = (await (await fetch(`${gateways[1]!.metricsUrl}/v1/server/occupancy?channel=${ch}`, { headers: { "x-api-key": API_KEY } })).json()) as Record<
+    string,
+    unknown
+  >;
   expect(occ).toMatchObject({ subscribers: 6, instances: 2, workers: 4, complete: true });
 
   const r = await post(gateways[0]!, "disconnect", { user, reconnect: false, reason: "banned" });
