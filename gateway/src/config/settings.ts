@@ -688,7 +688,7 @@ export const SETTINGS = {
     env: "API_KEYS",
     flag: "api-keys",
     shown: "(none)",
-    doc: "Comma list of keys (16+ characters) for HTTP publish and history (X-Api-Key header); needs authentication on",
+    doc: "Comma list of keys (16+ characters) for HTTP publish, history and the control plane (X-Api-Key header); needs authentication on",
     default: () => [] as string[],
     parse: parseList,
     check: (v: string[]) => (v.some((k) => k.length < 16 || /\s/.test(k)) ? "keys must be at least 16 characters without spaces" : undefined),
