@@ -10,6 +10,8 @@ import { SseReader } from "./support/sse-client.js";
 import { TestClient } from "./support/ws-client.js";
 import { waitFor } from "./support/wait.js";
 import { AUDIENCE, connect, ISSUER, SECRET, sign } from "./auth/support.js";
+import WebSocket from "ws";
+import { GatewayClient, type GatewayEvent } from "../client/client.js";
 
 const API_KEY = "control-api-key-0123456789";
 const KEY = { "x-api-key": API_KEY };
@@ -113,6 +115,31 @@ describe("control plane — disconnect", () => {
     const r = await control(b, "POST", "disconnect", { user, reconnect: true });
     expect(r.json).toMatchObject({ closed: 4, instances: 2, workers: 4, complete: true });
     for (const c of mine) expect(await c.waitClosed()).toBe(4012);
+  });
+});
+
+describe("control plane — the SDK", () => {
+  it("reconnects after 4012 and stops after 4403", { timeout: 20_000 }, async () => {
+    const user = uniq("sdk");
+    const events: GatewayEvent[] = [];
+    const c = new GatewayClient(b.wsUrl, { WebSocket, token: await userToken(user), minDelayMs: 20, maxDelayMs: 200 });
+    c.on("disconnected", (e) => events.push(e));
+    c.on("connected", (e) => events.push(e));
+    try {
+      await c.connect();
+      await c.subscribe(uniq("sdk.ch"), () => undefined).ready;
+      await control(a, "POST", "disconnect", { user, reconnect: true });
+      await waitFor(() => events.filter((e) => e.type === "connected").length >= 2 || undefined, { what: "the SDK back after 4012" });
+      expect(events.find((e) => e.type === "disconnected")).toMatchObject({ code: 4012, willReconnect: true });
+      await control(a, "POST", "disconnect", { user, reconnect: false, reason: "gone" });
+      await waitFor(() => events.find((e) => e.type === "disconnected" && e.code === 4403), { what: "the 4403 close" });
+      expect(events.filter((e) => e.type === "disconnected").at(-1)).toMatchObject({ code: 4403, willReconnect: false });
+      // Stopped: nothing connects again (the user's connection count stays 0).
+      expect((await control(a, "GET", `users/${user}`)).json.connections).toEqual([]);
+      expect(c.connected).toBe(false);
+    } finally {
+      c.close();
+    }
   });
 });
 
