@@ -1,7 +1,10 @@
 // The control plane's pure parts: reading requests, the roll of answers a gathering waits for, merging the
 // workers' parts, and the admin right of the authorization chain.
 import { describe, expect, it } from "vitest";
-import { Roll } from "../../src/control/gather.js";
+import { gather, Roll } from "../../src/control/gather.js";
+import type { Bus } from "../../src/broker/broker.js";
+import { loadConfig } from "../../src/config/config.js";
+import { sectionsOf } from "../../src/config/sections.js";
 import { mergeParts, parseControlRequest, type WorkerReply } from "../../src/control/ops.js";
 import { controlRequestOf } from "../../src/control/request.js";
 import { AccessControl } from "../../src/auth/access.js";
@@ -121,5 +124,64 @@ describe("control — the admin right", () => {
   it("is everyone's with authentication off", async () => {
     const access = new AccessControl(auth({}));
     await expect(access.authorize(await access.identify(knock()), { right: "admin" })).resolves.toBeUndefined();
+  });
+});
+
+describe("control — settings", () => {
+  it("the subject prefix defaults to <SUBJECT_PREFIX>ctl and must not overlap the stream's or the live subjects", () => {
+    expect(sectionsOf(loadConfig([], {}).config).control).toEqual({ subjectPrefix: "evctl", timeoutMs: 2_000, settleMs: 20 });
+    expect(sectionsOf(loadConfig([], { SUBJECT_PREFIX: "x", CONTROL_TIMEOUT: "500ms" }).config).control).toMatchObject({
+      subjectPrefix: "xctl",
+      timeoutMs: 500,
+    });
+    expect(() => loadConfig([], { CONTROL_SUBJECT_PREFIX: "ev.ctl" })).toThrow(/CONTROL_SUBJECT_PREFIX/);
+    expect(() => loadConfig([], { CONTROL_SUBJECT_PREFIX: "evlive" })).toThrow(/CONTROL_SUBJECT_PREFIX/);
+  });
+});
+
+/** A bus whose subscribers answer after the given delays (ms), each as `answer(i)`; undefined: never. */
+function fakeBus(delays: (number | undefined)[], answer: (i: number) => unknown): Bus {
+  return {
+    serve: () => undefined,
+    request: () => Promise.reject(new Error("not used")),
+    scatter(_subject, _body, onReply) {
+      const timers = delays.map((d, i) => (d === undefined ? undefined : setTimeout(() => onReply(Buffer.from(JSON.stringify(answer(i)))), d)));
+      return { stop: () => timers.forEach((t) => clearTimeout(t)) };
+    },
+  };
+}
+const decodeAnswerer = (b: Uint8Array) => JSON.parse(Buffer.from(b).toString()) as { instance: string; worker: number; workers: number };
+
+describe("control — gathering", () => {
+  it("answers soon after every worker of every instance answered, with complete:true", async () => {
+    const bus = fakeBus([1, 2, 3], (i) => w(i < 2 ? "a" : "b", i + 1, i < 2 ? 2 : 1));
+    const t = performance.now();
+    const r = await gather(bus, "s", new Uint8Array(), decodeAnswerer, { timeoutMs: 2_000, settleMs: 10 });
+    expect(performance.now() - t).toBeLessThan(500);
+    expect(r.coverage).toEqual({ instances: 2, workers: 3, complete: true });
+  });
+
+  it("waits for a missing worker of an instance it heard from until the timeout, then says complete:false", async () => {
+    const bus = fakeBus([1, undefined], (i) => w("a", i + 1, 2));
+    const t = performance.now();
+    const r = await gather(bus, "s", new Uint8Array(), decodeAnswerer, { timeoutMs: 150, settleMs: 5 });
+    expect(performance.now() - t).toBeGreaterThanOrEqual(140);
+    expect(r.coverage).toEqual({ instances: 1, workers: 1, complete: false });
+  });
+
+  it("takes an instance that answers within the settle time after the others were whole; ignores replies that are no answer", async () => {
+    const bus = fakeBus([1, 20, 25], (i) => (i === 2 ? { nonsense: true } : w(i === 0 ? "a" : "b", 1, 1)));
+    const r = await gather(
+      bus,
+      "s",
+      new Uint8Array(),
+      (b) => {
+        const v = decodeAnswerer(b);
+        return typeof v.instance === "string" ? v : undefined;
+      },
+      { timeoutMs: 2_000, settleMs: 60 },
+    );
+    expect(r.coverage).toEqual({ instances: 2, workers: 2, complete: true });
+    expect(r.replies).toHaveLength(2);
   });
 });
