@@ -56,6 +56,13 @@ it("control — occupancy with 10,000 channels on 2 workers: counted whole, and 
   expect(Object.keys(all.patterns as object)).toHaveLength(CHANNELS);
   expect(await occupancy("channel=occ.c42")).toMatchObject({ subscribers: 1, complete: true });
 
+  // Where the subscriptions are (SO_REUSEPORT spreads the sockets; reported, not relied on).
+  type Conn = { worker: number; subscriptions: unknown[] };
+  const conns = ((await (await fetch(`${gw.url}/v1/server/users/anon`)).json()) as { connections: Conn[] }).connections;
+  const perWorker: Record<number, number> = {};
+  for (const c of conns) perWorker[c.worker] = (perWorker[c.worker] ?? 0) + c.subscriptions.length;
+  expect(Object.values(perWorker).reduce((x, y) => x + y, 0)).toBe(CHANNELS);
+
   const pids = [gw.process.pid!, ...(await childPids(gw.process.pid!))];
   expect(pids.length).toBeGreaterThanOrEqual(3); // the primary and its 2 workers
   const measure = async (q: string) => {
@@ -73,7 +80,7 @@ it("control — occupancy with 10,000 channels on 2 workers: counted whole, and 
   const channel = await measure("channel=occ.c$i");
   const pattern = await measure(`pattern=${encodeURIComponent("occ.>")}`);
   // The gateway side alone: the HTTP door, the scatter, each worker's pass over its feeds, the merge.
-  console.log(JSON.stringify({ case: "control-occupancy", channels: CHANNELS, workers: 2, calls: CALLS, processes: pids.length, channel, pattern }));
+  console.log(JSON.stringify({ case: "control-occupancy", channels: CHANNELS, workers: 2, calls: CALLS, processes: pids.length, perWorker, channel, pattern }));
   // A call waits the settle time (20 ms) after the last worker's answer, not much more.
   expect(channel.p50).toBeLessThan(200);
 });
