@@ -237,5 +237,11 @@ describe("control plane — NATS subjects", () => {
     expect(m.json()).toMatchObject({ channel: ch, subscribers: 2, instances: 2, workers: 4, complete: true });
     const bad = await nc.request("evctl.server.disconnect", JSON.stringify({ user: "" }), { timeout: 5_000 });
     expect(bad.json()).toMatchObject({ error: "bad_request" });
+    // Counted by the worker that took it, on either instance.
+    const counted = async (gw: GatewayHandle) =>
+      Number(
+        /^fanout_control_requests_total\{op="disconnect",result="bad_request"\} (\d+)/m.exec(await (await fetch(`${gw.metricsUrl}/metrics`)).text())?.[1] ?? 0,
+      );
+    expect((await counted(a)) + (await counted(b))).toBeGreaterThanOrEqual(1);
   });
 });

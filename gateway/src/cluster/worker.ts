@@ -91,6 +91,7 @@ export async function runWorker(config: Config): Promise<void> {
   // The control plane: this worker's part of every operation, and a door for backends on NATS.
   const control = new ControlService({
     broker,
+    requests: metrics.controlRequests,
     local: new LocalControl(ws, sse, hub),
     publisher,
     config: { ...c.control, maxChannels: c.server.publishBatchMaxItems },

@@ -2,6 +2,7 @@ import type { Broker, Bus } from "../broker/broker.js";
 import type { ControlSection } from "../config/sections.js";
 import { WIRE_ERRORS } from "../errors.js";
 import type { Logger } from "../log.js";
+import type { Counter } from "prom-client";
 import { ErrorCode } from "../protocol/codes.js";
 import type { PublishService } from "../publish/service.js";
 import { gather } from "./gather.js";
@@ -28,6 +29,8 @@ export const CONTROL_QUEUE = "fgw-control";
 
 export type ControlDeps = {
   broker: Pick<Broker, "kind" | "bus">;
+  /** `fanout_control_requests_total{op,result}`. */
+  requests: Counter<"op" | "result">;
   local: LocalControl;
   publisher: PublishService;
   config: ControlSection & { maxChannels: number };
@@ -72,6 +75,13 @@ export class ControlService {
 
   /** One request of `op` (a parsed JSON body, or a query as an object), already authorized by its door. */
   async call(op: ControlOp, raw: unknown): Promise<ControlAnswer> {
+    const a = await this.answer(op, raw);
+    const error = a.body.error;
+    this.d.requests.labels(op, typeof error === "string" ? error : a.body.complete === false ? "incomplete" : "ok").inc();
+    return a;
+  }
+
+  private async answer(op: ControlOp, raw: unknown): Promise<ControlAnswer> {
     try {
       const req = parseControlRequest(op, raw, this.d.config.maxChannels);
       if ("error" in req) return failure(ErrorCode.BadRequest, req.error);

@@ -52,6 +52,12 @@ export function createMetrics(registry: client.Registry = client.register) {
       labelNames: ["reason"],
       registers: r,
     }),
+    controlRequests: new client.Counter({
+      name: "fanout_control_requests_total",
+      help: "Control plane requests a worker took as the door (HTTP or NATS), by op and result (ok, incomplete: not every worker answered in time, or the error code)",
+      labelNames: ["op", "result"],
+      registers: r,
+    }),
     brokerMessages: new client.Counter({ name: "fanout_broker_messages_total", help: "Messages received from the broker by live consumers", registers: r }),
     framesDelivered: new client.Counter({ name: "fanout_frames_delivered_total", help: "Message frames handed to sockets", registers: r }),
     deliveriesDropped: new client.Counter({
