@@ -69,7 +69,7 @@ export class ControlService {
     const prefix = this.d.config.subjectPrefix;
     for (const op of CONTROL_OPS) {
       bus.serve(serverSubject(prefix, op), async (b) => encode((await this.call(op, decode(b))).body), CONTROL_QUEUE);
-      if (op !== "broadcast") bus.serve(workerSubject(prefix, op), async (b) => encode(this.part(op, b)));
+      if (op !== "broadcast") bus.serve(workerSubject(prefix, op), async (b) => encode(this.partOrError(op, b)));
     }
   }
 
@@ -101,6 +101,16 @@ export class ControlService {
     if (replies.length === 0) return failure(ErrorCode.BrokerUnavailable, `no worker answered within ${timeoutMs} ms`);
     if (!coverage.complete) this.d.log.warn({ op: req.op, ...coverage }, "control request: not every worker answered in time");
     return { status: 200, body: mergeParts(req, replies, coverage) };
+  }
+
+  /** This worker's part, or an error reply (the door drops it: this worker then counts as not answering). */
+  private partOrError(op: ControlOp, b: Uint8Array): WorkerReply | { error: string } {
+    try {
+      return this.part(op, b);
+    } catch (e) {
+      this.d.log.error({ err: e, op }, "control: this worker's part failed");
+      return { error: "internal" };
+    }
   }
 
   /** This worker's part, for the door that scattered the request. */
