@@ -1,7 +1,7 @@
 // The doors fuzz target: random requests at every door that reads or writes a channel, with random tokens,
 // permissions and hook answers, against a real gateway and a real hook backend. The oracle is the WebSocket:
 // no door may ever answer more than the WebSocket `sub` (reads) or `pub` (writes) of the same credentials
-// answers. Used by gateway/test/fuzz/doors.fuzz.test.ts (a short run) and `npm run fuzz -- --doors N`.
+// answers. The control plane, which no token reaches, must refuse every case. Used by gateway/test/fuzz/doors.fuzz.test.ts (a short run) and `npm run fuzz -- --doors N`.
 import fc from "fast-check";
 import { SignJWT } from "jose";
 import WebSocket from "ws";
@@ -13,6 +13,8 @@ export type DoorFuzzTarget = {
   /** http://host:port and ws://host:port of a gateway started with JWT_SECRET, issuer, audience, API_KEYS and both hooks. */
   url: string;
   wsUrl: string;
+  /** The admin listener, where the control plane (`/v1/server/…`) is. */
+  adminUrl: string;
   hooks: HookBackend;
   secret: string;
   issuer: string;
@@ -50,7 +52,7 @@ export async function startDoorFuzzTarget(secret: string): Promise<DoorFuzzTarge
       await nats.stop();
       await hooks.stop();
     };
-    return { url: gw.url, wsUrl: gw.wsUrl, hooks, secret, issuer, audience, apiKey, stop };
+    return { url: gw.url, wsUrl: gw.wsUrl, adminUrl: gw.metricsUrl, hooks, secret, issuer, audience, apiKey, stop };
   } catch (e) {
     await nats.stop();
     await hooks.stop();
@@ -92,6 +94,8 @@ export type DoorResult = {
   lastValues: number;
   presence: number;
   publish: number;
+  /** The control plane (`GET /v1/server/occupancy`): only an API key in a header may pass, and no case sends one there. */
+  control: number;
 };
 
 let users = 0;
@@ -107,7 +111,18 @@ export async function runDoorCase(t: DoorFuzzTarget, c: DoorCase): Promise<DoorR
   const ch = encodeURIComponent(c.channel);
 
   const ws = await openWs(`${t.wsUrl}${q}`, auth);
-  const r: DoorResult = { upgrade: ws.status, wsSub: false, wsPub: false, wsPresence: false, sse: 0, history: 0, lastValues: 0, presence: 0, publish: 0 };
+  const r: DoorResult = {
+    upgrade: ws.status,
+    wsSub: false,
+    wsPub: false,
+    wsPresence: false,
+    sse: 0,
+    history: 0,
+    lastValues: 0,
+    presence: 0,
+    publish: 0,
+    control: 0,
+  };
   if (ws.socket) {
     r.wsSub = (await ws.request({ op: "sub", channel: c.channel })).op === "ok";
     r.wsPresence = (await ws.request({ op: "presence", channel: c.channel })).op === "presence";
@@ -131,6 +146,9 @@ export async function runDoorCase(t: DoorFuzzTarget, c: DoorCase): Promise<DoorR
   });
   await pub.body?.cancel();
   r.publish = pub.status;
+  const control = await fetch(`${t.adminUrl}/v1/server/occupancy?channel=f.a`, { headers: auth, signal: AbortSignal.timeout(10_000) });
+  await control.body?.cancel();
+  r.control = control.status;
   check(c, r);
   return r;
 }
@@ -145,7 +163,9 @@ function check(c: DoorCase, r: DoorResult): void {
     if (ok(r[door]) && !r.wsSub) fail(`${door} answered ${r[door]} where the WebSocket sub was refused`);
   if (r.wsPresence && !r.wsSub) fail("the WebSocket presence op answered where sub was refused");
   if (ok(r.publish) && !r.wsPub) fail(`HTTP publish answered ${r.publish} where the WebSocket pub was refused`);
-  for (const door of ["upgrade", "sse", "history", "lastValues", "presence", "publish"] as const)
+  // No token, connect-hook grant or URL credential reaches the control plane: only an API key in a header does.
+  if (![401, 403, 503].includes(r.control)) fail(`the control plane answered ${r.control} without an API key (401, 403 or a hook's 503 expected)`);
+  for (const door of ["upgrade", "sse", "history", "lastValues", "presence", "publish", "control"] as const)
     if (r[door] === 500) fail(`${door} answered 500 (internal error)`);
 }
 
