@@ -53,7 +53,8 @@ export function adminControl(d: AdminControlDeps): (req: IncomingMessage, res: S
       }
       const text = Buffer.from(answer.buffer, answer.byteOffset, answer.byteLength).toString("utf8");
       const code = (JSON.parse(text) as { error?: unknown }).error;
-      const status = typeof code === "string" && code in WIRE_ERRORS ? WIRE_ERRORS[code as ErrorCode].status : 200;
+      // An error the wire does not know (`reply_too_large` from the bus: the answer passed NATS' max_payload) is the gateway's failure.
+      const status = typeof code !== "string" ? 200 : code in WIRE_ERRORS ? WIRE_ERRORS[code as ErrorCode].status : 502;
       res.writeHead(status, { "content-type": "application/json" }).end(text);
     })().catch((e: unknown) => {
       d.log.error({ err: e }, "admin control request failed");

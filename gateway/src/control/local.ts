@@ -4,7 +4,7 @@ import { matches } from "../protocol/channel.js";
 import { CloseCode, ErrorCode } from "../protocol/codes.js";
 import type { SseEndpoint } from "../sse/endpoint.js";
 import type { WsEndpoint } from "../ws/server.js";
-import { OCCUPANCY_MAX_PATTERNS, USER_MAX_CONNECTIONS, type WorkerPart, type WorkerRequest } from "./ops.js";
+import { OCCUPANCY_MAX_PATTERNS, PART_MAX_BYTES, USER_MAX_CONNECTIONS, type WorkerPart, type WorkerRequest } from "./ops.js";
 
 /**
  * One worker's part of each control operation, done on its own connections. It holds no state: the
@@ -45,8 +45,15 @@ export class LocalControl {
             .streamsOf(req.user)
             .map((s) => ({ transport: "sse" as const, id: s.id, ip: s.ip, subscriptions: [{ channel: s.channel, state: s.state }] })),
         ];
-        const truncated = connections.length > USER_MAX_CONNECTIONS;
-        return { op: "user", connections: truncated ? connections.slice(0, USER_MAX_CONNECTIONS) : connections, truncated };
+        // Bounded by count and by size: the part travels as one NATS message (1 MB by default).
+        const listed: typeof connections = [];
+        let bytes = 0;
+        for (const c of connections) {
+          bytes += 64 + c.ip.length + c.subscriptions.reduce((n, x) => n + 48 + x.channel.length, 0);
+          if (listed.length >= USER_MAX_CONNECTIONS || bytes > PART_MAX_BYTES) break;
+          listed.push(c);
+        }
+        return { op: "user", connections: listed, truncated: listed.length < connections.length };
       }
     }
   }
@@ -55,12 +62,14 @@ export class LocalControl {
   private occupancy(wanted: (pattern: string) => boolean): WorkerPart {
     let subscribers = 0;
     let listed = 0;
+    let bytes = 0;
     let truncated = false;
     const patterns: Record<string, number> = {};
     for (const [p, n] of this.hub.occupancy()) {
       if (!wanted(p)) continue;
       subscribers += n;
-      if (listed < OCCUPANCY_MAX_PATTERNS) {
+      bytes += p.length + 12;
+      if (listed < OCCUPANCY_MAX_PATTERNS && bytes <= PART_MAX_BYTES) {
         patterns[p] = n;
         listed++;
       } else truncated = true;

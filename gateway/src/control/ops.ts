@@ -44,6 +44,8 @@ export type WorkerReply = Answerer & { part: WorkerPart };
 export const OCCUPANCY_MAX_PATTERNS = 10_000;
 /** How many connections of one user a worker lists at most. */
 export const USER_MAX_CONNECTIONS = 1_000;
+/** About the most JSON a worker's listing part holds: it travels as one NATS message (1 MB by default). */
+export const PART_MAX_BYTES = 512 * 1024;
 const MAX_REASON = 256;
 const MAX_USER = 256;
 

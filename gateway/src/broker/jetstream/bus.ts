@@ -16,7 +16,13 @@ export function natsBus(nc: NatsConnection): Bus {
           const reply = m.reply;
           answer(m.data).then(
             (body) => {
-              if (!nc.isClosed()) nc.publish(reply, body);
+              if (nc.isClosed()) return;
+              try {
+                nc.publish(reply, body);
+              } catch {
+                // Larger than the server's max_payload: say so in a reply the asker can read.
+                nc.publish(reply, Buffer.from('{"error":"reply_too_large"}'));
+              }
             },
             () => undefined, // answer() turns every failure into a reply body; nothing is left to send
           );
