@@ -181,18 +181,20 @@ describe("redis broker — what pub/sub cannot do", () => {
 });
 
 describe("redis broker — the control plane", () => {
-  it("redis — control requests that reach every worker answer 501 unsupported_by_broker; a broadcast is published", async () => {
-    const occ = await fetch(`${gw.url}/v1/server/occupancy?channel=x`);
-    expect(occ.status).toBe(501);
-    expect(await occ.json()).toMatchObject({ error: "unsupported_by_broker", temporary: false });
-    const dis = await fetch(`${gw.url}/v1/server/disconnect`, { method: "POST", body: JSON.stringify({ user: "u", reconnect: true }) });
-    expect(dis.status).toBe(501);
-    const ch = uniq("bc.");
-    const c = await client();
-    await c.sub(ch);
+  it("redis — control requests reach both workers over Redis pub/sub: occupancy, disconnect, broadcast", async () => {
+    const ch = uniq("ctl.");
+    const subs = await Promise.all(Array.from({ length: 6 }, () => client()));
+    for (const c of subs) await c.sub(ch);
+    const occ = await fetch(`${gw.url}/v1/server/occupancy?channel=${ch}`);
+    expect(occ.status).toBe(200);
+    expect(await occ.json()).toMatchObject({ channel: ch, subscribers: 6, instances: 1, workers: 2, complete: true });
     const bc = await fetch(`${gw.url}/v1/server/broadcast`, { method: "POST", body: JSON.stringify({ channels: [ch], data: { hi: 1 } }) });
     expect(bc.status).toBe(200);
-    expect((await c.waitForMsgs(1))[0]).toMatchObject({ channel: ch, data: { hi: 1 } });
+    for (const c of subs) expect((await c.waitForMsgs(1))[0]).toMatchObject({ channel: ch, data: { hi: 1 } });
+    // Authentication is off: every socket is user anon.
+    const dis = await fetch(`${gw.url}/v1/server/disconnect`, { method: "POST", body: JSON.stringify({ user: "anon", reconnect: true }) });
+    expect(await dis.json()).toMatchObject({ workers: 2, complete: true });
+    for (const c of subs) expect(await c.waitClosed()).toBe(4012);
   });
 });
 

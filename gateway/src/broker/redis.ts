@@ -4,6 +4,7 @@ import type { Broker, BrokerEvent, BrokerMessage, LiveFeed, PublishResult } from
 import { isWildcard, matches } from "../protocol/channel.js";
 import { GatewayError } from "../errors.js";
 import { ErrorCode } from "../protocol/codes.js";
+import { RedisBus } from "./redis-bus.js";
 
 export type RedisBrokerOptions = {
   url: string;
@@ -84,6 +85,8 @@ export class RedisBroker implements Broker {
   private readonly registrations = new Map<string, Registration>();
   private listeners: ((e: BrokerEvent) => void)[] = [];
   private connected = true;
+  /** Control requests between workers (control/): their own Redis channels on the same two connections. */
+  readonly bus: RedisBus;
 
   private constructor(
     private readonly pub: PublishingRedis,
@@ -92,7 +95,11 @@ export class RedisBroker implements Broker {
   ) {
     this.prefixDot = `${opts.subjectPrefix}.`;
     this.seqKey = `fgw:${opts.subjectPrefix}:seq`;
-    sub.on("messageBuffer", (channel: Buffer, message: Buffer) => this.dispatch(`s:${channel.toString()}`, channel, message));
+    this.bus = new RedisBus(pub, sub);
+    sub.on("messageBuffer", (channel: Buffer, message: Buffer) => {
+      const name = channel.toString();
+      if (!this.bus.deliver(name, message)) this.dispatch(`s:${name}`, channel, message);
+    });
     sub.on("pmessageBuffer", (glob: string, channel: Buffer, message: Buffer) => this.dispatch(`p:${glob}`, channel, message));
     for (const c of [pub, sub]) {
       c.on("close", () => this.updateState());
