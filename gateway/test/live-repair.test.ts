@@ -9,6 +9,7 @@ import { startTcpProxy, type TcpProxy } from "./support/tcp-proxy.js";
 import { type MsgFrame } from "./support/ws-client.js";
 import { ClientPool, uniqueNames } from "./support/clients.js";
 import { waitFor } from "./support/wait.js";
+import { SseReader } from "./support/sse-client.js";
 
 let nats: NatsServerHandle;
 let proxy: TcpProxy;
@@ -101,6 +102,39 @@ describe("live repair — a loss noticed late", () => {
     expect(byChannel("y")).toEqual([0, 1, 12]);
     expect(byChannel("x")).toEqual([2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
     expect(c.msgs.length).toBe(13);
+  });
+});
+
+describe("live repair — a reconnect reads back", () => {
+  it("a message stored but never republished below newer ones is found at the next reconnect, not only at its channel's next message; WebSocket and SSE both get it once", async () => {
+    const ch = uniq("back.");
+    const c = await client();
+    await c.sub(`${ch}.*`);
+    const sse = await SseReader.open(`${gw.url}/v1/channels/${encodeURIComponent(`${ch}.*`)}/events`);
+    const pub = async (sub: string, i: number) => (await js.publish(`ev.${ch}.${sub}`, enc.encode(`{"i":${i}}`))).seq;
+    await pub("y", 0);
+    const info = await jsm.streams.info("EVENTS");
+    const rule = info.config.republish;
+    await jsm.streams.update("EVENTS", { ...info.config, republish: undefined });
+    const missed = await pub("y", 1); // stored, never republished
+    await jsm.streams.update("EVENTS", { ...(await jsm.streams.info("EVENTS")).config, republish: rule });
+    let last = 0;
+    for (let i = 2; i < 12; i++) last = await pub("x", i);
+    await c.waitForMsgs(11);
+    await sse.waitForSeqs(11);
+    expect(c.msgs.map((m) => m.seq)).not.toContain(missed);
+    const before = await repairs("reconnect");
+    await waitFor(() => proxy.connections() > 0 || undefined, { what: "the gateway connected through the proxy" });
+    expect(proxy.cut()).toBeGreaterThan(0);
+    await waitFor(() => c.msgs.some((m) => m.seq === missed) || undefined, { what: "the missed message after the reconnect" });
+    await waitFor(() => sse.seqs.includes(missed) || undefined, { what: "the missed message on the SSE stream" });
+    expect(await repairs("reconnect")).toBeGreaterThan(before);
+    expect(c.msgs.filter((m) => m.seq === missed)).toHaveLength(1);
+    expect([...new Set(sse.seqs)].length).toBe(sse.seqs.length);
+    expect(sse.seqs.length).toBe(12);
+    // The late message's event id keeps the stream position: a reconnect with it repeats nothing.
+    expect(sse.lastEventId.endsWith(`:${last}`)).toBe(true);
+    sse.close();
   });
 });
 
