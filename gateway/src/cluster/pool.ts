@@ -36,7 +36,8 @@ export class WorkerPool {
       // A worker that starts (or restarts) while the stream is drifted is told at once.
       if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:listening" && this.drift.length > 0) send(worker, { type: "fgw:drift", drift: [...this.drift] });
       if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:secrets-req") send(worker, { type: "fgw:secrets", secrets: secretsOf(this.workerConfig) });
-      if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:metrics-req") this.answerMetrics(worker, (m as ToPrimary & { type: "fgw:metrics-req" }).id);
+      if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:metrics-req") this.answerMetrics(worker, m as ToPrimary & { type: "fgw:metrics-req" });
+      if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:scrape-res") this.metrics.onScrapeResponse(worker, m as ToPrimary & { type: "fgw:scrape-res" });
     });
     cluster.on("exit", (worker, code, signal) => this.exited(worker, code, signal));
     const listening = new Promise<void>((resolve) => {
@@ -57,8 +58,9 @@ export class WorkerPool {
     return w;
   }
 
-  private answerMetrics(worker: Worker, id: number): void {
-    this.metrics.text().then(
+  private answerMetrics(worker: Worker, { id, what }: ToPrimary & { type: "fgw:metrics-req" }): void {
+    const answer = what === "stats" ? this.metrics.stats().then((text) => ({ text, contentType: "application/json" })) : this.metrics.text();
+    answer.then(
       (m) => send(worker, { type: "fgw:metrics-res", id, text: m.text, contentType: m.contentType }),
       (e) => send(worker, { type: "fgw:metrics-res", id, error: (e as Error).message }),
     );
