@@ -28,7 +28,7 @@ import { readLimiterFor } from "../limits/read-limits.js";
 export async function runWorker(config: Config): Promise<void> {
   const c = sectionsOf(config);
   const log = createLogger(c.logLevel, { role: "worker", worker: cluster.worker?.id });
-  const uws = loadUws();
+  const uws = loadUws(c.server.uwsModule); // ws/ and the TLS app get this module from loadUws() too
   answerScrapes(); // the primary scrapes each worker's registry over IPC
   const metrics = createMetrics();
   let draining = false;
