@@ -62,6 +62,11 @@ export class ClusterMetrics {
     if (p.waiting.size === 0) p.done();
   }
 
+  /** A worker exited: scrapes waiting for it go on without it (the pool calls this). */
+  workerGone(id: number): void {
+    for (const p of this.pending.values()) if (p.waiting.delete(id) && p.waiting.size === 0) p.done();
+  }
+
   private async collect(): Promise<Scrape> {
     const workers = await this.scrapeWorkers();
     const aggregated = client.AggregatorRegistry.aggregate(workers.map((w) => w.metrics));

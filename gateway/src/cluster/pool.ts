@@ -67,6 +67,7 @@ export class WorkerPool {
   }
 
   private exited(worker: Worker, code: number, signal: string): void {
+    this.metrics.workerGone(worker.id);
     if (this.stopping) return;
     if (!this.booted) return this.onBootFailure(new Error(`worker ${worker.id} exited during startup (code ${code}, signal ${signal}); see its log above`));
     const lived = Date.now() - (this.startedAt.get(worker.id) ?? 0);
