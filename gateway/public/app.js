@@ -183,9 +183,12 @@ async function refreshStats() {
     $("stat-p90").textContent = fmt(s.latencyMs.p90, " ms");
     $("stat-p99").textContent = fmt(s.latencyMs.p99, " ms");
     charts?.push(s);
+    if (charts) $("charts-note").textContent = "";
     $("stat-note").textContent = `rates over ${s.windowMs ?? "–"} ms; latency over ${s.latencyMs.over} (${s.latencyMs.observations} msgs)`;
   } catch (e) {
     $("stat-note").textContent = `stats unavailable: ${e.message}`;
+    // With authentication on, /v1/stats is served by the admin listener only, not on this port.
+    if (charts) $("charts-note").textContent = `no data: /v1/stats ${e.message}`;
   } finally {
     setTimeout(refreshStats, 1000);
   }
