@@ -2,7 +2,7 @@
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 // @ts-expect-error -- a plain .mjs module of the capacity runner, without type declarations
-import { reportPath } from "../capacity/report-path.mjs";
+import { reportPath } from "../../capacity/report-path.mjs";
 
 const dirs = { resultsDir: "/repo/loadtest/results", runDir: "/tmp/fgw-capacity-abc" };
 
