@@ -4,7 +4,7 @@ import tseslint from "typescript-eslint";
 import noCycle from "./scripts/eslint/no-cycle.js";
 
 export default tseslint.config(
-  { ignores: ["dist/**", "node_modules/**", "loadtest/node_modules/**", ".tools/**", ".bench/**", "gateway/public/**", "**/*.mjs", "**/*.js"] },
+  { ignores: ["dist/**", "gateway/client/dist/**", "node_modules/**", "loadtest/node_modules/**", ".tools/**", ".bench/**", "gateway/public/**", "**/*.mjs", "**/*.js"] },
   ...tseslint.configs.recommended,
   {
     files: ["gateway/src/**/*.ts", "gateway/client/**/*.ts"],

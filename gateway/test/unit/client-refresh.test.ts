@@ -1,7 +1,7 @@
 import type { AddressInfo } from "node:net";
 import WebSocket, { WebSocketServer } from "ws";
 import { afterAll, describe, expect, it } from "vitest";
-import { GatewayClient } from "../../client/client.js";
+import { GatewayClient } from "../../client/src/index.js";
 import { waitFor } from "../support/wait.js";
 
 // A real WebSocket server that never answers `refresh`: it closes the connection instead (as a dying
