@@ -22,7 +22,7 @@ export type GatewayEvent =
 export type GatewayEventType = GatewayEvent["type"];
 
 /** Every event type, in the order of the union (for docs and tests). */
-export const EVENT_TYPES: readonly GatewayEventType[] = [
+export const EVENT_TYPES = [
   "connecting",
   "connected",
   "disconnected",
@@ -31,7 +31,9 @@ export const EVENT_TYPES: readonly GatewayEventType[] = [
   "gap",
   "tokenExpired",
   "error",
-];
+] as const satisfies readonly GatewayEventType[];
+// Fails to compile when the union gains a type that EVENT_TYPES lacks.
+const _everyEventListed: Exclude<GatewayEventType, (typeof EVENT_TYPES)[number]> extends never ? true : never = true;
 
 /** The listeners of a client's events: typed `on`, and an `emit` that a listener's bug cannot break. */
 export class Emitter {

@@ -1,7 +1,7 @@
 /**
  * What the client takes from its host, read from `globalThis` when used: timers, microtasks and (for SSE
  * refusals) fetch. Typed here so that the package compiles without the DOM or Node type libraries, and runs
- * in browsers, React Native, Deno, Bun and Node alike.
+ * in browsers, React Native and Node alike.
  */
 export type Timer = unknown;
 

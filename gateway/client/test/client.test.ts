@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { GatewayClient, type GatewayEvent, type GatewayMessage } from "../src/index.js";
+import { EVENT_TYPES, GatewayClient, type GatewayEvent, type GatewayMessage } from "../src/index.js";
 import { fakeWebSocket, flush, type FakeSocket } from "./fake-socket.js";
 
 // The client against an in-process fake socket: the test plays the server frame by frame, and the fake
@@ -11,8 +11,7 @@ function setup(options: ConstructorParameters<typeof GatewayClient>[1] = {}) {
   const fake = fakeWebSocket();
   const client = new GatewayClient("http://gw.test/ws", { WebSocket: fake.WebSocket, minDelayMs: 100, maxDelayMs: 1_000, ...options });
   const events: GatewayEvent[] = [];
-  for (const t of ["connecting", "connected", "disconnected", "resubscribed", "autoSubscribed", "gap", "tokenExpired", "error"] as const)
-    client.on(t, (e) => void events.push(e));
+  for (const t of EVENT_TYPES) client.on(t, (e) => void events.push(e));
   return { ...fake, client, events };
 }
 

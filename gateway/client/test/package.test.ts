@@ -40,4 +40,14 @@ describe("package — @fanout-gateway/client as published", () => {
       ["DEFAULT_OPTIONS", "EVENT_TYPES", "GatewayClient", "GatewayError", "SUBPROTOCOL", "WIRE_CODES", "backoffDelay", "isTemporary", "subscribeEvents"].sort(),
     );
   });
+
+  it("package — the README's events section lists every event the client emits", async () => {
+    const { EVENT_TYPES } = await import("../src/index.js");
+    const readme = readFileSync(`${pkgDir}/README.md`, "utf8");
+    const section = readme.slice(readme.indexOf("## Events"), readme.indexOf("\n## ", readme.indexOf("## Events") + 1));
+    const tableRows = [...section.matchAll(/^\| `([a-zA-Z]+)`\s*\|/gm)].map((m) => m[1]);
+    const unionTypes = [...section.matchAll(/\{ type: "([a-zA-Z]+)"/g)].map((m) => m[1]);
+    expect(new Set(tableRows)).toEqual(new Set(EVENT_TYPES));
+    expect(unionTypes).toEqual([...EVENT_TYPES]);
+  });
 });
