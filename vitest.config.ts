@@ -4,7 +4,7 @@ export default defineConfig({
   test: {
     include: [
       "gateway/test/**/*.test.ts",
-      "gateway/client/test/**/*.test.ts",
+      "gateway/client/{test,conformance}/**/*.test.ts",
       "subtools/test/**/*.test.ts",
       "pubtools/test/**/*.test.ts",
       "loadtest/test/**/*.test.ts",
