@@ -45,7 +45,7 @@ export async function startHarness(): Promise<GatewayHarness> {
       if (name === "cut") proxy.cut();
       else if (name === "refuse") proxy.refuse(true);
       else if (name === "accept") proxy.refuse(false);
-      else if (name === "kill_workers") for (const pid of await childPids(gw.process.pid)) process.kill(pid, "SIGKILL");
+      else if (name === "kill_workers") for (const pid of await childPids(gw.process.pid!)) process.kill(pid, "SIGKILL");
       else if (name === "recreate_stream") {
         const jsm = await jetstreamManager(nc);
         const old = await jsm.streams.info("EVENTS");

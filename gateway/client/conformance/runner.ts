@@ -83,7 +83,7 @@ export async function runScenario(scenario: Scenario, harness: Harness, client: 
     };
     if ("fault" in step) {
       if (step.fault === "publish") for (const n of step.n as number[]) await harness.publish(step.channel as string, { n });
-      else await harness.fault(step.fault, step);
+      else await harness.fault(step.fault as string, step);
     } else if ("do" in step) {
       const reply = await client.send(await command(step, harness));
       if (typeof step.as === "string") replies.set(step.as, reply);
