@@ -35,8 +35,9 @@ const commands = {
     const sub = client.subscribe(
       c.channel,
       (m) => {
-        report(c.sub, m);
+        // Settle first, then report: a reported message's ack or nak is already on the wire.
         if (nakFirst) m.redelivered ? m.ack() : m.nak();
+        report(c.sub, m);
       },
       {
         ...(c.from !== undefined ? { from: c.from } : {}),
