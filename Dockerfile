@@ -15,6 +15,8 @@ ARG NODE_IMAGE=node:20.20.2-bookworm-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The client SDK is an npm workspace: npm ci needs its package.json.
+COPY gateway/client/package.json gateway/client/
 RUN npm ci --no-audit --no-fund
 COPY . .
 # gateway/public may be empty (git keeps no empty folders); make sure the runtime stage can copy it.
@@ -25,6 +27,7 @@ ENV NODE_ENV=production \
     PORT=9000
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY gateway/client/package.json gateway/client/
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/gateway/public ./gateway/public

@@ -204,7 +204,7 @@ describe("live — thousands of channels without consumers", () => {
 
 describe("live — the stream deleted and created again (a new epoch)", () => {
   it("sockets are closed with 1012; the SDK resumes with its epoch, is told epochChanged and receives the new stream's messages", async () => {
-    const { GatewayClient } = await import("../client/client.js");
+    const { GatewayClient } = await import("../client/src/index.js");
     const WebSocket = (await import("ws")).default;
     const ch = uniq("epoch.");
     const raw = await client();
