@@ -3,6 +3,7 @@ import { GatewayError, messageOf, wireError } from "./errors.js";
 import { DEFAULT_OPTIONS } from "./options.js";
 import { clearTimer, hostAbortController, hostFetch, queryString, setTimer, type Timer } from "./platform.js";
 import type { GatewayMessage } from "./types.js";
+import { acceptSeq, type SeqTrack } from "./subscriptions.js";
 
 /** The part of the EventSource API `subscribeEvents` uses: the browser's, or a Node implementation. */
 export interface EventSourceLike {
@@ -70,7 +71,8 @@ export function subscribeEvents<T = unknown>(
   const minDelay = options.minDelayMs ?? DEFAULT_OPTIONS.minDelayMs;
   const maxDelay = options.maxDelayMs ?? DEFAULT_OPTIONS.maxDelayMs;
   let es: EventSourceLike | undefined;
-  let lastSeq = 0;
+  // Each seq once, in order per channel: a message the gateway repaired late can follow newer ones of other channels.
+  const track: SeqTrack = { lastByChannel: new Map(), floor: 0, lastSeq: 0 };
   let lastEventId = "";
   let closed = false;
   let failures = 0;
@@ -122,8 +124,7 @@ export function subscribeEvents<T = unknown>(
       }
       const seq = typeof f.seq === "number" ? f.seq : 0;
       if (ev.lastEventId) lastEventId = ev.lastEventId;
-      if (seq <= lastSeq) return; // delivered before (a resume never repeats one; kept as a guard)
-      lastSeq = seq;
+      if (!acceptSeq(track, typeof f.channel === "string" ? f.channel : pattern, seq)) return; // delivered before (kept as a guard)
       const msg = { ...f, ack: noop, nak: noop, term: noop } as unknown as GatewayMessage<T>;
       try {
         handler(msg);
@@ -134,7 +135,12 @@ export function subscribeEvents<T = unknown>(
     s.addEventListener("gap", (ev: { data: string; lastEventId?: string }) => {
       const gap = JSON.parse(ev.data) as EventsGap;
       if (ev.lastEventId) lastEventId = ev.lastEventId;
-      if (gap.epochChanged) lastSeq = 0; // the new stream numbers from 1
+      if (gap.epochChanged) {
+        // The new stream numbers from 1.
+        track.lastByChannel.clear();
+        track.floor = 0;
+        track.lastSeq = 0;
+      }
       options.onGap?.(gap);
     });
     // The server's `err` event (a replay failed; the stream ends and the EventSource resumes).
@@ -160,7 +166,7 @@ export function subscribeEvents<T = unknown>(
   return {
     channel: pattern,
     get lastSeq() {
-      return lastSeq;
+      return track.lastSeq;
     },
     get lastEventId() {
       return lastEventId;

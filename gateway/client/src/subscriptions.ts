@@ -127,13 +127,16 @@ export function acceptOk(sub: Sub, reply: Frame, expectedSeq: number | undefined
   return gap ? { info, gap } : { info };
 }
 
+/** What the duplicate check keeps: the last seq per channel, the floor of forgotten channels, the newest seq. */
+export type SeqTrack = Pick<Sub, "lastByChannel" | "floor" | "lastSeq">;
+
 /**
  * The duplicate check of a non-durable subscription: true when `seq` is new on `channel` (and records it),
  * false for a seq at or below the last one delivered on that channel. Order is per channel: on a wildcard
  * subscription a message the server repaired late can follow newer messages of other channels. The last
  * `MAX_TRACKED_CHANNELS` channels are remembered; a forgotten channel's messages at or below `floor` are old.
  */
-export function acceptSeq(sub: Sub, channel: string, seq: number, maxChannels: number = MAX_TRACKED_CHANNELS): boolean {
+export function acceptSeq(sub: SeqTrack, channel: string, seq: number, maxChannels: number = MAX_TRACKED_CHANNELS): boolean {
   const last = sub.lastByChannel.get(channel) ?? sub.floor;
   if (seq <= last) return false;
   sub.lastByChannel.delete(channel);
