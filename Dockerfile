@@ -3,14 +3,20 @@
 #   docker run --rm -p 9000:9000 -e NATS_URL=nats://host.docker.internal:4222 fanout-gateway
 # Debian (glibc), not Alpine: uWebSockets.js ships prebuilt glibc binaries.
 # Node 20 because the uWebSockets.js build in use (uWS v20.30) has binaries for it and glibc 2.36; Node 20
-# reached end of life on 2026-04-30 (see README → Security → Runtime). The base image is pinned to an exact
-# patch release so that a rebuild gets the same runtime; a release build pins its digest too
-# (docker buildx imagetools inspect node:<version>-bookworm-slim, then FROM node:<version>-bookworm-slim@sha256:…).
+# reached end of life on 2026-04-30 (see README → Security → Runtime). A newer Node needs another uWS build,
+# and no code change: add it to package.json under an alias of its own (e.g. "uws-official":
+# "github:uNetworking/uWebSockets.js#<tag>"), raise NODE_IMAGE to a base with the glibc it needs, and set
+# ENV UWS_MODULE=uws-official in the runtime stage (the gateway still refuses a build whose binary does not load).
+# The base image is pinned to an exact patch release so that a rebuild gets the same runtime; a release build
+# pins its digest too (docker buildx imagetools inspect node:<version>-bookworm-slim, then
+# FROM node:<version>-bookworm-slim@sha256:…).
 ARG NODE_IMAGE=node:20.20.2-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The client SDK is an npm workspace: npm ci needs its package.json.
+COPY gateway/client/package.json gateway/client/
 RUN npm ci --no-audit --no-fund
 COPY . .
 # gateway/public may be empty (git keeps no empty folders); make sure the runtime stage can copy it.
@@ -21,6 +27,7 @@ ENV NODE_ENV=production \
     PORT=9000
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY gateway/client/package.json gateway/client/
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/gateway/public ./gateway/public

@@ -5,7 +5,7 @@ import noCycle from "./scripts/eslint/no-cycle.js";
 import layers from "./scripts/eslint/layers.js";
 
 export default tseslint.config(
-  { ignores: ["dist/**", "node_modules/**", "loadtest/node_modules/**", ".tools/**", ".bench/**", "gateway/public/**", "**/*.mjs", "**/*.js"] },
+  { ignores: ["dist/**", "gateway/client/dist/**", "node_modules/**", "loadtest/node_modules/**", ".tools/**", ".bench/**", "gateway/public/**", "**/*.mjs", "**/*.js"] },
   ...tseslint.configs.recommended,
   {
     files: ["gateway/src/**/*.ts", "gateway/client/**/*.ts"],

@@ -1,8 +1,22 @@
 import { defineConfig } from "vitest/config";
 
 /** In-process tests of pure logic (state machines, parsers, statistics): seconds, no servers, no build. */
-const UNIT = ["gateway/test/unit/**/*.test.ts", "gateway/test/fuzz/frames.fuzz.test.ts", "subtools/test/unit/**/*.test.ts", "pubtools/test/unit/**/*.test.ts", "loadtest/test/unit/**/*.test.ts"];
-const ALL = ["gateway/test/**/*.test.ts", "subtools/test/**/*.test.ts", "pubtools/test/**/*.test.ts", "loadtest/test/**/*.test.ts", "deploy/test/**/*.test.ts"];
+const UNIT = [
+  "gateway/test/unit/**/*.test.ts",
+  "gateway/client/test/**/*.test.ts",
+  "gateway/test/fuzz/frames.fuzz.test.ts",
+  "subtools/test/unit/**/*.test.ts",
+  "pubtools/test/unit/**/*.test.ts",
+  "loadtest/test/unit/**/*.test.ts",
+];
+const ALL = [
+  "gateway/test/**/*.test.ts",
+  "gateway/client/{test,conformance}/**/*.test.ts",
+  "subtools/test/**/*.test.ts",
+  "pubtools/test/**/*.test.ts",
+  "loadtest/test/**/*.test.ts",
+  "deploy/test/**/*.test.ts",
+];
 
 export default defineConfig({
   test: {

@@ -281,6 +281,12 @@ describe("Dockerfile", () => {
     expect(/^ARG NODE_IMAGE=(\S+)$/m.exec(df)?.[1]).toMatch(/^node:\d+\.\d+\.\d+-bookworm-slim(@sha256:[0-9a-f]{64})?$/);
     expect(df).toMatch(/RUN npm ci[^\n]*\n[\s\S]*RUN npm run build/);
     expect(df).toMatch(/RUN npm ci --omit=dev/);
+    // npm ci needs every workspace's package.json (both stages copy them before npm ci).
+    const { workspaces = [] } = JSON.parse(readFileSync(resolve(ROOT, "package.json"), "utf8")) as { workspaces?: string[] };
+    for (const ws of workspaces) {
+      const copies = [...df.matchAll(new RegExp(`^COPY ${ws}/package\\.json ${ws}/\\n(?:#.*\\n)*RUN npm ci`, "gm"))];
+      expect(copies, `COPY ${ws}/package.json before each npm ci`).toHaveLength(2);
+    }
     const user = /^USER (\S+)/m.exec(df)?.[1];
     expect(user).toMatch(/^[1-9]\d*(:\d+)?$/); // numeric and not root, so runAsNonRoot can verify it
     expect(df).toMatch(/^HEALTHCHECK [\s\S]*?fetch\([\s\S]*?\/healthz/m);

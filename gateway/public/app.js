@@ -1,5 +1,6 @@
-// The live page: a console on the client SDK (subscribe, publish, messages) and a status panel fed by
-// GET /v1/stats once a second. Plain DOM, no framework; message rows are batched so a busy channel stays cheap.
+// The live page: a console on the client SDK (subscribe, publish, messages), and live charts and a status
+// panel fed by GET /v1/stats once a second. Plain DOM, no framework; message rows are batched so a busy
+// channel stays cheap. The charts load on their own: without them (library missing) the console still works.
 import { GatewayClient } from "/client.js";
 
 const MAX_ROWS = 500;
@@ -152,6 +153,16 @@ $("pub-form").addEventListener("submit", async (ev) => {
   }
 });
 
+// --- charts --------------------------------------------------------------------------------------
+let charts;
+import("/charts.js").then(
+  (m) => {
+    charts = m.liveCharts($("charts"));
+    window.liveCharts = charts; // the browser test reads the plotted series
+  },
+  (e) => ($("charts-note").textContent = `charts unavailable: ${e.message}`),
+);
+
 // --- status panel --------------------------------------------------------------------------------
 const fmt = (v, unit = "") => (v === null || v === undefined ? "–" : `${v}${unit}`);
 async function refreshStats() {
@@ -171,9 +182,13 @@ async function refreshStats() {
     $("stat-p50").textContent = fmt(s.latencyMs.p50, " ms");
     $("stat-p90").textContent = fmt(s.latencyMs.p90, " ms");
     $("stat-p99").textContent = fmt(s.latencyMs.p99, " ms");
+    charts?.push(s);
+    if (charts) $("charts-note").textContent = "";
     $("stat-note").textContent = `rates over ${s.windowMs ?? "–"} ms; latency over ${s.latencyMs.over} (${s.latencyMs.observations} msgs)`;
   } catch (e) {
     $("stat-note").textContent = `stats unavailable: ${e.message}`;
+    // With authentication on, /v1/stats is served by the admin listener only, not on this port.
+    if (charts) $("charts-note").textContent = `no data: /v1/stats ${e.message}`;
   } finally {
     setTimeout(refreshStats, 1000);
   }

@@ -2,7 +2,7 @@
 // primary's own listener (loopback by default).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
+import { childPids, startGateway, type GatewayHandle } from "./support/gateway.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;
@@ -28,11 +28,34 @@ describe("admin listener", () => {
     const text = await m.text();
     expect(text).toMatch(/^fanout_connections /m);
     expect(text).toMatch(/^fanout_workers 2$/m);
-    const s = (await (await fetch(`${admin}/v1/stats`)).json()) as { workers: number };
+    const s = (await (await fetch(`${admin}/v1/stats`)).json()) as { workers: number; perWorker: { worker: number }[] };
     expect(s.workers).toBe(2);
+    expect(s.perWorker).toHaveLength(2); // each worker's share, for the live page's per-worker lines
     expect((await fetch(`${admin}/healthz`)).status).toBe(200);
     expect((await fetch(`${admin}/nope`)).status).toBe(404);
     // The public port still answers its own routes.
     expect((await fetch(`${gw.url}/healthz`)).status).toBe(200);
+  });
+
+  it("admin — a worker that dies while a scrape waits for it does not hold /metrics until the scrape's 5 s timeout", async () => {
+    const [stuck] = await childPids(gw.process.pid!);
+    process.kill(stuck!, "SIGSTOP"); // connected, but answers nothing
+    try {
+      const started = Date.now();
+      const pending = fetch(`${admin}/metrics`);
+      // The request reaches the primary (its own listener) at once; then the worker dies.
+      await new Promise((r) => setTimeout(r, 300));
+      process.kill(stuck!, "SIGKILL");
+      const m = await pending;
+      expect(m.status).toBe(200);
+      expect(Date.now() - started).toBeLessThan(3_000);
+      expect(await m.text()).toMatch(/^fanout_connections /m);
+    } finally {
+      try {
+        process.kill(stuck!, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
   });
 });

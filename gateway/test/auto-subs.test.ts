@@ -7,7 +7,7 @@ import { httpPublish } from "./support/ws-client.js";
 import { ClientPool, uniqueNames } from "./support/clients.js";
 import { waitFor } from "./support/wait.js";
 import { AUDIENCE, connect, ISSUER, refusal, SECRET, sign } from "./auth/support.js";
-import { GatewayClient, type GatewayMessage } from "../client/client.js";
+import { GatewayClient, type GatewayMessage } from "../client/src/index.js";
 
 const API_KEY = "auto-subs-api-key-0123456789";
 let nats: NatsServerHandle;

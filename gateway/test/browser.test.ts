@@ -97,6 +97,60 @@ describe("browser — the live page in headless Chromium", () => {
     expect(pageErrors).toEqual([]);
   });
 
+  it("browser — the live page charts connections, deliveries/s and latency from /v1/stats, per worker", async () => {
+    const channel = `chart.${randomUUID().slice(0, 8)}`;
+    await page.goto(`${gw.url}/`);
+    await page.waitForSelector("#conn-state[data-state=connected]", { timeout: 10_000 });
+    await page.fill("#sub-channel", channel);
+    await page.click("#sub-form button[type=submit]");
+    await page.waitForSelector(`#events li:has-text("subscribed ${channel}")`, { timeout: 10_000 });
+
+    type Series = Record<string, (number | null)[][]> & { t: number[] };
+    const series = () => page.evaluate(() => (window as unknown as { liveCharts?: { series(): unknown } }).liveCharts?.series()) as Promise<Series | undefined>;
+    // Publish a few messages a round until the deliveries chart has three non-zero points (the page samples once a second).
+    let n = 0;
+    const s = await waitFor(
+      async () => {
+        for (let i = 0; i < 5; i++) expect((await httpPublish(gw.url, channel, { n: n++ })).status).toBe(201);
+        const cur = await series();
+        return cur && cur.deliveries![0]!.filter((v) => (v ?? 0) > 0).length >= 3 ? cur : undefined;
+      },
+      { timeoutMs: 20_000, intervalMs: 100, what: "three non-zero points on the deliveries chart" },
+    );
+
+    // One series for the cluster, then one per worker (2): the workers' shares add up to the total.
+    expect(s.deliveries).toHaveLength(3);
+    expect(s.connections).toHaveLength(3);
+    const [all, w1, w2] = s.deliveries as [(number | null)[], (number | null)[], (number | null)[]];
+    const i = all.findLastIndex((v, k) => (v ?? 0) > 0 && w1[k] !== null && w2[k] !== null);
+    expect(i).toBeGreaterThanOrEqual(0);
+    expect(Math.abs(w1[i]! + w2[i]! - all[i]!)).toBeLessThanOrEqual(0.2); // each rounded to 0.1
+    expect(s.connections![0]!.at(-1)).toBeGreaterThanOrEqual(1); // this page's socket
+    expect(s.publishes![0]!.some((v) => (v ?? 0) > 0)).toBe(true);
+    expect(s.latency![0]![i]).toBeGreaterThan(0); // p50 of that second's deliveries
+    // Every chart is drawn on a canvas of the card's width.
+    const canvases = await page.$$eval(".chart canvas", (cs) => cs.map((c) => (c as HTMLCanvasElement).width));
+    expect(canvases).toHaveLength(4);
+    for (const w of canvases) expect(w).toBeGreaterThan(200);
+    expect(await page.textContent("#charts-note")).toBe("");
+
+    // docs/img/live-page.png is taken on request only, so test runs leave the tree clean; for it, 40 s of a
+    // varying load give the charts a shape.
+    if (process.env.UPDATE_SCREENSHOT === "1") {
+      const until = Date.now() + 40_000;
+      await waitFor(
+        async () => {
+          const burst = 5 + Math.round(20 * (1 + Math.sin(Date.now() / 4_000)));
+          await Promise.all(Array.from({ length: burst }, () => httpPublish(gw.url, channel, { n: n++ })));
+          return Date.now() > until;
+        },
+        { timeoutMs: 60_000, intervalMs: 250, what: "the screenshot's load" },
+      );
+      await page.screenshot({ path: "docs/img/live-page.png" });
+    }
+    expect(pageErrors).toEqual([]);
+  }, 90_000);
+
   it("browser — the README's page example runs as written", async () => {
     const readme = readFileSync("gateway/client/README.md", "utf8");
     const script = /```html\n<script type="module">\n([\s\S]*?)<\/script>\n```/.exec(readme)?.[1];
@@ -120,5 +174,11 @@ describe("browser — the live page in headless Chromium", () => {
     expect(type).toBe("function");
     const etag = r.headers.get("etag")!;
     expect((await fetch(`${gw.url}/client.js`, { headers: { "if-none-match": etag } })).status).toBe(304);
+    // The charting library comes from the gateway's own node_modules, with its license.
+    const lib = await fetch(`${gw.url}/vendor/uPlot.esm.js`);
+    expect(lib.status).toBe(200);
+    expect(lib.headers.get("content-type")).toMatch(/^text\/javascript/);
+    expect(await lib.text()).toMatch(/export \{ uPlot as default \}/);
+    expect(await (await fetch(`${gw.url}/vendor/uPlot.LICENSE.txt`)).text()).toMatch(/MIT License/);
   });
 });

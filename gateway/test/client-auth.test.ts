@@ -1,6 +1,6 @@
 import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { GatewayClient, type GatewayEvent } from "../client/client.js";
+import { GatewayClient, type GatewayEvent } from "../client/src/index.js";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { startGateway, type GatewayHandle } from "./support/gateway.js";
 import { waitFor } from "./support/wait.js";

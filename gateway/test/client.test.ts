@@ -4,7 +4,7 @@ import WebSocket from "ws";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { GatewayClient, type GatewayEvent, type WebSocketConstructor } from "../client/client.js";
+import { GatewayClient, type GatewayEvent, type WebSocketConstructor } from "../client/src/index.js";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { childPids, startGateway, type GatewayHandle } from "./support/gateway.js";
 import { connectionInodes, pidsHoldingInodes } from "./support/proc-sockets.js";

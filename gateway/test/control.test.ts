@@ -11,7 +11,7 @@ import { TestClient } from "./support/ws-client.js";
 import { waitFor } from "./support/wait.js";
 import { AUDIENCE, connect, ISSUER, SECRET, sign } from "./auth/support.js";
 import WebSocket from "ws";
-import { GatewayClient, type GatewayEvent } from "../client/client.js";
+import { GatewayClient, type GatewayEvent } from "../client/src/index.js";
 
 const API_KEY = "control-api-key-0123456789";
 const KEY = { "x-api-key": API_KEY };

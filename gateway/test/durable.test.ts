@@ -58,7 +58,7 @@ describe("durable — at-least-once with acks", () => {
     const r = await other.request({ op: "sub", channel: b, durable: "dc", ack: true });
     expect(r).toMatchObject({ op: "err", code: "durable_conflict", temporary: false });
     expect(String(r.message)).toContain(a);
-    const { GatewayClient } = await import("../client/client.js");
+    const { GatewayClient } = await import("../client/src/index.js");
     const WebSocket = (await import("ws")).default;
     const sdk = new GatewayClient(gw.wsUrl, { WebSocket: WebSocket as never, minDelayMs: 20, maxDelayMs: 50 });
     const errors: { code: string; temporary: boolean }[] = [];

@@ -5,7 +5,7 @@ import { startGateway, type GatewayHandle } from "./support/gateway.js";
 import { httpPublish } from "./support/ws-client.js";
 import { ClientPool, uniqueNames } from "./support/clients.js";
 import { waitFor } from "./support/wait.js";
-import { GatewayClient, type GatewayMessage } from "../client/client.js";
+import { GatewayClient, type GatewayMessage } from "../client/src/index.js";
 
 const ACK_WAIT_MS = 1_000;
 let nats: NatsServerHandle;

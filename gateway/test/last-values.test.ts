@@ -7,7 +7,7 @@ import { startGateway, type GatewayHandle } from "./support/gateway.js";
 import { httpPublish, type MsgFrame } from "./support/ws-client.js";
 import { ClientPool, uniqueNames } from "./support/clients.js";
 import { waitFor } from "./support/wait.js";
-import { GatewayClient, type GatewayMessage } from "../client/client.js";
+import { GatewayClient, type GatewayMessage } from "../client/src/index.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;

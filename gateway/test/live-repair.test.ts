@@ -9,6 +9,7 @@ import { startTcpProxy, type TcpProxy } from "./support/tcp-proxy.js";
 import { type MsgFrame } from "./support/ws-client.js";
 import { ClientPool, uniqueNames } from "./support/clients.js";
 import { waitFor } from "./support/wait.js";
+import { SseReader } from "./support/sse-client.js";
 
 let nats: NatsServerHandle;
 let proxy: TcpProxy;
@@ -104,6 +105,39 @@ describe("live repair — a loss noticed late", () => {
   });
 });
 
+describe("live repair — a reconnect reads back", () => {
+  it("a message stored but never republished below newer ones is found at the next reconnect, not only at its channel's next message; WebSocket and SSE both get it once", async () => {
+    const ch = uniq("back.");
+    const c = await client();
+    await c.sub(`${ch}.*`);
+    const sse = await SseReader.open(`${gw.url}/v1/channels/${encodeURIComponent(`${ch}.*`)}/events`);
+    const pub = async (sub: string, i: number) => (await js.publish(`ev.${ch}.${sub}`, enc.encode(`{"i":${i}}`))).seq;
+    await pub("y", 0);
+    const info = await jsm.streams.info("EVENTS");
+    const rule = info.config.republish;
+    await jsm.streams.update("EVENTS", { ...info.config, republish: undefined });
+    const missed = await pub("y", 1); // stored, never republished
+    await jsm.streams.update("EVENTS", { ...(await jsm.streams.info("EVENTS")).config, republish: rule });
+    let last = 0;
+    for (let i = 2; i < 12; i++) last = await pub("x", i);
+    await c.waitForMsgs(11);
+    await sse.waitForSeqs(11);
+    expect(c.msgs.map((m) => m.seq)).not.toContain(missed);
+    const before = await repairs("reconnect");
+    await waitFor(() => proxy.connections() > 0 || undefined, { what: "the gateway connected through the proxy" });
+    expect(proxy.cut()).toBeGreaterThan(0);
+    await waitFor(() => c.msgs.some((m) => m.seq === missed) || undefined, { what: "the missed message after the reconnect" });
+    await waitFor(() => sse.seqs.includes(missed) || undefined, { what: "the missed message on the SSE stream" });
+    expect(await repairs("reconnect")).toBeGreaterThan(before);
+    expect(c.msgs.filter((m) => m.seq === missed)).toHaveLength(1);
+    expect([...new Set(sse.seqs)].length).toBe(sse.seqs.length);
+    expect(sse.seqs.length).toBe(12);
+    // The late message's event id keeps the stream position: a reconnect with it repeats nothing.
+    expect(sse.lastEventId.endsWith(`:${last}`)).toBe(true);
+    sse.close();
+  });
+});
+
 describe("live repair — the worker's NATS connection cut under load", () => {
   it("publishing continues while the connection is down; after the reconnect the feed reads what it missed: every message once, in order", async () => {
     const ch = uniq("cut.");
@@ -170,7 +204,7 @@ describe("live — thousands of channels without consumers", () => {
 
 describe("live — the stream deleted and created again (a new epoch)", () => {
   it("sockets are closed with 1012; the SDK resumes with its epoch, is told epochChanged and receives the new stream's messages", async () => {
-    const { GatewayClient } = await import("../client/client.js");
+    const { GatewayClient } = await import("../client/src/index.js");
     const WebSocket = (await import("ws")).default;
     const ch = uniq("epoch.");
     const raw = await client();

@@ -7,7 +7,7 @@ import { waitFor } from "./support/wait.js";
 import { SECRET, sign } from "./auth/support.js";
 import { startRedisServer } from "./support/redis-server.js";
 import WebSocket from "ws";
-import { GatewayClient, type PresenceEvent, type WebSocketConstructor } from "../client/client.js";
+import { GatewayClient, type PresenceEvent, type WebSocketConstructor } from "../client/src/index.js";
 
 // Presence against real servers: a gateway with 2 workers (A), a second instance with 1 worker on the same
 // nats-server (B, also the one whose worker is SIGKILLed), and one with authentication on.

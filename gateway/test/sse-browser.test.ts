@@ -67,7 +67,7 @@ describe("sse browser — EventSource in headless Chromium", () => {
     // A string, so that vitest's transform leaves the dynamic import to the browser.
     await page.evaluate('import("/client.js").then((m) => { window.sdk = m; })');
     await page.evaluate((ch) => {
-      const w = window as unknown as Record<string, unknown> & { sdk: typeof import("../client/client.js") };
+      const w = window as unknown as Record<string, unknown> & { sdk: typeof import("../client/src/index.js") };
       const raw: number[] = [];
       const sdk: number[] = [];
       const states: number[] = [];
@@ -131,7 +131,7 @@ describe("sse browser — EventSource in headless Chromium", () => {
     const err = await page.evaluate(
       () =>
         new Promise<{ code: string; temporary: boolean }>((resolve) => {
-          const w = window as unknown as { sdk: typeof import("../client/client.js") };
+          const w = window as unknown as { sdk: typeof import("../client/src/index.js") };
           w.sdk.subscribeEvents(location.origin, "bad..pattern", () => undefined, {
             onError: (e) => {
               if (!e.temporary) resolve({ code: e.code, temporary: e.temporary });

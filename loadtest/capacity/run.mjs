@@ -2,10 +2,11 @@
 //   1. Artillery ws-capacity.yml, scenario "subscriber" (connect, sub, hold with pings),
 //   2. Artillery ws-capacity.yml, publish variant (5% of the VUs publish over WS, fan-out to everyone),
 //   3. autocannon GET /healthz (baseline) and POST /v1/publish/{channel},
-// and writes loadtest/results/capacity.md. Everything is bounded in time; traffic goes to 127.0.0.1 only.
+// and writes a report: a full run's to loadtest/results/capacity.md (committed), a --quick run's into its own
+// temporary folder (report-path.mjs). Everything is bounded in time; traffic goes to 127.0.0.1 only.
 //
 //   npm run capacity            full: 2,000 VUs over 20 s, each holding 40 s; autocannon 10 s each
-//   npm run capacity:quick      300 VUs over 5 s holding 5 s; autocannon 3 s each
+//   npm run capacity:quick      300 VUs over 5 s holding 5 s; autocannon 3 s each (leaves the committed report alone)
 //   node loadtest/capacity/run.mjs [--quick] [--workers 1|2] [--connections 32] [--out file.md]
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync, mkdirSync, createWriteStream } from "node:fs";
@@ -13,6 +14,7 @@ import { cpus, freemem, loadavg, tmpdir, totalmem, release } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { runHttpCapacity } from "./http-publish.mjs";
+import { reportPath } from "./report-path.mjs";
 
 const HERE = import.meta.dirname;
 const LOADTEST = resolve(HERE, "..");
@@ -26,7 +28,7 @@ const { values: args } = parseArgs({ options: {
   quick: { type: "boolean", default: false },
   workers: { type: "string", default: "2" },
   connections: { type: "string", default: "32" },
-  out: { type: "string", default: resolve(LOADTEST, "results/capacity.md") },
+  out: { type: "string" },
 } });
 const quick = args.quick;
 const workers = Number(args.workers);
@@ -277,7 +279,7 @@ function natsVersion() {
 }
 
 function writeReport(ctx) {
-  const { sub, pub, http, startedAt, load0 } = ctx;
+  const { sub, pub, http, startedAt, load0, out } = ctx;
   const holdS = quick ? 5 + 1 : 40 + 1;
   const md = [
     `# Capacity run (${quick ? "quick" : "full"}) — ${startedAt}`, "",
@@ -295,9 +297,9 @@ function writeReport(ctx) {
     "## HTTP publish", "",
     httpSection(http),
   ].join("\n");
-  mkdirSync(dirname(args.out), { recursive: true });
-  writeFileSync(args.out, md);
-  log(`wrote ${args.out}`);
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(out, md);
+  log(`wrote ${out}`);
 }
 
 // ---------- main ----------
@@ -325,7 +327,7 @@ async function main() {
   http.publishDuration = histQuantiles(before, await scrape(gw.port), "fanout_publish_duration_seconds");
   writeFileSync(join(dir, "autocannon.json"), JSON.stringify(http.raw, null, 2));
 
-  writeReport({ sub, pub, http, startedAt, load0 });
+  writeReport({ sub, pub, http, startedAt, load0, out: reportPath(args, { resultsDir: resolve(LOADTEST, "results"), runDir: dir }) });
 }
 
 try {

@@ -7,7 +7,7 @@
 import { fork, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { waitFor } from "../../gateway/test/support/wait.js";
@@ -16,6 +16,7 @@ import { buildSchedule, FAULT_KINDS, type FaultKind } from "./schedule.js";
 import { startTopology, STREAM, SUBJECT_PREFIX, type Topology } from "./topology.js";
 import { inject, type FaultRecord } from "./faults.js";
 import { kindStats, latency, readable } from "./report.js";
+import { latencySeries, renderLatencyChart } from "./chart.js";
 import type { ClientsConfig, ClientsLog, FromClients, PubSpec, SubSpec, ToClients } from "./clients.js";
 
 const ROOT = resolve(import.meta.dirname, "../../..");
@@ -254,7 +255,10 @@ async function run(a: Args): Promise<number> {
       seconds: Math.round((Date.now() - t0) / 1000),
     };
     if (a.report) {
-      const md = `# Chaos run, seed ${a.seed}\n\n\`${command}\` — ${new Date(t0).toISOString()}, ${summary.seconds} s in all, ${faults.length} faults, ${truth.length} messages in the stream. ${result.ok ? "**No violation.**" : "**Violations found** (below)."}\n\n${text}\n\n### Summary line\n\n\`\`\`json\n${JSON.stringify(summary)}\n\`\`\`\n`;
+      const svgFile = a.report.replace(/\.md$/, "") + ".svg";
+      writeFileSync(svgFile, renderLatencyChart(latencySeries(subscribers, phase0), faults, phase0, `chaos seed ${a.seed}: delivery latency per second (log scale), faults shaded`));
+      const chart = `![delivery latency over time, faults shaded](${basename(svgFile)})`;
+      const md = `# Chaos run, seed ${a.seed}\n\n\`${command}\` — ${new Date(t0).toISOString()}, ${summary.seconds} s in all, ${faults.length} faults, ${truth.length} messages in the stream. ${result.ok ? "**No violation.**" : "**Violations found** (below)."}\n\n${chart}\n\n${text}\n\n### Summary line\n\n\`\`\`json\n${JSON.stringify(summary)}\n\`\`\`\n`;
       writeFileSync(a.report, md);
       writeFileSync(a.report.replace(/\.md$/, "") + ".json", JSON.stringify({ summary, check: result, kinds, latency: lat, faults, events }, null, 1));
       say(`report written to ${a.report}`);

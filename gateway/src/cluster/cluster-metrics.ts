@@ -1,24 +1,27 @@
-import cluster from "node:cluster";
+import cluster, { type Worker } from "node:cluster";
 import client from "prom-client";
-import { parsePrometheus, sampleFrom, statsBody, StatsWindow } from "../http/stats.js";
+import { ClusterStatsWindows, sampleFrom, type PromSample } from "../http/stats.js";
 import { Coalescer } from "../util/coalesce.js";
+import { isFgwMessage, type MetricsJson, type ToPrimary, type ToWorker } from "./ipc.js";
+
+/** How long a scrape waits for every worker (prom-client's own cluster scrape waits as long). */
+const SCRAPE_TIMEOUT_MS = 5_000;
+
+type Scrape = { text: string; contentType: string; workers: { id: number; samples: PromSample[] }[]; own: PromSample[] };
 
 /**
- * Metrics of all workers, aggregated by the primary (prom-client's AggregatorRegistry asks every worker over
- * IPC), plus the primary's own (restarts, workers). Concurrent requests share one aggregation started
- * after they asked (fresh, yet a flood of N requests costs at most two aggregations at a time, not N).
+ * Metrics of all workers, scraped by the primary over IPC (each worker answers with its registry as JSON),
+ * aggregated with prom-client's AggregatorRegistry for `/metrics`, and kept per worker for `/v1/stats`; plus
+ * the primary's own (restarts, workers). Concurrent requests share one scrape started after they asked
+ * (fresh, yet a flood of N requests costs at most two scrapes at a time, not N).
  */
 export class ClusterMetrics {
-  private readonly aggregator = new client.AggregatorRegistry();
   private readonly own = new client.Registry();
   readonly restarts: client.Counter;
-  private readonly scrape = new Coalescer(() =>
-    Promise.all([this.aggregator.clusterMetrics(), this.own.metrics()]).then(([text, mine]) => ({
-      text: `${text}\n${mine}`,
-      contentType: this.aggregator.contentType,
-    })),
-  );
-  private readonly window = new StatsWindow();
+  private readonly scrape = new Coalescer(() => this.collect());
+  private readonly windows = new ClusterStatsWindows();
+  private nextId = 0;
+  private readonly pending = new Map<number, { waiting: Set<number>; got: { id: number; metrics: MetricsJson }[]; done: (error?: string) => void }>();
 
   constructor() {
     this.restarts = new client.Counter({ name: "fanout_worker_restarts_total", help: "Workers restarted after a crash", registers: [this.own] });
@@ -33,13 +36,93 @@ export class ClusterMetrics {
   }
 
   /** Prometheus text of every worker and the primary. */
-  text(): Promise<{ text: string; contentType: string }> {
-    return this.scrape.get();
+  async text(): Promise<{ text: string; contentType: string }> {
+    const s = await this.scrape.get();
+    return { text: s.text, contentType: s.contentType };
   }
 
-  /** The body of `/v1/stats` (rates over a recent window kept here). */
+  /** The body of `/v1/stats` (rates over a recent window kept here, for the cluster and for each worker). */
   async stats(): Promise<string> {
-    const sample = sampleFrom(parsePrometheus((await this.text()).text), Date.now());
-    return JSON.stringify(statsBody(sample, this.window.add(sample)));
+    const s = await this.scrape.get();
+    const at = Date.now();
+    const all = [...s.workers.flatMap((w) => w.samples), ...s.own];
+    const body = this.windows.body(
+      sampleFrom(all, at),
+      s.workers.map((w) => ({ id: w.id, sample: sampleFrom(w.samples, at) })),
+    );
+    return JSON.stringify(body);
   }
+
+  /** A worker's answer to a scrape; the pool hands every `fgw:scrape-res` here. */
+  onScrapeResponse(worker: Worker, m: ToPrimary & { type: "fgw:scrape-res" }): void {
+    const p = this.pending.get(m.id);
+    if (!p || !p.waiting.delete(worker.id)) return;
+    if (m.error !== undefined) return p.done(`worker ${worker.id}: ${m.error}`);
+    p.got.push({ id: worker.id, metrics: m.metrics });
+    if (p.waiting.size === 0) p.done();
+  }
+
+  /** A worker exited: scrapes waiting for it go on without it (the pool calls this). */
+  workerGone(id: number): void {
+    for (const p of this.pending.values()) if (p.waiting.delete(id) && p.waiting.size === 0) p.done();
+  }
+
+  private async collect(): Promise<Scrape> {
+    const workers = await this.scrapeWorkers();
+    const aggregated = client.AggregatorRegistry.aggregate(workers.map((w) => w.metrics));
+    const [text, mine, ownJson] = await Promise.all([aggregated.metrics(), this.own.metrics(), this.own.getMetricsAsJSON()]);
+    return {
+      text: `${text}\n${mine}`,
+      contentType: this.own.contentType,
+      workers: workers.map((w) => ({ id: w.id, samples: samplesOf(w.metrics) })),
+      own: samplesOf(ownJson),
+    };
+  }
+
+  /** Asks every connected worker for its metrics; rejects if one does not answer in time, as prom-client does. */
+  private scrapeWorkers(): Promise<{ id: number; metrics: MetricsJson }[]> {
+    const id = ++this.nextId;
+    const targets = Object.values(cluster.workers ?? {}).filter((w): w is Worker => !!w && w.isConnected());
+    return new Promise((resolve, reject) => {
+      const got: { id: number; metrics: MetricsJson }[] = [];
+      const waiting = new Set(targets.map((w) => w.id));
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new Error(`metrics scrape: ${[...waiting].map((w) => `worker ${w}`).join(", ")} did not answer in ${SCRAPE_TIMEOUT_MS} ms`));
+      }, SCRAPE_TIMEOUT_MS);
+      const done = (error?: string) => {
+        clearTimeout(timer);
+        this.pending.delete(id);
+        if (error) reject(new Error(`metrics scrape: ${error}`));
+        else resolve(got);
+      };
+      if (waiting.size === 0) return done();
+      this.pending.set(id, { waiting, got, done });
+      const req: ToWorker = { type: "fgw:scrape-req", id };
+      for (const w of targets) w.send(req);
+    });
+  }
+}
+
+/** Flattens prom-client's JSON into samples (histogram values carry their own `metricName`). */
+export function samplesOf(metrics: MetricsJson): PromSample[] {
+  return metrics.flatMap((m) =>
+    m.values.map((v) => ({
+      name: (v as { metricName?: string }).metricName ?? m.name,
+      labels: Object.fromEntries(Object.entries(v.labels).map(([k, l]) => [k, String(l)])),
+      value: v.value,
+    })),
+  );
+}
+
+/** In a worker: answers the primary's scrapes with this process's registry. */
+export function answerScrapes(registry: client.Registry = client.register): void {
+  process.on("message", (m: unknown) => {
+    if (!isFgwMessage(m) || (m as ToWorker).type !== "fgw:scrape-req") return;
+    const id = (m as ToWorker & { type: "fgw:scrape-req" }).id;
+    registry.getMetricsAsJSON().then(
+      (metrics) => process.send?.({ type: "fgw:scrape-res", id, metrics } satisfies ToPrimary),
+      (e: unknown) => process.send?.({ type: "fgw:scrape-res", id, metrics: [], error: (e as Error).message } satisfies ToPrimary),
+    );
+  });
 }

@@ -1,10 +1,22 @@
+import type { Registry } from "prom-client";
 import type { Secrets } from "../config/secrets.js";
 
+/** One worker's metrics as prom-client's `getMetricsAsJSON()` gives them. */
+export type MetricsJson = Awaited<ReturnType<Registry["getMetricsAsJSON"]>>;
+
 /** Messages between the primary and its workers (besides prom-client's own). */
-export type ToPrimary = { type: "fgw:listening"; port: number } | { type: "fgw:metrics-req"; id: number } | { type: "fgw:secrets-req" };
+export type ToPrimary =
+  | { type: "fgw:listening"; port: number }
+  /** A worker asks for the cluster's metrics: Prometheus text, or the `/v1/stats` body. */
+  | { type: "fgw:metrics-req"; id: number; what?: "prometheus" | "stats" }
+  | { type: "fgw:secrets-req" }
+  /** A worker's own metrics, answering the primary's scrape. */
+  | { type: "fgw:scrape-res"; id: number; metrics: MetricsJson; error?: string };
 
 export type ToWorker =
   | { type: "fgw:shutdown" }
+  /** The primary scrapes each worker's own metrics (it aggregates them for /metrics, and keeps them per worker for /v1/stats). */
+  | { type: "fgw:scrape-req"; id: number }
   /** What of the stream's setup has drifted (empty: nothing); the primary's StreamWatch tells every worker. */
   | { type: "fgw:drift"; drift: string[] }
   /** The secret settings, asked for by a worker at start: they are not in its environment. */

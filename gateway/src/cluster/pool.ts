@@ -36,7 +36,8 @@ export class WorkerPool {
       // A worker that starts (or restarts) while the stream is drifted is told at once.
       if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:listening" && this.drift.length > 0) send(worker, { type: "fgw:drift", drift: [...this.drift] });
       if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:secrets-req") send(worker, { type: "fgw:secrets", secrets: secretsOf(this.workerConfig) });
-      if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:metrics-req") this.answerMetrics(worker, (m as ToPrimary & { type: "fgw:metrics-req" }).id);
+      if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:metrics-req") this.answerMetrics(worker, m as ToPrimary & { type: "fgw:metrics-req" });
+      if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:scrape-res") this.metrics.onScrapeResponse(worker, m as ToPrimary & { type: "fgw:scrape-res" });
     });
     cluster.on("exit", (worker, code, signal) => this.exited(worker, code, signal));
     const listening = new Promise<void>((resolve) => {
@@ -57,14 +58,16 @@ export class WorkerPool {
     return w;
   }
 
-  private answerMetrics(worker: Worker, id: number): void {
-    this.metrics.text().then(
+  private answerMetrics(worker: Worker, { id, what }: ToPrimary & { type: "fgw:metrics-req" }): void {
+    const answer = what === "stats" ? this.metrics.stats().then((text) => ({ text, contentType: "application/json" })) : this.metrics.text();
+    answer.then(
       (m) => send(worker, { type: "fgw:metrics-res", id, text: m.text, contentType: m.contentType }),
       (e) => send(worker, { type: "fgw:metrics-res", id, error: (e as Error).message }),
     );
   }
 
   private exited(worker: Worker, code: number, signal: string): void {
+    this.metrics.workerGone(worker.id);
     if (this.stopping) return;
     if (!this.booted) return this.onBootFailure(new Error(`worker ${worker.id} exited during startup (code ${code}, signal ${signal}); see its log above`));
     const lived = Date.now() - (this.startedAt.get(worker.id) ?? 0);

@@ -33,7 +33,7 @@ export const adminPortOf = (c: Config): number => (c.adminPort === -2 ? (authEna
  */
 export async function runPrimary(config: Config): Promise<void> {
   const log = createLogger(config.logLevel, { role: "primary" });
-  loadUws(); // refuse the pure-JS fallback before forking anything
+  loadUws(sectionsOf(config).server.uwsModule); // refuse a missing module or the pure-JS fallback before forking anything
   for (const f of formerNamesUsed(process.argv.slice(2), process.env)) log.warn({ was: f.was, now: f.now }, `${f.was} is deprecated: use ${f.now}`);
   const unknown = unknownSettings(process.env);
   if (unknown.length > 0)

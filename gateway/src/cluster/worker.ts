@@ -1,5 +1,4 @@
 import cluster from "node:cluster";
-import client from "prom-client";
 import type { Broker } from "../broker/broker.js";
 import { connectBroker } from "../broker/connect.js";
 import type { Config } from "../config/config.js";
@@ -17,6 +16,7 @@ import { Hooks } from "../auth/hooks.js";
 import { AccessControl } from "../auth/access.js";
 import { createGuardMetrics } from "../limits/metrics.js";
 import { isFgwMessage, type ToPrimary, type ToWorker } from "./ipc.js";
+import { answerScrapes } from "./cluster-metrics.js";
 import { CloseCode } from "../protocol/codes.js";
 import { sectionsOf } from "../config/sections.js";
 import { PublishService } from "../publish/service.js";
@@ -33,8 +33,8 @@ import { registerControlRoutes } from "../control/http.js";
 export async function runWorker(config: Config): Promise<void> {
   const c = sectionsOf(config);
   const log = createLogger(c.logLevel, { role: "worker", worker: cluster.worker?.id });
-  const uws = loadUws();
-  new client.AggregatorRegistry(); // answers the primary's metric requests (prom-client 15 needs one per worker)
+  const uws = loadUws(c.server.uwsModule); // ws/ and the TLS app get this module from loadUws() too
+  answerScrapes(); // the primary scrapes each worker's registry over IPC
   const metrics = createMetrics();
   let draining = false;
   /** What of the stream's setup has drifted (the primary's StreamWatch says); /readyz answers 503 while any. */
@@ -80,7 +80,9 @@ export async function runWorker(config: Config): Promise<void> {
     ws.endAll(CloseCode.StreamRecreated, "stream recreated: reconnect and resume");
     sse.endAll();
   });
-  const clusterMetrics = metricsClient();
+  const askPrimary = metricsClient();
+  const clusterMetrics = () => askPrimary("prometheus");
+  const clusterStats = () => askPrimary("stats").then((m) => m.text);
   // Reads of stored messages (HTTP history, SSE opens) per IP and user; one allowance for both doors.
   const reads = readLimiterFor(c.reads, guardMetrics.readRefused);
   // Server-Sent Events streams: registered before the HTTP routes' catch-alls.
@@ -110,6 +112,7 @@ export async function runWorker(config: Config): Promise<void> {
       isDraining,
       access,
       clusterMetrics,
+      clusterStats,
       publisher,
       presence,
       history,
@@ -168,10 +171,10 @@ function send(m: ToPrimary): void {
 }
 
 /**
- * Asks the primary for the metrics of all workers, aggregated (one IPC exchange; concurrent requests share
- * an aggregation). Made by runWorker: nothing is registered at import time.
+ * Asks the primary for the metrics of all workers, aggregated, or for the `/v1/stats` body (one IPC
+ * exchange; concurrent requests share a scrape). Made by runWorker: nothing is registered at import time.
  */
-function metricsClient(): () => Promise<{ text: string; contentType: string }> {
+function metricsClient(): (what: "prometheus" | "stats") => Promise<{ text: string; contentType: string }> {
   let next = 0;
   const pending = new Map<number, (m: ToWorker & { type: "fgw:metrics-res" }) => void>();
   process.on("message", (m: unknown) => {
@@ -180,7 +183,7 @@ function metricsClient(): () => Promise<{ text: string; contentType: string }> {
     pending.get(r.id)?.(r);
     pending.delete(r.id);
   });
-  return () => {
+  return (what) => {
     const id = ++next;
     return new Promise((resolve, reject) => {
       const t = setTimeout(() => {
@@ -192,7 +195,7 @@ function metricsClient(): () => Promise<{ text: string; contentType: string }> {
         if (r.error || r.text === undefined) reject(new Error(r.error ?? "no metrics"));
         else resolve({ text: r.text, contentType: r.contentType ?? "text/plain" });
       });
-      send({ type: "fgw:metrics-req", id });
+      send({ type: "fgw:metrics-req", id, what });
     });
   };
 }

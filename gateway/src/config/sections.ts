@@ -24,6 +24,8 @@ export type ServerSection = Readonly<{
   /** Batch publish bounds (PUBLISH_BATCH_MAX_ITEMS, PUBLISH_BATCH_MAX_BYTES). */
   publishBatchMaxItems: number;
   publishBatchMaxBytes: number;
+  /** The uWebSockets.js module to load (UWS_MODULE). */
+  uwsModule: string;
 }>;
 /** How the gateway authenticates to NATS and whether it speaks TLS to it: file paths, read by broker/jetstream/nats-security.ts. */
 export type NatsSecuritySection = Readonly<{
@@ -171,6 +173,7 @@ export function sectionsOf(c: Config): Sections {
       adminPort: c.adminPort,
       publishBatchMaxItems: c.publishBatchMaxItems,
       publishBatchMaxBytes: c.publishBatchMaxBytes,
+      uwsModule: c.uwsModule,
     }),
     broker: Object.freeze({
       kind: c.broker,

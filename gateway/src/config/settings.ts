@@ -80,6 +80,15 @@ export const SETTINGS = {
     parse: parseIntStrict,
     check: int(1, 256),
   },
+  uwsModule: {
+    env: "UWS_MODULE",
+    flag: "uws-module",
+    shown: "uWebSockets.js",
+    doc: "The uWebSockets.js build to load: a package name (an npm alias of another build, e.g. an official one for a newer Node) or a path; its native binary must load",
+    default: () => "uWebSockets.js",
+    parse: (s: string) => s.trim(),
+    check: (v: string) => (v === "" ? "must name a module" : undefined),
+  },
   broker: {
     env: "BROKER",
     flag: "broker",

@@ -24,7 +24,11 @@ export type HandoffPage<F> = { readonly from: number; readonly coverEnd: number;
 export type WriteResult = { n: number; stop?: "full" | "dropped" };
 
 export type HandoffEnd =
-  | { type: "joined"; lastSent: number }
+  /**
+   * Joined the live feed. `covered`: every stored message up to it was written, or predates the start; a
+   * message the feed delivers late (a repair) with a seq above it and not among `held` was never written.
+   */
+  | { type: "joined"; lastSent: number; covered: number; held: readonly number[] }
   /** The socket was taken out of delivery or refused a frame; resume later after `lastSent`. */
   | { type: "suspended"; lastSent: number }
   | { type: "failed"; lastSent: number; error: unknown };
@@ -215,8 +219,9 @@ export class Handoff<F> {
     if (r.n > 0) this.lastSent_ = held[r.n - 1]!.seq;
     if (this.done) return;
     if (r.stop === "dropped" || r.n < held.length) return this.suspend();
+    const covered = this.covered;
     this.finish("joined");
-    this.port.end({ type: "joined", lastSent: this.lastSent_ });
+    this.port.end({ type: "joined", lastSent: this.lastSent_, covered, held: held.map((h) => h.seq) });
   }
 
   private fail(error: unknown): void {

@@ -112,7 +112,7 @@ class JoinNow implements Delivery {
     // Position and join in one synchronous step: every message after it reaches the receiver.
     const at = this.feed.position();
     this.sock.joinTopic(this.feed.topic);
-    this.onEnd({ type: "joined", lastSent: at });
+    this.onEnd({ type: "joined", lastSent: at, covered: at, held: [] });
   }
 
   suspend(): void {

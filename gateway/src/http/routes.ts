@@ -32,6 +32,8 @@ export type HttpContext = {
   streamDrift: () => readonly string[];
   /** Prometheus text aggregated over all workers (asked of the primary). */
   clusterMetrics: () => Promise<{ text: string; contentType: string }>;
+  /** The `/v1/stats` body (asked of the primary, which sees every worker). */
+  clusterStats: () => Promise<string>;
   /** Presence member lists (JetStream only). */
   presence?: PresenceHub;
   /** The history door's answer bound and read allowances. */
@@ -82,7 +84,7 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
     void batchPublish(ctx, res, st, ndjson, readKnock(ctx.access, req, res, "http"));
   });
 
-  if (publicMetrics) registerStatsRoute(app, ctx.clusterMetrics);
+  if (publicMetrics) registerStatsRoute(app, ctx.clusterStats);
   registerStaticRoutes(app, ctx.log); // the live page at / and the client SDK at /client.js
 
   registerPresenceRoute(app, {

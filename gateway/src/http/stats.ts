@@ -2,14 +2,14 @@ import type { TemplatedApp } from "../uws.js";
 import { send, sendJson, track } from "./respond.js";
 
 /**
- * `GET /v1/stats`: a small JSON summary of all workers for the live page, computed from the aggregated
- * Prometheus text the primary already serves to `/metrics` (no second IPC path).
+ * `GET /v1/stats`: a small JSON summary for the live page, made by the primary from the same scrape of the
+ * workers that `/metrics` aggregates: the cluster's totals, and each worker's share in `perWorker`.
  *
- * Rates and latency percentiles are over a recent window: each worker keeps the samples it took in the last
- * RETAIN_MS and compares the new one with the newest sample at least WINDOW_MS old (or the oldest it has).
- * That keeps the window near one second however many pages poll, and needs no state in the primary. The
- * first call a worker answers has no window yet (`rates: null`); cumulative totals are always included, so a
- * caller can also compute its own rates from two samples.
+ * Rates and latency percentiles are over a recent window: the primary keeps the samples it took in the last
+ * RETAIN_MS (for the cluster and for each worker) and compares the new one with the newest sample at least
+ * WINDOW_MS old (or the oldest it has). That keeps the window near one second however many pages poll. The
+ * first call has no window yet (`rates: null`); cumulative totals are always included, so a caller can also
+ * compute its own rates from two samples.
  */
 export const STATS_PATH = "/v1/stats";
 const WINDOW_MS = 1_000;
@@ -55,10 +55,14 @@ export type StatsSample = {
 export function sampleFrom(samples: PromSample[], at: number): StatsSample {
   const sum = (name: string, pred: (l: Record<string, string>) => boolean = () => true) =>
     samples.reduce((acc, s) => (s.name === name && pred(s.labels) ? acc + s.value : acc), 0);
-  const buckets = samples
-    .filter((s) => s.name === "fanout_delivery_latency_seconds_bucket")
-    .map((s) => ({ le: s.labels.le === "+Inf" ? Infinity : Number(s.labels.le), count: s.value }));
-  buckets.sort((a, b) => a.le - b.le);
+  // Buckets of the same bound are summed: the samples may be several workers' (or several series').
+  const byLe = new Map<number, number>();
+  for (const s of samples)
+    if (s.name === "fanout_delivery_latency_seconds_bucket") {
+      const le = s.labels.le === "+Inf" ? Infinity : Number(s.labels.le);
+      byLe.set(le, (byLe.get(le) ?? 0) + s.value);
+    }
+  const buckets = [...byLe].map(([le, count]) => ({ le, count })).sort((a, b) => a.le - b.le);
   return {
     at,
     workers: sum("fanout_workers"),
@@ -102,15 +106,57 @@ const minus = (a: Buckets, b: Buckets): Buckets =>
 
 const round = (v: number | undefined, digits: number): number | null => (v === undefined || !Number.isFinite(v) ? null : Number(v.toFixed(digits)));
 
-/** The JSON body of `/v1/stats` for a new sample compared with an older one (rates need `base`). */
-export function statsBody(now: StatsSample, base: StatsSample | undefined) {
+type RateKey = "publishes" | "brokerMessages" | "framesDelivered" | "deliveriesDropped";
+
+/** Per-second rate of a counter between two samples (null without a base). */
+function rateOf(now: StatsSample, base: StatsSample | undefined, k: RateKey): number | null {
   const dt = base ? (now.at - base.at) / 1000 : 0;
-  const rate = (k: "publishes" | "brokerMessages" | "framesDelivered" | "deliveriesDropped") =>
-    base && dt > 0 ? round(Math.max(0, now[k] - base[k]) / dt, 1) : null;
+  return base && dt > 0 ? round(Math.max(0, now[k] - base[k]) / dt, 1) : null;
+}
+
+/** Latency percentiles over the window when it saw messages, else since start. */
+function latencyOf(now: StatsSample, base: StatsSample | undefined) {
   const recent = base ? minus(now.latency, base.latency) : now.latency;
   const recentCount = recent.counts[recent.counts.length - 1] ?? 0;
   const lat = recentCount > 0 ? recent : now.latency;
   const ms = (q: number) => round((quantile(q, lat) ?? NaN) * 1000, 3);
+  return {
+    p50: ms(0.5),
+    p90: ms(0.9),
+    p99: ms(0.99),
+    observations: recentCount > 0 ? recentCount : (lat.counts[lat.counts.length - 1] ?? 0),
+    over: recentCount > 0 ? ("window" as const) : ("since start" as const),
+  };
+}
+
+/** One worker's share, as `/v1/stats` lists it in `perWorker`. */
+export type WorkerStats = {
+  worker: number;
+  connections: number;
+  sseStreams: number;
+  rates: { publishesPerSec: number | null; framesOutPerSec: number | null; droppedPerSec: number | null } | null;
+  latencyMs: { p50: number | null; p99: number | null; over: "window" | "since start" };
+};
+
+export function workerStats(worker: number, now: StatsSample, base: StatsSample | undefined): WorkerStats {
+  const lat = latencyOf(now, base);
+  return {
+    worker,
+    connections: now.connections,
+    sseStreams: now.sseStreams,
+    rates: base
+      ? {
+          publishesPerSec: rateOf(now, base, "publishes"),
+          framesOutPerSec: rateOf(now, base, "framesDelivered"),
+          droppedPerSec: rateOf(now, base, "deliveriesDropped"),
+        }
+      : null,
+    latencyMs: { p50: lat.p50, p99: lat.p99, over: lat.over },
+  };
+}
+
+/** The JSON body of `/v1/stats` for a new sample compared with an older one (rates need `base`). */
+export function statsBody(now: StatsSample, base: StatsSample | undefined, perWorker: WorkerStats[] = []) {
   return {
     at: now.at,
     windowMs: base ? now.at - base.at : null,
@@ -128,19 +174,14 @@ export function statsBody(now: StatsSample, base: StatsSample | undefined) {
     },
     rates: base
       ? {
-          publishesPerSec: rate("publishes"),
-          brokerMessagesPerSec: rate("brokerMessages"),
-          framesOutPerSec: rate("framesDelivered"),
-          droppedPerSec: rate("deliveriesDropped"),
+          publishesPerSec: rateOf(now, base, "publishes"),
+          brokerMessagesPerSec: rateOf(now, base, "brokerMessages"),
+          framesOutPerSec: rateOf(now, base, "framesDelivered"),
+          droppedPerSec: rateOf(now, base, "deliveriesDropped"),
         }
       : null,
-    latencyMs: {
-      p50: ms(0.5),
-      p90: ms(0.9),
-      p99: ms(0.99),
-      observations: recentCount > 0 ? recentCount : (lat.counts[lat.counts.length - 1] ?? 0),
-      over: recentCount > 0 ? "window" : "since start",
-    },
+    latencyMs: latencyOf(now, base),
+    perWorker,
   };
 }
 
@@ -159,16 +200,35 @@ export class StatsWindow {
   }
 }
 
-export function registerStatsRoute(app: TemplatedApp, clusterMetrics: () => Promise<{ text: string }>): void {
-  const window = new StatsWindow();
+/**
+ * The windows of the whole cluster and of each worker (keyed by cluster worker id; a worker that is gone
+ * loses its window), turning one scrape into a `/v1/stats` body.
+ */
+export class ClusterStatsWindows {
+  private readonly total = new StatsWindow();
+  private perWorker = new Map<number, StatsWindow>();
+
+  body(total: StatsSample, workers: { id: number; sample: StatsSample }[]) {
+    const next = new Map<number, StatsWindow>();
+    const per = workers
+      .slice()
+      .sort((a, b) => a.id - b.id)
+      .map(({ id, sample }) => {
+        const w = this.perWorker.get(id) ?? new StatsWindow();
+        next.set(id, w);
+        return workerStats(id, sample, w.add(sample));
+      });
+    this.perWorker = next;
+    return statsBody(total, this.total.add(total), per);
+  }
+}
+
+/** `GET /v1/stats` on a worker: the body is made by the primary, which sees every worker. */
+export function registerStatsRoute(app: TemplatedApp, clusterStats: () => Promise<string>): void {
   app.get(STATS_PATH, (res) => {
     const st = track(res);
-    clusterMetrics().then(
-      (m) => {
-        const sample = sampleFrom(parsePrometheus(m.text), Date.now());
-        const base = window.add(sample);
-        send(res, st, 200, JSON.stringify(statsBody(sample, base)), "application/json");
-      },
+    clusterStats().then(
+      (body) => send(res, st, 200, body, "application/json"),
       (e) => sendJson(res, st, 503, { error: "stats_unavailable", message: (e as Error).message }),
     );
   });

@@ -35,6 +35,16 @@ export function sseEventOf(frame: Uint8Array, seq: number, epoch: string | undef
 }
 
 /**
+ * A message event with another id: a message the live feed repaired late (older than messages already sent)
+ * carries the stream position, the newest seq sent, so that a reconnect resumes after everything it got
+ * rather than repeating what followed it. Built per stream; this is the rare path.
+ */
+export function withEventId(event: Buffer, epoch: string, after: number): Buffer {
+  const nl = event.indexOf(NL);
+  return Buffer.concat([Buffer.from(`id: ${eventId(epoch, after)}`), event.subarray(nl)]);
+}
+
+/**
  * A frame as the value of `data:` lines. Frames are one line, except for a stored payload written by
  * another NATS client with line breaks between JSON tokens: each line becomes a `data:` line, and the
  * client's EventSource joins them with `\n` (JSON whitespace) again.

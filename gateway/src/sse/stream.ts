@@ -5,7 +5,7 @@ import type { FanoutSocket } from "../fanout/socket.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { HttpResponse } from "../uws.js";
-import { HEARTBEAT, namedEvent, sseEventOf } from "./event.js";
+import { HEARTBEAT, namedEvent, sseEventOf, withEventId } from "./event.js";
 import type { SseLive, SseReceiver } from "./live.js";
 import { GatewayError } from "../errors.js";
 import { ErrorCode } from "../protocol/codes.js";
@@ -46,6 +46,13 @@ export class SseStream implements FanoutSocket, SseReceiver {
   phase: SsePhase = "starting";
   /** The last seq written to the response (the client resumes after it). */
   lastSent = 0;
+  /**
+   * Since the last join: every stored message up to here was written (or predates the start); with the
+   * seqs written at the join (`joinHeld`, for the feed's batch that was under way then), what a message the
+   * feed repaired late needs to tell whether this stream has it.
+   */
+  private covered = 0;
+  private joinHeld?: ReadonlySet<number>;
   private queue: (Buffer | string)[] = [];
   private head = 0;
   private queued = 0;
@@ -122,21 +129,29 @@ export class SseStream implements FanoutSocket, SseReceiver {
   // --- live delivery (the hub) ---
 
   onEvents(seqs: readonly number[], events: readonly Buffer[], joined: Buffer): void {
-    const last = seqs[seqs.length - 1]!;
-    if (this.phase !== "live" || last <= this.lastSent || this.epochMoved()) return;
+    if (this.phase !== "live" || this.epochMoved()) return;
+    const held = this.joinHeld;
+    this.joinHeld = undefined; // only the batch under way at the join can hold what the join wrote
     let r = 0;
     this.res.cork(() => {
-      if (seqs[0]! > this.lastSent) {
+      if (seqs[0]! > this.lastSent && ascending(seqs)) {
         r = this.write(joined);
-        if (r !== 2) this.lastSent = last;
+        if (r !== 2) this.lastSent = seqs[seqs.length - 1]!;
         return;
       }
-      // Joined during the batch: the first events reached it through its catch-up already.
       for (let i = 0; i < seqs.length; i++) {
-        if (seqs[i]! <= this.lastSent) continue;
-        r = this.write(events[i]!);
-        if (r === 2) return;
-        this.lastSent = seqs[i]!;
+        const seq = seqs[i]!;
+        if (seq > this.lastSent) {
+          r = this.write(events[i]!);
+          if (r === 2) return;
+          this.lastSent = seq;
+        } else if (seq > this.covered && !held?.has(seq)) {
+          // Repaired late by the live feed (older than messages sent since): never written here, so it is
+          // now; its id keeps the position, so a reconnect neither loses nor repeats anything.
+          r = this.write(this.epoch === undefined ? events[i]! : withEventId(events[i]!, this.epoch, this.lastSent));
+          if (r === 2) return;
+        }
+        // Otherwise written by the catch-up (its pages, or the join).
       }
     });
     if (r === 2 || this.queued > this.deps.config.backpressure.bytes) this.pause();
@@ -274,6 +289,8 @@ export class SseStream implements FanoutSocket, SseReceiver {
     if (end.lastSent > this.lastSent) this.lastSent = end.lastSent;
     if (end.type === "joined") {
       this.phase = "live";
+      this.covered = end.covered;
+      this.joinHeld = end.held.length > 0 ? new Set(end.held) : undefined;
     } else if (end.type === "suspended") {
       this.phase = "paused";
       if (!this.paused) this.pause();
@@ -333,4 +350,10 @@ export class SseStream implements FanoutSocket, SseReceiver {
     this.drainWaiters = [];
     this.deps.onEnd(this, why);
   }
+}
+
+/** True when every seq is larger than the one before (a batch without a late repair in it). */
+function ascending(seqs: readonly number[]): boolean {
+  for (let i = 1; i < seqs.length; i++) if (seqs[i]! <= seqs[i - 1]!) return false;
+  return true;
 }

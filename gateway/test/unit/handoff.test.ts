@@ -99,7 +99,7 @@ describe("handoff — pure state machine", () => {
     h.start();
     expect(sock.fetches).toEqual([]);
     expect(sock.joined).toBe(true);
-    expect(sock.ended).toEqual({ type: "joined", lastSent: 5 });
+    expect(sock.ended).toMatchObject({ type: "joined", lastSent: 5 });
   });
 
   it("handoff — replays pages, holds live messages, joins with no gap and no duplicate", () => {
@@ -226,7 +226,7 @@ describe("handoff — pure state machine", () => {
     expect(h.target).toBe(big);
     while (sock.fetches.length > 0) answer(s, sock, h, 2);
     expect(sock.seqs()).toEqual(s.seqs);
-    expect(sock.ended).toEqual({ type: "joined", lastSent: big });
+    expect(sock.ended).toMatchObject({ type: "joined", lastSent: big });
   });
 
   it("handoff — the hold overflows while waiting for a slow socket: fails with the slow error at the last seq written, holding nothing", () => {

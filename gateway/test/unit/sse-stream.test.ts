@@ -7,6 +7,10 @@ import type { FanoutHub } from "../../src/fanout/hub.js";
 import { Resume } from "../../src/fanout/resume.js";
 import type { SseLive, SseReceiver } from "../../src/sse/live.js";
 import { FakeFeed } from "../support/fake-feed.js";
+import { MemoryReplay } from "../support/memory-replay.js";
+import { ReplayCache, type PageSource } from "../../src/fanout/replay-cache.js";
+import { msgFrame } from "../../src/protocol/serialize.js";
+import { sseEventOf } from "../../src/sse/event.js";
 import type { Logger } from "../../src/log.js";
 import type { Metrics } from "../../src/metrics/metrics.js";
 import { SseStream, type SseEndReason } from "../../src/sse/stream.js";
@@ -42,7 +46,7 @@ class FakeRes {
 
 const counter = () => ({ inc: vi.fn() });
 
-function setup(bp = { bytes: 1_000, maxBytes: 10_000, slowTimeoutMs: 60_000 }) {
+function setup(bp = { bytes: 1_000, maxBytes: 10_000, slowTimeoutMs: 60_000 }, pages?: PageSource) {
   const current = { epoch: "E" };
   const res = new FakeRes();
   const feed = Object.assign(new FakeFeed("p"), { streams: new Set<SseReceiver>() });
@@ -60,7 +64,7 @@ function setup(bp = { bytes: 1_000, maxBytes: 10_000, slowTimeoutMs: 60_000 }) {
     "1.2.3.4",
     feed,
     {
-      resume: new Resume({ pages: undefined } as unknown as FanoutHub, { holdLimit: 100, backpressureBytes: bp.bytes }, log),
+      resume: new Resume({ pages } as unknown as FanoutHub, { holdLimit: 100, backpressureBytes: bp.bytes }, log),
       live,
       config: { backpressure: bp },
       metrics,
@@ -82,24 +86,49 @@ describe("sse stream — writes and backpressure", () => {
     expect(feed.streams.has(s)).toBe(true);
     s.onEvent(1, ev(1));
     s.onEvent(2, ev(2));
-    s.onEvent(2, ev(2)); // a repeat is never written twice
     expect(res.written).toEqual([ev(1).toString(), ev(2).toString()]);
     expect(s.lastSent).toBe(2);
   });
 
-  it("sse stream — a batch is one write; a stream that joined during the batch gets only what it lacks", () => {
+  it("sse stream — a message the live feed repaired late (older than what was sent) is written once, with the position as its id", () => {
     const { res, s } = setup();
     s.start(0);
-    const evs = [1, 2, 3].map((i) => ev(i));
-    s.onEvents([1, 2, 3], evs, Buffer.concat(evs));
-    expect(res.written).toEqual([Buffer.concat(evs).toString()]);
-    const more = [4, 5, 6].map((i) => ev(i));
-    s.lastSent = 4; // its catch-up wrote seq 4 before it joined
-    s.onEvents([4, 5, 6], more, Buffer.concat(more));
-    expect(res.written.slice(1)).toEqual([ev(5).toString(), ev(6).toString()]);
-    s.onEvents([5, 6], more.slice(1), Buffer.concat(more.slice(1)));
-    expect(res.written).toHaveLength(3);
+    s.onEvents([1, 2], [ev(1), ev(2)], Buffer.concat([ev(1), ev(2)]));
+    s.onEvent(5, ev(5));
+    // The feed found 3 and 4 missing (another channel's next message told it) and delivers them now.
+    s.onEvents([4, 6, 3], [ev(4), ev(6), ev(3)], Buffer.concat([ev(4), ev(6), ev(3)]));
+    const ids = res.written.flatMap((w) => [...w.matchAll(/id: E:(\d+)\ndata: x+/g)].map((m) => Number(m[1])));
+    // 4 goes out as "resume after 5", 6 as itself, 3 as "resume after 6": a reconnect repeats nothing.
+    expect(ids).toEqual([1, 2, 5, 5, 6, 6]);
     expect(s.lastSent).toBe(6);
+  });
+
+  it("sse stream — a batch is one write; a stream that joined during the batch skips what its catch-up wrote, and a later repair of a message above the pages is written", async () => {
+    const stored = new MemoryReplay();
+    for (let i = 0; i < 3; i++) stored.append("p");
+    stored.held = true;
+    const { res, feed, s } = setup(undefined, new ReplayCache(stored, 1 << 20));
+    feed.pos = 3; // the feed has fanned out 1..3
+    s.start(0);
+    // While the page is read, 4 arrives live: the catch-up holds it (the stream's live group batches it too).
+    const frame = (seq: number) => msgFrame({ channel: "p", pattern: "p", seq, ts: seq }, new TextEncoder().encode(`{"s":${seq}}`));
+    const live4 = frame(4);
+    feed.deliver(4, live4);
+    stored.release();
+    await vi.waitFor(() => expect(s.phase).toBe("live"));
+    expect(s.lastSent).toBe(4);
+    const ids = () => res.written.flatMap((w) => [...w.matchAll(/id: E:(\d+)/g)].map((m) => Number(m[1])));
+    expect(ids()).toEqual([1, 2, 3, 4]);
+    // The group's batch of that turn: 4 (already written by the join) and 6.
+    const e = (seq: number, f = frame(seq)) => sseEventOf(f, seq, "E");
+    s.onEvents([4, 6], [e(4, live4), e(6)], Buffer.concat([e(4, live4), e(6)]));
+    expect(ids()).toEqual([1, 2, 3, 4, 6]);
+    // 5 was stored above the pages and never reached the feed until a repair found it: written now, as "after 6".
+    s.onEvents([5], [e(5)], e(5));
+    // 2 (within the pages) delivered late again would be a duplicate: skipped.
+    s.onEvents([2], [e(2)], e(2));
+    expect(ids()).toEqual([1, 2, 3, 4, 6, 6]);
+    expect(res.written.at(-1)).toContain('"seq":5');
   });
 
   it("sse stream — after write returns false nothing is written until onWritable, which flushes the queue in order", () => {

@@ -29,6 +29,15 @@ export type LiveFeedHooks = Set<CoreLiveFeed>;
 /** First retry delay of a repair read that failed (broker down, leader election); doubles to 5 s. */
 const RETRY_MS = 250;
 const RETRY_MAX_MS = 5_000;
+/**
+ * How far back a repair after a reconnect or a leader change reads. A leader that stored a message (and had
+ * it replicated) but died before its republish left, or whose republish was lost with a route, leaves a hole
+ * below messages the new leader republishes at once; reading from where the feed was this long ago finds it
+ * right away instead of when its channel's next message arrives. Messages the feed has are skipped.
+ */
+export const RESYNC_LOOKBACK_MS = 5_000;
+const MARK_EVERY_MS = 250;
+const MARKS = 64;
 
 /** A stored message as the live path sees it: its channel is made only when it is delivered. */
 type Core = Omit<StoredMsg, "channel">;
@@ -54,6 +63,8 @@ export class CoreLiveFeed implements LiveFeed {
   private stopped = false;
   /** Highest sequence delivered, or the baseline. */
   private pos = 0;
+  /** Where the feed was lately: [time, position] every MARK_EVERY_MS at most, newest last (for resync). */
+  private readonly marks = new PositionMarks(MARKS, MARK_EVERY_MS);
 
   private constructor(
     readonly pattern: string,
@@ -114,6 +125,7 @@ export class CoreLiveFeed implements LiveFeed {
 
   private begin(baseline: number): void {
     this.pos = baseline;
+    this.marks.note(baseline);
     this.seqr = new SubjectSequencer(baseline);
     this.release();
   }
@@ -142,7 +154,10 @@ export class CoreLiveFeed implements LiveFeed {
 
   private deliver(m: Core): void {
     this.seqr.record(m.subject, m.seq);
-    if (m.seq > this.pos) this.pos = m.seq;
+    if (m.seq > this.pos) {
+      this.pos = m.seq;
+      this.marks.note(m.seq);
+    }
     try {
       this.onMessage({ channel: this.deps.toChannel(m.subject), seq: m.seq, ts: m.ts, payload: m.payload });
     } catch (e) {
@@ -166,11 +181,13 @@ export class CoreLiveFeed implements LiveFeed {
   resync(why: "reconnect" | "leader"): void {
     if (this.stopped || this.seqr === undefined) return;
     this.deps.onRepair?.(why);
-    this.repair(this.subject, this.pos + 1);
+    this.repair(this.subject, Math.min(this.pos, this.marks.at(Date.now() - RESYNC_LOOKBACK_MS)) + 1);
   }
 
   /** The stream was deleted and created again: sequences start over. */
   restart(baseline: number): void {
+    this.marks.clear();
+    this.marks.note(baseline);
     this.hold = [];
     this.repairs.length = 0;
     this.pos = baseline;
@@ -232,5 +249,42 @@ export class CoreLiveFeed implements LiveFeed {
     this.hooks?.delete(this);
     this.hold = [];
     this.sub?.unsubscribe();
+  }
+}
+
+/** A feed's recent positions over time, in a small ring (pure; no timers). */
+export class PositionMarks {
+  private readonly t: number[] = [];
+  private readonly p: number[] = [];
+  private last = -Infinity;
+
+  constructor(
+    private readonly size: number,
+    private readonly everyMs: number,
+  ) {}
+
+  /** The position moved to `pos` now; kept when the last mark is older than `everyMs`. */
+  note(pos: number, now = Date.now()): void {
+    if (now - this.last < this.everyMs) return;
+    this.last = now;
+    this.t.push(now);
+    this.p.push(pos);
+    if (this.t.length > this.size) {
+      this.t.shift();
+      this.p.shift();
+    }
+  }
+
+  /** The position at time `when`: the newest mark at or before it (the oldest kept when all are later). */
+  at(when: number): number {
+    let found = this.p[0] ?? Infinity;
+    for (let i = 0; i < this.t.length && this.t[i]! <= when; i++) found = this.p[i]!;
+    return found;
+  }
+
+  clear(): void {
+    this.t.length = 0;
+    this.p.length = 0;
+    this.last = -Infinity;
   }
 }

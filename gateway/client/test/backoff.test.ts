@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { backoffDelay, GatewayClient, GatewayError } from "../../client/client.js";
+import { backoffDelay, GatewayClient, GatewayError } from "../src/index.js";
 
 describe("client backoff — full jitter", () => {
   it("stays within [0, min(max, min·2^n)] and never above max, for any attempt and random draw", () => {

@@ -1,0 +1,79 @@
+// The TypeScript SDK as a client-under-test of the conformance suite: reads commands as JSON lines on stdin,
+// answers each (same id) and reports the client's events and messages as JSON lines on stdout (README.md
+// beside this folder describes the line protocol). It loads the SDK as the gateway's package exports it
+// (`fanout-gateway/client`) and serves it (/client.js): the one-file bundle that `npm run build` makes.
+import { createInterface } from "node:readline";
+import WebSocket from "ws";
+import { GatewayClient } from "../../../../dist/gateway/client/client.js";
+
+let client;
+let token;
+const subs = new Map();
+const out = (o) => process.stdout.write(`${JSON.stringify(o)}\n`);
+const errorOf = (e) => ({ code: e?.code ?? "internal", temporary: e?.temporary ?? true, message: e?.message ?? String(e) });
+
+const commands = {
+  async connect(c) {
+    token = c.token;
+    client = new GatewayClient(c.url, {
+      WebSocket,
+      ...(c.getToken ? { getToken: () => token } : c.token ? { token: c.token } : {}),
+      ...c.options,
+      onAutoMessage: (m) => report("auto", m),
+    });
+    for (const type of ["connecting", "connected", "disconnected", "resubscribed", "autoSubscribed", "gap", "tokenExpired", "error"]) {
+      client.on(type, (e) =>
+        out(
+          type === "error" ? { event: "error", code: e.error.code, temporary: e.error.temporary, channel: e.channel } : { event: type, ...without(e, "type") },
+        ),
+      );
+    }
+    await client.connect();
+  },
+  async subscribe(c) {
+    const nakFirst = c.onMessage === "nakFirst";
+    const sub = client.subscribe(
+      c.channel,
+      (m) => {
+        // Settle first, then report: a reported message's ack or nak is already on the wire.
+        if (nakFirst) m.redelivered ? m.ack() : m.nak();
+        report(c.sub, m);
+      },
+      {
+        ...(c.from !== undefined ? { from: c.from } : {}),
+        ...(c.durable ? { durable: c.durable, ack: c.ack === true } : {}),
+        ...(nakFirst ? { autoAck: false } : {}),
+      },
+    );
+    subs.set(c.sub, sub);
+    return await sub.ready;
+  },
+  unsubscribe: (c) => void subs.get(c.sub)?.unsubscribe(),
+  publish: (c) => client.publish(c.channel, c.data, c.msgId ? { msgId: c.msgId } : {}),
+  refreshToken: (c) => client.refreshToken(c.token),
+  setToken: (c) => void (token = c.token),
+  async close() {
+    await client?.close();
+    setImmediate(() => process.exit(0));
+  },
+};
+
+function report(sub, m) {
+  out({ event: "message", sub, channel: m.channel, seq: m.seq, data: m.data, ...(m.redelivered ? { redelivered: true } : {}) });
+}
+
+function without(o, key) {
+  const { [key]: _, ...rest } = o;
+  return rest;
+}
+
+createInterface({ input: process.stdin }).on("line", async (line) => {
+  const c = JSON.parse(line);
+  try {
+    const fn = commands[c.cmd];
+    if (!fn) throw Object.assign(new Error(`unknown command ${c.cmd}`), { code: "unknown_command", temporary: false });
+    out({ id: c.id, ok: true, result: (await fn(c)) ?? {} });
+  } catch (e) {
+    out({ id: c.id, ok: false, error: errorOf(e) });
+  }
+});

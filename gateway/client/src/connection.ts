@@ -1,0 +1,211 @@
+import { backoffDelay } from "./backoff.js";
+import { GatewayError, messageOf, wireError } from "./errors.js";
+import type { GatewayEvent } from "./events.js";
+import type { ClientOptions } from "./options.js";
+import type { Frame, WebSocketLike } from "./types.js";
+import { clearTimer, setTimer, type Timer } from "./platform.js";
+import { deferred } from "./util.js";
+
+/** The subprotocol of wire protocol version 1 (PROTOCOL.md "Passing the token"). */
+export const SUBPROTOCOL = "fanout.v1";
+
+/**
+ * One explicit state: `idle` (never connected), `connecting` (a socket or a token is on its way), `open`,
+ * `waiting` (backing off before the next attempt), `closed` (stopped for good).
+ */
+export type ConnectionState = "idle" | "connecting" | "open" | "waiting" | "closed";
+
+/** What the connection tells its owner. */
+export interface ConnectionHooks {
+  emit(e: GatewayEvent): void;
+  /** The socket opened (state is `open`): resubscribe and flush. */
+  opened(ws: WebSocketLike): void;
+  /** A frame that is not a reply to a request; returns false when nobody took it. */
+  frame(ws: WebSocketLike, f: Frame): boolean;
+  /** The connection stopped for good (close(), or 4001 without getToken): reject what waits. */
+  stopped(error: GatewayError): void;
+}
+
+/** Where to connect and with which subprotocols, with the token where `tokenVia` puts it. */
+export function connectTarget(url: string, token: string | undefined, tokenVia: "query" | "protocol"): { url: string; protocols?: string[] } {
+  if (token && tokenVia === "query") return { url: `${url}${url.includes("?") ? "&" : "?"}token=${encodeURIComponent(token)}` };
+  if (token) return { url, protocols: [SUBPROTOCOL, `bearer.${token}`] };
+  return { url };
+}
+
+/**
+ * The socket and its lifecycle: opening (with a fresh token), the connect timeout, full-jitter reconnects,
+ * close codes, and request/reply by `id`. It knows nothing of subscriptions or publishes: it tells its owner
+ * through `ConnectionHooks`.
+ */
+export class Connection {
+  state: ConnectionState = "idle";
+  ws: WebSocketLike | undefined;
+  /** Why the connection stopped (close(), or a 4001 without getToken); later calls reject with it. */
+  stopped: GatewayError | undefined;
+  private attempt = 0;
+  private reconnectTimer: Timer | undefined;
+  private connectTimer: Timer | undefined;
+  private nextId = 1;
+  private readonly pending = new Map<number, (f: Frame) => void>();
+  private closedWaiters: (() => void)[] = [];
+  private readonly firstOpen = deferred<void>();
+  private readonly url: string;
+
+  constructor(
+    url: string,
+    private readonly opts: ClientOptions,
+    private readonly hooks: ConnectionHooks,
+    private readonly stats: { reconnects: number },
+  ) {
+    this.url = url.replace(/^http(s?):/, "ws$1:");
+  }
+
+  /** Starts connecting (and reconnecting); resolves on the first successful open. */
+  connect(): Promise<void> {
+    if (this.state === "closed") return Promise.reject(this.stopped);
+    if (this.state === "idle") void this.open();
+    return this.firstOpen.promise;
+  }
+
+  /** Stops for good with `error` and closes the socket with 1000; resolves once it is closed. */
+  close(error: GatewayError): Promise<void> {
+    if (this.state === "closed") return Promise.resolve();
+    this.stop(error);
+    const ws = this.ws;
+    if (!ws) return Promise.resolve();
+    const done = new Promise<void>((r) => this.closedWaiters.push(r));
+    ws.close(1000, "client closed");
+    return done;
+  }
+
+  /** Calls `fn` when the current socket closes (a reply that will not come). */
+  onceClosed(fn: () => void): void {
+    this.closedWaiters.push(fn);
+  }
+
+  /** The connection is healthy again (every subscription resumed): the next failure starts the backoff over. */
+  resetBackoff(): void {
+    this.attempt = 0;
+  }
+
+  /** Sends `frame` with a fresh `id` and calls `onReply` with the frame that answers it. */
+  request(ws: WebSocketLike, frame: Record<string, unknown>, onReply: (f: Frame) => void): void {
+    const id = this.nextId++;
+    this.pending.set(id, onReply);
+    try {
+      ws.send(JSON.stringify({ ...frame, id }));
+    } catch {
+      this.pending.delete(id); // the socket is closing; its close event re-sends what needs it
+    }
+  }
+
+  private async open(): Promise<void> {
+    this.state = "connecting";
+    this.hooks.emit({ type: "connecting", attempt: this.attempt });
+    let token = this.opts.token;
+    if (this.opts.getToken) {
+      try {
+        token = await this.opts.getToken();
+      } catch (e) {
+        this.hooks.emit({ type: "error", error: new GatewayError("token_error", `getToken failed: ${messageOf(e)}`, { cause: e }) });
+        this.scheduleReconnect();
+        return;
+      }
+      if (this.state !== "connecting") return;
+    }
+    const target = connectTarget(this.url, token, this.opts.tokenVia);
+    let ws: WebSocketLike;
+    try {
+      ws = target.protocols ? new this.opts.WebSocket(target.url, target.protocols) : new this.opts.WebSocket(target.url);
+    } catch (e) {
+      this.hooks.emit({ type: "error", error: new GatewayError("no_websocket", `cannot open ${target.url}: ${messageOf(e)}`, { cause: e }) });
+      this.scheduleReconnect();
+      return;
+    }
+    this.ws = ws;
+    this.connectTimer = setTimer(() => {
+      if (this.ws === ws && this.state === "connecting") ws.close();
+    }, this.opts.connectTimeoutMs);
+    ws.onopen = () => this.ws === ws && this.onOpen(ws);
+    ws.onmessage = (ev: { data: unknown }) => this.ws === ws && this.onText(ws, typeof ev.data === "string" ? ev.data : String(ev.data));
+    ws.onclose = (ev: { code?: number; reason?: string }) => this.onClose(ws, ev.code ?? 1006, ev.reason ?? "");
+    ws.onerror = () => undefined; // a close event follows with the code
+  }
+
+  private onOpen(ws: WebSocketLike): void {
+    clearTimer(this.connectTimer);
+    if (this.state === "closed") return;
+    this.state = "open";
+    this.hooks.emit({ type: "connected" });
+    this.firstOpen.resolve();
+    this.hooks.opened(ws);
+  }
+
+  private onText(ws: WebSocketLike, text: string): void {
+    let f: Frame;
+    try {
+      f = JSON.parse(text) as Frame;
+    } catch {
+      return this.hooks.emit({ type: "error", error: new GatewayError("bad_json", "server sent a frame that is not JSON") });
+    }
+    if (this.hooks.frame(ws, f)) return;
+    if (typeof f.id === "number" && this.pending.has(f.id)) {
+      const reply = this.pending.get(f.id)!;
+      this.pending.delete(f.id);
+      return reply(f);
+    }
+    if (f.op === "err") this.hooks.emit({ type: "error", error: wireError(f) });
+  }
+
+  private onClose(ws: WebSocketLike, code: number, reason: string): void {
+    if (this.ws !== ws) return;
+    clearTimer(this.connectTimer);
+    this.ws = undefined;
+    this.pending.clear();
+    for (const w of this.closedWaiters.splice(0)) w();
+    if (this.state === "closed") {
+      this.hooks.emit({ type: "disconnected", code, reason, willReconnect: false });
+      return;
+    }
+    // 4403: the server disconnected this user and asks it not to come back (4012 asks for a reconnect).
+    if (code === 4403) {
+      this.hooks.emit({ type: "disconnected", code, reason, willReconnect: false });
+      this.stop(new GatewayError("disconnected", `disconnected by the server (close 4403): ${reason}`));
+      return;
+    }
+    if (code === 4001) {
+      this.hooks.emit({ type: "tokenExpired" });
+      if (!this.opts.getToken) {
+        this.hooks.emit({ type: "disconnected", code, reason, willReconnect: false });
+        this.stop(new GatewayError("token_expired", "the token expired (close 4001) and no getToken option is set"));
+        return;
+      }
+    }
+    const delay = this.scheduleReconnect();
+    this.hooks.emit({ type: "disconnected", code, reason, willReconnect: true, reconnectInMs: delay });
+  }
+
+  private scheduleReconnect(): number {
+    const delay = backoffDelay(this.attempt, this.opts.minDelayMs, this.opts.maxDelayMs);
+    this.attempt++;
+    this.state = "waiting";
+    this.reconnectTimer = setTimer(() => {
+      this.reconnectTimer = undefined;
+      if (this.state !== "waiting") return;
+      this.stats.reconnects++;
+      void this.open();
+    }, delay);
+    return delay;
+  }
+
+  private stop(error: GatewayError): void {
+    this.state = "closed";
+    this.stopped = error;
+    clearTimer(this.reconnectTimer);
+    clearTimer(this.connectTimer);
+    this.firstOpen.promise.catch(() => undefined);
+    this.firstOpen.reject(error);
+    this.hooks.stopped(error);
+  }
+}

@@ -1,0 +1,55 @@
+import { GatewayError } from "./errors.js";
+import type { MessageHandler, WebSocketConstructor } from "./types.js";
+
+export interface GatewayClientOptions {
+  /** Sent as a `bearer.<token>` subprotocol (or as the `token` query parameter with `tokenVia: "query"`). */
+  token?: string;
+  /** Called before every connect for a fresh token; also makes the client reconnect after a 4001 close. */
+  getToken?: () => string | Promise<string>;
+  /**
+   * "protocol" (default): `Sec-WebSocket-Protocol: fanout.v1, bearer.<token>`, which proxies and access logs do
+   * not keep; "query": `?token=`, in the URL, where they do (only for servers behind something that drops the
+   * subprotocol header).
+   */
+  tokenVia?: "query" | "protocol";
+  /** WebSocket implementation; defaults to `globalThis.WebSocket`. */
+  WebSocket?: WebSocketConstructor;
+  /** Reconnect delay bounds: delay = random(0, min(maxDelayMs, minDelayMs·2^attempt)). */
+  minDelayMs?: number;
+  maxDelayMs?: number;
+  /** Most publishes held while disconnected; more reject with `queue_full`. */
+  queueLimit?: number;
+  /** A connection attempt that has not opened after this long is abandoned and retried. */
+  connectTimeoutMs?: number;
+  /**
+   * Handler of server-side subscriptions (the token's `channels.auto`, or a connect hook's): messages of the
+   * channels the server subscribed this connection to. They resume after reconnects like `subscribe()`'s;
+   * without this option their messages are dropped.
+   */
+  onAutoMessage?: MessageHandler;
+}
+
+export const DEFAULT_OPTIONS = { minDelayMs: 250, maxDelayMs: 15_000, queueLimit: 1_000, connectTimeoutMs: 10_000, tokenVia: "protocol" } as const;
+
+/** The options in force: defaults filled in, each checked. `token` changes with `refreshToken`. */
+export type ClientOptions = Required<Omit<GatewayClientOptions, "token" | "getToken" | "onAutoMessage">> &
+  Pick<GatewayClientOptions, "token" | "getToken" | "onAutoMessage">;
+
+/** Fills in the defaults and checks every option; a bad one throws `bad_option` (no WebSocket: `no_websocket`). */
+export function parseOptions(options: GatewayClientOptions): ClientOptions {
+  const WS = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
+  if (!WS) throw new GatewayError("no_websocket", "no WebSocket implementation: pass options.WebSocket (e.g. the ws package) in Node < 22");
+  const opts: ClientOptions = { ...DEFAULT_OPTIONS, ...stripUndefined(options), WebSocket: WS };
+  const { minDelayMs: min, maxDelayMs: max, queueLimit, connectTimeoutMs } = opts;
+  if (!(Number.isFinite(min) && min >= 0)) throw new GatewayError("bad_option", `minDelayMs must be a number >= 0, got ${min}`);
+  if (!(Number.isFinite(max) && max >= min)) throw new GatewayError("bad_option", `maxDelayMs must be a number >= minDelayMs (${min}), got ${max}`);
+  if (!(Number.isInteger(queueLimit) && queueLimit >= 0)) throw new GatewayError("bad_option", `queueLimit must be an integer >= 0, got ${queueLimit}`);
+  if (!(Number.isFinite(connectTimeoutMs) && connectTimeoutMs > 0))
+    throw new GatewayError("bad_option", `connectTimeoutMs must be > 0, got ${connectTimeoutMs}`);
+  if (opts.tokenVia !== "query" && opts.tokenVia !== "protocol") throw new GatewayError("bad_option", `tokenVia must be "query" or "protocol"`);
+  return opts;
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
