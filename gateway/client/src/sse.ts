@@ -143,8 +143,16 @@ export function subscribeEvents<T = unknown>(
       }
       options.onGap?.(gap);
     });
-    // The server's `err` event (a replay failed; the stream ends and the EventSource resumes).
-    s.addEventListener("err", (ev: { data: string }) => options.onError?.(wireError(JSON.parse(ev.data) as Record<string, unknown>)));
+    // The server's `err` event (a replay failed; the stream ends and the EventSource resumes). An operator's
+    // `disconnected` that is not temporary, or `unsubscribed`, ends it for good: the EventSource is not left to reopen.
+    s.addEventListener("err", (ev: { data: string }) => {
+      const e = wireError(JSON.parse(ev.data) as Record<string, unknown>);
+      if (!e.temporary && (e.code === "disconnected" || e.code === "unsubscribed")) {
+        closed = true;
+        s.close();
+      }
+      options.onError?.(e);
+    });
     s.onerror = () => {
       if (closed) return;
       if (s.readyState !== 2) return void options.onError?.(new GatewayError("closed", "event stream interrupted; reconnecting"));

@@ -45,3 +45,22 @@ describe("sse client — per-channel order", () => {
     sub.close();
   });
 });
+
+describe("sse client — an operator's end", () => {
+  it("sse client — err disconnected (not temporary) or unsubscribed closes the EventSource; a temporary one leaves it to reconnect", async () => {
+    for (const [code, temporary, stays] of [
+      ["disconnected", false, false],
+      ["unsubscribed", false, false],
+      ["disconnected", true, true],
+    ] as const) {
+      const errors: string[] = [];
+      const sub = subscribeEvents("http://127.0.0.1:1", "t.*", () => undefined, { EventSource: FakeEventSource, onError: (e) => errors.push(e.code) });
+      await new Promise((r) => setTimeout(r, 0));
+      const es = FakeEventSource.last!;
+      es.listeners.get("err")!({ data: JSON.stringify({ code, message: "by the operator", temporary }) });
+      expect(errors).toEqual([code]);
+      expect(es.readyState === 1).toBe(stays);
+      sub.close();
+    }
+  });
+});
