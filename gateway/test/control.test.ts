@@ -119,18 +119,25 @@ describe("control plane — disconnect", () => {
 });
 
 describe("control plane — the SDK", () => {
-  it("reconnects after 4012 and stops after 4403", { timeout: 20_000 }, async () => {
+  it("forgets a subscription the server ended, reconnects after 4012 without it, and stops after 4403", { timeout: 20_000 }, async () => {
     const user = uniq("sdk");
+    const [ended, kept] = [uniq("sdk.ended"), uniq("sdk.kept")];
     const events: GatewayEvent[] = [];
     const c = new GatewayClient(b.wsUrl, { WebSocket, token: await userToken(user), minDelayMs: 20, maxDelayMs: 200 });
-    c.on("disconnected", (e) => events.push(e));
-    c.on("connected", (e) => events.push(e));
+    for (const t of ["disconnected", "connected", "resubscribed", "error"] as const) c.on(t, (e) => events.push(e));
     try {
       await c.connect();
-      await c.subscribe(uniq("sdk.ch"), () => undefined).ready;
+      await c.subscribe(ended, () => undefined).ready;
+      await c.subscribe(kept, () => undefined).ready;
+      await control(a, "POST", "unsubscribe", { user, channel: ended });
+      const err = await waitFor(() => events.find((e) => e.type === "error"), { what: "the SDK's error for the ended subscription" });
+      expect(err).toMatchObject({ channel: ended, error: { code: "unsubscribed", temporary: false } });
       await control(a, "POST", "disconnect", { user, reconnect: true });
-      await waitFor(() => events.filter((e) => e.type === "connected").length >= 2 || undefined, { what: "the SDK back after 4012" });
+      await waitFor(() => events.find((e) => e.type === "resubscribed"), { what: "the SDK back after 4012" });
       expect(events.find((e) => e.type === "disconnected")).toMatchObject({ code: 4012, willReconnect: true });
+      type Conn = { subscriptions: { channel: string }[] };
+      const back = (await control(a, "GET", `users/${user}`)).json.connections as Conn[];
+      expect(back.flatMap((x) => x.subscriptions.map((s) => s.channel))).toEqual([kept]);
       await control(a, "POST", "disconnect", { user, reconnect: false, reason: "gone" });
       await waitFor(() => events.find((e) => e.type === "disconnected" && e.code === 4403), { what: "the 4403 close" });
       expect(events.filter((e) => e.type === "disconnected").at(-1)).toMatchObject({ code: 4403, willReconnect: false });

@@ -219,13 +219,26 @@ export class GatewayClient {
     this.conn.request(ws, pubFrame(pub), (reply) => this.outbox.settle(pub, reply));
   }
 
-  /** Frames that are not replies: messages, server-side subscriptions, presence changes. */
+  /** Frames that are not replies: messages, server-side subscriptions, presence changes, a subscription the server ended. */
   private onFrame(ws: WebSocketLike, f: Frame): boolean {
     if (f.op === "msg") this.onMsg(ws, f);
     else if (f.op === "sub" && f.auto === true) this.onAutoSub(f);
     else if (f.op === "join" || f.op === "leave") this.onPresence(f);
+    else if (f.op === "unsub") this.onServerUnsub(f);
     else return false;
     return true;
+  }
+
+  /** The server ended a subscription (an operator's unsubscribe): forget it, so a reconnect does not renew it. */
+  private onServerUnsub(f: Frame): void {
+    const channel = String(f.channel);
+    const sub = this.subs.get(channel);
+    if (!sub || sub.closed) return;
+    sub.closed = true;
+    this.subs.delete(channel);
+    const error = new GatewayError("unsubscribed", `the server ended the subscription to ${channel}: ${String(f.reason ?? "")}`, { temporary: false });
+    sub.settle?.reject(error);
+    this.events.emit({ type: "error", error, channel });
   }
 
   /** The server subscribed this connection to a channel (`channels.auto`): track it like a subscribe(). */
