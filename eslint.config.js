@@ -26,6 +26,21 @@ export default tseslint.config(
     rules: { "no-restricted-properties": "off" },
   },
   {
+    // The load tools: pub-cluster shares sub-cluster's statistics, clock, CPU meter and payload through one
+    // entry, never by reaching into sub-cluster's engines.
+    files: ["subtools/src/**/*.ts", "pubtools/src/**/*.ts"],
+    rules: { "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }] },
+  },
+  {
+    files: ["pubtools/src/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        { patterns: [{ regex: "subtools/src/(?!shared/mod\\.js$)", message: "import what the tools share from subtools/src/shared/mod.js" }] },
+      ],
+    },
+  },
+  {
     files: ["gateway/test/**/*.ts"],
     rules: {
       "@typescript-eslint/no-explicit-any": "off",

@@ -4,7 +4,7 @@
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { LatencyStats } from "../src/stats.js";
+import { LatencyStats } from "../src/shared/mod.js";
 import { nativeMissing } from "../src/procs.js";
 
 const DIR = fileURLToPath(new URL("../native", import.meta.url));

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { scanned, scanGatewayFrame } from "../../src/frame.js";
 import { bs, scanGatewayBytes } from "../../src/scan-bytes.js";
 import { SeqTracker } from "../../src/seq-tracker.js";
-import { LatencyStats } from "../../src/stats.js";
+import { LatencyStats } from "../../src/shared/mod.js";
 import { FrameError, FrameReader, type FrameSink } from "../../src/lean/frame-reader.js";
 
 function vectors<T>(name: string): T[] {
