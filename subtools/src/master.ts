@@ -5,7 +5,7 @@ import { writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import type { SubOptions } from "./options.js";
 import type { FromWorker, ToolDelay, ToWorker, WorkerCounts, WorkerReport } from "./ipc.js";
-import { nativeMissing, startProc, type WorkerProc } from "./procs.js";
+import { ensureNative, startProc, type WorkerProc } from "./procs.js";
 import { CpuMeter, CpuTrack, fmtOffset, LatencyStats, measureGatewayClock, measureRedisClock, safeHostId, type ClockEstimate } from "./shared/mod.js";
 import { addCounts, addTally, clockStatus, emptyCounts, type ClockSection, type SubResult } from "./result.js";
 import { TAG, liveLine, reportLines } from "./report.js";
@@ -73,7 +73,7 @@ export async function runMaster(opts: SubOptions, io: MasterIO = { log: (l) => c
 
   const native = wsLike && opts.engine === "native";
   if (native) {
-    const missing = nativeMissing();
+    const missing = ensureNative();
     if (missing) throw new Error(missing);
   }
   const procs: Proc[] = [];
