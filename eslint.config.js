@@ -22,6 +22,13 @@ export default tseslint.config(
     },
   },
   {
+    // Type-aware rules where they catch real bugs: a switch over a union that misses a member (a new frame
+    // op, event type or state) is an error, not a silent fall-through.
+    files: ["gateway/src/**/*.ts"],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: { "@typescript-eslint/switch-exhaustiveness-check": "error" },
+  },
+  {
     files: ["gateway/src/cli.ts", "gateway/src/cluster/**/*.ts"],
     rules: { "no-restricted-properties": "off" },
   },
