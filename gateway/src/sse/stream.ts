@@ -116,21 +116,23 @@ export class SseStream implements FanoutSocket, SseReceiver {
   // --- live delivery (the hub) ---
 
   onEvents(seqs: readonly number[], events: readonly Buffer[], joined: Buffer): void {
-    const last = seqs[seqs.length - 1]!;
-    if (this.phase !== "live" || last <= this.lastSent || this.epochMoved()) return;
+    const first = seqs[0];
+    const last = seqs.at(-1);
+    if (first === undefined || last === undefined || this.phase !== "live" || last <= this.lastSent || this.epochMoved()) return;
     let r = 0;
     this.res.cork(() => {
-      if (seqs[0]! > this.lastSent) {
+      if (first > this.lastSent) {
         r = this.write(joined);
         if (r !== 2) this.lastSent = last;
         return;
       }
       // Joined during the batch: the first events reached it through its catch-up already.
-      for (let i = 0; i < seqs.length; i++) {
-        if (seqs[i]! <= this.lastSent) continue;
-        r = this.write(events[i]!);
+      for (const [i, seq] of seqs.entries()) {
+        const event = events[i];
+        if (seq <= this.lastSent || event === undefined) continue;
+        r = this.write(event);
         if (r === 2) return;
-        this.lastSent = seqs[i]!;
+        this.lastSent = seq;
       }
     });
     if (r === 2 || this.queued > this.deps.config.backpressure.bytes) this.pause();
@@ -218,8 +220,7 @@ export class SseStream implements FanoutSocket, SseReceiver {
   /** Ended with events queued: writes them, then ends the response. */
   private flushAndEnd(): void {
     this.res.cork(() => {
-      while (this.head < this.queue.length && !this.blocked) {
-        const c = this.queue[this.head]!;
+      for (let c = this.queue[this.head]; c !== undefined && !this.blocked; c = this.queue[this.head]) {
         this.queue[this.head++] = "";
         if (!this.res.write(c)) this.blocked = true;
       }
@@ -233,8 +234,7 @@ export class SseStream implements FanoutSocket, SseReceiver {
 
   private flush(): void {
     this.res.cork(() => {
-      while (this.head < this.queue.length && !this.blocked) {
-        const c = this.queue[this.head]!;
+      for (let c = this.queue[this.head]; c !== undefined && !this.blocked; c = this.queue[this.head]) {
         this.queue[this.head++] = "";
         this.queued -= c.length;
         if (!this.res.write(c)) this.blocked = true;
