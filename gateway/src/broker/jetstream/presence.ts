@@ -141,9 +141,9 @@ export class JetStreamPresence implements PresenceApi {
   }
 
   async refresh(entries: readonly { channel: string; member: PresenceMember }[]): Promise<void> {
-    if (entries.length === 0) return;
     const [first, ...rest] = entries;
-    await this.put(first!.channel, first!.member);
+    if (first === undefined) return;
+    await this.put(first.channel, first.member);
     for (const e of rest) this.nc.publish(this.subject(e.channel, e.member.client), JSON.stringify(e.member), { headers: this.ttlHeaders });
     await this.nc.flush();
   }
@@ -165,8 +165,9 @@ export class JetStreamPresence implements PresenceApi {
         const r = recordOf(m.subject, m.seq, m.payload);
         if (r) out.push(r);
       }
-      if (b.pending === 0 || b.messages.length === 0) return out;
-      seq = b.messages[b.messages.length - 1]!.seq + 1;
+      const last = b.messages.at(-1);
+      if (b.pending === 0 || last === undefined) return out;
+      seq = last.seq + 1;
     }
   }
 
