@@ -1,3 +1,4 @@
+import { whileElecting } from "./stream.js";
 import { headers, nanos, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
 import type { JetStreamClient, JetStreamManager, StreamConfig } from "@nats-io/jetstream";
 import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType } from "@nats-io/jetstream";
@@ -63,17 +64,7 @@ export async function ensurePresenceBucket(
   attempts = 6,
   baseDelayMs = 500,
 ): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await ensurePresenceBucketOnce(jsm, s, log);
-    } catch (e) {
-      const refused = e instanceof JetStreamApiError && e.status >= 400 && e.status < 500;
-      if (refused || attempt >= attempts) throw e;
-      const retryInMs = baseDelayMs * 2 ** (attempt - 1);
-      log.warn({ err: e, bucket: s.bucket, attempt, retryInMs }, "presence bucket not created yet; retrying");
-      await new Promise((r) => setTimeout(r, retryInMs));
-    }
-  }
+  return whileElecting(`presence bucket ${s.bucket}`, log, () => ensurePresenceBucketOnce(jsm, s, log), attempts, baseDelayMs);
 }
 
 async function ensurePresenceBucketOnce(jsm: JetStreamManager, s: Pick<PresenceSettings, "bucket" | "replicas" | "storage">, log: Logger): Promise<void> {
