@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs what is missing, idempotently; quiet when everything is already present.
-#   setup.sh         what the gateway needs (npm start): npm packages (npm ci), nats-server v2.15.2 (go install
-#                    into .tools/bin), and sub-cluster's native engine (go build into .tools/bin/sub-native)
-#   setup.sh --test  also what the tests need (npm test): redis-server and chromium (apt), the deploy
-#                    checks' validators (helm, kubernetes-validate; scripts/setup-deploy-tools.sh) and the nats
-#                    CLI for the JetStream evaluation's smoke test (natscli v0.5.1; scripts/setup-bench-tools.sh)
+#   setup.sh         what the gateway needs (npm start): npm packages (npm ci) and nats-server v2.15.2 (go install
+#                    into .tools/bin)
+#   setup.sh --test  also what the tests need (npm test): sub-cluster's native engine (go build into
+#                    .tools/bin/sub-native, scripts/build-native.sh; sub-cluster also builds it on first use of
+#                    --engine native), redis-server and chromium (apt), the deploy checks' validators (helm,
+#                    kubernetes-validate; scripts/setup-deploy-tools.sh) and the nats CLI for the JetStream
+#                    evaluation's smoke test (natscli v0.5.1; scripts/setup-bench-tools.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -27,14 +29,10 @@ if [ ! -x "$TOOLS/nats-server" ] || ! "$TOOLS/nats-server" --version 2>/dev/null
   GOBIN="$TOOLS" GOFLAGS=-mod=mod go install "github.com/nats-io/nats-server/v2@$NATS_VERSION"
 fi
 
-# sub-cluster's native engine (subtools/native, Go, standard library only): rebuilt when a source is newer.
-NATIVE="$TOOLS/sub-native"
-if [ ! -x "$NATIVE" ] || [ -n "$(find subtools/native -newer "$NATIVE" -type f 2>/dev/null | head -1)" ]; then
-  say "building sub-cluster's native engine (go build)"
-  (cd subtools/native && go build -trimpath -o "$NATIVE" .)
-fi
-
 [ "${1:-}" = "--test" ] || exit 0
+
+# sub-cluster's native engine (subtools/native, Go): rebuilt when a source is newer.
+scripts/build-native.sh
 
 # apt packages the tests use (Redis baseline, browser tests).
 missing=()

@@ -20,7 +20,7 @@ let loaded: { name: string; uws: typeof UwsModule } | undefined;
 export function loadUws(name?: string): typeof UwsModule {
   if (loaded && name === undefined) return loaded.uws;
   // A path is taken from the working directory; a package name is resolved from the gateway's own package.
-  const want = /^\.\.?([\\/]|$)/.test(name ?? "") ? resolve(name!) : (name ?? DEFAULT_UWS_MODULE);
+  const want = name !== undefined && /^\.\.?([\\/]|$)/.test(name) ? resolve(name) : (name ?? DEFAULT_UWS_MODULE);
   if (loaded?.name === want) return loaded.uws;
   const require = createRequire(import.meta.url);
   let root: string;

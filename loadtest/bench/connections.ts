@@ -13,7 +13,7 @@ import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { fmt, ROOT, startGatewayProc, startNats, until } from "./common.js";
 import { bounded, PUB_CLI, runNode, SUB_CLI, TreeCpu, treeRss } from "../compare/proc.js";
-import { LatencyStats } from "../../subtools/src/stats.js";
+import { LatencyStats } from "../../subtools/src/shared/mod.js";
 import type { SubResult } from "../../subtools/src/result.js";
 
 const log = (s: string): void => console.log(`[bench:connections] ${s}`);

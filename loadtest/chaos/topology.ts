@@ -45,6 +45,8 @@ export class Instance {
       natsUrl: this.links.map((l) => l.url),
       workers: 2,
       port: this.port,
+      // A start during a NATS node's restart waits for the stream's leader (the gateway retries its set-up).
+      readyTimeoutMs: 90_000,
       logLevel: "info", // the kit waits for the "gateway ready" line
       // Every client is 127.0.0.1: the per-IP abuse limits would refuse the resume bursts.
       // A message held by a killed worker's durable comes back after the ack wait: 5 s, not 30, so the run's

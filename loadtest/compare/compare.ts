@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { ROOT } from "../bench/common.js";
-import { LatencyStats } from "../../subtools/src/stats.js";
+import { LatencyStats } from "../../subtools/src/shared/mod.js";
 import type { SubResult } from "../../subtools/src/result.js";
 import { bounded, cpuMeter, PUB_CLI, runNode, startGateway, SUB_CLI, type Gateway } from "./proc.js";
 import { parseCompareOptions, rowKey, subProcesses, UsageError, type Broker, type CompareOptions, type Row } from "./workload.js";

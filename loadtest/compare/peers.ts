@@ -13,7 +13,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { ROOT, until } from "../bench/common.js";
-import { LatencyStats } from "../../subtools/src/stats.js";
+import { LatencyStats } from "../../subtools/src/shared/mod.js";
 import type { SubResult } from "../../subtools/src/result.js";
 import { bounded, PUB_CLI, runNode, startGateway, SUB_CLI, TreeCpu, treeRss, type Proc } from "./proc.js";
 import { renderPeersMarkdown, renderPeersSvg, type PeerRow, type PeersMeta, SERVERS, type ServerName } from "./peers-report.js";

@@ -1,6 +1,6 @@
 // Messages between the pub-cluster master and its processes (Node IPC, JSON).
 import type { PubOptions } from "./options.js";
-import type { LatencySnapshot } from "../../subtools/src/stats.js";
+import type { LatencySnapshot } from "../../subtools/src/shared/mod.js";
 
 export type ToPubWorker = { type: "start"; index: number; opts: PubOptions; clockOffsetUs: number | null } | { type: "stop" };
 

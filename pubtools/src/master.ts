@@ -4,10 +4,7 @@ import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { PubOptions } from "./options.js";
 import type { FromPubWorker, PubCounts, ToPubWorker } from "./ipc.js";
-import { LatencyStats, type LatencySnapshot } from "../../subtools/src/stats.js";
-import { CpuTrack, SATURATED_PCT, type CpuSummary } from "../../subtools/src/cpu.js";
-import { ms3, ms6 } from "../../subtools/src/report.js";
-import { fmtOffset, measureGatewayClock, measureRedisClock, type ClockEstimate } from "../../subtools/src/clock.js";
+import { CpuTrack, fmtOffset, LatencyStats, measureGatewayClock, measureRedisClock, ms3, ms6, SATURATED_PCT, type ClockEstimate, type CpuSummary, type LatencySnapshot } from "../../subtools/src/shared/mod.js";
 
 const WORKER_MAIN = fileURLToPath(new URL("./worker-main.js", import.meta.url));
 export const PUB_TAG = "[  pub-master  ] \t";

@@ -12,9 +12,7 @@ import { GatewayWsPublisher } from "./publishers/gateway-ws.js";
 import { SocketIoPublisher } from "./publishers/socketio.js";
 import { CentrifugePublisher } from "./publishers/centrifuge.js";
 import { BatchingPublisher } from "./publishers/batching.js";
-import { dataPayload, endPayload, safePublisherId } from "./payload.js";
-import { LatencyStats, nowUs } from "../../subtools/src/stats.js";
-import { CpuMeter } from "../../subtools/src/cpu.js";
+import { CpuMeter, dataPayload, endPayload, LatencyStats, nowUs, safePublisherId } from "../../subtools/src/shared/mod.js";
 
 const END_MARKER_ATTEMPTS = 3;
 

@@ -36,9 +36,7 @@ type client struct {
 	sparePort int
 	key       string
 	head      []byte
-	carry     []byte
-	frag      []byte
-	fragging  bool
+	reader    frameReader
 	out       []byte
 	closeCode int
 	deadline  int64
@@ -274,77 +272,38 @@ func headerHas(text, name, value string) bool {
 	return false
 }
 
-// feed reads every whole frame of the chunk; a partial frame waits in carry.
+// feed hands a chunk to the client's frame reader; a refused frame fails the connection.
 func (w *worker) feed(c *client, data []byte, recvUs float64) {
-	buf := data
-	if len(c.carry) > 0 {
-		c.carry = append(c.carry, data...)
-		buf = c.carry
-	}
-	pos := 0
-	for len(buf)-pos >= 2 {
-		b0, b1 := buf[pos], buf[pos+1]
-		if b0&0x70 != 0 || b1&0x80 != 0 {
-			w.fail(c, "bad_frame", "reserved bits set or a masked server frame")
-			return
-		}
-		l := int(b1 & 0x7f)
-		head := 2
-		if l == 126 {
-			if len(buf)-pos < 4 {
-				break
-			}
-			l = int(binary.BigEndian.Uint16(buf[pos+2:]))
-			head = 4
-		} else if l == 127 {
-			if len(buf)-pos < 10 {
-				break
-			}
-			l64 := binary.BigEndian.Uint64(buf[pos+2:])
-			if l64 > maxMessage {
-				w.fail(c, "bad_frame", "frame over the 16 MiB limit")
-				return
-			}
-			l = int(l64)
-			head = 10
-		}
-		if l > maxMessage {
-			w.fail(c, "bad_frame", "frame over the 16 MiB limit")
-			return
-		}
-		if len(buf)-pos < head+l {
-			break
-		}
-		s := pos + head
-		pos = s + l
-		if !w.frame(c, b0, buf[s:pos], recvUs) || c.fd < 0 {
-			return
-		}
-	}
-	if pos == len(buf) {
-		c.carry = c.carry[:0]
-		return
-	}
-	if len(c.carry) > 0 {
-		c.carry = append(c.carry[:0], buf[pos:]...)
-	} else {
-		c.carry = append(make([]byte, 0, 2*(len(buf)-pos)+256), buf[pos:]...)
+	w.sink.c, w.sink.recvUs = c, recvUs
+	if err := c.reader.feed(data, &w.sink); err != nil {
+		w.fail(c, "bad_frame", err.Error())
 	}
 }
 
-// frame handles one frame; false when the connection was failed.
-func (w *worker) frame(c *client, b0 byte, p []byte, recvUs float64) bool {
-	fin := b0&0x80 != 0
-	op := b0 & 0x0f
+// clientSink takes the frames of the client being read (one per worker, pointed at that client).
+type clientSink struct {
+	w      *worker
+	c      *client
+	recvUs float64
+}
+
+func (s *clientSink) message(op byte, p []byte) bool {
+	if op == opBinary {
+		s.w.badFrames++
+		return true
+	}
+	s.w.message(s.c, p, s.recvUs)
+	return s.c.fd >= 0
+}
+
+func (s *clientSink) control(op byte, p []byte) bool {
+	w, c := s.w, s.c
 	switch op {
-	case 0x9: // ping
+	case opPing:
 		if c.state == stOpen {
-			w.sendFrame(c, 0xa, p)
+			w.sendFrame(c, opPong, p)
 		}
-		return true
-	case 0xa:
-		return true
-	case 0x8: // close
+	case opClose:
 		c.closeCode = 1005
 		if len(p) >= 2 {
 			c.closeCode = int(binary.BigEndian.Uint16(p))
@@ -354,37 +313,12 @@ func (w *worker) frame(c *client, b0 byte, p []byte, recvUs float64) bool {
 			if code == 1005 {
 				code = 1000
 			}
-			w.sendFrame(c, 0x8, []byte{byte(code >> 8), byte(code)})
+			w.sendFrame(c, opClose, []byte{byte(code >> 8), byte(code)})
 		}
 		c.state = stClosing
 		_ = syscall.Shutdown(c.fd, syscall.SHUT_WR)
-		return true
-	case 0x0:
-		if !c.fragging {
-			w.fail(c, "bad_frame", "continuation frame without a message to continue")
-			return false
-		}
-		c.frag = append(c.frag, p...)
-		if fin {
-			whole := c.frag
-			c.frag, c.fragging = nil, false
-			w.message(c, whole, recvUs)
-		}
-		return true
-	case 0x1:
-		if fin {
-			w.message(c, p, recvUs)
-		} else {
-			c.fragging = true
-			c.frag = append(c.frag[:0], p...)
-		}
-		return true
-	case 0x2:
-		w.badFrames++
-		return true
 	}
-	w.fail(c, "bad_frame", "unknown opcode "+strconv.Itoa(int(op)))
-	return false
+	return c.fd >= 0
 }
 
 // message: a whole text message from the gateway.
@@ -480,5 +414,6 @@ func (w *worker) release(c *client) {
 	}
 	c.fd = -1
 	c.state = stIdle
-	c.head, c.carry, c.frag, c.out, c.fragging = nil, nil, nil, nil, false
+	c.head, c.out = nil, nil
+	c.reader.reset()
 }

@@ -47,6 +47,7 @@ type worker struct {
 	hostAddrs []([4]byte)
 	rbuf, oob []byte
 	sc        scan
+	sink      clientSink
 	win       *window
 	retries   retryHeap
 	gateQueue []*client
@@ -125,6 +126,7 @@ func newWorker(m toWorker) (*worker, error) {
 		byFd: map[int]*client{}, hostNames: map[[4]byte]string{}, rbuf: make([]byte, 256*1024), oob: make([]byte, 128),
 		win: newWindow(), failures: map[string]int64{}, pubs: []publisherClock{}, pubIndex: map[string]int{}, lastPub: -1, myHost: safeHostID(host),
 	}
+	w.sink.w = w
 	if w.opts.Path == "" {
 		w.opts.Path = "/ws"
 	}
@@ -149,7 +151,7 @@ func (w *worker) newClient(i int) *client {
 	g := w.index*w.opts.ClientsPerProcess + i
 	H := len(w.plan.Hosts)
 	hp := w.plan.Hosts[g%H]
-	c := &client{idx: i, fd: -1, host: w.hostAddrs[g%H], lastSeq: make([]int64, len(w.opts.Channels))}
+	c := &client{idx: i, fd: -1, host: w.hostAddrs[g%H], reader: newFrameReader(maxMessage), lastSeq: make([]int64, len(w.opts.Channels))}
 	for k := range c.lastSeq {
 		c.lastSeq[k] = -1
 	}
@@ -348,7 +350,7 @@ func (w *worker) account(c *client, recvUs float64) {
 			w.learnOffset(pc, sc.o)
 		}
 		w.received++
-		w.win.record(recvUs - float64(sc.t) + pc.CorrectionUs)
+		w.win.record(recvUs - sc.t + pc.CorrectionUs)
 		tr.see(sc.s)
 	}
 	if sc.seq >= 0 {

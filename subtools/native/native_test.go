@@ -1,10 +1,12 @@
 package main
 
 import (
-	"math"
 	"math/rand"
 	"testing"
 )
+
+// The frame scan, the tracker, the latency figures and the frame reader are tested against the shared
+// vectors in vectors_test.go.
 
 // slot/slotValue mirror HDR's buckets at 1 µs and 3 digits: a bucket's lowest value maps back to it, and
 // every value lies within 1/1024 above its bucket's lowest value.
@@ -45,47 +47,6 @@ func TestWindowExactFigures(t *testing.T) {
 	w.reset()
 	if s := w.snapshot(); s.Count != 0 || len(s.Values) != 0 {
 		t.Fatalf("after reset %+v", s)
-	}
-}
-
-// The same rules as subtools/src/seq-tracker.ts.
-func TestTracker(t *testing.T) {
-	tr := newTracker(true)
-	for _, s := range []int64{1, 2, 4, 3, 3, 6} {
-		tr.see(s)
-	}
-	tr.endTotal = 7
-	if tr.distinct != 5 || tr.duplicates != 1 || tr.outOfOrder != 1 || tr.expected() != 7 || tr.lost() != 2 {
-		t.Fatalf("%+v expected %d lost %d", tr, tr.expected(), tr.lost())
-	}
-	late := newTracker(false)
-	late.see(100)
-	late.see(101)
-	if late.expected() != 2 || late.lost() != 0 {
-		t.Fatalf("joining late is not loss: %+v", late)
-	}
-}
-
-func TestGatewayFrame(t *testing.T) {
-	var sc scan
-	f := []byte(`{"op":"msg","channel":"a.b","sub":"a.*","seq":42,"ts":1700000000000,"data":{"p":"h-1-1:a.b","s":7,"t":1700000000000123,"o":-15,"x":"pad"}}`)
-	if gatewayFrame(f, &sc) != 1 || string(sc.sub) != "a.*" || sc.seq != 42 || string(sc.p) != "h-1-1:a.b" || sc.s != 7 || sc.t != 1700000000000123 || sc.o != -15 || sc.end {
-		t.Fatalf("fast path: %+v", sc)
-	}
-	end := []byte(`{"op":"msg","channel":"a.b","sub":"a.b","seq":43,"ts":1,"data":{"p":"h-1-1:a.b","end":true,"total":9}}`)
-	if gatewayFrame(end, &sc) != 1 || !sc.end || sc.total != 9 || !math.IsNaN(sc.o) {
-		t.Fatalf("end marker: %+v", sc)
-	}
-	// Keys in another order go through encoding/json.
-	other := []byte(`{"channel":"c","op":"msg","seq":5,"sub":"c","data":{"t":11,"s":3,"p":"x"}}`)
-	if gatewayFrame(other, &sc) != 1 || sc.seq != 5 || sc.s != 3 || sc.t != 11 || string(sc.p) != "x" {
-		t.Fatalf("fallback: %+v", sc)
-	}
-	if gatewayFrame([]byte(`{"op":"ok","id":1,"epoch":"e"}`), &sc) != 0 {
-		t.Fatal("a control frame is 0")
-	}
-	if gatewayFrame([]byte(`{"op":"msg","channel":"c","sub":"c","seq":1,"data":{"hello":1}}`), &sc) != -1 {
-		t.Fatal("a msg without a benchmark payload is -1")
 	}
 }
 

@@ -9,14 +9,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"strconv"
 )
 
 type scan struct {
 	sub   []byte
 	seq   int64
 	p     []byte
-	s, t  int64
-	o     float64
+	s     int64
+	t, o  float64
 	end   bool
 	total int64
 }
@@ -53,6 +54,24 @@ func readInt(b []byte, i int) (v int64, next int, ok bool) {
 		v = -v
 	}
 	return v, i, true
+}
+
+// readNum reads a JSON number at b[i:]: digits on the usual path, strconv for a fraction or an exponent
+// (the payload's `t` and `o` may carry one); ok is false when there is no number.
+func readNum(b []byte, i int) (v float64, next int, ok bool) {
+	n, next, ok := readInt(b, i)
+	if ok {
+		return float64(n), next, true
+	}
+	if next == i || (next == i+1 && b[i] == '-') {
+		return 0, next, false
+	}
+	k := next
+	for k < len(b) && b[k] != ',' && b[k] != '}' && b[k] != ']' {
+		k++
+	}
+	v, err := strconv.ParseFloat(string(b[i:k]), 64)
+	return v, k, err == nil
 }
 
 // gatewayFrame: 1 a benchmark msg (fields in sc), 0 not a msg (a control frame), -1 a msg that is not ours.
@@ -106,7 +125,7 @@ func gatewayFrame(b []byte, sc *scan) int {
 		if !ok1 || !bytes.HasPrefix(b[i:], kT) {
 			return parsed(b, sc)
 		}
-		sc.t, i, ok2 = readInt(b, i+len(kT))
+		sc.t, i, ok2 = readNum(b, i+len(kT))
 		if !ok2 {
 			return parsed(b, sc)
 		}
@@ -122,8 +141,8 @@ func gatewayFrame(b []byte, sc *scan) int {
 		return parsed(b, sc)
 	}
 	if bytes.HasPrefix(b[i:], kO) {
-		if o, _, ok := readInt(b, i+len(kO)); ok {
-			sc.o = float64(o)
+		if o, _, ok := readNum(b, i+len(kO)); ok {
+			sc.o = o
 		}
 	}
 	return 1
@@ -147,11 +166,11 @@ type jsonPayload struct {
 
 func parsed(b []byte, sc *scan) int {
 	var f jsonFrame
-	if json.Unmarshal(b, &f) != nil || f.Op != "msg" {
-		if f.Op == "" {
-			return 0
-		}
-		return -1
+	if json.Unmarshal(b, &f) != nil {
+		return -1 // only frames that say "op":"msg" come here
+	}
+	if f.Op != "msg" {
+		return 0
 	}
 	var p jsonPayload
 	if json.Unmarshal(f.Data, &p) != nil || p.P == nil {
@@ -174,6 +193,6 @@ func parsed(b []byte, sc *scan) int {
 	if p.S == nil || p.T == nil {
 		return -1
 	}
-	sc.end, sc.s, sc.t = false, int64(*p.S), int64(*p.T)
+	sc.end, sc.s, sc.t = false, int64(*p.S), *p.T
 	return 1
 }

@@ -95,7 +95,7 @@ func (w *window) reset() {
 	w.min, w.max = 1e300, -1e300
 }
 
-// snapshot is subtools/src/stats.ts LatencySnapshot with `values` instead of an encoded histogram.
+// snapshot is subtools/src/shared/stats.ts LatencySnapshot with `values` instead of an encoded histogram.
 type snapshot struct {
 	Count     int64     `json:"count"`
 	SumUs     float64   `json:"sumUs"`

@@ -1,6 +1,6 @@
 // Messages between the sub-cluster master and its processes (Node IPC, JSON).
 import type { SubOptions } from "./options.js";
-import type { LatencySnapshot } from "./stats.js";
+import type { LatencySnapshot } from "./shared/mod.js";
 import type { AddressPlan } from "./addresses.js";
 import type { PublisherClock } from "./receiver.js";
 

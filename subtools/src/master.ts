@@ -5,13 +5,11 @@ import { writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import type { SubOptions } from "./options.js";
 import type { FromWorker, ToolDelay, ToWorker, WorkerCounts, WorkerReport } from "./ipc.js";
-import { nativeMissing, startProc, type WorkerProc } from "./procs.js";
-import { LatencyStats } from "./stats.js";
-import { CpuMeter, CpuTrack } from "./cpu.js";
+import { ensureNative, startProc, type WorkerProc } from "./procs.js";
+import { CpuMeter, CpuTrack, fmtOffset, LatencyStats, measureGatewayClock, measureRedisClock, safeHostId, type ClockEstimate } from "./shared/mod.js";
 import { addCounts, addTally, clockStatus, emptyCounts, type ClockSection, type SubResult } from "./result.js";
 import { TAG, liveLine, reportLines } from "./report.js";
 import { openFilesLimit, planAddresses, type AddressPlan } from "./addresses.js";
-import { fmtOffset, measureGatewayClock, measureRedisClock, safeHostId, type ClockEstimate } from "./clock.js";
 import type { PublisherClock } from "./receiver.js";
 
 const FINAL_TIMEOUT_MS = 30_000;
@@ -75,7 +73,7 @@ export async function runMaster(opts: SubOptions, io: MasterIO = { log: (l) => c
 
   const native = wsLike && opts.engine === "native";
   if (native) {
-    const missing = nativeMissing();
+    const missing = ensureNative();
     if (missing) throw new Error(missing);
   }
   const procs: Proc[] = [];

@@ -1,8 +1,8 @@
 // The processes of a sub-cluster run: forked Node processes (lean and ws engines, every target) talking
 // over Node IPC, or native ones (subtools/native, Go) talking the same messages as JSON lines on
 // stdin/stdout. The master sees one interface.
-import { fork, spawn, type ChildProcess } from "node:child_process";
-import { accessSync, constants } from "node:fs";
+import { execFileSync, fork, spawn, type ChildProcess } from "node:child_process";
+import { accessSync, constants, existsSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { dirname, join, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -12,7 +12,7 @@ const WORKER_MAIN = fileURLToPath(new URL("./worker-main.js", import.meta.url));
 const HERE = dirname(fileURLToPath(import.meta.url));
 /** The repository root, from subtools/src or from its compiled copy in dist/subtools/src. */
 const ROOT = resolve(HERE, HERE.split(sep).includes("dist") ? "../../.." : "../..");
-/** Where scripts/setup.sh builds the native engine. */
+/** Where scripts/build-native.sh builds the native engine (SUB_NATIVE_BIN: a binary of your own). */
 export const NATIVE_BIN = process.env.SUB_NATIVE_BIN ?? join(ROOT, ".tools/bin/sub-native");
 
 export interface WorkerProc {
@@ -28,8 +28,24 @@ export function nativeMissing(): string | null {
     accessSync(NATIVE_BIN, constants.X_OK);
     return null;
   } catch {
-    return `the native engine is not built (${NATIVE_BIN}): run \`npm run setup\` (needs Go) or build it with \`cd subtools/native && go build -o ${NATIVE_BIN} .\``;
+    return `the native engine is not built (${NATIVE_BIN}): it needs Go; build it with \`bash scripts/build-native.sh\``;
   }
+}
+
+/**
+ * Builds the native engine on first use, or again when a source is newer (scripts/build-native.sh, run from
+ * a checkout, into NATIVE_BIN); then says why it cannot run, or null.
+ */
+export function ensureNative(): string | null {
+  const script = join(ROOT, "scripts/build-native.sh");
+  if (existsSync(script)) {
+    try {
+      execFileSync("bash", [script], { stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, SUB_NATIVE_BIN: NATIVE_BIN } });
+    } catch {
+      return nativeMissing() ?? `the native engine could not be rebuilt (${script} failed)`;
+    }
+  }
+  return nativeMissing();
 }
 
 export function startProc(native: boolean, onMessage: (m: FromWorker) => void): WorkerProc {

@@ -1,11 +1,10 @@
 // The per-message path shared by all client kinds: latency into the current window, sequence
 // accounting per (client, publisher), end markers, clock correction. One Receiver per process.
 import { hostname } from "node:os";
-import { LatencyStats, nowUs } from "./stats.js";
+import { LatencyStats, nowUs, publisherHost, safeHostId } from "./shared/mod.js";
 import { SeqTracker } from "./seq-tracker.js";
 import { scanned, scanPayload, scanGatewayFrame } from "./frame.js";
-import { bs, scanCentrifugeLine, scanGatewayBytes, scanPayloadBytes, scanSocketIoBytes } from "./scan-bytes.js";
-import { publisherHost, safeHostId } from "./clock.js";
+import { bs, scanCentrifugeLine, scanGatewayBytes, scanSocketIoBytes } from "./scan-bytes.js";
 
 /** What one subscriber remembers: a tracker per publisher, indexed by the process's publisher number. */
 export class ClientState {

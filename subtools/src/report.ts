@@ -1,11 +1,8 @@
 // Printing, in the label style of the users' original tool:
 //   [  cluster-master  ] \tTotal received: 10400
 //   [  cluster-master  ] \t\t MIN: 0.397ms
-import type { LatencyStats } from "./stats.js";
+import { fmtOffset, LatencyStats as Stats, ms3, ms6, SATURATED_PCT, type LatencyStats } from "./shared/mod.js";
 import type { SubResult } from "./result.js";
-import { LatencyStats as Stats } from "./stats.js";
-import { SATURATED_PCT } from "./cpu.js";
-import { fmtOffset } from "./clock.js";
 import type { ClockSection } from "./result.js";
 
 /** What a failure code means for the person running the tool. */
@@ -48,16 +45,6 @@ export function clockLines(c: ClockSection | null | undefined, label = ""): stri
 }
 
 export const TAG = "[  cluster-master  ] \t";
-
-/** µs → "1.234ms" (µs resolution). */
-export function ms3(us: number): string {
-  return Number.isFinite(us) ? `${Number((us / 1000).toFixed(3))}ms` : "n/a";
-}
-
-/** µs → ms with ns resolution, for the exact means. */
-export function ms6(us: number): string {
-  return Number.isFinite(us) ? `${Number((us / 1000).toFixed(6))}ms` : "n/a";
-}
 
 /** The latency block; `suffix` is " (current)" for the live window. */
 export function latencyLines(s: LatencyStats, suffix = "", percentiles: readonly number[] = [50, 90, 99, 99.9]): string[] {

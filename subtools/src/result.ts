@@ -1,9 +1,7 @@
 // A run's result as written by --json, and the exact merge of several (one per load-generating host).
 import type { ToolDelay, WorkerCounts } from "./ipc.js";
-import type { CpuSummary } from "./cpu.js";
-import type { ClockEstimate } from "./clock.js";
+import { LatencyStats, type ClockEstimate, type CpuSummary, type LatencySnapshot } from "./shared/mod.js";
 import type { PublisherClock } from "./receiver.js";
-import { LatencyStats, type LatencySnapshot } from "./stats.js";
 
 /**
  * How the latencies of a run relate to clocks:

@@ -19,12 +19,13 @@ export type ByteScan = {
   o: number;
   /** Gateway: stream sequence of a `msg` frame, or -1. */
   seq: number;
-  /** Gateway: the `sub` (subscription pattern) as a byte range, or -1. */
+  /** Gateway: the `sub` (subscription pattern) as a byte range, or -1 (then subStr, when the fallback parsed it). */
   subStart: number;
   subEnd: number;
+  subStr: string | null;
 };
 
-export const bs: ByteScan = { pStart: 0, pEnd: 0, pStr: null, s: 0, t: 0, end: false, total: 0, o: NaN, seq: -1, subStart: -1, subEnd: -1 };
+export const bs: ByteScan = { pStart: 0, pEnd: 0, pStr: null, s: 0, t: 0, end: false, total: 0, o: NaN, seq: -1, subStart: -1, subEnd: -1, subStr: null };
 
 const enc = (s: string): Uint8Array => Buffer.from(s, "latin1");
 const P = enc('"p":"');
@@ -159,7 +160,7 @@ function gatewayLayout(buf: Buffer, s: number, e: number): boolean {
   i += TS_AFTER_SEQ.length;
   while (i < e && buf[i] !== 44 /* , */) i++;
   if (!startsWith(buf, i + 1, e, DATA)) return false;
-  bs.subStart = subStart; bs.subEnd = subEnd; bs.seq = seq;
+  bs.subStart = subStart; bs.subEnd = subEnd; bs.subStr = null; bs.seq = seq;
   gatewayDataAt = i + 1 + DATA.length;
   return true;
 }
@@ -174,6 +175,7 @@ export function scanGatewayBytes(buf: Buffer, s: number, e: number): 1 | 0 | -1 
   const d = findBytes(buf, DATA, s, e);
   if (d < 0) return parsedGateway(buf, s, e);
   const si = findBytes(buf, SUB, s, d);
+  bs.subStr = null;
   if (si >= 0) {
     let k = si + SUB.length;
     bs.subStart = k;
@@ -192,6 +194,7 @@ function parsedGateway(buf: Buffer, s: number, e: number): 1 | -1 {
   const o = f as { seq?: unknown; sub?: unknown; data?: unknown };
   bs.seq = typeof o.seq === "number" ? o.seq : -1;
   bs.subStart = -1; bs.subEnd = -1;
+  bs.subStr = typeof o.sub === "string" ? o.sub : null;
   return fromValue(o.data) ? 1 : -1;
 }
 

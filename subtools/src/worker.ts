@@ -4,7 +4,7 @@
 import type { SubOptions } from "./options.js";
 import type { FromWorker, ToWorker, WorkerCounts, WorkerReport } from "./ipc.js";
 import { nowUs, Receiver, type ClientEvents, type ClientState } from "./receiver.js";
-import { CpuMeter } from "./cpu.js";
+import { CpuMeter } from "./shared/mod.js";
 import { addressOf, type AddressPlan } from "./addresses.js";
 import { ConnectGate, errorReason, type ClientSetup, type SubClient } from "./clients/types.js";
 import { GatewayClient } from "./clients/gateway.js";

@@ -1,18 +1,46 @@
-// The native engine (subtools/native, Go): its own unit tests through `go test`, and its snapshot format
-// read back by the master's statistics. Real-server runs are in e2e-resilience (wildcard resume).
+// The native engine (subtools/native, Go): `go vet` and its own tests through `go test` (which also read
+// the shared vectors in subtools/test/vectors), and its snapshot format read back by the master's statistics.
+// Real-server runs are in e2e-resilience (wildcard resume).
 import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync, statSync, utimesSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { LatencyStats } from "../src/stats.js";
+import { LatencyStats } from "../src/shared/mod.js";
 import { nativeMissing } from "../src/procs.js";
 
 const DIR = fileURLToPath(new URL("../native", import.meta.url));
+const SCRIPT = fileURLToPath(new URL("../../scripts/build-native.sh", import.meta.url));
+const go = (...args: string[]): string => execFileSync("go", args, { cwd: DIR, encoding: "utf8", timeout: 180_000, stdio: ["ignore", "pipe", "pipe"] });
 
 describe("native engine", () => {
-  it("native — built by setup, and its Go unit tests pass (buckets, tracker, frame scan, kernel timestamps)", () => {
+  it("native — go vet finds nothing, and the Go tests pass (shared vectors: frame scan, tracker, statistics, frame reader)", () => {
+    expect(go("vet", "./...")).toBe("");
+    expect(go("test", "-count=1", "./...")).toMatch(/^ok\s/m);
+  });
+
+  it("native — built by setup --test where the tests need it", () => {
     expect(nativeMissing()).toBeNull();
-    const out = execFileSync("go", ["test", "-count=1", "./..."], { cwd: DIR, encoding: "utf8", timeout: 120_000 });
-    expect(out).toMatch(/^ok\s/m);
+  });
+
+  it("native — sub-cluster's on-demand build: built when missing, left alone when up to date, rebuilt when a source is newer", () => {
+    const dir = mkdtempSync(join(tmpdir(), "sub-native-"));
+    const bin = join(dir, "bin", "sub-native");
+    const build = (): string =>
+      execFileSync("bash", [SCRIPT], { env: { ...process.env, SUB_NATIVE_BIN: bin }, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+    try {
+      build();
+      const built = statSync(bin);
+      expect(built.mode & 0o111).not.toBe(0);
+      build();
+      expect(statSync(bin).mtimeMs).toBe(built.mtimeMs);
+      utimesSync(bin, 1_000, 1_000); // older than every source
+      build();
+      expect(statSync(bin).mtimeMs).toBeGreaterThan(built.mtimeMs - 60_000);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("native — a snapshot of [value, count] pairs reads back with the exact figures and the same percentiles", () => {

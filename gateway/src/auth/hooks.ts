@@ -106,11 +106,11 @@ export class Hooks {
 
   /** One hook question: the cached answer for exactly this body, or a call (failures are never cached). */
   private async ask<T>(what: string, cache: AnswerCache<T> | undefined, body: unknown, call: () => Promise<Answer<T>>): Promise<T> {
-    const key = cache?.enabled ? digest(body) : undefined;
-    let a = key !== undefined ? cache!.get(key) : undefined;
+    const cached = cache?.enabled ? { cache, key: digest(body) } : undefined;
+    let a = cached?.cache.get(cached.key);
     if (!a) {
       a = await call();
-      if (key !== undefined) cache!.set(key, a);
+      cached?.cache.set(cached.key, a);
     }
     if (!a.allow) throw denied(what, a.reason);
     return a.value;
@@ -198,7 +198,11 @@ class AnswerCache<T> {
   set(key: string, a: Answer<T>): void {
     this.map.delete(key);
     this.map.set(key, { ...a, expires: Date.now() + this.ttlMs });
-    while (this.map.size > this.size) this.map.delete(this.map.keys().next().value!);
+    // Least recently used first: drop from the front until the cache fits.
+    for (const oldest of this.map.keys()) {
+      if (this.map.size <= this.size) break;
+      this.map.delete(oldest);
+    }
   }
 }
 

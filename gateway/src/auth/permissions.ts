@@ -25,12 +25,11 @@ export const DENY_ALL: Permissions = Object.freeze({ sub: Object.freeze([]), pub
 export function patternCovers(perm: string, pattern: string): boolean {
   const p = perm.split(".");
   const q = pattern.split(".");
-  for (let i = 0; i < p.length; i++) {
-    const t = p[i]!;
+  for (const [i, t] of p.entries()) {
     // `>` takes one or more tokens: anything q still has (at least one token) is covered.
     if (t === ">") return q.length > i;
-    if (i >= q.length) return false;
-    const u = q[i]!;
+    const u = q[i];
+    if (u === undefined) return false;
     // q's `>` reaches arbitrarily long channels; a fixed-length prefix of perm cannot cover them all.
     if (u === ">") return false;
     if (t === "*") continue;

@@ -63,10 +63,10 @@ export function parseEnvelope(raw: Buffer): { seq: number; ts: number; payload: 
   }
   let i = ENVELOPE.length;
   let seq = 0;
-  for (let c = raw[i]!; c >= 0x30 && c <= 0x39; c = raw[++i]!) seq = seq * 10 + (c - 0x30);
+  for (let c = raw[i]; c !== undefined && c >= 0x30 && c <= 0x39; c = raw[++i]) seq = seq * 10 + (c - 0x30);
   if (raw[i] !== 0x20) return { seq: 0, ts: Date.now(), payload: raw };
   let us = 0;
-  for (let c = raw[++i]!; c >= 0x30 && c <= 0x39; c = raw[++i]!) us = us * 10 + (c - 0x30);
+  for (let c = raw[++i]; c !== undefined && c >= 0x30 && c <= 0x39; c = raw[++i]) us = us * 10 + (c - 0x30);
   if (raw[i] !== 0x20) return { seq: 0, ts: Date.now(), payload: raw };
   return { seq, ts: us / 1000, payload: raw.subarray(i + 1) };
 }

@@ -114,8 +114,9 @@ export class EmbeddedNats {
       const f = readdirSync(portsDir).find((n) => n.endsWith(".ports"));
       if (f) {
         try {
-          const ports = JSON.parse(readFileSync(join(portsDir, f), "utf8")) as { nats: string[] };
-          return Number(new URL(ports.nats[0]!.replace(/^nats:/, "http:")).port);
+          const ports = JSON.parse(readFileSync(join(portsDir, f), "utf8")) as { nats?: string[] };
+          const url = ports.nats?.[0];
+          if (url !== undefined) return Number(new URL(url.replace(/^nats:/, "http:")).port);
         } catch {
           // written but not complete yet
         }

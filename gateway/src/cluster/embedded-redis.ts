@@ -33,12 +33,12 @@ export class EmbeddedRedis {
   }
 
   async start(): Promise<void> {
-    this.dir ??= mkdtempSync(join(tmpdir(), "fgw-embedded-redis-"));
+    const dir = (this.dir ??= mkdtempSync(join(tmpdir(), "fgw-embedded-redis-")));
     const fixed = this.port > 0;
     for (let attempt = 0; ; attempt++) {
       if (!fixed) this.port = await freePort();
       try {
-        await this.spawnOnce();
+        await this.spawnOnce(dir);
         break;
       } catch (e) {
         // Another process took the port between our probe and redis-server's bind: pick another.
@@ -48,9 +48,9 @@ export class EmbeddedRedis {
     this.opts.log.info({ url: this.url, redisPid: this.child?.pid }, "embedded redis-server ready");
   }
 
-  private async spawnOnce(): Promise<void> {
+  private async spawnOnce(dir: string): Promise<void> {
     const bin = this.opts.bin ?? "redis-server";
-    const args = ["--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", this.dir!, "--maxclients", "100000"];
+    const args = ["--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--maxclients", "100000"];
     const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
     this.child = child;
     let out = "";

@@ -3,7 +3,7 @@ import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { StreamWatch } from "../broker/jetstream/stream-watch.js";
 import { unknownSettings } from "../config/unknown-env.js";
 import { SECRET_ENV } from "../config/secrets.js";
-import { ensureStream } from "../broker/jetstream/stream.js";
+import { ensureStream, whileElecting } from "../broker/jetstream/stream.js";
 import { ensurePresenceBucket, presenceStream } from "../broker/jetstream/presence.js";
 import { formerNamesUsed, type Config } from "../config/config.js";
 import { sectionsOf, type PresenceSection, type StreamSection } from "../config/sections.js";
@@ -162,7 +162,7 @@ async function prepareStream(
   });
   try {
     const jsm = await jetstreamManager(nc);
-    await ensureStream(jsm, stream, log);
+    await whileElecting(`stream ${stream.name}`, log, () => ensureStream(jsm, stream, log));
     // Presence is one feature, not the gateway: a server without per-message TTL (before 2.11) refuses the
     // bucket, and everything else still works (presence requests then fail with broker_error). A failure
     // that may pass (a timeout while a fresh cluster elects leaders) is tried again first.

@@ -49,8 +49,8 @@ export function checkAuthConfig(c: Config): void {
     if (file && !existsSync(file)) throw new ConfigError(env, `invalid ${name(env, flag)}: ${file} does not exist`);
   }
   if (!!c.tlsCertFile !== !!c.tlsKeyFile) {
-    const missing = c.tlsCertFile ? ["TLS_KEY_FILE", "tls-key-file"] : ["TLS_CERT_FILE", "tls-cert-file"];
-    throw new ConfigError(missing[0]!, `invalid ${name(missing[0]!, missing[1]!)}: TLS needs both TLS_CERT_FILE and TLS_KEY_FILE`);
+    const [env, flag] = c.tlsCertFile ? (["TLS_KEY_FILE", "tls-key-file"] as const) : (["TLS_CERT_FILE", "tls-cert-file"] as const);
+    throw new ConfigError(env, `invalid ${name(env, flag)}: TLS needs both TLS_CERT_FILE and TLS_KEY_FILE`);
   }
   if (c.tlsCertFile && c.tlsPort !== 0 && c.tlsPort === c.port)
     throw new ConfigError("TLS_PORT", `invalid ${name("TLS_PORT", "tls-port")}: must differ from PORT (${c.port})`);
@@ -119,15 +119,17 @@ export function checkNatsSecurity(c: Config): void {
   for (const [env, flag, key] of set) {
     if (!existsSync(c[key])) throw new ConfigError(env, `invalid ${name(env, flag)}: ${c[key]} does not exist`);
   }
-  const ways = [
-    c.natsCredsFile && name("NATS_CREDS_FILE", "nats-creds-file"),
-    c.natsNkeySeedFile && name("NATS_NKEY_SEED_FILE", "nats-nkey-seed-file"),
-    (c.natsUser || c.natsPasswordFile) && name("NATS_USER", "nats-user"),
-    c.natsTokenFile && name("NATS_TOKEN_FILE", "nats-token-file"),
-  ].filter((w): w is string => !!w);
-  if (ways.length > 1) {
-    const env = ways[0]!.split(" ")[0]!;
-    throw new ConfigError(env, `invalid ${ways.join(" with ")}: give one way to authenticate to NATS`);
+  const ways = (
+    [
+      [c.natsCredsFile, "NATS_CREDS_FILE", "nats-creds-file"],
+      [c.natsNkeySeedFile, "NATS_NKEY_SEED_FILE", "nats-nkey-seed-file"],
+      [c.natsUser || c.natsPasswordFile, "NATS_USER", "nats-user"],
+      [c.natsTokenFile, "NATS_TOKEN_FILE", "nats-token-file"],
+    ] as const
+  ).filter(([given]) => !!given);
+  const [oneWay, another] = ways;
+  if (oneWay && another) {
+    throw new ConfigError(oneWay[1], `invalid ${ways.map(([, env, flag]) => name(env, flag)).join(" with ")}: give one way to authenticate to NATS`);
   }
   if (!!c.natsUser !== !!c.natsPasswordFile) {
     const [env, flag] = c.natsUser ? ["NATS_PASSWORD_FILE", "nats-password-file"] : ["NATS_USER", "nats-user"];

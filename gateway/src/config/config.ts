@@ -31,8 +31,9 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): ParsedCli {
 
   const options: Record<string, { type: "string" | "boolean" }> = { help: { type: "boolean" }, "config-table": { type: "boolean" } };
   for (const s of Object.values(SETTINGS) as Setting<unknown>[]) {
-    options[s.flag] = { type: s.boolean ? "boolean" : "string" };
-    if (s.formerly) options[s.formerly.flag] = options[s.flag]!;
+    const option = { type: s.boolean ? ("boolean" as const) : ("string" as const) };
+    options[s.flag] = option;
+    if (s.formerly) options[s.formerly.flag] = option;
   }
   let values: Record<string, string | boolean | undefined>;
   try {

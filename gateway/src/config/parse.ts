@@ -21,7 +21,9 @@ export function parseDuration(raw: string): number {
     if (value === 0) return 0;
     throw new Error(`"${raw}" needs a unit (ms, s, m, h or d)`);
   }
-  return Math.round(value * DURATION_UNITS[unit]!);
+  const mult = DURATION_UNITS[unit];
+  if (mult === undefined) throw new Error(`"${raw}" has an unknown unit (ms, s, m, h or d)`);
+  return Math.round(value * mult);
 }
 
 /** "65536", "64KiB", "1MiB", "1GB", or "-1" (unlimited). Returns bytes. */
@@ -29,7 +31,7 @@ export function parseBytes(raw: string): number {
   const t = raw.trim();
   if (t === "-1") return -1;
   const m = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(t);
-  const mult = m ? BYTE_UNITS[m[2]!.toLowerCase()] : undefined;
+  const mult = m ? BYTE_UNITS[(m[2] ?? "").toLowerCase()] : undefined;
   if (!m || mult === undefined) throw new Error(`"${raw}" is not a size (use e.g. 65536, 64KiB, 1MiB, or -1)`);
   return Math.round(Number(m[1]) * mult);
 }

@@ -6,9 +6,10 @@ export type UnknownSetting = { variable: string; didYouMean?: string };
 const NAMES: readonly string[] = (Object.values(SETTINGS) as Setting<unknown>[]).flatMap((s) => (s.formerly ? [s.env, s.formerly.env] : [s.env]));
 const KNOWN = new Set(NAMES);
 /** Prefixes two or more settings share (JWT_, STREAM_, HOOK_, NATS_, …): a variable with one is meant as a setting. */
+const prefixOf = (name: string): string => name.slice(0, name.indexOf("_"));
 const PREFIXES: ReadonlySet<string> = (() => {
   const count = new Map<string, number>();
-  for (const n of NAMES) if (n.includes("_")) count.set(n.split("_")[0]!, (count.get(n.split("_")[0]!) ?? 0) + 1);
+  for (const n of NAMES) if (n.includes("_")) count.set(prefixOf(n), (count.get(prefixOf(n)) ?? 0) + 1);
   return new Set([...count].filter(([, c]) => c >= 2).map(([p]) => p));
 })();
 
@@ -24,7 +25,7 @@ export function unknownSettings(env: Readonly<Record<string, string | undefined>
     if (KNOWN.has(variable) || variable.startsWith("FGW_") || !/^[A-Z][A-Z0-9_]*$/.test(variable)) continue;
     if (isServiceLink(variable, env[variable])) continue;
     const nearest = closest(variable);
-    const prefixed = variable.includes("_") && PREFIXES.has(variable.split("_")[0]!);
+    const prefixed = variable.includes("_") && PREFIXES.has(prefixOf(variable));
     if (!prefixed && !(nearest && nearest.distance <= 2 && nearest.name.length >= 8)) continue;
     // A setting that extends the name (JWT_PUBLIC_KEY → JWT_PUBLIC_KEY_FILE) is the likelier meaning.
     const longer = NAMES.find((n) => n.startsWith(`${variable}_`));
@@ -55,11 +56,20 @@ function closest(v: string): { name: string; distance: number } | undefined {
 
 /** Levenshtein distance (insertions, deletions, substitutions). */
 export function distance(a: string, b: string): number {
+  // One row of the table at a time; `left` is the cell just computed, `diag` the one above it to the left.
   let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  let last = b.length;
   for (let i = 1; i <= a.length; i++) {
-    const cur = [i];
-    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    let left = i;
+    let diag = i - 1;
+    const cur = [left];
+    for (const [k, up] of prev.slice(1).entries()) {
+      left = Math.min(up + 1, left + 1, diag + (a[i - 1] === b[k] ? 0 : 1));
+      diag = up;
+      cur.push(left);
+    }
     prev = cur;
+    last = left;
   }
-  return prev[b.length]!;
+  return last;
 }

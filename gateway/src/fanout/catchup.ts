@@ -136,7 +136,9 @@ export class CatchUp implements HandoffPort<Buffer>, LiveListener {
           stop = "full";
           return;
         }
-        if (s.send(items[i]!.frame, items[i]!.seq) === 2) {
+        const item = items[i];
+        if (item === undefined) break;
+        if (s.send(item.frame, item.seq) === 2) {
           stop = "dropped";
           return;
         }
@@ -172,7 +174,7 @@ export class CatchUp implements HandoffPort<Buffer>, LiveListener {
         n++;
       }
       s.joinTopic(this.feed.topic);
-      const last = n > 0 ? held[n - 1]!.seq : this.h.lastSent;
+      const last = held[n - 1]?.seq ?? this.h.lastSent;
       s.send(`{"op":"live","sub":${JSON.stringify(this.pattern)},"seq":${last}}`);
     });
     return { n, stop };

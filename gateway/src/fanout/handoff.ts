@@ -148,7 +148,7 @@ export class Handoff<F> {
     this.pages++;
     this.page_ = p;
     this.pos = firstAfter(p.items, this.lastSent_);
-    this.pump();
+    this.pump(p);
   }
 
   fetchFailed(from: number, error: unknown): void {
@@ -159,7 +159,7 @@ export class Handoff<F> {
   /** The socket drained. */
   resume(): void {
     if (this.st !== "draining") return;
-    if (this.page_) this.pump();
+    if (this.page_) this.pump(this.page_);
     else this.next();
   }
 
@@ -176,8 +176,7 @@ export class Handoff<F> {
     this.finish("cancelled");
   }
 
-  private pump(): void {
-    const p = this.page_!;
+  private pump(p: HandoffPage<F>): void {
     this.st = "writing";
     // Items past the feed's position are the feed's to deliver (see the class comment).
     const end = firstAfter(p.items, this.feedPos);
@@ -186,7 +185,7 @@ export class Handoff<F> {
       const r = this.port.write(items, this.pos);
       if (r.n > 0) {
         this.pos += r.n;
-        this.lastSent_ = p.items[this.pos - 1]!.seq;
+        this.lastSent_ = p.items[this.pos - 1]?.seq ?? this.lastSent_;
       }
       if (this.done) return; // the port ended it (e.g. the socket closed)
       if (r.stop === "dropped") return this.suspend();
@@ -216,7 +215,7 @@ export class Handoff<F> {
   private join(): void {
     const held = this.held.filter((h) => h.seq > this.lastSent_);
     const r = this.port.join(held);
-    if (r.n > 0) this.lastSent_ = held[r.n - 1]!.seq;
+    this.lastSent_ = held[r.n - 1]?.seq ?? this.lastSent_;
     if (this.done) return;
     if (r.stop === "dropped" || r.n < held.length) return this.suspend();
     const covered = this.covered;
@@ -243,7 +242,7 @@ function firstAfter<F>(items: readonly HandoffItem<F>[], after: number): number 
   let hi = items.length;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
-    if (items[mid]!.seq <= after) lo = mid + 1;
+    if ((items[mid]?.seq ?? Infinity) <= after) lo = mid + 1;
     else hi = mid;
   }
   return lo;

@@ -131,7 +131,8 @@ export class ReplayCache implements PageSource {
     const frames = buildFrames(pattern, stored.messages);
     let bytes = 64;
     const items: HandoffItem<Buffer>[] = stored.messages.map((m, i) => {
-      const frame = frames[i]!;
+      const frame = frames[i];
+      if (frame === undefined) throw new Error(`${pattern}: ${frames.length} frames for ${stored.messages.length} messages`);
       bytes += frame.length + 48;
       return { seq: m.seq, frame };
     });

@@ -103,7 +103,8 @@ export class StreamSweep {
       } else {
         byChannel ??= groupByChannel(page.messages);
         own = byChannel.get(w.pattern) ?? [];
-        if (own.length > 0 && own[0]!.seq < w.from) own = own.filter((m) => m.seq >= w.from);
+        const first = own[0];
+        if (first !== undefined && first.seq < w.from) own = own.filter((m) => m.seq >= w.from);
       }
       w.resolve({ messages: own, coverEnd: page.coverEnd });
     }

@@ -45,11 +45,11 @@ export async function history(ctx: HistoryContext, res: HttpResponse, st: ResSta
 
 async function answer(ctx: HistoryContext, res: HttpResponse, st: ResState, path: string, query: string): Promise<void> {
   const { broker } = ctx;
-  const m = /^\/v1\/channels\/([^/]+)\/messages$/.exec(path);
-  if (!m) return sendJson(res, st, 404, { error: "not_found", message: "use /v1/channels/{channel}/messages" });
+  const encoded = /^\/v1\/channels\/([^/]+)\/messages$/.exec(path)?.[1];
+  if (encoded === undefined) return sendJson(res, st, 404, { error: "not_found", message: "use /v1/channels/{channel}/messages" });
   let channel: string;
   try {
-    channel = decodeURIComponent(m[1]!);
+    channel = decodeURIComponent(encoded);
   } catch {
     return sendJson(res, st, 400, { error: ErrorCode.BadChannel, message: "channel is not valid percent-encoding" });
   }

@@ -196,9 +196,9 @@ async function batchPublish(ctx: HttpContext, res: HttpResponse, st: ResState, n
 
 /** The channel (or pattern) of a history path, when it is a valid one (history() answers the malformed ones). */
 function historyChannel(path: string): string | undefined {
-  const m = /^\/v1\/channels\/([^/]+)\/messages$/.exec(path);
+  const encoded = /^\/v1\/channels\/([^/]+)\/messages$/.exec(path)?.[1];
   try {
-    const channel = m ? decodeURIComponent(m[1]!) : undefined;
+    const channel = encoded !== undefined ? decodeURIComponent(encoded) : undefined;
     // A pattern is checked too (last-value reads take one): the sub right must cover all of it.
     return channel !== undefined && checkPattern(channel).ok ? channel : undefined;
   } catch {

@@ -9,8 +9,8 @@ export class OriginPolicy {
 
   constructor(allowed: readonly string[]) {
     for (const o of allowed) {
-      const m = /^(https?):\/\/\*(\.[^:]+)(:\d+)?$/i.exec(o);
-      if (m) this.suffixes.push({ scheme: m[1]!.toLowerCase(), suffix: m[2]!.toLowerCase(), port: m[3] ?? "" });
+      const [, scheme, suffix, port = ""] = /^(https?):\/\/\*(\.[^:]+)(:\d+)?$/i.exec(o) ?? [];
+      if (scheme !== undefined && suffix !== undefined) this.suffixes.push({ scheme: scheme.toLowerCase(), suffix: suffix.toLowerCase(), port });
       else this.exact.add(o.toLowerCase());
     }
   }
@@ -23,8 +23,8 @@ export class OriginPolicy {
     if (this.open || origin === "") return true;
     const o = origin.toLowerCase();
     if (this.exact.has(o)) return true;
-    const m = /^(https?):\/\/([^/:]+)(:\d+)?$/.exec(o);
-    if (!m) return false;
-    return this.suffixes.some((s) => s.scheme === m[1] && (m[3] ?? "") === s.port && m[2]!.endsWith(s.suffix) && m[2]!.length > s.suffix.length);
+    const [, scheme, host, port = ""] = /^(https?):\/\/([^/:]+)(:\d+)?$/.exec(o) ?? [];
+    if (scheme === undefined || host === undefined) return false;
+    return this.suffixes.some((s) => s.scheme === scheme && port === s.port && host.endsWith(s.suffix) && host.length > s.suffix.length);
   }
 }

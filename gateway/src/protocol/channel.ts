@@ -19,8 +19,7 @@ function check(name: unknown, allowWildcards: boolean): ChannelCheck {
   if (!name.isWellFormed()) return { ok: false, reason: "channel is not well-formed Unicode (a lone surrogate)" };
   const tokens = name.split(".");
   if (tokens.length > MAX_CHANNEL_TOKENS) return { ok: false, reason: `channel has more than ${MAX_CHANNEL_TOKENS} tokens` };
-  for (let i = 0; i < tokens.length; i++) {
-    const t = tokens[i]!;
+  for (const [i, t] of tokens.entries()) {
     if (t.length === 0) return { ok: false, reason: "channel has an empty token" };
     if (t === "*" || t === ">") {
       if (!allowWildcards) return { ok: false, reason: "wildcards are not allowed here" };
@@ -43,11 +42,11 @@ export const isWildcard = (pattern: string): boolean => pattern.split(".").some(
 export function matches(pattern: string, channel: string): boolean {
   const p = pattern.split(".");
   const c = channel.split(".");
-  for (let i = 0; i < p.length; i++) {
-    const t = p[i]!;
+  for (const [i, t] of p.entries()) {
     if (t === ">") return c.length > i;
-    if (i >= c.length) return false;
-    if (t !== "*" && t !== c[i]) return false;
+    const token = c[i];
+    if (token === undefined) return false;
+    if (t !== "*" && t !== token) return false;
   }
   return p.length === c.length;
 }

@@ -98,7 +98,7 @@ function parseSub(o: Record<string, unknown>, id: Id | undefined): ParseResult {
   if (o.from !== undefined) {
     const from = parseFrom(o.from);
     if (typeof from === "string" && from !== "all" && from !== "last_per_subject") return fail(ErrorCode.BadRequest, from, id);
-    frame.from = from as StartPosition;
+    frame.from = from;
   }
   if (o.durable !== undefined) {
     if (typeof o.durable !== "string" || !DURABLE.test(o.durable)) return fail(ErrorCode.BadRequest, "durable must be 1-64 letters, digits, _ or -", id);

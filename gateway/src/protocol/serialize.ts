@@ -69,8 +69,7 @@ export function buildFrames(pattern: string, messages: readonly { channel: strin
   const b = Buffer.allocUnsafe(size);
   const out: Buffer[] = new Array(messages.length);
   let o = 0;
-  for (let i = 0; i < messages.length; i++) {
-    const m = messages[i]!;
+  for (const [i, m] of messages.entries()) {
     const end = writeMsgFrame(b, o, prefixOf(m.channel), m.seq, m.ts, m.payload);
     if (end < 0) {
       out[i] = msgFrame({ channel: m.channel, pattern, seq: m.seq, ts: m.ts }, m.payload);
@@ -144,9 +143,9 @@ function writeUint(b: Buffer, o: number, v: number): number {
  * `}` without being JSON, or hold bytes that are not UTF-8, and either would make the frame invalid.
  */
 export function isJsonPayload(p: Uint8Array): boolean {
-  if (p.length === 0) return false;
-  const first = p[0]!;
-  const last = p[p.length - 1]!;
+  const first = p[0];
+  const last = p[p.length - 1];
+  if (first === undefined || last === undefined) return false;
   const shaped = first === 0x7b ? last === 0x7d : first === 0x5b ? last === 0x5d : first === 0x22 ? last === 0x22 && p.length > 1 : p.length <= 32;
   return shaped && isJsonBytes(p);
 }

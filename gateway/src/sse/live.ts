@@ -40,7 +40,7 @@ class Group implements LiveListener {
     this.seqs = [];
     this.events = [];
     if (seqs.length === 0 || this.streams.size === 0) return;
-    const joined = events.length === 1 ? events[0]! : Buffer.concat(events);
+    const joined = (events.length === 1 ? events[0] : undefined) ?? Buffer.concat(events);
     this.metrics.framesDelivered.inc(this.streams.size * seqs.length);
     for (const s of this.streams) s.onEvents(seqs, events, joined);
   }

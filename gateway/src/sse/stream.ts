@@ -132,23 +132,27 @@ export class SseStream implements FanoutSocket, SseReceiver {
     if (this.phase !== "live" || this.epochMoved()) return;
     const held = this.joinHeld;
     this.joinHeld = undefined; // only the batch under way at the join can hold what the join wrote
+    const first = seqs[0];
+    const last = seqs.at(-1);
+    if (first === undefined || last === undefined) return;
     let r = 0;
     this.res.cork(() => {
-      if (seqs[0]! > this.lastSent && ascending(seqs)) {
+      if (first > this.lastSent && ascending(seqs)) {
         r = this.write(joined);
-        if (r !== 2) this.lastSent = seqs[seqs.length - 1]!;
+        if (r !== 2) this.lastSent = last;
         return;
       }
-      for (let i = 0; i < seqs.length; i++) {
-        const seq = seqs[i]!;
+      for (const [i, seq] of seqs.entries()) {
+        const event = events[i];
+        if (event === undefined) continue;
         if (seq > this.lastSent) {
-          r = this.write(events[i]!);
+          r = this.write(event);
           if (r === 2) return;
           this.lastSent = seq;
         } else if (seq > this.covered && !held?.has(seq)) {
           // Repaired late by the live feed (older than messages sent since): never written here, so it is
           // now; its id keeps the position, so a reconnect neither loses nor repeats anything.
-          r = this.write(this.epoch === undefined ? events[i]! : withEventId(events[i]!, this.epoch, this.lastSent));
+          r = this.write(this.epoch === undefined ? event : withEventId(event, this.epoch, this.lastSent));
           if (r === 2) return;
         }
         // Otherwise written by the catch-up (its pages, or the join).
@@ -239,8 +243,7 @@ export class SseStream implements FanoutSocket, SseReceiver {
   /** Ended with events queued: writes them, then ends the response. */
   private flushAndEnd(): void {
     this.res.cork(() => {
-      while (this.head < this.queue.length && !this.blocked) {
-        const c = this.queue[this.head]!;
+      for (let c = this.queue[this.head]; c !== undefined && !this.blocked; c = this.queue[this.head]) {
         this.queue[this.head++] = "";
         if (!this.res.write(c)) this.blocked = true;
       }
@@ -254,8 +257,7 @@ export class SseStream implements FanoutSocket, SseReceiver {
 
   private flush(): void {
     this.res.cork(() => {
-      while (this.head < this.queue.length && !this.blocked) {
-        const c = this.queue[this.head]!;
+      for (let c = this.queue[this.head]; c !== undefined && !this.blocked; c = this.queue[this.head]) {
         this.queue[this.head++] = "";
         this.queued -= c.length;
         if (!this.res.write(c)) this.blocked = true;
@@ -354,6 +356,10 @@ export class SseStream implements FanoutSocket, SseReceiver {
 
 /** True when every seq is larger than the one before (a batch without a late repair in it). */
 function ascending(seqs: readonly number[]): boolean {
-  for (let i = 1; i < seqs.length; i++) if (seqs[i]! <= seqs[i - 1]!) return false;
+  let prev = -Infinity;
+  for (const s of seqs) {
+    if (s <= prev) return false;
+    prev = s;
+  }
   return true;
 }

@@ -112,12 +112,18 @@ function startRequest(from: NonNullable<SubFrame["from"]>): StartRequest {
 
 /** `from:"last_per_subject"`: the newest message of each channel up to `upTo`; false when the subscription ended. */
 async function sendSnapshot(ctx: HandlerContext, ws: Socket, sub: SubState, upTo: number): Promise<boolean> {
-  const replay = ctx.broker.replay!;
+  const replay = ctx.broker.replay;
+  const lastPerSubject = replay?.lastPerSubject?.bind(replay);
+  if (!lastPerSubject) {
+    ctx.subs.end(ws, sub);
+    replyErr(ctx, ws, undefined, ErrorCode.UnsupportedByBroker, `the ${ctx.broker.kind} broker cannot read the last value of each channel`);
+    return false;
+  }
   const ended = () => ws.getUserData().closed || sub.phase === "ended";
   try {
     const r = await sendLastValues(
       fanoutSocket(ws),
-      replay as Required<typeof replay>,
+      { lastPerSubject },
       sub.pattern,
       upTo,
       ctx.config.backpressure.bytes >> 2,

@@ -14,7 +14,8 @@ export function createTlsApp(c: Pick<ServerSection, "tlsCertFile" | "tlsKeyFile"
  * listener a message is published on both and the receivers of both are counted.
  */
 export function topicsOf(apps: TemplatedApp[]): TopicPublisher {
-  if (apps.length === 1) return apps[0]!;
+  const [only] = apps;
+  if (only !== undefined && apps.length === 1) return only;
   return {
     publish: (topic, message, isBinary, compress) => {
       let any = false;

@@ -28,6 +28,8 @@ export type GatewayHandle = {
 };
 
 export type GatewayOptions = {
+  /** How long to wait for "gateway ready" (30 s; longer where NATS may be electing leaders). */
+  readyTimeoutMs?: number;
   natsUrl?: string | string[];
   workers?: number;
   args?: string[];
@@ -98,7 +100,7 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<GatewayHa
         if (child.exitCode !== null) throw new Error(`gateway exited ${child.exitCode}: ${stderr}\n${JSON.stringify(logs.slice(-5))}`);
         return logs.find((l) => l.msg === "gateway ready");
       },
-      { timeoutMs: 30_000, what: "gateway ready" },
+      { timeoutMs: opts.readyTimeoutMs ?? 30_000, what: "gateway ready" },
     );
   } catch (e) {
     // A gateway that never became ready is not left running after the test (it would outlive the run).

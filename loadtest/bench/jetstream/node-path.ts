@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { ROOT } from "../common.js";
 import type { FromNodeClient, NodeJob, NodeResult } from "./node-client.js";
 import type { PubResult } from "../../../pubtools/src/master.js";
-import { LatencyStats } from "../../../subtools/src/stats.js";
+import { LatencyStats } from "../../../subtools/src/shared/mod.js";
 
 const NODE_CLIENT = fileURLToPath(new URL("./node-client.js", import.meta.url));
 const PUB_CLUSTER = resolve(ROOT, "pubtools/pub-cluster.js");

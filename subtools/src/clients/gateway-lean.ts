@@ -23,7 +23,10 @@ export class GatewayLeanClient extends LeanClient {
   message(opcode: Opcode, buf: Buffer, s: number, e: number, recvUs: number): void {
     if (opcode !== Opcode.Text) { this.setup.rx.badFrames++; return; }
     const kind = this.setup.rx.gatewayBytes(this.state, buf, s, e, recvUs);
-    if (kind === 1) this.subs.seenBytes(buf, bs.subStart, bs.subEnd, bs.seq);
+    if (kind === 1) {
+      if (bs.subStr !== null) this.subs.seen(bs.subStr, bs.seq);
+      else this.subs.seenBytes(buf, bs.subStart, bs.subEnd, bs.seq);
+    }
     else if (kind === 0) {
       const r = this.subs.control(buf.toString("utf8", s, e));
       if (r === "subscribed") this.markSubscribed();

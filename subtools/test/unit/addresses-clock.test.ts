@@ -2,9 +2,8 @@
 // merge, and the Socket.IO / centrifuge frame readers.
 import { describe, expect, it } from "vitest";
 import { addressOf, planAddresses } from "../../src/addresses.js";
-import { estimateOffset, publisherHost } from "../../src/clock.js";
+import { estimateOffset, LatencyStats, publisherHost } from "../../src/shared/mod.js";
 import { emptyCounts, mergeResults, ClockMixError, type SubResult, type ClockSection } from "../../src/result.js";
-import { LatencyStats } from "../../src/stats.js";
 import { ClientState, Receiver } from "../../src/receiver.js";
 import { hostname } from "node:os";
 import { bs, scanCentrifugeLine, scanGatewayBytes, scanSocketIoBytes } from "../../src/scan-bytes.js";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { scanned, scanGatewayFrame, scanPayload } from "../../src/frame.js";
-import { dataPayload, endPayload } from "../../../pubtools/src/payload.js";
+import { dataPayload, endPayload } from "../../src/shared/mod.js";
 
 describe("frame — cheap payload reading", () => {
   it("frame — a padded data payload has the requested size and reads back", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { LatencyStats } from "../../src/stats.js";
+import { LatencyStats } from "../../src/shared/mod.js";
 import { emptyCounts, mergeResults, type SubResult } from "../../src/result.js";
 import { reportLines, TAG } from "../../src/report.js";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { LatencyStats } from "../../src/stats.js";
+import { LatencyStats } from "../../src/shared/mod.js";
 
 function statsOf(values: number[]): LatencyStats {
   const s = new LatencyStats();

@@ -107,8 +107,9 @@ function fixedLayout(b: Uint8Array, start: number, end: number): JsHeaders | und
   for (i = s; i < end && b[i] !== 0x0d; i++);
   const subject = subjectOf(b, s, i);
   if (!sep(b, i, 0x53, 0x65, 15)) return undefined; // \r\nNats-Sequence:
-  let seq = 0;
-  for (i += 17; i < end && b[i] !== 0x0d; i++) seq = seq * 10 + (b[i]! - 48);
+  s = i + 17;
+  for (i = s; i < end && b[i] !== 0x0d; i++);
+  const seq = uint(b, s, i);
   if (!sep(b, i, 0x54, 0x69, 17)) return undefined; // \r\nNats-Time-Stamp:
   s = i + 19;
   for (i = s; i < end && b[i] !== 0x0d; i++);
@@ -116,11 +117,14 @@ function fixedLayout(b: Uint8Array, start: number, end: number): JsHeaders | und
   let pending = 0;
   if (sep(b, i, 0x4e, 0x75, 18)) {
     // \r\nNats-Num-Pending:
-    for (i += 20; i < end && b[i] !== 0x0d; i++) pending = pending * 10 + (b[i]! - 48);
+    s = i + 20;
+    for (i = s; i < end && b[i] !== 0x0d; i++);
+    pending = uint(b, s, i);
   }
   if (!sep(b, i, 0x4c, 0x61, 20)) return undefined; // \r\nNats-Last-Sequence:
-  let last = 0;
-  for (i += 22; i < end && b[i] !== 0x0d; i++) last = last * 10 + (b[i]! - 48);
+  s = i + 22;
+  for (i = s; i < end && b[i] !== 0x0d; i++);
+  const last = uint(b, s, i);
   if (b[i + 2] !== 0x0d) return undefined; // more headers follow: not the fixed layout
   return { code: 0, subject, seq, ts, pending, last, description: "" };
 }
@@ -137,7 +141,7 @@ function generalLayout(b: Uint8Array, start: number, end: number): JsHeaders {
   let i = start + 8;
   if (b[i] === 0x20) {
     i++;
-    for (let c = b[i]!; c >= 48 && c <= 57; c = b[++i]!) code = code * 10 + (c - 48);
+    for (let c = b[i]; c !== undefined && c >= 48 && c <= 57; c = b[++i]) code = code * 10 + (c - 48);
   }
   const d0 = b[i] === 0x20 ? i + 1 : i;
   // Plain loops: Buffer#indexOf costs more than scanning these short lines.
@@ -179,9 +183,14 @@ function same(b: Uint8Array, at: number, k: Uint8Array): boolean {
   return true;
 }
 
+/** The decimal number in b[s, e); a byte that is not a digit (or the buffer's end) ends it. */
 function uint(b: Uint8Array, s: number, e: number): number {
   let v = 0;
-  for (let i = s; i < e; i++) v = v * 10 + (b[i]! - 48);
+  for (let i = s; i < e; i++) {
+    const c = b[i];
+    if (c === undefined || c < 48 || c > 57) break;
+    v = v * 10 + (c - 48);
+  }
   return v;
 }
 
@@ -198,8 +207,6 @@ function subjectOf(b: Uint8Array, s: number, e: number): string {
   return lastSubject;
 }
 
-const d = (b: Uint8Array, i: number): number => b[i]! - 48;
-
 /** `2026-11-22T18:02:18.478069664Z` (UTC, as nats-server writes it) → ms with µs precision. */
 export function parseTimestampBytes(b: Uint8Array, s: number, e: number): number {
   if (e - s < 20 || (b[s + 19] !== 0x2e && b[s + 19] !== 0x5a)) return parseTimestampText(Buffer.from(b.buffer, b.byteOffset + s, e - s).toString("latin1"));
@@ -211,8 +218,8 @@ export function parseTimestampBytes(b: Uint8Array, s: number, e: number): number
   let digits = 0;
   if (b[s + 19] === 0x2e) {
     for (let i = s + 20; digits < 6 && i < e; i++, digits++) {
-      const c = b[i]!;
-      if (c < 48 || c > 57) break;
+      const c = b[i];
+      if (c === undefined || c < 48 || c > 57) break;
       us = us * 10 + (c - 48);
     }
   }
@@ -226,12 +233,12 @@ let lastSecondMs = 0;
 function secondOf(b: Uint8Array, s: number): number {
   lastSecond.set(b.subarray(s, s + 19));
   lastSecondMs = Date.UTC(
-    d(b, s) * 1000 + d(b, s + 1) * 100 + d(b, s + 2) * 10 + d(b, s + 3),
-    d(b, s + 5) * 10 + d(b, s + 6) - 1,
-    d(b, s + 8) * 10 + d(b, s + 9),
-    d(b, s + 11) * 10 + d(b, s + 12),
-    d(b, s + 14) * 10 + d(b, s + 15),
-    d(b, s + 17) * 10 + d(b, s + 18),
+    uint(b, s, s + 4),
+    uint(b, s + 5, s + 7) - 1,
+    uint(b, s + 8, s + 10),
+    uint(b, s + 11, s + 13),
+    uint(b, s + 14, s + 16),
+    uint(b, s + 17, s + 19),
   );
   return lastSecondMs;
 }

@@ -171,7 +171,7 @@ export class CoreLiveFeed implements LiveFeed {
       return;
     }
     // Too much held: drop it and read it from the stream instead (with everything after it).
-    const from = this.hold[0]!.seq;
+    const from = this.hold[0]?.seq ?? p.seq; // a hold limit of 0 holds nothing: read from this message
     this.hold = [];
     this.deps.onRepair?.("overflow");
     this.repair(this.subject, from);
@@ -203,7 +203,7 @@ export class CoreLiveFeed implements LiveFeed {
   private async runRepairs(): Promise<void> {
     this.repairing = true;
     try {
-      while (this.repairs.length > 0 && !this.stopped) await this.read(this.repairs.shift()!);
+      for (let r = this.repairs.shift(); r !== undefined && !this.stopped; r = this.repairs.shift()) await this.read(r);
     } finally {
       this.repairing = false;
     }
@@ -225,8 +225,9 @@ export class CoreLiveFeed implements LiveFeed {
         continue;
       }
       for (const m of batch.messages) if (this.seqr.fresh(m.subject, m.seq)) this.deliver(m);
-      if (batch.pending === 0 || batch.messages.length === 0) return;
-      from = batch.messages.at(-1)!.seq + 1;
+      const last = batch.messages.at(-1);
+      if (batch.pending === 0 || last === undefined) return;
+      from = last.seq + 1;
     }
   }
 
@@ -235,12 +236,12 @@ export class CoreLiveFeed implements LiveFeed {
     this.holding = false;
     const held = this.hold;
     this.hold = [];
-    for (let i = 0; i < held.length; i++) {
+    for (const [i, p] of held.entries()) {
       if (this.holding) {
-        for (let j = i; j < held.length; j++) this.holdMsg(held[j]!);
+        for (const rest of held.slice(i)) this.holdMsg(rest);
         return;
       }
-      this.process(held[i]!);
+      this.process(p);
     }
   }
 
@@ -278,7 +279,10 @@ export class PositionMarks {
   /** The position at time `when`: the newest mark at or before it (the oldest kept when all are later). */
   at(when: number): number {
     let found = this.p[0] ?? Infinity;
-    for (let i = 0; i < this.t.length && this.t[i]! <= when; i++) found = this.p[i]!;
+    for (const [i, t] of this.t.entries()) {
+      if (t > when) break;
+      found = this.p[i] ?? found;
+    }
     return found;
   }
 

@@ -1,3 +1,4 @@
+import { whileElecting } from "./stream.js";
 import { headers, nanos, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
 import type { JetStreamClient, JetStreamManager, StreamConfig } from "@nats-io/jetstream";
 import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType } from "@nats-io/jetstream";
@@ -63,17 +64,7 @@ export async function ensurePresenceBucket(
   attempts = 6,
   baseDelayMs = 500,
 ): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await ensurePresenceBucketOnce(jsm, s, log);
-    } catch (e) {
-      const refused = e instanceof JetStreamApiError && e.status >= 400 && e.status < 500;
-      if (refused || attempt >= attempts) throw e;
-      const retryInMs = baseDelayMs * 2 ** (attempt - 1);
-      log.warn({ err: e, bucket: s.bucket, attempt, retryInMs }, "presence bucket not created yet; retrying");
-      await new Promise((r) => setTimeout(r, retryInMs));
-    }
-  }
+  return whileElecting(`presence bucket ${s.bucket}`, log, () => ensurePresenceBucketOnce(jsm, s, log), attempts, baseDelayMs);
 }
 
 async function ensurePresenceBucketOnce(jsm: JetStreamManager, s: Pick<PresenceSettings, "bucket" | "replicas" | "storage">, log: Logger): Promise<void> {
@@ -141,9 +132,9 @@ export class JetStreamPresence implements PresenceApi {
   }
 
   async refresh(entries: readonly { channel: string; member: PresenceMember }[]): Promise<void> {
-    if (entries.length === 0) return;
     const [first, ...rest] = entries;
-    await this.put(first!.channel, first!.member);
+    if (first === undefined) return;
+    await this.put(first.channel, first.member);
     for (const e of rest) this.nc.publish(this.subject(e.channel, e.member.client), JSON.stringify(e.member), { headers: this.ttlHeaders });
     await this.nc.flush();
   }
@@ -165,8 +156,9 @@ export class JetStreamPresence implements PresenceApi {
         const r = recordOf(m.subject, m.seq, m.payload);
         if (r) out.push(r);
       }
-      if (b.pending === 0 || b.messages.length === 0) return out;
-      seq = b.messages[b.messages.length - 1]!.seq + 1;
+      const last = b.messages.at(-1);
+      if (b.pending === 0 || last === undefined) return out;
+      seq = last.seq + 1;
     }
   }
 

@@ -42,8 +42,11 @@ export class JsPublisher {
       this.pending.set(token, { resolve, reject, deadline: Date.now() + this.timeoutMs });
       this.sweeper ??= setInterval(() => this.sweep(), SWEEP_MS).unref();
       try {
-        const h = msgId === undefined ? undefined : headers();
-        h?.set("Nats-Msg-Id", msgId!);
+        let h: ReturnType<typeof headers> | undefined;
+        if (msgId !== undefined) {
+          h = headers();
+          h.set("Nats-Msg-Id", msgId);
+        }
         this.nc.publish(subject, payload, h ? { reply: `${this.prefix}.${token}`, headers: h } : { reply: `${this.prefix}.${token}` });
       } catch (e) {
         this.pending.delete(token);

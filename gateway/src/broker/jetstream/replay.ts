@@ -168,8 +168,9 @@ export class JetStreamReplay implements ReplayApi {
         out.push(m);
         bytes += m.payload.byteLength;
       }
-      if (b.pending === 0 || b.messages.length === 0) break;
-      from = b.messages.at(-1)!.seq + 1;
+      const last = b.messages.at(-1);
+      if (b.pending === 0 || last === undefined) break;
+      from = last.seq + 1;
     }
     return { messages: out, more: false };
   }
@@ -211,8 +212,9 @@ export class JetStreamReplay implements ReplayApi {
       const b = await this.direct.multiLast({ subjects, upTo, seq, batch: subjects.length - got, maxBytes: PAGE_BYTES });
       got += b.messages.length;
       for (const m of b.messages) if (seqOf.get(m.subject) === m.seq) out.push(m);
-      if (b.messages.length === 0 || b.pending === 0) break;
-      seq = b.messages.at(-1)!.seq + 1;
+      const last = b.messages.at(-1);
+      if (last === undefined || b.pending === 0) break;
+      seq = last.seq + 1;
     }
     return out;
   }
@@ -264,15 +266,17 @@ export function pageOf<M extends { seq: number }>(
   let hi = all.length;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
-    if (all[mid]!.seq <= after) lo = mid + 1;
+    if ((all[mid]?.seq ?? Infinity) <= after) lo = mid + 1;
     else hi = mid;
   }
   const messages: M[] = [];
   let bytes = 0;
   for (let i = lo; i < all.length && messages.length < maxMessages; i++) {
-    const size = sizeOf(all[i]!);
+    const m = all[i];
+    if (m === undefined) break;
+    const size = sizeOf(m);
     if (messages.length > 0 && bytes + size > maxBytes) break;
-    messages.push(all[i]!);
+    messages.push(m);
     bytes += size;
   }
   return { messages, more: lo + messages.length < all.length };

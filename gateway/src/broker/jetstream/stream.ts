@@ -59,6 +59,25 @@ export function diffStream(existing: StreamConfig, wanted: Partial<StreamConfig>
  * Creates the stream, or checks an existing one. A differing stream is updated only with `--update-stream`;
  * otherwise the difference is logged and startup fails with ERR_STREAM_MISMATCH.
  */
+/**
+ * Runs a stream set-up step again while the failure may pass — a request timing out or JetStream answering
+ * 5xx while the cluster elects a stream or meta leader (a gateway started during a NATS node's restart) —
+ * with doubling delays up to 5 s, `attempts` times in all. A refusal (4xx) or a config mismatch is final.
+ */
+export async function whileElecting<T>(what: string, log: Logger, step: () => Promise<T>, attempts = 8, baseDelayMs = 500): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await step();
+    } catch (e) {
+      const final = e instanceof ProcessError || (e instanceof JetStreamApiError && e.status >= 400 && e.status < 500);
+      if (final || attempt >= attempts) throw e;
+      const retryInMs = Math.min(baseDelayMs * 2 ** (attempt - 1), 5_000);
+      log.warn({ err: e, what, attempt, retryInMs }, `${what}: JetStream did not answer (a leader election?); retrying`);
+      await new Promise((r) => setTimeout(r, retryInMs));
+    }
+  }
+}
+
 export async function ensureStream(jsm: JetStreamManager, c: StreamSection, log: Logger): Promise<StreamInfo> {
   const wanted = desiredStream(c);
   let info: StreamInfo | undefined;

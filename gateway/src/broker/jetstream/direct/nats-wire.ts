@@ -76,7 +76,7 @@ export class WireReader {
         if (len - pos > MAX_CONTROL_LINE) throw new WireProtocolError(`control line longer than ${MAX_CONTROL_LINE} bytes`);
         return pos;
       }
-      const c = b[pos]! | 0x20; // ops are case-insensitive
+      const c = b.readUInt8(pos) | 0x20; // ops are case-insensitive (pos < len: in range)
       if (c === 0x68 || c === 0x6d) {
         // HMSG <subject> <sid> [reply] <header bytes> <total bytes>  |  MSG <subject> <sid> [reply] <bytes>
         const hmsg = c === 0x68;
@@ -100,7 +100,7 @@ export class WireReader {
       }
       if (c === 0x70) {
         // PING / PONG
-        if ((b[pos + 1]! | 0x20) === 0x69) this.h.ping();
+        if (((b[pos + 1] ?? 0) | 0x20) === 0x69) this.h.ping();
         else this.h.pong();
       } else if (c === 0x69) {
         this.h.info(b.toString("utf8", pos + 5, eol));
@@ -123,8 +123,9 @@ export class WireReader {
     let m = 1;
     let i = end - 1;
     for (; i >= 0; i--) {
-      const d = b[i]! - 48;
-      if (d < 0 || d > 9) break;
+      const c = b[i];
+      if (c === undefined || c < 48 || c > 57) break;
+      const d = c - 48;
       v += d * m;
       m *= 10;
     }

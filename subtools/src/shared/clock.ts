@@ -7,7 +7,7 @@
 // whose error is at most half that round trip. The publisher writes its offset into every payload ("o"), so
 // a subscriber on another host corrects each latency by (its offset − the publisher's); on one host the two
 // clocks are the same clock and nothing is corrected.
-import { LeanSocket } from "./lean/connection.js";
+import { LeanSocket } from "../lean/connection.js";
 
 /** One exchange: our send and receive times and the server's time in between (µs since the epoch). */
 export type ClockSample = { sentUs: number; serverUs: number; recvUs: number };
