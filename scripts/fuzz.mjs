@@ -26,25 +26,50 @@ function assert(cond, what) {
 }
 
 const targets = [
-  ["frame parser: never throws, typed result, valid frames round-trip", 0.6, fc.oneof(anyFrameText, validFrame.map((f) => ({ f }))), (x) => {
-    if (typeof x === "object") {
-      const r = parseClientFrame(JSON.stringify(x.f));
-      assert(r.ok && JSON.stringify(r.frame) === JSON.stringify(parseClientFrame(JSON.stringify(r.frame)).frame), `valid frame did not round-trip: ${JSON.stringify(x.f)}`);
-      return;
-    }
-    const r = parseClientFrame(x);
-    assert(r.ok ? typeof r.frame.op === "string" : CODES.has(r.code) && typeof r.message === "string", `bad result for ${JSON.stringify(x)}`);
-  }],
-  ["channel validator: never throws, checkChannel ⇒ checkPattern, accepted names obey the rules", 0.2, fc.oneof(channelish, fc.anything({ maxDepth: 1 })), (x) => {
-    const c = checkChannel(x);
-    const p = checkPattern(x);
-    assert(!c.ok || p.ok, `channel but not pattern: ${JSON.stringify(x)}`);
-    if (p.ok) assert(typeof x === "string" && x.length <= 255 && !x.startsWith("$") && x.split(".").every((t) => t.length > 0 && !/[\s\u0000-\u001f\u007f]/.test(t)), `accepted bad name ${JSON.stringify(x)}`);
-  }],
-  ["permission matcher: covers(perm, q) ⇒ matches(q, c) ⇒ matches(perm, c); channel as pattern", 0.2, fc.tuple(smallPattern, smallPattern, smallChannel), ([perm, q, c]) => {
-    assert(!(patternCovers(perm, q) && matches(q, c)) || matches(perm, c), `${perm} covers ${q} but not ${c}`);
-    assert(patternCovers(perm, c) === matches(perm, c), `${perm} vs channel ${c}`);
-  }],
+  [
+    "frame parser: never throws, typed result, valid frames round-trip",
+    0.6,
+    fc.oneof(
+      anyFrameText,
+      validFrame.map((f) => ({ f })),
+    ),
+    (x) => {
+      if (typeof x === "object") {
+        const r = parseClientFrame(JSON.stringify(x.f));
+        assert(
+          r.ok && JSON.stringify(r.frame) === JSON.stringify(parseClientFrame(JSON.stringify(r.frame)).frame),
+          `valid frame did not round-trip: ${JSON.stringify(x.f)}`,
+        );
+        return;
+      }
+      const r = parseClientFrame(x);
+      assert(r.ok ? typeof r.frame.op === "string" : CODES.has(r.code) && typeof r.message === "string", `bad result for ${JSON.stringify(x)}`);
+    },
+  ],
+  [
+    "channel validator: never throws, checkChannel ⇒ checkPattern, accepted names obey the rules",
+    0.2,
+    fc.oneof(channelish, fc.anything({ maxDepth: 1 })),
+    (x) => {
+      const c = checkChannel(x);
+      const p = checkPattern(x);
+      assert(!c.ok || p.ok, `channel but not pattern: ${JSON.stringify(x)}`);
+      if (p.ok)
+        assert(
+          typeof x === "string" && x.length <= 255 && !x.startsWith("$") && x.split(".").every((t) => t.length > 0 && !/[\s\u0000-\u001f\u007f]/.test(t)),
+          `accepted bad name ${JSON.stringify(x)}`,
+        );
+    },
+  ],
+  [
+    "permission matcher: covers(perm, q) ⇒ matches(q, c) ⇒ matches(perm, c); channel as pattern",
+    0.2,
+    fc.tuple(smallPattern, smallPattern, smallChannel),
+    ([perm, q, c]) => {
+      assert(!(patternCovers(perm, q) && matches(q, c)) || matches(perm, c), `${perm} covers ${q} but not ${c}`);
+      assert(patternCovers(perm, c) === matches(perm, c), `${perm} vs channel ${c}`);
+    },
+  ],
 ];
 
 console.log(`fuzz: ${runs} inputs, seed ${seed}`);
@@ -53,7 +78,10 @@ const t0 = performance.now();
 for (const [name, share, arb, check] of targets) {
   const n = Math.round(runs * share);
   const t = performance.now();
-  fc.assert(fc.property(arb, (x) => check(x)), { numRuns: n, seed, endOnFailure: true });
+  fc.assert(
+    fc.property(arb, (x) => check(x)),
+    { numRuns: n, seed, endOnFailure: true },
+  );
   const s = (performance.now() - t) / 1000;
   total += n;
   console.log(`  ${name}: ${n} inputs in ${s.toFixed(1)} s (${Math.round(n / s)}/s)`);
@@ -68,7 +96,10 @@ async function fuzzDoors(n) {
   const target = await startDoorFuzzTarget("fuzz-doors-secret-that-is-long-enough-0123");
   try {
     const t = performance.now();
-    await fc.assert(fc.asyncProperty(doorCase, (c) => runDoorCase(target, c).then(() => undefined)), { numRuns: n, seed, endOnFailure: true });
+    await fc.assert(
+      fc.asyncProperty(doorCase, (c) => runDoorCase(target, c).then(() => undefined)),
+      { numRuns: n, seed, endOnFailure: true },
+    );
     const sec = (performance.now() - t) / 1000;
     console.log(`  doors: ${n} cases at every door of a real gateway in ${sec.toFixed(1)} s, none answered more than the WebSocket`);
   } finally {

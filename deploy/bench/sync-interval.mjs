@@ -18,7 +18,8 @@ const kit = async (file) => {
   try {
     return await import(`../../dist/gateway/test/support/${file}`);
   } catch (e) {
-    if (e?.code === "ERR_MODULE_NOT_FOUND" && String(e.message).includes("/dist/")) throw new Error(`dist/gateway/test/support/${file} is missing: run \`npm run build\` first`);
+    if (e?.code === "ERR_MODULE_NOT_FOUND" && String(e.message).includes("/dist/"))
+      throw new Error(`dist/gateway/test/support/${file} is missing: run \`npm run build\` first`);
     throw e;
   }
 };
@@ -146,7 +147,9 @@ for (const mode of ["default", "always"]) {
 if (args.json) {
   console.log(JSON.stringify({ msgs: MSGS, size: SIZE, window: WINDOW, nodes: NODES, repeat: REPEAT, runs, samples }, null, 2));
 } else {
-  console.log(`nats-server ${NODES === 3 ? "3-node cluster" : "single node"}, file streams, ${fmt(MSGS)} msgs of ${SIZE} B, async window ${WINDOW}, ${REPEAT === 1 ? "one run" : `median of ${REPEAT} runs`}`);
+  console.log(
+    `nats-server ${NODES === 3 ? "3-node cluster" : "single node"}, file streams, ${fmt(MSGS)} msgs of ${SIZE} B, async window ${WINDOW}, ${REPEAT === 1 ? "one run" : `median of ${REPEAT} runs`}`,
+  );
   console.log("| case | sync_interval | msgs/s | ack p50 ms | ack p99 ms |");
   console.log("|---|---|---:|---:|---:|");
   for (const c of Object.keys(runs.default)) {

@@ -83,7 +83,10 @@ describe("helm chart", () => {
     expect(c.livenessProbe.httpGet).toEqual({ path: "/healthz", port: "http" });
     expect(c.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "http" });
     // Metrics on their own port (the admin listener), reachable in the cluster, not on the public one.
-    expect(c.ports).toEqual([{ name: "http", containerPort: 9000, protocol: "TCP" }, { name: "admin", containerPort: 9100, protocol: "TCP" }]);
+    expect(c.ports).toEqual([
+      { name: "http", containerPort: 9000, protocol: "TCP" },
+      { name: "admin", containerPort: 9100, protocol: "TCP" },
+    ]);
     expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } });
     expect(c.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } });
     expect(c.volumeMounts).toContainEqual({ name: "tmp", mountPath: "/tmp" });
@@ -93,7 +96,18 @@ describe("helm chart", () => {
     const drainSeconds = Math.ceil(Number(/^(\d+)ms$/.exec(cm.SHUTDOWN_TIMEOUT!)![1]) / 1000);
     expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(preStop + drainSeconds);
     expect(c.envFrom).toEqual([{ configMapRef: { name: "gw-fanout-gateway" } }]);
-    expect(cm).toMatchObject({ PORT: "9000", WORKERS: "2", NATS_URL: "nats://nats:4222", STREAM_NAME: "EVENTS", SUBJECT_PREFIX: "ev", STREAM_STORAGE: "file", STREAM_REPLICAS: "1", SHUTDOWN_TIMEOUT: "10000ms", LOG_LEVEL: "info", MAX_PAYLOAD_BYTES: "65536" });
+    expect(cm).toMatchObject({
+      PORT: "9000",
+      WORKERS: "2",
+      NATS_URL: "nats://nats:4222",
+      STREAM_NAME: "EVENTS",
+      SUBJECT_PREFIX: "ev",
+      STREAM_STORAGE: "file",
+      STREAM_REPLICAS: "1",
+      SHUTDOWN_TIMEOUT: "10000ms",
+      LOG_LEVEL: "info",
+      MAX_PAYLOAD_BYTES: "65536",
+    });
     expect(byKind(rs, "PodDisruptionBudget").spec.maxUnavailable).toBe(1);
   });
 
@@ -108,7 +122,10 @@ describe("helm chart", () => {
     expect(hpa.spec.minReplicas).toBeGreaterThanOrEqual(3);
     expect(hpa.spec.scaleTargetRef).toEqual({ apiVersion: "apps/v1", kind: "Deployment", name: "gw-fanout-gateway" });
     expect(byKind(rs, "PodDisruptionBudget").spec).toMatchObject({ minAvailable: 2 });
-    expect(byKind(rs, "ConfigMap").data).toMatchObject({ STREAM_REPLICAS: "3", NATS_URL: "nats://nats-0.nats-headless:4222,nats://nats-1.nats-headless:4222,nats://nats-2.nats-headless:4222" });
+    expect(byKind(rs, "ConfigMap").data).toMatchObject({
+      STREAM_REPLICAS: "3",
+      NATS_URL: "nats://nats-0.nats-headless:4222,nats://nats-1.nats-headless:4222,nats://nats-2.nats-headless:4222",
+    });
     expect(pod.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.topologyKey).toBe("kubernetes.io/hostname");
     const selector = dep.spec.selector.matchLabels;
     expect(pod.topologySpreadConstraints.map((t: Doc) => t.topologyKey)).toEqual(["topology.kubernetes.io/zone", "kubernetes.io/hostname"]);
@@ -116,8 +133,21 @@ describe("helm chart", () => {
   });
 
   it("optional parts — ServiceMonitor (CRD schema), Secret from secretConfig, existingSecret, free config map", async () => {
-    const rs = await renderAndValidate("extras", "-f", HA, "--set", "metrics.serviceMonitor.enabled=true", "--set", "secretConfig.JWT_SECRET=s3cret",
-      "--set", "existingSecret=gw-jwt", "--set", "config.JWT_ISSUER=https://issuer.example", "--set", "config.BROKER=jetstream");
+    const rs = await renderAndValidate(
+      "extras",
+      "-f",
+      HA,
+      "--set",
+      "metrics.serviceMonitor.enabled=true",
+      "--set",
+      "secretConfig.JWT_SECRET=s3cret",
+      "--set",
+      "existingSecret=gw-jwt",
+      "--set",
+      "config.JWT_ISSUER=https://issuer.example",
+      "--set",
+      "config.BROKER=jetstream",
+    );
     expectAllValid(rs);
     const sm = rs.find((r) => r.kind === "ServiceMonitor")!;
     expect(sm.checkedBy).toBe("crd-schema");
@@ -130,8 +160,25 @@ describe("helm chart", () => {
   });
 
   it("NATS credentials and TLS — Secrets mounted read-only, NATS_*_FILE settings pointing at their keys; one way in, pairs together", async () => {
-    const rs = await renderAndValidate("nats-secure", "--set", "nats.auth.secretName=gw-nats", "--set", "nats.auth.user=gw", "--set", "nats.auth.passwordKey=password",
-      "--set", "nats.tls.secretName=gw-nats-tls", "--set", "nats.tls.caKey=ca.crt", "--set", "nats.tls.certKey=tls.crt", "--set", "nats.tls.keyKey=tls.key", "--set", "nats.tls.handshakeFirst=true");
+    const rs = await renderAndValidate(
+      "nats-secure",
+      "--set",
+      "nats.auth.secretName=gw-nats",
+      "--set",
+      "nats.auth.user=gw",
+      "--set",
+      "nats.auth.passwordKey=password",
+      "--set",
+      "nats.tls.secretName=gw-nats-tls",
+      "--set",
+      "nats.tls.caKey=ca.crt",
+      "--set",
+      "nats.tls.certKey=tls.crt",
+      "--set",
+      "nats.tls.keyKey=tls.key",
+      "--set",
+      "nats.tls.handshakeFirst=true",
+    );
     expectAllValid(rs);
     expect(byKind(rs, "ConfigMap").data).toMatchObject({
       NATS_USER: "gw",
@@ -150,7 +197,11 @@ describe("helm chart", () => {
     const plain = await renderAndValidate("nats-plain");
     expect(Object.keys(byKind(plain, "ConfigMap").data).filter((k) => k.startsWith("NATS_") && k !== "NATS_URL")).toEqual([]);
     expect(byKind(plain, "Deployment").spec.template.spec.volumes.map((v: Doc) => v.name)).toEqual(["tmp"]);
-    const fails = (...set: string[]) => helm("template", "gw", CHART, "--kube-version", K8S, ...set.flatMap((s) => ["--set", s])).then(() => "", (e: { stderr: string }) => e.stderr);
+    const fails = (...set: string[]) =>
+      helm("template", "gw", CHART, "--kube-version", K8S, ...set.flatMap((s) => ["--set", s])).then(
+        () => "",
+        (e: { stderr: string }) => e.stderr,
+      );
     expect(await fails("nats.auth.credsKey=gw.creds")).toMatch(/nats\.auth\.secretName/);
     expect(await fails("nats.auth.secretName=s", "nats.auth.credsKey=c", "nats.auth.tokenKey=t")).toMatch(/one way to authenticate, not credsKey and tokenKey/);
     expect(await fails("nats.auth.secretName=s", "nats.auth.user=gw")).toMatch(/nats\.auth\.user and nats\.auth\.passwordKey go together/);
@@ -172,7 +223,11 @@ describe("helm chart", () => {
   });
 
   it("bad values — helm refuses a config key that shadows a dedicated value, a short grace period, R2", async () => {
-    const fails = (...set: string[]) => helm("template", "gw", CHART, "--kube-version", K8S, ...set.flatMap((s) => ["--set", s])).then(() => "", (e: { stderr: string }) => e.stderr);
+    const fails = (...set: string[]) =>
+      helm("template", "gw", CHART, "--kube-version", K8S, ...set.flatMap((s) => ["--set", s])).then(
+        () => "",
+        (e: { stderr: string }) => e.stderr,
+      );
     expect(await fails("config.PORT=1")).toMatch(/config\.PORT conflicts/);
     expect(await fails("terminationGracePeriodSeconds=12")).toMatch(/must exceed preStopSleepSeconds \+ shutdown drain \(15 s\)/);
     expect(await fails("stream.replicas=2")).toMatch(/stream\.replicas must be 1, 3 or 5/);
@@ -180,14 +235,22 @@ describe("helm chart", () => {
 
   it("validator — rejects invalid manifests, unknown kinds and a ServiceMonitor without endpoints (negative control)", async () => {
     const file = join(dir, "broken.yaml");
-    writeFileSync(file, [
-      "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec:\n  replicas: three\n  selector: {matchLabels: {a: b}}\n  template:\n    metadata: {labels: {a: b}}\n    spec: {containers: [{name: c, image: i}]}",
-      "apiVersion: v1\nkind: Service\nmetadata: {name: y}\nspec: {ports: [{port: 80, bogus: 1}]}",
-      "apiVersion: example.com/v1\nkind: Frobnicator\nmetadata: {name: z}",
-      "apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata: {name: m}\nspec: {selector: {matchLabels: {a: b}}, endpoints: []}",
-    ].join("\n---\n"));
+    writeFileSync(
+      file,
+      [
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec:\n  replicas: three\n  selector: {matchLabels: {a: b}}\n  template:\n    metadata: {labels: {a: b}}\n    spec: {containers: [{name: c, image: i}]}",
+        "apiVersion: v1\nkind: Service\nmetadata: {name: y}\nspec: {ports: [{port: 80, bogus: 1}]}",
+        "apiVersion: example.com/v1\nkind: Frobnicator\nmetadata: {name: z}",
+        "apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata: {name: m}\nspec: {selector: {matchLabels: {a: b}}, endpoints: []}",
+      ].join("\n---\n"),
+    );
     const { results } = await python<{ results: Result[] }>("manifests", K8S, file);
-    expect(results.map((r) => [r.kind, r.errors.length > 0])).toEqual([["Deployment", true], ["Service", true], ["Frobnicator", true], ["ServiceMonitor", true]]);
+    expect(results.map((r) => [r.kind, r.errors.length > 0])).toEqual([
+      ["Deployment", true],
+      ["Service", true],
+      ["Frobnicator", true],
+      ["ServiceMonitor", true],
+    ]);
     expect(results[0]!.errors[0]).toMatch(/replicas/);
     expect(results[1]!.errors[0]).toMatch(/bogus/);
   });
@@ -228,7 +291,12 @@ describe("compose", () => {
     const ok = await python<{ errors: string[] }>("compose", SCHEMA, COMPOSE);
     expect(ok.errors).toEqual([]);
     const broken = join(dir, "compose-broken.yaml");
-    writeFileSync(broken, readFileSync(COMPOSE, "utf8").replace("  read_only: true\n", "  read_only: true\n  restart_policy: always\n").replace('ports: ["9001:9000"]', "ports: {a: 1}"));
+    writeFileSync(
+      broken,
+      readFileSync(COMPOSE, "utf8")
+        .replace("  read_only: true\n", "  read_only: true\n  restart_policy: always\n")
+        .replace('ports: ["9001:9000"]', "ports: {a: 1}"),
+    );
     const bad = await python<{ errors: string[] }>("compose", SCHEMA, broken);
     expect(bad.errors.join("\n")).toMatch(/restart_policy/);
     expect(bad.errors.join("\n")).toMatch(/ports/);
@@ -243,10 +311,19 @@ describe("compose", () => {
     for (const [name, svc] of natsServices) {
       expect(svc.volumes).toContain("./nats/cluster/node.conf:/etc/nats/node.conf:ro");
       expect(Object.keys(svc.environment).sort()).toEqual(needed);
-      expect([svc.environment.NATS_ROUTE_1, svc.environment.NATS_ROUTE_2, svc.environment.NATS_ROUTE_3]).toEqual(["nats://nats-1:6222", "nats://nats-2:6222", "nats://nats-3:6222"]);
-      const env = Object.fromEntries(Object.entries(svc.environment as Record<string, string>).map(([k, v]) => [k, String(v).replace(/^\$\{[A-Z_]+:-(.*)\}$/, "$1")]));
+      expect([svc.environment.NATS_ROUTE_1, svc.environment.NATS_ROUTE_2, svc.environment.NATS_ROUTE_3]).toEqual([
+        "nats://nats-1:6222",
+        "nats://nats-2:6222",
+        "nats://nats-3:6222",
+      ]);
+      const env = Object.fromEntries(
+        Object.entries(svc.environment as Record<string, string>).map(([k, v]) => [k, String(v).replace(/^\$\{[A-Z_]+:-(.*)\}$/, "$1")]),
+      );
       env.NATS_STORE_DIR = join(dir, name);
-      const checked = await run(resolve(ROOT, ".tools/bin/nats-server"), ["-c", resolve(ROOT, "deploy/nats/cluster/node.conf"), "-t"], { env: { ...process.env, ...env }, timeout: 15_000 });
+      const checked = await run(resolve(ROOT, ".tools/bin/nats-server"), ["-c", resolve(ROOT, "deploy/nats/cluster/node.conf"), "-t"], {
+        env: { ...process.env, ...env },
+        timeout: 15_000,
+      });
       expect(checked.stdout + checked.stderr).toMatch(/is valid/);
     }
     for (const g of ["gateway-1", "gateway-2"]) {
@@ -263,8 +340,13 @@ describe("settings named by the deploy files", () => {
   it("every setting-like name the chart and compose mention is a setting of the gateway (a misspelt one would be ignored)", () => {
     const settings = new Set(Object.values(SETTINGS).map((s) => s.env));
     const prefixes = new Set([...settings].map((e) => e.split("_")[0]!));
-    const files = ["deploy/helm/fanout-gateway/values.yaml", ...readdirSync(resolve(ROOT, "deploy/helm/fanout-gateway/templates")).map((f) => `deploy/helm/fanout-gateway/templates/${f}`)];
-    const named = files.flatMap((f) => [...readFileSync(resolve(ROOT, f), "utf8").matchAll(/\b([A-Z][A-Z0-9]*_[A-Z0-9_]*[A-Z0-9])\b/g)].map((m) => ({ f, name: m[1]! })));
+    const files = [
+      "deploy/helm/fanout-gateway/values.yaml",
+      ...readdirSync(resolve(ROOT, "deploy/helm/fanout-gateway/templates")).map((f) => `deploy/helm/fanout-gateway/templates/${f}`),
+    ];
+    const named = files.flatMap((f) =>
+      [...readFileSync(resolve(ROOT, f), "utf8").matchAll(/\b([A-Z][A-Z0-9]*_[A-Z0-9_]*[A-Z0-9])\b/g)].map((m) => ({ f, name: m[1]! })),
+    );
     const unknown = named.filter((n) => prefixes.has(n.name.split("_")[0]!) && !settings.has(n.name));
     expect(unknown).toEqual([]);
     expect(named.length).toBeGreaterThan(10); // the check reads the files it means to
@@ -293,7 +375,10 @@ describe("Dockerfile", () => {
     expect(df).toMatch(/^EXPOSE 9000$/m);
     const cmd = JSON.parse(/^CMD (\[.*\])$/m.exec(df)![1]!) as string[];
     expect(cmd).toEqual(["node", pkg.bin["fanout-gateway"]]);
-    const ignored = readFileSync(resolve(ROOT, ".dockerignore"), "utf8").split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+    const ignored = readFileSync(resolve(ROOT, ".dockerignore"), "utf8")
+      .split("\n")
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith("#"));
     for (const needed of ["gateway", "package.json", "package-lock.json", "tsconfig.json"]) expect(ignored).not.toContain(needed);
     expect(ignored).toEqual(expect.arrayContaining(["node_modules", ".git", ".tools", "dist"]));
   });
@@ -307,9 +392,21 @@ describe("Grafana dashboard", () => {
     expect(new Set(ids).size).toBe(ids.length);
     for (const p of panels) expect(p.gridPos.x + p.gridPos.w).toBeLessThanOrEqual(24);
     const exprs = panels.flatMap((p) => (p.targets ?? []).map((t: Doc) => t.expr as string)).join("\n");
-    const required = ["fanout_connections", "fanout_subscriptions", "fanout_live_feeds", "fanout_broker_messages_total", "fanout_frames_delivered_total",
-      "fanout_deliveries_dropped_total", "fanout_publishes_total", "fanout_publish_duration_seconds_bucket", "fanout_broker_connected", "fanout_broker_reconnects_total",
-      "fanout_slow_consumer_switches_total", "nodejs_eventloop_lag_seconds", "process_resident_memory_bytes"];
+    const required = [
+      "fanout_connections",
+      "fanout_subscriptions",
+      "fanout_live_feeds",
+      "fanout_broker_messages_total",
+      "fanout_frames_delivered_total",
+      "fanout_deliveries_dropped_total",
+      "fanout_publishes_total",
+      "fanout_publish_duration_seconds_bucket",
+      "fanout_broker_connected",
+      "fanout_broker_reconnects_total",
+      "fanout_slow_consumer_switches_total",
+      "nodejs_eventloop_lag_seconds",
+      "process_resident_memory_bytes",
+    ];
     for (const m of required) expect(exprs).toContain(m);
     expect(exprs).toMatch(/histogram_quantile\(0\.99,/);
     expect(exprs).toMatch(/histogram_quantile\(0\.5,/);

@@ -44,7 +44,10 @@ describe("scripts/nats-cluster.sh", () => {
     expect(started.stdout).toContain(`nats://127.0.0.1:${base}`);
     expect(started.stdout).toContain("sync_interval always");
 
-    const jsz = (await (await fetch(`http://127.0.0.1:${base + 4000}/jsz`)).json()) as { config?: { sync_always?: boolean }; meta_cluster?: { cluster_size?: number } };
+    const jsz = (await (await fetch(`http://127.0.0.1:${base + 4000}/jsz`)).json()) as {
+      config?: { sync_always?: boolean };
+      meta_cluster?: { cluster_size?: number };
+    };
     expect(jsz.meta_cluster?.cluster_size).toBe(3);
     expect(jsz.config?.sync_always).toBe(true);
 

@@ -65,7 +65,10 @@ describe("nats cluster", () => {
     const js = jetstream(nc);
     await waitFor(async () => ((await jsm.streams.info("R3A")).cluster?.leader ? true : undefined), { timeoutMs: 20_000, what: "R3A leader" });
     for (let i = 0; i < 20; i++) {
-      const ack = await waitFor(() => js.publish(`r3a.${i % 4}`, `m${i}`, { msgID: `r3a-${i}` }).catch(() => undefined), { timeoutMs: 20_000, what: `publish ${i}` });
+      const ack = await waitFor(() => js.publish(`r3a.${i % 4}`, `m${i}`, { msgID: `r3a-${i}` }).catch(() => undefined), {
+        timeoutMs: 20_000,
+        what: `publish ${i}`,
+      });
       expect(ack.seq).toBe(i + 1);
     }
     const si = await jsm.streams.info("R3A");
@@ -97,16 +100,22 @@ describe("nats cluster", () => {
     expect(during.cluster?.leader).not.toBe(leaderName);
 
     await victim.restart();
-    const caughtUp = await waitFor(async () => {
-      const z = await jsz(victim.monitorPort, "?accounts=true&streams=true");
-      const s = z.account_details?.flatMap((a) => a.stream_detail ?? []).find((d) => d.name === "R3B");
-      return s && s.state.messages === 40 ? s : undefined;
-    }, { timeoutMs: 20_000, what: "restarted node holding all 40 messages of R3B" });
+    const caughtUp = await waitFor(
+      async () => {
+        const z = await jsz(victim.monitorPort, "?accounts=true&streams=true");
+        const s = z.account_details?.flatMap((a) => a.stream_detail ?? []).find((d) => d.name === "R3B");
+        return s && s.state.messages === 40 ? s : undefined;
+      },
+      { timeoutMs: 20_000, what: "restarted node holding all 40 messages of R3B" },
+    );
     expect(caughtUp.state.last_seq).toBe(40);
-    await waitFor(async () => {
-      const si = await jsm.streams.info("R3B");
-      const replicas = si.cluster?.replicas ?? [];
-      return replicas.length === 2 && replicas.every((r) => r.current && !r.offline) || undefined;
-    }, { timeoutMs: 20_000, what: "every R3B replica current again" });
+    await waitFor(
+      async () => {
+        const si = await jsm.streams.info("R3B");
+        const replicas = si.cluster?.replicas ?? [];
+        return (replicas.length === 2 && replicas.every((r) => r.current && !r.offline)) || undefined;
+      },
+      { timeoutMs: 20_000, what: "every R3B replica current again" },
+    );
   });
 });

@@ -59,7 +59,12 @@ function flushRows() {
     tr.dataset.seq = String(m.seq);
     tr.dataset.channel = m.channel;
     tr.className = "fresh";
-    for (const text of [String(m.seq), new Date(m.ts).toLocaleTimeString(), m.channel, typeof m.data === "string" && m.enc === "text" ? m.data : JSON.stringify(m.data)]) {
+    for (const text of [
+      String(m.seq),
+      new Date(m.ts).toLocaleTimeString(),
+      m.channel,
+      typeof m.data === "string" && m.enc === "text" ? m.data : JSON.stringify(m.data),
+    ]) {
       const td = document.createElement("td");
       td.textContent = text;
       tr.append(td);

@@ -21,7 +21,12 @@ function onOpen(context, ee, next) {
   const ws = context.ws;
   ws.on("message", (data) => {
     let f;
-    try { f = JSON.parse(String(data)); } catch { ee.emit("counter", "fgw.frames_unparsable", 1); return; }
+    try {
+      f = JSON.parse(String(data));
+    } catch {
+      ee.emit("counter", "fgw.frames_unparsable", 1);
+      return;
+    }
     switch (f.op) {
       case "msg":
         ee.emit("counter", "fgw.msgs_received", 1);
@@ -32,8 +37,13 @@ function onOpen(context, ee, next) {
         ee.emit("counter", "fgw.pongs", 1);
         break;
       case "ok":
-        if (f.id === "sub") { v.subAcked = true; ee.emit("histogram", "fgw.sub_ack_ms", performance.now() - v.subAt); }
-        else if (typeof f.seq === "number") { ee.emit("histogram", "fgw.pub_ack_ms", performance.now() - v.pubAt); ee.emit("counter", "fgw.pub_acked", 1); }
+        if (f.id === "sub") {
+          v.subAcked = true;
+          ee.emit("histogram", "fgw.sub_ack_ms", performance.now() - v.subAt);
+        } else if (typeof f.seq === "number") {
+          ee.emit("histogram", "fgw.pub_ack_ms", performance.now() - v.pubAt);
+          ee.emit("counter", "fgw.pub_acked", 1);
+        }
         break;
       case "err":
         ee.emit("counter", `fgw.err.${f.code}`, 1);
@@ -48,9 +58,18 @@ function onOpen(context, ee, next) {
   next();
 }
 
-function beforeSub(context, _ee, next) { context.vars.subAt = performance.now(); next(); }
-function beforePing(context, _ee, next) { context.vars.pingAt = performance.now(); next(); }
-function beforePub(context, _ee, next) { context.vars.pubAt = performance.now(); next(); }
+function beforeSub(context, _ee, next) {
+  context.vars.subAt = performance.now();
+  next();
+}
+function beforePing(context, _ee, next) {
+  context.vars.pingAt = performance.now();
+  next();
+}
+function beforePub(context, _ee, next) {
+  context.vars.pubAt = performance.now();
+  next();
+}
 
 /** Last step: the sub must have been acknowledged during the session. */
 function finish(context, ee, next) {

@@ -37,19 +37,30 @@ async function httpPublishRate(port: number): Promise<number> {
   const mod = (await import(pathToFileURL(join(ROOT, "loadtest/capacity/http-publish.mjs")).href)) as {
     cannon(o: Record<string, unknown>): Promise<{ requests: { average: number } }>;
   };
-  const r = await mod.cannon({ url: `http://127.0.0.1:${port}/v1/publish/ab.pub`, method: "POST", headers: { "content-type": "application/json" },
-    body: JSON.stringify({ x: "y".repeat(92) }), connections: 32, duration: 5 });
+  const r = await mod.cannon({
+    url: `http://127.0.0.1:${port}/v1/publish/ab.pub`,
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ x: "y".repeat(92) }),
+    connections: 32,
+    duration: 5,
+  });
   return r.requests.average;
 }
 
 async function main(): Promise<void> {
-  const { values: v } = parseArgs({ options: {
-    rev: { type: "string" }, rounds: { type: "string", default: "16" }, messages: { type: "string", default: "100000" },
-    workload: { type: "string", default: "replay" },
-  } });
+  const { values: v } = parseArgs({
+    options: {
+      rev: { type: "string" },
+      rounds: { type: "string", default: "16" },
+      messages: { type: "string", default: "100000" },
+      workload: { type: "string", default: "replay" },
+    },
+  });
   if (!v.rev) throw new Error("--rev <git revision> is required (the build to compare this checkout against)");
   if (v.workload !== "replay" && v.workload !== "publish") throw new Error(`--workload must be replay or publish, not ${v.workload}`);
-  const rounds = Number(v.rounds), count = Number(v.messages);
+  const rounds = Number(v.rounds),
+    count = Number(v.messages);
   const cliA = buildRevision(v.rev);
   const nats = await startNats();
   const replay = v.workload === "replay";
@@ -66,7 +77,14 @@ async function main(): Promise<void> {
         B: () => socketReplay(b.port, "bench.replay", count),
       }
     : { A: () => httpPublishRate(a.port), B: () => httpPublishRate(b.port) };
-  const rotations: Leg[][] = [["raw", "A", "B"], ["B", "A", "raw"], ["A", "raw", "B"], ["B", "raw", "A"], ["A", "B", "raw"], ["raw", "B", "A"]];
+  const rotations: Leg[][] = [
+    ["raw", "A", "B"],
+    ["B", "A", "raw"],
+    ["A", "raw", "B"],
+    ["B", "raw", "A"],
+    ["A", "B", "raw"],
+    ["raw", "B", "A"],
+  ];
   const orders = rotations.map((o) => o.filter((leg) => run[leg]));
   const got: Record<Leg, number[]> = { raw: [], A: [], B: [] };
   for (let r = 0; r <= rounds; r++) {
@@ -81,7 +99,9 @@ async function main(): Promise<void> {
     console.log(`median msgs/s (${fmt(count)} messages): raw ${fmt(median(got.raw))}, A ${fmt(median(got.A))}, B ${fmt(median(got.B))}`);
     console.log(`median of per-round ratios: A/raw ${ratio("A", "raw")}, B/raw ${ratio("B", "raw")}, B/A ${ratio("B", "A")}`);
   } else {
-    console.log(`median publishes/s: A ${fmt(median(got.A))}, B ${fmt(median(got.B))}; per-round B/A ${got.B.map((n, i) => (n / got.A[i]!).toFixed(2)).join(" ")}`);
+    console.log(
+      `median publishes/s: A ${fmt(median(got.A))}, B ${fmt(median(got.B))}; per-round B/A ${got.B.map((n, i) => (n / got.A[i]!).toFixed(2)).join(" ")}`,
+    );
     console.log(`median of per-round ratios: B/A ${ratio("B", "A")}`);
   }
   for (const p of [a.proc, b.proc, nats.proc]) p.kill("SIGTERM");

@@ -19,17 +19,60 @@ import type WebSocket from "ws";
 import { ROOT, fmt } from "./common.js";
 import { startNatsServer } from "../../gateway/test/support/nats-server.js";
 import {
-  appendResults, clientLifecycle, closeAll, destinationsFor, forkClient, frameSeq, frameTs, gatewayPids, gatewayWarnings, groupStat, isMsgFrame, loadAvg, now,
-  openSockets, pcts, procStat, revision, rng, scrapeMetrics, sleep, startRedis, startScaleGateway, stopClients, type ClientProc, type Pcts,
+  appendResults,
+  clientLifecycle,
+  closeAll,
+  forkClient,
+  frameSeq,
+  frameTs,
+  gatewayPids,
+  gatewayWarnings,
+  groupStat,
+  isMsgFrame,
+  loadAvg,
+  now,
+  openSockets,
+  pcts,
+  procStat,
+  revision,
+  rng,
+  scrapeMetrics,
+  sleep,
+  startRedis,
+  startScaleGateway,
+  stopClients,
+  type ClientProc,
+  type Pcts,
 } from "./scale-kit.js";
 
 const RESULTS = resolve(ROOT, "loadtest/results/channels.md");
 
 // ---------------------------------------------------------------- client process
 
-type Subscribed = { type: "subscribed"; opened: number; failed: number; failures: string[]; acked: number; ackMs: number[]; errFrames: number; errSamples: string[]; unexpectedCloses: number; openMs: number };
+type Subscribed = {
+  type: "subscribed";
+  opened: number;
+  failed: number;
+  failures: string[];
+  acked: number;
+  ackMs: number[];
+  errFrames: number;
+  errSamples: string[];
+  unexpectedCloses: number;
+  openMs: number;
+};
 type Progress = { type: "progress"; received: number };
-type Report = { type: "report"; received: number; dups: number; wrongChannel: number; latMs: number[]; errFrames: number; errSamples: string[]; unexpectedCloses: number; closeCodes: Record<string, number> };
+type Report = {
+  type: "report";
+  received: number;
+  dups: number;
+  wrongChannel: number;
+  latMs: number[];
+  errFrames: number;
+  errSamples: string[];
+  unexpectedCloses: number;
+  closeCodes: Record<string, number>;
+};
 
 async function clientMain(port: number, first: number, count: number, dests: number, concurrency: number): Promise<void> {
   const tSub = new Float64Array(count);
@@ -77,7 +120,11 @@ async function clientMain(port: number, first: number, count: number, dests: num
     }
   };
   const res = await openSockets({
-    port, count, base: first, dests, concurrency,
+    port,
+    count,
+    base: first,
+    dests,
+    concurrency,
     onOpen: (ws, k) => {
       ws.on("message", (d: Buffer) => onFrame(k, d));
       tSub[k] = now();
@@ -93,7 +140,18 @@ async function clientMain(port: number, first: number, count: number, dests: num
   // Every opened socket gets its ok or err; bounded wait.
   const deadline = Date.now() + 60_000;
   while (settled < opened && Date.now() < deadline) await sleep(20);
-  const sub: Subscribed = { type: "subscribed", opened, failed: res.failed, failures: res.failures, acked, ackMs, errFrames, errSamples, unexpectedCloses, openMs: res.ms };
+  const sub: Subscribed = {
+    type: "subscribed",
+    opened,
+    failed: res.failed,
+    failures: res.failures,
+    acked,
+    ackMs,
+    errFrames,
+    errSamples,
+    unexpectedCloses,
+    openMs: res.ms,
+  };
   process.send!(sub);
   process.on("message", (m: { type: string }) => {
     if (m.type === "progress") process.send!({ type: "progress", received } satisfies Progress);
@@ -145,18 +203,29 @@ async function httpPublish(port: number, total: number, rate: number, pick: () =
   const one = (channel: string, n: number): Promise<void> =>
     new Promise<void>((res) => {
       const body = `{"n":${n},"t":${Date.now()}}`;
-      const req = request({ host: "127.0.0.1", port, method: "POST", path: `/v1/publish/${channel}`, agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) }, timeout: 10_000 }, (r) => {
-        let text = "";
-        r.on("data", (d: Buffer) => (text += d.toString()));
-        r.on("end", () => {
-          if (r.statusCode === 201) ok++;
-          else {
-            failed++;
-            if (failSamples.length < 5) failSamples.push(`${r.statusCode} ${text.slice(0, 200)}`);
-          }
-          res();
-        });
-      });
+      const req = request(
+        {
+          host: "127.0.0.1",
+          port,
+          method: "POST",
+          path: `/v1/publish/${channel}`,
+          agent,
+          headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+          timeout: 10_000,
+        },
+        (r) => {
+          let text = "";
+          r.on("data", (d: Buffer) => (text += d.toString()));
+          r.on("end", () => {
+            if (r.statusCode === 201) ok++;
+            else {
+              failed++;
+              if (failSamples.length < 5) failSamples.push(`${r.statusCode} ${text.slice(0, 200)}`);
+            }
+            res();
+          });
+        },
+      );
       req.on("timeout", () => req.destroy(new Error("timeout")));
       req.on("error", (e) => {
         failed++;
@@ -184,7 +253,10 @@ async function httpPublish(port: number, total: number, rate: number, pick: () =
   return { attempted: sent, ok, failed, failSamples, seconds: (now() - t0) / 1000 };
 }
 
-async function run(kind: BrokerKind, o: { channels: number; workers: number; procs: number; idle: number; messages: number; rate: number; concurrency: number }): Promise<RunResult> {
+async function run(
+  kind: BrokerKind,
+  o: { channels: number; workers: number; procs: number; idle: number; messages: number; rate: number; concurrency: number },
+): Promise<RunResult> {
   const log = (s: string): void => console.log(`[${kind}] ${s}`);
   const dests = Math.max(2, Math.ceil(o.channels / 10_000));
   // Broker and gateway, fresh.
@@ -238,7 +310,22 @@ async function run(kind: BrokerKind, o: { channels: number; workers: number; pro
       const first = p * per;
       const count = Math.min(per, o.channels - first);
       if (count <= 0) break;
-      clients.push(forkClient(process.argv[1]!, ["--role", "client", "--port", String(gw.port), "--first", String(first), "--count", String(count), "--dests", String(dests), "--concurrency", String(o.concurrency)]));
+      clients.push(
+        forkClient(process.argv[1]!, [
+          "--role",
+          "client",
+          "--port",
+          String(gw.port),
+          "--first",
+          String(first),
+          "--count",
+          String(count),
+          "--dests",
+          String(dests),
+          "--concurrency",
+          String(o.concurrency),
+        ]),
+      );
     }
     const subs = await Promise.all(clients.map((c) => c.ask<Subscribed>({}, "subscribed", 300_000)));
     const subscribeSeconds = (now() - t0) / 1000;
@@ -315,7 +402,12 @@ async function run(kind: BrokerKind, o: { channels: number; workers: number; pro
         idleCpuPct: ((brI1.cpuSec - brI0.cpuSec) / idleSec) * 100,
         growthPerChannel: (brSub.rssBytes - brBefore.rssBytes) / o.channels,
       },
-      metricsAfterSubscribe: { connections: m.fanout_connections ?? NaN, subscriptions: m.fanout_subscriptions ?? NaN, liveFeeds: m.fanout_live_feeds ?? NaN, natsServerSubscriptions },
+      metricsAfterSubscribe: {
+        connections: m.fanout_connections ?? NaN,
+        subscriptions: m.fanout_subscriptions ?? NaN,
+        liveFeeds: m.fanout_live_feeds ?? NaN,
+        natsServerSubscriptions,
+      },
       publish: pub,
       delivery: {
         expected: pub.ok,
@@ -348,26 +440,86 @@ const errs = (r: RunResult): number => r.failedConnects + r.errFrames + r.unexpe
 
 function table(js: RunResult, rd: RunResult): string {
   const rows: [string, string, string, string][] = [
-    ["sockets subscribed (ok / opened / asked)", `${fmt(js.acked)} / ${fmt(js.opened)} / ${fmt(js.channels)}`, `${fmt(rd.acked)} / ${fmt(rd.opened)} / ${fmt(rd.channels)}`, ""],
+    [
+      "sockets subscribed (ok / opened / asked)",
+      `${fmt(js.acked)} / ${fmt(js.opened)} / ${fmt(js.channels)}`,
+      `${fmt(rd.acked)} / ${fmt(rd.opened)} / ${fmt(rd.channels)}`,
+      "",
+    ],
     ["errors (failed connects + err frames + unexpected closes + no ack)", fmt(errs(js)), fmt(errs(rd)), ""],
     ["connect + subscribe, all sockets (s)", fmt(js.subscribeSeconds, 1), fmt(rd.subscribeSeconds, 1), ratio(js.subscribeSeconds, rd.subscribeSeconds)],
     ["subscribe-ack p50 (ms)", ms(js.ackMs.p50), ms(rd.ackMs.p50), ratio(js.ackMs.p50, rd.ackMs.p50)],
     ["subscribe-ack p99 (ms)", ms(js.ackMs.p99), ms(rd.ackMs.p99), ratio(js.ackMs.p99, rd.ackMs.p99)],
     ["subscribe-ack max (ms)", ms(js.ackMs.max), ms(rd.ackMs.max), ratio(js.ackMs.max, rd.ackMs.max)],
-    ["CPU-s while subscribing: gateway / broker", `${fmt(js.gateway.cpuSecSubscribe, 2)} / ${fmt(js.brokerProc.cpuSecSubscribe, 2)}`, `${fmt(rd.gateway.cpuSecSubscribe, 2)} / ${fmt(rd.brokerProc.cpuSecSubscribe, 2)}`, ratio(js.gateway.cpuSecSubscribe + js.brokerProc.cpuSecSubscribe, rd.gateway.cpuSecSubscribe + rd.brokerProc.cpuSecSubscribe)],
-    ["idle CPU % gateway (primary + workers)", fmt(js.gateway.idleCpuPct, 2), fmt(rd.gateway.idleCpuPct, 2), ratio(js.gateway.idleCpuPct, rd.gateway.idleCpuPct)],
-    ["idle CPU % broker (nats-server / redis-server)", fmt(js.brokerProc.idleCpuPct, 2), fmt(rd.brokerProc.idleCpuPct, 2), ratio(js.brokerProc.idleCpuPct, rd.brokerProc.idleCpuPct)],
-    ["**idle CPU % gateway + broker**", fmt(js.gateway.idleCpuPct + js.brokerProc.idleCpuPct, 2), fmt(rd.gateway.idleCpuPct + rd.brokerProc.idleCpuPct, 2), ratio(js.gateway.idleCpuPct + js.brokerProc.idleCpuPct, rd.gateway.idleCpuPct + rd.brokerProc.idleCpuPct)],
-    ["RSS gateway before → after subscribe → after idle (MB)", `${MB(js.gateway.rssBefore)} → ${MB(js.gateway.rssAfterSubscribe)} → ${MB(js.gateway.rssAfterIdle)}`, `${MB(rd.gateway.rssBefore)} → ${MB(rd.gateway.rssAfterSubscribe)} → ${MB(rd.gateway.rssAfterIdle)}`, ratio(js.gateway.rssAfterSubscribe, rd.gateway.rssAfterSubscribe)],
-    ["RSS broker before → after subscribe → after idle (MB)", `${MB(js.brokerProc.rssBefore)} → ${MB(js.brokerProc.rssAfterSubscribe)} → ${MB(js.brokerProc.rssAfterIdle)}`, `${MB(rd.brokerProc.rssBefore)} → ${MB(rd.brokerProc.rssAfterSubscribe)} → ${MB(rd.brokerProc.rssAfterIdle)}`, ratio(js.brokerProc.rssAfterSubscribe, rd.brokerProc.rssAfterSubscribe)],
+    [
+      "CPU-s while subscribing: gateway / broker",
+      `${fmt(js.gateway.cpuSecSubscribe, 2)} / ${fmt(js.brokerProc.cpuSecSubscribe, 2)}`,
+      `${fmt(rd.gateway.cpuSecSubscribe, 2)} / ${fmt(rd.brokerProc.cpuSecSubscribe, 2)}`,
+      ratio(js.gateway.cpuSecSubscribe + js.brokerProc.cpuSecSubscribe, rd.gateway.cpuSecSubscribe + rd.brokerProc.cpuSecSubscribe),
+    ],
+    [
+      "idle CPU % gateway (primary + workers)",
+      fmt(js.gateway.idleCpuPct, 2),
+      fmt(rd.gateway.idleCpuPct, 2),
+      ratio(js.gateway.idleCpuPct, rd.gateway.idleCpuPct),
+    ],
+    [
+      "idle CPU % broker (nats-server / redis-server)",
+      fmt(js.brokerProc.idleCpuPct, 2),
+      fmt(rd.brokerProc.idleCpuPct, 2),
+      ratio(js.brokerProc.idleCpuPct, rd.brokerProc.idleCpuPct),
+    ],
+    [
+      "**idle CPU % gateway + broker**",
+      fmt(js.gateway.idleCpuPct + js.brokerProc.idleCpuPct, 2),
+      fmt(rd.gateway.idleCpuPct + rd.brokerProc.idleCpuPct, 2),
+      ratio(js.gateway.idleCpuPct + js.brokerProc.idleCpuPct, rd.gateway.idleCpuPct + rd.brokerProc.idleCpuPct),
+    ],
+    [
+      "RSS gateway before → after subscribe → after idle (MB)",
+      `${MB(js.gateway.rssBefore)} → ${MB(js.gateway.rssAfterSubscribe)} → ${MB(js.gateway.rssAfterIdle)}`,
+      `${MB(rd.gateway.rssBefore)} → ${MB(rd.gateway.rssAfterSubscribe)} → ${MB(rd.gateway.rssAfterIdle)}`,
+      ratio(js.gateway.rssAfterSubscribe, rd.gateway.rssAfterSubscribe),
+    ],
+    [
+      "RSS broker before → after subscribe → after idle (MB)",
+      `${MB(js.brokerProc.rssBefore)} → ${MB(js.brokerProc.rssAfterSubscribe)} → ${MB(js.brokerProc.rssAfterIdle)}`,
+      `${MB(rd.brokerProc.rssBefore)} → ${MB(rd.brokerProc.rssAfterSubscribe)} → ${MB(rd.brokerProc.rssAfterIdle)}`,
+      ratio(js.brokerProc.rssAfterSubscribe, rd.brokerProc.rssAfterSubscribe),
+    ],
     ["broker memory growth per channel (bytes)", fmt(js.brokerProc.growthPerChannel), fmt(rd.brokerProc.growthPerChannel), ""],
-    ["gateway: connections / subscriptions / live feeds", `${fmt(js.metricsAfterSubscribe.connections)} / ${fmt(js.metricsAfterSubscribe.subscriptions)} / ${fmt(js.metricsAfterSubscribe.liveFeeds)}`, `${fmt(rd.metricsAfterSubscribe.connections)} / ${fmt(rd.metricsAfterSubscribe.subscriptions)} / ${fmt(rd.metricsAfterSubscribe.liveFeeds)}`, ""],
-    ["nats-server subscriptions (/varz)", js.metricsAfterSubscribe.natsServerSubscriptions !== undefined ? fmt(js.metricsAfterSubscribe.natsServerSubscriptions) : "—", "—", ""],
-    ["HTTP publishes ok / sent (s)", `${fmt(js.publish.ok)} / ${fmt(js.publish.attempted)} (${fmt(js.publish.seconds, 1)})`, `${fmt(rd.publish.ok)} / ${fmt(rd.publish.attempted)} (${fmt(rd.publish.seconds, 1)})`, ""],
-    ["delivered / expected (dups, wrong channel)", `${fmt(js.delivery.delivered)} / ${fmt(js.delivery.expected)} (${js.delivery.dups}, ${js.delivery.wrongChannel})`, `${fmt(rd.delivery.delivered)} / ${fmt(rd.delivery.expected)} (${rd.delivery.dups}, ${rd.delivery.wrongChannel})`, ""],
+    [
+      "gateway: connections / subscriptions / live feeds",
+      `${fmt(js.metricsAfterSubscribe.connections)} / ${fmt(js.metricsAfterSubscribe.subscriptions)} / ${fmt(js.metricsAfterSubscribe.liveFeeds)}`,
+      `${fmt(rd.metricsAfterSubscribe.connections)} / ${fmt(rd.metricsAfterSubscribe.subscriptions)} / ${fmt(rd.metricsAfterSubscribe.liveFeeds)}`,
+      "",
+    ],
+    [
+      "nats-server subscriptions (/varz)",
+      js.metricsAfterSubscribe.natsServerSubscriptions !== undefined ? fmt(js.metricsAfterSubscribe.natsServerSubscriptions) : "—",
+      "—",
+      "",
+    ],
+    [
+      "HTTP publishes ok / sent (s)",
+      `${fmt(js.publish.ok)} / ${fmt(js.publish.attempted)} (${fmt(js.publish.seconds, 1)})`,
+      `${fmt(rd.publish.ok)} / ${fmt(rd.publish.attempted)} (${fmt(rd.publish.seconds, 1)})`,
+      "",
+    ],
+    [
+      "delivered / expected (dups, wrong channel)",
+      `${fmt(js.delivery.delivered)} / ${fmt(js.delivery.expected)} (${js.delivery.dups}, ${js.delivery.wrongChannel})`,
+      `${fmt(rd.delivery.delivered)} / ${fmt(rd.delivery.expected)} (${rd.delivery.dups}, ${rd.delivery.wrongChannel})`,
+      "",
+    ],
     ["delivery latency p50 (ms)", ms(js.delivery.latMs.p50), ms(rd.delivery.latMs.p50), ratio(js.delivery.latMs.p50, rd.delivery.latMs.p50)],
     ["delivery latency p99 (ms)", ms(js.delivery.latMs.p99), ms(rd.delivery.latMs.p99), ratio(js.delivery.latMs.p99, rd.delivery.latMs.p99)],
-    ["JetStream consumers: end / max of samples (samples)", js.consumers ? `${js.consumers.end} / ${js.consumers.max} (${js.consumers.samples})` : "—", "—", ""],
+    [
+      "JetStream consumers: end / max of samples (samples)",
+      js.consumers ? `${js.consumers.end} / ${js.consumers.max} (${js.consumers.samples})` : "—",
+      "—",
+      "",
+    ],
     ["live repairs / worker restarts", `${js.repairs} / ${js.workerRestarts}`, `${rd.repairs} / ${rd.workerRestarts}`, ""],
   ];
   const head = "| | gateway on JetStream | gateway on Redis pub/sub | JetStream / Redis |\n|---|---:|---:|---:|";
@@ -385,20 +537,41 @@ function targets(js: RunResult, rd: RunResult): { text: string; pass: boolean } 
     [`subscribe-ack p50, JetStream / Redis`, ack.toFixed(2), "≤ 1.5", ack <= 1.5],
     [`errors on JetStream at ${fmt(js.channels)} channels`, fmt(errors), "0 (target stated for 50,000)", errors === 0],
     [`JetStream consumers (end, max sampled)`, `${js.consumers?.end}, ${js.consumers?.max}`, "0", js.consumers?.end === 0 && js.consumers.max === 0],
-    [`delivered / expected on JetStream`, `${fmt(js.delivery.delivered)} / ${fmt(js.delivery.expected)}`, "all, no duplicate", js.delivery.delivered === js.delivery.expected && js.delivery.dups === 0],
+    [
+      `delivered / expected on JetStream`,
+      `${fmt(js.delivery.delivered)} / ${fmt(js.delivery.expected)}`,
+      "all, no duplicate",
+      js.delivery.delivered === js.delivery.expected && js.delivery.dups === 0,
+    ],
   ] as const;
-  const text = ["| target | measured | wanted | met |\n|---|---:|---|---|", ...lines.map(([a, b, c, d]) => `| ${a} | ${b} | ${c} | ${d ? "yes" : "**no**"} |`)].join("\n");
+  const text = [
+    "| target | measured | wanted | met |\n|---|---:|---|---|",
+    ...lines.map(([a, b, c, d]) => `| ${a} | ${b} | ${c} | ${d ? "yes" : "**no**"} |`),
+  ].join("\n");
   return { text, pass: lines.every((l) => l[3]) };
 }
 
 async function main(): Promise<void> {
-  const { values: v } = parseArgs({ options: {
-    role: { type: "string", default: "main" }, port: { type: "string" }, first: { type: "string" }, count: { type: "string" }, dests: { type: "string" },
-    concurrency: { type: "string", default: "500" },
-    channels: { type: "string", default: "10000" }, quick: { type: "boolean", default: false }, messages: { type: "string", default: "2000" },
-    rate: { type: "string", default: "500" }, idle: { type: "string", default: "10" }, workers: { type: "string", default: "auto" }, procs: { type: "string", default: "auto" },
-    brokers: { type: "string", default: "jetstream,redis" }, "no-write": { type: "boolean", default: false }, rounds: { type: "string", default: "1" },
-  } });
+  const { values: v } = parseArgs({
+    options: {
+      role: { type: "string", default: "main" },
+      port: { type: "string" },
+      first: { type: "string" },
+      count: { type: "string" },
+      dests: { type: "string" },
+      concurrency: { type: "string", default: "500" },
+      channels: { type: "string", default: "10000" },
+      quick: { type: "boolean", default: false },
+      messages: { type: "string", default: "2000" },
+      rate: { type: "string", default: "500" },
+      idle: { type: "string", default: "10" },
+      workers: { type: "string", default: "auto" },
+      procs: { type: "string", default: "auto" },
+      brokers: { type: "string", default: "jetstream,redis" },
+      "no-write": { type: "boolean", default: false },
+      rounds: { type: "string", default: "1" },
+    },
+  });
   if (v.role === "client") return clientMain(Number(v.port), Number(v.first), Number(v.count), Number(v.dests), Number(v.concurrency));
   const channels = v.quick ? 2_000 : Number(v.channels);
   if (!(channels > 0 && channels <= 200_000)) throw new Error(`--channels must be 1..200000, not ${v.channels}`);
@@ -449,7 +622,22 @@ async function main(): Promise<void> {
   const tg = targets(js, rd);
   console.log(`\n${t}\n\n${tg.text}\n${roundsLine ? `\n${roundsLine}\n` : ""}`);
   if (!v["no-write"]) {
-    const json = JSON.stringify({ started: started.toISOString(), channels, workers, procs, idleSeconds: o.idle, messages: o.messages, rate: o.rate, loadBefore: load0, medianRound: median.i + 1, rounds: all }, null, 1);
+    const json = JSON.stringify(
+      {
+        started: started.toISOString(),
+        channels,
+        workers,
+        procs,
+        idleSeconds: o.idle,
+        messages: o.messages,
+        rate: o.rate,
+        loadBefore: load0,
+        medianRound: median.i + 1,
+        rounds: all,
+      },
+      null,
+      1,
+    );
     appendResults(
       RESULTS,
       "# bench:channels — many channels, one socket each: JetStream (consumer-free) vs Redis pub/sub\n\nWritten by `npm run bench:channels`; one section per run, newest last. Idle CPU is utime+stime from /proc over the idle window (100% = one core).",

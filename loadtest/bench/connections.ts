@@ -24,8 +24,10 @@ function inOwnNetns(argv: string[]): number | null {
   const probe = spawnSync("unshare", ["-n", "true"], { stdio: "ignore" });
   if (probe.status !== 0) return null;
   log("running in a network namespace of its own (unshare -n; loopback only)");
-  const r = spawnSync("unshare", ["-n", "bash", "-c", `ip link set lo up && exec "${process.execPath}" "${process.argv[1]}" "$@"`, "bash", ...argv],
-    { stdio: "inherit", env: { ...process.env, FGW_IN_NETNS: "1" } });
+  const r = spawnSync("unshare", ["-n", "bash", "-c", `ip link set lo up && exec "${process.execPath}" "${process.argv[1]}" "$@"`, "bash", ...argv], {
+    stdio: "inherit",
+    env: { ...process.env, FGW_IN_NETNS: "1" },
+  });
   return r.status ?? 1;
 }
 
@@ -33,10 +35,17 @@ async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   const code = inOwnNetns(argv);
   if (code !== null) process.exit(code);
-  const { values: v } = parseArgs({ args: argv, options: {
-    sockets: { type: "string", default: "20000" }, messages: { type: "string", default: "5" }, workers: { type: "string" }, procs: { type: "string" },
-    "no-netns": { type: "boolean", default: false }, out: { type: "string", default: resolve(ROOT, "loadtest/results/connections.md") },
-  } });
+  const { values: v } = parseArgs({
+    args: argv,
+    options: {
+      sockets: { type: "string", default: "20000" },
+      messages: { type: "string", default: "5" },
+      workers: { type: "string" },
+      procs: { type: "string" },
+      "no-netns": { type: "boolean", default: false },
+      out: { type: "string", default: resolve(ROOT, "loadtest/results/connections.md") },
+    },
+  });
   const sockets = Number(v.sockets);
   const messages = Number(v.messages);
   const workers = Number(v.workers ?? Math.max(2, Math.ceil(sockets / PER_PROCESS)));
@@ -50,21 +59,46 @@ async function main(): Promise<void> {
   try {
     await new Promise((r) => setTimeout(r, 2_000)); // workers settle after start-up before the baseline is read
     const before = treeRss(gw.proc.pid!);
-    log(`gateway on port ${gw.port} with ${workers} workers; ${fmt(total)} sockets from ${procs} sub-cluster processes × ${fmt(per)}; gateway RSS before ${(before.nodeB / 1048576).toFixed(0)} MB`);
+    log(
+      `gateway on port ${gw.port} with ${workers} workers; ${fmt(total)} sockets from ${procs} sub-cluster processes × ${fmt(per)}; gateway RSS before ${(before.nodeB / 1048576).toFixed(0)} MB`,
+    );
     const json = join(work, "sub.json");
     const t0 = performance.now();
-    const sub = runNode([SUB_CLI, "-c", String(procs), "-n", String(per), "-p", String(gw.port), "--channel", "conn.all", "--expect", String(messages),
-      "-d", String(600), "--idle", "60", "--json", json]);
+    const sub = runNode([
+      SUB_CLI,
+      "-c",
+      String(procs),
+      "-n",
+      String(per),
+      "-p",
+      String(gw.port),
+      "--channel",
+      "conn.all",
+      "--expect",
+      String(messages),
+      "-d",
+      String(600),
+      "--idle",
+      "60",
+      "--json",
+      json,
+    ]);
     let lastShown = 0;
-    await until(() => {
-      if (sub.child.exitCode !== null) throw new Error(`sub-cluster exited: ${sub.out().slice(-3000)}`);
-      if (performance.now() - lastShown > 10_000) {
-        lastShown = performance.now();
-        const m = [...sub.out().matchAll(/(\d+)s clients (\d+)\/\d+ /g)].at(-1);
-        if (m) log(`  ${m[1]} s: ${fmt(Number(m[2]))} subscribed`);
-      }
-      return sub.out().includes(`clients ${total}/${total} `) || undefined;
-    }, 600_000, `${total} sockets subscribed`).catch((e: Error) => { throw new Error(`${e.message}\n${sub.out().slice(-2500)}`); });
+    await until(
+      () => {
+        if (sub.child.exitCode !== null) throw new Error(`sub-cluster exited: ${sub.out().slice(-3000)}`);
+        if (performance.now() - lastShown > 10_000) {
+          lastShown = performance.now();
+          const m = [...sub.out().matchAll(/(\d+)s clients (\d+)\/\d+ /g)].at(-1);
+          if (m) log(`  ${m[1]} s: ${fmt(Number(m[2]))} subscribed`);
+        }
+        return sub.out().includes(`clients ${total}/${total} `) || undefined;
+      },
+      600_000,
+      `${total} sockets subscribed`,
+    ).catch((e: Error) => {
+      throw new Error(`${e.message}\n${sub.out().slice(-2500)}`);
+    });
     const connectS = (performance.now() - t0) / 1000;
     log(`${fmt(total)} sockets subscribed in ${connectS.toFixed(1)} s`);
     const spread = /spreading [^\n]*/.exec(sub.out())?.[0] ?? "no spreading (one source address was enough)";
@@ -80,12 +114,28 @@ async function main(): Promise<void> {
     const r = JSON.parse(readFileSync(json, "utf8")) as SubResult;
     const lat = LatencyStats.fromJSON(r.latency);
     const res = {
-      sockets: total, workers, procs, messages, connectS, spread,
-      rssBeforeMB: before.nodeB / 1048576, rssAfterMB: after.nodeB / 1048576, perConnKB,
-      received: r.counts.received, expected: r.counts.expected, lost: r.counts.lost, connected: r.counts.everConnected,
-      p50Ms: lat.percentileUs(50) / 1000, p99Ms: lat.percentileUs(99) / 1000, maxMs: lat.max / 1000, meanMs: lat.meanUs / 1000,
+      sockets: total,
+      workers,
+      procs,
+      messages,
+      connectS,
+      spread,
+      rssBeforeMB: before.nodeB / 1048576,
+      rssAfterMB: after.nodeB / 1048576,
+      perConnKB,
+      received: r.counts.received,
+      expected: r.counts.expected,
+      lost: r.counts.lost,
+      connected: r.counts.everConnected,
+      p50Ms: lat.percentileUs(50) / 1000,
+      p99Ms: lat.percentileUs(99) / 1000,
+      maxMs: lat.max / 1000,
+      meanMs: lat.meanUs / 1000,
       gatewayUsPerDelivery: r.counts.received ? (cpu.nodeS * 1e6) / r.counts.received : NaN,
-      cut: end.cut, load: loadavg()[0]!, at: new Date().toISOString(), cores: cpus().length,
+      cut: end.cut,
+      load: loadavg()[0]!,
+      at: new Date().toISOString(),
+      cores: cpus().length,
       toolCpu: r.cpu.filter((c) => c.name !== "master").map((c) => c.peakPct),
     };
     const md = [

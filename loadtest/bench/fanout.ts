@@ -23,7 +23,10 @@ async function clientMain(url: string, channel: string, k: number, deflate: bool
   const socks: WebSocket[] = [];
   for (let i = 0; i < k; i++) {
     const ws = new WebSocket(url, { perMessageDeflate: deflate, skipUTF8Validation: true });
-    await new Promise<void>((res, rej) => { ws.once("open", () => res()); ws.once("error", rej); });
+    await new Promise<void>((res, rej) => {
+      ws.once("open", () => res());
+      ws.once("error", rej);
+    });
     if (deflate && !ws.extensions.includes("permessage-deflate")) throw new Error("the server did not negotiate permessage-deflate");
     ws.on("message", (d: Buffer) => {
       received++;
@@ -55,8 +58,20 @@ async function bareMain(rate: number, size: number, compress: boolean): Promise<
   const require = createRequire(import.meta.url);
   const uws = require("uWebSockets.js") as typeof import("uWebSockets.js");
   const app = uws.App();
-  app.ws("/ws", { compression: compress ? uws.SHARED_COMPRESSOR : uws.DISABLED, maxBackpressure: 8 << 20, message: (ws) => { ws.subscribe("bench"); ws.send('{"op":"ok","id":1}'); } });
-  await new Promise<void>((res) => app.listen("127.0.0.1", 0, (t) => { process.send!({ type: "port", port: uws.us_socket_local_port(t as never) }); res(); }));
+  app.ws("/ws", {
+    compression: compress ? uws.SHARED_COMPRESSOR : uws.DISABLED,
+    maxBackpressure: 8 << 20,
+    message: (ws) => {
+      ws.subscribe("bench");
+      ws.send('{"op":"ok","id":1}');
+    },
+  });
+  await new Promise<void>((res) =>
+    app.listen("127.0.0.1", 0, (t) => {
+      process.send!({ type: "port", port: uws.us_socket_local_port(t as never) });
+      res();
+    }),
+  );
   const pad = "x".repeat(size);
   let seq = 0;
   process.on("message", (m: { type: string }) => {
@@ -65,7 +80,12 @@ async function bareMain(rate: number, size: number, compress: boolean): Promise<
     setInterval(() => {
       for (let i = 0; i < perTick; i++) {
         seq++;
-        app.publish("bench", `{"op":"msg","channel":"bench","sub":"bench","seq":${seq},"ts":${Date.now()},"data":{"t":${nowUs()},"s":${seq},"x":"${pad}"}}`, false, compress);
+        app.publish(
+          "bench",
+          `{"op":"msg","channel":"bench","sub":"bench","seq":${seq},"ts":${Date.now()},"data":{"t":${nowUs()},"s":${seq},"x":"${pad}"}}`,
+          false,
+          compress,
+        );
       }
     }, everyMs);
   });
@@ -88,7 +108,16 @@ type Result = { deliveriesPerSec: number; lat: number[]; cpuPct: number };
 
 /** Deliveries and latency over `seconds` after a warm-up second, and the CPU of `serverPid`'s process tree meanwhile. */
 async function collect(children: ChildProcess[], seconds: number, serverPid: number): Promise<Result> {
-  const ask = () => Promise.all(children.map((c) => new Promise<Report>((res) => { c.once("message", (m: Report) => res(m)); c.send({ type: "report" }); })));
+  const ask = () =>
+    Promise.all(
+      children.map(
+        (c) =>
+          new Promise<Report>((res) => {
+            c.once("message", (m: Report) => res(m));
+            c.send({ type: "report" });
+          }),
+      ),
+    );
   await new Promise((r) => setTimeout(r, 1_000)); // warm-up second, discarded
   await ask();
   const cpu = cpuWindow([serverPid]);
@@ -102,36 +131,69 @@ async function collect(children: ChildProcess[], seconds: number, serverPid: num
 }
 
 async function main(): Promise<void> {
-  const { values: v } = parseArgs({ options: {
-    role: { type: "string", default: "main" }, url: { type: "string" }, channel: { type: "string" }, k: { type: "string" },
-    clients: { type: "string", default: "200" }, rate: { type: "string", default: "500" }, seconds: { type: "string", default: "8" },
-    procs: { type: "string", default: "2" }, size: { type: "string", default: "64" }, workers: { type: "string", default: "1" }, json: { type: "boolean", default: false },
-    compression: { type: "string", default: "off" }, deflate: { type: "boolean", default: false }, compress: { type: "boolean", default: false },
-  } });
+  const { values: v } = parseArgs({
+    options: {
+      role: { type: "string", default: "main" },
+      url: { type: "string" },
+      channel: { type: "string" },
+      k: { type: "string" },
+      clients: { type: "string", default: "200" },
+      rate: { type: "string", default: "500" },
+      seconds: { type: "string", default: "8" },
+      procs: { type: "string", default: "2" },
+      size: { type: "string", default: "64" },
+      workers: { type: "string", default: "1" },
+      json: { type: "boolean", default: false },
+      compression: { type: "string", default: "off" },
+      deflate: { type: "boolean", default: false },
+      compress: { type: "boolean", default: false },
+    },
+  });
   if (v.role === "client") return clientMain(v.url!, v.channel!, Number(v.k), v.deflate!);
   if (v.role === "bare") return bareMain(Number(v.rate), Number(v.size), v.compress!);
-  const clients = Number(v.clients), rate = Number(v.rate), seconds = Number(v.seconds), procs = Number(v.procs), size = Number(v.size);
+  const clients = Number(v.clients),
+    rate = Number(v.rate),
+    seconds = Number(v.seconds),
+    procs = Number(v.procs),
+    size = Number(v.size);
   if (!["off", "shared", "both"].includes(v.compression!)) throw new Error("--compression must be off, shared or both");
   const modes = v.compression === "both" ? [false, true] : [v.compression === "shared"];
 
   const rows: { name: string; r: Result }[] = [];
   for (const deflate of modes) {
     const tag = deflate ? ", permessage-deflate" : "";
-    rows.push({ name: `gateway (JetStream, ${v.workers} worker${v.workers === "1" ? "" : "s"}${tag})`, r: await runGateway(clients, rate, seconds, procs, size, Number(v.workers), deflate) });
+    rows.push({
+      name: `gateway (JetStream, ${v.workers} worker${v.workers === "1" ? "" : "s"}${tag})`,
+      r: await runGateway(clients, rate, seconds, procs, size, Number(v.workers), deflate),
+    });
     rows.push({ name: `bare uWS publish${tag}`, r: await runBare(clients, rate, seconds, procs, size, deflate) });
   }
 
   const row = (name: string, r: Result) =>
     `| ${name} | ${fmt(r.deliveriesPerSec)} | ${fmt(percentile(r.lat, 50) / 1000, 2)} | ${fmt(percentile(r.lat, 99) / 1000, 2)} | ${fmt(percentile(r.lat, 99.9) / 1000, 2)} | ${fmt(r.lat.at(-1)! / 1000, 2)} | ${fmt(r.cpuPct)} | ${fmt(cpuUsPerDelivery(r), 2)} |`;
   const expected = clients * rate;
-  console.log(`\nbench:fanout — ${clients} clients × ${rate} msg/s (${fmt(expected)} deliveries/s offered), ${size} B payload, ${seconds} s, ${procs} client processes`);
+  console.log(
+    `\nbench:fanout — ${clients} clients × ${rate} msg/s (${fmt(expected)} deliveries/s offered), ${size} B payload, ${seconds} s, ${procs} client processes`,
+  );
   console.log("| server | deliveries/s | p50 ms | p99 ms | p99.9 ms | max ms | server CPU % | CPU µs/delivery |\n|---|---|---|---|---|---|---|---|");
   for (const x of rows) console.log(row(x.name, x.r));
   for (let i = 0; i < rows.length; i += 2)
-    console.log(`ratio gateway/bare deliveries/s${modes[i / 2] ? " (deflate)" : ""}: ${(rows[i]!.r.deliveriesPerSec / rows[i + 1]!.r.deliveriesPerSec).toFixed(3)} (target >= 0.90)`);
+    console.log(
+      `ratio gateway/bare deliveries/s${modes[i / 2] ? " (deflate)" : ""}: ${(rows[i]!.r.deliveriesPerSec / rows[i + 1]!.r.deliveriesPerSec).toFixed(3)} (target >= 0.90)`,
+    );
   if (rows.length === 4)
-    console.log(`deflate costs the gateway ${fmt(cpuUsPerDelivery(rows[2]!.r) - cpuUsPerDelivery(rows[0]!.r), 2)} µs CPU per delivery (${(cpuUsPerDelivery(rows[2]!.r) / cpuUsPerDelivery(rows[0]!.r)).toFixed(2)}x)`);
-  if (v.json) console.log(JSON.stringify({ clients, rate, size, rows: rows.map((x) => ({ name: x.name, deliveriesPerSec: x.r.deliveriesPerSec, cpuPct: x.r.cpuPct, cpuUsPerDelivery: cpuUsPerDelivery(x.r) })) }));
+    console.log(
+      `deflate costs the gateway ${fmt(cpuUsPerDelivery(rows[2]!.r) - cpuUsPerDelivery(rows[0]!.r), 2)} µs CPU per delivery (${(cpuUsPerDelivery(rows[2]!.r) / cpuUsPerDelivery(rows[0]!.r)).toFixed(2)}x)`,
+    );
+  if (v.json)
+    console.log(
+      JSON.stringify({
+        clients,
+        rate,
+        size,
+        rows: rows.map((x) => ({ name: x.name, deliveriesPerSec: x.r.deliveriesPerSec, cpuPct: x.r.cpuPct, cpuUsPerDelivery: cpuUsPerDelivery(x.r) })),
+      }),
+    );
   process.exit(0);
 }
 
@@ -170,7 +232,9 @@ async function runGateway(clients: number, rate: number, seconds: number, procs:
 
 /** Bare uWS, same clients, same rate. */
 async function runBare(clients: number, rate: number, seconds: number, procs: number, size: number, deflate: boolean): Promise<Result> {
-  const bare = fork(process.argv[1]!, ["--role", "bare", "--rate", String(rate), "--size", String(size), ...(deflate ? ["--compress"] : [])], { stdio: "inherit" });
+  const bare = fork(process.argv[1]!, ["--role", "bare", "--rate", String(rate), "--size", String(size), ...(deflate ? ["--compress"] : [])], {
+    stdio: "inherit",
+  });
   const port = await new Promise<number>((res) => bare.once("message", (m: { port: number }) => res(m.port)));
   const bareKids = await runClients(`ws://127.0.0.1:${port}/ws`, "bench", clients, procs, deflate);
   bare.send({ type: "go" });

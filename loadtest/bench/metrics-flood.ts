@@ -19,27 +19,42 @@ const FANOUT = resolve(import.meta.dirname, "fanout.js");
 async function floodMain(url: string, loops: number): Promise<void> {
   let stop = false;
   let n = 0;
-  process.on("message", () => { stop = true; });
+  process.on("message", () => {
+    stop = true;
+  });
   const end = Date.now() + 120_000;
-  await Promise.all(Array.from({ length: loops }, async () => {
-    while (!stop && Date.now() < end) {
-      const r = await fetch(url).catch(() => undefined);
-      await r?.arrayBuffer().catch(() => undefined);
-      n++;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: loops }, async () => {
+      while (!stop && Date.now() < end) {
+        const r = await fetch(url).catch(() => undefined);
+        await r?.arrayBuffer().catch(() => undefined);
+        n++;
+      }
+    }),
+  );
   process.send!({ requests: n });
   process.exit(0);
 }
 
 async function clients(url: string, n: number, procs: number): Promise<ChildProcess[]> {
   const per = Math.ceil(n / procs);
-  const kids = Array.from({ length: procs }, () => fork(FANOUT, ["--role", "client", "--url", url, "--channel", "bench.flood", "--k", String(per)], { stdio: "inherit" }));
+  const kids = Array.from({ length: procs }, () =>
+    fork(FANOUT, ["--role", "client", "--url", url, "--channel", "bench.flood", "--k", String(per)], { stdio: "inherit" }),
+  );
   await Promise.all(kids.map((c) => new Promise<void>((r) => c.once("message", () => r()))));
   return kids;
 }
 
-const report = (kids: ChildProcess[]) => Promise.all(kids.map((c) => new Promise<Report>((r) => { c.once("message", (m: Report) => r(m)); c.send({ type: "report" }); })));
+const report = (kids: ChildProcess[]) =>
+  Promise.all(
+    kids.map(
+      (c) =>
+        new Promise<Report>((r) => {
+          c.once("message", (m: Report) => r(m));
+          c.send({ type: "report" });
+        }),
+    ),
+  );
 
 async function window(kids: ChildProcess[], seconds: number): Promise<number[]> {
   await report(kids); // reset
@@ -66,9 +81,14 @@ async function leg(name: string, extra: string[], path: string, o: { clients: nu
   })();
   await new Promise((r) => setTimeout(r, 1_000)); // warm-up
   const quiet = await window(kids, o.seconds);
-  const flooder = fork(process.argv[1]!, ["--role", "flood", "--url", `http://127.0.0.1:${gw.port}${path}`, "--flooders", String(o.flooders)], { stdio: "inherit" });
+  const flooder = fork(process.argv[1]!, ["--role", "flood", "--url", `http://127.0.0.1:${gw.port}${path}`, "--flooders", String(o.flooders)], {
+    stdio: "inherit",
+  });
   const flooded = await window(kids, o.seconds);
-  const requests = await new Promise<number>((r) => { flooder.once("message", (m: { requests: number }) => r(m.requests)); flooder.send("stop"); });
+  const requests = await new Promise<number>((r) => {
+    flooder.once("message", (m: { requests: number }) => r(m.requests));
+    flooder.send("stop");
+  });
   stop = true;
   await pub;
   for (const c of kids) c.send({ type: "exit" });
@@ -77,14 +97,26 @@ async function leg(name: string, extra: string[], path: string, o: { clients: nu
   nats.proc.kill("SIGTERM");
   await until(() => gw.proc.exitCode !== null || undefined, 15_000, "gateway exit");
   const p = (a: number[], q: number) => percentile(a, q) / 1000;
-  return { name, quiet: { p50: p(quiet, 50), p99: p(quiet, 99), n: quiet.length }, flooded: { p50: p(flooded, 50), p99: p(flooded, 99), n: flooded.length }, floodPerSec: requests / o.seconds };
+  return {
+    name,
+    quiet: { p50: p(quiet, 50), p99: p(quiet, 99), n: quiet.length },
+    flooded: { p50: p(flooded, 50), p99: p(flooded, 99), n: flooded.length },
+    floodPerSec: requests / o.seconds,
+  };
 }
 
 async function main(): Promise<void> {
-  const { values: v } = parseArgs({ options: {
-    role: { type: "string", default: "main" }, url: { type: "string" }, clients: { type: "string", default: "200" }, rate: { type: "string", default: "200" },
-    seconds: { type: "string", default: "5" }, flooders: { type: "string", default: "32" }, workers: { type: "string", default: "2" },
-  } });
+  const { values: v } = parseArgs({
+    options: {
+      role: { type: "string", default: "main" },
+      url: { type: "string" },
+      clients: { type: "string", default: "200" },
+      rate: { type: "string", default: "200" },
+      seconds: { type: "string", default: "5" },
+      flooders: { type: "string", default: "32" },
+      workers: { type: "string", default: "2" },
+    },
+  });
   if (v.role === "flood") return floodMain(v.url!, Number(v.flooders));
   const o = { clients: Number(v.clients), rate: Number(v.rate), seconds: Number(v.seconds), flooders: Number(v.flooders), workers: Number(v.workers) };
   const rows = [
@@ -92,10 +124,14 @@ async function main(): Promise<void> {
     await leg("admin: --admin-port 0 (the public /metrics is a 404)", ["--admin-port", "0"], "/metrics", o),
     await leg("reference: the same flood of GET /healthz (what any HTTP request costs)", [], "/healthz", o),
   ];
-  console.log(`\nbench:metrics-flood — ${o.clients} clients × ${o.rate} msg/s, ${o.workers} workers; ${o.seconds} s quiet, then ${o.seconds} s with ${o.flooders} loops requesting a path on the public port`);
+  console.log(
+    `\nbench:metrics-flood — ${o.clients} clients × ${o.rate} msg/s, ${o.workers} workers; ${o.seconds} s quiet, then ${o.seconds} s with ${o.flooders} loops requesting a path on the public port`,
+  );
   console.log("| gateway | flood req/s | quiet p50 / p99 ms | flooded p50 / p99 ms | p99 flooded/quiet |\n|---|---:|---|---|---:|");
   for (const r of rows) {
-    console.log(`| ${r.name} | ${fmt(r.floodPerSec)} | ${fmt(r.quiet.p50, 2)} / ${fmt(r.quiet.p99, 2)} | ${fmt(r.flooded.p50, 2)} / ${fmt(r.flooded.p99, 2)} | **${(r.flooded.p99 / r.quiet.p99).toFixed(2)}** |`);
+    console.log(
+      `| ${r.name} | ${fmt(r.floodPerSec)} | ${fmt(r.quiet.p50, 2)} / ${fmt(r.quiet.p99, 2)} | ${fmt(r.flooded.p50, 2)} / ${fmt(r.flooded.p99, 2)} | **${(r.flooded.p99 / r.quiet.p99).toFixed(2)}** |`,
+    );
   }
   console.log(JSON.stringify(rows));
   process.exit(0);

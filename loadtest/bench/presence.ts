@@ -14,8 +14,26 @@ import WebSocket from "ws";
 import { ROOT, fmt } from "./common.js";
 import { startNatsServer } from "../../gateway/test/support/nats-server.js";
 import {
-  appendResults, clientLifecycle, closeAll, destinationsFor, forkClient, gatewayPids, gatewayWarnings, groupStat, loadAvg, now, openSockets, pcts,
-  procStat, revision, scrapeMetrics, sleep, startScaleGateway, stopClients, type ClientProc, type Pcts,
+  appendResults,
+  clientLifecycle,
+  closeAll,
+  destinationsFor,
+  forkClient,
+  gatewayPids,
+  gatewayWarnings,
+  groupStat,
+  loadAvg,
+  now,
+  openSockets,
+  pcts,
+  procStat,
+  revision,
+  scrapeMetrics,
+  sleep,
+  startScaleGateway,
+  stopClients,
+  type ClientProc,
+  type Pcts,
 } from "./scale-kit.js";
 
 const RESULTS = resolve(ROOT, "loadtest/results/presence.md");
@@ -169,7 +187,9 @@ async function main(): Promise<void> {
   const workers = Number(a.workers);
   const mode = a["members-mode"] === "true" ? true : "member";
   const started = new Date().toISOString();
-  console.log(`bench:presence — ${members} members over ${procs} processes at ${rate}/s, ${watchers} watchers, ${workers} workers, ttl ${a.ttl}, members' presence ${JSON.stringify(mode)}`);
+  console.log(
+    `bench:presence — ${members} members over ${procs} processes at ${rate}/s, ${watchers} watchers, ${workers} workers, ttl ${a.ttl}, members' presence ${JSON.stringify(mode)}`,
+  );
 
   const nats = await startNatsServer();
   const natsPid = nats.process.pid!;
@@ -214,7 +234,13 @@ async function main(): Promise<void> {
       ),
     );
     const failedOpen = opened.reduce((s, o) => s + o.failed, 0);
-    if (failedOpen > 0) console.log(`  ${failedOpen} sockets failed to open: ${opened.flatMap((o) => o.failures).slice(0, 3).join("; ")}`);
+    if (failedOpen > 0)
+      console.log(
+        `  ${failedOpen} sockets failed to open: ${opened
+          .flatMap((o) => o.failures)
+          .slice(0, 3)
+          .join("; ")}`,
+      );
 
     // Idle: the same processes and sockets before anyone joins (the baseline of the steady phase).
     await measure("idle (sockets open, no member)", () => sleep(steadyS * 1000));
@@ -273,10 +299,38 @@ async function main(): Promise<void> {
 
     const warnings = gatewayWarnings(gw, [/AUTHENTICATION IS OFF/]);
     const report = render({
-      started, members, procs, rate, watchers, workers, ttl: a.ttl!, steadyS, mode, failedOpen, joinedCount: joined.rows.length, joinErrors: joined.errors,
-      errSamples: joined.errSamples, join: pcts(joinLat), ok: pcts(okLat), leave: pcts(leaveLat), missingJoins, missingLeaves, duplicates, phases, refreshes,
-      kvBytes: kv.bytes, kvMsgs: kv.messages, natsRssDelta: natsRss - natsRssBefore, natsRss, gwRss, listWsMs: listWs.ms,
-      listWsCount: (listWs.f.members as unknown[] | undefined)?.length ?? 0, listTruncated: listWs.f.truncated === true, httpMs, httpCount: http.members.length, warnings,
+      started,
+      members,
+      procs,
+      rate,
+      watchers,
+      workers,
+      ttl: a.ttl!,
+      steadyS,
+      mode,
+      failedOpen,
+      joinedCount: joined.rows.length,
+      joinErrors: joined.errors,
+      errSamples: joined.errSamples,
+      join: pcts(joinLat),
+      ok: pcts(okLat),
+      leave: pcts(leaveLat),
+      missingJoins,
+      missingLeaves,
+      duplicates,
+      phases,
+      refreshes,
+      kvBytes: kv.bytes,
+      kvMsgs: kv.messages,
+      natsRssDelta: natsRss - natsRssBefore,
+      natsRss,
+      gwRss,
+      listWsMs: listWs.ms,
+      listWsCount: (listWs.f.members as unknown[] | undefined)?.length ?? 0,
+      listTruncated: listWs.f.truncated === true,
+      httpMs,
+      httpCount: http.members.length,
+      warnings,
     });
     console.log(report);
     if (!a["no-write"]) {
@@ -293,10 +347,37 @@ async function main(): Promise<void> {
 }
 
 type Report = {
-  started: string; members: number; procs: number; rate: number; watchers: number; workers: number; ttl: string; steadyS: number; mode: true | "member";
-  failedOpen: number; joinedCount: number; joinErrors: number; errSamples: string[]; join: Pcts; ok: Pcts; leave: Pcts; missingJoins: number;
-  missingLeaves: number; duplicates: number; phases: Phase[]; refreshes: number; kvBytes: number; kvMsgs: number; natsRssDelta: number; natsRss: number;
-  gwRss: number; listWsMs: number; listWsCount: number; listTruncated: boolean; httpMs: number; httpCount: number;
+  started: string;
+  members: number;
+  procs: number;
+  rate: number;
+  watchers: number;
+  workers: number;
+  ttl: string;
+  steadyS: number;
+  mode: true | "member";
+  failedOpen: number;
+  joinedCount: number;
+  joinErrors: number;
+  errSamples: string[];
+  join: Pcts;
+  ok: Pcts;
+  leave: Pcts;
+  missingJoins: number;
+  missingLeaves: number;
+  duplicates: number;
+  phases: Phase[];
+  refreshes: number;
+  kvBytes: number;
+  kvMsgs: number;
+  natsRssDelta: number;
+  natsRss: number;
+  gwRss: number;
+  listWsMs: number;
+  listWsCount: number;
+  listTruncated: boolean;
+  httpMs: number;
+  httpCount: number;
   warnings: { msg: string; count: number }[];
 };
 
@@ -324,7 +405,10 @@ function render(r: Report): string {
     `| refresh rounds in the steady phase (all workers; each rewrites every entry of its worker) | ${fmt(r.refreshes)} |`,
   ];
   for (const p of r.phases) {
-    const per = p.name === "steady" || p.name.startsWith("idle") ? "" : `; per member: gateway ${fmt((p.gwCpuS * 1e6) / r.members)} µs, nats-server ${fmt((p.natsCpuS * 1e6) / r.members)} µs`;
+    const per =
+      p.name === "steady" || p.name.startsWith("idle")
+        ? ""
+        : `; per member: gateway ${fmt((p.gwCpuS * 1e6) / r.members)} µs, nats-server ${fmt((p.natsCpuS * 1e6) / r.members)} µs`;
     lines.push(
       `| CPU, ${p.name} (${fmt(p.wallS, 1)} s): gateway ${fmt((p.gwCpuS / p.wallS) * 100, 1)} %, nats-server ${fmt((p.natsCpuS / p.wallS) * 100, 1)} % of a core${per} | ${fmt(p.gwCpuS, 2)} s / ${fmt(p.natsCpuS, 2)} s |`,
     );

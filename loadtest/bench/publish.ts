@@ -74,7 +74,11 @@ function natscliLeg(natsUrl: string): Leg | undefined {
     run: async (seconds) => {
       // A fixed count that takes about `seconds` at the nats.js rate measured here before (~30k/s).
       const msgs = Math.max(10_000, Math.round(seconds * 30_000));
-      const r = await runNats(["bench", "js", "pub", "async", `ev.${CHANNEL}.cli`, "--msgs", String(msgs), "--size", "128", "--batch", "256", "--no-progress", "--stream", "EVENTS"], natsUrl, 120_000);
+      const r = await runNats(
+        ["bench", "js", "pub", "async", `ev.${CHANNEL}.cli`, "--msgs", String(msgs), "--size", "128", "--batch", "256", "--no-progress", "--stream", "EVENTS"],
+        natsUrl,
+        120_000,
+      );
       const b = parseBench(r.stdout);
       return { msgsPerSec: b.aggregate, p50Ms: (b.latencyUs?.p50 ?? NaN) / 1000, p99Ms: (b.latencyUs?.p99 ?? NaN) / 1000, seconds: r.ms / 1000 };
     },
@@ -95,7 +99,16 @@ function httpLeg(port: number, name: string, what: string, o: { connections: num
       const autocannon = require("autocannon") as (o: Record<string, unknown>, cb: (e: unknown, r: AutocannonResult) => void) => void;
       const r = await new Promise<AutocannonResult>((res, rej) =>
         autocannon(
-          { url, method: "POST", headers: { "content-type": "application/json" }, body, connections: o.connections, pipelining: o.pipelining ?? 1, duration: seconds, timeout: 10 },
+          {
+            url,
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body,
+            connections: o.connections,
+            pipelining: o.pipelining ?? 1,
+            duration: seconds,
+            timeout: 10,
+          },
           (e, x) => (e ? rej(e instanceof Error ? e : new Error(String(e))) : res(x)),
         ),
       );
@@ -131,7 +144,8 @@ function wsLeg(port: number, name: string, what: string, o: { sockets: number; i
           if (m) waiting.get(Number(m[1]))?.();
         });
       const item = `{"channel":"${CHANNEL}","data":${BODY}}`;
-      const frame = (id: number) => (o.batch ? `{"op":"pub","id":${id},"batch":[${Array(o.batch).fill(item).join(",")}]}` : `{"op":"pub","id":${id},"channel":"${CHANNEL}","data":${BODY}}`);
+      const frame = (id: number) =>
+        o.batch ? `{"op":"pub","id":${id},"batch":[${Array(o.batch).fill(item).join(",")}]}` : `{"op":"pub","id":${id},"channel":"${CHANNEL}","data":${BODY}}`;
       try {
         return await closedLoop(seconds, o.sockets * o.inFlight, () => {
           const id = ++next;
@@ -161,7 +175,9 @@ function ensureLoadtestDeps(): void {
 }
 
 async function main(): Promise<void> {
-  const { values: v } = parseArgs({ options: { seconds: { type: "string", default: "5" }, legs: { type: "string" }, quick: { type: "boolean" }, out: { type: "string" } } });
+  const { values: v } = parseArgs({
+    options: { seconds: { type: "string", default: "5" }, legs: { type: "string" }, quick: { type: "boolean" }, out: { type: "string" } },
+  });
   const seconds = v.quick ? 1 : Number(v.seconds);
   ensureLoadtestDeps();
   const nats = await startNats();
@@ -204,7 +220,9 @@ async function main(): Promise<void> {
         p99Ms: "p99Ms" in r ? r.p99Ms : percentile(sorted, 99),
       });
       const row = rows.at(-1)!;
-      console.log(`${leg.name.padEnd(15)} ${fmt(row.msgsPerSec).padStart(8)} msgs/s  ${row.ratio.toFixed(2)}×  gw ${row.gwUsPerMsg === null ? "—" : fmt(row.gwUsPerMsg, 1)} µs  nats ${fmt(row.natsUsPerMsg, 1)} µs  p50 ${fmt(row.p50Ms, 2)} ms  p99 ${fmt(row.p99Ms, 2)} ms`);
+      console.log(
+        `${leg.name.padEnd(15)} ${fmt(row.msgsPerSec).padStart(8)} msgs/s  ${row.ratio.toFixed(2)}×  gw ${row.gwUsPerMsg === null ? "—" : fmt(row.gwUsPerMsg, 1)} µs  nats ${fmt(row.natsUsPerMsg, 1)} µs  p50 ${fmt(row.p50Ms, 2)} ms  p99 ${fmt(row.p99Ms, 2)} ms`,
+      );
     }
   } finally {
     gw.proc.kill("SIGTERM");
@@ -220,7 +238,11 @@ async function main(): Promise<void> {
   ].join("\n");
   console.log(`\n${table}`);
   const file = v.out ?? resolve(ROOT, "loadtest/results/publish.md");
-  if (!existsSync(file)) writeFileSync(file, "# bench:publish — the publish paths against nats.js in one run\n\nWritten by `npm run bench:publish`; one section per run, newest last.\n");
+  if (!existsSync(file))
+    writeFileSync(
+      file,
+      "# bench:publish — the publish paths against nats.js in one run\n\nWritten by `npm run bench:publish`; one section per run, newest last.\n",
+    );
   appendFileSync(file, `\n## ${new Date().toISOString()} — ${seconds} s per leg, one nats-server, 2 gateway workers, 128-byte JSON\n\n${table}\n`);
   process.exit(0);
 }

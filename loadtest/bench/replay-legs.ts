@@ -21,7 +21,13 @@ export async function rawRead(servers: string, subject: string, count: number, o
   const t0 = performance.now();
   let n = 0;
   await new Promise<void>((resolve) => {
-    void c.consume({ max_messages: 1_024, callback: (m) => { n++; if (m.info.pending === 0 && n >= count) resolve(); } });
+    void c.consume({
+      max_messages: 1_024,
+      callback: (m) => {
+        n++;
+        if (m.info.pending === 0 && n >= count) resolve();
+      },
+    });
   });
   const dt = (performance.now() - t0) / 1000;
   await nc.close();
@@ -69,12 +75,16 @@ function leanReplay(port: number, channel: string, count: number): Promise<numbe
 
 async function wsReplay(port: number, channel: string, count: number): Promise<number> {
   const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`, { perMessageDeflate: false, skipUTF8Validation: true });
-  await new Promise<void>((res, rej) => { ws.once("open", () => res()); ws.once("error", rej); });
+  await new Promise<void>((res, rej) => {
+    ws.once("open", () => res());
+    ws.once("error", rej);
+  });
   let n = 0;
   let t0 = 0;
   const done = new Promise<void>((resolve) => {
     ws.on("message", (d: Buffer) => {
-      if (d[2] === 0x6f && d[7] === 0x6d) { // {"op":"msg"…: count without parsing
+      if (d[2] === 0x6f && d[7] === 0x6d) {
+        // {"op":"msg"…: count without parsing
         if (++n >= count) resolve();
       }
     });

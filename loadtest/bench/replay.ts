@@ -22,12 +22,21 @@ import { makeTestPki, secureServerConfig } from "../../gateway/test/support/nats
 import { fillStream, median, rawRead, socketReplay } from "./replay-legs.js";
 
 async function main(): Promise<void> {
-  const { values: v } = parseArgs({ options: {
-    messages: { type: "string", default: "100000" }, size: { type: "string", default: "100" }, rounds: { type: "string", default: "9" },
-    warmup: { type: "string", default: "1" }, layout: { type: "string", default: "shared" },
-    engine: { type: "string", default: "lean" }, secure: { type: "boolean", default: false },
-  } });
-  const count = Number(v.messages), size = Number(v.size), rounds = Number(v.rounds), warmup = Number(v.warmup);
+  const { values: v } = parseArgs({
+    options: {
+      messages: { type: "string", default: "100000" },
+      size: { type: "string", default: "100" },
+      rounds: { type: "string", default: "9" },
+      warmup: { type: "string", default: "1" },
+      layout: { type: "string", default: "shared" },
+      engine: { type: "string", default: "lean" },
+      secure: { type: "boolean", default: false },
+    },
+  });
+  const count = Number(v.messages),
+    size = Number(v.size),
+    rounds = Number(v.rounds),
+    warmup = Number(v.warmup);
   if (v.layout !== "pinned" && v.layout !== "shared") throw new Error(`--layout must be pinned or shared, not ${v.layout}`);
   if (v.engine !== "lean" && v.engine !== "ws") throw new Error(`--engine must be lean or ws, not ${v.engine}`);
   const engine = v.engine;
@@ -43,7 +52,11 @@ async function main(): Promise<void> {
     writeFileSync(pw, "bench-pw");
     const h = await startNatsServer({ config: secureServerConfig(pki, [{ who: { user: "bench", password: "bench-pw" } }], { verify: true }) });
     nats = { url: h.url, proc: h.process };
-    natsOpts = { user: "bench", pass: "bench-pw", tls: { ca: readFileSync(pki.ca, "utf8"), cert: readFileSync(pki.clientCert, "utf8"), key: readFileSync(pki.clientKey, "utf8") } };
+    natsOpts = {
+      user: "bench",
+      pass: "bench-pw",
+      tls: { ca: readFileSync(pki.ca, "utf8"), cert: readFileSync(pki.clientCert, "utf8"), key: readFileSync(pki.clientKey, "utf8") },
+    };
     gwEnv = { NATS_USER: "bench", NATS_PASSWORD_FILE: pw, NATS_TLS_CA_FILE: pki.ca, NATS_TLS_CERT_FILE: pki.clientCert, NATS_TLS_KEY_FILE: pki.clientKey };
   } else {
     nats = await startNats();
@@ -51,11 +64,19 @@ async function main(): Promise<void> {
   // The worker keeps pages of stored messages for sockets catching up the same pattern; a 1 MiB cache makes
   // every round read the stream again (a larger one would serve later rounds from memory, several times
   // faster than the raw read, which is what a reconnect storm gets but not what this measures).
-  const gw = await startGatewayProc(nats.url, 1, ["--replay-cache-bytes", "1MiB", ...(process.env.BENCH_GATEWAY_ARGS ?? "").split(" ").filter(Boolean)], undefined, gwEnv);
+  const gw = await startGatewayProc(
+    nats.url,
+    1,
+    ["--replay-cache-bytes", "1MiB", ...(process.env.BENCH_GATEWAY_ARGS ?? "").split(" ").filter(Boolean)],
+    undefined,
+    gwEnv,
+  );
   await fillStream(nats.url, "ev.bench.replay", count, size, natsOpts);
   // Raw reader and gateway on CPU 1; nats-server and the measuring socket client on CPU 0.
-  const pinned = v.layout === "pinned" && [nats.proc.pid!, process.pid].every((p) => pinToCpu(p, 0))
-    && [gw.proc.pid!, ...childPids(gw.proc.pid!)].every((p) => pinToCpu(p, 1));
+  const pinned =
+    v.layout === "pinned" &&
+    [nats.proc.pid!, process.pid].every((p) => pinToCpu(p, 0)) &&
+    [gw.proc.pid!, ...childPids(gw.proc.pid!)].every((p) => pinToCpu(p, 1));
   if (v.layout === "pinned" && !pinned) console.log("(could not pin processes to CPUs: running with the shared layout)");
   const raws: number[] = [];
   const socks: number[] = [];
@@ -83,11 +104,15 @@ async function main(): Promise<void> {
   }
   // Each round measures both back to back, so a round's ratio shares that moment's machine noise.
   const ratios = raws.map((r, i) => socks[i]! / r);
-  console.log(`\nbench:replay — ${fmt(count)} stored messages of ~${size} B, ${rounds} rounds after ${warmup} warm-up (both legs each round, alternating which goes first), layout ${pinned ? "pinned" : "shared"}, client engine ${engine}${v.secure ? ", NATS with TLS and a password" : ""}`);
+  console.log(
+    `\nbench:replay — ${fmt(count)} stored messages of ~${size} B, ${rounds} rounds after ${warmup} warm-up (both legs each round, alternating which goes first), layout ${pinned ? "pinned" : "shared"}, client engine ${engine}${v.secure ? ", NATS with TLS and a password" : ""}`,
+  );
   console.log("| round | raw ordered consumer msgs/s | replay to one socket msgs/s | ratio |\n|---|---:|---:|---:|");
   raws.forEach((r, i) => console.log(`| ${i + 1} | ${fmt(r)} | ${fmt(socks[i]!)} | ${ratios[i]!.toFixed(3)} |`));
   console.log(`median raw ${fmt(median(raws))} msgs/s, median socket ${fmt(median(socks))} msgs/s`);
-  console.log(`ratio socket/raw: median of rounds ${median(ratios).toFixed(3)} (min ${Math.min(...ratios).toFixed(3)}, max ${Math.max(...ratios).toFixed(3)}); target >= 0.90`);
+  console.log(
+    `ratio socket/raw: median of rounds ${median(ratios).toFixed(3)} (min ${Math.min(...ratios).toFixed(3)}, max ${Math.max(...ratios).toFixed(3)}); target >= 0.90`,
+  );
   gw.proc.kill("SIGTERM");
   nats.proc.kill("SIGTERM");
   for (const d of temps) rmSync(d, { recursive: true, force: true });

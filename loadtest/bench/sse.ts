@@ -45,7 +45,8 @@ function wsClient(port: number, channel: string): Promise<Counter> {
     const c: Counter = { count: 0, close: () => ws.close() };
     ws.on("open", () => ws.send(JSON.stringify({ op: "sub", id: 1, channel })));
     ws.on("message", (d: Buffer) => {
-      if (d.length > 9 && d[7] === 0x6d) c.count++; // {"op":"m…
+      if (d.length > 9 && d[7] === 0x6d)
+        c.count++; // {"op":"m…
       else if (d.includes('"op":"ok"')) resolve(c);
     });
     ws.on("error", reject);
@@ -82,7 +83,12 @@ async function leg(kind: "sse" | "ws", port: number, workerPid: number, natsUrl:
 
 async function main(): Promise<void> {
   const { values: v } = parseArgs({
-    options: { clients: { type: "string", default: "200" }, messages: { type: "string", default: "2000" }, size: { type: "string", default: "100" }, quick: { type: "boolean", default: false } },
+    options: {
+      clients: { type: "string", default: "200" },
+      messages: { type: "string", default: "2000" },
+      size: { type: "string", default: "100" },
+      quick: { type: "boolean", default: false },
+    },
   });
   const clients = v.quick ? 50 : Number(v.clients);
   const messages = v.quick ? 500 : Number(v.messages);

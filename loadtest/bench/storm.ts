@@ -14,8 +14,25 @@ import type WebSocket from "ws";
 import { ROOT, fmt } from "./common.js";
 import { startNatsServer } from "../../gateway/test/support/nats-server.js";
 import {
-  appendResults, clientLifecycle, closeAll, forkClient, frameSeq, gatewayWarnings, isMsgFrame, loadAvg, now, openSockets, pcts, rng, scrapeMetrics, sleep,
-  revision, startScaleGateway, stopClients, type ClientProc, type Pcts,
+  appendResults,
+  clientLifecycle,
+  closeAll,
+  forkClient,
+  frameSeq,
+  gatewayWarnings,
+  isMsgFrame,
+  loadAvg,
+  now,
+  openSockets,
+  pcts,
+  rng,
+  scrapeMetrics,
+  sleep,
+  revision,
+  startScaleGateway,
+  stopClients,
+  type ClientProc,
+  type Pcts,
 } from "./scale-kit.js";
 
 const RESULTS = resolve(ROOT, "loadtest/results/storm.md");
@@ -123,7 +140,11 @@ async function clientMain(port: number, dests: number, concurrency: number): Pro
   };
 
   const res = await openSockets({
-    port, count: n, base: plan.base, dests, concurrency,
+    port,
+    count: n,
+    base: plan.base,
+    dests,
+    concurrency,
     onOpen: (ws, k) => ws.on("message", (d: Buffer) => onFrame(k, d)),
     onUnexpectedClose: (_k, code) => {
       unexpectedCloses++;
@@ -168,8 +189,27 @@ async function clientMain(port: number, dests: number, concurrency: number): Pro
       }
     }
     const v: Verified = {
-      type: "verified", waitedMs: Date.now() - t0, complete: 0, ok: 0, bad: 0, missing: 0, extra: 0, duplicates: 0, outOfOrder: 0, liveSeqWrong: 0, notLive: 0,
-      truncatedOk, received, subToLiveMs: [], subToOkMs: [], maxLiveAt, errFrames, errSamples, unexpectedCloses, closeCodes, badSamples: [],
+      type: "verified",
+      waitedMs: Date.now() - t0,
+      complete: 0,
+      ok: 0,
+      bad: 0,
+      missing: 0,
+      extra: 0,
+      duplicates: 0,
+      outOfOrder: 0,
+      liveSeqWrong: 0,
+      notLive: 0,
+      truncatedOk,
+      received,
+      subToLiveMs: [],
+      subToOkMs: [],
+      maxLiveAt,
+      errFrames,
+      errSamples,
+      unexpectedCloses,
+      closeCodes,
+      badSamples: [],
     };
     const expSets = new Map<string, Set<number>>();
     for (let k = 0; k < n; k++) {
@@ -204,7 +244,12 @@ async function clientMain(port: number, dests: number, concurrency: number): Pro
       if (v.badSamples.length < 5) {
         const firstMissing = exp.filter((s) => !gotSet.has(s)).slice(0, 5);
         v.badSamples.push(
-          `${chanOf(k)} from ${fromOf(k)}: expected ${exp.length} (${exp[0]}..${exp.at(-1)}), got ${got.length} (${got[0]}..${got.at(-1)}), missing ${missing} [${firstMissing.join(",")}], extra ${extra} [${got.filter((x) => !es.has(x)).slice(0, 5).join(",")}], dups ${got.length - gotSet.size}, out of order ${order}, disorder events ${disorder[k]}, live ${tLive[k]! > 0 ? `seq ${liveSeq[k]} after ${lastBeforeLive[k]}` : "never"}`,
+          `${chanOf(k)} from ${fromOf(k)}: expected ${exp.length} (${exp[0]}..${exp.at(-1)}), got ${got.length} (${got[0]}..${got.at(-1)}), missing ${missing} [${firstMissing.join(",")}], extra ${extra} [${got
+            .filter((x) => !es.has(x))
+            .slice(0, 5)
+            .join(
+              ",",
+            )}], dups ${got.length - gotSet.size}, out of order ${order}, disorder events ${disorder[k]}, live ${tLive[k]! > 0 ? `seq ${liveSeq[k]} after ${lastBeforeLive[k]}` : "never"}`,
         );
       }
     }
@@ -270,7 +315,7 @@ type CaseResult = {
 async function storedAfter(nc: NatsConnection, after: number): Promise<{ subject: string; seq: number }[]> {
   const out: { subject: string; seq: number }[] = [];
   let next = after + 1;
-  for (let attempt = 0; attempt < 20; ) {
+  for (let attempt = 0; attempt < 20;) {
     const inbox = createInbox();
     const page: { subject: string; seq: number }[] = [];
     const end = await new Promise<"eob" | "timeout">((res) => {
@@ -303,7 +348,21 @@ async function storedAfter(nc: NatsConnection, after: number): Promise<{ subject
   throw new Error("could not read the stream back (direct gets timed out 20 times)");
 }
 
-async function runCase(name: CaseName, o: { sockets: number; channels: number; history: number; back: number; rate: number; tail: number; maxSeconds: number; workers: number; procs: number; concurrency: number }): Promise<CaseResult> {
+async function runCase(
+  name: CaseName,
+  o: {
+    sockets: number;
+    channels: number;
+    history: number;
+    back: number;
+    rate: number;
+    tail: number;
+    maxSeconds: number;
+    workers: number;
+    procs: number;
+    concurrency: number;
+  },
+): Promise<CaseResult> {
   const log = (s: string): void => console.log(`[${name}] ${s}`);
   const chans = name === "one" ? ["storm.one"] : Array.from({ length: o.channels }, (_, i) => `storm.c${i}`);
   const nats = await startNatsServer();
@@ -320,14 +379,17 @@ async function runCase(name: CaseName, o: { sockets: number; channels: number; h
     sampler = setInterval(() => {
       if (busy) return;
       busy = true;
-      jsm.streams.info("EVENTS").then(
-        (i) => {
-          consumers.samples++;
-          consumers.max = Math.max(consumers.max, i.state.consumer_count);
-          if (i.state.consumer_count > 0) consumers.nonZeroSamples++;
-        },
-        () => consumers.failedSamples++,
-      ).finally(() => (busy = false));
+      jsm.streams
+        .info("EVENTS")
+        .then(
+          (i) => {
+            consumers.samples++;
+            consumers.max = Math.max(consumers.max, i.state.consumer_count);
+            if (i.state.consumer_count > 0) consumers.nonZeroSamples++;
+          },
+          () => consumers.failedSamples++,
+        )
+        .finally(() => (busy = false));
     }, 250);
 
     // Stored history: case one, `history` messages on one channel; case many, back+10 per channel, round robin.
@@ -357,12 +419,17 @@ async function runCase(name: CaseName, o: { sockets: number; channels: number; h
       if (count <= 0) break;
       const c = forkClient(process.argv[1]!, ["--role", "client", "--port", String(gw.port), "--dests", String(dests), "--concurrency", String(o.concurrency)]);
       clients.push(c);
-      void c.ask({}, "ready", 30_000).then(() => c.child.send({ type: "plan", base, count, channels: chans, from } satisfies Plan), () => undefined);
+      void c.ask({}, "ready", 30_000).then(
+        () => c.child.send({ type: "plan", base, count, channels: chans, from } satisfies Plan),
+        () => undefined,
+      );
     }
     const conn = await Promise.all(clients.map((c) => c.ask<Connected>({}, "connected", 300_000)));
     const opened = conn.reduce((a, c) => a + c.opened, 0);
     const connectSeconds = (now() - t0) / 1000;
-    log(`${fmt(opened)} of ${fmt(o.sockets)} sockets open in ${connectSeconds.toFixed(1)} s (${clients.length} client processes, ${dests} destination addresses)`);
+    log(
+      `${fmt(opened)} of ${fmt(o.sockets)} sockets open in ${connectSeconds.toFixed(1)} s (${clients.length} client processes, ${dests} destination addresses)`,
+    );
 
     // The publisher runs through the storm: o.rate msg/s, to the one channel or to random ones.
     const live: { channel: string; seq: number }[] = [];
@@ -432,32 +499,71 @@ async function runCase(name: CaseName, o: { sockets: number; channels: number; h
     const lens = chans.map((c) => expected[c]!.length);
     let expectedDeliveries = 0;
     for (let k = 0; k < opened; k++) expectedDeliveries += expected[chans[k % chans.length]!]!.length; // approximate when connects failed
-    log(`published ${live.length} acknowledged (${pubFailures} acks failed) during the storm; the stream holds ${stored.length} after the history (${storedNotAcked} stored without an ack, ${ackedNotStored} acked but not found); verifying (waiting for the last deliveries while they come, at most 300 s)`);
+    log(
+      `published ${live.length} acknowledged (${pubFailures} acks failed) during the storm; the stream holds ${stored.length} after the history (${storedNotAcked} stored without an ack, ${ackedNotStored} acked but not found); verifying (waiting for the last deliveries while they come, at most 300 s)`,
+    );
     const tv = now();
     const vs = await Promise.all(clients.map((c) => c.ask<Verified>({ type: "verify", expected, waitMs: 300_000 }, "verified", 420_000)));
     const verifyWaitSeconds = (now() - tv) / 1000;
     const m = await scrapeMetrics(gw.url);
-    const varz = await fetch(`http://127.0.0.1:${nats.monitorPort}/varz`).then((r) => r.json() as Promise<{ slow_consumers: number; in_msgs: number; out_msgs: number; out_bytes: number }>, () => undefined);
+    const varz = await fetch(`http://127.0.0.1:${nats.monitorPort}/varz`).then(
+      (r) => r.json() as Promise<{ slow_consumers: number; in_msgs: number; out_msgs: number; out_bytes: number }>,
+      () => undefined,
+    );
     const sum = (f: (v: Verified) => number): number => vs.reduce((a, v) => a + f(v), 0);
     const closeCodes: Record<string, number> = {};
     for (const v of vs) for (const [c, n] of Object.entries(v.closeCodes)) closeCodes[c] = (closeCodes[c] ?? 0) + n;
     clearInterval(sampler);
     sampler = undefined;
     return {
-      name, sockets: o.sockets, channels: chans.length, workers: o.workers, procs: clients.length, storedBefore: fill.length, back: o.back,
-      opened, failedConnects: conn.reduce((a, c) => a + c.failed, 0), connectFailures: conn.flatMap((c) => c.failures).slice(0, 5), connectSeconds,
-      allLive, goToAllLiveSeconds: goToAllLive, goToLastLiveSeconds: (Math.max(...vs.map((v) => v.maxLiveAt)) - tGo) / 1000,
-      subToLiveMs: pcts(vs.flatMap((v) => v.subToLiveMs)), subToOkMs: pcts(vs.flatMap((v) => v.subToOkMs)),
-      publishedDuringStorm: live.length, publishFailures: pubFailures, publishSeconds, storedDuringStorm: stored.length, storedNotAcked, ackedNotStored,
-      expectedPerSocket: { min: Math.min(...lens), max: Math.max(...lens) }, expectedDeliveries, received: sum((v) => v.received), verifyWaitSeconds,
-      complete: sum((v) => v.complete), ok: sum((v) => v.ok), bad: sum((v) => v.bad), missing: sum((v) => v.missing), extra: sum((v) => v.extra),
-      duplicates: sum((v) => v.duplicates), outOfOrder: sum((v) => v.outOfOrder), liveSeqWrong: sum((v) => v.liveSeqWrong), notLive: sum((v) => v.notLive),
-      truncatedOk: sum((v) => v.truncatedOk), errFrames: sum((v) => v.errFrames), errSamples: vs.flatMap((v) => v.errSamples).slice(0, 5),
-      unexpectedCloses: sum((v) => v.unexpectedCloses), closeCodes, badSamples: vs.flatMap((v) => v.badSamples).slice(0, 8),
+      name,
+      sockets: o.sockets,
+      channels: chans.length,
+      workers: o.workers,
+      procs: clients.length,
+      storedBefore: fill.length,
+      back: o.back,
+      opened,
+      failedConnects: conn.reduce((a, c) => a + c.failed, 0),
+      connectFailures: conn.flatMap((c) => c.failures).slice(0, 5),
+      connectSeconds,
+      allLive,
+      goToAllLiveSeconds: goToAllLive,
+      goToLastLiveSeconds: (Math.max(...vs.map((v) => v.maxLiveAt)) - tGo) / 1000,
+      subToLiveMs: pcts(vs.flatMap((v) => v.subToLiveMs)),
+      subToOkMs: pcts(vs.flatMap((v) => v.subToOkMs)),
+      publishedDuringStorm: live.length,
+      publishFailures: pubFailures,
+      publishSeconds,
+      storedDuringStorm: stored.length,
+      storedNotAcked,
+      ackedNotStored,
+      expectedPerSocket: { min: Math.min(...lens), max: Math.max(...lens) },
+      expectedDeliveries,
+      received: sum((v) => v.received),
+      verifyWaitSeconds,
+      complete: sum((v) => v.complete),
+      ok: sum((v) => v.ok),
+      bad: sum((v) => v.bad),
+      missing: sum((v) => v.missing),
+      extra: sum((v) => v.extra),
+      duplicates: sum((v) => v.duplicates),
+      outOfOrder: sum((v) => v.outOfOrder),
+      liveSeqWrong: sum((v) => v.liveSeqWrong),
+      notLive: sum((v) => v.notLive),
+      truncatedOk: sum((v) => v.truncatedOk),
+      errFrames: sum((v) => v.errFrames),
+      errSamples: vs.flatMap((v) => v.errSamples).slice(0, 5),
+      unexpectedCloses: sum((v) => v.unexpectedCloses),
+      closeCodes,
+      badSamples: vs.flatMap((v) => v.badSamples).slice(0, 8),
       consumers,
       metrics: {
-        repairs: m.fanout_live_repairs_total ?? 0, slowSwitches: m.fanout_slow_consumer_switches_total ?? 0, slowClosed: m.fanout_slow_consumer_closed_total ?? 0,
-        framesDelivered: m.fanout_frames_delivered_total ?? 0, workerRestarts: m.fanout_worker_restarts_total ?? 0,
+        repairs: m.fanout_live_repairs_total ?? 0,
+        slowSwitches: m.fanout_slow_consumer_switches_total ?? 0,
+        slowClosed: m.fanout_slow_consumer_closed_total ?? 0,
+        framesDelivered: m.fanout_frames_delivered_total ?? 0,
+        workerRestarts: m.fanout_worker_restarts_total ?? 0,
         brokerReconnects: m.fanout_broker_reconnects_total ?? 0,
       },
       natsServer: varz && { slowConsumers: varz.slow_consumers, inMsgs: varz.in_msgs, outMsgs: varz.out_msgs, outBytes: varz.out_bytes },
@@ -479,8 +585,20 @@ function table(rs: CaseResult[]): string {
   const rows: [string, string][] = [
     ["sockets open / asked (failed connects)", col((r) => `${fmt(r.opened)} / ${fmt(r.sockets)} (${r.failedConnects})`)],
     ["channels; stored before; start per socket", col((r) => `${fmt(r.channels)}; ${fmt(r.storedBefore)}; ${r.back} messages of its channel back`)],
-    ["publishing during the storm (offered live deliveries/s)", col((r) => `${fmt(r.storedDuringStorm)} msgs stored in ${fmt(r.publishSeconds, 1)} s (${fmt((r.storedDuringStorm / r.publishSeconds) * (r.opened / r.channels))}/s)`)],
-    ["publisher: acked / ack failed (of those, stored anyway)", col((r) => `${fmt(r.publishedDuringStorm)} / ${fmt(r.publishFailures)} (${fmt(r.storedNotAcked)})${r.ackedNotStored ? `, **${r.ackedNotStored} acked but not in the stream**` : ""}`)],
+    [
+      "publishing during the storm (offered live deliveries/s)",
+      col(
+        (r) =>
+          `${fmt(r.storedDuringStorm)} msgs stored in ${fmt(r.publishSeconds, 1)} s (${fmt((r.storedDuringStorm / r.publishSeconds) * (r.opened / r.channels))}/s)`,
+      ),
+    ],
+    [
+      "publisher: acked / ack failed (of those, stored anyway)",
+      col(
+        (r) =>
+          `${fmt(r.publishedDuringStorm)} / ${fmt(r.publishFailures)} (${fmt(r.storedNotAcked)})${r.ackedNotStored ? `, **${r.ackedNotStored} acked but not in the stream**` : ""}`,
+      ),
+    ],
     ["**go → all sockets live (s)**", col((r) => (r.allLive ? `**${fmt(r.goToAllLiveSeconds, 2)}**` : `**not all live** (${fmt(r.notLive)} never)`))],
     ["per socket sub → ok, p50 / p99 / max (ms)", col((r) => `${ms(r.subToOkMs.p50)} / ${ms(r.subToOkMs.p99)} / ${ms(r.subToOkMs.max)}`)],
     ["**per socket sub → live, p50 / p99 / max (ms)**", col((r) => `${ms(r.subToLiveMs.p50)} / ${ms(r.subToLiveMs.p99)} / ${ms(r.subToLiveMs.max)}`)],
@@ -490,31 +608,64 @@ function table(rs: CaseResult[]): string {
     ["missing / extra / duplicates / out of order", col((r) => `${fmt(r.missing)} / ${fmt(r.extra)} / ${fmt(r.duplicates)} / ${fmt(r.outOfOrder)}`)],
     ["`live` frame seq ≠ last catch-up seq; never live", col((r) => `${r.liveSeqWrong}; ${r.notLive}`)],
     ["errors: err frames / unexpected closes / truncated oks", col((r) => `${r.errFrames} / ${r.unexpectedCloses} / ${r.truncatedOk}`)],
-    ["**stream consumers, max of samples every 250 ms (samples)**", col((r) => `**${r.consumers.max}** (${r.consumers.samples}, ${r.consumers.failedSamples} failed)`)],
-    ["gateway: live frames delivered (fanout_frames_delivered_total); live repairs; slow-consumer switches / closes", col((r) => `${fmt(r.metrics.framesDelivered)}; ${r.metrics.repairs}; ${r.metrics.slowSwitches} / ${r.metrics.slowClosed}`)],
-    ["gateway warnings / worker restarts / NATS reconnects", col((r) => `${fmt(r.warnings.reduce((a, w) => a + w.count, 0))} / ${r.metrics.workerRestarts} / ${r.metrics.brokerReconnects}`)],
-    ["nats-server: slow consumers; messages out (MB out)", col((r) => (r.natsServer ? `${r.natsServer.slowConsumers}; ${fmt(r.natsServer.outMsgs)} (${fmt(r.natsServer.outBytes / 1048576, 1)})` : "—"))],
+    [
+      "**stream consumers, max of samples every 250 ms (samples)**",
+      col((r) => `**${r.consumers.max}** (${r.consumers.samples}, ${r.consumers.failedSamples} failed)`),
+    ],
+    [
+      "gateway: live frames delivered (fanout_frames_delivered_total); live repairs; slow-consumer switches / closes",
+      col((r) => `${fmt(r.metrics.framesDelivered)}; ${r.metrics.repairs}; ${r.metrics.slowSwitches} / ${r.metrics.slowClosed}`),
+    ],
+    [
+      "gateway warnings / worker restarts / NATS reconnects",
+      col((r) => `${fmt(r.warnings.reduce((a, w) => a + w.count, 0))} / ${r.metrics.workerRestarts} / ${r.metrics.brokerReconnects}`),
+    ],
+    [
+      "nats-server: slow consumers; messages out (MB out)",
+      col((r) => (r.natsServer ? `${r.natsServer.slowConsumers}; ${fmt(r.natsServer.outMsgs)} (${fmt(r.natsServer.outBytes / 1048576, 1)})` : "—")),
+    ],
   ];
   const head = `| | ${col((r) => (r.name === "one" ? "1 channel" : `${fmt(r.channels)} channels`))} |\n|---|${rs.map(() => "---:").join("|")}|`;
   return [head, ...rows.map(([a, b]) => `| ${a} | ${b} |`)].join("\n");
 }
 
 async function main(): Promise<void> {
-  const { values: v } = parseArgs({ options: {
-    role: { type: "string", default: "main" }, port: { type: "string" }, dests: { type: "string" }, concurrency: { type: "string", default: "500" },
-    sockets: { type: "string", default: "10000" }, quick: { type: "boolean", default: false }, rate: { type: "string", default: "50" },
-    history: { type: "string", default: "1000" }, back: { type: "string", default: "100" }, channels: { type: "string", default: "1000" },
-    tail: { type: "string", default: "2" }, "max-seconds": { type: "string", default: "120" }, workers: { type: "string", default: "auto" },
-    procs: { type: "string", default: "auto" }, cases: { type: "string", default: "one,many" }, "no-write": { type: "boolean", default: false },
-  } });
+  const { values: v } = parseArgs({
+    options: {
+      role: { type: "string", default: "main" },
+      port: { type: "string" },
+      dests: { type: "string" },
+      concurrency: { type: "string", default: "500" },
+      sockets: { type: "string", default: "10000" },
+      quick: { type: "boolean", default: false },
+      rate: { type: "string", default: "50" },
+      history: { type: "string", default: "1000" },
+      back: { type: "string", default: "100" },
+      channels: { type: "string", default: "1000" },
+      tail: { type: "string", default: "2" },
+      "max-seconds": { type: "string", default: "120" },
+      workers: { type: "string", default: "auto" },
+      procs: { type: "string", default: "auto" },
+      cases: { type: "string", default: "one,many" },
+      "no-write": { type: "boolean", default: false },
+    },
+  });
   if (v.role === "client") return clientMain(Number(v.port), Number(v.dests), Number(v.concurrency));
   const sockets = v.quick ? 1_000 : Number(v.sockets);
   if (!(sockets > 0 && sockets <= 100_000)) throw new Error(`--sockets must be 1..100000, not ${v.sockets}`);
   const workers = v.workers === "auto" ? Math.max(2, Math.ceil(sockets / 12_500)) : Number(v.workers);
   const procs = v.procs === "auto" ? Math.max(2, Math.ceil(sockets / 5_000)) : Number(v.procs);
   const o = {
-    sockets, channels: Number(v.channels), history: Number(v.history), back: Number(v.back), rate: Number(v.rate), tail: Number(v.tail),
-    maxSeconds: Number(v["max-seconds"]), workers, procs, concurrency: Number(v.concurrency),
+    sockets,
+    channels: Number(v.channels),
+    history: Number(v.history),
+    back: Number(v.back),
+    rate: Number(v.rate),
+    tail: Number(v.tail),
+    maxSeconds: Number(v["max-seconds"]),
+    workers,
+    procs,
+    concurrency: Number(v.concurrency),
   };
   if (o.back > o.history) throw new Error("--back must not exceed --history");
   const load0 = loadAvg();

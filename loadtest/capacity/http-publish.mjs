@@ -62,15 +62,23 @@ export async function runHttpCapacity({ port, duration = 10, connections = 32, c
   const body = JSON.stringify({ kind: "capacity", price: 12.5, tags: ["a", "b"], note: "autocannon publish through the gateway into JetStream" });
   stop = meter?.();
   const publish = await cannon({
-    title: `POST /v1/publish/${channel}`, url: `${base}/v1/publish/${channel}`, method: "POST",
-    headers: { "content-type": "application/json" }, body, connections, duration,
+    title: `POST /v1/publish/${channel}`,
+    url: `${base}/v1/publish/${channel}`,
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body,
+    connections,
+    duration,
   });
   cpu.publish = stop?.();
   const seqAfter = await lastSeq(base, channel);
   const h = summarize(healthz);
   const p = summarize(publish);
   return {
-    bodyBytes: Buffer.byteLength(body), healthz: h, publish: p, cpu,
+    bodyBytes: Buffer.byteLength(body),
+    healthz: h,
+    publish: p,
+    cpu,
     stored: seqAfter - seqBefore,
     ratio: { reqPerSec: p.reqPerSec / h.reqPerSec, p50: p.p50 / h.p50, p99: p.p99 / h.p99 },
     raw: { healthz, publish },
@@ -86,13 +94,26 @@ async function lastSeq(base, channel) {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = parseArgs({ options: {
-    port: { type: "string" }, duration: { type: "string", default: "10" }, connections: { type: "string", default: "32" },
-    channel: { type: "string", default: "cap.http" }, json: { type: "string" },
-  } });
-  if (!values.port) { console.error("usage: http-publish.mjs --port <gateway port> [--duration s] [--connections n] [--json file]"); process.exit(2); }
-  const r = await runHttpCapacity({ port: Number(values.port), duration: Number(values.duration), connections: Number(values.connections), channel: values.channel });
-  const { raw, ...figures } = r;
+  const { values } = parseArgs({
+    options: {
+      port: { type: "string" },
+      duration: { type: "string", default: "10" },
+      connections: { type: "string", default: "32" },
+      channel: { type: "string", default: "cap.http" },
+      json: { type: "string" },
+    },
+  });
+  if (!values.port) {
+    console.error("usage: http-publish.mjs --port <gateway port> [--duration s] [--connections n] [--json file]");
+    process.exit(2);
+  }
+  const r = await runHttpCapacity({
+    port: Number(values.port),
+    duration: Number(values.duration),
+    connections: Number(values.connections),
+    channel: values.channel,
+  });
+  const { raw: _raw, ...figures } = r;
   if (values.json) writeFileSync(values.json, JSON.stringify(r, null, 2));
   console.log(JSON.stringify(figures, null, 2));
 }

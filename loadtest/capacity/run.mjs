@@ -24,12 +24,14 @@ const ARTILLERY = resolve(LOADTEST, "node_modules/.bin/artillery");
 const SCENARIO = resolve(LOADTEST, "artillery/ws-capacity.yml");
 const CLK_TCK = 100;
 
-const { values: args } = parseArgs({ options: {
-  quick: { type: "boolean", default: false },
-  workers: { type: "string", default: "2" },
-  connections: { type: "string", default: "32" },
-  out: { type: "string" },
-} });
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    workers: { type: "string", default: "2" },
+    connections: { type: "string", default: "32" },
+    out: { type: "string" },
+  },
+});
 const quick = args.quick;
 const workers = Number(args.workers);
 if (workers !== 1 && workers !== 2) throw new Error("--workers must be 1 or 2 (2 cores)");
@@ -60,7 +62,9 @@ async function stopAll() {
     if (!gone) p.kill("SIGKILL");
   }
 }
-process.once("SIGINT", () => { void stopAll().then(() => process.exit(130)); });
+process.once("SIGINT", () => {
+  void stopAll().then(() => process.exit(130));
+});
 
 // ---------- sampling ----------
 
@@ -73,10 +77,16 @@ function treeTicks(pid) {
     total += Number(f[11]) + Number(f[12]);
     for (const tid of readdirSync(`/proc/${pid}/task`)) {
       let kids = "";
-      try { kids = readFileSync(`/proc/${pid}/task/${tid}/children`, "utf8").trim(); } catch { /* thread gone */ }
+      try {
+        kids = readFileSync(`/proc/${pid}/task/${tid}/children`, "utf8").trim();
+      } catch {
+        /* thread gone */
+      }
       for (const k of kids ? kids.split(" ") : []) total += treeTicks(Number(k));
     }
-  } catch { /* exited */ }
+  } catch {
+    /* exited */
+  }
   return total;
 }
 
@@ -138,17 +148,24 @@ async function scrape(port) {
  * of two scrapes: "p50 ≤ 1 ms". Returns undefined when nothing was observed.
  */
 function histQuantiles(before, after, name, qs = [0.5, 0.99, 0.999]) {
-  const buckets = Object.keys(after).filter((k) => k.startsWith(`${name}_bucket{`)).map((k) => {
-    const le = /le="([^"]+)"/.exec(k)[1];
-    return { le: le === "+Inf" ? Infinity : Number(le), count: after[k] - (before[k] ?? 0) };
-  }).sort((a, b) => a.le - b.le);
+  const buckets = Object.keys(after)
+    .filter((k) => k.startsWith(`${name}_bucket{`))
+    .map((k) => {
+      const le = /le="([^"]+)"/.exec(k)[1];
+      return { le: le === "+Inf" ? Infinity : Number(le), count: after[k] - (before[k] ?? 0) };
+    })
+    .sort((a, b) => a.le - b.le);
   const total = buckets.at(-1)?.count ?? 0;
   if (!total) return undefined;
   return { n: total, q: qs.map((q) => [q, buckets.find((b) => b.count >= q * total).le]) };
 }
-const fmtHist = (h) => (h ? h.q.map(([q, le]) => `p${q * 100} ≤ ${le === Infinity ? "∞" : n(le * 1000, le < 0.001 ? 1 : 0)} ms`).join(", ") + ` (n = ${n(h.n)})` : "–");
+const fmtHist = (h) =>
+  h ? h.q.map(([q, le]) => `p${q * 100} ≤ ${le === Infinity ? "∞" : n(le * 1000, le < 0.001 ? 1 : 0)} ms`).join(", ") + ` (n = ${n(h.n)})` : "–";
 
-const sumOf = (m, prefix) => Object.entries(m).filter(([k]) => k === prefix || k.startsWith(prefix + "{")).reduce((a, [, v]) => a + v, 0);
+const sumOf = (m, prefix) =>
+  Object.entries(m)
+    .filter(([k]) => k === prefix || k.startsWith(prefix + "{"))
+    .reduce((a, [, v]) => a + v, 0);
 
 // ---------- artillery ----------
 
@@ -169,7 +186,9 @@ async function runArtillery(name, port, extra, dir, pids) {
   const timeline = [];
   const exited = new Promise((r) => proc.once("exit", (code, signal) => r({ code, signal })));
   let done = null;
-  void exited.then((e) => { done = e; });
+  void exited.then((e) => {
+    done = e;
+  });
   // Sample once a second while Artillery runs, bounded by its time limit.
   while (!done && Date.now() - started < artilleryTimeoutMs) {
     try {
@@ -179,10 +198,15 @@ async function runArtillery(name, port, extra, dir, pids) {
       peakConnections = Math.max(peakConnections, c);
       peakSubscriptions = Math.max(peakSubscriptions, s);
       timeline.push([Math.round((Date.now() - started) / 1000), c]);
-    } catch { /* a slow scrape under load: skip this sample */ }
+    } catch {
+      /* a slow scrape under load: skip this sample */
+    }
     await Promise.race([exited, new Promise((r) => setTimeout(r, 1_000))]);
   }
-  if (!done) { proc.kill("SIGTERM"); log(`artillery ${name} exceeded ${artilleryTimeoutMs / 1000} s: stopped`); }
+  if (!done) {
+    proc.kill("SIGTERM");
+    log(`artillery ${name} exceeded ${artilleryTimeoutMs / 1000} s: stopped`);
+  }
   const exit = await exited;
   const cpu = meter();
   const after = await scrape(port);
@@ -190,7 +214,14 @@ async function runArtillery(name, port, extra, dir, pids) {
   const report = JSON.parse(readFileSync(output, "utf8"));
   const delta = (p) => sumOf(after, p) - sumOf(before, p);
   return {
-    name, argv, exit, wallS: (Date.now() - started) / 1000, peakConnections, peakSubscriptions, timeline, cpu,
+    name,
+    argv,
+    exit,
+    wallS: (Date.now() - started) / 1000,
+    peakConnections,
+    peakSubscriptions,
+    timeline,
+    cpu,
     gateway: {
       framesDelivered: delta("fanout_frames_delivered_total"),
       dropped: delta("fanout_deliveries_dropped_total"),
@@ -206,9 +237,13 @@ async function runArtillery(name, port, extra, dir, pids) {
 
 // ---------- report ----------
 
-const n = (v, d = 0) => (v === undefined || v === null || Number.isNaN(v) ? "–" : Number(v).toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d }));
+const n = (v, d = 0) =>
+  v === undefined || v === null || Number.isNaN(v) ? "–" : Number(v).toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d });
 const pct = (s, d = 1) => (s ? `${n(s.p50 ?? s.median, d)} / ${n(s.p95, d)} / ${n(s.p99, d)} / ${n(s.p999, d)} / ${n(s.max, d)}` : "–");
-const cpuLine = (c) => Object.entries(c).map(([k, v]) => `${k} ${n(v, 2)}`).join(", ");
+const cpuLine = (c) =>
+  Object.entries(c)
+    .map(([k, v]) => `${k} ${n(v, 2)}`)
+    .join(", ");
 
 function artillerySection(r, title, hold) {
   const c = r.aggregate.counters ?? {};
@@ -218,7 +253,13 @@ function artillerySection(r, title, hold) {
   const activeS = ((r.aggregate.lastMetricAt ?? 0) - (r.aggregate.firstMetricAt ?? 0)) / 1000;
   const rows = [
     ["VUs created / completed / failed", `${n(c["vusers.created"])} / ${n(c["vusers.completed"])} / ${n(c["vusers.failed"] ?? 0)}`],
-    ["by scenario", Object.entries(c).filter(([k]) => k.startsWith("vusers.created_by_name.")).map(([k, v]) => `${k.slice(23)} ${n(v)}`).join(", ")],
+    [
+      "by scenario",
+      Object.entries(c)
+        .filter(([k]) => k.startsWith("vusers.created_by_name."))
+        .map(([k, v]) => `${k.slice(23)} ${n(v)}`)
+        .join(", "),
+    ],
     ["errors (Artillery `errors.*`)", errors.length ? errors.map(([k, v]) => `${k.slice(7)}: ${n(v)}`).join("; ") : "0"],
     ["`err` frames from the gateway", errs.length ? errs.map(([k, v]) => `${k.slice(8)}: ${n(v)}`).join("; ") : "0"],
     ["peak open connections (gateway `fanout_connections`, 1 s samples)", n(r.peakConnections)],
@@ -245,9 +286,23 @@ function artillerySection(r, title, hold) {
     ["Artillery active period / wall time incl. its start-up", `${n(activeS, 1)} s / ${n(r.wallS, 1)} s`],
     ["CPU in cores (2 = both cores busy)", cpuLine(r.cpu)],
   );
-  return [`### ${title}`, "", `\`artillery ${r.argv.join(" ").replace(SCENARIO, "artillery/ws-capacity.yml").replace(/--output \S+/, "--output <tmp>.json")}\``, "",
-    "| figure | value |", "|---|---|", ...rows.map(([a, b]) => `| ${a} | ${b} |`), "",
-    `Open connections over time (s → sockets): ${thin(r.timeline).map(([t, v]) => `${t}→${v}`).join(", ")}`, ""].join("\n");
+  return [
+    `### ${title}`,
+    "",
+    `\`artillery ${r.argv
+      .join(" ")
+      .replace(SCENARIO, "artillery/ws-capacity.yml")
+      .replace(/--output \S+/, "--output <tmp>.json")}\``,
+    "",
+    "| figure | value |",
+    "|---|---|",
+    ...rows.map(([a, b]) => `| ${a} | ${b} |`),
+    "",
+    `Open connections over time (s → sockets): ${thin(r.timeline)
+      .map(([t, v]) => `${t}→${v}`)
+      .join(", ")}`,
+    "",
+  ].join("\n");
 }
 
 /** At most ~16 points of the timeline, always with the peak. */
@@ -259,17 +314,24 @@ function thin(tl) {
 }
 
 function httpSection(h) {
-  const row = (x) => `| ${x.title} | ${n(x.requests)} | ${n(x.reqPerSec)} | ${n(x.p50)} | ${n(x.p99)} | ${n(x.p999)} | ${n(x.max)} | ${n(x.non2xx)} | ${n(x.errors)} / ${n(x.timeouts)} |`;
+  const row = (x) =>
+    `| ${x.title} | ${n(x.requests)} | ${n(x.reqPerSec)} | ${n(x.p50)} | ${n(x.p99)} | ${n(x.p999)} | ${n(x.max)} | ${n(x.non2xx)} | ${n(x.errors)} / ${n(x.timeouts)} |`;
   return [
-    "### HTTP (autocannon)", "",
-    `${h.healthz.connections} connections, ${n(h.healthz.durationS, 1)} s each, pipelining 1; publish body ${h.bodyBytes} bytes of JSON. Latency in ms (autocannon's resolution is 1 ms).`, "",
-    "| run | requests | req/s | p50 | p99 | p99.9 | max | non-2xx | errors / timeouts |", "|---|---|---|---|---|---|---|---|---|",
-    row(h.healthz), row(h.publish), "",
+    "### HTTP (autocannon)",
+    "",
+    `${h.healthz.connections} connections, ${n(h.healthz.durationS, 1)} s each, pipelining 1; publish body ${h.bodyBytes} bytes of JSON. Latency in ms (autocannon's resolution is 1 ms).`,
+    "",
+    "| run | requests | req/s | p50 | p99 | p99.9 | max | non-2xx | errors / timeouts |",
+    "|---|---|---|---|---|---|---|---|---|",
+    row(h.healthz),
+    row(h.publish),
+    "",
     `- **publish / healthz throughput ratio: ${n(h.ratio.reqPerSec, 3)}** (p50 latency ×${n(h.ratio.p50, 1)}, p99 ×${n(h.ratio.p99, 1)}).`,
     `- Gateway side, JetStream publish until ack (\`fanout_publish_duration_seconds\`, bucket bounds): ${fmtHist(h.publishDuration)}.`,
     `- Messages stored in the stream during the publish run: ${n(h.stored)} (2xx responses: ${n(h.publish.ok2xx)}; requests still in flight when autocannon stops are stored but not counted, at most one per connection).`,
     `- CPU in cores, healthz: ${cpuLine(h.cpu.healthz)}`,
-    `- CPU in cores, publish: ${cpuLine(h.cpu.publish)}`, "",
+    `- CPU in cores, publish: ${cpuLine(h.cpu.publish)}`,
+    "",
   ].join("\n");
 }
 
@@ -282,19 +344,28 @@ function writeReport(ctx) {
   const { sub, pub, http, startedAt, load0, out } = ctx;
   const holdS = quick ? 5 + 1 : 40 + 1;
   const md = [
-    `# Capacity run (${quick ? "quick" : "full"}) — ${startedAt}`, "",
-    "Written by `loadtest/capacity/run.mjs`; what each figure means: [loadtest/CAPACITY.md](../CAPACITY.md).", "",
-    "## Machine", "",
+    `# Capacity run (${quick ? "quick" : "full"}) — ${startedAt}`,
+    "",
+    "Written by `loadtest/capacity/run.mjs`; what each figure means: [loadtest/CAPACITY.md](../CAPACITY.md).",
+    "",
+    "## Machine",
+    "",
     `- ${cpus().length} × ${cpus()[0]?.model ?? "?"}, ${n(totalmem() / 2 ** 30, 1)} GiB RAM (${n(freemem() / 2 ** 30, 1)} GiB free at the end), Linux ${release()}, Node ${process.version}, ${natsVersion()}.`,
     `- **The ${cpus().length} cores are shared** by nats-server (JetStream, file storage), the gateway (primary + ${workers} worker${workers > 1 ? "s" : ""}), Artillery (one local worker thread) and autocannon (in the runner). Nothing here is a per-core figure of the gateway alone; the CPU lines show who used what ("other" = processes outside this run).`,
     `- Load average when the run started: ${load0.map((x) => n(x, 2)).join(" / ")} (1/5/15 min).`,
-    `- Gateway flags: \`--workers ${workers} --max-connections-per-ip=-1 --connect-rate-per-ip=-1 --frame-rate=-1\` (every client is 127.0.0.1), auth off, stream EVENTS R1 file storage.`, "",
-    "## WebSocket (Artillery 2.0.21, `loadtest/artillery/ws-capacity.yml`)", "",
-    quick ? "Quick: 300 VUs arrive over 5 s, each holds 5 s (one ping or publish) + 1 s." : "2,000 VUs arrive evenly over 20 s; each holds 40 s (8 × 5 s, a ping or publish after each 5 s) + 1 s: open sockets climb to 2,000 at ~20 s, stay there until ~40 s and drain by ~61 s.",
-    "Percentiles are p50 / p95 / p99 / p99.9 / max in ms, measured in the Artillery VU (its event loop included).", "",
+    `- Gateway flags: \`--workers ${workers} --max-connections-per-ip=-1 --connect-rate-per-ip=-1 --frame-rate=-1\` (every client is 127.0.0.1), auth off, stream EVENTS R1 file storage.`,
+    "",
+    "## WebSocket (Artillery 2.0.21, `loadtest/artillery/ws-capacity.yml`)",
+    "",
+    quick
+      ? "Quick: 300 VUs arrive over 5 s, each holds 5 s (one ping or publish) + 1 s."
+      : "2,000 VUs arrive evenly over 20 s; each holds 40 s (8 × 5 s, a ping or publish after each 5 s) + 1 s: open sockets climb to 2,000 at ~20 s, stay there until ~40 s and drain by ~61 s.",
+    "Percentiles are p50 / p95 / p99 / p99.9 / max in ms, measured in the Artillery VU (its event loop included).",
+    "",
     artillerySection(sub, "Subscribe and hold, with pings (scenario `subscriber`)", holdS),
     artillerySection(pub, "Publish variant: 19 subscribers : 1 publisher (`publisherWeight` 1), everyone subscribed to `cap.x`", holdS),
-    "## HTTP publish", "",
+    "## HTTP publish",
+    "",
     httpSection(http),
   ].join("\n");
   mkdirSync(dirname(out), { recursive: true });

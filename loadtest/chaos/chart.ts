@@ -57,7 +57,9 @@ export function renderLatencyChart(series: readonly LatencyPoint[], faults: read
     `<polyline class="${key}" fill="none" stroke="${color}" stroke-width="1.2" points="${series.map((p) => `${x(p.t).toFixed(1)},${y(p[key]).toFixed(1)}`).join(" ")}"/>`;
   const yTicks: string[] = [];
   for (let v = 1; v <= top * 1.0001; v *= 10)
-    yTicks.push(`<text x="${PAD.l - 6}" y="${y(v) + 4}" text-anchor="end">${v >= 1000 ? `${v / 1000} s` : `${v} ms`}</text><line x1="${PAD.l}" x2="${W - PAD.r}" y1="${y(v)}" y2="${y(v)}" stroke="#ddd"/>`);
+    yTicks.push(
+      `<text x="${PAD.l - 6}" y="${y(v) + 4}" text-anchor="end">${v >= 1000 ? `${v / 1000} s` : `${v} ms`}</text><line x1="${PAD.l}" x2="${W - PAD.r}" y1="${y(v)}" y2="${y(v)}" stroke="#ddd"/>`,
+    );
   const step = Math.max(10, Math.ceil(endMs / 1000 / 12 / 10) * 10);
   const xTicks: string[] = [];
   for (let s = 0; s * 1000 <= endMs; s += step) xTicks.push(`<text x="${x(s * 1000)}" y="${H - PAD.b + 16}" text-anchor="middle">${s} s</text>`);

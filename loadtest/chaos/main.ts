@@ -256,7 +256,10 @@ async function run(a: Args): Promise<number> {
     };
     if (a.report) {
       const svgFile = a.report.replace(/\.md$/, "") + ".svg";
-      writeFileSync(svgFile, renderLatencyChart(latencySeries(subscribers, phase0), faults, phase0, `chaos seed ${a.seed}: delivery latency per second (log scale), faults shaded`));
+      writeFileSync(
+        svgFile,
+        renderLatencyChart(latencySeries(subscribers, phase0), faults, phase0, `chaos seed ${a.seed}: delivery latency per second (log scale), faults shaded`),
+      );
       const chart = `![delivery latency over time, faults shaded](${basename(svgFile)})`;
       const md = `# Chaos run, seed ${a.seed}\n\n\`${command}\` — ${new Date(t0).toISOString()}, ${summary.seconds} s in all, ${faults.length} faults, ${truth.length} messages in the stream. ${result.ok ? "**No violation.**" : "**Violations found** (below)."}\n\n${chart}\n\n${text}\n\n### Summary line\n\n\`\`\`json\n${JSON.stringify(summary)}\n\`\`\`\n`;
       writeFileSync(a.report, md);

@@ -32,7 +32,6 @@ export type Fault = {
   delayMs: number;
 };
 
-
 export function buildSchedule(o: { seed: number; durationMs: number; meanGapMs: number; kinds: readonly FaultKind[] }): Fault[] {
   const rand = rng(o.seed);
   const int = (n: number) => Math.floor(rand() * n);

@@ -42,9 +42,11 @@ function panel(title: string, groups: Group[], y0: number): string {
         return;
       }
       const top2 = y(b.value);
-      out.push(b.hollow
-        ? `<rect x="${x + 1}" y="${top2}" width="${bw - 2}" height="${bottom - top2}" fill="none" stroke="${b.color}" stroke-width="2" stroke-dasharray="4 2"/>`
-        : `<rect x="${x + 1}" y="${top2}" width="${bw - 2}" height="${bottom - top2}" fill="${b.color}"/>`);
+      out.push(
+        b.hollow
+          ? `<rect x="${x + 1}" y="${top2}" width="${bw - 2}" height="${bottom - top2}" fill="none" stroke="${b.color}" stroke-width="2" stroke-dasharray="4 2"/>`
+          : `<rect x="${x + 1}" y="${top2}" width="${bw - 2}" height="${bottom - top2}" fill="${b.color}"/>`,
+      );
       out.push(`<text x="${x + bw / 2}" y="${top2 - 3}" font-size="10" text-anchor="middle">${fmtMs(b.value)}</text>`);
     });
     out.push(`<text x="${left + i * gw + gw / 2}" y="${bottom + 16}" font-size="11" text-anchor="middle">${esc(g.label)}</text>`);
@@ -57,15 +59,17 @@ export function renderSvg(results: readonly Measurement[], meta: RunMeta): strin
   const keys = [...new Set(results.map((m) => `${m.row.clients}x${m.row.rate}`))];
   const brokers = [...new Set(results.map((m) => m.broker))];
   const pick = (k: string, b: string): Measurement | undefined => results.find((m) => `${m.row.clients}x${m.row.rate}` === k && m.broker === b && m.ok);
-  const groupsFor = (metric: "meanMs" | "p99Ms"): Group[] => keys.map((k) => {
-    const any = results.find((m) => `${m.row.clients}x${m.row.rate}` === k)!;
-    const ref = REFERENCE[rowKey(unscaled(any.row, meta.opts.scale))];
-    const bars: Bar[] = brokers.map((b) => ({ value: pick(k, b)?.[metric], color: COLORS[b] }));
-    bars.push(metric === "meanMs" ? { value: ref?.mean, color: COLORS.ref } : { value: ref?.max, color: COLORS.ref, hollow: true });
-    const users = unscaled(any.row, meta.opts.scale).clients;
-    const label = `${any.clients.toLocaleString("en-US")} clients × ${any.row.rate}/s` + (users !== any.clients ? ` (users: ${users.toLocaleString("en-US")})` : "");
-    return { label, bars };
-  });
+  const groupsFor = (metric: "meanMs" | "p99Ms"): Group[] =>
+    keys.map((k) => {
+      const any = results.find((m) => `${m.row.clients}x${m.row.rate}` === k)!;
+      const ref = REFERENCE[rowKey(unscaled(any.row, meta.opts.scale))];
+      const bars: Bar[] = brokers.map((b) => ({ value: pick(k, b)?.[metric], color: COLORS[b] }));
+      bars.push(metric === "meanMs" ? { value: ref?.mean, color: COLORS.ref } : { value: ref?.max, color: COLORS.ref, hollow: true });
+      const users = unscaled(any.row, meta.opts.scale).clients;
+      const label =
+        `${any.clients.toLocaleString("en-US")} clients × ${any.row.rate}/s` + (users !== any.clients ? ` (users: ${users.toLocaleString("en-US")})` : "");
+      return { label, bars };
+    });
   const legendY = 2 * PANEL_H + 40;
   const legend = [
     ...brokers.map((b) => ({ label: BROKER_LABEL[b] + " (this machine)", color: COLORS[b], hollow: false })),

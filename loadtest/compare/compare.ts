@@ -36,7 +36,23 @@ async function measure(opts: CompareOptions, row: Row, broker: Broker, work: str
     const subJson = join(work, `sub-${rowKey(row)}-${broker}.json`);
     const pubJson = join(work, `pub-${rowKey(row)}-${broker}.json`);
     const hardS = opts.publishS + opts.drainS;
-    const sub = runNode([SUB_CLI, "-c", String(procs), "-n", String(perProc), "-p", String(gw.port), "--channel", channel, "-d", String(hardS + 30), "--idle", "10", "--json", subJson]);
+    const sub = runNode([
+      SUB_CLI,
+      "-c",
+      String(procs),
+      "-n",
+      String(perProc),
+      "-p",
+      String(gw.port),
+      "--channel",
+      channel,
+      "-d",
+      String(hardS + 30),
+      "--idle",
+      "10",
+      "--json",
+      subJson,
+    ]);
     const connectS = Math.max(30, Math.ceil(clients / 200));
     const connectDeadline = Date.now() + connectS * 1000;
     while (!sub.out().includes(`clients ${clients}/${clients} `)) {
@@ -50,7 +66,25 @@ async function measure(opts: CompareOptions, row: Row, broker: Broker, work: str
     base.connectS = (Date.now() - started) / 1000;
     const cpu = cpuMeter(gw.child.pid!);
     cpu.start();
-    const pub = runNode([PUB_CLI, "-t", String(intervalMs), "-n", "1", "-c", "1", "-p", String(passes), "--target", "gateway-ws", "--port", String(gw.port), "--channel", channel, "--json", pubJson]);
+    const pub = runNode([
+      PUB_CLI,
+      "-t",
+      String(intervalMs),
+      "-n",
+      "1",
+      "-c",
+      "1",
+      "-p",
+      String(passes),
+      "--target",
+      "gateway-ws",
+      "--port",
+      String(gw.port),
+      "--channel",
+      channel,
+      "--json",
+      pubJson,
+    ]);
     const pubEnd = await bounded(pub, (opts.publishS * 2 + 30) * 1000);
     if (pubEnd.cut) base.notes.push("publisher cut at its time limit");
     const subEnd = await bounded(sub, (opts.drainS + 40) * 1000);
@@ -58,7 +92,9 @@ async function measure(opts: CompareOptions, row: Row, broker: Broker, work: str
     if (subEnd.cut) base.notes.push("subscribers cut at their time limit");
     const r = JSON.parse(readFileSync(subJson, "utf8")) as SubResult;
     // A publisher cut at its limit writes no result; the subscribers' figures still stand.
-    const p: PubJson = existsSync(pubJson) ? (JSON.parse(readFileSync(pubJson, "utf8")) as PubJson) : { counts: { sent: NaN, acked: NaN, failed: NaN }, ratePerS: NaN, cpu: [] };
+    const p: PubJson = existsSync(pubJson)
+      ? (JSON.parse(readFileSync(pubJson, "utf8")) as PubJson)
+      : { counts: { sent: NaN, acked: NaN, failed: NaN }, ratePerS: NaN, cpu: [] };
     const lat = LatencyStats.fromJSON(r.latency);
     const saturated = /WARNING: load generator saturated/.test(sub.out());
     if (saturated) base.notes.push("a subscriber process was saturated (>90 % of a core) while receiving");
@@ -113,9 +149,14 @@ async function main(): Promise<void> {
   if (opts.render) return rerender(opts.render, opts.outDir);
   const work = mkdtempSync(join(tmpdir(), "fgw-compare-"));
   const startedAt = new Date();
-  log(`scale ${opts.scale}, ${opts.publishS} s of publishing per row, rows ${opts.rows.map(rowKey).join(" ")}, brokers ${opts.brokers.join(" ")}, gateway workers ${opts.workers}, ${cpus().length} cores`);
+  log(
+    `scale ${opts.scale}, ${opts.publishS} s of publishing per row, rows ${opts.rows.map(rowKey).join(" ")}, brokers ${opts.brokers.join(" ")}, gateway workers ${opts.workers}, ${cpus().length} cores`,
+  );
   const results: Measurement[] = [];
-  const sigint = (): void => { log("interrupted: writing what was measured"); void finish().then(() => process.exit(130)); };
+  const sigint = (): void => {
+    log("interrupted: writing what was measured");
+    void finish().then(() => process.exit(130));
+  };
   const finish = async (): Promise<void> => {
     const meta = { startedAt, finishedAt: new Date(), opts, cores: cpus().length, cpuModel: cpus()[0]?.model ?? "?", node: process.version };
     const md = renderMarkdown(results, meta);
@@ -135,9 +176,11 @@ async function main(): Promise<void> {
         log(`${row.clients} clients at ${row.rate} msg/s on ${broker} …`);
         const m = await measure(opts, row, broker, work);
         results.push(m);
-        log(m.ok
-          ? `  received ${m.received}/${m.expected} lost ${m.lost} | MEAN ${m.meanMs!.toFixed(2)} ms HMEAN ${m.hmeanMs!.toFixed(2)} ms p99 ${m.p99Ms!.toFixed(2)} ms MAX ${m.maxMs!.toFixed(2)} ms | sub cpu ${m.subCpuAvgMax!.toFixed(0)}% gateway ${m.gatewayCpuPct!.toFixed(0)}% broker ${m.brokerCpuPct!.toFixed(0)}% | ${m.wallS!.toFixed(0)} s${m.notes.length ? " | " + m.notes.join("; ") : ""}`
-          : `  failed: ${m.notes.join("; ")}`);
+        log(
+          m.ok
+            ? `  received ${m.received}/${m.expected} lost ${m.lost} | MEAN ${m.meanMs!.toFixed(2)} ms HMEAN ${m.hmeanMs!.toFixed(2)} ms p99 ${m.p99Ms!.toFixed(2)} ms MAX ${m.maxMs!.toFixed(2)} ms | sub cpu ${m.subCpuAvgMax!.toFixed(0)}% gateway ${m.gatewayCpuPct!.toFixed(0)}% broker ${m.brokerCpuPct!.toFixed(0)}% | ${m.wallS!.toFixed(0)} s${m.notes.length ? " | " + m.notes.join("; ") : ""}`
+            : `  failed: ${m.notes.join("; ")}`,
+        );
       }
     }
   } finally {

@@ -29,11 +29,17 @@ type Server = { port: number; pid: number; stop(): Promise<unknown>; extra: Proc
 async function readyProc(cmd: string, args: string[], what: string): Promise<{ proc: Proc; port: number }> {
   const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
-  child.stdout!.on("data", (d: Buffer) => { out += d.toString(); });
-  child.stderr!.on("data", (d: Buffer) => { out = (out + d.toString()).slice(-20_000); });
+  child.stdout!.on("data", (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr!.on("data", (d: Buffer) => {
+    out = (out + d.toString()).slice(-20_000);
+  });
   const exited = new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
   const proc: Proc = {
-    child, out: () => out, exited,
+    child,
+    out: () => out,
+    exited,
     async stop(graceMs = 10_000) {
       if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
       child.kill("SIGTERM");
@@ -43,11 +49,15 @@ async function readyProc(cmd: string, args: string[], what: string): Promise<{ p
       return c;
     },
   };
-  const port = await until(() => {
-    if (child.exitCode !== null) throw new Error(`${what} exited ${child.exitCode}: ${out.slice(-1500)}`);
-    const m = /ready (\d+)/.exec(out);
-    return m ? Number(m[1]) : undefined;
-  }, 60_000, `${what} ready`);
+  const port = await until(
+    () => {
+      if (child.exitCode !== null) throw new Error(`${what} exited ${child.exitCode}: ${out.slice(-1500)}`);
+      const m = /ready (\d+)/.exec(out);
+      return m ? Number(m[1]) : undefined;
+    },
+    60_000,
+    `${what} ready`,
+  );
   return { proc, port };
 }
 
@@ -61,7 +71,15 @@ async function startRedis(): Promise<{ proc: Proc; port: number }> {
   });
   return {
     port: r.port,
-    proc: { child, out: () => "", exited, stop: async () => { await r.stop(); return child.exitCode; } },
+    proc: {
+      child,
+      out: () => "",
+      exited,
+      stop: async () => {
+        await r.stop();
+        return child.exitCode;
+      },
+    },
   };
 }
 
@@ -73,8 +91,20 @@ async function startServer(name: ServerName, work: string): Promise<Server> {
     }
     case "socketio": {
       const redis = await startRedis();
-      const s = await readyProc(process.execPath, [join(PEERS, "socketio/server.mjs"), "--port", "0", "--workers", "2", "--redis-url", `redis://127.0.0.1:${redis.port}`], "Socket.IO server");
-      return { port: s.port, pid: s.proc.child.pid!, stop: async () => { await s.proc.stop(); await redis.proc.stop(); }, extra: [redis.proc] };
+      const s = await readyProc(
+        process.execPath,
+        [join(PEERS, "socketio/server.mjs"), "--port", "0", "--workers", "2", "--redis-url", `redis://127.0.0.1:${redis.port}`],
+        "Socket.IO server",
+      );
+      return {
+        port: s.port,
+        pid: s.proc.child.pid!,
+        stop: async () => {
+          await s.proc.stop();
+          await redis.proc.stop();
+        },
+        extra: [redis.proc],
+      };
     }
     case "centrifuge": {
       const s = await readyProc(join(PEERS, "centrifuge/bin/centrifuge-peer"), ["-port", "0"], "centrifuge server");
@@ -93,7 +123,14 @@ const PUB_TARGET: Record<ServerName, string> = { gateway: "gateway-ws", socketio
 /** RSS of the server's whole tree (for Socket.IO, its redis-server too). */
 function serverRss(s: Server): number {
   const own = treeRss(s.pid);
-  return own.nodeB + own.brokerB + s.extra.reduce((a, p) => { const r = treeRss(p.child.pid!); return a + r.nodeB + r.brokerB; }, 0);
+  return (
+    own.nodeB +
+    own.brokerB +
+    s.extra.reduce((a, p) => {
+      const r = treeRss(p.child.pid!);
+      return a + r.nodeB + r.brokerB;
+    }, 0)
+  );
 }
 
 async function measure(name: ServerName, clients: number, procs: number, rate: number, seconds: number, drainS: number, work: string): Promise<PeerRow> {
@@ -106,12 +143,33 @@ async function measure(name: ServerName, clients: number, procs: number, rate: n
     const json = join(work, `${channel}.json`);
     const per = Math.ceil(clients / procs);
     const total = per * procs;
-    const sub = runNode([SUB_CLI, "-c", String(procs), "-n", String(per), "--target", SUB_TARGET[name], "-p", String(server.port), "--channel", channel,
-      "-d", String(seconds + drainS + 20), "--idle", "10", "--json", json]);
-    await until(() => {
-      if (sub.child.exitCode !== null) throw new Error(`sub-cluster exited: ${sub.out().slice(-1500)}`);
-      return sub.out().includes(`clients ${total}/${total} `) || undefined;
-    }, 90_000, `${total} clients subscribed`);
+    const sub = runNode([
+      SUB_CLI,
+      "-c",
+      String(procs),
+      "-n",
+      String(per),
+      "--target",
+      SUB_TARGET[name],
+      "-p",
+      String(server.port),
+      "--channel",
+      channel,
+      "-d",
+      String(seconds + drainS + 20),
+      "--idle",
+      "10",
+      "--json",
+      json,
+    ]);
+    await until(
+      () => {
+        if (sub.child.exitCode !== null) throw new Error(`sub-cluster exited: ${sub.out().slice(-1500)}`);
+        return sub.out().includes(`clients ${total}/${total} `) || undefined;
+      },
+      90_000,
+      `${total} clients subscribed`,
+    );
     row.connectS = (Date.now() - started) / 1000;
     await new Promise((r) => setTimeout(r, 1_000)); // let the connection burst's garbage settle before reading RSS
     row.rssIdleMB = serverRss(server) / 1048576;
@@ -119,9 +177,28 @@ async function measure(name: ServerName, clients: number, procs: number, rate: n
     const cpu = new TreeCpu(server.pid).start();
     const extraCpu = server.extra.map((p) => new TreeCpu(p.child.pid!).start());
     let peak = 0;
-    const rssTimer = setInterval(() => { peak = Math.max(peak, serverRss(server)); }, 500);
+    const rssTimer = setInterval(() => {
+      peak = Math.max(peak, serverRss(server));
+    }, 500);
     const intervalMs = Math.max(1, Math.round(1000 / rate));
-    const pub = runNode([PUB_CLI, "--target", PUB_TARGET[name], "--port", String(server.port), "-t", String(intervalMs), "-n", "1", "-c", "1", "-p", String(Math.round(rate * seconds)), "--channel", channel, "--quiet"]);
+    const pub = runNode([
+      PUB_CLI,
+      "--target",
+      PUB_TARGET[name],
+      "--port",
+      String(server.port),
+      "-t",
+      String(intervalMs),
+      "-n",
+      "1",
+      "-c",
+      "1",
+      "-p",
+      String(Math.round(rate * seconds)),
+      "--channel",
+      channel,
+      "--quiet",
+    ]);
     const p = await bounded(pub, (seconds * 2 + 30) * 1000);
     if (p.cut) row.notes.push("publisher cut at its time limit");
     if (p.code !== 0) row.notes.push(`publisher exited ${p.code}: ${(/first error: (.*)/.exec(pub.out())?.[1] ?? "").slice(0, 200)}`);
@@ -136,8 +213,15 @@ async function measure(name: ServerName, clients: number, procs: number, rate: n
     const brokerS = c.brokerS + ex.reduce((a, x) => a + x.nodeS + x.brokerS, 0);
     Object.assign(row, {
       ok: true,
-      received: r.counts.received, expected: r.counts.expected, lost: r.counts.lost, connected: r.counts.everConnected,
-      meanMs: lat.meanUs / 1000, hmeanMs: lat.harmonicMeanUs / 1000, p50Ms: lat.percentileUs(50) / 1000, p99Ms: lat.percentileUs(99) / 1000, maxMs: lat.max / 1000,
+      received: r.counts.received,
+      expected: r.counts.expected,
+      lost: r.counts.lost,
+      connected: r.counts.everConnected,
+      meanMs: lat.meanUs / 1000,
+      hmeanMs: lat.harmonicMeanUs / 1000,
+      p50Ms: lat.percentileUs(50) / 1000,
+      p99Ms: lat.percentileUs(99) / 1000,
+      maxMs: lat.max / 1000,
       serverCpuPct: (serverS / c.wallS) * 100,
       serverUsPerDelivery: r.counts.received ? (serverS * 1e6) / r.counts.received : NaN,
       brokerUsPerDelivery: r.counts.received ? (brokerS * 1e6) / r.counts.received : NaN,
@@ -158,11 +242,19 @@ async function measure(name: ServerName, clients: number, procs: number, rate: n
 }
 
 async function main(): Promise<void> {
-  const { values: v } = parseArgs({ options: {
-    quick: { type: "boolean", default: false }, clients: { type: "string" }, rates: { type: "string" }, seconds: { type: "string" }, drain: { type: "string" },
-    procs: { type: "string", default: "2" }, servers: { type: "string", default: SERVERS.join(",") }, out: { type: "string" },
-    render: { type: "string" },
-  } });
+  const { values: v } = parseArgs({
+    options: {
+      quick: { type: "boolean", default: false },
+      clients: { type: "string" },
+      rates: { type: "string" },
+      seconds: { type: "string" },
+      drain: { type: "string" },
+      procs: { type: "string", default: "2" },
+      servers: { type: "string", default: SERVERS.join(",") },
+      out: { type: "string" },
+      render: { type: "string" },
+    },
+  });
   // A --quick run leaves the committed results of a full run alone unless --out says where to write.
   const outDir = v.out ?? (v.quick ? mkdtempSync(join(tmpdir(), "fgw-peers-quick-")) : resolve(ROOT, "loadtest/results"));
   mkdirSync(outDir, { recursive: true });
@@ -177,7 +269,17 @@ async function main(): Promise<void> {
   const servers = v.servers!.split(",").map((s) => s.trim()) as ServerName[];
   for (const s of servers) if (!SERVERS.includes(s)) throw new Error(`unknown server ${s}; servers are ${SERVERS.join(", ")}`);
   const work = mkdtempSync(join(tmpdir(), "fgw-peers-"));
-  const meta: PeersMeta = { startedAt: new Date().toISOString(), finishedAt: "", cores: cpus().length, cpuModel: cpus()[0]?.model ?? "?", node: process.version, clients, procs: Number(v.procs), seconds, quick: v.quick! };
+  const meta: PeersMeta = {
+    startedAt: new Date().toISOString(),
+    finishedAt: "",
+    cores: cpus().length,
+    cpuModel: cpus()[0]?.model ?? "?",
+    node: process.version,
+    clients,
+    procs: Number(v.procs),
+    seconds,
+    quick: v.quick!,
+  };
   log(`${clients} clients (${v.procs} sub-cluster processes, lean engine), rates ${rates.join(", ")} msg/s, ${seconds} s each, servers ${servers.join(", ")}`);
   const rows: PeerRow[] = [];
   try {
@@ -186,9 +288,11 @@ async function main(): Promise<void> {
         log(`${s}: ${clients} clients × ${rate} msg/s …`);
         const r = await measure(s, clients, Number(v.procs), rate, seconds, drainS, work);
         rows.push(r);
-        log(r.ok
-          ? `  ${r.received}/${r.expected} lost ${r.lost} | p50 ${r.p50Ms!.toFixed(2)} p99 ${r.p99Ms!.toFixed(2)} MEAN ${r.meanMs!.toFixed(2)} HMEAN ${r.hmeanMs!.toFixed(2)} ms | server ${r.serverUsPerDelivery!.toFixed(2)} µs/delivery (${r.serverCpuPct!.toFixed(0)} %) | RSS ${r.rssIdleMB!.toFixed(0)} → ${r.rssLoadMB!.toFixed(0)} MB${r.notes.length ? " | " + r.notes.join("; ") : ""}`
-          : `  failed: ${r.notes.join("; ")}`);
+        log(
+          r.ok
+            ? `  ${r.received}/${r.expected} lost ${r.lost} | p50 ${r.p50Ms!.toFixed(2)} p99 ${r.p99Ms!.toFixed(2)} MEAN ${r.meanMs!.toFixed(2)} HMEAN ${r.hmeanMs!.toFixed(2)} ms | server ${r.serverUsPerDelivery!.toFixed(2)} µs/delivery (${r.serverCpuPct!.toFixed(0)} %) | RSS ${r.rssIdleMB!.toFixed(0)} → ${r.rssLoadMB!.toFixed(0)} MB${r.notes.length ? " | " + r.notes.join("; ") : ""}`
+            : `  failed: ${r.notes.join("; ")}`,
+        );
       }
     }
   } finally {

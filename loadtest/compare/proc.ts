@@ -44,7 +44,9 @@ export function runNode(args: string[]): Proc {
 /** Waits for a process's exit for at most `ms`, then stops it; resolves with the code and whether it was cut. */
 export async function bounded(p: Proc, ms: number): Promise<{ code: number | null; cut: boolean }> {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<"cut">((r) => { timer = setTimeout(() => r("cut"), ms); });
+  const timeout = new Promise<"cut">((r) => {
+    timer = setTimeout(() => r("cut"), ms);
+  });
   const first = await Promise.race([p.exited, timeout]);
   clearTimeout(timer);
   if (first !== "cut") return { code: first, cut: false };
@@ -55,13 +57,31 @@ export type Gateway = Proc & { port: number };
 
 /** The gateway CLI on a free port, its broker embedded (nats-server or redis-server), abuse limits off. */
 export async function startGateway(broker: "jetstream" | "redis", workers: number, dataDir: string): Promise<Gateway> {
-  const p = runNode([CLI, "--port", "0", "--workers", String(workers), "--broker", broker, "--nats-data-dir", dataDir, "--log-level", "info",
-    "--max-connections-per-ip=-1", "--connect-rate-per-ip=-1", "--frame-rate=-1"]);
-  const port = await until(() => {
-    if (p.child.exitCode !== null) throw new Error(`gateway exited ${p.child.exitCode}: ${p.out().slice(-2000)}`);
-    const m = /"port":(\d+)[^\n]*"msg":"gateway ready"/.exec(p.out());
-    return m ? Number(m[1]) : undefined;
-  }, 60_000, "gateway ready");
+  const p = runNode([
+    CLI,
+    "--port",
+    "0",
+    "--workers",
+    String(workers),
+    "--broker",
+    broker,
+    "--nats-data-dir",
+    dataDir,
+    "--log-level",
+    "info",
+    "--max-connections-per-ip=-1",
+    "--connect-rate-per-ip=-1",
+    "--frame-rate=-1",
+  ]);
+  const port = await until(
+    () => {
+      if (p.child.exitCode !== null) throw new Error(`gateway exited ${p.child.exitCode}: ${p.out().slice(-2000)}`);
+      const m = /"port":(\d+)[^\n]*"msg":"gateway ready"/.exec(p.out());
+      return m ? Number(m[1]) : undefined;
+    },
+    60_000,
+    "gateway ready",
+  );
   return { ...p, port };
 }
 
@@ -138,13 +158,19 @@ export class TreeCpu {
   private t0 = 0;
   private t1 = 0;
 
-  constructor(private readonly rootPid: number, private readonly everyMs = 250) {}
+  constructor(
+    private readonly rootPid: number,
+    private readonly everyMs = 250,
+  ) {}
 
   start(): this {
     this.t0 = performance.now();
     for (const pid of treePids(this.rootPid)) {
       const c = procCpu(pid);
-      if (c) { this.base.set(pid, c.s); this.last.set(pid, c); }
+      if (c) {
+        this.base.set(pid, c.s);
+        this.last.set(pid, c);
+      }
     }
     this.timer = setInterval(() => this.sample(), this.everyMs);
     return this;

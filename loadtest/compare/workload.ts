@@ -52,7 +52,12 @@ export class UsageError extends Error {}
 
 /** Rows selected by `--rows`: full keys (`800x10`) or client counts (`800` = all 800-client rows); scaled. */
 function selectRows(spec: string | undefined, scale: number): Row[] {
-  const wanted = spec ? spec.split(",").map((s) => s.trim()).filter(Boolean) : undefined;
+  const wanted = spec
+    ? spec
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : undefined;
   const picked = ROWS.filter((r) => !wanted || wanted.includes(rowKey(r)) || wanted.includes(String(r.clients)));
   if (picked.length === 0) throw new UsageError(`--rows "${spec}" selects nothing; rows are ${ROWS.map(rowKey).join(", ")}`);
   return picked.map((r) => ({ clients: Math.max(1, Math.round(r.clients * scale)), rate: r.rate }));

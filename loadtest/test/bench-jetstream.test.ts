@@ -43,7 +43,9 @@ describe("bench:jetstream — a --quick run on the single node and the 3-node cl
       // Once, in a fresh-clone CI run, the quick run ended without a report 13 s in, its output unseen (six runs
       // since, three of them under the whole suite, did not repeat it). It is run once more, and what the
       // broken run printed is shown in the test output.
-      console.warn(`bench:jetstream --quick ended with ${result.code} and no report; running it once more. Its output:\n${result.out.slice(-4000)}\n${result.err.slice(-4000)}`);
+      console.warn(
+        `bench:jetstream --quick ended with ${result.code} and no report; running it once more. Its output:\n${result.out.slice(-4000)}\n${result.err.slice(-4000)}`,
+      );
       result = await run(["--quick", "--out", dir], 240_000);
     }
     if ((result.code === 0 || result.code === 1) && existsSync(report)) rows = (JSON.parse(readFileSync(report, "utf8")) as { rows: Row[] }).rows;
@@ -61,7 +63,17 @@ describe("bench:jetstream — a --quick run on the single node and the 3-node cl
     for (const target of ["single", "cluster"] as const) {
       const here = rows.filter((r) => r.target === target && r.status === "ok" && r.seed !== "enc");
       const ids = new Set(here.map((r) => r.workload));
-      for (const w of ["000.one-10k-r3-sync-3", "000.app-10k-r3-sync-6", "000.one-1k-r3-sync-6-mem", "001.push-group-5", "002.dedup-r1", "002.scale-64", "002.kv-put", "002.kv-watch", "paths.sequential"]) {
+      for (const w of [
+        "000.one-10k-r3-sync-3",
+        "000.app-10k-r3-sync-6",
+        "000.one-1k-r3-sync-6-mem",
+        "001.push-group-5",
+        "002.dedup-r1",
+        "002.scale-64",
+        "002.kv-put",
+        "002.kv-watch",
+        "paths.sequential",
+      ]) {
         expect(ids, `${w} on ${target}`).toContain(w);
       }
       expect(new Set(here.map((r) => r.path))).toEqual(new Set(["nats bench", "nats.js", "nats CLI", "gateway HTTP"]));
@@ -75,7 +87,13 @@ describe("bench:jetstream — a --quick run on the single node and the 3-node cl
   it("bench:jetstream — seed 003 measured every delay and mode, and netem is either measured or skipped with its reason", () => {
     const measured = rows.filter((r) => r.seed === "003" && r.status === "ok");
     for (const mode of ["sequential", "pipelined"]) {
-      for (const d of [0, 1, 10]) expect(measured.filter((r) => r.workload === `003.${mode}-${d}`).map((r) => r.path).sort()).toEqual(["nats bench", "nats.js"]);
+      for (const d of [0, 1, 10])
+        expect(
+          measured
+            .filter((r) => r.workload === `003.${mode}-${d}`)
+            .map((r) => r.path)
+            .sort(),
+        ).toEqual(["nats bench", "nats.js"]);
     }
     const skipped = rows.filter((r) => r.status === "skipped");
     for (const r of skipped) {
@@ -89,7 +107,10 @@ describe("bench:jetstream — a --quick run on the single node and the 3-node cl
   it("bench:jetstream — encryption at rest: sync and async publishes and a gateway replay, plain, chachapoly and aes, with ratios to plain", () => {
     for (const kind of ["pub-sync", "pub-async", "replay"]) {
       for (const cipher of ["plain", "chachapoly", "aes"]) {
-        expect(rows.some((r) => r.workload === `enc.${kind}.${cipher}` && r.status === "ok"), `enc.${kind}.${cipher}`).toBe(true);
+        expect(
+          rows.some((r) => r.workload === `enc.${kind}.${cipher}` && r.status === "ok"),
+          `enc.${kind}.${cipher}`,
+        ).toBe(true);
       }
     }
     const md = readFileSync(join(dir, "jetstream.md"), "utf8");

@@ -9,8 +9,12 @@ function run(args: string[]): Promise<{ code: number | null; out: string; err: s
     const p = spawn(process.execPath, [BENCH, ...args], { stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     let err = "";
-    p.stdout.on("data", (d: Buffer) => { out += d.toString(); });
-    p.stderr.on("data", (d: Buffer) => { err += d.toString(); });
+    p.stdout.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    p.stderr.on("data", (d: Buffer) => {
+      err += d.toString();
+    });
     p.on("exit", (code) => done({ code, out, err }));
   });
 }

@@ -85,7 +85,10 @@ describe("floor server — bare uWS for compare:peers and bench:tools", () => {
   it("floor server — two processes share the port's sockets between them", async () => {
     const port = await start(2);
     const { socks } = await subscribers(port, "floor.share", 40);
-    const workers = execFileSync("pgrep", ["-P", String(proc!.pid)], { encoding: "utf8" }).trim().split("\n").map(Number);
+    const workers = execFileSync("pgrep", ["-P", String(proc!.pid)], { encoding: "utf8" })
+      .trim()
+      .split("\n")
+      .map(Number);
     const inodes = connectionInodes(port);
     const held = workers.map((pid) => inodes.filter((i) => pidsHoldingInodes([pid], [i]).length > 0).length);
     expect(held).toHaveLength(2);

@@ -4,7 +4,19 @@ import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { PubOptions } from "./options.js";
 import type { FromPubWorker, PubCounts, ToPubWorker } from "./ipc.js";
-import { CpuTrack, fmtOffset, LatencyStats, measureGatewayClock, measureRedisClock, ms3, ms6, SATURATED_PCT, type ClockEstimate, type CpuSummary, type LatencySnapshot } from "../../subtools/src/shared/mod.js";
+import {
+  CpuTrack,
+  fmtOffset,
+  LatencyStats,
+  measureGatewayClock,
+  measureRedisClock,
+  ms3,
+  ms6,
+  SATURATED_PCT,
+  type ClockEstimate,
+  type CpuSummary,
+  type LatencySnapshot,
+} from "../../subtools/src/shared/mod.js";
 
 const WORKER_MAIN = fileURLToPath(new URL("./worker-main.js", import.meta.url));
 export const PUB_TAG = "[  pub-master  ] \t";
@@ -37,7 +49,15 @@ async function measureClock(opts: PubOptions): Promise<ClockEstimate | string> {
   return `the ${opts.target} target offers no time to compare clocks with`;
 }
 
-type Proc = { child: ChildProcess; cpu: CpuTrack; counts: PubCounts | null; inFlight: number; final: Extract<FromPubWorker, { type: "final" }> | null; exitCode: number | null; errorShown: boolean };
+type Proc = {
+  child: ChildProcess;
+  cpu: CpuTrack;
+  counts: PubCounts | null;
+  inFlight: number;
+  final: Extract<FromPubWorker, { type: "final" }> | null;
+  exitCode: number | null;
+  errorShown: boolean;
+};
 
 export async function runPubMaster(opts: PubOptions, log: (l: string) => void = (l) => console.log(l)): Promise<PubResult> {
   const t0 = performance.now();
@@ -45,34 +65,60 @@ export async function runPubMaster(opts: PubOptions, log: (l: string) => void = 
   const current = new LatencyStats();
   const errors: string[] = [];
   const mode = opts.sync ? "sync" : `async window ${opts.window}`;
-  log(`${PUB_TAG}pub-cluster: ${opts.processes} processes × ${opts.passes} passes of ${opts.perInterval} every ${opts.intervalMs}ms → ${opts.target} ${opts.hosts.join(",")}:${opts.port} channels ${opts.channels.join(",")}, ${opts.size} bytes, ${mode}`);
+  log(
+    `${PUB_TAG}pub-cluster: ${opts.processes} processes × ${opts.passes} passes of ${opts.perInterval} every ${opts.intervalMs}ms → ${opts.target} ${opts.hosts.join(",")}:${opts.port} channels ${opts.channels.join(",")}, ${opts.size} bytes, ${mode}`,
+  );
 
   const clock = await measureClock(opts);
   const clockOffsetUs = typeof clock === "string" ? null : clock.offsetUs;
-  log(typeof clock === "string"
-    ? `${PUB_TAG}Clock: no offset to the server (${clock}); subscribers on other hosts cannot correct their latencies`
-    : `${PUB_TAG}Clock: this host is ${fmtOffset(-clock.offsetUs)} from ${clock.reference} (± ${Math.round(clock.rttUs / 2)} µs); sent in every payload as "o"`);
+  log(
+    typeof clock === "string"
+      ? `${PUB_TAG}Clock: no offset to the server (${clock}); subscribers on other hosts cannot correct their latencies`
+      : `${PUB_TAG}Clock: this host is ${fmtOffset(-clock.offsetUs)} from ${clock.reference} (± ${Math.round(clock.rttUs / 2)} µs); sent in every payload as "o"`,
+  );
   const procs: Proc[] = [];
   const allDone = new Promise<void>((resolve) => {
-    const check = (): void => { if (procs.length === opts.processes && procs.every((p) => p.exitCode !== null)) resolve(); };
+    const check = (): void => {
+      if (procs.length === opts.processes && procs.every((p) => p.exitCode !== null)) resolve();
+    };
     for (let i = 0; i < opts.processes; i++) {
       const child = fork(WORKER_MAIN, [], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
-      const p: Proc = { child, cpu: new CpuTrack(`pub-${i + 1} (pid ${child.pid})`), counts: null, inFlight: 0, final: null, exitCode: null, errorShown: false };
+      const p: Proc = {
+        child,
+        cpu: new CpuTrack(`pub-${i + 1} (pid ${child.pid})`),
+        counts: null,
+        inFlight: 0,
+        final: null,
+        exitCode: null,
+        errorShown: false,
+      };
       procs.push(p);
       child.on("message", (m: FromPubWorker) => {
         const w = LatencyStats.fromJSON(m.window);
         total.add(w);
         p.counts = m.counts;
         p.cpu.add(m.cpuPct, true);
-        if (m.firstError && !p.errorShown) { p.errorShown = true; errors.push(m.firstError); log(`${PUB_TAG}pub-${i + 1}: first error: ${m.firstError}`); }
-        if (m.type === "tick") { current.add(w); p.inFlight = m.inFlight; } else p.final = m;
+        if (m.firstError && !p.errorShown) {
+          p.errorShown = true;
+          errors.push(m.firstError);
+          log(`${PUB_TAG}pub-${i + 1}: first error: ${m.firstError}`);
+        }
+        if (m.type === "tick") {
+          current.add(w);
+          p.inFlight = m.inFlight;
+        } else p.final = m;
       });
-      child.on("exit", (code) => { p.exitCode = code ?? 1; check(); });
+      child.on("exit", (code) => {
+        p.exitCode = code ?? 1;
+        check();
+      });
       child.send({ type: "start", index: i, opts, clockOffsetUs } satisfies ToPubWorker);
     }
   });
 
-  const onSigint = (): void => { for (const p of procs) if (p.exitCode === null) p.child.send({ type: "stop" } satisfies ToPubWorker); };
+  const onSigint = (): void => {
+    for (const p of procs) if (p.exitCode === null) p.child.send({ type: "stop" } satisfies ToPubWorker);
+  };
   process.on("SIGINT", onSigint);
   let lastSent = 0;
   let lastAt = t0;
@@ -82,10 +128,15 @@ export async function runPubMaster(opts: PubOptions, log: (l: string) => void = 
     const acked = procs.reduce((a, p) => a + (p.counts?.acked ?? 0), 0);
     const failed = procs.reduce((a, p) => a + (p.counts?.failed ?? 0), 0);
     const rate = (sent - lastSent) / ((now - lastAt) / 1000);
-    lastSent = sent; lastAt = now;
+    lastSent = sent;
+    lastAt = now;
     if (!opts.quiet) {
-      const ack = current.count ? `ack MEAN (current): ${ms3(current.meanUs)} p99 (current): ${ms3(current.percentileUs(99))} MAX (current): ${ms3(current.max)}` : "ack (current): n/a";
-      log(`${PUB_TAG}${Math.round((now - t0) / 1000)}s sent ${sent} (${Math.round(rate)} msg/s) acked ${acked} failed ${failed} in-flight ${procs.reduce((a, p) => a + p.inFlight, 0)} | ${ack}`);
+      const ack = current.count
+        ? `ack MEAN (current): ${ms3(current.meanUs)} p99 (current): ${ms3(current.percentileUs(99))} MAX (current): ${ms3(current.max)}`
+        : "ack (current): n/a";
+      log(
+        `${PUB_TAG}${Math.round((now - t0) / 1000)}s sent ${sent} (${Math.round(rate)} msg/s) acked ${acked} failed ${failed} in-flight ${procs.reduce((a, p) => a + p.inFlight, 0)} | ${ack}`,
+      );
     }
     current.reset();
   }, 1000);
@@ -100,12 +151,19 @@ export async function runPubMaster(opts: PubOptions, log: (l: string) => void = 
   for (const p of procs) {
     const c = p.final?.counts ?? p.counts;
     if (c) for (const k of Object.keys(counts) as (keyof PubCounts)[]) counts[k] += c[k];
-    if (p.final) { first = Math.min(first, p.final.firstSendMs); last = Math.max(last, p.final.lastDoneMs); }
+    if (p.final) {
+      first = Math.min(first, p.final.firstSendMs);
+      last = Math.max(last, p.final.lastDoneMs);
+    }
     if (p.exitCode !== 0 || !p.final) abnormal++;
   }
   const spanS = last > first ? (last - first) / 1000 : 0;
   const result: PubResult = {
-    version: 1, tool: "pub-cluster", target: opts.target, options: opts, counts,
+    version: 1,
+    tool: "pub-cluster",
+    target: opts.target,
+    options: opts,
+    counts,
     ratePerS: spanS > 0 ? counts.sent / spanS : counts.sent,
     durationMs: Math.round(performance.now() - t0),
     ack: total.toJSON(),
@@ -116,16 +174,23 @@ export async function runPubMaster(opts: PubOptions, log: (l: string) => void = 
     ...(typeof clock === "string" ? { clockReason: clock } : {}),
   };
   for (const l of pubReportLines(result, total)) log(l);
-  if (opts.json) { writeFileSync(opts.json, JSON.stringify(result, null, 2) + "\n"); log(`${PUB_TAG}wrote ${opts.json}`); }
+  if (opts.json) {
+    writeFileSync(opts.json, JSON.stringify(result, null, 2) + "\n");
+    log(`${PUB_TAG}wrote ${opts.json}`);
+  }
   return result;
 }
 
 export function pubReportLines(r: PubResult, ack: LatencyStats): string[] {
   const c = r.counts;
   const out: string[] = [];
-  const add = (s: string): void => { out.push(PUB_TAG + s); };
+  const add = (s: string): void => {
+    out.push(PUB_TAG + s);
+  };
   add(`Published: ${c.sent} (acked ${c.acked}, failed ${c.failed}) at ${r.ratePerS.toFixed(1)} msg/s`);
-  add(`End markers: ${c.endMarkers}${c.endMarkersFailed ? ` (${c.endMarkersFailed} failed)` : ""}${c.lateTicks ? `; ${c.lateTicks} passes started more than an interval late` : ""}`);
+  add(
+    `End markers: ${c.endMarkers}${c.endMarkersFailed ? ` (${c.endMarkersFailed} failed)` : ""}${c.lateTicks ? `; ${c.lateTicks} passes started more than an interval late` : ""}`,
+  );
   if (ack.count) {
     add(`\t ACK MIN: ${ms3(ack.min)}`);
     add(`\t ACK MAX: ${ms3(ack.max)}`);

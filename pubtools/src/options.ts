@@ -32,7 +32,13 @@ export type PubOptions = Readonly<{
 }>;
 
 export const PUB_DEFAULT_PORTS: Record<PubTarget, number> = {
-  "gateway-ws": 9000, "gateway-http": 9000, jetstream: 4222, nats: 4222, redis: 6379, socketio: 3000, centrifuge: 8000,
+  "gateway-ws": 9000,
+  "gateway-http": 9000,
+  jetstream: 4222,
+  nats: 4222,
+  redis: 6379,
+  socketio: 3000,
+  centrifuge: 8000,
 };
 
 export const PUB_USAGE = `usage: pub-cluster [-t interval-ms] [-n messages-per-interval] [-c processes] [-p passes]
@@ -52,7 +58,10 @@ function int(name: string, v: string | undefined, def: number, min: number): num
 }
 
 function list(values: readonly string[] | undefined): string[] {
-  return (values ?? []).flatMap((v) => v.split(",")).map((v) => v.trim()).filter((v) => v !== "");
+  return (values ?? [])
+    .flatMap((v) => v.split(","))
+    .map((v) => v.trim())
+    .filter((v) => v !== "");
 }
 
 export function parsePubOptions(argv: readonly string[]): PubOptions {
@@ -87,8 +96,10 @@ export function parsePubOptions(argv: readonly string[]): PubOptions {
   if (!(target in PUB_DEFAULT_PORTS)) throw new PubUsageError(`--target must be one of ${Object.keys(PUB_DEFAULT_PORTS).join(", ")}, got "${values.target}"`);
   if (values.sync && values.window !== undefined) throw new PubUsageError("--sync and --window exclude each other");
   const batch = int("--batch", values.batch, 1, 1);
-  if (batch > 1 && target !== "gateway-ws" && target !== "gateway-http") throw new PubUsageError("--batch is for the gateway targets (gateway-ws, gateway-http)");
-  if (batch > 1 && (values.sync || int("--window", values.window, 100, 1) < batch)) throw new PubUsageError(`--batch ${batch} needs --window of at least ${batch} (and not --sync)`);
+  if (batch > 1 && target !== "gateway-ws" && target !== "gateway-http")
+    throw new PubUsageError("--batch is for the gateway targets (gateway-ws, gateway-http)");
+  if (batch > 1 && (values.sync || int("--window", values.window, 100, 1) < batch))
+    throw new PubUsageError(`--batch ${batch} needs --window of at least ${batch} (and not --sync)`);
   const hosts = list(values.H);
   const channels = list(values.channel);
   return Object.freeze({

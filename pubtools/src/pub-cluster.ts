@@ -4,7 +4,10 @@ import { parsePubOptions, PubUsageError, PUB_USAGE } from "./options.js";
 import { runPubMaster } from "./master.js";
 
 async function main(argv: string[]): Promise<number> {
-  if (argv.includes("--help") || argv.includes("-h")) { console.log(PUB_USAGE); return 0; }
+  if (argv.includes("--help") || argv.includes("-h")) {
+    console.log(PUB_USAGE);
+    return 0;
+  }
   const r = await runPubMaster(parsePubOptions(argv));
   return r.counts.failed > 0 || r.exitedAbnormally > 0 ? 1 : 0;
 }

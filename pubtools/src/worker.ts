@@ -21,13 +21,20 @@ export function makePublisher(target: PubTarget, setup: PublisherSetup): Publish
   if (batch > 1 && target === "gateway-http") return new BatchingPublisher(new GatewayHttpPublisher(setup), batch);
   if (batch > 1 && target === "gateway-ws") return new BatchingPublisher(new GatewayWsPublisher(setup), batch);
   switch (target) {
-    case "redis": return new RedisPublisher(setup);
-    case "nats": return new NatsPublisher(setup);
-    case "jetstream": return new JetStreamPublisher(setup);
-    case "gateway-http": return new GatewayHttpPublisher(setup);
-    case "gateway-ws": return new GatewayWsPublisher(setup);
-    case "socketio": return new SocketIoPublisher(setup);
-    case "centrifuge": return new CentrifugePublisher(setup);
+    case "redis":
+      return new RedisPublisher(setup);
+    case "nats":
+      return new NatsPublisher(setup);
+    case "jetstream":
+      return new JetStreamPublisher(setup);
+    case "gateway-http":
+      return new GatewayHttpPublisher(setup);
+    case "gateway-ws":
+      return new GatewayWsPublisher(setup);
+    case "socketio":
+      return new SocketIoPublisher(setup);
+    case "centrifuge":
+      return new CentrifugePublisher(setup);
   }
 }
 
@@ -46,7 +53,11 @@ export class PubWorker {
   private readonly cpu = new CpuMeter();
 
   /** @param clockOffsetUs this host's clock offset to the server, written into every payload ("o"). */
-  constructor(private readonly index: number, private readonly opts: PubOptions, private readonly clockOffsetUs: number | null = null) {
+  constructor(
+    private readonly index: number,
+    private readonly opts: PubOptions,
+    private readonly clockOffsetUs: number | null = null,
+  ) {
     this.pub = makePublisher(opts.target, { host: opts.hosts[index % opts.hosts.length]!, opts });
     const base = safePublisherId(`${hostname()}-${process.pid}-${index + 1}`);
     this.ids = opts.channels.map((c) => safePublisherId(`${base}:${c}`));
@@ -54,13 +65,23 @@ export class PubWorker {
   }
 
   tick(): FromPubWorker {
-    const m: FromPubWorker = { type: "tick", index: this.index, counts: { ...this.counts }, inFlight: this.inFlight, window: this.window.toJSON(), cpuPct: this.cpu.sample(), firstError: this.firstError };
+    const m: FromPubWorker = {
+      type: "tick",
+      index: this.index,
+      counts: { ...this.counts },
+      inFlight: this.inFlight,
+      window: this.window.toJSON(),
+      cpuPct: this.cpu.sample(),
+      firstError: this.firstError,
+    };
     this.window.reset();
     return m;
   }
 
   /** Asks the run to end early (Ctrl-C at the master): the current pass finishes, end markers still go out. */
-  stop(): void { this.stopped = true; }
+  stop(): void {
+    this.stopped = true;
+  }
 
   async run(): Promise<FromPubWorker> {
     const { opts } = this;
@@ -84,8 +105,14 @@ export class PubWorker {
     await this.pub.flush().catch((e: unknown) => this.noteError(e));
     await this.sendEndMarkers();
     const final: FromPubWorker = {
-      type: "final", index: this.index, counts: { ...this.counts }, window: this.window.toJSON(), cpuPct: this.cpu.sample(),
-      firstSendMs: this.firstSendMs, lastDoneMs: this.lastDoneMs, firstError: this.firstError,
+      type: "final",
+      index: this.index,
+      counts: { ...this.counts },
+      window: this.window.toJSON(),
+      cpuPct: this.cpu.sample(),
+      firstSendMs: this.firstSendMs,
+      lastDoneMs: this.lastDoneMs,
+      firstError: this.firstError,
     };
     await this.pub.close().catch(() => undefined);
     return final;
@@ -133,7 +160,9 @@ export class PubWorker {
         try {
           await this.pub.publish(this.opts.channels[ci]!, body, this.opts.msgId ? `${this.ids[ci]}:end` : undefined);
           ok = true;
-        } catch (e) { this.noteError(e); }
+        } catch (e) {
+          this.noteError(e);
+        }
       }
       if (ok) this.counts.endMarkers++;
       else this.counts.endMarkersFailed++;
@@ -153,7 +182,10 @@ export function runPubWorker(): void {
       worker = w;
       const ticker = setInterval(() => process.send?.(w.tick()), 1000);
       w.run().then(
-        (final) => { clearInterval(ticker); process.send?.(final, () => process.exit(0)); },
+        (final) => {
+          clearInterval(ticker);
+          process.send?.(final, () => process.exit(0));
+        },
         (err: unknown) => {
           clearInterval(ticker);
           console.error(`pub-${m.index + 1}: ${err instanceof Error ? err.message : String(err)}`);

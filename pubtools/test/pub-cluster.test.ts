@@ -13,7 +13,7 @@ let redis: RedisServerHandle;
 let nats: NatsServerHandle;
 
 beforeAll(async () => {
-  [redis, nats] = await Promise.all([startRedisServer(), startNatsServer(), buildTools()]) as [RedisServerHandle, NatsServerHandle, void];
+  [redis, nats] = (await Promise.all([startRedisServer(), startNatsServer(), buildTools()])) as [RedisServerHandle, NatsServerHandle, void];
 });
 afterAll(async () => {
   await Promise.all([redis?.stop(), nats?.stop()]);
@@ -28,7 +28,24 @@ describe("pub-cluster — publishing", () => {
     sub.on("message", (channel: string, raw: string) => got.push({ channel, raw }));
     await sub.subscribe("pt.a", "pt.b");
     const before = performance.timeOrigin * 1000 + performance.now() * 1000;
-    const { code, out } = await runToEnd(PUB_CLI, ["-t", "20", "-n", "4", "-c", "1", "-p", "3", "--target", "redis", "--port", String(redis.port), "--channel", "pt.a,pt.b", "--size", "200"]);
+    const { code, out } = await runToEnd(PUB_CLI, [
+      "-t",
+      "20",
+      "-n",
+      "4",
+      "-c",
+      "1",
+      "-p",
+      "3",
+      "--target",
+      "redis",
+      "--port",
+      String(redis.port),
+      "--channel",
+      "pt.a,pt.b",
+      "--size",
+      "200",
+    ]);
     expect(code, out).toBe(0);
     await waitFor(() => got.length >= 14 || undefined, { what: "14 messages" });
     sub.disconnect();
@@ -56,7 +73,24 @@ describe("pub-cluster — publishing", () => {
     const nc = await connect({ servers: nats.url });
     const jsm = await jetstreamManager(nc);
     await jsm.streams.add({ name: "EVENTS", subjects: ["ev.>"] });
-    const { code, out } = await runToEnd(PUB_CLI, ["-t", "20", "-n", "2", "-c", "2", "-p", "5", "--target", "jetstream", "--port", String(nats.port), "--channel", "pt.js", "--sync", "--msg-id"]);
+    const { code, out } = await runToEnd(PUB_CLI, [
+      "-t",
+      "20",
+      "-n",
+      "2",
+      "-c",
+      "2",
+      "-p",
+      "5",
+      "--target",
+      "jetstream",
+      "--port",
+      String(nats.port),
+      "--channel",
+      "pt.js",
+      "--sync",
+      "--msg-id",
+    ]);
     expect(code, out).toBe(0);
     const info = await jsm.streams.info("EVENTS", { subjects_filter: ">" });
     expect(info.state.messages).toBe(2 * 5 * 2 + 2);
@@ -72,7 +106,24 @@ describe("pub-cluster — publishing", () => {
       gw = await startGateway({ natsUrl: nats.url, workers: 1, args: ["--stream-name", "PTBATCH", "--subject-prefix", "ptb"] });
       for (const target of ["gateway-http", "gateway-ws"]) {
         const channel = `pt.batch.${target}`;
-        const args = ["-t", "20", "-n", "25", "-p", "4", "--target", target, "--port", String(gw.port), "--channel", channel, "--batch", "10", "--msg-id", "--no-clock"];
+        const args = [
+          "-t",
+          "20",
+          "-n",
+          "25",
+          "-p",
+          "4",
+          "--target",
+          target,
+          "--port",
+          String(gw.port),
+          "--channel",
+          channel,
+          "--batch",
+          "10",
+          "--msg-id",
+          "--no-clock",
+        ];
         const { code, out } = await runToEnd(PUB_CLI, args);
         expect(code, out).toBe(0);
         expect(out).toContain("Published: 100 (acked 100, failed 0)");
@@ -86,7 +137,22 @@ describe("pub-cluster — publishing", () => {
   });
 
   it("pub-cluster — refused publishes are counted as failed and the exit code says so", async () => {
-    const { code, out } = await runToEnd(PUB_CLI, ["-t", "10", "-n", "2", "-p", "3", "--target", "jetstream", "--port", String(nats.port), "--subject-prefix", "nostream.", "--timeout", "2000"]);
+    const { code, out } = await runToEnd(PUB_CLI, [
+      "-t",
+      "10",
+      "-n",
+      "2",
+      "-p",
+      "3",
+      "--target",
+      "jetstream",
+      "--port",
+      String(nats.port),
+      "--subject-prefix",
+      "nostream.",
+      "--timeout",
+      "2000",
+    ]);
     expect(code).toBe(1);
     expect(out).toContain("Published: 6 (acked 0, failed 6)");
     expect(out).toContain("(1 failed)");

@@ -33,7 +33,15 @@ export function isLoopback(host: string): boolean {
  * client j of an address uses firstPort + j, the same numbers on every address (a bind to a given port is one
  * lookup in the kernel, where a bind to port 0 searches the range, slower and slower as it fills up).
  */
-export type HostPlan = { host: string; clients: number; sources: readonly (string | undefined)[]; firstPort?: number; lastPort?: number; perSource?: number; serverPort?: number };
+export type HostPlan = {
+  host: string;
+  clients: number;
+  sources: readonly (string | undefined)[];
+  firstPort?: number;
+  lastPort?: number;
+  perSource?: number;
+  serverPort?: number;
+};
 
 export type AddressPlan = { hosts: readonly HostPlan[]; notes: readonly string[]; warnings: readonly string[] };
 
@@ -41,26 +49,39 @@ export type AddressPlan = { hosts: readonly HostPlan[]; notes: readonly string[]
  * Plans source addresses for `total` clients spread round-robin over `hosts` (client g goes to host
  * g mod H). `local` are addresses given by the user: used round-robin for every host as they are.
  */
-export function planAddresses(hosts: readonly string[], port: number, total: number, local: readonly string[], range: PortRange = ephemeralRange()): AddressPlan {
+export function planAddresses(
+  hosts: readonly string[],
+  port: number,
+  total: number,
+  local: readonly string[],
+  range: PortRange = ephemeralRange(),
+): AddressPlan {
   const perPair = Math.floor(rangeSize(range) * RANGE_SHARE);
   const notes: string[] = [];
   const warnings: string[] = [];
   const plans = hosts.map((host, h): HostPlan => {
     const clients = Math.floor(total / hosts.length) + (h < total % hosts.length ? 1 : 0);
     if (local.length > 0) {
-      if (clients / local.length > perPair) warnings.push(`${fmt(clients)} clients to ${host}:${port} over ${local.length} source address${local.length === 1 ? "" : "es"} is over ${fmt(perPair)} per address (the ephemeral range ${range.low}–${range.high} has ${fmt(rangeSize(range))} ports): expect EADDRNOTAVAIL`);
+      if (clients / local.length > perPair)
+        warnings.push(
+          `${fmt(clients)} clients to ${host}:${port} over ${local.length} source address${local.length === 1 ? "" : "es"} is over ${fmt(perPair)} per address (the ephemeral range ${range.low}–${range.high} has ${fmt(rangeSize(range))} ports): expect EADDRNOTAVAIL`,
+        );
       return { host, clients, sources: local };
     }
     if (clients <= perPair) return { host, clients, sources: [undefined] };
     const n = Math.ceil(clients / perPair);
     if (!isLoopback(host)) {
-      warnings.push(`${fmt(clients)} clients to ${host}:${port} from one source address are more than its ${fmt(rangeSize(range))} ephemeral ports (${range.low}–${range.high}) allow: expect EADDRNOTAVAIL; give this host ${n} addresses with --local-address, or use more load hosts`);
+      warnings.push(
+        `${fmt(clients)} clients to ${host}:${port} from one source address are more than its ${fmt(rangeSize(range))} ephemeral ports (${range.low}–${range.high}) allow: expect EADDRNOTAVAIL; give this host ${n} addresses with --local-address, or use more load hosts`,
+      );
       return { host, clients, sources: [undefined] };
     }
     if (n > 250) throw new Error(`${total} clients need more than 250 loopback source addresses`);
     const sources = Array.from({ length: n }, (_, i) => `127.0.0.${i + 2}`);
-    notes.push(`spreading ${fmt(clients)} connections to ${host}:${port} over ${n} source addresses ${sources[0]}–${sources[n - 1]} ` +
-      `(~${fmt(Math.ceil(clients / n))} each, source ports from ${range.low} up on each): one source/destination address pair has ${fmt(rangeSize(range))} ephemeral ports (${range.low}–${range.high}), and 127.0.0.1's are left to other programs`);
+    notes.push(
+      `spreading ${fmt(clients)} connections to ${host}:${port} over ${n} source addresses ${sources[0]}–${sources[n - 1]} ` +
+        `(~${fmt(Math.ceil(clients / n))} each, source ports from ${range.low} up on each): one source/destination address pair has ${fmt(rangeSize(range))} ephemeral ports (${range.low}–${range.high}), and 127.0.0.1's are left to other programs`,
+    );
     return { host, clients, sources, firstPort: range.low, lastPort: range.high, perSource: Math.ceil(clients / n), serverPort: port };
   });
   return { hosts: plans, notes, warnings };

@@ -110,7 +110,11 @@ export function scanGatewayFrame(str: string): 1 | 0 | -1 {
 
 function scanParsedFrame(str: string): 1 | -1 {
   let f: unknown;
-  try { f = JSON.parse(str); } catch { return -1; }
+  try {
+    f = JSON.parse(str);
+  } catch {
+    return -1;
+  }
   if (!f || typeof f !== "object") return -1;
   const o = f as { seq?: unknown; channel?: unknown; data?: unknown };
   scanned.gwSeq = typeof o.seq === "number" ? o.seq : -1;
@@ -121,7 +125,11 @@ function scanParsedFrame(str: string): 1 | -1 {
 
 function fallback(str: string, from: number): boolean {
   let v: unknown;
-  try { v = JSON.parse(from === 0 ? str : str.slice(from)); } catch { return false; }
+  try {
+    v = JSON.parse(from === 0 ? str : str.slice(from));
+  } catch {
+    return false;
+  }
   return fromObject(v);
 }
 
@@ -132,10 +140,15 @@ function fromObject(v: unknown): boolean {
   scanned.p = o.p;
   scanned.o = typeof o.o === "number" ? o.o : NaN;
   if (o.end === true && typeof o.total === "number") {
-    scanned.end = true; scanned.total = o.total; scanned.s = 0; scanned.t = 0;
+    scanned.end = true;
+    scanned.total = o.total;
+    scanned.s = 0;
+    scanned.t = 0;
     return true;
   }
   if (typeof o.s !== "number" || typeof o.t !== "number") return false;
-  scanned.end = false; scanned.s = o.s; scanned.t = o.t;
+  scanned.end = false;
+  scanned.s = o.s;
+  scanned.t = o.t;
   return true;
 }

@@ -4,9 +4,7 @@ import type { LatencySnapshot } from "./shared/mod.js";
 import type { AddressPlan } from "./addresses.js";
 import type { PublisherClock } from "./receiver.js";
 
-export type ToWorker =
-  | { type: "start"; index: number; opts: SubOptions; plan: AddressPlan; clockOffsetUs: number | null }
-  | { type: "stop" };
+export type ToWorker = { type: "start"; index: number; opts: SubOptions; plan: AddressPlan; clockOffsetUs: number | null } | { type: "stop" };
 
 /** Per-process totals. Sent with every tick too, so a process that dies still leaves what it counted. */
 export type WorkerCounts = {

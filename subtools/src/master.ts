@@ -52,24 +52,38 @@ export async function runMaster(opts: SubOptions, io: MasterIO = { log: (l) => c
   const masterTrack = new CpuTrack("master");
   const clients = opts.processes * opts.clientsPerProcess;
   const notes: string[] = [];
-  const note = (s: string): void => { notes.push(s); io.log(`${TAG}${s}`); };
-  const url = ["gateway", "socketio", "centrifuge"].includes(opts.target) ? `ws://${opts.hosts.join(",")}:${opts.port}` : `${opts.target}://${opts.hosts.join(",")}:${opts.port}`;
-  io.log(`${TAG}sub-cluster: ${opts.processes} processes × ${opts.clientsPerProcess} clients → ${url} channels ${opts.channels.join(",")}` +
-    (["gateway", "socketio", "centrifuge"].includes(opts.target) ? ` (${opts.engine} engine)` : ""));
+  const note = (s: string): void => {
+    notes.push(s);
+    io.log(`${TAG}${s}`);
+  };
+  const url = ["gateway", "socketio", "centrifuge"].includes(opts.target)
+    ? `ws://${opts.hosts.join(",")}:${opts.port}`
+    : `${opts.target}://${opts.hosts.join(",")}:${opts.port}`;
+  io.log(
+    `${TAG}sub-cluster: ${opts.processes} processes × ${opts.clientsPerProcess} clients → ${url} channels ${opts.channels.join(",")}` +
+      (["gateway", "socketio", "centrifuge"].includes(opts.target) ? ` (${opts.engine} engine)` : ""),
+  );
 
   const wsLike = opts.target === "gateway" || opts.target === "socketio" || opts.target === "centrifuge";
-  const plan: AddressPlan = wsLike ? planAddresses(opts.hosts, opts.port, clients, opts.localAddresses) : { hosts: opts.hosts.map((host) => ({ host, clients: 0, sources: [undefined] })), notes: [], warnings: [] };
+  const plan: AddressPlan = wsLike
+    ? planAddresses(opts.hosts, opts.port, clients, opts.localAddresses)
+    : { hosts: opts.hosts.map((host) => ({ host, clients: 0, sources: [undefined] })), notes: [], warnings: [] };
   for (const n of plan.notes) note(n);
   for (const w of plan.warnings) note(`WARNING: ${w}`);
   const fdLimit = openFilesLimit();
   if (fdLimit !== null && opts.clientsPerProcess + 64 > fdLimit) {
-    note(`WARNING: each process is to hold ${opts.clientsPerProcess} connections but may open only ${fdLimit} files (ulimit -n): expect EMFILE; use -c ${Math.ceil(clients / (fdLimit - 64))} or more processes`);
+    note(
+      `WARNING: each process is to hold ${opts.clientsPerProcess} connections but may open only ${fdLimit} files (ulimit -n): expect EMFILE; use -c ${Math.ceil(clients / (fdLimit - 64))} or more processes`,
+    );
   }
 
   const clock = await measureClock(opts);
   const clockOffsetUs = typeof clock === "string" ? null : clock.offsetUs;
   if (typeof clock === "string") io.log(`${TAG}Clock: no offset to the server (${clock}); latencies from publishers on other hosts will be uncorrected`);
-  else io.log(`${TAG}Clock: this host (${hostname()}) is ${fmtOffset(-clock.offsetUs)} from ${clock.reference} (± ${Math.round(clock.rttUs / 2)} µs, best of ${clock.samples} exchanges)`);
+  else
+    io.log(
+      `${TAG}Clock: this host (${hostname()}) is ${fmtOffset(-clock.offsetUs)} from ${clock.reference} (± ${Math.round(clock.rttUs / 2)} µs, best of ${clock.samples} exchanges)`,
+    );
 
   const native = wsLike && opts.engine === "native";
   if (native) {
@@ -84,17 +98,44 @@ export async function runMaster(opts: SubOptions, io: MasterIO = { log: (l) => c
       const w = LatencyStats.fromJSON(m.window);
       total.add(w);
       p.cpu.add(m.cpuPct, w.count > 0);
-      if (m.firstError && !p.errorShown) { p.errorShown = true; io.log(`${TAG}${name}: first error: ${m.firstError}`); }
+      if (m.firstError && !p.errorShown) {
+        p.errorShown = true;
+        io.log(`${TAG}${name}: first error: ${m.firstError}`);
+      }
       if (m.type === "tick") {
         current.add(w);
-        Object.assign(p, { connected: m.connected, started: m.started, done: m.done, idleMs: m.idleMs, lastCpu: m.cpuPct, last: m, lastAtS: (performance.now() - t0) / 1000 });
+        Object.assign(p, {
+          connected: m.connected,
+          started: m.started,
+          done: m.done,
+          idleMs: m.idleMs,
+          lastCpu: m.cpuPct,
+          last: m,
+          lastAtS: (performance.now() - t0) / 1000,
+        });
       } else {
         p.final = m;
       }
     });
-    const p: Proc = { name, proc, cpu: new CpuTrack(`${name} (pid ${proc.child.pid})`), connected: 0, started: 0, done: false, idleMs: -1, lastCpu: 0, errorShown: false, last: null, lastAtS: 0, final: null, exit: null };
+    const p: Proc = {
+      name,
+      proc,
+      cpu: new CpuTrack(`${name} (pid ${proc.child.pid})`),
+      connected: 0,
+      started: 0,
+      done: false,
+      idleMs: -1,
+      lastCpu: 0,
+      errorShown: false,
+      last: null,
+      lastAtS: 0,
+      final: null,
+      exit: null,
+    };
     procs.push(p);
-    p.proc.child.on("exit", (code, signal) => { p.exit = signal ? `signal ${signal}` : `code ${code}`; });
+    p.proc.child.on("exit", (code, signal) => {
+      p.exit = signal ? `signal ${signal}` : `code ${code}`;
+    });
     p.proc.send({ type: "start", index: i, opts, plan, clockOffsetUs } satisfies ToWorker);
   }
 
@@ -130,11 +171,17 @@ export async function runMaster(opts: SubOptions, io: MasterIO = { log: (l) => c
   const deadline = Date.now() + FINAL_TIMEOUT_MS;
   await new Promise<void>((resolve) => {
     const check = setInterval(() => {
-      if (procs.every((p) => p.final || p.exit !== null) || Date.now() > deadline) { clearInterval(check); resolve(); }
+      if (procs.every((p) => p.final || p.exit !== null) || Date.now() > deadline) {
+        clearInterval(check);
+        resolve();
+      }
     }, 20);
   });
   // Processes close their clients after reporting (bounded); give them that long before killing them.
-  await Promise.race([Promise.all(procs.map((p) => (p.exit !== null ? null : new Promise((r) => p.proc.child.once("exit", r))))), new Promise((r) => setTimeout(r, 7_000))]);
+  await Promise.race([
+    Promise.all(procs.map((p) => (p.exit !== null ? null : new Promise((r) => p.proc.child.once("exit", r))))),
+    new Promise((r) => setTimeout(r, 7_000)),
+  ]);
   for (const p of procs) if (p.exit === null) p.proc.child.kill();
 
   const counts: WorkerCounts = emptyCounts();
@@ -147,17 +194,26 @@ export async function runMaster(opts: SubOptions, io: MasterIO = { log: (l) => c
     const r = p.final ?? p.last;
     if (p.final?.crashed) note(`WARNING: ${p.name} ${p.final.crashed}; it reported what it had counted before exiting`);
     if (!p.final) {
-      note(r
-        ? `WARNING: ${p.name} ended (${p.exit ?? "no answer"}) without a final report: its counts are from its last report, ${p.lastAtS.toFixed(0)} s into the run`
-        : `WARNING: ${p.name} ended (${p.exit ?? "no answer"}) before it reported anything: its ${opts.clientsPerProcess} clients are missing from the counts`);
+      note(
+        r
+          ? `WARNING: ${p.name} ended (${p.exit ?? "no answer"}) without a final report: its counts are from its last report, ${p.lastAtS.toFixed(0)} s into the run`
+          : `WARNING: ${p.name} ended (${p.exit ?? "no answer"}) before it reported anything: its ${opts.clientsPerProcess} clients are missing from the counts`,
+      );
     }
-    if (!r) { counts.planned += opts.clientsPerProcess; continue; }
+    if (!r) {
+      counts.planned += opts.clientsPerProcess;
+      continue;
+    }
     addCounts(counts, r.counts);
     addTally(failures, r.failures);
     addTally(neverConnected, r.neverConnected);
     for (const pub of r.publishers) publishers.set(pub.id, pub);
     if (r.recvClock) recvClock = recvClock === "user" ? "user" : r.recvClock;
-    if (r.toolDelay) { delay.count += r.toolDelay.count; delay.sumUs += r.toolDelay.sumUs; delay.maxUs = Math.max(delay.maxUs, r.toolDelay.maxUs); }
+    if (r.toolDelay) {
+      delay.count += r.toolDelay.count;
+      delay.sumUs += r.toolDelay.sumUs;
+      delay.maxUs = Math.max(delay.maxUs, r.toolDelay.maxUs);
+    }
   }
   masterTrack.add(masterCpu.sample(), false);
   const pubs = [...publishers.values()];

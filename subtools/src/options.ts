@@ -77,7 +77,10 @@ export function parseFrom(v: string): FromSpec {
 
 /** Splits repeatable, comma-separated values. */
 export function list(values: readonly string[] | undefined): string[] {
-  return (values ?? []).flatMap((v) => v.split(",")).map((v) => v.trim()).filter((v) => v !== "");
+  return (values ?? [])
+    .flatMap((v) => v.split(","))
+    .map((v) => v.trim())
+    .filter((v) => v !== "");
 }
 
 export function parseSubOptions(argv: readonly string[]): SubOptions {
@@ -111,7 +114,8 @@ export function parseSubOptions(argv: readonly string[]): SubOptions {
   if (!(target in DEFAULT_PORTS)) throw new UsageError(`--target must be one of ${Object.keys(DEFAULT_PORTS).join(", ")}, got "${values.target}"`);
   const engine = (values.engine ?? "lean") as Engine;
   if (engine !== "lean" && engine !== "ws" && engine !== "native") throw new UsageError(`--engine must be lean, ws or native, got "${values.engine}"`);
-  if (engine !== "lean" && target !== "gateway") throw new UsageError(`--engine ${engine} is for --target gateway (Socket.IO and centrifuge clients are lean only; Redis and NATS use their libraries)`);
+  if (engine !== "lean" && target !== "gateway")
+    throw new UsageError(`--engine ${engine} is for --target gateway (Socket.IO and centrifuge clients are lean only; Redis and NATS use their libraries)`);
   if (values.p !== undefined && values.port !== undefined) throw new UsageError("give -p or --port, not both");
   const from = values.from === undefined ? null : parseFrom(values.from);
   if (from !== null && target !== "gateway") throw new UsageError("--from needs --target gateway (raw Redis and core NATS do not replay)");

@@ -52,16 +52,37 @@ export function startProc(native: boolean, onMessage: (m: FromWorker) => void): 
   if (!native) {
     const child = fork(WORKER_MAIN, [], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
     child.on("message", onMessage);
-    return { child, send: (m) => { child.send(m); }, alive: () => child.connected };
+    return {
+      child,
+      send: (m) => {
+        child.send(m);
+      },
+      alive: () => child.connected,
+    };
   }
   const child = spawn(NATIVE_BIN, [], { stdio: ["pipe", "pipe", "inherit"] });
   let open = true;
-  child.stdin!.on("error", () => { open = false; });
-  child.on("exit", () => { open = false; });
+  child.stdin!.on("error", () => {
+    open = false;
+  });
+  child.on("exit", () => {
+    open = false;
+  });
   createInterface({ input: child.stdout! }).on("line", (line) => {
     let m: FromWorker;
-    try { m = JSON.parse(line) as FromWorker; } catch { console.error(`sub-native: ${line}`); return; }
+    try {
+      m = JSON.parse(line) as FromWorker;
+    } catch {
+      console.error(`sub-native: ${line}`);
+      return;
+    }
     onMessage(m);
   });
-  return { child, send: (m) => { if (open) child.stdin!.write(JSON.stringify(m) + "\n"); }, alive: () => open && child.exitCode === null };
+  return {
+    child,
+    send: (m) => {
+      if (open) child.stdin!.write(JSON.stringify(m) + "\n");
+    },
+    alive: () => open && child.exitCode === null,
+  };
 }

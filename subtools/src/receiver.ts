@@ -18,7 +18,10 @@ export class ClientState {
 
   tracker(pub: number, fromOne: boolean): SeqTracker {
     let t = this.trackers[pub];
-    if (t === undefined) { t = new SeqTracker(fromOne); this.trackers[pub] = t; }
+    if (t === undefined) {
+      t = new SeqTracker(fromOne);
+      this.trackers[pub] = t;
+    }
     return t;
   }
 
@@ -35,7 +38,10 @@ export class ClientState {
   /** Every publisher it heard from has sent its end marker. */
   allEnded(): boolean {
     let any = false;
-    for (const t of this.all()) { any = true; if (t.endTotal < 0) return false; }
+    for (const t of this.all()) {
+      any = true;
+      if (t.endTotal < 0) return false;
+    }
     return any;
   }
 }
@@ -73,11 +79,17 @@ export class Receiver {
    * @param fromOne trackers count expected messages from sequence 1 (see SeqTracker).
    * @param clockOffsetUs this host's clock offset to the reference server (its clock − ours), or null if unknown.
    */
-  constructor(private readonly fromOne: boolean, private readonly clockOffsetUs: number | null = null) {}
+  constructor(
+    private readonly fromOne: boolean,
+    private readonly clockOffsetUs: number | null = null,
+  ) {}
 
   /** A raw payload (Redis message, NATS message data). */
   payload(c: ClientState, str: string, recvUs: number): void {
-    if (!scanPayload(str, 0)) { this.badFrames++; return; }
+    if (!scanPayload(str, 0)) {
+      this.badFrames++;
+      return;
+    }
     this.accountScanned(c, recvUs);
   }
 
@@ -137,7 +149,10 @@ export class Receiver {
       if (len === this.lastPLen && sameBytes(buf, bs.pStart, this.lastPBytes, len)) pub = this.lastPub;
       else {
         pub = this.publisher(buf.toString("latin1", bs.pStart, bs.pEnd), bs.o);
-        if (len <= this.lastPBytes.length) { buf.copy(this.lastPBytes, 0, bs.pStart, bs.pEnd); this.lastPLen = len; } else this.lastPLen = -1;
+        if (len <= this.lastPBytes.length) {
+          buf.copy(this.lastPBytes, 0, bs.pStart, bs.pEnd);
+          this.lastPLen = len;
+        } else this.lastPLen = -1;
       }
     }
     this.account(c, pub, bs.end, bs.total, bs.s, bs.t, recvUs, bs.o);
@@ -170,7 +185,11 @@ export class Receiver {
   private account(c: ClientState, pub: number, end: boolean, total: number, seq: number, t: number, recvUs: number, o: number): void {
     const tr = c.tracker(pub, this.fromOne);
     this.lastRecvUs = recvUs;
-    if (end) { tr.end(total); this.endMarkers++; return; }
+    if (end) {
+      tr.end(total);
+      this.endMarkers++;
+      return;
+    }
     const pc = this.publishers[pub]!;
     // End markers carry no offset: a publisher first seen by its end marker learns it from its next message.
     if (pc.offsetUs === null && o === o) this.learnOffset(pc, o);

@@ -60,8 +60,22 @@ export type SubResult = {
 
 export function emptyCounts(): WorkerCounts {
   return {
-    planned: 0, clients: 0, everConnected: 0, peakConnected: 0, received: 0, distinct: 0, expected: 0, lost: 0,
-    duplicated: 0, outOfOrder: 0, late: 0, endMarkers: 0, connectFailures: 0, reconnects: 0, subErrors: 0, badFrames: 0,
+    planned: 0,
+    clients: 0,
+    everConnected: 0,
+    peakConnected: 0,
+    received: 0,
+    distinct: 0,
+    expected: 0,
+    lost: 0,
+    duplicated: 0,
+    outOfOrder: 0,
+    late: 0,
+    endMarkers: 0,
+    connectFailures: 0,
+    reconnects: 0,
+    subErrors: 0,
+    badFrames: 0,
   };
 }
 
@@ -98,7 +112,9 @@ export function unknownOffsets(results: readonly SubResult[], names: readonly st
     const name = names[i] ?? String(i);
     if (!r.clock || r.clock.status !== "uncorrected") return [];
     const bad = r.clock.publishers.filter((p) => !p.sameHost && !p.corrected).map((p) => p.host);
-    return [`${name}: publishers on ${[...new Set(bad)].join(", ")} with no known clock offset${r.clock.self ? "" : ` (this host's: ${r.clock.selfReason ?? "unknown"})`}`];
+    return [
+      `${name}: publishers on ${[...new Set(bad)].join(", ")} with no known clock offset${r.clock.self ? "" : ` (this host's: ${r.clock.selfReason ?? "unknown"})`}`,
+    ];
   });
 }
 
@@ -111,8 +127,10 @@ export function mergeResults(results: readonly SubResult[], names: readonly stri
   if (results.length === 0) throw new Error("nothing to merge");
   const unknown = unknownOffsets(results, names);
   if (unknown.length > 0 && !acceptUnknown) {
-    throw new ClockMixError(`refusing to merge latencies measured on clocks whose offsets are unknown:\n  ${unknown.join("\n  ")}\n` +
-      "Run pub-cluster and sub-cluster against a gateway whose pong carries its time (or Redis), or pass --accept-unknown-offsets to merge anyway (the report then says so).");
+    throw new ClockMixError(
+      `refusing to merge latencies measured on clocks whose offsets are unknown:\n  ${unknown.join("\n  ")}\n` +
+        "Run pub-cluster and sub-cluster against a gateway whose pong carries its time (or Redis), or pass --accept-unknown-offsets to merge anyway (the report then says so).",
+    );
   }
   const counts = emptyCounts();
   const latency = new LatencyStats();
@@ -130,7 +148,10 @@ export function mergeResults(results: readonly SubResult[], names: readonly stri
   });
   if (unknown.length > 0) notes.push(`WARNING: merged with --accept-unknown-offsets; latencies of ${unknown.join("; ")} include the clock skew between hosts`);
   const legacy = results.flatMap((r, i) => (r.clock ? [] : [names[i] ?? String(i)]));
-  if (results.length > 1 && legacy.length > 0) notes.push(`WARNING: ${legacy.join(", ")} carry no clock information (an older sub-cluster): if their publishers ran on other hosts, their latencies include the clock skew`);
+  if (results.length > 1 && legacy.length > 0)
+    notes.push(
+      `WARNING: ${legacy.join(", ")} carry no clock information (an older sub-cluster): if their publishers ran on other hosts, their latencies include the clock skew`,
+    );
   const first = results[0]!;
   const uniq = <T>(xs: T[]): T[] => [...new Set(xs)];
   return {

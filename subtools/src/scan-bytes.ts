@@ -66,7 +66,10 @@ function startsWith(buf: Uint8Array, at: number, end: number, needle: Uint8Array
 let num = 0;
 function readNumber(buf: Uint8Array, i: number, end: number): number {
   let neg = false;
-  if (i < end && buf[i] === 45 /* - */) { neg = true; i++; }
+  if (i < end && buf[i] === 45 /* - */) {
+    neg = true;
+    i++;
+  }
   const from = i;
   let v = 0;
   while (i < end) {
@@ -75,7 +78,10 @@ function readNumber(buf: Uint8Array, i: number, end: number): number {
     v = v * 10 + (c - 48);
     i++;
   }
-  if (i === from) { num = NaN; return i; }
+  if (i === from) {
+    num = NaN;
+    return i;
+  }
   if (i < end && (buf[i] === 46 || buf[i] === 101 || buf[i] === 69)) {
     // A fraction or exponent: rare here (the gateway's ts); read it with Number().
     let k = i + 1;
@@ -110,7 +116,10 @@ function scanFromP(buf: Buffer, pi: number, from: number, end: number): boolean 
   let i = ps;
   while (i < end && buf[i] !== 34 /* " */) i++;
   if (i >= end) return fallback(buf, from, end);
-  bs.pStart = ps; bs.pEnd = i; bs.pStr = null; bs.o = NaN;
+  bs.pStart = ps;
+  bs.pEnd = i;
+  bs.pStr = null;
+  bs.o = NaN;
   if (startsWith(buf, i, end, S)) {
     i = readNumber(buf, i + S.length, end);
     bs.s = num;
@@ -118,13 +127,22 @@ function scanFromP(buf: Buffer, pi: number, from: number, end: number): boolean 
     i = readNumber(buf, i + T.length, end);
     bs.t = num;
     bs.end = false;
-    if (startsWith(buf, i, end, O)) { readNumber(buf, i + O.length, end); bs.o = num; }
+    if (startsWith(buf, i, end, O)) {
+      readNumber(buf, i + O.length, end);
+      bs.o = num;
+    }
     return bs.s === bs.s && bs.t === bs.t ? true : fallback(buf, from, end);
   }
   if (startsWith(buf, i, end, END)) {
     i = readNumber(buf, i + END.length, end);
-    bs.total = num; bs.end = true; bs.s = 0; bs.t = 0;
-    if (startsWith(buf, i, end, O)) { readNumber(buf, i + O.length, end); bs.o = num; }
+    bs.total = num;
+    bs.end = true;
+    bs.s = 0;
+    bs.t = 0;
+    if (startsWith(buf, i, end, O)) {
+      readNumber(buf, i + O.length, end);
+      bs.o = num;
+    }
     return bs.total === bs.total ? true : fallback(buf, from, end);
   }
   return fallback(buf, from, end);
@@ -160,7 +178,10 @@ function gatewayLayout(buf: Buffer, s: number, e: number): boolean {
   i += TS_AFTER_SEQ.length;
   while (i < e && buf[i] !== 44 /* , */) i++;
   if (!startsWith(buf, i + 1, e, DATA)) return false;
-  bs.subStart = subStart; bs.subEnd = subEnd; bs.subStr = null; bs.seq = seq;
+  bs.subStart = subStart;
+  bs.subEnd = subEnd;
+  bs.subStr = null;
+  bs.seq = seq;
   gatewayDataAt = i + 1 + DATA.length;
   return true;
 }
@@ -181,19 +202,30 @@ export function scanGatewayBytes(buf: Buffer, s: number, e: number): 1 | 0 | -1 
     bs.subStart = k;
     while (k < d && buf[k] !== 34) k++;
     bs.subEnd = k;
-  } else { bs.subStart = -1; bs.subEnd = -1; }
+  } else {
+    bs.subStart = -1;
+    bs.subEnd = -1;
+  }
   const q = findBytes(buf, SEQ, s, d);
-  if (q >= 0) { readNumber(buf, q + SEQ.length, d); bs.seq = num; } else bs.seq = -1;
+  if (q >= 0) {
+    readNumber(buf, q + SEQ.length, d);
+    bs.seq = num;
+  } else bs.seq = -1;
   return scanPayloadBytes(buf, d + DATA.length, e) ? 1 : -1;
 }
 
 function parsedGateway(buf: Buffer, s: number, e: number): 1 | -1 {
   let f: unknown;
-  try { f = JSON.parse(buf.toString("utf8", s, e)); } catch { return -1; }
+  try {
+    f = JSON.parse(buf.toString("utf8", s, e));
+  } catch {
+    return -1;
+  }
   if (!f || typeof f !== "object") return -1;
   const o = f as { seq?: unknown; sub?: unknown; data?: unknown };
   bs.seq = typeof o.seq === "number" ? o.seq : -1;
-  bs.subStart = -1; bs.subEnd = -1;
+  bs.subStart = -1;
+  bs.subEnd = -1;
   bs.subStr = typeof o.sub === "string" ? o.sub : null;
   return fromValue(o.data) ? 1 : -1;
 }
@@ -223,7 +255,12 @@ function fallback(buf: Buffer, from: number, end: number): boolean {
   const text = buf.toString("utf8", open, end);
   let v: unknown;
   for (let cut = text.length, n = 0; cut > 0 && n < 8; cut = text.lastIndexOf("}", cut - 2) + 1, n++) {
-    try { v = JSON.parse(text.slice(0, cut)); break; } catch { v = undefined; }
+    try {
+      v = JSON.parse(text.slice(0, cut));
+      break;
+    } catch {
+      v = undefined;
+    }
   }
   return fromValue(v);
 }
@@ -235,10 +272,15 @@ function fromValue(v: unknown): boolean {
   bs.pStr = o.p;
   bs.o = typeof o.o === "number" ? o.o : NaN;
   if (o.end === true && typeof o.total === "number") {
-    bs.end = true; bs.total = o.total; bs.s = 0; bs.t = 0;
+    bs.end = true;
+    bs.total = o.total;
+    bs.s = 0;
+    bs.t = 0;
     return true;
   }
   if (typeof o.s !== "number" || typeof o.t !== "number") return false;
-  bs.end = false; bs.s = o.s; bs.t = o.t;
+  bs.end = false;
+  bs.s = o.s;
+  bs.t = o.t;
   return true;
 }

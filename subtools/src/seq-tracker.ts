@@ -37,7 +37,10 @@ export class SeqTracker {
   }
 
   see(seq: number): SeqResult {
-    if (this.start === 0) { this.start = seq; this.hi = seq - 1; }
+    if (this.start === 0) {
+      this.start = seq;
+      this.hi = seq - 1;
+    }
     if (seq > this.hi) {
       const from = seq - this.hi >= SEQ_WINDOW ? seq - SEQ_WINDOW + 1 : this.hi + 1;
       for (let s = from; s < seq; s++) this.clear(s);
@@ -50,7 +53,10 @@ export class SeqTracker {
       this.start = seq;
       this.late++;
     } else if (seq > this.hi - SEQ_WINDOW) {
-      if (this.isSet(seq)) { this.duplicates++; return SeqResult.Duplicate; }
+      if (this.isSet(seq)) {
+        this.duplicates++;
+        return SeqResult.Duplicate;
+      }
       this.set(seq);
     } else {
       this.late++;
@@ -61,7 +67,9 @@ export class SeqTracker {
   }
 
   /** Records the publisher's end marker. */
-  end(total: number): void { this.endTotal = total; }
+  end(total: number): void {
+    this.endTotal = total;
+  }
 
   /** Messages this tracker should have received. */
   expected(): number {
@@ -70,9 +78,20 @@ export class SeqTracker {
     return Math.max(0, last - first + 1);
   }
 
-  lost(): number { return Math.max(0, this.expected() - this.distinct); }
+  lost(): number {
+    return Math.max(0, this.expected() - this.distinct);
+  }
 
-  private set(seq: number): void { const i = seq & (SEQ_WINDOW - 1); this.bits[i >>> 5]! |= 1 << (i & 31); }
-  private clear(seq: number): void { const i = seq & (SEQ_WINDOW - 1); this.bits[i >>> 5]! &= ~(1 << (i & 31)); }
-  private isSet(seq: number): boolean { const i = seq & (SEQ_WINDOW - 1); return (this.bits[i >>> 5]! & (1 << (i & 31))) !== 0; }
+  private set(seq: number): void {
+    const i = seq & (SEQ_WINDOW - 1);
+    this.bits[i >>> 5]! |= 1 << (i & 31);
+  }
+  private clear(seq: number): void {
+    const i = seq & (SEQ_WINDOW - 1);
+    this.bits[i >>> 5]! &= ~(1 << (i & 31));
+  }
+  private isSet(seq: number): boolean {
+    const i = seq & (SEQ_WINDOW - 1);
+    return (this.bits[i >>> 5]! & (1 << (i & 31))) !== 0;
+  }
 }

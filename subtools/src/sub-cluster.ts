@@ -18,9 +18,16 @@ function merge(args: string[]): number {
   });
   let merged;
   try {
-    merged = mergeResults(results, files.map((f) => basename(f)), accept);
+    merged = mergeResults(
+      results,
+      files.map((f) => basename(f)),
+      accept,
+    );
   } catch (e) {
-    if (e instanceof ClockMixError) { console.error(`sub-cluster merge: ${e.message}`); return 65; }
+    if (e instanceof ClockMixError) {
+      console.error(`sub-cluster merge: ${e.message}`);
+      return 65;
+    }
     throw e;
   }
   console.log(`${TAG}merged ${files.length} results: ${files.join(" ")}`);
@@ -30,7 +37,10 @@ function merge(args: string[]): number {
 
 async function main(argv: string[]): Promise<number> {
   if (argv[0] === "merge") return merge(argv.slice(1));
-  if (argv.includes("--help") || argv.includes("-h")) { console.log(SUB_USAGE); return 0; }
+  if (argv.includes("--help") || argv.includes("-h")) {
+    console.log(SUB_USAGE);
+    return 0;
+  }
   const opts = parseSubOptions(argv);
   const r = await runMaster(opts);
   return r.counts.everConnected === 0 ? 2 : 0;

@@ -21,11 +21,16 @@ const CLOSE_BOUND_MS = 5_000;
 
 function makeClient(opts: SubOptions, setup: ClientSetup): SubClient {
   switch (opts.target) {
-    case "gateway": return opts.engine === "ws" ? new GatewayClient(setup) : new GatewayLeanClient(setup);
-    case "socketio": return new SocketIoClient(setup);
-    case "centrifuge": return new CentrifugeClient(setup);
-    case "redis": return new RedisClient(setup);
-    case "nats": return new NatsClient(setup);
+    case "gateway":
+      return opts.engine === "ws" ? new GatewayClient(setup) : new GatewayLeanClient(setup);
+    case "socketio":
+      return new SocketIoClient(setup);
+    case "centrifuge":
+      return new CentrifugeClient(setup);
+    case "redis":
+      return new RedisClient(setup);
+    case "nats":
+      return new NatsClient(setup);
   }
 }
 
@@ -45,7 +50,13 @@ export class SubWorker implements ClientEvents {
   private rampTimer: NodeJS.Timeout | null = null;
   private tickTimer: NodeJS.Timeout | null = null;
 
-  constructor(private readonly index: number, private readonly opts: SubOptions, private readonly plan: AddressPlan, clockOffsetUs: number | null, private readonly send: (m: FromWorker) => void) {
+  constructor(
+    private readonly index: number,
+    private readonly opts: SubOptions,
+    private readonly plan: AddressPlan,
+    clockOffsetUs: number | null,
+    private readonly send: (m: FromWorker) => void,
+  ) {
     // Replay from the start means every sequence from 1 is owed to the client.
     this.rx = new Receiver(opts.from === "all", clockOffsetUs);
   }
@@ -61,7 +72,10 @@ export class SubWorker implements ClientEvents {
       // Without a ramp, clients are created as the gate lets attempts through, so none waits in its queue long.
       const room = perProcessRate > 0 ? Infinity : MAX_PENDING_CONNECTS * 2 - this.gate.waiting;
       let opened = 0;
-      while (this.clients.length < opts.clientsPerProcess && this.clients.length < allowed && opened < room) { this.open(this.clients.length); opened++; }
+      while (this.clients.length < opts.clientsPerProcess && this.clients.length < allowed && opened < room) {
+        this.open(this.clients.length);
+        opened++;
+      }
       if (this.clients.length < opts.clientsPerProcess) this.rampTimer = setTimeout(rampStep, 10);
     };
     rampStep();
@@ -72,7 +86,17 @@ export class SubWorker implements ClientEvents {
     const { opts } = this;
     const { host, localAddress, localPort, sparePort } = addressOf(this.plan, this.index * opts.clientsPerProcess + i);
     const client = makeClient(opts, {
-      host, localAddress, localPort, sparePort, port: opts.port, path: opts.path, channels: opts.channels, from: opts.from, rx: this.rx, events: this, gate: this.gate,
+      host,
+      localAddress,
+      localPort,
+      sparePort,
+      port: opts.port,
+      path: opts.path,
+      channels: opts.channels,
+      from: opts.from,
+      rx: this.rx,
+      events: this,
+      gate: this.gate,
     });
     this.clients.push(client);
     void client.start();
@@ -82,13 +106,17 @@ export class SubWorker implements ClientEvents {
     this.connected++;
     if (this.connected > this.peakConnected) this.peakConnected = this.connected;
   }
-  unsubscribed(_c: ClientState): void { this.connected--; }
+  unsubscribed(_c: ClientState): void {
+    this.connected--;
+  }
   connectFailed(err: unknown, reason = errorReason(err)): void {
     this.connectFailures++;
     this.failures[reason] = (this.failures[reason] ?? 0) + 1;
     this.firstError ??= err instanceof Error ? err.message : String(err);
   }
-  reconnecting(): void { this.reconnects++; }
+  reconnecting(): void {
+    this.reconnects++;
+  }
   subError(message: string): void {
     this.subErrors++;
     this.firstError ??= `subscribe refused: ${message}`;
@@ -116,8 +144,14 @@ export class SubWorker implements ClientEvents {
     const window = this.rx.window.toJSON();
     this.rx.window.reset();
     return {
-      index: this.index, counts: this.counts(), failures: { ...this.failures }, neverConnected, publishers: this.rx.publishers,
-      window, cpuPct: this.cpu.sample(), firstError: this.firstError,
+      index: this.index,
+      counts: this.counts(),
+      failures: { ...this.failures },
+      neverConnected,
+      publishers: this.rx.publishers,
+      window,
+      cpuPct: this.cpu.sample(),
+      firstError: this.firstError,
     };
   }
 
@@ -145,7 +179,9 @@ export class SubWorker implements ClientEvents {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       Promise.all(this.clients.map((c) => c.stop().catch(() => undefined))),
-      new Promise((r) => { timer = setTimeout(r, CLOSE_BOUND_MS); }),
+      new Promise((r) => {
+        timer = setTimeout(r, CLOSE_BOUND_MS);
+      }),
     ]);
     clearTimeout(timer);
   }
@@ -153,10 +189,22 @@ export class SubWorker implements ClientEvents {
   /** Totals over all clients; loss is counted per (client, publisher), or against --expect per client. */
   counts(): WorkerCounts {
     const c: WorkerCounts = {
-      planned: this.opts.clientsPerProcess, clients: this.clients.length, everConnected: 0, peakConnected: this.peakConnected,
-      received: this.rx.received, distinct: 0, expected: 0, lost: 0, duplicated: 0, outOfOrder: 0, late: 0,
-      endMarkers: this.rx.endMarkers, connectFailures: this.connectFailures, reconnects: this.reconnects,
-      subErrors: this.subErrors, badFrames: this.rx.badFrames,
+      planned: this.opts.clientsPerProcess,
+      clients: this.clients.length,
+      everConnected: 0,
+      peakConnected: this.peakConnected,
+      received: this.rx.received,
+      distinct: 0,
+      expected: 0,
+      lost: 0,
+      duplicated: 0,
+      outOfOrder: 0,
+      late: 0,
+      endMarkers: this.rx.endMarkers,
+      connectFailures: this.connectFailures,
+      reconnects: this.reconnects,
+      subErrors: this.subErrors,
+      badFrames: this.rx.badFrames,
     };
     const expect = this.opts.expect;
     for (const client of this.clients) {
@@ -196,10 +244,15 @@ export class SubWorker implements ClientEvents {
 export function runWorker(): void {
   let worker: SubWorker | null = null;
   let reported = false;
-  const send = (m: FromWorker): void => { process.send?.(m); };
+  const send = (m: FromWorker): void => {
+    process.send?.(m);
+  };
   const finish = (crashed?: string): void => {
     const w = worker;
-    if (!w || reported) { if (crashed) process.exit(1); return; }
+    if (!w || reported) {
+      if (crashed) process.exit(1);
+      return;
+    }
     reported = true;
     // The report goes first: whatever happens while closing, the master has the counts.
     process.send?.(w.final(crashed), () => {
@@ -219,7 +272,10 @@ export function runWorker(): void {
       worker = new SubWorker(m.index, m.opts, m.plan, m.clockOffsetUs, send);
       worker.start();
     } else if (m.type === "stop") {
-      if (!worker) { process.exit(0); return; }
+      if (!worker) {
+        process.exit(0);
+        return;
+      }
       finish();
     }
   });

@@ -34,14 +34,42 @@ async function liveRun(port: number, channel: string, pubTarget: string, name: s
   const json = join(dir, `${name}.json`);
   const sub = run(SUB_CLI, ["-c", "2", "-n", "10", "-p", String(port), "--channel", channel, "-d", "60", "--idle", "15", "--json", json]);
   await waitConnected(sub, 20);
-  const pub = await runToEnd(PUB_CLI, ["-t", "50", "-n", "2", "-c", "2", "-p", "5", "--target", pubTarget, "--port", String(port), "--channel", channel, ...pubArgs]);
+  const pub = await runToEnd(PUB_CLI, [
+    "-t",
+    "50",
+    "-n",
+    "2",
+    "-c",
+    "2",
+    "-p",
+    "5",
+    "--target",
+    pubTarget,
+    "--port",
+    String(port),
+    "--channel",
+    channel,
+    ...pubArgs,
+  ]);
   expect(pub.code, pub.out).toBe(0);
   expect(pub.out).toContain("Published: 20 (acked 20, failed 0)");
   expect(await sub.exited, sub.out()).toBe(0);
   return { ...readResult(json), output: `${sub.out().slice(-3000)}\n${pub.out.slice(-1500)}` };
 }
 
-const complete = { clients: 20, everConnected: 20, received: 400, expected: 400, lost: 0, duplicated: 0, outOfOrder: 0, endMarkers: 40, connectFailures: 0, subErrors: 0, badFrames: 0 };
+const complete = {
+  clients: 20,
+  everConnected: 20,
+  received: 400,
+  expected: 400,
+  lost: 0,
+  duplicated: 0,
+  outOfOrder: 0,
+  endMarkers: 40,
+  connectFailures: 0,
+  subErrors: 0,
+  badFrames: 0,
+};
 
 describe("load tools — through the gateway on JetStream", () => {
   let nats: NatsServerHandle;
@@ -67,10 +95,39 @@ describe("load tools — through the gateway on JetStream", () => {
   });
 
   it("gateway — subscribers arriving after the publisher replay everything with --from all", async () => {
-    const pub = await runToEnd(PUB_CLI, ["-t", "0", "-n", "10", "-p", "1", "--target", "gateway-http", "--port", String(gw.port), "--channel", "e2e.gw.replay", "--sync"]);
+    const pub = await runToEnd(PUB_CLI, [
+      "-t",
+      "0",
+      "-n",
+      "10",
+      "-p",
+      "1",
+      "--target",
+      "gateway-http",
+      "--port",
+      String(gw.port),
+      "--channel",
+      "e2e.gw.replay",
+      "--sync",
+    ]);
     expect(pub.code, pub.out).toBe(0);
     const json = join(dir, "replay.json");
-    const sub = await runToEnd(SUB_CLI, ["-c", "1", "-n", "5", "-p", String(gw.port), "--channel", "e2e.gw.replay", "--from", "all", "-d", "20", "--json", json]);
+    const sub = await runToEnd(SUB_CLI, [
+      "-c",
+      "1",
+      "-n",
+      "5",
+      "-p",
+      String(gw.port),
+      "--channel",
+      "e2e.gw.replay",
+      "--from",
+      "all",
+      "-d",
+      "20",
+      "--json",
+      json,
+    ]);
     expect(sub.code, sub.out).toBe(0);
     expect(sub.out).toContain("stopped by end markers received");
     expect(readResult(json).counts).toMatchObject({ received: 50, expected: 50, lost: 0, duplicated: 0, endMarkers: 5 });

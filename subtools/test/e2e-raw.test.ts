@@ -13,7 +13,7 @@ let nats: NatsServerHandle;
 const dir = mkdtempSync(join(tmpdir(), "subtools-e2e-"));
 
 beforeAll(async () => {
-  [redis, nats] = await Promise.all([startRedisServer(), startNatsServer(), buildTools()]) as [RedisServerHandle, NatsServerHandle, void];
+  [redis, nats] = (await Promise.all([startRedisServer(), startNatsServer(), buildTools()])) as [RedisServerHandle, NatsServerHandle, void];
 });
 afterAll(async () => {
   await Promise.all([redis?.stop(), nats?.stop()]);
@@ -25,7 +25,24 @@ async function roundTrip(subTarget: string, pubTarget: string, port: number, cha
   const json = join(dir, `${subTarget}.json`);
   const sub = run(SUB_CLI, ["-c", "2", "-n", "10", "--target", subTarget, "-p", String(port), "--channel", channel, "-d", "25", "--idle", "5", "--json", json]);
   await waitConnected(sub, 20);
-  const pub = await runToEnd(PUB_CLI, ["-t", "50", "-n", "2", "-c", "2", "-p", "5", "--target", pubTarget, "--port", String(port), "--channel", channel, "--size", "256"]);
+  const pub = await runToEnd(PUB_CLI, [
+    "-t",
+    "50",
+    "-n",
+    "2",
+    "-c",
+    "2",
+    "-p",
+    "5",
+    "--target",
+    pubTarget,
+    "--port",
+    String(port),
+    "--channel",
+    channel,
+    "--size",
+    "256",
+  ]);
   expect(pub.code, pub.out).toBe(0);
   const code = await sub.exited;
   expect(code, sub.out()).toBe(0);
@@ -34,12 +51,34 @@ async function roundTrip(subTarget: string, pubTarget: string, port: number, cha
 
 function expectComplete(r: SubResult, subOut: string): void {
   // 20 messages (2 processes × 5 passes × 2) to each of 20 clients.
-  expect(r.counts).toMatchObject({ clients: 20, everConnected: 20, received: 400, distinct: 400, expected: 400, lost: 0, duplicated: 0, outOfOrder: 0, endMarkers: 40, connectFailures: 0 });
+  expect(r.counts).toMatchObject({
+    clients: 20,
+    everConnected: 20,
+    received: 400,
+    distinct: 400,
+    expected: 400,
+    lost: 0,
+    duplicated: 0,
+    outOfOrder: 0,
+    endMarkers: 40,
+    connectFailures: 0,
+  });
   expect(r.stopReason).toBe("end markers received");
   expect(r.latency.count).toBe(400);
   expect(r.latency.minUs!).toBeGreaterThan(0);
   expect(r.latency.maxUs!).toBeGreaterThanOrEqual(r.latency.minUs!);
-  for (const label of ["Total received: 400", "Lost: 0", "Duplicated: 0", "Out-of-order: 0", "\t MIN: ", "\t MAX: ", "\t MEAN: ", "\t HARMONIC MEAN: ", "\t p99: ", "CPU sub-1"]) {
+  for (const label of [
+    "Total received: 400",
+    "Lost: 0",
+    "Duplicated: 0",
+    "Out-of-order: 0",
+    "\t MIN: ",
+    "\t MAX: ",
+    "\t MEAN: ",
+    "\t HARMONIC MEAN: ",
+    "\t p99: ",
+    "CPU sub-1",
+  ]) {
     expect(subOut).toContain(`[  cluster-master  ] \t${label}`);
   }
 }

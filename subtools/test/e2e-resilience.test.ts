@@ -24,8 +24,12 @@ const readResult = (f: string): SubResult => JSON.parse(readFileSync(f, "utf8"))
 function runLimited(nofile: number, args: string[]): Run {
   const child = spawn("prlimit", [`--nofile=${nofile}:${nofile}`, process.execPath, SUB_CLI, ...args], { stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
-  child.stdout!.on("data", (d: Buffer) => { out += d.toString(); });
-  child.stderr!.on("data", (d: Buffer) => { out += d.toString(); });
+  child.stdout!.on("data", (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr!.on("data", (d: Buffer) => {
+    out += d.toString();
+  });
   const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
   return { child, out: () => out, exited };
 }
@@ -39,7 +43,12 @@ describe("load tools — resilience through the gateway", () => {
     const { startGateway } = (await import("../../gateway/test/support/gateway.js")) as {
       startGateway(o: { natsUrl?: string; workers?: number; args?: string[]; logLevel?: string }): Promise<Gateway>;
     };
-    gw = await startGateway({ natsUrl: nats.url, workers: 1, logLevel: "info", args: ["--max-connections-per-ip=-1", "--connect-rate-per-ip=-1", "--frame-rate=-1"] });
+    gw = await startGateway({
+      natsUrl: nats.url,
+      workers: 1,
+      logLevel: "info",
+      args: ["--max-connections-per-ip=-1", "--connect-rate-per-ip=-1", "--frame-rate=-1"],
+    });
     proxy = await startTcpProxy({ host: "127.0.0.1", port: gw.port });
   });
   afterAll(async () => {
@@ -52,7 +61,24 @@ describe("load tools — resilience through the gateway", () => {
   for (const engine of ["lean", "ws", "native"] as const) {
     it(`wildcard resume (${engine} engine) — a wildcard subscription cut mid-run resumes by its pattern: the gap is replayed, not counted as lost`, async () => {
       const json = join(dir, `wild-${engine}.json`);
-      const sub = run(SUB_CLI, ["-c", "1", "-n", "4", "-p", String(proxy.port), "--channel", `res.${engine}.*`, "--engine", engine, "-d", "30", "--idle", "5", "--json", json]);
+      const sub = run(SUB_CLI, [
+        "-c",
+        "1",
+        "-n",
+        "4",
+        "-p",
+        String(proxy.port),
+        "--channel",
+        `res.${engine}.*`,
+        "--engine",
+        engine,
+        "-d",
+        "30",
+        "--idle",
+        "5",
+        "--json",
+        json,
+      ]);
       await waitConnected(sub, 4);
       // 2 channels × 200 messages over ~2 s, straight to the gateway (not through the proxy).
       const pub = runToEnd(PUB_CLI, ["-t", "10", "-n", "2", "-c", "1", "-p", "200", "--port", String(gw.port), "--channel", `res.${engine}.a,res.${engine}.b`]);
@@ -73,34 +99,66 @@ describe("load tools — resilience through the gateway", () => {
     });
   }
 
-  it.skipIf(!HAS_PRLIMIT)("failing process — clients refused for lack of file descriptors are counted, explained, and the others' counts reported", async () => {
-    const json = join(dir, "emfile.json");
-    // 64 descriptors: node itself holds ~25, so about 35 of the 60 clients connect and the rest get EMFILE.
-    const sub = runLimited(64, ["-c", "1", "-n", "60", "-p", String(gw.port), "--channel", "res.emfile", "-d", "30", "--idle", "5", "--json", json]);
-    await waitFor(() => /clients [1-9]\d*\/60 /.test(sub.out()) && /first error/.test(sub.out()) || undefined, { timeoutMs: 20_000, what: "some clients connected, some failed" });
-    const pub = await runToEnd(PUB_CLI, ["-t", "20", "-n", "1", "-c", "1", "-p", "5", "--port", String(gw.port), "--channel", "res.emfile"]);
-    expect(pub.code, pub.out).toBe(0);
-    expect(await sub.exited, sub.out()).toBe(0);
-    const r = readResult(json);
-    const connected = r.counts.everConnected;
-    expect(connected).toBeGreaterThan(0);
-    expect(connected).toBeLessThan(60);
-    expect(r.counts).toMatchObject({ planned: 60, clients: 60, received: connected * 5, lost: 0, endMarkers: connected });
-    expect(r.neverConnected?.EMFILE).toBe(60 - connected);
-    expect(sub.out()).toMatch(new RegExp(`WARNING: ${60 - connected} of 60 clients never subscribed: .*EMFILE ×${60 - connected} \\(the process ran out of file descriptors`));
-    expect(sub.out()).toContain("WARNING: each process is to hold 60 connections but may open only 64 files");
-  });
+  it.skipIf(!HAS_PRLIMIT)(
+    "failing process — clients refused for lack of file descriptors are counted, explained, and the others' counts reported",
+    async () => {
+      const json = join(dir, "emfile.json");
+      // 64 descriptors: node itself holds ~25, so about 35 of the 60 clients connect and the rest get EMFILE.
+      const sub = runLimited(64, ["-c", "1", "-n", "60", "-p", String(gw.port), "--channel", "res.emfile", "-d", "30", "--idle", "5", "--json", json]);
+      await waitFor(() => (/clients [1-9]\d*\/60 /.test(sub.out()) && /first error/.test(sub.out())) || undefined, {
+        timeoutMs: 20_000,
+        what: "some clients connected, some failed",
+      });
+      const pub = await runToEnd(PUB_CLI, ["-t", "20", "-n", "1", "-c", "1", "-p", "5", "--port", String(gw.port), "--channel", "res.emfile"]);
+      expect(pub.code, pub.out).toBe(0);
+      expect(await sub.exited, sub.out()).toBe(0);
+      const r = readResult(json);
+      const connected = r.counts.everConnected;
+      expect(connected).toBeGreaterThan(0);
+      expect(connected).toBeLessThan(60);
+      expect(r.counts).toMatchObject({ planned: 60, clients: 60, received: connected * 5, lost: 0, endMarkers: connected });
+      expect(r.neverConnected?.EMFILE).toBe(60 - connected);
+      expect(sub.out()).toMatch(
+        new RegExp(`WARNING: ${60 - connected} of 60 clients never subscribed: .*EMFILE ×${60 - connected} \\(the process ran out of file descriptors`),
+      );
+      expect(sub.out()).toContain("WARNING: each process is to hold 60 connections but may open only 64 files");
+    },
+  );
 
   it("failing process — a process killed mid-run leaves the counts of its last report, and the report says so", async () => {
     const json = join(dir, "killed.json");
-    const sub = run(SUB_CLI, ["-c", "2", "-n", "5", "-p", String(gw.port), "--channel", "res.killed", "--expect", "8", "-d", "30", "--idle", "5", "--json", json]);
+    const sub = run(SUB_CLI, [
+      "-c",
+      "2",
+      "-n",
+      "5",
+      "-p",
+      String(gw.port),
+      "--channel",
+      "res.killed",
+      "--expect",
+      "8",
+      "-d",
+      "30",
+      "--idle",
+      "5",
+      "--json",
+      json,
+    ]);
     await waitConnected(sub, 10);
     const pub = ["-t", "20", "-n", "1", "-c", "1", "-p", "4", "--port", String(gw.port), "--channel", "res.killed"];
     const first = await runToEnd(PUB_CLI, pub);
     expect(first.code, first.out).toBe(0);
     // Two live lines after the publisher ended: the ticks carrying its messages have reached the master.
     const mark = sub.out().length;
-    await waitFor(() => (sub.out().slice(mark).match(/clients 10\/10 /g)?.length ?? 0) >= 2 || undefined, { timeoutMs: 10_000, what: "two ticks after the messages" });
+    await waitFor(
+      () =>
+        (sub
+          .out()
+          .slice(mark)
+          .match(/clients 10\/10 /g)?.length ?? 0) >= 2 || undefined,
+      { timeoutMs: 10_000, what: "two ticks after the messages" },
+    );
     const children = readFileSync(`/proc/${sub.child.pid}/task/${sub.child.pid}/children`, "utf8").trim().split(/\s+/).map(Number);
     expect(children).toHaveLength(2);
     process.kill(children[1]!, "SIGKILL");

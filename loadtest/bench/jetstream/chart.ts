@@ -66,9 +66,13 @@ function panel(title: string, unit: string, groups: Group[], y0: number, mark?: 
 }
 
 const seriesOf = (rows: readonly Row[], seeds: readonly string[]): Array<{ target: Target; path: Path; name: string }> =>
-  COLUMNS.filter((c) => rows.some((r) => r.target === c.target && r.path === c.path && seeds.includes(r.seed))).map((c) => ({ ...c, name: `${c.target} · ${c.path}` }));
+  COLUMNS.filter((c) => rows.some((r) => r.target === c.target && r.path === c.path && seeds.includes(r.seed))).map((c) => ({
+    ...c,
+    name: `${c.target} · ${c.path}`,
+  }));
 
-const okRow = (rows: readonly Row[], w: string, t: Target, p: Path): Row | undefined => rows.find((r) => r.workload === w && r.target === t && r.path === p && r.status === "ok");
+const okRow = (rows: readonly Row[], w: string, t: Target, p: Path): Row | undefined =>
+  rows.find((r) => r.workload === w && r.target === t && r.path === p && r.status === "ok");
 
 export function renderSvg(rows: readonly Row[], meta: RunMeta): string {
   // Bars of single rows show each row's median over the rounds; ratios are medians of per-round ratios.
@@ -83,7 +87,10 @@ export function renderSvg(rows: readonly Row[], meta: RunMeta): string {
   const matrixSeries = seriesOf(rows, ["000"]);
   const matrixGroups: Group[] = [...new Set(rows.filter((r) => r.seed === "000").map((r) => r.workload))].map((w) => ({
     label: (REFERENCE[w]?.config ?? w).replace(/ · /g, " "),
-    bars: [{ value: REFERENCE[w]?.value, color: USERS }, ...matrixSeries.map((c) => ({ value: okRow(reps, w, c.target, c.path)?.value, color: SERIES[c.name]! }))],
+    bars: [
+      { value: REFERENCE[w]?.value, color: USERS },
+      ...matrixSeries.map((c) => ({ value: okRow(reps, w, c.target, c.path)?.value, color: SERIES[c.name]! })),
+    ],
   }));
 
   const latSeries = seriesOf(rows, ["003"]);
@@ -97,7 +104,9 @@ export function renderSvg(rows: readonly Row[], meta: RunMeta): string {
   const throughput = ratioGroups.filter((g) => g.seed !== "003");
   const latency = ratioGroups.filter((g) => g.seed === "003");
   if (throughput.length) {
-    panels.push(panel("Ratios between configurations, seeds 000–002 (log scale; dashed line = 1): users' (grey) and this run's medians", "", throughput, y0, 1));
+    panels.push(
+      panel("Ratios between configurations, seeds 000–002 (log scale; dashed line = 1): users' (grey) and this run's medians", "", throughput, y0, 1),
+    );
     y0 += PANEL_H;
   }
   if (latency.length) {
@@ -112,7 +121,13 @@ export function renderSvg(rows: readonly Row[], meta: RunMeta): string {
     panels.push(panel("Seed 003: ms per publish with added delay (log scale; the users' unit is unknown, so theirs are not drawn)", " ms", latGroups, y0));
     y0 += PANEL_H;
   }
-  const legend = [{ name: "users' figure (other hardware)", color: USERS }, ...COLUMNS.map((c) => ({ name: `${c.target === "cluster" ? "3-node cluster" : "single node"} · ${c.path} (this machine)`, color: SERIES[`${c.target} · ${c.path}`]! }))];
+  const legend = [
+    { name: "users' figure (other hardware)", color: USERS },
+    ...COLUMNS.map((c) => ({
+      name: `${c.target === "cluster" ? "3-node cluster" : "single node"} · ${c.path} (this machine)`,
+      color: SERIES[`${c.target} · ${c.path}`]!,
+    })),
+  ];
   const H = y0 + 20 * legend.length + 20;
   const day = meta.finishedAt.toISOString().slice(0, 10);
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="DejaVu Sans, Arial, sans-serif">

@@ -18,7 +18,14 @@ export const SCALING = [1, 2, 4, 8, 16, 32, 64] as const;
 
 type Spec = { workload: string; subs: number; replicas: number; msgs: number };
 
-function row(ctx: Context, s: Spec, path: Path, config: string, commands: string[], parts: { pub?: Rates; sub?: Rates; lines?: string[]; error?: string }): Row {
+function row(
+  ctx: Context,
+  s: Spec,
+  path: Path,
+  config: string,
+  commands: string[],
+  parts: { pub?: Rates; sub?: Rates; lines?: string[]; error?: string },
+): Row {
   return {
     workload: s.workload,
     seed: "002",
@@ -36,7 +43,8 @@ function row(ctx: Context, s: Spec, path: Path, config: string, commands: string
   };
 }
 
-const describe = (s: Spec, how: string): string => `1 async pub (batch ${ASYNC_BATCH}, dedup) / ${s.subs} sub ${how}, ${s.msgs.toLocaleString("en-US")} msgs of 128 B, R${s.replicas} file`;
+const describe = (s: Spec, how: string): string =>
+  `1 async pub (batch ${ASYNC_BATCH}, dedup) / ${s.subs} sub ${how}, ${s.msgs.toLocaleString("en-US")} msgs of 128 B, R${s.replicas} file`;
 
 const streamSpec = (replicas: number) => ({ name: STREAM, subjects: [SUBJECT], storage: "file" as const, replicas, dupeWindow: "2m" });
 
@@ -45,14 +53,46 @@ async function dedupViaNatsBench(ctx: Context, s: Spec, timeoutMs: number): Prom
   const commands = await freshStreams(ctx, [streamSpec(s.replicas)]);
   const procs: CliProc[] = [];
   try {
-    const subArgs = ["bench", "js", "consume", "--stream", STREAM, "--acks", "explicit", "--clients", String(s.subs), "--msgs", String(s.msgs), "--no-progress"];
-    const pubArgs = ["bench", "js", "pub", "async", SUBJECT, "--stream", STREAM, "--dedup", "--batch", String(ASYNC_BATCH), "--clients", "1", "--msgs", String(s.msgs), "--size", String(SIZE), "--no-progress"];
+    const subArgs = [
+      "bench",
+      "js",
+      "consume",
+      "--stream",
+      STREAM,
+      "--acks",
+      "explicit",
+      "--clients",
+      String(s.subs),
+      "--msgs",
+      String(s.msgs),
+      "--no-progress",
+    ];
+    const pubArgs = [
+      "bench",
+      "js",
+      "pub",
+      "async",
+      SUBJECT,
+      "--stream",
+      STREAM,
+      "--dedup",
+      "--batch",
+      String(ASYNC_BATCH),
+      "--clients",
+      "1",
+      "--msgs",
+      String(s.msgs),
+      "--size",
+      String(SIZE),
+      "--no-progress",
+    ];
     commands.push(`nats ${subArgs.join(" ")}`, `nats ${pubArgs.join(" ")}`);
     const sub = track(procs, startNats(subArgs, nodeFor(ctx, 0), timeoutMs));
     await printed(sub, /\] Starting JetStream durable consumer/, s.subs, 30_000);
     const pub = track(procs, startNats(pubArgs, nodeFor(ctx, 1), timeoutMs));
     const [po, so] = await Promise.all([pub.done, sub.done]);
-    for (const o of [po, so]) if (o.code !== 0) throw new Error(o.timedOut ? `timed out after ${timeoutMs} ms` : `nats bench exited ${o.code}: ${o.stderr.trim().slice(-300)}`);
+    for (const o of [po, so])
+      if (o.code !== 0) throw new Error(o.timedOut ? `timed out after ${timeoutMs} ms` : `nats bench exited ${o.code}: ${o.stderr.trim().slice(-300)}`);
     const pb = parseBench(po.stdout);
     const sb = parseBench(so.stdout);
     return row(ctx, s, "nats bench", config, commands, { pub: ratesFromBench([pb]), sub: ratesFromBench([sb]), lines: [...pb.lines, ...sb.lines.slice(-2)] });
@@ -69,21 +109,65 @@ async function dedupViaNode(ctx: Context, s: Spec, timeoutMs: number): Promise<R
   const commands = await freshStreams(ctx, [streamSpec(s.replicas)]);
   let consumer: ReturnType<typeof startNodeJob> | undefined;
   try {
-    const cargs = ["consumer", "add", STREAM, "natscli-bench", "--target", "natscli-bench.deliver", "--deliver-group", "natscli-bench", "--deliver", "all", "--ack", "explicit", "--replay", "instant", "--defaults"];
+    const cargs = [
+      "consumer",
+      "add",
+      STREAM,
+      "natscli-bench",
+      "--target",
+      "natscli-bench.deliver",
+      "--deliver-group",
+      "natscli-bench",
+      "--deliver",
+      "all",
+      "--ack",
+      "explicit",
+      "--replay",
+      "instant",
+      "--defaults",
+    ];
     await runNats(cargs, ctx.servers.servers);
     commands.push(`nats ${cargs.join(" ")}`);
     const expect = s.msgs + 1;
     consumer = startNodeJob({ kind: "push-group", servers: nodeFor(ctx, 0), timeoutMs, stream: STREAM, consumer: "natscli-bench", clients: s.subs, expect });
     await consumer.ready;
     commands.push(`(nats.js) ${s.subs} subscriptions to the push consumer's deliver group, explicit ack each`);
-    const args = ["--target", "jetstream", "-H", "127.0.0.1", "--port", String(portOf(nodeFor(ctx, 1))), "-c", "1", "-t", "0", "-n", String(s.msgs), "-p", "1", "--size", String(SIZE), "--channel", SUBJECT, "--subject-prefix", "", "--msg-id", "--window", String(ASYNC_BATCH)];
+    const args = [
+      "--target",
+      "jetstream",
+      "-H",
+      "127.0.0.1",
+      "--port",
+      String(portOf(nodeFor(ctx, 1))),
+      "-c",
+      "1",
+      "-t",
+      "0",
+      "-n",
+      String(s.msgs),
+      "-p",
+      "1",
+      "--size",
+      String(SIZE),
+      "--channel",
+      SUBJECT,
+      "--subject-prefix",
+      "",
+      "--msg-id",
+      "--window",
+      String(ASYNC_BATCH),
+    ];
     const p = await runPubCluster(args, timeoutMs);
     commands.push(p.command);
     const r = await consumer.result;
     if (r.timedOut) throw new Error(`consumers timed out with ${r.rates.received} of ${expect} messages`);
     const pub = ratesFromAggregate(p.result.ratePerS, 1);
     const sub = ratesFromNode([r.rates]);
-    const out = row(ctx, s, "nats.js", config, commands, { pub, sub, lines: [...nodeLines("pub-cluster --target jetstream --msg-id", pub), ...nodeLines("nats.js push consumer, deliver group", sub)] });
+    const out = row(ctx, s, "nats.js", config, commands, {
+      pub,
+      sub,
+      lines: [...nodeLines("pub-cluster --target jetstream --msg-id", pub), ...nodeLines("nats.js push consumer, deliver group", sub)],
+    });
     out.toolCpuPct = Math.max(p.cpuPct, r.cpuPct);
     return out;
   } catch (e) {
@@ -94,7 +178,14 @@ async function dedupViaNode(ctx: Context, s: Spec, timeoutMs: number): Promise<R
   }
 }
 
-function kvRow(ctx: Context, workload: string, path: Path, config: string, commands: string[], parts: { value?: number; metric: string; pub?: Rates; sub?: Rates; rssMb?: number; lines?: string[]; error?: string; latency?: Row["latency"] }): Row {
+function kvRow(
+  ctx: Context,
+  workload: string,
+  path: Path,
+  config: string,
+  commands: string[],
+  parts: { value?: number; metric: string; pub?: Rates; sub?: Rates; rssMb?: number; lines?: string[]; error?: string; latency?: Row["latency"] },
+): Row {
   return {
     workload,
     seed: "002",
@@ -122,7 +213,20 @@ async function freshBucket(ctx: Context, replicas: number): Promise<string> {
   return `nats ${args.join(" ")}`;
 }
 
-const kvPutArgs = (msgs: number): string[] => ["bench", "kv", "put", "--bucket", BUCKET, "--clients", "1", "--msgs", String(msgs), "--size", String(SIZE), "--no-progress"];
+const kvPutArgs = (msgs: number): string[] => [
+  "bench",
+  "kv",
+  "put",
+  "--bucket",
+  BUCKET,
+  "--clients",
+  "1",
+  "--msgs",
+  String(msgs),
+  "--size",
+  String(SIZE),
+  "--no-progress",
+];
 
 /** Peak resident memory of a process (VmHWM), in MB. */
 function peakRssMb(pid: number): number {
@@ -140,15 +244,33 @@ async function kvPut(ctx: Context, replicas: number, msgs: number, timeoutMs: nu
         commands.push(`nats ${args.join(" ")}`);
         const o = await runNats(args, nodeFor(ctx, 1), timeoutMs);
         const b = parseBench(o.stdout);
-        ctx.add(kvRow(ctx, "002.kv-put", path, config, commands, { value: b.aggregate, metric: "KV puts/s", pub: ratesFromBench([b]), ...(b.latencyUs ? { latency: latencyFromBench(b.latencyUs) } : {}), lines: b.lines }));
+        ctx.add(
+          kvRow(ctx, "002.kv-put", path, config, commands, {
+            value: b.aggregate,
+            metric: "KV puts/s",
+            pub: ratesFromBench([b]),
+            ...(b.latencyUs ? { latency: latencyFromBench(b.latencyUs) } : {}),
+            lines: b.lines,
+          }),
+        );
       } else {
-        commands.push(`(nats.js) one connection, js.publish("$KV.${BUCKET}.<i>") awaited one at a time: what a KV put is (@nats-io/kv is not a dependency here)`);
+        commands.push(
+          `(nats.js) one connection, js.publish("$KV.${BUCKET}.<i>") awaited one at a time: what a KV put is (@nats-io/kv is not a dependency here)`,
+        );
         const j = startNodeJob({ kind: "kv-put", servers: nodeFor(ctx, 1), timeoutMs, bucket: BUCKET, count: msgs, size: SIZE });
         const r = await j.result;
         if (r.timedOut) throw new Error(`timed out after ${r.rates.received} puts`);
         const pub = ratesFromNode([r.rates]);
         const latency = latencyFromNode(r.latency!);
-        ctx.add(kvRow(ctx, "002.kv-put", path, config, commands, { value: pub.aggregate, metric: "KV puts/s", pub, latency, lines: nodeLines("nats.js KV put", pub, latency) }));
+        ctx.add(
+          kvRow(ctx, "002.kv-put", path, config, commands, {
+            value: pub.aggregate,
+            metric: "KV puts/s",
+            pub,
+            latency,
+            lines: nodeLines("nats.js KV put", pub, latency),
+          }),
+        );
       }
     } catch (e) {
       ctx.add(kvRow(ctx, "002.kv-put", path, config, commands, { metric: "KV puts/s", error: errText(e) }));
@@ -191,9 +313,21 @@ async function kvWatch(ctx: Context, replicas: number, msgs: number, timeoutMs: 
         const rate = t.length > 1 ? (seen - 1) / ((t[t.length - 1]! - t[0]!) / 1000) : NaN;
         const b = parseBench(put.stdout);
         const sub: Rates = { clients: 1, min: rate, avg: rate, max: rate, aggregate: rate };
-        ctx.add(kvRow(ctx, "002.kv-watch", path, config, commands, { value: rate, metric: "updates/s seen by the watcher", pub: ratesFromBench([b]), sub, rssMb: rss, lines: [...b.lines, `nats kv watch: ${Math.round(rate).toLocaleString("en-US")} updates/sec printed, peak RSS ${rss.toFixed(0)} MB`] }));
+        ctx.add(
+          kvRow(ctx, "002.kv-watch", path, config, commands, {
+            value: rate,
+            metric: "updates/s seen by the watcher",
+            pub: ratesFromBench([b]),
+            sub,
+            rssMb: rss,
+            lines: [...b.lines, `nats kv watch: ${Math.round(rate).toLocaleString("en-US")} updates/sec printed, peak RSS ${rss.toFixed(0)} MB`],
+          }),
+        );
       } else {
-        commands.push(`(nats.js) ordered consumer on KV_${BUCKET}, filter $KV.${BUCKET}.>, last value per key then updates: what a KV watch is`, `nats ${putArgs.join(" ")}`);
+        commands.push(
+          `(nats.js) ordered consumer on KV_${BUCKET}, filter $KV.${BUCKET}.>, last value per key then updates: what a KV watch is`,
+          `nats ${putArgs.join(" ")}`,
+        );
         const j = (job = startNodeJob({ kind: "kv-watch", servers: nodeFor(ctx, 0), timeoutMs, bucket: BUCKET, expect: msgs }));
         await j.ready;
         const put = await runNats(putArgs, nodeFor(ctx, 1), timeoutMs);
@@ -202,7 +336,16 @@ async function kvWatch(ctx: Context, replicas: number, msgs: number, timeoutMs: 
         const b = parseBench(put.stdout);
         const sub = ratesFromNode([r.rates]);
         const rss = r.maxRssKb / 1024;
-        ctx.add(kvRow(ctx, "002.kv-watch", path, config, commands, { value: sub.aggregate, metric: "updates/s seen by the watcher", pub: ratesFromBench([b]), sub, rssMb: rss, lines: [...b.lines, `nats.js watcher: ${Math.round(sub.aggregate).toLocaleString("en-US")} updates/sec, peak RSS ${rss.toFixed(0)} MB`] }));
+        ctx.add(
+          kvRow(ctx, "002.kv-watch", path, config, commands, {
+            value: sub.aggregate,
+            metric: "updates/s seen by the watcher",
+            pub: ratesFromBench([b]),
+            sub,
+            rssMb: rss,
+            lines: [...b.lines, `nats.js watcher: ${Math.round(sub.aggregate).toLocaleString("en-US")} updates/sec, peak RSS ${rss.toFixed(0)} MB`],
+          }),
+        );
       }
     } catch (e) {
       job?.kill();

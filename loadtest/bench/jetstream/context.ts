@@ -22,12 +22,26 @@ export const portOf = (url: string): number => Number(new URL(url.replace("nats:
 export type StreamSpec = { name: string; subjects: string[]; storage: "file" | "memory"; replicas: number; dupeWindow?: string };
 
 export function streamAddArgs(s: StreamSpec): string[] {
-  return ["stream", "add", s.name, ...s.subjects.flatMap((x) => ["--subjects", x]), "--storage", s.storage, "--replicas", String(s.replicas), ...(s.dupeWindow ? ["--dupe-window", s.dupeWindow] : []), "--defaults"];
+  return [
+    "stream",
+    "add",
+    s.name,
+    ...s.subjects.flatMap((x) => ["--subjects", x]),
+    "--storage",
+    s.storage,
+    "--replicas",
+    String(s.replicas),
+    ...(s.dupeWindow ? ["--dupe-window", s.dupeWindow] : []),
+    "--defaults",
+  ];
 }
 
 /** Creates streams afresh (an earlier one of the same name is removed first). */
 export async function freshStreams(ctx: Context, specs: readonly StreamSpec[]): Promise<string[]> {
-  await removeStreams(ctx, specs.map((s) => s.name));
+  await removeStreams(
+    ctx,
+    specs.map((s) => s.name),
+  );
   const cmds: string[] = [];
   for (const s of specs) {
     const args = streamAddArgs(s);

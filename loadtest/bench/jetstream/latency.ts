@@ -22,7 +22,15 @@ type Net = { kind: "netem" | "delay proxy"; url: string; prefix: readonly string
 type LatencyCtx = { opts: Options; log(l: string): void; add(r: Row): void };
 type Mode = "sequential" | "pipelined";
 
-function row(net: Net, mode: Mode, delay: number, path: Path, config: string, commands: string[], parts: { value?: number; pub?: Rates; latency?: Latency; lines?: string[]; error?: string; note?: string }): Row {
+function row(
+  net: Net,
+  mode: Mode,
+  delay: number,
+  path: Path,
+  config: string,
+  commands: string[],
+  parts: { value?: number; pub?: Rates; latency?: Latency; lines?: string[]; error?: string; note?: string },
+): Row {
   return {
     workload: `003.${mode}-${delay}`,
     seed: "003",
@@ -42,8 +50,27 @@ function row(net: Net, mode: Mode, delay: number, path: Path, config: string, co
 }
 
 async function goCase(net: Net, mode: Mode, delay: number, count: number, timeoutMs: number): Promise<Row> {
-  const args = ["bench", "js", "pub", mode === "sequential" ? "sync" : "async", "lat.bench", "--stream", STREAM.name, "--clients", "1", "--msgs", String(count), "--size", String(SIZE), "--no-progress", ...(mode === "pipelined" ? ["--batch", String(WINDOW)] : [])];
-  const config = mode === "sequential" ? `${count} publishes of 128 B, each awaits its ack` : `${count} publishes of 128 B in batches of ${WINDOW}, each batch's acks awaited`;
+  const args = [
+    "bench",
+    "js",
+    "pub",
+    mode === "sequential" ? "sync" : "async",
+    "lat.bench",
+    "--stream",
+    STREAM.name,
+    "--clients",
+    "1",
+    "--msgs",
+    String(count),
+    "--size",
+    String(SIZE),
+    "--no-progress",
+    ...(mode === "pipelined" ? ["--batch", String(WINDOW)] : []),
+  ];
+  const config =
+    mode === "sequential"
+      ? `${count} publishes of 128 B, each awaits its ack`
+      : `${count} publishes of 128 B in batches of ${WINDOW}, each batch's acks awaited`;
   const commands = [`nats ${args.join(" ")}`];
   try {
     const o = await runNats(args, net.url, timeoutMs, net.prefix);
@@ -55,7 +82,12 @@ async function goCase(net: Net, mode: Mode, delay: number, count: number, timeou
       return row(net, mode, delay, "nats bench", config, commands, { value: latency.avg, pub, latency, lines: b.lines });
     }
     // nats bench times whole batches when pipelining; the row keeps the per-message time only.
-    return row(net, mode, delay, "nats bench", config, commands, { value: perMessage, pub, lines: b.lines, note: `nats bench times each batch of ${WINDOW}; per-message percentiles are in the nats.js row` });
+    return row(net, mode, delay, "nats bench", config, commands, {
+      value: perMessage,
+      pub,
+      lines: b.lines,
+      note: `nats bench times each batch of ${WINDOW}; per-message percentiles are in the nats.js row`,
+    });
   } catch (e) {
     return row(net, mode, delay, "nats bench", config, commands, { error: errText(e) });
   }
@@ -71,7 +103,12 @@ async function nodeCase(net: Net, mode: Mode, delay: number, count: number, time
     if (r.timedOut) throw new Error(`timed out after ${r.rates.received} of ${count} publishes`);
     const latency = latencyFromNode(r.latency!);
     const pub = ratesFromNode([r.rates]);
-    return row(net, mode, delay, "nats.js", config, commands, { value: mode === "sequential" ? latency.avg : latency.perMessage!, pub, latency, lines: nodeLines(`nats.js ${mode} publish`, pub, latency) });
+    return row(net, mode, delay, "nats.js", config, commands, {
+      value: mode === "sequential" ? latency.avg : latency.perMessage!,
+      pub,
+      latency,
+      lines: nodeLines(`nats.js ${mode} publish`, pub, latency),
+    });
   } catch (e) {
     return row(net, mode, delay, "nats.js", config, commands, { error: errText(e) });
   }
@@ -88,7 +125,9 @@ async function runCases(ctx: LatencyCtx, net: Net): Promise<void> {
       const n = mode === "sequential" ? counts.latencySequential : counts.latencyPipelined;
       for (const r of [await goCase(net, mode, delay, n, timeoutMs), await nodeCase(net, mode, delay, n, timeoutMs)]) {
         ctx.add(r);
-        ctx.log(`[003] ${r.workload} · ${r.path}: ${r.status === "ok" ? `${r.value!.toFixed(3)} ms per publish` : `${r.status.toUpperCase()} ${r.note ?? ""}`}`);
+        ctx.log(
+          `[003] ${r.workload} · ${r.path}: ${r.status === "ok" ? `${r.value!.toFixed(3)} ms per publish` : `${r.status.toUpperCase()} ${r.note ?? ""}`}`,
+        );
       }
     }
   }
@@ -108,7 +147,19 @@ export async function runLatency(ctx: LatencyCtx): Promise<string> {
   const why = `SKIPPED the netem case: ${lab.skipped}. The same cases ran through a user-space delay proxy on loopback instead.`;
   ctx.log(`[003] ${why}`);
   for (const delay of DELAYS_MS) {
-    ctx.add({ workload: `003.netem-${delay}`, seed: "003", target: "single", path: "nats bench", config: `netem: +${delay} ms each way`, commands: [], metric: "ms per publish", status: "skipped", note: lab.skipped, lines: [], round: 0 });
+    ctx.add({
+      workload: `003.netem-${delay}`,
+      seed: "003",
+      target: "single",
+      path: "nats bench",
+      config: `netem: +${delay} ms each way`,
+      commands: [],
+      metric: "ms per publish",
+      status: "skipped",
+      note: lab.skipped,
+      lines: [],
+      round: 0,
+    });
   }
   const server = await startNatsServer();
   const proxy = await startDelayProxy({ host: "127.0.0.1", port: server.port });

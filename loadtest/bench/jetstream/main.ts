@@ -125,7 +125,9 @@ async function main(argv: string[]): Promise<number> {
     cpu: cpus()[0]?.model ?? "unknown",
     node: process.version,
     natscli: NATSCLI_VERSION,
-    natsServer: execFileSync(NATS_SERVER_BIN, ["--version"], { encoding: "utf8" }).trim().replace(/^nats-server: /, ""),
+    natsServer: execFileSync(NATS_SERVER_BIN, ["--version"], { encoding: "utf8" })
+      .trim()
+      .replace(/^nats-server: /, ""),
     counts: opts.counts,
     rounds: opts.rounds,
     maxLoad: Math.max(...load, loadavg()[0]!),
@@ -140,7 +142,9 @@ async function main(argv: string[]): Promise<number> {
     if (opts.chart) await renderPng(rows, meta, join(opts.outDir, "jetstream.png"));
     log(`\nwrote ${opts.outDir}/jetstream.{md,json${opts.chart ? ",png" : ""}}`);
   }
-  log(`\n${rows.length} rows: ${rows.filter((r) => r.status === "ok").length} ok, ${rows.filter((r) => r.status === "skipped").length} skipped, ${failed.length} failed`);
+  log(
+    `\n${rows.length} rows: ${rows.filter((r) => r.status === "ok").length} ok, ${rows.filter((r) => r.status === "skipped").length} skipped, ${failed.length} failed`,
+  );
   for (const r of failed) log(`FAILED ${r.workload} (${r.target}, ${r.path}): ${r.note ?? ""}`);
   return failed.length ? 1 : 0;
 }

@@ -27,7 +27,16 @@ export const SUBS_PER_POD = 10;
 /** The users' async runs used the old nats bench's default of 100 publishes per batch (pubbatch=100). */
 export const ASYNC_BATCH = 100;
 
-const spec = (workload: string, layout: "one" | "app", size: number, replicas: number, publish: "sync" | "async", pods: number, storage: "file" | "memory" = "file", quickNode = false): MatrixSpec => ({
+const spec = (
+  workload: string,
+  layout: "one" | "app",
+  size: number,
+  replicas: number,
+  publish: "sync" | "async",
+  pods: number,
+  storage: "file" | "memory" = "file",
+  quickNode = false,
+): MatrixSpec => ({
   workload,
   layout,
   pods,
@@ -107,14 +116,43 @@ async function viaNatsBench(ctx: Context, s: MatrixSpec, e: Effective, timeoutMs
   const procs: CliProc[] = [];
   try {
     const subs = Array.from({ length: e.pods }, (_, p) => {
-      const args = ["bench", "js", "ordered", "--stream", podStream(s.layout, p), "--filter", podSubject(s.layout, p), "--clients", String(SUBS_PER_POD), "--msgs", String(e.msgs), "--no-progress"];
+      const args = [
+        "bench",
+        "js",
+        "ordered",
+        "--stream",
+        podStream(s.layout, p),
+        "--filter",
+        podSubject(s.layout, p),
+        "--clients",
+        String(SUBS_PER_POD),
+        "--msgs",
+        String(e.msgs),
+        "--no-progress",
+      ];
       commands.push(`nats ${args.join(" ")}`);
       return track(procs, startNats(args, nodeFor(ctx, p), timeoutMs));
     });
     await Promise.all(subs.map((p) => printed(p, /\] Starting JetStream ordered ephemeral consumer,/, SUBS_PER_POD, 15_000)));
     const pubs = Array.from({ length: e.pods }, (_, p) => {
       const mode = s.publish === "sync" ? ["sync"] : ["async"];
-      const args = ["bench", "js", "pub", ...mode, podSubject(s.layout, p), "--stream", podStream(s.layout, p), "--clients", String(PUBS_PER_POD), "--msgs", String(e.msgs), "--size", String(s.size), "--no-progress", ...(s.publish === "async" ? ["--batch", String(ASYNC_BATCH)] : [])];
+      const args = [
+        "bench",
+        "js",
+        "pub",
+        ...mode,
+        podSubject(s.layout, p),
+        "--stream",
+        podStream(s.layout, p),
+        "--clients",
+        String(PUBS_PER_POD),
+        "--msgs",
+        String(e.msgs),
+        "--size",
+        String(s.size),
+        "--no-progress",
+        ...(s.publish === "async" ? ["--batch", String(ASYNC_BATCH)] : []),
+      ];
       commands.push(`nats ${args.join(" ")}`);
       return track(procs, startNats(args, nodeFor(ctx, p), timeoutMs));
     });
@@ -129,7 +167,10 @@ async function viaNatsBench(ctx: Context, s: MatrixSpec, e: Effective, timeoutMs
     return row(ctx, s, e, "nats bench", dedupe(commands), undefined, undefined, [], errText(err));
   } finally {
     procs.forEach((p) => p.kill());
-    await removeStreams(ctx, streamsOf(s, e.pods, e.replicas).map((x) => x.name));
+    await removeStreams(
+      ctx,
+      streamsOf(s, e.pods, e.replicas).map((x) => x.name),
+    );
   }
 }
 
@@ -140,7 +181,15 @@ async function viaNode(ctx: Context, s: MatrixSpec, e: Effective, timeoutMs: num
   // pub-cluster ends with one end marker per publisher process: the consumers count those too.
   const expect = perPub * PUBS_PER_POD + PUBS_PER_POD;
   const consumers = Array.from({ length: e.pods }, (_, p) =>
-    startNodeJob({ kind: "ordered", servers: nodeFor(ctx, p), timeoutMs, stream: podStream(s.layout, p), filter: podSubject(s.layout, p), clients: SUBS_PER_POD, expect }),
+    startNodeJob({
+      kind: "ordered",
+      servers: nodeFor(ctx, p),
+      timeoutMs,
+      stream: podStream(s.layout, p),
+      filter: podSubject(s.layout, p),
+      clients: SUBS_PER_POD,
+      expect,
+    }),
   );
   try {
     await Promise.all(consumers.map((c) => c.ready));
@@ -150,14 +199,39 @@ async function viaNode(ctx: Context, s: MatrixSpec, e: Effective, timeoutMs: num
     const pubs = await Promise.all(
       Array.from({ length: e.pods }, (_, p) => {
         const channel = podSubject(s.layout, p).slice(prefix.length);
-        const args = ["--target", "jetstream", "-H", "127.0.0.1", "--port", String(portOf(nodeFor(ctx, p))), "-c", String(PUBS_PER_POD), "-t", "0", "-n", String(perPub), "-p", "1", "--size", String(s.size), "--channel", channel, "--subject-prefix", prefix, ...(s.publish === "sync" ? ["--sync"] : ["--window", String(ASYNC_BATCH)])];
+        const args = [
+          "--target",
+          "jetstream",
+          "-H",
+          "127.0.0.1",
+          "--port",
+          String(portOf(nodeFor(ctx, p))),
+          "-c",
+          String(PUBS_PER_POD),
+          "-t",
+          "0",
+          "-n",
+          String(perPub),
+          "-p",
+          "1",
+          "--size",
+          String(s.size),
+          "--channel",
+          channel,
+          "--subject-prefix",
+          prefix,
+          ...(s.publish === "sync" ? ["--sync"] : ["--window", String(ASYNC_BATCH)]),
+        ];
         return runPubCluster(args, timeoutMs);
       }),
     );
     commands.push(pubs[0]!.command + (e.pods > 1 ? ` (and one per pod)` : ""));
     const subsRes = await Promise.all(consumers.map((c) => c.result));
     const timedOut = subsRes.filter((r) => r.timedOut).length;
-    if (timedOut) throw new Error(`${timedOut} consumer processes timed out (received ${subsRes.map((r) => r.rates.received).join(", ")} of ${expect * SUBS_PER_POD} each)`);
+    if (timedOut)
+      throw new Error(
+        `${timedOut} consumer processes timed out (received ${subsRes.map((r) => r.rates.received).join(", ")} of ${expect * SUBS_PER_POD} each)`,
+      );
     const shares = pubs.map((p) => ratesFromAggregate(p.result.ratePerS, PUBS_PER_POD));
     const pub: Rates = {
       clients: e.pods * PUBS_PER_POD,
@@ -167,14 +241,20 @@ async function viaNode(ctx: Context, s: MatrixSpec, e: Effective, timeoutMs: num
       aggregate: shares.reduce((a, x) => a + x.aggregate, 0),
     };
     const sub = ratesFromNode(subsRes.map((r) => r.rates));
-    const out = row(ctx, s, e, "nats.js", commands, pub, sub, [...nodeLines("pub-cluster --target jetstream", pub), ...nodeLines("nats.js ordered consumers", sub)]);
+    const out = row(ctx, s, e, "nats.js", commands, pub, sub, [
+      ...nodeLines("pub-cluster --target jetstream", pub),
+      ...nodeLines("nats.js ordered consumers", sub),
+    ]);
     out.toolCpuPct = Math.max(...pubs.map((p) => p.cpuPct), ...subsRes.map((r) => r.cpuPct));
     return out;
   } catch (err) {
     consumers.forEach((c) => c.kill());
     return row(ctx, s, e, "nats.js", commands, undefined, undefined, [], errText(err));
   } finally {
-    await removeStreams(ctx, streamsOf(s, e.pods, e.replicas).map((x) => x.name));
+    await removeStreams(
+      ctx,
+      streamsOf(s, e.pods, e.replicas).map((x) => x.name),
+    );
   }
 }
 

@@ -53,12 +53,49 @@ export async function openNetemLab(): Promise<NetemLab | { skipped: string }> {
     }
   };
   const steps: Array<[string, () => void]> = [
-    ["ip netns add", () => { ip(["netns", "add", ns.server]); made.push(ns.server); ip(["netns", "add", ns.client]); made.push(ns.client); }],
+    [
+      "ip netns add",
+      () => {
+        ip(["netns", "add", ns.server]);
+        made.push(ns.server);
+        ip(["netns", "add", ns.client]);
+        made.push(ns.client);
+      },
+    ],
     ["ip link add … type veth", () => ip(["link", "add", veth.server, "type", "veth", "peer", "name", veth.client])],
-    ["ip link set … netns", () => { ip(["link", "set", veth.server, "netns", ns.server]); ip(["link", "set", veth.client, "netns", ns.client]); }],
-    ["ip addr add", () => { ip(["-n", ns.server, "addr", "add", `${SERVER_ADDR}/30`, "dev", veth.server]); ip(["-n", ns.client, "addr", "add", `${CLIENT_ADDR}/30`, "dev", veth.client]); }],
-    ["ip link set up", () => { for (const [n, v] of [[ns.server, veth.server], [ns.client, veth.client]] as const) { ip(["-n", n, "link", "set", v, "up"]); ip(["-n", n, "link", "set", "lo", "up"]); } }],
-    ["tc qdisc add … netem", () => { ip(["netns", "exec", ns.server, "tc", "qdisc", "add", "dev", veth.server, "root", "netem", "delay", "0ms"]); ip(["netns", "exec", ns.client, "tc", "qdisc", "add", "dev", veth.client, "root", "netem", "delay", "0ms"]); }],
+    [
+      "ip link set … netns",
+      () => {
+        ip(["link", "set", veth.server, "netns", ns.server]);
+        ip(["link", "set", veth.client, "netns", ns.client]);
+      },
+    ],
+    [
+      "ip addr add",
+      () => {
+        ip(["-n", ns.server, "addr", "add", `${SERVER_ADDR}/30`, "dev", veth.server]);
+        ip(["-n", ns.client, "addr", "add", `${CLIENT_ADDR}/30`, "dev", veth.client]);
+      },
+    ],
+    [
+      "ip link set up",
+      () => {
+        for (const [n, v] of [
+          [ns.server, veth.server],
+          [ns.client, veth.client],
+        ] as const) {
+          ip(["-n", n, "link", "set", v, "up"]);
+          ip(["-n", n, "link", "set", "lo", "up"]);
+        }
+      },
+    ],
+    [
+      "tc qdisc add … netem",
+      () => {
+        ip(["netns", "exec", ns.server, "tc", "qdisc", "add", "dev", veth.server, "root", "netem", "delay", "0ms"]);
+        ip(["netns", "exec", ns.client, "tc", "qdisc", "add", "dev", veth.client, "root", "netem", "delay", "0ms"]);
+      },
+    ],
   ];
   for (const [what, step] of steps) {
     try {
@@ -92,7 +129,9 @@ export async function openNetemLab(): Promise<NetemLab | { skipped: string }> {
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    server = spawn("ip", ["netns", "exec", ns.server, NATS_SERVER_BIN, "-a", SERVER_ADDR, "-p", String(PORT), "-js", "-sd", join(dir, "store")], { stdio: ["ignore", "ignore", "pipe"] });
+    server = spawn("ip", ["netns", "exec", ns.server, NATS_SERVER_BIN, "-a", SERVER_ADDR, "-p", String(PORT), "-js", "-sd", join(dir, "store")], {
+      stdio: ["ignore", "ignore", "pipe"],
+    });
     server.stderr!.on("data", (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
     await waitFor(
       () => {

@@ -110,7 +110,15 @@ export function parseOptions(argv: readonly string[]): Options {
     args: [...argv],
     strict: true,
     allowPositionals: true,
-    options: { quick: { type: "boolean" }, target: { type: "string" }, only: { type: "string" }, out: { type: "string" }, "no-chart": { type: "boolean" }, render: { type: "string" }, rounds: { type: "string" } },
+    options: {
+      quick: { type: "boolean" },
+      target: { type: "string" },
+      only: { type: "string" },
+      out: { type: "string" },
+      "no-chart": { type: "boolean" },
+      render: { type: "string" },
+      rounds: { type: "string" },
+    },
   });
   if (positionals.length) throw new UsageError(`unexpected argument "${positionals[0]}"`);
   const t = values.target ?? "both";

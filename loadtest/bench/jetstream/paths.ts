@@ -18,7 +18,14 @@ const SIZE = 1024;
 
 type Mode = "sequential" | "pipelined";
 
-function row(ctx: Context, mode: Mode, path: Path, config: string, commands: string[], parts: { pub?: Rates; latency?: Latency; lines?: string[]; error?: string }): Row {
+function row(
+  ctx: Context,
+  mode: Mode,
+  path: Path,
+  config: string,
+  commands: string[],
+  parts: { pub?: Rates; latency?: Latency; lines?: string[]; error?: string },
+): Row {
   return {
     workload: `paths.${mode}`,
     seed: "paths",
@@ -37,7 +44,23 @@ function row(ctx: Context, mode: Mode, path: Path, config: string, commands: str
 }
 
 async function natsBench(ctx: Context, mode: Mode, msgs: number, config: string, timeoutMs: number): Promise<Row> {
-  const args = ["bench", "js", "pub", mode === "sequential" ? "sync" : "async", `${PREFIX}.${CHANNEL}`, "--stream", STREAM, "--clients", String(PUBS), "--msgs", String(msgs), "--size", String(SIZE), "--no-progress", ...(mode === "pipelined" ? ["--batch", String(ASYNC_BATCH)] : [])];
+  const args = [
+    "bench",
+    "js",
+    "pub",
+    mode === "sequential" ? "sync" : "async",
+    `${PREFIX}.${CHANNEL}`,
+    "--stream",
+    STREAM,
+    "--clients",
+    String(PUBS),
+    "--msgs",
+    String(msgs),
+    "--size",
+    String(SIZE),
+    "--no-progress",
+    ...(mode === "pipelined" ? ["--batch", String(ASYNC_BATCH)] : []),
+  ];
   const commands = [`nats ${args.join(" ")}`];
   try {
     const o = await startNats(args, nodeFor(ctx, 1), timeoutMs).done;
@@ -51,10 +74,38 @@ async function natsBench(ctx: Context, mode: Mode, msgs: number, config: string,
   }
 }
 
-async function pubCluster(ctx: Context, mode: Mode, path: "nats.js" | "gateway HTTP", msgs: number, gw: GatewayRun, config: string, timeoutMs: number): Promise<Row> {
+async function pubCluster(
+  ctx: Context,
+  mode: Mode,
+  path: "nats.js" | "gateway HTTP",
+  msgs: number,
+  gw: GatewayRun,
+  config: string,
+  timeoutMs: number,
+): Promise<Row> {
   const perPub = Math.ceil(msgs / PUBS);
-  const target = path === "nats.js" ? ["--target", "jetstream", "--port", String(portOf(nodeFor(ctx, 1))), "--subject-prefix", `${PREFIX}.`] : ["--target", "gateway-http", "--port", String(gw.port)];
-  const args = [...target, "-H", "127.0.0.1", "-c", String(PUBS), "-t", "0", "-n", String(perPub), "-p", "1", "--size", String(SIZE), "--channel", CHANNEL, ...(mode === "sequential" ? ["--sync"] : ["--window", String(ASYNC_BATCH)])];
+  const target =
+    path === "nats.js"
+      ? ["--target", "jetstream", "--port", String(portOf(nodeFor(ctx, 1))), "--subject-prefix", `${PREFIX}.`]
+      : ["--target", "gateway-http", "--port", String(gw.port)];
+  const args = [
+    ...target,
+    "-H",
+    "127.0.0.1",
+    "-c",
+    String(PUBS),
+    "-t",
+    "0",
+    "-n",
+    String(perPub),
+    "-p",
+    "1",
+    "--size",
+    String(SIZE),
+    "--channel",
+    CHANNEL,
+    ...(mode === "sequential" ? ["--sync"] : ["--window", String(ASYNC_BATCH)]),
+  ];
   const gwCpu = cpuWindow([gw.pid]);
   try {
     const p = await runPubCluster(args, timeoutMs);
@@ -62,7 +113,11 @@ async function pubCluster(ctx: Context, mode: Mode, path: "nats.js" | "gateway H
     const pub = ratesFromAggregate(p.result.ratePerS, PUBS);
     const a = p.ack;
     const latency: Latency = { avg: a.meanUs / 1000, min: a.min / 1000, max: a.max / 1000, p50: a.percentileUs(50) / 1000, p99: a.percentileUs(99) / 1000 };
-    const out = row(ctx, mode, path, config, [p.command], { pub, latency, lines: nodeLines(`pub-cluster --target ${path === "nats.js" ? "jetstream" : "gateway-http"}`, pub, latency) });
+    const out = row(ctx, mode, path, config, [p.command], {
+      pub,
+      latency,
+      lines: nodeLines(`pub-cluster --target ${path === "nats.js" ? "jetstream" : "gateway-http"}`, pub, latency),
+    });
     out.toolCpuPct = p.cpuPct;
     if (path === "gateway HTTP") out.gatewayCpuPct = gatewayCpuPct;
     return out;

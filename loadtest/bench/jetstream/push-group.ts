@@ -16,15 +16,59 @@ const SIZE = 1024;
 /** The users' consumer, as they created it (seed 001), for the push row. */
 export function pushConsumerArgs(name: string): string[] {
   return [
-    "consumer", "add", STREAM, name, "--deliver-group", `${name}-GROUP`, "--target", `${name}-DELIVERY`, "--filter", SUBJECT,
-    "--deliver", "new", "--ack", "explicit", "--replay", "instant", "--max-deliver", "100", "--max-pending", "10",
-    "--flow-control", "--heartbeat", "1m", "--wait", "30s", "--defaults",
+    "consumer",
+    "add",
+    STREAM,
+    name,
+    "--deliver-group",
+    `${name}-GROUP`,
+    "--target",
+    `${name}-DELIVERY`,
+    "--filter",
+    SUBJECT,
+    "--deliver",
+    "new",
+    "--ack",
+    "explicit",
+    "--replay",
+    "instant",
+    "--max-deliver",
+    "100",
+    "--max-pending",
+    "10",
+    "--flow-control",
+    "--heartbeat",
+    "1m",
+    "--wait",
+    "30s",
+    "--defaults",
   ];
 }
 
 /** The pull twin for nats bench: same filter, acks, redelivery and max-pending 10. */
 function pullConsumerArgs(name: string): string[] {
-  return ["consumer", "add", STREAM, name, "--pull", "--filter", SUBJECT, "--deliver", "new", "--ack", "explicit", "--replay", "instant", "--max-deliver", "100", "--max-pending", "10", "--wait", "30s", "--defaults"];
+  return [
+    "consumer",
+    "add",
+    STREAM,
+    name,
+    "--pull",
+    "--filter",
+    SUBJECT,
+    "--deliver",
+    "new",
+    "--ack",
+    "explicit",
+    "--replay",
+    "instant",
+    "--max-deliver",
+    "100",
+    "--max-pending",
+    "10",
+    "--wait",
+    "30s",
+    "--defaults",
+  ];
 }
 
 function row(ctx: Context, pubs: number, path: Path, config: string, commands: string[], pub?: Rates, sub?: Rates, lines: string[] = [], error?: string): Row {
@@ -54,14 +98,47 @@ async function viaNatsBench(ctx: Context, pubs: number, msgs: number, replicas: 
     const cargs = pullConsumerArgs("test-consumer");
     await runNats(cargs, ctx.servers.servers);
     commands.push(`nats ${cargs.join(" ")}`);
-    const subArgs = ["bench", "js", "consume", "--stream", STREAM, "--consumer", "test-consumer", "--batch", "10", "--acks", "explicit", "--clients", String(SUBS), "--msgs", String(msgs), "--no-progress"];
-    const pubArgs = ["bench", "js", "pub", "sync", SUBJECT, "--stream", STREAM, "--clients", String(pubs), "--msgs", String(msgs), "--size", String(SIZE), "--no-progress"];
+    const subArgs = [
+      "bench",
+      "js",
+      "consume",
+      "--stream",
+      STREAM,
+      "--consumer",
+      "test-consumer",
+      "--batch",
+      "10",
+      "--acks",
+      "explicit",
+      "--clients",
+      String(SUBS),
+      "--msgs",
+      String(msgs),
+      "--no-progress",
+    ];
+    const pubArgs = [
+      "bench",
+      "js",
+      "pub",
+      "sync",
+      SUBJECT,
+      "--stream",
+      STREAM,
+      "--clients",
+      String(pubs),
+      "--msgs",
+      String(msgs),
+      "--size",
+      String(SIZE),
+      "--no-progress",
+    ];
     commands.push(`nats ${subArgs.join(" ")}`, `nats ${pubArgs.join(" ")}`);
     const sub = track(procs, startNats(subArgs, nodeFor(ctx, 0), timeoutMs));
     await printed(sub, /\] Starting JetStream durable consumer/, SUBS, 15_000);
     const pub = track(procs, startNats(pubArgs, nodeFor(ctx, 1), timeoutMs));
     const [po, so] = await Promise.all([pub.done, sub.done]);
-    for (const o of [po, so]) if (o.code !== 0) throw new Error(o.timedOut ? `timed out after ${timeoutMs} ms` : `nats bench exited ${o.code}: ${o.stderr.trim().slice(-300)}`);
+    for (const o of [po, so])
+      if (o.code !== 0) throw new Error(o.timedOut ? `timed out after ${timeoutMs} ms` : `nats bench exited ${o.code}: ${o.stderr.trim().slice(-300)}`);
     const pb = parseBench(po.stdout);
     const sb = parseBench(so.stdout);
     return row(ctx, pubs, "nats bench", config, commands, ratesFromBench([pb]), ratesFromBench([sb]), [...pb.lines, ...sb.lines]);
@@ -87,14 +164,39 @@ async function viaNode(ctx: Context, pubs: number, msgs: number, replicas: numbe
     consumer = startNodeJob({ kind: "push-group", servers: nodeFor(ctx, 0), timeoutMs, stream: STREAM, consumer: "test-consumer", clients: SUBS, expect });
     await consumer.ready;
     commands.push(`(nats.js) ${SUBS} subscriptions to the push consumer's deliver group, explicit ack each`);
-    const args = ["--target", "jetstream", "-H", "127.0.0.1", "--port", String(portOf(nodeFor(ctx, 1))), "-c", String(pubs), "-t", "0", "-n", String(perPub), "-p", "1", "--size", String(SIZE), "--channel", SUBJECT, "--subject-prefix", "", "--sync"];
+    const args = [
+      "--target",
+      "jetstream",
+      "-H",
+      "127.0.0.1",
+      "--port",
+      String(portOf(nodeFor(ctx, 1))),
+      "-c",
+      String(pubs),
+      "-t",
+      "0",
+      "-n",
+      String(perPub),
+      "-p",
+      "1",
+      "--size",
+      String(SIZE),
+      "--channel",
+      SUBJECT,
+      "--subject-prefix",
+      "",
+      "--sync",
+    ];
     const p = await runPubCluster(args, timeoutMs);
     commands.push(p.command);
     const r = await consumer.result;
     if (r.timedOut) throw new Error(`consumers timed out with ${r.rates.received} of ${expect} messages`);
     const pub = ratesFromAggregate(p.result.ratePerS, pubs);
     const sub = ratesFromNode([r.rates]);
-    const out = row(ctx, pubs, "nats.js", config, commands, pub, sub, [...nodeLines("pub-cluster --target jetstream --sync", pub), ...nodeLines("nats.js push consumer, deliver group", sub)]);
+    const out = row(ctx, pubs, "nats.js", config, commands, pub, sub, [
+      ...nodeLines("pub-cluster --target jetstream --sync", pub),
+      ...nodeLines("nats.js push consumer, deliver group", sub),
+    ]);
     out.toolCpuPct = Math.max(p.cpuPct, r.cpuPct);
     return out;
   } catch (e) {

@@ -30,7 +30,11 @@ export type RunMeta = {
 export type RatioSpec = { label: string; num: string; den: string; side: "value" | "sub"; clusterOnly?: boolean };
 
 /** The chart's label for a ratio: the table's without the seed and the parenthesis, unless that repeats another. */
-export const shortLabel = (s: RatioSpec): string => s.label.replace(/^seed \d{3}: /, "").replace(/ \((per publisher|pub per publisher|10 KB sync, pub per publisher|Pub\/Sub|sub)\)$/, "").replace(/ \(per subscriber\)$/, ", per subscriber");
+export const shortLabel = (s: RatioSpec): string =>
+  s.label
+    .replace(/^seed \d{3}: /, "")
+    .replace(/ \((per publisher|pub per publisher|10 KB sync, pub per publisher|Pub\/Sub|sub)\)$/, "")
+    .replace(/ \(per subscriber\)$/, ", per subscriber");
 
 export const RATIOS: readonly RatioSpec[] = [
   { label: "stream per app / one stream, 3 pods (10 KB sync, pub per publisher)", num: "000.app-10k-r3-sync-3", den: "000.one-10k-r3-sync-3", side: "value" },
@@ -121,7 +125,8 @@ export function usersRatio(spec: RatioSpec): number | undefined {
 
 const f0 = (n: number | undefined): string => (n === undefined || !Number.isFinite(n) ? "—" : Math.round(n).toLocaleString("en-US"));
 const f2 = (n: number | undefined): string => (n === undefined || !Number.isFinite(n) ? "—" : n.toFixed(2));
-const f3 = (n: number | undefined): string => (n === undefined || !Number.isFinite(n) ? "—" : n < 1 ? n.toFixed(3) : n < 100 ? n.toFixed(2) : Math.round(n).toLocaleString("en-US"));
+const f3 = (n: number | undefined): string =>
+  n === undefined || !Number.isFinite(n) ? "—" : n < 1 ? n.toFixed(3) : n < 100 ? n.toFixed(2) : Math.round(n).toLocaleString("en-US");
 const where = (r: Row): string => `${r.target === "cluster" ? "3-node cluster" : "single node"} · ${r.path}`;
 const ref = (w: string): string => REFERENCE[w]?.text ?? "—";
 const label = (w: string): string => REFERENCE[w]?.config ?? w;
@@ -166,7 +171,13 @@ function ratioSection(rows: readonly Row[], meta: RunMeta): string[] {
   ];
   const targets = (["cluster", "single"] as const).filter((t) => rows.some((r) => r.target === t && r.seed === "paths"));
   if (targets.length) {
-    out.push("", "Clients against each other (same workload, same target, same run):", "", `| ratio | ${targets.join(" | ")} |`, `|---|${targets.map(() => "---:").join("|")}|`);
+    out.push(
+      "",
+      "Clients against each other (same workload, same target, same run):",
+      "",
+      `| ratio | ${targets.join(" | ")} |`,
+      `|---|${targets.map(() => "---:").join("|")}|`,
+    );
     for (const [l, w, a, b] of cross) {
       const cells = targets.map((t) => fs(spreadOf(perRound(rows, [w, a], [w, b], t, "value"))));
       out.push(`| ${l} | ${cells.join(" | ")} |`);
@@ -192,7 +203,8 @@ function matrixSection(rows: readonly Rep[]): string[] {
   ];
   for (const [w, rs] of byWorkload(rows, "000.")) {
     rs.forEach((r, i) => {
-      const cells = r.status === "ok" ? [rateCell(r, "pub"), rateCell(r, "sub"), f0(r.pub?.aggregate), cpu(r), srv(r), rounds(r)] : [failedCell(r), "", "", "", "", ""];
+      const cells =
+        r.status === "ok" ? [rateCell(r, "pub"), rateCell(r, "sub"), f0(r.pub?.aggregate), cpu(r), srv(r), rounds(r)] : [failedCell(r), "", "", "", "", ""];
       out.push(`| ${i === 0 ? label(w) : ""} | ${where(r)} | ${r.config} | ${cells.join(" | ")} | ${i === 0 ? ref(w) : ""} |`);
     });
   }
@@ -210,7 +222,8 @@ function pushSection(rows: readonly Rep[]): string[] {
   ];
   for (const [w, rs] of byWorkload(rows, "001.")) {
     rs.forEach((r, i) => {
-      const cells = r.status === "ok" ? [f0(r.pub?.aggregate), f0(r.sub?.aggregate), f0(r.value), cpu(r), srv(r), rounds(r)] : [failedCell(r), "", "", "", "", ""];
+      const cells =
+        r.status === "ok" ? [f0(r.pub?.aggregate), f0(r.sub?.aggregate), f0(r.value), cpu(r), srv(r), rounds(r)] : [failedCell(r), "", "", "", "", ""];
       out.push(`| ${i === 0 ? label(w) : ""} | ${where(r)} | ${r.config} | ${cells.join(" | ")} | ${i === 0 ? ref(w) : ""} |`);
     });
   }
@@ -226,14 +239,19 @@ function clusterSeedSection(rows: readonly Rep[]): string[] {
   ];
   for (const [w, rs] of byWorkload(rows, "002.dedup")) {
     rs.forEach((r, i) => {
-      const cells = r.status === "ok" ? [f0(r.pub?.aggregate), f0(r.sub?.aggregate), rateCell(r, "sub"), cpu(r), srv(r), rounds(r)] : [failedCell(r), "", "", "", "", ""];
+      const cells =
+        r.status === "ok" ? [f0(r.pub?.aggregate), f0(r.sub?.aggregate), rateCell(r, "sub"), cpu(r), srv(r), rounds(r)] : [failedCell(r), "", "", "", "", ""];
       out.push(`| ${i === 0 ? label(w) : ""} | ${where(r)} | ${r.config} | ${cells.join(" | ")} | ${i === 0 ? ref(w) : ""} |`);
     });
   }
   const scale = byWorkload(rows, "002.scale-");
   if (scale.size) {
     const cols = COLUMNS.filter((c) => [...scale.values()].flat().some((r) => r.target === c.target && r.path === c.path));
-    out.push("", "Consumer scaling: subscribers' aggregate msgs/s (1 async publisher with dedup, every subscriber on one durable consumer; the users' subscribers shared a durable push consumer).", "");
+    out.push(
+      "",
+      "Consumer scaling: subscribers' aggregate msgs/s (1 async publisher with dedup, every subscriber on one durable consumer; the users' subscribers shared a durable push consumer).",
+      "",
+    );
     out.push(`| consumers | users' TPS (Sub) | ${cols.map((c) => `${c.target} · ${c.path}`).join(" | ")} |`, `|---:|---:|${cols.map(() => "---:").join("|")}|`);
     for (const [w] of scale) {
       const cells = cols.map((c) => {
@@ -245,11 +263,27 @@ function clusterSeedSection(rows: readonly Rep[]): string[] {
   }
   const kv = byWorkload(rows, "002.kv");
   if (kv.size) {
-    out.push("", "KV: puts/s of one putter (awaiting each put), and the rate at which one watcher saw the puts of a concurrent nats bench putter, with the watcher's peak memory (the users warned that watches are memory hungry).", "");
-    out.push("| users' configuration | where · client | configuration here | figure | put latency avg / p99 ms | watcher peak RSS | nats-server CPU, % of a core | headline over the rounds: min–max (n) | users' figure |", "|---|---|---|---:|---:|---:|---:|---:|---|");
+    out.push(
+      "",
+      "KV: puts/s of one putter (awaiting each put), and the rate at which one watcher saw the puts of a concurrent nats bench putter, with the watcher's peak memory (the users warned that watches are memory hungry).",
+      "",
+    );
+    out.push(
+      "| users' configuration | where · client | configuration here | figure | put latency avg / p99 ms | watcher peak RSS | nats-server CPU, % of a core | headline over the rounds: min–max (n) | users' figure |",
+      "|---|---|---|---:|---:|---:|---:|---:|---|",
+    );
     for (const [w, rs] of kv) {
       rs.forEach((r, i) => {
-        const cells = r.status === "ok" ? [`${f0(r.value)} ${r.workload === "002.kv-put" ? "puts/s" : "updates/s"}`, r.latency ? `${f3(r.latency.avg)} / ${f3(r.latency.p99)}` : "—", r.rssMb !== undefined ? `${r.rssMb.toFixed(0)} MB` : "—", srv(r), rounds(r)] : [failedCell(r), "", "", "", ""];
+        const cells =
+          r.status === "ok"
+            ? [
+                `${f0(r.value)} ${r.workload === "002.kv-put" ? "puts/s" : "updates/s"}`,
+                r.latency ? `${f3(r.latency.avg)} / ${f3(r.latency.p99)}` : "—",
+                r.rssMb !== undefined ? `${r.rssMb.toFixed(0)} MB` : "—",
+                srv(r),
+                rounds(r),
+              ]
+            : [failedCell(r), "", "", "", ""];
         out.push(`| ${i === 0 ? label(w) : ""} | ${where(r)} | ${r.config} | ${cells.join(" | ")} | ${i === 0 ? ref(w) : ""} |`);
       });
     }
@@ -275,7 +309,9 @@ function latencySection(rows: readonly Rep[], meta: RunMeta): string[] {
       continue;
     }
     const l = r.latency;
-    out.push(`| ${label(r.workload)} | ${r.path} | ${net} | ${f3(r.value)} | ${f3(l?.avg)} | ${f3(l?.min)} | ${f3(l?.max)} | ${f3(l?.p50)} | ${f3(l?.p99)} | ${rounds(r)} | ${ref(r.workload)} |`);
+    out.push(
+      `| ${label(r.workload)} | ${r.path} | ${net} | ${f3(r.value)} | ${f3(l?.avg)} | ${f3(l?.min)} | ${f3(l?.max)} | ${f3(l?.p50)} | ${f3(l?.p99)} | ${rounds(r)} | ${ref(r.workload)} |`,
+    );
   }
   return out;
 }
@@ -291,7 +327,10 @@ function pathsSection(rows: readonly Rep[]): string[] {
   ];
   for (const r of rows.filter((x) => x.seed === "paths")) {
     const l = r.latency;
-    const cells = r.status === "ok" ? [f0(r.value), f3(l?.avg), f3(l?.p50), f3(l?.p99), f3(l?.max), cpu(r), pct(r.gatewayCpuPct), srv(r), rounds(r)] : [failedCell(r), "", "", "", "", "", "", "", ""];
+    const cells =
+      r.status === "ok"
+        ? [f0(r.value), f3(l?.avg), f3(l?.p50), f3(l?.p99), f3(l?.max), cpu(r), pct(r.gatewayCpuPct), srv(r), rounds(r)]
+        : [failedCell(r), "", "", "", "", "", "", "", ""];
     out.push(`| ${r.workload.split(".")[1]} | ${where(r)} | ${r.config} | ${cells.join(" | ")} |`);
   }
   return out;

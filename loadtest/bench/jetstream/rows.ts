@@ -62,7 +62,13 @@ export function ratesFromBench(outs: readonly BenchOutput[]): Rates {
 
 export function ratesFromNode(rs: readonly NodeRates[]): Rates {
   const r = rs.flatMap((x) => x.perClient.map((c) => c.msgsPerSec));
-  return { clients: r.length, min: Math.min(...r), avg: r.reduce((a, b) => a + b, 0) / Math.max(r.length, 1), max: Math.max(...r), aggregate: rs.reduce((a, x) => a + x.aggregate, 0) };
+  return {
+    clients: r.length,
+    min: Math.min(...r),
+    avg: r.reduce((a, b) => a + b, 0) / Math.max(r.length, 1),
+    max: Math.max(...r),
+    aggregate: rs.reduce((a, x) => a + x.aggregate, 0),
+  };
 }
 
 /** A publisher-side rate known only in aggregate (pub-cluster): each of `clients` publishers gets an equal share. */
@@ -76,14 +82,27 @@ export function latencyFromNode(l: NodeLatency): Latency {
 }
 
 export function latencyFromBench(l: NonNullable<BenchOutput["latencyUs"]>, perMessageMs?: number): Latency {
-  return { avg: l.avg / 1000, min: l.min / 1000, max: l.max / 1000, p50: l.p50 / 1000, p99: l.p99 / 1000, ...(perMessageMs !== undefined ? { perMessage: perMessageMs } : {}) };
+  return {
+    avg: l.avg / 1000,
+    min: l.min / 1000,
+    max: l.max / 1000,
+    p50: l.p50 / 1000,
+    p99: l.p99 / 1000,
+    ...(perMessageMs !== undefined ? { perMessage: perMessageMs } : {}),
+  };
 }
 
 /** nats-bench-style lines for a Node run, so both paths print alike. */
 export function nodeLines(label: string, r: Rates, lat?: Latency): string[] {
   const f = (n: number): string => Math.round(n).toLocaleString("en-US");
-  const out = [`${label} aggregated stats: ${f(r.aggregate)} msgs/sec`, `message rates min ${f(r.min)} | avg ${f(r.avg)} | max ${f(r.max)} (${r.clients} clients)`];
-  if (lat) out.push(`latencies per operation min ${lat.min.toFixed(3)}ms | avg ${lat.avg.toFixed(3)}ms | max ${lat.max.toFixed(3)}ms | P50 ${lat.p50.toFixed(3)}ms | P99 ${lat.p99.toFixed(3)}ms`);
+  const out = [
+    `${label} aggregated stats: ${f(r.aggregate)} msgs/sec`,
+    `message rates min ${f(r.min)} | avg ${f(r.avg)} | max ${f(r.max)} (${r.clients} clients)`,
+  ];
+  if (lat)
+    out.push(
+      `latencies per operation min ${lat.min.toFixed(3)}ms | avg ${lat.avg.toFixed(3)}ms | max ${lat.max.toFixed(3)}ms | P50 ${lat.p50.toFixed(3)}ms | P99 ${lat.p99.toFixed(3)}ms`,
+    );
   return out;
 }
 

@@ -35,7 +35,10 @@ export type GatewayRun = { port: number; pid: number; stop(): Promise<void> };
  * The gateway (one worker: the machine's two cores also carry the servers and the load tools) with its stream
  * `stream` on `<prefix>.>`, created with the given storage and replicas.
  */
-export async function startGatewayOn(servers: Servers, stream: { name: string; prefix: string; replicas: number; storage: "file" | "memory" }): Promise<GatewayRun> {
+export async function startGatewayOn(
+  servers: Servers,
+  stream: { name: string; prefix: string; replicas: number; storage: "file" | "memory" },
+): Promise<GatewayRun> {
   const gw = await startGatewayProc(servers.servers, 1, [
     "--stream-name",
     stream.name,

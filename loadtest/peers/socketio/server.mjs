@@ -7,17 +7,32 @@ import cluster from "node:cluster";
 import { createServer } from "node:http";
 import { parseArgs } from "node:util";
 
-const { values: opt } = parseArgs({ options: { port: { type: "string", default: "3000" }, workers: { type: "string", default: "2" }, "redis-url": { type: "string", default: "redis://127.0.0.1:6379" } } });
+const { values: opt } = parseArgs({
+  options: {
+    port: { type: "string", default: "3000" },
+    workers: { type: "string", default: "2" },
+    "redis-url": { type: "string", default: "redis://127.0.0.1:6379" },
+  },
+});
 
 if (cluster.isPrimary) {
   const workers = Number(opt.workers);
   let listening = 0;
   for (let i = 0; i < workers; i++) {
     const w = cluster.fork();
-    w.on("message", (m) => { if (m?.type === "listening" && ++listening === workers) console.log(`ready ${m.port}`); });
+    w.on("message", (m) => {
+      if (m?.type === "listening" && ++listening === workers) console.log(`ready ${m.port}`);
+    });
   }
-  cluster.on("exit", (w, code, signal) => { console.error(`socket.io worker ${w.process.pid} exited (${signal ?? code})`); process.exit(1); });
-  for (const s of ["SIGTERM", "SIGINT"]) process.on(s, () => { for (const w of Object.values(cluster.workers ?? {})) w?.process.kill("SIGTERM"); process.exit(0); });
+  cluster.on("exit", (w, code, signal) => {
+    console.error(`socket.io worker ${w.process.pid} exited (${signal ?? code})`);
+    process.exit(1);
+  });
+  for (const s of ["SIGTERM", "SIGINT"])
+    process.on(s, () => {
+      for (const w of Object.values(cluster.workers ?? {})) w?.process.kill("SIGTERM");
+      process.exit(0);
+    });
 } else {
   const { Server } = await import("socket.io");
   const { createAdapter } = await import("@socket.io/redis-adapter");
@@ -30,8 +45,14 @@ if (cluster.isPrimary) {
   const http = createServer();
   const io = new Server(http, { transports: ["websocket"], serveClient: false, adapter: createAdapter(pub, sub) });
   io.on("connection", (socket) => {
-    socket.on("sub", (channel, ack) => { socket.join(String(channel)); if (typeof ack === "function") ack(true); });
-    socket.on("pub", (channel, data, ack) => { io.to(String(channel)).emit("msg", data); if (typeof ack === "function") ack(true); });
+    socket.on("sub", (channel, ack) => {
+      socket.join(String(channel));
+      if (typeof ack === "function") ack(true);
+    });
+    socket.on("pub", (channel, data, ack) => {
+      io.to(String(channel)).emit("msg", data);
+      if (typeof ack === "function") ack(true);
+    });
   });
   http.listen(Number(opt.port), "0.0.0.0", () => process.send?.({ type: "listening", port: http.address().port }));
 }

@@ -14,10 +14,18 @@ import { parseArgs } from "node:util";
 const { values: opt } = parseArgs({ options: { port: { type: "string", default: "9001" }, procs: { type: "string", default: "1" } } });
 const procs = Math.max(1, Number(opt.procs));
 const now = () => (performance.timeOrigin + performance.now()).toFixed(3);
-const msgFrame = (channel, seq, data) => `{"op":"msg","channel":${JSON.stringify(channel)},"sub":${JSON.stringify(channel)},"seq":${seq},"ts":${now()},"data":${data}}`;
+const msgFrame = (channel, seq, data) =>
+  `{"op":"msg","channel":${JSON.stringify(channel)},"sub":${JSON.stringify(channel)},"seq":${seq},"ts":${now()},"data":${data}}`;
 
 if (procs > 1 && cluster.isPrimary) {
-  const port = Number(opt.port) || (await new Promise((res) => { const s = createServer().listen(0, "0.0.0.0", () => { const p = s.address().port; s.close(() => res(p)); }); }));
+  const port =
+    Number(opt.port) ||
+    (await new Promise((res) => {
+      const s = createServer().listen(0, "0.0.0.0", () => {
+        const p = s.address().port;
+        s.close(() => res(p));
+      });
+    }));
   let seq = 0;
   let listening = 0;
   const workers = Array.from({ length: procs }, () => cluster.fork({ FLOOR_PORT: String(port) }));
@@ -30,9 +38,16 @@ if (procs > 1 && cluster.isPrimary) {
         w.send({ type: "ok", token: m.token, seq });
       }
     });
-    w.on("exit", (code) => { console.error(`floor worker exited ${code}`); process.exit(1); });
+    w.on("exit", (code) => {
+      console.error(`floor worker exited ${code}`);
+      process.exit(1);
+    });
   }
-  for (const s of ["SIGTERM", "SIGINT"]) process.on(s, () => { for (const w of workers) w.process.kill("SIGTERM"); process.exit(0); });
+  for (const s of ["SIGTERM", "SIGINT"])
+    process.on(s, () => {
+      for (const w of workers) w.process.kill("SIGTERM");
+      process.exit(0);
+    });
 } else {
   const uws = createRequire(import.meta.url)("uWebSockets.js");
   const app = uws.App();
@@ -40,7 +55,10 @@ if (procs > 1 && cluster.isPrimary) {
   let seq = 0;
   let nextToken = 0;
   const waiting = new Map();
-  const field = (s, key) => { const m = new RegExp(`"${key}":("(?:[^"\\\\]|\\\\.)*"|\\d+)`).exec(s); return m ? m[1] : null; };
+  const field = (s, key) => {
+    const m = new RegExp(`"${key}":("(?:[^"\\\\]|\\\\.)*"|\\d+)`).exec(s);
+    return m ? m[1] : null;
+  };
   if (several) {
     process.on("message", (m) => {
       if (m.type === "publish") app.publish(m.channel, m.frame, false, false);
@@ -55,12 +73,18 @@ if (procs > 1 && cluster.isPrimary) {
     compression: uws.DISABLED,
     maxBackpressure: 8 << 20,
     idleTimeout: 120,
-    close(ws) { ws.closed = true; },
+    close(ws) {
+      ws.closed = true;
+    },
     message(ws, ab) {
       const s = Buffer.from(ab).toString("utf8");
       const id = field(s, "id");
       const channel = JSON.parse(field(s, "channel") ?? '""');
-      if (s.startsWith('{"op":"sub"')) { ws.subscribe(channel); ws.send(`{"op":"ok","id":${id}}`); return; }
+      if (s.startsWith('{"op":"sub"')) {
+        ws.subscribe(channel);
+        ws.send(`{"op":"ok","id":${id}}`);
+        return;
+      }
       if (s.startsWith('{"op":"pub"')) {
         const d = s.indexOf('"data":');
         const data = s.slice(d + 7, s.length - 1);
@@ -79,7 +103,10 @@ if (procs > 1 && cluster.isPrimary) {
   });
   const port = several ? Number(process.env.FLOOR_PORT) : Number(opt.port);
   app.listen("0.0.0.0", port, (t) => {
-    if (!t) { console.error("listen failed"); process.exit(1); }
+    if (!t) {
+      console.error("listen failed");
+      process.exit(1);
+    }
     if (several) process.send({ type: "listening" });
     else console.log(`ready ${uws.us_socket_local_port(t)}`);
   });

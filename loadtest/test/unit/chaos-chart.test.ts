@@ -33,7 +33,21 @@ describe("chaos chart", () => {
       { kind: "nats-kill", startedAt: T0 + 500, endedAt: T0 + 1_200 },
       { kind: "worker-kill", startedAt: T0 + 1_300, endedAt: T0 + 1_400 },
     ] as FaultRecord[];
-    const svg = renderLatencyChart(latencySeries([sub([[0, 4], [1_100, 40], [2_100, 8]])], T0), faults, T0, "t");
+    const svg = renderLatencyChart(
+      latencySeries(
+        [
+          sub([
+            [0, 4],
+            [1_100, 40],
+            [2_100, 8],
+          ]),
+        ],
+        T0,
+      ),
+      faults,
+      T0,
+      "t",
+    );
     expect(svg.match(/class="fault"/g)).toHaveLength(2);
     expect(svg).toContain('data-kind="nats-kill"');
     expect(svg).toContain(">worker-kill</text>");

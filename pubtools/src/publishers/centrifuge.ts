@@ -29,11 +29,22 @@ export class CentrifugePublisher extends WsAckPublisher {
 
   protected onText(ws: WebSocket, text: string): void {
     for (const line of text.split("\n")) {
-      if (line === "{}") { ws.send("{}"); continue; }
+      if (line === "{}") {
+        ws.send("{}");
+        continue;
+      }
       let r: Reply;
-      try { r = JSON.parse(line) as Reply; } catch { continue; }
+      try {
+        r = JSON.parse(line) as Reply;
+      } catch {
+        continue;
+      }
       const err = r.error ? new PublishError(`centrifuge error ${r.error.code ?? "?"}: ${r.error.message ?? ""}`, String(r.error.code ?? "error")) : undefined;
-      if (r.id === CentrifugePublisher.CONNECT_ID) { this.connected?.(err); this.connected = null; continue; }
+      if (r.id === CentrifugePublisher.CONNECT_ID) {
+        this.connected?.(err);
+        this.connected = null;
+        continue;
+      }
       if (typeof r.id === "number") this.settle(r.id, err);
     }
   }

@@ -16,11 +16,17 @@ export class GatewayHttpPublisher implements BatchCapable {
 
   async publish(channel: string, body: string, msgId: string | undefined): Promise<void> {
     let url = this.urls.get(channel);
-    if (!url) { url = this.base + encodeURIComponent(channel); this.urls.set(channel, url); }
+    if (!url) {
+      url = this.base + encodeURIComponent(channel);
+      this.urls.set(channel, url);
+    }
     const headers: Record<string, string> = { "content-type": "application/json" };
     if (msgId) headers["idempotency-key"] = msgId; // the gateway's dedup header (it sets Nats-Msg-Id from it)
     const res = await fetch(url, { method: "POST", headers, body, signal: AbortSignal.timeout(this.setup.opts.timeoutMs) });
-    if (res.status === 200 || res.status === 201) { await res.arrayBuffer(); return; }
+    if (res.status === 200 || res.status === 201) {
+      await res.arrayBuffer();
+      return;
+    }
     const text = (await res.text().catch(() => "")).slice(0, 200);
     throw new PublishError(`HTTP ${res.status}: ${text}`, `http_${res.status}`);
   }

@@ -21,19 +21,34 @@ export class GatewayWsPublisher implements BatchCapable {
     this.url = `ws://${setup.host}:${setup.opts.port}${setup.opts.path}`;
   }
 
-  async connect(): Promise<void> { await this.socket(); }
+  async connect(): Promise<void> {
+    await this.socket();
+  }
 
   private socket(): Promise<WebSocket> {
     if (this.ws && this.ws.readyState === WebSocket.OPEN) return Promise.resolve(this.ws);
     this.opening ??= new Promise<WebSocket>((resolve, reject) => {
       const ws = new WebSocket(this.url, { perMessageDeflate: false, handshakeTimeout: this.setup.opts.timeoutMs });
-      ws.once("open", () => { this.ws = ws; this.opening = null; resolve(ws); });
-      ws.once("error", (err) => { if (this.opening) { this.opening = null; reject(err); } });
+      ws.once("open", () => {
+        this.ws = ws;
+        this.opening = null;
+        resolve(ws);
+      });
+      ws.once("error", (err) => {
+        if (this.opening) {
+          this.opening = null;
+          reject(err);
+        }
+      });
       ws.on("message", (d) => this.onReply(d.toString()));
       ws.on("close", (code) => {
         if (this.ws === ws) this.ws = null;
         const err = new PublishError(`connection closed (${code})`, "closed");
-        for (const [id, p] of this.pending) { clearTimeout(p.timer); this.pending.delete(id); p.reject(err); }
+        for (const [id, p] of this.pending) {
+          clearTimeout(p.timer);
+          this.pending.delete(id);
+          p.reject(err);
+        }
       });
     });
     return this.opening;
@@ -41,7 +56,10 @@ export class GatewayWsPublisher implements BatchCapable {
 
   private json(channel: string): string {
     let ch = this.channelJson.get(channel);
-    if (!ch) { ch = JSON.stringify(channel); this.channelJson.set(channel, ch); }
+    if (!ch) {
+      ch = JSON.stringify(channel);
+      this.channelJson.set(channel, ch);
+    }
     return ch;
   }
 
@@ -63,7 +81,10 @@ export class GatewayWsPublisher implements BatchCapable {
 
   private request(ws: WebSocket, id: number, frame: string): Promise<Reply> {
     return new Promise<Reply>((resolve, reject) => {
-      const timer = setTimeout(() => { this.pending.delete(id); reject(new PublishError("ack timeout", "timeout")); }, this.setup.opts.timeoutMs);
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new PublishError("ack timeout", "timeout"));
+      }, this.setup.opts.timeoutMs);
       this.pending.set(id, { resolve, reject, timer });
       ws.send(frame, (err) => {
         if (!err) return;
@@ -76,7 +97,11 @@ export class GatewayWsPublisher implements BatchCapable {
 
   private onReply(str: string): void {
     let r: Reply;
-    try { r = JSON.parse(str) as Reply; } catch { return; }
+    try {
+      r = JSON.parse(str) as Reply;
+    } catch {
+      return;
+    }
     if (typeof r.id !== "number") return;
     const p = this.pending.get(r.id);
     if (!p) return;
@@ -92,8 +117,14 @@ export class GatewayWsPublisher implements BatchCapable {
     const ws = this.ws;
     if (!ws) return;
     await new Promise<void>((resolve) => {
-      const t = setTimeout(() => { ws.terminate(); resolve(); }, 2_000);
-      ws.once("close", () => { clearTimeout(t); resolve(); });
+      const t = setTimeout(() => {
+        ws.terminate();
+        resolve();
+      }, 2_000);
+      ws.once("close", () => {
+        clearTimeout(t);
+        resolve();
+      });
       ws.close(1000);
     });
   }

@@ -12,7 +12,12 @@ export class NatsPublisher implements Publisher {
 
   async connect(): Promise<void> {
     // noAsyncTraces: no two stack-traced Error objects per JetStream publish request (the load tool stays cheap).
-    this.nc = await connect({ servers: `${this.setup.host}:${this.setup.opts.port}`, name: "pub-cluster", timeout: this.setup.opts.timeoutMs, noAsyncTraces: true });
+    this.nc = await connect({
+      servers: `${this.setup.host}:${this.setup.opts.port}`,
+      name: "pub-cluster",
+      timeout: this.setup.opts.timeoutMs,
+      noAsyncTraces: true,
+    });
   }
 
   async publish(channel: string, body: string, _msgId?: string): Promise<void> {
@@ -20,9 +25,13 @@ export class NatsPublisher implements Publisher {
     if (this.setup.opts.sync) await this.nc!.flush();
   }
 
-  async flush(): Promise<void> { await this.nc?.flush(); }
+  async flush(): Promise<void> {
+    await this.nc?.flush();
+  }
 
-  async close(): Promise<void> { await this.nc?.drain().catch(() => this.nc?.close()); }
+  async close(): Promise<void> {
+    await this.nc?.drain().catch(() => this.nc?.close());
+  }
 }
 
 export class JetStreamPublisher extends NatsPublisher {

@@ -11,7 +11,9 @@ export class RedisPublisher implements Publisher {
     this.redis.on("error", () => undefined); // surfaced by the rejected publishes
   }
 
-  async connect(): Promise<void> { await this.redis.connect(); }
+  async connect(): Promise<void> {
+    await this.redis.connect();
+  }
 
   async publish(channel: string, body: string): Promise<void> {
     await this.redis.publish(channel, body);
@@ -19,5 +21,7 @@ export class RedisPublisher implements Publisher {
 
   async flush(): Promise<void> {}
 
-  async close(): Promise<void> { await this.redis.quit().catch(() => this.redis.disconnect()); }
+  async close(): Promise<void> {
+    await this.redis.quit().catch(() => this.redis.disconnect());
+  }
 }

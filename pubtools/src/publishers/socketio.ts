@@ -12,7 +12,9 @@ export class SocketIoPublisher extends WsAckPublisher {
   }
 
   protected handshake(): Promise<void> {
-    return new Promise((resolve) => { this.connected = resolve; });
+    return new Promise((resolve) => {
+      this.connected = resolve;
+    });
   }
 
   protected frame(id: number, channel: string, body: string): string {
@@ -20,9 +22,19 @@ export class SocketIoPublisher extends WsAckPublisher {
   }
 
   protected onText(ws: WebSocket, text: string): void {
-    if (text === "2") { ws.send("3"); return; }
-    if (text.startsWith("0{")) { ws.send("40"); return; }
-    if (text.startsWith("40")) { this.connected?.(); this.connected = null; return; }
+    if (text === "2") {
+      ws.send("3");
+      return;
+    }
+    if (text.startsWith("0{")) {
+      ws.send("40");
+      return;
+    }
+    if (text.startsWith("40")) {
+      this.connected?.();
+      this.connected = null;
+      return;
+    }
     const m = /^43(\d+)(.*)$/s.exec(text);
     if (m) this.settle(Number(m[1]), m[2]!.includes('"error"') ? new PublishError(`refused: ${m[2]}`, "refused") : undefined);
   }

@@ -16,7 +16,11 @@ export type PublisherSetup = { host: string; opts: PubOptions };
 
 export class PublishError extends Error {
   override readonly name = "PublishError";
-  constructor(message: string, readonly code: string, options?: { cause?: unknown }) {
+  constructor(
+    message: string,
+    readonly code: string,
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
   }
 }

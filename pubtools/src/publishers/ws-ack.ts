@@ -13,7 +13,10 @@ export abstract class WsAckPublisher implements Publisher {
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
 
-  constructor(protected readonly setup: PublisherSetup, private readonly path: string) {}
+  constructor(
+    protected readonly setup: PublisherSetup,
+    private readonly path: string,
+  ) {}
 
   /** The protocol's own opening after the WebSocket upgrade; resolves when publishing may start. */
   protected abstract handshake(ws: WebSocket): Promise<void>;
@@ -22,24 +25,52 @@ export abstract class WsAckPublisher implements Publisher {
   /** Handles one text frame from the server: settle requests with `settle`, answer pings. */
   protected abstract onText(ws: WebSocket, text: string): void;
 
-  async connect(): Promise<void> { await this.socket(); }
+  async connect(): Promise<void> {
+    await this.socket();
+  }
 
   private socket(): Promise<WebSocket> {
     if (this.ws && this.ws.readyState === WebSocket.OPEN) return Promise.resolve(this.ws);
     this.opening ??= new Promise<WebSocket>((resolve, reject) => {
-      const ws = new WebSocket(`ws://${this.setup.host}:${this.setup.opts.port}${this.path}`, { perMessageDeflate: false, handshakeTimeout: this.setup.opts.timeoutMs });
-      const fail = (err: Error): void => { if (this.opening) { this.opening = null; reject(err); } };
+      const ws = new WebSocket(`ws://${this.setup.host}:${this.setup.opts.port}${this.path}`, {
+        perMessageDeflate: false,
+        handshakeTimeout: this.setup.opts.timeoutMs,
+      });
+      const fail = (err: Error): void => {
+        if (this.opening) {
+          this.opening = null;
+          reject(err);
+        }
+      };
       ws.on("message", (d) => this.onText(ws, d.toString()));
       ws.once("error", fail);
       ws.once("open", () => {
-        const t = setTimeout(() => { fail(new PublishError("protocol handshake timed out", "timeout")); ws.terminate(); }, this.setup.opts.timeoutMs);
-        this.handshake(ws).then(() => { clearTimeout(t); this.ws = ws; this.opening = null; resolve(ws); }, (e: Error) => { clearTimeout(t); fail(e); });
+        const t = setTimeout(() => {
+          fail(new PublishError("protocol handshake timed out", "timeout"));
+          ws.terminate();
+        }, this.setup.opts.timeoutMs);
+        this.handshake(ws).then(
+          () => {
+            clearTimeout(t);
+            this.ws = ws;
+            this.opening = null;
+            resolve(ws);
+          },
+          (e: Error) => {
+            clearTimeout(t);
+            fail(e);
+          },
+        );
       });
       ws.on("close", (code) => {
         if (this.ws === ws) this.ws = null;
         fail(new PublishError(`connection closed (${code}) during the handshake`, "closed"));
         const err = new PublishError(`connection closed (${code})`, "closed");
-        for (const [id, p] of this.pending) { clearTimeout(p.timer); this.pending.delete(id); p.reject(err); }
+        for (const [id, p] of this.pending) {
+          clearTimeout(p.timer);
+          this.pending.delete(id);
+          p.reject(err);
+        }
       });
     });
     return this.opening;
@@ -49,7 +80,10 @@ export abstract class WsAckPublisher implements Publisher {
     const ws = await this.socket();
     const id = this.nextId++;
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => { this.pending.delete(id); reject(new PublishError("ack timeout", "timeout")); }, this.setup.opts.timeoutMs);
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new PublishError("ack timeout", "timeout"));
+      }, this.setup.opts.timeoutMs);
       this.pending.set(id, { resolve, reject, timer });
       ws.send(this.frame(id, channel, body), (err) => {
         if (!err) return;
@@ -74,8 +108,14 @@ export abstract class WsAckPublisher implements Publisher {
     const ws = this.ws;
     if (!ws) return;
     await new Promise<void>((resolve) => {
-      const t = setTimeout(() => { ws.terminate(); resolve(); }, 2_000);
-      ws.once("close", () => { clearTimeout(t); resolve(); });
+      const t = setTimeout(() => {
+        ws.terminate();
+        resolve();
+      }, 2_000);
+      ws.once("close", () => {
+        clearTimeout(t);
+        resolve();
+      });
       ws.close(1000);
     });
   }

@@ -4,9 +4,21 @@ import { parsePubOptions, PubUsageError } from "../../src/options.js";
 describe("pub-cluster options", () => {
   it("pub-cluster options — the users' command lines keep their meaning", () => {
     expect(parsePubOptions(["-t", "1000", "-n", "1", "-c", "1", "-p", "100"])).toMatchObject({
-      intervalMs: 1000, perInterval: 1, processes: 1, passes: 100, target: "gateway-ws", port: 9000, sync: false, window: 100,
+      intervalMs: 1000,
+      perInterval: 1,
+      processes: 1,
+      passes: 100,
+      target: "gateway-ws",
+      port: 9000,
+      sync: false,
+      window: 100,
     });
-    expect(parsePubOptions(["-n", "5", "-t", "100", "-c", "20", "-H", "10.1.2.3"])).toMatchObject({ perInterval: 5, intervalMs: 100, processes: 20, hosts: ["10.1.2.3"] });
+    expect(parsePubOptions(["-n", "5", "-t", "100", "-c", "20", "-H", "10.1.2.3"])).toMatchObject({
+      perInterval: 5,
+      intervalMs: 100,
+      processes: 20,
+      hosts: ["10.1.2.3"],
+    });
   });
 
   it("pub-cluster options — targets pick their default ports; --sync means one in flight", () => {

@@ -30,10 +30,21 @@ export class CentrifugeClient extends LeanClient {
   }
 
   private readonly other = (buf: Buffer, s: number, e: number): void => {
-    if (e - s === 2 && buf[s] === 0x7b && buf[s + 1] === 0x7d) { this.sock?.send("{}"); return; } // ping
+    if (e - s === 2 && buf[s] === 0x7b && buf[s + 1] === 0x7d) {
+      this.sock?.send("{}");
+      return;
+    } // ping
     let r: Reply;
-    try { r = JSON.parse(buf.toString("utf8", s, e)) as Reply; } catch { this.setup.rx.badFrames++; return; }
-    if (r.error) { this.refused(`centrifuge error ${r.error.code ?? "?"}: ${r.error.message ?? ""}`); return; }
+    try {
+      r = JSON.parse(buf.toString("utf8", s, e)) as Reply;
+    } catch {
+      this.setup.rx.badFrames++;
+      return;
+    }
+    if (r.error) {
+      this.refused(`centrifuge error ${r.error.code ?? "?"}: ${r.error.message ?? ""}`);
+      return;
+    }
     if (r.id === this.connectId && r.connect !== undefined) {
       this.pendingSubs = this.setup.channels.length;
       for (const channel of this.setup.channels) this.sock?.send(JSON.stringify({ id: this.nextId++, subscribe: { channel } }));

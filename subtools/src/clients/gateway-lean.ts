@@ -21,13 +21,15 @@ export class GatewayLeanClient extends LeanClient {
   }
 
   message(opcode: Opcode, buf: Buffer, s: number, e: number, recvUs: number): void {
-    if (opcode !== Opcode.Text) { this.setup.rx.badFrames++; return; }
+    if (opcode !== Opcode.Text) {
+      this.setup.rx.badFrames++;
+      return;
+    }
     const kind = this.setup.rx.gatewayBytes(this.state, buf, s, e, recvUs);
     if (kind === 1) {
       if (bs.subStr !== null) this.subs.seen(bs.subStr, bs.seq);
       else this.subs.seenBytes(buf, bs.subStart, bs.subEnd, bs.seq);
-    }
-    else if (kind === 0) {
+    } else if (kind === 0) {
       const r = this.subs.control(buf.toString("utf8", s, e));
       if (r === "subscribed") this.markSubscribed();
       else if (r === "refused") this.refused(this.subs.refusal);

@@ -21,7 +21,10 @@ export class GatewaySubscriptions {
   /** Message of the last refusal, for the caller's error report. */
   refusal = "";
 
-  constructor(readonly patterns: readonly string[], private readonly from: FromSpec | null) {
+  constructor(
+    readonly patterns: readonly string[],
+    private readonly from: FromSpec | null,
+  ) {
     this.lastSeq = patterns.map(() => -1);
     this.patternBytes = patterns.map((p) => Buffer.from(p, "utf8"));
   }
@@ -60,7 +63,11 @@ export class GatewaySubscriptions {
   /** A control frame: "subscribed" once every `sub` of this connection is acknowledged. */
   control(text: string): ControlResult {
     let f: Control;
-    try { f = JSON.parse(text) as Control; } catch { return "other"; }
+    try {
+      f = JSON.parse(text) as Control;
+    } catch {
+      return "other";
+    }
     if (f.op === "ok" && this.pending > 0) {
       if (typeof f.epoch === "string") this.epoch = f.epoch;
       return --this.pending === 0 ? "subscribed" : "other";

@@ -35,8 +35,14 @@ export class GatewayClient implements SubClient {
     const ws = this.ws;
     if (!ws || ws.readyState === WebSocket.CLOSED) return Promise.resolve();
     return new Promise((resolve) => {
-      const t = setTimeout(() => { ws.terminate(); resolve(); }, 2_000);
-      ws.once("close", () => { clearTimeout(t); resolve(); });
+      const t = setTimeout(() => {
+        ws.terminate();
+        resolve();
+      }, 2_000);
+      ws.once("close", () => {
+        clearTimeout(t);
+        resolve();
+      });
       if (ws.readyState === WebSocket.CONNECTING) ws.terminate();
       else ws.close(1000);
     });
@@ -50,13 +56,22 @@ export class GatewayClient implements SubClient {
 
   private readonly connect = (): void => {
     this.retryTimer = null;
-    if (this.stopping) { this.setup.gate.leave(); this.settleFirst(); return; }
+    if (this.stopping) {
+      this.setup.gate.leave();
+      this.settleFirst();
+      return;
+    }
     const ws = new WebSocket(this.url, { perMessageDeflate: false, skipUTF8Validation: true, handshakeTimeout: 10_000, localAddress: this.setup.localAddress });
     this.ws = ws;
     let opened = false;
     let inGate = true;
     let reason = "connection lost";
-    const leave = (): void => { if (inGate) { inGate = false; this.setup.gate.leave(); } };
+    const leave = (): void => {
+      if (inGate) {
+        inGate = false;
+        this.setup.gate.leave();
+      }
+    };
     ws.on("open", () => {
       opened = true;
       leave();
@@ -65,11 +80,17 @@ export class GatewayClient implements SubClient {
     ws.on("message", this.onMessage);
     ws.on("error", (err) => {
       reason = errorReason(err);
-      if (!opened) { this.state.lastFailure = reason; this.setup.events.connectFailed(err, reason); }
+      if (!opened) {
+        this.state.lastFailure = reason;
+        this.setup.events.connectFailed(err, reason);
+      }
     });
     ws.on("close", () => {
       leave();
-      if (this.state.subscribed) { this.state.subscribed = false; this.setup.events.unsubscribed(this.state); }
+      if (this.state.subscribed) {
+        this.state.subscribed = false;
+        this.setup.events.unsubscribed(this.state);
+      }
       if (this.ws === ws) this.ws = null;
       this.settleFirst();
       if (this.stopping) return;

@@ -16,7 +16,10 @@ export abstract class LeanClient implements SubClient, LeanHandler {
   private inGate = false;
   private onStopped: (() => void) | null = null;
 
-  constructor(protected readonly setup: ClientSetup, private readonly path: string) {}
+  constructor(
+    protected readonly setup: ClientSetup,
+    private readonly path: string,
+  ) {}
 
   start(): Promise<void> {
     return new Promise((resolve) => {
@@ -27,7 +30,10 @@ export abstract class LeanClient implements SubClient, LeanHandler {
 
   stop(): Promise<void> {
     this.stopping = true;
-    if (this.retryTimer) { clearTimeout(this.retryTimer); this.retryTimer = null; }
+    if (this.retryTimer) {
+      clearTimeout(this.retryTimer);
+      this.retryTimer = null;
+    }
     this.settleFirst();
     const sock = this.sock;
     if (!sock) return Promise.resolve();
@@ -43,7 +49,11 @@ export abstract class LeanClient implements SubClient, LeanHandler {
 
   private readonly connect = (): void => {
     this.retryTimer = null;
-    if (this.stopping) { this.setup.gate.leave(); this.settleFirst(); return; }
+    if (this.stopping) {
+      this.setup.gate.leave();
+      this.settleFirst();
+      return;
+    }
     this.inGate = true;
     const localPort = this.state.lastFailure === "EADDRINUSE" ? this.setup.sparePort : this.setup.localPort;
     this.sock = new LeanSocket({ host: this.setup.host, port: this.setup.port, path: this.path, localAddress: this.setup.localAddress, localPort }, this);
@@ -57,11 +67,18 @@ export abstract class LeanClient implements SubClient, LeanHandler {
   closed(info: CloseInfo): void {
     this.leaveGate();
     this.sock = null;
-    if (this.state.subscribed) { this.state.subscribed = false; this.setup.events.unsubscribed(this.state); }
+    if (this.state.subscribed) {
+      this.state.subscribed = false;
+      this.setup.events.unsubscribed(this.state);
+    }
     if (!info.opened) this.state.lastFailure = info.reason;
     if (!info.opened) this.setup.events.connectFailed(info.error ?? new Error(info.reason), info.reason);
     this.settleFirst();
-    if (this.stopping) { this.onStopped?.(); this.onStopped = null; return; }
+    if (this.stopping) {
+      this.onStopped?.();
+      this.onStopped = null;
+      return;
+    }
     if (info.opened) this.setup.events.reconnecting();
     this.retryTimer = setTimeout(() => this.setup.gate.enter(this.connect), retryDelayMs(this.attempt++, info.reason));
   }

@@ -42,7 +42,10 @@ export class NatsClient implements SubClient {
       if (!this.stopping) this.retryTimer = setTimeout(() => void this.attempt(n + 1), backoffMs(n));
       return;
     }
-    if (this.stopping) { await nc.close(); return; }
+    if (this.stopping) {
+      await nc.close();
+      return;
+    }
     this.nc = nc;
     for (const subject of this.setup.channels) nc.subscribe(subject, { callback: this.onMessage });
     await nc.flush();
@@ -63,8 +66,10 @@ export class NatsClient implements SubClient {
   private setSubscribed(on: boolean): void {
     if (on === this.state.subscribed) return;
     this.state.subscribed = on;
-    if (on) { this.state.everSubscribed = true; this.setup.events.subscribed(this.state); }
-    else this.setup.events.unsubscribed(this.state);
+    if (on) {
+      this.state.everSubscribed = true;
+      this.setup.events.subscribed(this.state);
+    } else this.setup.events.unsubscribed(this.state);
   }
 
   private readonly onMessage = (err: Error | null, msg: Msg): void => {

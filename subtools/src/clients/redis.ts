@@ -21,7 +21,12 @@ export class RedisClient implements SubClient {
       retryStrategy: (n) => (this.stopping ? null : backoffMs(n)),
     });
     this.redis.on("message", this.onMessage);
-    this.redis.on("error", (err) => { if (!this.connectedOnce) { this.state.lastFailure = errorReason(err); this.setup.events.connectFailed(err, this.state.lastFailure); } });
+    this.redis.on("error", (err) => {
+      if (!this.connectedOnce) {
+        this.state.lastFailure = errorReason(err);
+        this.setup.events.connectFailed(err, this.state.lastFailure);
+      }
+    });
     this.redis.on("close", () => {
       if (!this.state.subscribed) return;
       this.state.subscribed = false;
@@ -29,7 +34,9 @@ export class RedisClient implements SubClient {
       if (!this.stopping) this.setup.events.reconnecting();
     });
     // ioredis resubscribes on its own after a reconnect; "ready" follows that.
-    this.redis.on("ready", () => { if (this.connectedOnce && !this.state.subscribed && !this.stopping) this.markSubscribed(); });
+    this.redis.on("ready", () => {
+      if (this.connectedOnce && !this.state.subscribed && !this.stopping) this.markSubscribed();
+    });
   }
 
   async start(): Promise<void> {
@@ -41,7 +48,10 @@ export class RedisClient implements SubClient {
     } catch (err) {
       // The retry strategy keeps trying; the first failure has been counted by the "error" listener.
       if (this.stopping) return;
-      if (this.redis.status === "end") { this.state.lastFailure = errorReason(err); this.setup.events.connectFailed(err, this.state.lastFailure); }
+      if (this.redis.status === "end") {
+        this.state.lastFailure = errorReason(err);
+        this.setup.events.connectFailed(err, this.state.lastFailure);
+      }
     }
   }
 

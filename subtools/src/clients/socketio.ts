@@ -23,16 +23,25 @@ export class SocketIoClient extends LeanClient {
     if (opcode !== Opcode.Text) return;
     if (this.setup.rx.socketIoBytes(this.state, buf, s, e, recvUs) !== 0) return;
     const c0 = buf[s];
-    if (c0 === 0x32 /* "2": ping */ && e - s === 1) { this.sock?.send("3"); return; }
+    if (c0 === 0x32 /* "2": ping */ && e - s === 1) {
+      this.sock?.send("3");
+      return;
+    }
     const text = buf.toString("utf8", s, e);
-    if (text.startsWith("0{")) { this.sock?.send("40"); return; }
+    if (text.startsWith("0{")) {
+      this.sock?.send("40");
+      return;
+    }
     if (text.startsWith("40")) {
       this.pendingAcks = this.setup.channels.length;
       this.setup.channels.forEach((ch, i) => this.sock?.send(`42${i + 1}${JSON.stringify(["sub", ch])}`));
       return;
     }
     if (text.startsWith("43") && this.pendingAcks > 0) {
-      if (text.includes("false")) { this.refused(`socket.io sub refused: ${text}`); return; }
+      if (text.includes("false")) {
+        this.refused(`socket.io sub refused: ${text}`);
+        return;
+      }
       if (--this.pendingAcks === 0) this.markSubscribed();
       return;
     }

@@ -51,8 +51,10 @@ export class ConnectGate {
   constructor(readonly max: number) {}
 
   enter(attempt: () => void): void {
-    if (this.inFlight < this.max) { this.inFlight++; attempt(); }
-    else this.queue.push(attempt);
+    if (this.inFlight < this.max) {
+      this.inFlight++;
+      attempt();
+    } else this.queue.push(attempt);
   }
 
   /** Called once per entered attempt, when it has opened or failed. */
@@ -60,12 +62,17 @@ export class ConnectGate {
     if (this.head < this.queue.length) {
       const next = this.queue[this.head]!;
       this.queue[this.head++] = noop;
-      if (this.head > 1024 && this.head * 2 > this.queue.length) { this.queue.splice(0, this.head); this.head = 0; }
+      if (this.head > 1024 && this.head * 2 > this.queue.length) {
+        this.queue.splice(0, this.head);
+        this.head = 0;
+      }
       next();
     } else this.inFlight--;
   }
 
-  get waiting(): number { return this.queue.length - this.head; }
+  get waiting(): number {
+    return this.queue.length - this.head;
+  }
 }
 
 const noop = (): void => undefined;

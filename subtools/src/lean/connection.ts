@@ -65,7 +65,10 @@ export class LeanSocket implements FrameSink {
   private failure: { reason: string; error: Error | null } | null = null;
   private recvUs = 0;
 
-  constructor(private readonly opts: LeanOptions, private readonly handler: LeanHandler) {
+  constructor(
+    private readonly opts: LeanOptions,
+    private readonly handler: LeanHandler,
+  ) {
     this.reader = new FrameReader(this);
     this.sock = connect({
       host: opts.host,
@@ -78,11 +81,15 @@ export class LeanSocket implements FrameSink {
     this.sock.setTimeout(opts.timeoutMs ?? 10_000);
     this.sock.once("timeout", this.onConnectTimeout);
     this.sock.once("connect", this.onConnect);
-    this.sock.on("error", (err: NodeJS.ErrnoException) => { this.failure ??= { reason: err.code ?? "error", error: err }; });
+    this.sock.on("error", (err: NodeJS.ErrnoException) => {
+      this.failure ??= { reason: err.code ?? "error", error: err };
+    });
     this.sock.once("close", this.onClose);
   }
 
-  get isOpen(): boolean { return this.state === State.Open; }
+  get isOpen(): boolean {
+    return this.state === State.Open;
+  }
 
   /** Sends one text message (masked, as a client must). False when the socket is not open. */
   send(text: string): boolean {
@@ -93,7 +100,10 @@ export class LeanSocket implements FrameSink {
 
   /** Starts the closing handshake; the socket is destroyed if the server does not finish it in `graceMs`. */
   close(code = 1000, graceMs = 2_000): void {
-    if (this.state === State.Upgrading) { this.destroy(); return; }
+    if (this.state === State.Upgrading) {
+      this.destroy();
+      return;
+    }
     if (this.state !== State.Open) return;
     this.state = State.Closing;
     const p = Buffer.allocUnsafe(2);
@@ -103,7 +113,9 @@ export class LeanSocket implements FrameSink {
     this.sock.once("timeout", () => this.sock.destroy());
   }
 
-  destroy(): void { this.sock.destroy(); }
+  destroy(): void {
+    this.sock.destroy();
+  }
 
   private readonly onConnectTimeout = (): void => {
     this.fail("ETIMEDOUT", new Error(`connect and upgrade took over ${this.opts.timeoutMs ?? 10_000} ms`));
@@ -132,7 +144,10 @@ export class LeanSocket implements FrameSink {
     const chunk = this.head ? Buffer.concat([this.head, buf.subarray(0, n)]) : buf.subarray(0, n);
     const at = chunk.indexOf(HEADER_END);
     if (at < 0) {
-      if (chunk.length > MAX_HEADER) { this.fail("bad_upgrade", new Error("upgrade response headers over 16 KiB")); return; }
+      if (chunk.length > MAX_HEADER) {
+        this.fail("bad_upgrade", new Error("upgrade response headers over 16 KiB"));
+        return;
+      }
       this.head = Buffer.from(chunk);
       return;
     }
@@ -144,7 +159,12 @@ export class LeanSocket implements FrameSink {
       return;
     }
     const accept = /\r\nsec-websocket-accept:\s*(\S+)/i.exec(text)?.[1];
-    if (accept !== createHash("sha1").update(this.key + GUID).digest("base64")) {
+    if (
+      accept !==
+      createHash("sha1")
+        .update(this.key + GUID)
+        .digest("base64")
+    ) {
       this.fail("bad_upgrade", new Error("wrong Sec-WebSocket-Accept"));
       return;
     }

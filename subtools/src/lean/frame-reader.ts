@@ -20,7 +20,10 @@ export interface FrameSink {
 /** A frame the reader refuses; the connection should be closed with `closeCode`. */
 export class FrameError extends Error {
   override readonly name = "FrameError";
-  constructor(message: string, readonly closeCode: number) {
+  constructor(
+    message: string,
+    readonly closeCode: number,
+  ) {
     super(message);
   }
 }
@@ -37,7 +40,10 @@ export class FrameReader {
   private fragmentsLen = 0;
   private fragmentOpcode: Opcode = Opcode.Text;
 
-  constructor(private readonly sink: FrameSink, private readonly maxMessage = DEFAULT_MAX_MESSAGE) {}
+  constructor(
+    private readonly sink: FrameSink,
+    private readonly maxMessage = DEFAULT_MAX_MESSAGE,
+  ) {}
 
   /** Reads every complete frame in `buf[start, end)`; throws FrameError on a protocol violation. */
   feed(buf: Buffer, start = 0, end = buf.length): void {
@@ -52,7 +58,11 @@ export class FrameReader {
       this.carryLen = need;
       const c = this.carry;
       const used = this.frames(c, 0, need);
-      if (used === need) { this.carry = null; this.carryLen = 0; return; }
+      if (used === need) {
+        this.carry = null;
+        this.carryLen = 0;
+        return;
+      }
       c.copy(c, 0, used, need);
       this.carryLen = need - used;
       return;
@@ -67,7 +77,9 @@ export class FrameReader {
   }
 
   /** Bytes held for an incomplete frame (for tests and diagnostics). */
-  get pending(): number { return this.carryLen + this.fragmentsLen; }
+  get pending(): number {
+    return this.carryLen + this.fragmentsLen;
+  }
 
   /** Reads whole frames from `buf[pos, end)`; returns where the first incomplete frame starts. */
   private frames(buf: Buffer, pos: number, end: number): number {
@@ -116,7 +128,10 @@ export class FrameReader {
     }
     if (opcode !== Opcode.Text && opcode !== Opcode.Binary) throw new FrameError(`unknown data opcode ${opcode}`, 1002);
     if (this.fragments.length > 0) throw new FrameError("a new message began before the fragmented one ended", 1002);
-    if (fin) { this.sink.message(opcode, buf, s, e); return; }
+    if (fin) {
+      this.sink.message(opcode, buf, s, e);
+      return;
+    }
     this.fragmentOpcode = opcode;
     this.addFragment(buf, s, e);
   }
@@ -143,8 +158,14 @@ export function clientFrame(opcode: Opcode, payload: Buffer, mask: Buffer): Buff
   const out = Buffer.allocUnsafe(head + 4 + len);
   out[0] = 0x80 | opcode;
   if (head === 2) out[1] = 0x80 | len;
-  else if (head === 4) { out[1] = 0x80 | 126; out.writeUInt16BE(len, 2); }
-  else { out[1] = 0x80 | 127; out.writeUInt32BE(Math.floor(len / 0x1_0000_0000), 2); out.writeUInt32BE(len >>> 0, 6); }
+  else if (head === 4) {
+    out[1] = 0x80 | 126;
+    out.writeUInt16BE(len, 2);
+  } else {
+    out[1] = 0x80 | 127;
+    out.writeUInt32BE(Math.floor(len / 0x1_0000_0000), 2);
+    out.writeUInt32BE(len >>> 0, 6);
+  }
   mask.copy(out, head, 0, 4);
   for (let i = 0; i < len; i++) out[head + 4 + i] = payload[i]! ^ mask[i & 3]!;
   return out;
@@ -157,8 +178,14 @@ export function serverFrame(opcode: Opcode, payload: Buffer, fin = true): Buffer
   const out = Buffer.allocUnsafe(head + len);
   out[0] = (fin ? 0x80 : 0) | opcode;
   if (head === 2) out[1] = len;
-  else if (head === 4) { out[1] = 126; out.writeUInt16BE(len, 2); }
-  else { out[1] = 127; out.writeUInt32BE(Math.floor(len / 0x1_0000_0000), 2); out.writeUInt32BE(len >>> 0, 6); }
+  else if (head === 4) {
+    out[1] = 126;
+    out.writeUInt16BE(len, 2);
+  } else {
+    out[1] = 127;
+    out.writeUInt32BE(Math.floor(len / 0x1_0000_0000), 2);
+    out.writeUInt32BE(len >>> 0, 6);
+  }
   payload.copy(out, head);
   return out;
 }

@@ -64,21 +64,32 @@ export function measureGatewayClock(host: string, port: number, path: string, n 
       resolve(r);
     };
     const timer = setTimeout(() => finish(`no answer from ${host}:${port} within ${timeoutMs} ms`), timeoutMs);
-    const ping = (): void => { sentUs = now(); sock.send(`{"op":"ping","id":${samples.length + 1}}`); };
-    const sock = new LeanSocket({ host, port, path, timeoutMs }, {
-      open: ping,
-      message(_op, buf, s, e) {
-        const recvUs = now();
-        const text = buf.toString("utf8", s, e);
-        if (!text.startsWith('{"op":"pong"')) return;
-        const m = /"time":(-?[\d.]+)/.exec(text);
-        if (!m) { finish("the gateway's pong carries no time (a gateway older than this tool)"); return; }
-        samples.push({ sentUs, serverUs: Number(m[1]) * 1000, recvUs });
-        if (samples.length < n) ping();
-        else finish({ reference: `gateway ${host}:${port} pong`, ...estimateOffset(samples), samples: samples.length, measuredAt: new Date().toISOString() });
+    const ping = (): void => {
+      sentUs = now();
+      sock.send(`{"op":"ping","id":${samples.length + 1}}`);
+    };
+    const sock = new LeanSocket(
+      { host, port, path, timeoutMs },
+      {
+        open: ping,
+        message(_op, buf, s, e) {
+          const recvUs = now();
+          const text = buf.toString("utf8", s, e);
+          if (!text.startsWith('{"op":"pong"')) return;
+          const m = /"time":(-?[\d.]+)/.exec(text);
+          if (!m) {
+            finish("the gateway's pong carries no time (a gateway older than this tool)");
+            return;
+          }
+          samples.push({ sentUs, serverUs: Number(m[1]) * 1000, recvUs });
+          if (samples.length < n) ping();
+          else finish({ reference: `gateway ${host}:${port} pong`, ...estimateOffset(samples), samples: samples.length, measuredAt: new Date().toISOString() });
+        },
+        closed(info) {
+          finish(`clock exchange with ${host}:${port} failed: ${info.reason}${info.error ? ` (${info.error.message})` : ""}`);
+        },
       },
-      closed(info) { finish(`clock exchange with ${host}:${port} failed: ${info.reason}${info.error ? ` (${info.error.message})` : ""}`); },
-    });
+    );
   });
 }
 

@@ -40,10 +40,12 @@ export class CpuTrack {
   constructor(readonly name: string) {}
 
   add(pct: number, flowing: boolean): void {
-    this.allSum += pct; this.allN++;
+    this.allSum += pct;
+    this.allN++;
     if (pct > this.peak) this.peak = pct;
     if (!flowing) return;
-    this.busySum += pct; this.busyN++;
+    this.busySum += pct;
+    this.busyN++;
     if (pct > SATURATED_PCT) this.saturated++;
   }
 

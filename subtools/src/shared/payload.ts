@@ -13,7 +13,10 @@ export function dataPayload(p: string, s: number, tUs: number, size: number, off
   let pad = size - head.length - 2;
   if (pad <= 0) return head + '"}';
   let x = "";
-  while (pad > PAD.length) { x += PAD; pad -= PAD.length; }
+  while (pad > PAD.length) {
+    x += PAD;
+    pad -= PAD.length;
+  }
   return head + x + PAD.slice(0, pad) + '"}';
 }
 

@@ -57,12 +57,17 @@ class ExactSum {
   private c = 0;
   add(x: number): void {
     const t = this.s + x;
-    if (Math.abs(this.s) >= Math.abs(x)) this.c += (this.s - t) + x;
-    else this.c += (x - t) + this.s;
+    if (Math.abs(this.s) >= Math.abs(x)) this.c += this.s - t + x;
+    else this.c += x - t + this.s;
     this.s = t;
   }
-  get value(): number { return this.s + this.c; }
-  reset(): void { this.s = 0; this.c = 0; }
+  get value(): number {
+    return this.s + this.c;
+  }
+  reset(): void {
+    this.s = 0;
+    this.c = 0;
+  }
 }
 
 /** Latencies in microseconds. `record` is the per-message hot path: no allocation. */
@@ -77,21 +82,35 @@ export class LatencyStats {
   private readonly recip = new ExactSum();
 
   record(us: number): void {
-    if (!(us >= HIST_LOWEST_US)) { us = HIST_LOWEST_US; this.clamped++; }
+    if (!(us >= HIST_LOWEST_US)) {
+      us = HIST_LOWEST_US;
+      this.clamped++;
+    }
     this.count++;
     this.sum.add(us);
     this.recip.add(1 / us);
     if (us < this.min) this.min = us;
     if (us > this.max) this.max = us;
     let v = Math.round(us);
-    if (v > HIST_HIGHEST_US) { v = HIST_HIGHEST_US; this.overflow++; }
+    if (v > HIST_HIGHEST_US) {
+      v = HIST_HIGHEST_US;
+      this.overflow++;
+    }
     this.histogram.recordValue(v);
   }
 
-  get sumUs(): number { return this.sum.value; }
-  get recipSum(): number { return this.recip.value; }
-  get meanUs(): number { return this.count ? this.sum.value / this.count : NaN; }
-  get harmonicMeanUs(): number { return this.count ? this.count / this.recip.value : NaN; }
+  get sumUs(): number {
+    return this.sum.value;
+  }
+  get recipSum(): number {
+    return this.recip.value;
+  }
+  get meanUs(): number {
+    return this.count ? this.sum.value / this.count : NaN;
+  }
+  get harmonicMeanUs(): number {
+    return this.count ? this.count / this.recip.value : NaN;
+  }
   /**
    * Value at percentile `p` (0–100), to the histogram's 3 significant digits. HDR reports the top of a
    * bucket, so the result is kept within the exact [min, max].
@@ -142,7 +161,8 @@ export class LatencyStats {
     const st = new LatencyStats();
     if (s.count === 0) return st;
     if (s.values) {
-      for (let i = 0; i + 1 < s.values.length; i += 2) st.histogram.recordValueWithCount(Math.min(HIST_HIGHEST_US, Math.max(HIST_LOWEST_US, s.values[i]!)), s.values[i + 1]!);
+      for (let i = 0; i + 1 < s.values.length; i += 2)
+        st.histogram.recordValueWithCount(Math.min(HIST_HIGHEST_US, Math.max(HIST_LOWEST_US, s.values[i]!)), s.values[i + 1]!);
     } else st.histogram.add(hdr.decodeFromCompressedBase64(s.histogram, 64));
     st.count = s.count;
     st.sum.add(s.sumUs);

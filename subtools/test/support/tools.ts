@@ -32,13 +32,22 @@ function stale(): boolean {
 export async function buildTools(): Promise<void> {
   if (!stale()) return;
   spawnSync("mkdir", ["-p", resolve(ROOT, "dist")]);
-  const fd = await waitFor(() => {
-    try { return openSync(LOCK, "wx"); } catch { return stale() ? undefined : -1; }
-  }, { timeoutMs: 60_000, intervalMs: 100, what: "tools build lock" });
+  const fd = await waitFor(
+    () => {
+      try {
+        return openSync(LOCK, "wx");
+      } catch {
+        return stale() ? undefined : -1;
+      }
+    },
+    { timeoutMs: 60_000, intervalMs: 100, what: "tools build lock" },
+  );
   if (fd === -1) return; // another test file built them meanwhile
   try {
     if (!stale()) return;
-    const r = spawnSync(process.execPath, [resolve(ROOT, "node_modules/typescript/bin/tsc"), "-p", resolve(ROOT, "subtools/tsconfig.tools.json")], { encoding: "utf8" });
+    const r = spawnSync(process.execPath, [resolve(ROOT, "node_modules/typescript/bin/tsc"), "-p", resolve(ROOT, "subtools/tsconfig.tools.json")], {
+      encoding: "utf8",
+    });
     if (r.status !== 0) throw new Error(`tsc failed: ${r.stdout}${r.stderr}`);
   } finally {
     closeSync(fd);
@@ -57,8 +66,12 @@ export type Run = {
 export function run(cli: string, args: string[]): Run {
   const child = spawn(process.execPath, [cli, ...args], { stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
-  child.stdout!.on("data", (d: Buffer) => { out += d.toString(); });
-  child.stderr!.on("data", (d: Buffer) => { out += d.toString(); });
+  child.stdout!.on("data", (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr!.on("data", (d: Buffer) => {
+    out += d.toString();
+  });
   const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
   return { child, out: () => out, exited };
 }
@@ -74,8 +87,11 @@ export async function runToEnd(cli: string, args: string[], timeoutMs = 30_000):
 
 /** Waits until a sub-cluster run prints that all its clients are connected. */
 export function waitConnected(r: Run, clients: number): Promise<true> {
-  return waitFor(() => {
-    if (r.child.exitCode !== null) throw new Error(`sub-cluster exited ${r.child.exitCode}: ${r.out()}`);
-    return r.out().includes(`clients ${clients}/${clients} `) || undefined;
-  }, { timeoutMs: 20_000, what: `${clients} clients connected` });
+  return waitFor(
+    () => {
+      if (r.child.exitCode !== null) throw new Error(`sub-cluster exited ${r.child.exitCode}: ${r.out()}`);
+      return r.out().includes(`clients ${clients}/${clients} `) || undefined;
+    },
+    { timeoutMs: 20_000, what: `${clients} clients connected` },
+  );
 }

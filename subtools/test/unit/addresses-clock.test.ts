@@ -20,9 +20,14 @@ describe("source addresses", () => {
   it("addresses — 100,000 loopback clients are spread over 127.0.0.2… and the plan says so", () => {
     const p = planAddresses(["127.0.0.1"], 9000, 100_000, [], RANGE);
     expect(p.hosts[0]!.sources).toEqual(["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6"]);
-    expect(p.notes[0]).toMatch(/spreading 100,000 connections to 127\.0\.0\.1:9000 over 5 source addresses 127\.0\.0\.2–127\.0\.0\.6 \(~20,000 each, source ports from 32768 up/);
+    expect(p.notes[0]).toMatch(
+      /spreading 100,000 connections to 127\.0\.0\.1:9000 over 5 source addresses 127\.0\.0\.2–127\.0\.0\.6 \(~20,000 each, source ports from 32768 up/,
+    );
     const per = new Map<string | undefined, number>();
-    for (let g = 0; g < 100_000; g++) { const a = addressOf(p, g).localAddress; per.set(a, (per.get(a) ?? 0) + 1); }
+    for (let g = 0; g < 100_000; g++) {
+      const a = addressOf(p, g).localAddress;
+      per.set(a, (per.get(a) ?? 0) + 1);
+    }
     expect([...per.values()]).toEqual([20_000, 20_000, 20_000, 20_000, 20_000]);
     // Each address's clients take ports from 32768 up, one each, skipping the server's own port.
     const near = planAddresses(["127.0.0.1"], 32_770, 100_000, [], RANGE);
@@ -36,8 +41,10 @@ describe("source addresses", () => {
     expect(remote.warnings[0]).toMatch(/expect EADDRNOTAVAIL; give this host 2 addresses with --local-address/);
     const given = planAddresses(["a", "b"], 9000, 4, ["192.0.2.1", "192.0.2.2"], RANGE);
     expect([0, 1, 2, 3].map((g) => addressOf(given, g))).toEqual([
-      { host: "a", localAddress: "192.0.2.1" }, { host: "b", localAddress: "192.0.2.1" },
-      { host: "a", localAddress: "192.0.2.2" }, { host: "b", localAddress: "192.0.2.2" },
+      { host: "a", localAddress: "192.0.2.1" },
+      { host: "b", localAddress: "192.0.2.1" },
+      { host: "a", localAddress: "192.0.2.2" },
+      { host: "b", localAddress: "192.0.2.2" },
     ]);
   });
 });
@@ -63,7 +70,10 @@ describe("clock offset", () => {
     expect(rx.window.count).toBe(2);
     // 5,000 µs on the clocks; in the server's time (1,005,000 + 1,000) − (1,000,000 + 400) = 5,600.
     expect([rx.window.min, rx.window.max]).toEqual([5_000, 5_600]);
-    expect(rx.publishers.map((p) => [p.host, p.sameHost, p.corrected, p.correctionUs])).toEqual([["far-away-host", false, true, 600], [me, true, false, 0]]);
+    expect(rx.publishers.map((p) => [p.host, p.sameHost, p.corrected, p.correctionUs])).toEqual([
+      ["far-away-host", false, true, 600],
+      [me, true, false, 0],
+    ]);
   });
 
   it("clock — a publisher id names its host, whatever dashes the host name has", () => {
@@ -75,11 +85,31 @@ describe("clock offset", () => {
     const s = new LatencyStats();
     s.record(1000);
     return {
-      version: 1, tool: "sub-cluster", target: "gateway", hosts: ["gw"], port: 9000, channels: ["x"], processes: 1, clientsPerProcess: 1,
-      startedAt: "2026-01-01T00:00:00.000Z", durationMs: 1, stopReason: "duration", counts: { ...emptyCounts(), received: 1 }, latency: s.toJSON(), cpu: [], clock,
+      version: 1,
+      tool: "sub-cluster",
+      target: "gateway",
+      hosts: ["gw"],
+      port: 9000,
+      channels: ["x"],
+      processes: 1,
+      clientsPerProcess: 1,
+      startedAt: "2026-01-01T00:00:00.000Z",
+      durationMs: 1,
+      stopReason: "duration",
+      counts: { ...emptyCounts(), received: 1 },
+      latency: s.toJSON(),
+      cpu: [],
+      clock,
     };
   };
-  const pub = (host: string, corrected: boolean) => ({ id: `${host}-1-1:x`, host, sameHost: false, offsetUs: corrected ? 10 : null, correctionUs: corrected ? 5 : 0, corrected });
+  const pub = (host: string, corrected: boolean) => ({
+    id: `${host}-1-1:x`,
+    host,
+    sameHost: false,
+    offsetUs: corrected ? 10 : null,
+    correctionUs: corrected ? 5 : 0,
+    corrected,
+  });
 
   it("merge — refuses results whose publishers' clock offsets were unknown, unless told to accept them", () => {
     const good = result({ host: "b", self: null, publishers: [pub("a", true)], status: "corrected" });
@@ -95,9 +125,18 @@ describe("clock offset", () => {
 describe("gateway frame reader (bytes)", () => {
   const text = (b: Buffer, s: number, e: number): string => b.toString("latin1", s, e);
   it("gateway bytes — the gateway's layout is read in one pass: sub, seq, payload", () => {
-    const f = Buffer.from('{"op":"msg","channel":"orders.eu","sub":"orders.*","seq":1234,"ts":1795288871193.416,"data":{"p":"h-1-1:orders.eu","s":9,"t":1795288871190000,"o":-3,"x":"xxx"}}');
+    const f = Buffer.from(
+      '{"op":"msg","channel":"orders.eu","sub":"orders.*","seq":1234,"ts":1795288871193.416,"data":{"p":"h-1-1:orders.eu","s":9,"t":1795288871190000,"o":-3,"x":"xxx"}}',
+    );
     expect(scanGatewayBytes(f, 0, f.length)).toBe(1);
-    expect([text(f, bs.subStart, bs.subEnd), bs.seq, text(f, bs.pStart, bs.pEnd), bs.s, bs.t, bs.o]).toEqual(["orders.*", 1234, "h-1-1:orders.eu", 9, 1795288871190000, -3]);
+    expect([text(f, bs.subStart, bs.subEnd), bs.seq, text(f, bs.pStart, bs.pEnd), bs.s, bs.t, bs.o]).toEqual([
+      "orders.*",
+      1234,
+      "h-1-1:orders.eu",
+      9,
+      1795288871190000,
+      -3,
+    ]);
   });
 
   it("gateway bytes — other layouts, end markers and control frames are still told apart", () => {

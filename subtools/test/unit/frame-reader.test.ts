@@ -46,7 +46,10 @@ describe("lean frame reader", () => {
       const { sink, got } = collector();
       const r = new FrameReader(sink);
       feedChunked(r, frames, [cut, frames.length]);
-      expect(got.map((g) => g.text), `cut at ${cut}`).toEqual(["first message", "x".repeat(300), "third"]);
+      expect(
+        got.map((g) => g.text),
+        `cut at ${cut}`,
+      ).toEqual(["first message", "x".repeat(300), "third"]);
       expect(r.pending).toBe(0);
     }
   });
@@ -63,7 +66,10 @@ describe("lean frame reader", () => {
       const { sink, got } = collector();
       const r = new FrameReader(sink);
       feedChunked(r, bytes, chunks);
-      expect(got.map((g) => g.text.length), `chunks ${chunks}`).toEqual(sizes);
+      expect(
+        got.map((g) => g.text.length),
+        `chunks ${chunks}`,
+      ).toEqual(sizes);
       expect(got.map((g) => g.text)).toEqual(payloads);
     }
   });
@@ -98,10 +104,19 @@ describe("lean frame reader", () => {
     const rsv = text("hi");
     rsv[0] = rsv[0]! | 0x40;
     const stray = serverFrame(Opcode.Continuation, Buffer.from("x"));
-    for (const [bad, code] of [[masked, 1002], [rsv, 1002], [stray, 1002], [text("y".repeat(200)), 1009]] as const) {
+    for (const [bad, code] of [
+      [masked, 1002],
+      [rsv, 1002],
+      [stray, 1002],
+      [text("y".repeat(200)), 1009],
+    ] as const) {
       const r = new FrameReader(collector().sink, 100);
       expect(() => r.feed(bad)).toThrow(FrameError);
-      try { r.feed(bad); } catch (e) { expect((e as FrameError).closeCode).toBe(code); }
+      try {
+        r.feed(bad);
+      } catch (e) {
+        expect((e as FrameError).closeCode).toBe(code);
+      }
     }
   });
 

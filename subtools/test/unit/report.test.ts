@@ -6,11 +6,32 @@ import { reportLines, TAG } from "../../src/report.js";
 function result(values: number[], over: Partial<SubResult> = {}): SubResult {
   const s = new LatencyStats();
   for (const v of values) s.record(v);
-  const counts = { ...emptyCounts(), clients: 2, everConnected: 2, peakConnected: 2, received: values.length, distinct: values.length, expected: values.length + 1, lost: 1 };
+  const counts = {
+    ...emptyCounts(),
+    clients: 2,
+    everConnected: 2,
+    peakConnected: 2,
+    received: values.length,
+    distinct: values.length,
+    expected: values.length + 1,
+    lost: 1,
+  };
   return {
-    version: 1, tool: "sub-cluster", target: "redis", hosts: ["127.0.0.1"], port: 6379, channels: ["bench.x"], processes: 1,
-    clientsPerProcess: 2, startedAt: "2025-01-01T00:00:00.000Z", durationMs: 1000, stopReason: "duration", counts,
-    latency: s.toJSON(), cpu: [{ name: "sub-1", avgPct: 10, peakPct: 20, saturatedS: 0 }], ...over,
+    version: 1,
+    tool: "sub-cluster",
+    target: "redis",
+    hosts: ["127.0.0.1"],
+    port: 6379,
+    channels: ["bench.x"],
+    processes: 1,
+    clientsPerProcess: 2,
+    startedAt: "2025-01-01T00:00:00.000Z",
+    durationMs: 1000,
+    stopReason: "duration",
+    counts,
+    latency: s.toJSON(),
+    cpu: [{ name: "sub-1", avgPct: 10, peakPct: 20, saturatedS: 0 }],
+    ...over,
   };
 }
 

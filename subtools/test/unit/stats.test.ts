@@ -102,9 +102,18 @@ describe("stats — merging", () => {
 
   it("stats — the faster bucket index records exactly what the library's own computation does", async () => {
     const hdr = await import("hdr-histogram-js");
-    const plain = hdr.build({ bitBucketSize: 64, autoResize: false, lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: 3 });
+    const plain = hdr.build({
+      bitBucketSize: 64,
+      autoResize: false,
+      lowestDiscernibleValue: 1,
+      highestTrackableValue: 3_600_000_000,
+      numberOfSignificantValueDigits: 3,
+    });
     const fast = new LatencyStats();
-    for (let v = 1; v < 3_600_000_000; v = Math.ceil(v * 1.013) + 1) { plain.recordValue(v); fast.record(v); }
+    for (let v = 1; v < 3_600_000_000; v = Math.ceil(v * 1.013) + 1) {
+      plain.recordValue(v);
+      fast.record(v);
+    }
     expect(hdr.encodeIntoCompressedBase64(fast.histogram)).toBe(hdr.encodeIntoCompressedBase64(plain));
   });
 });

@@ -36,7 +36,10 @@ const commands = {
       c.channel,
       (m) => {
         // Settle first, then report: a reported message's ack or nak is already on the wire.
-        if (nakFirst) m.redelivered ? m.ack() : m.nak();
+        if (nakFirst) {
+          if (m.redelivered) m.ack();
+          else m.nak();
+        }
         report(c.sub, m);
       },
       {
