@@ -3,7 +3,7 @@
 #   docker run --rm -p 9000:9000 -e NATS_URL=nats://host.docker.internal:4222 fanout-gateway
 # Debian (glibc), not Alpine: uWebSockets.js ships prebuilt glibc binaries.
 # Node 20 because the uWebSockets.js build in use (uWS v20.30) has binaries for it and glibc 2.36; Node 20
-# reached end of life on 2026-04-30 (see README → Security → Runtime). A newer Node needs another uWS build,
+# reached end of life on 2026-04-30 (see docs/operations.md, "Runtime"). A newer Node needs another uWS build,
 # and no code change: add it to package.json under an alias of its own (e.g. "uws-official":
 # "github:uNetworking/uWebSockets.js#<tag>"), raise NODE_IMAGE to a base with the glibc it needs, and set
 # ENV UWS_MODULE=uws-official in the runtime stage (the gateway still refuses a build whose binary does not load).
