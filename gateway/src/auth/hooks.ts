@@ -53,6 +53,11 @@ export class Hooks {
     this.connectCache = new AnswerCache(config.cacheTtlMs, config.cacheSize);
   }
 
+  /** Answers cached per hook (metrics; each at most HOOK_CACHE_SIZE). */
+  get cacheSizes(): { connect: number; subscribe: number } {
+    return { connect: this.connectCache.entries, subscribe: this.subscribeCache.entries };
+  }
+
   get connectEnabled(): boolean {
     return this.config.connectUrl !== "";
   }
@@ -184,6 +189,10 @@ class AnswerCache<T> {
 
   get enabled(): boolean {
     return this.ttlMs > 0 && this.size > 0;
+  }
+
+  get entries(): number {
+    return this.map.size;
   }
 
   get(key: string): Answer<T> | undefined {

@@ -28,6 +28,7 @@ import { hostname } from "node:os";
 import { LocalControl } from "../control/local.js";
 import { ControlService } from "../control/service.js";
 import { registerControlRoutes } from "../control/http.js";
+import { registerWorkerState } from "../metrics/worker-state.js";
 
 /** A worker: one uWS app on the shared port (SO_REUSEPORT), one broker connection, one fan-out hub. */
 export async function runWorker(config: Config): Promise<void> {
@@ -103,6 +104,25 @@ export async function runWorker(config: Config): Promise<void> {
   control.start();
   // Its HTTP door is on the public port only when there is no admin listener (the primary's, which has it then).
   if (c.server.adminPort < 0) for (const a of apps) registerControlRoutes(a, { service: control, access, maxBodyBytes: c.server.publishBatchMaxBytes });
+  // Each worker's tables by size, read through their owners' getters at each scrape (soak runs watch them).
+  registerWorkerState(
+    {
+      ws_sockets: () => ws.sockets.size,
+      sse_streams: () => sse.streams.size,
+      hub_feeds: () => hub.size,
+      replay_cache_pages: () => hub.pages?.stats().pages ?? 0,
+      replay_cache_bytes: () => hub.pages?.stats().bytes ?? 0,
+      presence_channels: () => presence?.sizes.channels ?? 0,
+      presence_own: () => presence?.sizes.own ?? 0,
+      presence_unremoved: () => presence?.sizes.unremoved ?? 0,
+      ip_table_entries: () => guard.admission.ipEntries,
+      read_limit_ips: () => reads?.size.ips ?? 0,
+      read_limit_users: () => reads?.size.users ?? 0,
+      hook_cache_connect: () => hooks?.cacheSizes.connect ?? 0,
+      hook_cache_subscribe: () => hooks?.cacheSizes.subscribe ?? 0,
+    },
+    { worker: cluster.worker?.id ?? 0, pid: process.pid },
+  );
   for (const a of apps)
     registerHttpRoutes(a, {
       config: c.server,

@@ -33,6 +33,11 @@ export class Admission {
     this.origins = new OriginPolicy(config.allowedOrigins);
   }
 
+  /** Client IPs tracked now (metrics). */
+  get ipEntries(): number {
+    return this.ips.size;
+  }
+
   start(): void {
     this.sweeper ??= setInterval(() => {
       this.ips.sweep(Date.now());

@@ -56,6 +56,11 @@ export class PresenceHub {
     private readonly lingerMs: number,
   ) {}
 
+  /** Sizes of the worker's presence tables (metrics): watched channels, own entries, removals to retry. */
+  get sizes(): { channels: number; own: number; unremoved: number } {
+    return { channels: this.channels.size, own: this.own.size, unremoved: this.unremoved.size };
+  }
+
   /**
    * Takes part in the channel's presence: `joinTopic` (a socket that wants the join/leave frames joins the
    * topic first, so it sees its own join and everything after) and/or `member` (checked against the bound,
