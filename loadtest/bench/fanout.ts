@@ -1,7 +1,10 @@
 // bench:fanout — N WebSocket clients, M msgs/s, through the gateway (JetStream) and through a bare uWS
 // publish server in the same run; prints deliveries/s and latency percentiles for both and their ratio.
 // Not a test: numbers go to the README. Usage: node dist/loadtest/bench/fanout.js [--clients 200] [--rate 500]
-//   [--seconds 8] [--procs 2] [--size 64] [--workers 1] [--compression off|shared|both]
+//   [--seconds 8] [--procs 2] [--size 64] [--workers 1] [--compression off|shared|both] [--publish-load N]
+// --publish-load N: one more gateway row, while N msgs/s are published through the same gateway (HTTP batches of
+// 100 to a channel nobody subscribes to) and a single HTTP publish every 50 ms is timed: delivery under publish
+// load against bare uWS, and a single publish's latency under that load.
 // --compression shared: the gateway runs with COMPRESSION=shared (bare uWS with SHARED_COMPRESSOR, publish
 // compress=true) and the clients negotiate permessage-deflate; both: a row pair, off then shared. Each row
 // also shows the server's CPU (its process tree, from /proc) per delivery.
@@ -104,7 +107,61 @@ async function runClients(url: string, channel: string, clients: number, procs: 
   return children;
 }
 
-type Result = { deliveriesPerSec: number; lat: number[]; cpuPct: number };
+type Result = { deliveriesPerSec: number; lat: number[]; cpuPct: number; load?: LoadResult };
+
+type LoadResult = { offered: number; stored: number; failed: number; singleLatMs: number[] };
+
+/** Publishes `perSec` msgs/s through the gateway in HTTP batches of 100, and times a single publish every 50 ms. */
+function publishLoad(port: number, perSec: number): { stop: () => Promise<LoadResult> } {
+  const url = `http://127.0.0.1:${port}/v1/publish`;
+  const batch = JSON.stringify(Array.from({ length: 100 }, (_, i) => ({ channel: "bench.load", data: { i, x: "y".repeat(64) } })));
+  const r: LoadResult = { offered: 0, stored: 0, failed: 0, singleLatMs: [] };
+  const inflight = new Set<Promise<void>>();
+  const track = (p: Promise<void>) => {
+    inflight.add(p);
+    void p.finally(() => inflight.delete(p));
+  };
+  let owed = 0;
+  const tickMs = 10;
+  const batches = setInterval(() => {
+    owed += (perSec / 100) * (tickMs / 1000);
+    for (; owed >= 1; owed--) {
+      r.offered += 100;
+      track(
+        fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: batch }).then(
+          async (res) => {
+            const items = (await res.json()) as { results?: { seq?: number }[] };
+            const ok = items.results?.filter((x) => typeof x.seq === "number").length ?? 0;
+            r.stored += ok;
+            r.failed += 100 - ok;
+          },
+          () => void (r.failed += 100),
+        ),
+      );
+    }
+  }, tickMs);
+  const singles = setInterval(() => {
+    const t = performance.now();
+    track(
+      fetch(`${url}/bench.single`, { method: "POST", headers: { "content-type": "application/json" }, body: '{"single":true}' }).then(
+        async (res) => {
+          await res.arrayBuffer();
+          if (res.status === 201) r.singleLatMs.push(performance.now() - t);
+        },
+        () => undefined,
+      ),
+    );
+  }, 50);
+  return {
+    stop: async () => {
+      clearInterval(batches);
+      clearInterval(singles);
+      await Promise.allSettled([...inflight]);
+      r.singleLatMs.sort((a, b) => a - b);
+      return r;
+    },
+  };
+}
 
 /** Deliveries and latency over `seconds` after a warm-up second, and the CPU of `serverPid`'s process tree meanwhile. */
 async function collect(children: ChildProcess[], seconds: number, serverPid: number): Promise<Result> {
@@ -147,6 +204,7 @@ async function main(): Promise<void> {
       compression: { type: "string", default: "off" },
       deflate: { type: "boolean", default: false },
       compress: { type: "boolean", default: false },
+      "publish-load": { type: "string", default: "0" },
     },
   });
   if (v.role === "client") return clientMain(v.url!, v.channel!, Number(v.k), v.deflate!);
@@ -168,6 +226,14 @@ async function main(): Promise<void> {
     });
     rows.push({ name: `bare uWS publish${tag}`, r: await runBare(clients, rate, seconds, procs, size, deflate) });
   }
+  const load = Number(v["publish-load"]);
+  const loaded =
+    load > 0
+      ? {
+          name: `gateway (JetStream, ${v.workers} worker${v.workers === "1" ? "" : "s"}) while ${fmt(load)} msgs/s are published through it`,
+          r: await runGateway(clients, rate, seconds, procs, size, Number(v.workers), false, load),
+        }
+      : undefined;
 
   const row = (name: string, r: Result) =>
     `| ${name} | ${fmt(r.deliveriesPerSec)} | ${fmt(percentile(r.lat, 50) / 1000, 2)} | ${fmt(percentile(r.lat, 99) / 1000, 2)} | ${fmt(percentile(r.lat, 99.9) / 1000, 2)} | ${fmt(r.lat.at(-1)! / 1000, 2)} | ${fmt(r.cpuPct)} | ${fmt(cpuUsPerDelivery(r), 2)} |`;
@@ -177,10 +243,17 @@ async function main(): Promise<void> {
   );
   console.log("| server | deliveries/s | p50 ms | p99 ms | p99.9 ms | max ms | server CPU % | CPU µs/delivery |\n|---|---|---|---|---|---|---|---|");
   for (const x of rows) console.log(row(x.name, x.r));
+  if (loaded) console.log(row(loaded.name, loaded.r));
   for (let i = 0; i < rows.length; i += 2)
     console.log(
       `ratio gateway/bare deliveries/s${modes[i / 2] ? " (deflate)" : ""}: ${(rows[i]!.r.deliveriesPerSec / rows[i + 1]!.r.deliveriesPerSec).toFixed(3)} (target >= 0.90)`,
     );
+  if (loaded?.r.load) {
+    const l = loaded.r.load;
+    console.log(
+      `ratio gateway under publish load/bare deliveries/s: ${(loaded.r.deliveriesPerSec / rows[1]!.r.deliveriesPerSec).toFixed(3)} (target >= 0.90); published ${fmt(l.stored)} of ${fmt(l.offered)} offered (${fmt(l.failed)} failed); single HTTP publish under that load p50 ${fmt(percentile(l.singleLatMs, 50), 2)} ms, p99 ${fmt(percentile(l.singleLatMs, 99), 2)} ms (${l.singleLatMs.length} timed)`,
+    );
+  }
   if (rows.length === 4)
     console.log(
       `deflate costs the gateway ${fmt(cpuUsPerDelivery(rows[2]!.r) - cpuUsPerDelivery(rows[0]!.r), 2)} µs CPU per delivery (${(cpuUsPerDelivery(rows[2]!.r) / cpuUsPerDelivery(rows[0]!.r)).toFixed(2)}x)`,
@@ -199,7 +272,16 @@ async function main(): Promise<void> {
 
 const cpuUsPerDelivery = (r: Result): number => (r.deliveriesPerSec > 0 ? (r.cpuPct / 100 / r.deliveriesPerSec) * 1e6 : NaN);
 
-async function runGateway(clients: number, rate: number, seconds: number, procs: number, size: number, workers: number, deflate: boolean): Promise<Result> {
+async function runGateway(
+  clients: number,
+  rate: number,
+  seconds: number,
+  procs: number,
+  size: number,
+  workers: number,
+  deflate: boolean,
+  publishPerSec = 0,
+): Promise<Result> {
   const nats = await startNats();
   const gw = await startGatewayProc(nats.url, workers, deflate ? ["--compression", "shared"] : []);
   const gwKids = await runClients(`ws://127.0.0.1:${gw.port}/ws`, "bench.fanout", clients, procs, deflate);
@@ -219,7 +301,9 @@ async function runGateway(clients: number, rate: number, seconds: number, procs:
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     }
   })();
+  const loader = publishPerSec > 0 ? publishLoad(gw.port, publishPerSec) : undefined;
   const g = await collect(gwKids, seconds, gw.proc.pid!);
+  if (loader) g.load = await loader.stop();
   stop = true;
   await pub;
   for (const c of gwKids) c.send({ type: "exit" });
