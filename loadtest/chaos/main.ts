@@ -15,13 +15,26 @@ import { check, matches, VIOLATION_KEYS, type StoredMsg } from "./checker.js";
 import { buildSchedule, FAULT_KINDS, type FaultKind } from "./schedule.js";
 import { startTopology, STREAM, SUBJECT_PREFIX, type Topology } from "./topology.js";
 import { inject, type FaultRecord } from "./faults.js";
+import { Locks, resourcesOf } from "./lanes.js";
+import type { Fault } from "./schedule.js";
 import { kindStats, latency, readable } from "./report.js";
 import { latencySeries, renderLatencyChart } from "./chart.js";
 import type { ClientsConfig, ClientsLog, FromClients, PubSpec, SubSpec, ToClients } from "./clients.js";
 
 const ROOT = resolve(import.meta.dirname, "../../..");
 
-type Args = { seed: number; minutes: number; gapMs: number; quick: boolean; report?: string; kinds: FaultKind[]; sabotage: boolean; finishWaitMs: number };
+type Args = {
+  seed: number;
+  minutes: number;
+  gapMs: number;
+  quick: boolean;
+  report?: string;
+  kinds: FaultKind[];
+  sabotage: boolean;
+  finishWaitMs: number;
+  /** Schedules run side by side (overlapping faults on different things); 1: one fault at a time. */
+  lanes: number;
+};
 
 function parseArgs(argv: string[]): Args {
   const get = (name: string) => {
@@ -52,6 +65,7 @@ function parseArgs(argv: string[]): Args {
     // How long subscribers may take to catch up once publishing stopped: redeliveries come after the 5 s ack
     // wait, and a durable whose consumer leader moved can wait ~20 s more (loadtest/results/chaos-findings.md).
     finishWaitMs: num("--finish-wait", 45) * 1000,
+    lanes: Math.max(1, Math.floor(num("--lanes", 1))),
   };
 }
 
@@ -177,14 +191,36 @@ async function run(a: Args): Promise<number> {
     const faults: FaultRecord[] = [];
     const phase0 = Date.now();
     const endAt = phase0 + a.minutes * 60_000;
-    for (const [i, f] of schedule.entries()) {
-      const wait = phase0 + f.atMs - Date.now();
-      if (Date.now() + Math.max(0, wait) >= endAt) break;
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      const rec = await inject({ topo, jsm, clients: children, seed: a.seed }, f, i);
-      faults.push(rec);
-      say(`fault ${i} ${rec.kind} on ${rec.target}: ${((rec.endedAt - rec.startedAt) / 1000).toFixed(1)} s`);
-    }
+    // Lane 0 is the schedule of the seed; more lanes add schedules of their own (seed + lane), their faults
+    // overlapping lane 0's on other things (lanes.ts): every lock is taken before a fault starts.
+    const locks = new Locks();
+    const running = topo;
+    let next = 0;
+    const runLane = async (lane: Fault[]): Promise<void> => {
+      for (const f of lane) {
+        const wait = phase0 + f.atMs - Date.now();
+        if (Date.now() + Math.max(0, wait) >= endAt) return;
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        const release = await locks.take(resourcesOf(f));
+        try {
+          if (Date.now() >= endAt) return;
+          const i = next++;
+          const rec = await inject({ topo: running, jsm, clients: children, seed: a.seed }, f, i);
+          faults.push(rec);
+          say(`fault ${i} ${rec.kind} on ${rec.target}: ${((rec.endedAt - rec.startedAt) / 1000).toFixed(1)} s`);
+        } finally {
+          release();
+        }
+      }
+    };
+    const lanes = [
+      schedule,
+      ...Array.from({ length: a.lanes - 1 }, (_, l) =>
+        buildSchedule({ seed: a.seed + l + 1, durationMs: a.minutes * 60_000, meanGapMs: a.gapMs, kinds: a.kinds }),
+      ),
+    ];
+    await Promise.all(lanes.map(runLane));
+    faults.sort((x, y) => x.startedAt - y.startedAt);
     const remaining = endAt - Date.now();
     if (remaining > 0) await new Promise((r) => setTimeout(r, Math.min(remaining, 5_000)));
 
@@ -233,7 +269,7 @@ async function run(a: Args): Promise<number> {
     const lat = latency(subscribers, faults);
     const faultsByKind = Object.fromEntries(kinds.map((k) => [k.kind, k.count]));
     const text = readable({ check: result, kinds, lat, faults, t0: phase0 });
-    const command = `npm run chaos -- --seed ${a.seed} --minutes ${a.minutes} --gap ${a.gapMs / 1000}${a.quick ? " --quick" : ""}`;
+    const command = `npm run chaos -- --seed ${a.seed} --minutes ${a.minutes} --gap ${a.gapMs / 1000}${a.lanes > 1 ? ` --lanes ${a.lanes}` : ""}${a.quick ? " --quick" : ""}`;
     process.stdout.write(`${text}\n\n`);
     const summary = {
       seed: a.seed,

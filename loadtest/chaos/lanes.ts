@@ -1,0 +1,46 @@
+// Overlapping faults (`--lanes N`): N schedules run side by side, so faults of different kinds hit the system
+// at the same time, as in an outage that is more than one thing. Two faults never act on the same thing at
+// once: each takes the locks of what it touches (a gateway instance, its links to NATS, the NATS nodes, the
+// client processes) before it starts, and waits for them. Pure apart from the timers of the waiting.
+import type { Fault } from "./schedule.js";
+
+/** What a fault acts on: it holds these for as long as it lasts. */
+export function resourcesOf(f: Fault): string[] {
+  switch (f.kind) {
+    case "worker-kill":
+    case "primary-kill":
+      return [`gw${f.instance}`];
+    case "rolling-restart":
+      return ["gw0", "gw1", "gw2"];
+    case "nats-kill":
+    case "nats-pause":
+      return ["nats"];
+    case "link-stall":
+    case "link-delay":
+      return [`link${f.instance}`];
+    case "client-burst":
+    case "client-stall":
+      return ["clients"];
+  }
+}
+
+/** Named locks, taken all at once in a fixed order (no deadlock), released together. */
+export class Locks {
+  private readonly held = new Map<string, Promise<void>>();
+
+  async take(names: readonly string[]): Promise<() => void> {
+    const sorted = [...new Set(names)].sort();
+    let release!: () => void;
+    const mine = new Promise<void>((r) => (release = r));
+    for (;;) {
+      const busy = sorted.map((n) => this.held.get(n)).filter((p): p is Promise<void> => p !== undefined);
+      if (busy.length === 0) break;
+      await Promise.all(busy);
+    }
+    for (const n of sorted) this.held.set(n, mine);
+    return () => {
+      for (const n of sorted) if (this.held.get(n) === mine) this.held.delete(n);
+      release();
+    };
+  }
+}

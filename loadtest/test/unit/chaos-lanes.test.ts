@@ -1,0 +1,34 @@
+// Overlapping faults (chaos --lanes): two faults never act on the same thing at once; different things overlap.
+import { describe, expect, it } from "vitest";
+import { Locks, resourcesOf } from "../../chaos/lanes.js";
+import type { Fault } from "../../chaos/schedule.js";
+
+const fault = (kind: Fault["kind"], instance = 0): Fault => ({ atMs: 0, kind, instance, natsTarget: "leader", holdMs: 0, worker: 0, delayMs: 0 });
+
+describe("chaos lanes", () => {
+  it("chaos lanes — what each fault holds: a rolling restart every instance, NATS faults the NATS nodes", () => {
+    expect(resourcesOf(fault("worker-kill", 2))).toEqual(["gw2"]);
+    expect(resourcesOf(fault("rolling-restart"))).toEqual(["gw0", "gw1", "gw2"]);
+    expect(resourcesOf(fault("nats-pause"))).toEqual(["nats"]);
+    expect(resourcesOf(fault("link-delay", 1))).toEqual(["link1"]);
+    expect(resourcesOf(fault("client-stall"))).toEqual(["clients"]);
+  });
+
+  it("chaos lanes — a fault on a held thing waits for it; one on another thing goes at once", async () => {
+    const locks = new Locks();
+    const order: string[] = [];
+    const r1 = await locks.take(["gw0", "gw1", "gw2"]);
+    const waiting = locks.take(["gw1"]).then((r) => (order.push("gw1"), r));
+    const other = await locks.take(["nats"]);
+    order.push("nats");
+    await new Promise((r) => setImmediate(r)); // a turn of the event loop: the waiting take has not gone
+    expect(order).toEqual(["nats"]);
+    r1();
+    const r2 = await waiting;
+    expect(order).toEqual(["nats", "gw1"]);
+    r2();
+    other();
+    // Released: all can be taken again at once.
+    (await locks.take(["gw0", "gw1", "gw2", "nats"]))();
+  });
+});
