@@ -161,7 +161,7 @@ async function prepareStream(
     ...natsJsOptions(security),
   });
   try {
-    const jsm = await jetstreamManager(nc);
+    const jsm = await whileElecting("JetStream", log, () => jetstreamManager(nc));
     await whileElecting(`stream ${stream.name}`, log, () => ensureStream(jsm, stream, log));
     // Presence is one feature, not the gateway: a server without per-message TTL (before 2.11) refuses the
     // bucket, and everything else still works (presence requests then fail with broker_error). A failure

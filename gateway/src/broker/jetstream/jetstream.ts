@@ -2,6 +2,7 @@ import { LoopTurn } from "../../util/loop-turn.js";
 import { JsPublisher } from "./publisher.js";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import { whileElecting } from "./stream.js";
 import { SubjectMapper } from "../../protocol/channel.js";
 import type { Logger } from "../../log.js";
 import { natsBus } from "./bus.js";
@@ -118,7 +119,14 @@ export class JetStreamBroker implements Broker {
       noAsyncTraces: true,
       ...(opts.security ? natsJsOptions(opts.security) : {}),
     });
-    const jsm = await jetstreamManager(nc, { timeout: opts.publishTimeoutMs ?? 5_000 });
+    // Its first request (JetStream's account info) fails while the meta leader is being elected: a worker
+    // started during a NATS node's restart waits for it rather than exit.
+    const jsm = await whileElecting("JetStream", opts.log, () => jetstreamManager(nc, { timeout: opts.publishTimeoutMs ?? 5_000 })).catch(
+      async (e: unknown) => {
+        await nc.close().catch(() => undefined);
+        throw e;
+      },
+    );
     const js = jetstream(nc, { timeout: opts.publishTimeoutMs ?? 5_000 });
     return new JetStreamBroker(nc, js, jsm, opts);
   }
