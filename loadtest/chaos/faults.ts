@@ -27,7 +27,14 @@ export async function retryInUse<T>(start: () => Promise<T>, attempts = 10): Pro
   }
 }
 
-export type FaultContext = { topo: Topology; jsm: JetStreamManager; clients: ChildProcess[]; seed: number };
+export type FaultContext = {
+  topo: Topology;
+  jsm: JetStreamManager;
+  clients: ChildProcess[];
+  seed: number;
+  /** Takes named locks (lanes.ts) for one step of a fault that acts on one thing at a time (a rolling restart). */
+  lock?: (names: string[]) => Promise<() => void>;
+};
 
 /** The node a nats fault hits: the stream's leader, or a node that is not (by the fault's own draw). */
 async function natsNode(ctx: FaultContext, f: Fault): Promise<NatsClusterNode> {
@@ -37,6 +44,28 @@ async function natsNode(ctx: FaultContext, f: Fault): Promise<NatsClusterNode> {
   if (f.natsTarget === "leader") return nodes.find((n) => n.name === leader) ?? nodes[0]!;
   const others = nodes.filter((n) => n.name !== leader);
   return others[f.worker % others.length]!;
+}
+
+/**
+ * What must be ready again before a fault counts as over: the instance it hit; every instance after a NATS
+ * node's fault; nothing more for the clients' faults or a rolling restart (it waited for each instance). Waiting only for its own target keeps overlapping lanes (lanes.ts) from waiting on
+ * one another's recoveries.
+ */
+function recoveredWhen(ctx: FaultContext, f: Fault): Topology["instances"] {
+  switch (f.kind) {
+    case "worker-kill":
+    case "primary-kill":
+    case "link-stall":
+    case "link-delay":
+      return [ctx.topo.instances[f.instance]!];
+    case "rolling-restart":
+    case "client-burst":
+    case "client-stall":
+      return [];
+    case "nats-kill":
+    case "nats-pause":
+      return ctx.topo.instances;
+  }
 }
 
 export async function inject(ctx: FaultContext, f: Fault, index: number): Promise<FaultRecord> {
@@ -67,10 +96,17 @@ export async function inject(ctx: FaultContext, f: Fault, index: number): Promis
       break;
     case "rolling-restart":
       target = "gw0,gw1,gw2";
-      for (const i of ctx.topo.instances) {
-        await i.stopGraceful();
-        await i.start();
-        await i.ready(30_000);
+      // One instance at a time, as a deploy does: the others stay in service and may meanwhile take
+      // faults of their own (each step holds only its instance's lock).
+      for (const [n, i] of ctx.topo.instances.entries()) {
+        const release = ctx.lock ? await ctx.lock([`gw${n}`]) : () => undefined;
+        try {
+          await i.stopGraceful();
+          await i.start();
+          await i.ready(30_000);
+        } finally {
+          release();
+        }
       }
       break;
     case "nats-kill": {
@@ -120,6 +156,6 @@ export async function inject(ctx: FaultContext, f: Fault, index: number): Promis
       await delay(f.holdMs);
       break;
   }
-  await Promise.all(ctx.topo.instances.map((i) => i.ready(30_000)));
+  await Promise.all(recoveredWhen(ctx, f).map((i) => i.ready(30_000)));
   return { ...f, index, target, startedAt, endedAt: Date.now() };
 }

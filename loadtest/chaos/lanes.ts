@@ -11,7 +11,8 @@ export function resourcesOf(f: Fault): string[] {
     case "primary-kill":
       return [`gw${f.instance}`];
     case "rolling-restart":
-      return ["gw0", "gw1", "gw2"];
+      // One deploy at a time; it takes each instance's lock in turn as it restarts it (faults.ts).
+      return ["deploy"];
     case "nats-kill":
     case "nats-pause":
       return ["nats"];
