@@ -47,8 +47,9 @@ async function natsNode(ctx: FaultContext, f: Fault): Promise<NatsClusterNode> {
 }
 
 /**
- * What must be ready again before a fault counts as over: the instance it hit; every instance after a NATS
- * node's fault; nothing more for the clients' faults or a rolling restart (it waited for each instance). Waiting only for its own target keeps overlapping lanes (lanes.ts) from waiting on
+ * What must be ready again before a fault counts as over: the instance it hit. A NATS node's fault waits for
+ * the stream instead (streamWhole); the clients' faults and a rolling restart (it waited for each instance)
+ * for nothing more. Waiting only for its own target keeps overlapping lanes (lanes.ts) from waiting on
  * one another's recoveries.
  */
 function recoveredWhen(ctx: FaultContext, f: Fault): Topology["instances"] {
@@ -64,8 +65,20 @@ function recoveredWhen(ctx: FaultContext, f: Fault): Topology["instances"] {
       return [];
     case "nats-kill":
     case "nats-pause":
-      return ctx.topo.instances;
+      return [];
   }
+}
+
+/** After a NATS node's fault: the stream has a leader again and the node is a current replica of it. */
+async function streamWhole(ctx: FaultContext, node: NatsClusterNode): Promise<void> {
+  await waitFor(
+    async () => {
+      const c = (await ctx.jsm.streams.info(STREAM)).cluster;
+      if (!c?.leader) return false;
+      return c.leader === node.name || (c.replicas ?? []).some((r) => r.name === node.name && r.current);
+    },
+    { timeoutMs: 60_000, intervalMs: 200, what: `stream whole again with ${node.name}` },
+  );
 }
 
 export async function inject(ctx: FaultContext, f: Fault, index: number): Promise<FaultRecord> {
@@ -115,6 +128,7 @@ export async function inject(ctx: FaultContext, f: Fault, index: number): Promis
       await node.kill();
       await delay(f.holdMs);
       await retryInUse(() => node.restart());
+      await streamWhole(ctx, node);
       break;
     }
     case "nats-pause": {
@@ -126,6 +140,7 @@ export async function inject(ctx: FaultContext, f: Fault, index: number): Promis
       } finally {
         node.process.kill("SIGCONT");
       }
+      await streamWhole(ctx, node);
       break;
     }
     case "link-stall":
