@@ -185,6 +185,8 @@ class SseSubscriber implements Runner {
   private stopped = false;
   private abort?: AbortController;
   private stalledUntil = 0;
+  /** The stream being read: where, since when, and when its last bytes (a heartbeat or an event) came. */
+  private conn = { url: "", openedAt: 0, lastBytesAt: 0, chunks: 0 };
 
   constructor(readonly spec: SubSpec) {
     this.log = { client: spec.id, kind: "sse", pattern: spec.pattern, fromSeq: 1, receipts: [] };
@@ -202,7 +204,9 @@ class SseSubscriber implements Runner {
   }
   state(): string {
     const last = this.log.receipts.at(-1);
-    return `stream ${this.abort && !this.abort.signal.aborted ? "open" : "closed"}, last message ${last ? `${Date.now() - last.t} ms ago (seq ${last.seq})` : "never"}`;
+    const c = this.conn;
+    const ago = (t: number) => (t ? `${Date.now() - t} ms ago` : "never");
+    return `stream ${this.abort && !this.abort.signal.aborted ? "open" : "closed"}, last message ${last ? `${ago(last.t)} (seq ${last.seq})` : "never"}; last stream ${c.url} opened ${ago(c.openedAt)}, ${c.chunks} chunks, last bytes ${ago(c.lastBytesAt)}`;
   }
 
   private async loop(): Promise<void> {
@@ -221,6 +225,7 @@ class SseSubscriber implements Runner {
           await res.body?.cancel();
         } else {
           events.push({ t: Date.now(), client: this.spec.id, up: true });
+          this.conn = { url, openedAt: Date.now(), lastBytesAt: 0, chunks: 0 };
           this.markReady();
           await this.read(res.body);
         }
@@ -242,6 +247,8 @@ class SseSubscriber implements Runner {
       if (wait > 0) await delay(wait);
       const { done, value } = await reader.read();
       if (done) return;
+      this.conn.lastBytesAt = Date.now();
+      this.conn.chunks++;
       buf += dec.decode(value, { stream: true });
       let i: number;
       while ((i = buf.indexOf("\n\n")) >= 0) {

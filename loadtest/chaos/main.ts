@@ -240,6 +240,11 @@ async function run(a: Args): Promise<number> {
     const consumers: unknown[] = [];
     if (pending.length) {
       say(`not caught up at the end: ${pending.join("; ")}`);
+      // Where the streams stand on the gateways' side (the control plane's user info: SSE streams' phases).
+      const info = await fetch(`${topo.instances[0]!.url}/v1/server/users/anon`, { signal: AbortSignal.timeout(5_000) })
+        .then((r) => r.text())
+        .catch((e: unknown) => String(e));
+      say(`the gateways' view of the clients: ${info}`);
       // The durable consumers as JetStream sees them, for the record of a stalled durable.
       for await (const ci of jsm.consumers.list(STREAM)) {
         if (!ci.config.durable_name?.includes(ns)) continue;
