@@ -37,6 +37,8 @@ export type FromClients = { type: "ready" } | { type: "publishing-stopped" } | {
 const events: ConnEvent[] = [];
 const send = (m: FromClients): void => void process.send?.(m);
 const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+/** Three of the chaos gateways' SSE heartbeat intervals (topology.ts: 2 s). */
+const SILENT_MS = 6_000;
 const wsUrl = (base: string) => base.replace(/^http/, "ws") + "/ws";
 let finishing = false;
 
@@ -187,6 +189,11 @@ class SseSubscriber implements Runner {
   private stalledUntil = 0;
   /** The stream being read: where, since when, and when its last bytes (a heartbeat or an event) came. */
   private conn = { url: "", openedAt: 0, lastBytesAt: 0, chunks: 0 };
+  private reader?: ReadableStreamDefaultReader<Uint8Array>;
+  /** Streams given up for silence: no bytes, not even a heartbeat, for SILENT_MS while reading. */
+  silent = 0;
+  private wentSilent = false;
+  private readonly watchdog = setInterval(() => this.checkSilence(), 1_000);
 
   constructor(readonly spec: SubSpec) {
     this.log = { client: spec.id, kind: "sse", pattern: spec.pattern, fromSeq: 1, receipts: [] };
@@ -233,13 +240,34 @@ class SseSubscriber implements Runner {
         why = (e as Error).name === "AbortError" ? "aborted" : String((e as Error).message);
       }
       clearTimeout(openGuard);
+      if (this.wentSilent) why = "silent";
+      this.wentSilent = false;
       events.push({ t: Date.now(), client: this.spec.id, up: false, why });
       if (!this.stopped) await delay(50 + Math.random() * 200);
     }
   }
 
+  /**
+   * A browser's EventSource waits on a dead connection until the OS notices; the gateway's heartbeats let a
+   * reader notice sooner. Node's fetch has also been seen here to leave a read pending forever after its
+   * connection was gone (no socket left on either side, abort() and all): cancelling the reader ends it.
+   */
+  private checkSilence(): void {
+    if (this.stopped) return clearInterval(this.watchdog);
+    const c = this.conn;
+    if (!this.reader || !c.openedAt) return;
+    const since = Math.max(c.openedAt, c.lastBytesAt, this.stalledUntil);
+    if (Date.now() - since < SILENT_MS) return;
+    this.silent++;
+    this.conn = { ...c, openedAt: 0 };
+    this.wentSilent = true;
+    this.abort?.abort();
+    void this.reader.cancel().catch(() => undefined);
+  }
+
   private async read(body: ReadableStream<Uint8Array>): Promise<void> {
     const reader = body.getReader();
+    this.reader = reader;
     const dec = new TextDecoder();
     let buf = "";
     for (;;) {
@@ -277,12 +305,14 @@ class SseSubscriber implements Runner {
 
   drop(): void {
     this.abort?.abort();
+    void this.reader?.cancel().catch(() => undefined);
   }
   stall(ms: number): void {
     this.stalledUntil = Date.now() + ms;
   }
   stop(): void {
     this.stopped = true;
+    clearInterval(this.watchdog);
     this.abort?.abort();
   }
 }

@@ -61,6 +61,9 @@ export class Instance {
         "--max-connections-per-ip=-1",
         "--connect-rate-per-ip=-1",
         "--frame-rate=-1",
+        // SSE subscribers take a stream without a heartbeat for 3 intervals as dead (clients.ts).
+        "--sse-heartbeat",
+        "2s",
       ],
     });
     this.pids.add(this.gw.process.pid!);
