@@ -11,8 +11,9 @@ export function resourcesOf(f: Fault): string[] {
     case "primary-kill":
       return [`gw${f.instance}`];
     case "rolling-restart":
-      // One deploy at a time; it takes each instance's lock in turn as it restarts it (faults.ts).
-      return ["deploy"];
+      // Nothing for the whole deploy: it takes each instance's lock in turn as it restarts it (faults.ts), so
+      // a second deploy may follow the first one instance behind, as a hotfix rolled out during a deploy does.
+      return [];
     case "nats-kill":
     case "nats-pause":
       return ["nats"];

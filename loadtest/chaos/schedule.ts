@@ -52,8 +52,8 @@ export function buildSchedule(o: { seed: number; durationMs: number; meanGapMs: 
       kind,
       instance: int(3),
       natsTarget: rand() < 0.5 ? "leader" : "follower",
-      // A NATS node is down or stopped 1-3 s (it holds the one NATS lock of overlapping lanes); the rest 1.5-5 s.
-      holdMs: kind === "nats-kill" || kind === "nats-pause" ? 1_000 + int(2_000) : 1_500 + int(3_500),
+      // A NATS node is down or stopped 0.8-2 s (it holds the one NATS lock of overlapping lanes); the rest 1.5-5 s.
+      holdMs: kind === "nats-kill" || kind === "nats-pause" ? 800 + int(1_200) : 1_500 + int(3_500),
       worker: int(2),
       delayMs: 50 + int(250),
     });

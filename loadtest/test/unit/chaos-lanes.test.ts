@@ -6,9 +6,9 @@ import type { Fault } from "../../chaos/schedule.js";
 const fault = (kind: Fault["kind"], instance = 0): Fault => ({ atMs: 0, kind, instance, natsTarget: "leader", holdMs: 0, worker: 0, delayMs: 0 });
 
 describe("chaos lanes", () => {
-  it("chaos lanes — what each fault holds: a rolling restart the deploy (it locks each instance in turn), NATS faults the NATS nodes", () => {
+  it("chaos lanes — what each fault holds: a rolling restart nothing as a whole (it locks each instance in turn), NATS faults the NATS nodes", () => {
     expect(resourcesOf(fault("worker-kill", 2))).toEqual(["gw2"]);
-    expect(resourcesOf(fault("rolling-restart"))).toEqual(["deploy"]);
+    expect(resourcesOf(fault("rolling-restart"))).toEqual([]);
     expect(resourcesOf(fault("nats-pause"))).toEqual(["nats"]);
     expect(resourcesOf(fault("link-delay", 1))).toEqual(["link1"]);
     expect(resourcesOf(fault("client-stall"))).toEqual(["clients"]);
