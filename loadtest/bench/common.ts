@@ -77,3 +77,46 @@ export function childPids(pid: number): number[] {
     return [];
   }
 }
+
+/**
+ * A long run's guard: `cleanup` runs at the end, on SIGINT/SIGTERM (exit 130) and when `deadlineMs` passes
+ * (exit 2), so that no process the run started outlives it. Resolves with `body`'s exit code.
+ */
+export async function guarded(say: (s: string) => void, deadlineMs: number, cleanup: () => Promise<void>, body: () => Promise<number>): Promise<number> {
+  const onSignal = () => {
+    say("interrupted: stopping everything");
+    void cleanup().finally(() => process.exit(130));
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  const hard = setTimeout(() => {
+    say("hard deadline passed: stopping everything");
+    void cleanup().finally(() => process.exit(2));
+  }, deadlineMs);
+  try {
+    return await body();
+  } finally {
+    clearTimeout(hard);
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    await cleanup();
+  }
+}
+
+/** The command line of a long run: a bad argument exits 2 with its message; a run that throws exits 2. */
+export function runMain<A>(say: (s: string) => void, parse: (argv: string[]) => A, run: (a: A) => Promise<number>): void {
+  let args: A;
+  try {
+    args = parse(process.argv.slice(2));
+  } catch (e) {
+    process.stderr.write(`${(e as Error).message}\n`);
+    process.exit(2);
+  }
+  run(args).then(
+    (code) => process.exit(code),
+    (e: unknown) => {
+      say(`run failed: ${String((e as Error).stack ?? e)}`);
+      process.exit(2);
+    },
+  );
+}

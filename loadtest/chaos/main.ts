@@ -1,4 +1,4 @@
-// npm run chaos [-- --seed N --minutes M --gap S --quick --report path.md]
+// npm run chaos [-- --seed N --minutes M --gap S --lanes N | --overlap --kinds a,b --quick --report path.md]
 // A fault-injection run: a 3-node NATS cluster (R3 stream), three gateway instances (2 workers each), client
 // processes (WebSocket resume, SSE, durables with acks, publishers over WS, HTTP and NATS), a seeded fault
 // schedule, then the checker against the stream's own contents. Prints a readable report and one JSON line;
@@ -15,9 +15,10 @@ import { check, matches, VIOLATION_KEYS, type StoredMsg } from "./checker.js";
 import { buildSchedule, FAULT_KINDS, type FaultKind } from "./schedule.js";
 import { startTopology, STREAM, SUBJECT_PREFIX, type Topology } from "./topology.js";
 import { inject, type FaultRecord } from "./faults.js";
-import { Locks, resourcesOf } from "./lanes.js";
+import { Locks, OVERLAP_PLAN, resourcesOf } from "./lanes.js";
 import type { Fault } from "./schedule.js";
 import { kindStats, latency, readable } from "./report.js";
+import { guarded, runMain } from "../bench/common.js";
 import { latencySeries, renderLatencyChart } from "./chart.js";
 import type { ClientsConfig, ClientsLog, FromClients, PubSpec, SubSpec, ToClients } from "./clients.js";
 
@@ -34,6 +35,8 @@ type Args = {
   finishWaitMs: number;
   /** Schedules run side by side (overlapping faults on different things); 1: one fault at a time. */
   lanes: number;
+  /** Lanes by what faults act on (lanes.ts OVERLAP_PLAN) instead of `lanes` copies of every kind. */
+  overlap: boolean;
 };
 
 function parseArgs(argv: string[]): Args {
@@ -66,6 +69,7 @@ function parseArgs(argv: string[]): Args {
     // wait, and a durable whose consumer leader moved can wait ~20 s more (loadtest/results/chaos-findings.md).
     finishWaitMs: num("--finish-wait", 45) * 1000,
     lanes: Math.max(1, Math.floor(num("--lanes", 1))),
+    overlap: argv.includes("--overlap"),
   };
 }
 
@@ -155,20 +159,7 @@ async function run(a: Args): Promise<number> {
     await topo?.stopAll().catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });
   };
-  const onSignal = () => {
-    say("interrupted: stopping everything");
-    void cleanup().finally(() => process.exit(130));
-  };
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
-  const hard = setTimeout(
-    () => {
-      say("hard deadline passed: stopping everything");
-      void cleanup().finally(() => process.exit(2));
-    },
-    (a.minutes * 60 + 240) * 1000 + a.finishWaitMs,
-  );
-  try {
+  return guarded(say, (a.minutes * 60 + 240) * 1000 + a.finishWaitMs, cleanup, async () => {
     const schedule = buildSchedule({ seed: a.seed, durationMs: a.minutes * 60_000, meanGapMs: a.gapMs, kinds: a.kinds });
     say(`seed ${a.seed}, ${a.minutes} min, ${schedule.length} faults planned; starting 3 NATS nodes and 3 gateways`);
     topo = await startTopology();
@@ -213,12 +204,17 @@ async function run(a: Args): Promise<number> {
         }
       }
     };
-    const lanes = [
-      schedule,
-      ...Array.from({ length: a.lanes - 1 }, (_, l) =>
-        buildSchedule({ seed: a.seed + l + 1, durationMs: a.minutes * 60_000, meanGapMs: a.gapMs, kinds: a.kinds }),
-      ),
-    ];
+    const lanes = a.overlap
+      ? OVERLAP_PLAN.flatMap((g) => Array.from({ length: g.lanes }, () => g))
+          .map((g, l) => ({ ...g, kinds: g.kinds.filter((k) => a.kinds.includes(k)), seed: a.seed + l }))
+          .filter((g) => g.kinds.length > 0)
+          .map((g) => buildSchedule({ seed: g.seed, durationMs: a.minutes * 60_000, meanGapMs: g.gapMs ?? a.gapMs, kinds: g.kinds }))
+      : [
+          schedule,
+          ...Array.from({ length: a.lanes - 1 }, (_, l) =>
+            buildSchedule({ seed: a.seed + l + 1, durationMs: a.minutes * 60_000, meanGapMs: a.gapMs, kinds: a.kinds }),
+          ),
+        ];
     await Promise.all(lanes.map(runLane));
     faults.sort((x, y) => x.startedAt - y.startedAt);
     const remaining = endAt - Date.now();
@@ -274,7 +270,7 @@ async function run(a: Args): Promise<number> {
     const lat = latency(subscribers, faults);
     const faultsByKind = Object.fromEntries(kinds.map((k) => [k.kind, k.count]));
     const text = readable({ check: result, kinds, lat, faults, t0: phase0 });
-    const command = `npm run chaos -- --seed ${a.seed} --minutes ${a.minutes} --gap ${a.gapMs / 1000}${a.lanes > 1 ? ` --lanes ${a.lanes}` : ""}${a.quick ? " --quick" : ""}`;
+    const command = `npm run chaos -- --seed ${a.seed} --minutes ${a.minutes} --gap ${a.gapMs / 1000}${a.overlap ? " --overlap" : a.lanes > 1 ? ` --lanes ${a.lanes}` : ""}${a.quick ? " --quick" : ""}`;
     process.stdout.write(`${text}\n\n`);
     const summary = {
       seed: a.seed,
@@ -311,23 +307,7 @@ async function run(a: Args): Promise<number> {
     }
     process.stdout.write(`${JSON.stringify(summary)}\n`);
     return result.ok ? 0 : 1;
-  } finally {
-    clearTimeout(hard);
-    await cleanup();
-  }
+  });
 }
 
-let args: Args;
-try {
-  args = parseArgs(process.argv.slice(2));
-} catch (e) {
-  process.stderr.write(`${(e as Error).message}\n`);
-  process.exit(2);
-}
-run(args).then(
-  (code) => process.exit(code),
-  (e: unknown) => {
-    say(`run failed: ${String((e as Error).stack ?? e)}`);
-    process.exit(2);
-  },
-);
+runMain(say, parseArgs, run);

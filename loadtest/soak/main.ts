@@ -18,6 +18,7 @@ import { Churn, CHANNELS, DURABLES, ROOMS, USERS, WILDCARDS, userOf, type ChurnO
 import { takeSample, type Sample } from "./sampler.js";
 import { judge } from "./verdict.js";
 import { markdown } from "./report.js";
+import { guarded, runMain } from "../bench/common.js";
 
 const ROOT = resolve(import.meta.dirname, "../../..");
 const STREAM = "EVENTS";
@@ -101,20 +102,7 @@ async function run(a: Args): Promise<number> {
     await hooks?.stop().catch(() => undefined);
     await nats?.stop().catch(() => undefined);
   };
-  const onSignal = () => {
-    say("interrupted: stopping everything");
-    void cleanup().finally(() => process.exit(130));
-  };
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
-  const hard = setTimeout(
-    () => {
-      say("hard deadline passed: stopping everything");
-      void cleanup().finally(() => process.exit(2));
-    },
-    (a.minutes * 60 + 180) * 1000,
-  );
-  try {
+  return guarded(say, (a.minutes * 60 + 180) * 1000, cleanup, async () => {
     nats = await startNatsServer();
     hooks = await HookBackend.start();
     // The connect hook names a user per source address (durables, read limits and subscribe answers are per
@@ -256,10 +244,7 @@ async function run(a: Args): Promise<number> {
     say(`report written to ${join(a.out, "soak.md")}`);
     process.stdout.write(`${JSON.stringify(summary)}\n`);
     return verdict.ok ? 0 : 1;
-  } finally {
-    clearTimeout(hard);
-    await cleanup();
-  }
+  });
 }
 
 function summaryLine(s: Sample): string {
@@ -270,17 +255,4 @@ function summaryLine(s: Sample): string {
   return `${w.join("; ")}; nats ${(s.natsRssBytes / 1_048_576).toFixed(0)} MiB, ${s.consumers} consumers`;
 }
 
-let args: Args;
-try {
-  args = parseArgs(process.argv.slice(2));
-} catch (e) {
-  process.stderr.write(`${(e as Error).message}\n`);
-  process.exit(2);
-}
-run(args).then(
-  (code) => process.exit(code),
-  (e: unknown) => {
-    say(`run failed: ${String((e as Error).stack ?? e)}`);
-    process.exit(2);
-  },
-);
+runMain(say, parseArgs, run);

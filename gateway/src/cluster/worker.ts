@@ -68,6 +68,7 @@ export async function runWorker(config: Config): Promise<void> {
       backpressureBytes: c.backpressure.bytes,
     },
     log,
+    metrics.deliveriesDropped,
   );
   const publisher = new PublishService(c.server.maxPayloadBytes, broker, metrics, log);
   const presence = broker.presence ? new PresenceHub(topicsOf(apps), broker.presence, c.presence, createPresenceMetrics(), log, c.fanout.lingerMs) : undefined;

@@ -130,11 +130,24 @@ export class Resume {
     private readonly hub: FanoutHub,
     private readonly opts: CatchUpOptions,
     private readonly log: Logger,
+    /** Counts deliveries a receiver missed for good (the `deliveries_dropped` metric). */
+    private readonly dropped?: { inc(n: number): void },
   ) {}
 
   /** True when receivers can resume from a seq (the broker keeps history). */
   get replays(): boolean {
     return this.hub.pages !== undefined;
+  }
+
+  /**
+   * Where a receiver that was paused (too slow) starts again: after its last message when the broker keeps
+   * history; otherwise at the feed's position (undefined), the messages it missed meanwhile counted as dropped.
+   */
+  afterPause(feed: Feed, lastSent: number | undefined, countAtPause: number): number | undefined {
+    if (this.replays) return lastSent;
+    const missed = feed.count - countAtPause;
+    if (missed > 0) this.dropped?.inc(missed);
+    return undefined;
   }
 
   /**

@@ -332,12 +332,7 @@ export class SseStream implements FanoutSocket, SseReceiver {
   private resume(): void {
     this.paused = false;
     clearTimeout(this.slowTimer);
-    if (!this.deps.resume.replays) {
-      const missed = this.feed.count - this.pausedAtCount;
-      if (missed > 0) this.deps.metrics.deliveriesDropped.inc(missed);
-      return this.deliver(undefined);
-    }
-    this.deliver(this.lastSent);
+    this.deliver(this.deps.resume.afterPause(this.feed, this.lastSent, this.pausedAtCount));
   }
 
   private finish(why: SseEndReason, keepQueue = false): void {

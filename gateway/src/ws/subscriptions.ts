@@ -124,13 +124,7 @@ export class Subscriptions {
       if (sub.phase !== "paused") continue;
       const feed = this.hub.get(sub.pattern);
       if (!feed) continue;
-      if (this.path.replays) {
-        this.start(ws, sub, feed, sub.resumeAfter);
-      } else {
-        const missed = feed.count - sub.pausedAtCount;
-        if (missed > 0) this.metrics.deliveriesDropped.inc(missed);
-        this.start(ws, sub, feed);
-      }
+      this.start(ws, sub, feed, this.path.afterPause(feed, sub.resumeAfter, sub.pausedAtCount));
     }
   }
 

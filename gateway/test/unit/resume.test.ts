@@ -2,7 +2,9 @@
 // (support/start-cases.ts; the doors of a real gateway: resume-doors.test.ts).
 import { describe, expect, it } from "vitest";
 import type { ReplayApi, StreamState } from "../../src/broker/broker.js";
-import { positionAfter, resolveStart, type StartRequest } from "../../src/fanout/resume.js";
+import { positionAfter, resolveStart, Resume, type StartRequest } from "../../src/fanout/resume.js";
+import type { Feed, FanoutHub } from "../../src/fanout/hub.js";
+import type { Logger } from "../../src/log.js";
 import { START_CASES, TABLE_FIRST, TABLE_LAST, type CaseStart } from "../support/start-cases.js";
 
 const ST: StreamState = { firstSeq: TABLE_FIRST, lastSeq: TABLE_LAST, epoch: "E" };
@@ -44,5 +46,27 @@ describe("resume — start positions (one table for every door)", () => {
     expect(positionAfter(9, "new", { firstSeq: 0, lastSeq: 0, epoch: "new" })).toEqual({ lastSent: 0 });
     // Purged to empty: first = last + 1.
     expect(positionAfter(3, undefined, { firstSeq: 11, lastSeq: 10, epoch: "e" })).toEqual({ lastSent: 10, truncated: true });
+  });
+});
+
+describe("resume — after a pause (a slow receiver drained)", () => {
+  const feed = { count: 12 } as Feed;
+  const make = (pages: unknown) => {
+    const dropped: number[] = [];
+    const r = new Resume({ pages } as unknown as FanoutHub, { holdLimit: 10, backpressureBytes: 1 }, {} as Logger, { inc: (n) => dropped.push(n) });
+    return { r, dropped };
+  };
+
+  it("resume — with history it continues after its last message and drops nothing", () => {
+    const { r, dropped } = make({});
+    expect(r.afterPause(feed, 40, 5)).toBe(40);
+    expect(dropped).toEqual([]);
+  });
+
+  it("resume — without history it joins live and counts what it missed as dropped", () => {
+    const { r, dropped } = make(undefined);
+    expect(r.afterPause(feed, 40, 5)).toBeUndefined();
+    expect(r.afterPause(feed, 40, 12)).toBeUndefined();
+    expect(dropped).toEqual([7]);
   });
 });

@@ -64,7 +64,7 @@ function setup(bp = { bytes: 1_000, maxBytes: 10_000, slowTimeoutMs: 60_000 }, p
     "1.2.3.4",
     feed,
     {
-      resume: new Resume({ pages } as unknown as FanoutHub, { holdLimit: 100, backpressureBytes: bp.bytes }, log),
+      resume: new Resume({ pages } as unknown as FanoutHub, { holdLimit: 100, backpressureBytes: bp.bytes }, log, metrics.deliveriesDropped),
       live,
       config: { backpressure: bp },
       metrics,
