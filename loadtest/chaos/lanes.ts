@@ -2,7 +2,25 @@
 // at the same time, as in an outage that is more than one thing. Two faults never act on the same thing at
 // once: each takes the locks of what it touches (a gateway instance, its links to NATS, the NATS nodes, the
 // client processes) before it starts, and waits for them. Pure apart from the timers of the waiting.
-import type { Fault } from "./schedule.js";
+import type { Fault, FaultKind } from "./schedule.js";
+
+/** One group of lanes: each of its `lanes` draws faults of `kinds` only, one after another. */
+export type LaneGroup = { kinds: readonly FaultKind[]; lanes: number; gapMs?: number };
+
+/**
+ * `--overlap`: lanes by what the faults act on, so that every kind gets its share of a run instead of every
+ * lane queueing on the slowest kind. NATS faults and the clients' faults each have one lock, so one lane;
+ * the link faults hold a link each and are short; kills and rolling restarts contend for the instances,
+ * two lanes each (a second deploy can follow the first one instance behind). The clients' faults are instant
+ * or short: their lane keeps a gap of 3 s so that subscribers are not always reconnecting.
+ */
+export const OVERLAP_PLAN: readonly LaneGroup[] = [
+  { kinds: ["nats-kill", "nats-pause"], lanes: 1 },
+  { kinds: ["client-burst", "client-stall"], lanes: 1, gapMs: 3_000 },
+  { kinds: ["link-stall", "link-delay"], lanes: 1 },
+  { kinds: ["worker-kill", "primary-kill"], lanes: 2 },
+  { kinds: ["rolling-restart"], lanes: 2 },
+];
 
 /** What a fault acts on: it holds these for as long as it lasts. */
 export function resourcesOf(f: Fault): string[] {

@@ -1,6 +1,7 @@
 // Overlapping faults (chaos --lanes): two faults never act on the same thing at once; different things overlap.
 import { describe, expect, it } from "vitest";
-import { Locks, resourcesOf } from "../../chaos/lanes.js";
+import { Locks, OVERLAP_PLAN, resourcesOf } from "../../chaos/lanes.js";
+import { FAULT_KINDS } from "../../chaos/schedule.js";
 import type { Fault } from "../../chaos/schedule.js";
 
 const fault = (kind: Fault["kind"], instance = 0): Fault => ({ atMs: 0, kind, instance, natsTarget: "leader", holdMs: 0, worker: 0, delayMs: 0 });
@@ -30,5 +31,17 @@ describe("chaos lanes", () => {
     other();
     // Released: all can be taken again at once.
     (await locks.take(["gw0", "gw1", "gw2", "nats"]))();
+  });
+});
+
+describe("chaos lanes — the overlap plan", () => {
+  it("chaos lanes — every kind is in exactly one group, and a group's kinds share what they lock", () => {
+    const all = OVERLAP_PLAN.flatMap((g) => g.kinds);
+    expect([...all].sort()).toEqual([...FAULT_KINDS].sort());
+    for (const g of OVERLAP_PLAN) {
+      // A group of one lock (NATS, the clients) gets one lane: more would only queue on it.
+      const locks = new Set(g.kinds.flatMap((k) => resourcesOf(fault(k, 0))));
+      if (locks.size === 1 && (locks.has("nats") || locks.has("clients"))) expect(g.lanes).toBe(1);
+    }
   });
 });
