@@ -150,7 +150,8 @@ export interface Broker {
   isConnected(): boolean;
   /** True while the worker's own direct-get connection is up (JetStream with REPLAY_CONNECTION=own). */
   directLinkUp?(): boolean;
-  publish(channel: string, payload: Uint8Array, msgId?: string): Promise<PublishResult>;
+  /** `ttl` (`Nats-TTL` form, `30s`): the message expires from the stream then; only where its stream allows it. */
+  publish(channel: string, payload: Uint8Array, msgId?: string, ttl?: string): Promise<PublishResult>;
   /** Starts live delivery of every new message on `pattern`; resolves once delivery is set up. */
   live(pattern: string, onMessage: (m: BrokerMessage) => void): Promise<LiveFeed>;
   onEvent(listener: (e: BrokerEvent) => void): void;

@@ -44,7 +44,7 @@ export async function runWorker(config: Config): Promise<void> {
   const auth = new Authenticator(c.auth); // key material is read here, once
   const hooks = c.hooks.connectUrl || c.hooks.subscribeUrl ? new Hooks(c.hooks, log) : undefined;
   const guardMetrics = createGuardMetrics();
-  const access = new AccessControl(auth, hooks, log);
+  const access = new AccessControl(auth, hooks, log, c.namespaces);
   const guard = new ConnectionGuard(c.limits, c.auth, access, guardMetrics, log);
 
   const directVia = { link: metrics.directGets.labels("link"), main: metrics.directGets.labels("main") };

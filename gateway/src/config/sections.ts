@@ -1,6 +1,9 @@
 import type { Config } from "./config.js";
 import { controlPrefixOf, livePrefixOf } from "./config.js";
 import { namespacesSection, type NamespacesSection } from "../namespaces/namespace.js";
+import type { StreamSection } from "./stream-section.js";
+
+export type { StreamSection };
 
 /**
  * The configuration by component: each one gets its own section and nothing else (Centrifugo's
@@ -56,24 +59,6 @@ export type BrokerSection = Readonly<{
   redisServerBin: string;
   /** Direct gets waiting to be sent, at most (the live feeds' repairs are never refused). */
   directGetQueue: number;
-}>;
-export type StreamSection = Readonly<{
-  name: string;
-  subjectPrefix: string;
-  livePrefix: string;
-  storage: "file" | "memory";
-  replicas: number;
-  maxAgeMs: number;
-  maxMsgsPerSubject: number;
-  maxBytes: number;
-  duplicateWindowMs: number;
-  maxConsumers: number;
-  update: boolean;
-  /** The primary's look at the stream's setup after start (broker/jetstream/stream-watch.ts), and whether it repairs. */
-  checkIntervalMs: number;
-  repair: boolean;
-  /** Per-message TTL (`Nats-TTL`, JetStream's allow_msg_ttl): namespace streams only; the default stream has none. */
-  allowMsgTtl: boolean;
 }>;
 /** Live feeds, catch-ups and per-connection subscriptions. */
 export type FanoutSection = Readonly<{

@@ -5,6 +5,7 @@ import { ErrorCode } from "../protocol/codes.js";
 import { CatchUp, type CatchUpEnd, type CatchUpOptions } from "./catchup.js";
 import type { FanoutHub, Feed } from "./hub.js";
 import type { FanoutSocket } from "./socket.js";
+import type { Feature } from "../namespaces/spec.js";
 
 /**
  * The one resume path of every door (WebSocket `sub`, Server-Sent Events, server-side subscriptions, a slow
@@ -27,6 +28,25 @@ export type StartRequest =
   | { kind: "time"; time: string }
   /** A resume: the receiver has every message up to `after` of the stream numbered by `epoch` (when it gave one). */
   | { kind: "after"; after: number; epoch?: string };
+
+/**
+ * The namespace features a start uses, for the authorization chain: a resume from a seq is `resume`; the
+ * newest value of each channel `lastValues`; any other stored start (all, a time, the last N) `history`.
+ */
+export function startFeatures(req: StartRequest): Feature[] {
+  switch (req.kind) {
+    case "live":
+      return [];
+    case "after":
+      return ["resume"];
+    case "lastPerSubject":
+      return ["lastValues"];
+    case "all":
+    case "last":
+    case "time":
+      return ["history"];
+  }
+}
 
 /** The stream's bounds and epoch when the start was resolved, and what the receiver must be told. */
 export type StartReport = StreamState & {

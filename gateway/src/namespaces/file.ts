@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { extname } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { parseBytes, parseDuration } from "../config/parse.js";
-import { distance } from "../config/unknown-env.js";
+import { distance } from "../util/distance.js";
 import { FEATURES, type Feature, type NamespaceSpec, type NamespacesFile } from "./spec.js";
 
 /**

@@ -4,7 +4,7 @@ import type { Broker } from "../broker/broker.js";
 import type { AuthSection, BackpressureSection, SseSection } from "../config/sections.js";
 import { brokerFailure, WIRE_ERRORS } from "../errors.js";
 import type { FanoutHub, Feed } from "../fanout/hub.js";
-import { resolveStart, type Resume, type StartReport } from "../fanout/resume.js";
+import { resolveStart, startFeatures, type Resume, type StartReport } from "../fanout/resume.js";
 import type { Admission } from "../limits/admission.js";
 import { checkRead, type ReadLimiter } from "../limits/read-limits.js";
 import type { Logger } from "../log.js";
@@ -200,7 +200,7 @@ export class SseEndpoint {
 
   /** Authorizes, takes the feed, and turns the start into the last seq the client has. */
   private async prepare(r: SseRequest, pattern: string, start: SseStart): Promise<Ready | { error: HttpError; feed?: Feed }> {
-    const a = await authorizeRequest(this.ctx.access, r.knock, { right: "sub", channel: pattern });
+    const a = await authorizeRequest(this.ctx.access, r.knock, { right: "sub", channel: pattern, uses: ["sse", ...startFeatures(start)] });
     if ("refused" in a) return { error: a.refused };
     const limited = checkRead(this.ctx.reads, r.ip, readerOf(a.identity));
     if (limited) return { error: limited };
