@@ -77,7 +77,7 @@ export async function runWorker(config: Config): Promise<void> {
   // with 1012 and resume with their seq and its epoch, which the new stream answers with epochChanged.
   broker.onEvent((e) => {
     if (e.type !== "epoch") return;
-    hub.streamRecreated();
+    hub.streamRecreated(e.stream);
     ws.endAll(CloseCode.StreamRecreated, "stream recreated: reconnect and resume");
     sse.endAll();
   });

@@ -83,26 +83,36 @@ export function positionAfter(after: number, epoch: string | undefined, st: Stre
 export async function resolveStart(replay: ReplayApi | undefined, pattern: string, req: StartRequest): Promise<Start> {
   if (req.kind === "live") return {};
   if (!replay) throw new GatewayError(ErrorCode.UnsupportedByBroker, "this broker keeps no history: start positions need JetStream");
-  const st = await replay.state();
+  const st = await replay.state(pattern);
   const report: StartReport = { firstSeq: st.firstSeq, lastSeq: st.lastSeq, epoch: st.epoch };
   switch (req.kind) {
     case "all":
-      return { lastSent: 0, report };
+      return windowed({ lastSent: 0, report }, st);
     case "lastPerSubject":
       if (!replay.lastPerSubject) throw new GatewayError(ErrorCode.UnsupportedByBroker, "this broker has no last-value reads");
       // The snapshot is taken as of lastSeq; the catch-up continues after it: no gap, no duplicate.
       return { lastSent: st.lastSeq, report };
     case "time":
-      return { lastSent: (await replay.seqAtTime(pattern, req.time)) - 1, report };
+      return windowed({ lastSent: (await replay.seqAtTime(pattern, req.time)) - 1, report }, st);
     case "last":
-      return { lastSent: (await replay.startOfLastN(pattern, req.last)) - 1, report };
+      return windowed({ lastSent: (await replay.startOfLastN(pattern, req.last)) - 1, report }, st);
     case "after": {
       const p = positionAfter(req.after, req.epoch, st);
       if (p.truncated) report.truncated = true;
       if (p.epochChanged) report.epochChanged = true;
-      return { lastSent: p.lastSent, report };
+      return windowed({ lastSent: p.lastSent, report }, st);
     }
   }
+}
+
+/**
+ * A namespace's resume window (`resumeFrom`): a start before its first message begins there instead, and
+ * is reported truncated, as if retention had removed what is older.
+ */
+function windowed(s: { lastSent: number; report: StartReport }, st: StreamState): Start {
+  if (st.resumeFrom === undefined || s.lastSent >= st.resumeFrom - 1) return s;
+  s.report.truncated = true;
+  return { lastSent: st.resumeFrom - 1, report: s.report };
 }
 
 /** How a delivery ended: joined to live, suspended (the receiver is slow; resume after `lastSent`) or failed. */

@@ -78,7 +78,7 @@ export class SseEndpoint {
   private readonly live: SseLive;
 
   constructor(private readonly ctx: SseContext) {
-    this.live = new SseLive(ctx.metrics, () => ctx.broker.epoch);
+    this.live = new SseLive(ctx.metrics, (pattern) => ctx.broker.epochOf(pattern));
   }
 
   register(app: TemplatedApp): void {
@@ -226,7 +226,7 @@ export class SseEndpoint {
    */
   private async resolve(pattern: string, feed: Feed, start: SseStart): Promise<{ lastSent?: number; epoch?: string; gap?: Gap }> {
     const s = await resolveStart(this.ctx.broker.replay, pattern, start);
-    const epoch = s.report?.epoch ?? this.ctx.broker.epoch;
+    const epoch = s.report?.epoch ?? this.ctx.broker.epochOf(pattern);
     const r = s.report;
     if (!r?.truncated || start.kind !== "after") return { lastSent: s.lastSent, epoch };
     return { lastSent: s.lastSent, epoch, gap: gapOf(r, start.after, start.epoch) };
@@ -246,7 +246,7 @@ export class SseEndpoint {
         config,
         metrics,
         log,
-        epoch: () => broker.epoch,
+        epoch: () => broker.epochOf(pattern),
         onEnd: (s, why) => this.ended(s, why),
       },
       epoch,

@@ -88,7 +88,7 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
   const presence = f.presence ? { client: s.clientId } : undefined;
   if (f.from === undefined) {
     ctx.subs.start(ws, sub, feed);
-    return sendText(ws, okFrame(f.id, { epoch: ctx.broker.epoch, ...presence }));
+    return sendText(ws, okFrame(f.id, { epoch: ctx.broker.epochOf(f.channel), ...presence }));
   }
   let start: Start;
   try {
