@@ -12,6 +12,8 @@ import { CLI, startGateway, type GatewayHandle } from "./support/gateway.js";
 import { httpPublish, TestClient } from "./support/ws-client.js";
 import { SseReader } from "./support/sse-client.js";
 import { waitFor } from "./support/wait.js";
+import WebSocket from "ws";
+import { GatewayClient, type WebSocketConstructor } from "../client/src/index.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;
@@ -33,6 +35,8 @@ const NAMESPACES = `namespaces:
     storage: memory
     maxBytes: 64MiB
     features: { history: false, resume: false, presence: false, publish: false, sse: false, durables: false, lastValues: false }
+  recent:
+    resumeWindow: 1500ms
 `;
 
 async function ws(): Promise<TestClient> {
@@ -159,7 +163,7 @@ describe("namespaces — doors on a namespace channel", () => {
     const c = await ws();
     const r = await c.request({ op: "sub", channel: "*.x" });
     expect(r).toMatchObject({ op: "err", code: "bad_channel" });
-    expect(r.message).toBe("pattern `*.x` spans namespaces chat, quiet and the default stream; subscribe per namespace");
+    expect(r.message).toBe("pattern `*.x` spans namespaces chat, quiet, recent and the default stream; subscribe per namespace");
     expect(await c.request({ op: "sub", channel: ">" })).toMatchObject({ op: "err", code: "bad_channel" });
     expect(await c.request({ op: "sub", channel: "chat.>" })).toMatchObject({ op: "ok" });
     const sse = await fetch(`${gw.url}/v1/channels/${encodeURIComponent("*.x")}/events`);
@@ -207,6 +211,28 @@ describe("namespaces — feature switches", () => {
   });
 });
 
+describe("namespaces — resume window", () => {
+  it("namespaces — a resume from before the window starts at the window's first message, reported truncated", async () => {
+    const ch = uniq("recent.w");
+    const old = await publishMany(ch, 3);
+    const at = Date.now();
+    // The window is time: what was stored before now − 1.5 s is outside it.
+    await waitFor(() => Date.now() > at + 1_700, { timeoutMs: 5_000, what: "the old messages left the window" });
+    const fresh = await publishMany(ch, 2);
+    const c = await ws();
+    const ok = await c.request({ op: "sub", channel: ch, from: { seq: old[0] } });
+    expect(ok).toMatchObject({ op: "ok", truncated: true });
+    expect((await c.waitForMsgs(2)).map((m) => m.seq)).toEqual(fresh);
+    const inside = await ws();
+    const ok2 = await inside.request({ op: "sub", channel: ch, from: { seq: fresh[1] } });
+    expect(ok2.truncated).toBeUndefined();
+    expect((await inside.waitForMsgs(1)).map((m) => m.seq)).toEqual([fresh[1]]);
+    // Only resumes and starts are windowed: history still reads what the stream keeps.
+    const h = await get(`/v1/channels/${encodeURIComponent(ch)}/messages?from_seq=${old[0]}`);
+    expect((h.body.messages as { seq: number }[]).map((m) => m.seq)).toEqual([...old, ...fresh]);
+  });
+});
+
 describe("namespaces — per-message TTL", () => {
   it("namespaces — a publish with a ttl carries Nats-TTL and expires from the stream", async () => {
     const ch = uniq("chat.ttl");
@@ -228,6 +254,20 @@ describe("namespaces — per-message TTL", () => {
       what: "the 2s message expired",
     });
     expect((await jsm.streams.getMessage("EVENTS_CHAT", { seq: kept.body.seq as number }))?.seq).toBe(kept.body.seq);
+  });
+
+  it("namespaces — the SDK's publish and batch items take a ttl", async () => {
+    const client = new GatewayClient(gw.wsUrl, { WebSocket: WebSocket as unknown as WebSocketConstructor });
+    await client.connect();
+    try {
+      const r = await client.publish(uniq("chat.sdk"), { a: 1 }, { ttl: "90s" });
+      expect((await jsm.streams.getMessage("EVENTS_CHAT", { seq: r.seq }))?.header.get("Nats-TTL")).toBe("90s");
+      const [item] = await client.publishBatch([{ channel: uniq("chat.sdk"), data: 2, ttl: "2m" }]);
+      const seq = (item as { seq: number }).seq;
+      expect((await jsm.streams.getMessage("EVENTS_CHAT", { seq }))?.header.get("Nats-TTL")).toBe("120s");
+    } finally {
+      await client.close();
+    }
   });
 
   it("namespaces — a ttl where the stream keeps none is refused; a bad ttl is bad_request", async () => {
