@@ -289,6 +289,32 @@ describe("namespaces — per-message TTL", () => {
   });
 });
 
+describe("namespaces — a recreated namespace stream", () => {
+  it("namespaces — the stream watch creates it again; only its subscribers are closed with 1012, and resume with epochChanged", async () => {
+    const chatCh = uniq("chat.epoch");
+    const otherCh = uniq("orders.epoch");
+    const onChat = await ws();
+    const okChat = await onChat.sub(chatCh, { from: "all" });
+    const onOther = await ws();
+    await onOther.sub(otherCh);
+    const from = gw.logs.length;
+    await jsm.streams.delete("EVENTS_CHAT");
+    await waitFor(() => gw.logs.slice(from).some((l) => l.msg === "stream setup drifted and was repaired") || undefined, { what: "EVENTS_CHAT re-created" });
+    expect(await onChat.waitClosed(15_000)).toBe(1012);
+    // Both workers heard of the new epoch (each logs it), so a socket they would close is closed by now.
+    await waitFor(() => gw.logs.slice(from).filter((l) => l.msg?.startsWith("stream was recreated") && l.stream === "EVENTS_CHAT").length >= 2 || undefined, {
+      what: "both workers saw the new epoch",
+    });
+    // The default stream's subscriber stays, and still gets its messages.
+    expect(onOther.open).toBe(true);
+    const seq = (await httpPublish(gw.url, otherCh, { still: true })).body.seq as number;
+    expect((await onOther.waitForMsgs(1)).map((m) => m.seq)).toEqual([seq]);
+    const again = await ws();
+    expect(await again.sub(chatCh, { from: { seq: 1, epoch: okChat.epoch } })).toMatchObject({ op: "ok", epochChanged: true });
+    expect((await jsm.streams.info("EVENTS_CHAT")).config.allow_msg_ttl).toBe(true);
+  });
+});
+
 describe("namespaces — the CLI", () => {
   it("namespaces — a bad NAMESPACES_FILE exits 1 naming the namespace and the field", () => {
     const dir = mkdtempSync(join(tmpdir(), "fgw-ns-bad-"));

@@ -93,8 +93,9 @@ export class SseEndpoint {
   }
 
   /** Ends every stream (drain, recreated stream): clients reconnect and resume with Last-Event-ID. */
-  endAll(): void {
-    for (const s of [...this.streams]) s.end("ended");
+  /** Ends every stream, or with `holds` those whose pattern it accepts. */
+  endAll(holds?: (pattern: string) => boolean): void {
+    for (const s of [...this.streams]) if (!holds || holds(s.pattern)) s.end("ended");
   }
 
   /**
