@@ -5,7 +5,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { CLI, startGateway, type GatewayHandle } from "./support/gateway.js";
@@ -123,6 +123,20 @@ describe("namespaces — streams", () => {
 });
 
 describe("namespaces — doors on a namespace channel", () => {
+  it("namespaces — a message a backend stored in the default stream under a namespace's channel is not delivered as the namespace's", async () => {
+    const ch = uniq("chat.stray");
+    const live = await ws();
+    await live.sub(ch);
+    // `ev.chat…` is the default stream's subject (the namespace's is `ev_ns.chat…`): stored there, republished
+    // to the live subject every `chat` feed reads, with the default stream's seq.
+    const stray = await jetstream(nc).publish(`ev.${ch}`, JSON.stringify({ stray: true }));
+    expect(stray.stream).toBe("EVENTS");
+    const seqs = await publishMany(ch, 2);
+    const got = await live.waitForMsgs(2);
+    // Had the stray been delivered, it would come first: it was stored and republished before them.
+    expect(got.map((m) => m.seq)).toEqual(seqs);
+  });
+
   it("namespaces — WebSocket live and a resume from a seq get every message once, in order, with the chat stream's epoch", async () => {
     const ch = uniq("chat.room");
     const live = await ws();

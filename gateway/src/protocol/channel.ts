@@ -63,6 +63,10 @@ export class SubjectMapper {
   toChannel(subject: string): string {
     return subject.startsWith(this.prefixDot) ? subject.slice(this.prefixDot.length) : subject;
   }
+  /** True when `subject` is one of this prefix's (a stored message of this mapper's stream). */
+  owns(subject: string): boolean {
+    return subject.startsWith(this.prefixDot);
+  }
   /** Subjects of the stream: `<prefix>.>`. */
   get streamSubject(): string {
     return `${this.prefix}.>`;

@@ -14,6 +14,13 @@ export type CoreLiveDeps = {
   reads: RepairReads;
   /** Stream subject (`ev.orders.eu`) to channel (`orders.eu`). */
   toChannel: (subject: string) => string;
+  /**
+   * Whether a republished message was stored under this feed's stream subjects. Streams share the live
+   * subjects (a namespace's republishes under the same prefix as the default stream), so a message a backend
+   * published to `ev.chat.x` while `chat` has a stream of its own (stored by the default stream, seq of its
+   * numbering) reaches a `chat` feed too: it is not this feed's, and is ignored.
+   */
+  owns: (subject: string) => boolean;
   log: Logger;
   /** Live messages held at most while a repair reads the stream; beyond it they are read again instead. */
   holdLimit: number;
@@ -133,7 +140,7 @@ export class CoreLiveFeed implements LiveFeed {
   private onCore(m: Msg): void {
     if (this.stopped) return;
     const h = jsHeaders(m);
-    if (!h || h.seq === 0) return;
+    if (!h || h.seq === 0 || !this.deps.owns(h.subject)) return;
     const p: Live = { subject: h.subject, seq: h.seq, prev: h.last, ts: h.ts, payload: m.data };
     if (this.holding) return this.holdMsg(p);
     this.process(p);

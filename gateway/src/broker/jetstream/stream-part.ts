@@ -99,6 +99,7 @@ export class StreamPart {
         nc: this.nc,
         reads: this.replay.repairs,
         toChannel: (s) => mapper.toChannel(s),
+        owns: (s) => mapper.owns(s),
         log: this.opts.log,
         holdLimit: this.opts.liveHoldLimit,
         onRepair: this.opts.onRepair,
