@@ -171,6 +171,7 @@ export async function inject(ctx: FaultContext, f: Fault, index: number): Promis
       await delay(f.holdMs);
       break;
   }
-  await Promise.all(recoveredWhen(ctx, f).map((i) => i.ready(30_000)));
+  // Another lane may be restarting that instance: its start may wait for a NATS leader (up to 90 s).
+  await Promise.all(recoveredWhen(ctx, f).map((i) => i.ready(120_000)));
   return { ...f, index, target, startedAt, endedAt: Date.now() };
 }

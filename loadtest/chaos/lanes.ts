@@ -9,17 +9,18 @@ export type LaneGroup = { kinds: readonly FaultKind[]; lanes: number; gapMs?: nu
 
 /**
  * `--overlap`: lanes by what the faults act on, so that every kind gets its share of a run instead of every
- * lane queueing on the slowest kind. NATS faults and the clients' faults each have one lock, so one lane;
- * the link faults hold a link each and are short; kills and rolling restarts contend for the instances,
- * two lanes each (a second deploy can follow the first one instance behind). The clients' faults are instant
- * or short: their lane keeps a gap of 3 s so that subscribers are not always reconnecting.
+ * lane queueing on the slowest kind. NATS faults and the clients' faults each take one lock, so one lane
+ * each, with a gap (a NATS fault every ~4 s; the clients' faults are instant or short, and subscribers should
+ * not be reconnecting all the time). The link faults hold a link each and are short: one lane. Kills are
+ * quick; rolling restarts are the slowest (three stops and starts, each start during NATS faults), three
+ * lanes, each following the one before it one instance behind.
  */
 export const OVERLAP_PLAN: readonly LaneGroup[] = [
-  { kinds: ["nats-kill", "nats-pause"], lanes: 1 },
+  { kinds: ["nats-kill", "nats-pause"], lanes: 1, gapMs: 4_000 },
   { kinds: ["client-burst", "client-stall"], lanes: 1, gapMs: 3_000 },
   { kinds: ["link-stall", "link-delay"], lanes: 1 },
-  { kinds: ["worker-kill", "primary-kill"], lanes: 2 },
-  { kinds: ["rolling-restart"], lanes: 2 },
+  { kinds: ["worker-kill", "primary-kill"], lanes: 1 },
+  { kinds: ["rolling-restart"], lanes: 3 },
 ];
 
 /** What a fault acts on: it holds these for as long as it lasts. */
