@@ -240,7 +240,7 @@ class SseSubscriber implements Runner {
         why = (e as Error).name === "AbortError" ? "aborted" : String((e as Error).message);
       }
       clearTimeout(openGuard);
-      if (this.wentSilent) why = "silent";
+      if (this.wentSilent) why = `silent: ${this.conn.url}, ${this.conn.chunks} chunks`;
       this.wentSilent = false;
       events.push({ t: Date.now(), client: this.spec.id, up: false, why });
       if (!this.stopped) await delay(50 + Math.random() * 200);

@@ -18,8 +18,8 @@ export type LaneGroup = { kinds: readonly FaultKind[]; lanes: number; gapMs?: nu
 export const OVERLAP_PLAN: readonly LaneGroup[] = [
   { kinds: ["nats-kill", "nats-pause"], lanes: 1, gapMs: 4_000 },
   { kinds: ["client-burst", "client-stall"], lanes: 1, gapMs: 3_000 },
-  { kinds: ["link-stall", "link-delay"], lanes: 1 },
-  { kinds: ["worker-kill", "primary-kill"], lanes: 1 },
+  { kinds: ["link-stall", "link-delay"], lanes: 2 },
+  { kinds: ["worker-kill", "primary-kill"], lanes: 2 },
   { kinds: ["rolling-restart"], lanes: 3 },
 ];
 

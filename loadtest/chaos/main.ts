@@ -286,7 +286,7 @@ async function run(a: Args): Promise<number> {
       published: result.published,
       notCaughtUp: pending.length,
       // SSE streams a subscriber gave up on after 6 s without a byte (clients.ts): counted, not hidden.
-      sseSilentReconnects: events.filter((e) => !e.up && e.why === "silent").length,
+      sseSilentReconnects: events.filter((e) => !e.up && e.why?.startsWith("silent")).length,
       ...(pending.length ? { pending, consumers } : {}),
       latencyP99Ms: { duringFaults: lat.duringFaults.p99, outside: lat.outside.p99 },
       ok: result.ok,

@@ -72,6 +72,8 @@ const STATUS: Record<number, string> = {
  * gets everything after it, then live, from any worker, through the same catch-up hand-off as a WebSocket
  * subscription. Streams count as connections (MAX_CONNECTIONS, per-IP limits) and get heartbeat comments.
  */
+const DRAINING: HttpError = { status: 503, code: ErrorCode.ShuttingDown, message: "server is shutting down; reconnect" };
+
 export class SseEndpoint {
   readonly streams = new Set<SseStream>();
   private heartbeat?: NodeJS.Timeout;
@@ -158,9 +160,12 @@ export class SseEndpoint {
     }
     this.prepare(r, early.pattern, early.start).then(
       (ready) => {
+        // The worker began to drain while this stream was being prepared: its streams were ended and the
+        // heartbeats stopped, so a stream begun now would stay open and silent until the process exits.
+        if (!state.aborted && !("error" in ready) && this.ctx.isDraining()) ready = { error: DRAINING, feed: ready.feed };
         if (state.aborted || "error" in ready) {
           this.ctx.admission.cancel(r.ip);
-          if ("feed" in ready) this.ctx.hub.release(early.pattern);
+          if ("feed" in ready && ready.feed) this.ctx.hub.release(early.pattern);
           if (!state.aborted && "error" in ready) res.cork(() => reply(res, r.origin, ready.error));
           return;
         }
@@ -176,7 +181,7 @@ export class SseEndpoint {
 
   /** The checks that need no broker: draining, path, pattern, start parameters. */
   private check(r: SseRequest): { pattern: string; start: SseStart } | { error: HttpError } {
-    if (this.ctx.isDraining()) return { error: { status: 503, code: ErrorCode.ShuttingDown, message: "server is shutting down; reconnect" } };
+    if (this.ctx.isDraining()) return { error: DRAINING };
     const m = PATH.exec(r.url);
     let pattern: string;
     try {
