@@ -11,9 +11,9 @@ export type LaneGroup = { kinds: readonly FaultKind[]; lanes: number; gapMs?: nu
  * `--overlap`: lanes by what the faults act on, so that every kind gets its share of a run instead of every
  * lane queueing on the slowest kind. NATS faults and the clients' faults each take one lock, so one lane
  * each, with a gap (a NATS fault every ~4 s; the clients' faults are instant or short, and subscribers should
- * not be reconnecting all the time). The link faults hold a link each and are short: one lane. Kills are
- * quick; rolling restarts are the slowest (three stops and starts, each start during NATS faults), three
- * lanes, each following the one before it one instance behind.
+ * not be reconnecting all the time). Link faults (a link each) and kills (an instance each) get two lanes.
+ * Rolling restarts are the slowest (three stops and starts, each start during NATS faults): three lanes,
+ * each following the one before it one instance behind.
  */
 export const OVERLAP_PLAN: readonly LaneGroup[] = [
   { kinds: ["nats-kill", "nats-pause"], lanes: 1, gapMs: 4_000 },
