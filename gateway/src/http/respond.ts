@@ -52,10 +52,12 @@ export function readBody(res: HttpResponse, st: ResState, limit: number): Promis
     let over = false;
     res.onData((chunk, isLast) => {
       if (st.aborted) return resolve(undefined);
+      // A body in one chunk (most are) is copied once; uWS reuses the chunk's memory after this call.
+      if (isLast && chunks.length === 0 && !over) return resolve(chunk.byteLength > limit ? "too_large" : Buffer.from(new Uint8Array(chunk)));
       if (!over) {
         size += chunk.byteLength;
         if (size > limit) over = true;
-        else chunks.push(Buffer.from(new Uint8Array(chunk))); // copy: uWS reuses the chunk memory
+        else chunks.push(Buffer.from(new Uint8Array(chunk)));
       }
       if (isLast) resolve(over ? "too_large" : Buffer.concat(chunks, size));
     });

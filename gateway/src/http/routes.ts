@@ -155,7 +155,7 @@ async function httpPublish(
     }
   try {
     const r = await ctx.publisher.publish("http", channel, data, msgId, asSent, ttl);
-    sendJson(res, st, 201, { seq: r.seq, duplicate: r.duplicate });
+    send(res, st, 201, `{"seq":${r.seq},"duplicate":${r.duplicate}}`);
   } catch (e) {
     if (e instanceof GatewayError) return sendJson(res, st, e.status, { error: e.code, message: e.message, temporary: e.temporary });
     ctx.log.error({ err: e }, "http publish failed");

@@ -2,9 +2,9 @@ import { createInbox, headers, type Msg, type NatsConnection, type Subscription 
 import { GatewayError } from "../../errors.js";
 import { ErrorCode } from "../../protocol/codes.js";
 import type { PublishResult } from "../broker.js";
+import { parsePubAck, type PubAck } from "./pub-ack.js";
 
 type Pending = { resolve(r: PublishResult): void; reject(e: Error): void; deadline: number };
-type PubAck = { stream?: string; seq?: number; duplicate?: boolean; error?: { code?: number; err_code?: number; description?: string } };
 
 /** How often unanswered publishes are looked for (their timeout is checked this coarsely). */
 const SWEEP_MS = 250;
@@ -80,7 +80,7 @@ export class JsPublisher {
     if (m.data.length === 0 && m.headers?.code === 503) return p.reject(new Error("no JetStream stream takes this subject (no responders)"));
     let ack: PubAck;
     try {
-      ack = m.json<PubAck>();
+      ack = parsePubAck(m.data);
     } catch {
       return p.reject(new Error("the publish acknowledgement is not JSON"));
     }
