@@ -1,7 +1,9 @@
-// The live page: a console on the client SDK (subscribe, publish, messages), and live charts and a status
-// panel fed by GET /v1/stats once a second. Plain DOM, no framework; message rows are batched so a busy
-// channel stays cheap. The charts load on their own: without them (library missing) the console still works.
+// The live page: a console on the client SDK (subscribe, publish, messages), live charts and a status panel
+// fed by GET /v1/stats once a second, and the subscribers of the page's channels (occupancy.js). Plain DOM, no
+// framework; message rows are batched so a busy channel stays cheap. The charts load on their own: without
+// them (library missing) the console still works.
 import { GatewayClient } from "/client.js";
+import { occupancyPanel } from "/occupancy.js";
 
 const MAX_ROWS = 500;
 const $ = (id) => document.getElementById(id);
@@ -101,6 +103,7 @@ $("sub-form").addEventListener("submit", (ev) => {
   }
   subs.set(channel, sub);
   renderSubs();
+  occupancy.refresh();
   sub.ready.then(
     (r) => logEvent(`subscribed ${channel} (stream ${r.firstSeq ?? "?"}..${r.lastSeq ?? "?"})`),
     () => {
@@ -134,6 +137,9 @@ function renderSubs() {
     }),
   );
 }
+
+// --- occupancy: the page's channels' subscribers across the cluster (the control plane) ------------
+const occupancy = occupancyPanel($("occupancy"), () => [...subs.keys()]);
 
 // --- publish -------------------------------------------------------------------------------------
 $("pub-form").addEventListener("submit", async (ev) => {

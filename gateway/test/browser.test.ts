@@ -1,11 +1,11 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
-import type { Browser, Page } from "playwright-core";
+import type { Browser, Page, Request } from "playwright-core";
 import { launchChromium } from "./support/chromium.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { childPids, startGateway, type GatewayHandle } from "./support/gateway.js";
-import { httpPublish } from "./support/ws-client.js";
+import { httpPublish, TestClient } from "./support/ws-client.js";
 import { waitFor } from "./support/wait.js";
 
 let nats: NatsServerHandle;
@@ -31,6 +31,17 @@ afterAll(async () => {
 /** Seqs of the message rows shown in the page, oldest first. */
 const shownSeqs = (): Promise<number[]> =>
   page.$$eval("#messages tbody tr[data-seq]", (rows) => rows.map((r) => Number((r as HTMLElement).dataset.seq)).reverse());
+
+/** The text of the first element matching `sel`, or null (without waiting for it, as page.textContent would). */
+const textOf = (sel: string): Promise<string | null> => page.evaluate((s) => document.querySelector(s)?.textContent ?? null, sel);
+
+/** Subscribes through the page's console (live) and waits for the page to say it did. */
+async function subscribeInPage(channel: string): Promise<void> {
+  await page.fill("#sub-channel", channel);
+  await page.selectOption("#sub-start", "live");
+  await page.click("#sub-form button[type=submit]");
+  await page.waitForSelector(`#events li:has-text("subscribed ${channel}")`, { timeout: 10_000 });
+}
 
 function publishHttp(channel: string, data: unknown, key: string): Promise<number> {
   return waitFor(
@@ -151,6 +162,43 @@ describe("browser — the live page in headless Chromium", () => {
     expect(pageErrors).toEqual([]);
   }, 90_000);
 
+  it("browser — the occupancy panel counts the page's channel and pattern across the workers, up and down", async () => {
+    const id = randomUUID().slice(0, 8);
+    const [channel, pattern] = [`occ.${id}.room`, `top.${id}.>`];
+    const asked: string[] = [];
+    const onRequest = (r: Request) => void (r.url().includes("/v1/server/occupancy") && asked.push(decodeURIComponent(new URL(r.url()).search)));
+    page.on("request", onRequest);
+    await page.goto(`${gw.url}/`);
+    await page.waitForSelector("#conn-state[data-state=connected]", { timeout: 10_000 });
+    await subscribeInPage(channel);
+    await subscribeInPage(pattern);
+
+    const count = (c: string) => textOf(`#occ-subs li[data-channel="${c}"] .occ-count`);
+    const counts = async () => [await count(channel), await count(pattern)];
+    const shows = (want: (string | null)[]) =>
+      waitFor(async () => JSON.stringify(await counts()) === JSON.stringify(want), { timeoutMs: 10_000, what: `counts ${want}` }).catch(async (e) => {
+        throw new Error(`${(e as Error).message}; shown ${JSON.stringify(await counts())}, note: ${await textOf("#occ-note")}`);
+      });
+    await shows(["1", "1"]); // the page's own subscriptions
+
+    // Two more subscribers of the channel and one within the pattern, on whichever workers they land.
+    const others = await Promise.all([0, 1, 2].map(() => TestClient.connect(gw.wsUrl)));
+    try {
+      await Promise.all([others[0]!.sub(channel), others[1]!.sub(channel), others[2]!.sub(`top.${id}.a`)]);
+      await shows(["3", "2"]);
+      expect(await textOf("#occupancy")).toMatch(new RegExp(`top\\.${id}\\.a 1`)); // the pattern's subscriptions, listed
+      expect(await page.getAttribute("#occupancy", "data-state")).toBe("ok");
+      expect([await textOf("#occ-instances"), await textOf("#occ-workers"), await textOf("#occ-complete")]).toEqual(["1", "2", "yes"]);
+    } finally {
+      for (const c of others) c.close();
+    }
+    await shows(["1", "1"]);
+    // A channel is asked by channel (the subscriptions that receive it), a pattern by pattern (those within it).
+    expect(new Set(asked)).toEqual(new Set([`?channel=${channel}`, `?pattern=${pattern}`]));
+    page.off("request", onRequest);
+    expect(pageErrors).toEqual([]);
+  });
+
   it("browser — the README's page example runs as written", async () => {
     const readme = readFileSync("gateway/client/README.md", "utf8");
     const script = /```html\n<script type="module">\n([\s\S]*?)<\/script>\n```/.exec(readme)?.[1];
@@ -180,5 +228,35 @@ describe("browser — the live page in headless Chromium", () => {
     expect(lib.headers.get("content-type")).toMatch(/^text\/javascript/);
     expect(await lib.text()).toMatch(/export \{ uPlot as default \}/);
     expect(await (await fetch(`${gw.url}/vendor/uPlot.LICENSE.txt`)).text()).toMatch(/MIT License/);
+  });
+});
+
+describe("browser — the occupancy panel where the control plane is out of the page's reach", () => {
+  it("browser — with an admin listener the page's port answers 404: the panel says occupancy needs the admin API and stops asking", async () => {
+    // The control plane is on the admin listener (ADMIN_PORT) and not on the port that serves the page.
+    const admin = await startGateway({ natsUrl: nats.url, workers: 1, logLevel: "info", args: ["--admin-port", "0"] });
+    const requests: string[] = [];
+    const onRequest = (r: Request) => void requests.push(new URL(r.url()).pathname);
+    page.on("request", onRequest);
+    try {
+      await page.goto(`${admin.url}/`);
+      await page.waitForSelector("#conn-state[data-state=connected]", { timeout: 10_000 });
+      await subscribeInPage(`occ.${randomUUID().slice(0, 8)}`);
+      await page.waitForSelector("#occupancy[data-state=refused]", { timeout: 10_000 });
+      expect(await textOf("#occ-note")).toMatch(/^occupancy needs the admin API \(ADMIN_PORT\).*Not polling\.$/);
+      const asked = () => requests.filter((p) => p === "/v1/server/occupancy").length;
+      expect(asked()).toBe(1);
+      // The stats panel asks once a second on its own: three more of its requests are three seconds in which
+      // the occupancy panel asked nothing.
+      const stats = () => requests.filter((p) => p === "/v1/stats").length;
+      const from = stats();
+      await waitFor(() => stats() >= from + 3, { timeoutMs: 10_000, what: "three more /v1/stats requests" });
+      expect(asked()).toBe(1);
+      expect(await textOf("#occ-subs")).toBe("");
+      expect(pageErrors).toEqual([]);
+    } finally {
+      page.off("request", onRequest);
+      await admin.stop();
+    }
   });
 });
