@@ -14,7 +14,7 @@ const isPattern = (c) => c.split(".").some((t) => t === "*" || t === ">");
 
 /** Why the control plane is out of the page's reach, by the status it answered; undefined when it is not. */
 function unreachable(status) {
-  if (status === 401 || status === 403) return "occupancy needs the admin API (an API key): authentication is on. Not polling.";
+  if (status === 401 || status === 403) return `occupancy needs the admin API (an API key): this port refused the page (HTTP ${status}). Not polling.`;
   if (status === 404) return "occupancy needs the admin API (ADMIN_PORT): it is served on the admin listener, not this port. Not polling.";
   if (status === 501) return "occupancy is not served by this gateway's broker here. Not polling.";
   return undefined;
