@@ -62,17 +62,20 @@ async function stepDown(stream: string, to?: string): Promise<string> {
   );
 }
 
-/** Moves the leaders so that chat's leads on a node that neither the default stream's leader nor the gateway is on. */
-async function placeLeaders(): Promise<{ chatNode: NatsClusterNode; defaultLeader: string }> {
+/**
+ * Moves the leaders so that chat's leads on a node the default stream's leader is not on: the gateway's node when
+ * `onGatewayNode`, another one otherwise.
+ */
+async function placeLeaders(onGatewayNode = false): Promise<{ chatNode: NatsClusterNode; defaultLeader: string }> {
   for (let attempt = 0; attempt < 8; attempt++) {
     const gwNode = await nodeOfGateway();
-    const target = cluster.nodes.find((x) => x !== gwNode)!;
+    const target = onGatewayNode ? gwNode : cluster.nodes.find((x) => x !== gwNode)!;
     const [chatLeader, defaultLeader] = [await leaderOf(CHAT), await leaderOf(DEFAULT)];
     if (chatLeader === target.name && defaultLeader && defaultLeader !== target.name) return { chatNode: target, defaultLeader };
     if (chatLeader !== target.name) await stepDown(CHAT, target.name);
     else await stepDown(DEFAULT, cluster.nodes.find((x) => x !== target)!.name);
   }
-  throw new Error("could not place the chat stream's leader away from the gateway's node and the default stream's leader");
+  throw new Error(`could not place the chat stream's leader ${onGatewayNode ? "on" : "away from"} the gateway's node, apart from the default stream's leader`);
 }
 
 /** Every seq `stream` holds under `subject`, read with an ordered consumer. */
@@ -267,6 +270,26 @@ describe("namespaces on a 3-node cluster", () => {
     );
     console.log(
       `namespaces-cluster-kill ${JSON.stringify({ victim: chatNode.name, chat: held.length, other: other.pub.acked.length, chatFailures: chat.pub.failures.length, otherFailures: other.pub.failures.length, chatAckGapMs: chat.pub.maxGap(), otherAckGapMs: other.pub.maxGap() })}`,
+    );
+  }, 180_000);
+
+  it("namespaces cluster — the node leading the namespace stream and holding the gateway's NATS connection is killed (-9) and restarted under load: both feeds repair after the reconnect, every message once, in order", async () => {
+    const { chatNode, defaultLeader } = await placeLeaders(true);
+    const { chat, other } = await underLoad(async (lanes) => {
+      await chatNode.kill();
+      const killedAt = Date.now();
+      await waitFor(() => (lanes.chat.pub.ackedSince(killedAt) >= 50 && lanes.other.pub.ackedSince(killedAt) >= 50) || undefined, {
+        timeoutMs: 30_000,
+        what: "publishes acked on both lanes with the node down",
+      });
+      expect((await nodeOfGateway()).name).not.toBe(chatNode.name);
+      await chatNode.restart();
+    });
+    expect(await leaderOf(DEFAULT)).toBe(defaultLeader);
+    const held = await expectEveryMessageOnce(chat);
+    const heldOther = await expectEveryMessageOnce(other);
+    console.log(
+      `namespaces-cluster-kill-gateway-node ${JSON.stringify({ victim: chatNode.name, chat: held.length, other: heldOther.length, chatFailures: chat.pub.failures.length, otherFailures: other.pub.failures.length, chatAckGapMs: chat.pub.maxGap(), otherAckGapMs: other.pub.maxGap() })}`,
     );
   }, 180_000);
 });
