@@ -310,6 +310,34 @@ describe("namespaces — presence and last values", () => {
   });
 });
 
+describe("namespaces — live repairs", () => {
+  it("namespaces — a chat message stored but never republished is found at the channel's next message and read back from the chat stream: once, in order", async () => {
+    const ch = uniq("chat.gap");
+    const c = await ws();
+    await c.sub(`${ch}.*`);
+    const js = jetstream(nc);
+    const pub = async (sub: string, i: number) => (await js.publish(`ev_ns.${ch}.${sub}`, JSON.stringify({ i }))).seq;
+    const seqs = [await pub("y", 0)];
+    const info = await jsm.streams.info("EVENTS_CHAT");
+    const rule = info.config.republish;
+    expect(rule).toMatchObject({ src: "ev_ns.chat.>", dest: "evlive.chat.>" });
+    await jsm.streams.update("EVENTS_CHAT", { ...info.config, republish: undefined });
+    seqs.push(await pub("y", 1)); // stored, never republished
+    await jsm.streams.update("EVENTS_CHAT", { ...(await jsm.streams.info("EVENTS_CHAT")).config, republish: rule });
+    for (let i = 2; i < 5; i++) seqs.push(await pub("x", i));
+    // A default-stream message on the same channel between them: not chat's, neither delivered nor a gap.
+    await js.publish(`ev.${ch}.y`, JSON.stringify({ stray: true }));
+    seqs.push(await pub("y", 5));
+    await c.waitForMsgs(6);
+    const byChannel = (name: string) => c.msgs.filter((m) => m.channel === `${ch}.${name}`).map((m) => (m.data as { i: number }).i);
+    expect(byChannel("y")).toEqual([0, 1, 5]);
+    expect(byChannel("x")).toEqual([2, 3, 4]);
+    expect(c.msgs.map((m) => m.seq).sort((a, b) => a - b)).toEqual(seqs);
+    await new Promise<void>((r) => setImmediate(r));
+    expect(c.msgs.length).toBe(6);
+  });
+});
+
 describe("namespaces — feature switches", () => {
   it("namespaces — every switched-off feature is refused with feature_disabled on every door that has it", async () => {
     const ch = uniq("q.off");
