@@ -173,6 +173,39 @@ describe("namespaces — doors on a namespace channel", () => {
     expect(await sse.waitForSeqs(3)).toEqual([...seqs.slice(2), ...next]);
   });
 
+  it("namespaces — starts from the last N and from a time, over WebSocket and SSE, and an SSE resume by Last-Event-ID read the chat stream", async () => {
+    const ch = uniq("chat.start");
+    // Default-stream messages between them: had a start read the default stream, seqs and counts would differ.
+    const seqs: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      seqs.push(...(await publishMany(ch, 1)));
+      await publishMany(uniq("orders.between"), 2);
+    }
+    const at = new Date().toISOString();
+    await waitFor(() => new Date().toISOString() > at || undefined, { what: "a later instant" });
+    seqs.push(...(await publishMany(ch, 2)));
+    const epoch = (await jsm.streams.info("EVENTS_CHAT")).created;
+
+    const last = await ws();
+    expect(await last.sub(ch, { from: { last: 2 } })).toMatchObject({ op: "ok", epoch });
+    expect((await last.waitForMsgs(2)).map((m) => m.seq)).toEqual(seqs.slice(3));
+    const since = await ws();
+    await since.sub(ch, { from: { time: at } });
+    expect((await since.waitForMsgs(2)).map((m) => m.seq)).toEqual(seqs.slice(3));
+
+    const sseLast = await SseReader.open(`${gw.url}/v1/channels/${encodeURIComponent(ch)}/events?last=3`);
+    readers.push(sseLast);
+    expect(await sseLast.waitForSeqs(3)).toEqual(seqs.slice(2));
+    const resumed = await SseReader.open(`${gw.url}/v1/channels/${encodeURIComponent(ch)}/events`, { "Last-Event-ID": `${epoch}:${seqs[1]}` });
+    readers.push(resumed);
+    expect(await resumed.waitForSeqs(3)).toEqual(seqs.slice(2));
+    const more = await publishMany(ch, 1);
+    expect(await resumed.waitForSeqs(4)).toEqual([...seqs.slice(2), ...more]);
+    expect(resumed.lastEventId).toBe(`${epoch}:${more[0]}`);
+    await new Promise<void>((r) => setImmediate(r));
+    expect(last.msgs.length).toBe(3);
+  });
+
   it("namespaces — a pattern spanning namespaces is refused with bad_channel on every door", async () => {
     const c = await ws();
     const r = await c.request({ op: "sub", channel: "*.x" });
