@@ -155,16 +155,26 @@ class Publisher {
   }
 }
 
-type Lane = { stream: string; subjectPrefix: string; channel: string; sub: TestClient; pub: Publisher };
+/** A channel of one stream: a live subscriber, a durable subscriber that acks each message as it comes, a publisher. */
+type Lane = { stream: string; subjectPrefix: string; channel: string; sub: TestClient; durable: TestClient; pub: Publisher };
 
 async function lane(stream: string, subjectPrefix: string, channel: string): Promise<Lane> {
   const sub = await socket();
   await sub.sub(channel);
-  return { stream, subjectPrefix, channel, sub, pub: new Publisher(channel) };
+  const durable = await socket();
+  await durable.sub(channel, { durable: `d${++n}`, ack: true });
+  durable.ws.on("message", (d: Buffer) => {
+    const f = JSON.parse(d.toString()) as { op: string; seq?: number };
+    if (f.op === "msg") durable.sendRaw(JSON.stringify({ op: "ack", seq: f.seq }));
+  });
+  return { stream, subjectPrefix, channel, sub, durable, pub: new Publisher(channel) };
 }
 
-/** Each subscriber has exactly what its stream holds under its channel, once and in order; its socket stayed open. */
-async function expectEveryMessageOnce(l: Lane): Promise<number[]> {
+/**
+ * The live subscriber has exactly what its stream holds under its channel, once and in order, and its socket
+ * stayed open; the durable one got each of those messages at least once, and nothing else.
+ */
+async function expectEveryMessageOnce(l: Lane): Promise<{ held: number[]; durableRepeats: number }> {
   const acked = l.pub.acked.map((a) => a.seq);
   const held = await stored(l.stream, `${l.subjectPrefix}.${l.channel}`, acked.length);
   expect(held).toEqual(acked);
@@ -173,7 +183,11 @@ async function expectEveryMessageOnce(l: Lane): Promise<number[]> {
   expect(l.sub.msgs.map((m) => m.seq)).toEqual(held);
   expect(l.sub.msgs.map((m) => (m.data as { i: number }).i)).toEqual(held.map((_, i) => i));
   expect(l.sub.closeCode).toBeUndefined();
-  return held;
+  const got = () => new Set(l.durable.msgs.map((m) => m.seq));
+  await waitFor(() => got().size >= held.length || undefined, { timeoutMs: 45_000, what: `${held.length} messages at the durable (has ${got().size})` });
+  expect([...got()].sort((a, b) => a - b)).toEqual(held);
+  expect(l.durable.closeCode).toBeUndefined();
+  return { held, durableRepeats: l.durable.msgs.length - held.length };
 }
 
 /** Publishing on both lanes; `fault` runs after 100 acks on each, and publishing goes on until 100 more after it. */
@@ -205,7 +219,8 @@ beforeAll(async () => {
     workers: 1,
     logLevel: "info",
     readyTimeoutMs: 60_000,
-    args: ["--stream-replicas", "3", "--shutdown-timeout", "5s"],
+    // The durable subscribers ack every message, faster than the default frame rate (100/s) allows.
+    args: ["--stream-replicas", "3", "--shutdown-timeout", "5s", "--frame-rate=-1", "--frame-burst", "100000"],
     env: { NAMESPACES_FILE: join(dir, "namespaces.yaml") },
   });
 }, 120_000);
@@ -238,10 +253,10 @@ describe("namespaces on a 3-node cluster", () => {
     });
     expect(newLeader).not.toBe(chatLeader);
     expect(await leaderOf(DEFAULT)).toBe(defaultLeader);
-    const held = await expectEveryMessageOnce(chat);
-    await expectEveryMessageOnce(other);
+    const { held, durableRepeats } = await expectEveryMessageOnce(chat);
+    const otherResult = await expectEveryMessageOnce(other);
     console.log(
-      `namespaces-cluster-stepdown ${JSON.stringify({ chat: held.length, other: other.pub.acked.length, chatFailures: chat.pub.failures.length, otherFailures: other.pub.failures.length, chatAckGapMs: chat.pub.maxGap(), otherAckGapMs: other.pub.maxGap() })}`,
+      `namespaces-cluster-stepdown ${JSON.stringify({ chat: held.length, other: other.pub.acked.length, chatFailures: chat.pub.failures.length, otherFailures: other.pub.failures.length, chatAckGapMs: chat.pub.maxGap(), otherAckGapMs: other.pub.maxGap(), chatDurableRepeats: durableRepeats, otherDurableRepeats: otherResult.durableRepeats })}`,
     );
     expect(other.pub.failures).toEqual([]);
   }, 150_000);
@@ -256,8 +271,8 @@ describe("namespaces on a 3-node cluster", () => {
       await chatNode.restart();
     });
     expect(await leaderOf(DEFAULT)).toBe(defaultLeader);
-    const held = await expectEveryMessageOnce(chat);
-    await expectEveryMessageOnce(other);
+    const { held, durableRepeats } = await expectEveryMessageOnce(chat);
+    const otherResult = await expectEveryMessageOnce(other);
     // The default stream lost a replica, not its leader: its publishes never failed.
     expect(other.pub.failures).toEqual([]);
     // The restarted node caught up with the namespace stream.
@@ -269,7 +284,7 @@ describe("namespaces on a 3-node cluster", () => {
       { timeoutMs: 30_000, what: `${chatNode.name} current again on ${CHAT}` },
     );
     console.log(
-      `namespaces-cluster-kill ${JSON.stringify({ victim: chatNode.name, chat: held.length, other: other.pub.acked.length, chatFailures: chat.pub.failures.length, otherFailures: other.pub.failures.length, chatAckGapMs: chat.pub.maxGap(), otherAckGapMs: other.pub.maxGap() })}`,
+      `namespaces-cluster-kill ${JSON.stringify({ victim: chatNode.name, chat: held.length, other: other.pub.acked.length, chatFailures: chat.pub.failures.length, otherFailures: other.pub.failures.length, chatAckGapMs: chat.pub.maxGap(), otherAckGapMs: other.pub.maxGap(), chatDurableRepeats: durableRepeats, otherDurableRepeats: otherResult.durableRepeats })}`,
     );
   }, 180_000);
 
@@ -286,10 +301,10 @@ describe("namespaces on a 3-node cluster", () => {
       await chatNode.restart();
     });
     expect(await leaderOf(DEFAULT)).toBe(defaultLeader);
-    const held = await expectEveryMessageOnce(chat);
-    const heldOther = await expectEveryMessageOnce(other);
+    const { held, durableRepeats } = await expectEveryMessageOnce(chat);
+    const otherResult = await expectEveryMessageOnce(other);
     console.log(
-      `namespaces-cluster-kill-gateway-node ${JSON.stringify({ victim: chatNode.name, chat: held.length, other: heldOther.length, chatFailures: chat.pub.failures.length, otherFailures: other.pub.failures.length, chatAckGapMs: chat.pub.maxGap(), otherAckGapMs: other.pub.maxGap() })}`,
+      `namespaces-cluster-kill-gateway-node ${JSON.stringify({ victim: chatNode.name, chat: held.length, other: otherResult.held.length, chatFailures: chat.pub.failures.length, otherFailures: other.pub.failures.length, chatAckGapMs: chat.pub.maxGap(), otherAckGapMs: other.pub.maxGap(), chatDurableRepeats: durableRepeats, otherDurableRepeats: otherResult.durableRepeats })}`,
     );
   }, 180_000);
 });
