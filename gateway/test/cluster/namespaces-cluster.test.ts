@@ -308,3 +308,53 @@ describe("namespaces on a 3-node cluster", () => {
     );
   }, 180_000);
 });
+
+describe("namespaces on a 3-node cluster — a namespace added while a node is down", () => {
+  it("namespaces cluster — a gateway started with a new R3 namespace while a node is down and restarting becomes ready, and serves the namespace", async () => {
+    const meta = await cluster.waitForMetaLeader();
+    const victim = cluster.nodes.find((x) => x.name !== meta)!;
+    await victim.kill();
+    await cluster.waitForMetaLeader();
+    const file = join(dir, "added.yaml");
+    writeFileSync(file, "namespaces:\n  chat:\n    replicas: 3\n  alerts:\n    replicas: 3\n");
+    let second: GatewayHandle | undefined;
+    const starting = startGateway({
+      natsUrl: cluster.urls.filter((_, i) => cluster.nodes[i] !== victim),
+      workers: 1,
+      logLevel: "info",
+      readyTimeoutMs: 60_000,
+      args: ["--stream-replicas", "3", "--shutdown-timeout", "5s"],
+      env: { NAMESPACES_FILE: file },
+    }).then((g) => (second = g));
+    try {
+      // Its primary connected (the first gateway's is the other one): it asks for EVENTS_ALERTS next, with two
+      // nodes up (a create that times out, or JetStream finding no peers to place it on). Then the third comes back.
+      await waitFor(
+        async () => {
+          let primaries = 0;
+          for (const x of cluster.nodes.filter((y) => y.running)) {
+            const z = await getJson<{ connections?: Array<{ name?: string }> }>(`http://127.0.0.1:${x.monitorPort}/connz?limit=1024`);
+            primaries += z?.connections?.filter((c) => c.name === "fanout-gateway-primary").length ?? 0;
+          }
+          return second !== undefined || primaries >= 2 || undefined;
+        },
+        { timeoutMs: 20_000, what: "the second gateway's primary connected" },
+      );
+      await victim.restart();
+      await starting;
+      const si = await info("EVENTS_ALERTS");
+      expect(si.config.num_replicas).toBe(3);
+      const ch = uniq("alerts.x");
+      const c = await TestClient.connect(second!.wsUrl);
+      sockets.push(c);
+      await c.sub(ch);
+      const r = await fetch(`${second!.url}/v1/publish/${ch}`, { method: "POST", body: "{}", headers: { "content-type": "application/json" } });
+      expect(r.status).toBe(201);
+      expect((await c.waitForMsgs(1))[0]!.channel).toBe(ch);
+    } finally {
+      if (victim.running === false) await victim.restart();
+      await starting.catch(() => undefined);
+      await second?.stop();
+    }
+  }, 120_000);
+});
