@@ -173,6 +173,39 @@ describe("namespaces — doors on a namespace channel", () => {
     expect(await sse.waitForSeqs(3)).toEqual([...seqs.slice(2), ...next]);
   });
 
+  it("namespaces — starts from the last N and from a time, over WebSocket and SSE, and an SSE resume by Last-Event-ID read the chat stream", async () => {
+    const ch = uniq("chat.start");
+    // Default-stream messages between them: had a start read the default stream, seqs and counts would differ.
+    const seqs: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      seqs.push(...(await publishMany(ch, 1)));
+      await publishMany(uniq("orders.between"), 2);
+    }
+    const at = new Date().toISOString();
+    await waitFor(() => new Date().toISOString() > at || undefined, { what: "a later instant" });
+    seqs.push(...(await publishMany(ch, 2)));
+    const epoch = (await jsm.streams.info("EVENTS_CHAT")).created;
+
+    const last = await ws();
+    expect(await last.sub(ch, { from: { last: 2 } })).toMatchObject({ op: "ok", epoch });
+    expect((await last.waitForMsgs(2)).map((m) => m.seq)).toEqual(seqs.slice(3));
+    const since = await ws();
+    await since.sub(ch, { from: { time: at } });
+    expect((await since.waitForMsgs(2)).map((m) => m.seq)).toEqual(seqs.slice(3));
+
+    const sseLast = await SseReader.open(`${gw.url}/v1/channels/${encodeURIComponent(ch)}/events?last=3`);
+    readers.push(sseLast);
+    expect(await sseLast.waitForSeqs(3)).toEqual(seqs.slice(2));
+    const resumed = await SseReader.open(`${gw.url}/v1/channels/${encodeURIComponent(ch)}/events`, { "Last-Event-ID": `${epoch}:${seqs[1]}` });
+    readers.push(resumed);
+    expect(await resumed.waitForSeqs(3)).toEqual(seqs.slice(2));
+    const more = await publishMany(ch, 1);
+    expect(await resumed.waitForSeqs(4)).toEqual([...seqs.slice(2), ...more]);
+    expect(resumed.lastEventId).toBe(`${epoch}:${more[0]}`);
+    await new Promise<void>((r) => setImmediate(r));
+    expect(last.msgs.length).toBe(3);
+  });
+
   it("namespaces — a pattern spanning namespaces is refused with bad_channel on every door", async () => {
     const c = await ws();
     const r = await c.request({ op: "sub", channel: "*.x" });
@@ -185,6 +218,156 @@ describe("namespaces — doors on a namespace channel", () => {
     expect(((await sse.json()) as { error: string }).error).toBe("bad_channel");
     const lv = await get(`/v1/channels/${encodeURIComponent(">")}/messages?last_per_subject=1`);
     expect(lv).toMatchObject({ status: 400, body: { error: "bad_channel" } });
+  });
+});
+
+describe("namespaces — durables", () => {
+  /** Consumers of `stream` that are the durable `name` (the gateway prefixes the name with its user's). */
+  const durablesOn = async (stream: string, name: string) => {
+    const out: { name: string; filter?: string }[] = [];
+    for await (const ci of jsm.consumers.list(stream))
+      if (ci.config.durable_name?.endsWith(name)) out.push({ name: ci.name, filter: ci.config.filter_subject });
+    return out;
+  };
+
+  it("namespaces — a durable on a chat channel lives on the chat stream, gets every message, and has what it left unacked redelivered after a reconnect", async () => {
+    const ch = uniq("chat.dur");
+    const durable = uniq("nsd");
+    const a = await ws();
+    expect(await a.sub(ch, { durable, ack: true })).toMatchObject({ op: "ok", durable });
+    const onChat = await durablesOn("EVENTS_CHAT", durable);
+    expect(onChat).toHaveLength(1);
+    expect(onChat[0]!.filter).toBe(`ev_ns.${ch}`);
+    await jsm.consumers.info("EVENTS_CHAT", onChat[0]!.name);
+    expect(await durablesOn("EVENTS", durable)).toEqual([]);
+
+    const seqs = await publishMany(ch, 5);
+    const got = await a.waitForMsgs(5);
+    expect(got.map((m) => m.seq)).toEqual(seqs);
+    expect(got.every((m) => m.channel === ch && m.durable === durable)).toBe(true);
+    for (const m of got.slice(0, 2)) expect((await a.request({ op: "ack", seq: m.seq })).op).toBe("ok");
+    a.close();
+    await a.waitClosed();
+
+    const b = await ws();
+    await b.sub(ch, { durable, ack: true });
+    const again = await b.waitForMsgs(3);
+    expect(again.map((m) => m.seq).sort((x, y) => x - y)).toEqual(seqs.slice(2));
+    expect(again.every((m) => m.redelivered === true)).toBe(true);
+    for (const m of again) expect((await b.request({ op: "ack", seq: m.seq })).op).toBe("ok");
+    await waitFor(async () => (await jsm.consumers.info("EVENTS_CHAT", onChat[0]!.name)).num_ack_pending === 0 || undefined, {
+      what: "every message of the chat durable acked",
+    });
+  });
+
+  it("namespaces — the same durable name on a default-stream channel is another consumer, on the default stream, with its own messages", async () => {
+    const chat = uniq("chat.durx");
+    const orders = uniq("orders.durx");
+    const durable = uniq("same");
+    const onChat = await ws();
+    const onDefault = await ws();
+    await onChat.sub(chat, { durable, ack: true });
+    // Not durable_conflict: the name is bound to another channel, but on another stream.
+    expect(await onDefault.request({ op: "sub", channel: orders, durable, ack: true })).toMatchObject({ op: "ok", durable });
+    const [c] = await durablesOn("EVENTS_CHAT", durable);
+    const [d] = await durablesOn("EVENTS", durable);
+    expect(c?.filter).toBe(`ev_ns.${chat}`);
+    expect(d?.filter).toBe(`ev.${orders}`);
+    const chatSeqs = await publishMany(chat, 3);
+    const orderSeqs = await publishMany(orders, 2);
+    expect((await onChat.waitForMsgs(3)).map((m) => [m.channel, m.seq])).toEqual(chatSeqs.map((s) => [chat, s]));
+    expect((await onDefault.waitForMsgs(2)).map((m) => [m.channel, m.seq])).toEqual(orderSeqs.map((s) => [orders, s]));
+    for (const m of onChat.msgs) await onChat.request({ op: "ack", seq: m.seq });
+    for (const m of onDefault.msgs) await onDefault.request({ op: "ack", seq: m.seq });
+    await new Promise<void>((r) => setImmediate(r));
+    expect(onChat.msgs.length).toBe(3);
+    expect(onDefault.msgs.length).toBe(2);
+  });
+});
+
+describe("namespaces — presence and last values", () => {
+  it("namespaces — presence on a chat channel: join and leave reach a watcher, the list over WebSocket and HTTP names the members", async () => {
+    const ch = uniq("chat.lobby");
+    const watcher = await ws();
+    await watcher.sub(ch, { presence: "watch" });
+    const m1 = await ws();
+    const m2 = await ws();
+    const id1 = (await m1.sub(ch, { presence: true, info: { name: "one" } })).client as string;
+    const id2 = (await m2.sub(ch, { presence: true })).client as string;
+    await waitFor(() => [id1, id2].every((id) => watcher.frames.some((f) => f.op === "join" && f.channel === ch && f.client === id)) || undefined, {
+      what: "a join per member",
+    });
+    const listed = await watcher.request({ op: "presence", channel: ch });
+    expect(listed.op).toBe("presence");
+    expect((listed.members as { client: string }[]).map((x) => x.client).sort()).toEqual([id1, id2].sort());
+    expect((listed.members as { client: string; info?: unknown }[]).find((x) => x.client === id1)?.info).toEqual({ name: "one" });
+    const http = await get(`/v1/channels/${encodeURIComponent(ch)}/presence`);
+    expect(http.status).toBe(200);
+    expect((http.body.members as { client: string }[]).map((x) => x.client).sort()).toEqual([id1, id2].sort());
+    m2.close();
+    await waitFor(() => watcher.frames.find((f) => f.op === "leave" && f.channel === ch && f.client === id2), { what: "the leave of the closed member" });
+    const after = await get(`/v1/channels/${encodeURIComponent(ch)}/presence`);
+    expect((after.body.members as { client: string }[]).map((x) => x.client)).toEqual([id1]);
+    expect(watcher.frames.filter((f) => f.op === "join" && f.channel === ch).length).toBe(2);
+  });
+
+  it("namespaces — last values of chat.room.* are the chat stream's, never what the default stream holds under the same channels", async () => {
+    const room = uniq("chat.room");
+    const js = jetstream(nc);
+    // Stored in the default stream under the namespace's channels (a backend publishing to ev.chat…): not chat's.
+    const stray = await js.publish(`ev.${room}.a`, JSON.stringify({ stray: "a" }));
+    expect(stray.stream).toBe("EVENTS");
+    const a1 = (await publish(`${room}.a`, { v: "a1" })).body.seq as number;
+    const b1 = (await publish(`${room}.b`, { v: "b1" })).body.seq as number;
+    const a2 = (await publish(`${room}.a`, { v: "a2" })).body.seq as number;
+    await js.publish(`ev.${room}.c`, JSON.stringify({ stray: "c" }));
+    expect(a1).toBeLessThan(b1);
+
+    const c = await ws();
+    const ok = await c.sub(`${room}.*`, { from: "last_per_subject" });
+    expect(ok.epoch).toBe((await jsm.streams.info("EVENTS_CHAT")).created);
+    await waitFor(() => c.frames.find((f) => f.op === "live" && f.sub === `${room}.*`), { what: "live frame" });
+    expect(c.msgs.map((m) => [m.channel, m.seq, m.data])).toEqual([
+      [`${room}.b`, b1, { v: "b1" }],
+      [`${room}.a`, a2, { v: "a2" }],
+    ]);
+    const http = await get(`/v1/channels/${encodeURIComponent(`${room}.*`)}/messages?last_per_subject=1`);
+    expect(http.status).toBe(200);
+    expect((http.body.messages as { channel: string; seq: number }[]).map((m) => [m.channel, m.seq])).toEqual([
+      [`${room}.b`, b1],
+      [`${room}.a`, a2],
+    ]);
+    expect(http.body.lastSeq).toBe((await jsm.streams.info("EVENTS_CHAT")).state.last_seq);
+    const next = (await publish(`${room}.c`, { v: "c1" })).body.seq as number;
+    expect((await c.waitForMsgs(3))[2]).toMatchObject({ channel: `${room}.c`, seq: next });
+  });
+});
+
+describe("namespaces — live repairs", () => {
+  it("namespaces — a chat message stored but never republished is found at the channel's next message and read back from the chat stream: once, in order", async () => {
+    const ch = uniq("chat.gap");
+    const c = await ws();
+    await c.sub(`${ch}.*`);
+    const js = jetstream(nc);
+    const pub = async (sub: string, i: number) => (await js.publish(`ev_ns.${ch}.${sub}`, JSON.stringify({ i }))).seq;
+    const seqs = [await pub("y", 0)];
+    const info = await jsm.streams.info("EVENTS_CHAT");
+    const rule = info.config.republish;
+    expect(rule).toMatchObject({ src: "ev_ns.chat.>", dest: "evlive.chat.>" });
+    await jsm.streams.update("EVENTS_CHAT", { ...info.config, republish: undefined });
+    seqs.push(await pub("y", 1)); // stored, never republished
+    await jsm.streams.update("EVENTS_CHAT", { ...(await jsm.streams.info("EVENTS_CHAT")).config, republish: rule });
+    for (let i = 2; i < 5; i++) seqs.push(await pub("x", i));
+    // A default-stream message on the same channel between them: not chat's, neither delivered nor a gap.
+    await js.publish(`ev.${ch}.y`, JSON.stringify({ stray: true }));
+    seqs.push(await pub("y", 5));
+    await c.waitForMsgs(6);
+    const byChannel = (name: string) => c.msgs.filter((m) => m.channel === `${ch}.${name}`).map((m) => (m.data as { i: number }).i);
+    expect(byChannel("y")).toEqual([0, 1, 5]);
+    expect(byChannel("x")).toEqual([2, 3, 4]);
+    expect(c.msgs.map((m) => m.seq).sort((a, b) => a - b)).toEqual(seqs);
+    await new Promise<void>((r) => setImmediate(r));
+    expect(c.msgs.length).toBe(6);
   });
 });
 

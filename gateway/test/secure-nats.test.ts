@@ -2,7 +2,8 @@
 // permissions are exactly the minimal list of gateway/AUTH.md (support/nats-secure.ts). Publish, live
 // delivery, replay (on the direct-get link, over TLS), a durable with acks and presence work end to end over
 // WebSocket; the same with an nkey user and with a .creds file of a NATS account (operator mode, JWTs made by
-// support/nats-jwt.ts); a user missing one subject of the list fails loudly, not silently.
+// support/nats-jwt.ts); with a namespace, whose stream needs the same subjects again; a user missing one subject
+// of the list fails loudly, not silently.
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -41,6 +42,9 @@ const UP = /^fanout_direct_link_up (\d+)/m;
 /** Users on the server: one per way in, each with the gateway's minimal permissions (`lacking` takes one out). */
 const LACKING = `${NAMES.livePrefix}.>`;
 const NO_STREAM_INFO = `$JS.API.STREAM.INFO.${NAMES.stream}`;
+/** A namespace (`chat`, its own stream SECURE_CHAT under sec_ns.chat.>) and the user granted its subjects too. */
+const NS_NAMES = { ...NAMES, namespaceStreams: [`${NAMES.stream}_CHAT`] };
+const namespacesFile = (): string => secret("namespaces.yaml", "namespaces:\n  chat:\n    maxAge: 1h\n");
 beforeAll(async () => {
   if (!hasOpenssl()) return;
   pki = makeTestPki();
@@ -54,6 +58,7 @@ beforeAll(async () => {
         { who: { nkey: nkeyUser.getPublicKey() }, permissions: perms },
         { who: { user: "lacking", password: "lacking-pw" }, permissions: gatewayPermissions(NAMES, [LACKING]) },
         { who: { user: "nostream", password: "nostream-pw" }, permissions: gatewayPermissions(NAMES, [NO_STREAM_INFO]) },
+        { who: { user: "nsgw", password: "nsgw-pw" }, permissions: gatewayPermissions(NS_NAMES) },
       ],
       { verify: true },
     ),
@@ -199,6 +204,77 @@ describe.skipIf(!hasOpenssl())("secured NATS — TLS and credentials", () => {
     clients.closeAll();
     await gw.stop();
     gw = undefined;
+  });
+});
+
+describe.skipIf(!hasOpenssl())("secured NATS — namespaces", () => {
+  it("secured NATS — a gateway with a namespace, on a user granted the minimal list for both streams: publish, live, history, resume on the link, durable and presence on the namespace's channel", async () => {
+    gw = await startGateway({
+      natsUrl: nats.url,
+      workers: 1,
+      args: GW_ARGS,
+      env: { ...tlsEnv(), NATS_USER: "nsgw", NATS_PASSWORD_FILE: secret("nsgw-pw", "nsgw-pw"), NAMESPACES_FILE: namespacesFile() },
+    });
+    // Up only when every stream's link is: the default stream's and chat's.
+    await waitFor(async () => (await metric(gw!, UP)) === 1 || undefined, { what: "the direct-get links up over TLS" });
+    const ch = uniq("chat.room");
+    const live = await clients.open();
+    await live.sub(ch);
+    const seqs: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      const r = await httpPublish(gw.url, ch, { i });
+      expect(r.status).toBe(201);
+      seqs.push(r.body.seq as number);
+    }
+    const viaWs = await live.request({ op: "pub", channel: ch, data: { i: 10 } });
+    expect(viaWs.op).toBe("ok");
+    seqs.push(viaWs.seq as number);
+    // Numbered by the namespace's stream: it held nothing before.
+    expect(seqs).toEqual([...Array(11).keys()].map((i) => i + 1));
+    expect((await live.waitForMsgs(11)).map((m) => m.seq)).toEqual(seqs);
+
+    const h = (await (await fetch(`${gw.url}/v1/channels/${encodeURIComponent(ch)}/messages?from_seq=3`)).json()) as { messages: { seq: number }[] };
+    expect(h.messages.map((m) => m.seq)).toEqual(seqs.slice(2));
+    const [link0, main0] = [await metric(gw, LINK), await metric(gw, MAIN)];
+    const resumer = await clients.open();
+    await resumer.sub(ch, { from: { seq: 5 } });
+    expect((await resumer.waitForMsgs(7)).map((m) => m.seq)).toEqual(seqs.slice(4));
+    expect(await metric(gw, LINK)).toBeGreaterThan(link0);
+    expect(await metric(gw, MAIN)).toBe(main0);
+
+    const d = await clients.open();
+    expect(await d.sub(uniq("chat.jobs"), { durable: "secure-ns", ack: true })).toMatchObject({ op: "ok" });
+    const member = await clients.open();
+    const id = (await member.sub(ch, { presence: true })).client as string;
+    const listed = await member.request({ op: "presence", channel: ch });
+    expect((listed.members as { client: string }[]).map((x) => x.client)).toEqual([id]);
+
+    const connz = (await (await fetch(`http://127.0.0.1:${nats.monitorPort}/connz?auth=1`)).json()) as {
+      connections: { name?: string; authorized_user?: string }[];
+    };
+    const mine = connz.connections.filter((x) => x.name?.startsWith("fanout-gateway-worker") && x.authorized_user === "nsgw");
+    expect(mine.map((x) => x.name).sort()).toEqual(["fanout-gateway-worker-1", "fanout-gateway-worker-1-direct", "fanout-gateway-worker-1-direct-chat"]);
+    expect(gw.logs.filter((l) => (l.level ?? 0) >= 40 && !/AUTHENTICATION IS OFF/.test(String(l.msg))).map((l) => l.msg)).toEqual([]);
+    clients.closeAll();
+    await gw.stop();
+    gw = undefined;
+  });
+
+  it(`secured NATS — a user granted only the default stream's subjects: a gateway with a namespace exits 1 at start naming the namespace stream's subject`, () => {
+    const r = spawnSync(process.execPath, [CLI, "--port", "0", "--workers", "1", ...GW_ARGS], {
+      encoding: "utf8",
+      timeout: 30_000,
+      env: {
+        ...process.env,
+        ...tlsEnv(),
+        NATS_URL: nats.url,
+        NATS_USER: "gw",
+        NATS_PASSWORD_FILE: secret("gw-pw2", "gw-pw"),
+        NAMESPACES_FILE: namespacesFile(),
+      },
+    });
+    expect(r.status).toBe(1);
+    expect(r.stdout + r.stderr).toContain(`Permissions Violation for Publish to \\"$JS.API.STREAM.INFO.${NAMES.stream}_CHAT\\"`);
   });
 });
 

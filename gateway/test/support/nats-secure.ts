@@ -61,30 +61,48 @@ export function makeTestPki(): TestPki {
   };
 }
 
-/** The names a gateway uses on NATS (its settings). */
-export type GatewayNames = { stream: string; subjectPrefix: string; livePrefix: string; bucket: string; inboxPrefix?: string; controlPrefix?: string };
+/**
+ * The names a gateway uses on NATS (its settings). `namespaceStreams`: the streams of its namespaces
+ * (NAMESPACES_FILE; `<STREAM_NAME>_<NAME>` unless a namespace names its own), each needing what the default
+ * stream needs, and publishes under `<subjectPrefix>_ns`.
+ */
+export type GatewayNames = {
+  stream: string;
+  subjectPrefix: string;
+  livePrefix: string;
+  bucket: string;
+  inboxPrefix?: string;
+  controlPrefix?: string;
+  namespaceStreams?: string[];
+};
 
 /**
  * The gateway's minimal NATS permissions, as gateway/AUTH.md lists them: what it publishes to (JetStream API
  * requests, acks, messages, presence records, control requests and their replies) and what it subscribes to (reply inboxes, live republished
- * messages, presence changes, stream advisories). `omit` takes subjects out (a test of a missing one).
+ * messages, presence changes, stream advisories), for the default stream and every namespace stream. `omit`
+ * takes subjects out (a test of a missing one).
  */
 export function gatewayPermissions(n: GatewayNames, omit: string[] = []): { publish: string[]; subscribe: string[] } {
   const kv = `KV_${n.bucket}`;
   const ctl = n.controlPrefix ?? `${n.subjectPrefix}ctl`;
+  const streams = [n.stream, ...(n.namespaceStreams ?? [])];
+  const namespaced = (n.namespaceStreams ?? []).length > 0;
   const publish = [
     "$JS.API.INFO",
-    `$JS.API.STREAM.INFO.${n.stream}`,
-    `$JS.API.STREAM.CREATE.${n.stream}`,
-    `$JS.API.STREAM.UPDATE.${n.stream}`,
-    `$JS.API.STREAM.MSG.GET.${n.stream}`,
-    `$JS.API.DIRECT.GET.${n.stream}`,
-    `$JS.API.CONSUMER.CREATE.${n.stream}.>`,
-    `$JS.API.CONSUMER.INFO.${n.stream}.*`,
-    `$JS.API.CONSUMER.MSG.NEXT.${n.stream}.*`,
-    `$JS.API.CONSUMER.NAMES.${n.stream}`,
-    `$JS.ACK.${n.stream}.>`,
+    ...streams.flatMap((s) => [
+      `$JS.API.STREAM.INFO.${s}`,
+      `$JS.API.STREAM.CREATE.${s}`,
+      `$JS.API.STREAM.UPDATE.${s}`,
+      `$JS.API.STREAM.MSG.GET.${s}`,
+      `$JS.API.DIRECT.GET.${s}`,
+      `$JS.API.CONSUMER.CREATE.${s}.>`,
+      `$JS.API.CONSUMER.INFO.${s}.*`,
+      `$JS.API.CONSUMER.MSG.NEXT.${s}.*`,
+      `$JS.API.CONSUMER.NAMES.${s}`,
+      `$JS.ACK.${s}.>`,
+    ]),
     `${n.subjectPrefix}.>`,
+    ...(namespaced ? [`${n.subjectPrefix}_ns.>`] : []),
     `$JS.API.STREAM.INFO.${kv}`,
     `$JS.API.STREAM.CREATE.${kv}`,
     `$JS.API.STREAM.UPDATE.${kv}`,
@@ -98,10 +116,12 @@ export function gatewayPermissions(n: GatewayNames, omit: string[] = []): { publ
     `${n.livePrefix}.>`,
     `${ctl}.>`,
     `fgwpresence.${n.bucket}.>`,
-    `$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.${n.stream}`,
-    `$JS.EVENT.ADVISORY.STREAM.CREATED.${n.stream}`,
-    `$JS.EVENT.ADVISORY.STREAM.UPDATED.${n.stream}`,
-    `$JS.EVENT.ADVISORY.STREAM.DELETED.${n.stream}`,
+    ...streams.flatMap((s) => [
+      `$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.${s}`,
+      `$JS.EVENT.ADVISORY.STREAM.CREATED.${s}`,
+      `$JS.EVENT.ADVISORY.STREAM.UPDATED.${s}`,
+      `$JS.EVENT.ADVISORY.STREAM.DELETED.${s}`,
+    ]),
     `$JS.EVENT.ADVISORY.STREAM.UPDATED.${kv}`,
     `$JS.EVENT.ADVISORY.STREAM.DELETED.${kv}`,
   ].filter((s) => !omit.includes(s));

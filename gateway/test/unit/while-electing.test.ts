@@ -29,6 +29,14 @@ describe("stream set-up — while JetStream elects leaders", () => {
     expect(f.calls()).toBe(4);
   });
 
+  it("while electing — no suitable peers for placement (10005, a 400) is tried again: a replicated stream waits for a restarting node", async () => {
+    // A new R3 stream (a namespace added) while a node restarts, or on a cluster that has just formed.
+    const noPeers = new JetStreamApiError({ code: 400, err_code: 10005, description: "no suitable peers for placement, peer offline" });
+    const f = failing([noPeers, noPeers]);
+    await expect(whileElecting("stream X", log, f.step, 8, 1)).resolves.toBe("done");
+    expect(f.calls()).toBe(3);
+  });
+
   it("while electing — a refusal (4xx) or a config mismatch is final; attempts are bounded", async () => {
     const refused = new JetStreamApiError({ code: 400, err_code: 10058, description: "stream name already in use with a different configuration" });
     const a = failing([refused, undefined]);

@@ -62,17 +62,21 @@ export function diffStream(existing: StreamConfig, wanted: Partial<StreamConfig>
  * Creates the stream, or checks an existing one. A differing stream is updated only with `--update-stream`;
  * otherwise the difference is logged and startup fails with ERR_STREAM_MISMATCH.
  */
+/** nats-server's JSClusterNoPeersErrF (a 400): no peers to place a replicated stream on, as while a node restarts. */
+const JS_CLUSTER_NO_PEERS = 10005;
+
 /**
  * Runs a stream set-up step again while the failure may pass — a request timing out or JetStream answering
- * 5xx while the cluster elects a stream or meta leader (a gateway started during a NATS node's restart) —
- * with doubling delays up to 5 s, `attempts` times in all. A refusal (4xx) or a config mismatch is final.
+ * 5xx while the cluster elects a stream or meta leader (a gateway started during a NATS node's restart), or
+ * no peers to place a new replicated stream on (a node restarting, a cluster just formed) — with doubling
+ * delays up to 5 s, `attempts` times in all. Another refusal (4xx) or a config mismatch is final.
  */
 export async function whileElecting<T>(what: string, log: Logger, step: () => Promise<T>, attempts = 8, baseDelayMs = 500): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await step();
     } catch (e) {
-      const final = e instanceof ProcessError || (e instanceof JetStreamApiError && e.status >= 400 && e.status < 500);
+      const final = e instanceof ProcessError || (e instanceof JetStreamApiError && e.status >= 400 && e.status < 500 && e.code !== JS_CLUSTER_NO_PEERS);
       if (final || attempt >= attempts) throw e;
       const retryInMs = Math.min(baseDelayMs * 2 ** (attempt - 1), 5_000);
       log.warn({ err: e, what, attempt, retryInMs }, `${what}: JetStream did not answer (a leader election?); retrying`);
