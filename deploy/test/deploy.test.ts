@@ -6,6 +6,7 @@ import { desiredStream } from "../../gateway/src/broker/jetstream/stream.js";
 import { loadConfig } from "../../gateway/src/config/config.js";
 import { sectionsOf } from "../../gateway/src/config/sections.js";
 import { SETTINGS } from "../../gateway/src/config/settings.js";
+import { parseNamespaces } from "../../gateway/src/namespaces/file.js";
 import { execFile } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -207,6 +208,40 @@ describe("helm chart", () => {
     expect(await fails("nats.auth.secretName=s", "nats.auth.user=gw")).toMatch(/nats\.auth\.user and nats\.auth\.passwordKey go together/);
     expect(await fails("nats.tls.secretName=s", "nats.tls.certKey=tls.crt")).toMatch(/certKey and nats\.tls\.keyKey go together/);
     expect(await fails("config.NATS_PASSWORD_FILE=/x")).toMatch(/config\.NATS_PASSWORD_FILE conflicts/);
+  });
+
+  it("namespaces — the value becomes a mounted ConfigMap file that the gateway reads, named by NAMESPACES_FILE", async () => {
+    const values = join(dir, "namespaces-values.yaml");
+    writeFileSync(
+      values,
+      "namespaces:\n  chat: { maxAge: 7d, allowMsgTtl: true, features: { durables: false } }\n  inbox: { prefix: app1.inbox, storage: memory, maxBytes: 256MiB }\n",
+    );
+    const rs = await renderAndValidate("namespaces", "-f", values);
+    expectAllValid(rs);
+    const maps = rs.filter((r) => r.kind === "ConfigMap").map((r) => r.doc);
+    const env = maps.find((m) => m.metadata.name === "gw-fanout-gateway")!.data;
+    const file = maps.find((m) => m.metadata.name === "gw-fanout-gateway-namespaces")!.data["namespaces.yaml"] as string;
+    expect(env.NAMESPACES_FILE).toBe("/etc/fanout-gateway/namespaces/namespaces.yaml");
+    // The rendered file is read by the gateway's own reader, as the pod would.
+    const specs = parseNamespaces(file, "yaml");
+    expect(specs.map((s) => [s.name, s.prefix])).toEqual([
+      ["chat", "chat"],
+      ["inbox", "app1.inbox"],
+    ]);
+    expect(specs[0]).toMatchObject({ maxAgeMs: 7 * 86_400_000, allowMsgTtl: true, features: { durables: false, history: true } });
+    expect(specs[1]).toMatchObject({ storage: "memory", maxBytes: 256 * 1_048_576 });
+    const dep = byKind(rs, "Deployment");
+    const pod = dep.spec.template.spec;
+    expect(pod.volumes).toContainEqual({ name: "namespaces", configMap: { name: "gw-fanout-gateway-namespaces" } });
+    expect(pod.containers[0].volumeMounts).toContainEqual({ name: "namespaces", mountPath: "/etc/fanout-gateway/namespaces", readOnly: true });
+    expect(dep.spec.template.metadata.annotations["checksum/namespaces"]).toMatch(/^[0-9a-f]{64}$/);
+    // Off by default: no file, no mount, no NAMESPACES_FILE.
+    const plain = await renderAndValidate("namespaces-off");
+    expect(plain.filter((r) => r.kind === "ConfigMap")).toHaveLength(1);
+    expect(byKind(plain, "ConfigMap").data.NAMESPACES_FILE).toBeUndefined();
+    await expect(helm("template", "gw", CHART, "--kube-version", K8S, "--set", "config.NAMESPACES_FILE=/x", "-f", values)).rejects.toThrow(
+      /config\.NAMESPACES_FILE conflicts/,
+    );
   });
 
   it("WORKERS — the CPU limit rounded up, at least 1; gateway.workers overrides", async () => {

@@ -35,6 +35,7 @@ export const WIRE_ERRORS: { readonly [C in ErrorCode]: { readonly status: number
   durables_full: { status: 503, temporary: true },
   disconnected: { status: 410, temporary: false },
   unsubscribed: { status: 410, temporary: false },
+  feature_disabled: { status: 403, temporary: false },
 };
 
 export type GatewayErrorOptions = { cause?: unknown; status?: number; temporary?: boolean };

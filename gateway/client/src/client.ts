@@ -92,11 +92,13 @@ export class GatewayClient {
   /**
    * Publishes `data` (any JSON value). Every publish carries a msgId (generated when not given), so a
    * publish re-sent after a lost reply is stored once. While disconnected it waits in a bounded queue.
+   * `ttl` ("30s", "5m") makes the message expire from the stream, in a namespace whose stream allows it.
    */
-  publish(channel: string, data: unknown, options: { msgId?: string } = {}): Promise<PublishResult> {
+  publish(channel: string, data: unknown, options: { msgId?: string; ttl?: string } = {}): Promise<PublishResult> {
     if (this.conn.state === "closed") return Promise.reject(this.conn.stopped);
     const msgId = options.msgId ?? newMsgId();
-    return this.enqueue<PublishResult>((resolve, reject) => ({ channel, data, msgId, resolve, reject }));
+    const ttl = options.ttl;
+    return this.enqueue<PublishResult>((resolve, reject) => ({ channel, data, msgId, ...(ttl !== undefined ? { ttl } : {}), resolve, reject }));
   }
 
   /**
@@ -111,7 +113,7 @@ export class GatewayClient {
     if (this.conn.state === "closed") return Promise.reject(this.conn.stopped);
     if (items.length === 0) return Promise.resolve([]);
     return this.enqueue<BatchItemResult[]>((resolve, reject) => ({
-      batch: items.map((i) => ({ channel: i.channel, data: i.data, msgId: i.msgId ?? newMsgId() })),
+      batch: items.map((i) => ({ channel: i.channel, data: i.data, msgId: i.msgId ?? newMsgId(), ...(i.ttl !== undefined ? { ttl: i.ttl } : {}) })),
       resolve,
       reject,
     }));

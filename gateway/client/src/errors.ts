@@ -43,6 +43,7 @@ export const WIRE_CODES = {
   durables_full: { temporary: true },
   disconnected: { temporary: false },
   unsubscribed: { temporary: false },
+  feature_disabled: { temporary: false },
 } as const satisfies Record<string, { temporary: boolean }>;
 export type WireErrorCode = keyof typeof WIRE_CODES;
 

@@ -1,8 +1,8 @@
 import { GatewayError, wireError } from "./errors.js";
 import type { BatchItem, BatchItemResult, Frame, PublishResult } from "./types.js";
 
-export type Pub = { channel: string; data: unknown; msgId: string; resolve: (r: PublishResult) => void; reject: (e: Error) => void };
-export type BatchPub = { batch: Required<BatchItem>[]; resolve: (r: BatchItemResult[]) => void; reject: (e: Error) => void };
+export type Pub = { channel: string; data: unknown; msgId: string; ttl?: string; resolve: (r: PublishResult) => void; reject: (e: Error) => void };
+export type BatchPub = { batch: (BatchItem & { msgId: string })[]; resolve: (r: BatchItemResult[]) => void; reject: (e: Error) => void };
 
 /**
  * Publishes not answered yet, in call order. While disconnected it holds at most `limit` of them (a batch
@@ -61,7 +61,7 @@ export class Outbox {
 /** The `pub` frame of a publish or a batch (without its request id). */
 export function pubFrame(pub: Pub | BatchPub): Record<string, unknown> {
   if ("batch" in pub) return { op: "pub", batch: pub.batch };
-  return { op: "pub", channel: pub.channel, data: pub.data, msgId: pub.msgId };
+  return { op: "pub", channel: pub.channel, data: pub.data, msgId: pub.msgId, ...(pub.ttl !== undefined ? { ttl: pub.ttl } : {}) };
 }
 
 /** A batch's per-item results, in item order: the stored seq, or that item's own error. */

@@ -89,8 +89,11 @@ export interface Subscription {
 }
 
 export type PublishResult = { seq: number; duplicate: boolean };
-/** One item of `publishBatch`: as `publish`'s arguments. */
-export type BatchItem = { channel: string; data: unknown; msgId?: string };
+/**
+ * One item of `publishBatch`: as `publish`'s arguments. `ttl` ("30s"): the message expires from the stream
+ * then (a namespace with allowMsgTtl; elsewhere the item gets `feature_disabled`).
+ */
+export type BatchItem = { channel: string; data: unknown; msgId?: string; ttl?: string };
 /** One item's outcome in a batch, in the item's place: stored, or the server's error for that item alone. */
 export type BatchItemResult = PublishResult | { error: GatewayError };
 

@@ -6,6 +6,9 @@ import type { Logger } from "../log.js";
 import type { HookGrant, Hooks } from "./hooks.js";
 import { canPublish, canSubscribe } from "./permissions.js";
 import { ANONYMOUS, API_KEY_PRINCIPAL, type Principal } from "./principal.js";
+import type { NamespacesSection } from "../namespaces/namespace.js";
+import { spansMessage } from "../namespaces/routing.js";
+import { FEATURE_DOORS, type Feature } from "../namespaces/spec.js";
 
 /** The door a request came in by; the connect hook is told which (`transport`). */
 export type Transport = "websocket" | "sse" | "http";
@@ -42,8 +45,14 @@ export type Access =
       durable?: string;
       /** A server-side subscription (`channels.auto`) being taken over: the token or connect hook granted it. */
       serverSide?: boolean;
+      /**
+       * The features of its namespace the request uses (a start from a seq: `resume`; SSE: `sse`; …): one
+       * switched off refuses it with `feature_disabled`. Plain live delivery uses none.
+       */
+      uses?: readonly Feature[];
     }
-  | { right: "pub"; channel: string }
+  /** A publish; `ttl` when it carries a per-message TTL (its namespace's stream must allow them). */
+  | { right: "pub"; channel: string; ttl?: boolean }
   /**
    * The server's control plane (`/v1/server/…`: disconnect, unsubscribe, occupancy, broadcast, users): an
    * API key only. With authentication off (no key can be configured) anyone, unless a connect hook is set:
@@ -69,7 +78,11 @@ export type Knock = {
  * The one authorization chain of every door that reads or writes a channel (WebSocket `sub`, `presence`,
  * `pub`; SSE; history and last values; presence list; HTTP publish):
  *
- *   token (or API key) → connect hook → permissions → subscribe hook (reads) | publish permission (writes)
+ *   token (or API key) → connect hook → namespace → permissions → subscribe hook (reads) | publish permission (writes)
+ *
+ * The namespace step refuses a pattern that spans namespaces (`bad_channel`) and a request using a feature
+ * its namespace switched off (`feature_disabled`); a trusted key (API_KEYS) may still publish where
+ * client publishing is off: it is the application's backend.
  *
  * `identify` runs the first two (a WebSocket once, at the upgrade; an HTTP request each time, its connect
  * hook answer cached), `authorize` the rest. A door calls both and nothing else, so a new door cannot skip a
@@ -82,6 +95,8 @@ export class AccessControl {
     readonly hooks?: Hooks,
     /** Where a failure that is not a refusal (a bug) is logged. */
     readonly log?: Logger,
+    /** The namespaces (NAMESPACES_FILE) whose feature switches apply; none: every feature everywhere. */
+    readonly namespaces?: NamespacesSection,
   ) {}
 
   /** The first half of the chain: token (or API key), then the connect hook. */
@@ -116,6 +131,7 @@ export class AccessControl {
       if (first.trusted || (!this.auth.enabled && !this.hooks?.connectEnabled)) return;
       throw new GatewayError(ErrorCode.Forbidden, "the control plane needs an API key (X-Api-Key)");
     }
+    this.checkNamespace(first, a);
     check(first.principal, a);
     if (a.right === "pub" || first.trusted || a.serverSide || !this.hooks?.subscribeEnabled) return;
     await this.hooks.subscribe(
@@ -123,6 +139,29 @@ export class AccessControl {
       first.identified,
     );
     check(current().principal, a);
+  }
+
+  /** A pattern within one stream, and the features the request uses switched on in its namespace. */
+  private checkNamespace(id: Identity, a: Exclude<Access, { right: "admin" }>): void {
+    const routes = this.namespaces;
+    if (!routes || routes.empty) {
+      if (a.right === "pub" && a.ttl)
+        throw new GatewayError(ErrorCode.FeatureDisabled, `${a.channel} is in the default stream, which keeps no per-message TTL`);
+      return;
+    }
+    const route = routes.ofPattern(a.channel);
+    if (route.kind === "spans") throw new GatewayError(ErrorCode.BadChannel, spansMessage(a.channel, route.names));
+    const ns = route.kind === "namespace" ? route.ns : undefined;
+    if (a.right === "pub") {
+      if (a.ttl && !ns?.stream.allowMsgTtl)
+        throw new GatewayError(
+          ErrorCode.FeatureDisabled,
+          ns ? `namespace ${ns.name} keeps no per-message TTL (allowMsgTtl)` : `${a.channel} is in the default stream, which keeps no per-message TTL`,
+        );
+      if (ns && !ns.features.publish && !id.trusted) throw disabled(ns.name, "publish");
+      return;
+    }
+    if (ns && a.uses) for (const f of a.uses) if (!ns.features[f]) throw disabled(ns.name, f);
   }
 
   /**
@@ -145,6 +184,10 @@ export function refusal(e: unknown): Refusal {
   if (e instanceof AuthError) return { status: 401, code: ErrorCode.Unauthorized, message: e.message, temporary: false };
   if (e instanceof GatewayError) return { status: e.status, code: e.code, message: e.message, temporary: e.temporary };
   return { status: 500, code: ErrorCode.Internal, message: "authorization failed: internal error", temporary: true };
+}
+
+function disabled(ns: string, f: Feature): GatewayError {
+  return new GatewayError(ErrorCode.FeatureDisabled, `namespace ${ns} has ${f} switched off (${FEATURE_DOORS[f]})`);
 }
 
 function check(p: Principal, a: Access): void {

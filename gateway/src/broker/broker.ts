@@ -24,21 +24,41 @@ export type BrokerEvent =
   | { type: "disconnected" }
   | { type: "reconnected" }
   | { type: "error"; error: unknown }
-  /** The stream was deleted and created again: sequences start over, cached pages are void. */
-  | { type: "epoch"; epoch: string };
+  /**
+   * A stream was deleted and created again: its sequences start over, cached pages of its patterns are void.
+   * `stream` names it (the default stream or a namespace's): the others are untouched.
+   */
+  | { type: "epoch"; epoch: string; stream: string };
 
 export type BrokerCapabilities = { replay: boolean; durable: boolean; history: boolean };
 
 /** The stream's bounds and epoch (its creation time: a recreated stream has a new one). */
-export type StreamState = { firstSeq: number; lastSeq: number; epoch: string };
+export type StreamState = {
+  firstSeq: number;
+  lastSeq: number;
+  epoch: string;
+  /**
+   * The first seq a resume or start may begin at, when the namespace has a resume window and messages older
+   * than it are stored: a start before it begins here instead, reported truncated.
+   */
+  resumeFrom?: number;
+};
+
+/** One stream as the shared pass over it sees it: its name, and a page of all of it (every subject). */
+export type StreamScope = { name: string; read(from: number, target: number): Promise<StoredPage> };
 
 /** Stored messages of a pattern: every matching message with seq in [from, coverEnd], in order. */
 export type StoredPage = { messages: BrokerMessage[]; coverEnd: number };
 
 /** Stored-message access: replay, history. Only brokers that keep messages have it. Creates nothing on the server. */
 export interface ReplayApi {
-  /** Bounds and epoch; concurrent callers share one request sent after they asked. */
-  state(): Promise<StreamState>;
+  /**
+   * Bounds and epoch of the stream holding `pattern` (each namespace has its own); concurrent callers share
+   * one request sent after they asked. A pattern spanning streams is refused (`bad_channel`).
+   */
+  state(pattern: string): Promise<StreamState>;
+  /** The stream holding `pattern`, for reads of all of it; without it the broker has one stream (read with `>`). */
+  streamOf?(pattern: string): StreamScope;
   /** The sequence from which `pattern` has exactly its last `n` messages (or the first seq if fewer). */
   startOfLastN(pattern: string, n: number): Promise<number>;
   /** The first matching sequence at or after `time` (ISO 8601), or the stream's last seq + 1 when none. */
@@ -144,13 +164,17 @@ export interface Broker {
   readonly presence?: PresenceApi;
   /** Present when the broker carries requests between processes (JetStream: core NATS). */
   readonly bus?: Bus;
-  /** The stream's epoch (its creation time) when known: `ok` frames carry it so clients keep it with their seq. */
-  readonly epoch?: string;
+  /**
+   * The epoch (creation time) of the stream holding `pattern`, when known: `ok` frames carry it so clients
+   * keep it with their seq. Undefined for a broker without streams.
+   */
+  epochOf(pattern: string): string | undefined;
   /** True while the broker connection is up. */
   isConnected(): boolean;
   /** True while the worker's own direct-get connection is up (JetStream with REPLAY_CONNECTION=own). */
   directLinkUp?(): boolean;
-  publish(channel: string, payload: Uint8Array, msgId?: string): Promise<PublishResult>;
+  /** `ttl` (`Nats-TTL` form, `30s`): the message expires from the stream then; only where its stream allows it. */
+  publish(channel: string, payload: Uint8Array, msgId?: string, ttl?: string): Promise<PublishResult>;
   /** Starts live delivery of every new message on `pattern`; resolves once delivery is set up. */
   live(pattern: string, onMessage: (m: BrokerMessage) => void): Promise<LiveFeed>;
   onEvent(listener: (e: BrokerEvent) => void): void;

@@ -3,12 +3,13 @@ import type { RepairReason } from "./jetstream/live.js";
 import type { DirectVia } from "./jetstream/direct/direct-get.js";
 import type { Logger } from "../log.js";
 import type { Broker } from "./broker.js";
+import type { NamespacesSection } from "../namespaces/namespace.js";
 import { JetStreamBroker } from "./jetstream/jetstream.js";
 import { describeNatsSecurity, loadNatsSecurity } from "./jetstream/nats-security.js";
 
 /** Connects the broker its section selects (the stream and durable sections say how it is used). */
 export async function connectBroker(
-  c: Readonly<{ broker: BrokerSection; stream: StreamSection; durable: DurableSection; presence?: PresenceSection }>,
+  c: Readonly<{ broker: BrokerSection; stream: StreamSection; durable: DurableSection; presence?: PresenceSection; namespaces?: NamespacesSection }>,
   log: Logger,
   name: string,
   hooks: { onRepair?: (why: RepairReason) => void; onDirectGet?: (via: DirectVia) => void } = {},
@@ -33,6 +34,7 @@ export async function connectBroker(
     onDirectGet: hooks.onDirectGet,
     directGetQueue: c.broker.directGetQueue,
     presence: c.presence,
+    ...(c.namespaces && !c.namespaces.empty ? { namespaces: c.namespaces } : {}),
     durable: { ackWaitMs: c.durable.ackWaitMs, maxDeliver: c.durable.maxDeliver, inactiveMs: c.durable.inactiveMs, maxPerUser: c.durable.maxPerUser },
   });
 }

@@ -152,6 +152,10 @@ export class RedisBroker implements Broker {
     this.listeners.push(listener);
   }
 
+  epochOf(): undefined {
+    return undefined;
+  }
+
   isConnected(): boolean {
     return this.pub.status === "ready" && this.sub.status === "ready";
   }

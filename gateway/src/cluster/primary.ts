@@ -52,7 +52,7 @@ export async function runPrimary(config: Config): Promise<void> {
     loadKeyMaterial(config); // fail fast on an unreadable key; each worker loads its own copy
     const security = loadNatsSecurity(sectionsOf(config).broker.natsSecurity); // the same for NATS credentials
     brokers = await startEmbeddedBrokers(sectionsOf(config).broker, log);
-    if (config.broker === "jetstream") prepared = await prepareStream(sectionsOf(config).stream, brokers.natsUrl, security, log, sectionsOf(config).presence);
+    if (config.broker === "jetstream") prepared = await prepareStream(streamsOf(config), brokers.natsUrl, security, log, sectionsOf(config).presence);
     const adminPort = adminPortOf(config);
     if (adminPort >= 0) admin = await startAdmin(config.adminHost, adminPort, metrics, log, controlDoor(config, prepared?.nc, log));
   } catch (e) {
@@ -69,14 +69,14 @@ export async function runPrimary(config: Config): Promise<void> {
   const pool = new WorkerPool(sectionsOf(config).server, workerConfig, metrics, log, (e) => void fail(e));
   await pool.start();
   if (prepared) {
-    const w = new StreamWatch(prepared.jsm, sectionsOf(config).stream, prepared.presence, log, {
+    const w = new StreamWatch(prepared.jsm, streamsOf(config), prepared.presence, log, {
       repair: config.streamRepair === "repair",
       intervalMs: config.streamCheckIntervalMs,
       onChange: (drift) => pool.setDrift(drift),
     });
     w.start();
     // Between two looks, an update or deletion of the stream or the bucket is looked at when JetStream says so.
-    const watched = [config.streamName, ...(prepared.presence ? [presenceStream(prepared.presence.bucket)] : [])];
+    const watched = [...streamsOf(config).map((s) => s.name), ...(prepared.presence ? [presenceStream(prepared.presence.bucket)] : [])];
     for (const name of watched)
       for (const what of ["UPDATED", "DELETED"]) prepared.nc.subscribe(`$JS.EVENT.ADVISORY.STREAM.${what}.${name}`, { callback: () => void w.check() });
     stopWatch = async () => {
@@ -140,12 +140,18 @@ function controlDoor(config: Config, nc: NatsConnection | undefined, log: Logger
   });
 }
 
+/** The default stream's settings, then each namespace's stream's. */
+function streamsOf(config: Config): StreamSection[] {
+  const c = sectionsOf(config);
+  return [c.stream, ...c.namespaces.list.map((ns) => ns.stream)];
+}
+
 /**
- * Connects, ensures the stream (and the presence bucket) exist with the configured settings, and keeps the
+ * Connects, ensures the streams (the default one, each namespace's; and the presence bucket) exist with the configured settings, and keeps the
  * connection for the StreamWatch that looks after them from then on (the bucket only if it could be made).
  */
 async function prepareStream(
-  stream: StreamSection,
+  streams: readonly StreamSection[],
   servers: string[],
   security: NatsSecurity,
   log: Logger,
@@ -162,7 +168,7 @@ async function prepareStream(
   });
   try {
     const jsm = await whileElecting("JetStream", log, () => jetstreamManager(nc));
-    await whileElecting(`stream ${stream.name}`, log, () => ensureStream(jsm, stream, log));
+    for (const stream of streams) await whileElecting(`stream ${stream.name}`, log, () => ensureStream(jsm, stream, log));
     // Presence is one feature, not the gateway: a server without per-message TTL (before 2.11) refuses the
     // bucket, and everything else still works (presence requests then fail with broker_error). A failure
     // that may pass (a timeout while a fresh cluster elects leaders) is tried again first.

@@ -44,7 +44,7 @@ export async function runWorker(config: Config): Promise<void> {
   const auth = new Authenticator(c.auth); // key material is read here, once
   const hooks = c.hooks.connectUrl || c.hooks.subscribeUrl ? new Hooks(c.hooks, log) : undefined;
   const guardMetrics = createGuardMetrics();
-  const access = new AccessControl(auth, hooks, log);
+  const access = new AccessControl(auth, hooks, log, c.namespaces);
   const guard = new ConnectionGuard(c.limits, c.auth, access, guardMetrics, log);
 
   const directVia = { link: metrics.directGets.labels("link"), main: metrics.directGets.labels("main") };
@@ -73,13 +73,21 @@ export async function runWorker(config: Config): Promise<void> {
   const presence = broker.presence ? new PresenceHub(topicsOf(apps), broker.presence, c.presence, createPresenceMetrics(), log, c.fanout.lingerMs) : undefined;
   if (presence) broker.onEvent((e) => (e.type === "reconnected" ? presence.resync() : undefined));
   const ws = new WsEndpoint(app, { config: c, broker, hub, resume, metrics, log, isDraining, guard, publisher, presence }, tlsApp ? [tlsApp] : []);
-  // A recreated stream numbers its messages from 1 again: every client's position is void. Sockets are closed
-  // with 1012 and resume with their seq and its epoch, which the new stream answers with epochChanged.
+  // A recreated stream numbers its messages from 1 again: every position in it is void. Sockets subscribed to
+  // one of its patterns are closed with 1012 and resume with their seq and its epoch, which the new stream
+  // answers with epochChanged; those of other streams (namespaces) keep going.
   broker.onEvent((e) => {
     if (e.type !== "epoch") return;
-    hub.streamRecreated();
-    ws.endAll(CloseCode.StreamRecreated, "stream recreated: reconnect and resume");
-    sse.endAll();
+    hub.streamRecreated(e.stream);
+    const inStream = (pattern: string): boolean => {
+      try {
+        return (broker.replay?.streamOf?.(pattern).name ?? e.stream) === e.stream;
+      } catch {
+        return true;
+      }
+    };
+    ws.endAll(CloseCode.StreamRecreated, "stream recreated: reconnect and resume", inStream);
+    sse.endAll(inStream);
   });
   const askPrimary = metricsClient();
   const clusterMetrics = () => askPrimary("prometheus");

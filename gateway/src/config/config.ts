@@ -5,6 +5,7 @@ import { parseArgs } from "node:util";
 import { ConfigError } from "../errors.js";
 import { SETTINGS, type Setting, type SettingKey } from "./settings.js";
 import { checkAuthConfig, checkNatsSecurity } from "./checks.js";
+import { namespaceStreamName, namespaceSubjectPrefix } from "../namespaces/namespace.js";
 
 export type { Config } from "./settings.js";
 import type { Config } from "./settings.js";
@@ -114,6 +115,27 @@ function crossCheck(c: Config): void {
       throw new ConfigError("CONTROL_SUBJECT_PREFIX", `invalid CONTROL_SUBJECT_PREFIX (--control-subject-prefix): "${ctl}" overlaps the subjects ${other}.>`);
   checkAuthConfig(c);
   checkNatsSecurity(c);
+  checkNamespaces(c, [live, ctl]);
+}
+
+/** Namespaces need JetStream, streams of their own, and subjects that overlap nothing else. */
+function checkNamespaces(c: Config, others: readonly string[]): void {
+  const list = c.namespaces.namespaces;
+  if (list.length === 0) return;
+  const setting = "invalid NAMESPACES_FILE (--namespaces-file)";
+  if (c.broker !== "jetstream")
+    throw new ConfigError("NAMESPACES_FILE", `${setting}: namespaces need BROKER=jetstream (each has a JetStream stream of its own); redis has no streams`);
+  const streams = new Map<string, string>([[c.streamName, "the default stream (STREAM_NAME)"]]);
+  for (const ns of list) {
+    const name = ns.stream ?? namespaceStreamName(c.streamName, ns.name);
+    const taken = streams.get(name);
+    if (taken) throw new ConfigError("NAMESPACES_FILE", `${setting}: namespace "${ns.name}": stream ${name} is already ${taken}'s`);
+    streams.set(name, `namespace "${ns.name}"`);
+  }
+  const nsPrefix = namespaceSubjectPrefix(c.subjectPrefix);
+  for (const other of others)
+    if (nsPrefix === other || nsPrefix.startsWith(`${other}.`) || other.startsWith(`${nsPrefix}.`))
+      throw new ConfigError("NAMESPACES_FILE", `${setting}: the namespace streams' subjects ${nsPrefix}.> overlap the subjects ${other}.>`);
 }
 
 /** The subject prefix of live (republished) messages: LIVE_SUBJECT_PREFIX, or `<SUBJECT_PREFIX>live`. */

@@ -1,5 +1,9 @@
 import type { Config } from "./config.js";
 import { controlPrefixOf, livePrefixOf } from "./config.js";
+import { namespacesSection, type NamespacesSection } from "../namespaces/namespace.js";
+import type { StreamSection } from "./stream-section.js";
+
+export type { StreamSection };
 
 /**
  * The configuration by component: each one gets its own section and nothing else (Centrifugo's
@@ -55,22 +59,6 @@ export type BrokerSection = Readonly<{
   redisServerBin: string;
   /** Direct gets waiting to be sent, at most (the live feeds' repairs are never refused). */
   directGetQueue: number;
-}>;
-export type StreamSection = Readonly<{
-  name: string;
-  subjectPrefix: string;
-  livePrefix: string;
-  storage: "file" | "memory";
-  replicas: number;
-  maxAgeMs: number;
-  maxMsgsPerSubject: number;
-  maxBytes: number;
-  duplicateWindowMs: number;
-  maxConsumers: number;
-  update: boolean;
-  /** The primary's look at the stream's setup after start (broker/jetstream/stream-watch.ts), and whether it repairs. */
-  checkIntervalMs: number;
-  repair: boolean;
 }>;
 /** Live feeds, catch-ups and per-connection subscriptions. */
 export type FanoutSection = Readonly<{
@@ -142,6 +130,8 @@ export type Sections = Readonly<{
   server: ServerSection;
   broker: BrokerSection;
   stream: StreamSection;
+  /** Channel prefixes with a stream and features of their own (NAMESPACES_FILE); empty without it. */
+  namespaces: NamespacesSection;
   fanout: FanoutSection;
   backpressure: BackpressureSection;
   durable: DurableSection;
@@ -156,6 +146,22 @@ export type Sections = Readonly<{
 }>;
 
 export function sectionsOf(c: Config): Sections {
+  const stream: StreamSection = Object.freeze({
+    name: c.streamName,
+    subjectPrefix: c.subjectPrefix,
+    livePrefix: livePrefixOf(c),
+    storage: c.streamStorage,
+    replicas: c.streamReplicas,
+    maxAgeMs: c.streamMaxAge,
+    maxMsgsPerSubject: c.streamMaxMsgsPerSubject,
+    maxBytes: c.streamMaxBytes,
+    duplicateWindowMs: c.streamDuplicateWindow,
+    maxConsumers: c.streamMaxConsumers,
+    update: c.updateStream,
+    checkIntervalMs: c.streamCheckIntervalMs,
+    repair: c.streamRepair === "repair",
+    allowMsgTtl: false,
+  });
   return Object.freeze({
     server: Object.freeze({
       host: c.host,
@@ -198,21 +204,8 @@ export function sectionsOf(c: Config): Sections {
       redisServerBin: c.redisServerBin,
       directGetQueue: c.directGetQueue,
     }),
-    stream: Object.freeze({
-      name: c.streamName,
-      subjectPrefix: c.subjectPrefix,
-      livePrefix: livePrefixOf(c),
-      storage: c.streamStorage,
-      replicas: c.streamReplicas,
-      maxAgeMs: c.streamMaxAge,
-      maxMsgsPerSubject: c.streamMaxMsgsPerSubject,
-      maxBytes: c.streamMaxBytes,
-      duplicateWindowMs: c.streamDuplicateWindow,
-      maxConsumers: c.streamMaxConsumers,
-      update: c.updateStream,
-      checkIntervalMs: c.streamCheckIntervalMs,
-      repair: c.streamRepair === "repair",
-    }),
+    stream,
+    namespaces: namespacesSection(c.namespaces.namespaces, stream),
     fanout: Object.freeze({
       lingerMs: c.feedLingerMs,
       replayCacheBytes: c.replayCacheBytes,

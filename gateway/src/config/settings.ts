@@ -1,5 +1,7 @@
 import { availableParallelism } from "node:os";
 import { parseBool, parseBytes, parseDuration, parseIntStrict, parseList } from "./parse.js";
+import { readNamespacesFile } from "../namespaces/file.js";
+import type { NamespacesFile } from "../namespaces/spec.js";
 
 /** How one setting is read: its env var, its CLI flag, its parser, its default and its doc line. */
 export type Setting<T> = {
@@ -348,6 +350,14 @@ export const SETTINGS = {
     default: () => 120_000,
     parse: parseDuration,
     check: (v: number) => (v < 100 ? "must be at least 100ms" : undefined),
+  },
+  namespaces: {
+    env: "NAMESPACES_FILE",
+    flag: "namespaces-file",
+    shown: "(none)",
+    doc: "JSON or YAML file of namespaces: channel prefixes with a JetStream stream and feature switches of their own (docs/operations.md, Namespaces); read once at start",
+    default: (): NamespacesFile => ({ file: "", namespaces: [] }),
+    parse: (s: string): NamespacesFile => (s.trim() === "" ? { file: "", namespaces: [] } : readNamespacesFile(s.trim())),
   },
   updateStream: {
     env: "UPDATE_STREAM",

@@ -164,9 +164,9 @@ export class FanoutHub {
     for (const l of feed.listeners) l.onLive(m.seq, frame);
   }
 
-  /** The stream was deleted and created again: cached pages of the old one are void (feeds start over by themselves). */
-  streamRecreated(): void {
-    this.cache?.clear();
+  /** A stream was deleted and created again: cached pages of its patterns are void (feeds start over by themselves). */
+  streamRecreated(stream: string): void {
+    this.cache?.clearStream(stream);
   }
 
   /** Drops a reference; the feed stops after the linger period if nobody takes it again. */

@@ -40,18 +40,37 @@ export class ReplayCache implements PageSource {
   private bytes = 0;
   private fetches = 0;
   private hits = 0;
-  private readonly sweep: StreamSweep;
+  /** One shared pass per stream (the default one, each namespace's): a pass reads one stream's sequences. */
+  private readonly sweeps = new Map<string, StreamSweep>();
 
   constructor(
     private readonly replay: ReplayApi,
     private readonly maxBytes: number,
     private readonly sweepPatterns = SWEEP_PATTERNS,
-  ) {
-    this.sweep = new StreamSweep(replay);
+  ) {}
+
+  /** The pass over the stream of `pattern` (created on first use). */
+  private sweepOf(pattern: string): StreamSweep {
+    const scope = this.replay.streamOf?.(pattern);
+    const key = scope?.name ?? "";
+    let s = this.sweeps.get(key);
+    if (!s) this.sweeps.set(key, (s = new StreamSweep(this.replay, scope)));
+    return s;
+  }
+
+  private get sweepActive(): boolean {
+    for (const s of this.sweeps.values()) if (s.active) return true;
+    return false;
   }
 
   stats(): ReplayCacheStats {
-    return { pages: this.lru.size, bytes: this.bytes, fetches: this.fetches, hits: this.hits, sweepPages: this.sweep.pages };
+    return {
+      pages: this.lru.size,
+      bytes: this.bytes,
+      fetches: this.fetches,
+      hits: this.hits,
+      sweepPages: [...this.sweeps.values()].reduce((n, s) => n + s.pages, 0),
+    };
   }
 
   /**
@@ -105,8 +124,8 @@ export class ReplayCache implements PageSource {
   private fetch(pattern: string, from: number, target: number): Inflight {
     this.fetches++;
     // Counted before this pattern joins the reads in flight.
-    const viaSweep = this.sweep.active || this.inflight.size >= this.sweepPatterns;
-    const stored = viaSweep ? this.sweep.read(pattern, from, target) : this.replay.read(pattern, from, target);
+    const viaSweep = this.sweepActive || this.inflight.size >= this.sweepPatterns;
+    const stored = viaSweep ? this.sweepOf(pattern).read(pattern, from, target) : this.replay.read(pattern, from, target);
     const f: Inflight = {
       from,
       end: stored.then((s) => ({ from, coverEnd: s.coverEnd, count: s.messages.length })),
@@ -163,11 +182,21 @@ export class ReplayCache implements PageSource {
     if (pages.length === 0) this.byPattern.delete(p.pattern);
   }
 
-  /** Drops every page (the stream was recreated: its sequences mean other messages now). */
-  clear(): void {
-    this.byPattern.clear();
-    this.lru.clear();
-    this.bytes = 0;
+  /**
+   * Drops the pages of one stream's patterns (it was recreated: its sequences mean other messages now), or
+   * every page when the broker has one stream.
+   */
+  clearStream(stream: string): void {
+    const streamOf = this.replay.streamOf?.bind(this.replay);
+    for (const pattern of [...this.byPattern.keys()]) {
+      let of: string | undefined;
+      try {
+        of = streamOf?.(pattern).name;
+      } catch {
+        of = undefined;
+      }
+      if (of === undefined || of === stream) this.forget(pattern);
+    }
   }
 
   /** Drops every page of a pattern (its feed stopped: nobody resumes it soon). */

@@ -5,6 +5,7 @@ import { ErrorCode } from "../protocol/codes.js";
 import { CatchUp, type CatchUpEnd, type CatchUpOptions } from "./catchup.js";
 import type { FanoutHub, Feed } from "./hub.js";
 import type { FanoutSocket } from "./socket.js";
+import type { Feature } from "../namespaces/spec.js";
 
 /**
  * The one resume path of every door (WebSocket `sub`, Server-Sent Events, server-side subscriptions, a slow
@@ -27,6 +28,25 @@ export type StartRequest =
   | { kind: "time"; time: string }
   /** A resume: the receiver has every message up to `after` of the stream numbered by `epoch` (when it gave one). */
   | { kind: "after"; after: number; epoch?: string };
+
+/**
+ * The namespace features a start uses, for the authorization chain: a resume from a seq is `resume`; the
+ * newest value of each channel `lastValues`; any other stored start (all, a time, the last N) `history`.
+ */
+export function startFeatures(req: StartRequest): Feature[] {
+  switch (req.kind) {
+    case "live":
+      return [];
+    case "after":
+      return ["resume"];
+    case "lastPerSubject":
+      return ["lastValues"];
+    case "all":
+    case "last":
+    case "time":
+      return ["history"];
+  }
+}
 
 /** The stream's bounds and epoch when the start was resolved, and what the receiver must be told. */
 export type StartReport = StreamState & {
@@ -63,26 +83,36 @@ export function positionAfter(after: number, epoch: string | undefined, st: Stre
 export async function resolveStart(replay: ReplayApi | undefined, pattern: string, req: StartRequest): Promise<Start> {
   if (req.kind === "live") return {};
   if (!replay) throw new GatewayError(ErrorCode.UnsupportedByBroker, "this broker keeps no history: start positions need JetStream");
-  const st = await replay.state();
+  const st = await replay.state(pattern);
   const report: StartReport = { firstSeq: st.firstSeq, lastSeq: st.lastSeq, epoch: st.epoch };
   switch (req.kind) {
     case "all":
-      return { lastSent: 0, report };
+      return windowed({ lastSent: 0, report }, st);
     case "lastPerSubject":
       if (!replay.lastPerSubject) throw new GatewayError(ErrorCode.UnsupportedByBroker, "this broker has no last-value reads");
       // The snapshot is taken as of lastSeq; the catch-up continues after it: no gap, no duplicate.
       return { lastSent: st.lastSeq, report };
     case "time":
-      return { lastSent: (await replay.seqAtTime(pattern, req.time)) - 1, report };
+      return windowed({ lastSent: (await replay.seqAtTime(pattern, req.time)) - 1, report }, st);
     case "last":
-      return { lastSent: (await replay.startOfLastN(pattern, req.last)) - 1, report };
+      return windowed({ lastSent: (await replay.startOfLastN(pattern, req.last)) - 1, report }, st);
     case "after": {
       const p = positionAfter(req.after, req.epoch, st);
       if (p.truncated) report.truncated = true;
       if (p.epochChanged) report.epochChanged = true;
-      return { lastSent: p.lastSent, report };
+      return windowed({ lastSent: p.lastSent, report }, st);
     }
   }
+}
+
+/**
+ * A namespace's resume window (`resumeFrom`): a start before its first message begins there instead, and
+ * is reported truncated, as if retention had removed what is older.
+ */
+function windowed(s: { lastSent: number; report: StartReport }, st: StreamState): Start {
+  if (st.resumeFrom === undefined || s.lastSent >= st.resumeFrom - 1) return s;
+  s.report.truncated = true;
+  return { lastSent: st.resumeFrom - 1, report: s.report };
 }
 
 /** How a delivery ended: joined to live, suspended (the receiver is slow; resume after `lastSent`) or failed. */

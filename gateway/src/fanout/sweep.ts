@@ -1,4 +1,4 @@
-import type { BrokerMessage, ReplayApi, StoredPage } from "../broker/broker.js";
+import type { BrokerMessage, ReplayApi, StoredPage, StreamScope } from "../broker/broker.js";
 import { isWildcard, matches } from "../protocol/channel.js";
 
 /**
@@ -35,7 +35,11 @@ export class StreamSweep {
   /** Dense pages read (stats, tests). */
   pages = 0;
 
-  constructor(private readonly replay: ReplayApi) {}
+  /** `scope`: the stream passed over (its pages of every subject); without it the broker's one stream, read with `>`. */
+  constructor(
+    private readonly replay: ReplayApi,
+    private readonly scope?: StreamScope,
+  ) {}
 
   get active(): boolean {
     return this.running || this.waiting.length > 0;
@@ -63,7 +67,7 @@ export class StreamSweep {
         this.pos = from;
         let page: StoredPage;
         try {
-          page = await this.replay.read(">", from, target);
+          page = await (this.scope ? this.scope.read(from, target) : this.replay.read(">", from, target));
         } catch (e) {
           // Each waiter retries on its own (catch-ups back off), not necessarily through the pass.
           const failed = this.waiting;

@@ -74,7 +74,7 @@ async function answer(ctx: HistoryContext, res: HttpResponse, st: ResState, path
   if (fromSeq !== undefined && last !== undefined) return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: "give from_seq or last, not both" });
   if (!broker.isConnected()) return sendJson(res, st, 503, { error: ErrorCode.BrokerUnavailable, message: "broker is not connected; retry" });
   try {
-    const bounds = await replay.state();
+    const bounds = await replay.state(channel);
     const start = last !== undefined ? await replay.startOfLastN(channel, last) : Math.max(fromSeq ?? bounds.firstSeq, 1);
     const count = last ?? limit ?? 100;
     const h = bounds.lastSeq >= start ? await replay.history(channel, start, count, ctx.maxBytes) : { messages: [], more: false };
@@ -130,7 +130,7 @@ async function lastPerSubject(ctx: HistoryContext, replay: ReplayApi, res: HttpR
   if (!replay.lastPerSubject) return sendJson(res, st, 501, { error: ErrorCode.UnsupportedByBroker, message: "this broker has no last-value reads" });
   if (!broker.isConnected()) return sendJson(res, st, 503, { error: ErrorCode.BrokerUnavailable, message: "broker is not connected; retry" });
   try {
-    const bounds = await replay.state();
+    const bounds = await replay.state(pattern);
     const until = upTo ?? bounds.lastSeq;
     const lv = await replay.lastPerSubject(pattern, until, (fromSeq ?? 1) - 1, { maxMessages: limit ?? MAX_LIMIT, maxBytes: ctx.maxBytes });
     const page = fit(lv.messages, ctx.maxBytes);

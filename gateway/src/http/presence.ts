@@ -28,7 +28,7 @@ export function registerPresenceRoute(app: TemplatedApp, ctx: PresenceRouteConte
     const c = checkChannel(channel);
     if (!c.ok) return sendJson(res, st, 400, { error: ErrorCode.BadChannel, message: c.reason, temporary: false });
     const hub = ctx.presence;
-    void authorizeRequest(ctx.access, knock, { right: "sub", channel })
+    void authorizeRequest(ctx.access, knock, { right: "sub", channel, uses: ["presence"] })
       .then(async (r) => {
         if ("refused" in r) return sendRefusal(res, st, r.refused);
         if (!hub)

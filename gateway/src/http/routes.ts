@@ -13,7 +13,7 @@ import { registerStaticRoutes } from "./static.js";
 import { registerStatsRoute } from "./stats.js";
 import { readerOf, type AccessControl, type Knock } from "../auth/access.js";
 import { authorizeRequest, identifyRequest, readKnock } from "../auth/http-auth.js";
-import { parseBatch } from "../protocol/batch.js";
+import { parseBatch, parseTtl } from "../protocol/batch.js";
 import { isOneLineJson } from "../protocol/json-check.js";
 import type { PresenceHub } from "../presence/hub.js";
 import { registerPresenceRoute } from "./presence.js";
@@ -75,7 +75,8 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
     const st = track(res);
     const rawChannel = req.getUrl().slice(PUBLISH_PREFIX.length);
     const msgId = req.getHeader("idempotency-key") || undefined;
-    void httpPublish(ctx, res, st, rawChannel, msgId, readKnock(ctx.access, req, res, "http"));
+    const ttl = new URLSearchParams(req.getQuery() ?? "").get("ttl") ?? undefined;
+    void httpPublish(ctx, res, st, rawChannel, { msgId, ttl }, readKnock(ctx.access, req, res, "http"));
   });
 
   app.post("/v1/publish", (res, req) => {
@@ -104,7 +105,8 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
     // Nothing is read for a path that names no valid channel or pattern: there is nothing to authorize it against.
     if (channel === undefined)
       return sendJson(res, st, 400, { error: ErrorCode.BadChannel, message: "use /v1/channels/{channel}/messages with a valid channel or pattern" });
-    void authorizeRequest(ctx.access, knock, { right: "sub", channel }).then(
+    const uses = new URLSearchParams(query).get("last_per_subject") === "1" ? (["lastValues"] as const) : (["history"] as const);
+    void authorizeRequest(ctx.access, knock, { right: "sub", channel, uses }).then(
       (r) => ("refused" in r ? sendRefusal(res, st, r.refused) : history(ctx.history, res, st, url, query, { ip, user: readerOf(r.identity) })),
       (e) => sendJson(res, st, 500, { error: ErrorCode.Internal, message: (e as Error).message }),
     );
@@ -120,7 +122,7 @@ async function httpPublish(
   res: Parameters<Parameters<TemplatedApp["post"]>[1]>[0],
   st: ReturnType<typeof track>,
   rawChannel: string,
-  msgId: string | undefined,
+  { msgId, ttl: rawTtl }: { msgId: string | undefined; ttl: string | undefined },
   knock: Knock,
 ): Promise<void> {
   const body = await readBody(res, st, ctx.config.maxPayloadBytes);
@@ -135,7 +137,10 @@ async function httpPublish(
   }
   const c = checkChannel(channel);
   if (!c.ok) return sendJson(res, st, 400, { error: ErrorCode.BadChannel, message: c.reason });
-  const r = await authorizeRequest(ctx.access, knock, { right: "pub", channel });
+  const ttl = rawTtl === undefined ? undefined : parseTtl(rawTtl);
+  if (rawTtl !== undefined && ttl === undefined)
+    return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: "ttl must be a duration of at least 1s, like 30s, 5m or 24h" });
+  const r = await authorizeRequest(ctx.access, knock, { right: "pub", channel, ttl: ttl !== undefined });
   if ("refused" in r) return sendRefusal(res, st, r.refused);
   if (msgId !== undefined && !/^[\x21-\x7e]{1,128}$/.test(msgId))
     return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: "Idempotency-Key must be 1-128 printable ASCII characters" });
@@ -149,7 +154,7 @@ async function httpPublish(
       return sendJson(res, st, 400, { error: ErrorCode.BadJson, message: "body is not valid JSON" });
     }
   try {
-    const r = await ctx.publisher.publish("http", channel, data, msgId, asSent);
+    const r = await ctx.publisher.publish("http", channel, data, msgId, asSent, ttl);
     sendJson(res, st, 201, { seq: r.seq, duplicate: r.duplicate });
   } catch (e) {
     if (e instanceof GatewayError) return sendJson(res, st, e.status, { error: e.code, message: e.message, temporary: e.temporary });
@@ -186,7 +191,9 @@ async function batchPublish(ctx: HttpContext, res: HttpResponse, st: ResState, n
   const who = await identifyRequest(ctx.access, knock);
   if ("refused" in who) return sendRefusal(res, st, who.refused);
   try {
-    const results = await ctx.publisher.publishBatch("http", items, (channel) => ctx.access.authorize(who.identity, { right: "pub", channel }));
+    const results = await ctx.publisher.publishBatch("http", items, (it) =>
+      ctx.access.authorize(who.identity, { right: "pub", channel: it.channel, ttl: it.ttl !== undefined }),
+    );
     send(res, st, 200, `{"results":${JSON.stringify(results)}}`);
   } catch (e) {
     ctx.log.error({ err: e }, "http batch publish failed");

@@ -1,8 +1,11 @@
 import { checkChannel } from "./channel.js";
 import { ErrorCode } from "./codes.js";
 
-/** One message to publish: the same fields as a single `pub` (channel, data, msgId). */
-export type PublishItem = { channel: string; data: unknown; msgId?: string };
+/**
+ * One message to publish: the same fields as a single `pub` (channel, data, msgId, ttl). `ttl` is the
+ * message's time to live in JetStream's `Nats-TTL` form (whole seconds: `30s`), read from e.g. "30s", "5m".
+ */
+export type PublishItem = { channel: string; data: unknown; msgId?: string; ttl?: string };
 /** An item that cannot be published as given: answered in its place, the others go on. */
 export type BadItem = { code: ErrorCode; message: string };
 
@@ -25,7 +28,24 @@ export function parsePublishItem(o: unknown): PublishItem | BadItem {
       return { code: ErrorCode.BadRequest, message: "msgId must be 1-128 printable ASCII characters without spaces" };
     item.msgId = r.msgId;
   }
+  if (r.ttl !== undefined) {
+    const ttl = parseTtl(r.ttl);
+    if (ttl === undefined) return { code: ErrorCode.BadRequest, message: "ttl must be a duration of at least 1s, like 30s, 5m or 24h" };
+    item.ttl = ttl;
+  }
   return item;
+}
+
+/** A message TTL as `Nats-TTL` takes it (`<seconds>s`), from "30s", "5m", "1h", "2d" or a number of seconds; undefined when invalid. */
+export function parseTtl(v: unknown): string | undefined {
+  let seconds: number;
+  if (typeof v === "number") seconds = v;
+  else if (typeof v === "string") {
+    const m = /^(\d+)(s|m|h|d)$/.exec(v.trim());
+    if (!m) return undefined;
+    seconds = Number(m[1]) * { s: 1, m: 60, h: 3_600, d: 86_400 }[m[2] as "s" | "m" | "h" | "d"];
+  } else return undefined;
+  return Number.isSafeInteger(seconds) && seconds >= 1 ? `${seconds}s` : undefined;
 }
 
 /**

@@ -60,6 +60,11 @@ export const ErrorCode = {
   Disconnected: "disconnected",
   /** The server ended a subscription on an operator's request (`POST /v1/server/unsubscribe`). */
   Unsubscribed: "unsubscribed",
+  /**
+   * The channel's namespace has this feature switched off (NAMESPACES_FILE: history, resume, presence,
+   * publish, sse, durables, lastValues) or its stream keeps no per-message TTL: asking again will not help.
+   */
+  FeatureDisabled: "feature_disabled",
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

@@ -24,7 +24,7 @@ export type SubFrame = {
 /** The members of a channel's presence. */
 export type PresenceFrame = { op: "presence"; id?: Id; channel: string };
 export type UnsubFrame = { op: "unsub"; id?: Id; channel: string };
-export type PubFrame = { op: "pub"; id?: Id; channel: string; data: unknown; msgId?: string };
+export type PubFrame = { op: "pub"; id?: Id; channel: string; data: unknown; msgId?: string; ttl?: string };
 /** `{"op":"pub","id":N,"batch":[{channel,data,msgId?},…]}`: published pipelined, answered with one result per item. */
 export type PubBatchFrame = { op: "pub"; id?: Id; batch: (PublishItem | BadItem)[] };
 export type PingFrame = { op: "ping"; id?: Id };

@@ -27,7 +27,7 @@ export class PublishService {
    * Publishes one JSON value with an optional dedup id. `encoded`, when given, is stored as it is instead: the
    * caller checked it is one line of JSON (an HTTP body as sent).
    */
-  async publish(via: PublishVia, channel: string, data: unknown, msgId?: string, encoded?: Uint8Array): Promise<PublishResult> {
+  async publish(via: PublishVia, channel: string, data: unknown, msgId?: string, encoded?: Uint8Array, ttl?: string): Promise<PublishResult> {
     const m = this.metrics;
     const [ok, dup, err] = via === "ws" ? [m.publishOk, m.publishDuplicate, m.publishError] : [m.httpPublishOk, m.httpPublishDuplicate, m.httpPublishError];
     // Re-encoded so that the stored payload is compact JSON on one line (the fan-out splices it in as it is).
@@ -42,7 +42,7 @@ export class PublishService {
     }
     const end = m.publishDuration.startTimer();
     try {
-      const r = await this.broker.publish(channel, payload, msgId);
+      const r = await this.broker.publish(channel, payload, msgId, ttl);
       end();
       (r.duplicate ? dup : ok).inc();
       return r;
@@ -58,12 +58,12 @@ export class PublishService {
    * all allowed ones are handed to the broker in item order in one synchronous pass (one connection: the
    * stream stores them in that order), and their acks are awaited together. One result per item, in order.
    */
-  async publishBatch(via: PublishVia, items: readonly (PublishItem | BadItem)[], allow: (channel: string) => Promise<void>): Promise<ItemResult[]> {
+  async publishBatch(via: PublishVia, items: readonly (PublishItem | BadItem)[], allow: (item: PublishItem) => Promise<void>): Promise<ItemResult[]> {
     const checked = await Promise.all(
       items.map(async (it): Promise<PublishItem | GatewayError> => {
         if (isBadItem(it)) return new GatewayError(it.code, it.message);
         try {
-          await allow(it.channel);
+          await allow(it);
           return it;
         } catch (e) {
           if (e instanceof GatewayError) return e;
@@ -71,7 +71,9 @@ export class PublishService {
         }
       }),
     );
-    const pending = checked.map((it) => (it instanceof GatewayError ? Promise.reject(it) : this.publish(via, it.channel, it.data, it.msgId)));
+    const pending = checked.map((it) =>
+      it instanceof GatewayError ? Promise.reject(it) : this.publish(via, it.channel, it.data, it.msgId, undefined, it.ttl),
+    );
     const settled = await Promise.allSettled(pending);
     return settled.map((r) => {
       if (r.status === "fulfilled") return { seq: r.value.seq, duplicate: r.value.duplicate };

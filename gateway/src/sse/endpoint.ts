@@ -4,7 +4,7 @@ import type { Broker } from "../broker/broker.js";
 import type { AuthSection, BackpressureSection, SseSection } from "../config/sections.js";
 import { brokerFailure, WIRE_ERRORS } from "../errors.js";
 import type { FanoutHub, Feed } from "../fanout/hub.js";
-import { resolveStart, type Resume, type StartReport } from "../fanout/resume.js";
+import { resolveStart, startFeatures, type Resume, type StartReport } from "../fanout/resume.js";
 import type { Admission } from "../limits/admission.js";
 import { checkRead, type ReadLimiter } from "../limits/read-limits.js";
 import type { Logger } from "../log.js";
@@ -78,7 +78,7 @@ export class SseEndpoint {
   private readonly live: SseLive;
 
   constructor(private readonly ctx: SseContext) {
-    this.live = new SseLive(ctx.metrics, () => ctx.broker.epoch);
+    this.live = new SseLive(ctx.metrics, (pattern) => ctx.broker.epochOf(pattern));
   }
 
   register(app: TemplatedApp): void {
@@ -93,8 +93,9 @@ export class SseEndpoint {
   }
 
   /** Ends every stream (drain, recreated stream): clients reconnect and resume with Last-Event-ID. */
-  endAll(): void {
-    for (const s of [...this.streams]) s.end("ended");
+  /** Ends every stream, or with `holds` those whose pattern it accepts. */
+  endAll(holds?: (pattern: string) => boolean): void {
+    for (const s of [...this.streams]) if (!holds || holds(s.pattern)) s.end("ended");
   }
 
   /**
@@ -200,7 +201,7 @@ export class SseEndpoint {
 
   /** Authorizes, takes the feed, and turns the start into the last seq the client has. */
   private async prepare(r: SseRequest, pattern: string, start: SseStart): Promise<Ready | { error: HttpError; feed?: Feed }> {
-    const a = await authorizeRequest(this.ctx.access, r.knock, { right: "sub", channel: pattern });
+    const a = await authorizeRequest(this.ctx.access, r.knock, { right: "sub", channel: pattern, uses: ["sse", ...startFeatures(start)] });
     if ("refused" in a) return { error: a.refused };
     const limited = checkRead(this.ctx.reads, r.ip, readerOf(a.identity));
     if (limited) return { error: limited };
@@ -226,7 +227,7 @@ export class SseEndpoint {
    */
   private async resolve(pattern: string, feed: Feed, start: SseStart): Promise<{ lastSent?: number; epoch?: string; gap?: Gap }> {
     const s = await resolveStart(this.ctx.broker.replay, pattern, start);
-    const epoch = s.report?.epoch ?? this.ctx.broker.epoch;
+    const epoch = s.report?.epoch ?? this.ctx.broker.epochOf(pattern);
     const r = s.report;
     if (!r?.truncated || start.kind !== "after") return { lastSent: s.lastSent, epoch };
     return { lastSent: s.lastSent, epoch, gap: gapOf(r, start.after, start.epoch) };
@@ -246,7 +247,7 @@ export class SseEndpoint {
         config,
         metrics,
         log,
-        epoch: () => broker.epoch,
+        epoch: () => broker.epochOf(pattern),
         onEnd: (s, why) => this.ended(s, why),
       },
       epoch,

@@ -56,8 +56,8 @@ export class SseLive {
 
   constructor(
     private readonly metrics: Metrics,
-    /** The broker's current epoch, which event ids carry. */
-    private readonly epoch: () => string | undefined,
+    /** The current epoch of a pattern's stream, which event ids carry. */
+    private readonly epochOf: (pattern: string) => string | undefined,
   ) {}
 
   /** `s` gets every live message of `feed` from now on. */
@@ -65,7 +65,8 @@ export class SseLive {
     let g = this.groups.get(feed.pattern);
     if (!g || g.feed !== feed) {
       if (g) g.feed.removeListener(g);
-      g = new Group(feed, this.metrics, this.epoch);
+      const pattern = feed.pattern;
+      g = new Group(feed, this.metrics, () => this.epochOf(pattern));
       this.groups.set(feed.pattern, g);
       feed.addListener(g);
     }

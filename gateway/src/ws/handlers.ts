@@ -1,5 +1,6 @@
 import { DurableSub } from "../fanout/durable-sub.js";
-import { resolveStart, type Start, type StartRequest } from "../fanout/resume.js";
+import { resolveStart, startFeatures, type Start, type StartRequest } from "../fanout/resume.js";
+import type { Feature } from "../namespaces/spec.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { parseClientFrame, type AckFrame, type Id, type PubBatchFrame, type PubFrame, type SubFrame, type UnsubFrame } from "../protocol/frames.js";
 import { errFrame, okFrame, pongFrame } from "../protocol/serialize.js";
@@ -59,7 +60,10 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
   if (ctx.isDraining()) return replyErr(ctx, ws, f.id, ErrorCode.ShuttingDown, "server is shutting down; reconnect");
   // A sub taking over a server-side subscription (the SDK's resume) was granted by the token or connect hook.
   const serverSide = s.subs.get(f.channel)?.auto === true;
-  if (!(await authorized(ctx, ws, f.id, { right: "sub", channel: f.channel, ...(f.durable !== undefined ? { durable: f.durable } : {}), serverSide }))) return;
+  const uses: Feature[] = f.durable !== undefined || f.ack ? ["durables"] : f.from !== undefined ? startFeatures(startRequest(f.from)) : [];
+  if (f.presence) uses.push("presence");
+  const access = { right: "sub", channel: f.channel, ...(f.durable !== undefined ? { durable: f.durable } : {}), serverSide, uses } as const;
+  if (!(await authorized(ctx, ws, f.id, access))) return;
   // From here on the subscription is in s.subs, where a refresh that drops the right finds and ends it.
   const existing = s.subs.get(f.channel);
   // A server-side subscription is taken over by the client's own (a resume with from:{seq,epoch}).
@@ -84,7 +88,7 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
   const presence = f.presence ? { client: s.clientId } : undefined;
   if (f.from === undefined) {
     ctx.subs.start(ws, sub, feed);
-    return sendText(ws, okFrame(f.id, { epoch: ctx.broker.epoch, ...presence }));
+    return sendText(ws, okFrame(f.id, { epoch: ctx.broker.epochOf(f.channel), ...presence }));
   }
   let start: Start;
   try {
@@ -204,9 +208,9 @@ export function releaseSession(ctx: HandlerContext, ws: Socket): void {
 
 async function publish(ctx: HandlerContext, ws: Socket, f: PubFrame | PubBatchFrame): Promise<void> {
   if ("batch" in f) return publishBatch(ctx, ws, f);
-  if (!(await authorized(ctx, ws, f.id, { right: "pub", channel: f.channel }))) return;
+  if (!(await authorized(ctx, ws, f.id, { right: "pub", channel: f.channel, ttl: f.ttl !== undefined }))) return;
   try {
-    const r = await ctx.publisher.publish("ws", f.channel, f.data, f.msgId);
+    const r = await ctx.publisher.publish("ws", f.channel, f.data, f.msgId, undefined, f.ttl);
     sendText(ws, okFrame(f.id, { seq: r.seq, duplicate: r.duplicate }));
   } catch (e) {
     if (e instanceof GatewayError) return replyFailure(ctx, ws, f.id, e);
@@ -219,6 +223,8 @@ async function publishBatch(ctx: HandlerContext, ws: Socket, f: PubBatchFrame): 
   const s = ws.getUserData();
   const max = ctx.config.server.publishBatchMaxItems;
   if (f.batch.length > max) return replyErr(ctx, ws, f.id, ErrorCode.BadRequest, `a batch holds at most ${max} items (this one has ${f.batch.length})`);
-  const results = await ctx.publisher.publishBatch("ws", f.batch, (channel) => ctx.guard.access.authorize(() => s.identity, { right: "pub", channel }));
+  const results = await ctx.publisher.publishBatch("ws", f.batch, (it) =>
+    ctx.guard.access.authorize(() => s.identity, { right: "pub", channel: it.channel, ttl: it.ttl !== undefined }),
+  );
   sendText(ws, okFrame(f.id, { results }));
 }

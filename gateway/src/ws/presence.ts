@@ -67,7 +67,7 @@ export async function enterPresence(ctx: HandlerContext, ws: Socket, sub: SubSta
 
 /** `{"op":"presence","channel":"x"}` → `{"op":"presence","channel":"x","members":[…],"truncated":false}`. */
 export async function presenceRequest(ctx: HandlerContext, ws: Socket, f: PresenceFrame): Promise<void> {
-  if (!(await authorized(ctx, ws, f.id, { right: "sub", channel: f.channel }))) return;
+  if (!(await authorized(ctx, ws, f.id, { right: "sub", channel: f.channel, uses: ["presence"] }))) return;
   const hub = ctx.presence;
   if (!hub)
     return fail(ctx, ws, f.id, new GatewayError(ErrorCode.UnsupportedByBroker, `the ${ctx.broker.kind} broker keeps no presence: presence needs JetStream`));

@@ -193,9 +193,13 @@ export class WsEndpoint {
   }
 
   /** Closes every socket with `code` (the listener stays open: clients reconnect and resume). */
-  endAll(code: CloseCode, reason: string): void {
+  /** Closes every socket, or with `holds` those holding a subscription to a pattern it accepts. */
+  endAll(code: CloseCode, reason: string, holds?: (pattern: string) => boolean): void {
     for (const ws of [...this.sockets]) {
-      if (!ws.getUserData().closed) ws.end(code, reason);
+      const s = ws.getUserData();
+      if (s.closed) continue;
+      if (holds && ![...s.subs.keys()].some(holds)) continue;
+      ws.end(code, reason);
     }
   }
 }

@@ -46,3 +46,32 @@ describe("resume — start positions (one table for every door)", () => {
     expect(positionAfter(3, undefined, { firstSeq: 11, lastSeq: 10, epoch: "e" })).toEqual({ lastSent: 10, truncated: true });
   });
 });
+
+describe("resume — a namespace's resume window", () => {
+  // TABLE_FIRST..TABLE_LAST stored; the window's first message is TABLE_FIRST + 2.
+  const from = TABLE_FIRST + 2;
+  const windowed = { ...replay, state: async () => ({ ...ST, resumeFrom: from }) } as unknown as ReplayApi;
+
+  it("resume — a start before the window begins at its first message, reported truncated", async () => {
+    for (const req of [{ kind: "all" }, { kind: "after", after: TABLE_FIRST, epoch: "E" }, { kind: "time", time: "2000-01-01T00:00:00Z" }] as StartRequest[]) {
+      const s = await resolveStart(windowed, "t.c", req);
+      expect(s.lastSent, req.kind).toBe(from - 1);
+      expect(s.report?.truncated, req.kind).toBe(true);
+    }
+    const last = await resolveStart(windowed, "t.c", { kind: "last", last: 100 });
+    expect(last).toMatchObject({ lastSent: from - 1, report: { truncated: true } });
+  });
+
+  it("resume — a start inside the window, live and last values are untouched", async () => {
+    const inside = await resolveStart(windowed, "t.c", { kind: "after", after: from, epoch: "E" });
+    expect(inside.lastSent).toBe(from);
+    expect(inside.report?.truncated).toBeUndefined();
+    expect((await resolveStart(windowed, "t.c", { kind: "last", last: 1 })).report?.truncated).toBeUndefined();
+    expect(await resolveStart(windowed, "t.c", { kind: "live" })).toEqual({});
+    const lv = await resolveStart({ ...windowed, lastPerSubject: async () => ({ messages: [], more: false }) } as unknown as ReplayApi, "t.>", {
+      kind: "lastPerSubject",
+    });
+    expect(lv).toMatchObject({ lastSent: TABLE_LAST });
+    expect(lv.report?.truncated).toBeUndefined();
+  });
+});

@@ -122,3 +122,37 @@ describe("replay cache — joins the sweep under a storm of patterns", () => {
     });
   });
 });
+
+describe("replay cache — one stream per namespace", () => {
+  /** Two streams in one memory store: patterns under `a.` are stream A's, the rest B's (as a broker's streamOf says). */
+  function twoStreams(r: MemoryReplay): MemoryReplay & { streamOf(p: string): { name: string; read(from: number, target: number): Promise<StoredPage> } } {
+    const scope = (name: string, all: string) => ({ name, read: (from: number, target: number) => r.read(all, from, target) });
+    return Object.assign(r, { streamOf: (p: string) => (p.startsWith("a.") ? scope("A", "a.>") : scope("B", "b.>")) });
+  }
+
+  it("replay cache — a pass reads one stream only, and a recreated stream drops only its patterns' pages", async () => {
+    const r = twoStreams(new MemoryReplay(50));
+    for (let i = 0; i < 400; i++) r.append(i % 2 === 0 ? `a.${i % 6}` : `b.${i % 6}`);
+    const cache = new ReplayCache(r, 64 << 20, 2);
+    const target = r.msgs.length;
+    const pats = ["a.0", "a.2", "a.4", "b.1", "b.3", "b.5"];
+    const page = async (p: string, f: number): Promise<StoredPage> => {
+      const pg = await cache.get(p, f, target);
+      return { messages: pg.items.map((x) => ({ seq: x.seq })), coverEnd: pg.coverEnd } as unknown as StoredPage;
+    };
+    const got = await Promise.all(pats.map((p) => readAll((f) => page(p, f), 1, target)));
+    for (const [i, p] of pats.entries()) expect(got[i]).toEqual(r.msgs.filter((m) => m.channel === p).map((m) => m.seq));
+    // Passes read `a.>` or `b.>`, never `>`: a pass never mixes two streams' sequences.
+    expect(r.reads.some((x) => x.pattern === "a.>")).toBe(true);
+    expect(r.reads.some((x) => x.pattern === "b.>")).toBe(true);
+    expect(r.reads.every((x) => x.pattern !== ">")).toBe(true);
+    const before = cache.stats();
+    cache.clearStream("A");
+    const fetches = cache.stats().fetches;
+    await cache.get("b.1", 1, target);
+    expect(cache.stats().fetches).toBe(fetches);
+    await cache.get("a.0", 1, target);
+    expect(cache.stats().fetches).toBe(fetches + 1);
+    expect(before.pages).toBeGreaterThan(0);
+  });
+});

@@ -95,9 +95,12 @@ Whole CPUs in a Kubernetes quantity, rounded up, at least 1: "2" -> 2, "1500m" -
   "STREAM_REPLICAS" (toString (int .Values.stream.replicas))
 -}}
 {{- $explicit = merge $explicit (include "fanout-gateway.natsSecurityEnv" . | fromYaml) }}
+{{- if .Values.namespaces }}
+{{- $_ := set $explicit "NAMESPACES_FILE" (printf "%s/namespaces.yaml" (include "fanout-gateway.namespacesDir" .)) }}
+{{- end }}
 {{- range $k, $v := .Values.config }}
 {{- if or (hasKey $explicit $k) (hasPrefix "NATS_TLS_" $k) (has $k (list "NATS_CREDS_FILE" "NATS_NKEY_SEED_FILE" "NATS_USER" "NATS_PASSWORD_FILE" "NATS_TOKEN_FILE")) }}
-{{- fail (printf "config.%s conflicts with a dedicated value (gateway.*, nats.*, stream.*): set it there" $k) }}
+{{- fail (printf "config.%s conflicts with a dedicated value (gateway.*, nats.*, stream.*, namespaces): set it there" $k) }}
 {{- end }}
 {{- if not (regexMatch "^[A-Za-z_][A-Za-z0-9_]*$" $k) }}
 {{- fail (printf "config.%s is not a valid environment variable name" $k) }}
@@ -113,6 +116,7 @@ Whole CPUs in a Kubernetes quantity, rounded up, at least 1: "2" -> 2, "1500m" -
 {{- end }}
 
 {{/* Where the NATS credential and TLS Secrets are mounted. */}}
+{{- define "fanout-gateway.namespacesDir" -}}/etc/fanout-gateway/namespaces{{- end }}
 {{- define "fanout-gateway.natsAuthDir" -}}/etc/fanout-gateway/nats-auth{{- end }}
 {{- define "fanout-gateway.natsTlsDir" -}}/etc/fanout-gateway/nats-tls{{- end }}
 

@@ -3,14 +3,16 @@ import { JsPublisher } from "./publisher.js";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { whileElecting } from "./stream.js";
-import { SubjectMapper } from "../../protocol/channel.js";
 import type { Logger } from "../../log.js";
 import { natsBus } from "./bus.js";
-import type { Broker, Bus, BrokerEvent, BrokerMessage, LiveFeed, PublishResult } from "../broker.js";
-import { JetStreamDurables, type DurableSettings } from "./durable.js";
-import { JetStreamReplay } from "./replay.js";
+import type { Broker, Bus, BrokerEvent, BrokerMessage, DurableApi, LiveFeed, PublishResult } from "../broker.js";
+import type { DurableSettings } from "./durable.js";
 import type { DirectVia } from "./direct/direct-get.js";
-import { CoreLiveFeed, type LiveFeedHooks, type RepairReason } from "./live.js";
+import type { RepairReason } from "./live.js";
+import { StreamPart, type PartOptions } from "./stream-part.js";
+import { RoutedReplay } from "./routed-replay.js";
+import { NamespaceRoutes, spansMessage } from "../../namespaces/routing.js";
+import type { Namespace } from "../../namespaces/namespace.js";
 import { GatewayError } from "../../errors.js";
 import { ErrorCode } from "../../protocol/codes.js";
 import { JetStreamPresence, type PresenceSettings } from "./presence.js";
@@ -40,10 +42,14 @@ export type JetStreamBrokerOptions = {
   directGetQueue?: number;
   /** The presence bucket (created by the primary); without it the broker keeps no presence. */
   presence?: PresenceSettings;
+  /** Namespaces, each with a stream of its own (NAMESPACES_FILE); none: every channel in `stream`. */
+  namespaces?: NamespaceRoutes<Namespace>;
 };
 
 /**
- * JetStream broker: publishes with acks and dedup (Nats-Msg-Id); live delivery through core NATS
+ * JetStream broker: publishes with acks and dedup (Nats-Msg-Id) and per-message TTLs (Nats-TTL); one
+ * connection, one part per stream (the default stream, and one per namespace: broker/jetstream/stream-part.ts)
+ * to which each channel or pattern is routed; live delivery through core NATS
  * subscriptions on the stream's republished messages (one per pattern per worker, no consumer), repaired
  * from the stream on a gap, a reconnect or a leader change; replay and history through direct gets.
  * Durable subscriptions are the only consumers it creates.
@@ -51,18 +57,19 @@ export type JetStreamBrokerOptions = {
 export class JetStreamBroker implements Broker {
   readonly kind = "jetstream" as const;
   readonly capabilities = { replay: true, durable: true, history: true };
-  readonly mapper: SubjectMapper;
-  readonly liveMapper: SubjectMapper;
-  readonly replay: JetStreamReplay;
-  readonly durables: JetStreamDurables;
+  /** The default stream's part, then one per namespace. */
+  readonly parts: readonly StreamPart[];
+  readonly replay: RoutedReplay;
+  readonly durables: DurableApi;
   readonly presence?: JetStreamPresence;
   readonly bus: Bus;
   private listeners: ((e: BrokerEvent) => void)[] = [];
-  private readonly liveFeeds: LiveFeedHooks = new Set();
   private readonly publishTurn = new LoopTurn();
   private readonly publisher: JsPublisher;
+  private readonly routes: NamespaceRoutes<Namespace>;
+  private readonly byNamespace = new Map<string, StreamPart>();
+  private readonly defaultPart: StreamPart;
   private connected = false;
-  private epoch_?: string;
 
   private constructor(
     readonly nc: NatsConnection,
@@ -70,38 +77,69 @@ export class JetStreamBroker implements Broker {
     readonly jsm: JetStreamManager,
     private readonly opts: JetStreamBrokerOptions,
   ) {
-    this.mapper = new SubjectMapper(opts.subjectPrefix);
-    this.liveMapper = new SubjectMapper(opts.livePrefix);
     this.bus = natsBus(nc);
     this.publisher = new JsPublisher(nc, opts.publishTimeoutMs ?? 5_000);
-    this.replay = new JetStreamReplay(nc, jsm, opts.stream, this.mapper, opts.log, {
-      linkName: opts.replayConnection === "shared" ? undefined : `${opts.name}-direct`,
+    this.routes = opts.namespaces ?? new NamespaceRoutes<Namespace>([]);
+    const partOpts = (suffix: string): PartOptions => ({
+      livePrefix: opts.livePrefix,
+      log: opts.log,
+      // One direct-get connection per stream: a link reads one stream's $JS.API.DIRECT.GET subject.
+      linkName: opts.replayConnection === "shared" ? undefined : `${opts.name}-direct${suffix}`,
       security: opts.security,
-      onSend: opts.onDirectGet,
-      maxQueued: opts.directGetQueue,
+      onDirectGet: opts.onDirectGet,
+      directGetQueue: opts.directGetQueue,
+      durable: opts.durable,
+      liveHoldLimit: opts.liveHoldLimit ?? 100_000,
+      onRepair: opts.onRepair,
+      onEpoch: (stream, epoch) => this.emit({ type: "epoch", epoch, stream }),
     });
-    this.durables = new JetStreamDurables(nc, js, jsm, opts.stream, this.mapper, opts.durable, opts.log);
+    this.defaultPart = new StreamPart(nc, js, jsm, { stream: opts.stream, subjectPrefix: opts.subjectPrefix, resumeWindowMs: 0 }, partOpts(""));
+    const parts = [this.defaultPart];
+    for (const ns of this.routes.list) {
+      const part = new StreamPart(
+        nc,
+        js,
+        jsm,
+        { stream: ns.stream.name, subjectPrefix: ns.channelSubjectPrefix, namespace: ns.name, resumeWindowMs: ns.resumeWindowMs },
+        partOpts(`-${ns.name}`),
+      );
+      this.byNamespace.set(ns.name, part);
+      parts.push(part);
+    }
+    this.parts = parts;
+    this.replay = new RoutedReplay((p) => this.partOf(p));
+    this.durables = { bind: (spec, onMessage) => this.partOf(spec.pattern).durables.bind(spec, onMessage) };
     if (opts.presence) this.presence = new JetStreamPresence(nc, js, opts.presence);
     this.connected = true;
     void this.watchStatus();
-    // A new stream leader may not have republished what the old one stored last: every feed checks.
-    nc.subscribe(`$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.${opts.stream}`, { callback: () => this.resyncFeeds("leader") });
-    // A stream deleted and created again (another epoch) restarts every feed instead.
-    nc.subscribe(`$JS.EVENT.ADVISORY.STREAM.CREATED.${opts.stream}`, { callback: () => this.resyncFeeds("leader") });
-    this.replay.state().then(
-      (st) => {
-        this.epoch_ ??= st.epoch;
-      },
-      () => undefined,
-    );
+  }
+
+  /** The part of a pattern's stream; a pattern spanning namespaces is refused (one position, one stream). */
+  partOf(pattern: string): StreamPart {
+    if (this.routes.empty) return this.defaultPart;
+    const r = this.routes.ofPattern(pattern);
+    if (r.kind === "default") return this.defaultPart;
+    if (r.kind === "spans") throw new GatewayError(ErrorCode.BadChannel, spansMessage(pattern, r.names));
+    return this.byNamespace.get(r.ns.name) ?? this.defaultPart;
+  }
+
+  /** The part of a concrete channel (the publish path: no pattern analysis). */
+  private partOfChannel(channel: string): StreamPart {
+    if (this.routes.empty) return this.defaultPart;
+    const ns = this.routes.ofChannel(channel);
+    return ns ? (this.byNamespace.get(ns.name) ?? this.defaultPart) : this.defaultPart;
   }
 
   directLinkUp(): boolean {
-    return this.replay.direct.fastReady;
+    return this.parts.every((p) => p.replay.direct.fastReady);
   }
 
-  get epoch(): string | undefined {
-    return this.epoch_;
+  epochOf(pattern: string): string | undefined {
+    try {
+      return this.partOf(pattern).epoch;
+    } catch {
+      return undefined;
+    }
   }
 
   static async connect(opts: JetStreamBrokerOptions): Promise<JetStreamBroker> {
@@ -139,32 +177,11 @@ export class JetStreamBroker implements Broker {
       } else if (s.type === "reconnect") {
         this.connected = true;
         this.emit({ type: "reconnected" });
-        this.resyncFeeds("reconnect");
+        for (const p of this.parts) p.resyncFeeds("reconnect");
       } else if (s.type === "error") {
         this.emit({ type: "error", error: s.error });
       }
     }
-  }
-
-  /** Every live feed reads what it may have missed; a recreated stream (new epoch) restarts them instead. */
-  private resyncFeeds(why: "reconnect" | "leader"): void {
-    this.replay.state().then(
-      (st) => {
-        const was = this.epoch_;
-        this.epoch_ = st.epoch;
-        if (was !== undefined && st.epoch !== was) {
-          this.opts.log.warn({ stream: this.opts.stream, epoch: st.epoch, was }, "stream was recreated: live feeds start over at its last sequence");
-          for (const f of this.liveFeeds) f.restart(st.lastSeq);
-          this.emit({ type: "epoch", epoch: st.epoch });
-        } else {
-          for (const f of this.liveFeeds) f.resync(why);
-        }
-      },
-      (e) => {
-        this.opts.log.warn({ err: e, why }, "stream state unavailable; live feeds repair from their position");
-        for (const f of this.liveFeeds) f.resync(why);
-      },
-    );
   }
 
   private emit(e: BrokerEvent): void {
@@ -179,36 +196,22 @@ export class JetStreamBroker implements Broker {
     return this.connected && !this.nc.isClosed();
   }
 
-  async publish(channel: string, payload: Uint8Array, msgId?: string): Promise<PublishResult> {
+  async publish(channel: string, payload: Uint8Array, msgId?: string, ttl?: string): Promise<PublishResult> {
     if (!this.isConnected()) throw new GatewayError(ErrorCode.BrokerUnavailable, "NATS is not connected");
+    const subject = this.partOfChannel(channel).mapper.toSubject(channel);
     // The publishes of one event-loop turn reach nats.js together: one socket write for all of them.
     await this.publishTurn.wait();
-    return this.publisher.publish(this.mapper.toSubject(channel), payload, msgId);
+    return this.publisher.publish(subject, payload, msgId, ttl);
   }
 
   async live(pattern: string, onMessage: (m: BrokerMessage) => void): Promise<LiveFeed> {
     if (!this.isConnected()) throw new GatewayError(ErrorCode.BrokerUnavailable, "NATS is not connected");
-    const mapper = this.mapper;
-    return CoreLiveFeed.start(
-      pattern,
-      mapper.toSubject(pattern),
-      this.liveMapper.toSubject(pattern),
-      {
-        nc: this.nc,
-        reads: this.replay.repairs,
-        toChannel: (s) => mapper.toChannel(s),
-        log: this.opts.log,
-        holdLimit: this.opts.liveHoldLimit ?? 100_000,
-        onRepair: this.opts.onRepair,
-      },
-      this.liveFeeds,
-      onMessage,
-    );
+    return this.partOf(pattern).live(pattern, onMessage);
   }
 
   async close(): Promise<void> {
     if (this.nc.isClosed()) return;
-    this.replay.close();
+    for (const p of this.parts) p.close();
     this.presence?.close();
     try {
       await this.nc.drain();

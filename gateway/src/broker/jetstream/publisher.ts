@@ -36,7 +36,7 @@ export class JsPublisher {
   }
 
   /** Publishes to the stream's `subject`; resolves with its seq (and whether the msgId was a duplicate). */
-  publish(subject: string, payload: Uint8Array, msgId?: string): Promise<PublishResult> {
+  publish(subject: string, payload: Uint8Array, msgId?: string, ttl?: string): Promise<PublishResult> {
     const token = (++this.next).toString(36);
     return new Promise<PublishResult>((resolve, reject) => {
       this.pending.set(token, { resolve, reject, deadline: Date.now() + this.timeoutMs });
@@ -46,6 +46,10 @@ export class JsPublisher {
         if (msgId !== undefined) {
           h = headers();
           h.set("Nats-Msg-Id", msgId);
+        }
+        if (ttl !== undefined) {
+          h ??= headers();
+          h.set("Nats-TTL", ttl);
         }
         this.nc.publish(subject, payload, h ? { reply: `${this.prefix}.${token}`, headers: h } : { reply: `${this.prefix}.${token}` });
       } catch (e) {

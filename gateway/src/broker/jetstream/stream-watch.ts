@@ -47,14 +47,22 @@ export class StreamWatch {
   private drift: readonly Drift[] = [];
   private timer?: NodeJS.Timeout;
   private running?: Promise<void>;
+  /** The default stream first, then every namespace's: each is looked at and repaired on its own. */
+  private readonly streams: readonly StreamSection[];
 
   constructor(
     private readonly jsm: JetStreamManager,
-    private readonly stream: StreamSection,
+    stream: StreamSection | readonly StreamSection[],
     private readonly presence: PresenceSection | undefined,
     private readonly log: Logger,
     private readonly opts: StreamWatchOptions,
-  ) {}
+  ) {
+    this.streams = Array.isArray(stream) ? stream : [stream as StreamSection];
+  }
+
+  private get names(): string[] {
+    return this.streams.map((s) => s.name);
+  }
 
   start(): void {
     this.timer ??= setInterval(() => void this.check(), this.opts.intervalMs);
@@ -72,50 +80,64 @@ export class StreamWatch {
     return this.running;
   }
 
-  private async look(): Promise<Drift[]> {
-    const wanted = desiredStream(this.stream);
-    const out = streamDrift(await this.config(wanted.name), wanted);
-    if (this.presence) {
-      const bucket = desiredPresenceBucket(this.presence);
-      out.push(...bucketDrift(await this.config(bucket.name), bucket));
+  /** The drifts of each stream, and of the bucket. */
+  private async lookEach(): Promise<{ streams: Map<StreamSection, Drift[]>; bucket: Drift[] }> {
+    const streams = new Map<StreamSection, Drift[]>();
+    for (const s of this.streams) {
+      const wanted = desiredStream(s);
+      const d = streamDrift(await this.config(wanted.name), wanted);
+      if (d.length > 0) streams.set(s, d);
     }
-    return out;
+    let bucket: Drift[] = [];
+    if (this.presence) {
+      const b = desiredPresenceBucket(this.presence);
+      bucket = bucketDrift(await this.config(b.name), b);
+    }
+    return { streams, bucket };
+  }
+
+  /** Every kind of drift found, once (the metric and /readyz name kinds; the log names the streams). */
+  private static kinds(each: { streams: Map<StreamSection, Drift[]>; bucket: Drift[] }): Drift[] {
+    return [...new Set([...[...each.streams.values()].flat(), ...each.bucket])];
   }
 
   private async checkOnce(): Promise<void> {
     let drift: Drift[];
     try {
-      drift = await this.look();
+      const each = await this.lookEach();
+      drift = StreamWatch.kinds(each);
       if (drift.length > 0 && this.opts.repair) {
-        await this.repair(drift);
-        const left = await this.look();
-        this.log.warn({ stream: this.stream.name, drift, left }, left.length ? "stream setup repair incomplete" : "stream setup drifted and was repaired");
+        await this.repair(each);
+        const left = StreamWatch.kinds(await this.lookEach());
+        const drifted = [...each.streams.keys()].map((s) => s.name);
+        this.log.warn({ streams: drifted, drift, left }, left.length ? "stream setup repair incomplete" : "stream setup drifted and was repaired");
         drift = left;
       }
     } catch (e) {
-      this.log.warn({ err: e, stream: this.stream.name }, "stream setup check failed");
+      this.log.warn({ err: e, streams: this.names }, "stream setup check failed");
       return;
     }
     if (JSON.stringify(drift) === JSON.stringify(this.drift)) return;
     if (drift.length > 0)
       this.log.error(
-        { stream: this.stream.name, drift, repair: this.opts.repair },
+        { streams: this.names, drift, repair: this.opts.repair },
         "the stream's setup drifted: live delivery, replay or presence are affected until it is put back (STREAM_REPAIR=repair does it)",
       );
-    else this.log.info({ stream: this.stream.name }, "the stream's setup is as the gateway wants it again");
+    else this.log.info({ streams: this.names }, "the stream's setup is as the gateway wants it again");
     this.drift = drift;
     this.opts.onChange(drift);
   }
 
-  private async repair(drift: readonly Drift[]): Promise<void> {
-    const wanted = desiredStream(this.stream);
-    if (drift.includes("stream_missing")) await ensureStream(this.jsm, this.stream, this.log);
-    else if (drift.some((d) => d === "republish_changed" || d === "allow_direct_off" || d === "subjects_changed")) {
-      const info = await this.jsm.streams.info(wanted.name);
-      await this.jsm.streams.update(wanted.name, { ...info.config, republish: wanted.republish, allow_direct: true, subjects: wanted.subjects });
+  private async repair(each: { streams: Map<StreamSection, Drift[]>; bucket: Drift[] }): Promise<void> {
+    for (const [stream, drift] of each.streams) {
+      const wanted = desiredStream(stream);
+      if (drift.includes("stream_missing")) await ensureStream(this.jsm, stream, this.log);
+      else if (drift.some((d) => d === "republish_changed" || d === "allow_direct_off" || d === "subjects_changed")) {
+        const info = await this.jsm.streams.info(wanted.name);
+        await this.jsm.streams.update(wanted.name, { ...info.config, republish: wanted.republish, allow_direct: true, subjects: wanted.subjects });
+      }
     }
-    if (this.presence && drift.some((d) => d === "bucket_missing" || d === "bucket_republish_changed"))
-      await ensurePresenceBucket(this.jsm, this.presence, this.log, 1);
+    if (this.presence && each.bucket.length > 0) await ensurePresenceBucket(this.jsm, this.presence, this.log, 1);
   }
 
   private async config(name: string): Promise<StreamConfig | undefined> {

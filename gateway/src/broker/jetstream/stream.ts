@@ -22,6 +22,8 @@ export function desiredStream(c: StreamSection): Partial<StreamConfig> & { name:
     max_consumers: c.maxConsumers,
     // Live delivery: every stored message is also published on core NATS with its sequence headers.
     republish: { src: `${c.subjectPrefix}.>`, dest: `${c.livePrefix}.>` },
+    // Per-message TTL (Nats-TTL): only when asked for, so that a stream without it compares equal.
+    ...(c.allowMsgTtl ? { allow_msg_ttl: true } : {}),
   };
 }
 
@@ -38,6 +40,7 @@ const COMPARED = [
   "allow_direct",
   "max_consumers",
   "republish",
+  "allow_msg_ttl",
 ] as const;
 
 /** Differences the gateway applies to an existing stream by itself: they change no stored message. */

@@ -1,0 +1,136 @@
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { SubjectMapper } from "../../protocol/channel.js";
+import type { Logger } from "../../log.js";
+import type { BrokerMessage, LiveFeed, StreamState } from "../broker.js";
+import { JetStreamDurables, type DurableSettings } from "./durable.js";
+import { JetStreamReplay } from "./replay.js";
+import type { DirectVia } from "./direct/direct-get.js";
+import { CoreLiveFeed, type LiveFeedHooks, type RepairReason } from "./live.js";
+import type { NatsSecurity } from "./nats-security.js";
+
+/** Which stream a part serves: the default one, or a namespace's. */
+export type PartSpec = {
+  /** The stream's name. */
+  stream: string;
+  /** Maps channels to the stream's subjects: `<SUBJECT_PREFIX>` (default) or `<SUBJECT_PREFIX>_ns` (namespaces). */
+  subjectPrefix: string;
+  /** The namespace's name; undefined for the default stream. */
+  namespace?: string;
+  /** A resume or start older than now − this begins at the window's first message; 0: none. */
+  resumeWindowMs: number;
+};
+
+export type PartOptions = {
+  livePrefix: string;
+  log: Logger;
+  linkName?: string;
+  security?: NatsSecurity;
+  onDirectGet?: (via: DirectVia) => void;
+  directGetQueue?: number;
+  durable: DurableSettings;
+  liveHoldLimit: number;
+  onRepair?: (why: RepairReason) => void;
+  /** The stream was deleted and created again (a new epoch): its feeds have started over. */
+  onEpoch: (stream: string, epoch: string) => void;
+};
+
+/**
+ * Everything of the JetStream broker that belongs to one stream: its subject mapping, replay reads,
+ * durables, epoch, and the live feeds whose positions are its sequences (resynced on its leader's and
+ * creation advisories). The broker has one part for the default stream and one per namespace, on one
+ * connection, and routes each channel or pattern to its part.
+ */
+export class StreamPart {
+  readonly mapper: SubjectMapper;
+  readonly replay: JetStreamReplay;
+  readonly durables: JetStreamDurables;
+  private readonly liveFeeds: LiveFeedHooks = new Set();
+  private readonly liveMapper: SubjectMapper;
+  private epoch_?: string;
+
+  constructor(
+    private readonly nc: NatsConnection,
+    js: JetStreamClient,
+    jsm: JetStreamManager,
+    readonly spec: PartSpec,
+    private readonly opts: PartOptions,
+  ) {
+    this.mapper = new SubjectMapper(spec.subjectPrefix);
+    this.liveMapper = new SubjectMapper(opts.livePrefix);
+    this.replay = new JetStreamReplay(nc, jsm, spec.stream, this.mapper, opts.log, {
+      linkName: opts.linkName,
+      security: opts.security,
+      onSend: opts.onDirectGet,
+      maxQueued: opts.directGetQueue,
+    });
+    this.durables = new JetStreamDurables(nc, js, jsm, spec.stream, this.mapper, opts.durable, opts.log);
+    // A new stream leader may not have republished what the old one stored last: every feed checks.
+    nc.subscribe(`$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.${spec.stream}`, { callback: () => this.resyncFeeds("leader") });
+    // A stream deleted and created again (another epoch) restarts every feed instead.
+    nc.subscribe(`$JS.EVENT.ADVISORY.STREAM.CREATED.${spec.stream}`, { callback: () => this.resyncFeeds("leader") });
+    this.replay.state().then(
+      (st) => {
+        this.epoch_ ??= st.epoch;
+      },
+      () => undefined,
+    );
+  }
+
+  get epoch(): string | undefined {
+    return this.epoch_;
+  }
+
+  /** The stream's state, with the resume window's first seq when the namespace has a window. */
+  async state(): Promise<StreamState> {
+    const st = await this.replay.state();
+    if (this.spec.resumeWindowMs <= 0) return st;
+    const from = await this.replay.seqAtTime(">", new Date(Date.now() - this.spec.resumeWindowMs).toISOString());
+    return from > st.firstSeq ? { ...st, resumeFrom: from } : st;
+  }
+
+  live(pattern: string, onMessage: (m: BrokerMessage) => void): Promise<LiveFeed> {
+    const mapper = this.mapper;
+    return CoreLiveFeed.start(
+      pattern,
+      mapper.toSubject(pattern),
+      this.liveMapper.toSubject(pattern),
+      {
+        nc: this.nc,
+        reads: this.replay.repairs,
+        toChannel: (s) => mapper.toChannel(s),
+        log: this.opts.log,
+        holdLimit: this.opts.liveHoldLimit,
+        onRepair: this.opts.onRepair,
+      },
+      this.liveFeeds,
+      onMessage,
+    );
+  }
+
+  /** Every live feed reads what it may have missed; a recreated stream (new epoch) restarts them instead. */
+  resyncFeeds(why: "reconnect" | "leader"): void {
+    const stream = this.spec.stream;
+    this.replay.state().then(
+      (st) => {
+        const was = this.epoch_;
+        this.epoch_ = st.epoch;
+        if (was !== undefined && st.epoch !== was) {
+          this.opts.log.warn({ stream, epoch: st.epoch, was }, "stream was recreated: live feeds start over at its last sequence");
+          for (const f of this.liveFeeds) f.restart(st.lastSeq);
+          this.opts.onEpoch(stream, st.epoch);
+        } else {
+          for (const f of this.liveFeeds) f.resync(why);
+        }
+      },
+      (e) => {
+        this.opts.log.warn({ err: e, why, stream }, "stream state unavailable; live feeds repair from their position");
+        for (const f of this.liveFeeds) f.resync(why);
+      },
+    );
+  }
+
+  close(): void {
+    this.replay.close();
+  }
+}

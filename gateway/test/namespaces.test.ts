@@ -1,0 +1,326 @@
+// Namespaces against real servers: a real nats-server, the real CLI with two workers and a NAMESPACES_FILE of
+// two namespaces — `chat` (its own stream, per-message TTL) and `quiet` (prefix q, every feature off).
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
+import { CLI, startGateway, type GatewayHandle } from "./support/gateway.js";
+import { httpPublish, TestClient } from "./support/ws-client.js";
+import { SseReader } from "./support/sse-client.js";
+import { waitFor } from "./support/wait.js";
+import WebSocket from "ws";
+import { GatewayClient, type WebSocketConstructor } from "../client/src/index.js";
+
+let nats: NatsServerHandle;
+let gw: GatewayHandle;
+let nc: NatsConnection;
+let jsm: JetStreamManager;
+const clients: TestClient[] = [];
+const readers: SseReader[] = [];
+let n = 0;
+const uniq = (base: string) => `${base}${++n}x${Date.now() % 100_000}`;
+
+const NAMESPACES = `namespaces:
+  chat:
+    maxAge: 1h
+    maxMsgsPerSubject: 500
+    duplicateWindow: 30s
+    allowMsgTtl: true
+  quiet:
+    prefix: q
+    storage: memory
+    maxBytes: 64MiB
+    features: { history: false, resume: false, presence: false, publish: false, sse: false, durables: false, lastValues: false }
+  recent:
+    resumeWindow: 1500ms
+`;
+
+async function ws(): Promise<TestClient> {
+  const c = await TestClient.connect(gw.wsUrl);
+  clients.push(c);
+  return c;
+}
+
+async function publish(channel: string, data: unknown, query = ""): Promise<{ status: number; body: Record<string, unknown> }> {
+  const r = await fetch(`${gw.url}/v1/publish/${encodeURIComponent(channel)}${query}`, {
+    method: "POST",
+    body: JSON.stringify(data),
+    headers: { "content-type": "application/json" },
+  });
+  return { status: r.status, body: (await r.json()) as Record<string, unknown> };
+}
+
+async function publishMany(channel: string, count: number): Promise<number[]> {
+  const seqs: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const r = await httpPublish(gw.url, channel, { i });
+    expect(r.status).toBe(201);
+    seqs.push(r.body.seq as number);
+  }
+  return seqs;
+}
+
+const get = async (path: string): Promise<{ status: number; body: Record<string, unknown> }> => {
+  const r = await fetch(`${gw.url}${path}`);
+  return { status: r.status, body: (await r.json()) as Record<string, unknown> };
+};
+
+beforeAll(async () => {
+  nats = await startNatsServer();
+  const dir = mkdtempSync(join(tmpdir(), "fgw-ns-it-"));
+  writeFileSync(join(dir, "namespaces.yaml"), NAMESPACES);
+  gw = await startGateway({ natsUrl: nats.url, workers: 2, logLevel: "info", env: { NAMESPACES_FILE: join(dir, "namespaces.yaml") } });
+  nc = await connect({ servers: nats.url });
+  jsm = await jetstreamManager(nc);
+});
+afterAll(async () => {
+  for (const c of clients) c.ws.close();
+  for (const r of readers) r.close();
+  await nc?.close();
+  await gw?.stop();
+  await nats?.stop();
+});
+
+describe("namespaces — streams", () => {
+  it("namespaces — each namespace has a stream of its own with its settings, republished to the same live subjects", async () => {
+    const chat = (await jsm.streams.info("EVENTS_CHAT")).config;
+    expect(chat.subjects).toEqual(["ev_ns.chat.>"]);
+    expect(chat.republish).toMatchObject({ src: "ev_ns.chat.>", dest: "evlive.chat.>" });
+    expect(chat.max_age).toBe(3_600 * 1e9);
+    expect(chat.max_msgs_per_subject).toBe(500);
+    expect(chat.duplicate_window).toBe(30 * 1e9);
+    expect(chat.allow_msg_ttl).toBe(true);
+    expect(chat.storage).toBe("file");
+    const quiet = (await jsm.streams.info("EVENTS_QUIET")).config;
+    expect(quiet.subjects).toEqual(["ev_ns.q.>"]);
+    expect(quiet.storage).toBe("memory");
+    expect(quiet.max_bytes).toBe(64 * 1_048_576);
+    expect(quiet.allow_msg_ttl ?? false).toBe(false);
+    const def = (await jsm.streams.info("EVENTS")).config;
+    expect(def.subjects).toEqual(["ev.>"]);
+    expect(def.allow_msg_ttl ?? false).toBe(false);
+  });
+
+  it("namespaces — a publish to chat.x lands in the chat stream, not the default one", async () => {
+    const ch = uniq("chat.land");
+    const other = uniq("orders.land");
+    const [before, beforeDefault] = await Promise.all([jsm.streams.info("EVENTS_CHAT"), jsm.streams.info("EVENTS")]);
+    const r = await publish(ch, { hello: 1 });
+    expect(r.status).toBe(201);
+    const d = await publish(other, { hello: 2 });
+    expect(d.status).toBe(201);
+    const [after, afterDefault] = await Promise.all([jsm.streams.info("EVENTS_CHAT"), jsm.streams.info("EVENTS")]);
+    expect(after.state.messages).toBe(before.state.messages + 1);
+    expect(afterDefault.state.messages).toBe(beforeDefault.state.messages + 1);
+    const stored = await jsm.streams.getMessage("EVENTS_CHAT", { seq: r.body.seq as number });
+    expect(stored?.subject).toBe(`ev_ns.${ch}`);
+    expect(await jsm.streams.getMessage("EVENTS", { last_by_subj: `ev.${ch}` }).catch(() => null)).toBeNull();
+  });
+});
+
+describe("namespaces — doors on a namespace channel", () => {
+  it("namespaces — WebSocket live and a resume from a seq get every message once, in order, with the chat stream's epoch", async () => {
+    const ch = uniq("chat.room");
+    const live = await ws();
+    const okLive = await live.sub(`${ch}.>`);
+    const epoch = (await jsm.streams.info("EVENTS_CHAT")).created;
+    expect(okLive.epoch).toBe(epoch);
+    const first = await publishMany(`${ch}.a`, 5);
+    await live.waitForMsgs(5);
+    const resumer = await ws();
+    const ok = await resumer.sub(`${ch}.>`, { from: { seq: first[1], epoch } });
+    expect(ok).toMatchObject({ op: "ok", epoch });
+    expect(ok.truncated).toBeUndefined();
+    const more = await publishMany(`${ch}.b`, 3);
+    const got = await resumer.waitForMsgs(7);
+    expect(got.map((m) => m.seq)).toEqual([...first.slice(1), ...more]);
+    const all = await live.waitForMsgs(8);
+    expect(all.map((m) => m.seq)).toEqual([...first, ...more]);
+    await new Promise<void>((r) => setImmediate(r));
+    expect(resumer.msgs.length).toBe(7);
+  });
+
+  it("namespaces — history and SSE read the namespace's stream", async () => {
+    const ch = uniq("chat.hist");
+    const seqs = await publishMany(ch, 4);
+    const h = await get(`/v1/channels/${encodeURIComponent(ch)}/messages?from_seq=${seqs[1]}`);
+    expect(h.status).toBe(200);
+    expect((h.body.messages as { seq: number }[]).map((m) => m.seq)).toEqual(seqs.slice(1));
+    expect(h.body.lastSeq).toBe(seqs[3]);
+    const sse = await SseReader.open(`${gw.url}/v1/channels/${encodeURIComponent(ch)}/events?from_seq=${seqs[2]}`);
+    readers.push(sse);
+    expect(sse.status).toBe(200);
+    expect(await sse.waitForSeqs(2)).toEqual(seqs.slice(2));
+    const next = await publishMany(ch, 1);
+    expect(await sse.waitForSeqs(3)).toEqual([...seqs.slice(2), ...next]);
+  });
+
+  it("namespaces — a pattern spanning namespaces is refused with bad_channel on every door", async () => {
+    const c = await ws();
+    const r = await c.request({ op: "sub", channel: "*.x" });
+    expect(r).toMatchObject({ op: "err", code: "bad_channel" });
+    expect(r.message).toBe("pattern `*.x` spans namespaces chat, quiet, recent and the default stream; subscribe per namespace");
+    expect(await c.request({ op: "sub", channel: ">" })).toMatchObject({ op: "err", code: "bad_channel" });
+    expect(await c.request({ op: "sub", channel: "chat.>" })).toMatchObject({ op: "ok" });
+    const sse = await fetch(`${gw.url}/v1/channels/${encodeURIComponent("*.x")}/events`);
+    expect(sse.status).toBe(400);
+    expect(((await sse.json()) as { error: string }).error).toBe("bad_channel");
+    const lv = await get(`/v1/channels/${encodeURIComponent(">")}/messages?last_per_subject=1`);
+    expect(lv).toMatchObject({ status: 400, body: { error: "bad_channel" } });
+  });
+});
+
+describe("namespaces — feature switches", () => {
+  it("namespaces — every switched-off feature is refused with feature_disabled on every door that has it", async () => {
+    const ch = uniq("q.off");
+    const c = await ws();
+    const refused = { op: "err", code: "feature_disabled", temporary: false };
+    expect(await c.request({ op: "sub", channel: ch, from: { seq: 1 } })).toMatchObject(refused);
+    expect(await c.request({ op: "sub", channel: ch, from: "all" })).toMatchObject(refused);
+    expect(await c.request({ op: "sub", channel: ch, from: { last: 3 } })).toMatchObject(refused);
+    expect(await c.request({ op: "sub", channel: `${ch}.>`, from: "last_per_subject" })).toMatchObject(refused);
+    expect(await c.request({ op: "sub", channel: ch, presence: true })).toMatchObject(refused);
+    expect(await c.request({ op: "sub", channel: ch, durable: "d1", ack: true })).toMatchObject(refused);
+    expect(await c.request({ op: "presence", channel: ch })).toMatchObject(refused);
+    expect(await c.request({ op: "pub", channel: ch, data: 1 })).toMatchObject(refused);
+    const batch = await c.request({ op: "pub", batch: [{ channel: ch, data: 1 }] });
+    expect((batch.results as { error: string }[])[0]?.error).toBe("feature_disabled");
+    // Live delivery is not a feature: it stays.
+    expect(await c.request({ op: "sub", channel: ch })).toMatchObject({ op: "ok" });
+
+    const http = { status: 403, body: { error: "feature_disabled" } };
+    expect(await publish(ch, 1)).toMatchObject(http);
+    expect(await get(`/v1/channels/${encodeURIComponent(ch)}/messages`)).toMatchObject(http);
+    expect(await get(`/v1/channels/${encodeURIComponent(`${ch}.>`)}/messages?last_per_subject=1`)).toMatchObject(http);
+    expect(await get(`/v1/channels/${encodeURIComponent(ch)}/presence`)).toMatchObject(http);
+    const sse = await fetch(`${gw.url}/v1/channels/${encodeURIComponent(ch)}/events`);
+    expect(sse.status).toBe(403);
+    expect(((await sse.json()) as { error: string }).error).toBe("feature_disabled");
+  });
+
+  it("namespaces — the same requests on a channel of the default stream are served", async () => {
+    const ch = uniq("orders.on");
+    const c = await ws();
+    expect(await c.request({ op: "sub", channel: ch, from: "all", presence: true })).toMatchObject({ op: "ok" });
+    expect(await c.request({ op: "pub", channel: ch, data: 1 })).toMatchObject({ op: "ok" });
+    expect((await get(`/v1/channels/${encodeURIComponent(ch)}/messages`)).status).toBe(200);
+  });
+});
+
+describe("namespaces — resume window", () => {
+  it("namespaces — a resume from before the window starts at the window's first message, reported truncated", async () => {
+    const ch = uniq("recent.w");
+    const old = await publishMany(ch, 3);
+    const at = Date.now();
+    // The window is time: what was stored before now − 1.5 s is outside it.
+    await waitFor(() => Date.now() > at + 1_700, { timeoutMs: 5_000, what: "the old messages left the window" });
+    const fresh = await publishMany(ch, 2);
+    const c = await ws();
+    const ok = await c.request({ op: "sub", channel: ch, from: { seq: old[0] } });
+    expect(ok).toMatchObject({ op: "ok", truncated: true });
+    expect((await c.waitForMsgs(2)).map((m) => m.seq)).toEqual(fresh);
+    const inside = await ws();
+    const ok2 = await inside.request({ op: "sub", channel: ch, from: { seq: fresh[1] } });
+    expect(ok2.truncated).toBeUndefined();
+    expect((await inside.waitForMsgs(1)).map((m) => m.seq)).toEqual([fresh[1]]);
+    // Only resumes and starts are windowed: history still reads what the stream keeps.
+    const h = await get(`/v1/channels/${encodeURIComponent(ch)}/messages?from_seq=${old[0]}`);
+    expect((h.body.messages as { seq: number }[]).map((m) => m.seq)).toEqual([...old, ...fresh]);
+  });
+});
+
+describe("namespaces — per-message TTL", () => {
+  it("namespaces — a publish with a ttl carries Nats-TTL and expires from the stream", async () => {
+    const ch = uniq("chat.ttl");
+    const r = await publish(ch, { short: true }, "?ttl=1s");
+    expect(r.status).toBe(201);
+    const seq = r.body.seq as number;
+    const stored = await jsm.streams.getMessage("EVENTS_CHAT", { seq });
+    expect(stored?.header.get("Nats-TTL")).toBe("1s");
+    const c = await ws();
+    const ws1 = await c.request({ op: "pub", channel: ch, data: 2, ttl: "2s" });
+    expect(ws1).toMatchObject({ op: "ok" });
+    const kept = await publish(ch, { long: true });
+    await waitFor(async () => (await jsm.streams.getMessage("EVENTS_CHAT", { seq }).catch(() => null)) === null, {
+      timeoutMs: 15_000,
+      what: "the 1s message expired",
+    });
+    await waitFor(async () => (await jsm.streams.getMessage("EVENTS_CHAT", { seq: ws1.seq as number }).catch(() => null)) === null, {
+      timeoutMs: 15_000,
+      what: "the 2s message expired",
+    });
+    expect((await jsm.streams.getMessage("EVENTS_CHAT", { seq: kept.body.seq as number }))?.seq).toBe(kept.body.seq);
+  });
+
+  it("namespaces — the SDK's publish and batch items take a ttl", async () => {
+    const client = new GatewayClient(gw.wsUrl, { WebSocket: WebSocket as unknown as WebSocketConstructor });
+    await client.connect();
+    try {
+      const r = await client.publish(uniq("chat.sdk"), { a: 1 }, { ttl: "90s" });
+      expect((await jsm.streams.getMessage("EVENTS_CHAT", { seq: r.seq }))?.header.get("Nats-TTL")).toBe("90s");
+      const [item] = await client.publishBatch([{ channel: uniq("chat.sdk"), data: 2, ttl: "2m" }]);
+      const seq = (item as { seq: number }).seq;
+      expect((await jsm.streams.getMessage("EVENTS_CHAT", { seq }))?.header.get("Nats-TTL")).toBe("120s");
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("namespaces — a ttl where the stream keeps none is refused; a bad ttl is bad_request", async () => {
+    const c = await ws();
+    expect(await c.request({ op: "pub", channel: uniq("orders.ttl"), data: 1, ttl: "30s" })).toMatchObject({ op: "err", code: "feature_disabled" });
+    expect(await publish(uniq("q.ttl"), 1, "?ttl=30s")).toMatchObject({ status: 403, body: { error: "feature_disabled" } });
+    const batch = await c.request({
+      op: "pub",
+      batch: [
+        { channel: uniq("orders.ttl"), data: 1, ttl: "30s" },
+        { channel: uniq("chat.ttl"), data: 1, ttl: "30s" },
+      ],
+    });
+    const [refused, stored] = batch.results as Record<string, unknown>[];
+    expect(refused?.error).toBe("feature_disabled");
+    expect(typeof stored?.seq).toBe("number");
+    expect(await c.request({ op: "pub", channel: uniq("chat.ttl"), data: 1, ttl: "soon" })).toMatchObject({ op: "err", code: "bad_request" });
+    expect(await publish(uniq("chat.ttl"), 1, "?ttl=0s")).toMatchObject({ status: 400, body: { error: "bad_request" } });
+  });
+});
+
+describe("namespaces — a recreated namespace stream", () => {
+  it("namespaces — the stream watch creates it again; only its subscribers are closed with 1012, and resume with epochChanged", async () => {
+    const chatCh = uniq("chat.epoch");
+    const otherCh = uniq("orders.epoch");
+    const onChat = await ws();
+    const okChat = await onChat.sub(chatCh, { from: "all" });
+    const onOther = await ws();
+    await onOther.sub(otherCh);
+    const from = gw.logs.length;
+    await jsm.streams.delete("EVENTS_CHAT");
+    await waitFor(() => gw.logs.slice(from).some((l) => l.msg === "stream setup drifted and was repaired") || undefined, { what: "EVENTS_CHAT re-created" });
+    expect(await onChat.waitClosed(15_000)).toBe(1012);
+    // Both workers heard of the new epoch (each logs it), so a socket they would close is closed by now.
+    await waitFor(() => gw.logs.slice(from).filter((l) => l.msg?.startsWith("stream was recreated") && l.stream === "EVENTS_CHAT").length >= 2 || undefined, {
+      what: "both workers saw the new epoch",
+    });
+    // The default stream's subscriber stays, and still gets its messages.
+    expect(onOther.open).toBe(true);
+    const seq = (await httpPublish(gw.url, otherCh, { still: true })).body.seq as number;
+    expect((await onOther.waitForMsgs(1)).map((m) => m.seq)).toEqual([seq]);
+    const again = await ws();
+    expect(await again.sub(chatCh, { from: { seq: 1, epoch: okChat.epoch } })).toMatchObject({ op: "ok", epochChanged: true });
+    expect((await jsm.streams.info("EVENTS_CHAT")).config.allow_msg_ttl).toBe(true);
+  });
+});
+
+describe("namespaces — the CLI", () => {
+  it("namespaces — a bad NAMESPACES_FILE exits 1 naming the namespace and the field", () => {
+    const dir = mkdtempSync(join(tmpdir(), "fgw-ns-bad-"));
+    writeFileSync(join(dir, "ns.json"), JSON.stringify({ namespaces: { chat: { maxAge: "x" } } }));
+    const r = spawnSync(process.execPath, [CLI, "--port", "0", "--namespaces-file", join(dir, "ns.json")], { encoding: "utf8", timeout: 30_000 });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('NAMESPACES_FILE (--namespaces-file): namespace "chat": maxAge must be a duration like 7d, 24h, 30s or 0, not "x"');
+  });
+});
