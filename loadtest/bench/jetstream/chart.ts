@@ -14,6 +14,8 @@ const SERIES: Record<string, string> = {
   "cluster · nats.js": "#e08a2c",
   "single · nats bench": "#8fb8e0",
   "single · nats.js": "#f2c48d",
+  "cluster · gateway WS": "#3a9a5b",
+  "single · gateway WS": "#9fd6ad",
 };
 
 type Bar = { value: number | undefined; color: string };
@@ -123,9 +125,9 @@ export function renderSvg(rows: readonly Row[], meta: RunMeta): string {
   }
   const legend = [
     { name: "users' figure (other hardware)", color: USERS },
-    ...COLUMNS.map((c) => ({
+    ...seriesOf(rows, ["000", "001", "002", "003"]).map((c) => ({
       name: `${c.target === "cluster" ? "3-node cluster" : "single node"} · ${c.path} (this machine)`,
-      color: SERIES[`${c.target} · ${c.path}`]!,
+      color: SERIES[c.name]!,
     })),
   ];
   const H = y0 + 20 * legend.length + 20;

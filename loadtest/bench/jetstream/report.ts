@@ -6,6 +6,8 @@ import { REFERENCE, SOURCES } from "./reference.js";
 import { FLAG_TRANSLATION } from "./translation.js";
 import type { Path, Row } from "./rows.js";
 import { encryptionSection } from "./encryption.js";
+import { LAYOUT_PAIRS } from "./layouts.js";
+import { PUBS_PER_POD } from "./matrix.js";
 
 export type RunMeta = {
   startedAt: Date;
@@ -63,6 +65,8 @@ export const COLUMNS: ReadonlyArray<{ target: Target; path: Path }> = [
   { target: "cluster", path: "nats.js" },
   { target: "single", path: "nats bench" },
   { target: "single", path: "nats.js" },
+  { target: "cluster", path: "gateway WS" },
+  { target: "single", path: "gateway WS" },
 ];
 
 /** A figure over the rounds of a run: the median and the range. */
@@ -207,6 +211,33 @@ function matrixSection(rows: readonly Rep[]): string[] {
         r.status === "ok" ? [rateCell(r, "pub"), rateCell(r, "sub"), f0(r.pub?.aggregate), cpu(r), srv(r), rounds(r)] : [failedCell(r), "", "", "", "", ""];
       out.push(`| ${i === 0 ? label(w) : ""} | ${where(r)} | ${r.config} | ${cells.join(" | ")} | ${i === 0 ? ref(w) : ""} |`);
     });
+  }
+  return out;
+}
+
+/** The layout pairs through the gateway: app/one per pod count and target, for publishes and deliveries. */
+function gatewayLayoutSection(rows: readonly Row[], reps: readonly Rep[]): string[] {
+  const out = [
+    "## Seed 000 through the gateway: one stream for all vs a stream per app prefix",
+    "",
+    "The users' layout rows with the gateway in the path: per pod 2 publisher processes (`pub-cluster --target gateway-ws --sync`, each publish awaiting its ack) and 10 gateway WebSocket subscribers (`sub-cluster`, each expecting every message of its pod's channel), each pod on its own channel (`app1.bench1.subj.v1`, `app2.bench2.subj.v1`, …). Each row starts its own gateway (2 workers) on the target's servers with fresh streams: with one stream every channel is in the gateway's stream; with a stream per app a namespaces file gives each app prefix (`app1`, `app2`, …) a namespace with a stream of its own, same storage and replicas. Deliveries/s: a pod's deliveries (10 subscribers × its messages) over the time from its subscribers' first message to their last, as nats bench times subscribers, added over the pods. The ratios divide the two layouts' rows of the same round, and are the gateway's counterpart of the users' stream-per-app gain.",
+    "",
+    "| where | pods | one stream: pub msgs/s per publisher | stream per app | app / one | users' app / one | one stream: deliveries/s | stream per app | app / one | gateway CPU, % of a core: one / app |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+  ];
+  for (const target of ["cluster", "single"] as const) {
+    for (const pair of LAYOUT_PAIRS) {
+      const one = reps.find((r) => r.workload === pair.one && r.target === target && r.path === "gateway WS");
+      const app = reps.find((r) => r.workload === pair.app && r.target === target && r.path === "gateway WS");
+      if (!one && !app) continue;
+      const cell = (r: Rep | undefined, v: (r: Rep) => number | undefined): string => (!r ? "—" : r.status !== "ok" ? failedCell(r) : f0(v(r)));
+      const pods = [one, app].find((r) => r?.pub)?.pub;
+      const ratio = (side: "value" | "sub"): string => fs(ourRatio(rows, { label: "", num: pair.app, den: pair.one, side }, target, "gateway WS"));
+      const users = usersRatio({ label: "", num: pair.app, den: pair.one, side: "value" });
+      out.push(
+        `| ${target === "cluster" ? "3-node cluster" : "single node"} | ${pods ? pods.clients / PUBS_PER_POD : "—"}${pods && pods.clients / PUBS_PER_POD !== pair.pods ? ` (users ${pair.pods})` : ""} | ${cell(one, (r) => r.value)} | ${cell(app, (r) => r.value)} | ${ratio("value")} | ${f2(users)} | ${cell(one, (r) => r.sub?.aggregate)} | ${cell(app, (r) => r.sub?.aggregate)} | ${ratio("sub")} | ${pct(one?.gatewayCpuPct)} / ${pct(app?.gatewayCpuPct)} |`,
+      );
+    }
   }
   return out;
 }
@@ -370,7 +401,7 @@ function detailsSection(rows: readonly Row[]): string[] {
   return out;
 }
 
-export function renderMarkdown(rows: readonly Row[], meta: RunMeta): string {
+export function renderMarkdown(rows: readonly Row[], meta: RunMeta, png = "jetstream.png"): string {
   const t = (d: Date): string => d.toISOString().slice(11, 16);
   const failed = rows.filter((r) => r.status === "failed").length;
   const reps = representatives(rows);
@@ -386,6 +417,7 @@ export function renderMarkdown(rows: readonly Row[], meta: RunMeta): string {
     ...ratioSection(rows, meta),
     "",
     ...(reps.some((r) => r.seed === "000") ? [...matrixSection(reps), ""] : []),
+    ...(reps.some((r) => r.seed === "000" && r.path === "gateway WS") ? [...gatewayLayoutSection(rows, reps), ""] : []),
     ...(reps.some((r) => r.seed === "001") ? [...pushSection(reps), ""] : []),
     ...(reps.some((r) => r.seed === "002") ? [...clusterSeedSection(reps), ""] : []),
     ...(reps.some((r) => r.seed === "003") ? [...latencySection(reps, meta), ""] : []),
@@ -395,7 +427,7 @@ export function renderMarkdown(rows: readonly Row[], meta: RunMeta): string {
     "",
     ...translationSection(),
     "",
-    "![ratios, seed 000 publish rates and seed 003 latencies](jetstream.png)",
+    `![ratios, seed 000 publish rates and seed 003 latencies](${png})`,
     "",
     ...detailsSection(reps),
   ];
