@@ -135,6 +135,7 @@ async function main(argv: string[]): Promise<number> {
     maxLoad: Math.max(...load, loadavg()[0]!),
     medianLoad: [...load].sort((a, b) => a - b)[Math.floor(load.length / 2)]!,
     latencyNote,
+    argv: process.argv.slice(2),
   };
   const failed = rows.filter((r) => r.status === "failed");
   if (opts.outDir) {

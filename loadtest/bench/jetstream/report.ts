@@ -26,6 +26,8 @@ export type RunMeta = {
   medianLoad: number;
   /** How seed 003's latency was added, or why netem was skipped. */
   latencyNote: string | null;
+  /** The run's arguments (absent in runs saved before they were kept). */
+  argv?: string[];
 };
 
 /** A ratio between two workloads, each side measured on the same target with the same client in one run. */
@@ -367,17 +369,38 @@ function pathsSection(rows: readonly Rep[]): string[] {
   return out;
 }
 
-function countsSection(meta: RunMeta): string[] {
+function countsSection(rows: readonly Row[], meta: RunMeta): string[] {
   const c = meta.counts;
+  const has = (seed: Row["seed"]): boolean => rows.some((r) => r.seed === seed);
   return [
     "## How the users' runs were scaled to this machine",
     "",
-    `- Seed 000: pods, publishers and subscribers per pod as the users had them${c.podDivisor > 1 ? ` divided by ${c.podDivisor} (--quick)` : ""} (3 or 6 pods × 2 publishers + 10 subscribers), each pod a pair of processes here instead of a Kubernetes pod; messages per pod ${c.matrix10k.toLocaleString("en-US")} where they sent 10,000 and ${c.matrix1m.toLocaleString("en-US")} where they sent 1,000,000, so a full run takes minutes on two shared cores. The users' three NATS servers each had a CPU of their own; here three servers, the load tools and the Node processes share ${meta.cores}.`,
-    `- Seed 001: 5 or 1 publishers and 5 subscribers as theirs, ${c.pushGroup.toLocaleString("en-US")} messages (their table: 10,000).`,
-    `- Seed 002: 1 publisher and 2 subscribers as theirs; ${c.dedup.toLocaleString("en-US")} messages per dedup run (theirs 100,000), ${c.scaling.toLocaleString("en-US")} per consumer-scaling step; ${c.kv.toLocaleString("en-US")} KV puts (theirs 100,000).`,
-    `- Seed 003: ${c.latencySequential.toLocaleString("en-US")} sequential and ${c.latencyPipelined.toLocaleString("en-US")} pipelined publishes per delay (the users' message counts are not in their notes).`,
-    `- Publish paths: ${c.pathsSequential.toLocaleString("en-US")} sequential and ${c.pathsPipelined.toLocaleString("en-US")} pipelined messages.`,
-    `- Encryption at rest: ${c.encSync.toLocaleString("en-US")} sync and ${c.encAsync.toLocaleString("en-US")} async publishes, ${c.encReplay.toLocaleString("en-US")} messages replayed, per cipher.`,
+    ...(has("000")
+      ? [
+          `- Seed 000: pods, publishers and subscribers per pod as the users had them${c.podDivisor > 1 ? ` divided by ${c.podDivisor} (--quick)` : ""} (3 or 6 pods × 2 publishers + 10 subscribers), each pod a pair of processes here instead of a Kubernetes pod; messages per pod ${c.matrix10k.toLocaleString("en-US")} where they sent 10,000 and ${c.matrix1m.toLocaleString("en-US")} where they sent 1,000,000, so a full run takes minutes on two shared cores. The users' three NATS servers each had a CPU of their own; here three servers, the load tools and the Node processes share ${meta.cores}.`,
+        ]
+      : []),
+    ...(has("001")
+      ? [`- Seed 001: 5 or 1 publishers and 5 subscribers as theirs, ${c.pushGroup.toLocaleString("en-US")} messages (their table: 10,000).`]
+      : []),
+    ...(has("002")
+      ? [
+          `- Seed 002: 1 publisher and 2 subscribers as theirs; ${c.dedup.toLocaleString("en-US")} messages per dedup run (theirs 100,000), ${c.scaling.toLocaleString("en-US")} per consumer-scaling step; ${c.kv.toLocaleString("en-US")} KV puts (theirs 100,000).`,
+        ]
+      : []),
+    ...(has("003")
+      ? [
+          `- Seed 003: ${c.latencySequential.toLocaleString("en-US")} sequential and ${c.latencyPipelined.toLocaleString("en-US")} pipelined publishes per delay (the users' message counts are not in their notes).`,
+        ]
+      : []),
+    ...(has("paths")
+      ? [`- Publish paths: ${c.pathsSequential.toLocaleString("en-US")} sequential and ${c.pathsPipelined.toLocaleString("en-US")} pipelined messages.`]
+      : []),
+    ...(has("enc")
+      ? [
+          `- Encryption at rest: ${c.encSync.toLocaleString("en-US")} sync and ${c.encAsync.toLocaleString("en-US")} async publishes, ${c.encReplay.toLocaleString("en-US")} messages replayed, per cipher.`,
+        ]
+      : []),
   ];
 }
 
@@ -408,7 +431,7 @@ export function renderMarkdown(rows: readonly Row[], meta: RunMeta, png = "jetst
   const lines = [
     "# The users' JetStream evaluation, rerun here",
     "",
-    `Measured ${meta.startedAt.toISOString().slice(0, 10)} (${t(meta.startedAt)}–${t(meta.finishedAt)} UTC) by \`npm run bench:jetstream${meta.quick ? " -- --quick" : ""}\`: nats bench from natscli ${meta.natscli}, nats-server ${meta.natsServer}, Node ${meta.node}; targets: ${meta.targets.map((x) => (x === "cluster" ? "local 3-node cluster" : "single nats-server")).join(" and ")} (the test kit's, temporary stores, fsync at the server's default interval).`,
+    `Measured ${meta.startedAt.toISOString().slice(0, 10)} (${t(meta.startedAt)}–${t(meta.finishedAt)} UTC) by \`npm run bench:jetstream${meta.argv ? (meta.argv.length ? ` -- ${meta.argv.join(" ")}` : "") : meta.quick ? " -- --quick" : ""}\`: nats bench from natscli ${meta.natscli}, nats-server ${meta.natsServer}, Node ${meta.node}; targets: ${meta.targets.map((x) => (x === "cluster" ? "local 3-node cluster" : "single nats-server")).join(" and ")} (the test kit's, temporary stores, fsync at the server's default interval).`,
     "",
     `**Machine:** ${meta.cores} cores (${meta.cpu}), shared by the nats-server processes, the load tools and whatever else ran on the box (1-minute load average sampled every 5 s: median ${meta.medianLoad.toFixed(1)}, highest ${meta.maxLoad.toFixed(1)}; above ${meta.cores} the box was oversubscribed). The users' figures come from other hardware: ${SOURCES.join("; ")}. Read them as reference; the comparison that holds is between configurations, as ratios measured in the same run.`,
     "",
@@ -423,10 +446,9 @@ export function renderMarkdown(rows: readonly Row[], meta: RunMeta, png = "jetst
     ...(reps.some((r) => r.seed === "003") ? [...latencySection(reps, meta), ""] : []),
     ...(reps.some((r) => r.seed === "paths") ? [...pathsSection(reps), ""] : []),
     ...(reps.some((r) => r.seed === "enc") ? [...encryptionSection(rows, reps), ""] : []),
-    ...countsSection(meta),
+    ...countsSection(rows, meta),
     "",
-    ...translationSection(),
-    "",
+    ...(rows.some((r) => r.path === "nats bench") ? [...translationSection(), ""] : []),
     `![ratios, seed 000 publish rates and seed 003 latencies](${png})`,
     "",
     ...detailsSection(reps),
