@@ -116,13 +116,16 @@ async function viaGateway(ctx: Context, s: MatrixSpec, e: Effective, timeoutMs: 
     );
     const gwCpu = cpuWindow([gw.process.pid!]);
     const pubs: PubClusterRun[] = [];
-    await Promise.all(
+    // Every pod's publishers have ended (or been killed at their limit) before a failure is reported.
+    const settled = await Promise.allSettled(
       Array.from({ length: e.pods }, async (_, p) => {
         const args = ["--target", "gateway-ws", "-H", "127.0.0.1", "--port", String(gw!.port), "-c", String(PUBS_PER_POD), "-t", "0"];
         args.push("-n", String(perPub), "-p", "1", "--size", String(s.size), "--channel", podChannel(p), "--sync");
         pubs[p] = await runPubCluster(args, timeoutMs);
       }),
     );
+    const pubFailed = settled.find((x) => x.status === "rejected");
+    if (pubFailed) throw pubFailed.reason;
     commands.push(`${pubs[0]!.command} (one per pod, on its channel)`);
     const results = await Promise.all(
       subs.map(async (x, p): Promise<{ r: SubResult; pod: PodDeliveries }> => {
