@@ -125,7 +125,10 @@ function checkNamespaces(c: Config, others: readonly string[]): void {
   const setting = "invalid NAMESPACES_FILE (--namespaces-file)";
   if (c.broker !== "jetstream")
     throw new ConfigError("NAMESPACES_FILE", `${setting}: namespaces need BROKER=jetstream (each has a JetStream stream of its own); redis has no streams`);
-  const streams = new Map<string, string>([[c.streamName, "the default stream (STREAM_NAME)"]]);
+  const streams = new Map<string, string>([
+    [c.streamName, "the default stream (STREAM_NAME)"],
+    [`KV_${c.presenceBucket}`, "the presence bucket (PRESENCE_BUCKET)"],
+  ]);
   for (const ns of list) {
     const name = ns.stream ?? namespaceStreamName(c.streamName, ns.name);
     const taken = streams.get(name);

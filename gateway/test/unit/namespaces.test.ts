@@ -172,6 +172,10 @@ describe("namespaces — the setting", () => {
     expect(() => loadConfig([], { NAMESPACES_FILE: file("namespaces:\n  chat: { stream: EVENTS }\n") })).toThrow(
       'namespace "chat": stream EVENTS is already the default stream (STREAM_NAME)\'s',
     );
+    expect(() => loadConfig([], { NAMESPACES_FILE: file("namespaces:\n  a: {}\n  b: { stream: EVENTS_A }\n") })).toThrow(
+      'namespace "b": stream EVENTS_A is already namespace "a"\'s',
+    );
+    expect(() => loadConfig([], { NAMESPACES_FILE: file("namespaces:\n  a: { stream: KV_PRESENCE }\n") })).toThrow(/the presence bucket/);
   });
 });
 
