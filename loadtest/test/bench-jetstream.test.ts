@@ -77,13 +77,13 @@ describe("bench:jetstream — a --quick run on the single node and the 3-node cl
         expect(ids, `${w} on ${target}`).toContain(w);
       }
       expect(new Set(here.map((r) => r.path))).toEqual(new Set(["nats bench", "nats.js", "nats CLI", "gateway HTTP", "gateway WS"]));
-      // The layout pair through the gateway (--quick: the 3-pod pair), one stream and a namespace stream per app.
+      // The layout pairs through the gateway, one stream and a namespace stream per app.
       expect(
         here
           .filter((r) => r.path === "gateway WS")
           .map((r) => r.workload)
           .sort(),
-      ).toEqual(["000.app-10k-r3-sync-3", "000.one-10k-r3-sync-3"]);
+      ).toEqual(["000.app-10k-r3-sync-3", "000.app-10k-r3-sync-6", "000.one-10k-r3-sync-3", "000.one-10k-r3-sync-6"]);
     }
     // Every matrix row on the cluster (the single node skips those that repeat another once R3 becomes R1).
     const cluster = new Set(rows.filter((r) => r.target === "cluster" && r.seed === "000").map((r) => r.workload));

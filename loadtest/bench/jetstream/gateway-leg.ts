@@ -168,10 +168,10 @@ async function viaGateway(ctx: Context, s: MatrixSpec, e: Effective, timeoutMs: 
   }
 }
 
-/** Runs the layout rows through the gateway on the current target (--quick: the 3-pod pair, as 1 pod). */
-export async function runGatewayLayouts(ctx: Context): Promise<void> {
+/** Runs the layout rows through the gateway on the current target, in round `round`'s order. */
+export async function runGatewayLayouts(ctx: Context, round: number): Promise<void> {
   const timeoutMs = ctx.opts.quick ? 60_000 : 240_000;
-  for (const s of layoutRows(ctx.opts.quick)) {
+  for (const s of layoutRows(round)) {
     const e = effective(ctx, s);
     ctx.log(`[000-gateway] ${s.workload}: ${e.config}; through the gateway (${GATEWAY_WORKERS} workers${s.layout === "app" ? ", a namespace per app" : ""})`);
     await viaGateway(ctx, s, e, timeoutMs);

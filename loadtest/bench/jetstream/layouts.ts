@@ -13,11 +13,14 @@ export const LAYOUT_PAIRS: ReadonlyArray<{ pods: number; one: string; app: strin
   { pods: 6, one: "000.one-10k-r3-sync-6", app: "000.app-10k-r3-sync-6" },
 ];
 
-const LAYOUT_WORKLOADS: readonly string[] = LAYOUT_PAIRS.flatMap((x) => [x.one, x.app]);
-
-/** The matrix rows the leg runs, in the matrix's order; --quick runs the 3-pod pair only. */
-export function layoutRows(quick: boolean): MatrixSpec[] {
-  return MATRIX.filter((s) => LAYOUT_WORKLOADS.includes(s.workload) && (!quick || s.pods === 3));
+/**
+ * The matrix rows the leg runs in round `round` (1-based; --quick divides their pods: 1 and 2): pair by pair,
+ * one stream first in odd rounds and a stream per app first in even ones, so whatever drifts over a run
+ * (the servers' stores filling, other work on the box) does not always favour the same layout.
+ */
+export function layoutRows(round: number): MatrixSpec[] {
+  const byName = new Map(MATRIX.map((s) => [s.workload, s]));
+  return LAYOUT_PAIRS.flatMap((p) => (round % 2 ? [p.one, p.app] : [p.app, p.one])).map((w) => byName.get(w)!);
 }
 
 /**

@@ -52,7 +52,7 @@ async function runTarget(target: Target, opts: Options, rows: Row[], log: (l: st
       if (opts.rounds > 1) log(`\n--- ${target}: round ${round} of ${opts.rounds} ---`);
       serverCpu.read();
       if (opts.groups.has("000")) await runMatrix(ctx);
-      if (opts.groups.has("000-gateway")) await runGatewayLayouts(ctx);
+      if (opts.groups.has("000-gateway")) await runGatewayLayouts(ctx, round);
       if (opts.groups.has("001")) await runPushGroup(ctx);
       if (opts.groups.has("002")) await runClusterSeed(ctx);
       if (opts.groups.has("paths")) await runPaths(ctx);

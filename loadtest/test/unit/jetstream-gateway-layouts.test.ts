@@ -4,16 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { parseNamespaces } from "../../../gateway/src/namespaces/file.js";
 import { NamespaceRoutes } from "../../../gateway/src/namespaces/routing.js";
-import {
-  deliveryRates,
-  expectedStreamMessages,
-  LAYOUT_PAIRS,
-  layoutRows,
-  podApp,
-  podChannel,
-  rowStreams,
-  streamMismatches,
-} from "../../bench/jetstream/layouts.js";
+import { deliveryRates, expectedStreamMessages, layoutRows, podApp, podChannel, rowStreams, streamMismatches } from "../../bench/jetstream/layouts.js";
 import { podSubject } from "../../bench/jetstream/matrix.js";
 import { FULL } from "../../bench/jetstream/options.js";
 import { renderMarkdown, type RunMeta } from "../../bench/jetstream/report.js";
@@ -83,13 +74,17 @@ describe("bench:jetstream gateway layouts — checks and rates", () => {
     expect(r.aggregate).toBeCloseTo(4_500);
   });
 
-  it("gateway layouts — the full leg runs both pairs in the matrix's order, --quick the 3-pod pair", () => {
-    expect(layoutRows(false).map((s) => s.workload)).toEqual(LAYOUT_PAIRS.flatMap((p) => [p.one, p.app]));
-    expect(layoutRows(true).map((s) => [s.workload, s.pods])).toEqual([
-      ["000.one-10k-r3-sync-3", 3],
-      ["000.app-10k-r3-sync-3", 3],
+  it("gateway layouts — both pairs of the users' layout rows, one stream first in odd rounds and a stream per app in even ones", () => {
+    const order = (round: number): Array<[string, string, number]> => layoutRows(round).map((s) => [s.workload, s.layout, s.pods]);
+    expect(order(1)).toEqual([
+      ["000.one-10k-r3-sync-3", "one", 3],
+      ["000.app-10k-r3-sync-3", "app", 3],
+      ["000.one-10k-r3-sync-6", "one", 6],
+      ["000.app-10k-r3-sync-6", "app", 6],
     ]);
-    for (const s of layoutRows(false)) expect([s.size, s.replicas, s.publish, s.storage]).toEqual([10240, 3, "sync", "file"]);
+    expect(order(2)).toEqual([order(1)[1], order(1)[0], order(1)[3], order(1)[2]]);
+    expect(order(3)).toEqual(order(1));
+    for (const s of layoutRows(1)) expect([s.size, s.replicas, s.publish, s.storage]).toEqual([10240, 3, "sync", "file"]);
   });
 });
 
