@@ -1,6 +1,6 @@
 // bench:jetstream: a --quick run end to end on the single node and the 3-node cluster (every row must carry a
-// number; the netem case may be skipped, with its reason, where this machine does not permit it), and the
-// nats bench output parser on v0.5.1's two output shapes.
+// number, the gateway leg's included; the netem case may be skipped, with its reason, where this machine does
+// not permit it), and the nats bench output parser on v0.5.1's two output shapes.
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -76,7 +76,14 @@ describe("bench:jetstream — a --quick run on the single node and the 3-node cl
       ]) {
         expect(ids, `${w} on ${target}`).toContain(w);
       }
-      expect(new Set(here.map((r) => r.path))).toEqual(new Set(["nats bench", "nats.js", "nats CLI", "gateway HTTP"]));
+      expect(new Set(here.map((r) => r.path))).toEqual(new Set(["nats bench", "nats.js", "nats CLI", "gateway HTTP", "gateway WS"]));
+      // The layout pairs through the gateway, one stream and a namespace stream per app.
+      expect(
+        here
+          .filter((r) => r.path === "gateway WS")
+          .map((r) => r.workload)
+          .sort(),
+      ).toEqual(["000.app-10k-r3-sync-3", "000.app-10k-r3-sync-6", "000.one-10k-r3-sync-3", "000.one-10k-r3-sync-6"]);
     }
     // Every matrix row on the cluster (the single node skips those that repeat another once R3 becomes R1).
     const cluster = new Set(rows.filter((r) => r.target === "cluster" && r.seed === "000").map((r) => r.workload));
@@ -123,6 +130,7 @@ describe("bench:jetstream — a --quick run on the single node and the 3-node cl
     expect(md).toMatch(/## Ratios between configurations/);
     expect(md).toMatch(/avg pub 177, sub ~340 msgs\/s/);
     expect(md).toMatch(/## The users' nats bench flags in natscli v0\.5\.1/);
+    expect(md).toMatch(/\| 3-node cluster \| 1 \(users 3\) \| [\d,]+ \| [\d,]+ \| \d+\.\d\d \| 1\.19 \|/);
   });
 });
 

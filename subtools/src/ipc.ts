@@ -39,6 +39,8 @@ export type WorkerReport = {
   window: LatencySnapshot;
   cpuPct: number;
   firstError: string | null;
+  /** Receive times (µs since the epoch) of this process's first and last message, end markers aside (Node engines). */
+  messagesUs?: { first: number; last: number };
   /** Native engine: where receive times came from ("kernel": SO_TIMESTAMPNS on every read; "user": some reads had none). */
   recvClock?: "kernel" | "user";
   /** Native engine: how long after the kernel stamped a chunk this process read it, over the run so far. */

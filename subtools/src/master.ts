@@ -190,6 +190,7 @@ export async function runMaster(opts: SubOptions, io: MasterIO = { log: (l) => c
   const publishers = new Map<string, PublisherClock>();
   const delay: ToolDelay = { count: 0, sumUs: 0, maxUs: 0 };
   let recvClock: "kernel" | "user" | null = null;
+  let messagesUs: { first: number; last: number } | undefined;
   for (const p of procs) {
     const r = p.final ?? p.last;
     if (p.final?.crashed) note(`WARNING: ${p.name} ${p.final.crashed}; it reported what it had counted before exiting`);
@@ -208,6 +209,10 @@ export async function runMaster(opts: SubOptions, io: MasterIO = { log: (l) => c
     addTally(failures, r.failures);
     addTally(neverConnected, r.neverConnected);
     for (const pub of r.publishers) publishers.set(pub.id, pub);
+    if (r.messagesUs)
+      messagesUs = messagesUs
+        ? { first: Math.min(messagesUs.first, r.messagesUs.first), last: Math.max(messagesUs.last, r.messagesUs.last) }
+        : { ...r.messagesUs };
     if (r.recvClock) recvClock = recvClock === "user" ? "user" : r.recvClock;
     if (r.toolDelay) {
       delay.count += r.toolDelay.count;
@@ -243,6 +248,7 @@ export async function runMaster(opts: SubOptions, io: MasterIO = { log: (l) => c
     notes,
     clock: clockSection,
     receiveClock: recvClock ? { source: recvClock, toolDelay: delay } : { source: "process" },
+    ...(messagesUs ? { messagesUs } : {}),
     latency: total.toJSON(),
     cpu: [...procs.map((p) => p.cpu.summary()), masterTrack.summary()],
   };

@@ -67,6 +67,9 @@ export class Receiver {
   badFrames = 0;
   /** Receive time (µs since the epoch) of the last delivery, 0 before the first. */
   lastRecvUs = 0;
+  /** Receive times (µs since the epoch) of the first and the last message, end markers aside; 0 before the first. */
+  firstMsgUs = 0;
+  lastMsgUs = 0;
   /** Publishers seen by this process, by number; their clock correction. */
   readonly publishers: PublisherClock[] = [];
   private readonly pubIndex = new Map<string, number>();
@@ -194,6 +197,8 @@ export class Receiver {
     // End markers carry no offset: a publisher first seen by its end marker learns it from its next message.
     if (pc.offsetUs === null && o === o) this.learnOffset(pc, o);
     this.received++;
+    if (this.firstMsgUs === 0) this.firstMsgUs = recvUs;
+    this.lastMsgUs = recvUs;
     this.window.record(recvUs - t + pc.correctionUs);
     tr.see(seq);
   }

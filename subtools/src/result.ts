@@ -49,6 +49,11 @@ export type SubResult = {
    * `process` (lean and ws engines: the time the process read them).
    */
   receiveClock?: { source: "kernel" | "user" | "process"; toolDelay?: ToolDelay };
+  /**
+   * Receive times (µs since the epoch) of the first and the last message over every process, end markers aside:
+   * the span a subscriber rate is taken over. Node engines; absent when nothing was received.
+   */
+  messagesUs?: { first: number; last: number };
   /** Exact sums and the encoded HDR histogram of every delivery's latency (µs). */
   latency: LatencySnapshot;
   cpu: CpuSummary[];

@@ -152,6 +152,7 @@ export class SubWorker implements ClientEvents {
       window,
       cpuPct: this.cpu.sample(),
       firstError: this.firstError,
+      ...(this.rx.firstMsgUs ? { messagesUs: { first: this.rx.firstMsgUs, last: this.rx.lastMsgUs } } : {}),
     };
   }
 

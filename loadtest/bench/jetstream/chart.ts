@@ -14,6 +14,8 @@ const SERIES: Record<string, string> = {
   "cluster · nats.js": "#e08a2c",
   "single · nats bench": "#8fb8e0",
   "single · nats.js": "#f2c48d",
+  "cluster · gateway WS": "#3a9a5b",
+  "single · gateway WS": "#9fd6ad",
 };
 
 type Bar = { value: number | undefined; color: string };
@@ -74,6 +76,12 @@ const seriesOf = (rows: readonly Row[], seeds: readonly string[]): Array<{ targe
 const okRow = (rows: readonly Row[], w: string, t: Target, p: Path): Row | undefined =>
   rows.find((r) => r.workload === w && r.target === t && r.path === p && r.status === "ok");
 
+/** The clients a run's rows went through, for the title: "nats bench v0.5.1 and nats.js", "gateway WS". */
+function clientsOf(rows: readonly Row[], meta: RunMeta): string {
+  const paths = [...new Set(rows.map((r) => (r.path === "nats bench" ? `nats bench ${meta.natscli}` : r.path)))];
+  return paths.length > 1 ? `${paths.slice(0, -1).join(", ")} and ${paths[paths.length - 1]}` : (paths[0] ?? "no client");
+}
+
 export function renderSvg(rows: readonly Row[], meta: RunMeta): string {
   // Bars of single rows show each row's median over the rounds; ratios are medians of per-round ratios.
   const reps = representatives(rows);
@@ -123,16 +131,16 @@ export function renderSvg(rows: readonly Row[], meta: RunMeta): string {
   }
   const legend = [
     { name: "users' figure (other hardware)", color: USERS },
-    ...COLUMNS.map((c) => ({
+    ...seriesOf(rows, ["000", "001", "002", "003"]).map((c) => ({
       name: `${c.target === "cluster" ? "3-node cluster" : "single node"} · ${c.path} (this machine)`,
-      color: SERIES[`${c.target} · ${c.path}`]!,
+      color: SERIES[c.name]!,
     })),
   ];
   const H = y0 + 20 * legend.length + 20;
   const day = meta.finishedAt.toISOString().slice(0, 10);
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="DejaVu Sans, Arial, sans-serif">
 <rect width="100%" height="100%" fill="#fff"/>
-<text x="${W / 2}" y="24" font-size="16" text-anchor="middle" font-weight="bold">The users' JetStream evaluation rerun with nats bench ${esc(meta.natscli)} and nats.js (${day}, ${meta.cores} shared cores, median of ${meta.rounds} round${meta.rounds > 1 ? "s" : ""}${meta.quick ? ", --quick" : ""})</text>
+<text x="${W / 2}" y="24" font-size="16" text-anchor="middle" font-weight="bold">The users' JetStream evaluation rerun with ${esc(clientsOf(rows, meta))} (${day}, ${meta.cores} shared cores, median of ${meta.rounds} round${meta.rounds > 1 ? "s" : ""}${meta.quick ? ", --quick" : ""})</text>
 ${panels.join("\n")}
 ${legend.map((l, i) => `<rect x="80" y="${y0 + i * 20}" width="14" height="12" fill="${l.color}"/><text x="102" y="${y0 + i * 20 + 11}" font-size="12">${esc(l.name)}</text>`).join("\n")}
 </svg>`;

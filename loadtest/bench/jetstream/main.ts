@@ -16,6 +16,7 @@ import type { Context } from "./context.js";
 import { cpuWindow } from "./cpu.js";
 import type { Row } from "./rows.js";
 import { runMatrix } from "./matrix.js";
+import { runGatewayLayouts } from "./gateway-leg.js";
 import { runPushGroup } from "./push-group.js";
 import { runClusterSeed } from "./cluster-seed.js";
 import { runLatency } from "./latency.js";
@@ -51,6 +52,7 @@ async function runTarget(target: Target, opts: Options, rows: Row[], log: (l: st
       if (opts.rounds > 1) log(`\n--- ${target}: round ${round} of ${opts.rounds} ---`);
       serverCpu.read();
       if (opts.groups.has("000")) await runMatrix(ctx);
+      if (opts.groups.has("000-gateway")) await runGatewayLayouts(ctx, round);
       if (opts.groups.has("001")) await runPushGroup(ctx);
       if (opts.groups.has("002")) await runClusterSeed(ctx);
       if (opts.groups.has("paths")) await runPaths(ctx);
@@ -65,9 +67,9 @@ async function rerender(file: string, opts: Options): Promise<number> {
   const saved = JSON.parse(readFileSync(file, "utf8")) as { meta: RunMeta & { startedAt: string; finishedAt: string }; rows: Row[] };
   const meta: RunMeta = { ...saved.meta, startedAt: new Date(saved.meta.startedAt), finishedAt: new Date(saved.meta.finishedAt) };
   const dir = opts.outDir ?? dirname(file);
-  writeFileSync(join(dir, "jetstream.md"), renderMarkdown(saved.rows, meta));
-  if (opts.chart) await renderPng(saved.rows, meta, join(dir, "jetstream.png"));
-  console.log(`wrote ${dir}/jetstream.{md${opts.chart ? ",png" : ""}} from ${file}`);
+  writeFileSync(join(dir, `${opts.name}.md`), renderMarkdown(saved.rows, meta, `${opts.name}.png`));
+  if (opts.chart) await renderPng(saved.rows, meta, join(dir, `${opts.name}.png`));
+  console.log(`wrote ${dir}/${opts.name}.{md${opts.chart ? ",png" : ""}} from ${file}`);
   return 0;
 }
 
@@ -92,7 +94,7 @@ async function main(argv: string[]): Promise<number> {
   const load: number[] = [loadavg()[0]!];
   const sampler = setInterval(() => load.push(loadavg()[0]!), 5_000);
   sampler.unref();
-  const onTargets = (["000", "001", "002", "paths"] as const).some((g) => opts.groups.has(g));
+  const onTargets = (["000", "000-gateway", "001", "002", "paths"] as const).some((g) => opts.groups.has(g));
   for (const t of onTargets ? opts.targets : []) await runTarget(t, opts, rows, log);
   let latencyNote: string | null = null;
   for (let round = 1; opts.groups.has("003") && round <= opts.rounds; round++) {
@@ -133,14 +135,16 @@ async function main(argv: string[]): Promise<number> {
     maxLoad: Math.max(...load, loadavg()[0]!),
     medianLoad: [...load].sort((a, b) => a - b)[Math.floor(load.length / 2)]!,
     latencyNote,
+    argv: process.argv.slice(2),
   };
   const failed = rows.filter((r) => r.status === "failed");
   if (opts.outDir) {
     mkdirSync(opts.outDir, { recursive: true });
-    writeFileSync(join(opts.outDir, "jetstream.json"), JSON.stringify({ version: 1, meta, rows }, null, 2) + "\n");
-    writeFileSync(join(opts.outDir, "jetstream.md"), renderMarkdown(rows, meta));
-    if (opts.chart) await renderPng(rows, meta, join(opts.outDir, "jetstream.png"));
-    log(`\nwrote ${opts.outDir}/jetstream.{md,json${opts.chart ? ",png" : ""}}`);
+    const base = join(opts.outDir, opts.name);
+    writeFileSync(`${base}.json`, JSON.stringify({ version: 1, meta, rows }, null, 2) + "\n");
+    writeFileSync(`${base}.md`, renderMarkdown(rows, meta, `${opts.name}.png`));
+    if (opts.chart) await renderPng(rows, meta, `${base}.png`);
+    log(`\nwrote ${base}.{md,json${opts.chart ? ",png" : ""}}`);
   }
   log(
     `\n${rows.length} rows: ${rows.filter((r) => r.status === "ok").length} ok, ${rows.filter((r) => r.status === "skipped").length} skipped, ${failed.length} failed`,

@@ -6,7 +6,7 @@ import { parseBench, startNats, type BenchOutput, type CliProc } from "./natscli
 import { errText, freshStreams, nodeFor, portOf, printed, removeStreams, track, type Context, type StreamSpec } from "./context.js";
 import { startNodeJob } from "./node-path.js";
 import { runPubCluster } from "./node-path.js";
-import { nodeLines, ratesFromAggregate, ratesFromBench, ratesFromNode, type Path, type Rates, type Row } from "./rows.js";
+import { nodeLines, ratesFromAggregate, ratesFromBench, ratesFromNode, ratesOverPods, type Path, type Rates, type Row } from "./rows.js";
 
 export type MatrixSpec = {
   workload: string;
@@ -78,9 +78,10 @@ function streamsOf(s: MatrixSpec, pods: number, replicas: number): StreamSpec[] 
   return Array.from({ length: pods }, (_, p) => ({ name: `app${p + 1}`, subjects: [`app${p + 1}.>`], storage: s.storage, replicas }));
 }
 
-type Effective = { pods: number; msgs: number; replicas: number; config: string };
+/** A row as run on this target: pods and messages (scaled for --quick), replicas (at most the target's), its description. */
+export type Effective = { pods: number; msgs: number; replicas: number; config: string };
 
-function effective(ctx: Context, s: MatrixSpec): Effective {
+export function effective(ctx: Context, s: MatrixSpec): Effective {
   const pods = Math.max(1, Math.round(s.pods / ctx.opts.counts.podDivisor));
   const msgs = s.usersMsgs === 10_000 ? ctx.opts.counts.matrix10k : ctx.opts.counts.matrix1m;
   const replicas = Math.min(s.replicas, ctx.servers.maxReplicas);
@@ -91,7 +92,17 @@ function effective(ctx: Context, s: MatrixSpec): Effective {
   return { pods, msgs, replicas, config };
 }
 
-function row(ctx: Context, s: MatrixSpec, e: Effective, path: Path, commands: string[], pub?: Rates, sub?: Rates, lines: string[] = [], error?: string): Row {
+export function matrixRow(
+  ctx: Context,
+  s: MatrixSpec,
+  e: Effective,
+  path: Path,
+  commands: string[],
+  pub?: Rates,
+  sub?: Rates,
+  lines: string[] = [],
+  error?: string,
+): Row {
   return {
     workload: s.workload,
     seed: "000",
@@ -162,9 +173,9 @@ async function viaNatsBench(ctx: Context, s: MatrixSpec, e: Effective, timeoutMs
     const parsed: BenchOutput[] = outs.map((o) => parseBench(o.stdout));
     const pubOut = parsed.slice(0, e.pods);
     const subOut = parsed.slice(e.pods);
-    return row(ctx, s, e, "nats bench", dedupe(commands), ratesFromBench(pubOut), ratesFromBench(subOut), [...pubOut[0]!.lines, ...subOut[0]!.lines]);
+    return matrixRow(ctx, s, e, "nats bench", dedupe(commands), ratesFromBench(pubOut), ratesFromBench(subOut), [...pubOut[0]!.lines, ...subOut[0]!.lines]);
   } catch (err) {
-    return row(ctx, s, e, "nats bench", dedupe(commands), undefined, undefined, [], errText(err));
+    return matrixRow(ctx, s, e, "nats bench", dedupe(commands), undefined, undefined, [], errText(err));
   } finally {
     procs.forEach((p) => p.kill());
     await removeStreams(
@@ -232,16 +243,9 @@ async function viaNode(ctx: Context, s: MatrixSpec, e: Effective, timeoutMs: num
       throw new Error(
         `${timedOut} consumer processes timed out (received ${subsRes.map((r) => r.rates.received).join(", ")} of ${expect * SUBS_PER_POD} each)`,
       );
-    const shares = pubs.map((p) => ratesFromAggregate(p.result.ratePerS, PUBS_PER_POD));
-    const pub: Rates = {
-      clients: e.pods * PUBS_PER_POD,
-      min: Math.min(...shares.map((x) => x.avg)),
-      avg: shares.reduce((a, x) => a + x.avg, 0) / shares.length,
-      max: Math.max(...shares.map((x) => x.avg)),
-      aggregate: shares.reduce((a, x) => a + x.aggregate, 0),
-    };
+    const pub = ratesOverPods(pubs.map((p) => ratesFromAggregate(p.result.ratePerS, PUBS_PER_POD)));
     const sub = ratesFromNode(subsRes.map((r) => r.rates));
-    const out = row(ctx, s, e, "nats.js", commands, pub, sub, [
+    const out = matrixRow(ctx, s, e, "nats.js", commands, pub, sub, [
       ...nodeLines("pub-cluster --target jetstream", pub),
       ...nodeLines("nats.js ordered consumers", sub),
     ]);
@@ -249,7 +253,7 @@ async function viaNode(ctx: Context, s: MatrixSpec, e: Effective, timeoutMs: num
     return out;
   } catch (err) {
     consumers.forEach((c) => c.kill());
-    return row(ctx, s, e, "nats.js", commands, undefined, undefined, [], errText(err));
+    return matrixRow(ctx, s, e, "nats.js", commands, undefined, undefined, [], errText(err));
   } finally {
     await removeStreams(
       ctx,

@@ -1,11 +1,11 @@
 // bench:jetstream's command line, parsed once into a frozen object, and the message counts each mode uses.
 import { parseArgs } from "node:util";
-import { resolve } from "node:path";
+import { basename, resolve } from "node:path";
 import { ROOT } from "../common.js";
 import { TARGETS, type Target } from "./servers.js";
 
-export type Group = "000" | "001" | "002" | "003" | "paths" | "enc";
-export const GROUPS: readonly Group[] = ["000", "001", "002", "003", "paths", "enc"];
+export type Group = "000" | "000-gateway" | "001" | "002" | "003" | "paths" | "enc";
+export const GROUPS: readonly Group[] = ["000", "000-gateway", "001", "002", "003", "paths", "enc"];
 
 /**
  * Message counts. The users' pods, publishers and subscribers per pod are kept (they are what the matrix
@@ -78,6 +78,8 @@ export type Options = Readonly<{
   counts: Counts;
   /** Where jetstream.{md,json,png} go; null writes nothing (the quick run's default). */
   outDir: string | null;
+  /** Base name of the result files (default jetstream): a partial run kept beside the full one gets its own. */
+  name: string;
   chart: boolean;
   /** How many times the whole evaluation runs; tables show each row's median, ratios the median of per-round ratios. */
   rounds: number;
@@ -85,12 +87,14 @@ export type Options = Readonly<{
   render: string | null;
 }>;
 
-export const USAGE = `usage: bench:jetstream [--quick] [--target single|cluster|both] [--only 000,001,002,003,paths,enc] [--out DIR] [--no-chart] [--rounds N]
+export const USAGE = `usage: bench:jetstream [--quick] [--target single|cluster|both] [--only 000,000-gateway,001,002,003,paths,enc] [--out DIR] [--name NAME] [--no-chart] [--rounds N]
        bench:jetstream --render FILE.json [--out DIR] [--no-chart]
   --quick    a few-minute run (smaller counts, fewer Node rows); writes no files unless --out is given
   --target   where to run seeds 000-002 and the publish paths (default both); seed 003 runs on its own server
-  --only     a subset of the evaluation, by seed (000 matrix, 001 push consumer, 002 cluster/KV, 003 latency), "paths" or "enc" (encryption at rest)
+  --only     a subset of the evaluation, by seed (000 matrix, 001 push consumer, 002 cluster/KV, 003 latency), "000-gateway" (seed 000's
+             one-stream vs stream-per-app rows through the gateway, namespaces for the latter), "paths" or "enc" (encryption at rest)
   --out      directory for jetstream.md, jetstream.json and jetstream.png (default loadtest/results for a full run)
+  --name     base name of the result files instead of jetstream (NAME.md, NAME.json, NAME.png)
   --rounds   repetitions of the whole evaluation (default 3 for a full run, 1 with --quick); the report keeps medians
   --render   write jetstream.md and jetstream.png again from a run's jetstream.json (next to it, or in --out)`;
 
@@ -115,6 +119,7 @@ export function parseOptions(argv: readonly string[]): Options {
       target: { type: "string" },
       only: { type: "string" },
       out: { type: "string" },
+      name: { type: "string" },
       "no-chart": { type: "boolean" },
       render: { type: "string" },
       rounds: { type: "string" },
@@ -128,6 +133,8 @@ export function parseOptions(argv: readonly string[]): Options {
   if (bad !== undefined) throw new UsageError(`--only takes ${GROUPS.join(", ")}, not ${bad}`);
   const quick = values.quick ?? false;
   const render = values.render !== undefined ? resolve(values.render) : null;
+  const name = values.name ?? (render ? basename(render, ".json") : "jetstream");
+  if (!/^[A-Za-z0-9._-]+$/.test(name)) throw new UsageError(`--name must be a file name of letters, digits, ., _ or -, not ${name}`);
   const outDir = values.out !== undefined ? resolve(values.out) : quick || render ? null : resolve(ROOT, "loadtest/results");
   return Object.freeze({
     quick,
@@ -135,6 +142,7 @@ export function parseOptions(argv: readonly string[]): Options {
     groups: new Set(only as Group[]),
     counts: quick ? QUICK : FULL,
     outDir,
+    name,
     chart: !(values["no-chart"] ?? false) && !quick && (outDir !== null || render !== null),
     render,
     rounds: roundsOf(values.rounds, quick),

@@ -6,6 +6,8 @@ import { REFERENCE, SOURCES } from "./reference.js";
 import { FLAG_TRANSLATION } from "./translation.js";
 import type { Path, Row } from "./rows.js";
 import { encryptionSection } from "./encryption.js";
+import { LAYOUT_PAIRS } from "./layouts.js";
+import { PUBS_PER_POD } from "./matrix.js";
 
 export type RunMeta = {
   startedAt: Date;
@@ -24,6 +26,8 @@ export type RunMeta = {
   medianLoad: number;
   /** How seed 003's latency was added, or why netem was skipped. */
   latencyNote: string | null;
+  /** The run's arguments (absent in runs saved before they were kept). */
+  argv?: string[];
 };
 
 /** A ratio between two workloads, each side measured on the same target with the same client in one run. */
@@ -63,6 +67,8 @@ export const COLUMNS: ReadonlyArray<{ target: Target; path: Path }> = [
   { target: "cluster", path: "nats.js" },
   { target: "single", path: "nats bench" },
   { target: "single", path: "nats.js" },
+  { target: "cluster", path: "gateway WS" },
+  { target: "single", path: "gateway WS" },
 ];
 
 /** A figure over the rounds of a run: the median and the range. */
@@ -211,6 +217,33 @@ function matrixSection(rows: readonly Rep[]): string[] {
   return out;
 }
 
+/** The layout pairs through the gateway: app/one per pod count and target, for publishes and deliveries. */
+function gatewayLayoutSection(rows: readonly Row[], reps: readonly Rep[]): string[] {
+  const out = [
+    "## Seed 000 through the gateway: one stream for all vs a stream per app prefix",
+    "",
+    "The users' layout rows with the gateway in the path: per pod 2 publisher processes (`pub-cluster --target gateway-ws --sync`, each publish awaiting its ack) and 10 gateway WebSocket subscribers (`sub-cluster`, each expecting every message of its pod's channel), each pod on its own channel (`app1.bench1.subj.v1`, `app2.bench2.subj.v1`, …). Each row starts its own gateway (2 workers) on the target's servers with fresh streams: with one stream every channel is in the gateway's stream; with a stream per app a namespaces file gives each app prefix (`app1`, `app2`, …) a namespace with a stream of its own, same storage and replicas. Deliveries/s: a pod's deliveries (10 subscribers × its messages) over the time from its subscribers' first message to their last, as nats bench times subscribers, added over the pods. The ratios divide the two layouts' rows of the same round, and are the gateway's counterpart of the users' stream-per-app gain.",
+    "",
+    "| where | pods | one stream: pub msgs/s per publisher | stream per app | app / one | users' app / one | one stream: deliveries/s | stream per app | app / one | gateway CPU, % of a core: one / app |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+  ];
+  for (const target of ["cluster", "single"] as const) {
+    for (const pair of LAYOUT_PAIRS) {
+      const one = reps.find((r) => r.workload === pair.one && r.target === target && r.path === "gateway WS");
+      const app = reps.find((r) => r.workload === pair.app && r.target === target && r.path === "gateway WS");
+      if (!one && !app) continue;
+      const cell = (r: Rep | undefined, v: (r: Rep) => number | undefined): string => (!r ? "—" : r.status !== "ok" ? failedCell(r) : f0(v(r)));
+      const pods = [one, app].find((r) => r?.pub)?.pub;
+      const ratio = (side: "value" | "sub"): string => fs(ourRatio(rows, { label: "", num: pair.app, den: pair.one, side }, target, "gateway WS"));
+      const users = usersRatio({ label: "", num: pair.app, den: pair.one, side: "value" });
+      out.push(
+        `| ${target === "cluster" ? "3-node cluster" : "single node"} | ${pods ? pods.clients / PUBS_PER_POD : "—"}${pods && pods.clients / PUBS_PER_POD !== pair.pods ? ` (users ${pair.pods})` : ""} | ${cell(one, (r) => r.value)} | ${cell(app, (r) => r.value)} | ${ratio("value")} | ${f2(users)} | ${cell(one, (r) => r.sub?.aggregate)} | ${cell(app, (r) => r.sub?.aggregate)} | ${ratio("sub")} | ${pct(one?.gatewayCpuPct)} / ${pct(app?.gatewayCpuPct)} |`,
+      );
+    }
+  }
+  return out;
+}
+
 function pushSection(rows: readonly Rep[]): string[] {
   const out = [
     "## Seed 001: durable push consumer with a deliver group, max-pending 10",
@@ -336,17 +369,38 @@ function pathsSection(rows: readonly Rep[]): string[] {
   return out;
 }
 
-function countsSection(meta: RunMeta): string[] {
+function countsSection(rows: readonly Row[], meta: RunMeta): string[] {
   const c = meta.counts;
+  const has = (seed: Row["seed"]): boolean => rows.some((r) => r.seed === seed);
   return [
     "## How the users' runs were scaled to this machine",
     "",
-    `- Seed 000: pods, publishers and subscribers per pod as the users had them${c.podDivisor > 1 ? ` divided by ${c.podDivisor} (--quick)` : ""} (3 or 6 pods × 2 publishers + 10 subscribers), each pod a pair of processes here instead of a Kubernetes pod; messages per pod ${c.matrix10k.toLocaleString("en-US")} where they sent 10,000 and ${c.matrix1m.toLocaleString("en-US")} where they sent 1,000,000, so a full run takes minutes on two shared cores. The users' three NATS servers each had a CPU of their own; here three servers, the load tools and the Node processes share ${meta.cores}.`,
-    `- Seed 001: 5 or 1 publishers and 5 subscribers as theirs, ${c.pushGroup.toLocaleString("en-US")} messages (their table: 10,000).`,
-    `- Seed 002: 1 publisher and 2 subscribers as theirs; ${c.dedup.toLocaleString("en-US")} messages per dedup run (theirs 100,000), ${c.scaling.toLocaleString("en-US")} per consumer-scaling step; ${c.kv.toLocaleString("en-US")} KV puts (theirs 100,000).`,
-    `- Seed 003: ${c.latencySequential.toLocaleString("en-US")} sequential and ${c.latencyPipelined.toLocaleString("en-US")} pipelined publishes per delay (the users' message counts are not in their notes).`,
-    `- Publish paths: ${c.pathsSequential.toLocaleString("en-US")} sequential and ${c.pathsPipelined.toLocaleString("en-US")} pipelined messages.`,
-    `- Encryption at rest: ${c.encSync.toLocaleString("en-US")} sync and ${c.encAsync.toLocaleString("en-US")} async publishes, ${c.encReplay.toLocaleString("en-US")} messages replayed, per cipher.`,
+    ...(has("000")
+      ? [
+          `- Seed 000: pods, publishers and subscribers per pod as the users had them${c.podDivisor > 1 ? ` divided by ${c.podDivisor} (--quick)` : ""} (3 or 6 pods × 2 publishers + 10 subscribers), each pod a pair of processes here instead of a Kubernetes pod; messages per pod ${c.matrix10k.toLocaleString("en-US")} where they sent 10,000 and ${c.matrix1m.toLocaleString("en-US")} where they sent 1,000,000, so a full run takes minutes on two shared cores. The users' three NATS servers each had a CPU of their own; here three servers, the load tools and the Node processes share ${meta.cores}.`,
+        ]
+      : []),
+    ...(has("001")
+      ? [`- Seed 001: 5 or 1 publishers and 5 subscribers as theirs, ${c.pushGroup.toLocaleString("en-US")} messages (their table: 10,000).`]
+      : []),
+    ...(has("002")
+      ? [
+          `- Seed 002: 1 publisher and 2 subscribers as theirs; ${c.dedup.toLocaleString("en-US")} messages per dedup run (theirs 100,000), ${c.scaling.toLocaleString("en-US")} per consumer-scaling step; ${c.kv.toLocaleString("en-US")} KV puts (theirs 100,000).`,
+        ]
+      : []),
+    ...(has("003")
+      ? [
+          `- Seed 003: ${c.latencySequential.toLocaleString("en-US")} sequential and ${c.latencyPipelined.toLocaleString("en-US")} pipelined publishes per delay (the users' message counts are not in their notes).`,
+        ]
+      : []),
+    ...(has("paths")
+      ? [`- Publish paths: ${c.pathsSequential.toLocaleString("en-US")} sequential and ${c.pathsPipelined.toLocaleString("en-US")} pipelined messages.`]
+      : []),
+    ...(has("enc")
+      ? [
+          `- Encryption at rest: ${c.encSync.toLocaleString("en-US")} sync and ${c.encAsync.toLocaleString("en-US")} async publishes, ${c.encReplay.toLocaleString("en-US")} messages replayed, per cipher.`,
+        ]
+      : []),
   ];
 }
 
@@ -370,14 +424,14 @@ function detailsSection(rows: readonly Row[]): string[] {
   return out;
 }
 
-export function renderMarkdown(rows: readonly Row[], meta: RunMeta): string {
+export function renderMarkdown(rows: readonly Row[], meta: RunMeta, png = "jetstream.png"): string {
   const t = (d: Date): string => d.toISOString().slice(11, 16);
   const failed = rows.filter((r) => r.status === "failed").length;
   const reps = representatives(rows);
   const lines = [
     "# The users' JetStream evaluation, rerun here",
     "",
-    `Measured ${meta.startedAt.toISOString().slice(0, 10)} (${t(meta.startedAt)}–${t(meta.finishedAt)} UTC) by \`npm run bench:jetstream${meta.quick ? " -- --quick" : ""}\`: nats bench from natscli ${meta.natscli}, nats-server ${meta.natsServer}, Node ${meta.node}; targets: ${meta.targets.map((x) => (x === "cluster" ? "local 3-node cluster" : "single nats-server")).join(" and ")} (the test kit's, temporary stores, fsync at the server's default interval).`,
+    `Measured ${meta.startedAt.toISOString().slice(0, 10)} (${t(meta.startedAt)}–${t(meta.finishedAt)} UTC) by \`npm run bench:jetstream${meta.argv ? (meta.argv.length ? ` -- ${meta.argv.join(" ")}` : "") : meta.quick ? " -- --quick" : ""}\`: nats bench from natscli ${meta.natscli}, nats-server ${meta.natsServer}, Node ${meta.node}; targets: ${meta.targets.map((x) => (x === "cluster" ? "local 3-node cluster" : "single nats-server")).join(" and ")} (the test kit's, temporary stores, fsync at the server's default interval).`,
     "",
     `**Machine:** ${meta.cores} cores (${meta.cpu}), shared by the nats-server processes, the load tools and whatever else ran on the box (1-minute load average sampled every 5 s: median ${meta.medianLoad.toFixed(1)}, highest ${meta.maxLoad.toFixed(1)}; above ${meta.cores} the box was oversubscribed). The users' figures come from other hardware: ${SOURCES.join("; ")}. Read them as reference; the comparison that holds is between configurations, as ratios measured in the same run.`,
     "",
@@ -386,16 +440,16 @@ export function renderMarkdown(rows: readonly Row[], meta: RunMeta): string {
     ...ratioSection(rows, meta),
     "",
     ...(reps.some((r) => r.seed === "000") ? [...matrixSection(reps), ""] : []),
+    ...(reps.some((r) => r.seed === "000" && r.path === "gateway WS") ? [...gatewayLayoutSection(rows, reps), ""] : []),
     ...(reps.some((r) => r.seed === "001") ? [...pushSection(reps), ""] : []),
     ...(reps.some((r) => r.seed === "002") ? [...clusterSeedSection(reps), ""] : []),
     ...(reps.some((r) => r.seed === "003") ? [...latencySection(reps, meta), ""] : []),
     ...(reps.some((r) => r.seed === "paths") ? [...pathsSection(reps), ""] : []),
     ...(reps.some((r) => r.seed === "enc") ? [...encryptionSection(rows, reps), ""] : []),
-    ...countsSection(meta),
+    ...countsSection(rows, meta),
     "",
-    ...translationSection(),
-    "",
-    "![ratios, seed 000 publish rates and seed 003 latencies](jetstream.png)",
+    ...(rows.some((r) => r.path === "nats bench") ? [...translationSection(), ""] : []),
+    `![ratios, seed 000 publish rates and seed 003 latencies](${png})`,
     "",
     ...detailsSection(reps),
   ];

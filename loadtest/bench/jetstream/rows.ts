@@ -77,6 +77,17 @@ export function ratesFromAggregate(aggregate: number, clients: number): Rates {
   return { clients, min: each, avg: each, max: each, aggregate };
 }
 
+/** Publisher rates of pods run side by side: each pod's share per publisher, min/avg/max over the pods, aggregates added. */
+export function ratesOverPods(shares: readonly Rates[]): Rates {
+  return {
+    clients: shares.reduce((a, x) => a + x.clients, 0),
+    min: Math.min(...shares.map((x) => x.avg)),
+    avg: shares.reduce((a, x) => a + x.avg, 0) / shares.length,
+    max: Math.max(...shares.map((x) => x.avg)),
+    aggregate: shares.reduce((a, x) => a + x.aggregate, 0),
+  };
+}
+
 export function latencyFromNode(l: NodeLatency): Latency {
   return { avg: l.avgUs / 1000, min: l.minUs / 1000, max: l.maxUs / 1000, p50: l.p50Us / 1000, p99: l.p99Us / 1000, perMessage: l.perMessageUs / 1000 };
 }

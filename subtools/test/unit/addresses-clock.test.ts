@@ -2,7 +2,7 @@
 // merge, and the Socket.IO / centrifuge frame readers.
 import { describe, expect, it } from "vitest";
 import { addressOf, planAddresses } from "../../src/addresses.js";
-import { estimateOffset, LatencyStats, publisherHost } from "../../src/shared/mod.js";
+import { dataPayload, endPayload, estimateOffset, LatencyStats, publisherHost } from "../../src/shared/mod.js";
 import { emptyCounts, mergeResults, ClockMixError, type SubResult, type ClockSection } from "../../src/result.js";
 import { ClientState, Receiver } from "../../src/receiver.js";
 import { hostname } from "node:os";
@@ -74,6 +74,18 @@ describe("clock offset", () => {
       ["far-away-host", false, true, 600],
       [me, true, false, 0],
     ]);
+  });
+
+  it("receiver — the first and last message's receive times span the messages, end markers aside", () => {
+    const rx = new Receiver(false, null);
+    const c = new ClientState();
+    expect([rx.firstMsgUs, rx.lastMsgUs]).toEqual([0, 0]);
+    rx.payload(c, endPayload("h-1-1:x", 0), 900);
+    expect([rx.firstMsgUs, rx.lastMsgUs]).toEqual([0, 0]);
+    rx.payload(c, dataPayload("h-1-1:x", 1, 1_000, 64), 2_000);
+    rx.payload(c, dataPayload("h-1-1:x", 2, 1_500, 64), 3_500);
+    rx.payload(c, endPayload("h-1-1:x", 2), 9_000);
+    expect([rx.firstMsgUs, rx.lastMsgUs]).toEqual([2_000, 3_500]);
   });
 
   it("clock — a publisher id names its host, whatever dashes the host name has", () => {
