@@ -270,7 +270,7 @@ async function run(a: Args): Promise<number> {
     const lat = latency(subscribers, faults);
     const faultsByKind = Object.fromEntries(kinds.map((k) => [k.kind, k.count]));
     const text = readable({ check: result, kinds, lat, faults, t0: phase0 });
-    const command = `npm run chaos -- --seed ${a.seed} --minutes ${a.minutes} --gap ${a.gapMs / 1000}${a.overlap ? " --overlap" : a.lanes > 1 ? ` --lanes ${a.lanes}` : ""}${a.quick ? " --quick" : ""}`;
+    const command = `npm run chaos -- --seed ${a.seed} --minutes ${a.minutes} --gap ${a.gapMs / 1000}${a.overlap ? " --overlap" : a.lanes > 1 ? ` --lanes ${a.lanes}` : ""}${a.kinds.length < FAULT_KINDS.length ? ` --kinds ${a.kinds.join(",")}` : ""}${a.quick ? " --quick" : ""}`;
     process.stdout.write(`${text}\n\n`);
     const summary = {
       seed: a.seed,
