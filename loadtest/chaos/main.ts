@@ -19,6 +19,7 @@ import { Locks, OVERLAP_PLAN, resourcesOf } from "./lanes.js";
 import type { Fault } from "./schedule.js";
 import { kindStats, latency, readable } from "./report.js";
 import { guarded, runMain } from "../bench/common.js";
+import { lagAtSilences, sampleLag } from "./lag.js";
 import { latencySeries, renderLatencyChart } from "./chart.js";
 import type { ClientsConfig, ClientsLog, FromClients, PubSpec, SubSpec, ToClients } from "./clients.js";
 
@@ -180,6 +181,10 @@ async function run(a: Args): Promise<number> {
     say(`clients subscribed; publishing; faults start`);
 
     const faults: FaultRecord[] = [];
+    const lag = sampleLag(
+      topo.instances.map((i) => i.url),
+      2_000,
+    );
     const phase0 = Date.now();
     const endAt = phase0 + a.minutes * 60_000;
     // Lane 0 is the schedule of the seed; more lanes add schedules of their own (seed + lane), their faults
@@ -220,6 +225,7 @@ async function run(a: Args): Promise<number> {
     const remaining = endAt - Date.now();
     if (remaining > 0) await new Promise((r) => setTimeout(r, Math.min(remaining, 5_000)));
 
+    lag.stop();
     toAll({ type: "stop-publishing" });
     await Promise.all(children.map((c) => waitMsg(c, "publishing-stopped", 20_000)));
     await Promise.all(topo.instances.map((i) => i.ready(30_000)));
@@ -266,6 +272,7 @@ async function run(a: Args): Promise<number> {
     const events = logs.flatMap((l) => l.events).sort((x, y) => x.t - y.t);
     if (a.sabotage) subscribers.find((s) => s.kind === "resume" && s.receipts.length > 2)?.receipts.splice(1, 1);
     const result = check(truth, subscribers, publishes);
+    const silences = lagAtSilences(events, lag.samples);
     const kinds = kindStats(faults, events);
     const lat = latency(subscribers, faults);
     const faultsByKind = Object.fromEntries(kinds.map((k) => [k.kind, k.count]));
@@ -286,7 +293,12 @@ async function run(a: Args): Promise<number> {
       published: result.published,
       notCaughtUp: pending.length,
       // SSE streams a subscriber gave up on after 6 s without a byte (clients.ts): counted, not hidden.
-      sseSilentReconnects: events.filter((e) => !e.up && e.why?.startsWith("silent")).length,
+      sseSilentReconnects: silences.length,
+      // Of those, how many came while their instance reported a worker's event loop stalled 3 s or more,
+      // or did not answer a metrics scrape (lag.ts).
+      sseSilentWhileStalled: silences.filter((x) => (x.maxLagMs ?? 0) >= 3_000 || x.unanswered > 0).length,
+      eventLoopLagMaxMs: lag.samples.reduce((m, x) => Math.max(m, x.maxLagMs ?? 0), 0),
+      metricsUnanswered: lag.samples.filter((x) => x.maxLagMs === null).length,
       ...(pending.length ? { pending, consumers } : {}),
       latencyP99Ms: { duringFaults: lat.duringFaults.p99, outside: lat.outside.p99 },
       ok: result.ok,
@@ -302,7 +314,7 @@ async function run(a: Args): Promise<number> {
       const chart = `![delivery latency over time, faults shaded](${basename(svgFile)})`;
       const md = `# Chaos run, seed ${a.seed}\n\n\`${command}\` — ${new Date(t0).toISOString()}, ${summary.seconds} s in all, ${faults.length} faults, ${truth.length} messages in the stream. ${result.ok ? "**No violation.**" : "**Violations found** (below)."}\n\n${chart}\n\n${text}\n\n### Summary line\n\n\`\`\`json\n${JSON.stringify(summary)}\n\`\`\`\n`;
       writeFileSync(a.report, md);
-      writeFileSync(a.report.replace(/\.md$/, "") + ".json", JSON.stringify({ summary, check: result, kinds, latency: lat, faults, events }, null, 1));
+      writeFileSync(a.report.replace(/\.md$/, "") + ".json", JSON.stringify({ summary, check: result, kinds, latency: lat, faults, events, silences, lag: lag.samples }, null, 1));
       say(`report written to ${a.report}`);
     }
     process.stdout.write(`${JSON.stringify(summary)}\n`);

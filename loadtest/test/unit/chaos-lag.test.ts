@@ -1,0 +1,32 @@
+import { describe, expect, it } from "vitest";
+import { lagAtSilences, maxLagOf } from "../../chaos/lag.js";
+
+describe("chaos lag", () => {
+  it("chaos lag — the worst worker's event_loop_lag_max_ms of a metrics page", () => {
+    const text = [
+      "# HELP fanout_worker_state Per-worker figures",
+      'fanout_worker_state{worker="1",pid="10",what="event_loop_lag_max_ms"} 12.5',
+      'fanout_worker_state{worker="2",pid="11",what="event_loop_lag_max_ms"} 4100',
+      'fanout_worker_state{worker="2",pid="11",what="heap_used_bytes"} 99999999',
+    ].join("\n");
+    expect(maxLagOf(text)).toBe(4100);
+    expect(maxLagOf("# nothing")).toBeNull();
+  });
+
+  it("chaos lag — a silent stream gets its instance's worst lag and unanswered scrapes of the 8 s before", () => {
+    const url = "http://127.0.0.1:4000";
+    const samples = [
+      { t: 1_000, url, maxLagMs: 20 },
+      { t: 5_000, url, maxLagMs: 6_500 },
+      { t: 7_000, url, maxLagMs: null },
+      { t: 7_000, url: "http://127.0.0.1:5000", maxLagMs: 9_999 },
+      { t: 12_000, url, maxLagMs: 9_000 },
+    ];
+    const events = [
+      { t: 9_000, up: false, why: `silent: ${url}/v1/channels/a/events, 3 chunks` },
+      { t: 9_500, up: false, why: "aborted" },
+      { t: 9_600, up: true },
+    ];
+    expect(lagAtSilences(events, samples)).toEqual([{ t: 9_000, url, maxLagMs: 6_500, unanswered: 1 }]);
+  });
+});
