@@ -294,9 +294,10 @@ async function run(a: Args): Promise<number> {
       notCaughtUp: pending.length,
       // SSE streams a subscriber gave up on after 6 s without a byte (clients.ts): counted, not hidden.
       sseSilentReconnects: silences.length,
-      // Of those, how many came while their instance reported a worker's event loop stalled 3 s or more,
-      // or did not answer a metrics scrape (lag.ts).
-      sseSilentWhileStalled: silences.filter((x) => (x.maxLagMs ?? 0) >= 3_000 || x.unanswered > 0).length,
+      // Of those, how many came while their instance reported a worker's event loop stalled 3 s or more, and
+      // how many when it left a metrics scrape unanswered (down, restarting, or a worker not answering).
+      sseSilentWithLag: silences.filter((x) => (x.maxLagMs ?? 0) >= 3_000).length,
+      sseSilentNearUnanswered: silences.filter((x) => x.unanswered > 0).length,
       eventLoopLagMaxMs: lag.samples.reduce((m, x) => Math.max(m, x.maxLagMs ?? 0), 0),
       metricsUnanswered: lag.samples.filter((x) => x.maxLagMs === null).length,
       ...(pending.length ? { pending, consumers } : {}),
