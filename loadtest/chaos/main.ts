@@ -315,7 +315,10 @@ async function run(a: Args): Promise<number> {
       const chart = `![delivery latency over time, faults shaded](${basename(svgFile)})`;
       const md = `# Chaos run, seed ${a.seed}\n\n\`${command}\` — ${new Date(t0).toISOString()}, ${summary.seconds} s in all, ${faults.length} faults, ${truth.length} messages in the stream. ${result.ok ? "**No violation.**" : "**Violations found** (below)."}\n\n${chart}\n\n${text}\n\n### Summary line\n\n\`\`\`json\n${JSON.stringify(summary)}\n\`\`\`\n`;
       writeFileSync(a.report, md);
-      writeFileSync(a.report.replace(/\.md$/, "") + ".json", JSON.stringify({ summary, check: result, kinds, latency: lat, faults, events, silences, lag: lag.samples }, null, 1));
+      writeFileSync(
+        a.report.replace(/\.md$/, "") + ".json",
+        JSON.stringify({ summary, check: result, kinds, latency: lat, faults, events, silences, lag: lag.samples }, null, 1),
+      );
       say(`report written to ${a.report}`);
     }
     process.stdout.write(`${JSON.stringify(summary)}\n`);
