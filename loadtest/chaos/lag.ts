@@ -54,3 +54,24 @@ export function lagAtSilences(events: readonly { t: number; up: boolean; why?: s
   }
   return out;
 }
+
+/**
+ * What was acting on each silent stream's instance (`urls[i]` is instance `gw<i>`) in the `windowMs` before
+ * it fell silent: the faults whose target names it, counted by kind over all silences ("none" when nothing
+ * was), so that a silence can be tied to a restart, a kill or a cut link.
+ */
+export function faultsAtSilences(
+  silences: readonly { t: number; url: string }[],
+  faults: readonly { kind: string; target: string; startedAt: number; endedAt: number }[],
+  urls: readonly string[],
+  windowMs = 8_000,
+): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const s of silences) {
+    const gw = `gw${urls.indexOf(s.url)}`;
+    const kinds = new Set(faults.filter((f) => f.startedAt <= s.t && f.endedAt >= s.t - windowMs && f.target.split(/[ ,]/).includes(gw)).map((f) => f.kind));
+    if (kinds.size === 0) kinds.add("none");
+    for (const k of kinds) out[k] = (out[k] ?? 0) + 1;
+  }
+  return out;
+}

@@ -19,7 +19,7 @@ import { Locks, OVERLAP_PLAN, resourcesOf } from "./lanes.js";
 import type { Fault } from "./schedule.js";
 import { kindStats, latency, readable } from "./report.js";
 import { guarded, runMain } from "../bench/common.js";
-import { lagAtSilences, sampleLag } from "./lag.js";
+import { faultsAtSilences, lagAtSilences, sampleLag } from "./lag.js";
 import { latencySeries, renderLatencyChart } from "./chart.js";
 import type { ClientsConfig, ClientsLog, FromClients, PubSpec, SubSpec, ToClients } from "./clients.js";
 
@@ -298,6 +298,11 @@ async function run(a: Args): Promise<number> {
       // how many when it left a metrics scrape unanswered (down, restarting, or a worker not answering).
       sseSilentWithLag: silences.filter((x) => (x.maxLagMs ?? 0) >= 3_000).length,
       sseSilentNearUnanswered: silences.filter((x) => x.unanswered > 0).length,
+      sseSilentByFault: faultsAtSilences(
+        silences,
+        faults,
+        topo.instances.map((i) => i.url),
+      ),
       eventLoopLagMaxMs: lag.samples.reduce((m, x) => Math.max(m, x.maxLagMs ?? 0), 0),
       metricsUnanswered: lag.samples.filter((x) => x.maxLagMs === null).length,
       ...(pending.length ? { pending, consumers } : {}),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { lagAtSilences, maxLagOf } from "../../chaos/lag.js";
+import { faultsAtSilences, lagAtSilences, maxLagOf } from "../../chaos/lag.js";
 
 describe("chaos lag", () => {
   it("chaos lag — the worst worker's event_loop_lag_max_ms of a metrics page", () => {
@@ -28,5 +28,21 @@ describe("chaos lag", () => {
       { t: 9_600, up: true },
     ];
     expect(lagAtSilences(events, samples)).toEqual([{ t: 9_000, url, maxLagMs: 6_500, unanswered: 1 }]);
+  });
+
+  it("chaos lag — a silence is tied to the faults acting on its instance just before", () => {
+    const urls = ["http://a", "http://b", "http://c"];
+    const faults = [
+      { kind: "rolling-restart", target: "gw0,gw1,gw2", startedAt: 0, endedAt: 20_000 },
+      { kind: "primary-kill", target: "gw1", startedAt: 5_000, endedAt: 9_000 },
+      { kind: "link-stall", target: "gw2 <-> every NATS node", startedAt: 9_000, endedAt: 11_000 },
+      { kind: "worker-kill", target: "gw1 worker 123", startedAt: 30_000, endedAt: 31_000 },
+    ];
+    const silences = [
+      { t: 10_000, url: "http://b" },
+      { t: 12_000, url: "http://c" },
+      { t: 60_000, url: "http://a" },
+    ];
+    expect(faultsAtSilences(silences, faults, urls)).toEqual({ "rolling-restart": 2, "primary-kill": 1, "link-stall": 1, none: 1 });
   });
 });
