@@ -13,7 +13,16 @@
 export type StoredMsg = { seq: number; channel: string; id?: string };
 
 /** One message as a subscriber received it, in arrival order. */
-export type Receipt = { t: number; channel: string; seq: number; id?: string; redelivered?: boolean; latencyMs?: number };
+export type Receipt = {
+  t: number;
+  channel: string;
+  seq: number;
+  id?: string;
+  redelivered?: boolean;
+  latencyMs?: number;
+  /** Which of the subscriber's connections it came on (1, 2, …): tells a duplicate within one from one across a resume. */
+  conn?: number;
+};
 
 export type SubscriberKind = "resume" | "sse" | "durable";
 

@@ -150,7 +150,7 @@ class WsSubscriber implements Runner {
   }
 
   private onMsg(ws: WebSocket, f: MsgFrame): void {
-    this.log.receipts.push(receipt(f));
+    this.log.receipts.push({ ...receipt(f), conn: this.n });
     if (f.seq > this.lastSeq) this.lastSeq = f.seq;
     if (this.spec.kind !== "durable") return;
     this.seen.add(f.seq);

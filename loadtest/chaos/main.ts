@@ -273,6 +273,15 @@ async function run(a: Args): Promise<number> {
     if (a.sabotage) subscribers.find((s) => s.kind === "resume" && s.receipts.length > 2)?.receipts.splice(1, 1);
     const result = check(truth, subscribers, publishes);
     const silences = lagAtSilences(events, lag.samples);
+    // Around each violation (first 10): the client's receipts just before and after, and its connection
+    // events over that time, to tell what the gateway sent from what the client asked for.
+    const violationContext = result.violations.slice(0, 10).map((v) => {
+      const sub = subscribers.find((x) => x.client === v.client);
+      const at = sub ? sub.receipts.findIndex((r) => r.seq === v.seq) : -1;
+      const near = sub && at >= 0 ? sub.receipts.slice(Math.max(0, at - 15), at + 25) : [];
+      const [from, to] = [near[0]?.t ?? 0, near.at(-1)?.t ?? 0];
+      return { ...v, receipts: near, events: events.filter((e) => e.client === v.client && e.t >= from - 5_000 && e.t <= to + 1_000) };
+    });
     const kinds = kindStats(faults, events);
     const lat = latency(subscribers, faults);
     const faultsByKind = Object.fromEntries(kinds.map((k) => [k.kind, k.count]));
@@ -322,7 +331,7 @@ async function run(a: Args): Promise<number> {
       writeFileSync(a.report, md);
       writeFileSync(
         a.report.replace(/\.md$/, "") + ".json",
-        JSON.stringify({ summary, check: result, kinds, latency: lat, faults, events, silences, lag: lag.samples }, null, 1),
+        JSON.stringify({ summary, check: result, violationContext, kinds, latency: lat, faults, events, silences, lag: lag.samples }, null, 1),
       );
       say(`report written to ${a.report}`);
     }
