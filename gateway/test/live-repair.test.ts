@@ -105,6 +105,37 @@ describe("live repair — a loss noticed late", () => {
   });
 });
 
+describe("live repair — late messages and sockets that caught up", () => {
+  it("a message repaired late is not sent again to a socket whose catch-up already read it from the stream; a socket live since before gets it once", async () => {
+    const ch = uniq("dup.");
+    const live = await client();
+    await live.sub(`${ch}.*`);
+    const pub = async (sub: string, i: number) => (await js.publish(`ev.${ch}.${sub}`, enc.encode(`{"i":${i}}`))).seq;
+    const first = await pub("y", 0);
+    const info = await jsm.streams.info("EVENTS");
+    const rule = info.config.republish;
+    await jsm.streams.update("EVENTS", { ...info.config, republish: undefined });
+    const missed = await pub("y", 1); // stored, never republished: the feed does not know it yet
+    await jsm.streams.update("EVENTS", { ...(await jsm.streams.info("EVENTS")).config, republish: rule });
+    for (let i = 2; i < 6; i++) await pub("x", i);
+    await live.waitForMsgs(5);
+    // A second socket resumes from the first message: its catch-up reads the stream, `missed` included.
+    const resumed = await client();
+    await resumed.sub(`${ch}.*`, { from: { seq: first } });
+    await resumed.waitForMsgs(6);
+    expect(resumed.msgs.map((m) => m.seq)).toContain(missed);
+    // The channel's next message shows the feed its gap: it repairs `missed`, late, below newer messages.
+    const next = await pub("y", 6);
+    await live.waitForMsgs(7);
+    await resumed.waitForMsgs(7);
+    expect(live.msgs.filter((m) => m.seq === missed)).toHaveLength(1);
+    // Had the late message gone to the whole topic, it would have come to `resumed` again before `next`.
+    expect(resumed.msgs.map((m) => m.seq).filter((s) => s === missed)).toHaveLength(1);
+    expect(resumed.msgs.at(-1)?.seq).toBe(next);
+    expect(resumed.msgs).toHaveLength(7);
+  });
+});
+
 describe("live repair — a reconnect reads back", () => {
   it("a message stored but never republished below newer ones is found at the next reconnect, not only at its channel's next message; WebSocket and SSE both get it once", async () => {
     const ch = uniq("back.");

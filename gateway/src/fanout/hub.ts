@@ -14,6 +14,15 @@ export interface LiveListener {
   onLive(seq: number, frame: Buffer): void;
 }
 
+/**
+ * The WebSockets of a feed's topic, for the messages the topic cannot carry: one the live feed repaired late
+ * (older than messages it fanned out since). A socket that joined after a catch-up may have had it from the
+ * stream already, so each socket is asked, not the whole topic.
+ */
+export interface LateReceiver {
+  onLate(seq: number, frame: Buffer): void;
+}
+
 /** A worker's live feed of one channel pattern, as its users see it (the hub owns it). */
 export interface Feed {
   readonly pattern: string;
@@ -29,6 +38,9 @@ export interface Feed {
   /** `l` sees every live message from now on, until removed. */
   addListener(l: LiveListener): void;
   removeListener(l: LiveListener): void;
+  /** `r` gets the messages delivered late, which the topic does not (LateReceiver). */
+  addLateReceiver(r: LateReceiver): void;
+  removeLateReceiver(r: LateReceiver): void;
 }
 
 export const topicOf = (pattern: string): string => `p:${pattern}`;
@@ -42,9 +54,18 @@ class ChannelFeed implements Feed {
   live?: LiveFeed;
   linger?: NodeJS.Timeout;
   readonly listeners = new Set<LiveListener>();
+  readonly lateReceivers = new Set<LateReceiver>();
 
   constructor(readonly pattern: string) {
     this.topic = topicOf(pattern);
+  }
+
+  addLateReceiver(r: LateReceiver): void {
+    this.lateReceivers.add(r);
+  }
+
+  removeLateReceiver(r: LateReceiver): void {
+    this.lateReceivers.delete(r);
   }
 
   position(): number {
@@ -156,7 +177,10 @@ export class FanoutHub {
     const receivers = this.app.numSubscribers(feed.topic);
     if (receivers === 0 && feed.listeners.size === 0) return;
     const frame = msgFrame({ channel: m.channel, pattern: feed.pattern, seq: m.seq, ts: m.ts }, m.payload);
-    if (receivers > 0) {
+    // The broker's feed moves its position before it hands a message over: one below it was repaired late.
+    if (m.seq > 0 && m.seq < feed.position()) {
+      for (const r of feed.lateReceivers) r.onLate(m.seq, frame);
+    } else if (receivers > 0) {
       this.app.publish(feed.topic, frame, false, this.compress);
       this.metrics.framesDelivered.inc(receivers);
       this.metrics.deliveryLatency.observe(Math.max(0, Date.now() - m.ts) / 1000);

@@ -36,6 +36,11 @@ export type SubState = {
   durable?: DurableSub;
   /** A server-side subscription (`channels.auto`) the client has not taken over with its own `sub` yet. */
   auto?: boolean;
+  /**
+   * Since it last joined live: every stored message up to here was written to it (by its catch-up) or is
+   * older than its start. A message the feed repairs late reaches it only when above (ws/late-sockets.ts).
+   */
+  covered: number;
   /** While paused: the last seq this socket was sent, and the feed's count then. */
   resumeAfter: number;
   pausedAtCount: number;
@@ -92,7 +97,7 @@ export function newSession(identity: Identity): Session {
 }
 
 export function newSub(pattern: string, topic: string): SubState {
-  return { pattern, topic, phase: "starting", feedHeld: false, counted: false, resumeAfter: 0, pausedAtCount: 0 };
+  return { pattern, topic, phase: "starting", feedHeld: false, counted: false, covered: 0, resumeAfter: 0, pausedAtCount: 0 };
 }
 
 /** The fan-out core's view of a uWS socket (made once per socket). */

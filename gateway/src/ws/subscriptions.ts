@@ -7,6 +7,7 @@ import { brokerFailure, GatewayError } from "../errors.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { errFrame } from "../protocol/serialize.js";
 import { fanoutSocket, newSub, sendText, type Socket, type SubState } from "./session.js";
+import { LateSockets } from "./late-sockets.js";
 
 /**
  * The one owner of a subscription's life (`SubState.phase`): starting, live (joined to the feed's topic),
@@ -16,6 +17,9 @@ import { fanoutSocket, newSub, sendText, type Socket, type SubState } from "./se
  * resume path's (fanout/resume.ts), shared with SSE; this class keeps the WebSocket's side of it.
  */
 export class Subscriptions {
+  /** Per pattern, its live subscriptions, for what the feed repairs late. */
+  private readonly late = new Map<string, LateSockets>();
+
   constructor(
     private readonly path: Resume,
     private readonly broker: Broker,
@@ -86,6 +90,8 @@ export class Subscriptions {
     if (s.closed) return;
     if (end.type === "joined") {
       sub.phase = "live";
+      sub.covered = end.covered;
+      this.joinLate(ws, sub);
     } else if (end.type === "suspended") {
       this.park(sub, end.lastSent, this.hub.get(sub.pattern)?.count ?? 0);
       if (!s.paused) this.pause(ws);
@@ -109,6 +115,7 @@ export class Subscriptions {
         sub.delivery?.suspend(); // parks it through onDeliveryEnd
       } else if (sub.phase === "live") {
         ws.unsubscribe(sub.topic);
+        this.leaveLate(sub);
         const feed = this.hub.get(sub.pattern);
         this.park(sub, feed ? feed.position() : sub.resumeAfter, feed?.count ?? 0);
       }
@@ -148,10 +155,31 @@ export class Subscriptions {
     }
     sub.delivery?.abort();
     sub.delivery = undefined;
+    this.leaveLate(sub);
     if (was === "live" && !s.closed) ws.unsubscribe(sub.topic);
     if (sub.feedHeld) {
       sub.feedHeld = false;
       this.hub.release(sub.pattern);
     }
+  }
+
+  private joinLate(ws: Socket, sub: SubState): void {
+    const feed = this.hub.get(sub.pattern);
+    if (!feed) return;
+    let g = this.late.get(sub.pattern);
+    if (!g || g.feed !== feed) {
+      g?.feed.removeLateReceiver(g);
+      g = new LateSockets(feed);
+      this.late.set(sub.pattern, g);
+      feed.addLateReceiver(g);
+    }
+    g.subs.set(sub, ws);
+  }
+
+  private leaveLate(sub: SubState): void {
+    const g = this.late.get(sub.pattern);
+    if (!g?.subs.delete(sub) || g.subs.size > 0) return;
+    g.feed.removeLateReceiver(g);
+    this.late.delete(sub.pattern);
   }
 }

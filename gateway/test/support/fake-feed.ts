@@ -1,9 +1,10 @@
-import type { Feed, LiveListener } from "../../src/fanout/hub.js";
+import type { Feed, LateReceiver, LiveListener } from "../../src/fanout/hub.js";
 
 /** A hub feed for in-process tests: a fixed position and count, and its listeners in a set the test can read. */
 export class FakeFeed implements Feed {
   readonly topic: string;
   readonly listeners = new Set<LiveListener>();
+  readonly lateReceivers = new Set<LateReceiver>();
   constructor(
     readonly pattern: string,
     public pos = 0,
@@ -19,6 +20,12 @@ export class FakeFeed implements Feed {
   }
   removeListener(l: LiveListener): void {
     this.listeners.delete(l);
+  }
+  addLateReceiver(r: LateReceiver): void {
+    this.lateReceivers.add(r);
+  }
+  removeLateReceiver(r: LateReceiver): void {
+    this.lateReceivers.delete(r);
   }
   /** A live message: what the hub does after publishing to the topic. */
   deliver(seq: number, frame: Buffer): void {
