@@ -96,8 +96,8 @@ export class SseEndpoint {
 
   /** Ends every stream (drain, recreated stream): clients reconnect and resume with Last-Event-ID. */
   /** Ends every stream, or with `holds` those whose pattern it accepts. */
-  endAll(holds?: (pattern: string) => boolean): void {
-    for (const s of [...this.streams]) if (!holds || holds(s.pattern)) s.end("ended");
+  endAll(holds?: (pattern: string) => boolean, why: "ended" | "shutdown" = "ended"): void {
+    for (const s of [...this.streams]) if (!holds || holds(s.pattern)) s.end(why);
   }
 
   /**
@@ -131,7 +131,7 @@ export class SseEndpoint {
   stop(): void {
     clearInterval(this.heartbeat);
     this.heartbeat = undefined;
-    this.endAll();
+    this.endAll(undefined, "shutdown");
   }
 
   private open(res: HttpResponse, req: HttpRequest): void {

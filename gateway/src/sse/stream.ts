@@ -14,7 +14,7 @@ import { ErrorCode } from "../protocol/codes.js";
 export type SsePhase = "starting" | "catchup" | "live" | "paused" | "ended";
 
 /** Why a stream ended: the client left, the server ended it (drain, recreated stream), or it was too slow. */
-export type SseEndReason = "aborted" | "ended" | "slow" | "failed" | "expired";
+export type SseEndReason = "aborted" | "ended" | "slow" | "failed" | "expired" | "shutdown";
 
 export type SseStreamDeps = {
   /** The resume path shared with every door (catch-up, then live). */
@@ -182,9 +182,12 @@ export class SseStream implements FanoutSocket, SseReceiver {
   end(why: SseEndReason = "ended"): void {
     if (this.closed) return;
     // What is queued (an `err` event last) is written before the response ends, unless the reader is cut.
-    const drain = why !== "slow" && (this.blocked || this.queued > 0);
+    // The worker is draining: nothing waits for a reader that is behind (the process exits soon, and its
+    // heartbeats stopped), it resumes by its last event id.
+    const cut = why === "slow" || (why === "shutdown" && (this.blocked || this.queued > 0));
+    const drain = !cut && (this.blocked || this.queued > 0);
     this.finish(why, drain);
-    if (why === "slow") this.res.close();
+    if (cut) this.res.close();
     else if (!drain) this.res.cork(() => this.res.end());
     else {
       this.ending = setTimeout(() => {

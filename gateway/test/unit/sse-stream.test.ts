@@ -148,6 +148,28 @@ describe("sse stream — writes and backpressure", () => {
     expect(s.bufferedAmount()).toBe(0);
   });
 
+  it("sse stream — ended by a draining worker: a stream with bytes waiting is cut at once, a caught-up one ends", () => {
+    const behind = setup();
+    behind.s.start(0);
+    behind.res.accept = false;
+    behind.s.onEvent(1, ev(1));
+    behind.s.onEvent(2, ev(2));
+    behind.s.end("ended");
+    expect(behind.res.endedWith).toBeUndefined(); // an ordinary end waits for the reader
+    const cut = setup();
+    cut.s.start(0);
+    cut.res.accept = false;
+    cut.s.onEvent(1, ev(1));
+    cut.s.onEvent(2, ev(2));
+    cut.s.end("shutdown");
+    expect(cut.res.endedWith).toBe("close");
+    const idle = setup();
+    idle.s.start(0);
+    idle.s.onEvent(1, ev(1));
+    idle.s.end("shutdown");
+    expect(idle.res.endedWith).toBe("end");
+  });
+
   it("sse stream — a flush that is refused again stops there and tells uWS so", () => {
     const { res, s } = setup();
     s.start(0);
