@@ -32,6 +32,16 @@ function expectInOrderOnce(msgs: MsgFrame[], total: number): void {
   for (let i = 1; i < seqs.length; i++) expect(seqs[i]).toBeGreaterThan(seqs[i - 1]!);
 }
 
+/** Stores what `publish` sends with the stream's republish rule removed: stored, never seen live. */
+async function unrepublished(publish: () => Promise<number>): Promise<number> {
+  const info = await jsm.streams.info("EVENTS");
+  const rule = info.config.republish;
+  await jsm.streams.update("EVENTS", { ...info.config, republish: undefined });
+  const seq = await publish();
+  await jsm.streams.update("EVENTS", { ...(await jsm.streams.info("EVENTS")).config, republish: rule });
+  return seq;
+}
+
 beforeAll(async () => {
   nats = await startNatsServer();
   proxy = await startTcpProxy({ host: "127.0.0.1", port: nats.port });
@@ -88,11 +98,7 @@ describe("live repair — a loss noticed late", () => {
     await c.sub(`${ch}.*`);
     const pub = async (sub: string, i: number) => (await js.publish(`ev.${ch}.${sub}`, enc.encode(`{"i":${i}}`))).seq;
     await pub("y", 0);
-    const info = await jsm.streams.info("EVENTS");
-    const rule = info.config.republish;
-    await jsm.streams.update("EVENTS", { ...info.config, republish: undefined });
-    const missed = await pub("y", 1); // stored, never republished
-    await jsm.streams.update("EVENTS", { ...(await jsm.streams.info("EVENTS")).config, republish: rule });
+    const missed = await unrepublished(() => pub("y", 1)); // stored, never republished
     for (let i = 2; i < 12; i++) await pub("x", i); // newer messages on another channel arrive normally
     await c.waitForMsgs(11);
     expect(c.msgs.map((m) => m.seq)).not.toContain(missed); // not noticed yet: nothing on y since
@@ -112,11 +118,7 @@ describe("live repair — late messages and sockets that caught up", () => {
     await live.sub(`${ch}.*`);
     const pub = async (sub: string, i: number) => (await js.publish(`ev.${ch}.${sub}`, enc.encode(`{"i":${i}}`))).seq;
     const first = await pub("y", 0);
-    const info = await jsm.streams.info("EVENTS");
-    const rule = info.config.republish;
-    await jsm.streams.update("EVENTS", { ...info.config, republish: undefined });
-    const missed = await pub("y", 1); // stored, never republished: the feed does not know it yet
-    await jsm.streams.update("EVENTS", { ...(await jsm.streams.info("EVENTS")).config, republish: rule });
+    const missed = await unrepublished(() => pub("y", 1)); // stored, never republished: the feed does not know it yet
     for (let i = 2; i < 6; i++) await pub("x", i);
     await live.waitForMsgs(5);
     // A second socket resumes from the first message: its catch-up reads the stream, `missed` included.
@@ -144,11 +146,7 @@ describe("live repair — a reconnect reads back", () => {
     const sse = await SseReader.open(`${gw.url}/v1/channels/${encodeURIComponent(`${ch}.*`)}/events`);
     const pub = async (sub: string, i: number) => (await js.publish(`ev.${ch}.${sub}`, enc.encode(`{"i":${i}}`))).seq;
     await pub("y", 0);
-    const info = await jsm.streams.info("EVENTS");
-    const rule = info.config.republish;
-    await jsm.streams.update("EVENTS", { ...info.config, republish: undefined });
-    const missed = await pub("y", 1); // stored, never republished
-    await jsm.streams.update("EVENTS", { ...(await jsm.streams.info("EVENTS")).config, republish: rule });
+    const missed = await unrepublished(() => pub("y", 1)); // stored, never republished
     let last = 0;
     for (let i = 2; i < 12; i++) last = await pub("x", i);
     await c.waitForMsgs(11);
