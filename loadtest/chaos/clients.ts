@@ -3,6 +3,7 @@
 // Raw WebSocket/SSE/NATS clients on purpose: the checker must see what the gateway sent, so nothing here drops
 // a duplicate or reorders; resume follows PROTOCOL.md as the SDK does (from:{seq:last+1,epoch}, Last-Event-ID).
 // Every loop is bounded: reconnects stop at finish, finish waits at most its timeout.
+import { execFile } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import type { Socket } from "node:net";
 import WebSocket from "ws";
@@ -23,7 +24,14 @@ export type PubSpec = {
 export type ClientsConfig = { subs: SubSpec[]; pubs: PubSpec[]; logFile: string };
 
 /** Connection state changes, for the recovery times: up = subscribed again (its `ok`, or the SSE stream open). */
-export type ConnEvent = { t: number; client: string; up: boolean; why?: string };
+export type ConnEvent = { t: number; client: string; up: boolean; why?: string; sockets?: SocketSnapshot };
+/**
+ * The TCP sockets between this client process and a silent stream's gateway port when the stream was given
+ * up: `client` this process's ends (state, Recv-Q, Send-Q, local address), `server` the gateway's ends of
+ * those connections (with their owning pid). CLOSE-WAIT on a client end means the gateway closed and the
+ * reader never noticed; an ESTAB pair with empty queues means the gateway is not writing.
+ */
+export type SocketSnapshot = { client: string[]; server: string[] } | { error: string };
 export type ClientsLog = { subscribers: SubscriberLog[]; publishes: PublishRecord[]; events: ConnEvent[] };
 
 export type ToClients =
@@ -40,6 +48,28 @@ const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 /** Three of the chaos gateways' SSE heartbeat intervals (topology.ts: 2 s). */
 const SILENT_MS = 6_000;
 const wsUrl = (base: string) => base.replace(/^http/, "ws") + "/ws";
+/** At most this many silent streams get a socket snapshot (each runs `ss` once). */
+const SNAPSHOTS = 100;
+let snapshots = 0;
+
+/** `ss` of the connections between this process and the gateway port of `url` (SocketSnapshot). */
+function socketSnapshot(url: string): Promise<SocketSnapshot> {
+  const port = new URL(url).port;
+  return new Promise((resolve) => {
+    execFile("ss", ["-tnpH", "state", "all", `( dport = :${port} or sport = :${port} )`], { timeout: 3_000 }, (err, out) => {
+      if (err) return resolve({ error: err.message });
+      const rows = out
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => l.trim().split(/\s+/));
+      const mine = rows.filter((r) => r[4]?.endsWith(`:${port}`) && r.slice(5).join(" ").includes(`pid=${process.pid},`));
+      const localPorts = new Set(mine.map((r) => r[3]?.split(":").at(-1)));
+      const theirs = rows.filter((r) => r[3]?.endsWith(`:${port}`) && localPorts.has(r[4]?.split(":").at(-1)));
+      const show = (r: string[]) => `${r[0]} recvq=${r[1]} sendq=${r[2]} ${r[3]} -> ${r[4]} ${(/pid=(\d+)/.exec(r.slice(5).join(" ")) ?? [])[0] ?? ""}`.trim();
+      resolve({ client: mine.map(show), server: theirs.map(show) });
+    });
+  });
+}
 let finishing = false;
 
 type MsgFrame = { op: "msg"; channel: string; seq: number; data?: { id?: string; t?: number }; redelivered?: boolean; durable?: string };
@@ -193,6 +223,7 @@ class SseSubscriber implements Runner {
   /** Streams given up for silence: no bytes, not even a heartbeat, for SILENT_MS while reading. */
   silent = 0;
   private wentSilent = false;
+  private silentSockets?: SocketSnapshot;
   private readonly watchdog = setInterval(() => this.checkSilence(), 1_000);
 
   constructor(readonly spec: SubSpec) {
@@ -240,9 +271,11 @@ class SseSubscriber implements Runner {
         why = (e as Error).name === "AbortError" ? "aborted" : String((e as Error).message);
       }
       clearTimeout(openGuard);
+      const sockets = this.silentSockets;
       if (this.wentSilent) why = `silent: ${this.conn.url}, ${this.conn.chunks} chunks`;
       this.wentSilent = false;
-      events.push({ t: Date.now(), client: this.spec.id, up: false, why });
+      this.silentSockets = undefined;
+      events.push({ t: Date.now(), client: this.spec.id, up: false, why, ...(sockets ? { sockets } : {}) });
       if (!this.stopped) await delay(50 + Math.random() * 200);
     }
   }
@@ -261,8 +294,17 @@ class SseSubscriber implements Runner {
     this.silent++;
     this.conn = { ...c, openedAt: 0 };
     this.wentSilent = true;
-    this.abort?.abort();
-    void this.reader.cancel().catch(() => undefined);
+    const reader = this.reader;
+    const giveUp = () => {
+      this.abort?.abort();
+      void reader.cancel().catch(() => undefined);
+    };
+    if (snapshots++ >= SNAPSHOTS) return giveUp();
+    // What the sockets looked like while the stream was silent (before giving up closes this end).
+    void socketSnapshot(c.url).then((snap) => {
+      this.silentSockets = snap;
+      giveUp();
+    });
   }
 
   private async read(body: ReadableStream<Uint8Array>): Promise<void> {

@@ -8,7 +8,9 @@ import type { Fault } from "./schedule.js";
 import { STREAM, type Topology } from "./topology.js";
 import type { ToClients } from "./clients.js";
 
-export type FaultRecord = Fault & { index: number; startedAt: number; endedAt: number; target: string };
+/** A part of a fault that acts on one target for part of its time (each instance's step of a rolling restart). */
+export type FaultStep = { target: string; startedAt: number; endedAt: number };
+export type FaultRecord = Fault & { index: number; startedAt: number; endedAt: number; target: string; steps?: FaultStep[] };
 
 const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -85,6 +87,7 @@ export async function inject(ctx: FaultContext, f: Fault, index: number): Promis
   const startedAt = Date.now();
   const inst = ctx.topo.instances[f.instance]!;
   let target = `gw${f.instance}`;
+  let steps: FaultStep[] | undefined;
   const toClients = (m: ToClients) => ctx.clients.forEach((c) => c.connected && c.send(m));
   switch (f.kind) {
     case "worker-kill": {
@@ -109,16 +112,20 @@ export async function inject(ctx: FaultContext, f: Fault, index: number): Promis
       break;
     case "rolling-restart":
       target = "gw0,gw1,gw2";
+      steps = [];
       // One instance at a time, as a deploy does: the others stay in service and may meanwhile take
-      // faults of their own (each step holds only its instance's lock).
+      // faults of their own (each step holds only its instance's lock). Each step is recorded, so that what
+      // a client saw can be tied to the instance being restarted then rather than to the whole deploy.
       for (const [n, i] of ctx.topo.instances.entries()) {
         const release = ctx.lock ? await ctx.lock([`gw${n}`]) : () => undefined;
+        const stepAt = Date.now();
         try {
           await i.stopGraceful();
           await i.start();
           await i.ready(30_000);
         } finally {
           release();
+          steps.push({ target: `gw${n}`, startedAt: stepAt, endedAt: Date.now() });
         }
       }
       break;
@@ -173,5 +180,5 @@ export async function inject(ctx: FaultContext, f: Fault, index: number): Promis
   }
   // Another lane may be restarting that instance: its start may wait for a NATS leader (up to 90 s).
   await Promise.all(recoveredWhen(ctx, f).map((i) => i.ready(120_000)));
-  return { ...f, index, target, startedAt, endedAt: Date.now() };
+  return { ...f, index, target, startedAt, endedAt: Date.now(), ...(steps ? { steps } : {}) };
 }

@@ -57,21 +57,49 @@ export function lagAtSilences(events: readonly { t: number; up: boolean; why?: s
 
 /**
  * What was acting on each silent stream's instance (`urls[i]` is instance `gw<i>`) in the `windowMs` before
- * it fell silent: the faults whose target names it, counted by kind over all silences ("none" when nothing
- * was), so that a silence can be tied to a restart, a kill or a cut link.
+ * it fell silent: the faults whose target names it (for a fault made of steps, the step on that instance),
+ * counted by kind over all silences ("none" when nothing was), so that a silence can be tied to a restart, a
+ * kill or a cut link.
  */
 export function faultsAtSilences(
   silences: readonly { t: number; url: string }[],
-  faults: readonly { kind: string; target: string; startedAt: number; endedAt: number }[],
+  faults: readonly {
+    kind: string;
+    target: string;
+    startedAt: number;
+    endedAt: number;
+    steps?: readonly { target: string; startedAt: number; endedAt: number }[];
+  }[],
   urls: readonly string[],
   windowMs = 8_000,
 ): Record<string, number> {
   const out: Record<string, number> = {};
+  const near = (x: { startedAt: number; endedAt: number }, t: number) => x.startedAt <= t && x.endedAt >= t - windowMs;
+  const names = (target: string, gw: string) => target.split(/[ ,]/).includes(gw);
   for (const s of silences) {
     const gw = `gw${urls.indexOf(s.url)}`;
-    const kinds = new Set(faults.filter((f) => f.startedAt <= s.t && f.endedAt >= s.t - windowMs && f.target.split(/[ ,]/).includes(gw)).map((f) => f.kind));
+    // A fault made of steps (a rolling restart) acts on an instance only during that instance's step.
+    const hits = (f: (typeof faults)[number]) => (f.steps ? f.steps.some((st) => names(st.target, gw) && near(st, s.t)) : names(f.target, gw) && near(f, s.t));
+    const kinds = new Set(faults.filter(hits).map((f) => f.kind));
     if (kinds.size === 0) kinds.add("none");
     for (const k of kinds) out[k] = (out[k] ?? 0) + 1;
+  }
+  return out;
+}
+
+/**
+ * The TCP states seen at silent streams (clients.ts takes an `ss` snapshot before giving a stream up),
+ * counted by "client <states> / server <states>" ("none" where no socket was left). A client end in
+ * CLOSE-WAIT means the gateway closed and the reader never noticed; ESTAB on both ends means the gateway
+ * kept the connection and wrote nothing.
+ */
+export function socketStatesAtSilences(events: readonly { why?: string; sockets?: { client: string[]; server: string[] } | { error: string } }[]) {
+  const out: Record<string, number> = {};
+  const states = (rows: readonly string[]) => [...new Set(rows.map((r) => r.split(" ")[0]))].sort().join("+") || "none";
+  for (const e of events) {
+    if (!e.why?.startsWith("silent: ") || !e.sockets) continue;
+    const key = "error" in e.sockets ? "ss failed" : `client ${states(e.sockets.client)} / server ${states(e.sockets.server)}`;
+    out[key] = (out[key] ?? 0) + 1;
   }
   return out;
 }

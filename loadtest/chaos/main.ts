@@ -19,7 +19,7 @@ import { Locks, OVERLAP_PLAN, resourcesOf } from "./lanes.js";
 import type { Fault } from "./schedule.js";
 import { kindStats, latency, readable } from "./report.js";
 import { guarded, runMain } from "../bench/common.js";
-import { faultsAtSilences, lagAtSilences, sampleLag } from "./lag.js";
+import { faultsAtSilences, lagAtSilences, sampleLag, socketStatesAtSilences } from "./lag.js";
 import { latencySeries, renderLatencyChart } from "./chart.js";
 import type { ClientsConfig, ClientsLog, FromClients, PubSpec, SubSpec, ToClients } from "./clients.js";
 
@@ -312,6 +312,8 @@ async function run(a: Args): Promise<number> {
         faults,
         topo.instances.map((i) => i.url),
       ),
+      // The TCP states of the silent streams' connections when they were given up (first 100 per client process).
+      sseSilentSockets: socketStatesAtSilences(events),
       eventLoopLagMaxMs: lag.samples.reduce((m, x) => Math.max(m, x.maxLagMs ?? 0), 0),
       metricsUnanswered: lag.samples.filter((x) => x.maxLagMs === null).length,
       ...(pending.length ? { pending, consumers } : {}),

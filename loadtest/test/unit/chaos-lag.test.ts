@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { faultsAtSilences, lagAtSilences, maxLagOf } from "../../chaos/lag.js";
+import { faultsAtSilences, lagAtSilences, maxLagOf, socketStatesAtSilences } from "../../chaos/lag.js";
 
 describe("chaos lag", () => {
   it("chaos lag — the worst worker's event_loop_lag_max_ms of a metrics page", () => {
@@ -44,5 +44,38 @@ describe("chaos lag", () => {
       { t: 60_000, url: "http://a" },
     ];
     expect(faultsAtSilences(silences, faults, urls)).toEqual({ "rolling-restart": 2, "primary-kill": 1, "link-stall": 1, none: 1 });
+  });
+
+  it("chaos lag — a rolling restart counts only during the step on the silent stream's instance", () => {
+    const urls = ["http://a", "http://b", "http://c"];
+    const steps = [
+      { target: "gw0", startedAt: 0, endedAt: 5_000 },
+      { target: "gw1", startedAt: 5_000, endedAt: 10_000 },
+      { target: "gw2", startedAt: 10_000, endedAt: 15_000 },
+    ];
+    const faults = [{ kind: "rolling-restart", target: "gw0,gw1,gw2", startedAt: 0, endedAt: 15_000, steps }];
+    // gw1 at 7 s: its step is under way. gw0 at 14 s: its step ended 9 s before (outside the 8 s window).
+    // gw2 at 3 s: its step has not begun.
+    const silences = [
+      { t: 7_000, url: "http://b" },
+      { t: 14_000, url: "http://a" },
+      { t: 3_000, url: "http://c" },
+    ];
+    expect(faultsAtSilences(silences, faults, urls)).toEqual({ "rolling-restart": 1, none: 2 });
+  });
+
+  it("chaos lag — silent streams are counted by the TCP states of their two ends", () => {
+    const events = [
+      { why: "silent: http://a/v1/channels/x/events, 3 chunks", sockets: { client: ["CLOSE-WAIT recvq=0 sendq=0 127.0.0.1:5 -> 127.0.0.1:80"], server: [] } },
+      { why: "silent: http://a/v1/channels/y/events, 9 chunks", sockets: { client: ["CLOSE-WAIT recvq=0 sendq=0 127.0.0.1:6 -> 127.0.0.1:80"], server: [] } },
+      {
+        why: "silent: http://b/v1/channels/x/events, 1 chunks",
+        sockets: { client: ["ESTAB recvq=0 sendq=0 127.0.0.1:7 -> 127.0.0.1:81"], server: ["ESTAB recvq=0 sendq=0 127.0.0.1:81 -> 127.0.0.1:7 pid=42"] },
+      },
+      { why: "silent: http://b/v1/channels/x/events, 1 chunks", sockets: { error: "spawn ss ENOENT" } },
+      { why: "end", sockets: { client: [], server: [] } },
+      { why: "silent: http://c/v1/channels/x/events, 2 chunks" },
+    ];
+    expect(socketStatesAtSilences(events)).toEqual({ "client CLOSE-WAIT / server none": 2, "client ESTAB / server ESTAB": 1, "ss failed": 1 });
   });
 });
