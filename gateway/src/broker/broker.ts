@@ -169,6 +169,11 @@ export interface Broker {
    * keep it with their seq. Undefined for a broker without streams.
    */
   epochOf(pattern: string): string | undefined;
+  /**
+   * `epochOf(pattern)` as a function that routes the pattern once: for what reads the epoch per message (an
+   * SSE stream's ids), where routing it again each time would cost a namespace lookup per message.
+   */
+  epochReader(pattern: string): () => string | undefined;
   /** True while the broker connection is up. */
   isConnected(): boolean;
   /** True while the worker's own direct-get connection is up (JetStream with REPLAY_CONNECTION=own). */

@@ -156,6 +156,10 @@ export class RedisBroker implements Broker {
     return undefined;
   }
 
+  epochReader(): () => undefined {
+    return () => undefined;
+  }
+
   isConnected(): boolean {
     return this.pub.status === "ready" && this.sub.status === "ready";
   }

@@ -80,7 +80,7 @@ export class SseEndpoint {
   private readonly live: SseLive;
 
   constructor(private readonly ctx: SseContext) {
-    this.live = new SseLive(ctx.metrics, (pattern) => ctx.broker.epochOf(pattern));
+    this.live = new SseLive(ctx.metrics, (pattern) => ctx.broker.epochReader(pattern));
   }
 
   register(app: TemplatedApp): void {
@@ -252,7 +252,7 @@ export class SseEndpoint {
         config,
         metrics,
         log,
-        epoch: () => broker.epochOf(pattern),
+        epoch: broker.epochReader(pattern),
         onEnd: (s, why) => this.ended(s, why),
       },
       epoch,

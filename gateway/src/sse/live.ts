@@ -56,8 +56,8 @@ export class SseLive {
 
   constructor(
     private readonly metrics: Metrics,
-    /** The current epoch of a pattern's stream, which event ids carry. */
-    private readonly epochOf: (pattern: string) => string | undefined,
+    /** A reader of the current epoch of a pattern's stream, which event ids carry (routed once per group). */
+    private readonly epochReader: (pattern: string) => () => string | undefined,
   ) {}
 
   /** `s` gets every live message of `feed` from now on. */
@@ -65,8 +65,7 @@ export class SseLive {
     let g = this.groups.get(feed.pattern);
     if (!g || g.feed !== feed) {
       if (g) g.feed.removeListener(g);
-      const pattern = feed.pattern;
-      g = new Group(feed, this.metrics, () => this.epochOf(pattern));
+      g = new Group(feed, this.metrics, this.epochReader(feed.pattern));
       this.groups.set(feed.pattern, g);
       feed.addListener(g);
     }

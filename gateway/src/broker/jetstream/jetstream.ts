@@ -135,11 +135,17 @@ export class JetStreamBroker implements Broker {
   }
 
   epochOf(pattern: string): string | undefined {
+    return this.epochReader(pattern)();
+  }
+
+  epochReader(pattern: string): () => string | undefined {
+    let part: StreamPart;
     try {
-      return this.partOf(pattern).epoch;
+      part = this.partOf(pattern);
     } catch {
-      return undefined;
+      return () => undefined; // a pattern spanning namespaces, refused at every door before it gets here
     }
+    return () => part.epoch;
   }
 
   static async connect(opts: JetStreamBrokerOptions): Promise<JetStreamBroker> {
