@@ -5,6 +5,7 @@
 // Every loop is bounded: reconnects stop at finish, finish waits at most its timeout.
 import { execFile } from "node:child_process";
 import { writeFileSync } from "node:fs";
+import { get, type IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import WebSocket from "ws";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
@@ -52,8 +53,11 @@ const wsUrl = (base: string) => base.replace(/^http/, "ws") + "/ws";
 const SNAPSHOTS = 100;
 let snapshots = 0;
 
-/** `ss` of the connections between this process and the gateway port of `url` (SocketSnapshot). */
-function socketSnapshot(url: string): Promise<SocketSnapshot> {
+/**
+ * `ss` of the connections between this process and the gateway port of `url` (SocketSnapshot): only the one
+ * from `localPort` when it is known (the stream's own), else every one of this process.
+ */
+function socketSnapshot(url: string, localPort?: number): Promise<SocketSnapshot> {
   const port = new URL(url).port;
   return new Promise((resolve) => {
     execFile("ss", ["-tnpH", "state", "all", `( dport = :${port} or sport = :${port} )`], { timeout: 3_000 }, (err, out) => {
@@ -62,7 +66,9 @@ function socketSnapshot(url: string): Promise<SocketSnapshot> {
         .split("\n")
         .filter(Boolean)
         .map((l) => l.trim().split(/\s+/));
-      const mine = rows.filter((r) => r[4]?.endsWith(`:${port}`) && r.slice(5).join(" ").includes(`pid=${process.pid},`));
+      const mine = rows.filter(
+        (r) => r[4]?.endsWith(`:${port}`) && (localPort === undefined ? r.slice(5).join(" ").includes(`pid=${process.pid},`) : r[3]?.endsWith(`:${localPort}`)),
+      );
       const localPorts = new Set(mine.map((r) => r[3]?.split(":").at(-1)));
       const theirs = rows.filter((r) => r[3]?.endsWith(`:${port}`) && localPorts.has(r[4]?.split(":").at(-1)));
       const show = (r: string[]) => `${r[0]} recvq=${r[1]} sendq=${r[2]} ${r[3]} -> ${r[4]} ${(/pid=(\d+)/.exec(r.slice(5).join(" ")) ?? [])[0] ?? ""}`.trim();
@@ -206,7 +212,7 @@ class WsSubscriber implements Runner {
   }
 }
 
-/** An SSE stream reader (fetch + its own event parser, as an EventSource would): resumes with Last-Event-ID. */
+/** An SSE stream reader (node:http + its own event parser, as an EventSource would): resumes with Last-Event-ID. */
 class SseSubscriber implements Runner {
   readonly log: SubscriberLog;
   ready: Promise<void>;
@@ -218,8 +224,8 @@ class SseSubscriber implements Runner {
   private abort?: AbortController;
   private stalledUntil = 0;
   /** The stream being read: where, since when, and when its last bytes (a heartbeat or an event) came. */
-  private conn = { url: "", openedAt: 0, lastBytesAt: 0, chunks: 0 };
-  private reader?: ReadableStreamDefaultReader<Uint8Array>;
+  private conn = { url: "", openedAt: 0, lastBytesAt: 0, chunks: 0, localPort: undefined as number | undefined };
+  private res?: IncomingMessage;
   /** Streams given up for silence: no bytes, not even a heartbeat, for SILENT_MS while reading. */
   silent = 0;
   private wentSilent = false;
@@ -256,16 +262,16 @@ class SseSubscriber implements Runner {
       let why = "end";
       try {
         const url = `${base}/v1/channels/${encodeURIComponent(this.spec.pattern)}/events${this.lastId ? "" : "?from_seq=1"}`;
-        const res = await fetch(url, { signal: ac.signal, headers: this.lastId ? { "last-event-id": this.lastId } : {} });
+        const res = await open(url, this.lastId ? { "last-event-id": this.lastId } : {}, ac.signal);
         clearTimeout(openGuard);
-        if (res.status !== 200 || !res.body) {
-          why = `http ${res.status}`;
-          await res.body?.cancel();
+        if (res.statusCode !== 200) {
+          why = `http ${res.statusCode}`;
+          res.destroy();
         } else {
           events.push({ t: Date.now(), client: this.spec.id, up: true });
-          this.conn = { url, openedAt: Date.now(), lastBytesAt: 0, chunks: 0 };
+          this.conn = { url, openedAt: Date.now(), lastBytesAt: 0, chunks: 0, localPort: res.socket.localPort };
           this.markReady();
-          await this.read(res.body);
+          await this.read(res);
         }
       } catch (e) {
         why = (e as Error).name === "AbortError" ? "aborted" : String((e as Error).message);
@@ -282,49 +288,51 @@ class SseSubscriber implements Runner {
 
   /**
    * A browser's EventSource waits on a dead connection until the OS notices; the gateway's heartbeats let a
-   * reader notice sooner. Node's fetch has also been seen here to leave a read pending forever after its
-   * connection was gone (no socket left on either side, abort() and all): cancelling the reader ends it.
+   * reader notice sooner. Each stream is read with node:http on a connection of its own, as EventSource
+   * does (Node's fetch was seen here to leave a read pending after its connection had closed).
    */
   private checkSilence(): void {
     if (this.stopped) return clearInterval(this.watchdog);
     const c = this.conn;
-    if (!this.reader || !c.openedAt) return;
+    const res = this.res;
+    if (!res || !c.openedAt) return;
     const since = Math.max(c.openedAt, c.lastBytesAt, this.stalledUntil);
     if (Date.now() - since < SILENT_MS) return;
     this.silent++;
     this.conn = { ...c, openedAt: 0 };
     this.wentSilent = true;
-    const reader = this.reader;
     const giveUp = () => {
       this.abort?.abort();
-      void reader.cancel().catch(() => undefined);
+      res.destroy();
     };
     if (snapshots++ >= SNAPSHOTS) return giveUp();
-    // What the sockets looked like while the stream was silent (before giving up closes this end).
-    void socketSnapshot(c.url).then((snap) => {
+    // What the stream's socket looked like while it was silent (before giving up closes this end).
+    void socketSnapshot(c.url, c.localPort).then((snap) => {
       this.silentSockets = snap;
       giveUp();
     });
   }
 
-  private async read(body: ReadableStream<Uint8Array>): Promise<void> {
-    const reader = body.getReader();
-    this.reader = reader;
-    const dec = new TextDecoder();
+  /** Reads events until the response ends, fails or is destroyed; a stalled client stops reading meanwhile. */
+  private async read(res: IncomingMessage): Promise<void> {
+    this.res = res;
     let buf = "";
-    for (;;) {
-      const wait = this.stalledUntil - Date.now();
-      if (wait > 0) await delay(wait);
-      const { done, value } = await reader.read();
-      if (done) return;
-      this.conn.lastBytesAt = Date.now();
-      this.conn.chunks++;
-      buf += dec.decode(value, { stream: true });
-      let i: number;
-      while ((i = buf.indexOf("\n\n")) >= 0) {
-        this.onEvent(buf.slice(0, i));
-        buf = buf.slice(i + 2);
+    res.setEncoding("utf8");
+    try {
+      for await (const chunk of res as AsyncIterable<string>) {
+        this.conn.lastBytesAt = Date.now();
+        this.conn.chunks++;
+        buf += chunk;
+        let i: number;
+        while ((i = buf.indexOf("\n\n")) >= 0) {
+          this.onEvent(buf.slice(0, i));
+          buf = buf.slice(i + 2);
+        }
+        const wait = this.stalledUntil - Date.now();
+        if (wait > 0) await delay(wait);
       }
+    } finally {
+      this.res = undefined;
     }
   }
 
@@ -347,7 +355,7 @@ class SseSubscriber implements Runner {
 
   drop(): void {
     this.abort?.abort();
-    void this.reader?.cancel().catch(() => undefined);
+    this.res?.destroy();
   }
   stall(ms: number): void {
     this.stalledUntil = Date.now() + ms;
@@ -357,6 +365,14 @@ class SseSubscriber implements Runner {
     clearInterval(this.watchdog);
     this.abort?.abort();
   }
+}
+
+/** A GET on a connection of its own; resolves with the response once its head has come. */
+function open(url: string, headers: Record<string, string>, signal: AbortSignal): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const req = get(url, { headers: { accept: "text/event-stream", ...headers }, agent: false, signal }, resolve);
+    req.once("error", reject);
+  });
 }
 
 /** A publisher at a steady rate, one publish in flight, no retries: each outcome is recorded as it was told. */
