@@ -16,6 +16,8 @@ export class Instance {
   gw?: GatewayHandle;
   /** Every pid this instance ever had (primary and workers), killed at the end if still alive. */
   readonly pids = new Set<number>();
+  /** Set by stopAll: a start still under way (a fault's lane) kills what it started instead of leaving it. */
+  closed = false;
 
   /** @param links this instance's way to each NATS node (so its network can be stalled or slowed alone) */
   constructor(
@@ -68,6 +70,10 @@ export class Instance {
     });
     this.pids.add(this.gw.process.pid!);
     for (const p of await this.workerPids()) this.pids.add(p);
+    if (this.closed) {
+      this.killAll();
+      throw new Error(`gateway ${this.index} started after the run was stopped; killed`);
+    }
   }
 
   async workerPids(): Promise<number[]> {
@@ -118,6 +124,7 @@ export async function startTopology(): Promise<Topology> {
   const instances: Instance[] = [];
   const stopAll = async (): Promise<void> => {
     for (const i of instances) {
+      i.closed = true;
       for (const p of await i.workerPids()) i.pids.add(p);
       i.killAll();
     }
