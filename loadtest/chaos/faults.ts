@@ -34,8 +34,11 @@ export type FaultContext = {
   jsm: JetStreamManager;
   clients: ChildProcess[];
   seed: number;
-  /** Takes named locks (lanes.ts) for one step of a fault that acts on one thing at a time (a rolling restart). */
-  lock?: (names: string[]) => Promise<() => void>;
+  /**
+   * Takes the first free of named locks (lanes.ts) for one step of a fault that acts on one thing at a time,
+   * in any order (a rolling restart); without it, steps go in the order given.
+   */
+  lockAny?: (names: string[]) => Promise<{ name: string; release: () => void }>;
 };
 
 /** The node a nats fault hits: the stream's leader, or a node that is not (by the fault's own draw). */
@@ -116,8 +119,13 @@ export async function inject(ctx: FaultContext, f: Fault, index: number): Promis
       // One instance at a time, as a deploy does: the others stay in service and may meanwhile take
       // faults of their own (each step holds only its instance's lock). Each step is recorded, so that what
       // a client saw can be tied to the instance being restarted then rather than to the whole deploy.
-      for (const [n, i] of ctx.topo.instances.entries()) {
-        const release = ctx.lock ? await ctx.lock([`gw${n}`]) : () => undefined;
+      // Each instance once, whichever is free first (a deploy does not care about the order), so that a
+      // restart does not queue behind another fault's hold on one instance while the others are idle.
+      const left = ctx.topo.instances.map((_, n) => `gw${n}`);
+      while (left.length > 0) {
+        const { name, release } = ctx.lockAny ? await ctx.lockAny(left) : { name: left[0]!, release: () => undefined };
+        left.splice(left.indexOf(name), 1);
+        const i = ctx.topo.instances[Number(name.slice(2))]!;
         const stepAt = Date.now();
         try {
           await i.stopGraceful();
@@ -125,7 +133,7 @@ export async function inject(ctx: FaultContext, f: Fault, index: number): Promis
           await i.ready(30_000);
         } finally {
           release();
-          steps.push({ target: `gw${n}`, startedAt: stepAt, endedAt: Date.now() });
+          steps.push({ target: name, startedAt: stepAt, endedAt: Date.now() });
         }
       }
       break;

@@ -201,7 +201,7 @@ async function run(a: Args): Promise<number> {
         try {
           if (Date.now() >= endAt) return;
           const i = next++;
-          const rec = await inject({ topo: running, jsm, clients: children, seed: a.seed, lock: (names) => locks.take(names) }, f, i);
+          const rec = await inject({ topo: running, jsm, clients: children, seed: a.seed, lockAny: (names) => locks.takeAny(names) }, f, i);
           faults.push(rec);
           say(`fault ${i} ${rec.kind} on ${rec.target}: ${((rec.endedAt - rec.startedAt) / 1000).toFixed(1)} s`);
         } finally {

@@ -34,6 +34,28 @@ describe("chaos lanes", () => {
   });
 });
 
+describe("chaos lanes — any of several", () => {
+  it("chaos lanes — takeAny takes the first free name, and waits only while every one is held", async () => {
+    const locks = new Locks();
+    const r0 = await locks.take(["gw0"]);
+    const a = await locks.takeAny(["gw0", "gw1", "gw2"]);
+    expect(a.name).toBe("gw1");
+    const b = await locks.takeAny(["gw0", "gw2"]);
+    expect(b.name).toBe("gw2");
+    let got: string | undefined;
+    const waiting = locks.takeAny(["gw0", "gw2"]).then((x) => ((got = x.name), x));
+    await new Promise((r) => setImmediate(r));
+    expect(got).toBeUndefined();
+    b.release();
+    const c = await waiting;
+    expect(c.name).toBe("gw2");
+    r0();
+    a.release();
+    c.release();
+    (await locks.take(["gw0", "gw1", "gw2"]))();
+  });
+});
+
 describe("chaos lanes — the overlap plan", () => {
   it("chaos lanes — every kind is in exactly one group, and a group's kinds share what they lock", () => {
     const all = OVERLAP_PLAN.flatMap((g) => g.kinds);
