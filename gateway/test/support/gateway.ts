@@ -7,6 +7,16 @@ import { join, resolve } from "node:path";
 import { waitFor } from "./wait.js";
 import { PACKAGE_ROOT } from "../../src/config/config.js";
 
+/**
+ * Gateways started here and still running. When this process exits (a run stopped while a start was still
+ * under way, a test runner's worker ending), each is killed, so none outlives what started it; its workers
+ * see their primary's IPC channel close and exit too.
+ */
+const live = new Set<ChildProcess>();
+process.once("exit", () => {
+  for (const c of live) if (c.exitCode === null) c.kill("SIGKILL");
+});
+
 export const CLI = resolve(PACKAGE_ROOT, "dist/gateway/src/cli.js");
 
 export type LogLine = Record<string, unknown> & { msg?: string; level?: number; pid?: number };
@@ -68,6 +78,8 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<GatewayHa
   const env = { ...process.env, ...(opts.env ?? {}) };
   delete env.FGW_WORKER_CONFIG;
   const child = spawn(process.execPath, args, { env, stdio: ["ignore", "pipe", opts.inheritStderr ? "inherit" : "pipe"] });
+  live.add(child);
+  child.once("exit", () => live.delete(child));
   const logs: LogLine[] = [];
   let stderr = "";
   let buf = "";
