@@ -109,6 +109,10 @@ describe("fan-out — live delivery", () => {
     const badJson = await fetch(`${gw.url}/v1/publish/a.b`, { method: "POST", body: "{nope" });
     expect(badJson.status).toBe(400);
     expect(await badJson.json()).toMatchObject({ error: "bad_json" });
+    // A body on more than one line is parsed and encoded again: a number beyond a double would become null.
+    const huge = await fetch(`${gw.url}/v1/publish/a.b`, { method: "POST", body: '{\n"x": 1e999\n}' });
+    expect(huge.status).toBe(400);
+    expect(await huge.json()).toMatchObject({ error: "bad_request", message: expect.stringMatching(/double/) });
     expect((await httpPublish(gw.url, "a.*", 1)).status).toBe(400);
     expect((await httpPublish(gw.url, "bad channel", 1)).status).toBe(400);
     expect((await httpPublish(gw.url, "a.b", { x: "y".repeat(5000) })).status).toBe(413);
@@ -135,6 +139,7 @@ describe("fan-out — bad input never hurts the connection or others", () => {
       ['{"op":"pub","id":9,"channel":"a.b"}', "bad_request"],
       ['{"op":"sub","id":10,"channel":5}', "bad_channel"],
       ['{"op":"pub","id":11,"channel":"a.b","data":1,"msgId":7}', "bad_request"],
+      ['{"op":"pub","id":12,"channel":"a.b","data":[1e999]}', "bad_request"],
     ];
     for (const [text] of cases) c.sendRaw(text);
     c.sendRaw(Buffer.from([1, 2, 3]));

@@ -107,6 +107,7 @@ describe("batch publish — HTTP", () => {
     expect(await post(JSON.stringify(big), { "x-api-key": API_KEY })).toMatchObject({ status: 413, json: { error: "payload_too_large" } });
     expect(await post(JSON.stringify({ channel: "b.x", data: 1 }), { "x-api-key": API_KEY })).toMatchObject({ status: 400, json: { error: "bad_request" } });
     expect(await post("[{", { "x-api-key": API_KEY })).toMatchObject({ status: 400, json: { error: "bad_json" } });
+    expect(await post('[{"channel":"b.x","data":{"n":1e999}}]', { "x-api-key": API_KEY })).toMatchObject({ status: 400, json: { error: "bad_request" } });
   });
 });
 

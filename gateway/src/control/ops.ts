@@ -1,3 +1,4 @@
+import { hasInfinite, HUGE_NUMBER } from "../protocol/json-numbers.js";
 import { checkChannel, checkPattern } from "../protocol/channel.js";
 
 /**
@@ -104,6 +105,7 @@ export function parseControlRequest(op: ControlOp, v: unknown, maxChannels: numb
       }
       if (new Set(chs).size !== chs.length) return { error: "channels must not repeat a channel" };
       if (v.data === undefined) return { error: "data is required" };
+      if (hasInfinite(v.data)) return { error: HUGE_NUMBER };
       return { op, channels: chs as string[], data: v.data };
     }
     case "user": {

@@ -1,3 +1,4 @@
+import { hasHugeNumber, HUGE_NUMBER } from "../protocol/json-numbers.js";
 import type { Broker } from "../broker/broker.js";
 import type { ServerSection } from "../config/sections.js";
 import type { Logger } from "../log.js";
@@ -149,7 +150,9 @@ async function httpPublish(
   let data: unknown;
   if (!asSent)
     try {
-      data = JSON.parse(body.toString("utf8"));
+      const text = body.toString("utf8");
+      data = JSON.parse(text);
+      if (hasHugeNumber(text, data)) return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: HUGE_NUMBER });
     } catch {
       return sendJson(res, st, 400, { error: ErrorCode.BadJson, message: "body is not valid JSON" });
     }
@@ -175,8 +178,9 @@ async function batchPublish(ctx: HttpContext, res: HttpResponse, st: ResState, n
   if (body === "too_large")
     return sendJson(res, st, 413, { error: ErrorCode.PayloadTooLarge, message: `body is larger than ${maxBytes} bytes`, temporary: false });
   let raw: unknown;
+  let text: string;
   try {
-    const text = body.toString("utf8");
+    text = body.toString("utf8");
     raw = ndjson
       ? text
           .split("\n")
@@ -186,6 +190,7 @@ async function batchPublish(ctx: HttpContext, res: HttpResponse, st: ResState, n
   } catch {
     return sendJson(res, st, 400, { error: ErrorCode.BadJson, message: ndjson ? "a line is not valid JSON" : "body is not valid JSON", temporary: false });
   }
+  if (hasHugeNumber(text, raw)) return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: HUGE_NUMBER, temporary: false });
   const items = parseBatch(raw, maxItems);
   if (typeof items === "string") return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: items, temporary: false });
   const who = await identifyRequest(ctx.access, knock);

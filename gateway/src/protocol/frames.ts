@@ -1,6 +1,7 @@
 import { checkChannel, checkPattern } from "./channel.js";
 import { ErrorCode } from "./codes.js";
 import { isBadItem, parseBatch, parsePublishItem, type BadItem, type PublishItem } from "./batch.js";
+import { hasHugeNumber, HUGE_NUMBER } from "./json-numbers.js";
 
 /** Start position of a subscription (replay); without one a subscription is live only. */
 export type StartPosition = { seq: number; epoch?: string } | { time: string } | { last: number } | "all" | "last_per_subject";
@@ -59,6 +60,7 @@ export function parseClientFrame(text: string): ParseResult {
     else if (typeof o.id === "string" && o.id.length <= MAX_ID_LENGTH) id = o.id;
     else return fail(ErrorCode.BadRequest, `id must be a number or a string of at most ${MAX_ID_LENGTH} characters`);
   }
+  if (hasHugeNumber(text, o)) return fail(ErrorCode.BadRequest, HUGE_NUMBER, id);
   switch (o.op) {
     case "sub":
       return parseSub(o, id);
