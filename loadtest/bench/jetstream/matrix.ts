@@ -279,7 +279,14 @@ export async function runMatrix(ctx: Context): Promise<void> {
     // Generous bounds: a sync R3 10 KB row moves ~100 msgs/s per publisher on a loaded box.
     const timeoutMs = ctx.opts.quick ? 60_000 : 240_000;
     ctx.log(`[000] ${s.workload}: ${e.config}`);
-    const go = await viaNatsBench(ctx, s, e, timeoutMs);
+    let go = await viaNatsBench(ctx, s, e, timeoutMs);
+    if (go.status === "failed") {
+      // natscli against a 3-node cluster on a loaded box exits 1 now and then (once in a CI run): one more
+      // try, and the row says so; a second failure stands.
+      ctx.log(`[000] ${s.workload}: nats bench failed (${go.note ?? "?"}); running it once more`);
+      const again = await viaNatsBench(ctx, s, e, timeoutMs);
+      go = again.status === "failed" ? again : { ...again, note: `second try; the first failed: ${go.note ?? "?"}` };
+    }
     ctx.add(go);
     if (!ctx.opts.quick || s.quickNode) ctx.add(await viaNode(ctx, s, e, timeoutMs));
   }
