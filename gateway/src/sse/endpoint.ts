@@ -66,14 +66,15 @@ const STATUS: Record<number, string> = {
   503: "503 Service Unavailable",
 };
 
+/** What a stream asked for while its worker drains gets. */
+const DRAINING: HttpError = { status: 503, code: ErrorCode.ShuttingDown, message: "server is shutting down; reconnect" };
+
 /**
  * `GET /v1/channels/{pattern}/events`: a Server-Sent Events stream of one channel pattern. Each message is
  * an event with `id: <epoch>:<seq>`; a reconnecting EventSource sends the last one as `Last-Event-ID` and
  * gets everything after it, then live, from any worker, through the same catch-up hand-off as a WebSocket
  * subscription. Streams count as connections (MAX_CONNECTIONS, per-IP limits) and get heartbeat comments.
  */
-const DRAINING: HttpError = { status: 503, code: ErrorCode.ShuttingDown, message: "server is shutting down; reconnect" };
-
 export class SseEndpoint {
   readonly streams = new Set<SseStream>();
   private heartbeat?: NodeJS.Timeout;
@@ -94,8 +95,10 @@ export class SseEndpoint {
     this.heartbeat.unref();
   }
 
-  /** Ends every stream (drain, recreated stream): clients reconnect and resume with Last-Event-ID. */
-  /** Ends every stream, or with `holds` those whose pattern it accepts. */
+  /**
+   * Ends every stream, or with `holds` those whose pattern it accepts (drain, recreated stream): clients
+   * reconnect and resume with Last-Event-ID.
+   */
   endAll(holds?: (pattern: string) => boolean, why: "ended" | "shutdown" = "ended"): void {
     for (const s of [...this.streams]) if (!holds || holds(s.pattern)) s.end(why);
   }

@@ -58,10 +58,6 @@ export function diffStream(existing: StreamConfig, wanted: Partial<StreamConfig>
   return out;
 }
 
-/**
- * Creates the stream, or checks an existing one. A differing stream is updated only with `--update-stream`;
- * otherwise the difference is logged and startup fails with ERR_STREAM_MISMATCH.
- */
 /** nats-server's JSClusterNoPeersErrF (a 400): no peers to place a replicated stream on, as while a node restarts. */
 const JS_CLUSTER_NO_PEERS = 10005;
 
@@ -85,6 +81,10 @@ export async function whileElecting<T>(what: string, log: Logger, step: () => Pr
   }
 }
 
+/**
+ * Creates the stream, or checks an existing one. A differing stream is updated only with `--update-stream`;
+ * otherwise the difference is logged and startup fails with ERR_STREAM_MISMATCH.
+ */
 export async function ensureStream(jsm: JetStreamManager, c: StreamSection, log: Logger): Promise<StreamInfo> {
   const wanted = desiredStream(c);
   let info: StreamInfo | undefined;
