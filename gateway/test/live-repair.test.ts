@@ -32,6 +32,12 @@ function expectInOrderOnce(msgs: MsgFrame[], total: number): void {
   for (let i = 1; i < seqs.length; i++) expect(seqs[i]).toBeGreaterThan(seqs[i - 1]!);
 }
 
+/** Publishes `{"i":i}` to `<ch>.<sub>` straight into the stream; resolves with its seq. */
+const publisherUnder =
+  (ch: string) =>
+  async (sub: string, i: number): Promise<number> =>
+    (await js.publish(`ev.${ch}.${sub}`, enc.encode(`{"i":${i}}`))).seq;
+
 /** Stores what `publish` sends with the stream's republish rule removed: stored, never seen live. */
 async function unrepublished(publish: () => Promise<number>): Promise<number> {
   const info = await jsm.streams.info("EVENTS");
@@ -96,7 +102,7 @@ describe("live repair — a loss noticed late", () => {
     const ch = uniq("late.");
     const c = await client();
     await c.sub(`${ch}.*`);
-    const pub = async (sub: string, i: number) => (await js.publish(`ev.${ch}.${sub}`, enc.encode(`{"i":${i}}`))).seq;
+    const pub = publisherUnder(ch);
     await pub("y", 0);
     const missed = await unrepublished(() => pub("y", 1)); // stored, never republished
     for (let i = 2; i < 12; i++) await pub("x", i); // newer messages on another channel arrive normally
@@ -116,7 +122,7 @@ describe("live repair — late messages and sockets that caught up", () => {
     const ch = uniq("dup.");
     const live = await client();
     await live.sub(`${ch}.*`);
-    const pub = async (sub: string, i: number) => (await js.publish(`ev.${ch}.${sub}`, enc.encode(`{"i":${i}}`))).seq;
+    const pub = publisherUnder(ch);
     const first = await pub("y", 0);
     const missed = await unrepublished(() => pub("y", 1)); // stored, never republished: the feed does not know it yet
     for (let i = 2; i < 6; i++) await pub("x", i);
@@ -144,7 +150,7 @@ describe("live repair — a reconnect reads back", () => {
     const c = await client();
     await c.sub(`${ch}.*`);
     const sse = await SseReader.open(`${gw.url}/v1/channels/${encodeURIComponent(`${ch}.*`)}/events`);
-    const pub = async (sub: string, i: number) => (await js.publish(`ev.${ch}.${sub}`, enc.encode(`{"i":${i}}`))).seq;
+    const pub = publisherUnder(ch);
     await pub("y", 0);
     const missed = await unrepublished(() => pub("y", 1)); // stored, never republished
     let last = 0;

@@ -149,18 +149,19 @@ describe("sse stream — writes and backpressure", () => {
   });
 
   it("sse stream — ended by a draining worker: a stream with bytes waiting is cut at once, a caught-up one ends", () => {
-    const behind = setup();
-    behind.s.start(0);
-    behind.res.accept = false;
-    behind.s.onEvent(1, ev(1));
-    behind.s.onEvent(2, ev(2));
+    // A stream whose reader took nothing: event 1 is kept by uWS, event 2 waits in the stream's queue.
+    const withBytesWaiting = () => {
+      const t = setup();
+      t.s.start(0);
+      t.res.accept = false;
+      t.s.onEvent(1, ev(1));
+      t.s.onEvent(2, ev(2));
+      return t;
+    };
+    const behind = withBytesWaiting();
     behind.s.end("ended");
     expect(behind.res.endedWith).toBeUndefined(); // an ordinary end waits for the reader
-    const cut = setup();
-    cut.s.start(0);
-    cut.res.accept = false;
-    cut.s.onEvent(1, ev(1));
-    cut.s.onEvent(2, ev(2));
+    const cut = withBytesWaiting();
     cut.s.end("shutdown");
     expect(cut.res.endedWith).toBe("close");
     const idle = setup();
