@@ -27,10 +27,10 @@ export type ClientsConfig = { subs: SubSpec[]; pubs: PubSpec[]; logFile: string 
 /** Connection state changes, for the recovery times: up = subscribed again (its `ok`, or the SSE stream open). */
 export type ConnEvent = { t: number; client: string; up: boolean; why?: string; sockets?: SocketSnapshot };
 /**
- * The TCP sockets between this client process and a silent stream's gateway port when the stream was given
- * up: `client` this process's ends (state, Recv-Q, Send-Q, local address), `server` the gateway's ends of
- * those connections (with their owning pid). CLOSE-WAIT on a client end means the gateway closed and the
- * reader never noticed; an ESTAB pair with empty queues means the gateway is not writing.
+ * A silent stream's TCP connection when the stream was given up: `client` its end in this process (state,
+ * Recv-Q, Send-Q, addresses; none when it is gone), `server` the gateway's end (with its owning pid).
+ * CLOSE-WAIT on a client end means the gateway closed and the reader never noticed; an ESTAB pair with empty
+ * queues means the gateway is not writing.
  */
 export type SocketSnapshot = { client: string[]; server: string[] } | { error: string };
 export type ClientsLog = { subscribers: SubscriberLog[]; publishes: PublishRecord[]; events: ConnEvent[] };
@@ -53,11 +53,8 @@ const wsUrl = (base: string) => base.replace(/^http/, "ws") + "/ws";
 const SNAPSHOTS = 100;
 let snapshots = 0;
 
-/**
- * `ss` of the connections between this process and the gateway port of `url` (SocketSnapshot): only the one
- * from `localPort` when it is known (the stream's own), else every one of this process.
- */
-function socketSnapshot(url: string, localPort?: number): Promise<SocketSnapshot> {
+/** `ss` of the stream's connection, from `localPort` to the gateway port of `url`, both ends (SocketSnapshot). */
+function socketSnapshot(url: string, localPort: number): Promise<SocketSnapshot> {
   const port = new URL(url).port;
   return new Promise((resolve) => {
     execFile("ss", ["-tnpH", "state", "all", `( dport = :${port} or sport = :${port} )`], { timeout: 3_000 }, (err, out) => {
@@ -66,11 +63,9 @@ function socketSnapshot(url: string, localPort?: number): Promise<SocketSnapshot
         .split("\n")
         .filter(Boolean)
         .map((l) => l.trim().split(/\s+/));
-      const mine = rows.filter(
-        (r) => r[4]?.endsWith(`:${port}`) && (localPort === undefined ? r.slice(5).join(" ").includes(`pid=${process.pid},`) : r[3]?.endsWith(`:${localPort}`)),
-      );
-      const localPorts = new Set(mine.map((r) => r[3]?.split(":").at(-1)));
-      const theirs = rows.filter((r) => r[3]?.endsWith(`:${port}`) && localPorts.has(r[4]?.split(":").at(-1)));
+      const mine = rows.filter((r) => r[4]?.endsWith(`:${port}`) && r[3]?.endsWith(`:${localPort}`));
+      // The gateway's end, of a connection this process still holds.
+      const theirs = mine.length === 0 ? [] : rows.filter((r) => r[3]?.endsWith(`:${port}`) && r[4]?.endsWith(`:${localPort}`));
       const show = (r: string[]) => `${r[0]} recvq=${r[1]} sendq=${r[2]} ${r[3]} -> ${r[4]} ${(/pid=(\d+)/.exec(r.slice(5).join(" ")) ?? [])[0] ?? ""}`.trim();
       resolve({ client: mine.map(show), server: theirs.map(show) });
     });
@@ -305,7 +300,7 @@ class SseSubscriber implements Runner {
       this.abort?.abort();
       res.destroy();
     };
-    if (snapshots++ >= SNAPSHOTS) return giveUp();
+    if (c.localPort === undefined || snapshots++ >= SNAPSHOTS) return giveUp();
     // What the stream's socket looked like while it was silent (before giving up closes this end).
     void socketSnapshot(c.url, c.localPort).then((snap) => {
       this.silentSockets = snap;

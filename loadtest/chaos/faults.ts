@@ -114,14 +114,14 @@ export async function inject(ctx: FaultContext, f: Fault, index: number): Promis
       await inst.start();
       break;
     case "rolling-restart":
-      target = "gw0,gw1,gw2";
-      steps = [];
       // One instance at a time, as a deploy does: the others stay in service and may meanwhile take
-      // faults of their own (each step holds only its instance's lock). Each step is recorded, so that what
-      // a client saw can be tied to the instance being restarted then rather than to the whole deploy.
-      // Each instance once, whichever is free first (a deploy does not care about the order), so that a
-      // restart does not queue behind another fault's hold on one instance while the others are idle.
+      // faults of their own (each step holds only its instance's lock). Each instance once, whichever is
+      // free first (a deploy does not care about the order), so that a restart does not queue behind another
+      // fault's hold on one instance while the others are idle. Each step is recorded, so that what a client
+      // saw can be tied to the instance being restarted then rather than to the whole deploy.
       const left = ctx.topo.instances.map((_, n) => `gw${n}`);
+      target = left.join(",");
+      steps = [];
       while (left.length > 0) {
         const { name, release } = ctx.lockAny ? await ctx.lockAny(left) : { name: left[0]!, release: () => undefined };
         left.splice(left.indexOf(name), 1);
