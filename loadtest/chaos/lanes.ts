@@ -14,9 +14,8 @@ export type LaneGroup = { kinds: readonly FaultKind[]; lanes: number; gapMs?: nu
  * not be reconnecting all the time). Link faults (a link each) get three lanes, one per instance on average.
  * Kills and rolling restarts share the three instances' locks: two lanes of kills and three of rolling
  * restarts, each restarting whichever of its instances is free first (faults.ts). More lanes of either made
- * fewer of them:
- * five restart lanes and three kill lanes ran 12 restarts and 44 kills in 4.3 minutes, against 27 and 65 in
- * 6 minutes with these, as restarts queued behind each other instance by instance.
+ * fewer of them: five restart lanes and three kill lanes ran 12 restarts and 44 kills in 4.3 minutes, against
+ * 27 and 65 in 6 minutes with these, as restarts queued behind each other instance by instance.
  */
 export const OVERLAP_PLAN: readonly LaneGroup[] = [
   { kinds: ["nats-kill", "nats-pause"], lanes: 1, gapMs: 4_000 },
