@@ -33,7 +33,7 @@ import { registerWorkerState } from "../metrics/worker-state.js";
 /** A worker: one uWS app on the shared port (SO_REUSEPORT), one broker connection, one fan-out hub. */
 export async function runWorker(config: Config): Promise<void> {
   const c = sectionsOf(config);
-  const log = createLogger(c.logLevel, { role: "worker", worker: cluster.worker?.id });
+  const log = createLogger(c.log.level, { role: "worker", worker: cluster.worker?.id });
   const uws = loadUws(c.server.uwsModule); // ws/ and the TLS app get this module from loadUws() too
   answerScrapes(); // the primary scrapes each worker's registry over IPC
   const metrics = createMetrics();

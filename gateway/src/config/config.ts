@@ -3,7 +3,10 @@ import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { ConfigError } from "../errors.js";
-import { SETTINGS, type Setting, type SettingKey } from "./settings.js";
+import { SETTINGS, type ReadSetting, type SettingKey } from "./settings.js";
+import { SECTIONS } from "./sections.js";
+import { livePrefixOf } from "./sections/stream.js";
+import { controlPrefixOf } from "./sections/control.js";
 import { checkAuthConfig, checkNatsSecurity } from "./checks.js";
 import { namespaceStreamName, namespaceSubjectPrefix } from "../namespaces/namespace.js";
 
@@ -31,7 +34,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): ParsedCli {
   if (inherited) return { config: Object.freeze(JSON.parse(inherited)) as Config, help: false, configTable: false };
 
   const options: Record<string, { type: "string" | "boolean" }> = { help: { type: "boolean" }, "config-table": { type: "boolean" } };
-  for (const s of Object.values(SETTINGS) as Setting<unknown>[]) {
+  for (const s of Object.values(SETTINGS) as ReadSetting<unknown>[]) {
     const option = { type: s.boolean ? ("boolean" as const) : ("string" as const) };
     options[s.flag] = option;
     if (s.formerly) options[s.formerly.flag] = option;
@@ -46,7 +49,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): ParsedCli {
   }
 
   const out: Record<string, unknown> = {};
-  for (const [key, s] of Object.entries(SETTINGS) as [SettingKey, Setting<unknown>][]) {
+  for (const [key, s] of Object.entries(SETTINGS) as [SettingKey, ReadSetting<unknown>][]) {
     const old = s.formerly;
     out[key] = readSetting(s, values[s.flag] ?? (old ? values[old.flag] : undefined), env[s.env] || (old ? env[old.env] : undefined));
   }
@@ -62,7 +65,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): ParsedCli {
 /** Settings given by a former name (env or flag) and not by their current one: each gets a deprecation warning. */
 export function formerNamesUsed(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): { was: string; now: string }[] {
   const used: { was: string; now: string }[] = [];
-  for (const s of Object.values(SETTINGS) as Setting<unknown>[]) {
+  for (const s of Object.values(SETTINGS) as ReadSetting<unknown>[]) {
     const old = s.formerly;
     if (!old) continue;
     const flagged = (f: string) => argv.some((a) => a === `--${f}` || a.startsWith(`--${f}=`));
@@ -72,7 +75,7 @@ export function formerNamesUsed(argv: readonly string[], env: Readonly<Record<st
   return used;
 }
 
-function readSetting(s: Setting<unknown>, flagValue: string | boolean | undefined, envValue: string | undefined): unknown {
+function readSetting(s: ReadSetting<unknown>, flagValue: string | boolean | undefined, envValue: string | undefined): unknown {
   const name = `${s.env} (--${s.flag})`;
   let value: unknown;
   try {
@@ -141,14 +144,14 @@ function checkNamespaces(c: Config, others: readonly string[]): void {
       throw new ConfigError("NAMESPACES_FILE", `${setting}: the namespace streams' subjects ${nsPrefix}.> overlap the subjects ${other}.>`);
 }
 
-/** The subject prefix of live (republished) messages: LIVE_SUBJECT_PREFIX, or `<SUBJECT_PREFIX>live`. */
-export const livePrefixOf = (c: Pick<Config, "liveSubjectPrefix" | "subjectPrefix">): string => c.liveSubjectPrefix || `${c.subjectPrefix}live`;
+export { controlPrefixOf, livePrefixOf };
 
-/** The control plane's subject prefix: CONTROL_SUBJECT_PREFIX, or `<SUBJECT_PREFIX>ctl`. */
-export const controlPrefixOf = (c: Pick<Config, "controlSubjectPrefix" | "subjectPrefix">): string => c.controlSubjectPrefix || `${c.subjectPrefix}ctl`;
-
-/** The settings table in Markdown, as in the README. */
+/** The settings tables in Markdown, one per section (as in docs/operations.md, `npm run docs:settings`). */
 export function settingsTable(): string {
-  const rows = (Object.values(SETTINGS) as Setting<unknown>[]).map((s) => `| \`${s.env}\` | \`--${s.flag}\` | ${s.shown} | ${s.doc} |`);
-  return ["| env | flag | default | meaning |", "|---|---|---|---|", ...rows].join("\n");
+  return SECTIONS.map((s) => {
+    const rows = (Object.values(SETTINGS) as ReadSetting<unknown>[])
+      .filter((r) => r.section === s.name)
+      .map((r) => `| \`${r.env}\` | \`--${r.flag}\` | ${r.shown} | ${r.doc} |`);
+    return [`### Settings: ${s.name}`, "", `${s.title}.`, "", "| env | flag | default | meaning |", "|---|---|---|---|", ...rows].join("\n");
+  }).join("\n\n");
 }

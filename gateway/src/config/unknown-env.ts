@@ -1,4 +1,4 @@
-import { SETTINGS, type Setting } from "./settings.js";
+import { SETTINGS, type ReadSetting } from "./settings.js";
 import { distance } from "../util/distance.js";
 
 export { distance };
@@ -6,7 +6,7 @@ export { distance };
 /** An environment variable that looks like a setting and is not one (ignored), and the setting it likely meant. */
 export type UnknownSetting = { variable: string; didYouMean?: string };
 
-const NAMES: readonly string[] = (Object.values(SETTINGS) as Setting<unknown>[]).flatMap((s) => (s.formerly ? [s.env, s.formerly.env] : [s.env]));
+const NAMES: readonly string[] = (Object.values(SETTINGS) as ReadSetting<unknown>[]).flatMap((s) => (s.formerly ? [s.env, s.formerly.env] : [s.env]));
 const KNOWN = new Set(NAMES);
 /** Prefixes two or more settings share (JWT_, STREAM_, HOOK_, NATS_, …): a variable with one is meant as a setting. */
 const prefixOf = (name: string): string => name.slice(0, name.indexOf("_"));

@@ -1,4 +1,4 @@
-import type { StreamSection } from "../config/stream-section.js";
+import type { StreamSection } from "../config/sections/stream.js";
 import { NamespaceRoutes } from "./routing.js";
 import type { Features, NamespaceSpec } from "./spec.js";
 

@@ -129,7 +129,7 @@ describe("docs — links, commands and generated tables", () => {
     expect(missing).toEqual([]);
   });
 
-  it("docs — the settings table in docs/operations.md is the one the code prints (run scripts/readme-settings.sh)", () => {
+  it("docs — the settings tables in docs/operations.md are the ones the code prints, one per section (npm run docs:settings writes them)", () => {
     const ops = fromDisk("docs/operations.md");
     const m = /<!-- settings-table:[^\n]*-->\n([\s\S]*?)\n<!-- \/settings-table -->/.exec(ops);
     expect(m?.[1]).toBe(settingsTable());

@@ -1,0 +1,71 @@
+import { type SettingTable, type SliceOf, type ValuesOf, checkHttpUrl, int, section, trimmed } from "../setting.js";
+import { parseDuration, parseIntStrict, parseList } from "../parse.js";
+
+const settings = {
+  connectHookUrl: {
+    env: "CONNECT_HOOK_URL",
+    shown: "(unset)",
+    doc: "POSTs each WebSocket upgrade and each HTTP request that reads or writes a channel (user, claims, ip, headers, transport) here: allow, deny (403) or attach channels; unreachable: 503 hook_unavailable",
+    default: () => "",
+    parse: trimmed,
+    check: (v: string) => checkHttpUrl(v),
+  },
+  subscribeHookUrl: {
+    env: "SUBSCRIBE_HOOK_URL",
+    shown: "(unset)",
+    doc: "POSTs each read of a channel (WS `sub` and `presence`, SSE, history, presence list; user, channel, ip, connect info) here after the permission check: allow, or deny (`forbidden`); unreachable: `hook_unavailable`",
+    default: () => "",
+    parse: trimmed,
+    check: (v: string) => checkHttpUrl(v),
+  },
+  hookTimeoutMs: {
+    env: "HOOK_TIMEOUT",
+    shown: "2s",
+    doc: "A hook call not answered by then fails closed (`hook_unavailable`)",
+    default: () => 2_000,
+    parse: parseDuration,
+    check: int(10, 60_000),
+  },
+  hookCacheTtlMs: {
+    env: "HOOK_CACHE_TTL",
+    shown: "10s",
+    doc: "Hook answers are reused for an identical request (everything the hook is sent) for this long; subscribe answers only for identified users; 0 disables the cache",
+    default: () => 10_000,
+    parse: parseDuration,
+    check: int(0, 86_400_000),
+  },
+  hookCacheSize: {
+    env: "HOOK_CACHE_SIZE",
+    shown: "10000",
+    doc: "Most answers kept per hook and worker (least recently used go first)",
+    default: () => 10_000,
+    parse: parseIntStrict,
+    check: int(1, 10_000_000),
+  },
+  hookHeaders: {
+    env: "HOOK_HEADERS",
+    shown: "origin,user-agent,cookie,x-forwarded-for",
+    doc: "Request headers (upgrades and HTTP requests) passed to the connect hook; with authentication off it identifies users from them",
+    default: () => ["origin", "user-agent", "cookie", "x-forwarded-for"],
+    parse: (s: string) => parseList(s).map((h) => h.toLowerCase()),
+    check: (v: string[]) => (v.find((h) => !/^[a-z0-9-]+$/.test(h)) ? "must be header names" : undefined),
+  },
+} satisfies SettingTable;
+
+export type HooksValues = ValuesOf<typeof settings>;
+
+export const hooks = section({
+  name: "hooks",
+  title: "Hooks to the application backend (auth/hooks.ts): allow or deny connections and subscriptions",
+  settings,
+  slice: {
+    connectUrl: "connectHookUrl",
+    subscribeUrl: "subscribeHookUrl",
+    timeoutMs: "hookTimeoutMs",
+    cacheTtlMs: "hookCacheTtlMs",
+    cacheSize: "hookCacheSize",
+    headers: "hookHeaders",
+  },
+});
+
+export type HooksSection = SliceOf<typeof settings, typeof hooks.slice>;

@@ -1,0 +1,92 @@
+import { type SettingTable, type SliceOf, type ValuesOf, int, positiveOrUnlimited, section } from "../setting.js";
+import { parseDuration, parseIntStrict, parseList } from "../parse.js";
+
+const settings = {
+  allowedOrigins: {
+    env: "ALLOWED_ORIGINS",
+    shown: "(any)",
+    doc: "Browser origins allowed to open a WebSocket (https://app.example.com, https://*.example.com); others get 403",
+    default: () => [] as string[],
+    parse: parseList,
+    check: (v: string[]) => {
+      const bad = v.find((o) => !/^https?:\/\/(\*\.)?[A-Za-z0-9.-]+(:\d+)?$/.test(o));
+      return bad ? `has "${bad}": use scheme://host[:port], optionally scheme://*.domain` : undefined;
+    },
+  },
+  maxConnections: {
+    env: "MAX_CONNECTIONS",
+    shown: "50000",
+    doc: "WebSocket connections per worker; upgrades beyond get HTTP 503",
+    default: () => 50_000,
+    parse: parseIntStrict,
+    check: int(1, 10_000_000),
+  },
+  maxConnectionsPerIp: {
+    env: "MAX_CONNECTIONS_PER_IP",
+    shown: "1000",
+    doc: "WebSocket connections per client IP per worker; beyond get HTTP 429; -1 unlimited",
+    default: () => 1_000,
+    parse: parseIntStrict,
+    check: positiveOrUnlimited,
+  },
+  connectRatePerIp: {
+    env: "CONNECT_RATE_PER_IP",
+    shown: "50",
+    doc: "New WebSocket connections per second per client IP per worker (token bucket; HTTP 429); -1 unlimited",
+    default: () => 50,
+    parse: parseIntStrict,
+    check: positiveOrUnlimited,
+  },
+  connectBurstPerIp: {
+    env: "CONNECT_BURST_PER_IP",
+    shown: "500",
+    doc: "Bucket size of CONNECT_RATE_PER_IP: connections one IP may open at once",
+    default: () => 500,
+    parse: parseIntStrict,
+    check: int(1, 10_000_000),
+  },
+  frameRate: {
+    env: "FRAME_RATE",
+    shown: "100",
+    doc: "Inbound frames per second per connection (token bucket): over it `rate_limited`, again within FRAME_RATE_WINDOW close 4029; -1 unlimited",
+    default: () => 100,
+    parse: parseIntStrict,
+    check: positiveOrUnlimited,
+  },
+  frameBurst: {
+    env: "FRAME_BURST",
+    shown: "200",
+    doc: "Bucket size of FRAME_RATE: frames a connection may send at once",
+    default: () => 200,
+    parse: parseIntStrict,
+    check: int(1, 10_000_000),
+  },
+  frameRateWindowMs: {
+    env: "FRAME_RATE_WINDOW",
+    shown: "10s",
+    doc: "A second frame-rate breach within this long after a `rate_limited` closes with 4029",
+    default: () => 10_000,
+    parse: parseDuration,
+    check: int(100, 3_600_000),
+  },
+} satisfies SettingTable;
+
+export type LimitsValues = ValuesOf<typeof settings>;
+
+export const limits = section({
+  name: "limits",
+  title: "Abuse limits on connections and frames: origins, counts, rates",
+  settings,
+  slice: {
+    allowedOrigins: "allowedOrigins",
+    maxConnections: "maxConnections",
+    maxConnectionsPerIp: "maxConnectionsPerIp",
+    connectRatePerIp: "connectRatePerIp",
+    connectBurstPerIp: "connectBurstPerIp",
+    frameRate: "frameRate",
+    frameBurst: "frameBurst",
+    frameRateWindowMs: "frameRateWindowMs",
+  },
+});
+
+export type LimitsSection = SliceOf<typeof settings, typeof limits.slice>;

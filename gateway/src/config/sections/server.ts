@@ -1,0 +1,151 @@
+import { availableParallelism } from "node:os";
+import { type SettingTable, type SliceOf, type ValuesOf, int, oneOf, section, trimmed } from "../setting.js";
+import { parseBytes, parseDuration, parseIntStrict } from "../parse.js";
+
+const settings = {
+  port: {
+    env: "PORT",
+    shown: "9000",
+    doc: "HTTP and WebSocket port; 0 picks a free one",
+    default: () => 9000,
+    parse: parseIntStrict,
+    check: int(0, 65535),
+  },
+  host: { env: "HOST", shown: "0.0.0.0", doc: "Address to listen on", default: () => "0.0.0.0", parse: trimmed },
+  adminHost: {
+    env: "ADMIN_HOST",
+    shown: "127.0.0.1",
+    doc: "Address of the admin listener (/metrics, /v1/stats); 0.0.0.0 to let a scraper in another host or pod reach it",
+    default: () => "127.0.0.1",
+    parse: trimmed,
+  },
+  adminPort: {
+    env: "ADMIN_PORT",
+    shown: "auto",
+    doc: "Admin listener port: /metrics and /v1/stats move off the public port to it. auto: 9100 when authentication is on, none when off; off: none; 0 picks a free one",
+    default: () => -2,
+    parse: (s: string) => (s.trim() === "auto" ? -2 : s.trim() === "off" ? -1 : parseIntStrict(s)),
+    check: (v: number) => (v < -2 || v > 65535 ? "must be auto, off, or a port from 0 to 65535" : undefined),
+  },
+  workers: {
+    env: "WORKERS",
+    shown: "CPU count",
+    doc: "Worker processes (node:cluster)",
+    default: () => availableParallelism(),
+    parse: parseIntStrict,
+    check: int(1, 256),
+  },
+  uwsModule: {
+    env: "UWS_MODULE",
+    shown: "uWebSockets.js",
+    doc: "The uWebSockets.js build to load: a package name (an npm alias of another build, e.g. an official one for a newer Node) or a path; its native binary must load",
+    default: () => "uWebSockets.js",
+    parse: trimmed,
+    check: (v: string) => (v === "" ? "must name a module" : undefined),
+  },
+  maxPayloadBytes: {
+    env: "MAX_PAYLOAD_BYTES",
+    shown: "64KiB",
+    doc: "Largest inbound WebSocket frame or HTTP body; larger frames close with 1009",
+    default: () => 65_536,
+    parse: parseBytes,
+    check: int(256, 16_777_216),
+  },
+  publishBatchMaxItems: {
+    env: "PUBLISH_BATCH_MAX_ITEMS",
+    shown: "1000",
+    doc: "Most items in one batch publish (WebSocket `pub` with `batch`, `POST /v1/publish`)",
+    default: () => 1_000,
+    parse: parseIntStrict,
+    check: int(1, 100_000),
+  },
+  publishBatchMaxBytes: {
+    env: "PUBLISH_BATCH_MAX_BYTES",
+    shown: "1MiB",
+    doc: "Largest body of `POST /v1/publish` (a batch); each item's data stays within MAX_PAYLOAD_BYTES, and a WebSocket batch within one frame",
+    default: () => 1_048_576,
+    parse: parseBytes,
+    check: int(256, 67_108_864),
+  },
+  idleTimeoutSec: {
+    env: "IDLE_TIMEOUT",
+    shown: "120s",
+    doc: "Idle WebSocket timeout; the server pings before it expires",
+    default: () => 120,
+    parse: (s: string) => Math.round(parseDuration(s) / 1000),
+    check: int(8, 960),
+  },
+  shutdownTimeoutMs: {
+    env: "SHUTDOWN_TIMEOUT",
+    shown: "10s",
+    doc: "Bound on the graceful drain at SIGTERM/SIGINT",
+    default: () => 10_000,
+    parse: parseDuration,
+    check: int(100, 600_000),
+  },
+  restartBackoffMs: {
+    env: "RESTART_BACKOFF",
+    shown: "500ms",
+    doc: "First delay before restarting a crashed worker (doubles to 30 s)",
+    default: () => 500,
+    parse: parseDuration,
+    check: int(0, 60_000),
+  },
+  compression: {
+    env: "COMPRESSION",
+    shown: "off",
+    doc: "WebSocket permessage-deflate: off, or shared (one compressor per socket, negotiated per client; costs CPU per delivery)",
+    default: () => "off" as "off" | "shared",
+    parse: oneOf("off", "shared"),
+  },
+  tlsPort: {
+    env: "TLS_PORT",
+    shown: "9443",
+    doc: "HTTPS/WSS port, served when TLS_CERT_FILE and TLS_KEY_FILE are set; 0 picks a free one",
+    default: () => 9443,
+    parse: parseIntStrict,
+    check: int(0, 65535),
+  },
+  tlsCertFile: {
+    env: "TLS_CERT_FILE",
+    shown: "(unset)",
+    doc: "PEM certificate (chain) for the TLS listener",
+    default: () => "",
+    parse: trimmed,
+  },
+  tlsKeyFile: {
+    env: "TLS_KEY_FILE",
+    shown: "(unset)",
+    doc: "PEM private key for the TLS listener",
+    default: () => "",
+    parse: trimmed,
+  },
+} satisfies SettingTable;
+
+export type ServerValues = ValuesOf<typeof settings>;
+
+export const server = section({
+  name: "server",
+  title: "The listeners (public, TLS, admin), the worker processes and the frames they accept",
+  settings,
+  slice: {
+    host: "host",
+    port: "port",
+    workers: "workers",
+    idleTimeoutSec: "idleTimeoutSec",
+    shutdownTimeoutMs: "shutdownTimeoutMs",
+    restartBackoffMs: "restartBackoffMs",
+    maxPayloadBytes: "maxPayloadBytes",
+    compression: "compression",
+    tlsPort: "tlsPort",
+    tlsCertFile: "tlsCertFile",
+    tlsKeyFile: "tlsKeyFile",
+    adminHost: "adminHost",
+    adminPort: "adminPort",
+    publishBatchMaxItems: "publishBatchMaxItems",
+    publishBatchMaxBytes: "publishBatchMaxBytes",
+    uwsModule: "uwsModule",
+  },
+});
+
+export type ServerSection = SliceOf<typeof settings, typeof server.slice>;

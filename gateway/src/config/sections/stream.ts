@@ -1,0 +1,138 @@
+import { type SettingTable, type SliceOf, type ValuesOf, derive, int, oneOf, positiveOrUnlimited, section, subjectTokens, trimmed } from "../setting.js";
+import { parseBool, parseBytes, parseDuration, parseIntStrict } from "../parse.js";
+
+const settings = {
+  streamName: {
+    env: "STREAM_NAME",
+    shown: "EVENTS",
+    doc: "JetStream stream holding all channels",
+    default: () => "EVENTS",
+    parse: trimmed,
+    check: (v: string) => (/^[A-Za-z0-9_-]+$/.test(v) ? undefined : "must be letters, digits, _ or -"),
+  },
+  subjectPrefix: {
+    env: "SUBJECT_PREFIX",
+    shown: "ev",
+    doc: "Subject prefix: channel orders.eu is subject <prefix>.orders.eu",
+    default: () => "ev",
+    parse: trimmed,
+    check: subjectTokens(),
+  },
+  liveSubjectPrefix: {
+    env: "LIVE_SUBJECT_PREFIX",
+    shown: "<prefix>live",
+    doc: "Prefix the stream republishes every stored message under for live delivery (core NATS, no consumer); must not overlap the stream's subjects",
+    default: () => "",
+    parse: trimmed,
+    check: subjectTokens(true),
+  },
+  streamStorage: {
+    env: "STREAM_STORAGE",
+    shown: "file",
+    doc: "Stream storage: file or memory",
+    default: () => "file" as "file" | "memory",
+    parse: oneOf("file", "memory"),
+  },
+  streamReplicas: {
+    env: "STREAM_REPLICAS",
+    shown: "1",
+    doc: "Stream replicas (1, 3 or 5 on a cluster)",
+    default: () => 1,
+    parse: parseIntStrict,
+    check: int(1, 5),
+  },
+  streamMaxAge: {
+    env: "STREAM_MAX_AGE",
+    shown: "24h",
+    doc: "Oldest message kept; 0 keeps forever",
+    default: () => 86_400_000,
+    parse: parseDuration,
+  },
+  streamMaxMsgsPerSubject: {
+    env: "STREAM_MAX_MSGS_PER_SUBJECT",
+    shown: "-1",
+    doc: "Messages kept per channel; -1 unlimited",
+    default: () => -1,
+    parse: parseIntStrict,
+    check: positiveOrUnlimited,
+  },
+  streamMaxBytes: {
+    env: "STREAM_MAX_BYTES",
+    shown: "1GiB",
+    doc: "Stream size limit; -1 unlimited",
+    default: () => 1_073_741_824,
+    parse: parseBytes,
+    check: positiveOrUnlimited,
+  },
+  streamDuplicateWindow: {
+    env: "STREAM_DUPLICATE_WINDOW",
+    shown: "2m",
+    doc: "Window in which a repeated msgId / Idempotency-Key is stored once",
+    default: () => 120_000,
+    parse: parseDuration,
+    check: (v: number) => (v < 100 ? "must be at least 100ms" : undefined),
+  },
+  streamMaxConsumers: {
+    env: "STREAM_MAX_CONSUMERS",
+    shown: "10000",
+    doc: "Consumers the stream allows (durable subscriptions are its only consumers; nats-server 2.15 defaults to 1000); -1 unlimited",
+    default: () => 10_000,
+    parse: parseIntStrict,
+    check: positiveOrUnlimited,
+  },
+  updateStream: {
+    env: "UPDATE_STREAM",
+    shown: "false",
+    doc: "Update an existing stream whose config differs instead of exiting",
+    default: () => false,
+    parse: parseBool,
+    boolean: true,
+  },
+  streamCheckIntervalMs: {
+    env: "STREAM_CHECK_INTERVAL",
+    shown: "10s",
+    doc: "How often the primary checks that the stream and the presence bucket are set up as the gateway needs (republish rule, direct gets, subjects; not deleted); a drift makes /readyz 503",
+    default: () => 10_000,
+    parse: parseDuration,
+    check: int(100, 3_600_000),
+  },
+  streamRepair: {
+    env: "STREAM_REPAIR",
+    shown: "repair",
+    doc: "repair: put a drifted stream or bucket back (update it, or create it again); report: only log it, set fanout_stream_drift and answer /readyz 503",
+    default: () => "repair" as const,
+    parse: oneOf("repair", "report"),
+  },
+} satisfies SettingTable;
+
+export type StreamValues = ValuesOf<typeof settings>;
+
+export const stream = section({
+  name: "stream",
+  title: "The default JetStream stream: its subjects, limits, and the primary's watch over its setup",
+  settings,
+  slice: {
+    name: "streamName",
+    subjectPrefix: "subjectPrefix",
+    livePrefix: derive(["liveSubjectPrefix"], livePrefixOf),
+    storage: "streamStorage",
+    replicas: "streamReplicas",
+    maxAgeMs: "streamMaxAge",
+    maxMsgsPerSubject: "streamMaxMsgsPerSubject",
+    maxBytes: "streamMaxBytes",
+    duplicateWindowMs: "streamDuplicateWindow",
+    maxConsumers: "streamMaxConsumers",
+    update: "updateStream",
+    checkIntervalMs: "streamCheckIntervalMs",
+    repair: derive(["streamRepair"], (c: Pick<StreamValues, "streamRepair">) => c.streamRepair === "repair"),
+    // Per-message TTL (`Nats-TTL`, JetStream's allow_msg_ttl) is for namespace streams only.
+    allowMsgTtl: derive([], () => false),
+  },
+});
+
+export type StreamSection = SliceOf<typeof settings, typeof stream.slice>;
+
+/** The subject prefix of live (republished) messages: LIVE_SUBJECT_PREFIX, or `<SUBJECT_PREFIX>live`. */
+export function livePrefixOf(c: Pick<StreamValues, "liveSubjectPrefix" | "subjectPrefix">): string {
+  return c.liveSubjectPrefix || `${c.subjectPrefix}live`;
+}
