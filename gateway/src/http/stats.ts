@@ -23,12 +23,13 @@ export function parsePrometheus(text: string): PromSample[] {
   const out: PromSample[] = [];
   for (const line of text.split("\n")) {
     if (line.length === 0 || line.startsWith("#")) continue;
-    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})?\s+(\S+)/.exec(line);
-    if (!m) continue;
+    const [, name, labelText, raw] = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})?\s+(\S+)/.exec(line) ?? [];
+    if (name === undefined || raw === undefined) continue;
     const labels: Record<string, string> = {};
-    if (m[2]) for (const l of m[2].matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = l[2]!.replace(/\\(.)/g, (_s, c: string) => (c === "n" ? "\n" : c));
-    const value = m[3] === "+Inf" ? Infinity : m[3] === "-Inf" ? -Infinity : Number(m[3]);
-    out.push({ name: m[1]!, labels, value });
+    for (const [, key, quoted] of labelText?.matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g) ?? [])
+      if (key !== undefined && quoted !== undefined) labels[key] = quoted.replace(/\\(.)/g, (_s, c: string) => (c === "n" ? "\n" : c));
+    const value = raw === "+Inf" ? Infinity : raw === "-Inf" ? -Infinity : Number(raw);
+    out.push({ name, labels, value });
   }
   return out;
 }
@@ -88,9 +89,8 @@ export function quantile(q: number, b: Buckets): number | undefined {
   const rank = q * total;
   let prevLe = 0;
   let prevCount = 0;
-  for (let i = 0; i < b.le.length; i++) {
-    const le = b.le[i]!;
-    const count = b.counts[i]!;
+  for (const [i, le] of b.le.entries()) {
+    const count = b.counts[i] ?? prevCount;
     if (count >= rank && count > prevCount) {
       if (le === Infinity) return prevLe;
       return prevLe + ((le - prevLe) * (rank - prevCount)) / (count - prevCount);
