@@ -1,6 +1,8 @@
 // ESLint rule "local/layers": the folders of gateway/src import only downwards, in the order the docs give
 // (docs/architecture.md, "Source layout"). Each folder has a rank; an import of a higher rank, or of another
-// door (ws, sse, http: same rank, separate), is an error. Files at gateway/src's top level are ranked too.
+// door (ws, sse, http: same rank, separate), is an error. Files at gateway/src's top level are ranked too,
+// and a folder or top-level file the list does not name is an error of its own: it must be given a rank
+// (here and in the docs), or the rule would let it import anything and be imported by anything.
 import { dirname, relative, resolve, sep } from "node:path";
 
 /** Lowest first. A folder may import its own rank (the doors excepted) and every rank below. */
@@ -32,13 +34,23 @@ export default {
     const file = resolve(context.filename);
     const root = resolve(context.cwd ?? process.cwd(), "gateway/src");
     const from = unitOf(root, file);
-    if (from === undefined || !RANK.has(from)) return {};
+    if (from === undefined) return {};
+    const unranked = (unit) =>
+      `gateway/src/${unit} is not in LAYERS (scripts/eslint/layers.js): give it a rank there and in docs/architecture.md's "Source layout"`;
     return {
       Program(node) {
+        if (!RANK.has(from)) {
+          context.report({ node, message: unranked(from) });
+          return;
+        }
         const text = context.sourceCode.getText();
         for (const m of text.matchAll(IMPORT)) {
           const to = unitOf(root, resolve(dirname(file), m[1]).replace(/\.js$/, ".ts"));
-          if (to === undefined || to === from || !RANK.has(to)) continue;
+          if (to === undefined || to === from) continue;
+          if (!RANK.has(to)) {
+            context.report({ node, message: `${from}/ imports ${m[1]}: ${unranked(to)}` });
+            continue;
+          }
           const up = RANK.get(to) > RANK.get(from);
           const across = DOORS.has(from) && DOORS.has(to);
           if (up || across)
