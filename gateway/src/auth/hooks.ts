@@ -42,8 +42,6 @@ type Cached<T> = { allow: true; value: T; expires: number } | { allow: false; re
 export class Hooks {
   private readonly subscribeCache: AnswerCache<true>;
   private readonly connectCache: AnswerCache<ConnectDecision>;
-  /** Calls made to the subscribe hook (tests and the curious). */
-  subscribeCalls = 0;
 
   constructor(
     private readonly config: HooksSection,
@@ -103,7 +101,6 @@ export class Hooks {
   /** Asks the subscribe hook (or, for an identified user, its cache); rejects with `forbidden` or `hook_unavailable`. */
   async subscribe(r: SubscribeHookRequest, identified: boolean): Promise<void> {
     await this.ask(`subscription to ${r.channel}`, identified ? this.subscribeCache : undefined, r, async () => {
-      this.subscribeCalls++;
       const answer = await this.call("subscribe", this.config.subscribeUrl, r);
       return answer.allow === true ? { allow: true, value: true as const } : { allow: false, reason: reasonOf(answer) };
     });

@@ -30,8 +30,6 @@ export type BrokerEvent =
    */
   | { type: "epoch"; epoch: string; stream: string };
 
-export type BrokerCapabilities = { replay: boolean; durable: boolean; history: boolean };
-
 /** The stream's bounds and epoch (its creation time: a recreated stream has a new one). */
 export type StreamState = {
   firstSeq: number;
@@ -155,7 +153,6 @@ export interface Bus {
 /** What the fan-out, WebSocket and HTTP layers need from a broker (JetStream, or Redis pub/sub as a baseline). */
 export interface Broker {
   readonly kind: "jetstream" | "redis";
-  readonly capabilities: BrokerCapabilities;
   /** Present when the broker stores messages (JetStream). */
   readonly replay?: ReplayApi;
   /** Present when the broker has acked durable consumers (JetStream). */

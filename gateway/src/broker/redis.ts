@@ -79,7 +79,6 @@ export function parseEnvelope(raw: Buffer): { seq: number; ts: number; payload: 
  */
 export class RedisBroker implements Broker {
   readonly kind = "redis" as const;
-  readonly capabilities = { replay: false, durable: false, history: false };
   private readonly prefixDot: string;
   private readonly seqKey: string;
   private readonly registrations = new Map<string, Registration>();

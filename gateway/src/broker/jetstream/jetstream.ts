@@ -56,7 +56,6 @@ export type JetStreamBrokerOptions = {
  */
 export class JetStreamBroker implements Broker {
   readonly kind = "jetstream" as const;
-  readonly capabilities = { replay: true, durable: true, history: true };
   /** The default stream's part, then one per namespace. */
   readonly parts: readonly StreamPart[];
   readonly replay: RoutedReplay;

@@ -37,9 +37,6 @@ export function decodeToken(token: string): string {
 /** The channel part of its members' keys. */
 export const encodeChannel = (channel: string): string => channel.split(".").map(encodeToken).join(".");
 
-/** A client id: 16 characters of base64url, valid as one KV key token. */
-export const CLIENT_ID = /^[A-Za-z0-9_-]{1,64}$/;
-
 /** The key of one member. */
 export const memberKey = (channel: string, client: string): string => `${encodeChannel(channel)}.${client}`;
 
