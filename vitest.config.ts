@@ -4,6 +4,7 @@ import { defineConfig } from "vitest/config";
 const UNIT = [
   "gateway/test/unit/**/*.test.ts",
   "gateway/client/test/**/*.test.ts",
+  "gateway/conformance/test/**/*.test.ts",
   "gateway/test/fuzz/frames.fuzz.test.ts",
   "subtools/test/unit/**/*.test.ts",
   "pubtools/test/unit/**/*.test.ts",
@@ -11,7 +12,8 @@ const UNIT = [
 ];
 const ALL = [
   "gateway/test/**/*.test.ts",
-  "gateway/client/{test,conformance}/**/*.test.ts",
+  "gateway/client/test/**/*.test.ts",
+  "gateway/conformance/**/*.test.ts",
   "subtools/test/**/*.test.ts",
   "pubtools/test/**/*.test.ts",
   "loadtest/test/**/*.test.ts",

@@ -4,11 +4,11 @@
 import { createConnection, createServer, type Socket } from "node:net";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
-import { startNatsServer, type NatsServerHandle } from "../../test/support/nats-server.js";
-import { childPids, startGateway, type GatewayHandle } from "../../test/support/gateway.js";
-import { httpPublish } from "../../test/support/ws-client.js";
-import { waitFor } from "../../test/support/wait.js";
-import { AUDIENCE, ISSUER, SECRET, sign } from "../../test/auth/support.js";
+import { startNatsServer, type NatsServerHandle } from "../test/support/nats-server.js";
+import { childPids, startGateway, type GatewayHandle } from "../test/support/gateway.js";
+import { httpPublish } from "../test/support/ws-client.js";
+import { waitFor } from "../test/support/wait.js";
+import { AUDIENCE, ISSUER, SECRET, sign } from "../test/auth/support.js";
 import type { Harness, Step, TokenSpec } from "./runner.js";
 
 const API_KEY = "conformance-api-key-0123456789";

@@ -4,7 +4,7 @@
 // (`fanout-gateway/client`) and serves it (/client.js): the one-file bundle that `npm run build` makes.
 import { createInterface } from "node:readline";
 import WebSocket from "ws";
-import { GatewayClient } from "../../../../dist/gateway/client/client.js";
+import { GatewayClient } from "../../../dist/gateway/client/client.js";
 
 let client;
 let token;
