@@ -1,12 +1,14 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { ErrorCode } from "../../src/protocol/codes.js";
-import { WIRE_ERRORS } from "../../src/errors.js";
 import { GatewayError, WIRE_CODES } from "../src/index.js";
 
-// The wire error codes live in three places: the gateway's (protocol/codes.ts, with each code's default
-// `temporary` in errors.ts), the protocol's table (PROTOCOL.md), and the SDK's fallback table. These tests
-// keep them one list.
+// The wire error codes an SDK needs come from one file, gateway/src/protocol/codes.json, generated from the
+// gateway's protocol/codes.ts and errors.ts (gateway/test/unit/codes-file.test.ts keeps it current). The
+// SDK's fallback table and the protocol's documented table must both be that list.
+const codesJson = JSON.parse(readFileSync(new URL("../../src/protocol/codes.json", import.meta.url), "utf8")) as {
+  errors: Record<string, { temporary: boolean }>;
+};
+const generated = Object.fromEntries(Object.entries(codesJson.errors).map(([code, v]) => [code, v.temporary]));
 
 /** PROTOCOL.md's "Error codes" table: code → temporary ("yes…" or "no"). */
 function protocolTable(): Record<string, boolean> {
@@ -23,17 +25,15 @@ function protocolTable(): Record<string, boolean> {
 const sdk = Object.fromEntries(Object.entries(WIRE_CODES).map(([code, v]) => [code, v.temporary]));
 const sorted = (o: Record<string, boolean>) => Object.fromEntries(Object.entries(o).sort(([a], [b]) => a.localeCompare(b)));
 
-describe("codes — the SDK, the gateway and PROTOCOL.md name the same codes, equally temporary", () => {
-  it("codes — the SDK's table is the gateway's ErrorCode list with WIRE_ERRORS' temporary", () => {
-    const gateway = Object.fromEntries(Object.values(ErrorCode).map((c) => [c, WIRE_ERRORS[c].temporary]));
-    expect(Object.keys(gateway).length).toBeGreaterThan(20);
-    expect(sorted(sdk)).toEqual(sorted(gateway));
+describe("codes — the SDK and PROTOCOL.md name codes.json's codes, equally temporary", () => {
+  it("codes — the SDK's table is codes.json's", () => {
+    expect(Object.keys(generated).length).toBeGreaterThan(20);
+    expect(sorted(sdk)).toEqual(sorted(generated));
   });
 
-  it("codes — the SDK's table is PROTOCOL.md's error code table", () => {
+  it("codes — PROTOCOL.md's error code table documents codes.json's codes", () => {
     const table = protocolTable();
-    expect(Object.keys(table).length).toBeGreaterThan(20);
-    expect(sorted(sdk)).toEqual(sorted(table));
+    expect(sorted(table)).toEqual(sorted(generated));
   });
 
   it("codes — an err frame without `temporary` falls back to the table; unknown codes count as temporary", () => {
