@@ -3,6 +3,7 @@ import { toMessage } from "./delivery.js";
 import { GatewayError, messageOf, wireError } from "./errors.js";
 import { Emitter, type GatewayEvent, type GatewayEventType } from "./events.js";
 import { parseOptions, type ClientOptions, type GatewayClientOptions } from "./options.js";
+import { readHistory } from "./history.js";
 import { presenceEvent, presenceList } from "./presence.js";
 import { newMsgId, Outbox, pubFrame, type BatchPub, type Pub } from "./publish.js";
 import { acceptOk, acceptSeq, autoSub, newSub, subscribeFrame, type Sub } from "./subscriptions.js";
@@ -11,6 +12,8 @@ import type {
   BatchItemResult,
   Frame,
   GatewayMessage,
+  HistoryOptions,
+  HistoryPage,
   MessageHandler,
   PresenceList,
   PublishResult,
@@ -38,7 +41,10 @@ export class GatewayClient {
   private readonly subs = new Map<string, Sub>();
   private readonly outbox: Outbox;
 
-  constructor(url: string, options: GatewayClientOptions = {}) {
+  constructor(
+    private readonly url: string,
+    options: GatewayClientOptions = {},
+  ) {
     this.opts = parseOptions(options);
     this.outbox = new Outbox(this.opts.queueLimit);
     this.conn = new Connection(
@@ -145,6 +151,15 @@ export class GatewayClient {
     return new Promise((resolve, reject) => {
       this.conn.request(ws, { op: "presence", channel }, (r) => (r.op === "presence" ? resolve(presenceList(r)) : reject(wireError(r))));
     });
+  }
+
+  /**
+   * One page of a channel's stored messages, oldest first, read over HTTP from the same gateway with the
+   * client's token (`getToken`'s, when set): needs the sub right on the channel, not a connection.
+   */
+  async history(channel: string, options: HistoryOptions = {}): Promise<HistoryPage> {
+    const token = this.opts.getToken ? await this.opts.getToken() : this.opts.token;
+    return readHistory(this.url, channel, options, token);
   }
 
   /** Closes with 1000 and stops reconnecting; queued publishes and pending subscribes reject with `closed`. */

@@ -34,7 +34,7 @@ export function connectTarget(url: string, token: string | undefined, tokenVia: 
 }
 
 /**
- * The socket and its lifecycle: opening (with a fresh token), the connect timeout, full-jitter reconnects,
+ * The socket and its lifecycle: opening (with a fresh token), the connect and ping timeouts, full-jitter reconnects,
  * close codes, and request/reply by `id`. It knows nothing of subscriptions or publishes: it tells its owner
  * through `ConnectionHooks`.
  */
@@ -46,6 +46,9 @@ export class Connection {
   private attempt = 0;
   private reconnectTimer: Timer | undefined;
   private connectTimer: Timer | undefined;
+  private pingTimer: Timer | undefined;
+  /** A frame arrived since the last ping. */
+  private heard = true;
   private nextId = 1;
   private readonly pending = new Map<number, (f: Frame) => void>();
   private closedWaiters: (() => void)[] = [];
@@ -139,10 +142,37 @@ export class Connection {
     this.state = "open";
     this.hooks.emit({ type: "connected" });
     this.firstOpen.resolve();
+    this.keepAlive(ws);
     this.hooks.opened(ws);
   }
 
+  /**
+   * A `ping` every pingIntervalMs; when nothing at all arrives within pingTimeoutMs of one, the link is dead
+   * (a half-open TCP connection, as a phone changing networks leaves behind): drop it without waiting for a
+   * close handshake that cannot complete, and reconnect. A dead link is noticed within the sum of the two.
+   */
+  private keepAlive(ws: WebSocketLike): void {
+    const { pingIntervalMs: every, pingTimeoutMs: within } = this.opts;
+    if (every === 0) return;
+    this.pingTimer = setTimer(() => {
+      if (this.ws !== ws || this.state !== "open") return;
+      this.heard = false;
+      this.request(ws, { op: "ping" }, () => undefined);
+      this.pingTimer = setTimer(() => {
+        if (this.ws !== ws) return;
+        if (this.heard) return this.keepAlive(ws);
+        this.onClose(ws, 1006, "ping timeout");
+        try {
+          ws.close();
+        } catch {
+          /* already closing */
+        }
+      }, within);
+    }, every - within);
+  }
+
   private onText(ws: WebSocketLike, text: string): void {
+    this.heard = true;
     let f: Frame;
     try {
       f = JSON.parse(text) as Frame;
@@ -161,6 +191,7 @@ export class Connection {
   private onClose(ws: WebSocketLike, code: number, reason: string): void {
     if (this.ws !== ws) return;
     clearTimer(this.connectTimer);
+    clearTimer(this.pingTimer);
     this.ws = undefined;
     this.pending.clear();
     for (const w of this.closedWaiters.splice(0)) w();
@@ -204,6 +235,7 @@ export class Connection {
     this.stopped = error;
     clearTimer(this.reconnectTimer);
     clearTimer(this.connectTimer);
+    clearTimer(this.pingTimer);
     this.firstOpen.promise.catch(() => undefined);
     this.firstOpen.reject(error);
     this.hooks.stopped(error);

@@ -10,7 +10,8 @@ export type ClientErrorCode =
   | "no_websocket"
   | "no_eventsource"
   | "token_error"
-  | "not_connected";
+  | "not_connected"
+  | "no_fetch";
 
 /**
  * Every wire error code of protocol version 1 (PROTOCOL.md "Error codes") and whether retrying can help. The

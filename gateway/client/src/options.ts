@@ -22,6 +22,13 @@ export interface GatewayClientOptions {
   /** A connection attempt that has not opened after this long is abandoned and retried. */
   connectTimeoutMs?: number;
   /**
+   * While connected, a `ping` frame goes out this often (0: never), and a connection that receives nothing
+   * within `pingTimeoutMs` of one is dropped and reconnected: a dead link is noticed within their sum.
+   */
+  pingIntervalMs?: number;
+  /** How long after a ping a silent connection counts as dead; at most `pingIntervalMs`. */
+  pingTimeoutMs?: number;
+  /**
    * Handler of server-side subscriptions (the token's `channels.auto`, or a connect hook's): messages of the
    * channels the server subscribed this connection to. They resume after reconnects like `subscribe()`'s;
    * without this option their messages are dropped.
@@ -29,7 +36,15 @@ export interface GatewayClientOptions {
   onAutoMessage?: MessageHandler;
 }
 
-export const DEFAULT_OPTIONS = { minDelayMs: 250, maxDelayMs: 15_000, queueLimit: 1_000, connectTimeoutMs: 10_000, tokenVia: "protocol" } as const;
+export const DEFAULT_OPTIONS = {
+  minDelayMs: 250,
+  maxDelayMs: 15_000,
+  queueLimit: 1_000,
+  connectTimeoutMs: 10_000,
+  pingIntervalMs: 20_000,
+  pingTimeoutMs: 10_000,
+  tokenVia: "protocol",
+} as const;
 
 /** The options in force: defaults filled in, each checked. `token` changes with `refreshToken`. */
 export type ClientOptions = Required<Omit<GatewayClientOptions, "token" | "getToken" | "onAutoMessage">> &
@@ -46,6 +61,10 @@ export function parseOptions(options: GatewayClientOptions): ClientOptions {
   if (!(Number.isInteger(queueLimit) && queueLimit >= 0)) throw new GatewayError("bad_option", `queueLimit must be an integer >= 0, got ${queueLimit}`);
   if (!(Number.isFinite(connectTimeoutMs) && connectTimeoutMs > 0))
     throw new GatewayError("bad_option", `connectTimeoutMs must be > 0, got ${connectTimeoutMs}`);
+  const { pingIntervalMs: every, pingTimeoutMs: within } = opts;
+  if (!(Number.isFinite(every) && every >= 0)) throw new GatewayError("bad_option", `pingIntervalMs must be a number >= 0, got ${every}`);
+  if (every > 0 && !(Number.isFinite(within) && within > 0 && within <= every))
+    throw new GatewayError("bad_option", `pingTimeoutMs must be > 0 and <= pingIntervalMs (${every}), got ${within}`);
   if (opts.tokenVia !== "query" && opts.tokenVia !== "protocol") throw new GatewayError("bad_option", `tokenVia must be "query" or "protocol"`);
   return opts;
 }

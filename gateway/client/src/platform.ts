@@ -1,6 +1,6 @@
 /**
  * What the client takes from its host, read from `globalThis` when used: timers, microtasks and (for SSE
- * refusals) fetch. Typed here so that the package compiles without the DOM or Node type libraries, and runs
+ * refusals and history reads) fetch. Typed here so that the package compiles without the DOM or Node type libraries, and runs
  * in browsers, React Native and Node alike.
  */
 export type Timer = unknown;
@@ -9,7 +9,7 @@ type Host = {
   setTimeout(fn: () => void, ms: number): Timer;
   clearTimeout(t: Timer): void;
   queueMicrotask(fn: () => void): void;
-  fetch?: (url: string, init?: { signal?: unknown }) => Promise<{ status: number; json(): Promise<unknown> }>;
+  fetch?: (url: string, init?: { signal?: unknown; headers?: Record<string, string> }) => Promise<{ status: number; json(): Promise<unknown> }>;
   AbortController?: new () => { signal: unknown; abort(): void };
 };
 const host = (): Host => globalThis as unknown as Host;

@@ -1,6 +1,7 @@
 import { backoffDelay } from "./backoff.js";
 import { GatewayError, messageOf, wireError } from "./errors.js";
 import { DEFAULT_OPTIONS } from "./options.js";
+import { httpBase } from "./history.js";
 import { clearTimer, hostAbortController, hostFetch, queryString, setTimer, type Timer } from "./platform.js";
 import type { GatewayMessage } from "./types.js";
 import { acceptSeq, type SeqTrack } from "./subscriptions.js";
@@ -64,10 +65,7 @@ export function subscribeEvents<T = unknown>(
 ): EventSubscription {
   const ES = options.EventSource ?? (globalThis as { EventSource?: EventSourceConstructor }).EventSource;
   if (!ES) throw new GatewayError("no_eventsource", "no EventSource implementation: pass options.EventSource", { temporary: false });
-  const base = url
-    .replace(/^ws(s?):/, "http$1:")
-    .replace(/\/ws\/?$/, "")
-    .replace(/\/+$/, "");
+  const base = httpBase(url);
   const minDelay = options.minDelayMs ?? DEFAULT_OPTIONS.minDelayMs;
   const maxDelay = options.maxDelayMs ?? DEFAULT_OPTIONS.maxDelayMs;
   let es: EventSourceLike | undefined;

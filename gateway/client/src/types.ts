@@ -88,6 +88,13 @@ export interface Subscription {
   unsubscribe(): void;
 }
 
+/** Which stored messages `history` reads: the newest `last`, or at most `limit` from stream seq `fromSeq` on. */
+export type HistoryOptions = { last?: number; fromSeq?: number; limit?: number };
+/** A stored message as a history read returns it. */
+export type HistoryMessage = { seq: number; ts: number; channel: string; data: unknown };
+/** One page of history, oldest first; `next` (when more follow) is the `fromSeq` to read the rest with. */
+export type HistoryPage = { messages: HistoryMessage[]; firstSeq?: number; lastSeq?: number; next?: number };
+
 export type PublishResult = { seq: number; duplicate: boolean };
 /**
  * One item of `publishBatch`: as `publish`'s arguments. `ttl` ("30s"): the message expires from the stream

@@ -121,6 +121,37 @@ describe("client — backoff against a fake socket", () => {
     expect(first.closedWith).toEqual({ code: undefined, reason: undefined });
     await reconnect(sockets);
   });
+
+  it("client — a half-open link: silent for pingTimeoutMs after a ping, it is dropped at once and reconnected; one that answers stays", async () => {
+    const { client, last, sockets, events } = setup({ pingIntervalMs: 1_000, pingTimeoutMs: 400 });
+    void client.connect();
+    const ws = last();
+    ws.open();
+    await vi.advanceTimersByTimeAsync(600);
+    expect(ws.frames("ping")).toHaveLength(1);
+    ws.deliver({ op: "pong", id: ws.frames("ping")[0]!.id, time: 1 });
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(ws.frames("ping")).toHaveLength(2);
+    expect(events.some((e) => e.type === "disconnected")).toBe(false);
+    // Nothing answers the second ping: within pingTimeoutMs of it the client gives up on this socket.
+    await vi.advanceTimersByTimeAsync(399);
+    expect(events.some((e) => e.type === "disconnected")).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(events.at(-1)).toMatchObject({ type: "disconnected", code: 1006, reason: "ping timeout", willReconnect: true });
+    expect(ws.closedWith).toBeDefined();
+    await reconnect(sockets);
+  });
+
+  it("client — ping options are checked: pingTimeoutMs at most pingIntervalMs; 0 switches pings off", async () => {
+    expect(() => setup({ pingIntervalMs: 1_000, pingTimeoutMs: 2_000 })).toThrow(/pingTimeoutMs/);
+    expect(() => setup({ pingIntervalMs: -1 })).toThrow(/pingIntervalMs/);
+    const { client, last } = setup({ pingIntervalMs: 0 });
+    void client.connect();
+    const ws = last();
+    ws.open();
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(ws.frames("ping")).toHaveLength(0);
+  });
 });
 
 describe("client — publishing against a fake socket", () => {
