@@ -1,20 +1,14 @@
-import { readdirSync, readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, it } from "vitest";
+import { PACKAGE_ROOT } from "../src/config/config.js";
+import { loadScenarios, parseArgs } from "./cli.js";
 import { startHarness, type GatewayHarness } from "./harness.js";
-import { ClientProcess, runScenario, type Scenario } from "./runner.js";
+import { runScenario } from "./runner.js";
 
 // Every scenario of scenarios/ against a real gateway and a client-under-test: the TypeScript SDK
-// (adapters/typescript.mjs), or the command in CONFORMANCE_CLIENT (split on spaces), another SDK's adapter.
-const dir = new URL("./scenarios/", import.meta.url);
-const scenarios = readdirSync(dir)
-  .filter((f) => f.endsWith(".json"))
-  .sort()
-  .map((f) => JSON.parse(readFileSync(new URL(f, dir), "utf8")) as Scenario);
-const [command, ...args] = process.env.CONFORMANCE_CLIENT?.split(" ") ?? [
-  process.execPath,
-  fileURLToPath(new URL("./adapters/typescript.mjs", import.meta.url)),
-];
+// (adapters/typescript.mjs), or CONFORMANCE_CLIENT, as `npm run conformance -- --client` takes it.
+const { label, client } = parseArgs(["--client", process.env.CONFORMANCE_CLIENT ?? "typescript"]);
+const scenarios = loadScenarios(join(PACKAGE_ROOT, "gateway/conformance/scenarios"));
 
 let harness: GatewayHarness;
 beforeAll(async () => {
@@ -24,15 +18,13 @@ afterAll(async () => {
   await harness?.close();
 });
 
-describe(`conformance — ${process.env.CONFORMANCE_CLIENT ?? "the TypeScript SDK"}`, () => {
+describe(`conformance — ${label}`, () => {
   for (const s of scenarios) {
     it(`conformance — ${s.name}: ${s.description}`, async () => {
-      const client = new ClientProcess(command!, args);
       try {
         await runScenario(s, harness, client);
       } finally {
-        await client.stop();
-        await harness.fault("accept", { fault: "accept" });
+        await harness.reset();
       }
     }, 90_000);
   }

@@ -1,12 +1,12 @@
-// The conformance runner: plays one scenario (scenarios/*.json) against a client-under-test, a process that
-// speaks the line protocol of README.md on stdin/stdout, and a `Harness` that owns the real gateway and its
+// The conformance runner: plays one scenario (scenarios/*.json) against clients-under-test, processes that
+// speak the line protocol of README.md on stdin/stdout, and a `Harness` that owns the real gateway and its
 // faults. It knows no SDK: any language's client passes by answering the same lines.
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { createInterface } from "node:readline";
 
-/** A token the harness signs: rights on every channel unless `auto` adds server-side subscriptions. */
-export type TokenSpec = { ttlSec?: number; auto?: string[] };
+/** A token the harness signs: rights to subscribe everywhere, to publish on `pub` (default everywhere), subject `user`. */
+export type TokenSpec = { ttlSec?: number; auto?: string[]; user?: string; pub?: string[] };
 
 export type Step = Record<string, unknown> & ({ do: string } | { fault: string } | { expect: string });
 export type Scenario = { name: string; description: string; steps: Step[] };
@@ -18,28 +18,34 @@ export interface Harness {
   token(spec: TokenSpec): Promise<string>;
   /** Publishes over HTTP (not through the client under test); resolves with the stored seq. */
   publish(channel: string, data: unknown): Promise<number>;
-  /** `cut`, `kill_workers`, `recreate_stream`, `refuse`, `accept`, `wait`. */
+  /** `cut`, `stall`, `refuse`, `accept`, `down`, `up`, `kill_workers`, `recreate_stream`, `wait`. */
   fault(name: string, step: Step): Promise<void>;
 }
 
 export type ClientEvent = Record<string, unknown> & { event: string };
 type Reply = { id: number; ok: boolean; result?: Record<string, unknown>; error?: { code: string; temporary: boolean; message?: string } };
 
+/** How to start a client-under-test: a program and its arguments (no shell). */
+export type ClientCommand = { command: string; args: string[] };
+
 /** A client-under-test process: commands in, replies and events out, one JSON object per line. */
 export class ClientProcess {
   readonly events: ClientEvent[] = [];
+  /** When each of `events` arrived (ms since the epoch). */
+  readonly arrivals: number[] = [];
+  /** stdout lines that are not protocol lines: each fails the scenario. */
+  readonly violations: string[] = [];
   private readonly proc: ChildProcess;
-  private readonly waiting = new Map<number, (r: Reply) => void>();
+  private readonly waiting = new Map<number, (r: Reply | Error) => void>();
   private nextId = 1;
   private stderr = "";
 
-  constructor(command: string, args: string[]) {
+  constructor({ command, args }: ClientCommand) {
     this.proc = spawn(command, args, { stdio: ["pipe", "pipe", "pipe"] });
-    createInterface({ input: this.proc.stdout! }).on("line", (line) => {
-      const o = JSON.parse(line) as Reply | ClientEvent;
-      if ("event" in o) this.events.push(o);
-      else this.waiting.get(o.id)?.(o);
-    });
+    this.proc.on("error", (e) => this.failAll(new Error(`cannot start ${command}: ${e.message}`)));
+    this.proc.on("exit", (code, signal) => this.failAll(new Error(`the client exited (${signal ?? `code ${code}`}); stderr: ${this.stderr}`)));
+    this.proc.stdin!.on("error", () => undefined); // a client that exited: its exit fails what waits
+    createInterface({ input: this.proc.stdout! }).on("line", (line) => this.onLine(line));
     this.proc.stderr!.on("data", (d: Buffer) => (this.stderr = (this.stderr + d.toString()).slice(-4_000)));
   }
 
@@ -51,93 +57,142 @@ export class ClientProcess {
       this.waiting.set(id, (r) => {
         clearTimeout(t);
         this.waiting.delete(id);
-        resolve(r);
+        if (r instanceof Error) reject(r);
+        else resolve(r);
       });
       this.proc.stdin!.write(`${JSON.stringify({ ...cmd, id })}\n`);
     });
   }
 
   async stop(): Promise<void> {
-    if (this.proc.exitCode !== null) return;
+    if (this.proc.exitCode !== null || this.proc.signalCode !== null || this.proc.pid === undefined) return;
     const exited = new Promise((r) => this.proc.once("exit", r));
     await this.send({ cmd: "close" }, 5_000).catch(() => undefined);
     const t = setTimeout(() => this.proc.kill("SIGKILL"), 5_000);
     await exited;
     clearTimeout(t);
   }
-}
 
-const EXPECT_TIMEOUT_MS = 20_000;
-
-/** Plays `scenario`; throws with the transcript of the client's events when an expectation fails. */
-export async function runScenario(scenario: Scenario, harness: Harness, client: ClientProcess): Promise<void> {
-  const vars: Record<string, string> = { $ch: `conf.${scenario.name}.${randomUUID().slice(0, 8)}`, $durable: `conf-${randomUUID().slice(0, 8)}` };
-  const bind = <T>(v: T): T => JSON.parse(JSON.stringify(v).replace(/\$(ch|durable)\b/g, (m) => vars[m]!)) as T;
-  const replies = new Map<string, Reply>();
-  let cursor = -1; // index of the event the last `expect: event` matched
-  for (const [i, raw] of scenario.steps.entries()) {
-    const step = bind(raw);
-    const where = `${scenario.name} step ${i + 1} ${JSON.stringify(raw)}`;
-    const fail = (why: string): never => {
-      throw new Error(`${where}: ${why}\nclient events:\n${client.events.map((e) => JSON.stringify(e)).join("\n")}`);
-    };
-    if ("fault" in step) {
-      if (step.fault === "publish") for (const n of step.n as number[]) await harness.publish(step.channel as string, { n });
-      else await harness.fault(step.fault as string, step);
-    } else if ("do" in step) {
-      const reply = await client.send(await command(step, harness));
-      if (typeof step.as === "string") replies.set(step.as, reply);
-      else if (!reply.ok) fail(`the client answered ${JSON.stringify(reply.error)}`);
-    } else if (step.expect === "event") {
-      const at = await poll(() => {
-        const j = client.events.findIndex((e, k) => k > cursor && e.event === step.type && matches(e, step.match));
-        return j >= 0 ? j : undefined;
-      });
-      if (at === undefined) fail(`no ${String(step.type)} event matching ${JSON.stringify(step.match ?? {})}`);
-      cursor = at!;
-    } else if (step.expect === "no_event") {
-      const found = client.events.find((e) => e.event === step.type && matches(e, step.match));
-      if (found) fail(`unexpected ${JSON.stringify(found)}`);
-    } else if (step.expect === "messages") {
-      const want = step.n as number[];
-      const got = () => client.events.filter((e) => e.event === "message" && e.sub === step.sub);
-      await poll(() => (got().length >= want.length ? true : undefined));
-      const msgs = got();
-      const ns = msgs.map((m) => (m.data as { n?: unknown }).n);
-      if (JSON.stringify(ns) !== JSON.stringify(want)) fail(`sub ${String(step.sub)} got n=${JSON.stringify(ns)}, want ${JSON.stringify(want)}`);
-      if (Array.isArray(step.redelivered)) {
-        const r = msgs.map((m) => m.redelivered === true);
-        if (JSON.stringify(r) !== JSON.stringify(step.redelivered)) fail(`redelivered flags ${JSON.stringify(r)}, want ${JSON.stringify(step.redelivered)}`);
-      }
-      if (step.ordered !== false) {
-        const seqs = msgs.map((m) => m.seq as number);
-        if (seqs.some((s, k) => k > 0 && s <= seqs[k - 1]!)) fail(`seqs not strictly increasing: ${JSON.stringify(seqs)}`);
-      }
-    } else if (step.expect === "reply") {
-      const r = replies.get(step.of as string) ?? fail(`no reply named ${String(step.of)}`);
-      if (r.ok !== (step.ok ?? true)) fail(`reply ${JSON.stringify(r)}`);
-      if (step.match && !matches({ ...r.result, ...r.error }, step.match)) fail(`reply ${JSON.stringify(r)} does not match ${JSON.stringify(step.match)}`);
-      const same = typeof step.sameSeqAs === "string" ? replies.get(step.sameSeqAs) : undefined;
-      if (same && same.result?.seq !== r.result?.seq) fail(`seq ${String(r.result?.seq)} is not ${String(same.result?.seq)} (${String(step.sameSeqAs)})`);
-    } else if (step.expect === "backoff") {
-      checkBackoff(client.events, step, fail);
-    } else {
-      fail("unknown step");
+  private onLine(line: string): void {
+    let o: unknown;
+    try {
+      o = JSON.parse(line);
+    } catch {
+      o = undefined;
     }
+    if (!o || typeof o !== "object" || Array.isArray(o)) return void this.violations.push(line.slice(0, 200));
+    if ("event" in o) {
+      this.events.push(o as ClientEvent);
+      this.arrivals.push(Date.now());
+    } else if (typeof (o as Reply).id === "number" && this.waiting.has((o as Reply).id)) this.waiting.get((o as Reply).id)!(o as Reply);
+    else this.violations.push(line.slice(0, 200));
+  }
+
+  private failAll(e: Error): void {
+    for (const w of [...this.waiting.values()]) w(e);
   }
 }
 
-/** The line-protocol command of a `do` step (tokens signed by the harness). */
-async function command(step: Step, harness: Harness): Promise<Record<string, unknown>> {
-  const { do: cmd, as: _as, ...rest } = step as Step & { do: string };
+const EXPECT_TIMEOUT_MS = 20_000;
+/** Faults that do not start a `withinMs` clock: they break nothing. */
+const QUIET_FAULTS = new Set(["publish", "wait"]);
+
+/** Plays `scenario`, starting its clients with `command`; throws with the clients' events when an expectation fails. */
+export async function runScenario(scenario: Scenario, harness: Harness, command: ClientCommand): Promise<void> {
+  const vars: Record<string, string> = { $ch: `conf.${scenario.name}.${randomUUID().slice(0, 8)}`, $durable: `conf-${randomUUID().slice(0, 8)}` };
+  const bind = <T>(v: T): T => JSON.parse(JSON.stringify(v).replace(/\$(ch|durable)\b/g, (m) => vars[m]!)) as T;
+  const clients = new Map<string, ClientProcess>();
+  const clientOf = (name: string): ClientProcess => clients.get(name) ?? clients.set(name, new ClientProcess(command)).get(name)!;
+  const replies = new Map<string, Reply>();
+  const cursors = new Map<string, number>(); // per client: index of the event the last `expect: event` matched
+  let faultAt = 0; // when the last fault other than publish/wait began
+  const transcript = () => [...clients].map(([name, c]) => `client ${name} events:\n${c.events.map((e) => JSON.stringify(e)).join("\n")}`).join("\n");
+  try {
+    for (const [i, raw] of scenario.steps.entries()) {
+      const step = bind(raw);
+      const fail = (why: string): never => {
+        throw new Error(`${scenario.name} step ${i + 1} ${JSON.stringify(raw)}: ${why}\n${transcript()}`);
+      };
+      const name = typeof step.client === "string" ? step.client : "a";
+      const client = clientOf(name);
+      const resolve = (v: unknown) => deref(v, replies);
+      if ("fault" in step) {
+        if (!QUIET_FAULTS.has(step.fault as string)) faultAt = Date.now();
+        if (step.fault === "publish") for (const n of step.n as number[]) await harness.publish(step.channel as string, { n });
+        else await harness.fault(step.fault as string, step);
+      } else if ("do" in step) {
+        const reply = await client.send(await lineCommand(resolve(step) as Step, harness));
+        if (typeof step.as === "string") replies.set(step.as, reply);
+        else if (!reply.ok) fail(`the client answered ${JSON.stringify(reply.error)}`);
+      } else if (step.expect === "event") {
+        const cursor = cursors.get(name) ?? -1;
+        const want = resolve(step.match);
+        const after = typeof step.withinMs === "number" ? faultAt : 0;
+        const at = await poll(() => {
+          const j = client.events.findIndex((e, k) => k > cursor && client.arrivals[k]! >= after && e.event === step.type && matches(e, want));
+          return j >= 0 ? j : undefined;
+        });
+        if (at === undefined) fail(`no ${String(step.type)} event matching ${JSON.stringify(want ?? {})}`);
+        const late = client.arrivals[at!]! - faultAt;
+        if (typeof step.withinMs === "number" && late > step.withinMs)
+          fail(`the ${String(step.type)} event came ${late} ms after the fault, over ${step.withinMs}`);
+        cursors.set(name, at!);
+      } else if (step.expect === "no_event") {
+        const want = resolve(step.match);
+        const found = client.events.find((e) => e.event === step.type && matches(e, want));
+        if (found) fail(`unexpected ${JSON.stringify(found)}`);
+      } else if (step.expect === "messages") {
+        await checkMessages(client.events, step, fail);
+      } else if (step.expect === "reply") {
+        const r = replies.get(step.of as string) ?? fail(`no reply named ${String(step.of)}`);
+        if (r.ok !== (step.ok ?? true)) fail(`reply ${JSON.stringify(r)}`);
+        if (step.match && !matches({ ...r.result, ...r.error }, resolve(step.match)))
+          fail(`reply ${JSON.stringify(r)} does not match ${JSON.stringify(step.match)}`);
+        const same = typeof step.sameSeqAs === "string" ? replies.get(step.sameSeqAs) : undefined;
+        if (same && same.result?.seq !== r.result?.seq) fail(`seq ${String(r.result?.seq)} is not ${String(same.result?.seq)} (${String(step.sameSeqAs)})`);
+      } else if (step.expect === "backoff") {
+        checkBackoff(client.events, step, fail);
+      } else {
+        fail("unknown step");
+      }
+      for (const [n, c] of clients) if (c.violations.length > 0) fail(`client ${n} wrote lines that are not protocol lines: ${JSON.stringify(c.violations)}`);
+    }
+  } finally {
+    await Promise.all([...clients.values()].map((c) => c.stop()));
+  }
+}
+
+/** The line-protocol command of a `do` step (tokens signed by the harness, `n` as `data: {n}`). */
+async function lineCommand(step: Step, harness: Harness): Promise<Record<string, unknown>> {
+  const { do: cmd, as: _as, client: _client, ...rest } = step as Step & { do: string };
   const out: Record<string, unknown> = { cmd, ...rest };
   if (cmd === "connect") {
     out.url = harness.wsUrl;
     if (step.token !== false) out.token = await harness.token((step.token as TokenSpec) ?? {});
   }
   if ((cmd === "refreshToken" || cmd === "setToken") && typeof step.token === "object") out.token = await harness.token(step.token as TokenSpec);
-  if (cmd === "publish" && step.n !== undefined) out.data = { n: step.n };
+  const withData = ({ n, ...o }: Record<string, unknown>) => (n === undefined ? o : { ...o, data: { n } });
+  if (cmd === "publish") Object.assign(out, withData(rest));
+  if (cmd === "publishBatch") out.items = (step.items as Record<string, unknown>[]).map(withData);
   return out;
+}
+
+/** The `data.n` of a sub's messages are exactly `step.n`, in rising seqs unless `ordered: false`, with the `redelivered` flags asked. */
+async function checkMessages(events: ClientEvent[], step: Step, fail: (why: string) => never): Promise<void> {
+  const want = step.n as number[];
+  const got = () => events.filter((e) => e.event === "message" && e.sub === step.sub);
+  await poll(() => (got().length >= want.length ? true : undefined));
+  const msgs = got();
+  const ns = msgs.map((m) => (m.data as { n?: unknown }).n);
+  if (JSON.stringify(ns) !== JSON.stringify(want)) fail(`sub ${String(step.sub)} got n=${JSON.stringify(ns)}, want ${JSON.stringify(want)}`);
+  if (Array.isArray(step.redelivered)) {
+    const r = msgs.map((m) => m.redelivered === true);
+    if (JSON.stringify(r) !== JSON.stringify(step.redelivered)) fail(`redelivered flags ${JSON.stringify(r)}, want ${JSON.stringify(step.redelivered)}`);
+  }
+  if (step.ordered !== false) {
+    const seqs = msgs.map((m) => m.seq as number);
+    if (seqs.some((s, k) => k > 0 && s <= seqs[k - 1]!)) fail(`seqs not strictly increasing: ${JSON.stringify(seqs)}`);
+  }
 }
 
 /**
@@ -161,13 +216,30 @@ function checkBackoff(events: ClientEvent[], step: Step, fail: (why: string) => 
   if (climbing.some((k, j) => j > 0 && k !== climbing[j - 1]! + 1)) fail(`attempts do not count up while failing: ${JSON.stringify(climbing)}`);
 }
 
-/** Partial deep match; `{lte: n}` / `{gte: n}` compare numbers. */
-function matches(actual: unknown, want: unknown): boolean {
+/** `want` with each string "$name.path" replaced by that field of the kept reply `name`'s result. */
+function deref(want: unknown, replies: Map<string, Reply>): unknown {
+  if (typeof want === "string") {
+    const m = /^\$([A-Za-z0-9_-]+)\.(.+)$/.exec(want);
+    const reply = m ? replies.get(m[1]!) : undefined;
+    return reply ? m![2]!.split(".").reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], reply.result) : want;
+  }
+  if (Array.isArray(want)) return want.map((v) => deref(v, replies));
+  if (want && typeof want === "object") return Object.fromEntries(Object.entries(want).map(([k, v]) => [k, deref(v, replies)]));
+  return want;
+}
+
+/**
+ * Partial deep match: objects field by field, lists of the same length item by item; `{lte: n}` / `{gte: n}`
+ * compare numbers, `{length: n}` a list's length.
+ */
+export function matches(actual: unknown, want: unknown): boolean {
   if (want === undefined) return true;
-  if (want && typeof want === "object" && !Array.isArray(want)) {
+  if (Array.isArray(want)) return Array.isArray(actual) && actual.length === want.length && want.every((w, k) => matches(actual[k], w));
+  if (want && typeof want === "object") {
     const w = want as Record<string, unknown>;
     if ("lte" in w || "gte" in w)
       return typeof actual === "number" && (!("lte" in w) || actual <= (w.lte as number)) && (!("gte" in w) || actual >= (w.gte as number));
+    if ("length" in w && Object.keys(w).length === 1) return Array.isArray(actual) && actual.length === w.length;
     if (!actual || typeof actual !== "object") return false;
     return Object.entries(w).every(([k, v]) => matches((actual as Record<string, unknown>)[k], v));
   }

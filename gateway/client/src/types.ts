@@ -92,7 +92,7 @@ export interface Subscription {
 export type HistoryOptions = { last?: number; fromSeq?: number; limit?: number };
 /** A stored message as a history read returns it. */
 export type HistoryMessage = { seq: number; ts: number; channel: string; data: unknown };
-/** One page of history, oldest first; `next` (when more follow) is the `fromSeq` to read the rest with. */
+/** One page of history, oldest first; `next`, when the server's size bound stopped it short, is the `fromSeq` to read the rest with. */
 export type HistoryPage = { messages: HistoryMessage[]; firstSeq?: number; lastSeq?: number; next?: number };
 
 export type PublishResult = { seq: number; duplicate: boolean };

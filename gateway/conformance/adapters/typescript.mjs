@@ -1,6 +1,6 @@
 // The TypeScript SDK as a client-under-test of the conformance suite: reads commands as JSON lines on stdin,
 // answers each (same id) and reports the client's events and messages as JSON lines on stdout (README.md
-// beside this folder describes the line protocol). It loads the SDK as the gateway's package exports it
+// beside this folder describes the line protocol; stdout carries only its lines). It loads the SDK as the gateway's package exports it
 // (`fanout-gateway/client`) and serves it (/client.js): the one-file bundle that `npm run build` makes.
 import { createInterface } from "node:readline";
 import WebSocket from "ws";
@@ -46,6 +46,10 @@ const commands = {
         ...(c.from !== undefined ? { from: c.from } : {}),
         ...(c.durable ? { durable: c.durable, ack: c.ack === true } : {}),
         ...(nakFirst ? { autoAck: false } : {}),
+        ...(c.presence !== undefined
+          ? { presence: c.presence, onPresence: (e) => out({ event: "presence", sub: c.sub, action: e.type, ...without(e, "type") }) }
+          : {}),
+        ...(c.info !== undefined ? { info: c.info } : {}),
       },
     );
     subs.set(c.sub, sub);
@@ -53,6 +57,12 @@ const commands = {
   },
   unsubscribe: (c) => void subs.get(c.sub)?.unsubscribe(),
   publish: (c) => client.publish(c.channel, c.data, c.msgId ? { msgId: c.msgId } : {}),
+  async publishBatch(c) {
+    const results = await client.publishBatch(c.items);
+    return { results: results.map((r) => ("error" in r ? { error: errorOf(r.error) } : r)) };
+  },
+  presence: (c) => client.presence(c.channel),
+  history: (c) => client.history(c.channel, { last: c.last, fromSeq: c.fromSeq, limit: c.limit }),
   refreshToken: (c) => client.refreshToken(c.token),
   setToken: (c) => void (token = c.token),
   async close() {

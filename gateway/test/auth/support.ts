@@ -8,7 +8,7 @@ export const SECRET = "test-secret-that-is-long-enough-0123456789";
 export const ISSUER = "https://issuer.test";
 export const AUDIENCE = "fanout-test";
 
-export type SignOptions = { key?: Uint8Array | CryptoKey; alg?: string; kid?: string; exp?: number | string; iss?: string; aud?: string; sub?: string };
+export type SignOptions = { key?: Parameters<SignJWT["sign"]>[0]; alg?: string; kid?: string; exp?: number | string; iss?: string; aud?: string; sub?: string };
 
 /** Signs a token (HS256 with SECRET unless told otherwise) for `sub` with `claims`. */
 export async function sign(claims: JWTPayload & { channels?: { sub?: string[]; pub?: string[]; auto?: string[] } }, o: SignOptions = {}): Promise<string> {

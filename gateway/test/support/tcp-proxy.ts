@@ -1,12 +1,30 @@
-// A TCP proxy in front of a real server, to cut a client's connection on demand (the client reconnects
-// through it). Loopback only; every connection pair is destroyed on cut() and on close().
+// A TCP proxy in front of a real server, to break a client's connection on demand (the client reconnects
+// through it): cut every connection, stall them (no byte either way, neither side closed: a half-open
+// link), refuse new ones, or stop listening for a while. Loopback only; every connection pair is destroyed
+// on cut() and on close().
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 
-export type TcpProxy = { url: string; port: number; cut(): number; connections(): number; close(): Promise<void> };
+export type TcpProxy = {
+  url: string;
+  port: number;
+  /** Destroys every connection; returns how many there were. */
+  cut(): number;
+  /** Open connections stop carrying bytes either way and stay open (until cut); new ones work. Returns how many. */
+  stall(): number;
+  /** While on, a new connection is accepted and destroyed at once (and `refuse(true)` cuts the open ones). */
+  refuse(on: boolean): void;
+  /** Stops listening (connections are refused with a reset) and cuts every connection; `up()` listens again on the same port. */
+  down(): Promise<void>;
+  up(): Promise<void>;
+  connections(): number;
+  close(): Promise<void>;
+};
 
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   const pairs = new Set<[Socket, Socket]>();
+  let refusing = false;
   const server: Server = createServer((client) => {
+    if (refusing) return void client.destroy();
     const upstream = createConnection(target);
     const pair: [Socket, Socket] = [client, upstream];
     pairs.add(pair);
@@ -20,7 +38,14 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     client.pipe(upstream);
     upstream.pipe(client);
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const listen = (port: number) =>
+    new Promise<void>((resolve, reject) => {
+      server.once("error", reject).listen(port, "127.0.0.1", () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+  await listen(0);
   const port = (server.address() as { port: number }).port;
   const cut = (): number => {
     const n = pairs.size;
@@ -31,14 +56,29 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     pairs.clear();
     return n;
   };
+  const down = async () => {
+    const closed = new Promise<void>((r) => (server.listening ? server.close(() => r()) : r()));
+    cut();
+    await closed;
+  };
   return {
     url: `nats://127.0.0.1:${port}`,
     port,
     cut,
-    connections: () => pairs.size,
-    close: async () => {
-      cut();
-      await new Promise<void>((r) => server.close(() => r()));
+    stall() {
+      for (const [a, b] of pairs) {
+        a.unpipe(b).pause();
+        b.unpipe(a).pause();
+      }
+      return pairs.size;
     },
+    refuse(on) {
+      refusing = on;
+      if (on) cut();
+    },
+    down,
+    up: () => (server.listening ? Promise.resolve() : listen(port)),
+    connections: () => pairs.size,
+    close: down,
   };
 }
