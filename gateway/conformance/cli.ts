@@ -17,8 +17,8 @@ export type CliArgs = { label: string; client: ClientCommand; scenarios: string[
 /** The adapters that `--client` knows by name, as command lines relative to the package root. */
 export function namedClients(root: string): Record<string, ClientCommand> {
   return {
-    typescript: { command: process.execPath, args: [join(root, "gateway/conformance/adapters/typescript.mjs")] },
-    kotlin: { command: "bash", args: [join(root, "gateway/client-kotlin/conformance-adapter.sh")] },
+    typescript: { command: process.execPath, args: [join(root, "gateway/conformance/adapters/typescript.mjs")], cwd: root },
+    kotlin: { command: "bash", args: [join(root, "gateway/client-kotlin/conformance-adapter.sh")], cwd: root },
   };
 }
 
@@ -45,7 +45,7 @@ export function parseArgs(argv: readonly string[], root: string = PACKAGE_ROOT):
   if (named) return { label, client: named, scenarios };
   const [command, ...args] = splitCommand(label);
   if (command === undefined) throw new UsageError("--client is an empty command line");
-  return { label, client: { command, args }, scenarios };
+  return { label, client: { command, args, cwd: root }, scenarios };
 }
 
 /**

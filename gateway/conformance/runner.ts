@@ -25,8 +25,8 @@ export interface Harness {
 export type ClientEvent = Record<string, unknown> & { event: string };
 type Reply = { id: number; ok: boolean; result?: Record<string, unknown>; error?: { code: string; temporary: boolean; message?: string } };
 
-/** How to start a client-under-test: a program and its arguments (no shell). */
-export type ClientCommand = { command: string; args: string[] };
+/** How to start a client-under-test: a program and its arguments (no shell), and its working directory. */
+export type ClientCommand = { command: string; args: string[]; cwd?: string };
 
 /** A client-under-test process: commands in, replies and events out, one JSON object per line. */
 export class ClientProcess {
@@ -40,8 +40,8 @@ export class ClientProcess {
   private nextId = 1;
   private stderr = "";
 
-  constructor({ command, args }: ClientCommand) {
-    this.proc = spawn(command, args, { stdio: ["pipe", "pipe", "pipe"] });
+  constructor({ command, args, cwd }: ClientCommand) {
+    this.proc = spawn(command, args, { stdio: ["pipe", "pipe", "pipe"], ...(cwd ? { cwd } : {}) });
     this.proc.on("error", (e) => this.failAll(new Error(`cannot start ${command}: ${e.message}`)));
     this.proc.on("exit", (code, signal) => this.failAll(new Error(`the client exited (${signal ?? `code ${code}`}); stderr: ${this.stderr}`)));
     this.proc.stdin!.on("error", () => undefined); // a client that exited: its exit fails what waits

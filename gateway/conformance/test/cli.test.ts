@@ -1,4 +1,4 @@
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -15,7 +15,8 @@ copyFileSync(fileURLToPath(new URL("./echo-adapter.mjs", import.meta.url)), join
 const scenarios = join(root, "gateway/conformance/scenarios");
 mkdirSync(scenarios, { recursive: true });
 const scenario = (name: string, steps: unknown[]) => writeFileSync(join(scenarios, `${name}.json`), JSON.stringify({ name, description: name, steps }));
-scenario("connects", [{ do: "connect" }, { expect: "event", type: "connected", match: { argv: ["-v", "it's"] } }]);
+// The adapter gets its arguments as quoted, and runs in the root.
+scenario("connects", [{ do: "connect" }, { expect: "event", type: "connected", match: { argv: ["-v", "it's"], cwd: realpathSync(root) } }]);
 scenario("refused", [{ do: "connect" }, { do: "publish", channel: "$ch", n: 1 }]);
 scenario("noisy", [{ do: "connect" }, { do: "subscribe", sub: "s", channel: "$ch" }]);
 
@@ -52,9 +53,9 @@ describe("conformance CLI — the command line", () => {
     const ts = parseArgs(["--client", "typescript"]);
     expect(ts.client.command).toBe(process.execPath);
     expect(ts.client.args[0]).toMatch(/gateway\/conformance\/adapters\/typescript\.mjs$/);
-    expect(parseArgs(["--client=java -jar 'x y.jar'", "--scenario", "a", "--scenario=b"])).toEqual({
+    expect(parseArgs(["--client=java -jar 'x y.jar'", "--scenario", "a", "--scenario=b"], root)).toEqual({
       label: "java -jar 'x y.jar'",
-      client: { command: "java", args: ["-jar", "x y.jar"] },
+      client: { command: "java", args: ["-jar", "x y.jar"], cwd: root },
       scenarios: ["a", "b"],
     });
     expect(() => parseArgs(["--client", "kotlin"], root)).toThrow(/client-kotlin\/conformance-adapter\.sh does not exist/);

@@ -1,7 +1,9 @@
 // A TCP proxy in front of a real server, to break a client's connection on demand (the client reconnects
 // through it): cut every connection, stall them (no byte either way, neither side closed: a half-open
-// link), refuse new ones, or stop listening for a while. Loopback only; every connection pair is destroyed
-// on cut() and on close().
+// link), refuse new ones, or stop listening for a while (on a port below the ephemeral range, so that it
+// is still free when it listens again). Loopback only; every connection pair is destroyed on cut() and on
+// close().
+import { readFileSync } from "node:fs";
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 
 export type TcpProxy = {
@@ -45,8 +47,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
         resolve();
       });
     });
-  await listen(0);
-  const port = (server.address() as { port: number }).port;
+  const port = await listenBelowEphemeral(listen);
   const cut = (): number => {
     const n = pairs.size;
     for (const [a, b] of [...pairs]) {
@@ -81,4 +82,27 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     connections: () => pairs.size,
     close: down,
   };
+}
+
+/**
+ * Listens on a random free port below the kernel's ephemeral range: no outgoing connection is ever given
+ * such a port as its source, so after `down()` the same port can be listened on again.
+ */
+async function listenBelowEphemeral(listen: (port: number) => Promise<void>): Promise<number> {
+  let low = 32_768;
+  try {
+    low = Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]) || low;
+  } catch {
+    /* not Linux: the usual default */
+  }
+  const from = Math.min(10_000, low - 1_000);
+  for (let tries = 0; ; tries++) {
+    const port = from + Math.floor(Math.random() * (low - from));
+    try {
+      await listen(port);
+      return port;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EADDRINUSE" || tries >= 50) throw e;
+    }
+  }
 }
