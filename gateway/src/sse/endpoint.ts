@@ -13,7 +13,7 @@ import { checkPattern } from "../protocol/channel.js";
 import { ErrorCode } from "../protocol/codes.js";
 import type { HttpRequest, HttpResponse, TemplatedApp } from "../uws.js";
 import { eventId, parseStart, streamPreamble, type SseStart } from "./event.js";
-import { SseLive } from "./live.js";
+import { sseLive, type SseLive } from "./live.js";
 import { SseStream, type SseEndReason } from "./stream.js";
 
 export const SSE_ROUTE = "/v1/channels/:channel/events";
@@ -81,7 +81,7 @@ export class SseEndpoint {
   private readonly live: SseLive;
 
   constructor(private readonly ctx: SseContext) {
-    this.live = new SseLive(ctx.metrics, (pattern) => ctx.broker.epochReader(pattern));
+    this.live = sseLive(ctx.metrics, (pattern) => ctx.broker.epochReader(pattern));
   }
 
   register(app: TemplatedApp): void {
@@ -251,6 +251,7 @@ export class SseEndpoint {
       feed,
       {
         resume,
+        connected: () => broker.isConnected(),
         live: this.live,
         config,
         metrics,

@@ -1,3 +1,4 @@
+import { PatternGroups, type PatternGroup } from "../fanout/groups.js";
 import type { Feed, LiveListener } from "../fanout/hub.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { sseEventOf } from "./event.js";
@@ -12,8 +13,8 @@ export interface SseReceiver {
 }
 
 /** The live streams of one pattern: one listener of the hub's feed for all of them. */
-class Group implements LiveListener {
-  readonly streams = new Set<SseReceiver>();
+class Group implements PatternGroup<SseReceiver>, LiveListener {
+  readonly members = new Set<SseReceiver>();
   private seqs: number[] = [];
   private events: Buffer[] = [];
   private pending = false;
@@ -23,6 +24,14 @@ class Group implements LiveListener {
     private readonly metrics: Metrics,
     private readonly epoch: () => string | undefined,
   ) {}
+
+  attach(): void {
+    this.feed.addListener(this);
+  }
+
+  detach(): void {
+    this.feed.removeListener(this);
+  }
 
   onLive(seq: number, frame: Buffer): void {
     if (!this.pending) {
@@ -39,47 +48,21 @@ class Group implements LiveListener {
     this.pending = false;
     this.seqs = [];
     this.events = [];
-    if (seqs.length === 0 || this.streams.size === 0) return;
+    if (seqs.length === 0 || this.members.size === 0) return;
     const joined = (events.length === 1 ? events[0] : undefined) ?? Buffer.concat(events);
-    this.metrics.framesDelivered.inc(this.streams.size * seqs.length);
-    for (const s of this.streams) s.onEvents(seqs, events, joined);
+    this.metrics.framesDelivered.inc(this.members.size * seqs.length);
+    for (const s of this.members) s.onEvents(seqs, events, joined);
   }
 }
 
 /**
  * The worker's live SSE delivery. uWS topics hold only WebSockets, so SSE streams are listeners of the
- * hub's feeds, grouped per pattern: each message's event is encoded here once for every stream of its
- * pattern (the hub hands out `msg` frames and seqs only), and a stream joins or leaves its group.
+ * hub's feeds, grouped per pattern (fanout/groups.ts): each message's event is encoded here once for every
+ * stream of its pattern (the hub hands out `msg` frames and seqs only), and a stream joins or leaves its group.
  */
-export class SseLive {
-  private readonly groups = new Map<string, Group>();
+export type SseLive = PatternGroups<SseReceiver>;
 
-  constructor(
-    private readonly metrics: Metrics,
-    /** A reader of the current epoch of a pattern's stream, which event ids carry (routed once per group). */
-    private readonly epochReader: (pattern: string) => () => string | undefined,
-  ) {}
-
-  /** `s` gets every live message of `feed` from now on. */
-  join(feed: Feed, s: SseReceiver): void {
-    let g = this.groups.get(feed.pattern);
-    if (!g || g.feed !== feed) {
-      if (g) g.feed.removeListener(g);
-      g = new Group(feed, this.metrics, this.epochReader(feed.pattern));
-      this.groups.set(feed.pattern, g);
-      feed.addListener(g);
-    }
-    g.streams.add(s);
-  }
-
-  leave(pattern: string, s: SseReceiver): void {
-    const g = this.groups.get(pattern);
-    if (!g || !g.streams.delete(s) || g.streams.size > 0) return;
-    g.feed.removeListener(g);
-    this.groups.delete(pattern);
-  }
-
-  get size(): number {
-    return this.groups.size;
-  }
+/** `epochReader`: a reader of the current epoch of a pattern's stream, which event ids carry (routed once per group). */
+export function sseLive(metrics: Metrics, epochReader: (pattern: string) => () => string | undefined): SseLive {
+  return new PatternGroups<SseReceiver>((feed: Feed) => new Group(feed, metrics, epochReader(feed.pattern)));
 }

@@ -1,17 +1,13 @@
 import type { BackpressureSection } from "../config/sections.js";
 import type { Feed } from "../fanout/hub.js";
-import type { Delivery, DeliveryEnd, Resume } from "../fanout/resume.js";
+import { Flow, SubLifecycle, type DeliveryFailure, type Joined, type SubPhase } from "../fanout/lifecycle.js";
+import type { Resume } from "../fanout/resume.js";
 import type { FanoutSocket } from "../fanout/socket.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { HttpResponse } from "../uws.js";
 import { HEARTBEAT, namedEvent, sseEventOf, withEventId } from "./event.js";
 import type { SseLive, SseReceiver } from "./live.js";
-import { GatewayError } from "../errors.js";
-import { ErrorCode } from "../protocol/codes.js";
-
-/** starting → (catchup → live | live) ⇄ paused (slow reader) → ended. `ended` is final. */
-export type SsePhase = "starting" | "catchup" | "live" | "paused" | "ended";
 
 /** Why a stream ended: the client left, the server ended it (drain, recreated stream), or it was too slow. */
 export type SseEndReason = "aborted" | "ended" | "slow" | "failed" | "expired" | "shutdown";
@@ -19,6 +15,8 @@ export type SseEndReason = "aborted" | "ended" | "slow" | "failed" | "expired" |
 export type SseStreamDeps = {
   /** The resume path shared with every door (catch-up, then live). */
   resume: Resume;
+  /** Whether the broker is connected now (a failed catch-up's code depends on it). */
+  connected: () => boolean;
   /** Live delivery of SSE streams (one encoding per message per worker). */
   live: SseLive;
   config: Readonly<{ backpressure: BackpressureSection }>;
@@ -38,12 +36,13 @@ let nextId = 1;
  * `onWritable` (this uWS build loses data written in between), so later events wait in a queue here, and
  * the queue is the stream's buffered amount. Over BACKPRESSURE_BYTES it leaves live delivery and is caught
  * up from the stream once it drained, like a slow WebSocket; still paused after SLOW_CONSUMER_TIMEOUT it
- * is cut, and the client's EventSource resumes with Last-Event-ID.
+ * is cut, and the client's EventSource resumes with Last-Event-ID. The phase, the pause, the slow timer and
+ * the end are the subscription lifecycle's (fanout/lifecycle.ts), as for a WebSocket: this class is the SSE
+ * door of it (how a stream joins live, and how it writes events and errors).
  */
 export class SseStream implements FanoutSocket, SseReceiver {
   /** Unique within the worker (the control plane lists streams by it). */
   readonly id = nextId++;
-  phase: SsePhase = "starting";
   /** The last seq written to the response (the client resumes after it). */
   lastSent = 0;
   /**
@@ -59,11 +58,8 @@ export class SseStream implements FanoutSocket, SseReceiver {
   /** `write` returned false: nothing more is written before `onWritable`. */
   private blocked = false;
   private drainWaiters: (() => void)[] = [];
-  private delivery?: Delivery;
-  private paused = false;
-  /** The feed's message count when the stream paused (brokers without history count what it missed). */
-  private pausedAtCount = 0;
-  private slowTimer?: NodeJS.Timeout;
+  private readonly life: SubLifecycle;
+  private readonly flow: Flow;
   private expiryTimer?: NodeJS.Timeout;
   /** Ended with events still queued (the last one an `err`): they go out first, cut after this timer. */
   private ending?: NodeJS.Timeout;
@@ -79,6 +75,28 @@ export class SseStream implements FanoutSocket, SseReceiver {
     /** Who opened it (the token's `sub`, `api-key`, or `anon`): the control plane finds a user's streams by it. */
     readonly user = "anon",
   ) {
+    const { metrics, log, config } = deps;
+    this.flow = new Flow(() => [this.life], {
+      slowTimeoutMs: config.backpressure.slowTimeoutMs,
+      onSlow: () => {
+        log.info({ pattern: this.pattern, buffered: this.queued }, "closing slow sse stream");
+        this.end("slow");
+      },
+      switches: metrics.slowSwitches,
+      closed: metrics.slowClosed,
+    });
+    this.life = new SubLifecycle(
+      pattern,
+      {
+        socket: this,
+        flow: this.flow,
+        joined: (end) => this.joined(end),
+        leaveLive: () => deps.live.leave(pattern, this),
+        livePosition: () => this.lastSent,
+        failed: (f) => this.failed(f),
+      },
+      { resume: deps.resume, connected: deps.connected, log },
+    );
     res.onWritable(() => {
       if (this.closed && !this.ending) return true;
       this.blocked = false;
@@ -88,14 +106,19 @@ export class SseStream implements FanoutSocket, SseReceiver {
     });
   }
 
+  /** starting → (catchup → live | live) ⇄ paused (slow reader) → ended; fanout/lifecycle.ts owns it. */
+  get phase(): SubPhase {
+    return this.life.phase;
+  }
+
   get closed(): boolean {
-    return this.phase === "ended";
+    return this.life.phase === "ended";
   }
 
   /** Starts delivery after `lastSent` (stored messages, then live), or live from the feed's position. */
   start(lastSent: number | undefined): void {
     if (lastSent !== undefined) this.lastSent = lastSent;
-    this.deliver(lastSent);
+    this.life.start(this.feed, lastSent);
   }
 
   // --- FanoutSocket (what catch-ups write to) ---
@@ -158,7 +181,7 @@ export class SseStream implements FanoutSocket, SseReceiver {
         // Otherwise written by the catch-up (its pages, or the join).
       }
     });
-    if (r === 2 || this.queued > this.deps.config.backpressure.bytes) this.pause();
+    if (r === 2 || this.queued > this.deps.config.backpressure.bytes) this.flow.pause();
   }
 
   /** One live event (as `onEvents` with a batch of one). */
@@ -276,75 +299,26 @@ export class SseStream implements FanoutSocket, SseReceiver {
       this.drainWaiters = [];
       for (const w of waiters) w();
     }
-    if (this.paused && !this.closed && this.queued <= bp.bytes / 2) this.resume();
+    if (this.flow.paused && !this.closed && this.queued <= bp.bytes / 2) this.flow.resume();
   }
 
-  /** Delivery after `from` (the resume path: a catch-up when the broker keeps history), or live from now. */
-  private deliver(from: number | undefined): void {
-    const d = this.deps.resume.prepare(this, this.feed, from, (end) => this.onDeliveryEnd(d, end));
-    this.phase = "catchup";
-    this.delivery = d;
-    d.start();
-  }
-
-  private onDeliveryEnd(d: Delivery, end: DeliveryEnd): void {
-    if (this.delivery !== d) return;
-    this.delivery = undefined;
-    if (this.closed) return;
+  /** Joined live: what the catch-up wrote, for telling a late repair from a duplicate (`onEvents`). */
+  private joined(end: Joined): void {
     if (end.lastSent > this.lastSent) this.lastSent = end.lastSent;
-    if (end.type === "joined") {
-      this.phase = "live";
-      this.covered = end.covered;
-      this.joinHeld = end.held.length > 0 ? new Set(end.held) : undefined;
-    } else if (end.type === "suspended") {
-      this.phase = "paused";
-      if (!this.paused) this.pause();
-    } else {
-      const slow = end.error instanceof GatewayError && end.error.code === ErrorCode.SlowConsumer;
-      if (slow) this.deps.log.debug({ err: end.error, pattern: this.pattern }, "sse catch-up ended: slow reader");
-      else this.deps.log.warn({ err: end.error, pattern: this.pattern }, "sse catch-up failed");
-      const code = slow ? ErrorCode.SlowConsumer : ErrorCode.BrokerError;
-      this.writeEvent("err", {
-        code,
-        message: `${slow ? "read too slowly to catch up" : "replay failed"}; the stream ends and resumes on reconnect`,
-        temporary: true,
-      });
-      this.end("failed");
-    }
+    this.covered = end.covered;
+    this.joinHeld = end.held.length > 0 ? new Set(end.held) : undefined;
   }
 
-  /** Out of live delivery: the buffer is over the threshold. */
-  private pause(): void {
-    if (this.paused || this.closed) return;
-    this.paused = true;
-    if (this.phase === "catchup") this.delivery?.suspend();
-    this.deps.live.leave(this.pattern, this);
-    this.phase = "paused";
-    this.pausedAtCount = this.feed.count;
-    this.deps.metrics.slowSwitches.inc();
-    this.slowTimer = setTimeout(() => {
-      if (this.paused && !this.closed) {
-        this.deps.metrics.slowClosed.inc();
-        this.deps.log.info({ pattern: this.pattern, buffered: this.queued }, "closing slow sse stream");
-        this.end("slow");
-      }
-    }, this.deps.config.backpressure.slowTimeoutMs);
-    this.slowTimer.unref();
-  }
-
-  private resume(): void {
-    this.paused = false;
-    clearTimeout(this.slowTimer);
-    this.deliver(this.deps.resume.afterPause(this.feed, this.lastSent, this.pausedAtCount));
+  /** A catch-up failed: an `err` event, then the end; the client's EventSource resumes by its last id. */
+  private failed(f: DeliveryFailure): void {
+    this.writeEvent("err", { code: f.code, message: `${f.message}; the stream ends and resumes on reconnect`, temporary: f.temporary });
+    this.end("failed");
   }
 
   private finish(why: SseEndReason, keepQueue = false): void {
-    this.phase = "ended";
-    clearTimeout(this.slowTimer);
+    this.life.end();
+    this.flow.stop();
     clearTimeout(this.expiryTimer);
-    this.delivery?.abort();
-    this.delivery = undefined;
-    this.deps.live.leave(this.pattern, this);
     if (!keepQueue) this.queue = [];
     this.queued = 0;
     this.drainWaiters = [];

@@ -36,7 +36,7 @@ async function autoSubscribe(ctx: HandlerContext, ws: Socket, pattern: string): 
   }
   if (!ctx.subs.attach(ws, sub)) return;
   // Position and join in one synchronous step (the resume path's live start): every message after `seq` follows.
-  const seq = ctx.subs.start(ws, sub, feed) ?? feed.position();
+  const seq = sub.life.start(feed) ?? feed.position();
   const e = ctx.broker.epochOf(pattern);
   const epoch = e ? `,"epoch":${JSON.stringify(e)}` : "";
   sendText(ws, `{"op":"sub","channel":${JSON.stringify(pattern)},"auto":true,"seq":${seq}${epoch}}`);

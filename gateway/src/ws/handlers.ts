@@ -87,7 +87,7 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
   if (f.presence && !(await enterPresence(ctx, ws, sub, f))) return;
   const presence = f.presence ? { client: s.clientId } : undefined;
   if (f.from === undefined) {
-    ctx.subs.start(ws, sub, feed);
+    sub.life.start(feed);
     return sendText(ws, okFrame(f.id, { epoch: ctx.broker.epochOf(f.channel), ...presence }));
   }
   let start: Start;
@@ -98,11 +98,11 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
     ctx.subs.end(ws, sub);
     return replyFailure(ctx, ws, f.id, brokerFailure(e, ctx.broker.isConnected(), "replay"));
   }
-  if (s.closed || sub.phase === "ended") return;
+  if (s.closed || sub.life.phase === "ended") return;
   const lastSent = start.lastSent ?? 0;
   sendText(ws, okFrame(f.id, { ...start.report, ...presence }));
   if (f.from === "last_per_subject" && !(await sendSnapshot(ctx, ws, sub, lastSent))) return;
-  ctx.subs.start(ws, sub, feed, lastSent);
+  sub.life.start(feed, lastSent);
 }
 
 /** The `from` of a `sub` frame as the resume path's start request (`seq` is the first one wanted). */
@@ -123,7 +123,7 @@ async function sendSnapshot(ctx: HandlerContext, ws: Socket, sub: SubState, upTo
     replyErr(ctx, ws, undefined, ErrorCode.UnsupportedByBroker, `the ${ctx.broker.kind} broker cannot read the last value of each channel`);
     return false;
   }
-  const ended = () => ws.getUserData().closed || sub.phase === "ended";
+  const ended = () => ws.getUserData().closed || sub.life.phase === "ended";
   try {
     const r = await sendLastValues(
       fanoutSocket(ws),
@@ -174,7 +174,7 @@ async function subscribeDurable(ctx: HandlerContext, ws: Socket, f: SubFrame): P
     ctx.subs.end(ws, sub); // stops the durable too
     return replyFailure(ctx, ws, f.id, brokerFailure(e, ctx.broker.isConnected(), "durable subscribe"));
   }
-  if (s.closed || sub.phase === "ended") return void durable.stop().catch(() => undefined);
+  if (s.closed || sub.life.phase === "ended") return void durable.stop().catch(() => undefined);
   ctx.subs.attachDurable(sub);
   sendText(ws, okFrame(f.id, { durable: f.durable }));
 }
@@ -202,6 +202,7 @@ function settle(ctx: HandlerContext, ws: Socket, f: AckFrame): void {
 /** Releases everything a closed socket held. */
 export function releaseSession(ctx: HandlerContext, ws: Socket): void {
   const s = ws.getUserData();
+  s.flow?.stop();
   for (const sub of [...s.subs.values()]) ctx.subs.end(ws, sub);
   s.subs.clear();
 }

@@ -42,7 +42,7 @@ export async function enterPresence(ctx: HandlerContext, ws: Socket, sub: SubSta
     : undefined;
   const joinTopic = events
     ? () => {
-        if (!s.closed && sub.phase !== "ended") ws.subscribe(topic);
+        if (!s.closed && sub.life.phase !== "ended") ws.subscribe(topic);
       }
     : undefined;
   try {
@@ -57,7 +57,7 @@ export async function enterPresence(ctx: HandlerContext, ws: Socket, sub: SubSta
     hub.leave(f.channel, entering ? client : undefined);
     if (events && !s.closed) ws.unsubscribe(topic);
   };
-  if (s.closed || sub.phase === "ended") {
+  if (s.closed || sub.life.phase === "ended") {
     leave();
     return false;
   }

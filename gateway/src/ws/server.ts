@@ -44,9 +44,10 @@ export class WsEndpoint {
     deps: Omit<HandlerContext, "subs">,
     private readonly extraApps: TemplatedApp[] = [],
   ) {
-    const subs = new Subscriptions(deps.resume, deps.broker, deps.hub, deps.metrics, deps.log);
+    const lifecycle = { resume: deps.resume, connected: () => deps.broker.isConnected(), log: deps.log };
+    const subs = new Subscriptions(lifecycle, deps.hub, deps.config.backpressure, deps.metrics, deps.log, (ws) => this.backpressure.closeSlow(ws));
     this.ctx = { ...deps, subs };
-    this.backpressure = new BackpressureMonitor(this.sockets, subs, deps.config.backpressure, deps.metrics, deps.log);
+    this.backpressure = new BackpressureMonitor(this.sockets, subs, deps.config.backpressure, deps.log);
     this.register();
   }
 
@@ -184,7 +185,7 @@ export class WsEndpoint {
         ip: s.ip,
         subscriptions: [...s.subs.values()].map((sub) => ({
           channel: sub.pattern,
-          state: sub.phase,
+          state: sub.life.phase,
           ...(sub.durable ? { durable: true } : {}),
           ...(sub.auto ? { auto: true } : {}),
         })),

@@ -1,49 +1,30 @@
 import type { WebSocket } from "../uws.js";
 import type { DurableSub } from "../fanout/durable-sub.js";
-import type { Delivery } from "../fanout/resume.js";
+import type { Flow, SubLifecycle } from "../fanout/lifecycle.js";
 import type { FanoutSocket } from "../fanout/socket.js";
 import type { Identity } from "../auth/access.js";
 import type { FrameLimiter } from "../limits/frame-rate.js";
-
-/**
- * Where a subscription is in its life; `Subscriptions` (subscriptions.ts) owns every transition.
- * starting → (live | catchup | paused | durable) → … → ended. `ended` is final: ending twice is a no-op.
- */
-export type SubPhase =
-  /** The broker side is starting (feed, start position); an unsub meanwhile ends it. */
-  | "starting"
-  /** Replaying stored messages before joining the feed's topic. */
-  | "catchup"
-  /** Joined to the feed's uWS topic. */
-  | "live"
-  /** Out of delivery (slow socket); resumes after `resumeAfter`. */
-  | "paused"
-  /** Durable (acked) subscription: per-socket delivery from a JetStream durable consumer. */
-  | "durable"
-  | "ended";
 
 /** One subscription of one socket. */
 export type SubState = {
   readonly pattern: string;
   readonly topic: string;
-  phase: SubPhase;
+  /** Its phase and every transition (fanout/lifecycle.ts). */
+  readonly life: SubLifecycle;
+  /** The socket as the fan-out core sees it (late repairs are sent to it). */
+  readonly socket: FanoutSocket;
   /** Holds a reference on the hub's feed of the pattern (released once, when it ends). */
   feedHeld: boolean;
   /** Counted in `fanout_subscriptions`. */
   counted: boolean;
-  /** Its way from the start position to live (the resume path), while under way. */
-  delivery?: Delivery;
   durable?: DurableSub;
   /** A server-side subscription (`channels.auto`) the client has not taken over with its own `sub` yet. */
   auto?: boolean;
   /**
    * Since it last joined live: every stored message up to here was written to it (by its catch-up) or is
-   * older than its start. A message the feed repairs late reaches it only when above (ws/late-sockets.ts).
+   * older than its start. A message the feed repairs late reaches it only when above (fanout/groups.ts).
    */
   covered: number;
-  /** While paused: the last seq this socket was sent, and the feed's count then. */
-  resumeAfter: number;
-  pausedAtCount: number;
   /** Runs once when the subscription ends (leaving the channel's presence). */
   onEnd?: () => void;
 };
@@ -65,9 +46,11 @@ export type Session = {
   frameLimit?: FrameLimiter;
   readonly subs: Map<string, SubState>;
   closed: boolean;
-  /** Out of live delivery because its send buffer crossed the backpressure threshold. */
-  paused: boolean;
-  pausedSince: number;
+  /**
+   * Live or paused (its send buffer crossed the backpressure threshold), for all its subscriptions at once;
+   * made with its first subscription (ws/subscriptions.ts).
+   */
+  flow?: Flow;
   /** Catch-ups waiting for the socket's buffer to drain. */
   drainWaiters: (() => void)[];
   /** Message frames are sent with compress=true (COMPRESSION on; uWS deflates only if the client negotiated it). */
@@ -90,14 +73,8 @@ export function newSession(identity: Identity): Session {
     identity,
     subs: new Map(),
     closed: false,
-    paused: false,
-    pausedSince: 0,
     drainWaiters: [],
   };
-}
-
-export function newSub(pattern: string, topic: string): SubState {
-  return { pattern, topic, phase: "starting", feedHeld: false, counted: false, covered: 0, resumeAfter: 0, pausedAtCount: 0 };
 }
 
 /** The fan-out core's view of a uWS socket (made once per socket). */

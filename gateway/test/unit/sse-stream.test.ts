@@ -65,6 +65,7 @@ function setup(bp = { bytes: 1_000, maxBytes: 10_000, slowTimeoutMs: 60_000 }, p
     feed,
     {
       resume: new Resume({ pages } as unknown as FanoutHub, { holdLimit: 100, backpressureBytes: bp.bytes }, log, metrics.deliveriesDropped),
+      connected: () => true,
       live,
       config: { backpressure: bp },
       metrics,

@@ -9,7 +9,6 @@ import { createMetrics } from "../../src/metrics/metrics.js";
 import { createLogger } from "../../src/log.js";
 import type { FanoutHub, Feed } from "../../src/fanout/hub.js";
 import { Resume } from "../../src/fanout/resume.js";
-import type { Broker } from "../../src/broker/broker.js";
 import { FakeFeed } from "../support/fake-feed.js";
 
 const metrics = createMetrics(new client.Registry());
@@ -36,7 +35,9 @@ function fakeHub(): FanoutHub & { released: string[] } {
 
 const feed = (pattern: string): Feed => new FakeFeed(pattern, 120, 7);
 const opts = { holdLimit: 100, backpressureBytes: 1 << 20 };
-const subsOf = (hub: FanoutHub) => new Subscriptions(new Resume(hub, opts, log), {} as Broker, hub, metrics, log);
+const bp = { bytes: 1 << 20, maxBytes: 1 << 24, slowTimeoutMs: 60_000 };
+const subsOf = (hub: FanoutHub) =>
+  new Subscriptions({ resume: new Resume(hub, opts, log), connected: () => true, log }, hub, bp, metrics, log, () => undefined);
 
 describe("subscriptions — lifecycle", () => {
   it("subscriptions — ending twice (an unsub, then the failed start position) releases the feed and the gauge once", async () => {
@@ -50,7 +51,7 @@ describe("subscriptions — lifecycle", () => {
     subs.end(ws, sub); // the client's unsub
     subs.end(ws, sub); // resolveStart failed afterwards
     expect(hub.released).toEqual(["a.b"]);
-    expect(sub.phase).toBe("ended");
+    expect(sub.life.phase).toBe("ended");
     expect(ws.getUserData().subs.size).toBe(0);
     expect(await gauge()).toBe(before);
   });
@@ -70,13 +71,13 @@ describe("subscriptions — lifecycle", () => {
     (hub as { pages?: unknown }).pages = {};
     const subs = subsOf(hub);
     const ws = fakeSocket();
-    ws.getUserData().paused = true;
+    subs.pause(ws);
     const sub = subs.begin(ws, "t");
     subs.attach(ws, sub);
     // from:{time} resolved to seq 42 by the handler: delivery starts after 41.
-    subs.start(ws, sub, feed("t"), 41);
-    expect(sub.phase).toBe("paused");
-    expect(sub.resumeAfter).toBe(41);
+    sub.life.start(feed("t"), 41);
+    expect(sub.life.phase).toBe("paused");
+    expect(sub.life.resumeAfter).toBe(41);
   });
 
   it("subscriptions — live: joins the topic; pause leaves it and remembers the feed's position", () => {
@@ -87,12 +88,12 @@ describe("subscriptions — lifecycle", () => {
     const ws = fakeSocket();
     const sub = subs.begin(ws, "l");
     subs.attach(ws, sub);
-    expect(subs.start(ws, sub, f)).toBe(120);
-    expect(sub.phase).toBe("live");
+    expect(sub.life.start(f)).toBe(120);
+    expect(sub.life.phase).toBe("live");
     expect(ws.topics.has("p:l")).toBe(true);
     subs.pause(ws);
-    expect(sub.phase).toBe("paused");
+    expect(sub.life.phase).toBe("paused");
     expect(ws.topics.has("p:l")).toBe(false);
-    expect(sub.resumeAfter).toBe(120);
+    expect(sub.life.resumeAfter).toBe(120);
   });
 });
