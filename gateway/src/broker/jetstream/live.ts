@@ -226,6 +226,7 @@ export class CoreLiveFeed implements LiveFeed {
       try {
         batch = await this.deps.reads.read(r.subject, from);
       } catch (e) {
+        if (this.stopped) return; // the feed stopped (unsubscribed, or the worker drains): the read was cut for it
         this.deps.log.warn({ err: e, pattern: this.pattern, from, retryInMs: delay }, "live feed repair read failed; retrying");
         await new Promise((res) => setTimeout(res, delay).unref());
         delay = Math.min(delay * 2, RETRY_MAX_MS);

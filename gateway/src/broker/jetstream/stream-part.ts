@@ -48,6 +48,8 @@ export class StreamPart {
   private readonly liveFeeds: LiveFeedHooks = new Set();
   private readonly liveMapper: SubjectMapper;
   private epoch_?: string;
+  /** The broker is closing (the worker drains): what fails from here on failed because of it. */
+  private closed = false;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -111,6 +113,7 @@ export class StreamPart {
 
   /** Every live feed reads what it may have missed; a recreated stream (new epoch) restarts them instead. */
   resyncFeeds(why: "reconnect" | "leader"): void {
+    if (this.closed) return;
     const stream = this.spec.stream;
     this.replay.state().then(
       (st) => {
@@ -125,6 +128,8 @@ export class StreamPart {
         }
       },
       (e) => {
+        // A read the closing connection cut (DrainingConnectionError) is the worker's own doing, not a fault.
+        if (this.closed) return this.opts.log.debug({ err: e, why, stream }, "stream state read ended by the shutdown");
         this.opts.log.warn({ err: e, why, stream }, "stream state unavailable; live feeds repair from their position");
         for (const f of this.liveFeeds) f.resync(why);
       },
@@ -132,6 +137,7 @@ export class StreamPart {
   }
 
   close(): void {
+    this.closed = true;
     this.replay.close();
   }
 }
