@@ -38,64 +38,109 @@ const durable = fc.stringMatching(/^[A-Za-z0-9_-]{1,64}$/);
 const msgId = fc.stringMatching(/^[\x21-\x7e]{1,128}$/);
 const strip = (o) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
 
-/** Valid client frames (as objects), each op with its optional fields. */
-export const validFrame = fc.oneof(
-  fc.record({ op: fc.constant("sub"), id: maybe(id), channel: pattern, from: maybe(from) }).map(strip),
-  fc
-    .record({
-      op: fc.constant("sub"),
-      id: maybe(id),
-      channel: pattern,
-      durable,
-      ack: fc.constant(true),
-      maxInflight: maybe(fc.integer({ min: 1, max: 10_000 })),
-    })
-    .map(strip),
-  fc.record({ op: fc.constant("unsub"), id: maybe(id), channel: pattern }).map(strip),
-  fc.record({ op: fc.constant("pub"), id: maybe(id), channel, data: fc.jsonValue({ maxDepth: 3 }), msgId: maybe(msgId) }).map(strip),
-  fc.record({ op: fc.constant("ping"), id: maybe(id) }).map(strip),
-  fc.record({ op: fc.constantFrom("ack", "term"), id: maybe(id), seq: fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), sub: maybe(pattern) }).map(strip),
-  fc
-    .record({ op: fc.constant("nak"), id: maybe(id), seq: fc.integer({ min: 1, max: 2 ** 40 }), delay: maybe(fc.integer({ min: 0, max: 3_600_000 })) })
-    .map(strip),
-  fc.record({ op: fc.constant("refresh"), id: maybe(id), token: fc.string({ minLength: 1, maxLength: 200 }) }).map(strip),
-);
+const seq = fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER });
+const info = fc.jsonValue({ maxDepth: 2 }).filter((v) => v !== null && JSON.stringify(v).length <= 200);
 
-const OPS = ["sub", "unsub", "pub", "ping", "ack", "nak", "term", "refresh"];
-const FIELDS = ["op", "id", "channel", "from", "durable", "ack", "maxInflight", "data", "msgId", "seq", "delay", "sub", "token"];
-/** Objects with the right field names and anything as values: exercises every validation branch. */
-const wrongObject = fc.dictionary(
-  fc.constantFrom(...FIELDS, "__proto__", "constructor", "x"),
-  fc.oneof(fc.constantFrom(...OPS), channelish, fc.anything({ maxDepth: 2 })),
-  { maxKeys: 8 },
-);
+/** Valid frames of each client op (as objects), with its optional fields. */
+const FRAMES_OF = {
+  sub: [
+    fc.record({ op: fc.constant("sub"), id: maybe(id), channel: pattern, from: maybe(from) }).map(strip),
+    fc
+      .record({
+        op: fc.constant("sub"),
+        id: maybe(id),
+        channel: pattern,
+        durable,
+        ack: fc.constant(true),
+        maxInflight: maybe(fc.integer({ min: 1, max: 10_000 })),
+      })
+      .map(strip),
+    fc.record({ op: fc.constant("sub"), id: maybe(id), channel, presence: fc.constantFrom(true, "member"), info: maybe(info) }).map(strip),
+    fc.record({ op: fc.constant("sub"), id: maybe(id), channel, presence: fc.constant("watch") }).map(strip),
+  ],
+  unsub: [fc.record({ op: fc.constant("unsub"), id: maybe(id), channel: pattern }).map(strip)],
+  pub: [fc.record({ op: fc.constant("pub"), id: maybe(id), channel, data: fc.jsonValue({ maxDepth: 3 }), msgId: maybe(msgId) }).map(strip)],
+  ping: [fc.record({ op: fc.constant("ping"), id: maybe(id) }).map(strip)],
+  ack: [fc.record({ op: fc.constant("ack"), id: maybe(id), seq, sub: maybe(pattern) }).map(strip)],
+  term: [fc.record({ op: fc.constant("term"), id: maybe(id), seq, sub: maybe(pattern) }).map(strip)],
+  inprogress: [fc.record({ op: fc.constant("inprogress"), id: maybe(id), seq, sub: maybe(pattern) }).map(strip)],
+  nak: [
+    fc
+      .record({ op: fc.constant("nak"), id: maybe(id), seq: fc.integer({ min: 1, max: 2 ** 40 }), delay: maybe(fc.integer({ min: 0, max: 3_600_000 })) })
+      .map(strip),
+  ],
+  presence: [fc.record({ op: fc.constant("presence"), id: maybe(id), channel }).map(strip)],
+  refresh: [fc.record({ op: fc.constant("refresh"), id: maybe(id), token: fc.string({ minLength: 1, maxLength: 200 }) }).map(strip)],
+};
+const FIELDS = [
+  "op",
+  "id",
+  "channel",
+  "from",
+  "durable",
+  "ack",
+  "maxInflight",
+  "presence",
+  "info",
+  "data",
+  "msgId",
+  "ttl",
+  "batch",
+  "seq",
+  "delay",
+  "sub",
+  "token",
+];
 
-/** Text of one client frame that is often wrong: random text, JSON that is not a frame, broken valid frames. */
-export const malformedText = fc.oneof(
-  fc.string({ maxLength: 200 }),
-  fc.string({ unit: "binary", maxLength: 100 }),
-  fc.json({ maxDepth: 3 }),
-  wrongObject.map((o) => JSON.stringify(o)),
-  fc.tuple(validFrame, fc.nat(), fc.string({ maxLength: 3 })).map(([f, at, ins]) => {
-    const s = JSON.stringify(f);
-    const i = at % (s.length + 1);
-    return s.slice(0, i) + ins + s.slice(i + 1);
-  }),
-  fc.tuple(validFrame, fc.nat()).map(([f, at]) => JSON.stringify(f).slice(0, at % 60)),
-  fc.nat({ max: 5_000 }).map((n) => "[".repeat(n) + "]".repeat(n)),
-  fc.constantFrom(
-    '{"op":"sub","channel":"a","from":{"seq":1e400}}',
-    '{"op":"pub","channel":"a"}',
-    '{"op":null}',
-    '{"op":"sub","id":1e309}',
-    "\uFEFF{}",
-    '{"op":"ping","id":"' + "x".repeat(65) + '"}',
-    '{"__proto__":{"op":"ping"}}',
-  ),
-);
+/**
+ * The frame generators for the parser's ops (`CLIENT_OPS` of gateway/src/protocol/frames.ts, passed in by the
+ * caller: the unit test from the sources, scripts/fuzz.mjs from dist/). An op of the parser without a
+ * generator here, or a generator of an op the parser does not have, is an error: the lists cannot drift.
+ */
+export function frameArbitraries(ops) {
+  const missing = ops.filter((op) => !(op in FRAMES_OF));
+  const extra = Object.keys(FRAMES_OF).filter((op) => !ops.includes(op));
+  if (missing.length > 0 || extra.length > 0)
+    throw new Error(`fuzz generators and the parser's ops differ: no generator for [${missing}], no such op [${extra}]`);
 
-/** Any input text: valid frames (serialized) and malformed text, mixed. */
-export const anyFrameText = fc.oneof(
-  validFrame.map((f) => JSON.stringify(f)),
-  malformedText,
-);
+  /** Valid client frames (as objects), each op with its optional fields. */
+  const validFrame = fc.oneof(...ops.flatMap((op) => FRAMES_OF[op]));
+
+  /** Objects with the right field names and anything as values: exercises every validation branch. */
+  const wrongObject = fc.dictionary(
+    fc.constantFrom(...FIELDS, "__proto__", "constructor", "x"),
+    fc.oneof(fc.constantFrom(...ops), channelish, fc.anything({ maxDepth: 2 })),
+    { maxKeys: 8 },
+  );
+
+  /** Text of one client frame that is often wrong: random text, JSON that is not a frame, broken valid frames. */
+  const malformedText = fc.oneof(
+    fc.string({ maxLength: 200 }),
+    fc.string({ unit: "binary", maxLength: 100 }),
+    fc.json({ maxDepth: 3 }),
+    wrongObject.map((o) => JSON.stringify(o)),
+    fc.tuple(validFrame, fc.nat(), fc.string({ maxLength: 3 })).map(([f, at, ins]) => {
+      const s = JSON.stringify(f);
+      const i = at % (s.length + 1);
+      return s.slice(0, i) + ins + s.slice(i + 1);
+    }),
+    fc.tuple(validFrame, fc.nat()).map(([f, at]) => JSON.stringify(f).slice(0, at % 60)),
+    fc.nat({ max: 5_000 }).map((n) => "[".repeat(n) + "]".repeat(n)),
+    fc.constantFrom(
+      '{"op":"sub","channel":"a","from":{"seq":1e400}}',
+      '{"op":"pub","channel":"a"}',
+      '{"op":null}',
+      '{"op":"sub","id":1e309}',
+      "\uFEFF{}",
+      '{"op":"ping","id":"' + "x".repeat(65) + '"}',
+      '{"__proto__":{"op":"ping"}}',
+    ),
+  );
+
+  /** Any input text: valid frames (serialized) and malformed text, mixed. */
+  const anyFrameText = fc.oneof(
+    validFrame.map((f) => JSON.stringify(f)),
+    malformedText,
+  );
+  return { validFrame, malformedText, anyFrameText };
+}

@@ -34,6 +34,25 @@ export type RefreshFrame = { op: "refresh"; id?: Id; token: string };
 export type ClientFrame = SubFrame | UnsubFrame | PubFrame | PubBatchFrame | PingFrame | AckFrame | RefreshFrame | PresenceFrame;
 export type Id = number | string;
 
+/**
+ * Every op of a client frame, as the parser knows them. The fuzzers generate frames of each from this list
+ * (scripts/fuzz/arbitraries.mjs), so an op added here without a generator fails them.
+ */
+export const CLIENT_OPS = [
+  "sub",
+  "unsub",
+  "pub",
+  "ping",
+  "ack",
+  "nak",
+  "term",
+  "inprogress",
+  "presence",
+  "refresh",
+] as const satisfies readonly ClientFrame["op"][];
+/** Compile time: an op of `ClientFrame` missing from `CLIENT_OPS` fails the build here. */
+export const CLIENT_OPS_COMPLETE: [Exclude<ClientFrame["op"], (typeof CLIENT_OPS)[number]>] extends [never] ? true : never = true;
+
 export type ParseResult = { ok: true; frame: ClientFrame } | { ok: false; id?: Id; code: ErrorCode; message: string };
 
 const MAX_ID_LENGTH = 64;

@@ -1,7 +1,8 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // @ts-expect-error -- untyped .mjs module shared with scripts/fuzz.mjs
-import { malformedText } from "../../../scripts/fuzz/arbitraries.mjs";
+import { frameArbitraries } from "../../../scripts/fuzz/arbitraries.mjs";
+import { CLIENT_OPS } from "../../src/protocol/frames.js";
 import { startNatsServer, type NatsServerHandle } from "../support/nats-server.js";
 import { startGateway, type GatewayHandle } from "../support/gateway.js";
 import { httpPublish, TestClient } from "../support/ws-client.js";
@@ -9,6 +10,7 @@ import { ClientPool } from "../support/clients.js";
 import { waitFor } from "../support/wait.js";
 import { metric } from "../auth/support.js";
 
+const { malformedText } = frameArbitraries(CLIENT_OPS);
 const GOOD = 100;
 const BAD = 100;
 const FRAMES_PER_BAD = 100;

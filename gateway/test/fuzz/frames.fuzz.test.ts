@@ -2,15 +2,17 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 // Shared generators (plain ESM; also drive the million-input run of scripts/fuzz.mjs).
 // @ts-expect-error -- untyped .mjs module
-import { anyFrameText, channel, channelish, malformedText, pattern, smallChannel, smallPattern, validFrame } from "../../../scripts/fuzz/arbitraries.mjs";
-import { parseClientFrame } from "../../src/protocol/frames.js";
+import { channel, channelish, frameArbitraries, pattern, smallChannel, smallPattern } from "../../../scripts/fuzz/arbitraries.mjs";
+import { CLIENT_OPS, parseClientFrame } from "../../src/protocol/frames.js";
 import { checkChannel, checkPattern, matches, MAX_CHANNEL_LENGTH, MAX_CHANNEL_TOKENS } from "../../src/protocol/channel.js";
 import { ErrorCode } from "../../src/protocol/codes.js";
 import { patternCovers } from "../../src/auth/permissions.js";
 
 const RUNS = { numRuns: 2_000 };
 const CODES = new Set<string>(Object.values(ErrorCode));
-const OPS = new Set(["sub", "unsub", "pub", "ping", "ack", "nak", "term", "refresh"]);
+const OPS = new Set<string>(CLIENT_OPS);
+// The generators are made from the parser's own op list: a new op without a generator throws here.
+const { anyFrameText, malformedText, validFrame } = frameArbitraries(CLIENT_OPS);
 
 /** `v` with every -0 made 0. */
 const zeroed = (v: unknown): unknown =>
@@ -36,6 +38,13 @@ describe("fuzz — frame parser", () => {
       }),
       RUNS,
     );
+  });
+
+  it("generates frames of every op the parser has, and every op it generates parses", () => {
+    const seen = new Set(fc.sample(validFrame, { numRuns: 2_000, seed: 7 }).map((f: { op: string }) => f.op));
+    expect([...seen].sort()).toEqual([...CLIENT_OPS].sort());
+    expect(() => frameArbitraries([...CLIENT_OPS, "shout"])).toThrow(/no generator for \[shout\]/);
+    expect(() => frameArbitraries(CLIENT_OPS.filter((op) => op !== "presence"))).toThrow(/no such op \[presence\]/);
   });
 
   it("round-trips every valid frame", () => {
