@@ -77,7 +77,7 @@ export function createMetrics(registry: client.Registry = client.register) {
     }),
     badFrames: new client.Counter({
       name: "fanout_bad_frames_total",
-      help: "Client frames answered with an err frame",
+      help: "err frames sent to clients (answers to their frames and unsolicited ones), by code",
       labelNames: ["code"] as const,
       registers: r,
     }),

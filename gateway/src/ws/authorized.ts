@@ -1,9 +1,8 @@
 import type { Access } from "../auth/access.js";
 import { GatewayError } from "../errors.js";
 import type { Id } from "../protocol/frames.js";
-import { errFrame } from "../protocol/serialize.js";
 import type { HandlerContext } from "./context.js";
-import { sendText, type Socket } from "./session.js";
+import { sendErr, type Socket } from "./session.js";
 
 /**
  * The authorization chain (auth/access.ts) for one frame of a WebSocket: true when allowed; otherwise the
@@ -16,8 +15,7 @@ export async function authorized(ctx: HandlerContext, ws: Socket, id: Id | undef
     await ctx.guard.access.authorize(() => s.identity, a);
   } catch (e) {
     if (!(e instanceof GatewayError)) throw e;
-    ctx.metrics.badFrames.labels(e.code).inc();
-    sendText(ws, errFrame(id, e.code, e.message, e.temporary));
+    sendErr(ws, ctx.metrics.badFrames, id, e.code, e.message, e.temporary);
     return false;
   }
   return !s.closed;

@@ -1,8 +1,7 @@
 import { brokerFailure } from "../errors.js";
 import { ErrorCode } from "../protocol/codes.js";
-import { errFrame } from "../protocol/serialize.js";
 import type { HandlerContext } from "./context.js";
-import { sendText, type Socket } from "./session.js";
+import { sendErr, sendText, type Socket } from "./session.js";
 
 /**
  * Server-side subscriptions: the token's `channels.auto` (or a connect hook's) lists patterns the connection
@@ -23,7 +22,13 @@ async function autoSubscribe(ctx: HandlerContext, ws: Socket, pattern: string): 
   if (s.closed || s.subs.has(pattern)) return;
   const max = ctx.config.fanout.maxSubscriptions;
   if (s.subs.size >= max)
-    return sendText(ws, errFrame(undefined, ErrorCode.TooManySubscriptions, `auto subscription ${pattern}: at most ${max} subscriptions per connection`));
+    return sendErr(
+      ws,
+      ctx.metrics.badFrames,
+      undefined,
+      ErrorCode.TooManySubscriptions,
+      `auto subscription ${pattern}: at most ${max} subscriptions per connection`,
+    );
   const sub = ctx.subs.begin(ws, pattern);
   sub.auto = true;
   let feed;
@@ -32,7 +37,7 @@ async function autoSubscribe(ctx: HandlerContext, ws: Socket, pattern: string): 
   } catch (e) {
     ctx.subs.end(ws, sub);
     const f = brokerFailure(e, ctx.broker.isConnected(), `auto subscription ${pattern}`);
-    return sendText(ws, errFrame(undefined, f.code, `${f.message}; reconnect`, f.temporary));
+    return sendErr(ws, ctx.metrics.badFrames, undefined, f.code, `${f.message}; reconnect`, f.temporary);
   }
   if (!ctx.subs.attach(ws, sub)) return;
   // Position and join in one synchronous step (the resume path's live start): every message after `seq` follows.

@@ -3,10 +3,10 @@ import { resolveStart, startFeatures, type Start, type StartRequest } from "../f
 import type { Feature } from "../namespaces/spec.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { parseClientFrame, type AckFrame, type Id, type PubBatchFrame, type PubFrame, type SubFrame, type UnsubFrame } from "../protocol/frames.js";
-import { errFrame, okFrame, pongFrame } from "../protocol/serialize.js";
+import { okFrame, pongFrame } from "../protocol/serialize.js";
 import { sendLastValues } from "../fanout/last-values.js";
 import { brokerFailure, GatewayError } from "../errors.js";
-import { fanoutSocket, sendText, type Socket, type SubState } from "./session.js";
+import { fanoutSocket, sendErr, sendText, type Socket, type SubState } from "./session.js";
 import type { HandlerContext } from "./context.js";
 import { authorized } from "./authorized.js";
 import { refreshSession } from "./refresh.js";
@@ -41,8 +41,7 @@ export function handleFrame(ctx: HandlerContext, ws: Socket, text: string): void
 }
 
 export function replyErr(ctx: HandlerContext, ws: Socket, id: Id | undefined, code: ErrorCode, message: string, temporary?: boolean): void {
-  ctx.metrics.badFrames.labels(code).inc();
-  sendText(ws, errFrame(id, code, message, temporary));
+  sendErr(ws, ctx.metrics.badFrames, id, code, message, temporary);
 }
 
 /** Answers a failure as an `err` frame with its code and whether retrying helps. */
@@ -142,7 +141,7 @@ async function sendSnapshot(ctx: HandlerContext, ws: Socket, sub: SubState, upTo
   } catch (e) {
     ctx.subs.end(ws, sub);
     const f = brokerFailure(e, ctx.broker.isConnected(), `last values of ${sub.pattern}`);
-    sendText(ws, errFrame(undefined, f.code, `${f.message}; subscribe again`, f.temporary));
+    replyErr(ctx, ws, undefined, f.code, `${f.message}; subscribe again`, f.temporary);
     return false;
   }
 }

@@ -3,10 +3,9 @@ import { brokerFailure, GatewayError } from "../errors.js";
 import { presenceTopicOf } from "../presence/hub.js";
 import { ErrorCode } from "../protocol/codes.js";
 import type { Id, PresenceFrame, SubFrame } from "../protocol/frames.js";
-import { errFrame } from "../protocol/serialize.js";
 import type { HandlerContext } from "./context.js";
 import { authorized } from "./authorized.js";
-import { sendText, type Socket, type SubState } from "./session.js";
+import { sendErr, sendText, type Socket, type SubState } from "./session.js";
 
 /** The connection's presence client id: 16 characters of base64url, made once. */
 export function clientIdOf(ws: Socket): string {
@@ -16,8 +15,7 @@ export function clientIdOf(ws: Socket): string {
 }
 
 function fail(ctx: HandlerContext, ws: Socket, id: Id | undefined, e: GatewayError): void {
-  ctx.metrics.badFrames.labels(e.code).inc();
-  sendText(ws, errFrame(id, e.code, e.message, e.temporary));
+  sendErr(ws, ctx.metrics.badFrames, id, e.code, e.message, e.temporary);
 }
 
 /**

@@ -1,8 +1,8 @@
 import { ErrorCode } from "../protocol/codes.js";
 import type { RefreshFrame } from "../protocol/frames.js";
-import { errFrame, okFrame } from "../protocol/serialize.js";
+import { okFrame } from "../protocol/serialize.js";
 import type { HandlerContext } from "./context.js";
-import { sendText, type Socket } from "./session.js";
+import { sendErr, sendText, type Socket } from "./session.js";
 
 /**
  * `{"op":"refresh","token":"..."}`: verifies the new token (same `sub`), replaces the claims and the
@@ -13,15 +13,13 @@ export async function refreshSession(ctx: HandlerContext, ws: Socket, f: Refresh
   const r = await ctx.guard.refresh(ws, f);
   const s = ws.getUserData();
   if (!r.ok) {
-    ctx.metrics.badFrames.labels(r.code).inc();
-    return sendText(ws, errFrame(f.id, r.code, r.message));
+    return sendErr(ws, ctx.metrics.badFrames, f.id, r.code, r.message);
   }
   for (const pattern of r.revoked) {
     const sub = s.subs.get(pattern);
     if (!sub) continue;
     ctx.subs.end(ws, sub);
-    ctx.metrics.badFrames.labels(ErrorCode.Forbidden).inc();
-    sendText(ws, errFrame(undefined, ErrorCode.Forbidden, `subscription ${pattern} ended: the refreshed token does not allow it`));
+    sendErr(ws, ctx.metrics.badFrames, undefined, ErrorCode.Forbidden, `subscription ${pattern} ended: the refreshed token does not allow it`);
   }
   sendText(ws, okFrame(f.id, r.exp !== undefined ? { exp: r.exp } : {}));
 }

@@ -4,6 +4,10 @@ import type { Flow, SubLifecycle } from "../fanout/lifecycle.js";
 import type { FanoutSocket } from "../fanout/socket.js";
 import type { Identity } from "../auth/access.js";
 import type { FrameLimiter } from "../limits/frame-rate.js";
+import type { Metrics } from "../metrics/metrics.js";
+import type { ErrorCode } from "../protocol/codes.js";
+import type { Id } from "../protocol/frames.js";
+import { errFrame } from "../protocol/serialize.js";
 
 /** One subscription of one socket. */
 export type SubState = {
@@ -107,4 +111,14 @@ export function sendText(ws: Socket, text: string): void {
   ws.cork(() => {
     ws.send(text, false, false);
   });
+}
+
+/**
+ * Sends an `err` frame and counts it in `fanout_bad_frames_total` by its code: every `err` a socket gets goes
+ * through here, so that the metric is the count of error frames (answers to frames and unsolicited ones alike).
+ */
+export function sendErr(ws: Socket, counter: Metrics["badFrames"], id: Id | undefined, code: ErrorCode, message: string, temporary?: boolean): void {
+  if (ws.getUserData().closed) return;
+  counter.labels(code).inc();
+  sendText(ws, errFrame(id, code, message, temporary));
 }

@@ -4,8 +4,7 @@ import { topicOf, type FanoutHub, type Feed } from "../fanout/hub.js";
 import { Flow, SubLifecycle, type DeliveryFailure, type LifecycleDeps, type SubDoor } from "../fanout/lifecycle.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
-import { errFrame } from "../protocol/serialize.js";
-import { fanoutSocket, sendText, type Socket, type SubState } from "./session.js";
+import { fanoutSocket, sendErr, type Socket, type SubState } from "./session.js";
 
 /**
  * The WebSocket door of the subscription lifecycle (fanout/lifecycle.ts, which owns every phase transition,
@@ -120,7 +119,6 @@ export class Subscriptions {
   /** A catch-up failed: the subscription ends, and the client is told where to resume. */
   private failed(ws: Socket, sub: SubState, f: DeliveryFailure): void {
     this.end(ws, sub);
-    this.metrics.badFrames.labels(f.code).inc();
-    sendText(ws, errFrame(undefined, f.code, `${f.message}; subscribe again with from:{seq:${f.lastSent + 1}}`, f.temporary));
+    sendErr(ws, this.metrics.badFrames, undefined, f.code, `${f.message}; subscribe again with from:{seq:${f.lastSent + 1}}`, f.temporary);
   }
 }
