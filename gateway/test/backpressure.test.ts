@@ -4,15 +4,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { startGateway, type GatewayHandle } from "./support/gateway.js";
 import { TestClient } from "./support/ws-client.js";
+import { metric } from "./support/metrics.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;
 let nc: NatsConnection;
 
-const metric = async (name: string): Promise<number> => {
-  const text = await (await fetch(`${gw.url}/metrics`)).text();
-  return Number(new RegExp(`^${name} ([0-9.e+]+)`, "m").exec(text)?.[1] ?? "NaN");
-};
 type Sock = { _socket: { pause(): void; resume(): void } };
 
 beforeAll(async () => {
@@ -36,7 +33,7 @@ describe("backpressure — a client that stops reading (JetStream: lossless)", (
     const fast = await TestClient.connect(gw.wsUrl);
     await slow.sub("bp.x");
     await fast.sub("bp.x");
-    const rssBefore = await metric("process_resident_memory_bytes");
+    const rssBefore = await metric(gw.url, "process_resident_memory_bytes");
     (slow.ws as unknown as Sock)._socket.pause();
     const js = jetstream(nc);
     const payload = new TextEncoder().encode(JSON.stringify({ pad: "x".repeat(4_000) }));
@@ -50,7 +47,7 @@ describe("backpressure — a client that stops reading (JetStream: lossless)", (
       total += 100;
       if (!resumed && Date.now() - t0 >= 5_000) {
         resumed = true;
-        maxRss = Math.max(maxRss, await metric("process_resident_memory_bytes"));
+        maxRss = Math.max(maxRss, await metric(gw.url, "process_resident_memory_bytes"));
         (slow.ws as unknown as Sock)._socket.resume();
       }
       if (Date.now() - t0 >= 6_000) break;
@@ -58,8 +55,8 @@ describe("backpressure — a client that stops reading (JetStream: lossless)", (
     }
     await fast.waitForMsgs(total, 60_000);
     await slow.waitForMsgs(total, 60_000);
-    expect(await metric("fanout_slow_consumer_switches_total")).toBeGreaterThanOrEqual(1);
-    expect(await metric("fanout_deliveries_dropped_total")).toBe(0);
+    expect(await metric(gw.url, "fanout_slow_consumer_switches_total")).toBeGreaterThanOrEqual(1);
+    expect(await metric(gw.url, "fanout_deliveries_dropped_total")).toBe(0);
     const seqs = slow.msgs.map((m) => m.seq);
     expect(seqs.length).toBe(total);
     for (let i = 1; i < seqs.length; i++) expect(seqs[i]).toBe(seqs[i - 1]! + 1);

@@ -11,6 +11,7 @@ import { startGateway, type GatewayHandle } from "./support/gateway.js";
 import { httpPublish, TestClient } from "./support/ws-client.js";
 import { SseReader } from "./support/sse-client.js";
 import { waitFor } from "./support/wait.js";
+import { metric } from "./support/metrics.js";
 
 const CH = "catchup.fails";
 let nats: NatsServerHandle;
@@ -62,6 +63,8 @@ describe("catch-up failure — one code for every door", () => {
     expect({ code: sseBody.code, temporary: sseBody.temporary }).toEqual({ code: wsErr.code, temporary: wsErr.temporary });
     expect(wsErr.message).toContain(`subscribe again with from:{seq:${first}}`);
     await waitFor(() => sse.ended || undefined, { what: "the SSE stream's end" });
+    // The WebSocket's err was unsolicited (no frame asked for it): it is counted all the same.
+    expect(await metric(gw.metricsUrl, "fanout_bad_frames_total", { code: String(wsErr.code) })).toBeGreaterThanOrEqual(1);
     // The WebSocket stays open; its subscription is gone (a second sub is accepted).
     await jsm.streams.update("EVENTS", { ...info.config, allow_direct: true });
     expect((await ws.sub(CH)).op).toBe("ok");

@@ -12,6 +12,7 @@ import { waitFor } from "./support/wait.js";
 import { AUDIENCE, connect, ISSUER, SECRET, sign } from "./auth/support.js";
 import WebSocket from "ws";
 import { GatewayClient, type GatewayEvent } from "../client/src/index.js";
+import { metric } from "./support/metrics.js";
 
 const API_KEY = "control-api-key-0123456789";
 const KEY = { "x-api-key": API_KEY };
@@ -245,10 +246,7 @@ describe("control plane — NATS subjects", () => {
     const bad = await nc.request("evctl.server.disconnect", JSON.stringify({ user: "" }), { timeout: 5_000 });
     expect(bad.json()).toMatchObject({ error: "bad_request" });
     // Counted by the worker that took it, on either instance.
-    const counted = async (gw: GatewayHandle) =>
-      Number(
-        /^fanout_control_requests_total\{op="disconnect",result="bad_request"\} (\d+)/m.exec(await (await fetch(`${gw.metricsUrl}/metrics`)).text())?.[1] ?? 0,
-      );
+    const counted = (gw: GatewayHandle) => metric(gw.metricsUrl, "fanout_control_requests_total", { op: "disconnect", result: "bad_request" });
     expect((await counted(a)) + (await counted(b))).toBeGreaterThanOrEqual(1);
   });
 });

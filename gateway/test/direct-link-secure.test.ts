@@ -2,16 +2,13 @@
 // permissions are the gateway's minimal list: the link upgrades to TLS after the INFO (or starts with it when
 // the server wants the handshake first), authenticates as the main connection does (password, nkey), reads the
 // same messages as nats.js, and a link that cannot connect says so once at warn while reads use nats.js.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Writable } from "node:stream";
-import { connect, nkeys, type NatsConnection } from "@nats-io/transport-node";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { gatewayPermissions, hasOpenssl, makeTestPki, secureServerConfig, type TestPki } from "./support/nats-secure.js";
+import { gatewayPermissions, hasOpenssl, makeTestPki, secureServerConfig, startSecureNats, type SecureNats, type TestPki } from "./support/nats-secure.js";
 import { waitFor } from "./support/wait.js";
 import { DirectGet, type DirectBatch } from "../src/broker/jetstream/direct/direct-get.js";
 import { DirectLink } from "../src/broker/jetstream/direct/direct-link.js";
@@ -20,11 +17,10 @@ import type { NatsSecuritySection } from "../src/config/sections.js";
 
 const COUNT = 1_200;
 const NAMES = { stream: "DLS", subjectPrefix: "dls", livePrefix: "dlslive", bucket: "DLSP" };
+let fixture: SecureNats | undefined;
 let pki: TestPki;
-let secrets: string;
 let nats: NatsServerHandle;
 let admin: NatsConnection;
-const nkeyUser = nkeys.createUser();
 
 const section = (over: Partial<NatsSecuritySection>): NatsSecuritySection => ({
   credsFile: "",
@@ -38,11 +34,7 @@ const section = (over: Partial<NatsSecuritySection>): NatsSecuritySection => ({
   tlsFirst: false,
   ...over,
 });
-const secret = (name: string, value: string): string => {
-  const f = join(secrets, name);
-  writeFileSync(f, value, { mode: 0o600 });
-  return f;
-};
+const secret = (name: string, value: string): string => fixture!.secret(name, value);
 
 /** A logger whose warn and error lines are kept. */
 function capturingLog(): { log: pino.Logger; lines: Record<string, unknown>[] } {
@@ -87,20 +79,16 @@ function linked(nc: NatsConnection, server: NatsServerHandle, name: string, secu
 
 describe.skipIf(!hasOpenssl())("direct-get link on a secured NATS", () => {
   beforeAll(async () => {
-    pki = makeTestPki();
-    secrets = mkdtempSync(join(tmpdir(), "fgw-secrets-"));
     const perms = gatewayPermissions(NAMES);
-    nats = await startNatsServer({
-      config: secureServerConfig(
-        pki,
-        [
-          { who: { user: "admin", password: "admin-pw" } },
-          { who: { user: "gw", password: "gw-pw" }, permissions: perms },
-          { who: { nkey: nkeyUser.getPublicKey() }, permissions: perms },
-        ],
-        { verify: true },
-      ),
-    });
+    fixture = await startSecureNats(
+      (nkey) => [
+        { who: { user: "admin", password: "admin-pw" } },
+        { who: { user: "gw", password: "gw-pw" }, permissions: perms },
+        { who: { nkey }, permissions: perms },
+      ],
+      { verify: true },
+    );
+    ({ pki, server: nats } = fixture);
     const adminSec = loadNatsSecurity(section({ user: "admin", passwordFile: secret("admin-pw", "admin-pw\n") }));
     admin = await connect({ servers: nats.url, ...natsJsOptions(adminSec) });
     await (await jetstreamManager(admin)).streams.add({ name: NAMES.stream, subjects: [`${NAMES.subjectPrefix}.>`], allow_direct: true });
@@ -110,14 +98,12 @@ describe.skipIf(!hasOpenssl())("direct-get link on a secured NATS", () => {
   });
   afterAll(async () => {
     await admin?.close();
-    await nats?.stop();
-    pki?.remove();
-    if (secrets) rmSync(secrets, { recursive: true, force: true });
+    await fixture?.stop();
   });
 
   for (const [how, over] of [
     ["user and password", () => ({ user: "gw", passwordFile: secret("gw-pw", "gw-pw\n") })],
-    ["nkey", () => ({ nkeySeedFile: secret("gw.nk", new TextDecoder().decode(nkeyUser.getSeed()) + "\n") })],
+    ["nkey", () => ({ nkeySeedFile: secret("gw.nk", new TextDecoder().decode(fixture!.nkeyUser.getSeed()) + "\n") })],
   ] as const) {
     it(`direct link — TLS with a client certificate and ${how}: ready, and the same messages as nats.js over its own TLS connection`, async () => {
       const security = loadNatsSecurity(section(over()));
@@ -137,7 +123,7 @@ describe.skipIf(!hasOpenssl())("direct-get link on a secured NATS", () => {
         expect(view(viaLink)).toEqual(view(viaNatsJs));
         const c = await conn(nats, name);
         expect(c?.tls_version).toMatch(/^1\.[23]$/);
-        expect(c?.authorized_user).toBe(security.method === "nkey" ? nkeyUser.getPublicKey() : "gw");
+        expect(c?.authorized_user).toBe(security.method === "nkey" ? fixture!.nkeyUser.getPublicKey() : "gw");
         expect(c!.out_msgs).toBeGreaterThanOrEqual(COUNT);
         expect(lines).toEqual([]);
         // Closing the link closes the TLS socket and the connection under it.

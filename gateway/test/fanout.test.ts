@@ -6,6 +6,7 @@ import { startGateway, type GatewayHandle } from "./support/gateway.js";
 import { httpPublish } from "./support/ws-client.js";
 import { ClientPool, uniqueNames } from "./support/clients.js";
 import { waitFor } from "./support/wait.js";
+import { metric, scrape } from "./support/metrics.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;
@@ -43,11 +44,11 @@ describe("fan-out — live delivery", () => {
       expect(typeof c.msgs[0]!.ts).toBe("number");
     }
     // Both workers served clients and each ran one consumer for the channel, not one per client.
-    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
-    const consumed = Number(/^fanout_broker_messages_total (\d+)/m.exec(metrics)?.[1]);
+    const metrics = await scrape(gw.url);
+    const consumed = metrics.value("fanout_broker_messages_total");
     expect(consumed).toBeGreaterThanOrEqual(20);
     expect(consumed).toBeLessThanOrEqual(40); // 20 messages × at most 2 workers
-    expect(Number(/^fanout_frames_delivered_total (\d+)/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(6000);
+    expect(metrics.value("fanout_frames_delivered_total")).toBeGreaterThanOrEqual(6000);
     for (const c of subs) c.close();
   });
 
@@ -176,7 +177,7 @@ describe("fan-out — bad input never hurts the connection or others", () => {
 
 describe("fan-out — one live feed per pattern, no JetStream consumer", () => {
   it("one core subscription per pattern per worker, removed after the last subscriber leaves; 0 consumers on the stream", async () => {
-    const feeds = async () => Number(/^fanout_live_feeds (\d+)/m.exec(await (await fetch(`${gw.url}/metrics`)).text())?.[1]);
+    const feeds = () => metric(gw.url, "fanout_live_feeds");
     const before = await feeds();
     const ch = uniq("cons.");
     const cs = await Promise.all(Array.from({ length: 40 }, () => client()));

@@ -10,6 +10,7 @@ import { type MsgFrame } from "./support/ws-client.js";
 import { ClientPool, uniqueNames } from "./support/clients.js";
 import { waitFor } from "./support/wait.js";
 import { SseReader } from "./support/sse-client.js";
+import { metric } from "./support/metrics.js";
 
 let nats: NatsServerHandle;
 let proxy: TcpProxy;
@@ -22,8 +23,7 @@ const client = () => clients.open();
 const uniq = uniqueNames();
 const enc = new TextEncoder();
 
-const metric = async (re: RegExp): Promise<number> => Number(re.exec(await (await fetch(`${gw.url}/metrics`)).text())?.[1] ?? 0);
-const repairs = (reason: string) => metric(new RegExp(`^fanout_live_repairs_total\\{reason="${reason}"\\} (\\d+)`, "m"));
+const repairs = (reason: string) => metric(gw.url, "fanout_live_repairs_total", { reason });
 
 /** Every message of `channel` exactly once and in publish order (`i` counts up from 0). */
 function expectInOrderOnce(msgs: MsgFrame[], total: number): void {
@@ -218,7 +218,7 @@ describe("live — thousands of channels without consumers", () => {
     });
     const errs = sockets.flatMap((c) => c.frames.filter((f) => f.op === "err"));
     expect(errs).toEqual([]);
-    expect(await metric(/^fanout_live_feeds (\d+)/m)).toBeGreaterThanOrEqual(5_000);
+    expect(await metric(gw.url, "fanout_live_feeds")).toBeGreaterThanOrEqual(5_000);
     expect((await jsm.streams.info("EVENTS")).state.consumer_count).toBe(0);
     // Replayed: the even channels among the stored ones.
     const replayed = [...stored.keys()].filter((ch) => Number(ch.split(".u")[1]) % 2 === 0).length;

@@ -8,6 +8,7 @@ import { SECRET, sign } from "./auth/support.js";
 import { startRedisServer } from "./support/redis-server.js";
 import WebSocket from "ws";
 import { GatewayClient, type PresenceEvent, type WebSocketConstructor } from "../client/src/index.js";
+import { metric } from "./support/metrics.js";
 
 // Presence against real servers: a gateway with 2 workers (A), a second instance with 1 worker on the same
 // nats-server (B, also the one whose worker is SIGKILLed), and one with authentication on.
@@ -146,7 +147,7 @@ describe("presence — members and join/leave events", () => {
     for (const v of victims) ids.push((await v.sub(ch, { presence: true })).client as string);
     await waitFor(() => ids.every((id) => countFor(watcher, "join", ch, id) === 1), { timeoutMs: 15_000, what: "joins of B's members" });
     // Refreshes keep them past the TTL while their worker lives: after 4 more refreshes (over 2 TTLs) nobody left.
-    const refreshes = async () => Number(/^fanout_presence_refresh_seconds_count (\d+)/m.exec(await (await fetch(`${b.metricsUrl}/metrics`)).text())?.[1] ?? 0);
+    const refreshes = () => metric(b.metricsUrl, "fanout_presence_refresh_seconds_count");
     const before = await refreshes();
     await waitFor(async () => (await refreshes()) >= before + 4, { timeoutMs: 20_000, intervalMs: 200, what: "4 more presence refreshes on B" });
     expect(events(watcher, "leave", ch)).toEqual([]);

@@ -10,6 +10,7 @@ import { startGateway, type GatewayHandle } from "./support/gateway.js";
 import { httpPublish, TestClient } from "./support/ws-client.js";
 import { ClientPool, uniqueNames } from "./support/clients.js";
 import { waitFor } from "./support/wait.js";
+import { metric } from "./support/metrics.js";
 
 let redis: RedisServerHandle;
 let restarted: ChildProcess | undefined;
@@ -18,11 +19,6 @@ const clients = new ClientPool(() => gw.wsUrl);
 const client = () => clients.open();
 const uniq = uniqueNames(`x${process.pid}`);
 type Sock = { _socket: { pause(): void; resume(): void } };
-
-const metric = async (url: string, name: string): Promise<number> => {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  return Number(new RegExp(`^${name} ([0-9.e+]+)`, "m").exec(text)?.[1] ?? "NaN");
-};
 
 const readyz = async (url: string): Promise<number> => (await fetch(`${url}/readyz`)).status;
 

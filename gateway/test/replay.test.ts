@@ -6,6 +6,7 @@ import { childPids, startGateway, type GatewayHandle } from "./support/gateway.j
 import { httpPublish, TestClient, type MsgFrame } from "./support/ws-client.js";
 import { ClientPool, uniqueNames } from "./support/clients.js";
 import { waitFor } from "./support/wait.js";
+import { metric, type Labels } from "./support/metrics.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;
@@ -252,22 +253,22 @@ describe("history over HTTP", () => {
 });
 
 describe("replay — the direct-get connection", () => {
-  const metric = async (url: string, re: RegExp): Promise<number> => Number(re.exec(await (await fetch(`${url}/metrics`)).text())?.[1] ?? 0);
-  const LINK = /^fanout_direct_gets_total\{via="link"\} (\d+)/m;
-  const MAIN = /^fanout_direct_gets_total\{via="main"\} (\d+)/m;
-  const UP = /^fanout_direct_link_up (\d+)/m;
+  const LINK = ["fanout_direct_gets_total", { via: "link" }] as const;
+  const MAIN = ["fanout_direct_gets_total", { via: "main" }] as const;
+  const UP = ["fanout_direct_link_up"] as const;
+  const sample = (url: string, [name, labels]: readonly [string, Labels?]): Promise<number> => metric(url, name, labels);
 
   it("replay — each worker reads the stream on its own connection (REPLAY_CONNECTION=own), and the metrics say so", async () => {
-    await waitFor(async () => (await metric(gw.url, UP)) === 2 || undefined, { what: "both workers' direct-get connections up" });
+    await waitFor(async () => (await sample(gw.url, UP)) === 2 || undefined, { what: "both workers' direct-get connections up" });
     const ch = uniq("link.");
     await publishMany(ch, 300);
-    const [link0, main0] = [await metric(gw.url, LINK), await metric(gw.url, MAIN)];
+    const [link0, main0] = [await sample(gw.url, LINK), await sample(gw.url, MAIN)];
     const c = await client();
     await c.sub(ch, { from: "all" });
     await c.waitForMsgs(300);
     expect(contiguousFrom(c.msgs, 0)).toBe(true);
-    expect(await metric(gw.url, LINK)).toBeGreaterThan(link0);
-    expect(await metric(gw.url, MAIN)).toBe(main0);
+    expect(await sample(gw.url, LINK)).toBeGreaterThan(link0);
+    expect(await sample(gw.url, MAIN)).toBe(main0);
   });
 
   it("replay — REPLAY_CONNECTION=shared reads on the main connection: the same messages, no link", async () => {
@@ -279,9 +280,9 @@ describe("replay — the direct-get connection", () => {
       await c.sub(ch, { from: "all" });
       await c.waitForMsgs(300);
       expect(contiguousFrom(c.msgs, 0)).toBe(true);
-      expect(await metric(shared.url, MAIN)).toBeGreaterThan(0);
-      expect(await metric(shared.url, LINK)).toBe(0);
-      expect(await metric(shared.url, UP)).toBe(0);
+      expect(await sample(shared.url, MAIN)).toBeGreaterThan(0);
+      expect(await sample(shared.url, LINK)).toBe(0);
+      expect(await sample(shared.url, UP)).toBe(0);
     } finally {
       await shared.stop();
     }

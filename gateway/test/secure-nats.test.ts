@@ -8,36 +8,33 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { nkeys } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { CLI, startGateway, type GatewayHandle } from "./support/gateway.js";
-import { gatewayPermissions, hasOpenssl, makeTestPki, secureServerConfig, tlsBlock, type TestPki } from "./support/nats-secure.js";
+import { gatewayPermissions, hasOpenssl, startSecureNats, tlsBlock, type SecureNats, type TestPki } from "./support/nats-secure.js";
 import { jwtSetup } from "./support/nats-jwt.js";
 import { httpPublish } from "./support/ws-client.js";
 import { ClientPool, uniqueNames } from "./support/clients.js";
 import { waitFor } from "./support/wait.js";
+import { metric, type Labels } from "./support/metrics.js";
 
 const NAMES = { stream: "SECURE", subjectPrefix: "sec", livePrefix: "seclive", bucket: "SECPRES" };
 const GW_ARGS = ["--stream-name", NAMES.stream, "--subject-prefix", NAMES.subjectPrefix, "--presence-bucket", NAMES.bucket, "--presence-ttl", "2s"];
-const nkeyUser = nkeys.createUser();
+let fixture: SecureNats | undefined;
 let pki: TestPki;
-let secrets: string;
 let nats: NatsServerHandle;
 let gw: GatewayHandle | undefined;
 const clients = new ClientPool(() => gw!.wsUrl);
 const uniq = uniqueNames();
 
-const secret = (name: string, value: string): string => {
-  const f = join(secrets, name);
-  writeFileSync(f, value, { mode: 0o600 });
-  return f;
-};
-const tlsEnv = (): Record<string, string> => ({ NATS_TLS_CA_FILE: pki.ca, NATS_TLS_CERT_FILE: pki.clientCert, NATS_TLS_KEY_FILE: pki.clientKey });
-const metric = async (g: GatewayHandle, re: RegExp): Promise<number> => Number(re.exec(await (await fetch(`${g.metricsUrl}/metrics`)).text())?.[1] ?? 0);
-const LINK = /^fanout_direct_gets_total\{via="link"\} (\d+)/m;
-const MAIN = /^fanout_direct_gets_total\{via="main"\} (\d+)/m;
-const UP = /^fanout_direct_link_up (\d+)/m;
+const secret = (name: string, value: string): string => fixture!.secret(name, value);
+const tlsEnv = (): Record<string, string> => fixture!.tlsEnv();
+const nkeySeed = (): string => new TextDecoder().decode(fixture!.nkeyUser.getSeed());
+const nkeyPublic = (): string => fixture!.nkeyUser.getPublicKey();
+const LINK = ["fanout_direct_gets_total", { via: "link" }] as const;
+const MAIN = ["fanout_direct_gets_total", { via: "main" }] as const;
+const UP = ["fanout_direct_link_up"] as const;
+const sample = (g: GatewayHandle, [name, labels]: readonly [string, Labels?]): Promise<number> => metric(g.metricsUrl, name, labels);
 
 /** Users on the server: one per way in, each with the gateway's minimal permissions (`lacking` takes one out). */
 const LACKING = `${NAMES.livePrefix}.>`;
@@ -47,29 +44,23 @@ const NS_NAMES = { ...NAMES, namespaceStreams: [`${NAMES.stream}_CHAT`] };
 const namespacesFile = (): string => secret("namespaces.yaml", "namespaces:\n  chat:\n    maxAge: 1h\n");
 beforeAll(async () => {
   if (!hasOpenssl()) return;
-  pki = makeTestPki();
-  secrets = mkdtempSync(join(tmpdir(), "fgw-secrets-"));
   const perms = gatewayPermissions(NAMES);
-  nats = await startNatsServer({
-    config: secureServerConfig(
-      pki,
-      [
-        { who: { user: "gw", password: "gw-pw" }, permissions: perms },
-        { who: { nkey: nkeyUser.getPublicKey() }, permissions: perms },
-        { who: { user: "lacking", password: "lacking-pw" }, permissions: gatewayPermissions(NAMES, [LACKING]) },
-        { who: { user: "nostream", password: "nostream-pw" }, permissions: gatewayPermissions(NAMES, [NO_STREAM_INFO]) },
-        { who: { user: "nsgw", password: "nsgw-pw" }, permissions: gatewayPermissions(NS_NAMES) },
-      ],
-      { verify: true },
-    ),
-  });
+  fixture = await startSecureNats(
+    (nkey) => [
+      { who: { user: "gw", password: "gw-pw" }, permissions: perms },
+      { who: { nkey }, permissions: perms },
+      { who: { user: "lacking", password: "lacking-pw" }, permissions: gatewayPermissions(NAMES, [LACKING]) },
+      { who: { user: "nostream", password: "nostream-pw" }, permissions: gatewayPermissions(NAMES, [NO_STREAM_INFO]) },
+      { who: { user: "nsgw", password: "nsgw-pw" }, permissions: gatewayPermissions(NS_NAMES) },
+    ],
+    { verify: true },
+  );
+  ({ pki, server: nats } = fixture);
 }, 30_000);
 afterAll(async () => {
   clients.closeAll();
   await gw?.stop();
-  await nats?.stop();
-  pki?.remove();
-  if (secrets) rmSync(secrets, { recursive: true, force: true });
+  await fixture?.stop();
 });
 
 describe.skipIf(!hasOpenssl())("secured NATS — TLS and credentials", () => {
@@ -81,7 +72,7 @@ describe.skipIf(!hasOpenssl())("secured NATS — TLS and credentials", () => {
       env: { ...tlsEnv(), NATS_USER: "gw", NATS_PASSWORD_FILE: secret("gw-pw", "gw-pw\n") },
     });
     expect(JSON.stringify(gw.logs)).not.toContain("gw-pw");
-    await waitFor(async () => (await metric(gw!, UP)) === 1 || undefined, { what: "the direct-get link up over TLS" });
+    await waitFor(async () => (await sample(gw!, UP)) === 1 || undefined, { what: "the direct-get link up over TLS" });
 
     // Live: a subscriber gets what is published after it subscribed.
     const ch = uniq("room.");
@@ -92,12 +83,12 @@ describe.skipIf(!hasOpenssl())("secured NATS — TLS and credentials", () => {
     expect(got.map((m) => (m.data as { i: number }).i)).toEqual([...Array(20).keys()]);
 
     // Replay: read on the link (direct gets via="link"), none on the main connection.
-    const [link0, main0] = [await metric(gw, LINK), await metric(gw, MAIN)];
+    const [link0, main0] = [await sample(gw, LINK), await sample(gw, MAIN)];
     const late = await clients.open();
     await late.sub(ch, { from: "all" });
     expect((await late.waitForMsgs(20)).map((m) => m.seq)).toEqual(got.map((m) => m.seq));
-    expect(await metric(gw, LINK)).toBeGreaterThan(link0);
-    expect(await metric(gw, MAIN)).toBe(main0);
+    expect(await sample(gw, LINK)).toBeGreaterThan(link0);
+    expect(await sample(gw, MAIN)).toBe(main0);
 
     // Durable with acks (consumer create, info, pull, ack).
     const dch = uniq("orders.");
@@ -133,9 +124,9 @@ describe.skipIf(!hasOpenssl())("secured NATS — TLS and credentials", () => {
       natsUrl: nats.url,
       workers: 1,
       args: GW_ARGS,
-      env: { ...tlsEnv(), NATS_NKEY_SEED_FILE: secret("gw.nk", new TextDecoder().decode(nkeyUser.getSeed())) },
+      env: { ...tlsEnv(), NATS_NKEY_SEED_FILE: secret("gw.nk", nkeySeed()) },
     });
-    await waitFor(async () => (await metric(gw!, UP)) === 1 || undefined, { what: "the direct-get link up" });
+    await waitFor(async () => (await sample(gw!, UP)) === 1 || undefined, { what: "the direct-get link up" });
     const ch = uniq("nk.");
     for (let i = 0; i < 5; i++) await httpPublish(gw.url, ch, { i });
     const c = await clients.open();
@@ -144,9 +135,9 @@ describe.skipIf(!hasOpenssl())("secured NATS — TLS and credentials", () => {
     const connz = (await (await fetch(`http://127.0.0.1:${nats.monitorPort}/connz?auth=1`)).json()) as {
       connections: { name?: string; authorized_user?: string }[];
     };
-    const mine = connz.connections.filter((x) => x.name?.startsWith("fanout-gateway-worker") && x.authorized_user === nkeyUser.getPublicKey());
+    const mine = connz.connections.filter((x) => x.name?.startsWith("fanout-gateway-worker") && x.authorized_user === nkeyPublic());
     expect(mine.map((x) => x.name).sort()).toEqual(["fanout-gateway-worker-1", "fanout-gateway-worker-1-direct"]);
-    for (const x of mine) expect(x.authorized_user).toBe(nkeyUser.getPublicKey());
+    for (const x of mine) expect(x.authorized_user).toBe(nkeyPublic());
     clients.closeAll();
     await gw.stop();
     gw = undefined;
@@ -162,14 +153,14 @@ describe.skipIf(!hasOpenssl())("secured NATS — TLS and credentials", () => {
         args: GW_ARGS,
         env: { ...tlsEnv(), NATS_CREDS_FILE: secret("gw.creds", jwt.creds("fgw-gateway", gatewayPermissions(NAMES))) },
       });
-      await waitFor(async () => (await metric(gw!, UP)) === 1 || undefined, { what: "the direct-get link up" });
+      await waitFor(async () => (await sample(gw!, UP)) === 1 || undefined, { what: "the direct-get link up" });
       const ch = uniq("acct.");
       for (let i = 0; i < 5; i++) expect((await httpPublish(gw.url, ch, { i })).status).toBe(201);
-      const link0 = await metric(gw, LINK);
+      const link0 = await sample(gw, LINK);
       const c = await clients.open();
       await c.sub(ch, { from: "all" });
       expect((await c.waitForMsgs(5)).map((m) => (m.data as { i: number }).i)).toEqual([0, 1, 2, 3, 4]);
-      expect(await metric(gw, LINK)).toBeGreaterThan(link0);
+      expect(await sample(gw, LINK)).toBeGreaterThan(link0);
       const connz = (await (await fetch(`http://127.0.0.1:${accounts.monitorPort}/connz?auth=1`)).json()) as {
         connections: { name?: string; name_tag?: string; account?: string; tls_version?: string }[];
       };
@@ -216,7 +207,7 @@ describe.skipIf(!hasOpenssl())("secured NATS — namespaces", () => {
       env: { ...tlsEnv(), NATS_USER: "nsgw", NATS_PASSWORD_FILE: secret("nsgw-pw", "nsgw-pw"), NAMESPACES_FILE: namespacesFile() },
     });
     // Up only when every stream's link is: the default stream's and chat's.
-    await waitFor(async () => (await metric(gw!, UP)) === 1 || undefined, { what: "the direct-get links up over TLS" });
+    await waitFor(async () => (await sample(gw!, UP)) === 1 || undefined, { what: "the direct-get links up over TLS" });
     const ch = uniq("chat.room");
     const live = await clients.open();
     await live.sub(ch);
@@ -235,12 +226,12 @@ describe.skipIf(!hasOpenssl())("secured NATS — namespaces", () => {
 
     const h = (await (await fetch(`${gw.url}/v1/channels/${encodeURIComponent(ch)}/messages?from_seq=3`)).json()) as { messages: { seq: number }[] };
     expect(h.messages.map((m) => m.seq)).toEqual(seqs.slice(2));
-    const [link0, main0] = [await metric(gw, LINK), await metric(gw, MAIN)];
+    const [link0, main0] = [await sample(gw, LINK), await sample(gw, MAIN)];
     const resumer = await clients.open();
     await resumer.sub(ch, { from: { seq: 5 } });
     expect((await resumer.waitForMsgs(7)).map((m) => m.seq)).toEqual(seqs.slice(4));
-    expect(await metric(gw, LINK)).toBeGreaterThan(link0);
-    expect(await metric(gw, MAIN)).toBe(main0);
+    expect(await sample(gw, LINK)).toBeGreaterThan(link0);
+    expect(await sample(gw, MAIN)).toBe(main0);
 
     const d = await clients.open();
     expect(await d.sub(uniq("chat.jobs"), { durable: "secure-ns", ack: true })).toMatchObject({ op: "ok" });

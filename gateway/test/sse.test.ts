@@ -10,6 +10,7 @@ import { httpPublish } from "./support/ws-client.js";
 import { SseReader } from "./support/sse-client.js";
 import { waitFor } from "./support/wait.js";
 import { AUDIENCE, ISSUER, SECRET, sign, tryConnect } from "./auth/support.js";
+import { metric } from "./support/metrics.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;
@@ -38,8 +39,6 @@ async function publishMany(channel: string, count: number, from = 0): Promise<nu
   for (let i = from; i < from + count; i++) seqs.push(await publish(channel, { i }));
   return seqs;
 }
-
-const metric = async (re: RegExp): Promise<number> => Number(re.exec(await (await fetch(`${gw.metricsUrl}/metrics`)).text())?.[1] ?? 0);
 
 beforeAll(async () => {
   nats = await startNatsServer();
@@ -178,7 +177,7 @@ describe("sse — errors, limits and upkeep", () => {
     const r = await open(events(uniq("hb.")));
     await waitFor(() => r.comments.filter((c) => c === "hb").length >= 2 || undefined, { what: "two heartbeats" });
     expect(r.comments[0]).toBe("ok");
-    await waitFor(async () => (await metric(/^fanout_sse_connections (\d+)/m)) >= 1 || undefined, { what: "gauge" });
+    await waitFor(async () => (await metric(gw.metricsUrl, "fanout_sse_connections")) >= 1 || undefined, { what: "gauge" });
     // The live page's /v1/stats shows them too (apart from WebSocket connections).
     const stats = await waitFor(
       async () => {
@@ -195,16 +194,16 @@ describe("sse — errors, limits and upkeep", () => {
     const r = await open(events(ch));
     await waitFor(() => r.comments.includes("ok") || undefined, { what: "stream open" });
     r.pause();
-    const switches = await metric(/^fanout_slow_consumer_switches_total (\d+)/m);
+    const switches = await metric(gw.metricsUrl, "fanout_slow_consumer_switches_total");
     const big = "x".repeat(8_000);
     const seqs: number[] = [];
     // Far more than the kernel's socket buffers and BACKPRESSURE_BYTES (16 KiB) hold.
     for (let i = 0; i < 60; i++) {
       const batch = await Promise.all(Array.from({ length: 10 }, (_, j) => publish(ch, { i: i * 10 + j, big })));
       seqs.push(...batch);
-      if ((await metric(/^fanout_slow_consumer_switches_total (\d+)/m)) > switches && i > 20) break;
+      if ((await metric(gw.metricsUrl, "fanout_slow_consumer_switches_total")) > switches && i > 20) break;
     }
-    await waitFor(async () => (await metric(/^fanout_slow_consumer_switches_total (\d+)/m)) > switches || undefined, {
+    await waitFor(async () => (await metric(gw.metricsUrl, "fanout_slow_consumer_switches_total")) > switches || undefined, {
       what: "the stream paused",
       timeoutMs: 20_000,
     });

@@ -9,6 +9,7 @@ import { startGateway, type GatewayHandle } from "./support/gateway.js";
 import { httpPublish } from "./support/ws-client.js";
 import { ClientPool } from "./support/clients.js";
 import { waitFor } from "./support/wait.js";
+import { metric } from "./support/metrics.js";
 
 let nats: NatsServerHandle;
 let nc: NatsConnection;
@@ -79,7 +80,7 @@ describe("stream drift — noticed, repaired or reported, nothing lost", () => {
       { what: "readyz 503" },
     );
     expect(r.body).toMatchObject({ ready: false, stream: { drift: ["republish_changed"] } });
-    expect(await (await fetch(`${reporting.metricsUrl}/metrics`)).text()).toMatch(/fanout_stream_drift\{what="republish_changed"\} 1/);
+    expect(await metric(reporting.metricsUrl, "fanout_stream_drift", { what: "republish_changed" })).toBe(1);
     expect(reporting.logs.filter((l) => l.msg?.startsWith("the stream's setup drifted"))).toHaveLength(1);
     expect((await jsm.streams.info("DRIFTB")).config.republish).toBeUndefined();
     const info = await jsm.streams.info("DRIFTB");

@@ -57,10 +57,3 @@ export async function refusal(url: string, o: ConnectOptions = {}): Promise<{ st
   }
   return r;
 }
-
-/** A value of a Prometheus metric (first sample whose line starts with `name`). */
-export async function metric(baseUrl: string, name: string): Promise<number> {
-  const text = await (await fetch(`${baseUrl}/metrics`)).text();
-  const line = text.split("\n").find((l) => l.startsWith(name + " ") || l.startsWith(name + "{"));
-  return line ? Number(line.slice(line.lastIndexOf(" ") + 1)) : NaN;
-}

@@ -8,7 +8,7 @@ import { startGateway, type GatewayHandle } from "../support/gateway.js";
 import { httpPublish, TestClient } from "../support/ws-client.js";
 import { ClientPool } from "../support/clients.js";
 import { waitFor } from "../support/wait.js";
-import { metric } from "../auth/support.js";
+import { metric } from "../support/metrics.js";
 
 const { malformedText } = frameArbitraries(CLIENT_OPS);
 const GOOD = 100;

@@ -5,6 +5,8 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { nkeys } from "@nats-io/transport-node";
+import { startNatsServer, type NatsServerHandle } from "./nats-server.js";
 
 export type TestPki = { dir: string; ca: string; serverCert: string; serverKey: string; clientCert: string; clientKey: string; remove(): void };
 
@@ -161,4 +163,56 @@ export function tlsBlock(pki: TestPki, opts: { verify?: boolean; handshakeFirst?
     "  timeout: 5",
     "}",
   ].join("\n");
+}
+
+/** One user of a secured server (`permissions` undefined: everything). */
+export type SecureUserSpec = { who: SecureUser; permissions?: { publish: string[]; subscribe: string[] } };
+
+/** A secured nats-server for one test file, with what its tests need around it; `stop()` removes it all. */
+export type SecureNats = {
+  pki: TestPki;
+  server: NatsServerHandle;
+  /** An nkey user made for the file: `users` gets its public key, a test its seed. */
+  nkeyUser: ReturnType<typeof nkeys.createUser>;
+  /** Writes `value` to a file readable by its owner only, in a temp dir of the fixture; the file's path. */
+  secret(name: string, value: string): string;
+  /** The gateway's client certificate settings for this PKI (NATS_TLS_CA_FILE, _CERT_FILE, _KEY_FILE). */
+  tlsEnv(): Record<string, string>;
+  stop(): Promise<void>;
+};
+
+/** Makes a PKI, a secrets dir and an nkey user, and starts nats-server with TLS and the users `users` lists. */
+export async function startSecureNats(
+  users: (nkeyPublic: string) => SecureUserSpec[],
+  opts: { verify?: boolean; handshakeFirst?: boolean } = {},
+): Promise<SecureNats> {
+  const pki = makeTestPki();
+  const secrets = mkdtempSync(join(tmpdir(), "fgw-secrets-"));
+  const nkeyUser = nkeys.createUser();
+  const remove = () => {
+    pki.remove();
+    rmSync(secrets, { recursive: true, force: true });
+  };
+  let server: NatsServerHandle;
+  try {
+    server = await startNatsServer({ config: secureServerConfig(pki, users(nkeyUser.getPublicKey()), opts) });
+  } catch (e) {
+    remove();
+    throw e;
+  }
+  return {
+    pki,
+    server,
+    nkeyUser,
+    secret(name, value) {
+      const f = join(secrets, name);
+      writeFileSync(f, value, { mode: 0o600 });
+      return f;
+    },
+    tlsEnv: () => ({ NATS_TLS_CA_FILE: pki.ca, NATS_TLS_CERT_FILE: pki.clientCert, NATS_TLS_KEY_FILE: pki.clientKey }),
+    async stop() {
+      await server.stop();
+      remove();
+    },
+  };
 }
