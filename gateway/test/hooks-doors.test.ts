@@ -38,7 +38,7 @@ beforeAll(async () => {
       workers: 1,
       env: { ...hooks, JWT_SECRET: SECRET, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, API_KEYS: API_KEY },
     }),
-    startGateway({ natsUrl: nats.url, workers: 1, env: { ...hooks, CONNECT_HOOK_URL: backend.url("/connect-cookie") } }),
+    startGateway({ natsUrl: nats.url, workers: 1, env: { ...hooks, CONNECT_HOOK_URL: backend.url("/connect-cookie"), SUBSCRIBE_HOOK_PATTERNS: "allow" } }),
   ]);
 });
 afterAll(async () => {
@@ -121,6 +121,46 @@ describe("authorization chain — every door, authentication on", () => {
     expect(backend.callsTo("/subscribe", (b) => b.user === user)).toHaveLength(asked);
   });
 
+  it("a pattern is refused unless the subscribe hook allows patterns: a hook written for channels does not hand out the channel it denies", async () => {
+    const room = uniq("w");
+    const secret = `${room}.secret`;
+    // a hook that guards one channel: it denies room.secret and allows anything else, room.* included
+    backend.answer = (c) =>
+      c.path === "/subscribe" && c.body.channel === secret ? { body: { allow: false, reason: "not yours" } } : { body: { allow: true } };
+    await httpPublish(gwAuth.url, secret, { secret: 1 }, { "x-api-key": API_KEY });
+    const t = await sign({ channels: { sub: [`${room}.>`] } }, { sub: uniq("bob") });
+    const bob = clients.track(await connect(gwAuth.wsUrl, { headers: bearer(t) }));
+    const refusedPattern = { op: "err", code: "forbidden", message: expect.stringContaining('"pattern": true') };
+    for (const pattern of [`${room}.*`, `${room}.>`]) {
+      expect(await bob.request({ op: "sub", channel: pattern, from: "all" })).toMatchObject(refusedPattern);
+      expect(await bob.request({ op: "sub", channel: pattern, from: "last_per_subject" })).toMatchObject(refusedPattern);
+      expect(await bob.request({ op: "sub", channel: pattern })).toMatchObject(refusedPattern);
+      const enc = encodeURIComponent(pattern);
+      const sse = await SseReader.open(`${gwAuth.url}/v1/channels/${enc}/events?from=all`, bearer(t));
+      sse.close();
+      expect(sse.status).toBe(403);
+      const last = await fetch(`${gwAuth.url}/v1/channels/${enc}/messages?last_per_subject=1`, { headers: bearer(t) });
+      expect(last.status).toBe(403);
+      expect(await last.json()).toMatchObject({ error: "forbidden", message: expect.stringContaining("is a pattern") });
+    }
+    expect(bob.msgs).toEqual([]);
+    // the hook was told each time that it was asked about a pattern, and about a channel when it was one
+    expect(backend.callsTo("/subscribe", (b) => b.channel === `${room}.*`).every((c) => c.body.pattern === true)).toBe(true);
+    expect(await bob.request({ op: "sub", channel: secret })).toMatchObject({ op: "err", code: "forbidden", message: expect.stringContaining("not yours") });
+    expect(backend.callsTo("/subscribe", (b) => b.channel === secret)[0]?.body.pattern).toBe(false);
+
+    // a hook that allows the pattern explicitly lets it through at every door
+    backend.answer = (c) => (c.path === "/subscribe" ? { body: c.body.pattern ? { allow: true, pattern: true } : { allow: true } } : { body: { allow: true } });
+    const t2 = await sign({ channels: { sub: [`${room}.>`] } }, { sub: uniq("carol") });
+    const carol = clients.track(await connect(gwAuth.wsUrl, { headers: bearer(t2) }));
+    expect(await carol.request({ op: "sub", channel: `${room}.*`, from: "all" })).toMatchObject({ op: "ok" });
+    expect((await carol.waitForMsgs(1)).map((m) => m.channel)).toEqual([secret]);
+    const sse = await SseReader.open(`${gwAuth.url}/v1/channels/${encodeURIComponent(`${room}.*`)}/events`, bearer(t2));
+    sse.close();
+    expect(sse.status).toBe(200);
+    expect((await fetch(`${gwAuth.url}/v1/channels/${encodeURIComponent(`${room}.>`)}/messages?last_per_subject=1`, { headers: bearer(t2) })).status).toBe(200);
+  });
+
   it("refresh race: a sub waiting on the subscribe hook is refused when a refresh drops its right meanwhile", async () => {
     const user = uniq("race");
     let release = (): void => undefined;
@@ -193,5 +233,16 @@ describe("authorization chain — authentication off, users named by the connect
     expect(await alice.request({ op: "sub", channel: `${room}.2` })).toMatchObject({ op: "ok" });
     // nothing was cached for them: every one of those reads asked the backend
     expect(backend.callsTo("/subscribe", (b) => String(b.channel).startsWith(room))).toHaveLength(4);
+  });
+
+  it("SUBSCRIBE_HOOK_PATTERNS=allow: a pattern needs only the hook's allow, and the hook is told it is one", async () => {
+    backend.answer = (c) => (c.path === "/connect-cookie" ? { body: { allow: true, user: "dana" } } : { body: { allow: true } });
+    const room = uniq("c.open");
+    const ws = clients.track(await connect(gwCookie.wsUrl, { headers: { cookie: "sid=dana" } }));
+    expect(await ws.request({ op: "sub", channel: `${room}.*`, from: "all" })).toMatchObject({ op: "ok" });
+    expect(
+      (await fetch(`${gwCookie.url}/v1/channels/${encodeURIComponent(`${room}.>`)}/messages?last_per_subject=1`, { headers: { cookie: "sid=dana" } })).status,
+    ).toBe(200);
+    expect(backend.callsTo("/subscribe", (b) => String(b.channel).startsWith(room)).map((c) => c.body.pattern)).toEqual([true, true]);
   });
 });

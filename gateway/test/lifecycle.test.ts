@@ -48,6 +48,27 @@ describe("lifecycle — bad settings and startup checks", () => {
     expect(e.stderr).toContain("STREAM_REPLICAS");
   });
 
+  it("a subject prefix over the presence bucket's subjects exits 1 (the stream would store every member's presence record)", () => {
+    for (const [env, named] of [
+      [
+        { SUBJECT_PREFIX: "fgwpresence" },
+        "invalid SUBJECT_PREFIX (--subject-prefix): the stream's subjects fgwpresence.> overlap the presence bucket's subjects fgwpresence.PRESENCE.>",
+      ],
+      [{ LIVE_SUBJECT_PREFIX: "fgwpresence.PRESENCE.x" }, "invalid LIVE_SUBJECT_PREFIX (--live-subject-prefix)"],
+      [{ PRESENCE_BUCKET: "P1", CONTROL_SUBJECT_PREFIX: "$KV.P1" }, "invalid CONTROL_SUBJECT_PREFIX (--control-subject-prefix)"],
+    ] as const) {
+      const r = spawnSync(process.execPath, [CLI, "--port", "0"], { encoding: "utf8", env: { ...process.env, ...env } });
+      expect(r.status).toBe(1);
+      expect(r.stderr).toContain(named);
+    }
+  });
+
+  it("a duplicate window longer than the stream's maxAge exits 1 naming both settings", () => {
+    const r = spawnSync(process.execPath, [CLI, "--port", "0"], { encoding: "utf8", env: { ...process.env, STREAM_MAX_AGE: "1m" } });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain("invalid STREAM_DUPLICATE_WINDOW (--stream-duplicate-window): 120000 ms is longer than STREAM_MAX_AGE (60000 ms)");
+  });
+
   it("refuses the pure-JS fallback of uWebSockets.js", () => {
     const r = spawnSync(process.execPath, [CLI, "--port", "0"], { encoding: "utf8", env: { ...process.env, UWS_USE_FALLBACK: "1" } });
     expect(r.status).toBe(1);

@@ -484,6 +484,40 @@ describe("namespaces — per-message TTL", () => {
     expect(await c.request({ op: "pub", channel: uniq("chat.ttl"), data: 1, ttl: "soon" })).toMatchObject({ op: "err", code: "bad_request" });
     expect(await publish(uniq("chat.ttl"), 1, "?ttl=0s")).toMatchObject({ status: 400, body: { error: "bad_request" } });
   });
+
+  it("namespaces — a ttl NATS cannot hold is bad_request at every door, not a broker error", async () => {
+    const c = await ws();
+    for (const ttl of ["104249991374d", "9223372037s", "36501d"]) {
+      expect(await publish(uniq("chat.ttl"), 1, `?ttl=${ttl}`)).toMatchObject({
+        status: 400,
+        body: { error: "bad_request", message: expect.stringContaining("36500d") },
+      });
+      expect(await c.request({ op: "pub", channel: uniq("chat.ttl"), data: 1, ttl })).toMatchObject({ op: "err", code: "bad_request" });
+    }
+    for (const ttl of [9007199254740991, 9223372037])
+      expect(await c.request({ op: "pub", channel: uniq("chat.ttl"), data: 1, ttl })).toMatchObject({ op: "err", code: "bad_request" });
+    const batch = await c.request({ op: "pub", batch: [{ channel: uniq("chat.ttl"), data: 1, ttl: 9223372037 }] });
+    expect((batch.results as Record<string, unknown>[])[0]).toMatchObject({ error: "bad_request" });
+  });
+
+  it("namespaces — a ttl longer than the namespace's maxAge is refused, saying so", async () => {
+    const c = await ws();
+    const longer = { error: "bad_request", message: expect.stringMatching(/ttl 7200s is longer than namespace chat's maxAge \(3600s\)/) };
+    expect(await publish(uniq("chat.ttl"), 1, "?ttl=2h")).toMatchObject({ status: 400, body: longer });
+    expect(await c.request({ op: "pub", channel: uniq("chat.ttl"), data: 1, ttl: "2h" })).toMatchObject({
+      op: "err",
+      code: "bad_request",
+      message: longer.message,
+    });
+    const r = await fetch(`${gw.url}/v1/publish`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify([{ channel: uniq("chat.ttl"), data: 1, ttl: "2h" }]),
+    });
+    expect(((await r.json()) as { results: unknown[] }).results[0]).toMatchObject(longer);
+    // maxAge itself is allowed
+    expect(await publish(uniq("chat.ttl"), 1, "?ttl=1h")).toMatchObject({ status: 201 });
+  });
 });
 
 describe("namespaces — a recreated namespace stream", () => {
@@ -519,5 +553,15 @@ describe("namespaces — the CLI", () => {
     const r = spawnSync(process.execPath, [CLI, "--port", "0", "--namespaces-file", join(dir, "ns.json")], { encoding: "utf8", timeout: 30_000 });
     expect(r.status).toBe(1);
     expect(r.stderr).toContain('NAMESPACES_FILE (--namespaces-file): namespace "chat": maxAge must be a duration like 7d, 24h, 30s or 0, not "x"');
+  });
+
+  it("namespaces — a namespace whose maxAge is shorter than its duplicate window exits 1 naming it and both fields", () => {
+    const dir = mkdtempSync(join(tmpdir(), "fgw-ns-dup-"));
+    writeFileSync(join(dir, "ns.json"), JSON.stringify({ namespaces: { brief: { maxAge: "1m" } } }));
+    const r = spawnSync(process.execPath, [CLI, "--port", "0", "--namespaces-file", join(dir, "ns.json")], { encoding: "utf8", timeout: 30_000 });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(
+      'NAMESPACES_FILE (--namespaces-file): namespace "brief": maxAge (60000 ms) is shorter than duplicateWindow (120000 ms, from STREAM_DUPLICATE_WINDOW)',
+    );
   });
 });

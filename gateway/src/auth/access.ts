@@ -1,5 +1,6 @@
 import { GatewayError } from "../errors.js";
 import { ErrorCode } from "../protocol/codes.js";
+import { isWildcard } from "../protocol/channel.js";
 import type { Authenticator } from "./authenticator.js";
 import { AuthError } from "./errors.js";
 import type { Logger } from "../log.js";
@@ -51,8 +52,11 @@ export type Access =
        */
       uses?: readonly Feature[];
     }
-  /** A publish; `ttl` when it carries a per-message TTL (its namespace's stream must allow them). */
-  | { right: "pub"; channel: string; ttl?: boolean }
+  /**
+   * A publish; `ttl` (`Nats-TTL`'s `<seconds>s`) when it carries a per-message TTL: its namespace's stream
+   * must allow them, and keep messages at least that long.
+   */
+  | { right: "pub"; channel: string; ttl?: string | undefined }
   /**
    * The server's control plane (`/v1/server/…`: disconnect, unsubscribe, occupancy, broadcast, users): an
    * API key only. With authentication off (no key can be configured) anyone, unless a connect hook is set:
@@ -135,7 +139,7 @@ export class AccessControl {
     check(first.principal, a);
     if (a.right === "pub" || first.trusted || a.serverSide || !this.hooks?.subscribeEnabled) return;
     await this.hooks.subscribe(
-      { user: first.principal.user, channel: a.channel, durable: a.durable ?? null, ip: first.ip, info: first.info ?? null },
+      { user: first.principal.user, channel: a.channel, pattern: isWildcard(a.channel), durable: a.durable ?? null, ip: first.ip, info: first.info ?? null },
       first.identified,
     );
     check(current().principal, a);
@@ -158,6 +162,7 @@ export class AccessControl {
           ErrorCode.FeatureDisabled,
           ns ? `namespace ${ns.name} keeps no per-message TTL (allowMsgTtl)` : `${a.channel} is in the default stream, which keeps no per-message TTL`,
         );
+      if (a.ttl && ns) checkTtl(ns.name, ns.stream.maxAgeMs, a.ttl);
       if (ns && !ns.features.publish && !id.trusted) throw disabled(ns.name, "publish");
       return;
     }
@@ -184,6 +189,16 @@ export function refusal(e: unknown): Refusal {
   if (e instanceof AuthError) return { status: 401, code: ErrorCode.Unauthorized, message: e.message, temporary: false };
   if (e instanceof GatewayError) return { status: e.status, code: e.code, message: e.message, temporary: e.temporary };
   return { status: 500, code: ErrorCode.Internal, message: "authorization failed: internal error", temporary: true };
+}
+
+/** A TTL longer than the stream keeps messages would promise what maxAge takes away first. */
+function checkTtl(ns: string, maxAgeMs: number, ttl: string): void {
+  const seconds = Number.parseInt(ttl, 10);
+  if (maxAgeMs > 0 && seconds * 1_000 > maxAgeMs)
+    throw new GatewayError(
+      ErrorCode.BadRequest,
+      `ttl ${ttl} is longer than namespace ${ns}'s maxAge (${Math.floor(maxAgeMs / 1_000)}s), which removes the message first; use a ttl of at most ${Math.floor(maxAgeMs / 1_000)}s`,
+    );
 }
 
 function disabled(ns: string, f: Feature): GatewayError {

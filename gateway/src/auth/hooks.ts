@@ -21,7 +21,16 @@ export type ConnectHookRequest = {
 };
 
 /** What the subscribe hook is sent (POST JSON). */
-export type SubscribeHookRequest = { user: string; channel: string; durable: string | null; ip: string; info: unknown };
+export type SubscribeHookRequest = {
+  user: string;
+  /** The channel, or a pattern (`room.*`, `room.>`) that reads every channel it matches. */
+  channel: string;
+  /** `channel` has a wildcard: allowing it allows every channel it matches, now and later. */
+  pattern: boolean;
+  durable: string | null;
+  ip: string;
+  info: unknown;
+};
 
 /** A connection admitted by the connect hook: its principal with the hook's claims merged, and its `info`. */
 export type ConnectDecision = { principal: Principal; grant: HookGrant; info?: unknown };
@@ -98,11 +107,19 @@ export class Hooks {
     });
   }
 
-  /** Asks the subscribe hook (or, for an identified user, its cache); rejects with `forbidden` or `hook_unavailable`. */
+  /**
+   * Asks the subscribe hook (or, for an identified user, its cache); rejects with `forbidden` or
+   * `hook_unavailable`. A pattern needs `{"allow": true, "pattern": true}` unless SUBSCRIBE_HOOK_PATTERNS is
+   * `allow`: a hook written for channels, that allows `room.*` because it is not `room.secret`, would hand
+   * out every channel it was asked to guard.
+   */
   async subscribe(r: SubscribeHookRequest, identified: boolean): Promise<void> {
     await this.ask(`subscription to ${r.channel}`, identified ? this.subscribeCache : undefined, r, async () => {
       const answer = await this.call("subscribe", this.config.subscribeUrl, r);
-      return answer.allow === true ? { allow: true, value: true as const } : { allow: false, reason: reasonOf(answer) };
+      if (answer.allow !== true) return { allow: false, reason: reasonOf(answer) };
+      if (r.pattern && this.config.patterns === "explicit" && answer.pattern !== true)
+        return { allow: false, reason: `${r.channel} is a pattern, and the subscribe hook did not allow patterns ("pattern": true in its answer)` };
+      return { allow: true, value: true as const };
     });
   }
 

@@ -8,6 +8,7 @@ import { SECTIONS } from "./sections.js";
 import { livePrefixOf } from "./sections/stream.js";
 import { controlPrefixOf } from "./sections/control.js";
 import { checkAuthConfig, checkNatsSecurity } from "./checks.js";
+import { presenceSubjects } from "./sections/presence.js";
 import { namespaceStreamName, namespaceSubjectPrefix } from "../namespaces/namespace.js";
 
 export type { Config } from "./settings.js";
@@ -106,7 +107,7 @@ function crossCheck(c: Config): void {
     throw new ConfigError("REDIS_URL", `invalid REDIS_URL (--redis-url): "${c.redisUrl}" is not a redis:// URL`);
   }
   const live = livePrefixOf(c);
-  if (live === c.subjectPrefix || live.startsWith(`${c.subjectPrefix}.`) || c.subjectPrefix.startsWith(`${live}.`)) {
+  if (overlap(live, c.subjectPrefix)) {
     throw new ConfigError(
       "LIVE_SUBJECT_PREFIX",
       `invalid LIVE_SUBJECT_PREFIX (--live-subject-prefix): "${live}" overlaps the stream's subjects ${c.subjectPrefix}.>`,
@@ -114,11 +115,58 @@ function crossCheck(c: Config): void {
   }
   const ctl = controlPrefixOf(c);
   for (const other of [c.subjectPrefix, live])
-    if (ctl === other || ctl.startsWith(`${other}.`) || other.startsWith(`${ctl}.`))
+    if (overlap(ctl, other))
       throw new ConfigError("CONTROL_SUBJECT_PREFIX", `invalid CONTROL_SUBJECT_PREFIX (--control-subject-prefix): "${ctl}" overlaps the subjects ${other}.>`);
+  const presence = c.broker === "jetstream" ? Object.values(presenceSubjects(c.presenceBucket)) : [];
+  checkPresenceOverlap(presence, [
+    ["SUBJECT_PREFIX", "subject-prefix", "the stream's subjects", c.subjectPrefix],
+    ["LIVE_SUBJECT_PREFIX", "live-subject-prefix", "the live subjects", live],
+    ["CONTROL_SUBJECT_PREFIX", "control-subject-prefix", "the control plane's subjects", ctl],
+  ]);
+  checkStreamAges(c);
   checkAuthConfig(c);
   checkNatsSecurity(c);
-  checkNamespaces(c, [live, ctl]);
+  checkNamespaces(c, [live, ctl, ...presence]);
+}
+
+/** Two subject prefixes overlap when one's subjects (`<prefix>.>`) include the other's. */
+const overlap = (a: string, b: string): boolean => a === b || a.startsWith(`${b}.`) || b.startsWith(`${a}.`);
+
+/**
+ * A stream, live or control prefix over the presence bucket's subjects would store or deliver every member's
+ * presence record as if it were a channel's message.
+ */
+function checkPresenceOverlap(presence: readonly string[], prefixes: readonly (readonly [string, string, string, string])[]): void {
+  for (const [env, flag, what, prefix] of prefixes)
+    for (const p of presence)
+      if (overlap(prefix, p))
+        throw new ConfigError(
+          env,
+          `invalid ${env} (--${flag}): ${what} ${prefix}.> overlap the presence bucket's subjects ${p}.> (PRESENCE_BUCKET); choose another prefix`,
+        );
+}
+
+/**
+ * A stream keeps a message id for its duplicate window, and NATS refuses a window longer than the stream's
+ * maxAge (0: forever): said at start, naming the stream and both settings, not as a stream the primary cannot
+ * create.
+ */
+function checkStreamAges(c: Config): void {
+  if (c.broker !== "jetstream") return;
+  if (c.streamMaxAge > 0 && c.streamMaxAge < c.streamDuplicateWindow)
+    throw new ConfigError(
+      "STREAM_DUPLICATE_WINDOW",
+      `invalid STREAM_DUPLICATE_WINDOW (--stream-duplicate-window): ${c.streamDuplicateWindow} ms is longer than STREAM_MAX_AGE (${c.streamMaxAge} ms); the duplicate window must not outlast the messages`,
+    );
+  for (const ns of c.namespaces.namespaces) {
+    const maxAge = ns.maxAgeMs ?? c.streamMaxAge;
+    const window = ns.duplicateWindowMs ?? c.streamDuplicateWindow;
+    if (maxAge > 0 && maxAge < window)
+      throw new ConfigError(
+        "NAMESPACES_FILE",
+        `invalid NAMESPACES_FILE (--namespaces-file): namespace "${ns.name}": maxAge (${maxAge} ms${ns.maxAgeMs === undefined ? ", from STREAM_MAX_AGE" : ""}) is shorter than duplicateWindow (${window} ms${ns.duplicateWindowMs === undefined ? ", from STREAM_DUPLICATE_WINDOW" : ""}); NATS refuses a stream whose duplicate window outlasts its messages: lengthen maxAge or set a shorter duplicateWindow`,
+      );
+  }
 }
 
 /** Namespaces need JetStream, streams of their own, and subjects that overlap nothing else. */
@@ -140,7 +188,7 @@ function checkNamespaces(c: Config, others: readonly string[]): void {
   }
   const nsPrefix = namespaceSubjectPrefix(c.subjectPrefix);
   for (const other of others)
-    if (nsPrefix === other || nsPrefix.startsWith(`${other}.`) || other.startsWith(`${nsPrefix}.`))
+    if (overlap(nsPrefix, other))
       throw new ConfigError("NAMESPACES_FILE", `${setting}: the namespace streams' subjects ${nsPrefix}.> overlap the subjects ${other}.>`);
 }
 

@@ -14,7 +14,7 @@ import { registerStaticRoutes } from "./static.js";
 import { registerStatsRoute } from "./stats.js";
 import { readerOf, type AccessControl, type Knock } from "../auth/access.js";
 import { authorizeRequest, identifyRequest, readKnock } from "../auth/http-auth.js";
-import { parseBatch, parseTtl } from "../protocol/batch.js";
+import { parseBatch, parseTtl, TTL_FORMAT } from "../protocol/batch.js";
 import { isOneLineJson } from "../protocol/json-check.js";
 import type { PresenceHub } from "../presence/hub.js";
 import { registerPresenceRoute } from "./presence.js";
@@ -139,9 +139,8 @@ async function httpPublish(
   const c = checkChannel(channel);
   if (!c.ok) return sendJson(res, st, 400, { error: ErrorCode.BadChannel, message: c.reason });
   const ttl = rawTtl === undefined ? undefined : parseTtl(rawTtl);
-  if (rawTtl !== undefined && ttl === undefined)
-    return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: "ttl must be a duration of at least 1s, like 30s, 5m or 24h" });
-  const r = await authorizeRequest(ctx.access, knock, { right: "pub", channel, ttl: ttl !== undefined });
+  if (rawTtl !== undefined && ttl === undefined) return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: TTL_FORMAT });
+  const r = await authorizeRequest(ctx.access, knock, { right: "pub", channel, ttl });
   if ("refused" in r) return sendRefusal(res, st, r.refused);
   if (msgId !== undefined && !/^[\x21-\x7e]{1,128}$/.test(msgId))
     return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: "Idempotency-Key must be 1-128 printable ASCII characters" });
@@ -197,7 +196,7 @@ async function batchPublish(ctx: HttpContext, res: HttpResponse, st: ResState, n
   if ("refused" in who) return sendRefusal(res, st, who.refused);
   try {
     const results = await ctx.publisher.publishBatch("http", items, (it) =>
-      ctx.access.authorize(who.identity, { right: "pub", channel: it.channel, ttl: it.ttl !== undefined }),
+      ctx.access.authorize(who.identity, { right: "pub", channel: it.channel, ttl: it.ttl }),
     );
     send(res, st, 200, `{"results":${JSON.stringify(results)}}`);
   } catch (e) {

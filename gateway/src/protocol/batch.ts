@@ -30,11 +30,21 @@ export function parsePublishItem(o: unknown): PublishItem | BadItem {
   }
   if (r.ttl !== undefined) {
     const ttl = parseTtl(r.ttl);
-    if (ttl === undefined) return { code: ErrorCode.BadRequest, message: "ttl must be a duration of at least 1s, like 30s, 5m or 24h" };
+    if (ttl === undefined) return { code: ErrorCode.BadRequest, message: TTL_FORMAT };
     item.ttl = ttl;
   }
   return item;
 }
+
+/**
+ * The longest message TTL: 100 years. NATS keeps a TTL in nanoseconds added to the time of storing, so a
+ * longer one overflows a 64-bit count (it refuses `9223372037s`, and the gateway answered its refusal as a
+ * broker error); a stream's maxAge bounds it further (auth/access.ts).
+ */
+export const MAX_TTL_SECONDS = 36_500 * 86_400;
+
+/** What a bad ttl is answered with (every door). */
+export const TTL_FORMAT = `ttl must be a duration from 1s to ${MAX_TTL_SECONDS / 86_400}d, like 30s, 5m or 24h`;
 
 /** A message TTL as `Nats-TTL` takes it (`<seconds>s`), from "30s", "5m", "1h", "2d" or a number of seconds; undefined when invalid. */
 export function parseTtl(v: unknown): string | undefined {
@@ -45,7 +55,7 @@ export function parseTtl(v: unknown): string | undefined {
     if (!m) return undefined;
     seconds = Number(m[1]) * { s: 1, m: 60, h: 3_600, d: 86_400 }[m[2] as "s" | "m" | "h" | "d"];
   } else return undefined;
-  return Number.isSafeInteger(seconds) && seconds >= 1 ? `${seconds}s` : undefined;
+  return Number.isSafeInteger(seconds) && seconds >= 1 && seconds <= MAX_TTL_SECONDS ? `${seconds}s` : undefined;
 }
 
 /**

@@ -5,8 +5,16 @@
 export const MAX_CHANNEL_LENGTH = 255;
 export const MAX_CHANNEL_TOKENS = 16;
 
-// No whitespace, control characters, wildcards inside tokens, or NATS-special characters.
-const TOKEN = /^[^\s*>.\u0000-\u001f\u007f]+$/;
+// No whitespace, wildcards inside tokens, or NATS-special characters.
+const TOKEN = /^[^\s*>.]+$/;
+/**
+ * Characters that make one name look like another, or like nothing: C0 and C1 controls (U+0000–U+001F,
+ * U+007F–U+009F), bidi formatting (the marks U+061C, U+200E, U+200F, the embeddings and overrides
+ * U+202A–U+202E, the isolates U+2066–U+2069), and the invisible U+00AD (soft hyphen), U+200B (zero width
+ * space), U+2060–U+2064 (word joiner, invisible operators) and U+FEFF (also whitespace). Zero width (non-)
+ * joiners, variation selectors and tags stay: scripts and emoji sequences need them.
+ */
+const UNSEEN = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/u;
 
 export type ChannelCheck = { ok: true } | { ok: false; reason: string };
 
@@ -26,10 +34,14 @@ function check(name: unknown, allowWildcards: boolean): ChannelCheck {
       if (t === ">" && i !== tokens.length - 1) return { ok: false, reason: "> must be the last token" };
       continue;
     }
+    const unseen = UNSEEN.exec(t)?.[0];
+    if (unseen !== undefined) return { ok: false, reason: `channel has the invisible or control character ${codePoint(unseen)}` };
     if (!TOKEN.test(t)) return { ok: false, reason: `token "${t}" has a space, wildcard or control character` };
   }
   return { ok: true };
 }
+
+const codePoint = (c: string): string => `U+${(c.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, "0")}`;
 
 /** A concrete channel (publish target): no wildcards. */
 export const checkChannel = (name: unknown): ChannelCheck => check(name, false);

@@ -208,7 +208,7 @@ export function releaseSession(ctx: HandlerContext, ws: Socket): void {
 
 async function publish(ctx: HandlerContext, ws: Socket, f: PubFrame | PubBatchFrame): Promise<void> {
   if ("batch" in f) return publishBatch(ctx, ws, f);
-  if (!(await authorized(ctx, ws, f.id, { right: "pub", channel: f.channel, ttl: f.ttl !== undefined }))) return;
+  if (!(await authorized(ctx, ws, f.id, { right: "pub", channel: f.channel, ttl: f.ttl }))) return;
   try {
     const r = await ctx.publisher.publish("ws", f.channel, f.data, f.msgId, undefined, f.ttl);
     sendText(ws, okFrame(f.id, { seq: r.seq, duplicate: r.duplicate }));
@@ -224,7 +224,7 @@ async function publishBatch(ctx: HandlerContext, ws: Socket, f: PubBatchFrame): 
   const max = ctx.config.server.publishBatchMaxItems;
   if (f.batch.length > max) return replyErr(ctx, ws, f.id, ErrorCode.BadRequest, `a batch holds at most ${max} items (this one has ${f.batch.length})`);
   const results = await ctx.publisher.publishBatch("ws", f.batch, (it) =>
-    ctx.guard.access.authorize(() => s.identity, { right: "pub", channel: it.channel, ttl: it.ttl !== undefined }),
+    ctx.guard.access.authorize(() => s.identity, { right: "pub", channel: it.channel, ttl: it.ttl }),
   );
   sendText(ws, okFrame(f.id, { results }));
 }

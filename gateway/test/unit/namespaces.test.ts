@@ -164,6 +164,21 @@ describe("namespaces — the setting", () => {
     expect(Object.isFrozen(chat?.stream)).toBe(true);
   });
 
+  it("namespaces — a maxAge shorter than the duplicate window (its own or the default stream's) is refused naming the namespace and both fields", () => {
+    expect(() => loadConfig([], { NAMESPACES_FILE: file("namespaces:\n  brief: { maxAge: 1m }\n") })).toThrow(
+      'namespace "brief": maxAge (60000 ms) is shorter than duplicateWindow (120000 ms, from STREAM_DUPLICATE_WINDOW)',
+    );
+    expect(() => loadConfig([], { NAMESPACES_FILE: file("namespaces:\n  brief: { maxAge: 10m, duplicateWindow: 1h }\n") })).toThrow(
+      'namespace "brief": maxAge (600000 ms) is shorter than duplicateWindow (3600000 ms)',
+    );
+    expect(() => loadConfig([], { STREAM_MAX_AGE: "10m", NAMESPACES_FILE: file("namespaces:\n  brief: { duplicateWindow: 1h }\n") })).toThrow(
+      'namespace "brief": maxAge (600000 ms, from STREAM_MAX_AGE) is shorter than duplicateWindow (3600000 ms)',
+    );
+    // forever (0), equal, and a short maxAge with a shorter window are fine
+    for (const ns of ["{ maxAge: 0, duplicateWindow: 1h }", "{ maxAge: 2m }", "{ maxAge: 30s, duplicateWindow: 10s }"])
+      expect(loadConfig([], { NAMESPACES_FILE: file(`namespaces:\n  brief: ${ns}\n`) }).config.namespaces.namespaces).toHaveLength(1);
+  });
+
   it("namespaces — a bad file, redis, or a stream name taken is a ConfigError naming NAMESPACES_FILE", () => {
     expect(() => loadConfig([], { NAMESPACES_FILE: file("namespaces:\n  chat: { maxAge: x }\n") })).toThrow(
       'invalid NAMESPACES_FILE (--namespaces-file): namespace "chat": maxAge must be a duration',

@@ -2,6 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { checkChannel, checkPattern, matches, SubjectMapper } from "../../src/protocol/channel.js";
 import { parseClientFrame } from "../../src/protocol/frames.js";
+import { MAX_TTL_SECONDS, parseTtl } from "../../src/protocol/batch.js";
 import { buildFrames, isJsonPayload, msgFrame } from "../../src/protocol/serialize.js";
 
 describe("protocol — channels", () => {
@@ -18,6 +19,51 @@ describe("protocol — channels", () => {
     }
     expect(checkChannel("lone.\uFFFD").ok).toBe(true);
     expect(checkChannel("emoji.\uD83D\uDE00").ok).toBe(true);
+  });
+  it("channels — C0/C1 controls, bidi formatting and invisible characters are refused, naming the code point; joiners and emoji sequences stay", () => {
+    const refused = [
+      "\u0085",
+      "\u0080",
+      "\u009f",
+      "\u202e",
+      "\u202a",
+      "\u2066",
+      "\u2069",
+      "\u200e",
+      "\u200f",
+      "\u061c",
+      "\u200b",
+      "\u2060",
+      "\u00ad",
+      "\u0000",
+      "\u007f",
+    ];
+    for (const ch of refused) {
+      const code = `U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`;
+      expect(checkChannel(`room.${ch}x`)).toEqual({ ok: false, reason: `channel has the invisible or control character ${code}` });
+      expect(checkPattern(`room.a${ch}.>`).ok).toBe(false);
+    }
+    for (const ok of [
+      "ro\u200dom",
+      "\u0645\u06cc\u200c\u062e\u0648\u0627\u0645",
+      "\u{1F468}\u200d\u{1F469}",
+      "flag.\u{1F3F4}\u{E0067}\u{E0062}\u{E007F}",
+      "\u2764\ufe0f",
+      "caf\u00e9",
+    ])
+      expect(checkChannel(`room.${ok}`)).toEqual({ ok: true });
+  });
+  it("ttl — whole seconds from 1s to 36500d; what NATS cannot hold in nanoseconds is refused, not sent", () => {
+    expect([parseTtl("30s"), parseTtl("5m"), parseTtl(" 2h "), parseTtl("1d"), parseTtl(90), parseTtl("36500d")]).toEqual([
+      "30s",
+      "300s",
+      "7200s",
+      "86400s",
+      "90s",
+      `${MAX_TTL_SECONDS}s`,
+    ]);
+    for (const bad of ["0s", "soon", "1.5s", "36501d", "104249991374d", "9223372037s", 0, 1.5, 9223372037, 9007199254740991, Number.MAX_VALUE, null, true])
+      expect(parseTtl(bad)).toBeUndefined();
   });
   it("frames — id -0 is taken as 0, so that the echoed id matches (regression: found by the frame fuzzer)", () => {
     const r = parseClientFrame('{"op":"unsub","id":-0,"channel":">"}');

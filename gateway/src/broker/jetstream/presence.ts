@@ -4,6 +4,7 @@ import type { JetStreamClient, JetStreamManager, StreamConfig } from "@nats-io/j
 import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType } from "@nats-io/jetstream";
 import type { Logger } from "../../log.js";
 import { clientOfKey, encodeChannel, memberKey } from "./presence-keys.js";
+import { presenceSubjects } from "../../config/sections/presence.js";
 import type { PresenceApi, PresenceMember, PresenceRecord } from "../broker.js";
 import { DirectGet } from "./direct/direct-get.js";
 import { jsHeaders } from "./headers.js";
@@ -19,8 +20,8 @@ const REMOVAL_TTL_S = 1;
 const SNAPSHOT_BATCH = 1_000;
 
 export const presenceStream = (bucket: string): string => `KV_${bucket}`;
-/** Where the bucket republishes every record, TTL markers included (core NATS; the watch subscribes here). */
-export const presenceLivePrefix = (bucket: string): string => `fgwpresence.${bucket}`;
+/** Where the bucket republishes every record (core NATS; the watch subscribes here). */
+const presenceLivePrefix = (bucket: string): string => presenceSubjects(bucket).live;
 
 /**
  * The presence bucket: a JetStream KV bucket (`KV_<bucket>`, subjects `$KV.<bucket>.>`, readable with `nats kv`)

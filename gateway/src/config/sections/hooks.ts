@@ -1,4 +1,4 @@
-import { type SettingTable, type SliceOf, type ValuesOf, checkHttpUrl, int, section, trimmed } from "../setting.js";
+import { type SettingTable, type SliceOf, type ValuesOf, checkHttpUrl, int, oneOf, section, trimmed } from "../setting.js";
 import { parseDuration, parseIntStrict, parseList } from "../parse.js";
 
 const settings = {
@@ -13,10 +13,17 @@ const settings = {
   subscribeHookUrl: {
     env: "SUBSCRIBE_HOOK_URL",
     shown: "(unset)",
-    doc: "POSTs each read of a channel (WS `sub` and `presence`, SSE, history, presence list; user, channel, ip, connect info) here after the permission check: allow, or deny (`forbidden`); unreachable: `hook_unavailable`",
+    doc: "POSTs each read of a channel or pattern (WS `sub` and `presence`, SSE, history, presence list; user, channel, pattern, ip, connect info) here after the permission check: allow, or deny (`forbidden`); unreachable: `hook_unavailable`",
     default: () => "",
     parse: trimmed,
     check: (v: string) => checkHttpUrl(v),
+  },
+  subscribeHookPatterns: {
+    env: "SUBSCRIBE_HOOK_PATTERNS",
+    shown: "explicit",
+    doc: 'A read of a pattern (`room.*`, `room.>`) that the subscribe hook is asked about (with `"pattern": true` in the request): explicit, allowed only when the hook answers `{"allow": true, "pattern": true}`; allow, when it answers `{"allow": true}`',
+    default: () => "explicit" as "explicit" | "allow",
+    parse: oneOf("explicit", "allow"),
   },
   hookTimeoutMs: {
     env: "HOOK_TIMEOUT",
@@ -65,6 +72,8 @@ export const hooks = section({
     cacheTtlMs: "hookCacheTtlMs",
     cacheSize: "hookCacheSize",
     headers: "hookHeaders",
+    /** A wildcard read needs the hook's `"pattern": true` (explicit), or only `allow` (allow). */
+    patterns: "subscribeHookPatterns",
   },
 });
 

@@ -45,3 +45,10 @@ export const presence = section({
 });
 
 export type PresenceSection = SliceOf<typeof settings, typeof presence.slice>;
+
+/**
+ * The presence bucket's subjects: its records (`$KV.<bucket>`), and where it republishes every record, TTL
+ * markers included (`fgwpresence.<bucket>`: core NATS, the presence watch subscribes there). No other
+ * prefix may overlap them (config.ts).
+ */
+export const presenceSubjects = (bucket: string): { records: string; live: string } => ({ records: `$KV.${bucket}`, live: `fgwpresence.${bucket}` });
