@@ -100,6 +100,14 @@ describe("batch publish — HTTP", () => {
     expect((await post(JSON.stringify(items), {})).status).toBe(401);
   });
 
+  it("credentials are checked before the body is read and parsed: no or a bad key is 401 whatever the body", async () => {
+    const many = JSON.stringify(Array.from({ length: MAX_ITEMS }, (_, i) => ({ channel: "b.x", data: i })));
+    const big = JSON.stringify(Array.from({ length: 10 }, () => ({ channel: "b.x", data: "x".repeat(4_000) })));
+    for (const body of ["[{", big, many, "{}", `[${"1,".repeat(1 << 19)}1]`])
+      for (const headers of [{}, { "x-api-key": "not-the-key-0123456789" }, { authorization: "Bearer not.a.token" }])
+        expect(await post(body, headers)).toMatchObject({ status: 401, json: { error: "unauthorized" } });
+  });
+
   it("bounds: more items than PUBLISH_BATCH_MAX_ITEMS is 400, a body over PUBLISH_BATCH_MAX_BYTES is 413, not a list is 400", async () => {
     const many = Array.from({ length: MAX_ITEMS + 1 }, () => ({ channel: "b.x", data: 0 }));
     expect(await post(JSON.stringify(many), { "x-api-key": API_KEY })).toMatchObject({ status: 400, json: { error: "bad_request" } });
@@ -128,6 +136,29 @@ describe("channel names — a lone surrogate is refused at every door", () => {
       { error: "bad_channel", message: expect.stringContaining("well-formed"), temporary: false },
       { seq: expect.any(Number), duplicate: false },
     ]);
+  });
+});
+
+describe("channel names — C1 controls, bidi overrides and invisible characters are refused at every door", () => {
+  it("room.\\u0085x, a right-to-left override and a zero width space are bad_channel for WS, SSE, history, HTTP publish and batch items", async () => {
+    const t = await sign({ channels: { sub: [">"], pub: [">"] } }, { sub: uniq("unseen") });
+    const c = clients.track(await connect(gw.wsUrl, { headers: { authorization: `Bearer ${t}` } }));
+    const key = { "x-api-key": API_KEY };
+    for (const channel of ["room.\u0085x", "room.ab\u202ecd", "room.\u2066x\u2069", "room.a\u200bb"]) {
+      expect(await c.request({ op: "sub", channel })).toMatchObject({ op: "err", code: "bad_channel", message: expect.stringContaining("U+") });
+      expect(await c.request({ op: "pub", channel, data: 1 })).toMatchObject({ op: "err", code: "bad_channel" });
+      const enc = encodeURIComponent(channel);
+      const single = await fetch(`${gw.url}/v1/publish/${enc}`, { method: "POST", body: "1", headers: { "content-type": "application/json", ...key } });
+      expect(single.status).toBe(400);
+      expect(await single.json()).toMatchObject({ error: "bad_channel" });
+      expect((await post(JSON.stringify([{ channel, data: 1 }]), key)).json.results).toEqual([
+        { error: "bad_channel", message: expect.stringContaining("invisible or control character"), temporary: false },
+      ]);
+      expect((await fetch(`${gw.url}/v1/channels/${enc}/messages`, { headers: key })).status).toBe(400);
+      expect((await fetch(`${gw.url}/v1/channels/${enc}/events`, { headers: key })).status).toBe(400);
+    }
+    // nothing of them was stored
+    expect(await (await fetch(`${gw.url}/v1/channels/room.%3E/messages?last_per_subject=1`, { headers: key })).json()).toMatchObject({ messages: [] });
   });
 });
 

@@ -51,7 +51,8 @@ export function readBody(res: HttpResponse, st: ResState, limit: number): Promis
     let size = 0;
     let over = false;
     res.onData((chunk, isLast) => {
-      if (st.aborted) return resolve(undefined);
+      // Aborted, or answered already (a refusal before the body was needed): the rest is dropped, not copied.
+      if (st.aborted || st.done) return resolve(undefined);
       // A body in one chunk (most are) is copied once; uWS reuses the chunk's memory after this call.
       if (isLast && chunks.length === 0 && !over) return resolve(chunk.byteLength > limit ? "too_large" : Buffer.from(new Uint8Array(chunk)));
       if (!over) {

@@ -172,7 +172,12 @@ async function httpPublish(
  */
 async function batchPublish(ctx: HttpContext, res: HttpResponse, st: ResState, ndjson: boolean, knock: Knock): Promise<void> {
   const { publishBatchMaxBytes: maxBytes, publishBatchMaxItems: maxItems } = ctx.config;
-  const body = await readBody(res, st, maxBytes);
+  // The body is taken as it comes (uWS drops what no handler takes), but read and parsed only for a caller
+  // the chain knows: a refused one is answered at once, its body's bytes dropped as they arrive.
+  const reading = readBody(res, st, maxBytes);
+  const who = await identifyRequest(ctx.access, knock);
+  if ("refused" in who) return sendRefusal(res, st, who.refused);
+  const body = await reading;
   if (body === undefined) return;
   if (body === "too_large")
     return sendJson(res, st, 413, { error: ErrorCode.PayloadTooLarge, message: `body is larger than ${maxBytes} bytes`, temporary: false });
@@ -192,8 +197,6 @@ async function batchPublish(ctx: HttpContext, res: HttpResponse, st: ResState, n
   if (hasHugeNumber(text, raw)) return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: HUGE_NUMBER, temporary: false });
   const items = parseBatch(raw, maxItems);
   if (typeof items === "string") return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: items, temporary: false });
-  const who = await identifyRequest(ctx.access, knock);
-  if ("refused" in who) return sendRefusal(res, st, who.refused);
   try {
     const results = await ctx.publisher.publishBatch("http", items, (it) =>
       ctx.access.authorize(who.identity, { right: "pub", channel: it.channel, ttl: it.ttl }),
