@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { startGateway, type GatewayHandle } from "./support/gateway.js";
 import { ClientPool, uniqueNames } from "./support/clients.js";
+import { httpPublish } from "./support/ws-client.js";
 import { AUDIENCE, connect, ISSUER, SECRET, sign } from "./auth/support.js";
 
 const API_KEY = "batch-api-key-0123456789";
@@ -13,20 +14,12 @@ let gw: GatewayHandle;
 const clients = new ClientPool();
 const uniq = uniqueNames();
 
+/** The gateways' settings: JWT, one API key, small batches. */
+const BATCH_ENV = { JWT_SECRET: SECRET, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, API_KEYS: API_KEY, PUBLISH_BATCH_MAX_ITEMS: String(MAX_ITEMS) };
+
 beforeAll(async () => {
   nats = await startNatsServer();
-  gw = await startGateway({
-    natsUrl: nats.url,
-    workers: 2,
-    env: {
-      JWT_SECRET: SECRET,
-      JWT_ISSUER: ISSUER,
-      JWT_AUDIENCE: AUDIENCE,
-      API_KEYS: API_KEY,
-      PUBLISH_BATCH_MAX_ITEMS: String(MAX_ITEMS),
-      PUBLISH_BATCH_MAX_BYTES: "32KiB",
-    },
-  });
+  gw = await startGateway({ natsUrl: nats.url, workers: 2, env: { ...BATCH_ENV, PUBLISH_BATCH_MAX_BYTES: "32KiB" } });
 });
 afterAll(async () => {
   clients.closeAll();
@@ -36,8 +29,10 @@ afterAll(async () => {
 
 type Results = { results: ({ seq: number; duplicate: boolean } | { error: string; message: string; temporary: boolean })[] };
 
-async function post(body: string, headers: Record<string, string>): Promise<{ status: number; json: Results & Record<string, unknown> }> {
-  const r = await fetch(`${gw.url}/v1/publish`, { method: "POST", body, headers: { "content-type": "application/json", ...headers } });
+const post = (body: string, headers: Record<string, string>) => postTo(gw, body, headers);
+
+async function postTo(g: GatewayHandle, body: string, headers: Record<string, string>): Promise<{ status: number; json: Results & Record<string, unknown> }> {
+  const r = await fetch(`${g.url}/v1/publish`, { method: "POST", body, headers: { "content-type": "application/json", ...headers } });
   return { status: r.status, json: (await r.json()) as Results & Record<string, unknown> };
 }
 
@@ -116,6 +111,42 @@ describe("batch publish — HTTP", () => {
     expect(await post(JSON.stringify({ channel: "b.x", data: 1 }), { "x-api-key": API_KEY })).toMatchObject({ status: 400, json: { error: "bad_request" } });
     expect(await post("[{", { "x-api-key": API_KEY })).toMatchObject({ status: 400, json: { error: "bad_json" } });
     expect(await post('[{"channel":"b.x","data":{"n":1e999}}]', { "x-api-key": API_KEY })).toMatchObject({ status: 400, json: { error: "bad_request" } });
+  });
+});
+
+describe("HTTP publish rate — per user and per API key, counted in messages", () => {
+  // One worker (the allowances are per worker): users 5 messages/s, 50 at once; the API key (a backend) far more.
+  let limited: GatewayHandle;
+  beforeAll(async () => {
+    const rates = { PUBLISH_RATE: "5", PUBLISH_BURST: "50", PUBLISH_RATE_PER_KEY: "1000000" };
+    limited = await startGateway({ natsUrl: nats.url, workers: 1, env: { ...BATCH_ENV, ...rates } });
+  });
+  afterAll(() => limited?.stop());
+
+  it("a user's batch counts each item: past PUBLISH_BURST the next request is 429 with Retry-After; another user and the API key go on", async () => {
+    const [ann, ben] = [uniq("ann"), uniq("ben")];
+    const perms = { channels: { pub: ["rate.>"] } };
+    const [ta, tb] = [await sign(perms, { sub: ann }), await sign(perms, { sub: ben })];
+    const items = (n: number) => JSON.stringify(Array.from({ length: n }, (_, i) => ({ channel: `rate.${ann}`, data: i })));
+    // 60 messages: let in (the bucket had tokens), and the 10 over the burst are owed
+    expect((await postTo(limited, items(60), { authorization: `Bearer ${ta}` })).status).toBe(200);
+    const again = await fetch(`${limited.url}/v1/publish`, {
+      method: "POST",
+      body: items(1),
+      headers: { "content-type": "application/json", authorization: `Bearer ${ta}` },
+    });
+    expect(again.status).toBe(429);
+    expect(Number(again.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(await again.json()).toMatchObject({ error: "rate_limited", temporary: true, message: expect.stringContaining("by this user") });
+    const single = await httpPublish(limited.url, `rate.${ann}`, 1, { authorization: `Bearer ${ta}` });
+    expect(single).toMatchObject({ status: 429, body: { error: "rate_limited" } });
+    // the same address, another user: their own allowance
+    expect((await httpPublish(limited.url, `rate.${ben}`, 1, { authorization: `Bearer ${tb}` })).status).toBe(201);
+    // the API key counts against PUBLISH_RATE_PER_KEY, not a user's
+    for (let i = 0; i < 3; i++) expect((await postTo(limited, items(MAX_ITEMS), { "x-api-key": API_KEY })).status).toBe(200);
+    // stored: ann's 60 and the key's, none of the refused requests'
+    const stored = await (await fetch(`${limited.url}/v1/channels/rate.${ann}/messages?limit=1000`, { headers: { "x-api-key": API_KEY } })).json();
+    expect((stored as { messages: unknown[] }).messages).toHaveLength(60 + 3 * MAX_ITEMS);
   });
 });
 

@@ -38,7 +38,8 @@ export async function startGatewayProc(
     nodeArgs,
     logLevel: "info",
     inheritStderr: true,
-    env,
+    // An env var, not a flag: bench:ab runs older builds too, which would refuse a flag they do not know.
+    env: { PUBLISH_RATE: "-1", ...env },
     args: ["--max-connections-per-ip=-1", "--connect-rate-per-ip=-1", "--frame-rate=-1", "--read-rate-per-ip=-1", ...extra],
   });
   return { port: gw.port, proc: gw.process };

@@ -74,6 +74,7 @@ export function startScaleGateway(opts: { natsUrl?: string; workers: number; ext
       "--max-connections-per-ip=-1",
       "--connect-rate-per-ip=-1",
       "--frame-rate=-1",
+      "--publish-rate=-1",
       "--read-rate-per-ip=-1",
       "--max-connections",
       "100000",

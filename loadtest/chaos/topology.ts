@@ -63,6 +63,7 @@ export class Instance {
         "--max-connections-per-ip=-1",
         "--connect-rate-per-ip=-1",
         "--frame-rate=-1",
+        "--publish-rate=-1",
         // SSE subscribers take a stream without a heartbeat for 3 intervals as dead (clients.ts).
         "--sse-heartbeat",
         "2s",

@@ -72,6 +72,7 @@ export async function startGateway(broker: "jetstream" | "redis", workers: numbe
     "--max-connections-per-ip=-1",
     "--connect-rate-per-ip=-1",
     "--frame-rate=-1",
+    "--publish-rate=-1",
   ]);
   const port = await until(
     () => {

@@ -70,6 +70,7 @@ function boundsFor(a: Args, churn: ChurnOptions, baseConsumers: number): Record<
     ip_table_entries: Math.min(a.ips, MAX_IP_ENTRIES),
     read_limit_ips: a.ips,
     read_limit_users: USERS,
+    publish_limit_entries: a.ips + USERS, // publishers: users the connect hook names, or addresses
     hook_cache_connect: HOOK_CACHE_SIZE,
     hook_cache_subscribe: HOOK_CACHE_SIZE,
     consumers: baseConsumers + DURABLES.length * USERS,

@@ -10,6 +10,7 @@ import { ANONYMOUS, API_KEY_PRINCIPAL, type Principal } from "./principal.js";
 import type { NamespacesSection } from "../namespaces/namespace.js";
 import { spansMessage } from "../namespaces/routing.js";
 import { FEATURE_DOORS, type Feature } from "../namespaces/spec.js";
+import type { Publisher } from "../limits/publish-limits.js";
 
 /** The door a request came in by; the connect hook is told which (`transport`). */
 export type Transport = "websocket" | "sse" | "http";
@@ -36,6 +37,10 @@ export const anonymousIdentity = (ip: string): Identity => ({ principal: ANONYMO
 
 /** The user a per-user allowance (READ_RATE_PER_USER) counts against: a named user, not an API key or `anon`. */
 export const readerOf = (id: Identity): string | undefined => (id.identified && !id.trusted ? id.principal.user : undefined);
+
+/** Who an HTTP publish counts against (PUBLISH_RATE, PUBLISH_RATE_PER_KEY): the API key, a named user, or the client's address. */
+export const publisherOf = (id: Identity, k: Knock): Publisher =>
+  id.trusted ? { kind: "key", id: k.apiKey ?? k.token ?? "" } : id.identified ? { kind: "user", id: id.principal.user } : { kind: "ip", id: k.ip };
 
 /** What one request wants on one channel. Reads take a pattern; writes a concrete channel. */
 export type Access =

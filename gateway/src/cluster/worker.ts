@@ -24,6 +24,7 @@ import { SseEndpoint } from "../sse/endpoint.js";
 import { PresenceHub } from "../presence/hub.js";
 import { createPresenceMetrics } from "../presence/metrics.js";
 import { readLimiterFor } from "../limits/read-limits.js";
+import { publishLimiterFor } from "../limits/publish-limits.js";
 import { hostname } from "node:os";
 import { LocalControl } from "../control/local.js";
 import { ControlService } from "../control/service.js";
@@ -100,6 +101,7 @@ export async function runWorker(config: Config): Promise<void> {
   for (const a of apps) sse.register(a);
   sse.start();
   const history = { broker, maxBytes: c.reads.historyMaxBytes, reads };
+  const publishLimits = publishLimiterFor(c.limits.publish, guardMetrics.publishRefused);
   // The control plane: this worker's part of every operation, and a door for backends on NATS.
   const control = new ControlService({
     broker,
@@ -127,6 +129,7 @@ export async function runWorker(config: Config): Promise<void> {
       ip_table_entries: () => guard.admission.ipEntries,
       read_limit_ips: () => reads?.size.ips ?? 0,
       read_limit_users: () => reads?.size.users ?? 0,
+      publish_limit_entries: () => publishLimits?.size ?? 0,
       hook_cache_connect: () => hooks?.cacheSizes.connect ?? 0,
       hook_cache_subscribe: () => hooks?.cacheSizes.subscribe ?? 0,
     },
@@ -145,6 +148,7 @@ export async function runWorker(config: Config): Promise<void> {
       publisher,
       presence,
       history,
+      publishLimits,
       streamDrift: () => drift,
     });
   await ws.listen(c.server.host, c.server.port);

@@ -5,14 +5,15 @@ import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { checkChannel, checkPattern } from "../protocol/channel.js";
 import { ErrorCode } from "../protocol/codes.js";
-import type { HttpResponse, TemplatedApp } from "../uws.js";
+import type { HttpRequest, HttpResponse, TemplatedApp } from "../uws.js";
 import type { PublishService } from "../publish/service.js";
 import { GatewayError } from "../errors.js";
 import { readBody, send, sendJson, sendRefusal, track, type ResState } from "./respond.js";
 import { history, HISTORY_PREFIX, type HistoryContext } from "./history.js";
 import { registerStaticRoutes } from "./static.js";
 import { registerStatsRoute } from "./stats.js";
-import { readerOf, type AccessControl, type Knock } from "../auth/access.js";
+import { publisherOf, readerOf, type AccessControl, type Knock } from "../auth/access.js";
+import { publishRefusal, type Publisher, type PublishLimiter } from "../limits/publish-limits.js";
 import { authorizeRequest, identifyRequest, readKnock } from "../auth/http-auth.js";
 import { parseBatch, parseTtl, TTL_FORMAT } from "../protocol/batch.js";
 import { isOneLineJson } from "../protocol/json-check.js";
@@ -39,6 +40,8 @@ export type HttpContext = {
   presence?: PresenceHub;
   /** The history door's answer bound and read allowances. */
   history: HistoryContext;
+  /** HTTP publish allowances in messages (PUBLISH_RATE …); undefined: unlimited. */
+  publishLimits?: PublishLimiter | undefined;
 };
 
 const PUBLISH_PREFIX = "/v1/publish/";
@@ -77,13 +80,13 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
     const rawChannel = req.getUrl().slice(PUBLISH_PREFIX.length);
     const msgId = req.getHeader("idempotency-key") || undefined;
     const ttl = new URLSearchParams(req.getQuery() ?? "").get("ttl") ?? undefined;
-    void httpPublish(ctx, res, st, rawChannel, { msgId, ttl }, readKnock(ctx.access, req, res, "http"));
+    void httpPublish(ctx, res, st, rawChannel, { msgId, ttl }, publishKnock(ctx, req, res));
   });
 
   app.post("/v1/publish", (res, req) => {
     const st = track(res);
     const ndjson = req.getHeader("content-type").toLowerCase().startsWith("application/x-ndjson");
-    void batchPublish(ctx, res, st, ndjson, readKnock(ctx.access, req, res, "http"));
+    void batchPublish(ctx, res, st, ndjson, publishKnock(ctx, req, res));
   });
 
   if (publicMetrics) registerStatsRoute(app, ctx.clusterStats);
@@ -142,6 +145,7 @@ async function httpPublish(
   if (rawTtl !== undefined && ttl === undefined) return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: TTL_FORMAT });
   const r = await authorizeRequest(ctx.access, knock, { right: "pub", channel, ttl });
   if ("refused" in r) return sendRefusal(res, st, r.refused);
+  if (!withinPublishRate(ctx, res, st, publisherOf(r.identity, knock), 1)) return;
   if (msgId !== undefined && !/^[\x21-\x7e]{1,128}$/.test(msgId))
     return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: "Idempotency-Key must be 1-128 printable ASCII characters" });
   // One line of JSON is stored as sent; anything else is parsed (or refused) and stored compact.
@@ -197,6 +201,7 @@ async function batchPublish(ctx: HttpContext, res: HttpResponse, st: ResState, n
   if (hasHugeNumber(text, raw)) return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: HUGE_NUMBER, temporary: false });
   const items = parseBatch(raw, maxItems);
   if (typeof items === "string") return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: items, temporary: false });
+  if (!withinPublishRate(ctx, res, st, publisherOf(who.identity, knock), items.length)) return;
   try {
     const results = await ctx.publisher.publishBatch("http", items, (it) =>
       ctx.access.authorize(who.identity, { right: "pub", channel: it.channel, ttl: it.ttl }),
@@ -206,6 +211,20 @@ async function batchPublish(ctx: HttpContext, res: HttpResponse, st: ResState, n
     ctx.log.error({ err: e }, "http batch publish failed");
     sendJson(res, st, 500, { error: ErrorCode.Internal, message: "internal error", temporary: true });
   }
+}
+
+/** A publish request's credentials, with the client's address when PUBLISH_RATE counts by it. */
+function publishKnock(ctx: HttpContext, req: HttpRequest, res: HttpResponse): Knock {
+  return readKnock(ctx.access, req, res, "http", ctx.publishLimits ? Buffer.from(res.getRemoteAddressAsText()).toString() : undefined);
+}
+
+/** Takes `items` messages of the publisher's allowance; false when it answered 429 (Retry-After) instead. */
+function withinPublishRate(ctx: HttpContext, res: HttpResponse, st: ResState, who: Publisher, items: number): boolean {
+  const v = ctx.publishLimits?.take(who, items, Date.now());
+  if (!v || v.ok) return true;
+  const r = publishRefusal(who, v);
+  sendJson(res, st, 429, { error: ErrorCode.RateLimited, message: r.message, temporary: true }, { "retry-after": String(r.retryAfterSec) });
+  return false;
 }
 
 /** The channel (or pattern) of a history path, when it is a valid one (history() answers the malformed ones). */

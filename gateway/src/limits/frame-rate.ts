@@ -6,7 +6,8 @@ export type FrameVerdict = "ok" | "warn" | "close";
 /**
  * Inbound frames of one connection: a token bucket (FRAME_RATE per second, FRAME_BURST deep). The first
  * frame over the allowance is dropped and answered with `rate_limited`; a further one within `windowMs`
- * of that warning closes the connection (4029). Frames over the limit after a warning are never handled.
+ * of that warning closes the connection (4029). Frames over the limit after a warning are never handled. A
+ * batch publish counts each of its items as a frame (`charge`).
  */
 export class FrameLimiter {
   private readonly bucket: TokenBucket;
@@ -19,6 +20,11 @@ export class FrameLimiter {
     now: number,
   ) {
     this.bucket = new TokenBucket(ratePerSec, burst, now);
+  }
+
+  /** A frame let in carries `n` more items (a batch publish): they count as frames, the next frames wait for them. */
+  charge(now: number, n: number): void {
+    if (n > 0) this.bucket.owe(now, n);
   }
 
   check(now: number): FrameVerdict {

@@ -21,8 +21,15 @@ export function createGuardMetrics(registry: client.Registry = client.register) 
     labelNames: ["reason"] as const,
     registers: r,
   });
+  const publishesRefused = new client.Counter({
+    name: "fanout_publishes_refused_total",
+    help: "HTTP publish requests refused with 429 (PUBLISH_RATE), by reason (rate, table_full)",
+    labelNames: ["reason"] as const,
+    registers: r,
+  });
   return {
     rejected: (reason: string) => rejected.labels(reason).inc(),
+    publishRefused: (reason: string) => publishesRefused.labels(reason).inc(),
     readRefused: (reason: string) => readsRefused.labels(reason).inc(),
     authFailure: (reason: string) => authFailures.labels(reason).inc(),
     rateLimitCloses: new client.Counter({ name: "fanout_rate_limit_closes_total", help: "Connections closed with 4029 for their frame rate", registers: r }),

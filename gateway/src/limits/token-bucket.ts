@@ -22,12 +22,21 @@ export class TokenBucket {
     }
   }
 
-  /** Takes one token if there is one. */
-  take(now: number): boolean {
+  /**
+   * Takes `n` tokens if there is one: more than are left (a batch of items) runs the bucket into debt, and
+   * what follows waits until it is repaid. The rate holds on average whatever the batch size.
+   */
+  take(now: number, n = 1): boolean {
     this.refill(now);
     if (this.tokens < 1) return false;
-    this.tokens -= 1;
+    this.tokens -= n;
     return true;
+  }
+
+  /** Takes `n` tokens whatever is left (a frame already let in turned out to carry `n` more items). */
+  owe(now: number, n: number): void {
+    this.refill(now);
+    this.tokens -= n;
   }
 
   /** Full again: forgetting this bucket would change nothing. */

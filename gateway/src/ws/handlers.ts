@@ -223,6 +223,8 @@ async function publishBatch(ctx: HandlerContext, ws: Socket, f: PubBatchFrame): 
   const s = ws.getUserData();
   const max = ctx.config.server.publishBatchMaxItems;
   if (f.batch.length > max) return replyErr(ctx, ws, f.id, ErrorCode.BadRequest, `a batch holds at most ${max} items (this one has ${f.batch.length})`);
+  // Each item counts against FRAME_RATE as a frame would: the frame itself was counted on arrival.
+  s.frameLimit?.charge(Date.now(), f.batch.length - 1);
   const results = await ctx.publisher.publishBatch("ws", f.batch, (it) =>
     ctx.guard.access.authorize(() => s.identity, { right: "pub", channel: it.channel, ttl: it.ttl }),
   );

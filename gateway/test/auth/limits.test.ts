@@ -1,4 +1,5 @@
 import { execFileSync } from "node:child_process";
+import { request as httpRequest } from "node:http";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -71,6 +72,10 @@ beforeAll(async () => {
       "20",
       "--frame-rate-window",
       "1s",
+      "--publish-rate",
+      "5",
+      "--publish-burst",
+      "20",
       "--max-subscriptions",
       "3",
       "--max-payload-bytes",
@@ -202,6 +207,20 @@ describe("limits — per connection", () => {
     c.close();
   });
 
+  it("frame rate: a batch publish counts its items, not one frame: batches past the allowance are refused, then 4029", async () => {
+    const c = await open("127.0.0.20");
+    const channel = `fr.${Date.now() % 100_000}`;
+    const batch = Array.from({ length: 25 }, (_, i) => ({ channel, data: i }));
+    // 25 items on a burst of 20: let in, and owed; the frames after it are over the allowance
+    for (let i = 0; i < 5; i++) c.sendRaw(JSON.stringify({ op: "pub", id: i, batch }));
+    expect(await c.waitClosed()).toBe(4029);
+    expect(c.frames.find((f) => f.op === "err")).toMatchObject({ code: "rate_limited" });
+    // the first batch was let in (its ok may not have made it before the close); the other four never were
+    const stored = async () => ((await (await fetch(`${gw.url}/v1/channels/${channel}/messages`)).json()) as { messages: unknown[] }).messages.length;
+    await waitFor(async () => (await stored()) === 25 || undefined, { what: "the first batch stored" });
+    expect(await stored()).toBe(25);
+  });
+
   it("subscriptions per connection (MAX_SUBSCRIPTIONS): the 4th is refused; an unsub makes room", async () => {
     const c = await open("127.0.0.17");
     for (const ch of ["s.a", "s.b", "s.c"]) await c.sub(ch);
@@ -218,6 +237,39 @@ describe("limits — per connection", () => {
     const d = await open("127.0.0.18");
     expect((await d.request({ op: "pub", channel: "big", data: "x".repeat(500) })).op).toBe("ok");
     d.close();
+  });
+});
+
+describe("limits — HTTP publish rate per address", () => {
+  /** POST from a given loopback address (per-address limits are then this test's own). */
+  const postFrom = (ip: string, path: string, body: string) =>
+    new Promise<{ status: number; retryAfter: string | undefined; body: Record<string, unknown> }>((resolve, reject) => {
+      const req = httpRequest(`${gw.url}${path}`, { method: "POST", localAddress: ip, headers: { "content-type": "application/json" } }, (res) => {
+        let raw = "";
+        res.on("data", (d: Buffer) => (raw += d.toString()));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, retryAfter: res.headers["retry-after"], body: JSON.parse(raw) as Record<string, unknown> }));
+      });
+      req.on("error", reject);
+      req.end(body);
+    });
+
+  it("anonymous publishes count per address in messages: a batch spends its items, then 429 with Retry-After; another address goes on", async () => {
+    const channel = `pr.${Date.now() % 100_000}`;
+    const batch = JSON.stringify(Array.from({ length: 15 }, (_, i) => ({ channel, data: i })));
+    expect((await postFrom("127.0.0.21", "/v1/publish", batch)).status).toBe(200);
+    expect((await postFrom("127.0.0.21", "/v1/publish", batch)).status).toBe(200); // 5 left: let in, 10 owed
+    const refused = await postFrom("127.0.0.21", `/v1/publish/${channel}`, "1");
+    expect(refused).toMatchObject({ status: 429, body: { error: "rate_limited", temporary: true, message: expect.stringContaining("from this address") } });
+    expect(Number(refused.retryAfter)).toBeGreaterThanOrEqual(1);
+    expect((await postFrom("127.0.0.21", "/v1/publish", batch)).status).toBe(429);
+    expect((await postFrom("127.0.0.22", `/v1/publish/${channel}`, "1")).status).toBe(201);
+    // as the bucket refills (5/s), the address may publish again
+    await waitFor(async () => (await postFrom("127.0.0.21", `/v1/publish/${channel}`, "2")).status === 201 || undefined, {
+      what: "a refilled token",
+      intervalMs: 200,
+    });
+    const stored = (await (await fetch(`${gw.url}/v1/channels/${channel}/messages`)).json()) as { messages: unknown[] };
+    expect(stored.messages).toHaveLength(32);
   });
 });
 

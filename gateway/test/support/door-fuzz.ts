@@ -24,7 +24,7 @@ export type DoorFuzzTarget = {
 
 /**
  * The doors target's servers: a nats-server, a hook backend and a gateway (one worker, JWT with issuer and
- * audience, an API key, both hooks, no per-IP or frame limits); `stop()` ends them all.
+ * audience, an API key, both hooks, no per-IP, frame or publish limits); `stop()` ends them all.
  */
 export async function startDoorFuzzTarget(secret: string): Promise<DoorFuzzTarget & { stop(): Promise<void> }> {
   const [issuer, audience, apiKey] = ["https://issuer.fuzz", "fanout-fuzz", "fuzz-doors-api-key-0123456789"];
@@ -45,6 +45,7 @@ export async function startDoorFuzzTarget(secret: string): Promise<DoorFuzzTarge
         FRAME_RATE: "-1",
         CONNECT_RATE_PER_IP: "-1",
         READ_RATE_PER_IP: "-1",
+        PUBLISH_RATE: "-1",
       },
     });
     const stop = async () => {

@@ -3,6 +3,7 @@ import { FrameLimiter } from "../../src/limits/frame-rate.js";
 import { IpTable } from "../../src/limits/ip-table.js";
 import { OriginPolicy } from "../../src/limits/origin.js";
 import { TokenBucket } from "../../src/limits/token-bucket.js";
+import { PublishLimiter, publishLimiterFor, publishRefusal } from "../../src/limits/publish-limits.js";
 import { readUpgradeOffer } from "../../src/auth/upgrade-token.js";
 import { loadConfig } from "../../src/config/config.js";
 import { ConfigError } from "../../src/errors.js";
@@ -29,6 +30,53 @@ describe("limits — token bucket and frame rate", () => {
     expect(g.check(2_000)).toBe("ok");
     for (let i = 0; i < 4; i++) g.check(2_000);
     expect(g.check(2_000)).toBe("warn"); // the window has passed: a warning again, not a close
+  });
+});
+
+describe("limits — items count as frames and messages", () => {
+  it("a bucket lets n in while it has a token, and the debt is paid back before the next", () => {
+    const b = new TokenBucket(10, 5, 0);
+    expect(b.take(0, 8)).toBe(true); // 5 left: in, 3 owed
+    expect(b.take(0)).toBe(false);
+    expect(b.msUntilToken(0)).toBe(400); // -3 → 1 at 10/s
+    expect(b.take(399)).toBe(false);
+    expect(b.take(400)).toBe(true);
+  });
+
+  it("frame limiter: a batch's items are charged after its frame; the next frames are over the allowance", () => {
+    const f = new FrameLimiter(10, 20, 1_000, 0);
+    expect(f.check(0)).toBe("ok");
+    f.charge(0, 99); // a batch of 100
+    expect(f.check(0)).toBe("warn");
+    expect(f.check(10)).toBe("close");
+    const g = new FrameLimiter(10, 20, 1_000, 0);
+    g.check(0);
+    g.charge(0, 24); // 25 items: 5 owed, paid back at 10/s
+    expect(g.check(500)).toBe("warn");
+    expect(g.check(510)).toBe("close");
+    const h = new FrameLimiter(10, 20, 1_000, 0);
+    h.check(0);
+    h.charge(0, 24);
+    expect(h.check(600)).toBe("ok"); // paid back: -5 + 6
+  });
+
+  it("publish limiter: per user, address and key, each at its rate; -1 is unlimited; the table is bounded", () => {
+    const refused: string[] = [];
+    const l = new PublishLimiter({ rate: 10, burst: 10, ratePerKey: -1, maxEntries: 2 }, (r) => refused.push(r));
+    const ann = { kind: "user", id: "ann" } as const;
+    expect(l.take(ann, 15, 0)).toEqual({ ok: true });
+    expect(l.take(ann, 1, 0)).toEqual({ ok: false, reason: "rate", retryAfterSec: 1 });
+    expect(l.take({ kind: "ip", id: "ann" }, 1, 0)).toEqual({ ok: true }); // an address is not the user of the same name
+    for (let i = 0; i < 100; i++) expect(l.take({ kind: "key", id: "k" }, 1_000, 0)).toEqual({ ok: true });
+    expect(l.take({ kind: "user", id: "ben" }, 1, 0)).toMatchObject({ ok: false, reason: "table_full" });
+    expect(l.take(ann, 1, 600)).toEqual({ ok: true }); // -5 + 6
+    // idle buckets (full again) make room
+    expect(l.take({ kind: "user", id: "ben" }, 1, 5_000)).toEqual({ ok: true });
+    expect(refused).toEqual(["rate", "table_full"]);
+    expect(publishLimiterFor({ rate: -1, burst: 1, ratePerKey: -1 })).toBeUndefined();
+    expect(publishRefusal({ kind: "key", id: "k" }, { ok: false, reason: "rate", retryAfterSec: 3 }).message).toBe(
+      "too many messages published by this API key; retry after 3 s",
+    );
   });
 });
 

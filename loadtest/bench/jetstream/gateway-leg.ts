@@ -46,7 +46,7 @@ async function startRowGateway(ctx: Context, s: MatrixSpec, e: Effective, rs: Ro
     inheritStderr: true,
     // Streams of three replicas, one per app, are created one after another on a busy cluster.
     readyTimeoutMs: 90_000,
-    args: ["--max-connections-per-ip=-1", "--connect-rate-per-ip=-1", "--frame-rate=-1", "--read-rate-per-ip=-1", ...args],
+    args: ["--max-connections-per-ip=-1", "--connect-rate-per-ip=-1", "--frame-rate=-1", "--read-rate-per-ip=-1", "--publish-rate=-1", ...args],
   });
   return { gw, command: `gateway --workers ${GATEWAY_WORKERS} --nats-url <the target's servers> ${args.join(" ").replace(dir, "<tmp>")}` };
 }

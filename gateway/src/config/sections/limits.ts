@@ -1,4 +1,4 @@
-import { type SettingTable, type SliceOf, type ValuesOf, int, positiveOrUnlimited, section } from "../setting.js";
+import { type SettingTable, type SliceOf, type ValuesOf, derive, int, positiveOrUnlimited, section } from "../setting.js";
 import { parseDuration, parseIntStrict, parseList } from "../parse.js";
 
 const settings = {
@@ -69,13 +69,37 @@ const settings = {
     parse: parseDuration,
     check: int(100, 3_600_000),
   },
+  publishRate: {
+    env: "PUBLISH_RATE",
+    shown: "1000",
+    doc: "HTTP publish: messages per second per user (token `sub`, or the connect hook's user), or per client address when nobody is named, per worker; a batch counts each item; over it 429 `rate_limited` with Retry-After; -1 unlimited",
+    default: () => 1_000,
+    parse: parseIntStrict,
+    check: positiveOrUnlimited,
+  },
+  publishBurst: {
+    env: "PUBLISH_BURST",
+    shown: "10000",
+    doc: "Bucket size of PUBLISH_RATE and PUBLISH_RATE_PER_KEY: messages published at once; a batch larger than what is left is let in and the publisher then waits until it is paid back",
+    default: () => 10_000,
+    parse: parseIntStrict,
+    check: int(1, 10_000_000),
+  },
+  publishRatePerKey: {
+    env: "PUBLISH_RATE_PER_KEY",
+    shown: "-1",
+    doc: "HTTP publish: messages per second per API key (a trusted backend), per worker; -1 unlimited",
+    default: () => -1,
+    parse: parseIntStrict,
+    check: positiveOrUnlimited,
+  },
 } satisfies SettingTable;
 
 export type LimitsValues = ValuesOf<typeof settings>;
 
 export const limits = section({
   name: "limits",
-  title: "Abuse limits on connections and frames: origins, counts, rates",
+  title: "Abuse limits on connections, frames and HTTP publishes: origins, counts, rates",
   settings,
   slice: {
     allowedOrigins: "allowedOrigins",
@@ -86,6 +110,10 @@ export const limits = section({
     frameRate: "frameRate",
     frameBurst: "frameBurst",
     frameRateWindowMs: "frameRateWindowMs",
+    /** HTTP publish messages per second per user or address, and per API key (-1 unlimited); one burst for both. */
+    publish: derive(["publishRate", "publishBurst", "publishRatePerKey"], (c: Pick<LimitsValues, "publishRate" | "publishBurst" | "publishRatePerKey">) =>
+      Object.freeze({ rate: c.publishRate, burst: c.publishBurst, ratePerKey: c.publishRatePerKey }),
+    ),
   },
 });
 
