@@ -101,6 +101,11 @@ describe("batch publish — HTTP", () => {
     for (const body of ["[{", big, many, "{}", `[${"1,".repeat(1 << 19)}1]`])
       for (const headers of [{}, { "x-api-key": "not-the-key-0123456789" }, { authorization: "Bearer not.a.token" }])
         expect(await post(body, headers)).toMatchObject({ status: 401, json: { error: "unauthorized" } });
+    // a single publish too: its body (over MAX_PAYLOAD_BYTES here, or not JSON) is not looked at
+    for (const body of ["x".repeat(100_000), "{"]) {
+      const r = await fetch(`${gw.url}/v1/publish/b.x`, { method: "POST", body, headers: { "content-type": "application/json" } });
+      expect(r.status).toBe(401);
+    }
   });
 
   it("bounds: more items than PUBLISH_BATCH_MAX_ITEMS is 400, a body over PUBLISH_BATCH_MAX_BYTES is 413, not a list is 400", async () => {

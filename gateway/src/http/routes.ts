@@ -129,10 +129,8 @@ async function httpPublish(
   { msgId, ttl: rawTtl }: { msgId: string | undefined; ttl: string | undefined },
   knock: Knock,
 ): Promise<void> {
-  const body = await readBody(res, st, ctx.config.maxPayloadBytes);
-  if (body === undefined) return;
-  if (body === "too_large")
-    return sendJson(res, st, 413, { error: ErrorCode.PayloadTooLarge, message: `body is larger than ${ctx.config.maxPayloadBytes} bytes` });
+  // As a batch's: the body is read once the request is known to be allowed (batchPublish).
+  const reading = readBody(res, st, ctx.config.maxPayloadBytes);
   let channel: string;
   try {
     channel = decodeURIComponent(rawChannel);
@@ -146,6 +144,10 @@ async function httpPublish(
   const r = await authorizeRequest(ctx.access, knock, { right: "pub", channel, ttl });
   if ("refused" in r) return sendRefusal(res, st, r.refused);
   if (!withinPublishRate(ctx, res, st, publisherOf(r.identity, knock), 1)) return;
+  const body = await reading;
+  if (body === undefined) return;
+  if (body === "too_large")
+    return sendJson(res, st, 413, { error: ErrorCode.PayloadTooLarge, message: `body is larger than ${ctx.config.maxPayloadBytes} bytes` });
   if (msgId !== undefined && !/^[\x21-\x7e]{1,128}$/.test(msgId))
     return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: "Idempotency-Key must be 1-128 printable ASCII characters" });
   // One line of JSON is stored as sent; anything else is parsed (or refused) and stored compact.
