@@ -58,7 +58,14 @@ const targets = [
       assert(!c.ok || p.ok, `channel but not pattern: ${JSON.stringify(x)}`);
       if (p.ok)
         assert(
-          typeof x === "string" && x.length <= 255 && !x.startsWith("$") && x.split(".").every((t) => t.length > 0 && !/[\s\u0000-\u001f\u007f]/.test(t)),
+          typeof x === "string" &&
+            x.length <= 255 &&
+            !x.startsWith("$") &&
+            x
+              .split(".")
+              .every(
+                (t) => t.length > 0 && !/[\s\u0000-\u001f\u007f-\u009f\u00ad\u061c\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/.test(t),
+              ),
           `accepted bad name ${JSON.stringify(x)}`,
         );
     },

@@ -21,7 +21,32 @@ export const smallChannel = fc.array(fc.constantFrom("a", "b", "z"), { minLength
 /** Strings that are often almost channels: valid tokens with bad separators, wildcards, spaces, `$`. */
 export const channelish = fc
   .tuple(
-    fc.array(fc.oneof(token, fc.constantFrom("", "*", ">", " ", "\t", "\u0000", "\u007f", "$", "a b", "a*", ">x", "..")), { minLength: 0, maxLength: 20 }),
+    fc.array(
+      fc.oneof(
+        token,
+        fc.constantFrom(
+          "",
+          "*",
+          ">",
+          " ",
+          "\t",
+          "\u0000",
+          "\u007f",
+          "\u0085",
+          "a\u202eb",
+          "\u2066",
+          "\u200b",
+          "\u00ad",
+          "\u200d",
+          "$",
+          "a b",
+          "a*",
+          ">x",
+          "..",
+        ),
+      ),
+      { minLength: 0, maxLength: 20 },
+    ),
     fc.constantFrom(".", ".", ".", "", ","),
   )
   .map(([ts, sep]) => ts.join(sep));

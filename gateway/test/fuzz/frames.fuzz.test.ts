@@ -97,7 +97,11 @@ describe("fuzz — channel validator", () => {
         expect(s.length).toBeLessThanOrEqual(MAX_CHANNEL_LENGTH);
         expect(tokens.length).toBeLessThanOrEqual(MAX_CHANNEL_TOKENS);
         expect(s.startsWith("$")).toBe(false);
-        expect(tokens.every((t) => t.length > 0 && !/[\s\u0000-\u001f\u007f]/.test(t))).toBe(true);
+        expect(
+          tokens.every(
+            (t) => t.length > 0 && !/[\s\u0000-\u001f\u007f-\u009f\u00ad\u061c\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/.test(t),
+          ),
+        ).toBe(true);
         expect(tokens.slice(0, -1).includes(">")).toBe(false);
         if (c.ok) expect(tokens.some((t) => t === "*" || t === ">")).toBe(false);
       }),
