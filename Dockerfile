@@ -23,7 +23,10 @@ COPY . .
 RUN npm run build && mkdir -p gateway/public
 
 FROM ${NODE_IMAGE} AS runtime
+# HOST: a container listens on its own interface (the default, auto, would be loopback while authentication
+# is off); the start log says what that leaves open.
 ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
     PORT=9000
 WORKDIR /app
 COPY package.json package-lock.json ./

@@ -75,7 +75,7 @@ describe("helm chart", () => {
     const rs = await renderAndValidate("default");
     expectAllValid(rs);
     expect(rs.every((r) => r.checkedBy === "kubernetes")).toBe(true);
-    expect(rs.map((r) => r.kind).sort()).toEqual(["ConfigMap", "Deployment", "PodDisruptionBudget", "Service", "ServiceAccount"]);
+    expect(rs.map((r) => r.kind).sort()).toEqual(["ConfigMap", "Deployment", "PodDisruptionBudget", "Service", "Service", "ServiceAccount"]);
 
     const dep = byKind(rs, "Deployment");
     const pod = dep.spec.template.spec;
@@ -110,6 +110,24 @@ describe("helm chart", () => {
       MAX_PAYLOAD_BYTES: "65536",
     });
     expect(byKind(rs, "PodDisruptionBudget").spec.maxUnavailable).toBe(1);
+    // Without authentication the gateway would listen on loopback only: in a pod it must listen on the pod's address.
+    expect(cm.HOST).toBe("0.0.0.0");
+  });
+
+  it("admin port — a Service of its own, always ClusterIP: a LoadBalancer for the public port does not expose /metrics, /v1/stats or the control plane", async () => {
+    const rs = await renderAndValidate("lb", "--set", "service.type=LoadBalancer", "--set", "metrics.serviceMonitor.enabled=true");
+    expectAllValid(rs);
+    const services = rs.filter((r) => r.kind === "Service").map((r) => r.doc);
+    const [pub, admin] = [services.find((s) => s.metadata.name === "gw-fanout-gateway"), services.find((s) => s.metadata.name === "gw-fanout-gateway-admin")];
+    expect(pub.spec.type).toBe("LoadBalancer");
+    expect(pub.spec.ports.map((p: Doc) => p.name)).toEqual(["http"]);
+    expect(admin.spec.type).toBe("ClusterIP");
+    expect(admin.spec.ports).toEqual([{ name: "admin", port: 9100, targetPort: "admin", protocol: "TCP" }]);
+    // The ServiceMonitor scrapes the admin Service alone.
+    const sm = rs.find((r) => r.kind === "ServiceMonitor")!.doc;
+    expect(sm.spec.selector.matchLabels).toMatchObject({ "fanout-gateway/service": "admin" });
+    expect(admin.metadata.labels).toMatchObject(sm.spec.selector.matchLabels);
+    expect(pub.metadata.labels["fanout-gateway/service"]).toBeUndefined();
   });
 
   it("values-ha.yaml — 3+ replicas via HPA, R3 stream, anti-affinity, topology spread, all valid", async () => {
@@ -330,7 +348,7 @@ describe("compose", () => {
       broken,
       readFileSync(COMPOSE, "utf8")
         .replace("  read_only: true\n", "  read_only: true\n  restart_policy: always\n")
-        .replace('ports: ["9001:9000"]', "ports: {a: 1}"),
+        .replace('ports: ["127.0.0.1:9001:9000"]', "ports: {a: 1}"),
     );
     const bad = await python<{ errors: string[] }>("compose", SCHEMA, broken);
     expect(bad.errors.join("\n")).toMatch(/restart_policy/);

@@ -34,7 +34,10 @@ async function main(): Promise<void> {
     return;
   }
   if (cluster.isPrimary) await runPrimary(parsed.config);
-  else await runWorker(withSecrets(parsed.config, await secretsFromPrimary()));
+  else {
+    const secrets = await secretsFromPrimary();
+    await runWorker(withSecrets(parsed.config, secrets), secrets.natsToken);
+  }
 }
 
 /** A worker's secret settings, asked of the primary (they are not in its environment). */

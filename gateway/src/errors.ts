@@ -36,6 +36,11 @@ export const WIRE_ERRORS: { readonly [C in ErrorCode]: { readonly status: number
   disconnected: { status: 410, temporary: false },
   unsubscribed: { status: 410, temporary: false },
   feature_disabled: { status: 403, temporary: false },
+  not_found: { status: 404, temporary: false },
+  method_not_allowed: { status: 405, temporary: false },
+  unsupported_media_type: { status: 415, temporary: false },
+  stats_unavailable: { status: 503, temporary: true },
+  metrics_unavailable: { status: 503, temporary: true },
 };
 
 export type GatewayErrorOptions = { cause?: unknown; status?: number; temporary?: boolean };

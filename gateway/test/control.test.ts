@@ -167,8 +167,8 @@ describe("control plane — unsubscribe", () => {
     await waitFor(() => stream.ended || undefined, { what: "SSE stream end" });
     expect(errEvents(stream)).toEqual([expect.objectContaining({ code: "unsubscribed", temporary: false })]);
     // Still subscribed to y, no longer to x: a message on each reaches only y's subscription.
-    await fetch(`${a.url}/v1/publish/${x}`, { method: "POST", headers: KEY, body: '{"n":1}' });
-    await fetch(`${a.url}/v1/publish/${y}`, { method: "POST", headers: KEY, body: '{"n":2}' });
+    await fetch(`${a.url}/v1/publish/${x}`, { method: "POST", headers: { ...KEY, "content-type": "application/json" }, body: '{"n":1}' });
+    await fetch(`${a.url}/v1/publish/${y}`, { method: "POST", headers: { ...KEY, "content-type": "application/json" }, body: '{"n":2}' });
     for (const c of mine) await waitFor(() => c.msgs.find((m) => m.channel === y), { what: `message on ${y}` });
     expect(mine.flatMap((c) => c.msgs).filter((m) => m.channel === x)).toEqual([]);
     for (const c of mine) expect(c.open).toBe(true);

@@ -107,11 +107,11 @@ describe("fan-out — live delivery", () => {
     expect((await fetch(`${gw.url}/healthz`)).status).toBe(200);
     expect(await (await fetch(`${gw.url}/readyz`)).json()).toMatchObject({ ready: true });
     expect((await fetch(`${gw.url}/nope`)).status).toBe(404);
-    const badJson = await fetch(`${gw.url}/v1/publish/a.b`, { method: "POST", body: "{nope" });
+    const badJson = await fetch(`${gw.url}/v1/publish/a.b`, { method: "POST", headers: { "content-type": "application/json" }, body: "{nope" });
     expect(badJson.status).toBe(400);
     expect(await badJson.json()).toMatchObject({ error: "bad_json" });
     // A body on more than one line is parsed and encoded again: a number beyond a double would become null.
-    const huge = await fetch(`${gw.url}/v1/publish/a.b`, { method: "POST", body: '{\n"x": 1e999\n}' });
+    const huge = await fetch(`${gw.url}/v1/publish/a.b`, { method: "POST", headers: { "content-type": "application/json" }, body: '{\n"x": 1e999\n}' });
     expect(huge.status).toBe(400);
     expect(await huge.json()).toMatchObject({ error: "bad_request", message: expect.stringMatching(/double/) });
     expect((await httpPublish(gw.url, "a.*", 1)).status).toBe(400);

@@ -201,7 +201,8 @@ describe("channel names — C1 controls, bidi overrides and invisible characters
 describe("single HTTP publish — the body's bytes", () => {
   it("one line of JSON is stored as sent; JSON over several lines is stored compact on one line; not JSON is 400", async () => {
     const channel = uniq("body");
-    const send = (body: string) => fetch(`${gw.url}/v1/publish/${channel}`, { method: "POST", body, headers: { "x-api-key": API_KEY } });
+    const send = (body: string) =>
+      fetch(`${gw.url}/v1/publish/${channel}`, { method: "POST", body, headers: { "x-api-key": API_KEY, "content-type": "application/json" } });
     expect((await send('{"a": 1,  "b": [1, 2]}')).status).toBe(201);
     expect((await send('{\n  "a": 2\n}')).status).toBe(201);
     expect((await send('{"a": 3')).status).toBe(400);

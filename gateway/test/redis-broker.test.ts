@@ -184,11 +184,19 @@ describe("redis broker — the control plane", () => {
     const occ = await fetch(`${gw.url}/v1/server/occupancy?channel=${ch}`);
     expect(occ.status).toBe(200);
     expect(await occ.json()).toMatchObject({ channel: ch, subscribers: 6, instances: 1, workers: 2, complete: true });
-    const bc = await fetch(`${gw.url}/v1/server/broadcast`, { method: "POST", body: JSON.stringify({ channels: [ch], data: { hi: 1 } }) });
+    const bc = await fetch(`${gw.url}/v1/server/broadcast`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ channels: [ch], data: { hi: 1 } }),
+    });
     expect(bc.status).toBe(200);
     for (const c of subs) expect((await c.waitForMsgs(1))[0]).toMatchObject({ channel: ch, data: { hi: 1 } });
     // Authentication is off: every socket is user anon.
-    const dis = await fetch(`${gw.url}/v1/server/disconnect`, { method: "POST", body: JSON.stringify({ user: "anon", reconnect: true }) });
+    const dis = await fetch(`${gw.url}/v1/server/disconnect`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ user: "anon", reconnect: true }),
+    });
     expect(await dis.json()).toMatchObject({ workers: 2, complete: true });
     for (const c of subs) expect(await c.waitClosed()).toBe(4012);
   });

@@ -45,6 +45,11 @@ export const WIRE_CODES = {
   disconnected: { temporary: false },
   unsubscribed: { temporary: false },
   feature_disabled: { temporary: false },
+  not_found: { temporary: false },
+  method_not_allowed: { temporary: false },
+  unsupported_media_type: { temporary: false },
+  stats_unavailable: { temporary: true },
+  metrics_unavailable: { temporary: true },
 } as const satisfies Record<string, { temporary: boolean }>;
 export type WireErrorCode = keyof typeof WIRE_CODES;
 

@@ -6,7 +6,7 @@ import { AuthError } from "./errors.js";
 import type { Logger } from "../log.js";
 import type { HookGrant, Hooks } from "./hooks.js";
 import { canPublish, canSubscribe } from "./permissions.js";
-import { ANONYMOUS, API_KEY_PRINCIPAL, type Principal } from "./principal.js";
+import { ANONYMOUS, hasScope, type Principal } from "./principal.js";
 import type { NamespacesSection } from "../namespaces/namespace.js";
 import { spansMessage } from "../namespaces/routing.js";
 import { FEATURE_DOORS, type Feature } from "../namespaces/spec.js";
@@ -28,7 +28,7 @@ export type Identity = Readonly<{
   info?: unknown;
   /** A verified token, or the connect hook's `user`, names the user. Hook answers are cached only then. */
   identified: boolean;
-  /** A configured API key (a trusted backend): every channel, and the hooks are not asked. */
+  /** A configured API key (a trusted backend): every channel within its scopes, and the hooks are not asked. */
   trusted: boolean;
 }>;
 
@@ -64,10 +64,11 @@ export type Access =
   | { right: "pub"; channel: string; ttl?: string | undefined }
   /**
    * The server's control plane (`/v1/server/…`: disconnect, unsubscribe, occupancy, broadcast, users): an
-   * API key only. With authentication off (no key can be configured) anyone, unless a connect hook is set:
-   * the hook says who an application user is, never who operates the gateway.
+   * API key with the `admin` scope. With authentication off (no key can be configured) a request from this
+   * host (`local`: loopback, not through a proxy), unless a connect hook is set: the hook says who an
+   * application user is, never who operates the gateway.
    */
-  | { right: "admin" };
+  | { right: "admin"; local: boolean };
 
 /** The credentials of one upgrade or request, read before the first await (uWS requests die then). */
 export type Knock = {
@@ -90,8 +91,8 @@ export type Knock = {
  *   token (or API key) → connect hook → namespace → permissions → subscribe hook (reads) | publish permission (writes)
  *
  * The namespace step refuses a pattern that spans namespaces (`bad_channel`) and a request using a feature
- * its namespace switched off (`feature_disabled`); a trusted key (API_KEYS) may still publish where
- * client publishing is off: it is the application's backend.
+ * its namespace switched off (`feature_disabled`); an API key with the `publish` scope may still publish where
+ * client publishing is off: it is the application's backend. No other switch is a key's to override.
  *
  * `identify` runs the first two (a WebSocket once, at the upgrade; an HTTP request each time, its connect
  * hook answer cached), `authorize` the rest. A door calls both and nothing else, so a new door cannot skip a
@@ -115,7 +116,7 @@ export class AccessControl {
       throw new AuthError("invalid", "API keys are not accepted in the URL, where proxies and logs keep them: send X-Api-Key");
     const principal =
       k.transport === "websocket" ? await this.auth.authenticate(k.token) : await this.auth.authenticateHttp({ bearer: k.token, apiKey: k.apiKey });
-    if (principal === API_KEY_PRINCIPAL) return { principal, ip: k.ip, identified: true, trusted: true };
+    if (principal.scopes) return { principal, ip: k.ip, identified: true, trusted: true };
     if (!this.hooks?.connectEnabled) return { principal, ip: k.ip, identified: authenticated, trusted: false };
     const d = await this.hooks.connect(principal, authenticated, k.ip, k.headers, k.transport);
     return {
@@ -136,10 +137,9 @@ export class AccessControl {
   async authorize(id: Identity | (() => Identity), a: Access): Promise<void> {
     const current = typeof id === "function" ? id : () => id;
     const first = current();
-    if (a.right === "admin") {
-      if (first.trusted || (!this.auth.enabled && !this.hooks?.connectEnabled)) return;
-      throw new GatewayError(ErrorCode.Forbidden, "the control plane needs an API key (X-Api-Key)");
-    }
+    if (a.right === "admin") return this.checkAdmin(first, a.local);
+    if (first.trusted && !hasScope(first.principal, a.right === "pub" ? "publish" : "read"))
+      throw new GatewayError(ErrorCode.Forbidden, `this API key has no ${a.right === "pub" ? "publish" : "read"} scope`);
     this.checkNamespace(first, a);
     check(first.principal, a);
     if (a.right === "pub" || first.trusted || a.serverSide || !this.hooks?.subscribeEnabled) return;
@@ -148,6 +148,22 @@ export class AccessControl {
       first.identified,
     );
     check(current().principal, a);
+  }
+
+  /** The control plane: an admin key; with authentication off and no connect hook, a request from this host. */
+  private checkAdmin(id: Identity, local: boolean): void {
+    if (id.trusted) {
+      if (hasScope(id.principal, "admin")) return;
+      throw new GatewayError(ErrorCode.Forbidden, "this API key has no admin scope: the control plane needs one that has");
+    }
+    if (!this.auth.enabled && !this.hooks?.connectEnabled) {
+      if (local) return;
+      throw new GatewayError(
+        ErrorCode.Forbidden,
+        "with authentication off the control plane answers requests from this host only (loopback, not through a proxy): turn authentication on and use an API key with the admin scope",
+      );
+    }
+    throw new GatewayError(ErrorCode.Forbidden, "the control plane needs an API key with the admin scope (X-Api-Key)");
   }
 
   /** A pattern within one stream, and the features the request uses switched on in its namespace. */

@@ -4,7 +4,8 @@ import type { AuthSection } from "../config/sections.js";
 import { AuthError } from "./errors.js";
 import { loadKeyMaterial, type KeyMaterial } from "./keys.js";
 import { parseChannelsClaim } from "./permissions.js";
-import { ANONYMOUS, API_KEY_PRINCIPAL, type Principal } from "./principal.js";
+import { loadApiKeys } from "./api-keys.js";
+import { ANONYMOUS, apiKeyPrincipal, type Principal } from "./principal.js";
 
 const MAX_TOKEN_LENGTH = 8_192;
 const MAX_USER_LENGTH = 256;
@@ -19,12 +20,13 @@ export type HttpCredentials = { bearer?: string; apiKey?: string };
 export class Authenticator {
   readonly enabled: boolean;
   private readonly keys: KeyMaterial | undefined;
-  private readonly apiKeyHashes: Buffer[];
+  /** Each configured API key's hash, and the principal it stands for (its scopes). */
+  private readonly apiKeys: { hash: Buffer; principal: Principal }[];
 
   constructor(private readonly config: AuthSection) {
     this.keys = loadKeyMaterial(config);
     this.enabled = this.keys !== undefined;
-    this.apiKeyHashes = config.apiKeys.map(sha256);
+    this.apiKeys = loadApiKeys(config).map((k) => ({ hash: sha256(k.key), principal: apiKeyPrincipal(k.scopes) }));
   }
 
   /** Algorithms accepted (for the startup log). */
@@ -70,18 +72,23 @@ export class Authenticator {
   async authenticateHttp(c: HttpCredentials): Promise<Principal> {
     if (!this.enabled) return ANONYMOUS;
     if (c.apiKey !== undefined && c.apiKey !== "") {
-      if (this.isApiKey(c.apiKey)) return API_KEY_PRINCIPAL;
+      const key = this.apiKeyOf(c.apiKey);
+      if (key) return key;
       throw new AuthError("invalid", "unknown API key");
     }
-    if (c.bearer && this.isApiKey(c.bearer)) return API_KEY_PRINCIPAL;
-    return this.authenticate(c.bearer);
+    return (c.bearer ? this.apiKeyOf(c.bearer) : undefined) ?? this.authenticate(c.bearer);
   }
 
   /** Whether `candidate` is one of the configured API keys (compared in constant time). */
   isApiKey(candidate: string): boolean {
+    return this.apiKeyOf(candidate) !== undefined;
+  }
+
+  /** The principal of the configured API key `candidate` is (every key compared, in constant time). */
+  private apiKeyOf(candidate: string): Principal | undefined {
     const h = sha256(candidate);
-    let found = false;
-    for (const k of this.apiKeyHashes) found = timingSafeEqual(h, k) || found;
+    let found: Principal | undefined;
+    for (const k of this.apiKeys) if (timingSafeEqual(h, k.hash)) found = k.principal;
     return found;
   }
 }

@@ -34,6 +34,21 @@ export function readNodeKnock(access: AccessControl, headers: Readonly<Record<st
   return { transport: "http", ip, headers: hooked, ...(token ? { token } : {}), ...(apiKey ? { apiKey } : {}) };
 }
 
+/** Headers a proxy adds: a request that carries one came through a proxy, whose address is not the client's. */
+export const FORWARDED_HEADERS = ["forwarded", "x-forwarded-for", "x-real-ip"] as const;
+
+/**
+ * Whether a request came from this host: a loopback address (127.0.0.0/8, ::1, and both as uWS and node
+ * write them), and no proxy header. With authentication off this is what lets a request into the control plane.
+ */
+export function fromThisHost(ip: string, header: (name: string) => string): boolean {
+  if (FORWARDED_HEADERS.some((h) => header(h) !== "")) return false;
+  const lower = ip.toLowerCase();
+  if (lower.startsWith("0000:0000:0000:0000:0000:ffff:7f")) return true; // 127.x.x.x, IPv4-mapped as uWS writes it
+  const a = lower.replace(/^::ffff:/, "");
+  return /^127\.\d+\.\d+\.\d+$/.test(a) || a === "::1" || a === "0000:0000:0000:0000:0000:0000:0000:0001";
+}
+
 /** The request headers named in HOOK_HEADERS (lower case, absent ones left out); none without a connect hook. */
 export function hookHeaders(access: AccessControl, req: HttpRequest): Record<string, string> {
   const out: Record<string, string> = {};

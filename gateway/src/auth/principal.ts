@@ -7,10 +7,24 @@ export type Principal = {
   readonly perms: Permissions;
   /** Token expiry (unix seconds); absent for anonymous and API-key principals. */
   readonly exp?: number;
+  /** An API key's scopes (API_KEYS_FILE; every key of API_KEYS is `admin`); absent for everyone else. */
+  readonly scopes?: readonly Scope[];
 };
+
+/**
+ * What an API key may do: `publish` (HTTP publish and batches, also where a namespace switched client
+ * publishing off), `read` (history, last values, presence lists, SSE) and `admin` (the control plane), which
+ * includes the other two: a broadcast publishes.
+ */
+export const SCOPES = ["publish", "read", "admin"] as const;
+export type Scope = (typeof SCOPES)[number];
+
+/** Whether an API key principal holds `scope` (`admin` holds every scope). */
+export const hasScope = (p: Principal, scope: Scope): boolean => !!p.scopes && (p.scopes.includes(scope) || p.scopes.includes("admin"));
 
 /** Every connection when authentication is off: may do everything. */
 export const ANONYMOUS: Principal = Object.freeze({ user: "anon", perms: ALLOW_ALL });
 
-/** An HTTP request carrying a configured API key (trusted backends): publish and history on any channel. */
-export const API_KEY_PRINCIPAL: Principal = Object.freeze({ user: "api-key", perms: ALLOW_ALL });
+/** An HTTP request carrying a configured API key (a trusted backend): every channel, within the key's scopes. */
+export const apiKeyPrincipal = (scopes: readonly Scope[]): Principal =>
+  Object.freeze({ user: "api-key", perms: ALLOW_ALL, scopes: Object.freeze([...scopes]) });

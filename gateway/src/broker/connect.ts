@@ -5,21 +5,26 @@ import type { Logger } from "../log.js";
 import type { Broker } from "./broker.js";
 import type { NamespacesSection } from "../namespaces/namespace.js";
 import { JetStreamBroker } from "./jetstream/jetstream.js";
-import { describeNatsSecurity, loadNatsSecurity } from "./jetstream/nats-security.js";
+import { describeNatsSecurity, embeddedNatsSecurity, loadNatsSecurity } from "./jetstream/nats-security.js";
 
 /** Connects the broker its section selects (the stream and durable sections say how it is used). */
 export async function connectBroker(
   c: Readonly<{ broker: BrokerSection; stream: StreamSection; durable: DurableSection; presence?: PresenceSection; namespaces?: NamespacesSection }>,
   log: Logger,
   name: string,
-  hooks: { onRepair?: (why: RepairReason) => void; onDirectGet?: (via: DirectVia) => void } = {},
+  hooks: {
+    onRepair?: (why: RepairReason) => void;
+    onDirectGet?: (via: DirectVia) => void;
+    /** The embedded nats-server's token (given over IPC): it replaces the NATS credential settings, which it cannot have. */
+    natsToken?: string;
+  } = {},
 ): Promise<Broker> {
   if (c.broker.kind === "redis") {
     const { RedisBroker } = await import("./redis.js");
     return RedisBroker.connect({ url: c.broker.redisUrl, subjectPrefix: c.stream.subjectPrefix, duplicateWindowMs: c.stream.duplicateWindowMs, log, name });
   }
   // Read here, once per process; a bad file was already refused by the primary.
-  const security = loadNatsSecurity(c.broker.natsSecurity);
+  const security = hooks.natsToken ? embeddedNatsSecurity(hooks.natsToken) : loadNatsSecurity(c.broker.natsSecurity);
   log.debug({ servers: c.broker.natsUrl, ...describeNatsSecurity(security) }, "connecting to NATS");
   return JetStreamBroker.connect({
     servers: c.broker.natsUrl,

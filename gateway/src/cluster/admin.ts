@@ -1,6 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Logger } from "../log.js";
 import { STATS_PATH } from "../http/stats.js";
+import { ErrorCode } from "../protocol/codes.js";
+import { writeNodeError } from "../protocol/http-reply.js";
 import type { ClusterMetrics } from "./cluster-metrics.js";
 
 /**
@@ -19,20 +21,18 @@ export async function startAdmin(
   const server: Server = createServer((req, res) => {
     if (control?.(req, res)) return;
     const path = (req.url ?? "/").split("?")[0];
-    const fail = (e: unknown) => {
-      res.writeHead(503, { "content-type": "application/json" });
-      res.end(JSON.stringify({ error: "metrics_unavailable", message: (e as Error).message }));
-    };
+    const fail = (code: ErrorCode) => (e: unknown) => writeNodeError(res, { code, message: (e as Error).message });
     if (req.method !== "GET") {
-      res.writeHead(405, { allow: "GET" }).end();
+      res.setHeader("allow", "GET");
+      writeNodeError(res, { code: ErrorCode.MethodNotAllowed, message: `use GET for ${path}` });
     } else if (path === "/metrics") {
-      metrics.text().then((m) => res.writeHead(200, { "content-type": m.contentType }).end(m.text), fail);
+      metrics.text().then((m) => res.writeHead(200, { "content-type": m.contentType }).end(m.text), fail(ErrorCode.MetricsUnavailable));
     } else if (path === STATS_PATH) {
-      metrics.stats().then((body) => res.writeHead(200, { "content-type": "application/json" }).end(body), fail);
+      metrics.stats().then((body) => res.writeHead(200, { "content-type": "application/json" }).end(body), fail(ErrorCode.StatsUnavailable));
     } else if (path === "/healthz") {
       res.writeHead(200, { "content-type": "application/json" }).end('{"ok":true}');
     } else {
-      res.writeHead(404, { "content-type": "application/json" }).end('{"error":"not_found"}');
+      writeNodeError(res, { code: ErrorCode.NotFound, message: `no route for GET ${path}` });
     }
   });
   await new Promise<void>((resolve, reject) => {

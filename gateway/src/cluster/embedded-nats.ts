@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -26,9 +27,14 @@ export type EmbeddedNatsOptions = {
 
 /**
  * A nats-server child with JetStream for the zero-config default. It listens on loopback on a free port,
- * and is restarted on the same port if it dies while the gateway runs.
+ * and is restarted on the same port if it dies while the gateway runs. It takes only clients that give the
+ * token made here, once per gateway start: other processes of the host cannot use the control subjects or
+ * the JetStream API. The token is in a config file of mode 0600 (in a directory of mode 0700, removed once
+ * the server is up), never on a command line; the workers get it from the primary over IPC.
  */
 export class EmbeddedNats {
+  /** The clients' token (nats.js `tokenAuthenticator`). */
+  readonly token = randomBytes(32).toString("base64url");
   private child?: ChildProcess;
   private port = -1;
   private stopping = false;
@@ -50,13 +56,12 @@ export class EmbeddedNats {
     const portsDir = mkdtempSync(join(tmpdir(), "fgw-embedded-nats-"));
     const args = ["-a", "127.0.0.1", "-p", String(this.port), "-js", "-sd", storeDir, "--ports_file_dir", portsDir, "-n", "fanout-gateway-embedded"];
     let env: NodeJS.ProcessEnv | undefined;
-    if (this.opts.storeKeyFile) {
-      // The key goes through the environment, never the command line; the config file only refers to it.
-      const conf = join(portsDir, "encryption.conf");
-      writeFileSync(conf, encryptionConfig(this.opts.storeCipher ?? "chachapoly"), { mode: 0o600 });
-      args.push("-c", conf);
-      env = { ...process.env, [STORE_KEY_ENV]: storeKeyEnvValue(this.opts.storeKeyFile) };
-    }
+    // The store key goes through the environment, never the command line; the config file only refers to it.
+    const cipher = this.opts.storeKeyFile ? encryptionConfig(this.opts.storeCipher ?? "chachapoly") : "";
+    if (this.opts.storeKeyFile) env = { ...process.env, [STORE_KEY_ENV]: storeKeyEnvValue(this.opts.storeKeyFile) };
+    const conf = join(portsDir, "embedded.conf");
+    writeFileSync(conf, `authorization { token: "${this.token}" }\n${cipher}`, { mode: 0o600 });
+    args.push("-c", conf);
     const child = spawn(this.opts.bin, args, { stdio: ["ignore", "ignore", "pipe"], env });
     this.child = child;
     let stderr = "";
@@ -95,7 +100,7 @@ export class EmbeddedNats {
   private async checkStore(storeDir: string): Promise<void> {
     // A single server restores its streams inside EnableJetStream, before it writes the ports file we waited on.
     if (unloadedStreams(storeDir, []).length === 0) return;
-    const nc = await connect({ servers: this.url, name: "fanout-gateway-store-check" });
+    const nc = await connect({ servers: this.url, name: "fanout-gateway-store-check", token: this.token });
     try {
       const r = (await nc.request("$JS.API.STREAM.NAMES", "{}", { timeout: 10_000 })).json<{ streams?: string[] | null }>();
       const err = unreadableStoreError(storeDir, unloadedStreams(storeDir, r.streams ?? []), !!this.opts.storeKeyFile);

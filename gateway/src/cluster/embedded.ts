@@ -2,8 +2,11 @@ import type { BrokerSection } from "../config/sections.js";
 import type { Logger } from "../log.js";
 import { EmbeddedNats } from "./embedded-nats.js";
 
-/** The broker URLs the workers use, and how to stop what was started for them. */
-export type EmbeddedBrokers = { natsUrl: string[]; redisUrl: string; stop(timeoutMs?: number): Promise<void> };
+/**
+ * The broker URLs the workers use, and how to stop what was started for them; `natsToken`: the embedded
+ * nats-server's token, which every NATS client of the gateway gives.
+ */
+export type EmbeddedBrokers = { natsUrl: string[]; redisUrl: string; natsToken?: string; stop(timeoutMs?: number): Promise<void> };
 
 /**
  * Starts the broker the config asks for when no URL is given: an embedded nats-server for JetStream, an
@@ -20,7 +23,7 @@ export async function startEmbeddedBrokers(config: BrokerSection, log: Logger): 
       storeCipher: config.natsStoreCipher,
     });
     await nats.start();
-    return { natsUrl: [nats.url], redisUrl: config.redisUrl, stop: (t?: number) => nats.stop(t) };
+    return { natsUrl: [nats.url], redisUrl: config.redisUrl, natsToken: nats.token, stop: (t?: number) => nats.stop(t) };
   }
   if (config.redisUrl) return { natsUrl: config.natsUrl, redisUrl: config.redisUrl, stop: async () => {} };
   const { EmbeddedRedis } = await import("./embedded-redis.js");

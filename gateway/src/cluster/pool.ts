@@ -27,6 +27,8 @@ export class WorkerPool {
     private readonly log: Logger,
     /** A worker died before every worker was listening: startup failed. */
     private readonly onBootFailure: (e: Error) => void,
+    /** The embedded nats-server's token, sent to each worker with the secrets. */
+    private readonly natsToken?: string,
   ) {}
 
   /** Forks every worker and resolves once all of them listen. */
@@ -35,7 +37,8 @@ export class WorkerPool {
     cluster.on("message", (worker, m: unknown) => {
       // A worker that starts (or restarts) while the stream is drifted is told at once.
       if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:listening" && this.drift.length > 0) send(worker, { type: "fgw:drift", drift: [...this.drift] });
-      if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:secrets-req") send(worker, { type: "fgw:secrets", secrets: secretsOf(this.workerConfig) });
+      if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:secrets-req")
+        send(worker, { type: "fgw:secrets", secrets: secretsOf(this.workerConfig, this.natsToken) });
       if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:metrics-req") this.answerMetrics(worker, m as ToPrimary & { type: "fgw:metrics-req" });
       if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:scrape-res") this.metrics.onScrapeResponse(worker, m as ToPrimary & { type: "fgw:scrape-res" });
     });

@@ -12,7 +12,8 @@ import { freePort } from "../net.js";
 import { loadUws } from "../uws.js";
 import { authEnabled, loadKeyMaterial } from "../auth/keys.js";
 import { tlsEnabled } from "../config/checks.js";
-import { describeNatsSecurity, loadNatsSecurity, natsJsOptions, type NatsSecurity } from "../broker/jetstream/nats-security.js";
+import { exposureWarnings } from "../config/exposure.js";
+import { describeNatsSecurity, embeddedNatsSecurity, loadNatsSecurity, natsJsOptions, type NatsSecurity } from "../broker/jetstream/nats-security.js";
 import { startAdmin } from "./admin.js";
 import { ClusterMetrics } from "./cluster-metrics.js";
 import { startEmbeddedBrokers, type EmbeddedBrokers } from "./embedded.js";
@@ -50,8 +51,9 @@ export async function runPrimary(config: Config): Promise<void> {
   let admin: { port: number; close(): Promise<void> } | undefined;
   try {
     loadKeyMaterial(config); // fail fast on an unreadable key; each worker loads its own copy
-    const security = loadNatsSecurity(sectionsOf(config).broker.natsSecurity); // the same for NATS credentials
+    const configured = loadNatsSecurity(sectionsOf(config).broker.natsSecurity); // the same for NATS credentials
     brokers = await startEmbeddedBrokers(sectionsOf(config).broker, log);
+    const security = brokers.natsToken ? embeddedNatsSecurity(brokers.natsToken) : configured;
     if (config.broker === "jetstream") prepared = await prepareStream(streamsOf(config), brokers.natsUrl, security, log, sectionsOf(config).presence);
     const adminPort = adminPortOf(config);
     if (adminPort >= 0) admin = await startAdmin(config.adminHost, adminPort, metrics, log, controlDoor(config, prepared?.nc, log));
@@ -66,7 +68,7 @@ export async function runPrimary(config: Config): Promise<void> {
   const workerConfig: Config = Object.freeze({ ...config, natsUrl: brokers.natsUrl, redisUrl: brokers.redisUrl, port, tlsPort, adminPort: admin?.port ?? -1 });
   // Workers inherit the primary's environment: the secrets go to them over IPC instead (pool.ts).
   for (const name of SECRET_ENV) delete process.env[name];
-  const pool = new WorkerPool(sectionsOf(config).server, workerConfig, metrics, log, (e) => void fail(e));
+  const pool = new WorkerPool(sectionsOf(config).server, workerConfig, metrics, log, (e) => void fail(e), brokers.natsToken);
   await pool.start();
   if (prepared) {
     const w = new StreamWatch(prepared.jsm, streamsOf(config), prepared.presence, log, {
@@ -87,11 +89,7 @@ export async function runPrimary(config: Config): Promise<void> {
   if (config.broker === "jetstream" && config.natsUrl.length === 0) {
     log.warn({ nats: brokers.natsUrl[0] }, "no NATS_URL: using the embedded nats-server (single node; set NATS_URL for a real cluster)");
   }
-  if (!authEnabled(config)) {
-    log.warn(
-      "AUTHENTICATION IS OFF: every client may subscribe and publish to every channel. Set JWT_SECRET, JWT_PUBLIC_KEY_FILE or JWT_JWKS_FILE (see gateway/AUTH.md)",
-    );
-  }
+  for (const w of exposureWarnings(config, admin?.port ?? -1)) log.warn(w);
   log.info(
     {
       port,

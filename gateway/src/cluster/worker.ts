@@ -32,7 +32,7 @@ import { registerControlRoutes } from "../control/http.js";
 import { registerWorkerState } from "../metrics/worker-state.js";
 
 /** A worker: one uWS app on the shared port (SO_REUSEPORT), one broker connection, one fan-out hub. */
-export async function runWorker(config: Config): Promise<void> {
+export async function runWorker(config: Config, natsToken?: string): Promise<void> {
   const c = sectionsOf(config);
   const log = createLogger(c.log.level, { role: "worker", worker: cluster.worker?.id });
   const uws = loadUws(c.server.uwsModule); // ws/ and the TLS app get this module from loadUws() too
@@ -52,6 +52,7 @@ export async function runWorker(config: Config): Promise<void> {
   const broker = await connectBroker(c, log, `fanout-gateway-worker-${cluster.worker?.id ?? 0}`, {
     onRepair: (why) => metrics.liveRepairs.labels(why).inc(),
     onDirectGet: (via) => directVia[via].inc(),
+    natsToken,
   });
   watchBroker(broker, metrics, log);
   metrics.directLink.up = () => broker.directLinkUp?.() ?? false;
@@ -108,6 +109,7 @@ export async function runWorker(config: Config): Promise<void> {
     requests: metrics.controlRequests,
     local: new LocalControl(ws, sse, hub),
     publisher,
+    access,
     config: { ...c.control, maxChannels: c.server.publishBatchMaxItems },
     self: { instance: `${hostname()}:${process.ppid}`, worker: cluster.worker?.id ?? 0, workers: c.server.workers },
     log,
@@ -150,6 +152,7 @@ export async function runWorker(config: Config): Promise<void> {
       history,
       publishLimits,
       streamDrift: () => drift,
+      allowsOrigin: (origin) => guard.admission.allowsOrigin(origin),
     });
   await ws.listen(c.server.host, c.server.port);
   if (tlsApp) await ws.listenExtra(tlsApp, c.server.host, c.server.tlsPort);

@@ -21,6 +21,7 @@ export function checkAuthConfig(c: Config): void {
     const orphan = (
       [
         ["API_KEYS", "api-keys", c.apiKeys.length > 0],
+        ["API_KEYS_FILE", "api-keys-file", !!c.apiKeysFile],
         ["JWT_ALGORITHMS", "jwt-algorithms", c.jwtAlgorithms.length > 0],
         ["JWT_ISSUER", "jwt-issuer", !!c.jwtIssuer],
         ["JWT_AUDIENCE", "jwt-audience", !!c.jwtAudience],
@@ -42,6 +43,7 @@ export function checkAuthConfig(c: Config): void {
   for (const [env, flag, file] of [
     ["JWT_PUBLIC_KEY_FILE", "jwt-public-key-file", c.jwtPublicKeyFile],
     ["JWT_JWKS_FILE", "jwt-jwks-file", c.jwtJwksFile],
+    ["API_KEYS_FILE", "api-keys-file", c.apiKeysFile],
     ["TLS_CERT_FILE", "tls-cert-file", c.tlsCertFile],
     ["TLS_KEY_FILE", "tls-key-file", c.tlsKeyFile],
     ["NATS_STORE_KEY_FILE", "nats-store-key-file", c.natsStoreKeyFile],

@@ -7,7 +7,7 @@ import { SETTINGS, type ReadSetting, type SettingKey } from "./settings.js";
 import { SECTIONS } from "./sections.js";
 import { livePrefixOf } from "./sections/stream.js";
 import { controlPrefixOf } from "./sections/control.js";
-import { checkAuthConfig, checkNatsSecurity } from "./checks.js";
+import { authEnabled, checkAuthConfig, checkNatsSecurity } from "./checks.js";
 import { presenceSubjects } from "./sections/presence.js";
 import { namespaceStreamName, namespaceSubjectPrefix } from "../namespaces/namespace.js";
 
@@ -56,6 +56,8 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): ParsedCli {
   }
   const config = out as Config;
   crossCheck(config);
+  // Without authentication nothing beyond this host may reach the gateway unless HOST says so.
+  if (config.host === "auto") (out as { host: string }).host = authEnabled(config) ? "0.0.0.0" : "127.0.0.1";
   if (!config.natsServerBin) {
     const local = resolve(PACKAGE_ROOT, ".tools/bin/nats-server");
     (out as { natsServerBin: string }).natsServerBin = existsSync(local) ? local : "nats-server";

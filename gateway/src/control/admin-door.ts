@@ -1,11 +1,12 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AccessControl } from "../auth/access.js";
-import { authorizeRequest, readNodeKnock } from "../auth/http-auth.js";
+import { authorizeRequest, fromThisHost, readNodeKnock } from "../auth/http-auth.js";
 import type { Bus } from "../broker/broker.js";
 import { WIRE_ERRORS } from "../errors.js";
 import type { Logger } from "../log.js";
 import { ErrorCode } from "../protocol/codes.js";
-import { bodyJson, CONTROL_PATH, controlRequestOf } from "./request.js";
+import { writeNodeError, type ErrorReply } from "../protocol/http-reply.js";
+import { bodyJson, CONTROL_PATH, controlGate } from "./request.js";
 import { serverSubject } from "./service.js";
 
 export type AdminControlDeps = {
@@ -28,28 +29,35 @@ export function adminControl(d: AdminControlDeps): (req: IncomingMessage, res: S
   return (req, res) => {
     const [path = "/", query = ""] = (req.url ?? "/").split("?", 2);
     if (!path.startsWith(CONTROL_PATH)) return false;
-    const reply = (status: number, body: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
-    const fail = (code: ErrorCode, message: string) => reply(WIRE_ERRORS[code].status, { error: code, message, temporary: WIRE_ERRORS[code].temporary });
-    const r = controlRequestOf(req.method ?? "GET", path, query);
-    if ("status" in r) {
-      reply(r.status, { error: r.status === 400 ? ErrorCode.BadRequest : "not_found", message: r.message, temporary: false });
+    const fail = (e: ErrorReply) => writeNodeError(res, e);
+    const header = (h: string): string => {
+      const v = req.headers[h];
+      return Array.isArray(v) ? (v[0] ?? "") : (v ?? "");
+    };
+    const r = controlGate(req.method ?? "GET", path, query, { origin: header("origin"), contentType: header("content-type") });
+    if ("code" in r) {
+      fail(r);
       return true;
     }
-    const knock = readNodeKnock(d.access, req.headers, req.socket.remoteAddress ?? "");
+    const ip = req.socket.remoteAddress ?? "";
+    const knock = readNodeKnock(d.access, req.headers, ip);
     void (async () => {
       const body = r.input === "body" ? await readNodeBody(req, d.maxBodyBytes) : undefined;
-      const a = await authorizeRequest(d.access, knock, { right: "admin" });
-      if ("refused" in a) return reply(a.refused.status, { error: a.refused.code, message: a.refused.message, temporary: a.refused.temporary });
-      if (body === "too_large") return fail(ErrorCode.PayloadTooLarge, `body is larger than ${d.maxBodyBytes} bytes`);
-      if (!d.bus) return fail(ErrorCode.UnsupportedByBroker, "the redis broker carries no control requests: the control plane needs JetStream (NATS)");
+      const a = await authorizeRequest(d.access, knock, { right: "admin", local: fromThisHost(ip, header) });
+      if ("refused" in a) return fail(a.refused);
+      if (body === "too_large") return fail({ code: ErrorCode.PayloadTooLarge, message: `body is larger than ${d.maxBodyBytes} bytes` });
+      if (!d.bus)
+        return fail({ code: ErrorCode.UnsupportedByBroker, message: "the redis broker carries no control requests: the control plane needs JetStream (NATS)" });
       const input = body === undefined ? r.input : bodyJson(body);
+      // A caller that is no key (authentication off) is told to the worker: its broadcast passes the chain as a client's.
+      const sent = a.identity.trusted || typeof input !== "object" || input === null ? input : { ...input, asAnonymous: true };
       let answer: Uint8Array;
       try {
         // The worker waits at most timeoutMs for the others; the margin is its own turn and the hop back.
-        answer = await d.bus.request(serverSubject(d.subjectPrefix, r.op), Buffer.from(JSON.stringify(input)), d.timeoutMs + 2_000);
+        answer = await d.bus.request(serverSubject(d.subjectPrefix, r.op), Buffer.from(JSON.stringify(sent)), d.timeoutMs + 2_000);
       } catch (e) {
         d.log.warn({ err: e, op: r.op }, "control request: no worker answered");
-        return fail(ErrorCode.BrokerUnavailable, "no worker answered the control request");
+        return fail({ code: ErrorCode.BrokerUnavailable, message: "no worker answered the control request" });
       }
       const text = Buffer.from(answer.buffer, answer.byteOffset, answer.byteLength).toString("utf8");
       const code = (JSON.parse(text) as { error?: unknown }).error;
@@ -58,7 +66,7 @@ export function adminControl(d: AdminControlDeps): (req: IncomingMessage, res: S
       res.writeHead(status, { "content-type": "application/json" }).end(text);
     })().catch((e: unknown) => {
       d.log.error({ err: e }, "admin control request failed");
-      if (!res.headersSent) fail(ErrorCode.Internal, "internal error");
+      if (!res.headersSent) fail({ code: ErrorCode.Internal, message: "internal error" });
     });
     return true;
   };

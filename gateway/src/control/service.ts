@@ -1,3 +1,5 @@
+import { anonymousIdentity, type AccessControl, type Identity } from "../auth/access.js";
+import { apiKeyPrincipal } from "../auth/principal.js";
 import type { Broker, Bus } from "../broker/broker.js";
 import type { ControlSection } from "../config/sections.js";
 import { WIRE_ERRORS } from "../errors.js";
@@ -33,11 +35,22 @@ export type ControlDeps = {
   requests: Counter<"op" | "result">;
   local: LocalControl;
   publisher: PublishService;
+  /** The authorization chain: a broadcast's channels pass it as publishes of the caller. */
+  access: AccessControl;
   config: ControlSection & { maxChannels: number };
   /** This worker, as its answers name it. */
   self: Answerer;
   log: Logger;
 };
+
+/**
+ * Who a request on the bus (`<prefix>.server.<op>`) is: a backend that may use the control subjects holds
+ * NATS' trust, as an admin key does. The admin listener passes on requests of callers that are no key (with
+ * authentication off) with `"asAnonymous":true`: their broadcasts pass the chain as an anonymous client's.
+ */
+const BUS_IDENTITY: Identity = Object.freeze({ principal: apiKeyPrincipal(["admin"]), ip: "", identified: true, trusted: true });
+export const busIdentityOf = (raw: unknown): Identity =>
+  (raw as { asAnonymous?: unknown } | undefined)?.asAnonymous === true ? anonymousIdentity("") : BUS_IDENTITY;
 
 export const failure = (code: ErrorCode, message: string): ControlAnswer => ({
   status: WIRE_ERRORS[code].status,
@@ -68,24 +81,34 @@ export class ControlService {
     if (!bus) return;
     const prefix = this.d.config.subjectPrefix;
     for (const op of CONTROL_OPS) {
-      bus.serve(serverSubject(prefix, op), async (b) => encode((await this.call(op, decode(b))).body), CONTROL_QUEUE);
+      bus.serve(
+        serverSubject(prefix, op),
+        async (b) => {
+          const raw = decode(b);
+          return encode((await this.call(op, raw, busIdentityOf(raw))).body);
+        },
+        CONTROL_QUEUE,
+      );
       if (op !== "broadcast") bus.serve(workerSubject(prefix, op), async (b) => encode(this.partOrError(op, b)));
     }
   }
 
-  /** One request of `op` (a parsed JSON body, or a query as an object), already authorized by its door. */
-  async call(op: ControlOp, raw: unknown): Promise<ControlAnswer> {
-    const a = await this.answer(op, raw);
+  /**
+   * One request of `op` (a parsed JSON body, or a query as an object), its door already having let `as` into
+   * the control plane.
+   */
+  async call(op: ControlOp, raw: unknown, as: Identity): Promise<ControlAnswer> {
+    const a = await this.answer(op, raw, as);
     const error = a.body.error;
     this.d.requests.labels(op, typeof error === "string" ? error : a.body.complete === false ? "incomplete" : "ok").inc();
     return a;
   }
 
-  private async answer(op: ControlOp, raw: unknown): Promise<ControlAnswer> {
+  private async answer(op: ControlOp, raw: unknown, as: Identity): Promise<ControlAnswer> {
     try {
       const req = parseControlRequest(op, raw, this.d.config.maxChannels);
       if ("error" in req) return failure(ErrorCode.BadRequest, req.error);
-      if (req.op === "broadcast") return await this.broadcast(req);
+      if (req.op === "broadcast") return await this.broadcast(req, as);
       const bus = this.d.broker.bus;
       if (!bus) return failure(ErrorCode.UnsupportedByBroker, `the ${this.d.broker.kind} broker carries no control requests: ${op} needs JetStream (NATS)`);
       return await this.scatter(bus, req);
@@ -120,11 +143,14 @@ export class ControlService {
     return { ...this.d.self, part: this.d.local.run(req) };
   }
 
-  /** One message to many channels: stored once per channel, published pipelined (the batch publish). */
-  private async broadcast(req: BroadcastRequest): Promise<ControlAnswer> {
+  /**
+   * One message to many channels: stored once per channel, published pipelined (the batch publish). Each
+   * channel passes the chain as a publish of the caller (a namespace's `publish: false` refuses it unless
+   * the caller is a key), and one refused gets its error in its own result.
+   */
+  private async broadcast(req: BroadcastRequest, as: Identity): Promise<ControlAnswer> {
     const items = req.channels.map((channel) => ({ channel, data: req.data }));
-    // The door authorized the request as a whole (the admin right covers every channel).
-    const results = await this.d.publisher.publishBatch("http", items, () => Promise.resolve());
+    const results = await this.d.publisher.publishBatch("http", items, (it) => this.d.access.authorize(as, { right: "pub", channel: it.channel }));
     return { status: 200, body: { results: results.map((r, i) => ({ channel: req.channels[i], ...r })) } };
   }
 }

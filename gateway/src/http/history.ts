@@ -5,7 +5,7 @@ import { ErrorCode } from "../protocol/codes.js";
 import { dataFields } from "../protocol/serialize.js";
 import { brokerFailure } from "../errors.js";
 import type { HttpResponse } from "../uws.js";
-import { send, sendJson, type ResState } from "./respond.js";
+import { send, sendError, type ResState } from "./respond.js";
 
 export const HISTORY_PREFIX = "/v1/channels/";
 const MAX_LIMIT = 1_000;
@@ -34,7 +34,7 @@ export async function history(ctx: HistoryContext, res: HttpResponse, st: ResSta
   const grant = ctx.reads?.take(reader.ip, reader.user, Date.now(), true);
   if (grant && !grant.ok) {
     const e = readRefusalError(grant);
-    return sendJson(res, st, 429, { error: e.code, message: e.message, temporary: true }, { "retry-after": String(e.retryAfterSec) });
+    return sendError(res, st, { code: e.code, message: e.message, temporary: true, retryAfterSec: e.retryAfterSec });
   }
   try {
     await answer(ctx, res, st, path, query);
@@ -46,19 +46,19 @@ export async function history(ctx: HistoryContext, res: HttpResponse, st: ResSta
 async function answer(ctx: HistoryContext, res: HttpResponse, st: ResState, path: string, query: string): Promise<void> {
   const { broker } = ctx;
   const encoded = /^\/v1\/channels\/([^/]+)\/messages$/.exec(path)?.[1];
-  if (encoded === undefined) return sendJson(res, st, 404, { error: "not_found", message: "use /v1/channels/{channel}/messages" });
+  if (encoded === undefined) return sendError(res, st, { code: ErrorCode.NotFound, message: "use /v1/channels/{channel}/messages" });
   let channel: string;
   try {
     channel = decodeURIComponent(encoded);
   } catch {
-    return sendJson(res, st, 400, { error: ErrorCode.BadChannel, message: "channel is not valid percent-encoding" });
+    return sendError(res, st, { code: ErrorCode.BadChannel, message: "channel is not valid percent-encoding" });
   }
   const q = new URLSearchParams(query);
   const lastValues = q.get("last_per_subject") === "1";
   const c = lastValues ? checkPattern(channel) : checkChannel(channel);
-  if (!c.ok) return sendJson(res, st, 400, { error: ErrorCode.BadChannel, message: c.reason });
+  if (!c.ok) return sendError(res, st, { code: ErrorCode.BadChannel, message: c.reason });
   const replay = broker.replay;
-  if (!replay) return sendJson(res, st, 501, { error: ErrorCode.UnsupportedByBroker, message: `the ${broker.kind} broker keeps no history` });
+  if (!replay) return sendError(res, st, { code: ErrorCode.UnsupportedByBroker, message: `the ${broker.kind} broker keeps no history` });
   if (lastValues) return lastPerSubject(ctx, replay, res, st, channel, q);
   const num = (name: string, min: number, max: number): number | undefined | "bad" => {
     const v = q.get(name);
@@ -70,9 +70,9 @@ async function answer(ctx: HistoryContext, res: HttpResponse, st: ResState, path
   const last = num("last", 1, MAX_LIMIT);
   const limit = num("limit", 1, MAX_LIMIT);
   if (fromSeq === "bad" || last === "bad" || limit === "bad")
-    return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: `from_seq must be >= 1; last and limit from 1 to ${MAX_LIMIT}` });
-  if (fromSeq !== undefined && last !== undefined) return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: "give from_seq or last, not both" });
-  if (!broker.isConnected()) return sendJson(res, st, 503, { error: ErrorCode.BrokerUnavailable, message: "broker is not connected; retry" });
+    return sendError(res, st, { code: ErrorCode.BadRequest, message: `from_seq must be >= 1; last and limit from 1 to ${MAX_LIMIT}` });
+  if (fromSeq !== undefined && last !== undefined) return sendError(res, st, { code: ErrorCode.BadRequest, message: "give from_seq or last, not both" });
+  if (!broker.isConnected()) return sendError(res, st, { code: ErrorCode.BrokerUnavailable, message: "broker is not connected; retry" });
   try {
     const bounds = await replay.state(channel);
     const start = last !== undefined ? await replay.startOfLastN(channel, last) : Math.max(fromSeq ?? bounds.firstSeq, 1);
@@ -84,7 +84,7 @@ async function answer(ctx: HistoryContext, res: HttpResponse, st: ResState, path
     send(res, st, 200, `{"messages":[${page.items.join(",")}],"firstSeq":${bounds.firstSeq},"lastSeq":${bounds.lastSeq}${next}}`);
   } catch (e) {
     const f = brokerFailure(e, broker.isConnected(), "history");
-    sendJson(res, st, f.status, { error: f.code, message: f.message, temporary: f.temporary });
+    sendError(res, st, f);
   }
 }
 
@@ -126,9 +126,9 @@ async function lastPerSubject(ctx: HistoryContext, replay: ReplayApi, res: HttpR
   const fromSeq = pos("from_seq");
   const limit = pos("limit", MAX_LIMIT);
   if (upTo === "bad" || fromSeq === "bad" || limit === "bad")
-    return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: `up_to_seq and from_seq must be integers >= 1, limit from 1 to ${MAX_LIMIT}` });
-  if (!replay.lastPerSubject) return sendJson(res, st, 501, { error: ErrorCode.UnsupportedByBroker, message: "this broker has no last-value reads" });
-  if (!broker.isConnected()) return sendJson(res, st, 503, { error: ErrorCode.BrokerUnavailable, message: "broker is not connected; retry" });
+    return sendError(res, st, { code: ErrorCode.BadRequest, message: `up_to_seq and from_seq must be integers >= 1, limit from 1 to ${MAX_LIMIT}` });
+  if (!replay.lastPerSubject) return sendError(res, st, { code: ErrorCode.UnsupportedByBroker, message: "this broker has no last-value reads" });
+  if (!broker.isConnected()) return sendError(res, st, { code: ErrorCode.BrokerUnavailable, message: "broker is not connected; retry" });
   try {
     const bounds = await replay.state(pattern);
     const until = upTo ?? bounds.lastSeq;
@@ -140,6 +140,6 @@ async function lastPerSubject(ctx: HistoryContext, replay: ReplayApi, res: HttpR
     send(res, st, 200, `{"messages":[${page.items.join(",")}],"firstSeq":${bounds.firstSeq},"lastSeq":${bounds.lastSeq},"upToSeq":${until}${next}}`);
   } catch (e) {
     const f = brokerFailure(e, broker.isConnected(), "last values");
-    sendJson(res, st, f.status, { error: f.code, message: f.message, temporary: f.temporary });
+    sendError(res, st, f);
   }
 }

@@ -6,7 +6,7 @@ import type { PresenceHub } from "../presence/hub.js";
 import { checkChannel } from "../protocol/channel.js";
 import { ErrorCode } from "../protocol/codes.js";
 import type { TemplatedApp } from "../uws.js";
-import { send, sendJson, sendRefusal, track } from "./respond.js";
+import { send, sendError, sendRefusal, track } from "./respond.js";
 
 export type PresenceRouteContext = { presence?: PresenceHub; access: AccessControl; log: Logger; brokerKind: string; isConnected: () => boolean };
 
@@ -23,27 +23,26 @@ export function registerPresenceRoute(app: TemplatedApp, ctx: PresenceRouteConte
     try {
       channel = decodeURIComponent(raw);
     } catch {
-      return sendJson(res, st, 400, { error: ErrorCode.BadChannel, message: "channel is not valid percent-encoding", temporary: false });
+      return sendError(res, st, { code: ErrorCode.BadChannel, message: "channel is not valid percent-encoding" });
     }
     const c = checkChannel(channel);
-    if (!c.ok) return sendJson(res, st, 400, { error: ErrorCode.BadChannel, message: c.reason, temporary: false });
+    if (!c.ok) return sendError(res, st, { code: ErrorCode.BadChannel, message: c.reason });
     const hub = ctx.presence;
     void authorizeRequest(ctx.access, knock, { right: "sub", channel, uses: ["presence"] })
       .then(async (r) => {
         if ("refused" in r) return sendRefusal(res, st, r.refused);
-        if (!hub)
-          return sendJson(res, st, 501, { error: ErrorCode.UnsupportedByBroker, message: `the ${ctx.brokerKind} broker keeps no presence`, temporary: false });
+        if (!hub) return sendError(res, st, { code: ErrorCode.UnsupportedByBroker, message: `the ${ctx.brokerKind} broker keeps no presence` });
         try {
           const r = await hub.members(channel);
           send(res, st, 200, `{"channel":${JSON.stringify(channel)},"members":${JSON.stringify(r.members)},"truncated":${r.truncated}}`);
         } catch (e) {
           const f = brokerFailure(e, ctx.isConnected(), "presence");
-          sendJson(res, st, f.status, { error: f.code, message: f.message, temporary: f.temporary });
+          sendError(res, st, f);
         }
       })
       .catch((e) => {
         ctx.log.error({ err: e }, "presence request failed");
-        sendJson(res, st, 500, { error: ErrorCode.Internal, message: "internal error", temporary: true });
+        sendError(res, st, { code: ErrorCode.Internal, message: "internal error" });
       });
   });
 }

@@ -1,3 +1,5 @@
+import type { Refusal } from "../auth/access.js";
+import { writeUws, writeUwsError, type ErrorReply } from "../protocol/http-reply.js";
 import type { HttpResponse } from "../uws.js";
 
 /** Response state shared by async handlers: uWS forbids touching a response after it was aborted. */
@@ -11,31 +13,17 @@ export function track(res: HttpResponse): ResState {
   return st;
 }
 
-const STATUS: Record<number, string> = {
-  200: "200 OK",
-  201: "201 Created",
-  400: "400 Bad Request",
-  401: "401 Unauthorized",
-  403: "403 Forbidden",
-  404: "404 Not Found",
-  405: "405 Method Not Allowed",
-  410: "410 Gone",
-  413: "413 Payload Too Large",
-  429: "429 Too Many Requests",
-  501: "501 Not Implemented",
-  500: "500 Internal Server Error",
-  502: "502 Bad Gateway",
-  503: "503 Service Unavailable",
-};
-
 export function send(res: HttpResponse, st: ResState, status: number, body: string, contentType = "application/json", headers?: Record<string, string>): void {
   if (st.aborted || st.done) return;
   st.done = true;
-  res.cork(() => {
-    res.writeStatus(STATUS[status] ?? `${status} Status`).writeHeader("content-type", contentType);
-    if (headers) for (const [k, v] of Object.entries(headers)) res.writeHeader(k, v);
-    res.end(body);
-  });
+  res.cork(() => writeUws(res, status, body, contentType, headers));
+}
+
+/** Answers an error: `{error, message, temporary}` with the code's status (protocol/http-reply.ts). */
+export function sendError(res: HttpResponse, st: ResState, e: ErrorReply): void {
+  if (st.aborted || st.done) return;
+  st.done = true;
+  res.cork(() => writeUwsError(res, e));
 }
 
 export const sendJson = (res: HttpResponse, st: ResState, status: number, value: unknown, headers?: Record<string, string>): void =>
@@ -66,5 +54,4 @@ export function readBody(res: HttpResponse, st: ResState, limit: number): Promis
 }
 
 /** Answers a refusal of the authorization chain: `{error, message, temporary}` with its status. */
-export const sendRefusal = (res: HttpResponse, st: ResState, r: { status: number; code: string; message: string; temporary: boolean }): void =>
-  sendJson(res, st, r.status, { error: r.code, message: r.message, temporary: r.temporary });
+export const sendRefusal = (res: HttpResponse, st: ResState, r: Refusal): void => sendError(res, st, r);

@@ -6,9 +6,10 @@ import type { Metrics } from "../metrics/metrics.js";
 import { checkChannel, checkPattern } from "../protocol/channel.js";
 import { ErrorCode } from "../protocol/codes.js";
 import type { HttpRequest, HttpResponse, TemplatedApp } from "../uws.js";
+import { unsupportedMedia, type ErrorReply } from "../protocol/http-reply.js";
 import type { PublishService } from "../publish/service.js";
 import { GatewayError } from "../errors.js";
-import { readBody, send, sendJson, sendRefusal, track, type ResState } from "./respond.js";
+import { readBody, send, sendError, sendJson, sendRefusal, track, type ResState } from "./respond.js";
 import { history, HISTORY_PREFIX, type HistoryContext } from "./history.js";
 import { registerStaticRoutes } from "./static.js";
 import { registerStatsRoute } from "./stats.js";
@@ -42,6 +43,8 @@ export type HttpContext = {
   history: HistoryContext;
   /** HTTP publish allowances in messages (PUBLISH_RATE …); undefined: unlimited. */
   publishLimits?: PublishLimiter | undefined;
+  /** Whether a browser page of this origin may publish (ALLOWED_ORIGINS; "" is no browser: always). */
+  allowsOrigin: (origin: string) => boolean;
 };
 
 const PUBLISH_PREFIX = "/v1/publish/";
@@ -77,6 +80,8 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
 
   app.post(`${PUBLISH_PREFIX}*`, (res, req) => {
     const st = track(res);
+    const refused = writeRefusal(ctx, req, ["application/json"]);
+    if (refused) return sendError(res, st, refused);
     const rawChannel = req.getUrl().slice(PUBLISH_PREFIX.length);
     const msgId = req.getHeader("idempotency-key") || undefined;
     const ttl = new URLSearchParams(req.getQuery() ?? "").get("ttl") ?? undefined;
@@ -85,6 +90,8 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
 
   app.post("/v1/publish", (res, req) => {
     const st = track(res);
+    const refused = writeRefusal(ctx, req, ["application/json", "application/x-ndjson"]);
+    if (refused) return sendError(res, st, refused);
     const ndjson = req.getHeader("content-type").toLowerCase().startsWith("application/x-ndjson");
     void batchPublish(ctx, res, st, ndjson, publishKnock(ctx, req, res));
   });
@@ -108,17 +115,28 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
     const channel = historyChannel(url);
     // Nothing is read for a path that names no valid channel or pattern: there is nothing to authorize it against.
     if (channel === undefined)
-      return sendJson(res, st, 400, { error: ErrorCode.BadChannel, message: "use /v1/channels/{channel}/messages with a valid channel or pattern" });
+      return sendError(res, st, { code: ErrorCode.BadChannel, message: "use /v1/channels/{channel}/messages with a valid channel or pattern" });
     const uses = new URLSearchParams(query).get("last_per_subject") === "1" ? (["lastValues"] as const) : (["history"] as const);
     void authorizeRequest(ctx.access, knock, { right: "sub", channel, uses }).then(
       (r) => ("refused" in r ? sendRefusal(res, st, r.refused) : history(ctx.history, res, st, url, query, { ip, user: readerOf(r.identity) })),
-      (e) => sendJson(res, st, 500, { error: ErrorCode.Internal, message: (e as Error).message }),
+      (e) => sendError(res, st, { code: ErrorCode.Internal, message: (e as Error).message }),
     );
   });
 
   app.any("/*", (res, req) => {
-    sendJson(res, track(res), 404, { error: "not_found", message: `no route for ${req.getMethod().toUpperCase()} ${req.getUrl()}` });
+    sendError(res, track(res), { code: ErrorCode.NotFound, message: `no route for ${req.getMethod().toUpperCase()} ${req.getUrl()}` });
   });
+}
+
+/**
+ * What a publish is refused before anything else: a body not declared as one of `media` (a page may send a
+ * form or text anywhere without asking, JSON only after a CORS preflight), and a browser page whose origin
+ * ALLOWED_ORIGINS does not list.
+ */
+function writeRefusal(ctx: HttpContext, req: HttpRequest, media: readonly string[]): ErrorReply | undefined {
+  const origin = req.getHeader("origin");
+  if (!ctx.allowsOrigin(origin)) return { code: ErrorCode.Forbidden, message: `origin ${origin.slice(0, 200)} is not allowed (ALLOWED_ORIGINS)` };
+  return unsupportedMedia(req.getHeader("content-type"), media);
 }
 
 async function httpPublish(
@@ -135,21 +153,20 @@ async function httpPublish(
   try {
     channel = decodeURIComponent(rawChannel);
   } catch {
-    return sendJson(res, st, 400, { error: ErrorCode.BadChannel, message: "channel is not valid percent-encoding" });
+    return sendError(res, st, { code: ErrorCode.BadChannel, message: "channel is not valid percent-encoding" });
   }
   const c = checkChannel(channel);
-  if (!c.ok) return sendJson(res, st, 400, { error: ErrorCode.BadChannel, message: c.reason });
+  if (!c.ok) return sendError(res, st, { code: ErrorCode.BadChannel, message: c.reason });
   const ttl = rawTtl === undefined ? undefined : parseTtl(rawTtl);
-  if (rawTtl !== undefined && ttl === undefined) return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: TTL_FORMAT });
+  if (rawTtl !== undefined && ttl === undefined) return sendError(res, st, { code: ErrorCode.BadRequest, message: TTL_FORMAT });
   const r = await authorizeRequest(ctx.access, knock, { right: "pub", channel, ttl });
   if ("refused" in r) return sendRefusal(res, st, r.refused);
   if (!withinPublishRate(ctx, res, st, publisherOf(r.identity, knock), 1)) return;
   const body = await reading;
   if (body === undefined) return;
-  if (body === "too_large")
-    return sendJson(res, st, 413, { error: ErrorCode.PayloadTooLarge, message: `body is larger than ${ctx.config.maxPayloadBytes} bytes` });
+  if (body === "too_large") return sendError(res, st, { code: ErrorCode.PayloadTooLarge, message: `body is larger than ${ctx.config.maxPayloadBytes} bytes` });
   if (msgId !== undefined && !/^[\x21-\x7e]{1,128}$/.test(msgId))
-    return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: "Idempotency-Key must be 1-128 printable ASCII characters" });
+    return sendError(res, st, { code: ErrorCode.BadRequest, message: "Idempotency-Key must be 1-128 printable ASCII characters" });
   // One line of JSON is stored as sent; anything else is parsed (or refused) and stored compact.
   const asSent = isOneLineJson(body) ? body : undefined;
   let data: unknown;
@@ -157,17 +174,17 @@ async function httpPublish(
     try {
       const text = body.toString("utf8");
       data = JSON.parse(text);
-      if (hasHugeNumber(text, data)) return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: HUGE_NUMBER });
+      if (hasHugeNumber(text, data)) return sendError(res, st, { code: ErrorCode.BadRequest, message: HUGE_NUMBER });
     } catch {
-      return sendJson(res, st, 400, { error: ErrorCode.BadJson, message: "body is not valid JSON" });
+      return sendError(res, st, { code: ErrorCode.BadJson, message: "body is not valid JSON" });
     }
   try {
     const r = await ctx.publisher.publish("http", channel, data, msgId, asSent, ttl);
     send(res, st, 201, `{"seq":${r.seq},"duplicate":${r.duplicate}}`);
   } catch (e) {
-    if (e instanceof GatewayError) return sendJson(res, st, e.status, { error: e.code, message: e.message, temporary: e.temporary });
+    if (e instanceof GatewayError) return sendError(res, st, e);
     ctx.log.error({ err: e }, "http publish failed");
-    sendJson(res, st, 500, { error: ErrorCode.Internal, message: "internal error" });
+    sendError(res, st, { code: ErrorCode.Internal, message: "internal error" });
   }
 }
 
@@ -185,8 +202,7 @@ async function batchPublish(ctx: HttpContext, res: HttpResponse, st: ResState, n
   if ("refused" in who) return sendRefusal(res, st, who.refused);
   const body = await reading;
   if (body === undefined) return;
-  if (body === "too_large")
-    return sendJson(res, st, 413, { error: ErrorCode.PayloadTooLarge, message: `body is larger than ${maxBytes} bytes`, temporary: false });
+  if (body === "too_large") return sendError(res, st, { code: ErrorCode.PayloadTooLarge, message: `body is larger than ${maxBytes} bytes` });
   let raw: unknown;
   let text: string;
   try {
@@ -198,11 +214,11 @@ async function batchPublish(ctx: HttpContext, res: HttpResponse, st: ResState, n
           .map((l) => JSON.parse(l) as unknown)
       : JSON.parse(text);
   } catch {
-    return sendJson(res, st, 400, { error: ErrorCode.BadJson, message: ndjson ? "a line is not valid JSON" : "body is not valid JSON", temporary: false });
+    return sendError(res, st, { code: ErrorCode.BadJson, message: ndjson ? "a line is not valid JSON" : "body is not valid JSON" });
   }
-  if (hasHugeNumber(text, raw)) return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: HUGE_NUMBER, temporary: false });
+  if (hasHugeNumber(text, raw)) return sendError(res, st, { code: ErrorCode.BadRequest, message: HUGE_NUMBER });
   const items = parseBatch(raw, maxItems);
-  if (typeof items === "string") return sendJson(res, st, 400, { error: ErrorCode.BadRequest, message: items, temporary: false });
+  if (typeof items === "string") return sendError(res, st, { code: ErrorCode.BadRequest, message: items });
   if (!withinPublishRate(ctx, res, st, publisherOf(who.identity, knock), items.length)) return;
   try {
     const results = await ctx.publisher.publishBatch("http", items, (it) =>
@@ -211,7 +227,7 @@ async function batchPublish(ctx: HttpContext, res: HttpResponse, st: ResState, n
     send(res, st, 200, `{"results":${JSON.stringify(results)}}`);
   } catch (e) {
     ctx.log.error({ err: e }, "http batch publish failed");
-    sendJson(res, st, 500, { error: ErrorCode.Internal, message: "internal error", temporary: true });
+    sendError(res, st, { code: ErrorCode.Internal, message: "internal error" });
   }
 }
 
@@ -225,7 +241,7 @@ function withinPublishRate(ctx: HttpContext, res: HttpResponse, st: ResState, wh
   const v = ctx.publishLimits?.take(who, items, Date.now());
   if (!v || v.ok) return true;
   const r = publishRefusal(who, v);
-  sendJson(res, st, 429, { error: ErrorCode.RateLimited, message: r.message, temporary: true }, { "retry-after": String(r.retryAfterSec) });
+  sendError(res, st, { code: ErrorCode.RateLimited, message: r.message, retryAfterSec: r.retryAfterSec });
   return false;
 }
 

@@ -1,5 +1,6 @@
+import { ErrorCode } from "../protocol/codes.js";
 import type { TemplatedApp } from "../uws.js";
-import { send, sendJson, track } from "./respond.js";
+import { send, sendError, track } from "./respond.js";
 
 /**
  * `GET /v1/stats`: a small JSON summary for the live page, made by the primary from the same scrape of the
@@ -229,7 +230,7 @@ export function registerStatsRoute(app: TemplatedApp, clusterStats: () => Promis
     const st = track(res);
     clusterStats().then(
       (body) => send(res, st, 200, body, "application/json"),
-      (e) => sendJson(res, st, 503, { error: "stats_unavailable", message: (e as Error).message }),
+      (e) => sendError(res, st, { code: ErrorCode.StatsUnavailable, message: (e as Error).message }),
     );
   });
 }

@@ -50,6 +50,11 @@ export class Admission {
     this.sweeper = undefined;
   }
 
+  /** Whether a browser page of `origin` may use this gateway (ALLOWED_ORIGINS; "" is no browser). */
+  allowsOrigin(origin: string): boolean {
+    return this.origins.allows(origin);
+  }
+
   /** Reserves a connection for `ip`, or returns why not. */
   reserve(ip: string, origin: string, now = Date.now()): Refusal | undefined {
     const refusal = this.check(ip, origin, now);

@@ -65,6 +65,20 @@ export const ErrorCode = {
    * publish, sse, durables, lastValues) or its stream keeps no per-message TTL: asking again will not help.
    */
   FeatureDisabled: "feature_disabled",
+  /** HTTP only (404): no route, or no control operation, at this path. */
+  NotFound: "not_found",
+  /** HTTP only (405): the path takes another method (the message says which). */
+  MethodNotAllowed: "method_not_allowed",
+  /**
+   * HTTP only (415): a request that changes state (publish, batch, the control plane) without
+   * `Content-Type: application/json` (a batch may be `application/x-ndjson`). A browser page may send a form
+   * or `text/plain` anywhere without asking; it must ask (a CORS preflight) before it sends JSON.
+   */
+  UnsupportedMediaType: "unsupported_media_type",
+  /** HTTP only (503): `GET /v1/stats` could not be made (the primary did not answer its worker in time). */
+  StatsUnavailable: "stats_unavailable",
+  /** HTTP only (503): `GET /metrics` could not be gathered from the workers. */
+  MetricsUnavailable: "metrics_unavailable",
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

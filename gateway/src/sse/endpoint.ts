@@ -2,7 +2,7 @@ import { readerOf, type AccessControl, type Knock } from "../auth/access.js";
 import { authorizeRequest, readKnock } from "../auth/http-auth.js";
 import type { Broker } from "../broker/broker.js";
 import type { AuthSection, BackpressureSection, SseSection } from "../config/sections.js";
-import { brokerFailure, WIRE_ERRORS } from "../errors.js";
+import { brokerFailure } from "../errors.js";
 import type { FanoutHub, Feed } from "../fanout/hub.js";
 import { resolveStart, startFeatures, type Resume, type StartReport } from "../fanout/resume.js";
 import type { Admission } from "../limits/admission.js";
@@ -11,6 +11,7 @@ import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { checkPattern } from "../protocol/channel.js";
 import { ErrorCode } from "../protocol/codes.js";
+import { writeUwsError } from "../protocol/http-reply.js";
 import type { HttpRequest, HttpResponse, TemplatedApp } from "../uws.js";
 import { eventId, parseStart, streamPreamble, type SseStart } from "./event.js";
 import { sseLive, type SseLive } from "./live.js";
@@ -55,16 +56,6 @@ type Ready = { feed: Feed; lastSent?: number; epoch?: string; gap?: Gap; exp?: n
 type Gap = Record<string, unknown> & { epoch: string };
 
 type HttpError = { status: number; code: ErrorCode; message: string; temporary?: boolean; retryAfterSec?: number };
-
-const STATUS: Record<number, string> = {
-  400: "400 Bad Request",
-  401: "401 Unauthorized",
-  403: "403 Forbidden",
-  429: "429 Too Many Requests",
-  501: "501 Not Implemented",
-  502: "502 Bad Gateway",
-  503: "503 Service Unavailable",
-};
 
 /** What a stream asked for while its worker drains gets. */
 const DRAINING: HttpError = { status: 503, code: ErrorCode.ShuttingDown, message: "server is shutting down; reconnect" };
@@ -304,13 +295,7 @@ function failure(e: unknown, broker: Broker, what: string): HttpError {
   return { status: f.status, code: f.code, message: f.message, temporary: f.temporary };
 }
 
-/** A JSON error answer: `{error, message, temporary}`, with CORS so that a page can read it. */
+/** A JSON error answer (protocol/http-reply.ts), with CORS so that a page can read it. */
 function reply(res: HttpResponse, origin: string, e: HttpError): void {
-  res.writeStatus(STATUS[e.status] ?? `${e.status} Error`);
-  if (origin) res.writeHeader("access-control-allow-origin", origin).writeHeader("vary", "origin");
-  if (e.status === 401) res.writeHeader("www-authenticate", 'Bearer realm="fanout-gateway", error="invalid_token"');
-  if (e.retryAfterSec !== undefined) res.writeHeader("retry-after", String(e.retryAfterSec));
-  res
-    .writeHeader("content-type", "application/json")
-    .end(JSON.stringify({ error: e.code, message: e.message, temporary: e.temporary ?? WIRE_ERRORS[e.code].temporary }));
+  writeUwsError(res, e, origin ? { "access-control-allow-origin": origin, vary: "origin" } : undefined);
 }

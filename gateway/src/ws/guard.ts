@@ -5,6 +5,7 @@ import type { GuardMetrics } from "../limits/metrics.js";
 import type { Logger } from "../log.js";
 import { CloseCode, ErrorCode } from "../protocol/codes.js";
 import type { RefreshFrame } from "../protocol/frames.js";
+import { writeUwsError } from "../protocol/http-reply.js";
 import type { HttpRequest, HttpResponse, us_socket_context_t } from "../uws.js";
 import { newSession, type Socket } from "./session.js";
 import { AuthError } from "../auth/errors.js";
@@ -169,14 +170,6 @@ export class ConnectionGuard {
   }
 }
 
-const STATUS: Record<number, string> = {
-  400: "400 Bad Request",
-  401: "401 Unauthorized",
-  403: "403 Forbidden",
-  429: "429 Too Many Requests",
-  503: "503 Service Unavailable",
-};
-
 /** What a failure of the chain answers (auth/access.ts), counted in the guard's metrics. */
 function refusalOf(e: unknown, metrics: GuardMetrics, log: Logger): Refusal {
   const r = refusal(e);
@@ -187,9 +180,6 @@ function refusalOf(e: unknown, metrics: GuardMetrics, log: Logger): Refusal {
 }
 
 /** Answers an upgrade with an HTTP error instead of a WebSocket. */
-function reject(res: HttpResponse, status: number, code: string, message: string, retryAfterSec?: number): void {
-  res.writeStatus(STATUS[status] ?? `${status} Error`);
-  if (status === 401) res.writeHeader("www-authenticate", 'Bearer realm="fanout-gateway", error="invalid_token"');
-  if (retryAfterSec !== undefined) res.writeHeader("retry-after", String(retryAfterSec));
-  res.writeHeader("content-type", "application/json").end(JSON.stringify({ error: code, message }));
+function reject(res: HttpResponse, status: number, code: ErrorCode, message: string, retryAfterSec?: number): void {
+  writeUwsError(res, { status, code, message, ...(retryAfterSec !== undefined ? { retryAfterSec } : {}) });
 }

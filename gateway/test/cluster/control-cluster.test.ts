@@ -37,7 +37,11 @@ async function socketsOf(user: string, perGateway: number): Promise<TestClient[]
 
 const post = async (gw: GatewayHandle, path: string, body: unknown) =>
   (await (
-    await fetch(`${gw.metricsUrl}/v1/server/${path}`, { method: "POST", headers: { "x-api-key": API_KEY }, body: JSON.stringify(body) })
+    await fetch(`${gw.metricsUrl}/v1/server/${path}`, {
+      method: "POST",
+      headers: { "x-api-key": API_KEY, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    })
   ).json()) as Record<string, unknown>;
 
 it("control on a 3-node cluster — occupancy sums both instances, and a disconnect closes every socket of the user on both with 4403", async () => {

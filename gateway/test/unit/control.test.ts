@@ -6,7 +6,11 @@ import type { Bus } from "../../src/broker/broker.js";
 import { loadConfig } from "../../src/config/config.js";
 import { sectionsOf } from "../../src/config/sections.js";
 import { mergeParts, parseControlRequest, type WorkerReply } from "../../src/control/ops.js";
-import { controlRequestOf } from "../../src/control/request.js";
+import { controlGate, controlRequestOf } from "../../src/control/request.js";
+import { fromThisHost } from "../../src/auth/http-auth.js";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { AccessControl } from "../../src/auth/access.js";
 import { Authenticator } from "../../src/auth/authenticator.js";
 import type { AuthSection } from "../../src/config/sections.js";
@@ -55,10 +59,20 @@ describe("control — requests", () => {
 
   it("maps HTTP paths to operations", () => {
     expect(controlRequestOf("POST", "/v1/server/disconnect", "")).toEqual({ op: "disconnect", input: "body" });
-    expect(controlRequestOf("GET", "/v1/server/disconnect", "")).toMatchObject({ status: 405 });
+    expect(controlRequestOf("GET", "/v1/server/disconnect", "")).toMatchObject({ code: "method_not_allowed" });
     expect(controlRequestOf("GET", "/v1/server/occupancy", "pattern=a.%3E&x=1")).toEqual({ op: "occupancy", input: { pattern: "a.>" } });
     expect(controlRequestOf("GET", "/v1/server/users/al%20ice", "")).toEqual({ op: "user", input: { user: "al ice" } });
-    expect(controlRequestOf("POST", "/v1/server/user", "")).toMatchObject({ status: 404 });
+    expect(controlRequestOf("POST", "/v1/server/user", "")).toMatchObject({ code: "not_found" });
+  });
+
+  it("the gate refuses browser pages (Origin) and bodies not declared JSON", () => {
+    const json = { origin: "", contentType: "application/json; charset=utf-8" };
+    expect(controlGate("POST", "/v1/server/disconnect", "", json)).toEqual({ op: "disconnect", input: "body" });
+    expect(controlGate("POST", "/v1/server/disconnect", "", { ...json, contentType: "text/plain" })).toMatchObject({ code: "unsupported_media_type" });
+    expect(controlGate("POST", "/v1/server/disconnect", "", { ...json, contentType: "" })).toMatchObject({ code: "unsupported_media_type" });
+    expect(controlGate("POST", "/v1/server/disconnect", "", { ...json, origin: "https://evil.example" })).toMatchObject({ code: "forbidden" });
+    expect(controlGate("GET", "/v1/server/occupancy", "channel=a", { origin: "", contentType: "" })).toMatchObject({ op: "occupancy" });
+    expect(controlGate("GET", "/v1/server/occupancy", "channel=a", { origin: "null", contentType: "" })).toMatchObject({ code: "forbidden" });
   });
 });
 
@@ -109,6 +123,7 @@ describe("control — the admin right", () => {
       jwtAudience: "",
       jwtClockToleranceSec: 5,
       apiKeys: [],
+      apiKeysFile: "",
       ...over,
     });
   const knock = (apiKey?: string) => ({ transport: "http" as const, ip: "", headers: {}, ...(apiKey ? { apiKey } : {}) });
@@ -116,14 +131,63 @@ describe("control — the admin right", () => {
   it("is an API key's; a valid token's is refused", async () => {
     const access = new AccessControl(auth({ jwtSecret: "s".repeat(40), apiKeys: ["k".repeat(20)] }));
     const key = await access.identify(knock("k".repeat(20)));
-    await expect(access.authorize(key, { right: "admin" })).resolves.toBeUndefined();
+    await expect(access.authorize(key, { right: "admin", local: false })).resolves.toBeUndefined();
     const user = { ...key, trusted: false, principal: { user: "alice", perms: { sub: [">"], pub: [">"] } } };
-    await expect(access.authorize(user, { right: "admin" })).rejects.toMatchObject({ code: "forbidden" });
+    await expect(access.authorize(user, { right: "admin", local: true })).rejects.toMatchObject({ code: "forbidden" });
   });
 
-  it("is everyone's with authentication off", async () => {
+  it("is an admin-scoped key's: a publish or read key gets only its own doors", async () => {
+    const file = join(mkdtempSync(join(tmpdir(), "fgw-keys-")), "keys");
+    writeFileSync(file, "# backends\npublisher-key-0123456789 publish\nreader-key-0123456789 read # the page\nops-key-0123456789 admin\n");
+    const access = new AccessControl(auth({ jwtSecret: "s".repeat(40), apiKeys: ["k".repeat(20)], apiKeysFile: file }));
+    const code = async (key: string, a: Parameters<AccessControl["authorize"]>[1]) =>
+      access.authorize(await access.identify(knock(key)), a).then(
+        () => "ok",
+        (e: { code?: string }) => e.code ?? "?",
+      );
+    const admin = { right: "admin", local: true } as const;
+    const pub = { right: "pub", channel: "a.b" } as const;
+    const sub = { right: "sub", channel: "a.>" } as const;
+    expect([await code("publisher-key-0123456789", admin), await code("publisher-key-0123456789", pub), await code("publisher-key-0123456789", sub)]).toEqual([
+      "forbidden",
+      "ok",
+      "forbidden",
+    ]);
+    expect([await code("reader-key-0123456789", admin), await code("reader-key-0123456789", pub), await code("reader-key-0123456789", sub)]).toEqual([
+      "forbidden",
+      "forbidden",
+      "ok",
+    ]);
+    // admin holds every scope; so does each key of API_KEYS
+    for (const k of ["ops-key-0123456789", "k".repeat(20)]) expect([await code(k, admin), await code(k, pub), await code(k, sub)]).toEqual(["ok", "ok", "ok"]);
+  });
+
+  it("API_KEYS_FILE — a line that is not `<key> <scopes>` is refused at start, naming the file and line", () => {
+    const file = join(mkdtempSync(join(tmpdir(), "fgw-keys-")), "keys");
+    for (const [text, why] of [
+      ["good-key-0123456789 publish\nshort publish\n", /line 2: a key must be at least 16/],
+      ["good-key-0123456789 write\n", /line 1: unknown scope "write"/],
+      ["good-key-0123456789\n", /line 1: write "<key> <scope>/],
+      ["good-key-0123456789 read\ngood-key-0123456789 admin\n", /line 2: the key is given twice/],
+    ] as const) {
+      writeFileSync(file, text);
+      expect(() => auth({ jwtSecret: "s".repeat(40), apiKeysFile: file })).toThrow(why);
+    }
+  });
+
+  it("with authentication off is a request's from this host only (loopback, not through a proxy)", async () => {
     const access = new AccessControl(auth({}));
-    await expect(access.authorize(await access.identify(knock()), { right: "admin" })).resolves.toBeUndefined();
+    const anon = await access.identify(knock());
+    await expect(access.authorize(anon, { right: "admin", local: true })).resolves.toBeUndefined();
+    await expect(access.authorize(anon, { right: "admin", local: false })).rejects.toMatchObject({ code: "forbidden" });
+    const none = () => "";
+    expect(
+      ["127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1", "0000:0000:0000:0000:0000:0000:0000:0001", "0000:0000:0000:0000:0000:ffff:7f00:0001"].map((ip) =>
+        fromThisHost(ip, none),
+      ),
+    ).toEqual([true, true, true, true, true, true]);
+    expect(["192.0.2.2", "10.0.0.1", "::ffff:10.0.0.1", "fd00::2", ""].map((ip) => fromThisHost(ip, none))).toEqual([false, false, false, false, false]);
+    expect(fromThisHost("127.0.0.1", (h) => (h === "x-forwarded-for" ? "203.0.113.9" : ""))).toBe(false);
   });
 });
 

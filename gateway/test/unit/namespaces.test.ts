@@ -8,7 +8,7 @@ import { loadConfig } from "../../src/config/config.js";
 import { sectionsOf } from "../../src/config/sections.js";
 import { AccessControl, type Identity } from "../../src/auth/access.js";
 import { Authenticator } from "../../src/auth/authenticator.js";
-import { ANONYMOUS, API_KEY_PRINCIPAL } from "../../src/auth/principal.js";
+import { ANONYMOUS, apiKeyPrincipal } from "../../src/auth/principal.js";
 import { GatewayError } from "../../src/errors.js";
 
 const ns = (name: string, prefix = name) => ({ name, tokens: prefix.split(".") });
@@ -207,7 +207,7 @@ describe("namespaces — the authorization chain", () => {
     sectionsOf(loadConfig(["--namespaces-file", p], {}).config).namespaces,
   );
   const anon: Identity = { principal: ANONYMOUS, ip: "", identified: false, trusted: false };
-  const key: Identity = { principal: API_KEY_PRINCIPAL, ip: "", identified: true, trusted: true };
+  const key: Identity = { principal: apiKeyPrincipal(["publish", "read"]), ip: "", identified: true, trusted: true };
   const codeOf = async (id: Identity, a: Parameters<AccessControl["authorize"]>[1]): Promise<string> =>
     access.authorize(id, a).then(
       () => "ok",

@@ -111,6 +111,11 @@ export function loadNatsSecurity(s: NatsSecuritySection): NatsSecurity {
   return Object.freeze({ ...readAuth(s), tls: readTls(s) });
 }
 
+/** The embedded nats-server's credentials: the token it was started with (no TLS: it listens on loopback). */
+export function embeddedNatsSecurity(token: string): NatsSecurity {
+  return Object.freeze({ method: "token", authenticator: tokenAuthenticator(token) });
+}
+
 /** The nats.js connection options for it. */
 export function natsJsOptions(sec: NatsSecurity): Pick<NodeConnectionOptions, "authenticator" | "tls"> {
   const out: Pick<NodeConnectionOptions, "authenticator" | "tls"> = {};

@@ -57,10 +57,17 @@ const settings = {
   apiKeys: {
     env: "API_KEYS",
     shown: "(none)",
-    doc: "Comma list of keys (16+ characters) for HTTP publish, history and the control plane (X-Api-Key header); needs authentication on",
+    doc: "Comma list of admin keys (16+ characters; every scope: publish, read, the control plane) sent as X-Api-Key; needs authentication on. Prefer API_KEYS_FILE, which gives each key its scopes",
     default: () => [] as string[],
     parse: parseList,
     check: (v: string[]) => (v.some((k) => k.length < 16 || /\s/.test(k)) ? "keys must be at least 16 characters without spaces" : undefined),
+  },
+  apiKeysFile: {
+    env: "API_KEYS_FILE",
+    shown: "(none)",
+    doc: "File of API keys, one per line with its scopes: `<key> publish,read` (scopes: publish, read, admin; admin is the control plane and includes the others); needs authentication on",
+    default: () => "",
+    parse: trimmed,
   },
 } satisfies SettingTable;
 
@@ -79,6 +86,7 @@ export const auth = section({
     jwtAudience: "jwtAudience",
     jwtClockToleranceSec: "jwtClockToleranceSec",
     apiKeys: "apiKeys",
+    apiKeysFile: "apiKeysFile",
   },
 });
 

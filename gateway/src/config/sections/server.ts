@@ -11,7 +11,13 @@ const settings = {
     parse: parseIntStrict,
     check: int(0, 65535),
   },
-  host: { env: "HOST", shown: "0.0.0.0", doc: "Address to listen on", default: () => "0.0.0.0", parse: trimmed },
+  host: {
+    env: "HOST",
+    shown: "auto",
+    doc: "Address to listen on. auto: 0.0.0.0 when authentication is on, 127.0.0.1 (this host only) when it is off; give 0.0.0.0 to open an unauthenticated gateway to the network",
+    default: () => "auto",
+    parse: trimmed,
+  },
   adminHost: {
     env: "ADMIN_HOST",
     shown: "127.0.0.1",
