@@ -2,7 +2,8 @@
 // The long fuzz run: a million generated inputs (by default) through the frame parser, the channel validator
 // and the permission matcher, from the built modules in dist/; then the doors target: random tokens,
 // permissions and hook answers at every door of a real gateway (nats-server, hook backend), where no door may
-// answer more than the WebSocket sub or pub would. Usage: npm run fuzz [-- --runs N --doors N --seed S]
+// answer more than the WebSocket sub or pub would, and random API keys (by scope) at the control plane, publish
+// and history, where each door answers as the key's scopes say. Usage: npm run fuzz [-- --runs N --doors N --seed S]
 // The test suite runs the same properties 2,000 times each, and 60 door cases (gateway/test/fuzz/).
 import fc from "fast-check";
 import { parseArgs } from "node:util";
@@ -101,7 +102,9 @@ if (doorRuns > 0) await fuzzDoors(doorRuns);
 
 /** The doors target against a real gateway with JWT authentication and both hooks. */
 async function fuzzDoors(n) {
-  const { doorCase, runDoorCase, startDoorFuzzTarget } = await import(new URL("../dist/gateway/test/support/door-fuzz.js", import.meta.url));
+  const { doorCase, keyCase, runDoorCase, runKeyCase, startDoorFuzzTarget } = await import(
+    new URL("../dist/gateway/test/support/door-fuzz.js", import.meta.url)
+  );
   const target = await startDoorFuzzTarget("fuzz-doors-secret-that-is-long-enough-0123");
   try {
     const t = performance.now();
@@ -111,6 +114,14 @@ async function fuzzDoors(n) {
     );
     const sec = (performance.now() - t) / 1000;
     console.log(`  doors: ${n} cases at every door of a real gateway in ${sec.toFixed(1)} s, none answered more than the WebSocket`);
+    const k = performance.now();
+    await fc.assert(
+      fc.asyncProperty(keyCase, (c) => runKeyCase(target, c).then(() => undefined)),
+      { numRuns: n, seed, endOnFailure: true },
+    );
+    console.log(
+      `  keys: ${n} API-key cases at the control plane, publish and history in ${((performance.now() - k) / 1000).toFixed(1)} s, each door as its scopes say`,
+    );
   } finally {
     await target.stop();
   }

@@ -1,13 +1,21 @@
 // The doors fuzz target: random requests at every door that reads or writes a channel, with random tokens,
 // permissions and hook answers, against a real gateway and a real hook backend. The oracle is the WebSocket:
 // no door may ever answer more than the WebSocket `sub` (reads) or `pub` (writes) of the same credentials
-// answers. The control plane, which no token reaches, must refuse every case. Used by gateway/test/fuzz/doors.fuzz.test.ts (a short run) and `npm run fuzz -- --doors N`.
+// answers. The control plane, which no token reaches, must refuse every case. The key cases send random API keys
+// (each scope, none, unknown; in a header, as the bearer or in the URL) at the control plane (every operation,
+// with random content types and origins), publish and history: a door answers 2xx exactly when the key's scopes
+// allow it, and every refusal is a known code. Used by gateway/test/fuzz/doors.fuzz.test.ts (a short run) and
+// `npm run fuzz -- --doors N`.
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import fc from "fast-check";
 import { SignJWT } from "jose";
 import WebSocket from "ws";
 import { HookBackend, type HookCall, type HookAnswer } from "./hook-backend.js";
 import { startNatsServer } from "./nats-server.js";
 import { startGateway } from "./gateway.js";
+import { ErrorCode } from "../../src/protocol/codes.js";
 
 export type DoorFuzzTarget = {
   /** http://host:port and ws://host:port of a gateway started with JWT_SECRET, issuer, audience, API_KEYS and both hooks. */
@@ -20,7 +28,18 @@ export type DoorFuzzTarget = {
   issuer: string;
   audience: string;
   apiKey: string;
+  /** Keys of API_KEYS_FILE by their scopes (the admin key of API_KEYS is `apiKey`). */
+  scopedKeys: Record<ScopedKey, string>;
 };
+
+/** The keys the target has, besides API_KEYS' admin key: one per set of scopes in API_KEYS_FILE. */
+const SCOPED_KEYS = {
+  admin: "fuzz-scope-admin-0123456789",
+  publish: "fuzz-scope-publish-0123456789",
+  read: "fuzz-scope-read-0123456789",
+  "publish,read": "fuzz-scope-both-0123456789",
+} as const;
+type ScopedKey = keyof typeof SCOPED_KEYS;
 
 /**
  * The doors target's servers: a nats-server, a hook backend and a gateway (one worker, JWT with issuer and
@@ -30,6 +49,13 @@ export async function startDoorFuzzTarget(secret: string): Promise<DoorFuzzTarge
   const [issuer, audience, apiKey] = ["https://issuer.fuzz", "fanout-fuzz", "fuzz-doors-api-key-0123456789"];
   const hooks = await HookBackend.start();
   const nats = await startNatsServer();
+  const keysFile = join(mkdtempSync(join(tmpdir(), "fgw-fuzz-keys-")), "keys");
+  writeFileSync(
+    keysFile,
+    Object.entries(SCOPED_KEYS)
+      .map(([scopes, key]) => `${key} ${scopes}\n`)
+      .join(""),
+  );
   try {
     const gw = await startGateway({
       natsUrl: nats.url,
@@ -39,6 +65,7 @@ export async function startDoorFuzzTarget(secret: string): Promise<DoorFuzzTarge
         JWT_ISSUER: issuer,
         JWT_AUDIENCE: audience,
         API_KEYS: apiKey,
+        API_KEYS_FILE: keysFile,
         CONNECT_HOOK_URL: hooks.url("/connect"),
         SUBSCRIBE_HOOK_URL: hooks.url("/subscribe"),
         HOOK_CACHE_TTL: "1m",
@@ -53,7 +80,7 @@ export async function startDoorFuzzTarget(secret: string): Promise<DoorFuzzTarge
       await nats.stop();
       await hooks.stop();
     };
-    return { url: gw.url, wsUrl: gw.wsUrl, adminUrl: gw.metricsUrl, hooks, secret, issuer, audience, apiKey, stop };
+    return { url: gw.url, wsUrl: gw.wsUrl, adminUrl: gw.metricsUrl, hooks, secret, issuer, audience, apiKey, scopedKeys: SCOPED_KEYS, stop };
   } catch (e) {
     await nats.stop();
     await hooks.stop();
@@ -226,4 +253,79 @@ async function openWs(url: string, headers: Record<string, string>): Promise<Ws>
     });
     socket.once("error", reject);
   });
+}
+
+const KEYS = ["api-keys", "admin", "publish", "read", "publish,read", "unknown", "none"] as const;
+const OPS = ["occupancy", "users", "disconnect", "unsubscribe", "broadcast", "nope"] as const;
+
+/** An API key case: a key (by its scopes), how it is sent, and a control request with a content type and an origin. */
+export type KeyCase = {
+  key: (typeof KEYS)[number];
+  via: "header" | "bearer" | "url";
+  op: (typeof OPS)[number];
+  media: "application/json" | "application/json; charset=utf-8" | "text/plain" | "application/x-www-form-urlencoded" | "";
+  origin: "" | "https://evil.example" | "null";
+  channel: string;
+};
+
+export const keyCase: fc.Arbitrary<KeyCase> = fc.record({
+  key: fc.constantFrom(...KEYS),
+  via: fc.constantFrom("header", "bearer", "url"),
+  op: fc.constantFrom(...OPS),
+  media: fc.constantFrom("application/json", "application/json; charset=utf-8", "text/plain", "application/x-www-form-urlencoded", ""),
+  origin: fc.constantFrom("", "https://evil.example", "null"),
+  channel: fc.constantFrom(...CHANNELS.filter((c) => !c.includes("*") && !c.includes(">"))),
+});
+
+export type KeyResult = { control: number; controlError?: string; publish: number; history: number };
+
+const CODES = new Set<string>(Object.values(ErrorCode));
+const scopesOf = (k: KeyCase["key"]): string[] => (k === "api-keys" ? ["admin"] : k === "unknown" || k === "none" ? [] : k.split(","));
+
+/** Runs one key case at the control plane, publish and history. Throws on a violation. */
+export async function runKeyCase(t: DoorFuzzTarget, k: KeyCase): Promise<KeyResult> {
+  const key = k.key === "api-keys" ? t.apiKey : k.key === "unknown" ? "fuzz-unknown-key-0123456789" : k.key === "none" ? undefined : t.scopedKeys[k.key];
+  const inHeader: Record<string, string> =
+    key === undefined || k.via === "url" ? {} : k.via === "header" ? { "x-api-key": key } : { authorization: `Bearer ${key}` };
+  const q = key !== undefined && k.via === "url" ? `?token=${encodeURIComponent(key)}` : "";
+  const post = k.op !== "occupancy" && k.op !== "users";
+  const path = k.op === "occupancy" ? `occupancy?channel=${k.channel}` : k.op === "users" ? "users/nobody-fuzz" : k.op;
+  const body = { user: "nobody-fuzz", reconnect: true, channel: k.channel, channels: [k.channel], data: { fuzz: true } };
+  const headers = { ...inHeader, ...(k.media ? { "content-type": k.media } : {}), ...(k.origin ? { origin: k.origin } : {}) };
+  const control = await fetch(`${t.adminUrl}/v1/server/${path}${q}`, {
+    method: post ? "POST" : "GET",
+    headers,
+    ...(post ? { body: JSON.stringify(body) } : {}),
+    signal: AbortSignal.timeout(10_000),
+  });
+  const answer = (await control.json()) as { error?: string };
+  const json = { ...inHeader, "content-type": "application/json" };
+  const pub = await fetch(`${t.url}/v1/publish/${k.channel}${q}`, { method: "POST", headers: json, body: "{}", signal: AbortSignal.timeout(10_000) });
+  await pub.body?.cancel();
+  const hist = await fetch(`${t.url}/v1/channels/${k.channel}/messages${q}`, { headers: inHeader, signal: AbortSignal.timeout(10_000) });
+  await hist.body?.cancel();
+  const r: KeyResult = {
+    control: control.status,
+    ...(answer.error !== undefined ? { controlError: answer.error } : {}),
+    publish: pub.status,
+    history: hist.status,
+  };
+  checkKey(k, r);
+  return r;
+}
+
+function checkKey(k: KeyCase, r: KeyResult): void {
+  const fail = (what: string) => {
+    throw new Error(`${what}\ncase: ${JSON.stringify(k)}\nresult: ${JSON.stringify(r)}`);
+  };
+  const scopes = k.via === "url" ? [] : scopesOf(k.key); // a key in the URL is refused: proxies log it
+  const has = (s: string) => scopes.includes(s) || scopes.includes("admin");
+  const post = k.op !== "occupancy" && k.op !== "users";
+  const controlOk = has("admin") && k.origin === "" && k.op !== "nope" && (!post || k.media.startsWith("application/json"));
+  if (ok(r.control) !== controlOk) fail(`the control plane answered ${r.control}; ${controlOk ? "the admin key's request should pass" : "it should refuse"}`);
+  if (!ok(r.control) && !CODES.has(r.controlError ?? "")) fail(`the control plane's refusal has no known code (${r.controlError})`);
+  // A known key answers only its own doors; a token-less request with no key at all gets 401 at each.
+  if (k.key !== "none" && ok(r.publish) !== has("publish")) fail(`publish answered ${r.publish} with scopes ${scopes.join(",") || "none"}`);
+  if (k.key !== "none" && ok(r.history) !== has("read")) fail(`history answered ${r.history} with scopes ${scopes.join(",") || "none"}`);
+  for (const [door, status] of Object.entries(r)) if (status === 500) fail(`${door} answered 500 (internal error)`);
 }
