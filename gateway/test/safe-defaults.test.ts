@@ -1,5 +1,6 @@
 // Safe by default (issue 33): real gateways on a real nats-server. `open` runs with authentication off on every
-// interface (HOST=0.0.0.0) and a namespace `ro` whose client publishing is off; `keyed` with authentication on,
+// interface (HOST=0.0.0.0) and a namespace `ro` whose client publishing is off; `openAdmin` the same with its
+// control plane on an admin listener on every interface (the primary's node:http door); `keyed` with authentication on,
 // an admin key in API_KEYS and a publish key and a read key in API_KEYS_FILE; `plain` is `npm start`'s
 // gateway: no settings, its own embedded nats-server.
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -19,6 +20,7 @@ const JSON_TYPE = { "content-type": "application/json" };
 
 let nats: NatsServerHandle;
 let open: GatewayHandle;
+let openAdmin: GatewayHandle;
 let keyed: GatewayHandle;
 let plain: GatewayHandle;
 const clients: TestClient[] = [];
@@ -37,8 +39,10 @@ beforeAll(async () => {
   const keys = join(dir, "keys");
   writeFileSync(keys, `# backends\n${PUBLISH_KEY} publish\n${READ_KEY} read\n`);
   nats = await startNatsServer();
-  [open, keyed, plain] = await Promise.all([
-    startGateway({ natsUrl: nats.url, workers: 1, logLevel: "info", args: ["--host", "0.0.0.0", "--namespaces-file", namespaces] }),
+  const openArgs = ["--host", "0.0.0.0", "--namespaces-file", namespaces];
+  [open, openAdmin, keyed, plain] = await Promise.all([
+    startGateway({ natsUrl: nats.url, workers: 1, logLevel: "info", args: openArgs }),
+    startGateway({ natsUrl: nats.url, workers: 1, logLevel: "info", args: [...openArgs, "--admin-port", "0", "--admin-host", "0.0.0.0"] }),
     startGateway({
       natsUrl: nats.url,
       workers: 1,
@@ -51,7 +55,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const c of clients) c.close();
-  await Promise.all([open?.stop(), keyed?.stop(), plain?.stop()]);
+  await Promise.all([open?.stop(), openAdmin?.stop(), keyed?.stop(), plain?.stop()]);
   await nats?.stop();
 });
 
@@ -63,37 +67,47 @@ const history = async (gw: GatewayHandle, ch: string, headers: Record<string, st
   return r.messages.map((m) => m.data);
 };
 
+/** Both doors of the control plane with authentication off: the public port's (uWS) and the admin listener's (node:http). */
+const doors = () => [
+  { name: "public port", gw: open, base: open.url, port: open.port },
+  { name: "admin listener", gw: openAdmin, base: openAdmin.metricsUrl, port: Number(new URL(openAdmin.metricsUrl).port) },
+];
+
 describe("safe defaults — the control plane with authentication off", () => {
-  it("answers a request from this host, and refuses one through a proxy or from another address (403)", async () => {
-    expect((await fetch(`${open.url}/v1/server/occupancy?channel=a`)).status).toBe(200);
-    const proxied = await fetch(`${open.url}/v1/server/users/anon`, { headers: { "x-forwarded-for": "203.0.113.7" } });
-    expect(proxied.status).toBe(403);
-    expect((await body(proxied)).error).toBe("forbidden");
-    const viaProxy = await fetch(`${open.url}/v1/server/disconnect`, {
-      method: "POST",
-      headers: { ...JSON_TYPE, forwarded: "for=203.0.113.7" },
-      body: '{"user":"anon","reconnect":false}',
-    });
-    expect(viaProxy.status).toBe(403);
-    if (external) {
-      const far = await fetch(`http://${external}:${open.port}/v1/server/occupancy?pattern=%3E`);
-      expect(far.status).toBe(403);
-      expect((await body(far)).message).toMatch(/this host only/);
+  it("answers a request from this host, and refuses one through a proxy or from another address (403), on both doors", async () => {
+    for (const d of doors()) {
+      expect((await fetch(`${d.base}/v1/server/occupancy?channel=a`)).status, d.name).toBe(200);
+      const proxied = await fetch(`${d.base}/v1/server/users/anon`, { headers: { "x-forwarded-for": "203.0.113.7" } });
+      expect(proxied.status, d.name).toBe(403);
+      expect((await body(proxied)).error).toBe("forbidden");
+      const viaProxy = await fetch(`${d.base}/v1/server/disconnect`, {
+        method: "POST",
+        headers: { ...JSON_TYPE, forwarded: "for=203.0.113.7" },
+        body: '{"user":"anon","reconnect":false}',
+      });
+      expect(viaProxy.status, d.name).toBe(403);
+      if (external) {
+        const far = await fetch(`http://${external}:${d.port}/v1/server/occupancy?pattern=%3E`);
+        expect(far.status, d.name).toBe(403);
+        expect((await body(far)).message).toMatch(/this host only/);
+      }
     }
   });
 
   it("a page's simple request (text/plain, a form) or one with a foreign Origin changes nothing: 415 and 403 with a code", async () => {
     const victim = await TestClient.connect(open.wsUrl);
     clients.push(victim);
-    const disconnect = (headers: Record<string, string>) =>
-      fetch(`${open.url}/v1/server/disconnect`, { method: "POST", headers, body: '{"user":"anon","reconnect":false}' });
-    const plainText = await disconnect({ "content-type": "text/plain" });
-    expect(plainText.status).toBe(415);
-    expect(await body(plainText)).toMatchObject({ error: "unsupported_media_type", temporary: false });
-    expect((await disconnect({})).status).toBe(415);
-    const foreign = await disconnect({ ...JSON_TYPE, origin: "https://evil.example" });
-    expect(foreign.status).toBe(403);
-    expect((await body(foreign)).error).toBe("forbidden");
+    for (const d of doors()) {
+      const disconnect = (headers: Record<string, string>) =>
+        fetch(`${d.base}/v1/server/disconnect`, { method: "POST", headers, body: '{"user":"anon","reconnect":false}' });
+      const plainText = await disconnect({ "content-type": "text/plain" });
+      expect(plainText.status, d.name).toBe(415);
+      expect(await body(plainText)).toMatchObject({ error: "unsupported_media_type", temporary: false });
+      expect((await disconnect({})).status, d.name).toBe(415);
+      const foreign = await disconnect({ ...JSON_TYPE, origin: "https://evil.example" });
+      expect(foreign.status, d.name).toBe(403);
+      expect((await body(foreign)).error).toBe("forbidden");
+    }
     expect(victim.open).toBe(true);
 
     const ch = uniq("csrf.x");
