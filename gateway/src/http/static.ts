@@ -5,6 +5,7 @@ import { extname, join, resolve } from "node:path";
 import { PACKAGE_ROOT } from "../config/config.js";
 import type { Logger } from "../log.js";
 import type { HttpResponse, TemplatedApp } from "../uws.js";
+import { statusLine } from "../protocol/http-reply.js";
 
 const CONTENT_TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",
@@ -80,15 +81,15 @@ export function registerStaticRoutes(app: TemplatedApp, log: Logger, { files, mi
   if (missing.length > 0) log.warn({ missing }, "the live page's charting library is not installed (npm ci); the page shows no charts");
   for (const [path, file] of files) {
     app.get(path, (res, req) => {
-      if (req.getHeader("if-none-match") === file.etag) return write(res, "304 Not Modified", file);
-      write(res, "200 OK", file, file.body);
+      if (req.getHeader("if-none-match") === file.etag) return write(res, 304, file);
+      write(res, 200, file, file.body);
     });
   }
 }
 
-function write(res: HttpResponse, status: string, file: StaticFile, body?: Buffer): void {
+function write(res: HttpResponse, status: 200 | 304, file: StaticFile, body?: Buffer): void {
   res.cork(() => {
-    res.writeStatus(status).writeHeader("etag", file.etag).writeHeader("cache-control", "no-cache");
+    res.writeStatus(statusLine(status)).writeHeader("etag", file.etag).writeHeader("cache-control", "no-cache");
     if (body) res.writeHeader("content-type", file.contentType).writeHeader("x-content-type-options", "nosniff");
     res.end(body);
   });

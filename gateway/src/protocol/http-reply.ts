@@ -11,6 +11,7 @@ import { ErrorCode } from "./codes.js";
 const REASONS: Record<number, string> = {
   200: "OK",
   201: "Created",
+  304: "Not Modified",
   400: "Bad Request",
   401: "Unauthorized",
   403: "Forbidden",

@@ -11,7 +11,7 @@ import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { checkPattern } from "../protocol/channel.js";
 import { ErrorCode } from "../protocol/codes.js";
-import { writeUwsError } from "../protocol/http-reply.js";
+import { statusLine, writeUwsError } from "../protocol/http-reply.js";
 import type { HttpRequest, HttpResponse, TemplatedApp } from "../uws.js";
 import { eventId, parseStart, streamPreamble, type SseStart } from "./event.js";
 import { sseLive, type SseLive } from "./live.js";
@@ -259,7 +259,7 @@ export class SseEndpoint {
     metrics.subscriptions.inc();
     res.cork(() => {
       res
-        .writeStatus("200 OK")
+        .writeStatus(statusLine(200))
         .writeHeader("content-type", "text/event-stream")
         .writeHeader("cache-control", "no-cache")
         .writeHeader("x-accel-buffering", "no");
