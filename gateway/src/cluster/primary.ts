@@ -89,7 +89,7 @@ export async function runPrimary(config: Config): Promise<void> {
   if (config.broker === "jetstream" && config.natsUrl.length === 0) {
     log.warn({ nats: brokers.natsUrl[0] }, "no NATS_URL: using the embedded nats-server (single node; set NATS_URL for a real cluster)");
   }
-  for (const w of exposureWarnings(config, admin?.port ?? -1)) log.warn(w);
+  for (const w of exposureWarnings({ ...config, port }, admin?.port ?? -1)) log.warn(w);
   log.info(
     {
       port,

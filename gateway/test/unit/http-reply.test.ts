@@ -45,5 +45,8 @@ describe("exposure warnings", () => {
     expect(c.host).toBe("0.0.0.0");
     expect(exposureWarnings(c, 9100)).toEqual([expect.stringMatching(/^API_KEYS: each of its 1 key\(s\) is an admin key/)]);
     expect(exposureWarnings(config({ JWT_SECRET: "s".repeat(40) }), 9100)).toEqual([]);
+    expect(exposureWarnings(config({ JWT_SECRET: "s".repeat(40) }), -1)).toEqual([
+      expect.stringMatching(/^ADMIN_PORT=off: \/metrics and \/v1\/stats are served on the public port/),
+    ]);
   });
 });
