@@ -11,6 +11,7 @@ import { createLogger, type Logger } from "../log.js";
 import { freePort } from "../net.js";
 import { loadUws } from "../uws.js";
 import { authEnabled, loadKeyMaterial } from "../auth/keys.js";
+import { loadApiKeys } from "../auth/api-keys.js";
 import { tlsEnabled } from "../config/checks.js";
 import { exposureWarnings } from "../config/exposure.js";
 import { describeNatsSecurity, embeddedNatsSecurity, loadNatsSecurity, natsJsOptions, type NatsSecurity } from "../broker/jetstream/nats-security.js";
@@ -51,6 +52,7 @@ export async function runPrimary(config: Config): Promise<void> {
   let admin: { port: number; close(): Promise<void> } | undefined;
   try {
     loadKeyMaterial(config); // fail fast on an unreadable key; each worker loads its own copy
+    loadApiKeys(sectionsOf(config).auth); // and on a wrong line of API_KEYS_FILE
     const configured = loadNatsSecurity(sectionsOf(config).broker.natsSecurity); // the same for NATS credentials
     brokers = await startEmbeddedBrokers(sectionsOf(config).broker, log);
     const security = brokers.natsToken ? embeddedNatsSecurity(brokers.natsToken) : configured;
