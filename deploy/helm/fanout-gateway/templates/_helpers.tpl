@@ -82,7 +82,7 @@ Whole CPUs in a Kubernetes quantity, rounded up, at least 1: "2" -> 2, "1500m" -
 {{- define "fanout-gateway.env" -}}
 {{- $explicit := dict
   "PORT" (toString .Values.gateway.port)
-  "HOST" "0.0.0.0"
+  "HOST" (toString .Values.gateway.host)
   "ADMIN_PORT" (toString .Values.gateway.adminPort)
   "ADMIN_HOST" "0.0.0.0"
   "WORKERS" (include "fanout-gateway.workers" .)
