@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { startGateway, type GatewayHandle } from "./support/gateway.js";
 import { TestClient } from "./support/ws-client.js";
-import { AUDIENCE, ISSUER, SECRET } from "./auth/support.js";
+import { AUDIENCE, connect, ISSUER, refusal, SECRET } from "./auth/support.js";
+import { SseReader } from "./support/sse-client.js";
 
 const ADMIN_KEY = "admin-key-of-api-keys-0123456789";
 const PUBLISH_KEY = "publish-key-0123456789abcdef";
@@ -131,6 +132,24 @@ describe("safe defaults — the control plane with authentication off", () => {
       body: `${JSON.stringify({ channel: ch, data: 2 })}\n`,
     });
     expect(ndjson.status).toBe(200);
+  });
+
+  it("a page of another site cannot open a WebSocket or SSE stream, nor publish, while nothing identifies anyone; this host's pages can", async () => {
+    const evil = { origin: "https://evil.example" };
+    const ws = await refusal(open.wsUrl, { headers: evil });
+    expect(ws.status).toBe(403);
+    expect(JSON.parse(ws.body)).toMatchObject({ error: "forbidden", temporary: false });
+    const sse = await fetch(`${open.url}/v1/channels/a.b/events`, { headers: { ...evil, accept: "text/event-stream" } });
+    expect(sse.status).toBe(403);
+    await sse.body?.cancel();
+    const pub = await fetch(`${open.url}/v1/publish/${uniq("page.x")}`, { method: "POST", headers: { ...JSON_TYPE, ...evil }, body: "{}" });
+    expect(pub.status).toBe(403);
+    // A page of this host (a dev server on localhost), and the gateway's own page reached by the machine's name.
+    clients.push(await connect(open.wsUrl, { headers: { origin: "http://localhost:3000" } }));
+    if (external) clients.push(await connect(`ws://${external}:${open.port}/ws`, { headers: { origin: `http://${external}:${open.port}` } }));
+    const mine = await SseReader.open(`${open.url}/v1/channels/a.b/events`, { origin: "http://127.0.0.1:5173" });
+    expect(mine.status).toBe(200);
+    mine.close();
   });
 
   it("the start warning says what is open: channels to whom, and the control plane to this host only", () => {

@@ -152,7 +152,7 @@ export async function runWorker(config: Config, natsToken?: string): Promise<voi
       history,
       publishLimits,
       streamDrift: () => drift,
-      allowsOrigin: (origin) => guard.admission.allowsOrigin(origin),
+      allowsOrigin: (origin, host) => guard.admission.allowsOrigin(origin, host),
     });
   await ws.listen(c.server.host, c.server.port);
   if (tlsApp) await ws.listenExtra(tlsApp, c.server.host, c.server.tlsPort);

@@ -43,8 +43,8 @@ export type HttpContext = {
   history: HistoryContext;
   /** HTTP publish allowances in messages (PUBLISH_RATE …); undefined: unlimited. */
   publishLimits?: PublishLimiter | undefined;
-  /** Whether a browser page of this origin may publish (ALLOWED_ORIGINS; "" is no browser: always). */
-  allowsOrigin: (origin: string) => boolean;
+  /** Whether a browser page of this origin may publish (ALLOWED_ORIGINS; "" is no browser: always); `host`: the request's Host. */
+  allowsOrigin: (origin: string, host: string) => boolean;
 };
 
 const PUBLISH_PREFIX = "/v1/publish/";
@@ -135,7 +135,8 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
  */
 function writeRefusal(ctx: HttpContext, req: HttpRequest, media: readonly string[]): ErrorReply | undefined {
   const origin = req.getHeader("origin");
-  if (!ctx.allowsOrigin(origin)) return { code: ErrorCode.Forbidden, message: `origin ${origin.slice(0, 200)} is not allowed (ALLOWED_ORIGINS)` };
+  if (!ctx.allowsOrigin(origin, req.getHeader("host")))
+    return { code: ErrorCode.Forbidden, message: `origin ${origin.slice(0, 200)} is not allowed (ALLOWED_ORIGINS)` };
   return unsupportedMedia(req.getHeader("content-type"), media);
 }
 

@@ -23,6 +23,8 @@ export class Admission {
   constructor(
     private readonly config: LimitsSection,
     private readonly metrics: GuardMetrics,
+    /** Nothing identifies anyone (authentication off, no connect hook): with no ALLOWED_ORIGINS, only this host's pages. */
+    thisHostsPages = false,
   ) {
     this.ips = new IpTable({
       maxPerIp: config.maxConnectionsPerIp,
@@ -30,7 +32,7 @@ export class Admission {
       burst: config.connectBurstPerIp,
       maxEntries: MAX_IP_ENTRIES,
     });
-    this.origins = new OriginPolicy(config.allowedOrigins);
+    this.origins = new OriginPolicy(config.allowedOrigins, thisHostsPages);
   }
 
   /** Client IPs tracked now (metrics). */
@@ -50,21 +52,22 @@ export class Admission {
     this.sweeper = undefined;
   }
 
-  /** Whether a browser page of `origin` may use this gateway (ALLOWED_ORIGINS; "" is no browser). */
-  allowsOrigin(origin: string): boolean {
-    return this.origins.allows(origin);
+  /** Whether a browser page of `origin` may use this gateway (ALLOWED_ORIGINS; "" is no browser); `host`: the request's Host. */
+  allowsOrigin(origin: string, host = ""): boolean {
+    return this.origins.allows(origin, host);
   }
 
   /** Reserves a connection for `ip`, or returns why not. */
-  reserve(ip: string, origin: string, now = Date.now()): Refusal | undefined {
-    const refusal = this.check(ip, origin, now);
+  reserve(ip: string, page: { origin: string; host: string }, now = Date.now()): Refusal | undefined {
+    const refusal = this.check(ip, page, now);
     if (refusal) this.metrics.rejected(refusal.reason);
     else this.count++;
     return refusal;
   }
 
-  private check(ip: string, origin: string, now: number): Refusal | undefined {
-    if (!this.origins.allows(origin)) return { reason: "origin", status: 403, message: `origin ${origin.slice(0, 200)} is not allowed` };
+  private check(ip: string, { origin, host }: { origin: string; host: string }, now: number): Refusal | undefined {
+    if (!this.origins.allows(origin, host))
+      return { reason: "origin", status: 403, message: `origin ${origin.slice(0, 200)} is not allowed (ALLOWED_ORIGINS)` };
     if (this.count >= this.config.maxConnections)
       return { reason: "max_connections", status: 503, message: "this server is at its connection limit; retry elsewhere or later", retryAfterSec: 1 };
     const r = this.ips.reserve(ip, now);

@@ -43,6 +43,8 @@ type SseRequest = {
   query: string;
   lastEventId: string;
   origin: string;
+  /** The Host header: a page of the gateway's own origin is this host's. */
+  host: string;
   ip: string;
   /** What the authorization chain needs: credentials (also `?token=`, which EventSource must use), hook headers. */
   knock: Knock;
@@ -137,6 +139,7 @@ export class SseEndpoint {
       query: req.getQuery() ?? "",
       lastEventId: req.getHeader("last-event-id"),
       origin: req.getHeader("origin"),
+      host: req.getHeader("host"),
       ip,
       knock: !knock.token && queryToken ? { ...knock, token: queryToken, tokenInUrl: true } : knock,
     };
@@ -147,7 +150,7 @@ export class SseEndpoint {
     });
     const early = this.check(r);
     if ("error" in early) return reply(res, r.origin, early.error);
-    const refusal = this.ctx.admission.reserve(r.ip, r.origin);
+    const refusal = this.ctx.admission.reserve(r.ip, r);
     if (refusal) {
       const code = refusal.status === 403 ? ErrorCode.Forbidden : refusal.status === 429 ? ErrorCode.RateLimited : ErrorCode.ShuttingDown;
       return reply(res, r.origin, { status: refusal.status, code, message: refusal.message, retryAfterSec: refusal.retryAfterSec });

@@ -36,7 +36,7 @@ export class ConnectionGuard {
     private readonly metrics: GuardMetrics,
     private readonly log: Logger,
   ) {
-    this.admission = new Admission(limits, metrics);
+    this.admission = new Admission(limits, metrics, !access.auth.enabled && !access.hooks?.connectEnabled);
     this.admission.start();
   }
 
@@ -45,7 +45,7 @@ export class ConnectionGuard {
     // The uWS request is only valid until this function returns: read all of it first.
     const key = req.getHeader("sec-websocket-key");
     const extensions = req.getHeader("sec-websocket-extensions");
-    const origin = req.getHeader("origin");
+    const page = { origin: req.getHeader("origin"), host: req.getHeader("host") };
     const offer = readUpgradeOffer({
       authorization: req.getHeader("authorization"),
       protocols: req.getHeader("sec-websocket-protocol"),
@@ -55,7 +55,7 @@ export class ConnectionGuard {
     const headers = hookHeaders(this.access, req);
     if (isDraining()) return reject(res, 503, ErrorCode.ShuttingDown, "server is shutting down");
     if ("error" in offer) return reject(res, 400, ErrorCode.BadRequest, offer.error);
-    const refusal = this.admission.reserve(ip, origin);
+    const refusal = this.admission.reserve(ip, page);
     if (refusal)
       return reject(
         res,

@@ -126,6 +126,18 @@ describe("limits — origin allowlist", () => {
     expect(p.allows("null")).toBe(false);
     expect(p.allows("")).toBe(true);
     expect(new OriginPolicy([]).allows("https://anything")).toBe(true);
+    expect(new OriginPolicy(["*"], true).allows("https://anything")).toBe(true);
+  });
+
+  it("with nothing to identify anyone and no list: this host's pages only (loopback origins, or the gateway's own)", () => {
+    const p = new OriginPolicy([], true);
+    for (const o of ["http://localhost:3000", "http://127.0.0.1:9000", "https://127.1.2.3", "http://[::1]:8080", ""]) expect(p.allows(o), o).toBe(true);
+    for (const o of ["https://evil.example", "null", "http://localhost.evil.example", "http://127.0.0.1.evil.example"]) expect(p.allows(o), o).toBe(false);
+    // The live page of a gateway reached by its name: the page's origin is the request's Host.
+    expect(p.allows("http://gw.example:9001", "gw.example:9001")).toBe(true);
+    expect(p.allows("http://gw.example:9001", "other.example:9001")).toBe(false);
+    // A list, when given, is all that counts.
+    expect(new OriginPolicy(["https://app.example.com"], true).allows("http://localhost:3000")).toBe(false);
   });
 });
 

@@ -5,12 +5,12 @@ const settings = {
   allowedOrigins: {
     env: "ALLOWED_ORIGINS",
     shown: "(any)",
-    doc: "Browser origins allowed to open a WebSocket (https://app.example.com, https://*.example.com); others get 403",
+    doc: "Browser origins allowed to open a WebSocket or SSE stream and to publish (https://app.example.com, https://*.example.com, * for any); others get 403. Empty: any, except with authentication off and no connect hook: this host's pages only",
     default: () => [] as string[],
     parse: parseList,
     check: (v: string[]) => {
-      const bad = v.find((o) => !/^https?:\/\/(\*\.)?[A-Za-z0-9.-]+(:\d+)?$/.test(o));
-      return bad ? `has "${bad}": use scheme://host[:port], optionally scheme://*.domain` : undefined;
+      const bad = v.find((o) => o !== "*" && !/^https?:\/\/(\*\.)?[A-Za-z0-9.-]+(:\d+)?$/.test(o));
+      return bad ? `has "${bad}": use scheme://host[:port], optionally scheme://*.domain, or * for any` : undefined;
     },
   },
   maxConnections: {
