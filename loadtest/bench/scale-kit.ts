@@ -71,6 +71,9 @@ export function startScaleGateway(opts: { natsUrl?: string; workers: number; ext
     logLevel: "info",
     inheritStderr: true,
     args: [
+      // Sockets are spread over destination addresses 127.0.0.x: an unauthenticated gateway listens on
+      // 127.0.0.1 alone unless told otherwise.
+      "--host=0.0.0.0",
       "--max-connections-per-ip=-1",
       "--connect-rate-per-ip=-1",
       "--frame-rate=-1",
