@@ -7,6 +7,7 @@
 import { fork, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { gzipSync } from "node:zlib";
 import { basename, join, resolve } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
@@ -329,11 +330,13 @@ async function run(a: Args): Promise<number> {
         renderLatencyChart(latencySeries(subscribers, phase0), faults, phase0, `chaos seed ${a.seed}: delivery latency per second (log scale), faults shaded`),
       );
       const chart = `![delivery latency over time, faults shaded](${basename(svgFile)})`;
-      const md = `# Chaos run, seed ${a.seed}\n\n\`${command}\` — ${new Date(t0).toISOString()}, ${summary.seconds} s in all, ${faults.length} faults, ${truth.length} messages in the stream. ${result.ok ? "**No violation.**" : "**Violations found** (below)."}\n\n${chart}\n\n${text}\n\n### Summary line\n\n\`\`\`json\n${JSON.stringify(summary)}\n\`\`\`\n`;
+      const raw = `Raw data: [${basename(a.report, ".md")}.json.gz](${basename(a.report, ".md")}.json.gz) (every event, fault and lag sample; \`zcat\` to read).`;
+      const md = `# Chaos run, seed ${a.seed}\n\n\`${command}\` — ${new Date(t0).toISOString()}, ${summary.seconds} s in all, ${faults.length} faults, ${truth.length} messages in the stream. ${result.ok ? "**No violation.**" : "**Violations found** (below)."}\n\n${raw}\n\n${chart}\n\n${text}\n\n### Summary line\n\n\`\`\`json\n${JSON.stringify(summary)}\n\`\`\`\n`;
       writeFileSync(a.report, md);
+      // The raw run, gzipped: a 30-minute run's events are megabytes of JSON (loadtest/results keeps the newest of each kind).
       writeFileSync(
-        a.report.replace(/\.md$/, "") + ".json",
-        JSON.stringify({ summary, check: result, violationContext, kinds, latency: lat, faults, events, silences, lag: lag.samples }, null, 1),
+        a.report.replace(/\.md$/, "") + ".json.gz",
+        gzipSync(JSON.stringify({ summary, check: result, violationContext, kinds, latency: lat, faults, events, silences, lag: lag.samples })),
       );
       say(`report written to ${a.report}`);
     }
