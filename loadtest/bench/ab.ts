@@ -3,14 +3,16 @@
 // machine's drift, which on a shared VM is far larger than the difference between two builds.
 //   --workload replay  (default) bench:replay's legs: raw ordered consumer, replay through A, through B
 //   --workload publish autocannon HTTP publishes (32 connections, 5 s) to A, then B, alternating
-// Usage: npm run bench:ab -- --rev <git rev> [--workload replay|publish] [--rounds 16] [--messages 100000]
+// Usage: npm run bench -- ab --rev <git rev> [--workload replay|publish] [--rounds 16] [--warmup 1] [--messages 100000]
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { parseArgs } from "node:util";
 import { CLI, fmt, ROOT, startGatewayProc, startNats } from "./common.js";
-import { fillStream, median, rawRead, socketReplay } from "./replay-legs.js";
+import { fillStream, rawRead, socketReplay } from "./replay-legs.js";
+import { FlagError, std } from "../kit/flags.js";
+import { defineBench, runBench } from "../kit/main.js";
+import { median, runRounds } from "../kit/rounds.js";
 
 /** Compiles `rev` with tsc into .bench/<sha>/ (kept for later runs), using this checkout's node_modules. */
 function buildRevision(rev: string): string {
@@ -48,19 +50,18 @@ async function httpPublishRate(port: number): Promise<number> {
   return r.requests.average;
 }
 
-async function main(): Promise<void> {
-  const { values: v } = parseArgs({
-    options: {
-      rev: { type: "string" },
-      rounds: { type: "string", default: "16" },
-      messages: { type: "string", default: "100000" },
-      workload: { type: "string", default: "replay" },
-    },
-  });
-  if (!v.rev) throw new Error("--rev <git revision> is required (the build to compare this checkout against)");
-  if (v.workload !== "replay" && v.workload !== "publish") throw new Error(`--workload must be replay or publish, not ${v.workload}`);
-  const rounds = Number(v.rounds),
-    count = Number(v.messages);
+const BENCH = defineBench("ab", {
+  rev: { type: "string", help: "the git revision to compare this checkout against (required)" },
+  workload: { type: "string", default: "replay", choices: ["replay", "publish"], help: "replay: raw reader, A and B; publish: HTTP publishes to A and B" },
+  rounds: std("rounds", { default: 16, quick: 2 }),
+  warmup: std("warmup", { default: 1 }),
+  messages: std("messages", { default: 100_000, quick: 10_000 }),
+  quick: std("quick"),
+});
+
+runBench(BENCH, async ({ flags: v }) => {
+  if (!v.rev) throw new FlagError("--rev <git revision> is required (the build to compare this checkout against)");
+  const { rounds, messages: count } = v;
   const cliA = buildRevision(v.rev);
   const nats = await startNats();
   const replay = v.workload === "replay";
@@ -86,15 +87,15 @@ async function main(): Promise<void> {
     ["raw", "B", "A"],
   ];
   const orders = rotations.map((o) => o.filter((leg) => run[leg]));
-  const got: Record<Leg, number[]> = { raw: [], A: [], B: [] };
-  for (let r = 0; r <= rounds; r++) {
+  const measured = await runRounds({ rounds, warmup: v.warmup }, async (r) => {
     const round: Partial<Record<Leg, number>> = {};
     for (const leg of orders[r % orders.length]!) round[leg] = await run[leg]!();
-    if (r === 0) continue; // warm-up
-    for (const leg of orders[0]!) got[leg].push(round[leg]!);
-  }
+    return round;
+  });
+  const got: Record<Leg, number[]> = { raw: [], A: [], B: [] };
+  for (const round of measured) for (const leg of orders[0]!) got[leg].push(round[leg]!);
   const ratio = (x: Leg, y: Leg) => median(got[x].map((n, i) => n / got[y][i]!)).toFixed(3);
-  console.log(`bench:ab ${v.workload} — ${rounds} rounds after a warm-up; A = ${v.rev}, B = this checkout`);
+  console.log(`bench:ab ${v.workload} — ${rounds} rounds after ${v.warmup} warm-up; A = ${v.rev}, B = this checkout`);
   if (replay) {
     console.log(`median msgs/s (${fmt(count)} messages): raw ${fmt(median(got.raw))}, A ${fmt(median(got.A))}, B ${fmt(median(got.B))}`);
     console.log(`median of per-round ratios: A/raw ${ratio("A", "raw")}, B/raw ${ratio("B", "raw")}, B/A ${ratio("B", "A")}`);
@@ -105,10 +106,4 @@ async function main(): Promise<void> {
     console.log(`median of per-round ratios: B/A ${ratio("B", "A")}`);
   }
   for (const p of [a.proc, b.proc, nats.proc]) p.kill("SIGTERM");
-  process.exit(0);
-}
-
-main().catch((e) => {
-  console.error(e);
-  process.exit(1);
 });

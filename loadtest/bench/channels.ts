@@ -5,7 +5,7 @@
 // and the broker's memory growth per channel; then messages published over HTTP to random channels:
 // delivery latency (receive time minus the frame's broker ts) and delivered/expected; the stream's consumer
 // count (sampled every second and at the end; must stay 0).
-// Usage: node dist/loadtest/bench/channels.js [--channels 10000 | --quick] [--messages 2000] [--rate 500]
+// Usage: npm run bench -- channels [--channels 10000 | --quick] [--messages 2000] [--rate 500]
 //   [--idle 10] [--workers auto] [--procs auto] [--brokers jetstream,redis] [--rounds 1] [--no-write]
 // --rounds R runs both brokers R times, alternating which goes first (the first run of a pair met a colder
 // box: its sub-ack ratio moved by 2x with the order alone); tables show the round whose subscribe-ack
@@ -13,13 +13,14 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { Agent, request } from "node:http";
-import { resolve } from "node:path";
-import { parseArgs } from "node:util";
 import type WebSocket from "ws";
-import { ROOT, fmt } from "./common.js";
+import { fmt } from "./common.js";
+import { std } from "../kit/flags.js";
+import { defineBench, KEEP_RUNNING, runBench } from "../kit/main.js";
+import { appendSection, reportPath } from "../kit/results.js";
+import { alternate, medianIndex, runRounds } from "../kit/rounds.js";
 import { startNatsServer } from "../../gateway/test/support/nats-server.js";
 import {
-  appendResults,
   clientLifecycle,
   closeAll,
   forkClient,
@@ -44,8 +45,6 @@ import {
   type ClientProc,
   type Pcts,
 } from "./scale-kit.js";
-
-const RESULTS = resolve(ROOT, "loadtest/results/channels.md");
 
 // ---------------------------------------------------------------- client process
 
@@ -551,63 +550,58 @@ function targets(js: RunResult, rd: RunResult): { text: string; pass: boolean } 
   return { text, pass: lines.every((l) => l[3]) };
 }
 
-async function main(): Promise<void> {
-  const { values: v } = parseArgs({
-    options: {
-      role: { type: "string", default: "main" },
-      port: { type: "string" },
-      first: { type: "string" },
-      count: { type: "string" },
-      dests: { type: "string" },
-      concurrency: { type: "string", default: "500" },
-      channels: { type: "string", default: "10000" },
-      quick: { type: "boolean", default: false },
-      messages: { type: "string", default: "2000" },
-      rate: { type: "string", default: "500" },
-      idle: { type: "string", default: "10" },
-      workers: { type: "string", default: "auto" },
-      procs: { type: "string", default: "auto" },
-      brokers: { type: "string", default: "jetstream,redis" },
-      "no-write": { type: "boolean", default: false },
-      rounds: { type: "string", default: "1" },
-    },
-  });
-  if (v.role === "client") return clientMain(Number(v.port), Number(v.first), Number(v.count), Number(v.dests), Number(v.concurrency));
-  const channels = v.quick ? 2_000 : Number(v.channels);
-  if (!(channels > 0 && channels <= 200_000)) throw new Error(`--channels must be 1..200000, not ${v.channels}`);
+const BENCH = defineBench("channels", {
+  channels: { type: "number", integer: true, min: 1, max: 200_000, default: 10_000, quick: 2_000, help: "channels, one socket each" },
+  messages: std("messages", { default: 2000, help: "HTTP publishes to random channels" }),
+  rate: std("rate", { default: 500, help: "HTTP publishes per second" }),
+  idle: { type: "number", min: 0, default: 10, help: "seconds of the idle window (CPU measured)" },
+  concurrency: { type: "number", integer: true, min: 1, default: 500, help: "sockets opening at once per client process" },
+  workers: std("workers", { help: "gateway workers (default: one per 12,500 channels, at least 2)" }),
+  procs: std("procs", { help: "client processes (default: one per 10,000 channels, at least 2)" }),
+  brokers: { type: "list", default: ["jetstream", "redis"], choices: ["jetstream", "redis"], help: "the brokers compared, in round 1's order" },
+  rounds: std("rounds", { default: 1, max: 20 }),
+  out: std("out", { help: "the results file a run's section is appended to (default loadtest/results/channels.md)" }),
+  "no-write": std("no-write"),
+  quick: std("quick"),
+  role: { type: "string", default: "main", choices: ["main", "client"], internal: true, help: "the process's part" },
+  port: { type: "number", internal: true, help: "client: the gateway's port" },
+  first: { type: "number", internal: true, help: "client: its first channel" },
+  count: { type: "number", internal: true, help: "client: its channels" },
+  dests: { type: "number", internal: true, help: "client: source addresses" },
+});
+
+runBench(BENCH, async ({ flags: v }) => {
+  if (v.role === "client") return clientMain(v.port!, v.first!, v.count!, v.dests!, v.concurrency).then(() => KEEP_RUNNING);
+  const { channels, rounds } = v;
   // A worker holds at most ~15,000 sockets and a client process ~12,000 (20,000 open files per process).
-  const workers = v.workers === "auto" ? Math.max(2, Math.ceil(channels / 12_500)) : Number(v.workers);
-  const procs = v.procs === "auto" ? Math.max(2, Math.ceil(channels / 10_000)) : Number(v.procs);
-  const o = { channels, workers, procs, idle: Number(v.idle), messages: Number(v.messages), rate: Number(v.rate), concurrency: Number(v.concurrency) };
-  const kinds = v.brokers!.split(",") as BrokerKind[];
+  const workers = v.workers ?? Math.max(2, Math.ceil(channels / 12_500));
+  const procs = v.procs ?? Math.max(2, Math.ceil(channels / 10_000));
+  const o = { channels, workers, procs, idle: v.idle, messages: v.messages, rate: v.rate, concurrency: v.concurrency };
+  const results = reportPath(v, "channels.md");
+  const kinds = v.brokers as BrokerKind[];
   const load0 = loadAvg();
   const started = new Date();
-  const rounds = Number(v.rounds);
-  if (!(Number.isInteger(rounds) && rounds >= 1 && rounds <= 20)) throw new Error(`--rounds must be 1..20, not ${v.rounds}`);
-  const all: RunResult[][] = [];
-  for (let r = 0; r < rounds; r++) {
-    const order = r % 2 === 0 ? kinds : [...kinds].reverse();
+  const all = await runRounds({ rounds }, async (r) => {
     const round: RunResult[] = [];
-    for (const k of order) round.push(await run(k, o));
-    all.push(round);
-  }
+    for (const k of alternate(kinds, r)) round.push(await run(k, o));
+    return round;
+  });
   const ackRatio = (round: RunResult[]): number => {
     const j = round.find((x) => x.broker === "jetstream");
     const d = round.find((x) => x.broker === "redis");
     return j && d ? j.ackMs.p50 / d.ackMs.p50 : NaN;
   };
-  const byRatio = all.map((round, i) => ({ i, ratio: ackRatio(round) })).sort((a, b) => a.ratio - b.ratio);
-  const median = byRatio[Math.floor((byRatio.length - 1) / 2)]!;
-  const results = all[median.i]!;
+  const median = { i: medianIndex(all.map(ackRatio)) };
+  const shown = all[median.i]!;
   const roundsLine =
     rounds > 1
       ? `Rounds (order alternating, ${kinds.join(" first, then ")} first in round 1): subscribe-ack p50 JetStream / Redis ${all.map((round, i) => `${ackRatio(round).toFixed(2)} (round ${i + 1})`).join(", ")}; tables from round ${median.i + 1}, the median.`
       : "";
-  const js = results.find((r) => r.broker === "jetstream");
-  const rd = results.find((r) => r.broker === "redis");
+  const js = shown.find((r) => r.broker === "jetstream");
+  const rd = shown.find((r) => r.broker === "redis");
   const header = `bench:channels — ${fmt(channels)} channels, one socket each (${procs} client processes), gateway ${workers} workers, ${revision()}; idle ${o.idle} s; ${fmt(o.messages)} HTTP publishes at ${o.rate}/s to random channels. Load average before: ${load0}, after: ${loadAvg()}.`;
   console.log(`\n${header}`);
-  for (const r of results) {
+  for (const r of shown) {
     if (r.connectFailures.length) console.log(`[${r.broker}] connect failures: ${r.connectFailures.join("; ")}`);
     if (r.errSamples.length) console.log(`[${r.broker}] err frames: ${r.errSamples.join(" ")}`);
     if (Object.keys(r.closeCodes).length) console.log(`[${r.broker}] unexpected closes by code: ${JSON.stringify(r.closeCodes)}`);
@@ -615,13 +609,13 @@ async function main(): Promise<void> {
     for (const w of r.warnings) console.log(`[${r.broker}] gateway log x${w.count}: ${w.sample}`);
   }
   if (!js || !rd) {
-    console.log(JSON.stringify(results, null, 1));
-    process.exit(0);
+    console.log(JSON.stringify(shown, null, 1));
+    return 0;
   }
   const t = table(js, rd);
   const tg = targets(js, rd);
   console.log(`\n${t}\n\n${tg.text}\n${roundsLine ? `\n${roundsLine}\n` : ""}`);
-  if (!v["no-write"]) {
+  if (results) {
     const json = JSON.stringify(
       {
         started: started.toISOString(),
@@ -638,17 +632,10 @@ async function main(): Promise<void> {
       null,
       1,
     );
-    appendResults(
-      RESULTS,
-      "# bench:channels — many channels, one socket each: JetStream (consumer-free) vs Redis pub/sub\n\nWritten by `npm run bench:channels`; one section per run, newest last. Idle CPU is utime+stime from /proc over the idle window (100% = one core).",
+    appendSection(
+      results,
+      "# bench:channels — many channels, one socket each: JetStream (consumer-free) vs Redis pub/sub\n\nWritten by `npm run bench -- channels`; one section per run, newest last. Idle CPU is utime+stime from /proc over the idle window (100% = one core).",
       `## ${started.toISOString().slice(0, 16).replace("T", " ")} UTC — ${fmt(channels)} channels\n\n${header}\n\n${t}\n\n${tg.text}${roundsLine ? `\n\n${roundsLine}` : ""}\n\n<details><summary>JSON</summary>\n\n\`\`\`json\n${json}\n\`\`\`\n</details>`,
     );
-    console.log(`appended to ${RESULTS}`);
   }
-  process.exit(0);
-}
-
-main().catch((e) => {
-  console.error(e);
-  process.exit(1);
 });

@@ -1,17 +1,19 @@
 // bench:connections — many sockets on one channel: how long they take to connect and subscribe, what each
 // costs the gateway in resident memory, and how long a message takes to reach every one of them.
-//   npm run bench:connections -- --sockets 100000 [--messages 5] [--workers N] [--procs P] [--no-netns]
+//   npm run bench -- connections --sockets 100000 [--messages 5] [--workers N] [--procs P] [--no-netns]
 // The gateway gets enough workers that none holds more sockets than the 20,000 open files a process may have
 // (ceil(sockets / 18,000), at least 2), sub-cluster as many processes. Beyond one source address's ephemeral
 // ports, sub-cluster spreads the sockets over 127.0.0.2, 127.0.0.3, … by itself and says so.
 // Run as root with `unshare`, the benchmark takes a network namespace of its own (loopback only), so its
 // 100,000 sockets take no ports from other programs on the machine. Writes loadtest/results/connections.md.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { parseArgs } from "node:util";
-import { fmt, ROOT, startGatewayProc, startNats, until } from "./common.js";
+import { join } from "node:path";
+import { fmt, startGatewayProc, startNats, until } from "./common.js";
+import { std } from "../kit/flags.js";
+import { defineBench, runBench } from "../kit/main.js";
+import { commandLine, reportPath, sibling, writeReport } from "../kit/results.js";
 import { bounded, PUB_CLI, runNode, SUB_CLI, TreeCpu, treeRss } from "../compare/proc.js";
 import { LatencyStats } from "../../subtools/src/shared/mod.js";
 import type { SubResult } from "../../subtools/src/result.js";
@@ -31,25 +33,24 @@ function inOwnNetns(argv: string[]): number | null {
   return r.status ?? 1;
 }
 
-async function main(): Promise<void> {
-  const argv = process.argv.slice(2);
-  const code = inOwnNetns(argv);
-  if (code !== null) process.exit(code);
-  const { values: v } = parseArgs({
-    args: argv,
-    options: {
-      sockets: { type: "string", default: "20000" },
-      messages: { type: "string", default: "5" },
-      workers: { type: "string" },
-      procs: { type: "string" },
-      "no-netns": { type: "boolean", default: false },
-      out: { type: "string", default: resolve(ROOT, "loadtest/results/connections.md") },
-    },
-  });
-  const sockets = Number(v.sockets);
-  const messages = Number(v.messages);
-  const workers = Number(v.workers ?? Math.max(2, Math.ceil(sockets / PER_PROCESS)));
-  const procs = Number(v.procs ?? Math.max(1, Math.ceil(sockets / PER_PROCESS)));
+const BENCH = defineBench("connections", {
+  sockets: { type: "number", integer: true, min: 1, default: 20_000, quick: 500, help: "sockets on the one channel" },
+  messages: std("messages", { default: 5, quick: 2 }),
+  workers: std("workers", { help: "gateway workers (default: one per 18,000 sockets, at least 2)" }),
+  procs: std("procs", { help: "sub-cluster processes (default: one per 18,000 sockets)" }),
+  "no-netns": { type: "boolean", help: "stay in this network namespace (as root the bench takes one of its own)" },
+  out: std("out", { help: "the report's file (default loadtest/results/connections.md, and .json beside it)" }),
+  "no-write": std("no-write"),
+  quick: std("quick"),
+});
+
+runBench(BENCH, async ({ flags: v, argv }) => {
+  const code = inOwnNetns([...argv]);
+  if (code !== null) return code;
+  const { sockets, messages } = v;
+  const workers = v.workers ?? Math.max(2, Math.ceil(sockets / PER_PROCESS));
+  const procs = v.procs ?? Math.max(1, Math.ceil(sockets / PER_PROCESS));
+  const report = reportPath(v, "connections.md");
   const per = Math.ceil(sockets / procs);
   const total = per * procs;
   const work = mkdtempSync(join(tmpdir(), "fgw-bench-conn-"));
@@ -141,7 +142,7 @@ async function main(): Promise<void> {
     const md = [
       "# bench:connections — sockets on one channel",
       "",
-      `Measured ${res.at.slice(0, 16).replace("T", " ")} UTC by \`npm run bench:connections -- --sockets ${sockets}\` on ${res.cores} shared cores${process.env.FGW_IN_NETNS ? ", in a network namespace of its own" : ""}: ` +
+      `Measured ${res.at.slice(0, 16).replace("T", " ")} UTC by \`${commandLine("connections", argv)}\` on ${res.cores} shared cores${process.env.FGW_IN_NETNS ? ", in a network namespace of its own" : ""}: ` +
         `gateway with ${workers} workers (the open-files limit is 20,000 per process) on nats-server, \`sub-cluster -c ${procs} -n ${fmt(per)}\` (lean engine), ` +
         `then ${messages} messages 3 s apart through the gateway's WebSocket publish.`,
       "",
@@ -156,8 +157,10 @@ async function main(): Promise<void> {
         `The clients share the ${res.cores} cores with the gateway; sub-cluster's processes peaked at ${res.toolCpu.map((p) => `${p.toFixed(0)} %`).join(", ")} of a core.`,
       "",
     ].join("\n");
-    writeFileSync(v.out!, md);
-    writeFileSync(v.out!.replace(/\.md$/, ".json"), JSON.stringify(res, null, 2) + "\n");
+    if (report) {
+      writeReport(report, md);
+      writeReport(sibling(report, ".json"), JSON.stringify(res, null, 2) + "\n");
+    }
     console.log(md);
   } finally {
     gw.proc.kill("SIGTERM");
@@ -165,10 +168,4 @@ async function main(): Promise<void> {
     await until(() => gw.proc.exitCode !== null || gw.proc.signalCode !== null || undefined, 30_000, "gateway exit").catch(() => gw.proc.kill("SIGKILL"));
     rmSync(work, { recursive: true, force: true });
   }
-  process.exit(0);
-}
-
-main().catch((e) => {
-  console.error(e);
-  process.exit(1);
 });

@@ -1,6 +1,6 @@
 // bench:fanout — N WebSocket clients, M msgs/s, through the gateway (JetStream) and through a bare uWS
 // publish server in the same run; prints deliveries/s and latency percentiles for both and their ratio.
-// Not a test: numbers go to the README. Usage: node dist/loadtest/bench/fanout.js [--clients 200] [--rate 500]
+// Not a test: numbers go to the README. Usage: npm run bench -- fanout [--clients 200] [--rate 500]
 //   [--seconds 8] [--procs 2] [--size 64] [--workers 1] [--compression off|shared|both] [--publish-load N]
 // --publish-load N: one more gateway row, while N msgs/s are published through the same gateway (HTTP batches of
 // 100 to a channel nobody subscribes to) and a single HTTP publish every 50 ms is timed: delivery under publish
@@ -9,13 +9,14 @@
 // compress=true) and the clients negotiate permessage-deflate; both: a row pair, off then shared. Each row
 // also shows the server's CPU (its process tree, from /proc) per delivery.
 import { fork, type ChildProcess } from "node:child_process";
-import { parseArgs } from "node:util";
 import { createRequire } from "node:module";
 import { connect } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
 import WebSocket from "ws";
 import { fmt, nowUs, percentile, startGatewayProc, startNats, until } from "./common.js";
 import { cpuWindow } from "./jetstream/cpu.js";
+import { std } from "../kit/flags.js";
+import { defineBench, KEEP_RUNNING, runBench } from "../kit/main.js";
 
 type Report = { received: number; latUs: number[] };
 
@@ -187,51 +188,51 @@ async function collect(children: ChildProcess[], seconds: number, serverPid: num
   return { deliveriesPerSec: reps.reduce((a, r) => a + r.received, 0) / dt, lat, cpuPct };
 }
 
-async function main(): Promise<void> {
-  const { values: v } = parseArgs({
-    options: {
-      role: { type: "string", default: "main" },
-      url: { type: "string" },
-      channel: { type: "string" },
-      k: { type: "string" },
-      clients: { type: "string", default: "200" },
-      rate: { type: "string", default: "500" },
-      seconds: { type: "string", default: "8" },
-      procs: { type: "string", default: "2" },
-      size: { type: "string", default: "64" },
-      workers: { type: "string", default: "1" },
-      json: { type: "boolean", default: false },
-      compression: { type: "string", default: "off" },
-      deflate: { type: "boolean", default: false },
-      compress: { type: "boolean", default: false },
-      "publish-load": { type: "string", default: "0" },
-    },
-  });
-  if (v.role === "client") return clientMain(v.url!, v.channel!, Number(v.k), v.deflate!);
-  if (v.role === "bare") return bareMain(Number(v.rate), Number(v.size), v.compress!);
-  const clients = Number(v.clients),
-    rate = Number(v.rate),
-    seconds = Number(v.seconds),
-    procs = Number(v.procs),
-    size = Number(v.size);
-  if (!["off", "shared", "both"].includes(v.compression!)) throw new Error("--compression must be off, shared or both");
+const BENCH = defineBench("fanout", {
+  clients: std("clients", { default: 200, quick: 50 }),
+  rate: std("rate", { default: 500, quick: 100 }),
+  seconds: std("seconds", { default: 8, quick: 2 }),
+  procs: std("procs", { default: 2 }),
+  size: std("size", { default: 64 }),
+  workers: std("workers", { default: 1 }),
+  compression: {
+    type: "string",
+    default: "off",
+    choices: ["off", "shared", "both"],
+    help: "permessage-deflate: off, shared (COMPRESSION=shared), or both as row pairs",
+  },
+  "publish-load": { type: "number", min: 0, default: 0, help: "one more gateway row while this many msgs/s are published through its HTTP API" },
+  json: std("json"),
+  quick: std("quick"),
+  role: { type: "string", default: "main", choices: ["main", "client", "bare"], internal: true, help: "the process's part" },
+  url: { type: "string", internal: true, help: "client: the server's URL" },
+  channel: { type: "string", internal: true, help: "client: the channel" },
+  k: { type: "number", internal: true, help: "client: its sockets" },
+  deflate: { type: "boolean", internal: true, help: "client: offer permessage-deflate" },
+  compress: { type: "boolean", internal: true, help: "bare: compress" },
+});
+
+runBench(BENCH, async ({ flags: v }) => {
+  if (v.role === "client") return clientMain(v.url!, v.channel!, v.k!, v.deflate).then(() => KEEP_RUNNING);
+  if (v.role === "bare") return bareMain(v.rate, v.size, v.compress).then(() => KEEP_RUNNING);
+  const { clients, rate, seconds, procs, size } = v;
   const modes = v.compression === "both" ? [false, true] : [v.compression === "shared"];
 
   const rows: { name: string; r: Result }[] = [];
   for (const deflate of modes) {
     const tag = deflate ? ", permessage-deflate" : "";
     rows.push({
-      name: `gateway (JetStream, ${v.workers} worker${v.workers === "1" ? "" : "s"}${tag})`,
-      r: await runGateway(clients, rate, seconds, procs, size, Number(v.workers), deflate),
+      name: `gateway (JetStream, ${v.workers} worker${v.workers === 1 ? "" : "s"}${tag})`,
+      r: await runGateway(clients, rate, seconds, procs, size, v.workers, deflate),
     });
     rows.push({ name: `bare uWS publish${tag}`, r: await runBare(clients, rate, seconds, procs, size, deflate) });
   }
-  const load = Number(v["publish-load"]);
+  const load = v["publish-load"];
   const loaded =
     load > 0
       ? {
-          name: `gateway (JetStream, ${v.workers} worker${v.workers === "1" ? "" : "s"}) while ${fmt(load)} msgs/s are published through it`,
-          r: await runGateway(clients, rate, seconds, procs, size, Number(v.workers), false, load),
+          name: `gateway (JetStream, ${v.workers} worker${v.workers === 1 ? "" : "s"}) while ${fmt(load)} msgs/s are published through it`,
+          r: await runGateway(clients, rate, seconds, procs, size, v.workers, false, load),
         }
       : undefined;
 
@@ -267,8 +268,7 @@ async function main(): Promise<void> {
         rows: rows.map((x) => ({ name: x.name, deliveriesPerSec: x.r.deliveriesPerSec, cpuPct: x.r.cpuPct, cpuUsPerDelivery: cpuUsPerDelivery(x.r) })),
       }),
     );
-  process.exit(0);
-}
+});
 
 const cpuUsPerDelivery = (r: Result): number => (r.deliveriesPerSec > 0 ? (r.cpuPct / 100 / r.deliveriesPerSec) * 1e6 : NaN);
 
@@ -327,8 +327,3 @@ async function runBare(clients: number, rate: number, seconds: number, procs: nu
   bare.kill("SIGKILL");
   return b;
 }
-
-main().catch((e) => {
-  console.error(e);
-  process.exit(1);
-});

@@ -4,13 +4,14 @@
 // public port answers 404), and for reference a flood of GET /healthz, the cheapest route. In each, clients receive R msg/s for S s quietly, then S s while F concurrent
 // loops request /metrics on the public port as fast as they can. Reported: p50/p99 of delivery latency
 // quiet and flooded, their ratio per gateway, and the flood's request rate.
-// Usage: node dist/loadtest/bench/metrics-flood.js [--clients 200] [--rate 200] [--seconds 5] [--flooders 32] [--workers 2]
+// Usage: npm run bench -- metrics-flood [--clients 200] [--rate 200] [--seconds 5] [--flooders 32] [--workers 2]
 import { fork, type ChildProcess } from "node:child_process";
 import { resolve } from "node:path";
-import { parseArgs } from "node:util";
 import { connect } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
 import { fmt, nowUs, percentile, startGatewayProc, startNats, until } from "./common.js";
+import { std } from "../kit/flags.js";
+import { defineBench, KEEP_RUNNING, runBench } from "../kit/main.js";
 
 type Report = { received: number; latUs: number[] };
 const FANOUT = resolve(import.meta.dirname, "fanout.js");
@@ -105,20 +106,20 @@ async function leg(name: string, extra: string[], path: string, o: { clients: nu
   };
 }
 
-async function main(): Promise<void> {
-  const { values: v } = parseArgs({
-    options: {
-      role: { type: "string", default: "main" },
-      url: { type: "string" },
-      clients: { type: "string", default: "200" },
-      rate: { type: "string", default: "200" },
-      seconds: { type: "string", default: "5" },
-      flooders: { type: "string", default: "32" },
-      workers: { type: "string", default: "2" },
-    },
-  });
-  if (v.role === "flood") return floodMain(v.url!, Number(v.flooders));
-  const o = { clients: Number(v.clients), rate: Number(v.rate), seconds: Number(v.seconds), flooders: Number(v.flooders), workers: Number(v.workers) };
+const BENCH = defineBench("metrics-flood", {
+  clients: std("clients", { default: 200, quick: 50 }),
+  rate: std("rate", { default: 200, quick: 100 }),
+  seconds: std("seconds", { default: 5, quick: 1 }),
+  flooders: { type: "number", integer: true, min: 1, default: 32, quick: 8, help: "concurrent request loops in the flood" },
+  workers: std("workers", { default: 2 }),
+  quick: std("quick"),
+  role: { type: "string", default: "main", choices: ["main", "flood"], internal: true, help: "the process's part" },
+  url: { type: "string", internal: true, help: "flood: the URL to request" },
+});
+
+runBench(BENCH, async ({ flags: v }) => {
+  if (v.role === "flood") return floodMain(v.url!, v.flooders).then(() => KEEP_RUNNING);
+  const o = { clients: v.clients, rate: v.rate, seconds: v.seconds, flooders: v.flooders, workers: v.workers };
   const rows = [
     await leg("public: /metrics on the public port (auth off, no admin listener)", [], "/metrics", o),
     await leg("admin: --admin-port 0 (the public /metrics is a 404)", ["--admin-port", "0"], "/metrics", o),
@@ -134,10 +135,4 @@ async function main(): Promise<void> {
     );
   }
   console.log(JSON.stringify(rows));
-  process.exit(0);
-}
-
-main().catch((e) => {
-  console.error(e);
-  process.exit(1);
 });

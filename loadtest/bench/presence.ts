@@ -4,17 +4,17 @@
 // over every watcher × member pair), the sub's ok latency, the member list's latency (presence op and HTTP),
 // CPU of the gateway (primary + workers) and of nats-server per phase (joins, steady refreshes, leaves), and
 // the memory the presence bucket costs nats-server.
-// Usage: node dist/loadtest/bench/presence.js [--members 10000 | --quick] [--watchers 4] [--procs auto] [--rate 1000]
+// Usage: npm run bench -- presence [--members 10000 | --quick] [--watchers 4] [--procs auto] [--rate 1000]
 //   [--ttl 30s] [--steady 30] [--workers 2] [--members-mode member|true] [--no-write]
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { resolve } from "node:path";
-import { parseArgs } from "node:util";
 import WebSocket from "ws";
-import { ROOT, fmt } from "./common.js";
+import { fmt } from "./common.js";
+import { std } from "../kit/flags.js";
+import { defineBench, KEEP_RUNNING, runBench } from "../kit/main.js";
+import { appendSection, reportPath } from "../kit/results.js";
 import { startNatsServer } from "../../gateway/test/support/nats-server.js";
 import {
-  appendResults,
   clientLifecycle,
   closeAll,
   destinationsFor,
@@ -36,7 +36,6 @@ import {
   type Pcts,
 } from "./scale-kit.js";
 
-const RESULTS = resolve(ROOT, "loadtest/results/presence.md");
 const CHANNEL = "bench.presence.room";
 
 // ---------------------------------------------------------------- client process
@@ -160,32 +159,28 @@ async function ask(w: Watcher, id: number, frame: object, timeoutMs = 30_000): P
 
 type Phase = { name: string; wallS: number; gwCpuS: number; natsCpuS: number };
 
-async function main(): Promise<void> {
-  const { values: a } = parseArgs({
-    options: {
-      client: { type: "boolean" },
-      members: { type: "string" },
-      quick: { type: "boolean" },
-      watchers: { type: "string", default: "4" },
-      procs: { type: "string", default: "auto" },
-      rate: { type: "string" },
-      ttl: { type: "string" },
-      steady: { type: "string" },
-      workers: { type: "string", default: "2" },
-      "members-mode": { type: "string", default: "member" },
-      "no-write": { type: "boolean" },
-    },
-  });
-  if (a.client) return clientMain();
-  const members = Number(a.members ?? (a.quick ? 300 : 10_000));
-  const watchers = Number(a.watchers);
-  const procs = a.procs === "auto" ? Math.max(2, Math.ceil(members / 2_500)) : Number(a.procs);
-  const rate = Number(a.rate ?? (a.quick ? 300 : 1_000));
-  const steadyS = Number(a.steady ?? (a.quick ? 5 : 30));
-  // The steady phase should see refreshes (every third of the TTL): the quick run takes a short TTL.
-  a.ttl ??= a.quick ? "3s" : "30s";
-  const workers = Number(a.workers);
+const BENCH = defineBench("presence", {
+  members: { type: "number", integer: true, min: 1, default: 10_000, quick: 300, help: "presence members, one socket each" },
+  watchers: { type: "number", integer: true, min: 0, default: 4, help: "sockets watching the channel's presence" },
+  procs: std("procs", { help: "client processes (default: one per 2,500 members, at least 2)" }),
+  rate: std("rate", { default: 1_000, quick: 300, help: "joins per second" }),
+  ttl: { type: "string", default: "30s", quick: "3s", help: "--presence-ttl of the gateway (the steady phase sees refreshes every third of it)" },
+  steady: { type: "number", min: 0, default: 30, quick: 5, help: "seconds of the steady phase" },
+  workers: std("workers", { default: 2 }),
+  "members-mode": { type: "string", default: "member", choices: ["member", "true"], help: "the members' own presence option" },
+  out: std("out", { help: "the results file a run's section is appended to (default loadtest/results/presence.md)" }),
+  "no-write": std("no-write"),
+  quick: std("quick"),
+  client: { type: "boolean", internal: true, help: "a client process" },
+});
+
+runBench(BENCH, async ({ flags: a }) => {
+  if (a.client) return clientMain().then(() => KEEP_RUNNING);
+  const { members, watchers, rate, workers } = a;
+  const procs = a.procs ?? Math.max(2, Math.ceil(members / 2_500));
+  const steadyS = a.steady;
   const mode = a["members-mode"] === "true" ? true : "member";
+  const results = reportPath(a, "presence.md");
   const started = new Date().toISOString();
   console.log(
     `bench:presence — ${members} members over ${procs} processes at ${rate}/s, ${watchers} watchers, ${workers} workers, ttl ${a.ttl}, members' presence ${JSON.stringify(mode)}`,
@@ -194,7 +189,7 @@ async function main(): Promise<void> {
   const nats = await startNatsServer();
   const natsPid = nats.process.pid!;
   const natsRssBefore = procStat(natsPid)?.rssBytes ?? 0;
-  const gw = await startScaleGateway({ natsUrl: nats.url, workers, extra: ["--presence-max-members", String(members + 100), "--presence-ttl", a.ttl!] }).catch(
+  const gw = await startScaleGateway({ natsUrl: nats.url, workers, extra: ["--presence-max-members", String(members + 100), "--presence-ttl", a.ttl] }).catch(
     async (e: unknown) => {
       await nats.stop();
       throw e;
@@ -305,7 +300,7 @@ async function main(): Promise<void> {
       rate,
       watchers,
       workers,
-      ttl: a.ttl!,
+      ttl: a.ttl,
       steadyS,
       mode,
       failedOpen,
@@ -333,10 +328,7 @@ async function main(): Promise<void> {
       warnings,
     });
     console.log(report);
-    if (!a["no-write"]) {
-      appendResults(RESULTS, "# bench:presence results\n\nAppended by `npm run bench:presence`; newest last.", report);
-      console.log(`appended to ${RESULTS}`);
-    }
+    if (results) appendSection(results, "# bench:presence results\n\nAppended by `npm run bench -- presence`; newest last.", report);
   } finally {
     for (const w of ws) w.ws.terminate();
     await stopClients(clients);
@@ -344,7 +336,7 @@ async function main(): Promise<void> {
     await gw.stop();
     await nats.stop();
   }
-}
+});
 
 type Report = {
   started: string;
@@ -417,5 +409,3 @@ function render(r: Report): string {
   if (r.warnings.length) lines.push("", `Gateway warnings: ${r.warnings.map((w) => `${w.msg} ×${w.count}`).join("; ")}`);
   return lines.join("\n");
 }
-
-await main();

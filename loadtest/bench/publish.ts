@@ -12,11 +12,10 @@
 // third more per request than the gateway itself; the client column shows what each generator cost. A nats.js
 // leg of 64 connections with one publish each in flight is the direct equivalent of 64 HTTP publishers.
 // Results are appended to loadtest/results/publish.md.
-// Usage: npm run bench:publish [-- --seconds 5 --legs a,b --http-client wrk|autocannon --quick]
-import { appendFileSync, existsSync, writeFileSync } from "node:fs";
+// Usage: npm run bench -- publish [--seconds 5 --legs a,b --http-client wrk|autocannon --quick]
+import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { resolve } from "node:path";
-import { parseArgs } from "node:util";
 import { execFileSync } from "node:child_process";
 import { connect } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
@@ -25,6 +24,9 @@ import { fmt, percentile, ROOT, startGatewayProc, startNats } from "./common.js"
 import { cpuWindow } from "./jetstream/cpu.js";
 import { NATS_CLI, parseBench, runNats } from "./jetstream/natscli.js";
 import { hasWrk, wrk, type HttpClient } from "./wrk.js";
+import { FlagError, std } from "../kit/flags.js";
+import { defineBench, runBench } from "../kit/main.js";
+import { appendSection, reportPath } from "../kit/results.js";
 
 const BODY = JSON.stringify({ x: "y".repeat(120) }); // 128 bytes
 const CHANNEL = "bench.pub";
@@ -207,20 +209,19 @@ function ensureLoadtestDeps(): void {
   execFileSync("npm", ["ci", "--no-audit", "--no-fund", "--loglevel=error"], { cwd: dir, stdio: "inherit" });
 }
 
-async function main(): Promise<void> {
-  const { values: v } = parseArgs({
-    options: {
-      seconds: { type: "string", default: "5" },
-      legs: { type: "string" },
-      quick: { type: "boolean" },
-      out: { type: "string" },
-      "http-client": { type: "string" },
-    },
-  });
-  const seconds = v.quick ? 1 : Number(v.seconds);
+const BENCH = defineBench("publish", {
+  seconds: std("seconds", { default: 5, quick: 1 }),
+  legs: { type: "list", help: "only these legs (nats.js always runs: it is the baseline), e.g. http-64,ws-16x64" },
+  "http-client": { type: "string", choices: ["wrk", "autocannon"], help: "the HTTP load generator (default: wrk when installed, else autocannon)" },
+  out: std("out", { help: "the results file a run's section is appended to (default loadtest/results/publish.md)" }),
+  "no-write": std("no-write"),
+  quick: std("quick"),
+});
+
+runBench(BENCH, async ({ flags: v }) => {
+  const { seconds } = v;
   const client = (v["http-client"] ?? (hasWrk() ? "wrk" : "autocannon")) as HttpClient;
-  if (client !== "wrk" && client !== "autocannon") throw new Error(`--http-client must be wrk or autocannon, not ${String(client)}`);
-  if (client === "wrk" && !hasWrk()) throw new Error("--http-client wrk: wrk is not installed (apt-get install wrk)");
+  if (client === "wrk" && !hasWrk()) throw new FlagError("--http-client wrk: wrk is not installed (apt-get install wrk)");
   ensureLoadtestDeps();
   const nats = await startNats();
   const gw = await startGatewayProc(nats.url, 2);
@@ -241,7 +242,7 @@ async function main(): Promise<void> {
     wsLeg(gw.port, "ws-batch-10", "WebSocket `pub` batches of 10, 4 sockets × 8 in flight", { sockets: 4, inFlight: 8, batch: 10 }),
     wsLeg(gw.port, "ws-batch-100", "WebSocket `pub` batches of 100, 4 sockets × 2 in flight", { sockets: 4, inFlight: 2, batch: 100 }),
   ];
-  const wanted = v.legs?.split(",");
+  const wanted = v.legs;
   const legs = all.filter((l) => l.name === "nats.js" || !wanted || wanted.includes(l.name));
   const rows: Row[] = [];
   let base = NaN;
@@ -291,20 +292,11 @@ async function main(): Promise<void> {
     ),
   ].join("\n");
   console.log(`\n${table}`);
-  const file = v.out ?? resolve(ROOT, "loadtest/results/publish.md");
-  if (!existsSync(file))
-    writeFileSync(
+  const file = reportPath(v, "publish.md");
+  if (file)
+    appendSection(
       file,
-      "# bench:publish — the publish paths against nats.js in one run\n\nWritten by `npm run bench:publish`; one section per run, newest last.\n",
+      "# bench:publish — the publish paths against nats.js in one run\n\nWritten by `npm run bench -- publish`; one section per run, newest last.",
+      `## ${new Date().toISOString()} — ${seconds} s per leg after 1 s unmeasured, one nats-server, 2 gateway workers, 128-byte JSON, HTTP legs by ${client}\n\n${table}`,
     );
-  appendFileSync(
-    file,
-    `\n## ${new Date().toISOString()} — ${seconds} s per leg after 1 s unmeasured, one nats-server, 2 gateway workers, 128-byte JSON, HTTP legs by ${client}\n\n${table}\n`,
-  );
-  process.exit(0);
-}
-
-main().catch((e) => {
-  console.error(e);
-  process.exit(1);
 });

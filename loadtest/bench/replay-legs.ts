@@ -96,5 +96,3 @@ async function wsReplay(port: number, channel: string, count: number): Promise<n
   ws.terminate();
   return count / dt;
 }
-
-export const median = (a: number[]): number => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)]!;

@@ -1,6 +1,6 @@
 // bench:replay — replay rate to one socket (msgs/s) against the raw ordered-consumer read rate of the same
 // stream in the same run. Target: the socket gets at least 90% of the raw rate.
-// Usage: node dist/loadtest/bench/replay.js [--messages 100000] [--size 100] [--rounds 9] [--warmup 1]
+// Usage: npm run bench -- replay [--messages 100000] [--size 100] [--rounds 9] [--warmup 1]
 //        [--layout shared|pinned] [--engine lean|ws] [--secure]
 // --secure: nats-server with TLS (client certificates verified) and a user/password; the gateway, the filler
 // and the raw reader connect with them (BENCH_GATEWAY_ARGS="--replay-connection shared" compares the link).
@@ -10,7 +10,6 @@
 // the raw leg, three in the socket leg. "pinned" (2+ CPUs) gives the reader under test a core of its own —
 // the raw consumer in the raw leg, the gateway in the socket leg — and nats-server shares the other core
 // with the measuring client; on two cores that starves nats-server in the socket leg, so it reads lower.
-import { parseArgs } from "node:util";
 import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -19,27 +18,29 @@ import type { NodeConnectionOptions } from "@nats-io/transport-node";
 import { childPids, fmt, pinToCpu, startGatewayProc, startNats } from "./common.js";
 import { startNatsServer } from "../../gateway/test/support/nats-server.js";
 import { makeTestPki, secureServerConfig } from "../../gateway/test/support/nats-secure.js";
-import { fillStream, median, rawRead, socketReplay } from "./replay-legs.js";
+import { fillStream, rawRead, socketReplay } from "./replay-legs.js";
+import { std } from "../kit/flags.js";
+import { defineBench, runBench } from "../kit/main.js";
+import { alternate, median, runRounds } from "../kit/rounds.js";
 
-async function main(): Promise<void> {
-  const { values: v } = parseArgs({
-    options: {
-      messages: { type: "string", default: "100000" },
-      size: { type: "string", default: "100" },
-      rounds: { type: "string", default: "9" },
-      warmup: { type: "string", default: "1" },
-      layout: { type: "string", default: "shared" },
-      engine: { type: "string", default: "lean" },
-      secure: { type: "boolean", default: false },
-    },
-  });
-  const count = Number(v.messages),
-    size = Number(v.size),
-    rounds = Number(v.rounds),
-    warmup = Number(v.warmup);
-  if (v.layout !== "pinned" && v.layout !== "shared") throw new Error(`--layout must be pinned or shared, not ${v.layout}`);
-  if (v.engine !== "lean" && v.engine !== "ws") throw new Error(`--engine must be lean or ws, not ${v.engine}`);
-  const engine = v.engine;
+const BENCH = defineBench("replay", {
+  messages: std("messages", { default: 100_000, quick: 10_000 }),
+  size: std("size", { default: 100 }),
+  rounds: std("rounds", { default: 9, quick: 2 }),
+  warmup: std("warmup", { default: 1 }),
+  layout: {
+    type: "string",
+    default: "shared",
+    choices: ["shared", "pinned"],
+    help: "shared: the scheduler places the processes; pinned: the reader under test gets a core",
+  },
+  engine: { type: "string", default: "lean", choices: ["lean", "ws"], help: "the measuring client's engine" },
+  secure: { type: "boolean", help: "nats-server with TLS (client certificates verified) and a password" },
+  quick: std("quick"),
+});
+
+runBench(BENCH, async ({ flags: v }) => {
+  const { messages: count, size, rounds, warmup, engine } = v;
   let natsOpts: NodeConnectionOptions = {};
   let gwEnv: Record<string, string> | undefined;
   let nats: { url: string; proc: ChildProcess };
@@ -78,8 +79,6 @@ async function main(): Promise<void> {
     [nats.proc.pid!, process.pid].every((p) => pinToCpu(p, 0)) &&
     [gw.proc.pid!, ...childPids(gw.proc.pid!)].every((p) => pinToCpu(p, 1));
   if (v.layout === "pinned" && !pinned) console.log("(could not pin processes to CPUs: running with the shared layout)");
-  const raws: number[] = [];
-  const socks: number[] = [];
   const raw = async () => {
     if (pinned) pinToCpu(process.pid, 1);
     const rate = await rawRead(nats.url, "ev.bench.replay", count, natsOpts);
@@ -87,21 +86,15 @@ async function main(): Promise<void> {
     return rate;
   };
   const sock = () => socketReplay(gw.port, "bench.replay", count, engine);
-  for (let r = 0; r < warmup + rounds; r++) {
-    // The legs alternate which goes first, so a slow drift of the machine's speed favours neither.
-    let rawRate: number, sockRate: number;
-    if (r % 2 === 0) {
-      rawRate = await raw();
-      sockRate = await sock();
-    } else {
-      sockRate = await sock();
-      rawRate = await raw();
-    }
-    // Warm-up rounds (JIT, heap growth on both sides) are run and not counted.
-    if (r < warmup) continue;
-    raws.push(rawRate);
-    socks.push(sockRate);
-  }
+  // The legs alternate which goes first, so a slow drift of the machine's speed favours neither; warm-up
+  // rounds (JIT, heap growth on both sides) are run and not counted.
+  const measured = await runRounds({ rounds, warmup }, async (r) => {
+    const got: Partial<Record<"raw" | "sock", number>> = {};
+    for (const leg of alternate(["raw", "sock"] as const, r)) got[leg] = await (leg === "raw" ? raw() : sock());
+    return { raw: got.raw!, sock: got.sock! };
+  });
+  const raws = measured.map((m) => m.raw);
+  const socks = measured.map((m) => m.sock);
   // Each round measures both back to back, so a round's ratio shares that moment's machine noise.
   const ratios = raws.map((r, i) => socks[i]! / r);
   console.log(
@@ -116,10 +109,4 @@ async function main(): Promise<void> {
   gw.proc.kill("SIGTERM");
   nats.proc.kill("SIGTERM");
   for (const d of temps) rmSync(d, { recursive: true, force: true });
-  process.exit(0);
-}
-
-main().catch((e) => {
-  console.error(e);
-  process.exit(1);
 });

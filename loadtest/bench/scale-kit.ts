@@ -2,7 +2,7 @@
 // loopback destination addresses, process CPU and RSS from /proc, the test kit's redis-server, the gateway's
 // metrics, the stream's consumer count. Everything here is bounded in count and time.
 import { execFileSync, fork, type ChildProcess } from "node:child_process";
-import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import WebSocket from "ws";
 import { ROOT, childPids, percentile } from "./common.js";
 import { startGateway, type GatewayHandle } from "../../gateway/test/support/gateway.js";
@@ -286,12 +286,6 @@ export function pcts(values: number[]): Pcts {
 }
 
 export { rng } from "./rng.js";
-
-/** Appends a section to a results file, creating it with a heading first. */
-export function appendResults(path: string, heading: string, section: string): void {
-  if (!existsSync(path)) writeFileSync(path, `${heading}\n`);
-  appendFileSync(path, `\n${section}\n`);
-}
 
 export function loadAvg(): string {
   try {

@@ -2,14 +2,15 @@
 // subscriptions of one channel on one worker, M messages published at full speed into the stream; each leg
 // measures the time until every client has every message, deliveries/s, and the worker's CPU per 1,000
 // deliveries (utime + stime from /proc). Clients are lean: they count events/frames without parsing JSON.
-// Usage: node dist/loadtest/bench/sse.js [--clients 200] [--messages 2000] [--size 100] [--quick]
+// Usage: npm run bench -- sse [--clients 200] [--messages 2000] [--size 100] [--quick]
 import http from "node:http";
 import { readFileSync } from "node:fs";
-import { parseArgs } from "node:util";
 import { connect } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
 import WebSocket from "ws";
 import { childPids, fmt, startGatewayProc, startNats, until } from "./common.js";
+import { std } from "../kit/flags.js";
+import { defineBench, runBench } from "../kit/main.js";
 
 type Counter = { count: number; close(): void };
 
@@ -81,18 +82,14 @@ async function leg(kind: "sse" | "ws", port: number, workerPid: number, natsUrl:
   return { kind, ms, perSec: (deliveries / ms) * 1000, cpuPer1k: (cpu / deliveries) * 1000 };
 }
 
-async function main(): Promise<void> {
-  const { values: v } = parseArgs({
-    options: {
-      clients: { type: "string", default: "200" },
-      messages: { type: "string", default: "2000" },
-      size: { type: "string", default: "100" },
-      quick: { type: "boolean", default: false },
-    },
-  });
-  const clients = v.quick ? 50 : Number(v.clients);
-  const messages = v.quick ? 500 : Number(v.messages);
-  const size = Number(v.size);
+const BENCH = defineBench("sse", {
+  clients: std("clients", { default: 200, quick: 50 }),
+  messages: std("messages", { default: 2000, quick: 500 }),
+  size: std("size", { default: 100 }),
+  quick: std("quick"),
+});
+
+runBench(BENCH, async ({ flags: { clients, messages, size } }) => {
   const nats = await startNats();
   const gw = await startGatewayProc(nats.url, 1, ["--backpressure-bytes", "4MiB", "--max-backpressure-bytes", "64MiB"]);
   const worker = childPids(gw.proc.pid!)[0]!;
@@ -103,10 +100,4 @@ async function main(): Promise<void> {
   for (const r of rows) console.log(`| ${r.kind} | ${fmt(r.ms)} | ${fmt(r.perSec)} | ${r.cpuPer1k.toFixed(3)} |`);
   gw.proc.kill("SIGTERM");
   await nats.stop();
-  process.exit(0);
-}
-
-main().catch((e) => {
-  console.error(e);
-  process.exit(1);
 });

@@ -4,17 +4,17 @@
 // with), and the stream must never have a consumer (sampled every 250 ms throughout).
 // Case 1: one channel with 1,000 stored messages, every socket from lastSeq-99. Case 2: 1,000 channels with
 // 110 stored messages each, sockets spread over them equally, each from its channel's 100th-last message.
-// Usage: node dist/loadtest/bench/storm.js [--sockets 10000 | --quick] [--rate 50] [--history 1000] [--back 100]
+// Usage: npm run bench -- storm [--sockets 10000 | --quick] [--rate 50] [--history 1000] [--back 100]
 //   [--channels 1000] [--tail 2] [--max-seconds 120] [--workers auto] [--procs auto] [--cases one,many] [--no-write]
 import { connect, createInbox, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { resolve } from "node:path";
-import { parseArgs } from "node:util";
 import type WebSocket from "ws";
-import { ROOT, fmt } from "./common.js";
+import { fmt } from "./common.js";
+import { FlagError, std } from "../kit/flags.js";
+import { defineBench, KEEP_RUNNING, runBench } from "../kit/main.js";
+import { appendSection, reportPath } from "../kit/results.js";
 import { startNatsServer } from "../../gateway/test/support/nats-server.js";
 import {
-  appendResults,
   clientLifecycle,
   closeAll,
   forkClient,
@@ -34,8 +34,6 @@ import {
   type ClientProc,
   type Pcts,
 } from "./scale-kit.js";
-
-const RESULTS = resolve(ROOT, "loadtest/results/storm.md");
 
 // ---------------------------------------------------------------- client process
 
@@ -629,49 +627,49 @@ function table(rs: CaseResult[]): string {
   return [head, ...rows.map(([a, b]) => `| ${a} | ${b} |`)].join("\n");
 }
 
-async function main(): Promise<void> {
-  const { values: v } = parseArgs({
-    options: {
-      role: { type: "string", default: "main" },
-      port: { type: "string" },
-      dests: { type: "string" },
-      concurrency: { type: "string", default: "500" },
-      sockets: { type: "string", default: "10000" },
-      quick: { type: "boolean", default: false },
-      rate: { type: "string", default: "50" },
-      history: { type: "string", default: "1000" },
-      back: { type: "string", default: "100" },
-      channels: { type: "string", default: "1000" },
-      tail: { type: "string", default: "2" },
-      "max-seconds": { type: "string", default: "120" },
-      workers: { type: "string", default: "auto" },
-      procs: { type: "string", default: "auto" },
-      cases: { type: "string", default: "one,many" },
-      "no-write": { type: "boolean", default: false },
-    },
-  });
-  if (v.role === "client") return clientMain(Number(v.port), Number(v.dests), Number(v.concurrency));
-  const sockets = v.quick ? 1_000 : Number(v.sockets);
-  if (!(sockets > 0 && sockets <= 100_000)) throw new Error(`--sockets must be 1..100000, not ${v.sockets}`);
-  const workers = v.workers === "auto" ? Math.max(2, Math.ceil(sockets / 12_500)) : Number(v.workers);
-  const procs = v.procs === "auto" ? Math.max(2, Math.ceil(sockets / 5_000)) : Number(v.procs);
+const BENCH = defineBench("storm", {
+  sockets: { type: "number", integer: true, min: 1, max: 100_000, default: 10_000, quick: 1_000, help: "sockets that subscribe at once" },
+  channels: { type: "number", integer: true, min: 1, default: 1_000, help: "channels of the many-channels case" },
+  history: { type: "number", integer: true, min: 1, default: 1_000, help: "messages stored per channel before the storm" },
+  back: { type: "number", integer: true, min: 0, default: 100, help: "how far back each socket starts (from:{seq})" },
+  rate: std("rate", { default: 50, help: "messages per second published during the storm" }),
+  tail: { type: "number", min: 0, default: 2, help: "seconds of live delivery checked after the storm" },
+  "max-seconds": { type: "number", min: 1, default: 120, help: "a case's deadline" },
+  concurrency: { type: "number", integer: true, min: 1, default: 500, help: "sockets opening at once per client process" },
+  workers: std("workers", { help: "gateway workers (default: one per 12,500 sockets, at least 2)" }),
+  procs: std("procs", { help: "client processes (default: one per 5,000 sockets, at least 2)" }),
+  cases: { type: "list", default: ["one", "many"], choices: ["one", "many"], help: "one channel, many channels, or both" },
+  out: std("out", { help: "the results file a run's section is appended to (default loadtest/results/storm.md)" }),
+  "no-write": std("no-write"),
+  quick: std("quick"),
+  role: { type: "string", default: "main", choices: ["main", "client"], internal: true, help: "the process's part" },
+  port: { type: "number", internal: true, help: "client: the gateway's port" },
+  dests: { type: "number", internal: true, help: "client: source addresses" },
+});
+
+runBench(BENCH, async ({ flags: v }) => {
+  if (v.role === "client") return clientMain(v.port!, v.dests!, v.concurrency).then(() => KEEP_RUNNING);
+  const { sockets } = v;
+  const workers = v.workers ?? Math.max(2, Math.ceil(sockets / 12_500));
+  const procs = v.procs ?? Math.max(2, Math.ceil(sockets / 5_000));
   const o = {
     sockets,
-    channels: Number(v.channels),
-    history: Number(v.history),
-    back: Number(v.back),
-    rate: Number(v.rate),
-    tail: Number(v.tail),
-    maxSeconds: Number(v["max-seconds"]),
+    channels: v.channels,
+    history: v.history,
+    back: v.back,
+    rate: v.rate,
+    tail: v.tail,
+    maxSeconds: v["max-seconds"],
     workers,
     procs,
-    concurrency: Number(v.concurrency),
+    concurrency: v.concurrency,
   };
-  if (o.back > o.history) throw new Error("--back must not exceed --history");
+  const out = reportPath(v, "storm.md");
+  if (o.back > o.history) throw new FlagError("--back must not exceed --history");
   const load0 = loadAvg();
   const started = new Date();
   const results: CaseResult[] = [];
-  for (const c of v.cases!.split(",") as CaseName[]) results.push(await runCase(c, o));
+  for (const c of v.cases as CaseName[]) results.push(await runCase(c, o));
   const header = `bench:storm — ${fmt(sockets)} sockets (${procs} client processes) subscribe at once with from:{seq} ${o.back} messages of their channel back, while ${o.rate} msg/s are published (JetStream, direct); gateway ${workers} workers, ${revision()}. Load average before: ${load0}, after: ${loadAvg()}.`;
   console.log(`\n${header}`);
   for (const r of results) {
@@ -684,19 +682,12 @@ async function main(): Promise<void> {
   const t = table(results);
   const pass = results.every((r) => r.ok === r.opened && r.failedConnects === 0 && r.errFrames === 0 && r.consumers.max === 0 && r.allLive);
   console.log(`\n${t}\n\nevery socket complete, in order, once; no errors; 0 consumers: ${pass ? "yes" : "NO"}\n`);
-  if (!v["no-write"]) {
+  if (out) {
     const json = JSON.stringify({ started: started.toISOString(), ...o, loadBefore: load0, results }, null, 1);
-    appendResults(
-      RESULTS,
-      "# bench:storm — reconnect storms on the consumer-free replay path\n\nWritten by `npm run bench:storm`; one section per run, newest last.",
+    appendSection(
+      out,
+      "# bench:storm — reconnect storms on the consumer-free replay path\n\nWritten by `npm run bench -- storm`; one section per run, newest last.",
       `## ${started.toISOString().slice(0, 16).replace("T", " ")} UTC — ${fmt(sockets)} sockets\n\n${header}\n\n${t}\n\nEvery socket complete, in order, once; no errors; 0 consumers: **${pass ? "yes" : "no"}**\n\n<details><summary>JSON</summary>\n\n\`\`\`json\n${json}\n\`\`\`\n</details>`,
     );
-    console.log(`appended to ${RESULTS}`);
   }
-  process.exit(0);
-}
-
-main().catch((e) => {
-  console.error(e);
-  process.exit(1);
 });

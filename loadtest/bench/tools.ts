@@ -8,19 +8,21 @@
 //      else lean) against bare uWebSockets.js with no broker (compare:peers' `uws` server), started
 //      once for the run, in as many processes as the gateway has workers (--floor-procs). Its own MEAN excess is what
 //      one send() per socket costs before any gateway work; --no-floor skips it.
-// Writes loadtest/results/tools.md. Usage: node dist/loadtest/bench/tools.js [--quick] [--seconds 20]
+// Writes loadtest/results/tools.md. Usage: npm run bench -- tools [--quick] [--seconds 20]
 //   [--clients 800] [--rate 100] [--engines native,lean,ws] [--native-procs 1] [--lean-procs 2] [--ws-procs 8] [--rounds 3] [--no-floor] [--floor-procs 2]
 //   [--out FILE] [--render tools.json]
 // The rows are repeated for --rounds rounds (engines alternating which goes first) and the targets judged on
 // medians: on a shared 2-core machine one round moves by tens of percent.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { parseArgs } from "node:util";
 import { fmt, ROOT, startGatewayProc, startNats, until } from "./common.js";
 import { bounded, PUB_CLI, runNode, SUB_CLI, TreeCpu, type Proc } from "../compare/proc.js";
 import { LatencyStats } from "../../subtools/src/shared/mod.js";
 import type { SubResult } from "../../subtools/src/result.js";
+import { std } from "../kit/flags.js";
+import { defineBench, runBench } from "../kit/main.js";
+import { reportPath, sibling, writeReport } from "../kit/results.js";
 
 const log = (s: string): void => console.log(`[bench:tools] ${s}`);
 
@@ -304,26 +306,27 @@ function markdown(rows: Row[], meta: Meta): string {
   return L.join("\n");
 }
 
-async function main(): Promise<void> {
-  const { values: v } = parseArgs({
-    options: {
-      quick: { type: "boolean", default: false },
-      seconds: { type: "string" },
-      clients: { type: "string", default: "800" },
-      rate: { type: "string", default: "100" },
-      "lean-procs": { type: "string", default: "2" },
-      "native-procs": { type: "string", default: "1" },
-      engines: { type: "string", default: "native,lean,ws" },
-      rounds: { type: "string" },
-      "ws-procs": { type: "string", default: "8" },
-      out: { type: "string", default: resolve(ROOT, "loadtest/results/tools.md") },
-      render: { type: "string" },
-      // Spelled out rather than parseArgs' allowNegative, which Node 20 has only from 20.16 (package.json allows any 20).
-      "no-floor": { type: "boolean", default: false },
-      // As many as the gateway's workers: the floor then fans out as the gateway does.
-      "floor-procs": { type: "string", default: String(GATEWAY_WORKERS) },
-    },
-  });
+const BENCH = defineBench("tools", {
+  seconds: std("seconds", { default: 20, quick: 5, help: "seconds per row (the 1 msg/s rows take at least 10)" }),
+  clients: std("clients", { default: 800 }),
+  rate: std("rate", { default: 100, help: "messages per second of the CPU rows" }),
+  engines: { type: "list", default: ["native", "lean", "ws"], choices: ["native", "lean", "ws"], help: "the client engines measured" },
+  "native-procs": { type: "number", integer: true, min: 1, default: 1, help: "processes of the native engine" },
+  "lean-procs": { type: "number", integer: true, min: 1, default: 2, help: "processes of the lean engine" },
+  "ws-procs": { type: "number", integer: true, min: 1, default: 8, help: "processes of the ws engine" },
+  rounds: std("rounds", { default: 3, quick: 1 }),
+  // Spelled out rather than parseArgs' allowNegative, which Node 20 has only from 20.16 (package.json allows any 20).
+  "no-floor": { type: "boolean", help: "skip the bare uWebSockets.js floor rows" },
+  // As many as the gateway's workers: the floor then fans out as the gateway does.
+  "floor-procs": { type: "number", integer: true, min: 1, default: GATEWAY_WORKERS, help: "processes of the bare uWS floor" },
+  out: std("out", { help: "the report's file (default loadtest/results/tools.md, and .json beside it)" }),
+  "no-write": std("no-write"),
+  render: std("render"),
+  quick: std("quick"),
+});
+
+runBench(BENCH, async ({ flags: v }) => {
+  const out = reportPath(v, "tools.md");
   if (v.render) {
     const saved = JSON.parse(readFileSync(v.render, "utf8")) as {
       started: string;
@@ -344,21 +347,16 @@ async function main(): Promise<void> {
       quick: saved.quick ?? false,
       floorProcs: saved.floorProcs ?? 1,
     });
-    writeFileSync(v.out!, md);
-    log(`rendered ${v.out} from ${v.render}`);
+    if (out) writeReport(out, md);
+    else console.log(md);
     return;
   }
-  const seconds = Number(v.seconds ?? (v.quick ? 5 : 20));
-  const rounds = Number(v.rounds ?? (v.quick ? 1 : 3));
-  const clients = Number(v.clients);
-  const rate = Number(v.rate);
-  const leanProcs = Number(v["lean-procs"]);
-  const wsProcs = Number(v["ws-procs"]);
-  const nativeProcs = Number(v["native-procs"]);
-  const floorProcs = Number(v["floor-procs"]);
-  if (!(floorProcs >= 1)) throw new Error(`--floor-procs: "${v["floor-procs"]}" is not a number of processes`);
-  const engineList = v.engines!.split(",").map((e) => e.trim()) as Engine[];
-  for (const e of engineList) if (!["native", "lean", "ws"].includes(e)) throw new Error(`--engines: unknown engine "${e}" (native, lean, ws)`);
+  const { seconds, rounds, clients, rate } = v;
+  const leanProcs = v["lean-procs"];
+  const wsProcs = v["ws-procs"];
+  const nativeProcs = v["native-procs"];
+  const floorProcs = v["floor-procs"];
+  const engineList = v.engines as Engine[];
   const procsOf = (e: Engine): number => (e === "native" ? nativeProcs : e === "lean" ? leanProcs : wsProcs);
   const singleEngine: Engine = engineList.includes("native") ? "native" : "lean";
   const work = mkdtempSync(join(tmpdir(), "fgw-bench-tools-"));
@@ -400,18 +398,13 @@ async function main(): Promise<void> {
     await floorProc?.stop(5_000);
     rmSync(work, { recursive: true, force: true });
   }
-  const md = markdown(rows, { started, seconds, cores: cpus().length, cpu: cpus()[0]?.model ?? "?", quick: v.quick!, floorProcs });
-  writeFileSync(v.out!, md);
-  writeFileSync(
-    v.out!.replace(/\.md$/, ".json"),
-    JSON.stringify({ started, seconds, cores: cpus().length, cpu: cpus()[0]?.model ?? "?", quick: v.quick, floorProcs, rows }, null, 2) + "\n",
-  );
+  const md = markdown(rows, { started, seconds, cores: cpus().length, cpu: cpus()[0]?.model ?? "?", quick: v.quick, floorProcs });
   console.log(md);
-  log(`wrote ${v.out}`);
-  process.exit(0);
-}
-
-main().catch((e) => {
-  console.error(e);
-  process.exit(1);
+  if (out) {
+    writeReport(out, md);
+    writeReport(
+      sibling(out, ".json"),
+      JSON.stringify({ started, seconds, cores: cpus().length, cpu: cpus()[0]?.model ?? "?", quick: v.quick, floorProcs, rows }, null, 2) + "\n",
+    );
+  }
 });

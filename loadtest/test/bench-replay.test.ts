@@ -38,13 +38,13 @@ describe("bench:replay — runs end to end (a smoke run, no timing asserted)", (
 
   it("bench:replay — an unknown client engine is refused with a message naming the option", async () => {
     const r = await run(["--engine", "carrier-pigeon"]);
-    expect(r.code).toBe(1);
-    expect(r.err).toMatch(/--engine must be lean or ws, not carrier-pigeon/);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/--engine must be one of lean, ws, not "carrier-pigeon"/);
   });
 
   it("bench:replay — an unknown layout is refused with a message naming the option", async () => {
     const r = await run(["--layout", "sideways"]);
-    expect(r.code).toBe(1);
-    expect(r.err).toMatch(/--layout must be pinned or shared, not sideways/);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/--layout must be one of shared, pinned, not "sideways"/);
   });
 });

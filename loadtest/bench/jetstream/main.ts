@@ -9,7 +9,8 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { ROOT } from "../common.js";
 import { NATS_SERVER_BIN } from "../../../gateway/test/support/nats-server.js";
-import { parseOptions, USAGE, UsageError, type Options } from "./options.js";
+import { BENCH, parseOptions, type Options } from "./options.js";
+import { runBench } from "../../kit/main.js";
 import { startServers, type Target } from "./servers.js";
 import { NATSCLI_VERSION, requireNatsCli } from "./natscli.js";
 import type { Context } from "./context.js";
@@ -75,11 +76,7 @@ async function rerender(file: string, opts: Options): Promise<number> {
 
 const fmtNum = (n: number): string => (Math.abs(n) >= 100 ? Math.round(n).toLocaleString("en-US") : n.toPrecision(3));
 
-async function main(argv: string[]): Promise<number> {
-  if (argv.includes("--help")) {
-    console.log(USAGE);
-    return 0;
-  }
+runBench(BENCH, async ({ argv }) => {
   const opts = parseOptions(argv);
   if (opts.render) return rerender(opts.render, opts);
   requireNatsCli();
@@ -151,16 +148,4 @@ async function main(argv: string[]): Promise<number> {
   );
   for (const r of failed) log(`FAILED ${r.workload} (${r.target}, ${r.path}): ${r.note ?? ""}`);
   return failed.length ? 1 : 0;
-}
-
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (e: unknown) => {
-    if (e instanceof UsageError || (e as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
-      console.error(`bench:jetstream: ${(e as Error).message}\n${USAGE}`);
-      process.exit(64);
-    }
-    console.error(e);
-    process.exit(1);
-  },
-);
+});

@@ -1,7 +1,9 @@
 // bench:jetstream's command line, parsed once into a frozen object, and the message counts each mode uses.
-import { parseArgs } from "node:util";
-import { basename, resolve } from "node:path";
-import { ROOT } from "../common.js";
+import { existsSync, statSync } from "node:fs";
+import { basename, dirname, resolve } from "node:path";
+import { FlagError, parseFlags, std } from "../../kit/flags.js";
+import { defineBench } from "../../kit/main.js";
+import { RESULTS_DIR } from "../../kit/results.js";
 import { TARGETS, type Target } from "./servers.js";
 
 export type Group = "000" | "000-gateway" | "001" | "002" | "003" | "paths" | "enc";
@@ -87,64 +89,50 @@ export type Options = Readonly<{
   render: string | null;
 }>;
 
-export const USAGE = `usage: bench:jetstream [--quick] [--target single|cluster|both] [--only 000,000-gateway,001,002,003,paths,enc] [--out DIR] [--name NAME] [--no-chart] [--rounds N]
-       bench:jetstream --render FILE.json [--out DIR] [--no-chart]
-  --quick    a few-minute run (smaller counts, fewer Node rows); writes no files unless --out is given
-  --target   where to run seeds 000-002 and the publish paths (default both); seed 003 runs on its own server
-  --only     a subset of the evaluation, by seed (000 matrix, 001 push consumer, 002 cluster/KV, 003 latency), "000-gateway" (seed 000's
-             one-stream vs stream-per-app rows through the gateway, namespaces for the latter), "paths" or "enc" (encryption at rest)
-  --out      directory for jetstream.md, jetstream.json and jetstream.png (default loadtest/results for a full run)
-  --name     base name of the result files instead of jetstream (NAME.md, NAME.json, NAME.png)
-  --rounds   repetitions of the whole evaluation (default 3 for a full run, 1 with --quick); the report keeps medians
-  --render   write jetstream.md and jetstream.png again from a run's jetstream.json (next to it, or in --out)`;
-
-export class UsageError extends Error {
-  override readonly name = "UsageError";
-}
-
-function roundsOf(v: string | undefined, quick: boolean): number {
-  if (v === undefined) return quick ? 1 : 3;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 1 || n > 20) throw new UsageError(`--rounds must be an integer from 1 to 20, not ${v}`);
-  return n;
-}
+/** The command line, declared for the kit (loadtest/kit): --help prints it, bad values are refused there. */
+export const BENCH = defineBench("jetstream", {
+  target: {
+    type: "string",
+    default: "both",
+    choices: ["single", "cluster", "both"],
+    help: "where seeds 000-002 and the publish paths run; seed 003 runs on its own server",
+  },
+  only: {
+    type: "list",
+    default: GROUPS,
+    choices: GROUPS,
+    help: 'a subset by seed (000 matrix, 001 push consumer, 002 cluster/KV, 003 latency), "000-gateway" (seed 000\'s layouts through the gateway), "paths" or "enc" (encryption at rest)',
+  },
+  rounds: std("rounds", { default: 3, quick: 1, max: 20, help: "repetitions of the whole evaluation; the report keeps medians" }),
+  out: std("out", {
+    help: "the report's file, NAME.json and NAME.png beside it, or a directory for them (default loadtest/results/jetstream.md for a full run)",
+  }),
+  name: { type: "string", help: "base name of the result files instead of jetstream (NAME.md, NAME.json, NAME.png)" },
+  "no-chart": { type: "boolean", help: "write no chart" },
+  render: std("render", { help: "write jetstream.md and jetstream.png again from a run's jetstream.json (next to it, or beside --out)" }),
+  quick: std("quick", { help: "a few-minute run (smaller counts, fewer Node rows); writes no files unless --out is given" }),
+});
 
 export function parseOptions(argv: readonly string[]): Options {
-  const { values, positionals } = parseArgs({
-    args: [...argv],
-    strict: true,
-    allowPositionals: true,
-    options: {
-      quick: { type: "boolean" },
-      target: { type: "string" },
-      only: { type: "string" },
-      out: { type: "string" },
-      name: { type: "string" },
-      "no-chart": { type: "boolean" },
-      render: { type: "string" },
-      rounds: { type: "string" },
-    },
-  });
-  if (positionals.length) throw new UsageError(`unexpected argument "${positionals[0]}"`);
-  const t = values.target ?? "both";
-  if (t !== "both" && !TARGETS.includes(t as Target)) throw new UsageError(`--target must be single, cluster or both, not ${t}`);
-  const only = (values.only ?? GROUPS.join(",")).split(",").map((s) => s.trim());
-  const bad = only.find((g) => !GROUPS.includes(g as Group));
-  if (bad !== undefined) throw new UsageError(`--only takes ${GROUPS.join(", ")}, not ${bad}`);
-  const quick = values.quick ?? false;
+  const values = parseFlags(BENCH.flags, argv);
+  const quick = values.quick;
+  const t = values.target;
   const render = values.render !== undefined ? resolve(values.render) : null;
-  const name = values.name ?? (render ? basename(render, ".json") : "jetstream");
-  if (!/^[A-Za-z0-9._-]+$/.test(name)) throw new UsageError(`--name must be a file name of letters, digits, ., _ or -, not ${name}`);
-  const outDir = values.out !== undefined ? resolve(values.out) : quick || render ? null : resolve(ROOT, "loadtest/results");
+  // --out names the report (x.md) or, as before the kit, a directory for it.
+  const out = values.out !== undefined ? resolve(values.out) : undefined;
+  const outIsFile = out !== undefined && /\.md$/.test(out) && !(existsSync(out) && statSync(out).isDirectory());
+  const name = values.name ?? (outIsFile ? basename(out, ".md") : render ? basename(render, ".json") : "jetstream");
+  if (!/^[A-Za-z0-9._-]+$/.test(name)) throw new FlagError(`--name must be a file name of letters, digits, ., _ or -, not ${name}`);
+  const outDir = out !== undefined ? (outIsFile ? dirname(out) : out) : quick || render ? null : RESULTS_DIR;
   return Object.freeze({
     quick,
     targets: Object.freeze(t === "both" ? [...TARGETS] : [t as Target]),
-    groups: new Set(only as Group[]),
+    groups: new Set(values.only as Group[]),
     counts: quick ? QUICK : FULL,
     outDir,
     name,
-    chart: !(values["no-chart"] ?? false) && !quick && (outDir !== null || render !== null),
+    chart: !values["no-chart"] && !quick && (outDir !== null || render !== null),
     render,
-    rounds: roundsOf(values.rounds, quick),
+    rounds: values.rounds,
   });
 }

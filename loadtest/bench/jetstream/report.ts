@@ -431,7 +431,7 @@ export function renderMarkdown(rows: readonly Row[], meta: RunMeta, png = "jetst
   const lines = [
     "# The users' JetStream evaluation, rerun here",
     "",
-    `Measured ${meta.startedAt.toISOString().slice(0, 10)} (${t(meta.startedAt)}–${t(meta.finishedAt)} UTC) by \`npm run bench:jetstream${meta.argv ? (meta.argv.length ? ` -- ${meta.argv.join(" ")}` : "") : meta.quick ? " -- --quick" : ""}\`: nats bench from natscli ${meta.natscli}, nats-server ${meta.natsServer}, Node ${meta.node}; targets: ${meta.targets.map((x) => (x === "cluster" ? "local 3-node cluster" : "single nats-server")).join(" and ")} (the test kit's, temporary stores, fsync at the server's default interval).`,
+    `Measured ${meta.startedAt.toISOString().slice(0, 10)} (${t(meta.startedAt)}–${t(meta.finishedAt)} UTC) by \`npm run bench -- jetstream${meta.argv ? (meta.argv.length ? ` ${meta.argv.join(" ")}` : "") : meta.quick ? " --quick" : ""}\`: nats bench from natscli ${meta.natscli}, nats-server ${meta.natsServer}, Node ${meta.node}; targets: ${meta.targets.map((x) => (x === "cluster" ? "local 3-node cluster" : "single nats-server")).join(" and ")} (the test kit's, temporary stores, fsync at the server's default interval).`,
     "",
     `**Machine:** ${meta.cores} cores (${meta.cpu}), shared by the nats-server processes, the load tools and whatever else ran on the box (1-minute load average sampled every 5 s: median ${meta.medianLoad.toFixed(1)}, highest ${meta.maxLoad.toFixed(1)}; above ${meta.cores} the box was oversubscribed). The users' figures come from other hardware: ${SOURCES.join("; ")}. Read them as reference; the comparison that holds is between configurations, as ratios measured in the same run.`,
     "",

@@ -1,0 +1,53 @@
+// Every bench `npm run bench -- <name>` knows: what it measures (one line, shown by --list and --help), the
+// script it runs (built, under dist/), and a set-up step when it needs one. `kit: true` marks the benches on
+// the kit's flags (loadtest/kit/flags.ts); the others keep their own command lines.
+
+export type Entry = {
+  readonly summary: string;
+  /** The script, relative to the repository (built JavaScript). */
+  readonly script: string;
+  /** Run before the script (once per invocation), e.g. fetching a tool. */
+  readonly setup?: readonly string[];
+  readonly kit: boolean;
+};
+
+const bench = (file: string, summary: string, setup?: readonly string[]): Entry => ({
+  summary,
+  script: `dist/loadtest/bench/${file}.js`,
+  ...(setup ? { setup } : {}),
+  kit: true,
+});
+
+export const BENCHES = {
+  ab: bench("ab", "two builds side by side in the same rounds (this checkout against --rev), replay or publish workload"),
+  channels: bench("channels", "many channels with one socket each: subscribe acks, idle CPU and delivery, JetStream against Redis"),
+  connections: bench("connections", "100,000 sockets on one channel: memory per socket and delivery to all"),
+  fanout: bench("fanout", "fan-out to N clients at M msg/s through the gateway against bare uWebSockets.js"),
+  jetstream: bench("jetstream/main", "JetStream evaluation: nats bench rows, the Node client and the gateway's legs, on a server and a 3-node cluster", [
+    "bash",
+    "scripts/setup-bench-tools.sh",
+  ]),
+  "metrics-flood": bench("metrics-flood", "delivery while /metrics is flooded, on the public port and on an admin port"),
+  presence: bench("presence", "joins, refreshes and leaves of 10,000 presence members, with watchers"),
+  publish: bench("publish", "publishing over HTTP and WebSocket against nats bench and a bare HTTP server"),
+  replay: bench("replay", "replay rate to one socket against a raw ordered-consumer read of the same stream"),
+  sse: bench("sse", "fan-out over Server-Sent Events next to WebSockets: time, deliveries/s, worker CPU"),
+  storm: bench("storm", "reconnect storms: thousands of sockets resuming at once from history"),
+  tools: bench("tools", "the load tools' own cost: native, lean and ws engines against the gateway"),
+  "sync-interval": {
+    summary: "what JetStream's sync_interval: always costs on a 3-node cluster (own flags: --msgs --size --window --repeat --single --json)",
+    script: "deploy/bench/sync-interval.mjs",
+    kit: false,
+  },
+} as const satisfies Record<string, Entry>;
+
+export type BenchName = keyof typeof BENCHES;
+
+export const isBench = (name: string): name is BenchName => Object.hasOwn(BENCHES, name);
+
+/** The --list text: one line per bench. */
+export function listing(): string {
+  const names = Object.keys(BENCHES) as BenchName[];
+  const w = Math.max(...names.map((n) => n.length)) + 2;
+  return `${names.map((n) => n.padEnd(w) + BENCHES[n].summary).join("\n")}\n\nnpm run bench -- <name> --help lists a bench's flags.\n`;
+}
