@@ -5,7 +5,7 @@ import { existsSync } from "node:fs";
 import { startNatsCluster, pickFreePorts, type NatsCluster } from "../../gateway/test/support/nats-cluster.js";
 import { startGateway, childPids, type GatewayHandle } from "../../gateway/test/support/gateway.js";
 import { waitFor } from "../../gateway/test/support/wait.js";
-import { LinkProxy } from "./link-proxy.js";
+import { startTcpProxy, type TcpProxy } from "../../gateway/test/support/tcp-proxy.js";
 
 export const STREAM = "EVENTS";
 export const SUBJECT_PREFIX = "ev";
@@ -23,7 +23,7 @@ export class Instance {
   constructor(
     readonly index: number,
     readonly port: number,
-    readonly links: LinkProxy[],
+    readonly links: TcpProxy[],
   ) {}
 
   get url(): string {
@@ -137,8 +137,9 @@ export async function startTopology(): Promise<Topology> {
   try {
     const ports = await pickFreePorts(3);
     for (let i = 0; i < 3; i++) {
-      const links = cluster.nodes.map((n) => new LinkProxy({ host: "127.0.0.1", port: n.port }));
-      await Promise.all(links.map((l) => l.listen()));
+      // Links are stalled or delayed, never cut: a cut would send the gateway's NATS client straight to the
+      // addresses the cluster advertises, around the proxy.
+      const links = await Promise.all(cluster.nodes.map((n) => startTcpProxy({ host: "127.0.0.1", port: n.port })));
       instances.push(new Instance(i, ports[i]!, links));
     }
     // The first creates the R3 stream; right after the cluster agrees on a meta leader, placement can still

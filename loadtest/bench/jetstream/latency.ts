@@ -2,7 +2,7 @@
 // (await each ack: the users' V1, sync over async) against pipelined (100 in flight: their V2, async I/O).
 // Preferred network: two namespaces joined by veth with tc netem (netns.ts). Where that is not permitted the
 // netem rows are skipped with the reason, and the same cases run through a user-space delay proxy on loopback
-// (delay-proxy.ts), labelled as such.
+// (the test kit's TCP proxy, gateway/test/support/tcp-proxy.ts, in delay mode), labelled as such.
 import { startNatsServer } from "../../../gateway/test/support/nats-server.js";
 import type { Options } from "./options.js";
 import type { Row } from "./rows.js";
@@ -11,7 +11,7 @@ import { parseBench, runNats } from "./natscli.js";
 import { streamAddArgs, errText } from "./context.js";
 import { startNodeJob } from "./node-path.js";
 import { openNetemLab } from "./netns.js";
-import { startDelayProxy } from "./delay-proxy.js";
+import { startTcpProxy } from "../../../gateway/test/support/tcp-proxy.js";
 
 export const DELAYS_MS = [0, 1, 10] as const;
 const SIZE = 128;
@@ -162,9 +162,9 @@ export async function runLatency(ctx: LatencyCtx): Promise<string> {
     });
   }
   const server = await startNatsServer();
-  const proxy = await startDelayProxy({ host: "127.0.0.1", port: server.port });
+  const proxy = await startTcpProxy({ host: "127.0.0.1", port: server.port });
   try {
-    await runCases(ctx, { kind: "delay proxy", url: proxy.url, prefix: [], setDelay: (ms) => proxy.setDelay(ms) });
+    await runCases(ctx, { kind: "delay proxy", url: proxy.url, prefix: [], setDelay: (ms) => proxy.delay(ms) });
   } finally {
     await proxy.close();
     await server.stop();
