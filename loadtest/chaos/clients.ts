@@ -1,7 +1,9 @@
 // A chaos client process (forked by main.ts): runs the subscribers and publishers it is given against the
 // three gateway instances and keeps a log of everything received and every publish's outcome, for the checker.
-// Raw WebSocket/SSE/NATS clients on purpose: the checker must see what the gateway sent, so nothing here drops
-// a duplicate or reorders; resume follows PROTOCOL.md as the SDK does (from:{seq:last+1,epoch}, Last-Event-ID).
+// Mostly raw WebSocket/SSE/NATS clients on purpose: the checker must see what the gateway sent, so nothing here
+// drops a duplicate or reorders; their resume follows PROTOCOL.md as the SDK does (from:{seq:last+1,epoch},
+// Last-Event-ID). A share of the resuming subscribers run the real SDK instead (SdkSubscriber), so the run
+// also checks what an application gets from it.
 // Every loop is bounded: reconnects stop at finish, finish waits at most its timeout.
 import { execFile } from "node:child_process";
 import { writeFileSync } from "node:fs";
@@ -10,9 +12,20 @@ import type { Socket } from "node:net";
 import WebSocket from "ws";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
+import { GatewayClient, type WebSocketConstructor } from "@fanout-gateway/client";
 import type { PublishRecord, Receipt, SubscriberKind, SubscriberLog } from "./checker.js";
 
-export type SubSpec = { id: string; kind: SubscriberKind; pattern: string; urls: string[]; start?: "live" | "seq1"; durable?: string; ackDelayMs?: number };
+export type SubSpec = {
+  id: string;
+  kind: SubscriberKind;
+  pattern: string;
+  urls: string[];
+  start?: "live" | "seq1";
+  durable?: string;
+  ackDelayMs?: number;
+  /** A resuming subscriber driven by the SDK (gateway/client) instead of this file's raw WebSocket client. */
+  sdk?: boolean;
+};
 export type PubSpec = {
   id: string;
   via: "ws" | "http" | "nats";
@@ -97,6 +110,27 @@ interface Runner {
   drop(): void;
   stall(ms: number): void;
   stop(): void;
+}
+
+/** A client that stops reading: the socket's reads pause for `ms` (the server's writes back up meanwhile). */
+function stallSocket(ws: WebSocket | undefined, ms: number): void {
+  const sock = (ws as unknown as { _socket?: Socket } | undefined)?._socket;
+  sock?.pause();
+  setTimeout(() => sock?.resume(), ms);
+}
+
+/** A subscriber that acks nothing: always settled, and what it is owed is the checker's to judge from its log. */
+abstract class Unacked {
+  protected lastSeq = 0;
+  maxSeq(): number {
+    return this.lastSeq;
+  }
+  settled(): boolean {
+    return true;
+  }
+  has(): boolean {
+    return true;
+  }
 }
 
 /** A WebSocket subscriber that reconnects to the next instance and resumes (or re-binds its durable). */
@@ -197,9 +231,7 @@ class WsSubscriber implements Runner {
     this.ws?.terminate();
   }
   stall(ms: number): void {
-    const sock = (this.ws as unknown as { _socket?: Socket })?._socket;
-    sock?.pause();
-    setTimeout(() => sock?.resume(), ms);
+    stallSocket(this.ws, ms);
   }
   stop(): void {
     this.stopped = true;
@@ -207,13 +239,73 @@ class WsSubscriber implements Runner {
   }
 }
 
+/**
+ * A resuming subscriber driven by the real SDK (gateway/client): the SDK reconnects and resumes on its own, so
+ * what is logged is what an application gets from it, and the checker holds the SDK to the same rule (every
+ * stored message of the pattern once, in order per channel). Unlike the raw subscribers it stays with one
+ * instance (the SDK takes one URL) and waits out that instance's restarts with its backoff.
+ */
+class SdkSubscriber extends Unacked implements Runner {
+  readonly log: SubscriberLog;
+  readonly ready: Promise<void>;
+  private readonly client: GatewayClient;
+  private socket?: WebSocket;
+  private conns = 0;
+  private open = false;
+
+  constructor(readonly spec: SubSpec) {
+    super();
+    this.log = { client: spec.id, kind: spec.kind, pattern: spec.pattern, fromSeq: 1, receipts: [] };
+    // The SDK's sockets, seen as they are made: a client burst or stall acts on the current one.
+    const track = (ws: WebSocket) => (this.socket = ws);
+    class Tracked extends WebSocket {
+      constructor(url: string, protocols?: string | string[]) {
+        super(url, protocols);
+        track(this);
+      }
+    }
+    this.client = new GatewayClient(wsUrl(spec.urls[0]!), { WebSocket: Tracked as unknown as WebSocketConstructor, minDelayMs: 50, maxDelayMs: 2_000 });
+    this.client.on("connected", () => {
+      this.conns++;
+      this.open = true;
+    });
+    this.client.on("resubscribed", () => events.push({ t: Date.now(), client: spec.id, up: true }));
+    this.client.on("disconnected", (e) => {
+      this.open = false;
+      events.push({ t: Date.now(), client: spec.id, up: false, why: String(e.code) });
+    });
+    const sub = this.client.subscribe(
+      spec.pattern,
+      (m) => {
+        this.log.receipts.push({ ...receipt(m as unknown as MsgFrame), conn: this.conns });
+        if (m.seq > this.lastSeq) this.lastSeq = m.seq;
+      },
+      spec.start === "live" ? {} : { from: { seq: 1 } },
+    );
+    this.ready = sub.ready.then(() => undefined);
+    void this.client.connect().catch(() => undefined);
+  }
+  state(): string {
+    const last = this.log.receipts.at(-1);
+    return `SDK ${this.open ? "connected" : "not connected"} to ${this.spec.urls[0]}, ${this.conns} connections, last message ${last ? `${Date.now() - last.t} ms ago (seq ${last.seq})` : "never"}`;
+  }
+  drop(): void {
+    this.socket?.terminate();
+  }
+  stall(ms: number): void {
+    stallSocket(this.socket, ms);
+  }
+  stop(): void {
+    void this.client.close();
+  }
+}
+
 /** An SSE stream reader (node:http + its own event parser, as an EventSource would): resumes with Last-Event-ID. */
-class SseSubscriber implements Runner {
+class SseSubscriber extends Unacked implements Runner {
   readonly log: SubscriberLog;
   ready: Promise<void>;
   private markReady!: () => void;
   private n = 0;
-  private lastSeq = 0;
   private lastId?: string;
   private stopped = false;
   private abort?: AbortController;
@@ -228,18 +320,10 @@ class SseSubscriber implements Runner {
   private readonly watchdog = setInterval(() => this.checkSilence(), 1_000);
 
   constructor(readonly spec: SubSpec) {
+    super();
     this.log = { client: spec.id, kind: "sse", pattern: spec.pattern, fromSeq: 1, receipts: [] };
     this.ready = new Promise((r) => (this.markReady = r));
     void this.loop();
-  }
-  maxSeq(): number {
-    return this.lastSeq;
-  }
-  settled(): boolean {
-    return true;
-  }
-  has(): boolean {
-    return true;
   }
   state(): string {
     const last = this.log.receipts.at(-1);
@@ -482,7 +566,7 @@ function pick<T>(all: T[], fraction: number, seed: number): T[] {
 
 async function main(): Promise<void> {
   const cfg = JSON.parse(process.argv[2]!) as ClientsConfig;
-  const runners: Runner[] = cfg.subs.map((s) => (s.kind === "sse" ? new SseSubscriber(s) : new WsSubscriber(s)));
+  const runners: Runner[] = cfg.subs.map((s) => (s.kind === "sse" ? new SseSubscriber(s) : s.sdk ? new SdkSubscriber(s) : new WsSubscriber(s)));
   const pubs = cfg.pubs.map((p) => new Publisher(p));
   await Promise.all(pubs.map((p) => p.init()));
   await Promise.all(runners.map((r) => r.ready));

@@ -84,8 +84,9 @@ function clientsConfig(urls: string[], natsUrls: string[], ns: string, dir: stri
     { id: "ws-a", kind: "resume", pattern: `${ns}.a`, start: "seq1" },
     { id: "ws-star-live", kind: "resume", pattern: `${ns}.*`, start: "live" },
     { id: "ws-all", kind: "resume", pattern: `${ns}.>`, start: "seq1" },
-    { id: "ws-b-live", kind: "resume", pattern: `${ns}.b`, start: "live" },
-    { id: "ws-d", kind: "resume", pattern: `${ns}.d.*`, start: "seq1" },
+    // Two of the six resuming subscribers are the SDK (one per client process, on different instances).
+    { id: "sdk-b-live", kind: "resume", pattern: `${ns}.b`, start: "live", sdk: true },
+    { id: "sdk-d", kind: "resume", pattern: `${ns}.d.*`, start: "seq1", sdk: true },
     { id: "ws-star", kind: "resume", pattern: `${ns}.*`, start: "seq1" },
     { id: "sse-all", kind: "sse", pattern: `${ns}.>` },
     { id: "sse-a", kind: "sse", pattern: `${ns}.a` },
