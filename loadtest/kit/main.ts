@@ -23,13 +23,16 @@ export const KEEP_RUNNING = Symbol("keep running");
 
 /** Runs a bench from process.argv: exits with the run's code (0 when it returns nothing) unless it returns KEEP_RUNNING. */
 export function runBench<S extends FlagSpec>(bench: Bench<S>, run: (r: Run<S>) => Promise<number | void | typeof KEEP_RUNNING>): void {
+  const badFlag = (e: FlagError): never => {
+    process.stderr.write(`${bench.name}: ${e.message} (--help lists the flags)\n`);
+    process.exit(2);
+  };
   let parsed: ReturnType<typeof parseBench<S>>;
   try {
     parsed = parseBench(bench, process.argv.slice(2));
   } catch (e) {
     if (!(e instanceof FlagError)) throw e;
-    process.stderr.write(`${bench.name}: ${e.message} (--help lists the flags)\n`);
-    process.exit(2);
+    return badFlag(e);
   }
   if ("help" in parsed) {
     process.stdout.write(parsed.help);
@@ -40,9 +43,9 @@ export function runBench<S extends FlagSpec>(bench: Bench<S>, run: (r: Run<S>) =
       if (code !== KEEP_RUNNING) process.exit(code ?? 0);
     },
     (e: unknown) => {
-      if (e instanceof FlagError) process.stderr.write(`${bench.name}: ${e.message} (--help lists the flags)\n`);
-      else process.stderr.write(`${bench.name} failed: ${String((e as Error)?.stack ?? e)}\n`);
-      process.exit(e instanceof FlagError ? 2 : 1);
+      if (e instanceof FlagError) badFlag(e);
+      process.stderr.write(`${bench.name} failed: ${String((e as Error)?.stack ?? e)}\n`);
+      process.exit(1);
     },
   );
 }
