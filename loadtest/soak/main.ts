@@ -110,7 +110,8 @@ async function run(a: Args): Promise<number> {
     // user); the subscribe hook allows everything. Both answers are cached by the gateway.
     const h = hooks;
     h.answer = (c) => {
-      if (c.path !== "/connect") return { body: { allow: true } };
+      // The churn subscribes to patterns too: a subscribe hook now allows a pattern only when it says so.
+      if (c.path !== "/connect") return { body: { allow: true, pattern: true } };
       return { body: { allow: true, user: userOf(String(c.body.ip ?? "")) } };
     };
     gw = await startGateway({
