@@ -5,6 +5,7 @@ import type { ServerSection } from "../config/sections.js";
 import type { Logger } from "../log.js";
 import type { ClusterMetrics } from "./cluster-metrics.js";
 import { isFgwMessage, type ToPrimary, type ToWorker } from "./ipc.js";
+import { forwardWorkerStderr } from "./worker-stderr.js";
 
 const MAX_BACKOFF_MS = 30_000;
 const STABLE_AFTER_MS = 30_000;
@@ -33,7 +34,8 @@ export class WorkerPool {
 
   /** Forks every worker and resolves once all of them listen. */
   async start(): Promise<void> {
-    cluster.setupPrimary({ args: [], silent: false });
+    // A worker's stderr passes through the primary, which drops uWS.js's cork warning (cluster/worker-stderr.ts).
+    cluster.setupPrimary({ args: [], stdio: ["inherit", "inherit", "pipe", "ipc"] });
     cluster.on("message", (worker, m: unknown) => {
       // A worker that starts (or restarts) while the stream is drifted is told at once.
       if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:listening" && this.drift.length > 0) send(worker, { type: "fgw:drift", drift: [...this.drift] });
@@ -58,6 +60,7 @@ export class WorkerPool {
     // Secrets stay out of the worker's environment (/proc/<pid>/environ): it asks for them over IPC.
     const w = cluster.fork({ [WORKER_CONFIG_ENV]: JSON.stringify(withoutSecrets(this.workerConfig)) });
     this.startedAt.set(w.id, Date.now());
+    if (w.process.stderr) forwardWorkerStderr(w.process.stderr, process.stderr);
     return w;
   }
 

@@ -80,7 +80,13 @@ export class ConnectionGuard {
             this.admission.cancel(ip);
             return res.cork(() => reject(res, 503, ErrorCode.ShuttingDown, "server is shutting down"));
           }
-          res.cork(() => accept(id));
+          // Not inside res.cork, unlike every other late write: uWS.js 20.51's cork(), run around an upgrade,
+          // takes the socket for still being HTTP when the upgrade's realloc kept its address, reads the old
+          // response state from the WebSocket's memory and, when stray bits say "Connection: close", shuts
+          // the new socket right after open (1006; uWebSockets #1928, fixed in uWebSockets 20.79). Uncorked,
+          // the 101 costs a few more writes; uWS.js warns about it on stderr, and the primary drops that line
+          // (cluster/worker-stderr.ts).
+          accept(id);
         },
         (e: unknown) => {
           if (aborted) return;
