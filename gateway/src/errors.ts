@@ -59,7 +59,7 @@ export class GatewayError extends Error {
 }
 
 /** Stable codes of errors that stop the process (not the wire codes). */
-export type ProcessErrorCode = "ERR_CONFIG" | "ERR_UWS_FALLBACK" | "ERR_STREAM_MISMATCH" | "ERR_EMBEDDED_NATS" | "ERR_EMBEDDED_REDIS";
+export type ProcessErrorCode = "ERR_CONFIG" | "ERR_UWS_FALLBACK" | "ERR_UWS_LOAD" | "ERR_STREAM_MISMATCH" | "ERR_EMBEDDED_NATS" | "ERR_EMBEDDED_REDIS";
 
 /** The process cannot start or go on; the message says why and what to do. */
 export class ProcessError extends Error {

@@ -6,6 +6,7 @@ import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js
 import { CLI, childPids, startGateway, type GatewayHandle } from "./support/gateway.js";
 import { httpPublish, TestClient } from "./support/ws-client.js";
 import { waitFor } from "./support/wait.js";
+import { buildWithTruncatedBinary, UWS_BINARY } from "./support/uws-builds.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
@@ -40,10 +41,10 @@ describe("lifecycle — bad settings and startup checks", () => {
   });
 
   it("a bad setting exits 1 with a message naming it", () => {
-    const r = spawnSync(process.execPath, [CLI, "--port", "99999"], { encoding: "utf8", env: { ...process.env } });
+    const r = spawnSync(process.execPath, [CLI, "--port", "99999"], { encoding: "utf8", timeout: 30_000 });
     expect(r.status).toBe(1);
     expect(r.stderr).toContain("invalid PORT (--port)");
-    const e = spawnSync(process.execPath, [CLI], { encoding: "utf8", env: { ...process.env, STREAM_REPLICAS: "seven" } });
+    const e = spawnSync(process.execPath, [CLI], { encoding: "utf8", timeout: 30_000, env: { ...process.env, STREAM_REPLICAS: "seven" } });
     expect(e.status).toBe(1);
     expect(e.stderr).toContain("STREAM_REPLICAS");
   });
@@ -57,22 +58,27 @@ describe("lifecycle — bad settings and startup checks", () => {
       [{ LIVE_SUBJECT_PREFIX: "fgwpresence.PRESENCE.x" }, "invalid LIVE_SUBJECT_PREFIX (--live-subject-prefix)"],
       [{ PRESENCE_BUCKET: "P1", CONTROL_SUBJECT_PREFIX: "$KV.P1" }, "invalid CONTROL_SUBJECT_PREFIX (--control-subject-prefix)"],
     ] as const) {
-      const r = spawnSync(process.execPath, [CLI, "--port", "0"], { encoding: "utf8", env: { ...process.env, ...env } });
+      const r = spawnSync(process.execPath, [CLI, "--port", "0"], { encoding: "utf8", timeout: 30_000, env: { ...process.env, ...env } });
       expect(r.status).toBe(1);
       expect(r.stderr).toContain(named);
     }
   });
 
   it("a duplicate window longer than the stream's maxAge exits 1 naming both settings", () => {
-    const r = spawnSync(process.execPath, [CLI, "--port", "0"], { encoding: "utf8", env: { ...process.env, STREAM_MAX_AGE: "1m" } });
+    const r = spawnSync(process.execPath, [CLI, "--port", "0"], { encoding: "utf8", timeout: 30_000, env: { ...process.env, STREAM_MAX_AGE: "1m" } });
     expect(r.status).toBe(1);
     expect(r.stderr).toContain("invalid STREAM_DUPLICATE_WINDOW (--stream-duplicate-window): 120000 ms is longer than STREAM_MAX_AGE (60000 ms)");
   });
 
-  it("refuses the pure-JS fallback of uWebSockets.js", () => {
-    const r = spawnSync(process.execPath, [CLI, "--port", "0"], { encoding: "utf8", env: { ...process.env, UWS_USE_FALLBACK: "1" } });
+  it("a uWebSockets.js binary that does not load exits 1 with the loader's cause, before anything starts", () => {
+    const r = spawnSync(process.execPath, [CLI, "--port", "0"], {
+      encoding: "utf8",
+      timeout: 30_000,
+      env: { ...process.env, UWS_MODULE: buildWithTruncatedBinary() },
+    });
     expect(r.status).toBe(1);
-    expect(r.stderr + r.stdout).toMatch(/ERR_UWS_FALLBACK|fallback/);
+    expect(r.stderr).toMatch(new RegExp(`ERR_UWS_LOAD: .*${UWS_BINARY}: file too short`));
+    expect(r.stderr).not.toContain("Require stack");
   });
 
   it("an existing stream with a different config stops startup unless --update-stream", async () => {

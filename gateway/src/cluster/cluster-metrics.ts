@@ -1,6 +1,7 @@
 import cluster, { type Worker } from "node:cluster";
 import client from "prom-client";
 import { ClusterStatsWindows, sampleFrom, type PromSample } from "../http/stats.js";
+import { runtimeInfo } from "../uws.js";
 import { Coalescer } from "../util/coalesce.js";
 import { isFgwMessage, type MetricsJson, type ToPrimary, type ToWorker } from "./ipc.js";
 
@@ -50,7 +51,7 @@ export class ClusterMetrics {
       sampleFrom(all, at),
       s.workers.map((w) => ({ id: w.id, sample: sampleFrom(w.samples, at) })),
     );
-    return JSON.stringify(body);
+    return JSON.stringify({ ...body, runtime: runtimeInfo() });
   }
 
   /** A worker's answer to a scrape; the pool hands every `fgw:scrape-res` here. */

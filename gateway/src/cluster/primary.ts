@@ -9,7 +9,7 @@ import { formerNamesUsed, type Config } from "../config/config.js";
 import { sectionsOf, type PresenceSection, type StreamSection } from "../config/sections.js";
 import { createLogger, type Logger } from "../log.js";
 import { freePort } from "../net.js";
-import { loadUws } from "../uws.js";
+import { loadUws, runtimeInfo } from "../uws.js";
 import { authEnabled, loadKeyMaterial } from "../auth/keys.js";
 import { loadApiKeys } from "../auth/api-keys.js";
 import { tlsEnabled } from "../config/checks.js";
@@ -36,6 +36,7 @@ export const adminPortOf = (c: Config): number => (c.adminPort === -2 ? (authEna
 export async function runPrimary(config: Config): Promise<void> {
   const log = createLogger(config.logLevel, { role: "primary" });
   loadUws(sectionsOf(config).server.uwsModule); // refuse a missing module or the pure-JS fallback before forking anything
+  log.info(runtimeInfo(), `running on Node ${process.version}`);
   for (const f of formerNamesUsed(process.argv.slice(2), process.env)) log.warn({ was: f.was, now: f.now }, `${f.was} is deprecated: use ${f.now}`);
   const unknown = unknownSettings(process.env);
   if (unknown.length > 0)
