@@ -134,7 +134,8 @@ describe("control plane — the SDK", () => {
       const err = await waitFor(() => events.find((e) => e.type === "error"), { what: "the SDK's error for the ended subscription" });
       expect(err).toMatchObject({ channel: ended, error: { code: "unsubscribed", temporary: false } });
       await control(a, "POST", "disconnect", { user, reconnect: true });
-      await waitFor(() => events.find((e) => e.type === "resubscribed"), { what: "the SDK back after 4012" });
+      // The first connect emitted "resubscribed" with no subscription: the one after 4012 carries `kept`.
+      await waitFor(() => events.find((e) => e.type === "resubscribed" && e.subscriptions === 1), { what: "the SDK back after 4012" });
       expect(events.find((e) => e.type === "disconnected")).toMatchObject({ code: 4012, willReconnect: true });
       type Conn = { subscriptions: { channel: string }[] };
       const back = (await control(a, "GET", `users/${user}`)).json.connections as Conn[];
