@@ -310,7 +310,7 @@ describe("read bounds — a catch-up stalled by a client that does not read", ()
     const url = `${gw.url}/v1/channels/${encodeURIComponent(ch)}/events`;
     const first = await SseReader.open(`${url}?from_seq=${seqs[0]}`);
     first.pause();
-    await waitFor(() => gw.logs.slice(logsBefore).find((l) => l.msg === "sse catch-up ended: slow reader"), {
+    await waitFor(() => gw.logs.slice(logsBefore).find((l) => l.msg === "catch-up ended: slow reader"), {
       timeoutMs: DEADLINE_MS + 10_000,
       what: "the SSE catch-up to end",
     });
