@@ -1,0 +1,347 @@
+package dev.fanout.client
+
+import kotlinx.coroutines.CompletableDeferred
+import kotlinx.coroutines.CoroutineScope
+import kotlinx.coroutines.Job
+import kotlinx.coroutines.delay
+import kotlinx.coroutines.launch
+import kotlinx.coroutines.withTimeoutOrNull
+import kotlinx.serialization.json.Json
+import kotlinx.serialization.json.JsonElement
+import kotlinx.serialization.json.JsonObject
+import kotlinx.serialization.json.JsonPrimitive
+import kotlinx.serialization.json.longOrNull
+import okhttp3.HttpUrl.Companion.toHttpUrl
+import okhttp3.OkHttpClient
+import okhttp3.Request
+import okhttp3.Response
+import okhttp3.WebSocket
+import okhttp3.WebSocketListener
+
+/** The subprotocol of wire protocol version 1 (PROTOCOL.md "Passing the token"). */
+const val SUBPROTOCOL = "fanout.v1"
+
+/** Close code the client uses to drop a connection it gives up on (a failed resubscribe); 4000–4999 is application use. */
+internal const val CLOSE_CLIENT_RETRY = 4000
+
+/**
+ * One explicit state: `IDLE` (never connected), `CONNECTING` (a token or a socket is on its way), `OPEN`,
+ * `WAITING` (backing off before the next attempt), `PAUSED` (the app is in the background), `CLOSED` (for good).
+ */
+enum class ConnectionState { IDLE, CONNECTING, OPEN, WAITING, PAUSED, CLOSED }
+
+/** What the connection tells its owner, on the client's thread. */
+internal interface ConnectionHooks {
+    fun emit(e: GatewayEvent)
+
+    /** The socket opened (state is OPEN): resubscribe and flush. */
+    fun opened(ws: WebSocket)
+
+    /** A frame that is not a reply to a request; false when nobody took it. */
+    fun frame(ws: WebSocket, f: JsonObject): Boolean
+
+    /** The connection stopped for good (close(), 4403, or 4001 without getToken): fail what waits. */
+    fun stopped(error: GatewayException)
+}
+
+/** The request that opens the socket, with the token where [via] puts it. */
+fun connectRequest(url: String, token: String?, via: TokenVia): Request {
+    val wsUrl = url.replace(Regex("^http(s?):"), "ws$1:")
+    // OkHttp takes ws(s) URLs in requests but parses them as http(s).
+    val httpUrl = wsUrl.replace(Regex("^ws(s?):"), "http$1:").toHttpUrl()
+    val b = Request.Builder()
+    if (token == null) return b.url(httpUrl).build()
+    return when (via) {
+        TokenVia.HEADER -> b.url(httpUrl).header("Authorization", "Bearer $token").build()
+        TokenVia.PROTOCOL -> b.url(httpUrl).header("Sec-WebSocket-Protocol", "$SUBPROTOCOL, bearer.$token").build()
+        TokenVia.QUERY -> b.url(httpUrl.newBuilder().addQueryParameter("token", token).build()).build()
+    }
+}
+
+/**
+ * The socket and its lifecycle: opening (with a fresh token), the connect timeout, full-jitter reconnects, the
+ * ping that finds a dead link, close codes, pause and resume, and request/reply by `id`. It knows nothing of
+ * subscriptions or publishes. Every method runs on the client's single-threaded dispatcher ([scope]).
+ */
+internal class Connection(
+    private val url: String,
+    private val opts: GatewayClientOptions,
+    private val http: OkHttpClient,
+    private val scope: CoroutineScope,
+    private val hooks: ConnectionHooks,
+    private val onReconnect: () -> Unit,
+) {
+    @Volatile var state = ConnectionState.IDLE
+        private set
+
+    /** The current socket (read from other threads by acks: `@Volatile`). */
+    @Volatile var ws: WebSocket? = null
+        private set
+
+    /** Why the connection stopped; later calls fail with it. */
+    var stopped: GatewayException? = null
+        private set
+
+    /** The token the next connect presents when there is no getToken (refreshToken replaces it). */
+    var token: String? = opts.token
+
+    private var attempt = 0
+    private var reconnectJob: Job? = null
+    private var connectTimer: Job? = null
+    private var pingJob: Job? = null
+    private var nextId = 1L
+    private val pending = HashMap<Long, Pending>()
+    private val firstOpen = CompletableDeferred<Unit>()
+    private var closedSignal: CompletableDeferred<Unit>? = null
+
+    private class Pending(val onReply: (JsonObject) -> Unit, val onLost: () -> Unit)
+
+    /** Starts connecting (and reconnecting); completes on the first successful open. */
+    fun connect(): CompletableDeferred<Unit> {
+        if (state == ConnectionState.IDLE) scope.launch { open() }
+        return firstOpen
+    }
+
+    /** The connection is healthy again (every subscription resumed): the next failure starts the backoff over. */
+    fun resetBackoff() {
+        attempt = 0
+    }
+
+    /** Sends [frame] with a fresh `id`; [onReply] gets the frame that answers it, [onLost] runs if the socket goes first. */
+    fun request(ws: WebSocket, frame: JsonObject, onReply: (JsonObject) -> Unit, onLost: () -> Unit = {}) {
+        val id = nextId++
+        pending[id] = Pending(onReply, onLost)
+        if (!ws.send(JsonObject(frame + ("id" to JsonPrimitive(id))).toString())) {
+            pending.remove(id) // closing: its close event re-sends what needs it
+            onLost()
+        }
+    }
+
+    /** Stops for good with [error] and closes the socket with 1000; completes once it is closed. */
+    suspend fun close(error: GatewayException) {
+        if (state == ConnectionState.CLOSED) return
+        stop(error)
+        val ws = ws ?: return
+        val done = CompletableDeferred<Unit>().also { closedSignal = it }
+        ws.close(1000, "client closed")
+        if (withTimeoutOrNull(CLOSE_WAIT_MS) { done.await() } == null) {
+            ws.cancel()
+            lost(ws, 1006, "client closed (no close frame from the server)")
+        }
+    }
+
+    /** The app went to the background: the socket closes, nothing reconnects until [resume]. */
+    fun pause() {
+        if (state == ConnectionState.CLOSED || state == ConnectionState.PAUSED) return
+        val ws = ws
+        state = ConnectionState.PAUSED
+        reconnectJob?.cancel()
+        if (ws != null) {
+            detach()
+            ws.close(1000, "paused")
+        }
+        hooks.emit(GatewayEvent.Disconnected(1000, "paused", willReconnect = false))
+    }
+
+    /** Back in the foreground: connect now, without backoff. */
+    fun resume() {
+        if (state != ConnectionState.PAUSED) return
+        attempt = 0
+        scope.launch { open() }
+    }
+
+    /** The network changed: drop the socket (or the wait) and connect at once, the backoff started over. */
+    fun reconnectNow() {
+        when (state) {
+            ConnectionState.OPEN, ConnectionState.CONNECTING -> {
+                val ws = ws
+                detach()
+                ws?.cancel()
+                hooks.emit(GatewayEvent.Disconnected(CLOSE_CLIENT_RETRY, "reconnectNow", willReconnect = true, reconnectInMs = 0))
+            }
+            ConnectionState.WAITING -> reconnectJob?.cancel()
+            else -> return
+        }
+        attempt = 0
+        state = ConnectionState.CONNECTING
+        scope.launch { open() }
+    }
+
+    private suspend fun open() {
+        state = ConnectionState.CONNECTING
+        val generation = ++generations
+        hooks.emit(GatewayEvent.Connecting(attempt))
+        var token = this.token
+        val getToken = opts.getToken
+        if (getToken != null) {
+            token = try {
+                getToken()
+            } catch (e: Exception) {
+                hooks.emit(GatewayEvent.Error(GatewayException("token_error", "getToken failed: ${e.message}", cause = e)))
+                scheduleReconnect()
+                return
+            }
+            if (state != ConnectionState.CONNECTING || generation != generations) return
+        }
+        val request = try {
+            connectRequest(url, token, opts.tokenVia)
+        } catch (e: IllegalArgumentException) {
+            stop(GatewayException("bad_option", "not a WebSocket URL: $url", temporary = false, cause = e))
+            return
+        }
+        val ws = http.newWebSocket(request, Listener())
+        this.ws = ws
+        connectTimer = scope.launch {
+            delay(opts.connectTimeoutMs)
+            if (this@Connection.ws === ws && state == ConnectionState.CONNECTING) {
+                ws.cancel()
+                lost(ws, 1006, "connect timeout")
+            }
+        }
+    }
+
+    private var generations = 0
+
+    private inner class Listener : WebSocketListener() {
+        override fun onOpen(webSocket: WebSocket, response: Response) {
+            scope.launch { if (ws === webSocket) opened(webSocket) }
+        }
+
+        override fun onMessage(webSocket: WebSocket, text: String) {
+            scope.launch { if (ws === webSocket) onText(webSocket, text) }
+        }
+
+        override fun onClosing(webSocket: WebSocket, code: Int, reason: String) {
+            webSocket.close(1000, null)
+            scope.launch { lost(webSocket, code, reason) }
+        }
+
+        override fun onClosed(webSocket: WebSocket, code: Int, reason: String) {
+            scope.launch { lost(webSocket, code, reason) }
+        }
+
+        override fun onFailure(webSocket: WebSocket, t: Throwable, response: Response?) {
+            val status = response?.code
+            scope.launch {
+                if (ws !== webSocket) return@launch
+                if (status == 401 || status == 403) {
+                    val code = if (status == 401) "unauthorized" else "forbidden"
+                    hooks.emit(GatewayEvent.Error(GatewayException(code, "the gateway refused the upgrade with HTTP $status", temporary = true)))
+                }
+                lost(webSocket, 1006, t.message ?: t.toString())
+            }
+        }
+    }
+
+    private fun opened(ws: WebSocket) {
+        connectTimer?.cancel()
+        if (state != ConnectionState.CONNECTING) return
+        state = ConnectionState.OPEN
+        hooks.emit(GatewayEvent.Connected)
+        firstOpen.complete(Unit)
+        hooks.opened(ws)
+        if (opts.pingIntervalMs > 0) pingJob = scope.launch { pingLoop(ws) }
+    }
+
+    /** Nothing heard within the ping timeout is a dead link (half-open: nothing arrives, nothing closes): drop it. */
+    private suspend fun pingLoop(ws: WebSocket) {
+        while (this.ws === ws) {
+            delay(opts.pingIntervalMs)
+            val heard = CompletableDeferred<Unit>().also { heardSincePing = it }
+            request(ws, JsonObject(mapOf("op" to JsonPrimitive("ping"))), {})
+            if (withTimeoutOrNull(opts.pingTimeoutMs) { heard.await() } != null) continue
+            if (this.ws !== ws) return
+            hooks.emit(GatewayEvent.Error(GatewayException("ping_timeout", "nothing heard ${opts.pingTimeoutMs} ms after a ping: the link is dead", temporary = true)))
+            ws.cancel()
+            lost(ws, 1006, "ping timeout")
+            return
+        }
+    }
+
+    /** Completed by any frame that arrives: the link carries bytes. */
+    private var heardSincePing: CompletableDeferred<Unit>? = null
+
+    private fun onText(ws: WebSocket, text: String) {
+        heardSincePing?.complete(Unit)
+        val f = try {
+            Json.parseToJsonElement(text) as? JsonObject
+        } catch (e: Exception) {
+            null
+        }
+        if (f == null) {
+            hooks.emit(GatewayEvent.Error(GatewayException("bad_json", "server sent a frame that is not a JSON object")))
+            return
+        }
+        if (hooks.frame(ws, f)) return
+        val id = (f["id"] as? JsonPrimitive)?.takeIf { !it.isString }?.longOrNull
+        val p = id?.let { pending.remove(it) }
+        if (p != null) return p.onReply(f)
+        if (f.str("op") == "err") hooks.emit(GatewayEvent.Error(wireError(f)))
+    }
+
+    /** Forgets the current socket: timers stop, requests waiting on it are lost. */
+    private fun detach() {
+        connectTimer?.cancel()
+        pingJob?.cancel()
+        ws = null
+        val lost = pending.values.toList()
+        pending.clear()
+        for (p in lost) p.onLost()
+    }
+
+    /** The socket is gone with [code]: reconnect, or stop when the code says so. */
+    private fun lost(ws: WebSocket, code: Int, reason: String) {
+        if (this.ws !== ws) return
+        detach()
+        if (state == ConnectionState.CLOSED) {
+            hooks.emit(GatewayEvent.Disconnected(code, reason, willReconnect = false))
+            closedSignal?.complete(Unit)
+            return
+        }
+        // 4403: the server disconnected this user and asks it not to come back (4012 asks for a reconnect).
+        if (code == 4403) {
+            hooks.emit(GatewayEvent.Disconnected(code, reason, willReconnect = false))
+            stop(GatewayException("disconnected", "disconnected by the server (close 4403): $reason", temporary = false))
+            return
+        }
+        if (code == 4001) {
+            hooks.emit(GatewayEvent.TokenExpired)
+            if (opts.getToken == null) {
+                hooks.emit(GatewayEvent.Disconnected(code, reason, willReconnect = false))
+                stop(GatewayException("token_expired", "the token expired (close 4001) and no getToken is set", temporary = false))
+                return
+            }
+        }
+        val delayMs = scheduleReconnect()
+        hooks.emit(GatewayEvent.Disconnected(code, reason, willReconnect = true, reconnectInMs = delayMs))
+    }
+
+    private fun scheduleReconnect(): Long {
+        val delayMs = backoffDelay(attempt, opts.minDelayMs, opts.maxDelayMs)
+        attempt++
+        state = ConnectionState.WAITING
+        reconnectJob = scope.launch {
+            delay(delayMs)
+            if (state != ConnectionState.WAITING) return@launch
+            onReconnect()
+            open()
+        }
+        return delayMs
+    }
+
+    private fun stop(error: GatewayException) {
+        state = ConnectionState.CLOSED
+        stopped = error
+        reconnectJob?.cancel()
+        connectTimer?.cancel()
+        pingJob?.cancel()
+        firstOpen.completeExceptionally(error)
+        hooks.stopped(error)
+    }
+
+    private companion object {
+        const val CLOSE_WAIT_MS = 3_000L
+    }
+}
+
+internal fun JsonElement?.asObject(): JsonObject? = this as? JsonObject

@@ -1,0 +1,363 @@
+package dev.fanout.client
+
+import java.util.UUID
+import java.util.concurrent.CopyOnWriteArrayList
+import java.util.concurrent.TimeUnit
+import java.util.concurrent.atomic.AtomicLong
+import kotlinx.coroutines.CancellationException
+import kotlinx.coroutines.CompletableDeferred
+import kotlinx.coroutines.CoroutineExceptionHandler
+import kotlinx.coroutines.CoroutineScope
+import kotlinx.coroutines.Dispatchers
+import kotlinx.coroutines.ExperimentalCoroutinesApi
+import kotlinx.coroutines.NonCancellable
+import kotlinx.coroutines.SupervisorJob
+import kotlinx.coroutines.cancel
+import kotlinx.coroutines.launch
+import kotlinx.coroutines.withContext
+import kotlinx.serialization.json.JsonElement
+import kotlinx.serialization.json.JsonObject
+import kotlinx.serialization.json.JsonPrimitive
+import kotlinx.serialization.json.buildJsonObject
+import kotlinx.serialization.json.put
+import okhttp3.OkHttpClient
+import okhttp3.WebSocket
+
+/**
+ * A gateway connection that survives disconnects: it reconnects with full-jitter backoff, resumes every
+ * subscription from the last seq it delivered (dropping duplicates), queues publishes while disconnected and
+ * re-sends unanswered ones with the same msgId so the server stores them once.
+ *
+ * Every call may come from any thread; the client's state lives on one single-threaded dispatcher, where
+ * listeners, `onPresence` and `onAutoMessage` are called too (return quickly from them).
+ */
+@OptIn(ExperimentalCoroutinesApi::class)
+class GatewayClient(private val url: String, options: GatewayClientOptions = GatewayClientOptions()) {
+    constructor(url: String, configure: GatewayClientOptions.() -> Unit) : this(url, GatewayClientOptions().apply(configure))
+
+    /** Counters for the curious: reconnects made and duplicate messages dropped. */
+    class Stats internal constructor() {
+        internal val reconnectCount = AtomicLong()
+        internal val duplicateCount = AtomicLong()
+        val reconnects: Long get() = reconnectCount.get()
+        val duplicatesDropped: Long get() = duplicateCount.get()
+    }
+
+    val stats = Stats()
+    private val opts = options.also { it.check() }
+    private val ownsHttp = options.okHttpClient == null
+    internal val http: OkHttpClient = options.okHttpClient
+        ?: OkHttpClient.Builder().connectTimeout(options.connectTimeoutMs, TimeUnit.MILLISECONDS).readTimeout(0, TimeUnit.MILLISECONDS).build()
+    private val listeners = CopyOnWriteArrayList<GatewayListener>()
+    private val loop = Dispatchers.Default.limitedParallelism(1)
+    private val scope = CoroutineScope(
+        SupervisorJob() + loop + CoroutineExceptionHandler { _, e ->
+            emit(GatewayEvent.Error(GatewayException("internal", "client bug: $e", cause = e)))
+        },
+    )
+    private val subs = LinkedHashMap<String, Sub>()
+    private val outbox = Outbox(opts.queueLimit)
+    private val conn = Connection(url, opts, http, scope, Hooks()) { stats.reconnectCount.incrementAndGet() }
+
+    /** True while the socket is open. */
+    val isConnected: Boolean get() = conn.state == ConnectionState.OPEN
+    val state: ConnectionState get() = conn.state
+
+    /** Adds a listener of the client's events; returns the function that removes it. */
+    fun addListener(listener: GatewayListener): () -> Unit {
+        listeners.add(listener)
+        return { listeners.remove(listener) }
+    }
+
+    /** Starts connecting (and reconnecting); returns on the first successful open. */
+    suspend fun connect() {
+        withContext(loop) { conn.connect() }.await()
+    }
+
+    /**
+     * Subscribes to a channel pattern and returns once the server said `ok` (throws its `err`). The
+     * subscription survives reconnects, resuming after the last delivered seq. Subscribing to the pattern of a
+     * server-side subscription takes it over where it is.
+     */
+    suspend fun subscribe(channel: String, options: SubscribeOptions = SubscribeOptions()): Subscription {
+        val sub = withContext(loop) {
+            conn.stopped?.let { throw it }
+            val auto = subs[channel]
+            if (auto != null && !auto.auto) throw GatewayException("already_subscribed", "already subscribed to $channel", temporary = false)
+            if (options.durable != null && options.from != null) throw GatewayException("bad_option", "from is not allowed with durable", temporary = false)
+            if (options.durable != null && options.presence != null) throw GatewayException("bad_option", "presence is not allowed with durable", temporary = false)
+            auto?.closed = true
+            val pos = if (auto != null && options.durable == null) auto.pos.copy() else Position()
+            val sub = Sub(channel, options, pos, auto = false, takesOver = auto != null && options.durable == null)
+            subs[channel] = sub
+            openSocket()?.let { sendSub(sub, it) {} }
+            sub
+        }
+        try {
+            sub.ready.await()
+        } catch (e: CancellationException) {
+            unsubscribe(sub)
+            throw e
+        }
+        return Subscription(sub, ::unsubscribe)
+    }
+
+    /**
+     * Publishes [data] (any JSON). Every publish carries a msgId (a random UUID when not given), so a publish
+     * re-sent after a lost reply is stored once. While disconnected it waits in a bounded queue. [ttl] ("30s")
+     * makes the message expire, in a namespace whose stream allows it.
+     */
+    suspend fun publish(channel: String, data: JsonElement, msgId: String? = null, ttl: String? = null): PublishResult =
+        publishResult(send(pubFrame(channel, data, msgId ?: newMsgId(), ttl)))
+
+    /**
+     * Publishes many messages in one frame: the server stores them in item order and answers one result per
+     * item, its seq or its own error. Queued while disconnected like [publish] (a batch counts as one). Throws
+     * as a whole only when the frame is refused (too many items, too large) or the client closes.
+     */
+    suspend fun publishBatch(items: List<BatchItem>): List<BatchItemResult> {
+        if (items.isEmpty()) return emptyList()
+        return batchResults(send(batchFrame(items.map { if (it.msgId == null) it.copy(msgId = newMsgId()) else it })))
+    }
+
+    /**
+     * Replaces the connection's token before it expires (`refresh` frame); later reconnects use it too.
+     * Returns the new expiry (unix seconds), or null without an open connection (the next one presents it).
+     * Throws the server's `err` (forbidden: invalid, or another user's).
+     */
+    suspend fun refreshToken(token: String): Long? {
+        val reply = withContext(loop) {
+            conn.token = token
+            val ws = openSocket() ?: return@withContext null
+            CompletableDeferred<JsonObject?>().also { d ->
+                conn.request(ws, buildJsonObject { put("op", "refresh"); put("token", token) }, { d.complete(it) }, { d.complete(null) })
+            }
+        }?.await() ?: return null
+        if (reply.str("op") != "ok") throw wireError(reply)
+        return reply.long("exp")
+    }
+
+    /** The members of a channel's presence (needs the sub right on it). Throws `not_connected` without an open connection. */
+    suspend fun presence(channel: String): PresenceList {
+        val reply = withContext(loop) {
+            val ws = openSocket() ?: throw GatewayException("not_connected", "no open connection", temporary = true)
+            CompletableDeferred<JsonObject>().also { d ->
+                conn.request(ws, buildJsonObject { put("op", "presence"); put("channel", channel) }, { d.complete(it) }) {
+                    d.completeExceptionally(GatewayException("not_connected", "the connection closed before the answer", temporary = true))
+                }
+            }
+        }.await()
+        return presenceList(reply)
+    }
+
+    /**
+     * Stored messages of a concrete channel over HTTP (`GET /v1/channels/{channel}/messages`), with the token
+     * of the next connect: from [fromSeq] (at most [limit]), or the [last] N. Follow [HistoryPage.next] for more.
+     */
+    suspend fun history(channel: String, fromSeq: Long? = null, last: Int? = null, limit: Int? = null): HistoryPage {
+        val token = opts.getToken?.invoke() ?: withContext(loop) { conn.token }
+        return History(http, url).read(channel, token, fromSeq, last, limit)
+    }
+
+    /**
+     * For an app going to the background: closes the socket and stops reconnecting, keeping every
+     * subscription's position and the queued publishes. [resume] reconnects and resumes from them.
+     */
+    fun pause() {
+        scope.launch { conn.pause() }
+    }
+
+    /** Back in the foreground: reconnects at once and resumes every subscription where it was. */
+    fun resume() {
+        scope.launch { conn.resume() }
+    }
+
+    /** For a network change: drops the socket (or the backoff wait) and connects at once. */
+    fun reconnectNow() {
+        scope.launch { conn.reconnectNow() }
+    }
+
+    /** Closes with 1000 and stops reconnecting; queued publishes and pending subscribes fail with `closed`. */
+    suspend fun close() {
+        withContext(loop) { conn.close(GatewayException("closed", "client closed", temporary = false)) }
+        scope.cancel()
+        if (ownsHttp) {
+            http.dispatcher.executorService.shutdown()
+            http.connectionPool.evictAll()
+        }
+    }
+
+    private fun emit(e: GatewayEvent) {
+        for (l in listeners) {
+            try {
+                l.onEvent(e)
+            } catch (err: Exception) {
+                System.err.println("fanout client: a listener threw on $e: $err")
+            }
+        }
+    }
+
+    private fun openSocket(): WebSocket? = if (conn.state == ConnectionState.OPEN) conn.ws else null
+
+    private suspend fun send(frame: JsonObject): JsonObject {
+        val pub = withContext(loop) {
+            conn.stopped?.let { throw it }
+            val ws = openSocket()
+            if (ws == null && outbox.size >= opts.queueLimit) {
+                throw GatewayException("queue_full", "publish queue is full (${opts.queueLimit} waiting while disconnected)", temporary = true)
+            }
+            outbox.add(frame).also { p -> ws?.let { sendPub(p, it) } }
+        }
+        try {
+            return pub.reply.await()
+        } catch (e: CancellationException) {
+            withContext(NonCancellable + loop) { outbox.remove(pub) }
+            throw e
+        }
+    }
+
+    private fun sendPub(pub: Outbox.Pub, ws: WebSocket) {
+        conn.request(ws, pub.frame, { reply -> outbox.settle(pub, reply) })
+    }
+
+    private fun sendSub(sub: Sub, ws: WebSocket, onDone: () -> Unit) {
+        val (frame, expectedSeq) = subscribeFrame(sub.channel, sub.opts, sub.pos, sub.auto || sub.takesOver)
+        sub.resuming = sub.opts.durable == null
+        conn.request(ws, frame, onLost = { sub.resuming = false }, onReply = { reply ->
+            sub.resuming = false
+            if (sub.closed) return@request onDone()
+            if (reply.str("op") == "ok") {
+                val (info, gap) = acceptOk(sub.channel, sub.pos, reply, expectedSeq)
+                if (info.client != null) sub.client = info.client
+                gap?.let(::emit)
+                sub.ready.complete(info)
+                return@request onDone()
+            }
+            val error = wireError(reply)
+            emit(GatewayEvent.Error(error, sub.channel))
+            // presence_full is temporary (members leave) but reconnecting would not make room: the subscription ends.
+            if (error.temporary && error.code != "presence_full") {
+                ws.close(CLOSE_CLIENT_RETRY, "resubscribe failed: ${error.code}")
+                return@request
+            }
+            end(sub, error) // a permanent refusal (bad_channel, forbidden…)
+            onDone()
+        })
+    }
+
+    private fun unsubscribe(sub: Sub) {
+        scope.launch {
+            if (sub.closed) return@launch
+            end(sub, GatewayException("unsubscribed", "unsubscribed from ${sub.channel}", temporary = false), graceful = true)
+            openSocket()?.let { conn.request(it, buildJsonObject { put("op", "unsub"); put("channel", sub.channel) }, {}) }
+        }
+    }
+
+    /** The subscription is over: forgotten (a reconnect does not renew it), its Flow ends (with [error] unless [graceful]). */
+    private fun end(sub: Sub, error: GatewayException, graceful: Boolean = false) {
+        sub.closed = true
+        if (subs[sub.channel] === sub) subs.remove(sub.channel)
+        sub.ready.completeExceptionally(error)
+        sub.inbox.close(if (graceful) null else error)
+    }
+
+    private inner class Hooks : ConnectionHooks {
+        override fun emit(e: GatewayEvent) = this@GatewayClient.emit(e)
+
+        override fun opened(ws: WebSocket) {
+            // A server-side subscription without an epoch (a broker that stores nothing) cannot resume: the
+            // server subscribes the new connection again by itself.
+            subs.values.removeAll { it.auto && it.pos.epoch == null }
+            val all = subs.values.toList()
+            var outstanding = all.size
+            val done = {
+                if (conn.ws === ws) {
+                    conn.resetBackoff()
+                    emit(GatewayEvent.Resubscribed(all.size))
+                }
+            }
+            for (sub in all) sendSub(sub, ws) { if (--outstanding == 0) done() }
+            if (all.isEmpty()) done()
+            for (pub in outbox.all()) sendPub(pub, ws)
+        }
+
+        /** Frames that are not replies: messages, server-side subscriptions, presence changes, a subscription the server ended. */
+        override fun frame(ws: WebSocket, f: JsonObject): Boolean {
+            when (f.str("op")) {
+                "msg" -> onMsg(ws, f)
+                "sub" -> if (f.bool("auto")) onAutoSub(f) else return false
+                "join", "leave" -> onPresence(f)
+                "unsub" -> onServerUnsub(f)
+                else -> return false
+            }
+            return true
+        }
+
+        override fun stopped(error: GatewayException) {
+            outbox.failAll(error)
+            for (sub in subs.values) {
+                sub.ready.completeExceptionally(error)
+                sub.inbox.close(error)
+            }
+        }
+    }
+
+    private fun onMsg(ws: WebSocket, f: JsonObject) {
+        val sub = subs[f.str("sub")] ?: return
+        if (sub.closed || sub.resuming) return
+        val seq = f.long("seq") ?: return
+        if (sub.opts.durable == null && !sub.pos.accept(f.str("channel") ?: "", seq)) {
+            stats.duplicateCount.incrementAndGet()
+            return
+        }
+        val msg = toMessage(f, sub.channel, sub.opts.ack) { s ->
+            // Acks on a closed socket are moot: the server released its unacked messages for redelivery.
+            if (conn.ws === ws && conn.state == ConnectionState.OPEN) ws.send(settleFrame(s).toString())
+        }
+        if (!sub.auto) {
+            sub.inbox.trySend(msg)
+            return
+        }
+        try {
+            opts.onAutoMessage?.invoke(msg)
+        } catch (e: Exception) {
+            emit(GatewayEvent.Error(GatewayException("handler_error", "onAutoMessage threw on seq $seq: $e", cause = e), sub.channel))
+        }
+    }
+
+    /** The server subscribed this connection to a channel (`channels.auto`): tracked like a subscribe(). */
+    private fun onAutoSub(f: JsonObject) {
+        val channel = f.str("channel") ?: return
+        if (subs.containsKey(channel)) return // this connection's resubscribe takes the server's one over (or did)
+        val seq = f.long("seq") ?: 0
+        val sub = Sub(channel, SubscribeOptions(), Position().apply { startAt(seq, f.str("epoch")) }, auto = true)
+        sub.ready.complete(SubscribeInfo(lastSeq = seq, epoch = f.str("epoch")))
+        subs[channel] = sub
+        emit(GatewayEvent.AutoSubscribed(channel, seq))
+    }
+
+    /** The server ended a subscription (an operator's unsubscribe): forget it, so a reconnect does not renew it. */
+    private fun onServerUnsub(f: JsonObject) {
+        val channel = f.str("channel") ?: return
+        val sub = subs[channel]?.takeIf { !it.closed } ?: return
+        val error = GatewayException("unsubscribed", "the server ended the subscription to $channel: ${f.str("reason") ?: ""}", temporary = false)
+        end(sub, error)
+        emit(GatewayEvent.Error(error, channel))
+    }
+
+    private fun onPresence(f: JsonObject) {
+        val sub = subs[f.str("channel")]?.takeIf { !it.closed } ?: return
+        val fn = sub.opts.onPresence ?: return
+        val e = presenceEvent(f)
+        try {
+            fn(e)
+        } catch (err: Exception) {
+            emit(GatewayEvent.Error(GatewayException("handler_error", "onPresence for ${e.channel} threw: $err", cause = err), e.channel))
+        }
+    }
+
+    private companion object {
+        fun newMsgId(): String = UUID.randomUUID().toString()
+    }
+}
+

@@ -1,0 +1,50 @@
+package dev.fanout.client
+
+import java.util.concurrent.atomic.AtomicBoolean
+import kotlinx.serialization.json.JsonElement
+
+/**
+ * A delivered message. [ack], [nak], [term] and [inProgress] do something only on `ack = true` subscriptions:
+ * the frame goes on the socket the message came on, and is moot when that socket is gone (the server released
+ * its unacked messages for redelivery).
+ */
+class GatewayMessage internal constructor(
+    val channel: String,
+    /** The pattern of the subscription it is for. */
+    val sub: String,
+    val seq: Long,
+    /** Broker timestamp, ms since the epoch (µs precision). */
+    val ts: Double,
+    val data: JsonElement,
+    /** "text" or "base64" when a non-JSON payload was stored by something other than the gateway. */
+    val enc: String?,
+    val durable: String?,
+    val redelivered: Boolean,
+    val deliveries: Int?,
+    explicitAck: Boolean,
+    private val send: (Settle) -> Unit,
+) {
+    private val settled = AtomicBoolean(!explicitAck)
+
+    fun ack() = settle(Settle("ack", seq, sub))
+
+    /** Asks for redelivery, after [delayMs] when given. */
+    fun nak(delayMs: Long? = null) = settle(Settle("nak", seq, sub, delayMs))
+
+    /** Stops redelivery of this message. */
+    fun term() = settle(Settle("term", seq, sub))
+
+    /** Restarts the message's ack wait on the server; call it more often than the gateway's DURABLE_ACK_WAIT. */
+    fun inProgress() {
+        if (!settled.get()) send(Settle("inprogress", seq, sub))
+    }
+
+    private fun settle(s: Settle) {
+        if (settled.compareAndSet(false, true)) send(s)
+    }
+
+    override fun toString() = "GatewayMessage(channel=$channel, seq=$seq, data=$data)"
+}
+
+/** An ack, nak, term or inprogress frame. */
+internal data class Settle(val op: String, val seq: Long, val sub: String, val delayMs: Long? = null)

@@ -1,0 +1,63 @@
+package dev.fanout.client
+
+import okhttp3.OkHttpClient
+
+/** Where the token goes when the socket opens (PROTOCOL.md "Passing the token"). */
+enum class TokenVia {
+    /** `Authorization: Bearer <token>`: the default on the JVM and Android, which can set headers. */
+    HEADER,
+
+    /** `Sec-WebSocket-Protocol: fanout.v1, bearer.<token>`, as browsers do. */
+    PROTOCOL,
+
+    /** `?token=`, in the URL, where proxies and access logs keep it: a last resort. */
+    QUERY,
+}
+
+/** A [GatewayClient]'s settings; every number is checked when the client is made. */
+class GatewayClientOptions {
+    /** The token of the first connect (and of later ones unless [getToken] is set or [GatewayClient.refreshToken] replaced it). */
+    var token: String? = null
+
+    /** Called before every connect for a fresh token; also makes the client reconnect after a 4001 close. */
+    var getToken: (suspend () -> String)? = null
+    var tokenVia: TokenVia = TokenVia.HEADER
+
+    /** Reconnect delay bounds: delay = random(0, min(maxDelayMs, minDelayMs·2^attempt)). */
+    var minDelayMs: Long = 250
+    var maxDelayMs: Long = 15_000
+
+    /** Most publishes held while disconnected; more fail with `queue_full`. */
+    var queueLimit: Int = 1_000
+
+    /** A connection attempt that has not opened after this long is abandoned and retried. */
+    var connectTimeoutMs: Long = 10_000
+
+    /** While connected, a `ping` frame goes out this often (0: never). */
+    var pingIntervalMs: Long = 20_000
+
+    /**
+     * Nothing at all heard within this long of a ping means a dead link (a half-open one, as after a network
+     * change): the socket is dropped at once and the client reconnects. Found within pingIntervalMs + pingTimeoutMs.
+     */
+    var pingTimeoutMs: Long = 10_000
+
+    /**
+     * Messages of server-side subscriptions (the token's `channels.auto`, or a connect hook's), called on the
+     * client's thread. They resume after reconnects like `subscribe()`'s; without it their messages are dropped.
+     */
+    var onAutoMessage: ((GatewayMessage) -> Unit)? = null
+
+    /** The OkHttp client to share with the app (its pool and threads); by default the client makes its own. */
+    var okHttpClient: OkHttpClient? = null
+
+    internal fun check() {
+        fun bad(why: String): Nothing = throw GatewayException("bad_option", why, temporary = false)
+        if (minDelayMs < 0) bad("minDelayMs must be >= 0, got $minDelayMs")
+        if (maxDelayMs < minDelayMs) bad("maxDelayMs must be >= minDelayMs ($minDelayMs), got $maxDelayMs")
+        if (queueLimit < 0) bad("queueLimit must be >= 0, got $queueLimit")
+        if (connectTimeoutMs <= 0) bad("connectTimeoutMs must be > 0, got $connectTimeoutMs")
+        if (pingIntervalMs < 0) bad("pingIntervalMs must be >= 0, got $pingIntervalMs")
+        if (pingTimeoutMs <= 0) bad("pingTimeoutMs must be > 0, got $pingTimeoutMs")
+    }
+}

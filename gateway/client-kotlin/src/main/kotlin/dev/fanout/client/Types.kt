@@ -1,0 +1,82 @@
+package dev.fanout.client
+
+import java.time.Instant
+import kotlinx.serialization.json.JsonElement
+
+/** Where a subscription starts (PROTOCOL.md `sub`); live when none is given. */
+sealed interface StartPosition {
+    /** Every message with stream sequence ≥ [seq]; [epoch] names the stream the seq belongs to. */
+    data class Seq(val seq: Long, val epoch: String? = null) : StartPosition
+
+    /** From that instant. */
+    data class Time(val time: Instant) : StartPosition
+
+    /** The pattern's last [count] messages. */
+    data class Last(val count: Int) : StartPosition
+
+    /** Everything the stream holds. */
+    data object All : StartPosition
+
+    /** The newest message of every matching channel, then live. */
+    data object LastPerSubject : StartPosition
+}
+
+/** Presence of a concrete channel: [MEMBER_AND_WATCH] enters and receives joins/leaves; the others one of the two. */
+enum class Presence { MEMBER_AND_WATCH, MEMBER, WATCH }
+
+/** How `subscribe` subscribes (PROTOCOL.md `sub`). */
+data class SubscribeOptions(
+    /** Start of the first subscribe; later resubscribes resume from the last delivered seq + 1. */
+    val from: StartPosition? = null,
+    /** Durable consumer name (at-least-once; `from` is not allowed with it). */
+    val durable: String? = null,
+    /** Explicit acks for a durable: messages get working ack()/nak()/term()/inProgress(). */
+    val ack: Boolean = false,
+    /** Ack each message once the Flow's collector returned from it, nak when it threw. Default: [ack]. */
+    val autoAck: Boolean? = null,
+    val maxInflight: Int? = null,
+    val presence: Presence? = null,
+    /** With [Presence.MEMBER_AND_WATCH] or [Presence.MEMBER]: shown to the other members (at most 1 KiB). */
+    val info: JsonElement? = null,
+    /** With [Presence.MEMBER_AND_WATCH] or [Presence.WATCH]: every join and leave of the channel (its own too). */
+    val onPresence: ((PresenceEvent) -> Unit)? = null,
+)
+
+/** The server's `ok` to a subscribe: stream bounds, and `truncated` when the start was already removed. */
+data class SubscribeInfo(
+    val firstSeq: Long? = null,
+    val lastSeq: Long? = null,
+    val truncated: Boolean = false,
+    val epoch: String? = null,
+    val epochChanged: Boolean = false,
+    /** With presence: this connection's presence id in the channel. */
+    val client: String? = null,
+)
+
+data class PublishResult(val seq: Long, val duplicate: Boolean)
+
+/** One item of `publishBatch`; [ttl] ("30s") where the namespace's stream allows per-message TTLs. */
+data class BatchItem(val channel: String, val data: JsonElement, val msgId: String? = null, val ttl: String? = null)
+
+/** One item's outcome in a batch, in the item's place: stored, or the server's error for that item alone. */
+sealed interface BatchItemResult {
+    data class Stored(val seq: Long, val duplicate: Boolean) : BatchItemResult
+
+    data class Failed(val error: GatewayException) : BatchItemResult
+}
+
+/** A presence member (PROTOCOL.md `presence`). [user] is null without authentication. */
+data class PresenceMember(val client: String, val user: String?, val info: JsonElement?, val joinedAt: Long)
+
+data class PresenceList(val members: List<PresenceMember>, val truncated: Boolean)
+
+/** A join or leave of a channel the subscription is present in. */
+data class PresenceEvent(val type: Type, val channel: String, val client: String, val user: String?, val info: JsonElement?) {
+    enum class Type { JOIN, LEAVE }
+}
+
+/** A stored message as history answers it. */
+data class HistoryMessage(val seq: Long, val ts: Double, val channel: String, val data: JsonElement)
+
+/** One page of history; [next] is the `fromSeq` of the next page when more follow. */
+data class HistoryPage(val messages: List<HistoryMessage>, val firstSeq: Long?, val lastSeq: Long?, val next: Long?)

@@ -1,0 +1,33 @@
+package dev.fanout.client
+
+import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertNull
+import org.junit.jupiter.api.Test
+import org.junit.jupiter.api.assertThrows
+
+class OptionsTest {
+    @Test
+    fun `options — a bad number is refused with bad_option when the client is made`() {
+        val e = assertThrows<GatewayException> { GatewayClient("ws://127.0.0.1:1/ws") { minDelayMs = 500; maxDelayMs = 100 } }
+        assertEquals("bad_option", e.code)
+        assertEquals(false, e.temporary)
+        assertEquals("bad_option", assertThrows<GatewayException> { GatewayClient("ws://127.0.0.1:1/ws") { pingTimeoutMs = 0 } }.code)
+    }
+
+    @Test
+    fun `token — in the Authorization header by default, as a subprotocol or in the query when asked`() {
+        val header = connectRequest("ws://h:1/ws", "T", TokenVia.HEADER)
+        assertEquals("Bearer T", header.header("Authorization"))
+        assertNull(header.header("Sec-WebSocket-Protocol"))
+        assertEquals("fanout.v1, bearer.T", connectRequest("wss://h/ws", "T", TokenVia.PROTOCOL).header("Sec-WebSocket-Protocol"))
+        assertEquals("T", connectRequest("http://h:1/ws?x=1", "T", TokenVia.QUERY).url.queryParameter("token"))
+        assertNull(connectRequest("ws://h:1/ws", null, TokenVia.HEADER).header("Authorization"))
+    }
+
+    @Test
+    fun `history — the URL is the socket's origin with the channel percent-encoded and the query asked`() {
+        val base = okhttp3.HttpUrl.Builder().scheme("http").host("h").port(9000).encodedPath("/ws").build()
+        assertEquals("http://h:9000/v1/channels/orders.eu/messages?from_seq=5&limit=2", historyUrl(base, "orders.eu", 5, null, 2).toString())
+        assertEquals("http://h:9000/v1/channels/a%20b/messages?last=3", historyUrl(base, "a b", null, 3, null).toString())
+    }
+}
