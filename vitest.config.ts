@@ -14,6 +14,7 @@ const ALL = [
   "gateway/test/**/*.test.ts",
   "gateway/client/test/**/*.test.ts",
   "gateway/conformance/**/*.test.ts",
+  "gateway/client-kotlin/test/**/*.test.ts",
   "subtools/test/**/*.test.ts",
   "pubtools/test/**/*.test.ts",
   "loadtest/test/**/*.test.ts",

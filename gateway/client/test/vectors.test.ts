@@ -17,7 +17,13 @@ const cases = (kind: string) => vectors[kind]!.map((v) => [v.name, v] as const);
 
 /** A subscription record at `position`; `resumes` is a server-side one (it resumes from its announced seq). */
 function subAt(channel: string, options: SubscribeOptions, position: { lastSeq: number; epoch?: string }, resumes = false): Sub {
-  const sub = newSub(channel, () => undefined, options, deferred<SubscribeInfo>(), () => undefined);
+  const sub = newSub(
+    channel,
+    () => undefined,
+    options,
+    deferred<SubscribeInfo>(),
+    () => undefined,
+  );
   sub.lastSeq = position.lastSeq;
   sub.floor = position.lastSeq;
   if (position.epoch !== undefined) sub.epoch = position.epoch;
@@ -54,16 +60,27 @@ describe("vectors — the frames and positions every SDK shares", () => {
   });
 
   it.each(cases("publish"))("vectors — publish: %s", (_, v) => {
-    const pub = { channel: v.channel as string, data: v.data, msgId: v.msgId as string, ...(v.ttl ? { ttl: v.ttl as string } : {}), resolve: () => undefined, reject: () => undefined };
+    const pub = {
+      channel: v.channel as string,
+      data: v.data,
+      msgId: v.msgId as string,
+      ...(v.ttl ? { ttl: v.ttl as string } : {}),
+      resolve: () => undefined,
+      reject: () => undefined,
+    };
     expect(pubFrame(pub)).toEqual(v.frame);
   });
 
   it.each(cases("batch"))("vectors — batch: %s", (_, v) => {
-    expect(pubFrame({ batch: v.items as { channel: string; data: unknown; msgId: string }[], resolve: () => undefined, reject: () => undefined })).toEqual(v.frame);
+    expect(pubFrame({ batch: v.items as { channel: string; data: unknown; msgId: string }[], resolve: () => undefined, reject: () => undefined })).toEqual(
+      v.frame,
+    );
   });
 
   it.each(cases("batchResults"))("vectors — batchResults: %s", (_, v) => {
-    const got = batchResults((v.reply as { results: Frame[] }).results).map((r) => ("error" in r ? { error: { code: r.error.code, temporary: r.error.temporary } } : r));
+    const got = batchResults((v.reply as { results: Frame[] }).results).map((r) =>
+      "error" in r ? { error: { code: r.error.code, temporary: r.error.temporary } } : r,
+    );
     expect(got).toEqual(v.results);
   });
 
