@@ -6,9 +6,9 @@ import kotlinx.serialization.json.booleanOrNull
 import kotlinx.serialization.json.contentOrNull
 
 /**
- * Every wire error code of protocol version 1 (PROTOCOL.md "Error codes") and whether retrying can help. The
- * server says so itself on each `err` frame (`temporary`); this table is the fallback for servers that do not,
- * and a code not in it (one added later) counts as temporary.
+ * Every wire error code of protocol version 1 and whether retrying can help, as gateway/src/protocol/codes.json
+ * has them (CodesTest checks that the two agree). The server says so itself on each `err` frame (`temporary`);
+ * this table is the fallback for servers that do not, and a code not in it (one added later) counts as temporary.
  */
 val WIRE_CODES: Map<String, Boolean> = mapOf(
     "bad_json" to false,
