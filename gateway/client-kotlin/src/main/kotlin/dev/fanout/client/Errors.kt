@@ -37,6 +37,11 @@ val WIRE_CODES: Map<String, Boolean> = mapOf(
     "disconnected" to false,
     "unsubscribed" to false,
     "feature_disabled" to false,
+    "not_found" to false,
+    "method_not_allowed" to false,
+    "unsupported_media_type" to false,
+    "stats_unavailable" to true,
+    "metrics_unavailable" to true,
 )
 
 /** Failures of the client itself (not sent by a server). */
