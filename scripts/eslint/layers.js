@@ -8,7 +8,7 @@ import { dirname, relative, resolve, sep } from "node:path";
 /** Lowest first. A folder may import its own rank (the doors excepted) and every rank below. */
 export const LAYERS = [
   ["protocol", "config", "namespaces", "metrics", "util", "errors.ts", "log.ts", "net.ts", "uws.ts"],
-  ["limits"],
+  ["limits", "backend"],
   ["broker"],
   ["fanout"],
   ["presence", "publish"],

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type { HooksSection } from "../config/sections.js";
+import { BackendCaller } from "../backend/caller.js";
 import { GatewayError } from "../errors.js";
 import type { Logger } from "../log.js";
 import { ErrorCode } from "../protocol/codes.js";
@@ -51,11 +52,13 @@ type Cached<T> = { allow: true; value: T; expires: number } | { allow: false; re
 export class Hooks {
   private readonly subscribeCache: AnswerCache<true>;
   private readonly connectCache: AnswerCache<ConnectDecision>;
+  private readonly caller: BackendCaller;
 
   constructor(
     private readonly config: HooksSection,
-    private readonly log: Logger,
+    log: Logger,
   ) {
+    this.caller = new BackendCaller({ timeoutMs: config.timeoutMs, maxInFlight: config.maxInFlight }, log);
     this.subscribeCache = new AnswerCache(config.cacheTtlMs, config.cacheSize);
     this.connectCache = new AnswerCache(config.cacheTtlMs, config.cacheSize);
   }
@@ -135,53 +138,30 @@ export class Hooks {
     return a.value;
   }
 
-  /** Failure logs per hook: the first at once, then at most one every WARN_EVERY_MS with how many were not logged. */
-  private readonly warned = new Map<string, { at: number; suppressed: number }>();
-
-  private warn(kind: string, fields: Record<string, unknown>, msg: string): void {
-    const now = Date.now();
-    const w = this.warned.get(kind);
-    if (w && now - w.at < WARN_EVERY_MS) {
-      w.suppressed++;
-      return;
-    }
-    this.log.warn({ hook: kind, ...fields, ...(w?.suppressed ? { notLoggedSince: w.suppressed } : {}) }, msg);
-    this.warned.set(kind, { at: now, suppressed: 0 });
-  }
-
   private async call(kind: string, url: string, body: unknown): Promise<Record<string, unknown>> {
-    let res: Response;
-    try {
-      res = await fetch(url, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(body),
-        // A redirect would re-send the user's headers (cookies) to wherever the answer points.
-        redirect: "error",
-        signal: AbortSignal.timeout(this.config.timeoutMs),
-      });
-    } catch (e) {
-      const timedOut = (e as Error)?.name === "TimeoutError";
-      const why = timedOut ? `did not answer within ${this.config.timeoutMs} ms` : `is unreachable (${causeOf(e)})`;
-      this.warn(kind, { err: e }, `${kind} hook ${why}`);
-      throw new GatewayError(ErrorCode.HookUnavailable, `the ${kind} hook ${why}; retry later`, { cause: e });
+    const res = await this.caller.post(kind, url, JSON.stringify(body));
+    if ("failed" in res) {
+      this.caller.warn(kind, { err: res.cause }, `${kind} hook ${res.why}`);
+      throw new GatewayError(ErrorCode.HookUnavailable, `the ${kind} hook ${res.why}; retry later`, { cause: res.cause });
     }
-    let answer: unknown;
-    try {
-      answer = await res.json();
-    } catch (e) {
-      answer = e;
-    }
-    if (!res.ok || typeof answer !== "object" || answer === null || Array.isArray(answer) || answer instanceof Error) {
-      this.warn(kind, { status: res.status }, `${kind} hook answered badly`);
+    const answer = parseObject(res.text);
+    if (!res.ok || answer === undefined) {
+      this.caller.warn(kind, { status: res.status }, `${kind} hook answered badly`);
       throw new GatewayError(ErrorCode.HookUnavailable, `the ${kind} hook answered ${res.ok ? "no JSON object" : `HTTP ${res.status}`}; retry later`);
     }
-    return answer as Record<string, unknown>;
+    return answer;
   }
 }
 
-/** A backend that is down fails every connection and subscription: its failures are logged this often at most. */
-const WARN_EVERY_MS = 5_000;
+/** A JSON object, or undefined for anything else (no JSON, an array, a value). */
+function parseObject(text: string): Record<string, unknown> | undefined {
+  try {
+    const v: unknown = JSON.parse(text);
+    return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 function denied(what: string, reason: unknown): GatewayError {
   return new GatewayError(ErrorCode.Forbidden, `${what} denied by the application${typeof reason === "string" && reason ? `: ${reason.slice(0, 200)}` : ""}`);
@@ -228,11 +208,6 @@ class AnswerCache<T> {
     }
   }
 }
-
-const causeOf = (e: unknown): string => {
-  const c = (e as { cause?: { code?: string; message?: string } })?.cause;
-  return c?.code ?? c?.message ?? (e as Error)?.message ?? String(e);
-};
 
 /** What a connect hook attached: channel permissions and server-side subscriptions, and a user (auth off). */
 export type HookGrant = Readonly<{ sub: readonly string[]; pub: readonly string[]; auto: readonly string[]; user?: string }>;

@@ -49,6 +49,14 @@ const settings = {
     parse: parseIntStrict,
     check: int(1, 10_000_000),
   },
+  hookMaxInFlight: {
+    env: "HOOK_MAX_IN_FLIGHT",
+    shown: "256",
+    doc: "Hook calls open at once per process; more wait for one to end, within HOOK_TIMEOUT",
+    default: () => 256,
+    parse: parseIntStrict,
+    check: int(1, 100_000),
+  },
   hookHeaders: {
     env: "HOOK_HEADERS",
     shown: "origin,user-agent,cookie,x-forwarded-for",
@@ -63,7 +71,7 @@ export type HooksValues = ValuesOf<typeof settings>;
 
 export const hooks = section({
   name: "hooks",
-  title: "Hooks to the application backend (auth/hooks.ts): allow or deny connections and subscriptions",
+  title: "Hooks to the application backend (auth/hooks.ts, calling through backend/caller.ts): allow or deny connections and subscriptions",
   settings,
   slice: {
     connectUrl: "connectHookUrl",
@@ -71,6 +79,7 @@ export const hooks = section({
     timeoutMs: "hookTimeoutMs",
     cacheTtlMs: "hookCacheTtlMs",
     cacheSize: "hookCacheSize",
+    maxInFlight: "hookMaxInFlight",
     headers: "hookHeaders",
     /** A wildcard read needs the hook's `"pattern": true` (explicit), or only `allow` (allow). */
     patterns: "subscribeHookPatterns",

@@ -1,0 +1,111 @@
+import type { Logger } from "../log.js";
+import { backendMetrics, type BackendMetrics } from "./metrics.js";
+import { SIGNATURE_HEADER, signatureHeader } from "./signature.js";
+
+/** How a caller calls: its deadline, how many calls it has open at most, the secrets it signs with. */
+export type CallerOptions = Readonly<{
+  /** A call not answered by then (including its wait for a free slot) fails with `timeout`. */
+  timeoutMs: number;
+  /** Calls open at once; more wait for a slot within their deadline. */
+  maxInFlight: number;
+  /** Each request is signed (`Fanout-Signature`) with each of these; none: unsigned. */
+  secrets?: readonly (string | Buffer)[];
+}>;
+
+/** The backend answered (any status), or did not: no answer within the deadline, or no connection. */
+export type CallResult =
+  { status: number; ok: boolean; text: string } | { status: 0; ok: false; failed: "timeout" | "unreachable"; why: string; cause: unknown };
+
+/**
+ * The one way the gateway calls the application's backend (Centrifugo's proxy package is the model): POST
+ * JSON with a deadline, never following a redirect (it would re-send the user's headers wherever it points),
+ * at most `maxInFlight` calls open, optionally signed, counted per hook in `fanout_backend_calls_total` and
+ * `fanout_backend_call_seconds`. Hooks, webhooks and what comes later are each a thin use of it.
+ */
+export class BackendCaller {
+  private inFlight = 0;
+  private readonly waiting: (() => void)[] = [];
+  private readonly warned = new Map<string, { at: number; suppressed: number }>();
+
+  constructor(
+    private readonly options: CallerOptions,
+    private readonly log: Logger,
+    private readonly metrics: BackendMetrics = backendMetrics(),
+  ) {}
+
+  /** POSTs `body` (JSON text, sent as is: a signature covers these bytes) to `url` for `hook`; never rejects. */
+  async post(hook: string, url: string, body: string): Promise<CallResult> {
+    const started = performance.now();
+    const signal = AbortSignal.timeout(this.options.timeoutMs);
+    const result = await this.withSlot(signal, () => this.send(url, body, signal)).catch((e: unknown) => failure(e, this.options.timeoutMs));
+    this.metrics.calls.labels(hook, "failed" in result ? result.failed : result.ok ? "ok" : "status").inc();
+    this.metrics.seconds.labels(hook).observe((performance.now() - started) / 1000);
+    return result;
+  }
+
+  /**
+   * Logs a warning about `hook`: the first at once, then at most one every WARN_EVERY_MS with how many
+   * were not logged (a backend that is down fails every call).
+   */
+  warn(hook: string, fields: Record<string, unknown>, msg: string): void {
+    const now = Date.now();
+    const w = this.warned.get(hook);
+    if (w && now - w.at < WARN_EVERY_MS) {
+      w.suppressed++;
+      return;
+    }
+    this.log.warn({ hook, ...fields, ...(w?.suppressed ? { notLoggedSince: w.suppressed } : {}) }, msg);
+    this.warned.set(hook, { at: now, suppressed: 0 });
+  }
+
+  private async send(url: string, body: string, signal: AbortSignal): Promise<CallResult> {
+    const headers: Record<string, string> = { "content-type": "application/json" };
+    if (this.options.secrets?.length) headers[SIGNATURE_HEADER] = signatureHeader(this.options.secrets, Math.floor(Date.now() / 1000), body);
+    const res = await fetch(url, { method: "POST", headers, body, redirect: "error", signal });
+    const text = await res.text();
+    return { status: res.status, ok: res.ok, text };
+  }
+
+  private async withSlot<T>(signal: AbortSignal, f: () => Promise<T>): Promise<T> {
+    if (this.inFlight >= this.options.maxInFlight) await this.slot(signal);
+    this.inFlight++;
+    try {
+      return await f();
+    } finally {
+      this.inFlight--;
+      this.waiting.shift()?.();
+    }
+  }
+
+  /** Resolves when a call ends and hands its slot on; rejects with the signal's reason at the deadline. */
+  private slot(signal: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const take = () => {
+        signal.removeEventListener("abort", abort);
+        resolve();
+      };
+      const abort = () => {
+        const i = this.waiting.indexOf(take);
+        if (i >= 0) this.waiting.splice(i, 1);
+        reject(signal.reason as Error);
+      };
+      signal.addEventListener("abort", abort, { once: true });
+      this.waiting.push(take);
+    });
+  }
+}
+
+/** Failures are logged this often at most, per hook. */
+const WARN_EVERY_MS = 5_000;
+
+function failure(e: unknown, timeoutMs: number): CallResult {
+  const timedOut = (e as Error)?.name === "TimeoutError";
+  return timedOut
+    ? { status: 0, ok: false, failed: "timeout", why: `did not answer within ${timeoutMs} ms`, cause: e }
+    : { status: 0, ok: false, failed: "unreachable", why: `is unreachable (${causeOf(e)})`, cause: e };
+}
+
+const causeOf = (e: unknown): string => {
+  const c = (e as { cause?: { code?: string; message?: string } })?.cause;
+  return c?.code ?? c?.message ?? (e as Error)?.message ?? String(e);
+};
