@@ -11,7 +11,7 @@ export const LAYERS = [
   ["limits", "backend"],
   ["broker"],
   ["fanout"],
-  ["presence", "publish"],
+  ["presence", "publish", "events"],
   ["auth"],
   ["ws", "sse", "http"],
   ["control"],

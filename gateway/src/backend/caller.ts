@@ -1,4 +1,5 @@
 import type { Logger } from "../log.js";
+import { WarnEvery } from "../util/warn-every.js";
 import { backendMetrics, type BackendMetrics } from "./metrics.js";
 import { SIGNATURE_HEADER, signatureHeader } from "./signature.js";
 
@@ -25,13 +26,15 @@ export type CallResult =
 export class BackendCaller {
   private inFlight = 0;
   private readonly waiting: (() => void)[] = [];
-  private readonly warned = new Map<string, { at: number; suppressed: number }>();
+  private readonly warnings: WarnEvery;
 
   constructor(
     private readonly options: CallerOptions,
-    private readonly log: Logger,
+    log: Logger,
     private readonly metrics: BackendMetrics = backendMetrics(),
-  ) {}
+  ) {
+    this.warnings = new WarnEvery(log, 5_000, "hook");
+  }
 
   /** POSTs `body` (JSON text, sent as is: a signature covers these bytes) to `url` for `hook`; never rejects. */
   async post(hook: string, url: string, body: string): Promise<CallResult> {
@@ -44,18 +47,11 @@ export class BackendCaller {
   }
 
   /**
-   * Logs a warning about `hook`: the first at once, then at most one every WARN_EVERY_MS with how many
-   * were not logged (a backend that is down fails every call).
+   * Logs a warning about `hook`: the first at once, then at most one every 5 s with how many were not
+   * logged (a backend that is down fails every call).
    */
   warn(hook: string, fields: Record<string, unknown>, msg: string): void {
-    const now = Date.now();
-    const w = this.warned.get(hook);
-    if (w && now - w.at < WARN_EVERY_MS) {
-      w.suppressed++;
-      return;
-    }
-    this.log.warn({ hook, ...fields, ...(w?.suppressed ? { notLoggedSince: w.suppressed } : {}) }, msg);
-    this.warned.set(hook, { at: now, suppressed: 0 });
+    this.warnings.warn(hook, fields, msg);
   }
 
   private async send(url: string, body: string, signal: AbortSignal): Promise<CallResult> {
@@ -94,9 +90,6 @@ export class BackendCaller {
     });
   }
 }
-
-/** Failures are logged this often at most, per hook. */
-const WARN_EVERY_MS = 5_000;
 
 function failure(e: unknown, timeoutMs: number): CallResult {
   const timedOut = (e as Error)?.name === "TimeoutError";

@@ -177,6 +177,11 @@ export interface Broker {
   directLinkUp?(): boolean;
   /** `ttl` (`Nats-TTL` form, `30s`): the message expires from the stream then; only where its stream allows it. */
   publish(channel: string, payload: Uint8Array, msgId?: string, ttl?: string): Promise<PublishResult>;
+  /**
+   * Stores one gateway event (JSON text, events/recorder.ts) under `subject` in the events stream; resolves
+   * with its stream sequence, the event's id. JetStream only: the Redis baseline has no stream for them.
+   */
+  appendEvent?(subject: string, json: string): Promise<number>;
   /** Starts live delivery of every new message on `pattern`; resolves once delivery is set up. */
   live(pattern: string, onMessage: (m: BrokerMessage) => void): Promise<LiveFeed>;
   onEvent(listener: (e: BrokerEvent) => void): void;

@@ -36,6 +36,11 @@ export class ClusterMetrics {
     });
   }
 
+  /** The primary's own registry (served after the workers' aggregate). */
+  get registry(): client.Registry {
+    return this.own;
+  }
+
   /** Prometheus text of every worker and the primary. */
   async text(): Promise<{ text: string; contentType: string }> {
     const s = await this.scrape.get();

@@ -24,6 +24,13 @@ import { AccessControl } from "../auth/access.js";
 import { Authenticator } from "../auth/authenticator.js";
 import { Hooks } from "../auth/hooks.js";
 import { natsBus } from "../broker/jetstream/bus.js";
+import { readFileSync } from "node:fs";
+import { jetstream } from "@nats-io/jetstream";
+import { ensureEventsStream, webhookSource } from "../broker/jetstream/events-stream.js";
+import { BackendCaller } from "../backend/caller.js";
+import { backendMetrics } from "../backend/metrics.js";
+import { WebhookSender } from "../events/webhook.js";
+import type { EventsSection } from "../config/sections.js";
 
 /** The admin port in effect: `auto` is 9100 when authentication is on and none (-1) when it is off. */
 export const adminPortOf = (c: Config): number => (c.adminPort === -2 ? (authEnabled(c) ? 9100 : -1) : c.adminPort);
@@ -51,6 +58,7 @@ export async function runPrimary(config: Config): Promise<void> {
   const metrics = new ClusterMetrics();
   let prepared: Awaited<ReturnType<typeof prepareStream>> | undefined;
   let admin: { port: number; close(): Promise<void> } | undefined;
+  let webhook: WebhookSender | undefined;
   try {
     loadKeyMaterial(config); // fail fast on an unreadable key; each worker loads its own copy
     loadApiKeys(sectionsOf(config).auth); // and on a wrong line of API_KEYS_FILE
@@ -58,6 +66,7 @@ export async function runPrimary(config: Config): Promise<void> {
     brokers = await startEmbeddedBrokers(sectionsOf(config).broker, log);
     const security = brokers.natsToken ? embeddedNatsSecurity(brokers.natsToken) : configured;
     if (config.broker === "jetstream") prepared = await prepareStream(streamsOf(config), brokers.natsUrl, security, log, sectionsOf(config).presence);
+    if (prepared && sectionsOf(config).events.kinds.length > 0) webhook = await startEvents(sectionsOf(config).events, prepared, metrics, log);
     const adminPort = adminPortOf(config);
     if (adminPort >= 0) admin = await startAdmin(config.adminHost, adminPort, metrics, log, controlDoor(config, prepared?.nc, log));
   } catch (e) {
@@ -116,6 +125,7 @@ export async function runPrimary(config: Config): Promise<void> {
     shuttingDown = true;
     const deadline = Date.now() + config.shutdownTimeoutMs;
     log.info({ signal, timeoutMs: config.shutdownTimeoutMs }, "shutting down: draining workers");
+    await webhook?.stop();
     await stopWatch();
     await pool.stop(Math.max(config.shutdownTimeoutMs * 0.7, 100));
     await admin?.close();
@@ -185,4 +195,33 @@ async function prepareStream(
     await nc.close();
     throw e;
   }
+}
+
+/**
+ * The events stream, made before any worker records in it; and with EVENTS_WEBHOOK_URL, this instance's
+ * webhook sender: every instance runs one, and the durable consumer they share hands each event to one.
+ */
+async function startEvents(
+  c: EventsSection,
+  prepared: { nc: NatsConnection; jsm: JetStreamManager },
+  metrics: ClusterMetrics,
+  log: Logger,
+): Promise<WebhookSender | undefined> {
+  await whileElecting(`stream ${c.stream}`, log, () => ensureEventsStream(prepared.jsm, c, log));
+  const w = c.webhook;
+  if (!w.url) return undefined;
+  const secret = w.secretFile ? readFileSync(w.secretFile, "utf8").replace(/\r?\n$/, "") : "";
+  if (w.secretFile && !secret) throw new Error(`EVENTS_WEBHOOK_SECRET_FILE ${w.secretFile} is empty`);
+  // A batch being retried is kept from the other instances by `working` at least once per backoff and call.
+  const ackWaitMs = w.backoffMaxMs + w.timeoutMs + 30_000;
+  const source = await webhookSource(jetstream(prepared.nc), prepared.jsm, c, { durable: "fanout-webhook", batch: w.batch, ackWaitMs });
+  const caller = new BackendCaller(
+    { timeoutMs: w.timeoutMs, maxInFlight: 1, ...(secret ? { secrets: [secret] } : {}) },
+    log,
+    backendMetrics(metrics.registry, "webhook"),
+  );
+  const sender = new WebhookSender(source, caller, w, log);
+  sender.start();
+  log.info({ url: w.url, kinds: c.kinds, signed: secret !== "" }, "events webhook sender started");
+  return sender;
 }

@@ -18,7 +18,8 @@ import { createGuardMetrics } from "../limits/metrics.js";
 import { isFgwMessage, type ToPrimary, type ToWorker } from "./ipc.js";
 import { answerScrapes } from "./cluster-metrics.js";
 import { CloseCode } from "../protocol/codes.js";
-import { sectionsOf } from "../config/sections.js";
+import { sectionsOf, type EventsSection } from "../config/sections.js";
+import { EventRecorder } from "../events/recorder.js";
 import { PublishService } from "../publish/service.js";
 import { SseEndpoint } from "../sse/endpoint.js";
 import { PresenceHub } from "../presence/hub.js";
@@ -75,7 +76,8 @@ export async function runWorker(config: Config, natsToken?: string): Promise<voi
   const publisher = new PublishService(c.server.maxPayloadBytes, broker, metrics, log);
   const presence = broker.presence ? new PresenceHub(topicsOf(apps), broker.presence, c.presence, createPresenceMetrics(), log, c.fanout.lingerMs) : undefined;
   if (presence) broker.onEvent((e) => (e.type === "reconnected" ? presence.resync() : undefined));
-  const ws = new WsEndpoint(app, { config: c, broker, hub, resume, metrics, log, isDraining, guard, publisher, presence }, tlsApp ? [tlsApp] : []);
+  const events = eventRecorderOf(c.events, broker, log);
+  const ws = new WsEndpoint(app, { config: c, broker, hub, resume, metrics, log, isDraining, guard, publisher, presence, events }, tlsApp ? [tlsApp] : []);
   // A recreated stream numbers its messages from 1 again: every position in it is void. Sockets subscribed to
   // one of its patterns are closed with 1012 and resume with their seq and its epoch, which the new stream
   // answers with epochChanged; those of other streams (namespaces) keep going.
@@ -184,6 +186,12 @@ export async function runWorker(config: Config, natsToken?: string): Promise<voi
   // Signals go to the whole process group; the primary coordinates the drain.
   process.on("SIGTERM", () => undefined);
   process.on("SIGINT", () => undefined);
+}
+
+/** The recorder of connection and subscription events, when EVENTS turns any kind on (JetStream only: a start check). */
+function eventRecorderOf(c: EventsSection, broker: Broker, log: Logger): EventRecorder | undefined {
+  const append = broker.appendEvent?.bind(broker);
+  return c.kinds.length > 0 && append ? new EventRecorder(c, append, log) : undefined;
 }
 
 function watchBroker(broker: Broker, metrics: Metrics, log: Logger): void {

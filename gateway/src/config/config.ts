@@ -125,6 +125,17 @@ function crossCheck(c: Config): void {
     ["LIVE_SUBJECT_PREFIX", "live-subject-prefix", "the live subjects", live],
     ["CONTROL_SUBJECT_PREFIX", "control-subject-prefix", "the control plane's subjects", ctl],
   ]);
+  if (c.eventsKinds.length > 0 || c.eventsWebhookUrl) {
+    if (c.broker !== "jetstream") throw new ConfigError("EVENTS", "invalid EVENTS (--events): events are stored in a JetStream stream; BROKER=redis has none");
+    for (const [what, other] of [
+      ["the stream's subjects", c.subjectPrefix],
+      ["the live subjects", live],
+      ["the control plane's subjects", ctl],
+      ...presence.map((p) => ["the presence bucket's subjects", p] as const),
+    ] as const)
+      if (overlap(c.eventsSubject, other))
+        throw new ConfigError("EVENTS_SUBJECT", `invalid EVENTS_SUBJECT (--events-subject): "${c.eventsSubject}" overlaps ${what} ${other}`);
+  }
   checkStreamAges(c);
   checkAuthConfig(c);
   checkNatsSecurity(c);

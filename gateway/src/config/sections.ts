@@ -11,6 +11,7 @@ import { auth } from "./sections/auth.js";
 import { limits } from "./sections/limits.js";
 import { reads } from "./sections/reads.js";
 import { hooks } from "./sections/hooks.js";
+import { events } from "./sections/events.js";
 import { sse } from "./sections/sse.js";
 import { presence } from "./sections/presence.js";
 import { control } from "./sections/control.js";
@@ -28,6 +29,7 @@ export type { AuthSection } from "./sections/auth.js";
 export type { LimitsSection } from "./sections/limits.js";
 export type { ReadsSection } from "./sections/reads.js";
 export type { HooksSection } from "./sections/hooks.js";
+export type { EventKind, EventsSection, WebhookSection } from "./sections/events.js";
 export type { SseSection } from "./sections/sse.js";
 export type { PresenceSection } from "./sections/presence.js";
 export type { ControlSection } from "./sections/control.js";
@@ -52,6 +54,7 @@ export const SECTIONS = [
   limits,
   reads,
   hooks,
+  events,
   sse,
   presence,
   control,

@@ -8,6 +8,7 @@ import type { PublishService } from "../publish/service.js";
 import type { ConnectionGuard } from "./guard.js";
 import type { Subscriptions } from "./subscriptions.js";
 import type { PresenceHub } from "../presence/hub.js";
+import type { EventRecorder } from "../events/recorder.js";
 
 /** What the WebSocket frame handlers (handlers.ts, refresh.ts) work with. */
 export type HandlerContext = {
@@ -26,4 +27,6 @@ export type HandlerContext = {
   guard: ConnectionGuard;
   /** Presence (JetStream only): member entries, join/leave fan-out, member lists. */
   presence?: PresenceHub;
+  /** Connection and subscription events (EVENTS), when any kind is recorded. */
+  events?: EventRecorder;
 };

@@ -174,7 +174,7 @@ async function subscribeDurable(ctx: HandlerContext, ws: Socket, f: SubFrame): P
     return replyFailure(ctx, ws, f.id, brokerFailure(e, ctx.broker.isConnected(), "durable subscribe"));
   }
   if (s.closed || sub.life.phase === "ended") return void durable.stop().catch(() => undefined);
-  ctx.subs.attachDurable(sub);
+  ctx.subs.attachDurable(ws, sub);
   sendText(ws, okFrame(f.id, { durable: f.durable }));
 }
 

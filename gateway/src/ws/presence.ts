@@ -1,18 +1,10 @@
-import { randomBytes } from "node:crypto";
 import { brokerFailure, GatewayError } from "../errors.js";
 import { presenceTopicOf } from "../presence/hub.js";
 import { ErrorCode } from "../protocol/codes.js";
 import type { Id, PresenceFrame, SubFrame } from "../protocol/frames.js";
 import type { HandlerContext } from "./context.js";
 import { authorized } from "./authorized.js";
-import { sendErr, sendText, type Socket, type SubState } from "./session.js";
-
-/** The connection's presence client id: 16 characters of base64url, made once. */
-export function clientIdOf(ws: Socket): string {
-  const s = ws.getUserData();
-  s.clientId ??= randomBytes(12).toString("base64url");
-  return s.clientId;
-}
+import { clientIdOf, sendErr, sendText, type Socket, type SubState } from "./session.js";
 
 function fail(ctx: HandlerContext, ws: Socket, id: Id | undefined, e: GatewayError): void {
   sendErr(ws, ctx.metrics.badFrames, id, e.code, e.message, e.temporary);

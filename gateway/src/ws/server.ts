@@ -6,7 +6,7 @@ import { handleFrame, releaseSession, replyErr, type HandlerContext } from "./ha
 import type { Session, Socket } from "./session.js";
 import { Subscriptions } from "./subscriptions.js";
 import { startAutoSubscriptions } from "./auto-subs.js";
-import { sendText } from "./session.js";
+import { clientIdOf, sendText } from "./session.js";
 import { unsubFrame } from "../protocol/serialize.js";
 
 /** One connection as the control plane lists it (`GET /v1/server/users/{user}`). */
@@ -45,7 +45,7 @@ export class WsEndpoint {
     private readonly extraApps: TemplatedApp[] = [],
   ) {
     const lifecycle = { resume: deps.resume, connected: () => deps.broker.isConnected(), log: deps.log };
-    const subs = new Subscriptions(lifecycle, deps.hub, deps.config.backpressure, deps.metrics, deps.log, (ws) => this.backpressure.closeSlow(ws));
+    const subs = new Subscriptions(lifecycle, deps.hub, deps.config.backpressure, deps.metrics, deps.log, (ws) => this.backpressure.closeSlow(ws), deps.events);
     this.ctx = { ...deps, subs };
     this.backpressure = new BackpressureMonitor(this.sockets, subs, deps.config.backpressure, deps.log);
     this.register();
@@ -72,6 +72,7 @@ export class WsEndpoint {
           this.ctx.guard.opened(ws);
           this.sockets.add(ws);
           metrics.connections.inc();
+          this.ctx.events?.record("connect", { user: ws.getUserData().user, client: clientIdOf(ws) });
           void startAutoSubscriptions(this.ctx, ws).catch((e) => log.error({ err: e }, "auto subscriptions failed"));
         },
         message: (ws, message, isBinary) => {
@@ -98,13 +99,14 @@ export class WsEndpoint {
           }
           this.backpressure.onDrain(ws);
         },
-        close: (ws) => {
+        close: (ws, code, message) => {
           const s = ws.getUserData();
           s.closed = true;
           this.ctx.guard.closed(ws);
           this.sockets.delete(ws);
           releaseSession(this.ctx, ws);
           metrics.connections.dec();
+          this.ctx.events?.record("disconnect", { user: s.user, client: clientIdOf(ws), code, reason: Buffer.from(message).toString("utf8") });
         },
       });
   }

@@ -8,6 +8,7 @@ import type { Metrics } from "../metrics/metrics.js";
 import type { ErrorCode } from "../protocol/codes.js";
 import type { Id } from "../protocol/frames.js";
 import { errFrame } from "../protocol/serialize.js";
+import { randomBytes } from "node:crypto";
 
 /** One subscription of one socket. */
 export type SubState = {
@@ -121,4 +122,11 @@ export function sendErr(ws: Socket, counter: Metrics["badFrames"], id: Id | unde
   if (ws.getUserData().closed) return;
   counter.labels(code).inc();
   sendText(ws, errFrame(id, code, message, temporary));
+}
+
+/** The connection's client id (presence members and events name it): 16 characters of base64url, made once. */
+export function clientIdOf(ws: Socket): string {
+  const s = ws.getUserData();
+  s.clientId ??= randomBytes(12).toString("base64url");
+  return s.clientId;
 }

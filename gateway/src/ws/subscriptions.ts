@@ -4,7 +4,8 @@ import { topicOf, type FanoutHub, type Feed } from "../fanout/hub.js";
 import { Flow, SubLifecycle, type DeliveryFailure, type LifecycleDeps, type SubDoor } from "../fanout/lifecycle.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
-import { fanoutSocket, sendErr, type Socket, type SubState } from "./session.js";
+import { clientIdOf, fanoutSocket, sendErr, type Socket, type SubState } from "./session.js";
+import type { EventRecorder } from "../events/recorder.js";
 
 /**
  * The WebSocket door of the subscription lifecycle (fanout/lifecycle.ts, which owns every phase transition,
@@ -24,6 +25,8 @@ export class Subscriptions {
     private readonly log: Logger,
     /** A socket stayed paused past SLOW_CONSUMER_TIMEOUT, or reached the hard cap: close it (4008). */
     private readonly onSlow: (ws: Socket) => void,
+    /** Records `subscribe` when a subscription starts delivering and `unsubscribe` when it ends. */
+    private readonly events?: EventRecorder,
   ) {}
 
   /** The socket's flow (live or paused, for all its subscriptions), made with its first subscription. */
@@ -71,16 +74,21 @@ export class Subscriptions {
       return false;
     }
     sub.feedHeld = true;
-    sub.counted = true;
-    this.metrics.subscriptions.inc();
+    this.counted(ws, sub);
     return true;
   }
 
   /** A durable subscription started. */
-  attachDurable(sub: SubState): void {
+  attachDurable(ws: Socket, sub: SubState): void {
     sub.life.durable();
+    this.counted(ws, sub);
+  }
+
+  /** The subscription started: counted in `fanout_subscriptions`, and its `subscribe` event recorded. */
+  private counted(ws: Socket, sub: SubState): void {
     sub.counted = true;
     this.metrics.subscriptions.inc();
+    this.events?.record("subscribe", { user: ws.getUserData().user, client: clientIdOf(ws), channel: sub.pattern });
   }
 
   /** Takes the socket out of live delivery (its buffer is over the threshold). */
@@ -104,6 +112,7 @@ export class Subscriptions {
     if (sub.counted) {
       sub.counted = false;
       this.metrics.subscriptions.dec();
+      this.events?.record("unsubscribe", { user: s.user, client: clientIdOf(ws), channel: sub.pattern });
     }
     if (sub.durable) {
       void sub.durable.stop().catch((e) => this.log.debug({ err: e }, "stopping durable failed"));

@@ -201,6 +201,10 @@ export class JetStreamBroker implements Broker {
     return this.connected && !this.nc.isClosed();
   }
 
+  async appendEvent(subject: string, json: string): Promise<number> {
+    return (await this.js.publish(subject, json)).seq;
+  }
+
   async publish(channel: string, payload: Uint8Array, msgId?: string, ttl?: string): Promise<PublishResult> {
     if (!this.isConnected()) throw new GatewayError(ErrorCode.BrokerUnavailable, "NATS is not connected");
     const subject = this.partOfChannel(channel).mapper.toSubject(channel);

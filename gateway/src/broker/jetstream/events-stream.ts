@@ -1,0 +1,77 @@
+import type { Consumer, JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import { AckPolicy, DeliverPolicy, DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType } from "@nats-io/jetstream";
+import { nanos } from "@nats-io/transport-node";
+import type { EventsSection } from "../../config/sections.js";
+import type { Logger } from "../../log.js";
+
+/** The events stream as the gateway wants it: every kind under `<subject>.>`, kept for `maxAgeMs`. */
+function desired(c: Pick<EventsSection, "stream" | "subject" | "maxAgeMs">) {
+  return {
+    name: c.stream,
+    subjects: [`${c.subject}.>`],
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    discard: DiscardPolicy.Old,
+    max_age: nanos(c.maxAgeMs),
+  };
+}
+
+/** Creates the events stream, or brings an existing one's subjects and retention to the settings (no stored event is touched). */
+export async function ensureEventsStream(jsm: JetStreamManager, c: Pick<EventsSection, "stream" | "subject" | "maxAgeMs">, log: Logger): Promise<void> {
+  const wanted = desired(c);
+  try {
+    const info = await jsm.streams.info(wanted.name);
+    if (info.config.max_age !== wanted.max_age || info.config.subjects?.join() !== wanted.subjects.join()) {
+      await jsm.streams.update(wanted.name, { ...info.config, subjects: wanted.subjects, max_age: wanted.max_age });
+      log.info({ stream: wanted.name, subjects: wanted.subjects, maxAgeMs: c.maxAgeMs }, "events stream updated");
+    }
+  } catch (e) {
+    if (!(e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound)) throw e;
+    await jsm.streams.add(wanted);
+    log.info({ stream: wanted.name, subjects: wanted.subjects }, "events stream created");
+  }
+}
+
+/** One stored event as the webhook sender reads it: its stream sequence (the event's id) and its JSON. */
+export type StoredEvent = { seq: number; json: string; working(): void; ack(): void };
+
+/** What the webhook sender needs of the events stream (a fake of it tests the sender in process). */
+export interface EventSource {
+  /** Up to `max` events in stream order, waiting at most `waitMs` for them; none when nothing came. */
+  fetch(max: number, waitMs: number): Promise<StoredEvent[]>;
+  /** The oldest sequence the stream still holds (events below it are gone: their retention ran out). */
+  firstSeq(): Promise<number>;
+}
+
+/**
+ * The deployment's one reader of the events stream for the webhook: a durable pull consumer that every
+ * instance shares, so each event is handed to one instance. At most `batch` events are out unacknowledged at
+ * once; a reader that stops acknowledging (its instance died) has them redelivered to another after ackWaitMs.
+ */
+export async function webhookSource(
+  js: JetStreamClient,
+  jsm: JetStreamManager,
+  c: Pick<EventsSection, "stream">,
+  o: { durable: string; batch: number; ackWaitMs: number },
+): Promise<EventSource> {
+  const config = { ack_policy: AckPolicy.Explicit, ack_wait: nanos(o.ackWaitMs), max_ack_pending: o.batch, deliver_policy: DeliverPolicy.All };
+  try {
+    await jsm.consumers.info(c.stream, o.durable);
+    await jsm.consumers.update(c.stream, o.durable, { ack_wait: config.ack_wait, max_ack_pending: config.max_ack_pending });
+  } catch (e) {
+    if (!(e instanceof JetStreamApiError && e.code === JetStreamApiCodes.ConsumerNotFound)) throw e;
+    await jsm.consumers.add(c.stream, { ...config, durable_name: o.durable });
+  }
+  const consumer: Consumer = await js.consumers.get(c.stream, o.durable);
+  return {
+    async fetch(max, waitMs) {
+      const out: StoredEvent[] = [];
+      const msgs = await consumer.fetch({ max_messages: max, expires: Math.max(waitMs, 1_000) });
+      for await (const m of msgs) out.push({ seq: m.seq, json: m.string(), working: () => m.working(), ack: () => m.ack() });
+      return out;
+    },
+    async firstSeq() {
+      return (await jsm.streams.info(c.stream)).state.first_seq;
+    },
+  };
+}

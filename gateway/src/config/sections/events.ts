@@ -1,0 +1,126 @@
+import { type SettingTable, type SliceOf, type ValuesOf, checkHttpUrl, derive, int, section, subjectTokens, trimmed } from "../setting.js";
+import { parseDuration, parseIntStrict, parseList } from "../parse.js";
+
+/** Every kind of event the gateway records. */
+export const EVENT_KINDS = ["connect", "disconnect", "subscribe", "unsubscribe"] as const;
+export type EventKind = (typeof EVENT_KINDS)[number];
+
+const settings = {
+  eventsKinds: {
+    env: "EVENTS",
+    shown: "(none; all with EVENTS_WEBHOOK_URL)",
+    doc: `Kinds of events recorded in the events stream: a list of ${EVENT_KINDS.join(", ")}, or all; unset records none, or every kind when EVENTS_WEBHOOK_URL is set`,
+    default: () => [] as string[],
+    parse: (s: string) => parseList(s).map((k) => k.toLowerCase()),
+    check: (v: string[]) => {
+      const bad = v.find((k) => k !== "all" && !(EVENT_KINDS as readonly string[]).includes(k));
+      return bad === undefined ? undefined : `${bad} is not a kind of event (${EVENT_KINDS.join(", ")}, all)`;
+    },
+  },
+  eventsStream: {
+    env: "EVENTS_STREAM",
+    shown: "FANOUT_EVENTS",
+    doc: "JetStream stream the events are stored in (its own, beside the channels' stream)",
+    default: () => "FANOUT_EVENTS",
+    parse: trimmed,
+    check: (v: string) => (/^[A-Za-z0-9_-]+$/.test(v) ? undefined : "must be letters, digits, _ or -"),
+  },
+  eventsSubject: {
+    env: "EVENTS_SUBJECT",
+    shown: "fanout.events",
+    doc: "Subject prefix of stored events: an event of kind k is stored under <prefix>.k; must not overlap the channels' subjects",
+    default: () => "fanout.events",
+    parse: trimmed,
+    check: subjectTokens(),
+  },
+  eventsMaxAge: {
+    env: "EVENTS_MAX_AGE",
+    shown: "24h",
+    doc: "Oldest event the events stream keeps (and so how long a webhook outage can last without losing one); 0 keeps forever",
+    default: () => 86_400_000,
+    parse: parseDuration,
+  },
+  eventsWebhookUrl: {
+    env: "EVENTS_WEBHOOK_URL",
+    shown: "(unset)",
+    doc: 'POSTs the recorded events here in batches (`{"events":[…]}`), once per deployment, in stream order, until a 2xx answers each batch',
+    default: () => "",
+    parse: trimmed,
+    check: (v: string) => checkHttpUrl(v),
+  },
+  eventsWebhookSecretFile: {
+    env: "EVENTS_WEBHOOK_SECRET_FILE",
+    shown: "(unset)",
+    doc: "File holding the secret webhook requests are signed with (`Fanout-Signature`, PROTOCOL.md); unset: unsigned",
+    default: () => "",
+    parse: trimmed,
+  },
+  eventsWebhookBatch: {
+    env: "EVENTS_WEBHOOK_BATCH",
+    shown: "100",
+    doc: "Most events in one webhook request",
+    default: () => 100,
+    parse: parseIntStrict,
+    check: int(1, 10_000),
+  },
+  eventsWebhookWaitMs: {
+    env: "EVENTS_WEBHOOK_WAIT",
+    shown: "1s",
+    doc: "Longest a batch waits for more events before it is sent (at least 1s, JetStream's shortest pull)",
+    default: () => 1_000,
+    parse: parseDuration,
+    check: int(1_000, 60_000),
+  },
+  eventsWebhookTimeoutMs: {
+    env: "EVENTS_WEBHOOK_TIMEOUT",
+    shown: "10s",
+    doc: "A webhook request not answered by then is a failure (and is sent again)",
+    default: () => 10_000,
+    parse: parseDuration,
+    check: int(10, 300_000),
+  },
+  eventsWebhookBackoffMaxMs: {
+    env: "EVENTS_WEBHOOK_BACKOFF_MAX",
+    shown: "30s",
+    doc: "Longest wait between two tries of a failed batch (jittered exponential backoff from 100 ms)",
+    default: () => 30_000,
+    parse: parseDuration,
+    check: int(100, 3_600_000),
+  },
+} satisfies SettingTable;
+
+export type EventsValues = ValuesOf<typeof settings>;
+
+export type WebhookSection = EventsSection["webhook"];
+
+/** The kinds recorded: those named, all of them for `all`, and all of them when only the webhook is set. */
+function kindsOf(c: Pick<EventsValues, "eventsKinds" | "eventsWebhookUrl">): readonly EventKind[] {
+  if (c.eventsKinds.includes("all") || (c.eventsKinds.length === 0 && c.eventsWebhookUrl !== "")) return EVENT_KINDS;
+  return EVENT_KINDS.filter((k) => c.eventsKinds.includes(k));
+}
+
+export const events = section({
+  name: "events",
+  title: "Events (events/): connections and subscriptions recorded in a stream of their own, and sent to a webhook",
+  settings,
+  slice: {
+    kinds: derive(["eventsKinds", "eventsWebhookUrl"], kindsOf),
+    stream: "eventsStream",
+    subject: "eventsSubject",
+    maxAgeMs: "eventsMaxAge",
+    webhook: derive(
+      ["eventsWebhookUrl", "eventsWebhookSecretFile", "eventsWebhookBatch", "eventsWebhookWaitMs", "eventsWebhookTimeoutMs", "eventsWebhookBackoffMaxMs"],
+      (c: EventsValues) =>
+        Object.freeze({
+          url: c.eventsWebhookUrl,
+          secretFile: c.eventsWebhookSecretFile,
+          batch: c.eventsWebhookBatch,
+          waitMs: c.eventsWebhookWaitMs,
+          timeoutMs: c.eventsWebhookTimeoutMs,
+          backoffMaxMs: c.eventsWebhookBackoffMaxMs,
+        }),
+    ),
+  },
+});
+
+export type EventsSection = SliceOf<typeof settings, typeof events.slice>;

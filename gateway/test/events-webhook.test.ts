@@ -1,0 +1,116 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { verifySignature } from "../src/backend/signature.js";
+import { startGateway, type GatewayHandle } from "./support/gateway.js";
+import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
+import { TestClient } from "./support/ws-client.js";
+import { uniqueNames } from "./support/clients.js";
+import { waitFor } from "./support/wait.js";
+import { metric } from "./support/metrics.js";
+import { WebhookReceiver } from "./support/webhook-receiver.js";
+
+const SECRET = "webhook-secret-0123456789";
+type Event = { id: number; type: string; time: string; user: string; client: string; channel?: string; code?: number; reason?: string };
+
+let nats: NatsServerHandle;
+let gw: GatewayHandle;
+let receiver: WebhookReceiver;
+const uniq = uniqueNames();
+
+/** The events of every request the receiver answered 2xx, each request's signature checked as a backend would. */
+function delivered(): Event[] {
+  return receiver.requests.filter((r) => r.status < 300).flatMap((r) => (JSON.parse(r.body) as { events: Event[] }).events);
+}
+
+/** A socket's whole life: connect, subscribe to `channel`, unsubscribe, close; resolves with its client id. */
+async function lifeOf(channel: string): Promise<void> {
+  const c = await TestClient.connect(gw.wsUrl);
+  await c.sub(channel);
+  const r = await c.request({ op: "unsub", channel });
+  expect(r.op).toBe("ok");
+  c.ws.close(1000, "bye");
+  await c.waitClosed();
+}
+
+/** The events of the socket that subscribed to `channel`, in delivery order. */
+function eventsOf(channel: string): Event[] {
+  const all = delivered();
+  const client = all.find((e) => e.channel === channel)?.client;
+  return all.filter((e) => e.client === client);
+}
+
+beforeAll(async () => {
+  receiver = await WebhookReceiver.start();
+  const dir = mkdtempSync(join(tmpdir(), "fgw-events-"));
+  writeFileSync(join(dir, "secret"), `${SECRET}\n`);
+  nats = await startNatsServer();
+  gw = await startGateway({
+    natsUrl: nats.url,
+    workers: 1,
+    env: {
+      EVENTS_WEBHOOK_URL: receiver.url,
+      EVENTS_WEBHOOK_SECRET_FILE: join(dir, "secret"),
+      EVENTS_WEBHOOK_BACKOFF_MAX: "1s",
+      EVENTS_WEBHOOK_TIMEOUT: "2s",
+    },
+  });
+});
+afterAll(async () => {
+  await gw?.stop();
+  await nats?.stop();
+  await receiver?.down();
+});
+
+describe("events — recorded in a stream, sent to a webhook", () => {
+  it("events — a socket's connect, subscribe, unsubscribe and disconnect arrive signed, in order, ids rising", async () => {
+    const channel = uniq("ev.life");
+    await lifeOf(channel);
+    const events = await waitFor(() => (eventsOf(channel).length >= 4 ? eventsOf(channel) : undefined), { timeoutMs: 20_000, what: "4 events" });
+    expect(events.map((e) => e.type)).toEqual(["connect", "subscribe", "unsubscribe", "disconnect"]);
+    expect(events[1]).toMatchObject({ channel, user: "anon" });
+    expect(events[3]).toMatchObject({ code: 1000, reason: "bye" });
+    const ids = events.map((e) => e.id);
+    expect([...ids].sort((a, b) => a - b)).toEqual(ids);
+    expect(new Set(ids).size).toBe(4);
+    for (const e of events) expect(Number.isNaN(Date.parse(e.time))).toBe(false);
+    for (const r of receiver.requests) {
+      expect(verifySignature(r.signature, SECRET, r.body)).toBe(true);
+      expect(verifySignature(r.signature, "another secret", r.body)).toBe(false);
+    }
+  });
+
+  it("events — failed answers are retried with the same ids until a 2xx; the receiver down for a while loses nothing", async () => {
+    // Refusals first: the receiver gets the batch and answers 503, so the retries can be compared.
+    receiver.status = 503;
+    const refused = uniq("ev.refused");
+    await lifeOf(refused);
+    await waitFor(() => receiver.requests.filter((r) => r.status === 503).length >= 2, { timeoutMs: 20_000, what: "two refused tries" });
+    // Then down: connections refused, while events keep coming.
+    await receiver.down();
+    const during = Array.from({ length: 5 }, (_, i) => uniq(`ev.down${i}`));
+    for (const ch of during) await lifeOf(ch);
+    const before = await metric(gw.metricsUrl, "fanout_webhook_calls_total", { hook: "webhook", result: "unreachable" });
+    await waitFor(async () => (await metric(gw.metricsUrl, "fanout_webhook_calls_total", { hook: "webhook", result: "unreachable" })) >= before + 2, {
+      timeoutMs: 20_000,
+      what: "tries while the receiver is down",
+    });
+    receiver.status = 200;
+    await receiver.up();
+    for (const ch of [refused, ...during]) await waitFor(() => eventsOf(ch).length >= 4, { timeoutMs: 30_000, what: `the 4 events of ${ch}` });
+
+    // Every refused try carried the same events, under the same ids, as the one finally accepted.
+    const tries = receiver.requests.filter((r) => r.status === 503).map((r) => r.body);
+    const accepted = receiver.requests.filter((r) => r.status < 300).map((r) => r.body);
+    expect(accepted).toContain(tries[0]);
+    const ids = (body: string) => (JSON.parse(body) as { events: Event[] }).events.map((e) => e.id);
+    for (const t of tries) expect(ids(t)).toEqual(ids(tries[0]!));
+
+    // Nothing lost, nothing twice among the accepted, in stream order.
+    const all = delivered().map((e) => e.id);
+    expect(new Set(all).size).toBe(all.length);
+    expect([...all].sort((a, b) => a - b)).toEqual(all);
+    for (const ch of [refused, ...during]) expect(eventsOf(ch).map((e) => e.type)).toEqual(["connect", "subscribe", "unsubscribe", "disconnect"]);
+  });
+});

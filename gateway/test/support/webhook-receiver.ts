@@ -1,0 +1,47 @@
+// A backend's webhook endpoint for the events tests: a real HTTP server that keeps every request's raw body
+// and signature header, answers as the test says, and can go down and come back on the same port.
+import { createServer, type Server } from "node:http";
+
+export type WebhookRequest = { body: string; signature: string; status: number };
+
+export class WebhookReceiver {
+  readonly requests: WebhookRequest[] = [];
+  /** The status each request is answered with; tests change it. */
+  status = 200;
+  port = 0;
+  private server?: Server;
+
+  static async start(): Promise<WebhookReceiver> {
+    const r = new WebhookReceiver();
+    await r.up();
+    return r;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}/events`;
+  }
+
+  /** Listens (again, on the same port once it had one). */
+  async up(): Promise<void> {
+    const server = createServer((req, res) => {
+      let body = "";
+      req.on("data", (d: Buffer) => (body += d.toString()));
+      req.on("end", () => {
+        const status = this.status;
+        this.requests.push({ body, signature: String(req.headers["fanout-signature"] ?? ""), status });
+        res.writeHead(status).end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(this.port, "127.0.0.1", resolve));
+    this.port = (server.address() as { port: number }).port;
+    this.server = server;
+  }
+
+  /** Stops listening: connections are refused until up(). */
+  async down(): Promise<void> {
+    const s = this.server;
+    this.server = undefined;
+    s?.closeAllConnections();
+    await new Promise((r) => s?.close(r));
+  }
+}

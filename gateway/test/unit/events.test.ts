@@ -1,0 +1,42 @@
+import { describe, expect, it } from "vitest";
+import { loadConfig } from "../../src/config/config.js";
+import { sectionsOf } from "../../src/config/sections.js";
+import { backoffMs, batchBody } from "../../src/events/webhook.js";
+
+const eventsOf = (env: Record<string, string>) => sectionsOf(loadConfig([], env).config).events;
+
+describe("events — settings, batches and backoff", () => {
+  it("events — nothing is recorded by default; EVENTS_WEBHOOK_URL alone records every kind; EVENTS narrows it", () => {
+    expect(eventsOf({}).kinds).toEqual([]);
+    expect(eventsOf({ EVENTS_WEBHOOK_URL: "http://127.0.0.1:1/e" }).kinds).toEqual(["connect", "disconnect", "subscribe", "unsubscribe"]);
+    expect(eventsOf({ EVENTS_WEBHOOK_URL: "http://127.0.0.1:1/e", EVENTS: "disconnect" }).kinds).toEqual(["disconnect"]);
+    expect(eventsOf({ EVENTS: "all" }).kinds).toHaveLength(4);
+  });
+
+  it("events — an unknown kind, the Redis broker or a subject over the channels' are refused at start", () => {
+    expect(() => eventsOf({ EVENTS: "connect,join" })).toThrow(/join is not a kind of event/);
+    expect(() => eventsOf({ EVENTS: "all", BROKER: "redis" })).toThrow(/BROKER=redis/);
+    expect(() => eventsOf({ EVENTS: "all", EVENTS_SUBJECT: "ev.events" })).toThrow(/EVENTS_SUBJECT.*overlaps the stream's subjects/);
+  });
+
+  it("events — a batch is {events:[…]} with each event's stream sequence as its id, first", () => {
+    const body = batchBody([
+      { seq: 7, json: '{"type":"connect","user":"u"}' },
+      { seq: 9, json: '{"type":"disconnect","user":"u","code":1000}' },
+    ]);
+    expect(JSON.parse(body)).toEqual({
+      events: [
+        { id: 7, type: "connect", user: "u" },
+        { id: 9, type: "disconnect", user: "u", code: 1000 },
+      ],
+    });
+    expect(body.startsWith('{"events":[{"id":7,"type"')).toBe(true);
+  });
+
+  it("events — backoff doubles from 100 ms, is capped, and is jittered between half and all of it", () => {
+    expect([0, 1, 2, 3].map((a) => backoffMs(a, 30_000, () => 1))).toEqual([100, 200, 400, 800]);
+    expect(backoffMs(20, 30_000, () => 1)).toBe(30_000);
+    expect(backoffMs(1_000, 30_000, () => 0)).toBe(15_000);
+    expect(backoffMs(3, 30_000, () => 0.5)).toBe(600);
+  });
+});
