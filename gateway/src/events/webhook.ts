@@ -81,6 +81,8 @@ export class WebhookSender {
         if (batch.length === 0) return;
       }
     }
+    // Stopping with a batch not taken: handed back now, to another instance's sender (or this one's next start).
+    for (const e of batch) e.nak();
   }
 
   private pause(ms: number): Promise<void> {

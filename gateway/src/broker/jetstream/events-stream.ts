@@ -33,7 +33,7 @@ export async function ensureEventsStream(jsm: JetStreamManager, c: Pick<EventsSe
 }
 
 /** One stored event as the webhook sender reads it: its stream sequence (the event's id) and its JSON. */
-export type StoredEvent = { seq: number; json: string; working(): void; ack(): void };
+export type StoredEvent = { seq: number; json: string; working(): void; ack(): void; nak(): void };
 
 /** What the webhook sender needs of the events stream (a fake of it tests the sender in process). */
 export interface EventSource {
@@ -67,7 +67,7 @@ export async function webhookSource(
     async fetch(max, waitMs) {
       const out: StoredEvent[] = [];
       const msgs = await consumer.fetch({ max_messages: max, expires: Math.max(waitMs, 1_000) });
-      for await (const m of msgs) out.push({ seq: m.seq, json: m.string(), working: () => m.working(), ack: () => m.ack() });
+      for await (const m of msgs) out.push({ seq: m.seq, json: m.string(), working: () => m.working(), ack: () => m.ack(), nak: () => m.nak() });
       return out;
     },
     async firstSeq() {
