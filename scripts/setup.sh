@@ -6,9 +6,8 @@
 #                    .tools/bin/sub-native, scripts/build-native.sh; sub-cluster also builds it on first use of
 #                    --engine native), redis-server and chromium (apt), the deploy checks' validators (helm,
 #                    kubernetes-validate; scripts/setup-deploy-tools.sh), the nats CLI for the JetStream
-#                    evaluation's smoke test (natscli v0.5.1; scripts/setup-bench-tools.sh) and the Kotlin SDK's
-#                    Maven dependencies and plugins (gateway/client-kotlin: one quiet `mvn test` when its pom
-#                    changed since the last one, about 80 s with downloads)
+#                    evaluation's smoke test (natscli v0.5.1; scripts/setup-bench-tools.sh) and Maven with a JDK for the
+#                    Kotlin SDK (apt, when missing; `npm run test:kotlin`'s first run fetches its dependencies)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -45,22 +44,15 @@ scripts/build-native.sh
 # apt packages the tests use (Redis baseline, browser tests).
 missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)
+# The Kotlin SDK's build (gateway/client-kotlin): its first `npm run test:kotlin` fetches its Maven dependencies.
+command -v mvn >/dev/null || missing+=(maven)
+command -v javac >/dev/null || missing+=(openjdk-17-jdk-headless)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then
   say "apt-get install ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   as_root apt-get update -qq >/dev/null
   as_root apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
-
-# The Kotlin SDK's Maven dependencies (npm run test:kotlin, its conformance adapter): fetched by one build and
-# test run, again only when the pom changes. The compile daemon stays off: it would outlive Maven as a large JVM.
-KOTLIN_STAMP="$ROOT/.tools/kotlin-deps.sha"
-KOTLIN_POM_SHA=$(sha256sum gateway/client-kotlin/pom.xml | cut -d' ' -f1)
-if [ "$(cat "$KOTLIN_STAMP" 2>/dev/null)" != "$KOTLIN_POM_SHA" ]; then
-  say "mvn: the Kotlin SDK's dependencies (gateway/client-kotlin)"
-  (cd gateway/client-kotlin && mvn -q -B -Dkotlin.compiler.daemon=false test >/dev/null) || { say "mvn failed in gateway/client-kotlin: npm run test:kotlin shows why"; exit 1; }
-  echo "$KOTLIN_POM_SHA" >"$KOTLIN_STAMP"
 fi
 
 # Validators of the deploy checks (helm, schema validators), by their own script.
