@@ -12,6 +12,8 @@ import { metric } from "./support/metrics.js";
 import { WebhookReceiver } from "./support/webhook-receiver.js";
 
 const SECRET = "webhook-secret-0123456789";
+/** The secret being rotated out: the file's second line, so every request carries a signature with each. */
+const PREVIOUS = "webhook-secret-previous-9876543210";
 type Event = { id: number; type: string; time: string; user: string; client: string; channel?: string; code?: number; reason?: string };
 
 let nats: NatsServerHandle;
@@ -44,7 +46,7 @@ function eventsOf(channel: string): Event[] {
 beforeAll(async () => {
   receiver = await WebhookReceiver.start();
   const dir = mkdtempSync(join(tmpdir(), "fgw-events-"));
-  writeFileSync(join(dir, "secret"), `${SECRET}\n`);
+  writeFileSync(join(dir, "secret"), `${SECRET}\n${PREVIOUS}\n`);
   nats = await startNatsServer();
   gw = await startGateway({
     natsUrl: nats.url,
@@ -64,7 +66,7 @@ afterAll(async () => {
 });
 
 describe("events — recorded in a stream, sent to a webhook", () => {
-  it("events — a socket's connect, subscribe, unsubscribe and disconnect arrive signed, in order, ids rising", async () => {
+  it("events — a socket's connect, subscribe, unsubscribe and disconnect arrive signed (with both secrets of a rotation), in order, ids rising", async () => {
     const channel = uniq("ev.life");
     await lifeOf(channel);
     const events = await waitFor(() => (eventsOf(channel).length >= 4 ? eventsOf(channel) : undefined), { timeoutMs: 20_000, what: "4 events" });
@@ -76,7 +78,10 @@ describe("events — recorded in a stream, sent to a webhook", () => {
     expect(new Set(ids).size).toBe(4);
     for (const e of events) expect(Number.isNaN(Date.parse(e.time))).toBe(false);
     for (const r of receiver.requests) {
+      // Mid-rotation: a backend that knows only the new secret, and one that knows only the previous, both accept it.
       expect(verifySignature(r.signature, SECRET, r.body)).toBe(true);
+      expect(verifySignature(r.signature, PREVIOUS, r.body)).toBe(true);
+      expect(r.signature.match(/v1=/g)).toHaveLength(2);
       expect(verifySignature(r.signature, "another secret", r.body)).toBe(false);
     }
   });

@@ -29,7 +29,7 @@ import { jetstream } from "@nats-io/jetstream";
 import { ensureEventsStream, webhookSource } from "../broker/jetstream/events-stream.js";
 import { BackendCaller } from "../backend/caller.js";
 import { backendMetrics } from "../backend/metrics.js";
-import { WebhookSender } from "../events/webhook.js";
+import { WebhookSender, webhookSecrets } from "../events/webhook.js";
 import type { EventsSection } from "../config/sections.js";
 
 /** The admin port in effect: `auto` is 9100 when authentication is on and none (-1) when it is off. */
@@ -210,18 +210,17 @@ async function startEvents(
   await whileElecting(`stream ${c.stream}`, log, () => ensureEventsStream(prepared.jsm, c, log));
   const w = c.webhook;
   if (!w.url) return undefined;
-  const secret = w.secretFile ? readFileSync(w.secretFile, "utf8").replace(/\r?\n$/, "") : "";
-  if (w.secretFile && !secret) throw new Error(`EVENTS_WEBHOOK_SECRET_FILE ${w.secretFile} is empty`);
+  const secrets = w.secretFile ? webhookSecrets(readFileSync(w.secretFile, "utf8"), w.secretFile) : [];
   // A batch being retried is kept from the other instances by `working` at least once per backoff and call.
   const ackWaitMs = w.backoffMaxMs + w.timeoutMs + 30_000;
   const source = await webhookSource(jetstream(prepared.nc), prepared.jsm, c, { durable: "fanout-webhook", batch: w.batch, ackWaitMs });
   const caller = new BackendCaller(
-    { timeoutMs: w.timeoutMs, maxInFlight: 1, ...(secret ? { secrets: [secret] } : {}) },
+    { timeoutMs: w.timeoutMs, maxInFlight: 1, ...(secrets.length > 0 ? { secrets } : {}) },
     log,
     backendMetrics(metrics.registry, "webhook"),
   );
   const sender = new WebhookSender(source, caller, w, log);
   sender.start();
-  log.info({ url: w.url, kinds: c.kinds, signed: secret !== "" }, "events webhook sender started");
+  log.info({ url: w.url, kinds: c.kinds, signed: secrets.length }, "events webhook sender started");
   return sender;
 }

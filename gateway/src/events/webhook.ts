@@ -9,6 +9,19 @@ export function backoffMs(attempt: number, capMs: number, random: () => number =
   return Math.round(full * (0.5 + random() / 2));
 }
 
+/**
+ * The secrets in EVENTS_WEBHOOK_SECRET_FILE's text: one per line, the current one first and, while it is
+ * rotated, the previous one second (every request is signed with each). Blank lines are ignored; none, or
+ * more than two, is refused.
+ */
+export function webhookSecrets(text: string, file: string): string[] {
+  const secrets = text.split(/\r?\n/).filter((l) => l.trim() !== "");
+  if (secrets.length === 0) throw new Error(`EVENTS_WEBHOOK_SECRET_FILE ${file} is empty`);
+  if (secrets.length > 2)
+    throw new Error(`EVENTS_WEBHOOK_SECRET_FILE ${file} holds ${secrets.length} secrets: at most two (the current one, then the previous one)`);
+  return secrets;
+}
+
 /** A batch's body: `{"events":[…]}`, each event with its stream sequence as `id`, first. */
 export function batchBody(events: readonly Pick<StoredEvent, "seq" | "json">[]): string {
   return `{"events":[${events.map((e) => `{"id":${e.seq},${e.json.slice(1)}`).join(",")}]}`;

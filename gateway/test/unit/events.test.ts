@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/config.js";
 import { sectionsOf } from "../../src/config/sections.js";
-import { backoffMs, batchBody } from "../../src/events/webhook.js";
+import { backoffMs, batchBody, webhookSecrets } from "../../src/events/webhook.js";
 
 const eventsOf = (env: Record<string, string>) => sectionsOf(loadConfig([], env).config).events;
 
@@ -38,5 +38,12 @@ describe("events — settings, batches and backoff", () => {
     expect(backoffMs(20, 30_000, () => 1)).toBe(30_000);
     expect(backoffMs(1_000, 30_000, () => 0)).toBe(15_000);
     expect(backoffMs(3, 30_000, () => 0.5)).toBe(600);
+  });
+
+  it("events — the secret file: one secret, or the new one then the previous one; empty or three refused", () => {
+    expect(webhookSecrets("s1\n", "f")).toEqual(["s1"]);
+    expect(webhookSecrets("s1\r\n\ns0\n", "f")).toEqual(["s1", "s0"]);
+    expect(() => webhookSecrets("\n\n", "f")).toThrow(/f is empty/);
+    expect(() => webhookSecrets("a\nb\nc\n", "f")).toThrow(/holds 3 secrets: at most two/);
   });
 });

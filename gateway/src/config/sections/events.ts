@@ -51,7 +51,7 @@ const settings = {
   eventsWebhookSecretFile: {
     env: "EVENTS_WEBHOOK_SECRET_FILE",
     shown: "(unset)",
-    doc: "File holding the secret webhook requests are signed with (`Fanout-Signature`, PROTOCOL.md); unset: unsigned",
+    doc: "File holding the secret webhook requests are signed with (`Fanout-Signature`, PROTOCOL.md), one a line: a second line (the previous secret, while rotating) adds a second signature; unset: unsigned",
     default: () => "",
     parse: trimmed,
   },
