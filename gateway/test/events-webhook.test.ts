@@ -101,9 +101,15 @@ describe("events — recorded in a stream, sent to a webhook", () => {
       timeoutMs: 20_000,
       what: "tries while the receiver is down",
     });
+    // The lag is visible: the down receiver's events wait in the stream (5 sockets of 4 events, and the refused ones).
+    expect(await metric(gw.metricsUrl, "fanout_webhook_pending")).toBeGreaterThanOrEqual(24);
+    expect(await metric(gw.metricsUrl, "fanout_webhook_calls_total", { hook: "webhook", result: "status" })).toBeGreaterThanOrEqual(2);
     receiver.status = 200;
     await receiver.up();
     for (const ch of [refused, ...during]) await waitFor(() => eventsOf(ch).length >= 4, { timeoutMs: 30_000, what: `the 4 events of ${ch}` });
+
+    await waitFor(async () => (await metric(gw.metricsUrl, "fanout_webhook_pending")) === 0, { timeoutMs: 20_000, what: "no events pending" });
+    expect(await metric(gw.metricsUrl, "fanout_webhook_dropped_total")).toBe(0);
 
     // Every refused try carried the same events, under the same ids, as the one finally accepted.
     const tries = receiver.requests.filter((r) => r.status === 503).map((r) => r.body);

@@ -30,6 +30,7 @@ import { ensureEventsStream, webhookSource } from "../broker/jetstream/events-st
 import { BackendCaller } from "../backend/caller.js";
 import { backendMetrics } from "../backend/metrics.js";
 import { WebhookSender, webhookSecrets } from "../events/webhook.js";
+import { webhookMetrics } from "../events/metrics.js";
 import type { EventsSection } from "../config/sections.js";
 
 /** The admin port in effect: `auto` is 9100 when authentication is on and none (-1) when it is off. */
@@ -219,7 +220,7 @@ async function startEvents(
     log,
     backendMetrics(metrics.registry, "webhook"),
   );
-  const sender = new WebhookSender(source, caller, w, log);
+  const sender = new WebhookSender(source, caller, w, log, webhookMetrics(metrics.registry, source));
   sender.start();
   log.info({ url: w.url, kinds: c.kinds, signed: secrets.length }, "events webhook sender started");
   return sender;

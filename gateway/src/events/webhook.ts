@@ -2,6 +2,7 @@ import type { EventSource, StoredEvent } from "../broker/jetstream/events-stream
 import type { BackendCaller } from "../backend/caller.js";
 import type { WebhookSection } from "../config/sections.js";
 import type { Logger } from "../log.js";
+import type { WebhookMetrics } from "./metrics.js";
 
 /** The wait before try `attempt` (0-based) of a failed batch: doubling from 100 ms, capped, jittered to half–full. */
 export function backoffMs(attempt: number, capMs: number, random: () => number = Math.random): number {
@@ -44,6 +45,7 @@ export class WebhookSender {
     private readonly caller: BackendCaller,
     private readonly config: Pick<WebhookSection, "url" | "batch" | "waitMs" | "backoffMaxMs">,
     private readonly log: Logger,
+    private readonly metrics?: WebhookMetrics,
   ) {}
 
   start(): void {
@@ -90,6 +92,7 @@ export class WebhookSender {
           "events dropped by the stream's retention before the webhook took them",
         );
         for (const e of gone) e.ack();
+        this.metrics?.dropped.inc(gone.length);
         batch = batch.filter((e) => e.seq >= first);
         if (batch.length === 0) return;
       }

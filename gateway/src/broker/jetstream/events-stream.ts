@@ -41,6 +41,8 @@ export interface EventSource {
   fetch(max: number, waitMs: number): Promise<StoredEvent[]>;
   /** The oldest sequence the stream still holds (events below it are gone: their retention ran out). */
   firstSeq(): Promise<number>;
+  /** Events not delivered yet: the consumer's waiting ones and those handed out but not acknowledged. */
+  pending(): Promise<number>;
 }
 
 /**
@@ -72,6 +74,10 @@ export async function webhookSource(
     },
     async firstSeq() {
       return (await jsm.streams.info(c.stream)).state.first_seq;
+    },
+    async pending() {
+      const info = await jsm.consumers.info(c.stream, o.durable);
+      return info.num_pending + info.num_ack_pending;
     },
   };
 }
