@@ -1,3 +1,4 @@
+import type { ReplayFrom } from "./jetstream/events-stream.js";
 /** One message as the fan-out path sees it: the channel, its stream sequence, broker time and raw payload. */
 export type BrokerMessage = { channel: string; seq: number; ts: number; payload: Uint8Array };
 
@@ -182,6 +183,8 @@ export interface Broker {
    * with its stream sequence, the event's id. JetStream only: the Redis baseline has no stream for them.
    */
   appendEvent?(subject: string, json: string): Promise<number>;
+  /** Sends the events webhook again from an id or a time (POST /v1/server/events/replay). JetStream only. */
+  replayEvents?(stream: string, from: ReplayFrom): Promise<{ pending: number } | { refused: string }>;
   /** Starts live delivery of every new message on `pattern`; resolves once delivery is set up. */
   live(pattern: string, onMessage: (m: BrokerMessage) => void): Promise<LiveFeed>;
   onEvent(listener: (e: BrokerEvent) => void): void;

@@ -26,7 +26,7 @@ import { Hooks } from "../auth/hooks.js";
 import { natsBus } from "../broker/jetstream/bus.js";
 import { readFileSync } from "node:fs";
 import { jetstream } from "@nats-io/jetstream";
-import { ensureEventsStream, webhookSource } from "../broker/jetstream/events-stream.js";
+import { ensureEventsStream, WEBHOOK_DURABLE, webhookSource } from "../broker/jetstream/events-stream.js";
 import { BackendCaller } from "../backend/caller.js";
 import { backendMetrics } from "../backend/metrics.js";
 import { WebhookSender, webhookSecrets } from "../events/webhook.js";
@@ -214,7 +214,7 @@ async function startEvents(
   const secrets = w.secretFile ? webhookSecrets(readFileSync(w.secretFile, "utf8"), w.secretFile) : [];
   // A batch being retried is kept from the other instances by `working` at least once per backoff and call.
   const ackWaitMs = w.backoffMaxMs + w.timeoutMs + 30_000;
-  const source = await webhookSource(jetstream(prepared.nc), prepared.jsm, c, { durable: "fanout-webhook", batch: w.batch, ackWaitMs });
+  const source = await webhookSource(jetstream(prepared.nc), prepared.jsm, c, { durable: WEBHOOK_DURABLE, batch: w.batch, ackWaitMs });
   const caller = new BackendCaller(
     { timeoutMs: w.timeoutMs, maxInFlight: 1, ...(secrets.length > 0 ? { secrets } : {}) },
     log,

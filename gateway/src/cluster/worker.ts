@@ -113,6 +113,7 @@ export async function runWorker(config: Config, natsToken?: string): Promise<voi
     publisher,
     access,
     config: { ...c.control, maxChannels: c.server.publishBatchMaxItems },
+    ...(c.events.webhook.url ? { eventsStream: c.events.stream } : {}),
     self: { instance: `${hostname()}:${process.ppid}`, worker: cluster.worker?.id ?? 0, workers: c.server.workers },
     log,
   });

@@ -5,7 +5,7 @@ import { checkChannel, checkPattern } from "../protocol/channel.js";
  * The control plane's operations, as requests (HTTP bodies and query strings, NATS request bodies) and as
  * each worker's part of the answer. Pure: parsing, and merging the workers' parts into one answer.
  */
-export const CONTROL_OPS = ["disconnect", "unsubscribe", "occupancy", "broadcast", "user"] as const;
+export const CONTROL_OPS = ["disconnect", "unsubscribe", "occupancy", "broadcast", "user", "events/replay"] as const;
 export type ControlOp = (typeof CONTROL_OPS)[number];
 export const isControlOp = (s: string): s is ControlOp => (CONTROL_OPS as readonly string[]).includes(s);
 
@@ -20,7 +20,10 @@ export type WorkerRequest =
 /** One door does this alone (it publishes). */
 export type BroadcastRequest = { op: "broadcast"; channels: string[]; data: unknown };
 
-export type ControlRequest = WorkerRequest | BroadcastRequest;
+/** One door does this alone too: the events webhook sent again from an id or a time. */
+export type ReplayRequest = { op: "events/replay" } & ({ fromId: number } | { fromTime: string });
+
+export type ControlRequest = WorkerRequest | BroadcastRequest | ReplayRequest;
 
 /** Who answered: a worker of an instance, and how many workers that instance runs. */
 export type Answerer = { instance: string; worker: number; workers: number };
@@ -69,6 +72,8 @@ function reasonOf(o: Record<string, unknown>, fallback: string): Parsed<string> 
 export function parseControlRequest(op: ControlOp, v: unknown, maxChannels: number): Parsed<ControlRequest> {
   if (!isObject(v)) return { error: "the body must be a JSON object" };
   switch (op) {
+    case "events/replay":
+      return replayOf(v);
     case "disconnect": {
       const user = userOf(v);
       if (typeof user !== "string") return user;
@@ -169,4 +174,15 @@ export function mergeParts(req: WorkerRequest, replies: readonly WorkerReply[], 
       return { user: req.user, connections, ...(truncated ? { truncated } : {}), ...meta };
     }
   }
+}
+
+/** `{"fromId":N}` (a positive integer) or `{"fromTime":"<ISO 8601>"}`, not both. */
+function replayOf(v: Record<string, unknown>): Parsed<ReplayRequest> {
+  if ((v.fromId === undefined) === (v.fromTime === undefined)) return { error: "give one of fromId or fromTime" };
+  if (v.fromId !== undefined)
+    return Number.isSafeInteger(v.fromId) && (v.fromId as number) > 0
+      ? { op: "events/replay", fromId: v.fromId as number }
+      : { error: "fromId must be a positive integer" };
+  const t = typeof v.fromTime === "string" ? Date.parse(v.fromTime) : NaN;
+  return Number.isNaN(t) ? { error: "fromTime must be a date and time (ISO 8601)" } : { op: "events/replay", fromTime: new Date(t).toISOString() };
 }

@@ -1,3 +1,4 @@
+import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import { anonymousIdentity, type AccessControl, type Identity } from "../auth/access.js";
 import { apiKeyPrincipal } from "../auth/principal.js";
 import type { Broker, Bus } from "../broker/broker.js";
@@ -17,6 +18,7 @@ import {
   type BroadcastRequest,
   type ControlOp,
   type WorkerReply,
+  type ReplayRequest,
   type WorkerRequest,
 } from "./ops.js";
 
@@ -30,7 +32,9 @@ export const workerSubject = (prefix: string, op: ControlOp): string => `${prefi
 export const CONTROL_QUEUE = "fgw-control";
 
 export type ControlDeps = {
-  broker: Pick<Broker, "kind" | "bus">;
+  broker: Pick<Broker, "kind" | "bus" | "replayEvents">;
+  /** The events stream, when this deployment sends an events webhook (EVENTS_WEBHOOK_URL): events/replay needs it. */
+  eventsStream?: string;
   /** `fanout_control_requests_total{op,result}`. */
   requests: Counter<"op" | "result">;
   local: LocalControl;
@@ -89,7 +93,7 @@ export class ControlService {
         },
         CONTROL_QUEUE,
       );
-      if (op !== "broadcast") bus.serve(workerSubject(prefix, op), async (b) => encode(this.partOrError(op, b)));
+      if (op !== "broadcast" && op !== "events/replay") bus.serve(workerSubject(prefix, op), async (b) => encode(this.partOrError(op, b)));
     }
   }
 
@@ -109,6 +113,7 @@ export class ControlService {
       const req = parseControlRequest(op, raw, this.d.config.maxChannels);
       if ("error" in req) return failure(ErrorCode.BadRequest, req.error);
       if (req.op === "broadcast") return await this.broadcast(req, as);
+      if (req.op === "events/replay") return await this.replay(req);
       const bus = this.d.broker.bus;
       if (!bus) return failure(ErrorCode.UnsupportedByBroker, `the ${this.d.broker.kind} broker carries no control requests: ${op} needs JetStream (NATS)`);
       return await this.scatter(bus, req);
@@ -139,8 +144,26 @@ export class ControlService {
   /** This worker's part, for the door that scattered the request. */
   private part(op: ControlOp, b: Uint8Array): WorkerReply | { error: string } {
     const req = parseControlRequest(op, decode(b), this.d.config.maxChannels);
-    if ("error" in req || req.op === "broadcast") return { error: "error" in req ? req.error : "not a worker operation" };
+    if ("error" in req || req.op === "broadcast" || req.op === "events/replay") return { error: "error" in req ? req.error : "not a worker operation" };
     return { ...this.d.self, part: this.d.local.run(req) };
+  }
+
+  /** The events webhook sent again from an id or a time: its durable consumer re-pointed (events-stream.ts). */
+  private async replay(req: ReplayRequest): Promise<ControlAnswer> {
+    const { eventsStream } = this.d;
+    if (!this.d.broker.replayEvents || eventsStream === undefined)
+      return failure(ErrorCode.NotFound, "no events webhook here: events/replay needs EVENTS_WEBHOOK_URL (and BROKER=jetstream)");
+    const from = "fromId" in req ? { fromId: req.fromId } : { fromTime: req.fromTime };
+    try {
+      const r = await this.d.broker.replayEvents(eventsStream, from);
+      if ("refused" in r) return failure(ErrorCode.BadRequest, r.refused);
+      this.d.log.info({ ...from, pending: r.pending }, "events webhook replayed");
+      return { status: 200, body: { ...from, pending: r.pending } };
+    } catch (e) {
+      if (e instanceof JetStreamApiError && e.code === JetStreamApiCodes.ConsumerNotFound)
+        return failure(ErrorCode.NotFound, "the events webhook's consumer does not exist yet (no sender has started)");
+      throw e;
+    }
   }
 
   /**

@@ -32,6 +32,34 @@ export async function ensureEventsStream(jsm: JetStreamManager, c: Pick<EventsSe
   }
 }
 
+/** The durable consumer every instance's webhook sender shares. */
+export const WEBHOOK_DURABLE = "fanout-webhook";
+
+/** Where a replay starts: an event's id (its stream sequence) or a time (the first event stored at or after it). */
+export type ReplayFrom = { fromId: number } | { fromTime: string };
+
+/**
+ * Points the webhook's durable consumer back at `from`: deleted and made again under the same name and
+ * settings, starting there. The senders' next pull reads from the new position (a pull in progress fails
+ * and is tried again); a batch being sent meanwhile may arrive again (delivery is at least once). Returns
+ * how many events the consumer now has to send. A position past the stream's end is refused: events stored
+ * until then would be skipped. Throws ConsumerNotFound when no webhook sender ever ran.
+ */
+export async function replayWebhook(jsm: JetStreamManager, stream: string, from: ReplayFrom): Promise<{ pending: number } | { refused: string }> {
+  const info = await jsm.consumers.info(stream, WEBHOOK_DURABLE);
+  const last = (await jsm.streams.info(stream)).state.last_seq;
+  if ("fromId" in from && from.fromId > last + 1) return { refused: `fromId ${from.fromId} is past the last event (${last}): later events would be skipped` };
+  if ("fromTime" in from && Date.parse(from.fromTime) > Date.now()) return { refused: "fromTime is in the future: events until then would be skipped" };
+  const start =
+    "fromId" in from
+      ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from.fromId }
+      : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: from.fromTime };
+  await jsm.consumers.delete(stream, WEBHOOK_DURABLE);
+  const { ack_policy, ack_wait, max_ack_pending } = info.config;
+  const made = await jsm.consumers.add(stream, { durable_name: WEBHOOK_DURABLE, ack_policy, ack_wait, max_ack_pending, ...start });
+  return { pending: made.num_pending };
+}
+
 /** One stored event as the webhook sender reads it: its stream sequence (the event's id) and its JSON. */
 export type StoredEvent = { seq: number; json: string; working(): void; ack(): void; nak(): void };
 

@@ -1,3 +1,4 @@
+import { replayWebhook, type ReplayFrom } from "./events-stream.js";
 import { LoopTurn } from "../../util/loop-turn.js";
 import { JsPublisher } from "./publisher.js";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
@@ -203,6 +204,10 @@ export class JetStreamBroker implements Broker {
 
   async appendEvent(subject: string, json: string): Promise<number> {
     return (await this.js.publish(subject, json)).seq;
+  }
+
+  replayEvents(stream: string, from: ReplayFrom): Promise<{ pending: number } | { refused: string }> {
+    return replayWebhook(this.jsm, stream, from);
   }
 
   async publish(channel: string, payload: Uint8Array, msgId?: string, ttl?: string): Promise<PublishResult> {
