@@ -10,11 +10,22 @@ import { uniqueNames } from "./support/clients.js";
 import { waitFor } from "./support/wait.js";
 import { metric } from "./support/metrics.js";
 import { WebhookReceiver } from "./support/webhook-receiver.js";
+import { SseReader } from "./support/sse-client.js";
 
 const SECRET = "webhook-secret-0123456789";
 /** The secret being rotated out: the file's second line, so every request carries a signature with each. */
 const PREVIOUS = "webhook-secret-previous-9876543210";
-type Event = { id: number; type: string; time: string; user: string; client: string; channel?: string; code?: number; reason?: string };
+type Event = {
+  id: number;
+  type: string;
+  time: string;
+  user: string;
+  client: string;
+  transport: string;
+  channel?: string;
+  code?: number;
+  reason?: string;
+};
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;
@@ -73,6 +84,7 @@ describe("events — recorded in a stream, sent to a webhook", () => {
     expect(events.map((e) => e.type)).toEqual(["connect", "subscribe", "unsubscribe", "disconnect"]);
     expect(events[1]).toMatchObject({ channel, user: "anon" });
     expect(events[3]).toMatchObject({ code: 1000, reason: "bye" });
+    for (const e of events) expect(e.transport).toBe("websocket");
     const ids = events.map((e) => e.id);
     expect([...ids].sort((a, b) => a - b)).toEqual(ids);
     expect(new Set(ids).size).toBe(4);
@@ -123,5 +135,18 @@ describe("events — recorded in a stream, sent to a webhook", () => {
     expect(new Set(all).size).toBe(all.length);
     expect([...all].sort((a, b) => a - b)).toEqual(all);
     for (const ch of [refused, ...during]) expect(eventsOf(ch).map((e) => e.type)).toEqual(["connect", "subscribe", "unsubscribe", "disconnect"]);
+  });
+
+  it("events — an SSE stream is recorded too: connect and subscribe when it opens, unsubscribe and disconnect when the reader leaves", async () => {
+    const channel = uniq("ev.sse");
+    const stream = await SseReader.open(`${gw.url}/v1/channels/${encodeURIComponent(channel)}/events`);
+    await waitFor(() => (eventsOf(channel).length >= 2 ? true : undefined), { timeoutMs: 20_000, what: "the SSE stream's connect and subscribe" });
+    stream.close();
+    const events = await waitFor(() => (eventsOf(channel).length >= 4 ? eventsOf(channel) : undefined), { timeoutMs: 20_000, what: "4 SSE events" });
+    expect(events.map((e) => e.type)).toEqual(["connect", "subscribe", "unsubscribe", "disconnect"]);
+    for (const e of events) expect(e).toMatchObject({ transport: "sse", user: "anon", client: events[0]!.client });
+    expect(events[0]!.client).toMatch(/^[A-Za-z0-9_-]{16}$/);
+    expect(events[1]).toMatchObject({ channel });
+    expect(events[3]).toMatchObject({ reason: "aborted" });
   });
 });

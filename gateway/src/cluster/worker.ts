@@ -100,7 +100,7 @@ export async function runWorker(config: Config, natsToken?: string): Promise<voi
   // Reads of stored messages (HTTP history, SSE opens) per IP and user; one allowance for both doors.
   const reads = readLimiterFor(c.reads, guardMetrics.readRefused);
   // Server-Sent Events streams: registered before the HTTP routes' catch-alls.
-  const sse = new SseEndpoint({ config: c, broker, hub, resume, access, admission: guard.admission, metrics, log, isDraining, reads });
+  const sse = new SseEndpoint({ config: c, broker, hub, resume, access, admission: guard.admission, metrics, log, isDraining, reads, events });
   for (const a of apps) sse.register(a);
   sse.start();
   const history = { broker, maxBytes: c.reads.historyMaxBytes, reads };

@@ -8,6 +8,8 @@ export type EventFields = {
   user: string;
   /** The connection: the same id presence shows for it. */
   client: string;
+  /** The connection's kind: a WebSocket, or a Server-Sent Events stream (one subscription, its pattern). */
+  transport: "websocket" | "sse";
   channel?: string;
   /** disconnect: the close code and reason. */
   code?: number;

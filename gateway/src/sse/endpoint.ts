@@ -1,3 +1,4 @@
+import type { EventRecorder } from "../events/recorder.js";
 import { readerOf, type AccessControl, type Knock } from "../auth/access.js";
 import { authorizeRequest, readKnock } from "../auth/http-auth.js";
 import type { Broker } from "../broker/broker.js";
@@ -35,6 +36,8 @@ export type SseContext = {
   isDraining: () => boolean;
   /** Read allowances per IP and user (READ_RATE_PER_IP …), shared with the history door; undefined: unlimited. */
   reads?: ReadLimiter;
+  /** Connection and subscription events (EVENTS), when any kind is recorded: a stream is both at once. */
+  events?: EventRecorder;
 };
 
 /** What a request asked for, read synchronously (uWS requests die when the handler returns). */
@@ -271,6 +274,9 @@ export class SseEndpoint {
       if (gap && lastSent !== undefined) stream.writeEvent("gap", gap, eventId(gap.epoch, lastSent));
       stream.start(lastSent);
     });
+    const who = { user, client: stream.clientId, transport: "sse" } as const;
+    this.ctx.events?.record("connect", who);
+    this.ctx.events?.record("subscribe", { ...who, channel: pattern });
     if (exp !== undefined) stream.endAt((exp + config.auth.jwtClockToleranceSec) * 1000);
     if (log.isLevelEnabled("debug")) log.debug({ pattern, lastSent, gap: gap !== undefined }, "sse stream opened");
     return stream;
@@ -282,6 +288,9 @@ export class SseEndpoint {
     this.ctx.metrics.sseConnections.dec();
     this.ctx.metrics.subscriptions.dec();
     this.ctx.hub.release(s.pattern);
+    const who = { user: s.user, client: s.clientId, transport: "sse" } as const;
+    this.ctx.events?.record("unsubscribe", { ...who, channel: s.pattern });
+    this.ctx.events?.record("disconnect", { ...who, reason: why });
     if (this.ctx.log.isLevelEnabled("debug")) this.ctx.log.debug({ pattern: s.pattern, why, lastSent: s.lastSent }, "sse stream ended");
   }
 }

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import type { BackpressureSection } from "../config/sections.js";
 import type { Feed } from "../fanout/hub.js";
 import { Flow, SubLifecycle, type DeliveryFailure, type Joined, type SubPhase } from "../fanout/lifecycle.js";
@@ -58,6 +59,8 @@ export class SseStream implements FanoutSocket, SseReceiver {
   /** `write` returned false: nothing more is written before `onWritable`. */
   private blocked = false;
   private drainWaiters: (() => void)[] = [];
+  /** The stream's client id (events name it, as a WebSocket's): 16 characters of base64url. */
+  readonly clientId = randomBytes(12).toString("base64url");
   private readonly life: SubLifecycle;
   private readonly flow: Flow;
   private expiryTimer?: NodeJS.Timeout;

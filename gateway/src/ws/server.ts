@@ -72,7 +72,7 @@ export class WsEndpoint {
           this.ctx.guard.opened(ws);
           this.sockets.add(ws);
           metrics.connections.inc();
-          this.ctx.events?.record("connect", { user: ws.getUserData().user, client: clientIdOf(ws) });
+          this.ctx.events?.record("connect", { user: ws.getUserData().user, client: clientIdOf(ws), transport: "websocket" });
           void startAutoSubscriptions(this.ctx, ws).catch((e) => log.error({ err: e }, "auto subscriptions failed"));
         },
         message: (ws, message, isBinary) => {
@@ -106,7 +106,13 @@ export class WsEndpoint {
           this.sockets.delete(ws);
           releaseSession(this.ctx, ws);
           metrics.connections.dec();
-          this.ctx.events?.record("disconnect", { user: s.user, client: clientIdOf(ws), code, reason: Buffer.from(message).toString("utf8") });
+          this.ctx.events?.record("disconnect", {
+            user: s.user,
+            client: clientIdOf(ws),
+            transport: "websocket",
+            code,
+            reason: Buffer.from(message).toString("utf8"),
+          });
         },
       });
   }

@@ -88,7 +88,7 @@ export class Subscriptions {
   private counted(ws: Socket, sub: SubState): void {
     sub.counted = true;
     this.metrics.subscriptions.inc();
-    this.events?.record("subscribe", { user: ws.getUserData().user, client: clientIdOf(ws), channel: sub.pattern });
+    this.events?.record("subscribe", { user: ws.getUserData().user, client: clientIdOf(ws), transport: "websocket", channel: sub.pattern });
   }
 
   /** Takes the socket out of live delivery (its buffer is over the threshold). */
@@ -112,7 +112,7 @@ export class Subscriptions {
     if (sub.counted) {
       sub.counted = false;
       this.metrics.subscriptions.dec();
-      this.events?.record("unsubscribe", { user: s.user, client: clientIdOf(ws), channel: sub.pattern });
+      this.events?.record("unsubscribe", { user: s.user, client: clientIdOf(ws), transport: "websocket", channel: sub.pattern });
     }
     if (sub.durable) {
       void sub.durable.stop().catch((e) => this.log.debug({ err: e }, "stopping durable failed"));
