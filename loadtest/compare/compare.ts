@@ -1,15 +1,18 @@
-// npm run compare: the users' Redis pub/sub workload against the gateway on JetStream and on Redis, in one
-// run on this machine, with the real sub-cluster / pub-cluster tools. Writes loadtest/results/compare.md/.png.
+// npm run bench -- compare (alias npm run compare): the users' Redis pub/sub workload against the gateway on JetStream and on Redis, in one
+// run on this machine, with the real sub-cluster / pub-cluster tools. Writes loadtest/results/compare.md/.json/.png
+// (--out DIR elsewhere; a --quick run writes none unless --out is given).
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { ROOT } from "../bench/common.js";
+import { join } from "node:path";
 import { LatencyStats } from "../../subtools/src/shared/mod.js";
 import type { SubResult } from "../../subtools/src/result.js";
 import { bounded, cpuMeter, PUB_CLI, runNode, startGateway, SUB_CLI, type Gateway } from "./proc.js";
-import { parseCompareOptions, rowKey, subProcesses, UsageError, type Broker, type CompareOptions, type Row } from "./workload.js";
+import { BENCH, compareOptions, rowKey, subProcesses, type Broker, type CompareOptions, type Row } from "./workload.js";
 import { renderMarkdown, type Measurement, type RunMeta } from "./report.js";
 import { renderPng } from "./chart.js";
+import { FlagError } from "../kit/flags.js";
+import { runBench } from "../kit/main.js";
+import { reportPath } from "../kit/results.js";
 
 const log = (s: string): void => console.log(`[compare] ${s}`);
 
@@ -134,19 +137,12 @@ async function measure(opts: CompareOptions, row: Row, broker: Broker, work: str
   }
 }
 
-async function main(): Promise<void> {
-  let opts: CompareOptions;
-  try {
-    opts = parseCompareOptions(process.argv.slice(2), resolve(ROOT, "loadtest/results"));
-  } catch (e) {
-    if (e instanceof UsageError) {
-      console.error(e.message);
-      process.exit(64);
-    }
-    throw e;
+runBench(BENCH, async ({ flags }) => {
+  const opts = compareOptions(flags, reportPath(flags, "."));
+  if (flags.render) {
+    if (!opts.outDir) throw new FlagError("--render writes a report: give --out DIR with --quick, and leave out --no-write");
+    return rerender(flags.render, opts.outDir);
   }
-  mkdirSync(opts.outDir, { recursive: true });
-  if (opts.render) return rerender(opts.render, opts.outDir);
   const work = mkdtempSync(join(tmpdir(), "fgw-compare-"));
   const startedAt = new Date();
   log(
@@ -158,16 +154,19 @@ async function main(): Promise<void> {
     void finish().then(() => process.exit(130));
   };
   const finish = async (): Promise<void> => {
+    if (!opts.outDir) return log("no report written (--no-write, or --quick without --out)");
+    const outDir = opts.outDir;
+    mkdirSync(outDir, { recursive: true });
     const meta = { startedAt, finishedAt: new Date(), opts, cores: cpus().length, cpuModel: cpus()[0]?.model ?? "?", node: process.version };
     const md = renderMarkdown(results, meta);
-    writeFileSync(join(opts.outDir, "compare.md"), md);
-    writeFileSync(join(opts.outDir, "compare.json"), JSON.stringify({ ...meta, results }, null, 2) + "\n");
+    writeFileSync(join(outDir, "compare.md"), md);
+    writeFileSync(join(outDir, "compare.json"), JSON.stringify({ ...meta, results }, null, 2) + "\n");
     try {
-      await renderPng(results, meta, join(opts.outDir, "compare.png"));
+      await renderPng(results, meta, join(outDir, "compare.png"));
     } catch (e) {
       log(`PNG not written: ${(e as Error).message}`);
     }
-    log(`wrote ${join(opts.outDir, "compare.md")}, compare.json and compare.png`);
+    log(`wrote ${join(outDir, "compare.md")}, compare.json and compare.png`);
   };
   process.once("SIGINT", sigint);
   try {
@@ -188,15 +187,14 @@ async function main(): Promise<void> {
     await finish();
     rmSync(work, { recursive: true, force: true });
   }
-}
+});
 
 /** Writes compare.md/.png again from a compare.json (e.g. after a report change), without measuring. */
 async function rerender(file: string, outDir: string): Promise<void> {
+  mkdirSync(outDir, { recursive: true });
   const saved = JSON.parse(readFileSync(file, "utf8")) as RunMeta & { results: Measurement[] };
   const meta: RunMeta = { ...saved, startedAt: new Date(saved.startedAt), finishedAt: new Date(saved.finishedAt) };
   writeFileSync(join(outDir, "compare.md"), renderMarkdown(saved.results, meta));
   await renderPng(saved.results, meta, join(outDir, "compare.png"));
   log(`rendered ${join(outDir, "compare.md")} and compare.png from ${file}`);
 }
-
-await main();

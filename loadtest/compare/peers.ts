@@ -1,4 +1,4 @@
-// npm run compare:peers — the same clients (sub-cluster, lean engine) and publisher (pub-cluster) against this
+// npm run bench -- peers (alias npm run compare:peers) — the same clients (sub-cluster, lean engine) and publisher (pub-cluster) against this
 // gateway and the servers users would pick instead, one after another in one run:
 //   gateway     this gateway, 2 workers, embedded nats-server (JetStream)
 //   socketio    Socket.IO 4, 2 node:cluster workers joined by @socket.io/redis-adapter (redis-server)
@@ -6,12 +6,11 @@
 //   uws         bare uWebSockets.js in one process, no broker: the floor
 // Per server and row: delivered/expected, latency (p50, p99, MEAN, HARMONIC MEAN), server CPU per delivery
 // (its whole process tree, brokers included, from /proc), RSS idle (clients connected) and peak under load.
-// Writes loadtest/results/peers.md, peers.json and peers.png.
+// Writes loadtest/results/peers.md, peers.json and peers.png (--out DIR elsewhere; --quick writes none unless --out).
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { parseArgs } from "node:util";
 import { ROOT, until } from "../bench/common.js";
 import { LatencyStats } from "../../subtools/src/shared/mod.js";
 import type { SubResult } from "../../subtools/src/result.js";
@@ -19,6 +18,9 @@ import { bounded, PUB_CLI, runNode, startGateway, SUB_CLI, TreeCpu, treeRss, typ
 import { renderPeersMarkdown, renderPeersSvg, type PeerRow, type PeersMeta, SERVERS, type ServerName } from "./peers-report.js";
 import { svgToPng } from "./chart.js";
 import { startRedisServer } from "../../gateway/test/support/redis-server.js";
+import { FlagError, std } from "../kit/flags.js";
+import { defineBench, runBench } from "../kit/main.js";
+import { reportPath } from "../kit/results.js";
 
 const log = (s: string): void => console.log(`[compare:peers] ${s}`);
 const PEERS = resolve(ROOT, "loadtest/peers");
@@ -241,33 +243,33 @@ async function measure(name: ServerName, clients: number, procs: number, rate: n
   }
 }
 
-async function main(): Promise<void> {
-  const { values: v } = parseArgs({
-    options: {
-      quick: { type: "boolean", default: false },
-      clients: { type: "string" },
-      rates: { type: "string" },
-      seconds: { type: "string" },
-      drain: { type: "string" },
-      procs: { type: "string", default: "2" },
-      servers: { type: "string", default: SERVERS.join(",") },
-      out: { type: "string" },
-      render: { type: "string" },
-    },
-  });
-  // A --quick run leaves the committed results of a full run alone unless --out says where to write.
-  const outDir = v.out ?? (v.quick ? mkdtempSync(join(tmpdir(), "fgw-peers-quick-")) : resolve(ROOT, "loadtest/results"));
-  mkdirSync(outDir, { recursive: true });
+const BENCH = defineBench("peers", {
+  quick: std("quick", { help: "200 clients, 5 s per row, 15 s of drain; writes no report unless --out is given" }),
+  clients: std("clients", { default: 2000, quick: 200 }),
+  rates: { type: "list", default: ["10", "100"], help: "publish rates, one row each (msg/s)" },
+  seconds: std("seconds", { default: 20, quick: 5, help: "seconds of publishing per row and server" }),
+  drain: { type: "number", min: 0, default: 60, quick: 15, help: "seconds a row may take after publishing before its subscribers stop" },
+  procs: std("procs", { default: 2, help: "sub-cluster processes (lean engine)" }),
+  servers: { type: "list", choices: SERVERS, default: SERVERS, help: "the servers to measure, in this order" },
+  out: std("out", { help: "the directory peers.md, peers.json and peers.png go to (default loadtest/results)" }),
+  "no-write": std("no-write"),
+  render: std("render", { help: "write peers.md/.png again from a saved peers.json, without measuring" }),
+});
+
+runBench(BENCH, async ({ flags: v }) => {
+  const outDir = reportPath(v, ".");
   if (v.render) {
+    if (!outDir) throw new FlagError("--render writes a report: give --out DIR with --quick, and leave out --no-write");
     const saved = JSON.parse(readFileSync(v.render, "utf8")) as PeersMeta & { rows: PeerRow[] };
     return write(saved.rows, saved, outDir);
   }
-  const clients = Number(v.clients ?? (v.quick ? 200 : 2000));
-  const rates = (v.rates ?? (v.quick ? "10,100" : "10,100")).split(",").map(Number);
-  const seconds = Number(v.seconds ?? (v.quick ? 5 : 20));
-  const drainS = Number(v.drain ?? (v.quick ? 15 : 60));
-  const servers = v.servers!.split(",").map((s) => s.trim()) as ServerName[];
-  for (const s of servers) if (!SERVERS.includes(s)) throw new Error(`unknown server ${s}; servers are ${SERVERS.join(", ")}`);
+  const { clients, seconds, drain: drainS, procs } = v;
+  const rates = v.rates.map((r) => {
+    const n = Number(r);
+    if (!(n > 0)) throw new FlagError(`--rates must be numbers above 0, not ${JSON.stringify(r)}`);
+    return n;
+  });
+  const servers = v.servers as ServerName[];
   const work = mkdtempSync(join(tmpdir(), "fgw-peers-"));
   const meta: PeersMeta = {
     startedAt: new Date().toISOString(),
@@ -276,17 +278,17 @@ async function main(): Promise<void> {
     cpuModel: cpus()[0]?.model ?? "?",
     node: process.version,
     clients,
-    procs: Number(v.procs),
+    procs,
     seconds,
-    quick: v.quick!,
+    quick: v.quick,
   };
-  log(`${clients} clients (${v.procs} sub-cluster processes, lean engine), rates ${rates.join(", ")} msg/s, ${seconds} s each, servers ${servers.join(", ")}`);
+  log(`${clients} clients (${procs} sub-cluster processes, lean engine), rates ${rates.join(", ")} msg/s, ${seconds} s each, servers ${servers.join(", ")}`);
   const rows: PeerRow[] = [];
   try {
     for (const rate of rates) {
       for (const s of servers) {
         log(`${s}: ${clients} clients × ${rate} msg/s …`);
-        const r = await measure(s, clients, Number(v.procs), rate, seconds, drainS, work);
+        const r = await measure(s, clients, procs, rate, seconds, drainS, work);
         rows.push(r);
         log(
           r.ok
@@ -298,11 +300,13 @@ async function main(): Promise<void> {
   } finally {
     meta.finishedAt = new Date().toISOString();
     rmSync(work, { recursive: true, force: true });
-    await write(rows, meta, outDir);
+    if (outDir) await write(rows, meta, outDir);
+    else log("no report written (--no-write, or --quick without --out)");
   }
-}
+});
 
 async function write(rows: PeerRow[], meta: PeersMeta, outDir: string): Promise<void> {
+  mkdirSync(outDir, { recursive: true });
   writeFileSync(join(outDir, "peers.json"), JSON.stringify({ ...meta, rows }, null, 2) + "\n");
   writeFileSync(join(outDir, "peers.md"), renderPeersMarkdown(rows, meta));
   try {
@@ -312,6 +316,3 @@ async function write(rows: PeerRow[], meta: PeersMeta, outDir: string): Promise<
   }
   log(`wrote ${join(outDir, "peers.md")}, peers.json and peers.png`);
 }
-
-await main();
-process.exit(0);

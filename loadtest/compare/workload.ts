@@ -1,5 +1,6 @@
 // The users' reference workload (their Redis pub/sub notes) and the options that scale it.
-import { parseArgs } from "node:util";
+import { FlagError, std, type FlagValues } from "../kit/flags.js";
+import { defineBench } from "../kit/main.js";
 
 export type Broker = "jetstream" | "redis";
 export const BROKERS: readonly Broker[] = ["jetstream", "redis"];
@@ -38,17 +39,30 @@ export type CompareOptions = {
   rows: Row[];
   brokers: Broker[];
   workers: number;
-  outDir: string;
+  /** Where compare.md/.json/.png go; undefined when the run writes none (--no-write, or --quick without --out). */
+  outDir: string | undefined;
   /** Seconds a row may take after publishing ends before its subscribers are stopped. */
   drainS: number;
   /** Re-render compare.md/.png from this compare.json instead of measuring. */
   render?: string;
 };
 
-const USAGE = `usage: compare [--quick | --scale S] [--duration SECONDS] [--rows 800x1,8000x10|800|8000] [--brokers jetstream,redis]
-               [--workers N] [--drain SECONDS] [--out DIR] [--render compare.json]`;
+/** compare's command line (npm run bench -- compare): the kit checks it; compareOptions turns it into the run's options. */
+export const BENCH = defineBench("compare", {
+  quick: std("quick", { help: "clients × 0.1 (--scale 0.1), 5 s of publishing per row; writes no report unless --out is given" }),
+  scale: { type: "number", min: 0.001, max: 1, default: 1, quick: 0.1, help: "clients per row × this; publishing and drain time follow it" },
+  seconds: std("seconds", { min: 1, max: 3_600, help: "seconds of publishing per row and broker (default 30 × scale, at least 5)" }),
+  duration: { type: "number", min: 1, max: 3_600, help: "the old name of --seconds" },
+  rows: { type: "string", help: `rows to run: keys (800x10) or client counts (800 = its rows); rows are ${ROWS.map(rowKey).join(", ")} (default all)` },
+  brokers: { type: "list", choices: BROKERS, default: BROKERS, help: "the gateway's brokers to measure" },
+  workers: std("workers", { max: 64, default: 2 }),
+  drain: { type: "number", min: 5, max: 600, help: "seconds a row may take after publishing before its subscribers stop (default 60 × scale, at least 15)" },
+  out: std("out", { help: "the directory compare.md, compare.json and compare.png go to (default loadtest/results)" }),
+  "no-write": std("no-write"),
+  render: std("render", { help: "write compare.md/.png again from a saved compare.json, without measuring" }),
+});
 
-export class UsageError extends Error {}
+export type CompareFlags = FlagValues<typeof BENCH.flags>;
 
 /** Rows selected by `--rows`: full keys (`800x10`) or client counts (`800` = all 800-client rows); scaled. */
 function selectRows(spec: string | undefined, scale: number): Row[] {
@@ -59,45 +73,22 @@ function selectRows(spec: string | undefined, scale: number): Row[] {
         .filter(Boolean)
     : undefined;
   const picked = ROWS.filter((r) => !wanted || wanted.includes(rowKey(r)) || wanted.includes(String(r.clients)));
-  if (picked.length === 0) throw new UsageError(`--rows "${spec}" selects nothing; rows are ${ROWS.map(rowKey).join(", ")}`);
+  if (picked.length === 0) throw new FlagError(`--rows ${JSON.stringify(spec)} selects nothing; rows are ${ROWS.map(rowKey).join(", ")}`);
   return picked.map((r) => ({ clients: Math.max(1, Math.round(r.clients * scale)), rate: r.rate }));
 }
 
-export function parseCompareOptions(argv: string[], defaultOut: string): CompareOptions {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      quick: { type: "boolean", default: false },
-      scale: { type: "string" },
-      duration: { type: "string" },
-      rows: { type: "string" },
-      brokers: { type: "string" },
-      workers: { type: "string" },
-      drain: { type: "string" },
-      out: { type: "string" },
-      render: { type: "string" },
-      help: { type: "boolean", short: "h", default: false },
-    },
-  });
-  if (values.help) throw new UsageError(USAGE);
-  const num = (name: string, v: string | undefined, dflt: number, min: number, max: number): number => {
-    if (v === undefined) return dflt;
-    const n = Number(v);
-    if (!Number.isFinite(n) || n < min || n > max) throw new UsageError(`--${name} must be between ${min} and ${max}, got "${v}"\n${USAGE}`);
-    return n;
-  };
-  const scale = num("scale", values.scale, values.quick ? 0.1 : 1, 0.001, 1);
-  const brokers = (values.brokers ?? BROKERS.join(",")).split(",").map((s) => s.trim()) as Broker[];
-  for (const b of brokers) if (!BROKERS.includes(b)) throw new UsageError(`--brokers: unknown broker "${b}"\n${USAGE}`);
+/** The run's options: publishing and drain time follow the scale unless given (--duration is --seconds' old name). */
+export function compareOptions(flags: CompareFlags, outDir: string | undefined): CompareOptions {
+  const { scale } = flags;
   return {
     scale,
-    publishS: num("duration", values.duration, Math.max(5, Math.round(30 * scale)), 1, 3_600),
-    rows: selectRows(values.rows, scale),
-    brokers,
-    workers: num("workers", values.workers, 2, 1, 64),
-    drainS: num("drain", values.drain, Math.max(15, Math.round(60 * scale)), 5, 600),
-    outDir: values.out ?? defaultOut,
-    render: values.render,
+    publishS: flags.seconds ?? flags.duration ?? Math.max(5, Math.round(30 * scale)),
+    rows: selectRows(flags.rows, scale),
+    brokers: flags.brokers as Broker[],
+    workers: flags.workers,
+    drainS: flags.drain ?? Math.max(15, Math.round(60 * scale)),
+    outDir,
+    render: flags.render,
   };
 }
 

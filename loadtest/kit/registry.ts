@@ -34,6 +34,17 @@ export const BENCHES = {
   sse: bench("sse", "fan-out over Server-Sent Events next to WebSockets: time, deliveries/s, worker CPU"),
   storm: bench("storm", "reconnect storms: thousands of sockets resuming at once from history"),
   tools: bench("tools", "the load tools' own cost: native, lean and ws engines against the gateway"),
+  compare: {
+    summary: "the users' Redis pub/sub workload (800 and 8,000 clients) through the gateway on JetStream and on Redis",
+    script: "dist/loadtest/compare/compare.js",
+    kit: true,
+  },
+  peers: {
+    summary: "the same clients and publisher against this gateway, Socket.IO, centrifuge and bare uWebSockets.js",
+    script: "dist/loadtest/compare/peers.js",
+    setup: ["bash", "loadtest/peers/setup.sh"],
+    kit: true,
+  },
   "sync-interval": {
     summary: "what JetStream's sync_interval: always costs on a 3-node cluster (own flags: --msgs --size --window --repeat --single --json)",
     script: "deploy/bench/sync-interval.mjs",

@@ -39,6 +39,9 @@ describe("npm run bench — the one entry", () => {
     const range = run("storm", "--sockets", "0");
     expect(range.status).toBe(2);
     expect(range.stderr).toMatch(/storm: --sockets must be at least 1, not 0/);
+    const broker = run("compare", "--brokers", "kafka");
+    expect(broker.status).toBe(2);
+    expect(broker.stderr).toMatch(/^compare: --brokers must be one of jetstream, redis, not "kafka"/);
     const missing = run("ab");
     expect(missing.status).toBe(2);
     expect(missing.stderr).toMatch(/ab: --rev <git revision> is required/);
