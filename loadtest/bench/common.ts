@@ -103,21 +103,3 @@ export async function guarded(say: (s: string) => void, deadlineMs: number, clea
     await cleanup();
   }
 }
-
-/** The command line of a long run: a bad argument exits 2 with its message; a run that throws exits 2. */
-export function runMain<A>(say: (s: string) => void, parse: (argv: string[]) => A, run: (a: A) => Promise<number>): void {
-  let args: A;
-  try {
-    args = parse(process.argv.slice(2));
-  } catch (e) {
-    process.stderr.write(`${(e as Error).message}\n`);
-    process.exit(2);
-  }
-  run(args).then(
-    (code) => process.exit(code),
-    (e: unknown) => {
-      say(`run failed: ${String((e as Error).stack ?? e)}`);
-      process.exit(2);
-    },
-  );
-}

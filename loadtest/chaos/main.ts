@@ -1,8 +1,8 @@
-// npm run chaos [-- --seed N --minutes M --gap S --lanes N | --overlap --kinds a,b --quick --report path.md]
+// npm run bench -- chaos (alias npm run chaos) [--seed N --minutes M --gap S --lanes N | --overlap --kinds a,b --quick --out path.md]
 // A fault-injection run: a 3-node NATS cluster (R3 stream), three gateway instances (2 workers each), client
 // processes (WebSocket resume, SSE, durables with acks, publishers over WS, HTTP and NATS), a seeded fault
 // schedule, then the checker against the stream's own contents. Prints a readable report and one JSON line;
-// exits 1 on any violation, 2 when the run itself failed. Every process it starts is killed at the end,
+// exits 1 on any violation, 2 when the run itself failed or a flag is bad. Every process it starts is killed at the end,
 // on failure and on Ctrl-C; the whole run has a hard deadline.
 import { fork, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -19,19 +19,20 @@ import { inject, type FaultRecord } from "./faults.js";
 import { Locks, OVERLAP_PLAN, resourcesOf } from "./lanes.js";
 import type { Fault } from "./schedule.js";
 import { kindStats, latency, readable } from "./report.js";
-import { guarded, runMain } from "../bench/common.js";
+import { guarded } from "../bench/common.js";
+import { std, type FlagValues } from "../kit/flags.js";
+import { defineBench, runBench } from "../kit/main.js";
+import { reportPath } from "../kit/results.js";
 import { faultsAtSilences, lagAtSilences, sampleLag, socketStatesAtSilences } from "./lag.js";
 import { latencySeries, renderLatencyChart } from "./chart.js";
 import type { ClientsConfig, ClientsLog, FromClients, PubSpec, SubSpec, ToClients } from "./clients.js";
-
-const ROOT = resolve(import.meta.dirname, "../../..");
 
 type Args = {
   seed: number;
   minutes: number;
   gapMs: number;
   quick: boolean;
-  report?: string;
+  report?: string | undefined;
   kinds: FaultKind[];
   sabotage: boolean;
   finishWaitMs: number;
@@ -41,37 +42,37 @@ type Args = {
   overlap: boolean;
 };
 
-function parseArgs(argv: string[]): Args {
-  const get = (name: string) => {
-    const i = argv.indexOf(name);
-    return i >= 0 ? argv[i + 1] : undefined;
-  };
-  const quick = argv.includes("--quick");
-  const num = (name: string, dflt: number) => {
-    const v = get(name);
-    if (v === undefined) return dflt;
-    const n = Number(v);
-    if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number, not ${v}`);
-    return n;
-  };
-  const kinds = (get("--kinds")?.split(",") ?? [...FAULT_KINDS]) as FaultKind[];
-  for (const k of kinds) if (!FAULT_KINDS.includes(k)) throw new Error(`--kinds: unknown fault ${k} (known: ${FAULT_KINDS.join(", ")})`);
-  const seed = Math.floor(num("--seed", Date.now() % 1_000_000));
+const BENCH = defineBench("chaos", {
+  quick: std("quick", { help: "a 1-minute schedule, 3 s between faults; writes no report unless --out is given" }),
+  seed: { type: "number", min: 0, help: "the fault schedule and the clients' choices; the same seed makes the same schedule (default: from the clock)" },
+  minutes: { type: "number", min: 0, default: 5, quick: 1, help: "how long the fault schedule runs (min)" },
+  gap: { type: "number", min: 0, default: 5, quick: 3, help: "seconds between faults" },
+  kinds: { type: "list", choices: FAULT_KINDS, default: FAULT_KINDS, help: "the faults the schedule draws from" },
+  lanes: { type: "number", min: 0, default: 1, help: "schedules run side by side (overlapping faults on different things); 1: one fault at a time" },
+  overlap: { type: "boolean", help: "lanes by what faults act on (lanes.ts) instead of --lanes copies of every kind" },
+  "finish-wait": { type: "number", min: 0, default: 45, help: "seconds subscribers may take to catch up once publishing stopped" },
+  sabotage: { type: "boolean", help: "drop one received message from one subscriber's log before the check: the run must fail" },
+  out: std("out", { help: "the report's file; .svg and .json.gz beside it (default loadtest/results/chaos-seed<N>.md)" }),
+  report: { type: "string", help: "the old name of --out" },
+  "no-write": std("no-write", { help: "print the report and the summary line only; write no files" }),
+});
+
+function toArgs(v: FlagValues<typeof BENCH.flags>): Args {
+  const seed = Math.floor(v.seed ?? Date.now() % 1_000_000);
   return {
     seed,
-    minutes: num("--minutes", quick ? 1 : 5),
-    gapMs: num("--gap", quick ? 3 : 5) * 1000,
-    quick,
+    minutes: v.minutes,
+    gapMs: v.gap * 1000,
+    quick: v.quick,
     // A full run keeps its report beside the other results; a quick one only when asked.
-    report: get("--report") ?? (quick ? undefined : resolve(ROOT, `loadtest/results/chaos-seed${seed}.md`)),
-    kinds,
-    // Drops one received message from one subscriber's log before the check: shows the run fails on a loss.
-    sabotage: argv.includes("--sabotage"),
+    report: reportPath({ ...v, out: v.out ?? v.report }, `chaos-seed${seed}.md`),
+    kinds: v.kinds as FaultKind[],
+    sabotage: v.sabotage,
     // How long subscribers may take to catch up once publishing stopped: redeliveries come after the 5 s ack
     // wait, and a durable whose consumer leader moved can wait ~20 s more (loadtest/results/chaos-findings.md).
-    finishWaitMs: num("--finish-wait", 45) * 1000,
-    lanes: Math.max(1, Math.floor(num("--lanes", 1))),
-    overlap: argv.includes("--overlap"),
+    finishWaitMs: v["finish-wait"] * 1000,
+    lanes: Math.max(1, Math.floor(v.lanes)),
+    overlap: v.overlap,
   };
 }
 
@@ -346,4 +347,4 @@ async function run(a: Args): Promise<number> {
   });
 }
 
-runMain(say, parseArgs, run);
+runBench(BENCH, ({ flags }) => run(toArgs(flags)), { failed: 2 });

@@ -1,6 +1,6 @@
 // A bench's entry point: its name, one line of what it measures, and its flags, declared as data; the kit
 // parses the command line (--help prints the flags, a bad flag exits 2 with its message) and turns the
-// run's outcome into the exit code (0, or the code the run returns; 1 when it throws).
+// run's outcome into the exit code (0, or the code the run returns; 1, or the bench's own code, when it throws).
 import { BENCHES, type BenchName } from "./registry.js";
 import { FlagError, parseFlags, STANDARD, usage, type FlagSpec, type FlagValues } from "./flags.js";
 
@@ -21,8 +21,15 @@ export function parseBench<S extends FlagSpec>(bench: Bench<S>, argv: readonly s
 /** What a bench's child role (a client process it forked) returns: the process lives on until it is told to end. */
 export const KEEP_RUNNING = Symbol("keep running");
 
-/** Runs a bench from process.argv: exits with the run's code (0 when it returns nothing) unless it returns KEEP_RUNNING. */
-export function runBench<S extends FlagSpec>(bench: Bench<S>, run: (r: Run<S>) => Promise<number | void | typeof KEEP_RUNNING>): void {
+/**
+ * Runs a bench from process.argv: exits with the run's code (0 when it returns nothing) unless it returns KEEP_RUNNING.
+ * `failed` is the exit code of a run that throws (1; the soak and chaos runs keep 1 for a failed verdict and use 2).
+ */
+export function runBench<S extends FlagSpec>(
+  bench: Bench<S>,
+  run: (r: Run<S>) => Promise<number | void | typeof KEEP_RUNNING>,
+  { failed = 1 }: { failed?: number } = {},
+): void {
   const badFlag = (e: FlagError): never => {
     process.stderr.write(`${bench.name}: ${e.message} (--help lists the flags)\n`);
     process.exit(2);
@@ -45,7 +52,7 @@ export function runBench<S extends FlagSpec>(bench: Bench<S>, run: (r: Run<S>) =
     (e: unknown) => {
       if (e instanceof FlagError) badFlag(e);
       process.stderr.write(`${bench.name} failed: ${String((e as Error)?.stack ?? e)}\n`);
-      process.exit(1);
+      process.exit(failed);
     },
   );
 }

@@ -45,6 +45,16 @@ export const BENCHES = {
     setup: ["bash", "loadtest/peers/setup.sh"],
     kit: true,
   },
+  chaos: {
+    summary: "faults on a 3-node NATS cluster and three gateway instances under load; the checker finds any loss, duplicate or reorder",
+    script: "dist/loadtest/chaos/main.js",
+    kit: true,
+  },
+  soak: {
+    summary: "an hour of steady churn against one gateway: every sampled series must stay flat and every table in its bound",
+    script: "dist/loadtest/soak/main.js",
+    kit: true,
+  },
   "sync-interval": {
     summary: "what JetStream's sync_interval: always costs on a 3-node cluster (own flags: --msgs --size --window --repeat --single --json)",
     script: "deploy/bench/sync-interval.mjs",

@@ -1,13 +1,13 @@
-// npm run soak [-- --minutes N --seed S --out DIR --warmup M --interval S]
+// npm run bench -- soak (alias npm run soak) [--minutes N --seed S --out DIR --warmup M --interval S --quick]; --help lists the flags
 // A soak run: one gateway (2 workers) on the test kit's nats-server, with the hooks pointed at the test kit's
 // hook backend, under steady churn well below capacity (churn.ts) for N minutes. Every few seconds it samples
 // each worker's RSS, heap, handles, open fds, event-loop lag and table sizes, the nats-server's RSS and the
 // stream's consumer count (sampler.ts); then fits a trend to every series after warm-up and checks every
 // table against its bound (verdict.ts). Writes DIR/soak.md and DIR/soak.json, prints one JSON line, exits 1
-// when a series grows or a table passes its bound, 2 when the run itself failed. Every process it starts is
+// when a series grows or a table passes its bound, 2 when the run itself failed or a flag is bad. Every process it starts is
 // stopped at the end, on failure and on Ctrl-C; the run has a hard deadline.
 import { mkdirSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { startNatsServer, type NatsServerHandle } from "../../gateway/test/support/nats-server.js";
@@ -18,38 +18,41 @@ import { Churn, CHANNELS, DURABLES, ROOMS, USERS, WILDCARDS, userOf, type ChurnO
 import { takeSample, type Sample } from "./sampler.js";
 import { judge } from "./verdict.js";
 import { markdown } from "./report.js";
-import { guarded, runMain } from "../bench/common.js";
+import { guarded } from "../bench/common.js";
+import { std, type FlagValues } from "../kit/flags.js";
+import { defineBench, runBench } from "../kit/main.js";
+import { reportPath } from "../kit/results.js";
 
-const ROOT = resolve(import.meta.dirname, "../../..");
 const STREAM = "EVENTS";
 const HOOK_CACHE_SIZE = 200;
 const REPLAY_CACHE_BYTES = 16 * 1_048_576;
 
-type Args = { minutes: number; seed: number; out: string; warmupS: number; intervalS: number; workers: number; ips: number };
+type Args = { minutes: number; seed: number; out: string | undefined; warmupS: number; intervalS: number; workers: number; ips: number };
 
-function parseArgs(argv: string[]): Args {
-  const get = (name: string) => {
-    const i = argv.indexOf(name);
-    return i >= 0 ? argv[i + 1] : undefined;
-  };
-  const num = (name: string, dflt: number) => {
-    const v = get(name);
-    if (v === undefined) return dflt;
-    const n = Number(v);
-    if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, not ${v}`);
-    return n;
-  };
-  const minutes = num("--minutes", 60);
+const BENCH = defineBench("soak", {
+  quick: std("quick", { help: "the 3-minute run npm test makes (warm-up 1.5 min, a sample every 3 s); writes no report unless --out is given" }),
+  minutes: { type: "number", min: 0.1, default: 60, quick: 3, help: "how long the churn runs (min)" },
+  seed: { type: "number", integer: true, min: 1, help: "the clients' choices; the same seed makes the same run (default: from the clock)" },
+  warmup: { type: "number", min: 0.01, quick: 1.5, help: "minutes of warm-up left out of the trends (default a quarter of the run, at most 10)" },
+  interval: { type: "number", min: 0.1, quick: 3, help: "seconds between samples (default about 240 samples, one every 2 to 15 s)" },
+  workers: std("workers", { default: 2 }),
+  ips: { type: "number", integer: true, min: 1, default: 48, help: "loopback addresses the clients come from" },
+  out: std("out", { help: "the directory soak.md and soak.json go to (default loadtest/results)" }),
+  "no-write": std("no-write", { help: "print the summary line only; write no report" }),
+});
+
+function toArgs(v: FlagValues<typeof BENCH.flags>): Args {
+  const { minutes } = v;
   return {
     minutes,
-    seed: Math.floor(num("--seed", Date.now() % 1_000_000)),
-    out: resolve(get("--out") ?? join(ROOT, "loadtest/results")),
+    seed: v.seed ?? Date.now() % 1_000_000,
+    out: reportPath(v, "."),
     // Warm-up: JIT, caches and pools filling up; a quarter of the run, at most 10 minutes.
-    warmupS: num("--warmup", Math.min(10, minutes / 4)) * 60,
+    warmupS: (v.warmup ?? Math.min(10, minutes / 4)) * 60,
     // About 240 samples in a run, one every 2 to 15 s.
-    intervalS: num("--interval", Math.min(15, Math.max(2, Math.round((minutes * 60) / 240)))),
-    workers: num("--workers", 2),
-    ips: num("--ips", 48),
+    intervalS: v.interval ?? Math.min(15, Math.max(2, Math.round((minutes * 60) / 240))),
+    workers: v.workers,
+    ips: v.ips,
   };
 }
 
@@ -218,32 +221,21 @@ async function run(a: Args): Promise<number> {
       command,
       seconds: Math.round((Date.now() - t0) / 1000),
     };
-    mkdirSync(a.out, { recursive: true });
-    writeFileSync(join(a.out, "soak.md"), report);
-    writeFileSync(
-      join(a.out, "soak.json"),
-      JSON.stringify(
-        {
-          summary,
-          counts,
-          bounds,
-          warmupS: a.warmupS,
-          slopes: verdict.series.map((s) => ({
-            name: s.name,
-            kind: s.kind,
-            judged: s.judged,
-            bound: s.bound,
-            maxSeen: s.maxSeen,
-            overBound: s.overBound,
-            trend: s.trend,
-          })),
-          samples,
-        },
-        null,
-        1,
-      ),
-    );
-    say(`report written to ${join(a.out, "soak.md")}`);
+    if (a.out) {
+      mkdirSync(a.out, { recursive: true });
+      writeFileSync(join(a.out, "soak.md"), report);
+      const slopes = verdict.series.map((s) => ({
+        name: s.name,
+        kind: s.kind,
+        judged: s.judged,
+        bound: s.bound,
+        maxSeen: s.maxSeen,
+        overBound: s.overBound,
+        trend: s.trend,
+      }));
+      writeFileSync(join(a.out, "soak.json"), JSON.stringify({ summary, counts, bounds, warmupS: a.warmupS, slopes, samples }, null, 1));
+      say(`report written to ${join(a.out, "soak.md")}`);
+    } else say("no report written (--no-write, or --quick without --out)");
     process.stdout.write(`${JSON.stringify(summary)}\n`);
     return verdict.ok ? 0 : 1;
   });
@@ -257,4 +249,4 @@ function summaryLine(s: Sample): string {
   return `${w.join("; ")}; nats ${(s.natsRssBytes / 1_048_576).toFixed(0)} MiB, ${s.consumers} consumers`;
 }
 
-runMain(say, parseArgs, run);
+runBench(BENCH, ({ flags }) => run(toArgs(flags)), { failed: 2 });
