@@ -137,6 +137,48 @@ describe("events — recorded in a stream, sent to a webhook", () => {
     for (const ch of [refused, ...during]) expect(eventsOf(ch).map((e) => e.type)).toEqual(["connect", "subscribe", "unsubscribe", "disconnect"]);
   });
 
+  it("events — a presence member records presence.join then presence.leave (at unsub, and at close), between its subscribe and unsubscribe; a watcher records none", async () => {
+    const channel = uniq("ev.presence");
+    const byClient = (client: string) => delivered().filter((e) => e.client === client);
+    const watcher = await TestClient.connect(gw.wsUrl);
+    const watcherId = (await watcher.sub(channel, { presence: "watch" })).client as string | undefined;
+    const m1 = await TestClient.connect(gw.wsUrl);
+    const m1Id = (await m1.sub(channel, { presence: true, info: { name: "one" } })).client as string;
+    expect((await m1.request({ op: "unsub", channel })).op).toBe("ok");
+    m1.ws.close(1000, "bye");
+    // The second member leaves by closing its socket: its leave comes before its disconnect.
+    const m2 = await TestClient.connect(gw.wsUrl);
+    const m2Id = (await m2.sub(channel, { presence: true })).client as string;
+    m2.ws.close(1000, "gone");
+    await Promise.all([m1.waitClosed(), m2.waitClosed()]);
+    const order = ["connect", "subscribe", "presence.join", "presence.leave", "unsubscribe", "disconnect"];
+    for (const id of [m1Id, m2Id]) {
+      const events = await waitFor(() => (byClient(id).length >= 6 ? byClient(id) : undefined), { timeoutMs: 20_000, what: `6 events of ${id}` });
+      expect(events.map((e) => e.type)).toEqual(order);
+      for (const e of events.slice(1, 5)) expect(e).toMatchObject({ channel, user: "anon", client: id, transport: "websocket" });
+      const ids = events.map((e) => e.id);
+      expect([...ids].sort((a, b) => a - b)).toEqual(ids);
+    }
+    // The watcher's own subscribe is delivered before the members' events; no presence event names it.
+    watcher.ws.close(1000, "done");
+    await watcher.waitClosed();
+    const watcherEvents = await waitFor(
+      () => {
+        const mine = delivered().filter((e) => e.channel === channel && e.client !== m1Id && e.client !== m2Id);
+        return mine.length >= 2 ? mine : undefined;
+      },
+      { timeoutMs: 20_000, what: "the watcher's subscribe and unsubscribe" },
+    );
+    expect(watcherEvents.map((e) => e.type)).toEqual(["subscribe", "unsubscribe"]);
+    if (watcherId !== undefined) expect(watcherEvents[0]!.client).toBe(watcherId);
+    expect(
+      delivered()
+        .filter((e) => e.type.startsWith("presence."))
+        .map((e) => e.client)
+        .sort(),
+    ).toEqual([m1Id, m1Id, m2Id, m2Id].sort());
+  });
+
   it("events — an SSE stream is recorded too: connect and subscribe when it opens, unsubscribe and disconnect when the reader leaves", async () => {
     const channel = uniq("ev.sse");
     const stream = await SseReader.open(`${gw.url}/v1/channels/${encodeURIComponent(channel)}/events`);

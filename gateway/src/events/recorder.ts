@@ -10,6 +10,7 @@ export type EventFields = {
   client: string;
   /** The connection's kind: a WebSocket, or a Server-Sent Events stream (one subscription, its pattern). */
   transport: "websocket" | "sse";
+  /** subscribe, unsubscribe: the pattern; presence.join, presence.leave: the channel. */
   channel?: string;
   /** disconnect: the close code and reason. */
   code?: number;
@@ -20,8 +21,8 @@ export type EventFields = {
 export type AppendEvent = (subject: string, json: string) => Promise<number>;
 
 /**
- * Records connection and subscription events in the events stream, for the kinds EVENTS turns on. Called
- * once per connect, disconnect, subscribe and unsubscribe, never per message; the store is not awaited (a
+ * Records connection, subscription and presence events in the events stream, for the kinds EVENTS turns on.
+ * Called once per connect, disconnect, subscribe, unsubscribe, presence join and leave, never per message; the store is not awaited (a
  * socket never waits on it), and one that fails is counted and logged at most every 5 s.
  */
 export class EventRecorder {

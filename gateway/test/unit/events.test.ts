@@ -8,13 +8,22 @@ const eventsOf = (env: Record<string, string>) => sectionsOf(loadConfig([], env)
 describe("events — settings, batches and backoff", () => {
   it("events — nothing is recorded by default; EVENTS_WEBHOOK_URL alone records every kind; EVENTS narrows it", () => {
     expect(eventsOf({}).kinds).toEqual([]);
-    expect(eventsOf({ EVENTS_WEBHOOK_URL: "http://127.0.0.1:1/e" }).kinds).toEqual(["connect", "disconnect", "subscribe", "unsubscribe"]);
+    expect(eventsOf({ EVENTS_WEBHOOK_URL: "http://127.0.0.1:1/e" }).kinds).toEqual([
+      "connect",
+      "disconnect",
+      "subscribe",
+      "unsubscribe",
+      "presence.join",
+      "presence.leave",
+    ]);
     expect(eventsOf({ EVENTS_WEBHOOK_URL: "http://127.0.0.1:1/e", EVENTS: "disconnect" }).kinds).toEqual(["disconnect"]);
-    expect(eventsOf({ EVENTS: "all" }).kinds).toHaveLength(4);
+    expect(eventsOf({ EVENTS: "Presence.Leave, connect" }).kinds).toEqual(["connect", "presence.leave"]);
+    expect(eventsOf({ EVENTS: "all" }).kinds).toHaveLength(6);
   });
 
   it("events — an unknown kind, the Redis broker or a subject over the channels' are refused at start", () => {
     expect(() => eventsOf({ EVENTS: "connect,join" })).toThrow(/join is not a kind of event/);
+    expect(() => eventsOf({ EVENTS: "presence" })).toThrow(/presence is not a kind of event/);
     expect(() => eventsOf({ EVENTS: "all", BROKER: "redis" })).toThrow(/BROKER=redis/);
     expect(() => eventsOf({ EVENTS: "all", EVENTS_SUBJECT: "ev.events" })).toThrow(/EVENTS_SUBJECT.*overlaps the stream's subjects/);
   });

@@ -2,7 +2,7 @@ import { type SettingTable, type SliceOf, type ValuesOf, checkHttpUrl, derive, i
 import { parseDuration, parseIntStrict, parseList } from "../parse.js";
 
 /** Every kind of event the gateway records. */
-export const EVENT_KINDS = ["connect", "disconnect", "subscribe", "unsubscribe"] as const;
+export const EVENT_KINDS = ["connect", "disconnect", "subscribe", "unsubscribe", "presence.join", "presence.leave"] as const;
 export type EventKind = (typeof EVENT_KINDS)[number];
 
 const settings = {
@@ -101,7 +101,7 @@ function kindsOf(c: Pick<EventsValues, "eventsKinds" | "eventsWebhookUrl">): rea
 
 export const events = section({
   name: "events",
-  title: "Events (events/): connections and subscriptions recorded in a stream of their own, and sent to a webhook",
+  title: "Events (events/): connections, subscriptions and presence members recorded in a stream of their own, and sent to a webhook",
   settings,
   slice: {
     kinds: derive(["eventsKinds", "eventsWebhookUrl"], kindsOf),
