@@ -11,6 +11,7 @@ import type { NamespacesSection } from "../namespaces/namespace.js";
 import { spansMessage } from "../namespaces/routing.js";
 import { FEATURE_DOORS, type Feature } from "../namespaces/spec.js";
 import type { Publisher } from "../limits/publish-limits.js";
+import type { PublishedBy } from "../publish/service.js";
 
 /** The door a request came in by; the connect hook is told which (`transport`). */
 export type Transport = "websocket" | "sse" | "http";
@@ -41,6 +42,15 @@ export const readerOf = (id: Identity): string | undefined => (id.identified && 
 /** Who an HTTP publish counts against (PUBLISH_RATE, PUBLISH_RATE_PER_KEY): the API key, a named user, or the client's address. */
 export const publisherOf = (id: Identity, k: Knock): Publisher =>
   id.trusted ? { kind: "key", id: k.apiKey ?? k.token ?? "" } : id.identified ? { kind: "user", id: id.principal.user } : { kind: "ip", id: k.ip };
+
+/** The publisher as the publish hook is told: the identity's named user, address, connect info; `client` on a WebSocket. */
+export const publishedBy = (id: Identity, client?: string): PublishedBy => ({
+  user: id.identified ? id.principal.user : null,
+  ...(client !== undefined ? { client } : {}),
+  ip: id.ip,
+  ...(id.info !== undefined ? { info: id.info } : {}),
+  trusted: id.trusted,
+});
 
 /** What one request wants on one channel. Reads take a pattern; writes a concrete channel. */
 export type Access =

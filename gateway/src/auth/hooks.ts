@@ -1,12 +1,13 @@
 import { createHash } from "node:crypto";
 import type { HooksSection } from "../config/sections.js";
 import { BackendCaller } from "../backend/caller.js";
-import { GatewayError } from "../errors.js";
+import { GatewayError, WIRE_ERRORS } from "../errors.js";
 import type { Logger } from "../log.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { checkPattern } from "../protocol/channel.js";
 import { canSubscribe, parseAutoChannels, type Permissions } from "./permissions.js";
 import type { Principal } from "./principal.js";
+import type { PublishedBy, PublishGate } from "../publish/service.js";
 
 /** What the connect hook is sent (POST JSON). */
 export type ConnectHookRequest = {
@@ -33,6 +34,18 @@ export type SubscribeHookRequest = {
   info: unknown;
 };
 
+/** What the publish hook is sent (POST JSON): never cached, each publish is asked about. */
+export type PublishHookRequest = {
+  /** The named user (a token, an API key's name, or the connect hook's `user`), or null. */
+  user: string | null;
+  /** The WebSocket's client id; null for an HTTP publish. */
+  client: string | null;
+  channel: string;
+  data: unknown;
+  ip: string;
+  info: unknown;
+};
+
 /** A connection admitted by the connect hook: its principal with the hook's claims merged, and its `info`. */
 export type ConnectDecision = { principal: Principal; grant: HookGrant; info?: unknown };
 
@@ -47,9 +60,10 @@ type Cached<T> = { allow: true; value: T; expires: number } | { allow: false; re
  * `hook_unavailable` (temporary). Answers are cached (HOOK_CACHE_TTL, HOOK_CACHE_SIZE, least recently used
  * first out) under a digest of everything the hook was sent, so that one caller never gets an answer given
  * to another: subscribe answers only for identified users (a token or the connect hook named them), connect
- * answers only for HTTP requests (a WebSocket asks once, at its upgrade).
+ * answers only for HTTP requests (a WebSocket asks once, at its upgrade). The publish hook (`askPublish`) is
+ * asked about each publish, never cached, by the publish service that every door publishes through.
  */
-export class Hooks {
+export class Hooks implements PublishGate {
   private readonly subscribeCache: AnswerCache<true>;
   private readonly connectCache: AnswerCache<ConnectDecision>;
   private readonly caller: BackendCaller;
@@ -74,6 +88,26 @@ export class Hooks {
 
   get subscribeEnabled(): boolean {
     return this.config.subscribeUrl !== "";
+  }
+
+  get publishEnabled(): boolean {
+    return this.config.publishUrl !== "";
+  }
+
+  /**
+   * Asks the publish hook (about an API key's publish only with PUBLISH_HOOK_API_KEYS=true); resolves with
+   * the data to store (`{ data }` when the hook replaced it, undefined to keep the original), or rejects:
+   * `forbidden` (or the answer's `code`, when it is a wire code) when denied, `hook_unavailable` (temporary)
+   * when the hook cannot answer. Never cached: the data differs each time.
+   */
+  async askPublish(by: PublishedBy, channel: string, data: () => unknown): Promise<{ data: unknown } | undefined> {
+    if (by.trusted && !this.config.publishApiKeys) return undefined;
+    const r: PublishHookRequest = { user: by.user, client: by.client ?? null, channel, data: data(), ip: by.ip, info: by.info ?? null };
+    const answer = await this.call("publish", this.config.publishUrl, r);
+    if (answer.allow === true) return "data" in answer ? { data: answer.data } : undefined;
+    const code = typeof answer.code === "string" && Object.hasOwn(WIRE_ERRORS, answer.code) ? (answer.code as ErrorCode) : ErrorCode.Forbidden;
+    const message = typeof answer.message === "string" ? answer.message : reasonOf(answer);
+    throw new GatewayError(code, `publish to ${r.channel} denied by the application${message ? `: ${message.slice(0, 200)}` : ""}`);
   }
 
   /** Header names to read from the upgrade request for the connect hook. */

@@ -141,7 +141,7 @@ export async function runPrimary(config: Config): Promise<void> {
 /** The control plane's door on the admin listener: the same authorization chain as the workers', and the primary's NATS connection. */
 function controlDoor(config: Config, nc: NatsConnection | undefined, log: Logger): ReturnType<typeof adminControl> {
   const c = sectionsOf(config);
-  const hooks = c.hooks.connectUrl || c.hooks.subscribeUrl ? new Hooks(c.hooks, log) : undefined;
+  const hooks = c.hooks.connectUrl || c.hooks.subscribeUrl || c.hooks.publishUrl ? new Hooks(c.hooks, log) : undefined;
   return adminControl({
     access: new AccessControl(new Authenticator(c.auth), hooks, log),
     ...(nc ? { bus: natsBus(nc) } : {}),

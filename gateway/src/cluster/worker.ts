@@ -44,7 +44,7 @@ export async function runWorker(config: Config, natsToken?: string): Promise<voi
   let drift: readonly string[] = [];
   const isDraining = () => draining;
   const auth = new Authenticator(c.auth); // key material is read here, once
-  const hooks = c.hooks.connectUrl || c.hooks.subscribeUrl ? new Hooks(c.hooks, log) : undefined;
+  const hooks = c.hooks.connectUrl || c.hooks.subscribeUrl || c.hooks.publishUrl ? new Hooks(c.hooks, log) : undefined;
   const guardMetrics = createGuardMetrics();
   const access = new AccessControl(auth, hooks, log, c.namespaces);
   const guard = new ConnectionGuard(c.limits, c.auth, access, guardMetrics, log);
@@ -73,7 +73,7 @@ export async function runWorker(config: Config, natsToken?: string): Promise<voi
     log,
     metrics.deliveriesDropped,
   );
-  const publisher = new PublishService(c.server.maxPayloadBytes, broker, metrics, log);
+  const publisher = new PublishService(c.server.maxPayloadBytes, broker, metrics, log, hooks?.publishEnabled ? hooks : undefined);
   const presence = broker.presence ? new PresenceHub(topicsOf(apps), broker.presence, c.presence, createPresenceMetrics(), log, c.fanout.lingerMs) : undefined;
   if (presence) broker.onEvent((e) => (e.type === "reconnected" ? presence.resync() : undefined));
   const events = eventRecorderOf(c.events, broker, log);

@@ -1,5 +1,5 @@
 import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
-import { anonymousIdentity, type AccessControl, type Identity } from "../auth/access.js";
+import { anonymousIdentity, publishedBy, type AccessControl, type Identity } from "../auth/access.js";
 import { apiKeyPrincipal } from "../auth/principal.js";
 import type { Broker, Bus } from "../broker/broker.js";
 import type { ControlSection } from "../config/sections.js";
@@ -173,7 +173,9 @@ export class ControlService {
    */
   private async broadcast(req: BroadcastRequest, as: Identity): Promise<ControlAnswer> {
     const items = req.channels.map((channel) => ({ channel, data: req.data }));
-    const results = await this.d.publisher.publishBatch("http", items, (it) => this.d.access.authorize(as, { right: "pub", channel: it.channel }));
+    const results = await this.d.publisher.publishBatch("http", publishedBy(as), items, (it) =>
+      this.d.access.authorize(as, { right: "pub", channel: it.channel }),
+    );
     return { status: 200, body: { results: results.map((r, i) => ({ channel: req.channels[i], ...r })) } };
   }
 }

@@ -13,7 +13,7 @@ import { readBody, send, sendError, sendJson, sendRefusal, track, type ResState 
 import { history, HISTORY_PREFIX, type HistoryContext } from "./history.js";
 import { registerStaticRoutes } from "./static.js";
 import { registerStatsRoute } from "./stats.js";
-import { publisherOf, readerOf, type AccessControl, type Knock } from "../auth/access.js";
+import { publishedBy, publisherOf, readerOf, type AccessControl, type Knock } from "../auth/access.js";
 import { publishRefusal, type Publisher, type PublishLimiter } from "../limits/publish-limits.js";
 import { authorizeRequest, identifyRequest, readKnock } from "../auth/http-auth.js";
 import { parseBatch, parseTtl, TTL_FORMAT } from "../protocol/batch.js";
@@ -160,9 +160,9 @@ async function httpPublish(
   if (!c.ok) return sendError(res, st, { code: ErrorCode.BadChannel, message: c.reason });
   const ttl = rawTtl === undefined ? undefined : parseTtl(rawTtl);
   if (rawTtl !== undefined && ttl === undefined) return sendError(res, st, { code: ErrorCode.BadRequest, message: TTL_FORMAT });
-  const r = await authorizeRequest(ctx.access, knock, { right: "pub", channel, ttl });
-  if ("refused" in r) return sendRefusal(res, st, r.refused);
-  if (!withinPublishRate(ctx, res, st, publisherOf(r.identity, knock), 1)) return;
+  const who = await authorizeRequest(ctx.access, knock, { right: "pub", channel, ttl });
+  if ("refused" in who) return sendRefusal(res, st, who.refused);
+  if (!withinPublishRate(ctx, res, st, publisherOf(who.identity, knock), 1)) return;
   const body = await reading;
   if (body === undefined) return;
   if (body === "too_large") return sendError(res, st, { code: ErrorCode.PayloadTooLarge, message: `body is larger than ${ctx.config.maxPayloadBytes} bytes` });
@@ -180,7 +180,7 @@ async function httpPublish(
       return sendError(res, st, { code: ErrorCode.BadJson, message: "body is not valid JSON" });
     }
   try {
-    const r = await ctx.publisher.publish("http", channel, data, msgId, asSent, ttl);
+    const r = await ctx.publisher.publish("http", publishedBy(who.identity), channel, data, msgId, asSent, ttl);
     send(res, st, 201, `{"seq":${r.seq},"duplicate":${r.duplicate}}`);
   } catch (e) {
     if (e instanceof GatewayError) return sendError(res, st, e);
@@ -222,7 +222,7 @@ async function batchPublish(ctx: HttpContext, res: HttpResponse, st: ResState, n
   if (typeof items === "string") return sendError(res, st, { code: ErrorCode.BadRequest, message: items });
   if (!withinPublishRate(ctx, res, st, publisherOf(who.identity, knock), items.length)) return;
   try {
-    const results = await ctx.publisher.publishBatch("http", items, (it) =>
+    const results = await ctx.publisher.publishBatch("http", publishedBy(who.identity), items, (it) =>
       ctx.access.authorize(who.identity, { right: "pub", channel: it.channel, ttl: it.ttl }),
     );
     send(res, st, 200, `{"results":${JSON.stringify(results)}}`);

@@ -39,7 +39,7 @@ export const ErrorCode = {
   ShuttingDown: "shutting_down",
   /** An unexpected server error; the connection stays usable. */
   Internal: "internal",
-  /** A connect or subscribe hook of the application backend did not answer (in time): refused; retry later. */
+  /** A connect, subscribe or publish hook of the application backend did not answer (in time): refused; retry later. */
   HookUnavailable: "hook_unavailable",
   /** The channel has as many presence members as allowed (PRESENCE_MAX_MEMBERS); retry when some leave. */
   PresenceFull: "presence_full",

@@ -10,10 +10,33 @@ export type ItemResult = { seq: number; duplicate: boolean } | { error: string; 
 
 export type PublishVia = "ws" | "http";
 
+/** Who publishes, as the authorization chain identified them (auth/access.ts `publishedBy`): the publish hook is told. */
+export type PublishedBy = Readonly<{
+  /** The named user, or null (nobody named the publisher). */
+  user: string | null;
+  /** The WebSocket's client id; none over HTTP. */
+  client?: string;
+  ip: string;
+  /** The connect hook's `info`. */
+  info?: unknown;
+  /** An API key: the application's backend. */
+  trusted: boolean;
+}>;
+
+/**
+ * What is asked before a publish is stored (the publish hook, auth/hooks.ts): the data to store instead, or
+ * undefined to store it as sent; rejects with a GatewayError to refuse it.
+ */
+export type PublishGate = {
+  /** `data` reads the published value (an HTTP body stored as sent is parsed only if the hook is asked). */
+  askPublish(by: PublishedBy, channel: string, data: () => unknown): Promise<{ data: unknown } | undefined>;
+};
+
 /**
  * Publishing, one service for both doors (WebSocket `pub` frames and `POST /v1/publish`): size limit,
- * broker state, the broker's publish with its dedup id, metrics by door and result, and one error scheme
- * (GatewayError: wire code, HTTP status, temporary).
+ * broker state, the publish hook (PUBLISH_HOOK_URL: every door and batch item passes here, after the
+ * authorization chain), the broker's publish with its dedup id, metrics by door and result, and one error
+ * scheme (GatewayError: wire code, HTTP status, temporary).
  */
 export class PublishService {
   constructor(
@@ -21,24 +44,29 @@ export class PublishService {
     private readonly broker: Broker,
     private readonly metrics: Metrics,
     private readonly log: Logger,
+    /** The publish hook, when PUBLISH_HOOK_URL is set. */
+    private readonly gate?: PublishGate,
   ) {}
 
   /**
    * Publishes one JSON value with an optional dedup id. `encoded`, when given, is stored as it is instead: the
    * caller checked it is one line of JSON (an HTTP body as sent).
    */
-  async publish(via: PublishVia, channel: string, data: unknown, msgId?: string, encoded?: Uint8Array, ttl?: string): Promise<PublishResult> {
+  async publish(via: PublishVia, by: PublishedBy, channel: string, data: unknown, msgId?: string, encoded?: Uint8Array, ttl?: string): Promise<PublishResult> {
     const m = this.metrics;
     const [ok, dup, err] = via === "ws" ? [m.publishOk, m.publishDuplicate, m.publishError] : [m.httpPublishOk, m.httpPublishDuplicate, m.httpPublishError];
     // Re-encoded so that the stored payload is compact JSON on one line (the fan-out splices it in as it is).
-    const payload = encoded ?? Buffer.from(JSON.stringify(data));
-    if (payload.length > this.maxPayloadBytes) {
+    let payload = encoded ?? Buffer.from(JSON.stringify(data));
+    try {
+      this.checkSize(payload);
+      if (!this.broker.isConnected()) throw new GatewayError(ErrorCode.BrokerUnavailable, "broker is not connected; retry");
+      // A body stored as sent was checked to be one line of JSON.
+      const sent = encoded ? () => JSON.parse(Buffer.from(encoded).toString("utf8")) as unknown : () => data;
+      const replaced = this.gate ? await this.gate.askPublish(by, channel, sent) : undefined;
+      if (replaced) this.checkSize((payload = Buffer.from(JSON.stringify(replaced.data))));
+    } catch (e) {
       err.inc();
-      throw new GatewayError(ErrorCode.PayloadTooLarge, `payload is ${payload.length} bytes; the limit is ${this.maxPayloadBytes}`);
-    }
-    if (!this.broker.isConnected()) {
-      err.inc();
-      throw new GatewayError(ErrorCode.BrokerUnavailable, "broker is not connected; retry");
+      throw e;
     }
     const end = m.publishDuration.startTimer();
     try {
@@ -53,12 +81,22 @@ export class PublishService {
     }
   }
 
+  private checkSize(payload: Uint8Array): void {
+    if (payload.length > this.maxPayloadBytes)
+      throw new GatewayError(ErrorCode.PayloadTooLarge, `payload is ${payload.length} bytes; the limit is ${this.maxPayloadBytes}`);
+  }
+
   /**
    * Publishes a batch pipelined: every item is authorized first (`allow` rejects with a GatewayError), then
    * all allowed ones are handed to the broker in item order in one synchronous pass (one connection: the
    * stream stores them in that order), and their acks are awaited together. One result per item, in order.
    */
-  async publishBatch(via: PublishVia, items: readonly (PublishItem | BadItem)[], allow: (item: PublishItem) => Promise<void>): Promise<ItemResult[]> {
+  async publishBatch(
+    via: PublishVia,
+    by: PublishedBy,
+    items: readonly (PublishItem | BadItem)[],
+    allow: (item: PublishItem) => Promise<void>,
+  ): Promise<ItemResult[]> {
     const checked = await Promise.all(
       items.map(async (it): Promise<PublishItem | GatewayError> => {
         if (isBadItem(it)) return new GatewayError(it.code, it.message);
@@ -72,7 +110,7 @@ export class PublishService {
       }),
     );
     const pending = checked.map((it) =>
-      it instanceof GatewayError ? Promise.reject(it) : this.publish(via, it.channel, it.data, it.msgId, undefined, it.ttl),
+      it instanceof GatewayError ? Promise.reject(it) : this.publish(via, by, it.channel, it.data, it.msgId, undefined, it.ttl),
     );
     const settled = await Promise.allSettled(pending);
     return settled.map((r) => {

@@ -6,7 +6,9 @@ import { parseClientFrame, type AckFrame, type Id, type PubBatchFrame, type PubF
 import { okFrame, pongFrame } from "../protocol/serialize.js";
 import { sendLastValues } from "../fanout/last-values.js";
 import { brokerFailure, GatewayError } from "../errors.js";
-import { fanoutSocket, sendErr, sendText, type Socket, type SubState } from "./session.js";
+import { clientIdOf, fanoutSocket, sendErr, sendText, type Socket, type SubState } from "./session.js";
+import type { PublishedBy } from "../publish/service.js";
+import { publishedBy } from "../auth/access.js";
 import type { HandlerContext } from "./context.js";
 import { authorized } from "./authorized.js";
 import { refreshSession } from "./refresh.js";
@@ -210,13 +212,16 @@ async function publish(ctx: HandlerContext, ws: Socket, f: PubFrame | PubBatchFr
   if ("batch" in f) return publishBatch(ctx, ws, f);
   if (!(await authorized(ctx, ws, f.id, { right: "pub", channel: f.channel, ttl: f.ttl }))) return;
   try {
-    const r = await ctx.publisher.publish("ws", f.channel, f.data, f.msgId, undefined, f.ttl);
+    const r = await ctx.publisher.publish("ws", publisherIs(ws), f.channel, f.data, f.msgId, undefined, f.ttl);
     sendText(ws, okFrame(f.id, { seq: r.seq, duplicate: r.duplicate }));
   } catch (e) {
     if (e instanceof GatewayError) return replyFailure(ctx, ws, f.id, e);
     throw e;
   }
 }
+
+/** The publisher as the publish hook is told: the socket's identity now, and its client id. */
+const publisherIs = (ws: Socket): PublishedBy => publishedBy(ws.getUserData().identity, clientIdOf(ws));
 
 /** A `pub` with `batch`: each item through the authorization chain, all published pipelined, one `ok` with every result. */
 async function publishBatch(ctx: HandlerContext, ws: Socket, f: PubBatchFrame): Promise<void> {
@@ -225,7 +230,7 @@ async function publishBatch(ctx: HandlerContext, ws: Socket, f: PubBatchFrame): 
   if (f.batch.length > max) return replyErr(ctx, ws, f.id, ErrorCode.BadRequest, `a batch holds at most ${max} items (this one has ${f.batch.length})`);
   // Each item counts against FRAME_RATE as a frame would: the frame itself was counted on arrival.
   s.frameLimit?.charge(Date.now(), f.batch.length - 1);
-  const results = await ctx.publisher.publishBatch("ws", f.batch, (it) =>
+  const results = await ctx.publisher.publishBatch("ws", publisherIs(ws), f.batch, (it) =>
     ctx.guard.access.authorize(() => s.identity, { right: "pub", channel: it.channel, ttl: it.ttl }),
   );
   sendText(ws, okFrame(f.id, { results }));

@@ -1,5 +1,5 @@
 import { type SettingTable, type SliceOf, type ValuesOf, checkHttpUrl, int, oneOf, section, trimmed } from "../setting.js";
-import { parseDuration, parseIntStrict, parseList } from "../parse.js";
+import { parseBool, parseDuration, parseIntStrict, parseList } from "../parse.js";
 
 const settings = {
   connectHookUrl: {
@@ -24,6 +24,22 @@ const settings = {
     doc: 'A read of a pattern (`room.*`, `room.>`) that the subscribe hook is asked about (with `"pattern": true` in the request): explicit, allowed only when the hook answers `{"allow": true, "pattern": true}`; allow, when it answers `{"allow": true}`',
     default: () => "explicit" as "explicit" | "allow",
     parse: oneOf("explicit", "allow"),
+  },
+  publishHookUrl: {
+    env: "PUBLISH_HOOK_URL",
+    shown: "(unset)",
+    doc: "POSTs each client publish (WS `pub`, HTTP publish, each batch item; user, client, channel, data, ip, connect info) here before it is stored: allow, allow with new `data` (stored instead), or deny (`forbidden`, or the answer's `code` when it is a wire code); unreachable: `hook_unavailable`",
+    default: () => "",
+    parse: trimmed,
+    check: (v: string) => checkHttpUrl(v),
+  },
+  publishHookApiKeys: {
+    env: "PUBLISH_HOOK_API_KEYS",
+    shown: "false",
+    doc: "Ask the publish hook about publishes made with an API key too (by default a key, the application's backend, skips it)",
+    default: () => false,
+    parse: parseBool,
+    boolean: true,
   },
   hookTimeoutMs: {
     env: "HOOK_TIMEOUT",
@@ -71,11 +87,14 @@ export type HooksValues = ValuesOf<typeof settings>;
 
 export const hooks = section({
   name: "hooks",
-  title: "Hooks to the application backend (auth/hooks.ts, calling through backend/caller.ts): allow or deny connections and subscriptions",
+  title: "Hooks to the application backend (auth/hooks.ts, calling through backend/caller.ts): allow or deny connections, subscriptions and publishes",
   settings,
   slice: {
     connectUrl: "connectHookUrl",
     subscribeUrl: "subscribeHookUrl",
+    publishUrl: "publishHookUrl",
+    /** API-key publishers are asked too. */
+    publishApiKeys: "publishHookApiKeys",
     timeoutMs: "hookTimeoutMs",
     cacheTtlMs: "hookCacheTtlMs",
     cacheSize: "hookCacheSize",
