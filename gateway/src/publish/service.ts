@@ -53,22 +53,36 @@ export class PublishService {
    * caller checked it is one line of JSON (an HTTP body as sent).
    */
   async publish(via: PublishVia, by: PublishedBy, channel: string, data: unknown, msgId?: string, encoded?: Uint8Array, ttl?: string): Promise<PublishResult> {
-    const m = this.metrics;
-    const [ok, dup, err] = via === "ws" ? [m.publishOk, m.publishDuplicate, m.publishError] : [m.httpPublishOk, m.httpPublishDuplicate, m.httpPublishError];
+    return this.store(via, channel, await this.prepare(via, by, channel, data, encoded), msgId, ttl);
+  }
+
+  /**
+   * The payload to store, once the size, the broker's state and the publish hook allow it (the hook may
+   * replace it). Only this waits: `store` then hands it to the broker in the same turn as it is called.
+   */
+  private async prepare(via: PublishVia, by: PublishedBy, channel: string, data: unknown, encoded?: Uint8Array): Promise<Uint8Array> {
     // Re-encoded so that the stored payload is compact JSON on one line (the fan-out splices it in as it is).
     let payload = encoded ?? Buffer.from(JSON.stringify(data));
     try {
       this.checkSize(payload);
       if (!this.broker.isConnected()) throw new GatewayError(ErrorCode.BrokerUnavailable, "broker is not connected; retry");
-      // A body stored as sent was checked to be one line of JSON.
-      const sent = encoded ? () => JSON.parse(Buffer.from(encoded).toString("utf8")) as unknown : () => data;
-      const replaced = this.gate ? await this.gate.askPublish(by, channel, sent) : undefined;
-      if (replaced) this.checkSize((payload = Buffer.from(JSON.stringify(replaced.data))));
+      if (this.gate) {
+        // A body stored as sent was checked to be one line of JSON.
+        const sent = encoded ? () => JSON.parse(Buffer.from(encoded).toString("utf8")) as unknown : () => data;
+        const replaced = await this.gate.askPublish(by, channel, sent);
+        if (replaced) this.checkSize((payload = Buffer.from(JSON.stringify(replaced.data))));
+      }
+      return payload;
     } catch (e) {
-      err.inc();
+      this.counters(via).err.inc();
       throw e;
     }
-    const end = m.publishDuration.startTimer();
+  }
+
+  /** Hands a prepared payload to the broker (synchronously up to the broker's publish) and counts the result. */
+  private async store(via: PublishVia, channel: string, payload: Uint8Array, msgId?: string, ttl?: string): Promise<PublishResult> {
+    const { ok, dup, err } = this.counters(via);
+    const end = this.metrics.publishDuration.startTimer();
     try {
       const r = await this.broker.publish(channel, payload, msgId, ttl);
       end();
@@ -81,14 +95,21 @@ export class PublishService {
     }
   }
 
+  private counters(via: PublishVia) {
+    const m = this.metrics;
+    return via === "ws"
+      ? { ok: m.publishOk, dup: m.publishDuplicate, err: m.publishError }
+      : { ok: m.httpPublishOk, dup: m.httpPublishDuplicate, err: m.httpPublishError };
+  }
+
   private checkSize(payload: Uint8Array): void {
     if (payload.length > this.maxPayloadBytes)
       throw new GatewayError(ErrorCode.PayloadTooLarge, `payload is ${payload.length} bytes; the limit is ${this.maxPayloadBytes}`);
   }
 
   /**
-   * Publishes a batch pipelined: every item is authorized first (`allow` rejects with a GatewayError), then
-   * all allowed ones are handed to the broker in item order in one synchronous pass (one connection: the
+   * Publishes a batch pipelined: every item is authorized first (`allow` rejects with a GatewayError) and
+   * passes the publish hook, then all allowed ones are handed to the broker in item order in one synchronous pass (one connection: the
    * stream stores them in that order), and their acks are awaited together. One result per item, in order.
    */
   async publishBatch(
@@ -97,12 +118,13 @@ export class PublishService {
     items: readonly (PublishItem | BadItem)[],
     allow: (item: PublishItem) => Promise<void>,
   ): Promise<ItemResult[]> {
+    // Every wait (the chain, the publish hook) happens here, so that the broker still gets the items in order.
     const checked = await Promise.all(
-      items.map(async (it): Promise<PublishItem | GatewayError> => {
+      items.map(async (it): Promise<{ item: PublishItem; payload: Uint8Array } | GatewayError> => {
         if (isBadItem(it)) return new GatewayError(it.code, it.message);
         try {
           await allow(it);
-          return it;
+          return { item: it, payload: await this.prepare(via, by, it.channel, it.data) };
         } catch (e) {
           if (e instanceof GatewayError) return e;
           throw e;
@@ -110,7 +132,7 @@ export class PublishService {
       }),
     );
     const pending = checked.map((it) =>
-      it instanceof GatewayError ? Promise.reject(it) : this.publish(via, by, it.channel, it.data, it.msgId, undefined, it.ttl),
+      it instanceof GatewayError ? Promise.reject(it) : this.store(via, it.item.channel, it.payload, it.item.msgId, it.item.ttl),
     );
     const settled = await Promise.allSettled(pending);
     return settled.map((r) => {
