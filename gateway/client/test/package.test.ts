@@ -23,10 +23,11 @@ describe("package — @fanout-gateway/client as published", () => {
     expect(packed.files.map((f) => f.path).sort()).toEqual(expected.sort());
   });
 
-  it("package — ESM with typed exports, no dependencies, and a major version that is the wire protocol's", async () => {
+  it("package — ESM with typed exports, one pinned dependency (the Fossil delta applier), and a major version that is the wire protocol's", async () => {
     expect(pkg.type).toBe("module");
     expect(pkg.exports["."]).toEqual({ types: "./dist/index.d.ts", default: "./dist/index.js" });
-    for (const field of ["dependencies", "peerDependencies", "optionalDependencies", "bundleDependencies"]) expect(pkg[field]).toBeUndefined();
+    expect(pkg.dependencies).toEqual({ "fossil-delta": "2.0.0" });
+    for (const field of ["peerDependencies", "optionalDependencies", "bundleDependencies"]) expect(pkg[field]).toBeUndefined();
     const protocol = readFileSync(new URL("../../PROTOCOL.md", import.meta.url), "utf8");
     const wireVersion = /^# .*wire protocol, version (\d+)/m.exec(protocol)?.[1];
     expect(pkg.version.split(".")[0]).toBe(wireVersion);

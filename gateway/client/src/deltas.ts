@@ -1,0 +1,151 @@
+import { applyDelta } from "fossil-delta";
+import type { Frame } from "./types.js";
+
+/**
+ * A `delta: "fossil"` subscription's bases (PROTOCOL.md "Deltas", not served yet): the last payload and its
+ * seq per channel. A full `msg` sets the channel's base; a delta `msg` (`"delta":true,"base":B`) applies to
+ * the base when the base's seq is B. Without that base — never received, forgotten past the bound, or a
+ * delta that does not apply — it answers `resubscribe`: the caller subscribes again from its position and
+ * the server starts each channel with a full message, so the application never sees wrong data.
+ */
+
+/** What a `msg` frame of a delta subscription gives. */
+export type DeltaOutcome = { ok: true; data: unknown } | DeltaLost;
+/** No base for a delta (`no_base`), or a delta that does not apply to it (`bad_delta`): subscribe again. */
+export type DeltaLost = { ok: false; resubscribe: true; reason: "no_base" | "bad_delta" };
+
+/** Bases kept per subscription by default: a server keeps at most as many channels per subscription. */
+export const MAX_DELTA_CHANNELS = 1_000;
+
+export class DeltaBases {
+  private readonly bases = new Map<string, { seq: number; payload: Uint8Array }>();
+
+  constructor(private readonly maxChannels = MAX_DELTA_CHANNELS) {}
+
+  /**
+   * The message of a `msg` frame: its data as the application sees it, or `resubscribe`. `text` is the
+   * frame as received: a full JSON message's base is the exact text of its `data`, which the server splices
+   * in as stored and writes last.
+   */
+  receive(f: Frame, text: string): DeltaOutcome {
+    const channel = String(f.channel);
+    const seq = Number(f.seq);
+    if (f.delta === true) {
+      const got = this.apply(channel, seq, Number(f.base), deltaBytes(f));
+      if (!got.ok) return got;
+      try {
+        return { ok: true, data: JSON.parse(utf8Decode(got.payload)) };
+      } catch {
+        return this.lost(channel, "bad_delta"); // the server makes deltas of JSON payloads only
+      }
+    }
+    this.full(channel, seq, payloadBytes(f, text));
+    return { ok: true, data: f.data };
+  }
+
+  /** A full message of `channel`: its payload is the channel's base from now on. */
+  full(channel: string, seq: number, payload: Uint8Array): void {
+    if (!this.bases.has(channel) && this.bases.size >= this.maxChannels) {
+      const oldest = this.bases.keys().next().value;
+      if (oldest !== undefined) this.bases.delete(oldest);
+    }
+    this.bases.set(channel, { seq, payload });
+  }
+
+  /** The payload a delta against the base `baseSeq` makes, which becomes the base; or why there is none. */
+  apply(channel: string, seq: number, baseSeq: number, delta: Uint8Array): { ok: true; payload: Uint8Array } | DeltaLost {
+    const base = this.bases.get(channel);
+    if (base === undefined || base.seq !== baseSeq) return this.lost(channel, "no_base");
+    let payload: Uint8Array;
+    try {
+      payload = applyDelta(base.payload, delta);
+    } catch {
+      return this.lost(channel, "bad_delta");
+    }
+    this.bases.set(channel, { seq, payload });
+    return { ok: true, payload };
+  }
+
+  /** Forgets every base: the subscription is made again (the server starts each channel full). */
+  reset(): void {
+    this.bases.clear();
+  }
+
+  get size(): number {
+    return this.bases.size;
+  }
+
+  private lost(channel: string, reason: DeltaLost["reason"]): DeltaLost {
+    this.bases.delete(channel);
+    return { ok: false, resubscribe: true, reason };
+  }
+}
+
+/** The payload bytes of a full `msg` frame: the raw text of `data`, or the string / base64 it carries. */
+export function payloadBytes(f: Frame, text: string): Uint8Array {
+  if (f.enc === "text") return utf8Encode(String(f.data));
+  if (f.enc === "base64") return base64Decode(String(f.data));
+  const at = text.indexOf('"data":');
+  if (at < 0 || !text.endsWith("}")) throw new Error("msg frame without data last");
+  return utf8Encode(text.slice(at + 7, -1));
+}
+
+/** The delta of a delta `msg` frame: its string's UTF-8 bytes, or base64 with `"enc":"base64"`. */
+export function deltaBytes(f: Frame): Uint8Array {
+  return f.enc === "base64" ? base64Decode(String(f.data)) : utf8Encode(String(f.data));
+}
+
+// UTF-8 and base64 by hand: React Native hosts may lack TextEncoder / TextDecoder / atob.
+
+export function utf8Encode(s: string): Uint8Array {
+  const out: number[] = [];
+  for (const ch of s) {
+    const c = ch.codePointAt(0)!;
+    if (c < 0x80) out.push(c);
+    else if (c < 0x800) out.push(0xc0 | (c >> 6), 0x80 | (c & 63));
+    else if (c < 0x10000) out.push(0xe0 | (c >> 12), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
+    else out.push(0xf0 | (c >> 18), 0x80 | ((c >> 12) & 63), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
+  }
+  return Uint8Array.from(out);
+}
+
+/** UTF-8 to a string; a malformed sequence throws (a delta result that is not text is not JSON either). */
+export function utf8Decode(b: Uint8Array): string {
+  let s = "";
+  for (let i = 0; i < b.length;) {
+    const c = b[i]!;
+    const n = c < 0x80 ? 0 : c >= 0xf0 && c < 0xf5 ? 3 : c >= 0xe0 ? 2 : c >= 0xc2 && c < 0xe0 ? 1 : -1;
+    if (n < 0 || i + n >= b.length) throw new Error("not UTF-8");
+    let cp = n === 0 ? c : c & (0x3f >> n);
+    for (let k = 1; k <= n; k++) {
+      const x = b[i + k]!;
+      if ((x & 0xc0) !== 0x80) throw new Error("not UTF-8");
+      cp = (cp << 6) | (x & 63);
+    }
+    if ((n === 2 && (cp < 0x800 || (cp >= 0xd800 && cp < 0xe000))) || (n === 3 && (cp < 0x10000 || cp > 0x10ffff))) throw new Error("not UTF-8");
+    s += String.fromCodePoint(cp);
+    i += n + 1;
+  }
+  return s;
+}
+
+const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+export function base64Decode(s: string): Uint8Array {
+  const clean = s.replace(/=+$/, "");
+  const out = new Uint8Array(Math.floor((clean.length * 3) / 4));
+  let acc = 0;
+  let bits = 0;
+  let o = 0;
+  for (const ch of clean) {
+    const v = B64.indexOf(ch);
+    if (v < 0) throw new Error("not base64");
+    acc = (acc << 6) | v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out[o++] = (acc >> bits) & 0xff;
+    }
+  }
+  return out;
+}

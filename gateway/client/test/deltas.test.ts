@@ -1,0 +1,96 @@
+// The SDK's per-channel delta bases, held to the shared Fossil vectors (gateway/conformance/vectors/fossil.json)
+// that the Kotlin SDK's DeltasTest reads too, and to `msg` frames as the server builds them.
+import { readFileSync } from "node:fs";
+import { createDelta } from "fossil-delta";
+import { describe, expect, it } from "vitest";
+import { base64Decode, DeltaBases, payloadBytes, utf8Decode, utf8Encode } from "../src/deltas.js";
+import type { Frame } from "../src/types.js";
+import { msgFrame } from "../../src/protocol/serialize.js";
+
+type Bytes = { text: string } | { base64: string };
+type Vectors = { cases: { name: string; base: Bytes; target: Bytes; delta: Bytes }[]; broken: { name: string; base: Bytes; delta: Bytes }[] };
+const vectors = JSON.parse(readFileSync(new URL("../../conformance/vectors/fossil.json", import.meta.url), "utf8")) as Vectors;
+const bytes = (v: Bytes): Uint8Array => ("text" in v ? utf8Encode(v.text) : base64Decode(v.base64));
+const hex = (b: Uint8Array): string => Buffer.from(b).toString("hex");
+
+/** A frame as the client receives it: its text and what JSON.parse makes of it. */
+const received = (text: string): [Frame, string] => [JSON.parse(text) as Frame, text];
+const fullFrame = (channel: string, seq: number, payload: string | Uint8Array): [Frame, string] =>
+  received(msgFrame({ channel, pattern: channel, seq, ts: 1_764_000_000_000 }, typeof payload === "string" ? Buffer.from(payload) : payload).toString("utf8"));
+/** A delta frame as PROTOCOL.md's draft "Deltas" section describes it. */
+function deltaFrame(channel: string, seq: number, base: number, delta: Uint8Array): [Frame, string] {
+  const text = Buffer.from(delta).toString("utf8");
+  const data = Buffer.from(text, "utf8").equals(delta) ? JSON.stringify(text) : `"${Buffer.from(delta).toString("base64")}","enc":"base64"`;
+  return received(
+    `{"op":"msg","channel":${JSON.stringify(channel)},"sub":${JSON.stringify(channel)},"seq":${seq},"ts":1764000000000,"delta":true,"base":${base},"data":${data}}`,
+  );
+}
+
+describe("deltas — the SDK's bases per channel", () => {
+  it.each(vectors.cases.map((c) => [c.name, c] as const))("deltas — vector applies: %s", (_, c) => {
+    const bases = new DeltaBases();
+    bases.full("c", 1, bytes(c.base));
+    const got = bases.apply("c", 2, 1, bytes(c.delta));
+    expect(got.ok && hex(got.payload)).toBe(hex(bytes(c.target)));
+  });
+
+  it.each(vectors.broken.map((c) => [c.name, c] as const))("deltas — broken vector is refused, never applied: %s", (_, c) => {
+    const bases = new DeltaBases();
+    bases.full("c", 1, bytes(c.base));
+    expect(bases.apply("c", 2, 1, bytes(c.delta))).toEqual({ ok: false, resubscribe: true, reason: "bad_delta" });
+    expect(bases.apply("c", 3, 2, bytes(c.delta))).toMatchObject({ reason: "no_base" }); // the channel's base is gone
+  });
+
+  it("deltas — a full frame's base is the exact text the server spliced in, not JSON.stringify of the parsed value", () => {
+    const stored = '{ "b": 1.50, "a": "\\u00e9" ,"z":[ ] }';
+    const [f, text] = fullFrame("odd.json", 5, stored);
+    expect(JSON.stringify(f.data)).not.toBe(stored);
+    expect(Buffer.from(payloadBytes(f, text)).toString("utf8")).toBe(stored);
+    const [t, tText] = fullFrame("odd.text", 6, "plain text, not JSON");
+    expect([t.enc, utf8Decode(payloadBytes(t, tText))]).toEqual(["text", "plain text, not JSON"]);
+    const binary = Uint8Array.from([0, 255, 128, 10]);
+    const [b, bText] = fullFrame("odd.bin", 7, binary);
+    expect([b.enc, hex(payloadBytes(b, bText))]).toEqual(["base64", hex(binary)]);
+  });
+
+  it("deltas — full, then deltas (text and base64) give each message's data; the bases follow the seqs", () => {
+    const docs = ['{"score":[0,0],"minute":1,"team":"Zürich"}', '{"score":[1,0],"minute":2,"team":"Zürich"}', '{"score":[1,0],"minute":3,"team":"Zürích"}'];
+    const bases = new DeltaBases();
+    expect(bases.receive(...fullFrame("s", 10, docs[0]!))).toEqual({ ok: true, data: JSON.parse(docs[0]!) });
+    const d1 = createDelta(utf8Encode(docs[0]!), utf8Encode(docs[1]!));
+    expect(bases.receive(...deltaFrame("s", 12, 10, d1))).toEqual({ ok: true, data: JSON.parse(docs[1]!) });
+    const d2 = createDelta(utf8Encode(docs[1]!), utf8Encode(docs[2]!));
+    expect(bases.receive(...deltaFrame("s", 15, 12, d2))).toEqual({ ok: true, data: JSON.parse(docs[2]!) });
+  });
+
+  it("deltas — a delta whose base the client does not hold asks to resubscribe instead of showing wrong data", () => {
+    const bases = new DeltaBases();
+    const a = '{"v":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa1"}';
+    const b = '{"v":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa2"}';
+    const d = createDelta(utf8Encode(a), utf8Encode(b));
+    expect(bases.receive(...deltaFrame("s", 2, 1, d))).toEqual({ ok: false, resubscribe: true, reason: "no_base" }); // never had one
+    bases.receive(...fullFrame("s", 1, a));
+    expect(bases.receive(...deltaFrame("s", 3, 2, d))).toMatchObject({ reason: "no_base" }); // a gap: base 2 was missed
+    bases.receive(...fullFrame("s", 1, a));
+    bases.reset();
+    expect(bases.receive(...deltaFrame("s", 2, 1, d))).toMatchObject({ reason: "no_base" }); // resubscribed: bases forgotten
+  });
+
+  it("deltas — past its bound the oldest channel's base is forgotten (its next delta asks to resubscribe)", () => {
+    const bases = new DeltaBases(2);
+    for (const [i, c] of ["c1", "c2", "c3"].entries()) bases.full(c, i + 1, utf8Encode("{}"));
+    expect(bases.size).toBe(2);
+    expect(bases.apply("c1", 9, 1, utf8Encode("2\n2:{};"))).toMatchObject({ reason: "no_base" });
+  });
+
+  it("deltas — UTF-8 and base64 by hand agree with the platform's", () => {
+    const s = "aé€😀\u0000z";
+    expect(hex(utf8Encode(s))).toBe(Buffer.from(s, "utf8").toString("hex"));
+    expect(utf8Decode(Buffer.from(s, "utf8"))).toBe(s);
+    for (const bad of [[0xc3], [0xa9], [0xe2, 0x82], [0xed, 0xa0, 0x80], [0xc0, 0x80]]) expect(() => utf8Decode(Uint8Array.from(bad))).toThrow();
+    for (const n of [0, 1, 2, 3, 4, 5, 64]) {
+      const b = Uint8Array.from({ length: n }, (_, i) => (i * 37 + 11) & 0xff);
+      expect(hex(base64Decode(Buffer.from(b).toString("base64")))).toBe(hex(b));
+    }
+  });
+});
