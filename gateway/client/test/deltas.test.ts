@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import { createDelta } from "fossil-delta";
 import { describe, expect, it } from "vitest";
-import { base64Decode, DeltaBases, payloadBytes, utf8Decode, utf8Encode } from "../src/deltas.js";
+import { base64Decode, DeltaBases, payloadBytes, utf8Decode, utf8DecodeByHand, utf8Encode, utf8EncodeByHand } from "../src/deltas.js";
 import type { Frame } from "../src/types.js";
 import { msgFrame } from "../../src/protocol/serialize.js";
 
@@ -83,11 +83,17 @@ describe("deltas — the SDK's bases per channel", () => {
     expect(bases.apply("c1", 9, 1, utf8Encode("2\n2:{};"))).toMatchObject({ reason: "no_base" });
   });
 
-  it("deltas — UTF-8 and base64 by hand agree with the platform's", () => {
+  it("deltas — UTF-8 and base64 by hand (hosts without TextEncoder, TextDecoder, atob) agree with the platform's", () => {
     const s = "aé€😀\u0000z";
-    expect(hex(utf8Encode(s))).toBe(Buffer.from(s, "utf8").toString("hex"));
-    expect(utf8Decode(Buffer.from(s, "utf8"))).toBe(s);
-    for (const bad of [[0xc3], [0xa9], [0xe2, 0x82], [0xed, 0xa0, 0x80], [0xc0, 0x80]]) expect(() => utf8Decode(Uint8Array.from(bad))).toThrow();
+    for (const [encode, decode] of [
+      [utf8Encode, utf8Decode],
+      [utf8EncodeByHand, utf8DecodeByHand],
+    ] as const) {
+      expect(hex(encode(s))).toBe(Buffer.from(s, "utf8").toString("hex"));
+      expect(decode(Buffer.from(s, "utf8"))).toBe(s);
+      for (const bad of [[0xc3], [0xa9], [0xe2, 0x82], [0xed, 0xa0, 0x80], [0xc0, 0x80], [0xf5, 0x80, 0x80, 0x80]])
+        expect(() => decode(Uint8Array.from(bad))).toThrow();
+    }
     for (const n of [0, 1, 2, 3, 4, 5, 64]) {
       const b = Uint8Array.from({ length: n }, (_, i) => (i * 37 + 11) & 0xff);
       expect(hex(base64Decode(Buffer.from(b).toString("base64")))).toBe(hex(b));
