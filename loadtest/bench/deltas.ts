@@ -9,7 +9,7 @@
 //          and the TypeScript SDK's: fossil-delta's applyDelta, which client/src/deltas.ts calls (the SDK adds a
 //          Map read and write; its sources are not part of this build), then UTF-8 decode and JSON.parse.
 // Usage: npm run bench -- deltas [--messages 1000] [--rounds 5] [--warmup 2] [--quick]
-import { isUtf8 } from "node:buffer";
+import { draftDeltaFrame } from "../../gateway/conformance/delta-frame.js";
 import { nextScoreboard, scoreboard } from "../../gateway/conformance/fossil-vectors.js";
 import { applyDelta } from "fossil-delta";
 import { ChannelDeltas, DeltaSubscription, type DeltaMessage } from "../../gateway/src/fanout/deltas.js";
@@ -23,13 +23,8 @@ import { rng } from "./rng.js";
 const CHANNEL = "scores.m-0042";
 const TS = 1_764_100_000_123.456;
 
-/** A delta `msg` frame in the draft framing (the frame seam will build it; this is its size). */
-function deltaFrame(m: DeltaMessage, delta: Uint8Array, base64: boolean): Buffer {
-  const head = `{"op":"msg","channel":${JSON.stringify(m.channel)},"sub":${JSON.stringify(m.channel)},"seq":${m.seq},"ts":${TS},"delta":true,"base":${m.baseSeq}`;
-  const bytes = Buffer.from(delta.buffer, delta.byteOffset, delta.byteLength);
-  if (!base64 && isUtf8(bytes)) return Buffer.from(`${head},"data":${JSON.stringify(bytes.toString("utf8"))}}`);
-  return Buffer.from(`${head},"enc":"base64","data":"${bytes.toString("base64")}"}`);
-}
+const deltaFrameBytes = (m: DeltaMessage, base64: boolean): number =>
+  Buffer.byteLength(draftDeltaFrame({ channel: m.channel, sub: m.channel, seq: m.seq, ts: TS, base: m.baseSeq }, m.delta()!, base64));
 
 function payloads(n: number): Uint8Array[] {
   const rnd = rng(36);
@@ -93,8 +88,8 @@ function wireBytes(msgs: readonly Uint8Array[]): { plain: number; delta: number;
       delta += full;
       delta64 += full;
     } else {
-      delta += deltaFrame(m, m.delta()!, false).length;
-      delta64 += deltaFrame(m, m.delta()!, true).length;
+      delta += deltaFrameBytes(m, false);
+      delta64 += deltaFrameBytes(m, true);
     }
   });
   return { plain, delta, delta64, fulls, payload };

@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { base64Decode, DeltaBases, payloadBytes, utf8Decode, utf8DecodeByHand, utf8Encode, utf8EncodeByHand } from "../src/deltas.js";
 import type { Frame } from "../src/types.js";
 import { msgFrame } from "../../src/protocol/serialize.js";
+import { draftDeltaFrame } from "../../conformance/delta-frame.js";
 
 type Bytes = { text: string } | { base64: string };
 type Vectors = { cases: { name: string; base: Bytes; target: Bytes; delta: Bytes }[]; broken: { name: string; base: Bytes; delta: Bytes }[] };
@@ -18,13 +19,8 @@ const received = (text: string): [Frame, string] => [JSON.parse(text) as Frame, 
 const fullFrame = (channel: string, seq: number, payload: string | Uint8Array): [Frame, string] =>
   received(msgFrame({ channel, pattern: channel, seq, ts: 1_764_000_000_000 }, typeof payload === "string" ? Buffer.from(payload) : payload).toString("utf8"));
 /** A delta frame as PROTOCOL.md's draft "Deltas" section describes it. */
-function deltaFrame(channel: string, seq: number, base: number, delta: Uint8Array): [Frame, string] {
-  const text = Buffer.from(delta).toString("utf8");
-  const data = Buffer.from(text, "utf8").equals(delta) ? JSON.stringify(text) : `"${Buffer.from(delta).toString("base64")}","enc":"base64"`;
-  return received(
-    `{"op":"msg","channel":${JSON.stringify(channel)},"sub":${JSON.stringify(channel)},"seq":${seq},"ts":1764000000000,"delta":true,"base":${base},"data":${data}}`,
-  );
-}
+const deltaFrame = (channel: string, seq: number, base: number, delta: Uint8Array): [Frame, string] =>
+  received(draftDeltaFrame({ channel, sub: channel, seq, ts: 1_764_000_000_000, base }, delta));
 
 describe("deltas — the SDK's bases per channel", () => {
   it.each(vectors.cases.map((c) => [c.name, c] as const))("deltas — vector applies: %s", (_, c) => {
