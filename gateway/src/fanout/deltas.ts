@@ -18,7 +18,7 @@ import { isJsonPayload } from "../protocol/serialize.js";
 export type DeltaLimits = {
   /** Channels whose last message a worker keeps as the next base; past it the least recently updated goes. */
   readonly maxChannels: number;
-  /** Payload bytes kept over all channels (each channel holds its last message and the one before). */
+  /** Payload bytes kept over all channels (each holds its last two messages, and the older one's base until its delta is made). */
   readonly maxBytes: number;
   /** A channel without a message for this long is forgotten (its next message is full for everyone). */
   readonly idleMs: number;
@@ -60,6 +60,11 @@ export class DeltaMessage {
     private readonly jsonTargetsOnly: boolean,
   ) {
     this.base = base;
+  }
+
+  /** Bytes of the base held until the delta is made (the channel's memory bound counts them). */
+  get heldBaseBytes(): number {
+    return this.base?.length ?? 0;
   }
 
   /**
@@ -112,7 +117,9 @@ export class ChannelDeltas {
     const kept = payload.length <= this.limits.maxPayloadBytes;
     const m = this.message(channel, seq, kept ? payload.slice() : payload, st?.current);
     if (st) this.drop(channel, st);
-    if (kept) this.keep(channel, { current: m, previous: st?.current, at: this.now(), bytes: m.payload.length + (st?.current.payload.length ?? 0) });
+    // Held: this payload, the previous one (this one's base), and the previous one's base while its delta is unmade.
+    const bytes = m.payload.length + (st ? st.current.payload.length + st.current.heldBaseBytes : 0);
+    if (kept) this.keep(channel, { current: m, previous: st?.current, at: this.now(), bytes });
     this.evict();
     return m;
   }

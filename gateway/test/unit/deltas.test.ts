@@ -145,6 +145,13 @@ describe("deltas — bounded memory", () => {
     for (let i = 0; i < 20; i++) deltas.next(`c${i}`, i + 1, a!);
     expect(deltas.size.bytes).toBeLessThanOrEqual(a!.length * 5);
     expect(deltas.size.channels).toBe(5);
+    // A channel whose deltas nobody made holds three payloads: both messages and the older one's base.
+    const held = new ChannelDeltas();
+    const [c, d, e] = documents(3);
+    held.next("s", 1, c!);
+    held.next("s", 2, d!);
+    held.next("s", 3, e!);
+    expect(held.size.bytes).toBe(c!.length + d!.length + e!.length);
     const small = new ChannelDeltas(limits({ maxPayloadBytes: 100 }));
     small.next("s", 1, a!);
     expect(small.size.channels).toBe(0);
