@@ -166,7 +166,10 @@ export class ChannelDeltas {
 /**
  * One `delta: "fossil"` subscription's view: the last seq it was sent per channel. A delta goes only to a
  * subscription whose last message of the channel is the delta's base; everything else gets the full message.
- * `restart` (a resume, an epoch change, a take-over) makes the next message of every channel full.
+ * `restart` (a resume, an epoch change, a take-over) makes the next message of every channel full. Frames
+ * sent past it (a catch-up's pages, its held live messages) need a `restart()` when the subscription joins
+ * live; one missed anyway costs a full message or, at worst, the client's base check (frames name their
+ * base seq) and a resubscribe, never wrong data.
  */
 export class DeltaSubscription {
   private readonly last = new Map<string, number>();
