@@ -19,15 +19,21 @@ let secretFile = "";
 const gateways: GatewayHandle[] = [];
 const uniq = uniqueNames();
 
-// The consumer's ack wait is EVENTS_WEBHOOK_BACKOFF_MAX + EVENTS_WEBHOOK_TIMEOUT + 30 s = 33 s: anything the
-// tests see sooner than that was handed over, not redelivered after a timeout.
+// EVENTS_WEBHOOK_TAKEOVER is 30 s here (the lease's length; the consumer's ack wait is 20 s): anything the
+// tests see sooner than that was handed over (lease released, batch handed back), not taken over from a dead sender.
 const HANDOVER_MS = 15_000;
 
 const start = async (): Promise<GatewayHandle> => {
   const gw = await startGateway({
     natsUrl: nats.url,
     workers: 1,
-    env: { EVENTS_WEBHOOK_URL: receiver.url, EVENTS_WEBHOOK_SECRET_FILE: secretFile, EVENTS_WEBHOOK_BACKOFF_MAX: "1s", EVENTS_WEBHOOK_TIMEOUT: "2s" },
+    env: {
+      EVENTS_WEBHOOK_URL: receiver.url,
+      EVENTS_WEBHOOK_SECRET_FILE: secretFile,
+      EVENTS_WEBHOOK_BACKOFF_MAX: "1s",
+      EVENTS_WEBHOOK_TIMEOUT: "2s",
+      EVENTS_WEBHOOK_TAKEOVER: "30s",
+    },
   });
   gateways.push(gw);
   return gw;

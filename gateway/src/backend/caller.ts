@@ -11,6 +11,8 @@ export type CallerOptions = Readonly<{
   maxInFlight: number;
   /** Each request is signed (`Fanout-Signature`) with each of these; none: unsigned. */
   secrets?: readonly (string | Buffer)[];
+  /** Sent with every request besides the content type and signature (the webhook's `Fanout-Sender`). */
+  headers?: Readonly<Record<string, string>>;
 }>;
 
 /** The backend answered (any status), or did not: no answer within the deadline, or no connection. */
@@ -55,7 +57,7 @@ export class BackendCaller {
   }
 
   private async send(url: string, body: string, signal: AbortSignal): Promise<CallResult> {
-    const headers: Record<string, string> = { "content-type": "application/json" };
+    const headers: Record<string, string> = { ...this.options.headers, "content-type": "application/json" };
     if (this.options.secrets?.length) headers[SIGNATURE_HEADER] = signatureHeader(this.options.secrets, Math.floor(Date.now() / 1000), body);
     const res = await fetch(url, { method: "POST", headers, body, redirect: "error", signal });
     const text = await res.text();

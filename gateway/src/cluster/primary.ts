@@ -29,7 +29,10 @@ import { jetstream } from "@nats-io/jetstream";
 import { ensureEventsStream, WEBHOOK_DURABLE, webhookSource } from "../broker/jetstream/events-stream.js";
 import { BackendCaller } from "../backend/caller.js";
 import { backendMetrics } from "../backend/metrics.js";
-import { WebhookSender, webhookSecrets } from "../events/webhook.js";
+import { SENDER_HEADER, WebhookSender, webhookSecrets } from "../events/webhook.js";
+import { SenderLease, senderTimings } from "../events/lease.js";
+import { webhookLeaseStore } from "../broker/jetstream/webhook-lease.js";
+import { hostname } from "node:os";
 import { webhookMetrics } from "../events/metrics.js";
 import type { EventsSection } from "../config/sections.js";
 
@@ -212,16 +215,22 @@ async function startEvents(
   const w = c.webhook;
   if (!w.url) return undefined;
   const secrets = w.secretFile ? webhookSecrets(readFileSync(w.secretFile, "utf8"), w.secretFile) : [];
-  // A batch being retried is kept from the other instances by `working` at least once per backoff and call.
-  const ackWaitMs = w.backoffMaxMs + w.timeoutMs + 30_000;
-  const source = await webhookSource(jetstream(prepared.nc), prepared.jsm, c, { durable: WEBHOOK_DURABLE, batch: w.batch, ackWaitMs });
+  const timings = senderTimings(w);
+  const js = jetstream(prepared.nc);
+  const source = await webhookSource(js, prepared.jsm, c, {
+    durable: WEBHOOK_DURABLE,
+    maxAckPending: w.batch * w.concurrency,
+    ackWaitMs: timings.ackWaitMs,
+  });
+  const holder = `${hostname()}/${process.pid}`;
+  const lease = timings.ordered ? new SenderLease(await webhookLeaseStore(js, prepared.jsm, c, timings.leaseMs), holder, timings.holdMs) : undefined;
   const caller = new BackendCaller(
-    { timeoutMs: w.timeoutMs, maxInFlight: 1, ...(secrets.length > 0 ? { secrets } : {}) },
+    { timeoutMs: w.timeoutMs, maxInFlight: w.concurrency, headers: { [SENDER_HEADER]: holder }, ...(secrets.length > 0 ? { secrets } : {}) },
     log,
     backendMetrics(metrics.registry, "webhook"),
   );
-  const sender = new WebhookSender(source, caller, w, log, webhookMetrics(metrics.registry, source));
+  const sender = new WebhookSender(source, caller, w, timings, log, webhookMetrics(metrics.registry, source), lease);
   sender.start();
-  log.info({ url: w.url, kinds: c.kinds, signed: secrets.length }, "events webhook sender started");
+  log.info({ url: w.url, kinds: c.kinds, signed: secrets.length, ordered: timings.ordered, takeoverMs: w.takeoverMs }, "events webhook sender started");
   return sender;
 }

@@ -135,6 +135,11 @@ function crossCheck(c: Config): void {
     ] as const)
       if (overlap(c.eventsSubject, other))
         throw new ConfigError("EVENTS_SUBJECT", `invalid EVENTS_SUBJECT (--events-subject): "${c.eventsSubject}" overlaps ${what} ${other}`);
+    if (c.eventsWebhookTakeoverMs < 2 * c.eventsWebhookWaitMs)
+      throw new ConfigError(
+        "EVENTS_WEBHOOK_TAKEOVER",
+        `invalid EVENTS_WEBHOOK_TAKEOVER (--events-webhook-takeover): must be at least twice EVENTS_WEBHOOK_WAIT (${c.eventsWebhookWaitMs} ms)`,
+      );
   }
   checkStreamAges(c);
   checkAuthConfig(c);

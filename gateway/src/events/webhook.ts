@@ -3,6 +3,10 @@ import type { BackendCaller } from "../backend/caller.js";
 import type { WebhookSection } from "../config/sections.js";
 import type { Logger } from "../log.js";
 import type { WebhookMetrics } from "./metrics.js";
+import type { SenderLease, SenderTimings } from "./lease.js";
+
+/** The header naming the instance that sent a webhook request (`<host>/<pid>`): each event is sent by one at a time. */
+export const SENDER_HEADER = "fanout-sender";
 
 /** The wait before try `attempt` (0-based) of a failed batch: doubling from 100 ms, capped, jittered to half–full. */
 export function backoffMs(attempt: number, capMs: number, random: () => number = Math.random): number {
@@ -28,39 +32,104 @@ export function batchBody(events: readonly Pick<StoredEvent, "seq" | "json">[]):
   return `{"events":[${events.map((e) => `{"id":${e.seq},${e.json.slice(1)}`).join(",")}]}`;
 }
 
+/** What the live page and /v1/stats show of this instance's sender (its lag is the consumer's, the same everywhere). */
+export type SenderState = {
+  /** Whether this instance sends now: it holds the lease (ordered), or always (unordered). */
+  sending: boolean;
+  /** Batches this instance has out, not yet answered 2xx. */
+  inFlight: number;
+  /** Failed calls since start, and those in a row since the last 2xx. */
+  failures: number;
+  failingSince?: string;
+  lastFailure?: string;
+};
+
 /**
- * Sends the events stream to EVENTS_WEBHOOK_URL: one batch at a time, in stream order, until a 2xx answers
- * it, then the next. A failed batch (another status, no answer within the deadline, no connection) is sent
- * again, unchanged but for what the stream no longer holds, after a jittered backoff; its events are kept
- * from redelivery to another instance meanwhile (`working`). It gives up on an event only when the stream
- * has dropped it (its retention ran out).
+ * Sends the events stream to EVENTS_WEBHOOK_URL: a batch at a time per slot (EVENTS_WEBHOOK_CONCURRENCY
+ * slots; with one, only while this instance holds the lease, so one batch is out in the deployment), until
+ * a 2xx answers it, then the next. A failed batch (another status, no answer within the deadline, no
+ * connection) is sent again, unchanged but for what the stream no longer holds, after a jittered backoff.
+ * Every tick the lease is renewed and each batch out is kept from redelivery (`working`), so a live sender
+ * keeps its batch however long it retries and a dead one loses it within EVENTS_WEBHOOK_TAKEOVER. It gives
+ * up on an event only when the stream has dropped it (its retention ran out).
  */
 export class WebhookSender {
-  private stopped = false;
-  private wake?: () => void;
-  private running?: Promise<void>;
+  private readonly stopping = new AbortController();
+  private readonly inFlight = new Set<StoredEvent[]>();
+  private readonly idle = new Set<() => void>();
+  private running?: Promise<unknown>;
+  private timer?: NodeJS.Timeout;
+  private beating = false;
+  private failures = 0;
+  private failingSince?: number;
+  private lastFailure?: string;
 
   constructor(
     private readonly source: EventSource,
     private readonly caller: BackendCaller,
-    private readonly config: Pick<WebhookSection, "url" | "batch" | "waitMs" | "backoffMaxMs">,
+    private readonly config: Pick<WebhookSection, "url" | "batch" | "backoffMaxMs" | "concurrency" | "waitMs">,
+    private readonly timings: SenderTimings,
     private readonly log: Logger,
     private readonly metrics?: WebhookMetrics,
+    /** Ordered: the deployment's one turn to send; absent when EVENTS_WEBHOOK_CONCURRENCY > 1. */
+    private readonly lease?: SenderLease,
   ) {}
 
   start(): void {
-    this.running ??= this.loop();
+    if (this.running) return;
+    this.timer = setInterval(() => void this.beat(), this.timings.tickMs);
+    void this.beat();
+    this.running = Promise.all(Array.from({ length: this.config.concurrency }, () => this.loop()));
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    this.wake?.();
+    this.stopping.abort();
+    clearInterval(this.timer);
     // A call or a pull in progress is not waited for past 2 s: its batch goes to another sender after the ack wait.
     await Promise.race([this.running, new Promise((r) => setTimeout(r, 2_000).unref())]);
+    await this.lease?.release();
+  }
+
+  state(): SenderState {
+    return {
+      sending: this.may(),
+      inFlight: this.inFlight.size,
+      failures: this.failures,
+      ...(this.failingSince !== undefined ? { failingSince: new Date(this.failingSince).toISOString() } : {}),
+      ...(this.lastFailure !== undefined ? { lastFailure: this.lastFailure } : {}),
+    };
+  }
+
+  private get stopped(): boolean {
+    return this.stopping.signal.aborted;
+  }
+
+  /** Whether this instance may pull and send now. */
+  private may(): boolean {
+    return !this.stopped && (this.lease?.holds() ?? true);
+  }
+
+  /** Renews (or takes) the lease, then keeps every batch out from redelivery while this instance may send. */
+  private async beat(): Promise<void> {
+    if (this.beating) return;
+    this.beating = true;
+    try {
+      await this.lease?.tick();
+      if (!this.may()) return;
+      for (const batch of this.inFlight) for (const e of batch) e.working();
+      // A loop waiting for the turn starts at once.
+      for (const wake of this.idle) wake();
+    } finally {
+      this.beating = false;
+    }
   }
 
   private async loop(): Promise<void> {
     while (!this.stopped) {
+      if (!this.may()) {
+        await this.pause(this.timings.tickMs, this.idle);
+        continue;
+      }
       try {
         const batch = await this.source.fetch(this.config.batch, this.config.waitMs);
         if (batch.length > 0) await this.deliver(batch);
@@ -73,41 +142,61 @@ export class WebhookSender {
 
   private async deliver(fetched: StoredEvent[]): Promise<void> {
     let batch = fetched;
-    for (let attempt = 0; !this.stopped; attempt++) {
-      const res = await this.caller.post("webhook", this.config.url, batchBody(batch));
-      if (res.ok) {
-        for (const e of batch) e.ack();
-        return;
+    this.inFlight.add(batch);
+    try {
+      for (let attempt = 0; this.may(); attempt++) {
+        const res = await this.caller.post("webhook", this.config.url, batchBody(batch));
+        if (res.ok) {
+          for (const e of batch) e.ack();
+          this.failingSince = undefined;
+          return;
+        }
+        const why = "failed" in res ? res.why : `answered HTTP ${res.status}`;
+        this.failures++;
+        this.failingSince ??= Date.now();
+        this.lastFailure = why;
+        this.caller.warn("webhook", { status: res.status, events: batch.length, firstId: batch[0]?.seq }, `events webhook ${why}; sending the batch again`);
+        await this.pause(backoffMs(attempt, this.config.backoffMaxMs));
+        const kept = await this.dropExpired(batch);
+        if (kept.length === 0) return;
+        if (kept !== batch) {
+          this.inFlight.delete(batch);
+          this.inFlight.add((batch = kept));
+        }
       }
-      const why = "failed" in res ? res.why : `answered HTTP ${res.status}`;
-      this.caller.warn("webhook", { status: res.status, events: batch.length, firstId: batch[0]?.seq }, `events webhook ${why}; sending the batch again`);
-      for (const e of batch) e.working();
-      await this.pause(backoffMs(attempt, this.config.backoffMaxMs));
-      for (const e of batch) e.working();
-      const first = await this.source.firstSeq().catch(() => 0);
-      const gone = batch.filter((e) => e.seq < first);
-      if (gone.length > 0) {
-        this.log.error(
-          { events: gone.length, firstId: gone[0]?.seq, lastId: gone.at(-1)?.seq },
-          "events dropped by the stream's retention before the webhook took them",
-        );
-        for (const e of gone) e.ack();
-        this.metrics?.dropped.inc(gone.length);
-        batch = batch.filter((e) => e.seq >= first);
-        if (batch.length === 0) return;
-      }
+      // Stopping, or the lease lost: the batch is handed back now, to whichever sender pulls next.
+      for (const e of batch) e.nak();
+    } finally {
+      this.inFlight.delete(batch);
     }
-    // Stopping with a batch not taken: handed back now, to another instance's sender (or this one's next start).
-    for (const e of batch) e.nak();
   }
 
-  private pause(ms: number): Promise<void> {
+  /** The batch without the events the stream no longer holds (acknowledged, counted and logged as lost). */
+  private async dropExpired(batch: StoredEvent[]): Promise<StoredEvent[]> {
+    const first = await this.source.firstSeq().catch(() => 0);
+    const gone = batch.filter((e) => e.seq < first);
+    if (gone.length === 0) return batch;
+    this.log.error(
+      { events: gone.length, firstId: gone[0]?.seq, lastId: gone.at(-1)?.seq },
+      "events dropped by the stream's retention before the webhook took them",
+    );
+    for (const e of gone) e.ack();
+    this.metrics?.dropped.inc(gone.length);
+    return batch.filter((e) => e.seq >= first);
+  }
+
+  /** Resolves after `ms`, or at once when the sender stops (or something calls it from `wakers`). */
+  private pause(ms: number, wakers?: Set<() => void>): Promise<void> {
     return new Promise((resolve) => {
-      const t = setTimeout(resolve, ms);
-      this.wake = () => {
+      const done = () => {
         clearTimeout(t);
+        this.stopping.signal.removeEventListener("abort", done);
+        wakers?.delete(done);
         resolve();
       };
+      wakers?.add(done);
+      const t = setTimeout(done, ms);
+      this.stopping.signal.addEventListener("abort", done, { once: true });
     });
   }
 }

@@ -2,12 +2,15 @@
 // and signature header, answers as the test says, and can go down and come back on the same port.
 import { createServer, type Server } from "node:http";
 
-export type WebhookRequest = { body: string; signature: string; status: number };
+/** One request as received: `status` 0 when the receiver closed the connection without answering. */
+export type WebhookRequest = { body: string; signature: string; status: number; sender: string; at: number };
 
 export class WebhookReceiver {
   readonly requests: WebhookRequest[] = [];
   /** The status each request is answered with; tests change it. */
   status = 200;
+  /** When set, each request is read and its connection closed without an answer (a backend that crashes mid-request). */
+  hangUp = false;
   port = 0;
   private server?: Server;
 
@@ -27,9 +30,11 @@ export class WebhookReceiver {
       let body = "";
       req.on("data", (d: Buffer) => (body += d.toString()));
       req.on("end", () => {
-        const status = this.status;
-        this.requests.push({ body, signature: String(req.headers["fanout-signature"] ?? ""), status });
-        res.writeHead(status).end();
+        const status = this.hangUp ? 0 : this.status;
+        const header = (name: string) => String(req.headers[name] ?? "");
+        this.requests.push({ body, signature: header("fanout-signature"), status, sender: header("fanout-sender"), at: Date.now() });
+        if (status === 0) req.socket.destroy();
+        else res.writeHead(status).end();
       });
     });
     await new Promise<void>((resolve) => server.listen(this.port, "127.0.0.1", resolve));

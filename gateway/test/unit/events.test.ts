@@ -28,6 +28,16 @@ describe("events — settings, batches and backoff", () => {
     expect(() => eventsOf({ EVENTS: "all", EVENTS_SUBJECT: "ev.events" })).toThrow(/EVENTS_SUBJECT.*overlaps the stream's subjects/);
   });
 
+  it("events — ordered by default (one batch in flight, take-over in 5 s); EVENTS_WEBHOOK_CONCURRENCY lets more out; a take-over shorter than two waits is refused", () => {
+    const url = { EVENTS_WEBHOOK_URL: "http://127.0.0.1:1/e" };
+    expect(eventsOf(url).webhook).toMatchObject({ concurrency: 1, takeoverMs: 5_000, waitMs: 1_000 });
+    expect(eventsOf({ ...url, EVENTS_WEBHOOK_CONCURRENCY: "8", EVENTS_WEBHOOK_TAKEOVER: "20s" }).webhook).toMatchObject({ concurrency: 8, takeoverMs: 20_000 });
+    expect(() => eventsOf({ ...url, EVENTS_WEBHOOK_CONCURRENCY: "0" })).toThrow(/EVENTS_WEBHOOK_CONCURRENCY/);
+    expect(() => eventsOf({ ...url, EVENTS_WEBHOOK_WAIT: "3s", EVENTS_WEBHOOK_TAKEOVER: "5s" })).toThrow(
+      /EVENTS_WEBHOOK_TAKEOVER.*at least twice EVENTS_WEBHOOK_WAIT/,
+    );
+  });
+
   it("events — a batch is {events:[…]} with each event's stream sequence as its id, first", () => {
     const body = batchBody([
       { seq: 7, json: '{"type":"connect","user":"u"}' },

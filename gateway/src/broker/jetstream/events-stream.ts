@@ -75,16 +75,17 @@ export interface EventSource {
 
 /**
  * The deployment's one reader of the events stream for the webhook: a durable pull consumer that every
- * instance shares, so each event is handed to one instance. At most `batch` events are out unacknowledged at
- * once; a reader that stops acknowledging (its instance died) has them redelivered to another after ackWaitMs.
+ * instance shares, so each event is handed to one instance. At most `maxAckPending` events are out
+ * unacknowledged at once; a reader that stops acknowledging and heartbeating (its instance died) has them
+ * redelivered after ackWaitMs (events/lease.ts says who pulls them then).
  */
 export async function webhookSource(
   js: JetStreamClient,
   jsm: JetStreamManager,
   c: Pick<EventsSection, "stream">,
-  o: { durable: string; batch: number; ackWaitMs: number },
+  o: { durable: string; maxAckPending: number; ackWaitMs: number },
 ): Promise<EventSource> {
-  const config = { ack_policy: AckPolicy.Explicit, ack_wait: nanos(o.ackWaitMs), max_ack_pending: o.batch, deliver_policy: DeliverPolicy.All };
+  const config = { ack_policy: AckPolicy.Explicit, ack_wait: nanos(o.ackWaitMs), max_ack_pending: o.maxAckPending, deliver_policy: DeliverPolicy.All };
   try {
     await jsm.consumers.info(c.stream, o.durable);
     await jsm.consumers.update(c.stream, o.durable, { ack_wait: config.ack_wait, max_ack_pending: config.max_ack_pending });

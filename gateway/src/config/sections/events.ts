@@ -87,6 +87,22 @@ const settings = {
     parse: parseDuration,
     check: int(100, 3_600_000),
   },
+  eventsWebhookConcurrency: {
+    env: "EVENTS_WEBHOOK_CONCURRENCY",
+    shown: "1",
+    doc: "Webhook batches in flight at once in the whole deployment: 1 keeps them in stream order (one instance sends at a time); more send faster but a later batch may arrive before an earlier one that is retried",
+    default: () => 1,
+    parse: parseIntStrict,
+    check: int(1, 64),
+  },
+  eventsWebhookTakeoverMs: {
+    env: "EVENTS_WEBHOOK_TAKEOVER",
+    shown: "5s",
+    doc: "How soon another instance takes over the webhook (and the batch in flight) from a sender that died; a live sender keeps its batch however long it retries. At least twice EVENTS_WEBHOOK_WAIT",
+    default: () => 5_000,
+    parse: parseDuration,
+    check: int(2_000, 600_000),
+  },
 } satisfies SettingTable;
 
 export type EventsValues = ValuesOf<typeof settings>;
@@ -109,7 +125,16 @@ export const events = section({
     subject: "eventsSubject",
     maxAgeMs: "eventsMaxAge",
     webhook: derive(
-      ["eventsWebhookUrl", "eventsWebhookSecretFile", "eventsWebhookBatch", "eventsWebhookWaitMs", "eventsWebhookTimeoutMs", "eventsWebhookBackoffMaxMs"],
+      [
+        "eventsWebhookUrl",
+        "eventsWebhookSecretFile",
+        "eventsWebhookBatch",
+        "eventsWebhookWaitMs",
+        "eventsWebhookTimeoutMs",
+        "eventsWebhookBackoffMaxMs",
+        "eventsWebhookConcurrency",
+        "eventsWebhookTakeoverMs",
+      ],
       (c: EventsValues) =>
         Object.freeze({
           url: c.eventsWebhookUrl,
@@ -118,6 +143,8 @@ export const events = section({
           waitMs: c.eventsWebhookWaitMs,
           timeoutMs: c.eventsWebhookTimeoutMs,
           backoffMaxMs: c.eventsWebhookBackoffMaxMs,
+          concurrency: c.eventsWebhookConcurrency,
+          takeoverMs: c.eventsWebhookTakeoverMs,
         }),
     ),
   },

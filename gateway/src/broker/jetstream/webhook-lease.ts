@@ -1,0 +1,63 @@
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType } from "@nats-io/jetstream";
+import { nanos } from "@nats-io/transport-node";
+import type { EventsSection } from "../../config/sections.js";
+
+/** The lease's last record: its sequence and holder ("" once released). */
+export type LeaseRecord = { seq: number; holder: string };
+
+/** Where the lease is kept (a JetStream subject whose messages expire after the lease's length). */
+export interface LeaseStore {
+  /** The last record; undefined when there is none (never taken, or run out). */
+  read(): Promise<LeaseRecord | undefined>;
+  /** Writes `holder` if the last record is still the one at `after` (0: none); the new record's sequence, or undefined when another wrote first. */
+  write(holder: string, after: number): Promise<number | undefined>;
+}
+
+/** The lease's stream and subject, beside the events stream: `<EVENTS_STREAM>_SENDER`, `<EVENTS_SUBJECT>-sender`. */
+export const leaseNames = (c: Pick<EventsSection, "stream" | "subject">) => ({ stream: `${c.stream}_SENDER`, subject: `${c.subject}-sender` });
+
+/**
+ * The webhook sender's lease in JetStream (events/lease.ts): a stream of one subject that keeps one message,
+ * each expiring `leaseMs` after it was written, so a holder that stops renewing loses it by then. Writes
+ * are conditional on the subject's last sequence (`Nats-Expected-Last-Subject-Sequence`), so of two
+ * instances taking or renewing at once only one succeeds.
+ */
+export async function webhookLeaseStore(
+  js: JetStreamClient,
+  jsm: JetStreamManager,
+  c: Pick<EventsSection, "stream" | "subject">,
+  leaseMs: number,
+): Promise<LeaseStore> {
+  const { stream, subject } = leaseNames(c);
+  const config = {
+    name: stream,
+    subjects: [subject],
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.Memory,
+    discard: DiscardPolicy.Old,
+    max_msgs_per_subject: 1,
+    max_age: nanos(leaseMs),
+  };
+  try {
+    const info = await jsm.streams.info(stream);
+    if (info.config.max_age !== config.max_age) await jsm.streams.update(stream, { ...info.config, max_age: config.max_age });
+  } catch (e) {
+    if (!(e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound)) throw e;
+    await jsm.streams.add(config);
+  }
+  return {
+    async read() {
+      const m = await jsm.streams.getMessage(stream, { last_by_subj: subject });
+      return m ? { seq: m.seq, holder: m.string() } : undefined;
+    },
+    async write(holder, after) {
+      try {
+        return (await js.publish(subject, holder, { expect: { lastSubjectSequence: after } })).seq;
+      } catch (e) {
+        if (e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamWrongLastSequence) return undefined;
+        throw e;
+      }
+    },
+  };
+}

@@ -1,0 +1,74 @@
+import type { WebhookSection } from "../config/sections.js";
+import type { LeaseStore } from "../broker/jetstream/webhook-lease.js";
+
+/**
+ * How the webhook senders of a deployment share the work, from EVENTS_WEBHOOK_TAKEOVER (`takeoverMs`, L),
+ * EVENTS_WEBHOOK_WAIT (w) and EVENTS_WEBHOOK_CONCURRENCY.
+ *
+ * Ordered (concurrency 1): one instance at a time holds the sender's lease and is the only one that pulls
+ * from the durable consumer, so one batch is out in the whole deployment and batches go in stream order. The
+ * holder renews the lease and sends `working` for its batch every `tickMs` (L/10); it pulls, sends and
+ * heartbeats only while its last renewal was sent less than `holdMs` (3 ticks) ago. A holder that dies
+ * leaves a lease that runs out L after its last renewal; by then the consumer has already put its batch back
+ * (its last pull ended by `holdMs + w`, its last heartbeat by `holdMs`, and the ack wait is
+ * `L - w - holdMs`), so the next holder's first pull gets that batch before anything later.
+ *
+ * Unordered (concurrency > 1): every instance pulls; a dead sender's batch goes to another after the ack
+ * wait, L; a live one keeps its batches with heartbeats every tick.
+ */
+export type SenderTimings = Readonly<{ ordered: boolean; tickMs: number; holdMs: number; ackWaitMs: number; leaseMs: number }>;
+
+export function senderTimings(c: Pick<WebhookSection, "takeoverMs" | "waitMs" | "concurrency">): SenderTimings {
+  const tickMs = Math.max(100, Math.round(c.takeoverMs / 10));
+  if (c.concurrency > 1) return { ordered: false, tickMs, holdMs: Infinity, ackWaitMs: c.takeoverMs, leaseMs: 0 };
+  const holdMs = 3 * tickMs;
+  return { ordered: true, tickMs, holdMs, ackWaitMs: c.takeoverMs - c.waitMs - holdMs, leaseMs: c.takeoverMs };
+}
+
+/**
+ * One instance's side of the webhook sender's lease: `tick()` renews it while held and takes it when it is
+ * free (released, or run out); `holds()` says whether this instance may pull and send now. A renewal that
+ * fails for any reason (NATS unreachable, another holder) lets `holds()` run out; a renewal refused because
+ * another wrote the lease drops it at once.
+ */
+export class SenderLease {
+  private seq = 0;
+  private renewedAt = -Infinity;
+
+  constructor(
+    private readonly store: LeaseStore,
+    private readonly holder: string,
+    private readonly holdMs: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  holds(): boolean {
+    return this.seq > 0 && this.now() - this.renewedAt < this.holdMs;
+  }
+
+  /** Renews or takes the lease; resolves to whether this instance holds it. Never rejects. */
+  async tick(): Promise<boolean> {
+    const sent = this.now();
+    try {
+      let after = this.seq;
+      if (after === 0) {
+        const last = await this.store.read();
+        if (last && last.holder !== "") return false;
+        after = last?.seq ?? 0;
+      }
+      const seq = await this.store.write(this.holder, after);
+      this.seq = seq ?? 0;
+      if (seq !== undefined) this.renewedAt = sent;
+    } catch {
+      // Unreachable store: holds() runs out unless a later renewal gets through in time.
+    }
+    return this.holds();
+  }
+
+  /** Gives the lease up (another instance takes it at its next tick); nothing when not held. */
+  async release(): Promise<void> {
+    const seq = this.seq;
+    this.seq = 0;
+    if (seq > 0) await this.store.write("", seq).catch(() => undefined);
+  }
+}
