@@ -58,6 +58,8 @@ beforeAll(async () => {
   receiver = await WebhookReceiver.start();
   const dir = mkdtempSync(join(tmpdir(), "fgw-events-"));
   writeFileSync(join(dir, "secret"), `${SECRET}\n${PREVIOUS}\n`);
+  // Namespaces that narrow the kinds: none for `quiet`'s channels, only presence for `pres`'s.
+  writeFileSync(join(dir, "namespaces.yaml"), "namespaces:\n  quiet: { events: false }\n  pres: { events: [presence.join, presence.leave] }\n");
   nats = await startNatsServer();
   gw = await startGateway({
     natsUrl: nats.url,
@@ -67,6 +69,7 @@ beforeAll(async () => {
       EVENTS_WEBHOOK_SECRET_FILE: join(dir, "secret"),
       EVENTS_WEBHOOK_BACKOFF_MAX: "1s",
       EVENTS_WEBHOOK_TIMEOUT: "2s",
+      NAMESPACES_FILE: join(dir, "namespaces.yaml"),
     },
   });
 });
@@ -190,5 +193,25 @@ describe("events — recorded in a stream, sent to a webhook", () => {
     expect(events[0]!.client).toMatch(/^[A-Za-z0-9_-]{16}$/);
     expect(events[1]).toMatchObject({ channel });
     expect(events[3]).toMatchObject({ reason: "aborted" });
+  });
+
+  it("events — a namespace's events setting narrows its channels' kinds; connect and disconnect, and channels elsewhere, are untouched", async () => {
+    const quiet = uniq("quiet.room");
+    const pres = uniq("pres.room");
+    const other = uniq("ev.ns");
+    const c = await TestClient.connect(gw.wsUrl);
+    for (const ch of [quiet, pres, other]) await c.sub(ch, { presence: true });
+    c.ws.close(1000, "bye");
+    await c.waitClosed();
+    const mine = () => {
+      const client = delivered().find((e) => e.channel === other)?.client;
+      return delivered().filter((e) => e.client === client);
+    };
+    // The last of them: the disconnect, recorded after every unsubscribe and leave.
+    const events = await waitFor(() => (mine().some((e) => e.type === "disconnect") ? mine() : undefined), { timeoutMs: 20_000, what: "the disconnect" });
+    expect(events.filter((e) => e.channel === quiet)).toEqual([]);
+    expect(events.filter((e) => e.channel === pres).map((e) => e.type)).toEqual(["presence.join", "presence.leave"]);
+    expect(events.filter((e) => e.channel === other).map((e) => e.type)).toEqual(["subscribe", "presence.join", "presence.leave", "unsubscribe"]);
+    expect(events.filter((e) => e.channel === undefined).map((e) => e.type)).toEqual(["connect", "disconnect"]);
   });
 });

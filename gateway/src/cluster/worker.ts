@@ -31,6 +31,7 @@ import { LocalControl } from "../control/local.js";
 import { ControlService } from "../control/service.js";
 import { registerControlRoutes } from "../control/http.js";
 import { registerWorkerState } from "../metrics/worker-state.js";
+import type { NamespacesSection } from "../namespaces/namespace.js";
 
 /** A worker: one uWS app on the shared port (SO_REUSEPORT), one broker connection, one fan-out hub. */
 export async function runWorker(config: Config, natsToken?: string): Promise<void> {
@@ -76,7 +77,7 @@ export async function runWorker(config: Config, natsToken?: string): Promise<voi
   const publisher = new PublishService(c.server.maxPayloadBytes, broker, metrics, log, hooks?.publishEnabled ? hooks : undefined);
   const presence = broker.presence ? new PresenceHub(topicsOf(apps), broker.presence, c.presence, createPresenceMetrics(), log, c.fanout.lingerMs) : undefined;
   if (presence) broker.onEvent((e) => (e.type === "reconnected" ? presence.resync() : undefined));
-  const events = eventRecorderOf(c.events, broker, log);
+  const events = eventRecorderOf(c.events, broker, log, c.namespaces);
   const ws = new WsEndpoint(app, { config: c, broker, hub, resume, metrics, log, isDraining, guard, publisher, presence, events }, tlsApp ? [tlsApp] : []);
   // A recreated stream numbers its messages from 1 again: every position in it is void. Sockets subscribed to
   // one of its patterns are closed with 1012 and resume with their seq and its epoch, which the new stream
@@ -190,9 +191,9 @@ export async function runWorker(config: Config, natsToken?: string): Promise<voi
 }
 
 /** The recorder of connection and subscription events, when EVENTS turns any kind on (JetStream only: a start check). */
-function eventRecorderOf(c: EventsSection, broker: Broker, log: Logger): EventRecorder | undefined {
+function eventRecorderOf(c: EventsSection, broker: Broker, log: Logger, namespaces: NamespacesSection): EventRecorder | undefined {
   const append = broker.appendEvent?.bind(broker);
-  return c.kinds.length > 0 && append ? new EventRecorder(c, append, log) : undefined;
+  return c.kinds.length > 0 && append ? new EventRecorder(c, append, log, undefined, namespaces) : undefined;
 }
 
 function watchBroker(broker: Broker, metrics: Metrics, log: Logger): void {

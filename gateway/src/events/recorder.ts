@@ -2,6 +2,7 @@ import client from "prom-client";
 import type { EventKind, EventsSection } from "../config/sections.js";
 import type { Logger } from "../log.js";
 import { WarnEvery } from "../util/warn-every.js";
+import type { NamespacesSection } from "../namespaces/namespace.js";
 
 /** What an event says besides its kind and time (PROTOCOL.md, "Events"). */
 export type EventFields = {
@@ -35,6 +36,8 @@ export class EventRecorder {
     private readonly append: AppendEvent,
     log: Logger,
     registry: client.Registry = client.register,
+    /** Namespaces whose `events` narrow the kinds recorded for their channels. */
+    private readonly namespaces?: NamespacesSection,
   ) {
     this.kinds = new Set(config.kinds);
     this.warnings = new WarnEvery(log, 5_000, "type");
@@ -49,9 +52,16 @@ export class EventRecorder {
   }
 
   record(kind: EventKind, f: EventFields): void {
-    if (!this.kinds.has(kind)) return;
+    if (!this.kinds.has(kind) || (f.channel !== undefined && !this.inNamespace(kind, f.channel))) return;
     const json = JSON.stringify({ type: kind, time: new Date().toISOString(), ...f });
     this.append(`${this.config.subject}.${kind}`, json).catch((e: unknown) => this.fail(kind, e));
+  }
+
+  /** Whether the namespace of `channel` (a pattern for subscribe and unsubscribe) records `kind`. */
+  private inNamespace(kind: EventKind, channel: string): boolean {
+    if (!this.namespaces || this.namespaces.empty) return true;
+    const route = this.namespaces.ofPattern(channel);
+    return route.kind !== "namespace" || (route.ns.events?.has(kind) ?? true);
   }
 
   private fail(kind: EventKind, e: unknown): void {

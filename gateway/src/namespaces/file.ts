@@ -4,13 +4,14 @@ import { parse as parseYaml } from "yaml";
 import { parseBytes, parseDuration } from "../config/parse.js";
 import { distance } from "../util/distance.js";
 import { FEATURES, type Feature, type NamespaceSpec, type NamespacesFile } from "./spec.js";
+import { CHANNEL_EVENT_KINDS, type EventKind } from "../config/sections/events.js";
 
 /**
  * Reading NAMESPACES_FILE: JSON (`.json`) or YAML (anything else), shaped
  *
  *   namespaces:
  *     chat: { maxAge: 7d, allowMsgTtl: true, features: { durables: false } }
- *     inbox: { prefix: app1.inbox, stream: INBOX, resumeWindow: 1h }
+ *     inbox: { prefix: app1.inbox, stream: INBOX, resumeWindow: 1h, events: [subscribe, unsubscribe] }
  *
  * Every problem throws a plain Error naming the namespace and the field; config.ts adds the setting's name.
  */
@@ -30,6 +31,7 @@ const FIELDS = [
   "allowMsgTtl",
   "features",
   "resumeWindow",
+  "events",
 ] as const;
 
 export function readNamespacesFile(file: string): NamespacesFile {
@@ -82,6 +84,7 @@ function namespaceOf(name: string, v: unknown): NamespaceSpec {
   const maxBytes = optSize(v, "maxBytes", at);
   if (maxBytes === 0 || (maxBytes !== undefined && maxBytes < -1)) throw new Error(`${at}: maxBytes must be positive, or -1 for unlimited`);
   const resumeWindowMs = optDuration(v, "resumeWindow", at) ?? 0;
+  const events = eventsOf(v.events, at);
   return Object.freeze({
     name,
     prefix,
@@ -95,7 +98,22 @@ function namespaceOf(name: string, v: unknown): NamespaceSpec {
     allowMsgTtl: optBool(v, "allowMsgTtl", at) ?? false,
     features: featuresOf(v.features, at),
     resumeWindowMs,
+    ...(events !== undefined ? { events } : {}),
   });
+}
+
+/** `events`: the channel kinds recorded for the namespace's channels, a list; `false` (or `[]`) none; `true` or absent all. */
+function eventsOf(v: unknown, at: string): readonly EventKind[] | undefined {
+  if (v === undefined || v === null || v === true) return undefined;
+  if (v === false) return Object.freeze([]);
+  const kinds = CHANNEL_EVENT_KINDS.join(", ");
+  if (!Array.isArray(v) || !v.every((k) => typeof k === "string")) throw new Error(`${at}: events must be a list of event kinds (${kinds}), or false for none`);
+  for (const k of v) {
+    if ((CHANNEL_EVENT_KINDS as readonly string[]).includes(k)) continue;
+    const why = k === "connect" || k === "disconnect" ? `${k} is not about a channel (EVENTS sets it for all)` : `${k} is not a kind of channel event`;
+    throw new Error(`${at}: events: ${why}; kinds: ${kinds}`);
+  }
+  return Object.freeze(CHANNEL_EVENT_KINDS.filter((k) => v.includes(k)));
 }
 
 function featuresOf(v: unknown, at: string): Record<Feature, boolean> {

@@ -1,5 +1,6 @@
 import type { StreamSection } from "../config/sections/stream.js";
 import { NamespaceRoutes } from "./routing.js";
+import type { EventKind } from "../config/sections/events.js";
 import type { Features, NamespaceSpec } from "./spec.js";
 
 /**
@@ -17,6 +18,8 @@ export type Namespace = Readonly<{
   channelSubjectPrefix: string;
   features: Features;
   resumeWindowMs: number;
+  /** The channel event kinds recorded for its channels; undefined: every kind EVENTS records. */
+  events?: ReadonlySet<EventKind>;
 }>;
 
 /** The namespaces and the routing between them (the default stream's channels are in none). */
@@ -39,6 +42,7 @@ export function resolveNamespaces(specs: readonly NamespaceSpec[], base: StreamS
       channelSubjectPrefix,
       features: Object.freeze({ ...s.features }),
       resumeWindowMs: s.resumeWindowMs,
+      ...(s.events !== undefined ? { events: new Set(s.events) } : {}),
       stream: Object.freeze({
         ...base,
         name: s.stream ?? namespaceStreamName(base.name, s.name),

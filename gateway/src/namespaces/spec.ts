@@ -1,3 +1,5 @@
+import type { EventKind } from "../config/sections/events.js";
+
 /** The features a namespace can switch off; each is on unless its namespace says `false`. */
 export const FEATURES = ["history", "resume", "presence", "publish", "sse", "durables", "lastValues"] as const;
 export type Feature = (typeof FEATURES)[number];
@@ -34,6 +36,8 @@ export type NamespaceSpec = Readonly<{
   features: Features;
   /** A resume or start older than now − this starts at the window's first message (reported truncated); 0: no window. */
   resumeWindowMs: number;
+  /** The channel event kinds recorded for its channels (of those EVENTS records); undefined: all of them. */
+  events?: readonly EventKind[];
 }>;
 
 /** NAMESPACES_FILE as read: the file and its namespaces (none when unset). */

@@ -5,6 +5,9 @@ import { parseDuration, parseIntStrict, parseList } from "../parse.js";
 export const EVENT_KINDS = ["connect", "disconnect", "subscribe", "unsubscribe", "presence.join", "presence.leave"] as const;
 export type EventKind = (typeof EVENT_KINDS)[number];
 
+/** The kinds about a channel: those a namespace can turn off for its channels (`events` in NAMESPACES_FILE). */
+export const CHANNEL_EVENT_KINDS: readonly EventKind[] = EVENT_KINDS.filter((k) => k !== "connect" && k !== "disconnect");
+
 const settings = {
   eventsKinds: {
     env: "EVENTS",
