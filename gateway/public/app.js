@@ -193,6 +193,7 @@ async function refreshStats() {
     $("stat-p50").textContent = fmt(s.latencyMs.p50, " ms");
     $("stat-p90").textContent = fmt(s.latencyMs.p90, " ms");
     $("stat-p99").textContent = fmt(s.latencyMs.p99, " ms");
+    showWebhook(s.webhook);
     charts?.push(s);
     if (charts) $("charts-note").textContent = "";
     $("stat-note").textContent = `rates over ${s.windowMs ?? "–"} ms; latency over ${s.latencyMs.over} (${s.latencyMs.observations} msgs)`;
@@ -205,3 +206,14 @@ async function refreshStats() {
   }
 }
 refreshStats();
+
+/** The webhook sender's lag (`webhook` in /v1/stats; null when this instance runs none). */
+function showWebhook(w) {
+  $("webhook").hidden = !w;
+  if (!w) return;
+  $("wh-pending").textContent = fmt(w.pending);
+  $("wh-oldest").textContent = fmt(w.oldestPendingSeconds, " s");
+  $("wh-sending").textContent = w.sending ? "yes" : "no (another instance holds the turn)";
+  $("wh-calls").textContent = `${w.calls} / ${w.failures}`;
+  $("wh-dropped").textContent = fmt(w.dropped);
+}

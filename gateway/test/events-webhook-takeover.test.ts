@@ -67,8 +67,12 @@ describe("events — one sender at a time across instances", () => {
     expect(sentByTwo(events)).toEqual([]);
     // Per channel: the subscribes and unsubscribes of both instances' sockets, 2 per round.
     for (const ch of channels) expect(events.filter((e) => e.channel === ch)).toHaveLength(2 * (3 + 3 + 2));
-    // One instance holds the turn: every request so far came from it.
+    // One instance holds the turn: every request so far came from it, and /v1/stats says which.
     expect(new Set(receiver.requests.map((r) => r.sender)).size).toBe(1);
+    const sending = await Promise.all(
+      gateways.map(async (gw) => ((await (await fetch(`${gw.metricsUrl}/v1/stats`)).json()) as { webhook: { sending: boolean } }).webhook.sending),
+    );
+    expect(sending.sort()).toEqual([false, true]);
   });
 
   it("events — the sending instance killed with a refused batch out: the other takes over within EVENTS_WEBHOOK_TAKEOVER, losing nothing, order kept", async () => {

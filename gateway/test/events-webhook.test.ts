@@ -37,6 +37,11 @@ function delivered(): Event[] {
   return receiver.requests.filter((r) => r.status < 300).flatMap((r) => (JSON.parse(r.body) as { events: Event[] }).events);
 }
 
+/** The `webhook` part of /v1/stats. */
+async function webhookStats(): Promise<{ pending: number; oldestPendingSeconds: number; sending: boolean; calls: number; failures: number; dropped: number }> {
+  return ((await (await fetch(`${gw.metricsUrl}/v1/stats`)).json()) as { webhook: never }).webhook;
+}
+
 /** A socket's whole life: connect, subscribe to `channel`, unsubscribe, close; resolves with its client id. */
 async function lifeOf(channel: string): Promise<void> {
   const c = await TestClient.connect(gw.wsUrl);
@@ -119,12 +124,19 @@ describe("events — recorded in a stream, sent to a webhook", () => {
     // The lag is visible: the down receiver's events wait in the stream (5 sockets of 4 events, and the refused ones).
     expect(await metric(gw.metricsUrl, "fanout_webhook_pending")).toBeGreaterThanOrEqual(24);
     expect(await metric(gw.metricsUrl, "fanout_webhook_calls_total", { hook: "webhook", result: "status" })).toBeGreaterThanOrEqual(2);
+    // And on the live page's /v1/stats: how many, how old, the failures, and that this instance is the one sending.
+    const lagging = await webhookStats();
+    expect(lagging.pending).toBeGreaterThanOrEqual(24);
+    expect(lagging.oldestPendingSeconds).toBeGreaterThan(0);
+    expect(lagging.failures).toBeGreaterThanOrEqual(4);
+    expect(lagging.sending).toBe(true);
     receiver.status = 200;
     await receiver.up();
     for (const ch of [refused, ...during]) await waitFor(() => eventsOf(ch).length >= 4, { timeoutMs: 30_000, what: `the 4 events of ${ch}` });
 
     await waitFor(async () => (await metric(gw.metricsUrl, "fanout_webhook_pending")) === 0, { timeoutMs: 20_000, what: "no events pending" });
     expect(await metric(gw.metricsUrl, "fanout_webhook_dropped_total")).toBe(0);
+    expect(await webhookStats()).toMatchObject({ pending: 0, oldestPendingSeconds: 0, dropped: 0 });
 
     // Every refused try carried the same events, under the same ids, as the one finally accepted.
     const tries = receiver.requests.filter((r) => r.status === 503).map((r) => r.body);

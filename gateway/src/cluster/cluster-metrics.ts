@@ -1,6 +1,6 @@
 import cluster, { type Worker } from "node:cluster";
 import client from "prom-client";
-import { ClusterStatsWindows, sampleFrom, type PromSample } from "../http/stats.js";
+import { ClusterStatsWindows, sampleFrom, webhookStats, type PromSample } from "../http/stats.js";
 import { runtimeInfo } from "../uws.js";
 import { Coalescer } from "../util/coalesce.js";
 import { isFgwMessage, type MetricsJson, type ToPrimary, type ToWorker } from "./ipc.js";
@@ -56,7 +56,7 @@ export class ClusterMetrics {
       sampleFrom(all, at),
       s.workers.map((w) => ({ id: w.id, sample: sampleFrom(w.samples, at) })),
     );
-    return JSON.stringify({ ...body, runtime: runtimeInfo() });
+    return JSON.stringify({ ...body, webhook: webhookStats(s.own), runtime: runtimeInfo() });
   }
 
   /** A worker's answer to a scrape; the pool hands every `fgw:scrape-res` here. */

@@ -229,7 +229,8 @@ async function startEvents(
     log,
     backendMetrics(metrics.registry, "webhook"),
   );
-  const sender = new WebhookSender(source, caller, w, timings, log, webhookMetrics(metrics.registry, source), lease);
+  const sending = () => sender.state().sending;
+  const sender: WebhookSender = new WebhookSender(source, caller, w, timings, log, webhookMetrics(metrics.registry, source, sending), lease);
   sender.start();
   log.info({ url: w.url, kinds: c.kinds, signed: secrets.length, ordered: timings.ordered, takeoverMs: w.takeoverMs }, "events webhook sender started");
   return sender;

@@ -186,6 +186,27 @@ export function statsBody(now: StatsSample, base: StatsSample | undefined, perWo
   };
 }
 
+/**
+ * The webhook sender's lag for `/v1/stats`, from the primary's own samples (events/metrics.ts): null when
+ * this instance runs no sender. `pending` and `oldestPendingSeconds` are the deployment's (one consumer);
+ * `sending`, `calls` and `failures` are this instance's.
+ */
+export function webhookStats(samples: readonly PromSample[]) {
+  const one = (name: string) => samples.find((s) => s.name === name)?.value;
+  const pending = one("fanout_webhook_pending");
+  if (pending === undefined) return null;
+  const calls = (ok: boolean) =>
+    samples.reduce((acc, s) => (s.name === "fanout_webhook_calls_total" && (s.labels.result === "ok") === ok ? acc + s.value : acc), 0);
+  return {
+    pending,
+    oldestPendingSeconds: round(one("fanout_webhook_oldest_pending_seconds"), 1),
+    sending: one("fanout_webhook_sending") === 1,
+    calls: calls(true),
+    failures: calls(false),
+    dropped: one("fanout_webhook_dropped_total") ?? 0,
+  };
+}
+
 /** Keeps this worker's recent samples and picks the base for a new one. */
 export class StatsWindow {
   private samples: StatsSample[] = [];

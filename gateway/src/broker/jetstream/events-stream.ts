@@ -63,14 +63,19 @@ export async function replayWebhook(jsm: JetStreamManager, stream: string, from:
 /** One stored event as the webhook sender reads it: its stream sequence (the event's id) and its JSON. */
 export type StoredEvent = { seq: number; json: string; working(): void; ack(): void; nak(): void };
 
+export type WebhookLag = { pending: number; oldestAt?: number };
+
 /** What the webhook sender needs of the events stream (a fake of it tests the sender in process). */
 export interface EventSource {
   /** Up to `max` events in stream order, waiting at most `waitMs` for them; none when nothing came. */
   fetch(max: number, waitMs: number): Promise<StoredEvent[]>;
   /** The oldest sequence the stream still holds (events below it are gone: their retention ran out). */
   firstSeq(): Promise<number>;
-  /** Events not delivered yet: the consumer's waiting ones and those handed out but not acknowledged. */
-  pending(): Promise<number>;
+  /**
+   * The sender's lag: events not delivered yet (the consumer's waiting ones and those handed out but not
+   * acknowledged), and when the oldest of them was stored (ms since the epoch; absent when none is pending).
+   */
+  lag(): Promise<WebhookLag>;
 }
 
 /**
@@ -104,9 +109,13 @@ export async function webhookSource(
     async firstSeq() {
       return (await jsm.streams.info(c.stream)).state.first_seq;
     },
-    async pending() {
+    async lag() {
       const info = await jsm.consumers.info(c.stream, o.durable);
-      return info.num_pending + info.num_ack_pending;
+      const pending = info.num_pending + info.num_ack_pending;
+      if (pending === 0) return { pending };
+      // Everything below the ack floor is delivered: the oldest pending event is the first one above it.
+      const oldest = await jsm.streams.getMessage(c.stream, { seq: info.ack_floor.stream_seq + 1 }).catch(() => null);
+      return oldest ? { pending, oldestAt: oldest.time.getTime() } : { pending };
     },
   };
 }
