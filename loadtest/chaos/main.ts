@@ -26,6 +26,8 @@ import { reportPath } from "../kit/results.js";
 import { faultsAtSilences, lagAtSilences, sampleLag, socketStatesAtSilences } from "./lag.js";
 import { latencySeries, renderLatencyChart } from "./chart.js";
 import type { ClientsConfig, ClientsLog, FromClients, PubSpec, SubSpec, ToClients } from "./clients.js";
+import { checkWebhook, startWebhookReceiver, webhookEnv } from "./webhook.js";
+import type { WebhookReceiver } from "../../gateway/test/support/webhook-receiver.js";
 
 type Args = {
   seed: number;
@@ -156,9 +158,11 @@ async function run(a: Args): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), "fgw-chaos-"));
   let topo: Topology | undefined;
   let nc: NatsConnection | undefined;
+  let receiver: WebhookReceiver | undefined;
   const children: ChildProcess[] = [];
   const cleanup = async () => {
     for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
+    await receiver?.down().catch(() => undefined);
     await nc?.close().catch(() => undefined);
     await topo?.stopAll().catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });
@@ -166,7 +170,8 @@ async function run(a: Args): Promise<number> {
   return guarded(say, (a.minutes * 60 + 240) * 1000 + a.finishWaitMs, cleanup, async () => {
     const schedule = buildSchedule({ seed: a.seed, durationMs: a.minutes * 60_000, meanGapMs: a.gapMs, kinds: a.kinds });
     say(`seed ${a.seed}, ${a.minutes} min, ${schedule.length} faults planned; starting 3 NATS nodes and 3 gateways`);
-    topo = await startTopology();
+    receiver = await startWebhookReceiver();
+    topo = await startTopology(webhookEnv(receiver.url));
     nc = await connect({ servers: topo.cluster.urls, maxReconnectAttempts: -1, reconnectTimeWait: 250, name: "chaos-orchestrator" });
     const jsm = await jetstreamManager(nc, { timeout: 5_000 });
     const ns = `chaos${a.seed}`;
@@ -269,6 +274,10 @@ async function run(a: Args): Promise<number> {
       }
     }
 
+    // The webhook: every event the events stream holds accepted by the receiver, in order per channel.
+    const webhook = await checkWebhook(receiver, jsm, a.finishWaitMs);
+    say(`webhook: ${webhook.received} of ${webhook.expected} events accepted, ${webhook.lost} lost, ${webhook.outOfOrder} out of order`);
+
     const logs = configs.map((c) => JSON.parse(readFileSync(c.logFile, "utf8")) as ClientsLog);
     const subscribers = logs.flatMap((l) => l.subscribers);
     const publishes = logs.flatMap((l) => l.publishes);
@@ -288,7 +297,8 @@ async function run(a: Args): Promise<number> {
     const kinds = kindStats(faults, events);
     const lat = latency(subscribers, faults);
     const faultsByKind = Object.fromEntries(kinds.map((k) => [k.kind, k.count]));
-    const text = readable({ check: result, kinds, lat, faults, t0: phase0 });
+    const text = readable({ check: result, webhook, kinds, lat, faults, t0: phase0 });
+    const ok = result.ok && webhook.lost === 0 && webhook.outOfOrder === 0;
     const command = `npm run chaos -- --seed ${a.seed} --minutes ${a.minutes} --gap ${a.gapMs / 1000}${a.overlap ? " --overlap" : a.lanes > 1 ? ` --lanes ${a.lanes}` : ""}${a.kinds.length < FAULT_KINDS.length ? ` --kinds ${a.kinds.join(",")}` : ""}${a.quick ? " --quick" : ""}`;
     process.stdout.write(`${text}\n\n`);
     const summary = {
@@ -297,6 +307,9 @@ async function run(a: Args): Promise<number> {
       faults: faults.length,
       faultsByKind,
       ...Object.fromEntries(VIOLATION_KEYS.map((k) => [k, result[k]])),
+      webhookLost: webhook.lost,
+      webhookOutOfOrder: webhook.outOfOrder,
+      webhook,
       durableUnacked: result.durableUnacked,
       redelivered: result.redelivered,
       messages: truth.length,
@@ -321,7 +334,7 @@ async function run(a: Args): Promise<number> {
       metricsUnanswered: lag.samples.filter((x) => x.maxLagMs === null).length,
       ...(pending.length ? { pending, consumers } : {}),
       latencyP99Ms: { duringFaults: lat.duringFaults.p99, outside: lat.outside.p99 },
-      ok: result.ok,
+      ok,
       command,
       seconds: Math.round((Date.now() - t0) / 1000),
     };
@@ -333,7 +346,7 @@ async function run(a: Args): Promise<number> {
       );
       const chart = `![delivery latency over time, faults shaded](${basename(svgFile)})`;
       const raw = `Raw data: [${basename(a.report, ".md")}.json.gz](${basename(a.report, ".md")}.json.gz) (every event, fault and lag sample; \`zcat\` to read).`;
-      const md = `# Chaos run, seed ${a.seed}\n\n\`${command}\` — ${new Date(t0).toISOString()}, ${summary.seconds} s in all, ${faults.length} faults, ${truth.length} messages in the stream. ${result.ok ? "**No violation.**" : "**Violations found** (below)."}\n\n${raw}\n\n${chart}\n\n${text}\n\n### Summary line\n\n\`\`\`json\n${JSON.stringify(summary)}\n\`\`\`\n`;
+      const md = `# Chaos run, seed ${a.seed}\n\n\`${command}\` — ${new Date(t0).toISOString()}, ${summary.seconds} s in all, ${faults.length} faults, ${truth.length} messages in the stream. ${ok ? "**No violation.**" : "**Violations found** (below)."}\n\n${raw}\n\n${chart}\n\n${text}\n\n### Summary line\n\n\`\`\`json\n${JSON.stringify(summary)}\n\`\`\`\n`;
       writeFileSync(a.report, md);
       // The raw run, gzipped: a 30-minute run's events are megabytes of JSON (loadtest/results keeps the newest of each kind).
       writeFileSync(
@@ -343,7 +356,7 @@ async function run(a: Args): Promise<number> {
       say(`report written to ${a.report}`);
     }
     process.stdout.write(`${JSON.stringify(summary)}\n`);
-    return result.ok ? 0 : 1;
+    return ok ? 0 : 1;
   });
 }
 

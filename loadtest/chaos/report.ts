@@ -1,5 +1,6 @@
 // The chaos run's figures besides the checker's counts (pure): per fault kind, the time until every client the
 // fault disconnected was subscribed again, and the delivery latency inside and outside fault windows.
+import type { WebhookCheck } from "./webhook.js";
 import type { CheckResult, SubscriberLog } from "./checker.js";
 import type { ConnEvent } from "./clients.js";
 import type { FaultRecord } from "./faults.js";
@@ -102,7 +103,14 @@ export function table(rows: string[][]): string {
   return [`| ${head!.join(" | ")} |`, `|${head!.map(() => "---").join("|")}|`, ...body.map((r) => `| ${r.join(" | ")} |`)].join("\n");
 }
 
-export function readable(o: { check: CheckResult; kinds: KindStats[]; lat: ReturnType<typeof latency>; faults: FaultRecord[]; t0: number }): string {
+export function readable(o: {
+  check: CheckResult;
+  webhook: WebhookCheck;
+  kinds: KindStats[];
+  lat: ReturnType<typeof latency>;
+  faults: FaultRecord[];
+  t0: number;
+}): string {
   const c = o.check;
   const counts = table([
     ["check", "count"],
@@ -110,7 +118,13 @@ export function readable(o: { check: CheckResult; kinds: KindStats[]; lat: Retur
       k,
       String(c[k]),
     ]),
+    ["webhook events lost", String(o.webhook.lost)],
+    ["webhook events out of order (per channel)", String(o.webhook.outOfOrder)],
     ["(info) messages expected / received", `${c.expected} / ${c.received}`],
+    [
+      "(info) webhook events stored / accepted / accepted again; sending instances",
+      `${o.webhook.expected} / ${o.webhook.received} / ${o.webhook.repeats}; ${o.webhook.senders}`,
+    ],
     ["(info) redelivered (flagged)", String(c.redelivered)],
     ["(info) durable unacked at the end", String(c.durableUnacked)],
     ["(info) publishes acked / failed / failed but stored", `${c.published.acked} / ${c.published.failed} / ${c.published.failedButStored}`],

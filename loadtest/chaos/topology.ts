@@ -24,6 +24,8 @@ export class Instance {
     readonly index: number,
     readonly port: number,
     readonly links: TcpProxy[],
+    /** Extra environment (the events webhook's receiver). */
+    readonly env: Record<string, string> = {},
   ) {}
 
   get url(): string {
@@ -47,6 +49,7 @@ export class Instance {
       natsUrl: this.links.map((l) => l.url),
       workers: 2,
       port: this.port,
+      env: this.env,
       // A start during a NATS node's restart waits for the stream's leader (the gateway retries its set-up).
       readyTimeoutMs: 90_000,
       logLevel: "info", // the kit waits for the "gateway ready" line
@@ -120,7 +123,7 @@ export class Instance {
 
 export type Topology = { cluster: NatsCluster; instances: Instance[]; stopAll(): Promise<void> };
 
-export async function startTopology(): Promise<Topology> {
+export async function startTopology(env: Record<string, string> = {}): Promise<Topology> {
   const cluster = await startNatsCluster({ readyTimeoutMs: 30_000 });
   const instances: Instance[] = [];
   const stopAll = async (): Promise<void> => {
@@ -140,7 +143,7 @@ export async function startTopology(): Promise<Topology> {
       // Links are stalled or delayed, never cut: a cut would send the gateway's NATS client straight to the
       // addresses the cluster advertises, around the proxy.
       const links = await Promise.all(cluster.nodes.map((n) => startTcpProxy({ host: "127.0.0.1", port: n.port })));
-      instances.push(new Instance(i, ports[i]!, links));
+      instances.push(new Instance(i, ports[i]!, links, env));
     }
     // The first creates the R3 stream; right after the cluster agrees on a meta leader, placement can still
     // answer "no suitable peers" for a moment (the gateway then exits): retried, bounded.

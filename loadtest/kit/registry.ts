@@ -35,6 +35,7 @@ export const BENCHES = {
   sse: bench("sse", "fan-out over Server-Sent Events next to WebSockets: time, deliveries/s, worker CPU"),
   storm: bench("storm", "reconnect storms: thousands of sockets resuming at once from history"),
   tools: bench("tools", "the load tools' own cost: native, lean and ws engines against the gateway"),
+  webhook: bench("webhook", "the events webhook through one endpoint: events/s and the gateway's CPU per event, ordered and with more batches in flight"),
   compare: {
     summary: "the users' Redis pub/sub workload (800 and 8,000 clients) through the gateway on JetStream and on Redis",
     script: "dist/loadtest/compare/compare.js",

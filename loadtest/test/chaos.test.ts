@@ -4,9 +4,10 @@
 import { spawn } from "node:child_process";
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
+import { VIOLATION_KEYS } from "../chaos/checker.js";
 
 const MAIN = resolve(process.cwd(), "dist/loadtest/chaos/main.js");
-const COUNTS = ["lost", "duplicated", "outOfOrder", "mismatched", "durableLost", "durableDuplicated", "ackedMissing", "storedTwice"];
+const COUNTS = [...VIOLATION_KEYS, "webhookLost", "webhookOutOfOrder"];
 const KINDS = ["worker-kill", "primary-kill", "rolling-restart", "nats-kill", "nats-pause", "link-stall", "link-delay", "client-burst", "client-stall"];
 
 function run(args: string[], timeoutMs: number): Promise<{ code: number | null; out: string; err: string; summary: Record<string, unknown> }> {
@@ -40,6 +41,10 @@ describe("chaos — fault-injection run with the delivery checker", () => {
     expect(Object.keys(r.summary.faultsByKind as object).sort()).toEqual([...KINDS].sort());
     expect(r.summary.messages as number).toBeGreaterThan(300);
     expect(r.summary.notCaughtUp).toBe(0);
+    // The webhook receiver got events (every reconnect records some) and the report shows its two counts.
+    expect((r.summary.webhook as { received: number }).received).toBeGreaterThan(0);
+    expect(r.out).toMatch(/\| webhook events lost \| 0 \|/);
+    expect(r.out).toMatch(/\| webhook events out of order \(per channel\) \| 0 \|/);
   }, 170_000);
 
   it("chaos — a message missing from a subscriber's log makes the run fail with lost 1", async () => {
