@@ -66,7 +66,7 @@ export class WebhookSender {
 
   constructor(
     private readonly source: EventSource,
-    private readonly caller: BackendCaller,
+    private readonly caller: Pick<BackendCaller, "post" | "warn">,
     private readonly config: Pick<WebhookSection, "url" | "batch" | "backoffMaxMs" | "concurrency" | "waitMs">,
     private readonly timings: SenderTimings,
     private readonly log: Logger,
