@@ -69,7 +69,7 @@ describe("browser — the live page in headless Chromium", () => {
     await waitFor(async () => (await shownSeqs()).length === 10, { timeoutMs: 10_000, what: "10 rows" });
 
     // Kill every worker (so certainly the one holding the page's socket); the primary restarts them.
-    const workers = await childPids(gw.process.pid);
+    const workers = await childPids(gw.process.pid!);
     expect(workers).toHaveLength(2);
     for (const pid of workers) process.kill(pid, "SIGKILL");
     for (let i = 10; i < 30; i++) published.push(await publishHttp(channel, { i }, `${channel}-${i}`));

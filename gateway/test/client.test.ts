@@ -51,7 +51,7 @@ function client(ctor: WebSocketConstructor = WebSocket, events?: GatewayEvent[])
 
 /** The pid of the worker holding the server side of the connection from `clientPort`. */
 async function workerServing(clientPort: number): Promise<number> {
-  const holders = pidsHoldingInodes(await childPids(gw.process.pid), connectionInodes(gw.port, clientPort));
+  const holders = pidsHoldingInodes(await childPids(gw.process.pid!), connectionInodes(gw.port, clientPort));
   expect(holders).toHaveLength(1);
   return holders[0]!;
 }
@@ -137,13 +137,13 @@ describe("client — reconnect and resume", () => {
     const published: number[] = [];
     for (let i = 0; i < 5; i++) published.push(await publishHttp(channel, { i }, `${channel}-${i}`));
     await waitFor(() => seen.length === 5);
-    for (const pid of await childPids(gw.process.pid)) process.kill(pid, "SIGKILL");
+    for (const pid of await childPids(gw.process.pid!)) process.kill(pid, "SIGKILL");
     for (let i = 5; i < 15; i++) published.push(await publishHttp(channel, { i }, `${channel}-${i}`));
     await waitFor(() => seen.length >= 15, { timeoutMs: 15_000, what: "15 messages" }).catch((e: Error) => {
       throw new Error(`${e.message}: have ${JSON.stringify(seen)} of ${JSON.stringify(published)}; events ${JSON.stringify(events)}`);
     });
     expect(seen).toEqual(published);
-    await waitFor(async () => (await childPids(gw.process.pid)).length === 2, { what: "both workers back" });
+    await waitFor(async () => (await childPids(gw.process.pid!)).length === 2, { what: "both workers back" });
   });
 });
 

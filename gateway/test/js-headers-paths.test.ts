@@ -44,7 +44,7 @@ const delta = (before: typeof jsHeaderPaths) => ({
 describe("js headers — fast paths on real messages", () => {
   it("js headers — republished messages and direct-get replies through nats.js are read from raw bytes in the fixed layout; the link's too", async () => {
     const got: Msg[] = [];
-    const sub = nc.subscribe("jshlive.>", { callback: (_e, m) => got.push(m) });
+    const sub = nc.subscribe("jshlive.>", { callback: (_e, m) => void got.push(m) });
     await nc.flush();
     const js = jetstream(nc);
     for (let i = 0; i < N; i++) await js.publish(`jsh.c${i % 4}`, JSON.stringify({ i }));
@@ -80,7 +80,7 @@ describe("js headers — fast paths on real messages", () => {
 
   it("js headers — a stored message with headers of its own takes the general loop (the counters tell the paths apart)", async () => {
     const got: Msg[] = [];
-    const sub = nc.subscribe("jshlive.own", { callback: (_e, m) => got.push(m) });
+    const sub = nc.subscribe("jshlive.own", { callback: (_e, m) => void got.push(m) });
     await nc.flush();
     await jetstream(nc).publish("jsh.own", "x", { msgID: "own-1" });
     await waitFor(() => got.length >= 1, { what: "the republished message" });

@@ -99,7 +99,7 @@ describe("batch publish — HTTP", () => {
     const many = JSON.stringify(Array.from({ length: MAX_ITEMS }, (_, i) => ({ channel: "b.x", data: i })));
     const big = JSON.stringify(Array.from({ length: 10 }, () => ({ channel: "b.x", data: "x".repeat(4_000) })));
     for (const body of ["[{", big, many, "{}", `[${"1,".repeat(1 << 19)}1]`])
-      for (const headers of [{}, { "x-api-key": "not-the-key-0123456789" }, { authorization: "Bearer not.a.token" }])
+      for (const headers of [{}, { "x-api-key": "not-the-key-0123456789" }, { authorization: "Bearer not.a.token" }] as Record<string, string>[])
         expect(await post(body, headers)).toMatchObject({ status: 401, json: { error: "unauthorized" } });
     // a single publish too: its body (over MAX_PAYLOAD_BYTES here, or not JSON) is not looked at
     for (const body of ["x".repeat(100_000), "{"]) {

@@ -114,7 +114,7 @@ describe("read bounds — last_per_subject paging", () => {
     }
     // A walk that starts in the middle (its scan lacks the channels before it) must not serve an earlier
     // cursor. As of the seq before c7's second message, channel i's newest is its first message, seqs[i].
-    const upTo = first7 - 1;
+    const upTo = first7! - 1;
     const walk = async (from: number) => {
       const got: string[] = [];
       for (let next: number | undefined = from; next !== undefined;) {

@@ -139,7 +139,7 @@ describe("sse — resume", () => {
     const seqs = await publishMany(ch, 3);
     const epoch = (await jsm.streams.info("EVENTS")).created;
     // Retention at work: everything before the second message is gone from the stream.
-    await jsm.streams.purge("EVENTS", { seq: seqs[1] });
+    await jsm.streams.purge("EVENTS", { seq: seqs[1]! });
     expect((await jsm.streams.info("EVENTS")).state.first_seq).toBe(seqs[1]);
     const r = await open(events(ch), { "last-event-id": `${epoch}:${seqs[0]! - 1}` });
     expect(await r.waitForSeqs(2)).toEqual(seqs.slice(1));

@@ -134,7 +134,7 @@ describe("pub-cluster — publishing", () => {
         const seqs = r.messages.filter((m) => !m.data.end).map((m) => m.data.s);
         const all = Array.from({ length: 100 }, (_, i) => i + 1);
         if (target === "gateway-ws") expect(seqs).toEqual(all);
-        else expect([...seqs].sort((a, b) => a - b)).toEqual(all);
+        else expect([...seqs].sort((a, b) => a! - b!)).toEqual(all);
       }
     } finally {
       await gw?.stop();

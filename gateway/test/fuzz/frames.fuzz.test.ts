@@ -41,7 +41,7 @@ describe("fuzz — frame parser", () => {
   });
 
   it("generates frames of every op the parser has, and every op it generates parses", () => {
-    const seen = new Set(fc.sample(validFrame, { numRuns: 2_000, seed: 7 }).map((f: { op: string }) => f.op));
+    const seen = new Set(fc.sample(validFrame, { numRuns: 2_000, seed: 7 }).map((f) => (f as { op: string }).op));
     expect([...seen].sort()).toEqual([...CLIENT_OPS].sort());
     expect(() => frameArbitraries([...CLIENT_OPS, "shout"])).toThrow(/no generator for \[shout\]/);
     expect(() => frameArbitraries(CLIENT_OPS.filter((op) => op !== "presence"))).toThrow(/no such op \[presence\]/);

@@ -66,7 +66,14 @@ describe("last values — paging to one socket", () => {
     let ended = false;
     const sock = fakeSocket();
     const replay = pages({ messages: [msg("p.a", 1)], more: true }, { messages: [msg("p.b", 2)], more: false });
-    const r = sendLastValues(sock, { lastPerSubject: async (...a) => ((ended = true), replay.lastPerSubject(...a)) }, "p.*", 5, 100, () => ended);
+    const r = sendLastValues(
+      sock,
+      { lastPerSubject: async (pattern, upTo, after) => ((ended = true), replay.lastPerSubject(pattern, upTo, after)) },
+      "p.*",
+      5,
+      100,
+      () => ended,
+    );
     expect(await r).toEqual({ sent: 0, stopped: true });
     const full = fakeSocket();
     full.result = 2;

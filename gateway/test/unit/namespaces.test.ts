@@ -228,9 +228,9 @@ describe("namespaces — the authorization chain", () => {
 
   it("namespaces — clients may not publish where publish is off, trusted keys may; ttl only where the stream allows it", async () => {
     expect(await codeOf(anon, { right: "pub", channel: "chat.x" })).toBe("feature_disabled");
-    expect(await codeOf(key, { right: "pub", channel: "chat.x", ttl: true })).toBe("ok");
-    expect(await codeOf(anon, { right: "pub", channel: "prices.x", ttl: true })).toBe("feature_disabled");
-    expect(await codeOf(anon, { right: "pub", channel: "orders.x", ttl: true })).toBe("feature_disabled");
+    expect(await codeOf(key, { right: "pub", channel: "chat.x", ttl: "60s" })).toBe("ok");
+    expect(await codeOf(anon, { right: "pub", channel: "prices.x", ttl: "60s" })).toBe("feature_disabled");
+    expect(await codeOf(anon, { right: "pub", channel: "orders.x", ttl: "60s" })).toBe("feature_disabled");
     expect(await codeOf(anon, { right: "pub", channel: "orders.x" })).toBe("ok");
   });
 });
