@@ -36,6 +36,8 @@ export const WIRE_ERRORS: { readonly [C in ErrorCode]: { readonly status: number
   disconnected: { status: 410, temporary: false },
   unsubscribed: { status: 410, temporary: false },
   feature_disabled: { status: 403, temporary: false },
+  rpc_error: { status: 422, temporary: false },
+  rpc_unavailable: { status: 501, temporary: false },
   not_found: { status: 404, temporary: false },
   method_not_allowed: { status: 405, temporary: false },
   unsupported_media_type: { status: 415, temporary: false },

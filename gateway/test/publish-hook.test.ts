@@ -1,5 +1,5 @@
-// The publish hook (PUBLISH_HOOK_URL) at every door that writes a channel: a WebSocket `pub`, an HTTP publish
-// and an item of an HTTP batch. Real gateways, a real NATS server and a real hook backend; what was stored
+// The publish hook (PUBLISH_HOOK_URL) at every door that writes a channel: a WebSocket `pub`, an item of a
+// WebSocket batch `pub`, an HTTP publish and an item of an HTTP batch. Real gateways, a real NATS server and a real hook backend; what was stored
 // is read back through history. One gateway's hook answers as the test says; the other's hook is down (a
 // closed port), and it asks about API-key publishes too (PUBLISH_HOOK_API_KEYS=true).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -37,8 +37,8 @@ afterAll(async () => {
   await backend?.stop();
 });
 
-type Door = "ws" | "http" | "batch";
-const DOORS: readonly Door[] = ["ws", "http", "batch"];
+type Door = "ws" | "ws-batch" | "http" | "batch";
+const DOORS: readonly Door[] = ["ws", "ws-batch", "http", "batch"];
 /** What a door answered: stored (seq), or refused with a wire code. */
 type Outcome = { seq: number } | { error: string; temporary: boolean; message: string };
 
@@ -49,6 +49,12 @@ async function publishAt(door: Door, g: GatewayHandle, channel: string, data: un
     const ws = clients.track(await connect(g.wsUrl, { headers }));
     const f = await ws.request({ op: "pub", channel, data });
     return f.op === "ok" ? { seq: f.seq as number } : { error: f.code as string, temporary: f.temporary as boolean, message: f.message as string };
+  }
+  if (door === "ws-batch") {
+    const ws = clients.track(await connect(g.wsUrl, { headers }));
+    const f = await ws.request({ op: "pub", batch: [{ channel, data }] });
+    expect(f.op).toBe("ok");
+    return (f.results as Outcome[])[0]!;
   }
   if (door === "http") {
     const r = await httpPublish(g.url, channel, data, headers);
@@ -96,7 +102,7 @@ describe("publish hook — every door", () => {
     expect(calls).toHaveLength(1);
     expect(calls[0]!.body).toMatchObject({ user, channel, data: { hook: "allow", n: 1 }, ip: expect.any(String) });
     // the WebSocket's client id is known; an HTTP request has none
-    if (door === "ws") expect(calls[0]!.body.client).toMatch(/^[A-Za-z0-9_-]{16}$/);
+    if (door.startsWith("ws")) expect(calls[0]!.body.client).toMatch(/^[A-Za-z0-9_-]{16}$/);
     else expect(calls[0]!.body.client).toBeNull();
   });
 

@@ -12,7 +12,7 @@ export const LAYERS = [
   ["broker"],
   ["fanout"],
   ["presence", "publish", "events"],
-  ["auth"],
+  ["auth", "rpc"],
   ["ws", "sse", "http"],
   ["control"],
   ["cluster", "cli.ts", "mod.ts"],

@@ -45,6 +45,8 @@ export const WIRE_CODES = {
   disconnected: { temporary: false },
   unsubscribed: { temporary: false },
   feature_disabled: { temporary: false },
+  rpc_error: { temporary: false },
+  rpc_unavailable: { temporary: false },
   not_found: { temporary: false },
   method_not_allowed: { temporary: false },
   unsupported_media_type: { temporary: false },

@@ -5,7 +5,7 @@ import type { Authenticator } from "./authenticator.js";
 import { AuthError } from "./errors.js";
 import type { Logger } from "../log.js";
 import type { HookGrant, Hooks } from "./hooks.js";
-import { canPublish, canSubscribe } from "./permissions.js";
+import { canCall, canPublish, canSubscribe } from "./permissions.js";
 import { ANONYMOUS, hasScope, type Principal } from "./principal.js";
 import type { NamespacesSection } from "../namespaces/namespace.js";
 import { spansMessage } from "../namespaces/routing.js";
@@ -78,7 +78,12 @@ export type Access =
    * host (`local`: loopback, not through a proxy), unless a connect hook is set: the hook says who an
    * application user is, never who operates the gateway.
    */
-  | { right: "admin"; local: boolean };
+  | { right: "admin"; local: boolean }
+  /**
+   * A call of an RPC method (WebSocket `rpc`): the connection's `rpc` permissions (the token's claim, the
+   * connect hook's grant; everything with authentication off). API keys call none: they are the backend.
+   */
+  | { right: "rpc"; method: string };
 
 /** The credentials of one upgrade or request, read before the first await (uWS requests die then). */
 export type Knock = {
@@ -96,7 +101,8 @@ export type Knock = {
 
 /**
  * The one authorization chain of every door that reads or writes a channel (WebSocket `sub`, `presence`,
- * `pub`; SSE; history and last values; presence list; HTTP publish):
+ * `pub`; SSE; history and last values; presence list; HTTP publish), or calls an RPC method (WebSocket `rpc`:
+ * its method permission only):
  *
  *   token (or API key) → connect hook → namespace → permissions → subscribe hook (reads) | publish permission (writes)
  *
@@ -148,6 +154,10 @@ export class AccessControl {
     const current = typeof id === "function" ? id : () => id;
     const first = current();
     if (a.right === "admin") return this.checkAdmin(first, a.local);
+    if (a.right === "rpc") {
+      if (first.trusted) throw new GatewayError(ErrorCode.Forbidden, "an API key calls no rpc method: the backend answers them");
+      return check(first.principal, a);
+    }
     if (first.trusted && !hasScope(first.principal, a.right === "pub" ? "publish" : "read"))
       throw new GatewayError(ErrorCode.Forbidden, `this API key has no ${a.right === "pub" ? "publish" : "read"} scope`);
     this.checkNamespace(first, a);
@@ -177,7 +187,7 @@ export class AccessControl {
   }
 
   /** A pattern within one stream, and the features the request uses switched on in its namespace. */
-  private checkNamespace(id: Identity, a: Exclude<Access, { right: "admin" }>): void {
+  private checkNamespace(id: Identity, a: Exclude<Access, { right: "admin" } | { right: "rpc" }>): void {
     const routes = this.namespaces;
     if (!routes || routes.empty) {
       if (a.right === "pub" && a.ttl)
@@ -243,6 +253,7 @@ function check(p: Principal, a: Access): void {
 
 function deniedBy(p: Principal, a: Access): string | undefined {
   if (a.right === "admin") return "the control plane needs an API key";
+  if (a.right === "rpc") return canCall(p.perms, a.method) ? undefined : `no permission to call ${a.method}`;
   if (a.right === "sub") return canSubscribe(p.perms, a.channel) ? undefined : `no permission to read ${a.channel}`;
   return canPublish(p.perms, a.channel) ? undefined : `no permission to publish to ${a.channel}`;
 }

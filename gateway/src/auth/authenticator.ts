@@ -3,7 +3,7 @@ import { errors as joseErrors, jwtVerify, type JWTPayload } from "jose";
 import type { AuthSection } from "../config/sections.js";
 import { AuthError } from "./errors.js";
 import { loadKeyMaterial, type KeyMaterial } from "./keys.js";
-import { parseChannelsClaim } from "./permissions.js";
+import { parseChannelsClaim, parseRpcClaim } from "./permissions.js";
 import { loadApiKeys } from "./api-keys.js";
 import { ANONYMOUS, apiKeyPrincipal, type Principal } from "./principal.js";
 
@@ -65,7 +65,9 @@ export class Authenticator {
       throw new AuthError("claims", `token rejected: sub must be a string of 1-${MAX_USER_LENGTH} characters`);
     const perms = parseChannelsClaim((payload as Record<string, unknown>).channels);
     if (typeof perms === "string") throw new AuthError("claims", `token rejected: ${perms}`);
-    return Object.freeze({ user: payload.sub, perms, exp: payload.exp });
+    const rpc = parseRpcClaim((payload as Record<string, unknown>).rpc);
+    if (typeof rpc === "string") throw new AuthError("claims", `token rejected: ${rpc}`);
+    return Object.freeze({ user: payload.sub, perms: rpc.length ? Object.freeze({ ...perms, rpc }) : perms, exp: payload.exp });
   }
 
   /** An HTTP request: an API key (X-Api-Key, or as the bearer) or a JWT bearer; ANONYMOUS when auth is off. */

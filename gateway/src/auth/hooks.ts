@@ -5,7 +5,7 @@ import { GatewayError, WIRE_ERRORS } from "../errors.js";
 import type { Logger } from "../log.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { checkPattern } from "../protocol/channel.js";
-import { canSubscribe, parseAutoChannels, type Permissions } from "./permissions.js";
+import { canSubscribe, parseAutoChannels, parseRpcClaim, type Permissions } from "./permissions.js";
 import type { Principal } from "./principal.js";
 import type { PublishedBy, PublishGate } from "../publish/service.js";
 
@@ -14,13 +14,23 @@ export type ConnectHookRequest = {
   /** The token's `sub`, or null when authentication is off. */
   user: string | null;
   /** The token's claims as the gateway read them, or null when authentication is off. */
-  claims: { channels: { sub: readonly string[]; pub: readonly string[]; auto: readonly string[] }; exp: number | null } | null;
+  claims: Claims | null;
   ip: string;
   /** The upgrade request's headers named in HOOK_HEADERS (lower case; absent ones left out). */
   headers: Record<string, string>;
   /** The door: a WebSocket upgrade, an SSE stream, or one HTTP request (history, presence list, publish). */
   transport: "websocket" | "sse" | "http";
 };
+
+/** A connection's claims as the hooks are sent them: its channel permissions, RPC methods and token expiry. */
+export type Claims = { channels: { sub: readonly string[]; pub: readonly string[]; auto: readonly string[] }; rpc: readonly string[]; exp: number | null };
+
+/** The claims of `p` as a hook is told them. */
+export const claimsOf = (p: Principal): Claims => ({
+  channels: { sub: p.perms.sub, pub: p.perms.pub, auto: p.perms.auto ?? [] },
+  rpc: p.perms.rpc ?? [],
+  exp: p.exp ?? null,
+});
 
 /** What the subscribe hook is sent (POST JSON). */
 export type SubscribeHookRequest = {
@@ -128,7 +138,7 @@ export class Hooks implements PublishGate {
   ): Promise<ConnectDecision> {
     const body: ConnectHookRequest = {
       user: authenticated ? p.user : null,
-      claims: authenticated ? { channels: { sub: p.perms.sub, pub: p.perms.pub, auto: p.perms.auto ?? [] }, exp: p.exp ?? null } : null,
+      claims: authenticated ? claimsOf(p) : null,
       ip,
       headers,
       transport,
@@ -188,7 +198,7 @@ export class Hooks implements PublishGate {
 }
 
 /** A JSON object, or undefined for anything else (no JSON, an array, a value). */
-function parseObject(text: string): Record<string, unknown> | undefined {
+export function parseObject(text: string): Record<string, unknown> | undefined {
   try {
     const v: unknown = JSON.parse(text);
     return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
@@ -244,12 +254,12 @@ class AnswerCache<T> {
 }
 
 /** What a connect hook attached: channel permissions and server-side subscriptions, and a user (auth off). */
-export type HookGrant = Readonly<{ sub: readonly string[]; pub: readonly string[]; auto: readonly string[]; user?: string }>;
+export type HookGrant = Readonly<{ sub: readonly string[]; pub: readonly string[]; auto: readonly string[]; rpc?: readonly string[]; user?: string }>;
 
 /** Reads the connect hook's answer into a grant, checked against the token's permissions `p`. */
 function readGrant(p: Principal, answer: Record<string, unknown>): HookGrant {
   const bad = (m: string) => new GatewayError(ErrorCode.HookUnavailable, `the connect hook's answer is malformed: ${m}`, { temporary: false });
-  const grant: { sub: string[]; pub: string[]; auto: string[]; user?: string } = { sub: [], pub: [], auto: [] };
+  const grant: { sub: string[]; pub: string[]; auto: string[]; rpc?: readonly string[]; user?: string } = { sub: [], pub: [], auto: [] };
   const ch = answer.channels;
   if (ch !== undefined) {
     if (typeof ch !== "object" || ch === null || Array.isArray(ch)) throw bad("channels must be an object");
@@ -264,6 +274,11 @@ function readGrant(p: Principal, answer: Record<string, unknown>): HookGrant {
       if (typeof a === "string") throw bad(a);
       grant.auto = [...a];
     }
+  }
+  if (answer.rpc !== undefined) {
+    const rpc = parseRpcClaim(answer.rpc);
+    if (typeof rpc === "string") throw bad(rpc);
+    grant.rpc = rpc;
   }
   if (answer.user !== undefined) {
     if (typeof answer.user !== "string" || answer.user.length === 0 || answer.user.length > 256) throw bad("user must be a string of 1-256 characters");
@@ -282,7 +297,13 @@ export function applyGrant(p: Principal, authenticated: boolean, g: HookGrant): 
   const pub = [...new Set([...p.perms.pub, ...g.pub])];
   const merged: Permissions = { sub, pub };
   const auto = [...new Set([...(p.perms.auto ?? []), ...g.auto])].filter((a) => canSubscribe(merged, a));
-  const perms: Permissions = Object.freeze({ sub: Object.freeze(sub), pub: Object.freeze(pub), ...(auto.length ? { auto: Object.freeze(auto) } : {}) });
+  const rpc = [...new Set([...(p.perms.rpc ?? []), ...(g.rpc ?? [])])];
+  const perms: Permissions = Object.freeze({
+    sub: Object.freeze(sub),
+    pub: Object.freeze(pub),
+    ...(auto.length ? { auto: Object.freeze(auto) } : {}),
+    ...(rpc.length ? { rpc: Object.freeze(rpc) } : {}),
+  });
   const user = !authenticated && g.user !== undefined ? g.user : p.user;
   return Object.freeze({ user, perms, ...(p.exp !== undefined ? { exp: p.exp } : {}) });
 }

@@ -6,13 +6,18 @@ export type Permissions = {
   readonly pub: readonly string[];
   /** Server-side subscriptions (`channels.auto`): patterns the connection is subscribed to at connect. */
   readonly auto?: readonly string[];
+  /**
+   * RPC methods it may call (the token's `rpc` claim, the connect hook's `rpc`): patterns as channels have
+   * them (`orders.*`, `admin.>`). Absent: none.
+   */
+  readonly rpc?: readonly string[];
 };
 
 /** Most server-side subscriptions a token may list. */
 export const MAX_AUTO_CHANNELS = 100;
 
 /** Everything allowed: the permissions of every connection when authentication is off. */
-export const ALLOW_ALL: Permissions = Object.freeze({ sub: Object.freeze([">"]), pub: Object.freeze([">"]) });
+export const ALLOW_ALL: Permissions = Object.freeze({ sub: Object.freeze([">"]), pub: Object.freeze([">"]), rpc: Object.freeze([">"]) });
 
 /** No rights at all (a token without a `channels` claim). */
 export const DENY_ALL: Permissions = Object.freeze({ sub: Object.freeze([]), pub: Object.freeze([]) });
@@ -43,6 +48,26 @@ export const canSubscribe = (perms: Permissions, pattern: string): boolean => pe
 
 /** May publish to the concrete `channel`. */
 export const canPublish = (perms: Permissions, channel: string): boolean => perms.pub.some((p) => matches(p, channel));
+
+/** May call the RPC method `method`. */
+export const canCall = (perms: Permissions, method: string): boolean => (perms.rpc ?? []).some((p) => matches(p, method));
+
+/** Most method patterns an `rpc` claim may list. */
+export const MAX_RPC_PATTERNS = 1_000;
+
+/**
+ * Reads the `rpc` claim (a token's, or a connect hook answer's): a list of method patterns. Missing means
+ * no method; anything malformed is an error message, and the token (or answer) is refused.
+ */
+export function parseRpcClaim(claim: unknown): readonly string[] | string {
+  if (claim === undefined) return Object.freeze([]);
+  if (!Array.isArray(claim) || claim.length > MAX_RPC_PATTERNS) return `rpc must be a list of at most ${MAX_RPC_PATTERNS} method patterns`;
+  for (const p of claim) {
+    const ok = checkPattern(p);
+    if (!ok.ok) return `rpc has a bad method pattern ${JSON.stringify(p)?.slice(0, 80)}: ${ok.reason.replace(/^channel\b/, "the name")}`;
+  }
+  return Object.freeze([...new Set(claim as string[])]);
+}
 
 /**
  * Reads the `channels` claim: `{"sub":[patterns],"pub":[patterns]}`. Missing means no rights; anything

@@ -28,6 +28,7 @@ import { readLimiterFor } from "../limits/read-limits.js";
 import { publishLimiterFor } from "../limits/publish-limits.js";
 import { hostname } from "node:os";
 import { LocalControl } from "../control/local.js";
+import { RpcHook } from "../rpc/hook.js";
 import { ControlService } from "../control/service.js";
 import { registerControlRoutes } from "../control/http.js";
 import { registerWorkerState } from "../metrics/worker-state.js";
@@ -78,7 +79,8 @@ export async function runWorker(config: Config, natsToken?: string): Promise<voi
   const presence = broker.presence ? new PresenceHub(topicsOf(apps), broker.presence, c.presence, createPresenceMetrics(), log, c.fanout.lingerMs) : undefined;
   if (presence) broker.onEvent((e) => (e.type === "reconnected" ? presence.resync() : undefined));
   const events = eventRecorderOf(c.events, broker, log, c.namespaces);
-  const ws = new WsEndpoint(app, { config: c, broker, hub, resume, metrics, log, isDraining, guard, publisher, presence, events }, tlsApp ? [tlsApp] : []);
+  const rpc = c.hooks.rpcUrl ? new RpcHook(c.hooks, log) : undefined;
+  const ws = new WsEndpoint(app, { config: c, broker, hub, resume, metrics, log, isDraining, guard, publisher, presence, events, rpc }, tlsApp ? [tlsApp] : []);
   // A recreated stream numbers its messages from 1 again: every position in it is void. Sockets subscribed to
   // one of its patterns are closed with 1012 and resume with their seq and its epoch, which the new stream
   // answers with epochChanged; those of other streams (namespaces) keep going.

@@ -31,7 +31,10 @@ export const ErrorCode = {
   Unauthorized: "unauthorized",
   /** The client may not do this (channel permissions, another user's durable, missing pub right). */
   Forbidden: "forbidden",
-  /** The connection sent frames faster than its allowance; the next breach closes it with 4029. */
+  /**
+   * The connection sent frames faster than its allowance; the next breach closes it with 4029. Also an `rpc`
+   * over the connection's RPC_MAX_IN_FLIGHT unanswered calls (no close for that: wait for an answer).
+   */
   RateLimited: "rate_limited",
   /** ack/nak/term for a sequence this connection does not hold unacknowledged. */
   UnknownSeq: "unknown_seq",
@@ -39,7 +42,7 @@ export const ErrorCode = {
   ShuttingDown: "shutting_down",
   /** An unexpected server error; the connection stays usable. */
   Internal: "internal",
-  /** A connect, subscribe or publish hook of the application backend did not answer (in time): refused; retry later. */
+  /** A connect, subscribe, publish or RPC hook of the application backend did not answer (in time): refused; retry later. */
   HookUnavailable: "hook_unavailable",
   /** The channel has as many presence members as allowed (PRESENCE_MAX_MEMBERS); retry when some leave. */
   PresenceFull: "presence_full",
@@ -65,6 +68,13 @@ export const ErrorCode = {
    * publish, sse, durables, lastValues) or its stream keeps no per-message TTL: asking again will not help.
    */
   FeatureDisabled: "feature_disabled",
+  /**
+   * The application backend answered an `rpc` with an error: its `message`, its own `appCode` (any string
+   * it chose) and its `temporary` (false unless it said so) are passed on as they were.
+   */
+  RpcError: "rpc_error",
+  /** This gateway answers no `rpc`: it has no RPC_HOOK_URL. Asking again will not help. */
+  RpcUnavailable: "rpc_unavailable",
   /** HTTP only (404): no route, or no control operation, at this path. */
   NotFound: "not_found",
   /** HTTP only (405): the path takes another method (the message says which). */

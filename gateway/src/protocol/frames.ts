@@ -31,7 +31,9 @@ export type PubBatchFrame = { op: "pub"; id?: Id; batch: (PublishItem | BadItem)
 export type PingFrame = { op: "ping"; id?: Id };
 export type AckFrame = { op: "ack" | "nak" | "term" | "inprogress"; id?: Id; seq: number; delay?: number; sub?: string };
 export type RefreshFrame = { op: "refresh"; id?: Id; token: string };
-export type ClientFrame = SubFrame | UnsubFrame | PubFrame | PubBatchFrame | PingFrame | AckFrame | RefreshFrame | PresenceFrame;
+/** A call of the application backend's `method` (RPC_HOOK_URL), answered by `ok` with its `data` or by `err`. */
+export type RpcFrame = { op: "rpc"; id: Id; method: string; data: unknown };
+export type ClientFrame = SubFrame | UnsubFrame | PubFrame | PubBatchFrame | PingFrame | AckFrame | RefreshFrame | PresenceFrame | RpcFrame;
 export type Id = number | string;
 
 /**
@@ -49,6 +51,7 @@ export const CLIENT_OPS = [
   "inprogress",
   "presence",
   "refresh",
+  "rpc",
 ] as const satisfies readonly ClientFrame["op"][];
 /** Compile time: an op of `ClientFrame` missing from `CLIENT_OPS` fails the build here. */
 export const CLIENT_OPS_COMPLETE: [Exclude<ClientFrame["op"], (typeof CLIENT_OPS)[number]>] extends [never] ? true : never = true;
@@ -105,6 +108,8 @@ export function parseClientFrame(text: string): ParseResult {
     case "refresh":
       if (typeof o.token !== "string" || o.token.length === 0) return fail(ErrorCode.BadRequest, "token must be a non-empty string", id);
       return { ok: true, frame: { op: "refresh", id, token: o.token } };
+    case "rpc":
+      return parseRpc(o, id);
     case undefined:
       return fail(ErrorCode.UnknownOp, "op is missing", id);
     default:
@@ -186,6 +191,18 @@ function parsePub(o: Record<string, unknown>, id: Id | undefined): ParseResult {
   const item = parsePublishItem(o);
   if (isBadItem(item)) return fail(item.code, item.message, id);
   return { ok: true, frame: { op: "pub", id, ...item } };
+}
+
+/**
+ * `rpc`: an `id` (its answer is matched by it), a `method` named as a channel is (dot-separated tokens,
+ * without wildcards: the token's `rpc` claim grants methods by pattern), `data` any JSON (null when absent).
+ */
+function parseRpc(o: Record<string, unknown>, id: Id | undefined): ParseResult {
+  if (id === undefined) return fail(ErrorCode.BadRequest, "rpc needs an id: its answer carries it");
+  if (o.method === undefined) return fail(ErrorCode.BadRequest, "method is missing", id);
+  const m = checkChannel(o.method);
+  if (!m.ok) return fail(ErrorCode.BadRequest, `bad method: ${m.reason.replace(/^channel\b/, "the name")}`, id);
+  return { ok: true, frame: { op: "rpc", id, method: o.method as string, data: o.data ?? null } };
 }
 
 function parseAck(o: Record<string, unknown>, id: Id | undefined): ParseResult {

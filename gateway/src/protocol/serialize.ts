@@ -170,6 +170,10 @@ export const okFrame = (id: Id | undefined, extra?: Record<string, unknown>): st
 export const errFrame = (id: Id | undefined, code: ErrorCode, message: string, temporary = WIRE_ERRORS[code].temporary): string =>
   `{"op":"err"${idPart(id)},"code":${JSON.stringify(code)},"message":${JSON.stringify(message)},"temporary":${temporary}}`;
 
+/** The `err` answer to an `rpc` the backend refused: `rpc_error` with the backend's `appCode` when it gave one. */
+export const rpcErrFrame = (id: Id, message: string, temporary: boolean, appCode: string | undefined): string =>
+  `${errFrame(id, "rpc_error", message, temporary).slice(0, -1)}${appCode === undefined ? "" : `,"appCode":${JSON.stringify(appCode)}`}}`;
+
 /** `time`: the server's clock, ms since the epoch with µs decimals, for clients estimating their clock offset. */
 /** The server ended a subscription (an operator's `unsubscribe`): `{"op":"unsub","channel":…,"reason":…}`. */
 export const unsubFrame = (channel: string, reason: string): string => `{"op":"unsub","channel":${JSON.stringify(channel)},"reason":${JSON.stringify(reason)}}`;

@@ -9,11 +9,12 @@ import type { ConnectionGuard } from "./guard.js";
 import type { Subscriptions } from "./subscriptions.js";
 import type { PresenceHub } from "../presence/hub.js";
 import type { EventRecorder } from "../events/recorder.js";
+import type { RpcHook } from "../rpc/hook.js";
 
 /** What the WebSocket frame handlers (handlers.ts, refresh.ts) work with. */
 export type HandlerContext = {
   /** The sections the WebSocket side uses. */
-  config: Pick<Sections, "server" | "fanout" | "backpressure" | "durable">;
+  config: Pick<Sections, "server" | "fanout" | "backpressure" | "durable" | "hooks">;
   broker: Broker;
   hub: FanoutHub;
   /** The resume path every door shares (start positions, catch-up, join). */
@@ -27,6 +28,8 @@ export type HandlerContext = {
   guard: ConnectionGuard;
   /** Presence (JetStream only): member entries, join/leave fan-out, member lists. */
   presence?: PresenceHub;
+  /** The RPC hook (RPC_HOOK_URL), when set: without it `rpc` is answered `rpc_unavailable`. */
+  rpc?: RpcHook;
   /** Connection and subscription events (EVENTS), when any kind is recorded. */
   events?: EventRecorder;
 };

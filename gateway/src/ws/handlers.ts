@@ -13,6 +13,7 @@ import type { HandlerContext } from "./context.js";
 import { authorized } from "./authorized.js";
 import { refreshSession } from "./refresh.js";
 import { enterPresence, presenceRequest } from "./presence.js";
+import { callRpc } from "./rpc.js";
 
 export type { HandlerContext };
 
@@ -39,6 +40,8 @@ export function handleFrame(ctx: HandlerContext, ws: Socket, text: string): void
       return void refreshSession(ctx, ws, f).catch((e) => internalError(ctx, ws, f.id, e));
     case "presence":
       return void presenceRequest(ctx, ws, f).catch((e) => internalError(ctx, ws, f.id, e));
+    case "rpc":
+      return void callRpc(ctx, ws, f).catch((e) => internalError(ctx, ws, f.id, e));
   }
 }
 

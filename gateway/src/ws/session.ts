@@ -60,6 +60,8 @@ export type Session = {
   drainWaiters: (() => void)[];
   /** Message frames are sent with compress=true (COMPRESSION on; uWS deflates only if the client negotiated it). */
   compress?: boolean;
+  /** `rpc` calls sent to the backend and not answered yet (at most RPC_MAX_IN_FLIGHT). */
+  rpcInFlight: number;
   /** The connection's presence client id (made at its first presence:true subscription). */
   clientId?: string;
   /** The socket as the fan-out core sees it (set when it opens). */
@@ -79,6 +81,7 @@ export function newSession(identity: Identity): Session {
     subs: new Map(),
     closed: false,
     drainWaiters: [],
+    rpcInFlight: 0,
   };
 }
 

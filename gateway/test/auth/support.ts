@@ -11,7 +11,10 @@ export const AUDIENCE = "fanout-test";
 export type SignOptions = { key?: Parameters<SignJWT["sign"]>[0]; alg?: string; kid?: string; exp?: number | string; iss?: string; aud?: string; sub?: string };
 
 /** Signs a token (HS256 with SECRET unless told otherwise) for `sub` with `claims`. */
-export async function sign(claims: JWTPayload & { channels?: { sub?: string[]; pub?: string[]; auto?: string[] } }, o: SignOptions = {}): Promise<string> {
+export async function sign(
+  claims: JWTPayload & { channels?: { sub?: string[]; pub?: string[]; auto?: string[] }; rpc?: string[] },
+  o: SignOptions = {},
+): Promise<string> {
   const jwt = new SignJWT(claims)
     .setProtectedHeader({ alg: o.alg ?? "HS256", ...(o.kid ? { kid: o.kid } : {}) })
     .setIssuedAt()

@@ -41,6 +41,30 @@ const settings = {
     parse: parseBool,
     boolean: true,
   },
+  rpcHookUrl: {
+    env: "RPC_HOOK_URL",
+    shown: "(unset)",
+    doc: "POSTs each WebSocket `rpc` (method, data, user, claims, client, ip, connect info) here after the method permission (the token's `rpc` claim) allowed it; its `{data}` or `{error}` is the client's answer; unreachable: `hook_unavailable`. Unset: `rpc` is answered `rpc_unavailable`",
+    default: () => "",
+    parse: trimmed,
+    check: (v: string) => checkHttpUrl(v),
+  },
+  rpcHookTimeoutMs: {
+    env: "RPC_HOOK_TIMEOUT",
+    shown: "5s",
+    doc: "An `rpc` the backend has not answered by then fails with `hook_unavailable` (temporary)",
+    default: () => 5_000,
+    parse: parseDuration,
+    check: int(10, 60_000),
+  },
+  rpcMaxInFlight: {
+    env: "RPC_MAX_IN_FLIGHT",
+    shown: "16",
+    doc: "`rpc` calls one connection may have unanswered at once; one more is refused with `rate_limited` (temporary) without asking the backend",
+    default: () => 16,
+    parse: parseIntStrict,
+    check: int(1, 10_000),
+  },
   hookTimeoutMs: {
     env: "HOOK_TIMEOUT",
     shown: "2s",
@@ -68,7 +92,7 @@ const settings = {
   hookMaxInFlight: {
     env: "HOOK_MAX_IN_FLIGHT",
     shown: "256",
-    doc: "Hook calls open at once per process; more wait for one to end, within HOOK_TIMEOUT",
+    doc: "Hook calls open at once per process (RPC calls count apart, with the same bound); more wait for one to end, within their timeout",
     default: () => 256,
     parse: parseIntStrict,
     check: int(1, 100_000),
@@ -87,7 +111,8 @@ export type HooksValues = ValuesOf<typeof settings>;
 
 export const hooks = section({
   name: "hooks",
-  title: "Hooks to the application backend (auth/hooks.ts, calling through backend/caller.ts): allow or deny connections, subscriptions and publishes",
+  title:
+    "Hooks to the application backend (auth/hooks.ts, calling through backend/caller.ts): allow or deny connections, subscriptions and publishes, answer RPC",
   settings,
   slice: {
     connectUrl: "connectHookUrl",
@@ -95,6 +120,10 @@ export const hooks = section({
     publishUrl: "publishHookUrl",
     /** API-key publishers are asked too. */
     publishApiKeys: "publishHookApiKeys",
+    rpcUrl: "rpcHookUrl",
+    rpcTimeoutMs: "rpcHookTimeoutMs",
+    /** Unanswered `rpc` calls per connection. */
+    rpcMaxInFlight: "rpcMaxInFlight",
     timeoutMs: "hookTimeoutMs",
     cacheTtlMs: "hookCacheTtlMs",
     cacheSize: "hookCacheSize",

@@ -37,6 +37,8 @@ val WIRE_CODES: Map<String, Boolean> = mapOf(
     "disconnected" to false,
     "unsubscribed" to false,
     "feature_disabled" to false,
+    "rpc_error" to false,
+    "rpc_unavailable" to false,
     "not_found" to false,
     "method_not_allowed" to false,
     "unsupported_media_type" to false,

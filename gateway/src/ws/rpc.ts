@@ -1,0 +1,50 @@
+import { claimsOf } from "../auth/hooks.js";
+import { GatewayError } from "../errors.js";
+import { ErrorCode } from "../protocol/codes.js";
+import type { RpcFrame } from "../protocol/frames.js";
+import { okFrame, rpcErrFrame } from "../protocol/serialize.js";
+import { RpcError, type RpcHookRequest } from "../rpc/hook.js";
+import { authorized } from "./authorized.js";
+import type { HandlerContext } from "./context.js";
+import { clientIdOf, sendErr, sendText, type Socket } from "./session.js";
+
+/**
+ * `rpc`: the method permission (the authorization chain), the connection's cap of unanswered calls, then the
+ * backend's answer as `ok` with its `data`, or `err`: `rpc_error` with the backend's own code and
+ * `temporary`, `hook_unavailable` (temporary) when it did not answer. The backend is asked only once the
+ * chain allowed the method.
+ */
+export async function callRpc(ctx: HandlerContext, ws: Socket, f: RpcFrame): Promise<void> {
+  const s = ws.getUserData();
+  const err = (code: ErrorCode, message: string, temporary?: boolean) => sendErr(ws, ctx.metrics.badFrames, f.id, code, message, temporary);
+  if (!ctx.rpc) return err(ErrorCode.RpcUnavailable, "this gateway answers no rpc (it has no RPC_HOOK_URL)");
+  if (ctx.isDraining()) return err(ErrorCode.ShuttingDown, "server is shutting down; reconnect");
+  const max = ctx.config.hooks.rpcMaxInFlight;
+  if (s.rpcInFlight >= max) return err(ErrorCode.RateLimited, `at most ${max} rpc calls unanswered per connection: wait for an answer`);
+  s.rpcInFlight++;
+  try {
+    if (!(await authorized(ctx, ws, f.id, { right: "rpc", method: f.method }))) return;
+    const id = s.identity;
+    const request: RpcHookRequest = {
+      method: f.method,
+      data: f.data,
+      user: id.identified ? id.principal.user : null,
+      client: clientIdOf(ws),
+      claims: id.identified ? claimsOf(id.principal) : null,
+      ip: id.ip,
+      info: id.info ?? null,
+    };
+    const answer = await ctx.rpc.call(request);
+    sendText(ws, okFrame(f.id, { data: answer.data }));
+  } catch (e) {
+    if (e instanceof RpcError) {
+      if (s.closed) return;
+      ctx.metrics.badFrames.labels(e.code).inc();
+      return sendText(ws, rpcErrFrame(f.id, e.message, e.temporary, e.appCode));
+    }
+    if (e instanceof GatewayError) return err(e.code, e.message, e.temporary);
+    throw e;
+  } finally {
+    s.rpcInFlight--;
+  }
+}

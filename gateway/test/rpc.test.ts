@@ -1,0 +1,202 @@
+// Client RPC (`rpc` op, RPC_HOOK_URL): a real gateway, a real nats-server, a real HTTP backend and real
+// WebSocket clients. One gateway's backend answers as each test says; another's backend is down (a closed
+// port), and it has authentication off; a third has no RPC_HOOK_URL.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
+import { startGateway, type GatewayHandle } from "./support/gateway.js";
+import { ClientPool, uniqueNames } from "./support/clients.js";
+import { HookBackend } from "./support/hook-backend.js";
+import { waitFor } from "./support/wait.js";
+import { AUDIENCE, connect, ISSUER, SECRET, sign } from "./auth/support.js";
+
+const TIMEOUT_MS = 600;
+const MAX_IN_FLIGHT = 2;
+let nats: NatsServerHandle;
+let backend: HookBackend;
+let gw: GatewayHandle;
+let gwDown: GatewayHandle;
+let gwNone: GatewayHandle;
+const clients = new ClientPool();
+const uniq = uniqueNames();
+const auth = { JWT_SECRET: SECRET, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE };
+
+beforeAll(async () => {
+  backend = await HookBackend.start();
+  const gone = await HookBackend.start();
+  await gone.stop();
+  nats = await startNatsServer();
+  const rpcEnv = { RPC_HOOK_TIMEOUT: `${TIMEOUT_MS}ms`, RPC_MAX_IN_FLIGHT: String(MAX_IN_FLIGHT) };
+  [gw, gwDown, gwNone] = await Promise.all([
+    startGateway({ natsUrl: nats.url, workers: 1, env: { ...auth, ...rpcEnv, RPC_HOOK_URL: backend.url("/rpc") } }),
+    startGateway({ natsUrl: nats.url, workers: 1, env: { ...rpcEnv, RPC_HOOK_URL: gone.url("/rpc") } }),
+    startGateway({ natsUrl: nats.url, workers: 1 }),
+  ]);
+});
+afterAll(async () => {
+  clients.closeAll();
+  await Promise.all([gw?.stop(), gwDown?.stop(), gwNone?.stop()]);
+  await nats?.stop();
+  await backend?.stop();
+});
+
+/** A socket of `user` whose token grants the RPC methods `rpc` (no claim at all when null). */
+async function socket(g: GatewayHandle, user: string, rpc: string[] | null = ["user.*", "orders.>"]) {
+  const token = await sign({ channels: { sub: ["r.>"] }, ...(rpc ? { rpc } : {}) }, { sub: user });
+  return clients.track(await connect(g.wsUrl, { headers: { authorization: `Bearer ${token}` } }));
+}
+
+const callsBy = (user: string) => backend.callsTo("/rpc", (b) => b.user === user);
+
+describe("rpc — answers", () => {
+  it("the backend's data is the answer, matched by id; the backend gets method, data and the caller's identity", async () => {
+    const user = uniq("ann");
+    backend.answer = (c) => ({ body: { data: { echo: c.body.data, method: c.body.method } } });
+    const c = await socket(gw, user);
+    const r = await c.request({ op: "rpc", method: "user.get", data: { id: 7 } });
+    expect(r).toEqual({ op: "ok", id: expect.any(String), data: { echo: { id: 7 }, method: "user.get" } });
+    const [call] = callsBy(user);
+    expect(call!.body).toEqual({
+      method: "user.get",
+      data: { id: 7 },
+      user,
+      client: expect.stringMatching(/^[A-Za-z0-9_-]{16}$/),
+      claims: { channels: { sub: ["r.>"], pub: [], auto: [] }, rpc: ["user.*", "orders.>"], exp: expect.any(Number) },
+      ip: expect.stringContaining("127.0.0.1"),
+      info: null,
+    });
+  });
+
+  it("an answer without data is data null; a call without data sends data null", async () => {
+    const user = uniq("bo");
+    backend.answer = () => ({ body: {} });
+    const c = await socket(gw, user);
+    expect(await c.request({ op: "rpc", method: "orders.eu.list" })).toMatchObject({ op: "ok", data: null });
+    expect(callsBy(user)[0]!.body).toMatchObject({ method: "orders.eu.list", data: null });
+  });
+
+  it("calls in flight at once are each answered with their own id, in the order the backend answers", async () => {
+    const user = uniq("cy");
+    backend.answer = (c) => ({ body: { data: c.body.data }, delayMs: (c.body.data as { n: number }).n === 1 ? 300 : 0 });
+    const c = await socket(gw, user);
+    const [slow, fast] = await Promise.all([
+      c.request({ op: "rpc", method: "user.a", data: { n: 1 } }),
+      c.request({ op: "rpc", method: "user.b", data: { n: 2 } }),
+    ]);
+    expect(slow).toMatchObject({ op: "ok", data: { n: 1 } });
+    expect(fast).toMatchObject({ op: "ok", data: { n: 2 } });
+    const order = c.frames.filter((f) => f.op === "ok").map((f) => (f.data as { n: number }).n);
+    expect(order).toEqual([2, 1]);
+  });
+});
+
+describe("rpc — errors", () => {
+  it("a backend error is rpc_error with the backend's message, appCode and temporary", async () => {
+    const c = await socket(gw, uniq("dee"));
+    backend.answer = () => ({ body: { error: { code: "not_found", message: "no such user" } } });
+    expect(await c.request({ op: "rpc", method: "user.get", data: 1 })).toMatchObject({
+      op: "err",
+      code: "rpc_error",
+      appCode: "not_found",
+      message: "no such user",
+      temporary: false,
+    });
+    backend.answer = () => ({ body: { error: { code: 503, message: "busy", temporary: true } } });
+    expect(await c.request({ op: "rpc", method: "user.get" })).toMatchObject({ code: "rpc_error", appCode: "503", temporary: true });
+    backend.answer = () => ({ body: { error: {} } });
+    const bare = await c.request({ op: "rpc", method: "user.get" });
+    expect(bare).toMatchObject({ code: "rpc_error", temporary: false, message: expect.stringContaining("error") });
+    expect(bare).not.toHaveProperty("appCode");
+  });
+
+  it("a backend answering a non-2xx status or no JSON object fails closed: hook_unavailable, temporary", async () => {
+    const c = await socket(gw, uniq("eve"));
+    backend.answer = () => ({ status: 500, body: { data: "never shown" } });
+    expect(await c.request({ op: "rpc", method: "user.get" })).toMatchObject({ op: "err", code: "hook_unavailable", temporary: true });
+    backend.answer = () => ({ body: [1, 2] });
+    expect(await c.request({ op: "rpc", method: "user.get" })).toMatchObject({ code: "hook_unavailable", message: expect.stringContaining("no JSON object") });
+  });
+
+  it("a backend that is down: hook_unavailable, temporary (authentication off: any method passes the permission)", async () => {
+    const c = clients.track(await connect(gwDown.wsUrl));
+    expect(await c.request({ op: "rpc", method: "any.thing.at.all" })).toMatchObject({ op: "err", code: "hook_unavailable", temporary: true });
+  });
+
+  it("a backend that answers after RPC_HOOK_TIMEOUT: hook_unavailable, temporary; the connection goes on", async () => {
+    const c = await socket(gw, uniq("gus"));
+    let release!: () => void;
+    const hold = new Promise<void>((r) => (release = r));
+    backend.answer = () => ({ body: { data: "late" }, hold });
+    const started = Date.now();
+    const r = await c.request({ op: "rpc", method: "user.slow" });
+    release();
+    expect(r).toMatchObject({ op: "err", code: "hook_unavailable", temporary: true, message: expect.stringContaining(`${TIMEOUT_MS} ms`) });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
+    backend.answer = () => ({ body: { data: "fine" } });
+    expect(await c.request({ op: "rpc", method: "user.get" })).toMatchObject({ op: "ok", data: "fine" });
+  });
+
+  it("without RPC_HOOK_URL: rpc_unavailable, not temporary", async () => {
+    const c = clients.track(await connect(gwNone.wsUrl));
+    expect(await c.request({ op: "rpc", method: "user.get" })).toMatchObject({ op: "err", code: "rpc_unavailable", temporary: false });
+  });
+
+  it("bad frames: no id, no method, a method with a wildcard or an empty token are bad_request; the backend is not asked", async () => {
+    const user = uniq("hal");
+    const c = await socket(gw, user);
+    c.sendRaw(JSON.stringify({ op: "rpc", method: "user.get" }));
+    const noId = await waitFor(() => c.frames.find((f) => f.op === "err" && f.id === undefined));
+    expect(noId).toMatchObject({ code: "bad_request", message: expect.stringContaining("id") });
+    expect(await c.request({ op: "rpc" })).toMatchObject({ op: "err", code: "bad_request", message: "method is missing" });
+    expect(await c.request({ op: "rpc", method: "user.*" })).toMatchObject({ code: "bad_request", message: expect.stringContaining("wildcards") });
+    expect(await c.request({ op: "rpc", method: "user..get" })).toMatchObject({ code: "bad_request", message: expect.stringContaining("empty token") });
+    expect(await c.request({ op: "rpc", method: 5 })).toMatchObject({ code: "bad_request" });
+    expect(callsBy(user)).toHaveLength(0);
+  });
+});
+
+describe("rpc — authorization and limits", () => {
+  it("a method the token's rpc claim does not grant is forbidden before the backend is asked; no claim grants none", async () => {
+    backend.answer = () => ({ body: { data: "should not be asked" } });
+    const user = uniq("ida");
+    const c = await socket(gw, user);
+    expect(await c.request({ op: "rpc", method: "admin.drop" })).toMatchObject({ op: "err", code: "forbidden", temporary: false });
+    expect(await c.request({ op: "rpc", method: "user.get.deep" })).toMatchObject({ code: "forbidden" }); // user.* is one token
+    const none = uniq("jo");
+    const d = await socket(gw, none, null);
+    expect(await d.request({ op: "rpc", method: "user.get" })).toMatchObject({ code: "forbidden", message: expect.stringContaining("user.get") });
+    expect([...callsBy(user), ...callsBy(none)]).toHaveLength(0);
+  });
+
+  it("a token with a malformed rpc claim is refused at the upgrade", async () => {
+    const token = await sign({ rpc: ["ok", "bad..name"] }, { sub: uniq("kim") });
+    await expect(connect(gw.wsUrl, { headers: { authorization: `Bearer ${token}` } })).rejects.toThrow(/401.*rpc/);
+  });
+
+  it("a refresh that drops a method's grant forbids the next call of it", async () => {
+    backend.answer = () => ({ body: { data: 1 } });
+    const user = uniq("lee");
+    const c = await socket(gw, user, ["user.*"]);
+    expect(await c.request({ op: "rpc", method: "user.get" })).toMatchObject({ op: "ok" });
+    const token = await sign({ channels: { sub: ["r.>"] }, rpc: ["orders.>"] }, { sub: user });
+    expect(await c.request({ op: "refresh", token })).toMatchObject({ op: "ok" });
+    expect(await c.request({ op: "rpc", method: "user.get" })).toMatchObject({ code: "forbidden" });
+    expect(await c.request({ op: "rpc", method: "orders.list" })).toMatchObject({ op: "ok" });
+  });
+
+  it(`more than RPC_MAX_IN_FLIGHT (${MAX_IN_FLIGHT}) unanswered calls: the next is rate_limited, temporary, the backend not asked`, async () => {
+    const user = uniq("max");
+    let release!: () => void;
+    const hold = new Promise<void>((r) => (release = r));
+    backend.answer = () => ({ body: { data: "held" }, hold });
+    const c = await socket(gw, user);
+    const held = [c.request({ op: "rpc", method: "user.a" }), c.request({ op: "rpc", method: "user.b" })];
+    await waitFor(() => callsBy(user).length === MAX_IN_FLIGHT || undefined);
+    expect(await c.request({ op: "rpc", method: "user.c" })).toMatchObject({ op: "err", code: "rate_limited", temporary: true });
+    release();
+    for (const r of await Promise.all(held)) expect(r).toMatchObject({ op: "ok", data: "held" });
+    expect(callsBy(user)).toHaveLength(MAX_IN_FLIGHT);
+    // answered: the slots are free again
+    backend.answer = () => ({ body: { data: "again" } });
+    expect(await c.request({ op: "rpc", method: "user.c" })).toMatchObject({ op: "ok", data: "again" });
+  });
+});
