@@ -1,6 +1,7 @@
 // Client RPC (`rpc` op, RPC_HOOK_URL): a real gateway, a real nats-server, a real HTTP backend and real
-// WebSocket clients. One gateway's backend answers as each test says; another's backend is down (a closed
-// port), and it has authentication off; a third has no RPC_HOOK_URL.
+// WebSocket clients. One gateway's backend answers as each test says (its connect hook grants the methods
+// `hooked.*` and an `info`); another's backend is down (a closed port), and it has authentication off; a
+// third has no RPC_HOOK_URL.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { startGateway, type GatewayHandle } from "./support/gateway.js";
@@ -27,7 +28,7 @@ beforeAll(async () => {
   nats = await startNatsServer();
   const rpcEnv = { RPC_HOOK_TIMEOUT: `${TIMEOUT_MS}ms`, RPC_MAX_IN_FLIGHT: String(MAX_IN_FLIGHT) };
   [gw, gwDown, gwNone] = await Promise.all([
-    startGateway({ natsUrl: nats.url, workers: 1, env: { ...auth, ...rpcEnv, RPC_HOOK_URL: backend.url("/rpc") } }),
+    startGateway({ natsUrl: nats.url, workers: 1, env: { ...auth, ...rpcEnv, RPC_HOOK_URL: backend.url("/rpc"), CONNECT_HOOK_URL: backend.url("/connect") } }),
     startGateway({ natsUrl: nats.url, workers: 1, env: { ...rpcEnv, RPC_HOOK_URL: gone.url("/rpc") } }),
     startGateway({ natsUrl: nats.url, workers: 1 }),
   ]);
@@ -47,10 +48,15 @@ async function socket(g: GatewayHandle, user: string, rpc: string[] | null = ["u
 
 const callsBy = (user: string) => backend.callsTo("/rpc", (b) => b.user === user);
 
+/** The backend answers `rpc` calls with `f`; its connect hook admits everyone, granting `hooked.*` and an info. */
+function answerRpc(f: HookBackend["answer"]): void {
+  backend.answer = (c) => (c.path === "/connect" ? { body: { allow: true, rpc: ["hooked.*"], info: { plan: "gold" } } } : f(c));
+}
+
 describe("rpc — answers", () => {
   it("the backend's data is the answer, matched by id; the backend gets method, data and the caller's identity", async () => {
     const user = uniq("ann");
-    backend.answer = (c) => ({ body: { data: { echo: c.body.data, method: c.body.method } } });
+    answerRpc((c) => ({ body: { data: { echo: c.body.data, method: c.body.method } } }));
     const c = await socket(gw, user);
     const r = await c.request({ op: "rpc", method: "user.get", data: { id: 7 } });
     expect(r).toEqual({ op: "ok", id: expect.any(String), data: { echo: { id: 7 }, method: "user.get" } });
@@ -60,15 +66,15 @@ describe("rpc — answers", () => {
       data: { id: 7 },
       user,
       client: expect.stringMatching(/^[A-Za-z0-9_-]{16}$/),
-      claims: { channels: { sub: ["r.>"], pub: [], auto: [] }, rpc: ["user.*", "orders.>"], exp: expect.any(Number) },
+      claims: { channels: { sub: ["r.>"], pub: [], auto: [] }, rpc: ["user.*", "orders.>", "hooked.*"], exp: expect.any(Number) },
       ip: expect.stringContaining("127.0.0.1"),
-      info: null,
+      info: { plan: "gold" },
     });
   });
 
   it("an answer without data is data null; a call without data sends data null", async () => {
     const user = uniq("bo");
-    backend.answer = () => ({ body: {} });
+    answerRpc(() => ({ body: {} }));
     const c = await socket(gw, user);
     expect(await c.request({ op: "rpc", method: "orders.eu.list" })).toMatchObject({ op: "ok", data: null });
     expect(callsBy(user)[0]!.body).toMatchObject({ method: "orders.eu.list", data: null });
@@ -76,7 +82,7 @@ describe("rpc — answers", () => {
 
   it("calls in flight at once are each answered with their own id, in the order the backend answers", async () => {
     const user = uniq("cy");
-    backend.answer = (c) => ({ body: { data: c.body.data }, delayMs: (c.body.data as { n: number }).n === 1 ? 300 : 0 });
+    answerRpc((c) => ({ body: { data: c.body.data }, delayMs: (c.body.data as { n: number }).n === 1 ? 300 : 0 }));
     const c = await socket(gw, user);
     const [slow, fast] = await Promise.all([
       c.request({ op: "rpc", method: "user.a", data: { n: 1 } }),
@@ -92,7 +98,7 @@ describe("rpc — answers", () => {
 describe("rpc — errors", () => {
   it("a backend error is rpc_error with the backend's message, appCode and temporary", async () => {
     const c = await socket(gw, uniq("dee"));
-    backend.answer = () => ({ body: { error: { code: "not_found", message: "no such user" } } });
+    answerRpc(() => ({ body: { error: { code: "not_found", message: "no such user" } } }));
     expect(await c.request({ op: "rpc", method: "user.get", data: 1 })).toMatchObject({
       op: "err",
       code: "rpc_error",
@@ -100,9 +106,9 @@ describe("rpc — errors", () => {
       message: "no such user",
       temporary: false,
     });
-    backend.answer = () => ({ body: { error: { code: 503, message: "busy", temporary: true } } });
+    answerRpc(() => ({ body: { error: { code: 503, message: "busy", temporary: true } } }));
     expect(await c.request({ op: "rpc", method: "user.get" })).toMatchObject({ code: "rpc_error", appCode: "503", temporary: true });
-    backend.answer = () => ({ body: { error: {} } });
+    answerRpc(() => ({ body: { error: {} } }));
     const bare = await c.request({ op: "rpc", method: "user.get" });
     expect(bare).toMatchObject({ code: "rpc_error", temporary: false, message: expect.stringContaining("error") });
     expect(bare).not.toHaveProperty("appCode");
@@ -110,9 +116,9 @@ describe("rpc — errors", () => {
 
   it("a backend answering a non-2xx status or no JSON object fails closed: hook_unavailable, temporary", async () => {
     const c = await socket(gw, uniq("eve"));
-    backend.answer = () => ({ status: 500, body: { data: "never shown" } });
+    answerRpc(() => ({ status: 500, body: { data: "never shown" } }));
     expect(await c.request({ op: "rpc", method: "user.get" })).toMatchObject({ op: "err", code: "hook_unavailable", temporary: true });
-    backend.answer = () => ({ body: [1, 2] });
+    answerRpc(() => ({ body: [1, 2] }));
     expect(await c.request({ op: "rpc", method: "user.get" })).toMatchObject({ code: "hook_unavailable", message: expect.stringContaining("no JSON object") });
   });
 
@@ -125,13 +131,13 @@ describe("rpc — errors", () => {
     const c = await socket(gw, uniq("gus"));
     let release!: () => void;
     const hold = new Promise<void>((r) => (release = r));
-    backend.answer = () => ({ body: { data: "late" }, hold });
+    answerRpc(() => ({ body: { data: "late" }, hold }));
     const started = Date.now();
     const r = await c.request({ op: "rpc", method: "user.slow" });
     release();
     expect(r).toMatchObject({ op: "err", code: "hook_unavailable", temporary: true, message: expect.stringContaining(`${TIMEOUT_MS} ms`) });
     expect(Date.now() - started).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
-    backend.answer = () => ({ body: { data: "fine" } });
+    answerRpc(() => ({ body: { data: "fine" } }));
     expect(await c.request({ op: "rpc", method: "user.get" })).toMatchObject({ op: "ok", data: "fine" });
   });
 
@@ -155,8 +161,8 @@ describe("rpc — errors", () => {
 });
 
 describe("rpc — authorization and limits", () => {
-  it("a method the token's rpc claim does not grant is forbidden before the backend is asked; no claim grants none", async () => {
-    backend.answer = () => ({ body: { data: "should not be asked" } });
+  it("a method neither the token's rpc claim nor the connect hook grants is forbidden before the backend is asked", async () => {
+    answerRpc(() => ({ body: { data: "answered when allowed" } }));
     const user = uniq("ida");
     const c = await socket(gw, user);
     expect(await c.request({ op: "rpc", method: "admin.drop" })).toMatchObject({ op: "err", code: "forbidden", temporary: false });
@@ -165,6 +171,9 @@ describe("rpc — authorization and limits", () => {
     const d = await socket(gw, none, null);
     expect(await d.request({ op: "rpc", method: "user.get" })).toMatchObject({ code: "forbidden", message: expect.stringContaining("user.get") });
     expect([...callsBy(user), ...callsBy(none)]).toHaveLength(0);
+    // what the connect hook granted (`hooked.*`) is callable without the claim
+    expect(await d.request({ op: "rpc", method: "hooked.x" })).toMatchObject({ op: "ok", data: "answered when allowed" });
+    expect(callsBy(none)).toMatchObject([{ body: { method: "hooked.x", claims: { rpc: ["hooked.*"] } } }]);
   });
 
   it("a token with a malformed rpc claim is refused at the upgrade", async () => {
@@ -173,7 +182,7 @@ describe("rpc — authorization and limits", () => {
   });
 
   it("a refresh that drops a method's grant forbids the next call of it", async () => {
-    backend.answer = () => ({ body: { data: 1 } });
+    answerRpc(() => ({ body: { data: 1 } }));
     const user = uniq("lee");
     const c = await socket(gw, user, ["user.*"]);
     expect(await c.request({ op: "rpc", method: "user.get" })).toMatchObject({ op: "ok" });
@@ -187,7 +196,7 @@ describe("rpc — authorization and limits", () => {
     const user = uniq("max");
     let release!: () => void;
     const hold = new Promise<void>((r) => (release = r));
-    backend.answer = () => ({ body: { data: "held" }, hold });
+    answerRpc(() => ({ body: { data: "held" }, hold }));
     const c = await socket(gw, user);
     const held = [c.request({ op: "rpc", method: "user.a" }), c.request({ op: "rpc", method: "user.b" })];
     await waitFor(() => callsBy(user).length === MAX_IN_FLIGHT || undefined);
@@ -196,7 +205,7 @@ describe("rpc — authorization and limits", () => {
     for (const r of await Promise.all(held)) expect(r).toMatchObject({ op: "ok", data: "held" });
     expect(callsBy(user)).toHaveLength(MAX_IN_FLIGHT);
     // answered: the slots are free again
-    backend.answer = () => ({ body: { data: "again" } });
+    answerRpc(() => ({ body: { data: "again" } }));
     expect(await c.request({ op: "rpc", method: "user.c" })).toMatchObject({ op: "ok", data: "again" });
   });
 });
