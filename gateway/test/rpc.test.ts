@@ -2,6 +2,9 @@
 // WebSocket clients. One gateway's backend answers as each test says (its connect hook grants the methods
 // `hooked.*` and an `info`); another's backend is down (a closed port), and it has authentication off; a
 // third has no RPC_HOOK_URL.
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { startGateway, type GatewayHandle } from "./support/gateway.js";
@@ -9,8 +12,11 @@ import { ClientPool, uniqueNames } from "./support/clients.js";
 import { HookBackend } from "./support/hook-backend.js";
 import { waitFor } from "./support/wait.js";
 import { AUDIENCE, connect, ISSUER, SECRET, sign } from "./auth/support.js";
+import { verifySignature } from "../src/backend/signature.js";
 
 const TIMEOUT_MS = 600;
+const HOOK_SECRET = "rpc-hook-secret-0123456789";
+const OLD_HOOK_SECRET = "rpc-hook-secret-before-rotation";
 const MAX_IN_FLIGHT = 2;
 let nats: NatsServerHandle;
 let backend: HookBackend;
@@ -26,9 +32,15 @@ beforeAll(async () => {
   const gone = await HookBackend.start();
   await gone.stop();
   nats = await startNatsServer();
+  const dir = mkdtempSync(join(tmpdir(), "rpc-test-"));
+  writeFileSync(join(dir, "hook-secret"), `${HOOK_SECRET}\n${OLD_HOOK_SECRET}\n`);
   const rpcEnv = { RPC_HOOK_TIMEOUT: `${TIMEOUT_MS}ms`, RPC_MAX_IN_FLIGHT: String(MAX_IN_FLIGHT) };
   [gw, gwDown, gwNone] = await Promise.all([
-    startGateway({ natsUrl: nats.url, workers: 1, env: { ...auth, ...rpcEnv, RPC_HOOK_URL: backend.url("/rpc"), CONNECT_HOOK_URL: backend.url("/connect") } }),
+    startGateway({
+      natsUrl: nats.url,
+      workers: 1,
+      env: { ...auth, ...rpcEnv, RPC_HOOK_URL: backend.url("/rpc"), CONNECT_HOOK_URL: backend.url("/connect"), HOOK_SECRET_FILE: join(dir, "hook-secret") },
+    }),
     startGateway({ natsUrl: nats.url, workers: 1, env: { ...rpcEnv, RPC_HOOK_URL: gone.url("/rpc") } }),
     startGateway({ natsUrl: nats.url, workers: 1 }),
   ]);
@@ -70,6 +82,22 @@ describe("rpc — answers", () => {
       ip: expect.stringContaining("127.0.0.1"),
       info: { plan: "gold" },
     });
+  });
+
+  it("with HOOK_SECRET_FILE every request (the RPC hook's, the connect hook's) is signed with each secret, as a backend verifies it", async () => {
+    const user = uniq("sig");
+    answerRpc(() => ({ body: { data: 1 } }));
+    const c = await socket(gw, user);
+    expect(await c.request({ op: "rpc", method: "user.get", data: { x: "é" } })).toMatchObject({ op: "ok" });
+    const connectCall = backend.calls.filter((k) => k.path === "/connect" && k.body.user === user).at(-1)!;
+    for (const k of [connectCall, callsBy(user)[0]!]) {
+      const header = k.headers["fanout-signature"] as string;
+      expect(header).toMatch(/^t=\d+,v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/);
+      expect(verifySignature(header, HOOK_SECRET, k.raw)).toBe(true);
+      expect(verifySignature(header, OLD_HOOK_SECRET, k.raw)).toBe(true);
+      expect(verifySignature(header, "another secret", k.raw)).toBe(false);
+      expect(verifySignature(header, HOOK_SECRET, `${k.raw} `)).toBe(false);
+    }
   });
 
   it("an answer without data is data null; a call without data sends data null", async () => {

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { HooksSection } from "../config/sections.js";
 import { BackendCaller } from "../backend/caller.js";
+import { readSecrets } from "../backend/signature.js";
 import { GatewayError, WIRE_ERRORS } from "../errors.js";
 import type { Logger } from "../log.js";
 import { ErrorCode } from "../protocol/codes.js";
@@ -82,7 +83,7 @@ export class Hooks implements PublishGate {
     private readonly config: HooksSection,
     log: Logger,
   ) {
-    this.caller = new BackendCaller({ timeoutMs: config.timeoutMs, maxInFlight: config.maxInFlight }, log);
+    this.caller = new BackendCaller({ timeoutMs: config.timeoutMs, maxInFlight: config.maxInFlight, secrets: hookSecrets(config) }, log);
     this.subscribeCache = new AnswerCache(config.cacheTtlMs, config.cacheSize);
     this.connectCache = new AnswerCache(config.cacheTtlMs, config.cacheSize);
   }
@@ -196,6 +197,9 @@ export class Hooks implements PublishGate {
     return answer;
   }
 }
+
+/** The secrets hook requests are signed with (HOOK_SECRET_FILE, read at start), none when unset. */
+export const hookSecrets = (c: Pick<HooksSection, "secretFile">): string[] => readSecrets("HOOK_SECRET_FILE", c.secretFile);
 
 /** A JSON object, or undefined for anything else (no JSON, an array, a value). */
 export function parseObject(text: string): Record<string, unknown> | undefined {

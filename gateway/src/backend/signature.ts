@@ -1,7 +1,23 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
+import { readFileSync } from "node:fs";
 
 /** The header a signed request carries: `t=<unix seconds>,v1=<hex>` (one `v1` per secret while one is rotated). */
 export const SIGNATURE_HEADER = "Fanout-Signature";
+
+/**
+ * The secrets in a secret file's text (`setting` names it in errors): one per line, the current one first and,
+ * while it is rotated, the previous one second (every request is signed with each). Blank lines are ignored;
+ * none, or more than two, is refused.
+ */
+export function secretsOf(text: string, setting: string, file: string): string[] {
+  const secrets = text.split(/\r?\n/).filter((l) => l.trim() !== "");
+  if (secrets.length === 0) throw new Error(`${setting} ${file} is empty`);
+  if (secrets.length > 2) throw new Error(`${setting} ${file} holds ${secrets.length} secrets: at most two (the current one, then the previous one)`);
+  return secrets;
+}
+
+/** The secrets of the file `setting` names (read once, at start), or none when it names no file. */
+export const readSecrets = (setting: string, file: string): string[] => (file ? secretsOf(readFileSync(file, "utf8"), setting, file) : []);
 
 /** The hex HMAC-SHA256 of `"<t>.<raw body>"` with `secret`. */
 export function signatureOf(secret: string | Buffer, t: number, body: string): string {

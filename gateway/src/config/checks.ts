@@ -47,6 +47,7 @@ export function checkAuthConfig(c: Config): void {
     ["TLS_CERT_FILE", "tls-cert-file", c.tlsCertFile],
     ["TLS_KEY_FILE", "tls-key-file", c.tlsKeyFile],
     ["NATS_STORE_KEY_FILE", "nats-store-key-file", c.natsStoreKeyFile],
+    ["HOOK_SECRET_FILE", "hook-secret-file", c.hookSecretFile],
   ] as const) {
     if (file && !existsSync(file)) throw new ConfigError(env, `invalid ${name(env, flag)}: ${file} does not exist`);
   }

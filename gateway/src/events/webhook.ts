@@ -1,5 +1,6 @@
 import type { EventSource, StoredEvent } from "../broker/jetstream/events-stream.js";
 import type { BackendCaller } from "../backend/caller.js";
+import { secretsOf } from "../backend/signature.js";
 import type { WebhookSection } from "../config/sections.js";
 import type { Logger } from "../log.js";
 import type { WebhookMetrics } from "./metrics.js";
@@ -19,13 +20,7 @@ export function backoffMs(attempt: number, capMs: number, random: () => number =
  * rotated, the previous one second (every request is signed with each). Blank lines are ignored; none, or
  * more than two, is refused.
  */
-export function webhookSecrets(text: string, file: string): string[] {
-  const secrets = text.split(/\r?\n/).filter((l) => l.trim() !== "");
-  if (secrets.length === 0) throw new Error(`EVENTS_WEBHOOK_SECRET_FILE ${file} is empty`);
-  if (secrets.length > 2)
-    throw new Error(`EVENTS_WEBHOOK_SECRET_FILE ${file} holds ${secrets.length} secrets: at most two (the current one, then the previous one)`);
-  return secrets;
-}
+export const webhookSecrets = (text: string, file: string): string[] => secretsOf(text, "EVENTS_WEBHOOK_SECRET_FILE", file);
 
 /** A batch's body: `{"events":[…]}`, each event with its stream sequence as `id`, first. */
 export function batchBody(events: readonly Pick<StoredEvent, "seq" | "json">[]): string {

@@ -3,7 +3,7 @@ import type { HooksSection } from "../config/sections.js";
 import { GatewayError } from "../errors.js";
 import type { Logger } from "../log.js";
 import { ErrorCode } from "../protocol/codes.js";
-import { parseObject, type Claims } from "../auth/hooks.js";
+import { hookSecrets, parseObject, type Claims } from "../auth/hooks.js";
 
 /** What the RPC hook is sent (POST JSON), once per `rpc` frame: never cached. */
 export type RpcHookRequest = {
@@ -63,17 +63,18 @@ export function readRpcAnswer(res: CallResult): RpcAnswer {
 /**
  * The RPC hook (RPC_HOOK_URL), Centrifugo's RPC proxy as the model: each `rpc` a client sends, once the
  * authorization chain allowed its method, is POSTed to the backend through its own BackendCaller (deadline
- * RPC_HOOK_TIMEOUT, at most HOOK_MAX_IN_FLIGHT open per process, metrics under hook `rpc`). Fails closed:
+ * RPC_HOOK_TIMEOUT, at most HOOK_MAX_IN_FLIGHT open per process, signed with HOOK_SECRET_FILE's secrets,
+ * metrics under hook `rpc`). Fails closed:
  * no answer, a refused connection, a non-2xx status or a malformed answer is `hook_unavailable` (temporary).
  */
 export class RpcHook {
   private readonly caller: BackendCaller;
 
   constructor(
-    private readonly config: Pick<HooksSection, "rpcUrl" | "rpcTimeoutMs" | "maxInFlight">,
+    private readonly config: Pick<HooksSection, "rpcUrl" | "rpcTimeoutMs" | "maxInFlight" | "secretFile">,
     log: Logger,
   ) {
-    this.caller = new BackendCaller({ timeoutMs: config.rpcTimeoutMs, maxInFlight: config.maxInFlight }, log);
+    this.caller = new BackendCaller({ timeoutMs: config.rpcTimeoutMs, maxInFlight: config.maxInFlight, secrets: hookSecrets(config) }, log);
   }
 
   /** Calls the backend; resolves with its data, or rejects with `rpc_error` (RpcError) or `hook_unavailable`. */

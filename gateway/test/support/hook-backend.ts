@@ -1,8 +1,9 @@
 // The application backend of the hooks tests: a real HTTP server that records every hook call and answers
 // as the test says (status, JSON body, extra headers such as a redirect's Location, a delay).
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 
-export type HookCall = { path: string; body: Record<string, unknown> };
+/** One request: its path and parsed body, and as it came (the raw body and headers, to verify a signature). */
+export type HookCall = { path: string; body: Record<string, unknown>; raw: string; headers: IncomingHttpHeaders };
 export type HookAnswer = {
   status?: number;
   body?: unknown;
@@ -44,7 +45,7 @@ export class HookBackend {
     let raw = "";
     req.on("data", (d: Buffer) => (raw += d.toString()));
     req.on("end", () => {
-      const call = { path: req.url ?? "", body: (raw ? JSON.parse(raw) : {}) as Record<string, unknown> };
+      const call = { path: req.url ?? "", body: (raw ? JSON.parse(raw) : {}) as Record<string, unknown>, raw, headers: req.headers };
       this.calls.push(call);
       const a = this.answer(call);
       const reply = () => {

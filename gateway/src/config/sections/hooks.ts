@@ -73,6 +73,13 @@ const settings = {
     parse: parseDuration,
     check: int(10, 60_000),
   },
+  hookSecretFile: {
+    env: "HOOK_SECRET_FILE",
+    shown: "(unset)",
+    doc: "File holding the secret every hook request (connect, subscribe, publish, RPC) is signed with (`Fanout-Signature`, as the events webhook's; PROTOCOL.md), one a line: a second line (the previous secret, while rotating) adds a second signature; unset: unsigned",
+    default: () => "",
+    parse: trimmed,
+  },
   hookCacheTtlMs: {
     env: "HOOK_CACHE_TTL",
     shown: "10s",
@@ -128,6 +135,8 @@ export const hooks = section({
     cacheTtlMs: "hookCacheTtlMs",
     cacheSize: "hookCacheSize",
     maxInFlight: "hookMaxInFlight",
+    /** Hook requests are signed with its secrets (read once per process); "": unsigned. */
+    secretFile: "hookSecretFile",
     headers: "hookHeaders",
     /** A wildcard read needs the hook's `"pattern": true` (explicit), or only `allow` (allow). */
     patterns: "subscribeHookPatterns",
