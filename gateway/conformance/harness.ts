@@ -1,5 +1,5 @@
 // The conformance suite's world: a real nats-server and gateway (two workers, JWT auth, an API key for HTTP
-// publishes), a TCP proxy in front of it (gateway/test/support/tcp-proxy.ts) that can cut, stall or refuse
+// publishes, an RPC backend: a real HTTP server answering by method), a TCP proxy in front of it (gateway/test/support/tcp-proxy.ts) that can cut, stall or refuse
 // connections, and the faults the scenarios name. Built from the gateway's test kit (gateway/test/support).
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
@@ -8,6 +8,7 @@ import { childPids, startGateway, type GatewayHandle } from "../test/support/gat
 import { startTcpProxy } from "../test/support/tcp-proxy.js";
 import { httpPublish } from "../test/support/ws-client.js";
 import { waitFor } from "../test/support/wait.js";
+import { HookBackend, type HookAnswer, type HookCall } from "../test/support/hook-backend.js";
 import { AUDIENCE, ISSUER, SECRET, sign } from "../test/auth/support.js";
 import type { Harness, Step, TokenSpec } from "./runner.js";
 
@@ -19,14 +20,28 @@ export type GatewayHarness = Harness & {
   close(): Promise<void>;
 };
 
+/**
+ * The RPC backend's answers, by method: `conf.echo` answers what it was told (method, user, data), `conf.fail`
+ * an error `not_found`, `conf.busy` a temporary error `busy`; any other method null.
+ */
+function rpcAnswer(c: HookCall): HookAnswer {
+  const { method, user, data } = c.body;
+  if (method === "conf.echo") return { body: { data: { method, user, data } } };
+  if (method === "conf.fail") return { body: { error: { code: "not_found", message: "no such thing" } } };
+  if (method === "conf.busy") return { body: { error: { code: "busy", message: "try again", temporary: true } } };
+  return { body: { data: null } };
+}
+
 export async function startHarness(): Promise<GatewayHarness> {
+  const rpc = await HookBackend.start();
+  rpc.answer = rpcAnswer;
   const nats: NatsServerHandle = await startNatsServer();
   const gw: GatewayHandle = await startGateway({
     natsUrl: nats.url,
     workers: 2,
     logLevel: "info",
     args: ["--restart-backoff", "100ms"],
-    env: { JWT_SECRET: SECRET, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, JWT_CLOCK_TOLERANCE: "0s", API_KEYS: API_KEY },
+    env: { JWT_SECRET: SECRET, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, JWT_CLOCK_TOLERANCE: "0s", API_KEYS: API_KEY, RPC_HOOK_URL: rpc.url("/rpc") },
   });
   const nc: NatsConnection = await natsConnect({ servers: nats.url });
   const proxy = await startTcpProxy({ host: "127.0.0.1", port: gw.port });
@@ -52,7 +67,7 @@ export async function startHarness(): Promise<GatewayHarness> {
     wsUrl: `ws://127.0.0.1:${proxy.port}/ws`,
     token: (spec: TokenSpec) =>
       sign(
-        { channels: { sub: [">"], pub: spec.pub ?? [">"], ...(spec.auto ? { auto: spec.auto } : {}) } },
+        { channels: { sub: [">"], pub: spec.pub ?? [">"], ...(spec.auto ? { auto: spec.auto } : {}) }, ...(spec.rpc ? { rpc: spec.rpc } : {}) },
         { sub: spec.user ?? "conformance", exp: spec.ttlSec ? Math.floor(Date.now() / 1000) + spec.ttlSec : "10m" },
       ),
     publish: (channel, data) =>
@@ -78,6 +93,7 @@ export async function startHarness(): Promise<GatewayHarness> {
       await nc.close();
       await gw.stop();
       await nats.stop();
+      await rpc.stop();
     },
   };
 }

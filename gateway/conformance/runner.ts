@@ -5,8 +5,11 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { createInterface } from "node:readline";
 
-/** A token the harness signs: rights to subscribe everywhere, to publish on `pub` (default everywhere), subject `user`. */
-export type TokenSpec = { ttlSec?: number; auto?: string[]; user?: string; pub?: string[] };
+/**
+ * A token the harness signs: rights to subscribe everywhere, to publish on `pub` (default everywhere), to call
+ * the RPC methods `rpc` (default none), subject `user`.
+ */
+export type TokenSpec = { ttlSec?: number; auto?: string[]; user?: string; pub?: string[]; rpc?: string[] };
 
 export type Step = Record<string, unknown> & ({ do: string } | { fault: string } | { expect: string });
 export type Scenario = { name: string; description: string; steps: Step[] };

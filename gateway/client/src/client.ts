@@ -6,6 +6,7 @@ import { parseOptions, type ClientOptions, type GatewayClientOptions } from "./o
 import { readHistory } from "./history.js";
 import { presenceEvent, presenceList } from "./presence.js";
 import { newMsgId, Outbox, pubFrame, type BatchPub, type Pub } from "./publish.js";
+import { RpcCalls } from "./rpc.js";
 import { acceptOk, acceptSeq, autoSub, newSub, subscribeFrame, type Sub } from "./subscriptions.js";
 import type {
   BatchItem,
@@ -40,6 +41,7 @@ export class GatewayClient {
   private readonly events = new Emitter();
   private readonly subs = new Map<string, Sub>();
   private readonly outbox: Outbox;
+  private readonly calls = new RpcCalls();
 
   constructor(
     private readonly url: string,
@@ -56,6 +58,7 @@ export class GatewayClient {
         frame: (ws, f) => this.onFrame(ws, f),
         stopped: (error) => {
           this.outbox.rejectAll(error);
+          this.calls.rejectAll(error);
           for (const sub of this.subs.values()) sub.settle?.reject(error);
         },
       },
@@ -151,6 +154,21 @@ export class GatewayClient {
     return new Promise((resolve, reject) => {
       this.conn.request(ws, { op: "presence", channel }, (r) => (r.op === "presence" ? resolve(presenceList(r)) : reject(wireError(r))));
     });
+  }
+
+  /**
+   * Calls the application backend's `method` with `data` (PROTOCOL.md `rpc`; the token must grant the method)
+   * and resolves with its answer's `data`. Rejects with the server's error: `rpc_error` when the backend
+   * answered with one (its own code in `appCode`, `temporary` as it said), `forbidden`, `hook_unavailable`
+   * (temporary), `rpc_unavailable`. Never queued nor re-sent, since the backend may have run it: rejects with
+   * `not_connected` while disconnected and `connection_lost` when the connection drops before the answer,
+   * both temporary (retry when a repeat is harmless).
+   */
+  rpc<T = unknown>(method: string, data?: unknown): Promise<T> {
+    if (this.conn.state === "closed") return Promise.reject(this.conn.stopped);
+    const ws = this.openSocket();
+    if (!ws) return Promise.reject(new GatewayError("not_connected", "no open connection", { temporary: true }));
+    return this.calls.call<T>(this.conn, ws, method, data);
   }
 
   /**

@@ -82,9 +82,13 @@ export class Connection {
     return done;
   }
 
-  /** Calls `fn` when the current socket closes (a reply that will not come). */
-  onceClosed(fn: () => void): void {
+  /** Calls `fn` when the current socket closes (a reply that will not come); returns a function that forgets it. */
+  onceClosed(fn: () => void): () => void {
     this.closedWaiters.push(fn);
+    return () => {
+      const i = this.closedWaiters.indexOf(fn);
+      if (i >= 0) this.closedWaiters.splice(i, 1);
+    };
   }
 
   /** The connection is healthy again (every subscription resumed): the next failure starts the backoff over. */

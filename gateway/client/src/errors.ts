@@ -11,6 +11,7 @@ export type ClientErrorCode =
   | "no_eventsource"
   | "token_error"
   | "not_connected"
+  | "connection_lost"
   | "no_fetch";
 
 /**
@@ -65,24 +66,26 @@ export class GatewayError extends Error {
   override readonly name = "GatewayError";
   /** Whether retrying can help: the server says so on each `err` frame (`temporary`). */
   readonly temporary: boolean;
+  /** `rpc_error` only: the application backend's own code for the error, when it gave one. */
+  declare readonly appCode?: string;
   constructor(
     readonly code: ClientErrorCode | WireErrorCode | (string & {}),
     message: string,
-    options?: { cause?: unknown; temporary?: boolean },
+    options?: { cause?: unknown; temporary?: boolean; appCode?: string },
   ) {
     super(message, options);
     this.temporary = options?.temporary ?? isTemporary(code);
+    if (options?.appCode !== undefined) this.appCode = options.appCode;
   }
 }
 
 /** The error an `err` frame (or an HTTP error body turned into one) stands for. */
 export function wireError(f: Record<string, unknown>): GatewayError {
   const code = typeof f.code === "string" ? f.code : "internal";
-  return new GatewayError(
-    code,
-    typeof f.message === "string" ? f.message : JSON.stringify(f),
-    typeof f.temporary === "boolean" ? { temporary: f.temporary } : undefined,
-  );
+  return new GatewayError(code, typeof f.message === "string" ? f.message : JSON.stringify(f), {
+    ...(typeof f.temporary === "boolean" ? { temporary: f.temporary } : {}),
+    ...(typeof f.appCode === "string" ? { appCode: f.appCode } : {}),
+  });
 }
 
 /** A thrown value's message, for error texts. */

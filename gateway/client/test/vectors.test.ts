@@ -110,6 +110,6 @@ describe("vectors — the frames and positions every SDK shares", () => {
 
   it.each(cases("errors"))("vectors — errors: %s", (_, v) => {
     const e = wireError(v.frame as Frame);
-    expect([e.code, e.temporary]).toEqual([v.code, v.temporary]);
+    expect([e.code, e.temporary, e.appCode]).toEqual([v.code, v.temporary, v.appCode]);
   });
 });

@@ -10,7 +10,12 @@ let client;
 let token;
 const subs = new Map();
 const out = (o) => process.stdout.write(`${JSON.stringify(o)}\n`);
-const errorOf = (e) => ({ code: e?.code ?? "internal", temporary: e?.temporary ?? true, message: e?.message ?? String(e) });
+const errorOf = (e) => ({
+  code: e?.code ?? "internal",
+  temporary: e?.temporary ?? true,
+  message: e?.message ?? String(e),
+  ...(e?.appCode !== undefined ? { appCode: e.appCode } : {}),
+});
 
 const commands = {
   async connect(c) {
@@ -62,6 +67,7 @@ const commands = {
     return { results: results.map((r) => ("error" in r ? { error: errorOf(r.error) } : r)) };
   },
   presence: (c) => client.presence(c.channel),
+  rpc: async (c) => ({ data: await client.rpc(c.method, c.data) }),
   history: (c) => client.history(c.channel, { last: c.last, fromSeq: c.fromSeq, limit: c.limit }),
   refreshToken: (c) => client.refreshToken(c.token),
   setToken: (c) => void (token = c.token),

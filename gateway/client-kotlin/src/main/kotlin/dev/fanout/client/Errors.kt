@@ -49,7 +49,7 @@ val WIRE_CODES: Map<String, Boolean> = mapOf(
 /** Failures of the client itself (not sent by a server). */
 val CLIENT_CODES: Set<String> = setOf(
     "bad_option", "queue_full", "closed", "token_expired", "already_subscribed", "unsubscribed", "token_error",
-    "not_connected", "http_error", "handler_error", "ping_timeout", "internal",
+    "not_connected", "connection_lost", "http_error", "handler_error", "ping_timeout", "internal",
 )
 
 /** Whether retrying can help with [code] when nothing says otherwise: unknown codes are temporary. */
@@ -57,20 +57,22 @@ fun isTemporary(code: String): Boolean = WIRE_CODES[code] ?: true
 
 /**
  * A client-side failure or a server `err` (the wire codes of PROTOCOL.md). [temporary] says whether retrying
- * can help; the server says so on each `err` frame.
+ * can help; the server says so on each `err` frame. [appCode]: `rpc_error` only, the application backend's own
+ * code for the error, when it gave one.
  */
 class GatewayException(
     val code: String,
     message: String,
     val temporary: Boolean = isTemporary(code),
     cause: Throwable? = null,
+    val appCode: String? = null,
 ) : Exception(message, cause)
 
 /** The error an `err` frame (or an HTTP error body, whose code is in `error`) stands for. */
 fun wireError(f: JsonObject): GatewayException {
     val code = f.str("code") ?: f.str("error") ?: "internal"
     val temporary = (f["temporary"] as? JsonPrimitive)?.booleanOrNull
-    return GatewayException(code, f.str("message") ?: f.toString(), temporary ?: isTemporary(code))
+    return GatewayException(code, f.str("message") ?: f.toString(), temporary ?: isTemporary(code), appCode = f.str("appCode"))
 }
 
 internal fun JsonObject.str(key: String): String? = (this[key] as? JsonPrimitive)?.takeIf { it.isString }?.contentOrNull

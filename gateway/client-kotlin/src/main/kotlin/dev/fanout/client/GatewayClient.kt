@@ -16,6 +16,7 @@ import kotlinx.coroutines.cancel
 import kotlinx.coroutines.launch
 import kotlinx.coroutines.withContext
 import kotlinx.serialization.json.JsonElement
+import kotlinx.serialization.json.JsonNull
 import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
 import kotlinx.serialization.json.buildJsonObject
@@ -148,6 +149,29 @@ class GatewayClient(private val url: String, options: GatewayClientOptions = Gat
             }
         }.await()
         return presenceList(reply)
+    }
+
+    /**
+     * Calls the application backend's [method] with [data] (PROTOCOL.md `rpc`; the token must grant the method)
+     * and returns its answer's `data`. Throws the server's error: `rpc_error` when the backend answered with one
+     * (its own code in [GatewayException.appCode], `temporary` as it said), `forbidden`, `hook_unavailable`
+     * (temporary), `rpc_unavailable`. Never queued nor re-sent, since the backend may have run it: throws
+     * `not_connected` while disconnected and `connection_lost` when the connection drops before the answer, both
+     * temporary (retry when a repeat is harmless); `closed` once the client is closed.
+     */
+    suspend fun rpc(method: String, data: JsonElement = JsonNull): JsonElement {
+        val reply = withContext(loop) {
+            conn.stopped?.let { throw it }
+            val ws = openSocket() ?: throw GatewayException("not_connected", "no open connection", temporary = true)
+            CompletableDeferred<JsonObject>().also { d ->
+                val frame = buildJsonObject { put("op", "rpc"); put("method", method); put("data", data) }
+                conn.request(ws, frame, { d.complete(it) }) {
+                    d.completeExceptionally(conn.stopped ?: GatewayException("connection_lost", "connection lost before $method was answered", temporary = true))
+                }
+            }
+        }.await()
+        if (reply.str("op") != "ok") throw wireError(reply)
+        return reply["data"] ?: JsonNull
     }
 
     /**

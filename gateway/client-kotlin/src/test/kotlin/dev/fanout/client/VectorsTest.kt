@@ -139,6 +139,7 @@ class VectorsTest {
         val e = wireError(v.getValue("frame").jsonObject)
         assertEquals(v.s("code"), e.code)
         assertEquals(v.getValue("temporary").jsonPrimitive.boolean, e.temporary)
+        assertEquals(v.s("appCode"), e.appCode)
     }
 
     private fun options(o: JsonObject) = SubscribeOptions(

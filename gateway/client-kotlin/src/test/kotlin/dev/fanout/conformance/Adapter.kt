@@ -86,6 +86,7 @@ private suspend fun run(c: JsonObject): JsonObject = when (val cmd = c.s("cmd"))
         }
     }
     "publishBatch" -> publishBatch(c)
+    "rpc" -> buildJsonObject { put("data", client().rpc(c.s("method")!!, c["data"] ?: JsonNull)) }
     "refreshToken" -> buildJsonObject { client().refreshToken(c.s("token")!!)?.let { put("exp", it) } }
     "setToken" -> empty().also { latestToken = c.s("token") }
     "presence" -> client().presence(c.s("channel")!!).let { p ->
@@ -255,6 +256,7 @@ private fun errorOf(e: Throwable): JsonObject = buildJsonObject {
     put("code", g?.code ?: "internal")
     put("temporary", g?.temporary ?: true)
     put("message", e.message ?: e.toString())
+    g?.appCode?.let { put("appCode", it) }
 }
 
 private fun empty() = JsonObject(emptyMap())
