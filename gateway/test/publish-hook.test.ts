@@ -1,5 +1,5 @@
 // The publish hook (PUBLISH_HOOK_URL) at every door that writes a channel: a WebSocket `pub`, an item of a
-// WebSocket batch `pub`, an HTTP publish and an item of an HTTP batch. Real gateways, a real NATS server and a real hook backend; what was stored
+// WebSocket batch `pub`, an HTTP publish, an item of an HTTP batch, and the control plane's broadcast. Real gateways, a real NATS server and a real hook backend; what was stored
 // is read back through history. One gateway's hook answers as the test says; the other's hook is down (a
 // closed port), and it asks about API-key publishes too (PUBLISH_HOOK_API_KEYS=true).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -27,7 +27,12 @@ beforeAll(async () => {
   const env = { JWT_SECRET: SECRET, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, API_KEYS: API_KEY, HOOK_TIMEOUT: "3s" };
   [gw, gwDown] = await Promise.all([
     startGateway({ natsUrl: nats.url, workers: 1, env: { ...env, PUBLISH_HOOK_URL: backend.url("/publish") } }),
-    startGateway({ natsUrl: nats.url, workers: 1, env: { ...env, PUBLISH_HOOK_URL: gone.url("/publish"), PUBLISH_HOOK_API_KEYS: "true" } }),
+    // its own control subjects: a broadcast sent to it is not taken by the other gateway on the same NATS
+    startGateway({
+      natsUrl: nats.url,
+      workers: 1,
+      env: { ...env, PUBLISH_HOOK_URL: gone.url("/publish"), PUBLISH_HOOK_API_KEYS: "true", CONTROL_SUBJECT_PREFIX: "phdownctl" },
+    }),
   ]);
 });
 afterAll(async () => {
@@ -141,6 +146,37 @@ describe("publish hook — every door", () => {
     expect(await stored(channel)).toEqual([]);
   });
 
+  it.each(["ws-batch", "batch"] as const)("%s: the hook decides per item: a denied item is refused in its place, the others stored in order", async (door) => {
+    answerFromData();
+    const token = await userToken(uniq("erin"));
+    const channel = `ph.${uniq(`items-${door}`)}`;
+    const items = [
+      { hook: "allow", n: 1 },
+      { hook: "deny-code", n: 2 },
+      { hook: "replace", n: 3 },
+      { hook: "allow", n: 4 },
+    ].map((data) => ({ channel, data }));
+    let results: Outcome[];
+    if (door === "ws-batch") {
+      const ws = clients.track(await connect(gw.wsUrl, { headers: { authorization: `Bearer ${token}` } }));
+      results = (await ws.request({ op: "pub", batch: items })).results as Outcome[];
+    } else {
+      const r = await fetch(`${gw.url}/v1/publish`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+        body: JSON.stringify(items),
+      });
+      results = ((await r.json()) as { results: Outcome[] }).results;
+    }
+    expect(results).toMatchObject([{ seq: expect.any(Number) }, { error: "rate_limited" }, { seq: expect.any(Number) }, { seq: expect.any(Number) }]);
+    expect(await stored(channel)).toEqual([
+      { hook: "allow", n: 1 },
+      { replaced: true, was: { hook: "replace", n: 3 } },
+      { hook: "allow", n: 4 },
+    ]);
+    expect(backend.callsTo("/publish", (b) => b.channel === channel)).toHaveLength(4);
+  });
+
   it.each(["http", "batch"] as const)("%s: an API key skips the hook, unless PUBLISH_HOOK_API_KEYS=true", async (door) => {
     backend.answer = () => ({ body: { allow: false, message: "users only" } });
     const channel = `ph.${uniq(`key-${door}`)}`;
@@ -149,5 +185,23 @@ describe("publish hook — every door", () => {
     // the same key where the setting asks the (down) hook about keys too: refused, nothing more stored
     expect(await publishAt(door, gwDown, channel, { by: "key again" }, { apiKey: API_KEY })).toMatchObject({ error: "hook_unavailable", temporary: true });
     expect(await stored(channel)).toEqual([{ by: "key" }]);
+  });
+
+  it("control-plane broadcast: an API key's publish, so it skips the hook unless PUBLISH_HOOK_API_KEYS=true", async () => {
+    backend.answer = () => ({ body: { allow: false, message: "users only" } });
+    const channel = `ph.${uniq("broadcast")}`;
+    const broadcast = async (g: GatewayHandle, data: unknown) => {
+      const r = await fetch(`${g.metricsUrl}/v1/server/broadcast`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-api-key": API_KEY },
+        body: JSON.stringify({ channels: [channel], data }),
+      });
+      expect(r.status).toBe(200);
+      return ((await r.json()) as { results: Outcome[] }).results[0]!;
+    };
+    expect(await broadcast(gw, { by: "broadcast" })).toMatchObject({ seq: expect.any(Number) });
+    expect(backend.callsTo("/publish", (b) => b.channel === channel)).toHaveLength(0);
+    expect(await broadcast(gwDown, { by: "broadcast again" })).toMatchObject({ error: "hook_unavailable", temporary: true });
+    expect(await stored(channel)).toEqual([{ by: "broadcast" }]);
   });
 });
