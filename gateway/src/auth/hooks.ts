@@ -72,7 +72,8 @@ type Cached<T> = { allow: true; value: T; expires: number } | { allow: false; re
  * first out) under a digest of everything the hook was sent, so that one caller never gets an answer given
  * to another: subscribe answers only for identified users (a token or the connect hook named them), connect
  * answers only for HTTP requests (a WebSocket asks once, at its upgrade). The publish hook (`askPublish`) is
- * asked about each publish, never cached, by the publish service that every door publishes through.
+ * asked about each publish, never cached, by the publish service that every door publishes through. Every
+ * request is signed (`Fanout-Signature`) with HOOK_SECRET_FILE's secrets when it is set.
  */
 export class Hooks implements PublishGate {
   private readonly subscribeCache: AnswerCache<true>;
