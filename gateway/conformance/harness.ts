@@ -22,13 +22,14 @@ export type GatewayHarness = Harness & {
 
 /**
  * The RPC backend's answers, by method: `conf.echo` answers what it was told (method, user, data), `conf.fail`
- * an error `not_found`, `conf.busy` a temporary error `busy`; any other method null.
+ * an error `not_found`, `conf.busy` a temporary error `busy`, `conf.slow` null after 3 s; any other method null.
  */
 function rpcAnswer(c: HookCall): HookAnswer {
   const { method, user, data } = c.body;
   if (method === "conf.echo") return { body: { data: { method, user, data } } };
   if (method === "conf.fail") return { body: { error: { code: "not_found", message: "no such thing" } } };
   if (method === "conf.busy") return { body: { error: { code: "busy", message: "try again", temporary: true } } };
+  if (method === "conf.slow") return { body: { data: null }, delayMs: 3_000 };
   return { body: { data: null } };
 }
 

@@ -107,6 +107,7 @@ export async function runScenario(scenario: Scenario, harness: Harness, command:
   const clients = new Map<string, ClientProcess>();
   const clientOf = (name: string): ClientProcess => clients.get(name) ?? clients.set(name, new ClientProcess(command)).get(name)!;
   const replies = new Map<string, Reply>();
+  const later = new Map<string, Promise<Reply>>(); // answers of `async` steps, awaited by their `expect: reply`
   const cursors = new Map<string, number>(); // per client: index of the event the last `expect: event` matched
   let faultAt = 0; // when the last fault other than publish/wait began
   const transcript = () => [...clients].map(([name, c]) => `client ${name} events:\n${c.events.map((e) => JSON.stringify(e)).join("\n")}`).join("\n");
@@ -123,6 +124,11 @@ export async function runScenario(scenario: Scenario, harness: Harness, command:
         if (!QUIET_FAULTS.has(step.fault as string)) faultAt = Date.now();
         if (step.fault === "publish") for (const n of step.n as number[]) await harness.publish(step.channel as string, { n });
         else await harness.fault(step.fault as string, step);
+      } else if ("do" in step && step.async === true) {
+        if (typeof step.as !== "string") fail('an "async" step needs "as": its answer is awaited by an expect: reply');
+        const sent = client.send(await lineCommand(resolve(step) as Step, harness));
+        sent.catch(() => undefined); // awaited (and failed) by its expect: reply
+        later.set(step.as as string, sent);
       } else if ("do" in step) {
         const reply = await client.send(await lineCommand(resolve(step) as Step, harness));
         if (typeof step.as === "string") replies.set(step.as, reply);
@@ -147,7 +153,7 @@ export async function runScenario(scenario: Scenario, harness: Harness, command:
       } else if (step.expect === "messages") {
         await checkMessages(client.events, step, fail);
       } else if (step.expect === "reply") {
-        const r = replies.get(step.of as string) ?? fail(`no reply named ${String(step.of)}`);
+        const r = replies.get(step.of as string) ?? (await later.get(step.of as string)) ?? fail(`no reply named ${String(step.of)}`);
         if (r.ok !== (step.ok ?? true)) fail(`reply ${JSON.stringify(r)}`);
         if (step.match && !matches({ ...r.result, ...r.error }, resolve(step.match)))
           fail(`reply ${JSON.stringify(r)} does not match ${JSON.stringify(step.match)}`);
@@ -167,7 +173,7 @@ export async function runScenario(scenario: Scenario, harness: Harness, command:
 
 /** The line-protocol command of a `do` step (tokens signed by the harness, `n` as `data: {n}`). */
 async function lineCommand(step: Step, harness: Harness): Promise<Record<string, unknown>> {
-  const { do: cmd, as: _as, client: _client, ...rest } = step as Step & { do: string };
+  const { do: cmd, as: _as, client: _client, async: _async, ...rest } = step as Step & { do: string };
   const out: Record<string, unknown> = { cmd, ...rest };
   if (cmd === "connect") {
     out.url = harness.wsUrl;
