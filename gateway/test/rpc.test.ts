@@ -150,6 +150,19 @@ describe("rpc — errors", () => {
     expect(await c.request({ op: "rpc", method: "user.get" })).toMatchObject({ code: "hook_unavailable", message: expect.stringContaining("no JSON object") });
   });
 
+  it("an answer larger than MAX_PAYLOAD_BYTES is not sent: hook_unavailable, not temporary", async () => {
+    const c = await socket(gw, uniq("big"));
+    answerRpc(() => ({ body: { data: "x".repeat(70 * 1024) } }));
+    expect(await c.request({ op: "rpc", method: "user.big" })).toMatchObject({
+      op: "err",
+      code: "hook_unavailable",
+      temporary: false,
+      message: expect.stringContaining("MAX_PAYLOAD_BYTES"),
+    });
+    answerRpc(() => ({ body: { data: "x".repeat(60 * 1024) } }));
+    expect(await c.request({ op: "rpc", method: "user.big" })).toMatchObject({ op: "ok" });
+  });
+
   it("a backend that is down: hook_unavailable, temporary (authentication off: any method passes the permission)", async () => {
     const c = clients.track(await connect(gwDown.wsUrl));
     expect(await c.request({ op: "rpc", method: "any.thing.at.all" })).toMatchObject({ op: "err", code: "hook_unavailable", temporary: true });

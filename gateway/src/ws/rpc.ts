@@ -11,8 +11,8 @@ import { clientIdOf, sendErr, sendText, type Socket } from "./session.js";
 /**
  * `rpc`: the method permission (the authorization chain), the connection's cap of unanswered calls, then the
  * backend's answer as `ok` with its `data`, or `err`: `rpc_error` with the backend's own code and
- * `temporary`, `hook_unavailable` (temporary) when it did not answer. The backend is asked only once the
- * chain allowed the method.
+ * `temporary`, `hook_unavailable` (temporary) when it did not answer, and (not temporary) when its answer
+ * does not fit in MAX_PAYLOAD_BYTES. The backend is asked only once the chain allowed the method.
  */
 export async function callRpc(ctx: HandlerContext, ws: Socket, f: RpcFrame): Promise<void> {
   const s = ws.getUserData();
@@ -35,7 +35,12 @@ export async function callRpc(ctx: HandlerContext, ws: Socket, f: RpcFrame): Pro
       info: id.info ?? null,
     };
     const answer = await ctx.rpc.call(request);
-    sendText(ws, okFrame(f.id, { data: answer.data }));
+    const frame = okFrame(f.id, { data: answer.data });
+    // The client's frames are bounded by MAX_PAYLOAD_BYTES; so are the answers it gets (a client may hold it to that).
+    const max = ctx.config.server.maxPayloadBytes;
+    if (Buffer.byteLength(frame) > max)
+      return err(ErrorCode.HookUnavailable, `the rpc hook's answer to ${f.method} is larger than MAX_PAYLOAD_BYTES (${max} bytes)`, false);
+    sendText(ws, frame);
   } catch (e) {
     if (e instanceof RpcError) {
       if (s.closed) return;
