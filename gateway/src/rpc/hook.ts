@@ -64,8 +64,8 @@ export function readRpcAnswer(res: CallResult): RpcAnswer {
  * The RPC hook (RPC_HOOK_URL), Centrifugo's RPC proxy as the model: each `rpc` a client sends, once the
  * authorization chain allowed its method, is POSTed to the backend through its own BackendCaller (deadline
  * RPC_HOOK_TIMEOUT, at most HOOK_MAX_IN_FLIGHT open per process, signed with HOOK_SECRET_FILE's secrets,
- * metrics under hook `rpc`). Fails closed:
- * no answer, a refused connection, a non-2xx status or a malformed answer is `hook_unavailable` (temporary).
+ * metrics under hook `rpc`). Fails closed: no answer, a refused connection, a non-2xx status or a malformed
+ * answer is `hook_unavailable` (temporary).
  */
 export class RpcHook {
   private readonly caller: BackendCaller;

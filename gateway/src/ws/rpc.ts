@@ -37,9 +37,9 @@ export async function callRpc(ctx: HandlerContext, ws: Socket, f: RpcFrame): Pro
     const answer = await ctx.rpc.call(request);
     const frame = okFrame(f.id, { data: answer.data });
     // The client's frames are bounded by MAX_PAYLOAD_BYTES; so are the answers it gets (a client may hold it to that).
-    const max = ctx.config.server.maxPayloadBytes;
-    if (Buffer.byteLength(frame) > max)
-      return err(ErrorCode.HookUnavailable, `the rpc hook's answer to ${f.method} is larger than MAX_PAYLOAD_BYTES (${max} bytes)`, false);
+    const maxBytes = ctx.config.server.maxPayloadBytes;
+    if (Buffer.byteLength(frame) > maxBytes)
+      return err(ErrorCode.HookUnavailable, `the rpc hook's answer to ${f.method} is larger than MAX_PAYLOAD_BYTES (${maxBytes} bytes)`, false);
     sendText(ws, frame);
   } catch (e) {
     if (e instanceof RpcError) {
