@@ -1,7 +1,7 @@
 // Client RPC (`rpc` op, RPC_HOOK_URL): a real gateway, a real nats-server, a real HTTP backend and real
 // WebSocket clients. One gateway's backend answers as each test says (its connect hook grants the methods
 // `hooked.*` and an `info`); another's backend is down (a closed port), and it has authentication off; a
-// third has no RPC_HOOK_URL.
+// third has no RPC_HOOK_URL and a frame allowance of 2.
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -42,7 +42,7 @@ beforeAll(async () => {
       env: { ...auth, ...rpcEnv, RPC_HOOK_URL: backend.url("/rpc"), CONNECT_HOOK_URL: backend.url("/connect"), HOOK_SECRET_FILE: join(dir, "hook-secret") },
     }),
     startGateway({ natsUrl: nats.url, workers: 1, env: { ...rpcEnv, RPC_HOOK_URL: gone.url("/rpc") } }),
-    startGateway({ natsUrl: nats.url, workers: 1 }),
+    startGateway({ natsUrl: nats.url, workers: 1, env: { FRAME_RATE: "1", FRAME_BURST: "2" } }),
   ]);
 });
 afterAll(async () => {
@@ -185,6 +185,14 @@ describe("rpc — errors", () => {
   it("without RPC_HOOK_URL: rpc_unavailable, not temporary", async () => {
     const c = clients.track(await connect(gwNone.wsUrl));
     expect(await c.request({ op: "rpc", method: "user.get" })).toMatchObject({ op: "err", code: "rpc_unavailable", temporary: false });
+  });
+
+  it("rpc frames spend the connection's FRAME_RATE allowance like any other frame", async () => {
+    const c = clients.track(await connect(gwNone.wsUrl));
+    for (let i = 0; i < 3; i++) c.sendRaw(JSON.stringify({ op: "rpc", id: `f${i}`, method: "user.get" }));
+    const answers = await waitFor(() => (c.frames.length >= 3 ? c.frames : undefined));
+    expect(answers.map((f) => f.code)).toEqual(["rpc_unavailable", "rpc_unavailable", "rate_limited"]);
+    expect(answers[2]!.message).toMatch(/frames\/s/);
   });
 
   it("bad frames: no id, no method, a method with a wildcard or an empty token are bad_request; the backend is not asked", async () => {
