@@ -21,6 +21,7 @@ const REASONS: Record<number, string> = {
   410: "Gone",
   413: "Payload Too Large",
   415: "Unsupported Media Type",
+  422: "Unprocessable Content",
   429: "Too Many Requests",
   500: "Internal Server Error",
   501: "Not Implemented",
