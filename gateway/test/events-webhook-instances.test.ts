@@ -52,7 +52,8 @@ async function lifeOf(gw: GatewayHandle, channel: string): Promise<void> {
 /** The accepted events of the socket that subscribed to `channel`, by id. */
 function eventsOf(channel: string): Event[] {
   const all = accepted();
-  const client = all.find((e) => e.channel === channel)?.client;
+  const client = all.find((e) => e.channel === channel && e.type === "subscribe")?.client;
+  if (client === undefined) return [];
   return all.filter((e) => e.client === client).sort((a, b) => a.id - b.id);
 }
 

@@ -55,7 +55,8 @@ async function lifeOf(channel: string): Promise<void> {
 /** The events of the socket that subscribed to `channel`, in delivery order. */
 function eventsOf(channel: string): Event[] {
   const all = delivered();
-  const client = all.find((e) => e.channel === channel)?.client;
+  const client = all.find((e) => e.channel === channel && e.type === "subscribe")?.client;
+  if (client === undefined) return [];
   return all.filter((e) => e.client === client);
 }
 
@@ -179,7 +180,7 @@ describe("events — recorded in a stream, sent to a webhook", () => {
     await watcher.waitClosed();
     const watcherEvents = await waitFor(
       () => {
-        const mine = delivered().filter((e) => e.channel === channel && e.client !== m1Id && e.client !== m2Id);
+        const mine = delivered().filter((e) => e.channel === channel && e.client !== undefined && e.client !== m1Id && e.client !== m2Id);
         return mine.length >= 2 ? mine : undefined;
       },
       { timeoutMs: 20_000, what: "the watcher's subscribe and unsubscribe" },

@@ -10,7 +10,7 @@ export const LAYERS = [
   ["protocol", "config", "namespaces", "metrics", "util", "errors.ts", "log.ts", "net.ts", "uws.ts"],
   ["limits", "backend"],
   ["broker"],
-  ["fanout"],
+  ["fanout", "services"],
   ["presence", "publish", "events"],
   ["auth", "rpc"],
   ["ws", "sse", "http"],

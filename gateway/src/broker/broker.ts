@@ -135,6 +135,45 @@ export interface PresenceApi {
   watch(channel: string, onRecord: (r: PresenceRecord) => void): Promise<{ stop(): void }>;
 }
 
+/** A record of the cluster's shared state, as a watch of all of it delivers them (in the order written). */
+export type SharedRecord =
+  /** An instance's heartbeat was written (`alive`), or it expired or was deleted. */
+  | { type: "heartbeat"; instance: string; alive: boolean }
+  /** An instance holds `key` (a channel's subscribers, a user's presence: events/shared-keys.ts), or no longer. */
+  | { type: "share"; key: string; instance: string; held: boolean }
+  /** The leader announced `key` on (or off): `seq` is the record's, the same for every reader. */
+  | { type: "announced"; key: string; on: boolean; seq: number };
+
+/**
+ * What the services beside the workers need of the broker (services/, docs/architecture.md, "a
+ * once-per-cluster service"): each instance's heartbeat, which expires when the instance stops refreshing
+ * it (a crash), and its shares, written under it; one lease that makes one instance the cluster's leader;
+ * and one watch of all of it at once, every channel's and every instance's, not one channel's.
+ * JetStream implements it with a KV bucket and per-key TTL (broker/jetstream/shared-state.ts).
+ */
+export interface SharedStateApi {
+  /**
+   * Writes or refreshes the instance's heartbeat (it expires after the TTL unless refreshed): `renewed`
+   * when it had expired meanwhile, or this is the first: the leader dropped the instance's shares, write them again.
+   */
+  heartbeat(instance: string): Promise<"kept" | "renewed">;
+  /** Writes (`held`) or deletes the instance's share of `key`. */
+  share(key: string, instance: string, held: boolean): Promise<void>;
+  /** Deletes shares of instances whose heartbeat expired (the leader tidies up after them). */
+  forget(shares: readonly { key: string; instance: string }[]): Promise<void>;
+  /** Takes the leader's lease, or keeps it for another TTL: true while `instance` holds it. */
+  lease(instance: string): Promise<boolean>;
+  /** A clean stop: gives up the lease (if held) and deletes the heartbeat. */
+  resign(instance: string): Promise<void>;
+  /** Records that `key` was announced on (or off); resolves with the record's seq. */
+  announce(key: string, on: boolean): Promise<number>;
+  /**
+   * Every record there is now (the last of each key), then every change as it is written; `onSynced` once
+   * the records there were at the start are all delivered. Resolves once the watch is set up.
+   */
+  watch(onRecord: (r: SharedRecord) => void, onSynced: () => void): Promise<{ stop(): void }>;
+}
+
 /**
  * Request and reply between processes over the broker (the control plane's transport). Plain messages, no
  * storage: a request reaches the subscribers connected at that moment.

@@ -10,6 +10,8 @@ export type ToPrimary =
   /** A worker asks for the cluster's metrics: Prometheus text, or the `/v1/stats` body. */
   | { type: "fgw:metrics-req"; id: number; what?: "prometheus" | "stats" }
   | { type: "fgw:secrets-req" }
+  /** The worker's first subscriber of a channel, or identified presence member of a user, came (held) or its last went (events/tally.ts). */
+  | { type: "fgw:share"; key: string; held: boolean }
   /** A worker's own metrics, answering the primary's scrape. */
   | { type: "fgw:scrape-res"; id: number; metrics: MetricsJson; error?: string };
 

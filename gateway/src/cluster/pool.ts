@@ -19,6 +19,8 @@ export class WorkerPool {
   private stopping = false;
   private failures = 0;
   private readonly startedAt = new Map<number, number>();
+  /** Where the workers' channel and user transitions go (events/shares.ts), when cluster-wide events are on. */
+  private shares?: { report(worker: number, key: string, held: boolean): void; workerGone(worker: number): void };
 
   constructor(
     private readonly config: Pick<ServerSection, "workers" | "restartBackoffMs">,
@@ -42,6 +44,10 @@ export class WorkerPool {
       if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:secrets-req")
         send(worker, { type: "fgw:secrets", secrets: secretsOf(this.workerConfig, this.natsToken) });
       if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:metrics-req") this.answerMetrics(worker, m as ToPrimary & { type: "fgw:metrics-req" });
+      if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:share") {
+        const r = m as ToPrimary & { type: "fgw:share" };
+        this.shares?.report(worker.id, r.key, r.held);
+      }
       if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:scrape-res") this.metrics.onScrapeResponse(worker, m as ToPrimary & { type: "fgw:scrape-res" });
     });
     cluster.on("exit", (worker, code, signal) => this.exited(worker, code, signal));
@@ -72,8 +78,14 @@ export class WorkerPool {
     );
   }
 
+  /** Sends the workers' share reports to `sink` (set before start). */
+  shareWith(sink: NonNullable<WorkerPool["shares"]>): void {
+    this.shares = sink;
+  }
+
   private exited(worker: Worker, code: number, signal: string): void {
     this.metrics.workerGone(worker.id);
+    this.shares?.workerGone(worker.id);
     if (this.stopping) return;
     if (!this.booted) return this.onBootFailure(new Error(`worker ${worker.id} exited during startup (code ${code}, signal ${signal}); see its log above`));
     const lived = Date.now() - (this.startedAt.get(worker.id) ?? 0);

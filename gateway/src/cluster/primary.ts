@@ -35,6 +35,12 @@ import { webhookLeaseStore } from "../broker/jetstream/webhook-lease.js";
 import { hostname } from "node:os";
 import { webhookMetrics } from "../events/metrics.js";
 import type { EventsSection } from "../config/sections.js";
+import { randomBytes } from "node:crypto";
+import { JetStreamSharedState, ensureSharedState } from "../broker/jetstream/shared-state.js";
+import { Announcer } from "../events/announcer.js";
+import { EventRecorder } from "../events/recorder.js";
+import { InstanceShares } from "../events/shares.js";
+import { Services } from "../services/services.js";
 
 /** The admin port in effect: `auto` is 9100 when authentication is on and none (-1) when it is off. */
 export const adminPortOf = (c: Config): number => (c.adminPort === -2 ? (authEnabled(c) ? 9100 : -1) : c.adminPort);
@@ -63,6 +69,7 @@ export async function runPrimary(config: Config): Promise<void> {
   let prepared: Awaited<ReturnType<typeof prepareStream>> | undefined;
   let admin: { port: number; close(): Promise<void> } | undefined;
   let webhook: WebhookSender | undefined;
+  let services: { services: Services; shares: InstanceShares } | undefined;
   try {
     loadKeyMaterial(config); // fail fast on an unreadable key; each worker loads its own copy
     loadApiKeys(sectionsOf(config).auth); // and on a wrong line of API_KEYS_FILE
@@ -71,6 +78,7 @@ export async function runPrimary(config: Config): Promise<void> {
     const security = brokers.natsToken ? embeddedNatsSecurity(brokers.natsToken) : configured;
     if (config.broker === "jetstream") prepared = await prepareStream(streamsOf(config), brokers.natsUrl, security, log, sectionsOf(config).presence);
     if (prepared && sectionsOf(config).events.kinds.length > 0) webhook = await startEvents(sectionsOf(config).events, prepared, metrics, log);
+    if (prepared && sharedKinds(sectionsOf(config).events)) services = await startServices(sectionsOf(config), prepared.nc, metrics, log);
     const adminPort = adminPortOf(config);
     if (adminPort >= 0) admin = await startAdmin(config.adminHost, adminPort, metrics, log, controlDoor(config, prepared?.nc, log));
   } catch (e) {
@@ -85,6 +93,7 @@ export async function runPrimary(config: Config): Promise<void> {
   // Workers inherit the primary's environment: the secrets go to them over IPC instead (pool.ts).
   for (const name of SECRET_ENV) delete process.env[name];
   const pool = new WorkerPool(sectionsOf(config).server, workerConfig, metrics, log, (e) => void fail(e), brokers.natsToken);
+  if (services) pool.shareWith(services.shares);
   await pool.start();
   if (prepared) {
     const w = new StreamWatch(prepared.jsm, streamsOf(config), prepared.presence, log, {
@@ -130,6 +139,8 @@ export async function runPrimary(config: Config): Promise<void> {
     const deadline = Date.now() + config.shutdownTimeoutMs;
     log.info({ signal, timeoutMs: config.shutdownTimeoutMs }, "shutting down: draining workers");
     await webhook?.stop();
+    // The leader drops this instance's shares with its heartbeat (the workers' last reports are not waited for).
+    await services?.services.stop();
     await stopWatch();
     await pool.stop(Math.max(config.shutdownTimeoutMs * 0.7, 100));
     await admin?.close();
@@ -234,4 +245,43 @@ async function startEvents(
   sender.start();
   log.info({ url: w.url, kinds: c.kinds, signed: secrets.length, ordered: timings.ordered, takeoverMs: w.takeoverMs }, "events webhook sender started");
   return sender;
+}
+
+/** Whether a cluster-wide kind is on (channel.occupied, channel.vacated, presence.join, presence.leave): then the services run. */
+const sharedKinds = (c: EventsSection): boolean => c.kinds.some((k) => k.startsWith("channel.") || k.startsWith("presence."));
+
+/**
+ * The primary's services beside the workers (services/): this instance's share of the cluster's channels
+ * and users (every instance), and the announcer of their transitions (the leader only). Started before
+ * the workers: the heartbeat is written before any share.
+ */
+async function startServices(
+  c: ReturnType<typeof sectionsOf>,
+  nc: NatsConnection,
+  metrics: ClusterMetrics,
+  log: Logger,
+): Promise<{ services: Services; shares: InstanceShares } | undefined> {
+  const e = c.events;
+  const settings = { bucket: e.stateBucket, ttlMs: e.instanceTtlMs, replicas: c.presence.replicas, storage: c.presence.storage };
+  // As presence: a server without per-message TTL (before 2.11) refuses the bucket, and the rest still works.
+  const made = await ensureSharedState(await jetstreamManager(nc), settings, log).then(
+    () => true,
+    (err: unknown) => {
+      log.error(
+        { err, bucket: e.stateBucket },
+        "the cluster's state bucket could not be created (nats-server 2.11+ is needed): no channel.occupied, channel.vacated, nor identified users' presence.join and presence.leave",
+      );
+      return false;
+    },
+  );
+  if (!made) return undefined;
+  const state = await JetStreamSharedState.connect(nc, settings);
+  const instance = randomBytes(8).toString("hex");
+  const js = jetstream(nc);
+  const recorder = new EventRecorder(e, async (subject, json, msgID) => (await js.publish(subject, json, msgID ? { msgID } : {})).seq, log, metrics.registry);
+  const shares = new InstanceShares(state, instance, log);
+  const services = new Services(state, instance, e.instanceTtlMs, [shares], [new Announcer(state, recorder, e.debounceMs, log)], log, metrics.registry);
+  await services.start();
+  log.info({ instance, bucket: e.stateBucket, debounceMs: e.debounceMs, leader: services.leader }, "cluster-wide events started");
+  return { services, shares };
 }

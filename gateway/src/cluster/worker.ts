@@ -20,6 +20,7 @@ import { answerScrapes } from "./cluster-metrics.js";
 import { CloseCode } from "../protocol/codes.js";
 import { sectionsOf, type EventsSection } from "../config/sections.js";
 import { EventRecorder } from "../events/recorder.js";
+import { ShareTally } from "../events/tally.js";
 import { PublishService } from "../publish/service.js";
 import { SseEndpoint } from "../sse/endpoint.js";
 import { PresenceHub } from "../presence/hub.js";
@@ -195,7 +196,11 @@ export async function runWorker(config: Config, natsToken?: string): Promise<voi
 /** The recorder of connection and subscription events, when EVENTS turns any kind on (JetStream only: a start check). */
 function eventRecorderOf(c: EventsSection, broker: Broker, log: Logger, namespaces: NamespacesSection): EventRecorder | undefined {
   const append = broker.appendEvent?.bind(broker);
-  return c.kinds.length > 0 && append ? new EventRecorder(c, append, log, undefined, namespaces) : undefined;
+  // The worker's channels and users go to its primary, which keeps the instance's share in the cluster's state.
+  const tally = new ShareTally((key, held) => {
+    if (process.connected) send({ type: "fgw:share", key, held });
+  });
+  return c.kinds.length > 0 && append ? new EventRecorder(c, append, log, undefined, namespaces, tally) : undefined;
 }
 
 function watchBroker(broker: Broker, metrics: Metrics, log: Logger): void {

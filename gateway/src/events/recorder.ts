@@ -3,6 +3,11 @@ import type { EventKind, EventsSection } from "../config/sections.js";
 import type { Logger } from "../log.js";
 import { WarnEvery } from "../util/warn-every.js";
 import type { NamespacesSection } from "../namespaces/namespace.js";
+import { channelKey, memberKey } from "./shared-keys.js";
+import type { ShareTally } from "./tally.js";
+
+const CHANNEL_KINDS = ["channel.occupied", "channel.vacated"] as const;
+const MEMBER_KINDS = ["presence.join", "presence.leave"] as const;
 
 /** What an event says besides its kind and time (PROTOCOL.md, "Events"). */
 export type EventFields = {
@@ -18,16 +23,29 @@ export type EventFields = {
   reason?: string;
 };
 
-/** Stores an event's JSON under a subject; resolves with its stream sequence (the broker's `appendEvent`). */
-export type AppendEvent = (subject: string, json: string) => Promise<number>;
+/** What a cluster-wide event says (the leader records it): the channel, and for presence.join/leave the user. */
+export type SharedEventFields = { channel: string; user?: string };
+
+/**
+ * Stores an event's JSON under a subject; resolves with its stream sequence (the broker's `appendEvent`).
+ * With `msgId`, a second store of the same id within the stream's duplicate window is dropped (Nats-Msg-Id).
+ */
+export type AppendEvent = (subject: string, json: string, msgId?: string) => Promise<number>;
 
 /**
  * Records connection, subscription and presence events in the events stream, for the kinds EVENTS turns on.
  * Called once per connect, disconnect, subscribe, unsubscribe, presence join and leave, never per message; the store is not awaited (a
  * socket never waits on it), and one that fails is counted and logged at most every 5 s.
+ *
+ * The cluster-wide kinds are not recorded here: with a `tally`, subscribe and unsubscribe count the
+ * worker's subscribers per channel (channel.occupied, channel.vacated), and an identified user's presence
+ * member entering and leaving counts the user per channel (presence.join, presence.leave); the cluster's
+ * leader records those (events/announcer.ts, with `recordOnce`).
  */
 export class EventRecorder {
   private readonly kinds: ReadonlySet<EventKind>;
+  private readonly channels?: ShareTally;
+  private readonly members?: ShareTally;
   private readonly failed: client.Counter<"type">;
   private readonly warnings: WarnEvery;
 
@@ -38,8 +56,11 @@ export class EventRecorder {
     registry: client.Registry = client.register,
     /** Namespaces whose `events` narrow the kinds recorded for their channels. */
     private readonly namespaces?: NamespacesSection,
+    tally?: ShareTally,
   ) {
     this.kinds = new Set(config.kinds);
+    if (this.kinds.has("channel.occupied") || this.kinds.has("channel.vacated")) this.channels = tally;
+    if (this.kinds.has("presence.join") || this.kinds.has("presence.leave")) this.members = tally;
     this.warnings = new WarnEvery(log, 5_000, "type");
     this.failed =
       (registry.getSingleMetric("fanout_events_failed_total") as client.Counter<"type"> | undefined) ??
@@ -52,6 +73,10 @@ export class EventRecorder {
   }
 
   record(kind: EventKind, f: EventFields): void {
+    if (this.channels && f.channel !== undefined && (kind === "subscribe" || kind === "unsubscribe") && this.counts(CHANNEL_KINDS, f.channel)) {
+      if (kind === "subscribe") this.channels.add(channelKey(f.channel));
+      else this.channels.remove(channelKey(f.channel));
+    }
     if (!this.kinds.has(kind) || (f.channel !== undefined && !this.inNamespace(kind, f.channel))) return;
     const json = JSON.stringify({ type: kind, time: new Date().toISOString(), ...f });
     this.append(`${this.config.subject}.${kind}`, json).catch((e: unknown) => this.fail(kind, e));
@@ -62,6 +87,33 @@ export class EventRecorder {
     if (!this.namespaces || this.namespaces.empty) return true;
     const route = this.namespaces.ofPattern(channel);
     return route.kind !== "namespace" || (route.ns.events?.has(kind) ?? true);
+  }
+
+  /** Whether `channel`'s namespace records either of `kinds` (the cluster-wide pair it is counted for). */
+  private counts(kinds: readonly [EventKind, EventKind], channel: string): boolean {
+    return this.inNamespace(kinds[0], channel) || this.inNamespace(kinds[1], channel);
+  }
+
+  /**
+   * A presence member entered (or left) `f.channel`. An identified user's join and leave are the cluster's:
+   * counted here, recorded once per user by the leader (debounced); an unidentified member's are recorded now.
+   */
+  presence(entered: boolean, f: EventFields & { channel: string }, identified: boolean): void {
+    if (!identified || !this.members) return this.record(entered ? "presence.join" : "presence.leave", f);
+    if (!this.counts(MEMBER_KINDS, f.channel)) return;
+    const key = memberKey(f.user, f.channel);
+    if (entered) this.members.add(key);
+    else this.members.remove(key);
+  }
+
+  /**
+   * Stores a cluster-wide event, if its kind is on, and resolves once it is stored (or the stream dropped it
+   * as a repeat of `msgId`); rejects when it could not be (the leader tries again with the same id).
+   */
+  async recordOnce(kind: EventKind, f: SharedEventFields, msgId: string): Promise<void> {
+    if (!this.kinds.has(kind) || !this.inNamespace(kind, f.channel)) return;
+    const json = JSON.stringify({ type: kind, time: new Date().toISOString(), ...f });
+    await this.append(`${this.config.subject}.${kind}`, json, msgId);
   }
 
   private fail(kind: EventKind, e: unknown): void {

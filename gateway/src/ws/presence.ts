@@ -13,8 +13,8 @@ function fail(ctx: HandlerContext, ws: Socket, id: Id | undefined, e: GatewayErr
 /**
  * The presence part of a `sub` with `presence`, once its feed is attached: joins the channel's join/leave
  * topic (true, "watch"; first, so that the socket sees its own join), enters the member (true, "member"),
- * and arranges the leave for when the subscription ends. A member records `presence.join` and `presence.leave`
- * events (EVENTS); a watcher records none. False when it failed (the subscription is ended and the client answered).
+ * and arranges the leave for when the subscription ends. A member's entering and leaving are events (EVENTS:
+ * presence.join and presence.leave, an identified user's once per user cluster-wide); a watcher's are none. False when it failed (the subscription is ended and the client answered).
  */
 export async function enterPresence(ctx: HandlerContext, ws: Socket, sub: SubState, f: SubFrame): Promise<boolean> {
   const s = ws.getUserData();
@@ -58,10 +58,11 @@ export async function enterPresence(ctx: HandlerContext, ws: Socket, sub: SubSta
   }
   // A member's events: its join once entered, its leave when the subscription ends (after the subscribe, before the unsubscribe).
   const who = { user: s.user, client, transport: "websocket", channel: f.channel } as const;
-  ctx.events?.record("presence.join", who);
+  const identified = s.identity.identified;
+  ctx.events?.presence(true, who, identified);
   sub.onEnd = () => {
     leave();
-    ctx.events?.record("presence.leave", who);
+    ctx.events?.presence(false, who, identified);
   };
   return true;
 }

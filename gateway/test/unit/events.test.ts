@@ -15,10 +15,22 @@ describe("events — settings, batches and backoff", () => {
       "unsubscribe",
       "presence.join",
       "presence.leave",
+      "channel.occupied",
+      "channel.vacated",
     ]);
     expect(eventsOf({ EVENTS_WEBHOOK_URL: "http://127.0.0.1:1/e", EVENTS: "disconnect" }).kinds).toEqual(["disconnect"]);
     expect(eventsOf({ EVENTS: "Presence.Leave, connect" }).kinds).toEqual(["connect", "presence.leave"]);
-    expect(eventsOf({ EVENTS: "all" }).kinds).toHaveLength(6);
+    expect(eventsOf({ EVENTS: "all" }).kinds).toHaveLength(8);
+  });
+
+  it("events — the debounce and the instance TTL: 3 s and 15 s by default, durations, the TTL at least 1 s", () => {
+    expect(eventsOf({})).toMatchObject({ debounceMs: 3_000, instanceTtlMs: 15_000, stateBucket: "FANOUT_EVENTS_STATE" });
+    expect(eventsOf({ EVENTS_DEBOUNCE: "0", EVENTS_INSTANCE_TTL: "2s", EVENTS_STREAM: "EV" })).toMatchObject({
+      debounceMs: 0,
+      instanceTtlMs: 2_000,
+      stateBucket: "EV_STATE",
+    });
+    expect(() => eventsOf({ EVENTS_INSTANCE_TTL: "500ms" })).toThrow(/EVENTS_INSTANCE_TTL/);
   });
 
   it("events — an unknown kind, the Redis broker or a subject over the channels' are refused at start", () => {

@@ -2,7 +2,16 @@ import { type SettingTable, type SliceOf, type ValuesOf, checkHttpUrl, derive, i
 import { parseDuration, parseIntStrict, parseList } from "../parse.js";
 
 /** Every kind of event the gateway records. */
-export const EVENT_KINDS = ["connect", "disconnect", "subscribe", "unsubscribe", "presence.join", "presence.leave"] as const;
+export const EVENT_KINDS = [
+  "connect",
+  "disconnect",
+  "subscribe",
+  "unsubscribe",
+  "presence.join",
+  "presence.leave",
+  "channel.occupied",
+  "channel.vacated",
+] as const;
 export type EventKind = (typeof EVENT_KINDS)[number];
 
 /** The kinds about a channel: those a namespace can turn off for its channels (`events` in NAMESPACES_FILE). */
@@ -42,6 +51,22 @@ const settings = {
     doc: "Oldest event the events stream keeps (and so how long a webhook outage can last without losing one); 0 keeps forever",
     default: () => 86_400_000,
     parse: parseDuration,
+  },
+  eventsDebounceMs: {
+    env: "EVENTS_DEBOUNCE",
+    shown: "3s",
+    doc: "channel.vacated waits this long after a channel's last subscriber left, and an identified user's presence.leave after their last member connection left: one that comes back meanwhile records neither that nor a new channel.occupied or presence.join",
+    default: () => 3_000,
+    parse: parseDuration,
+    check: int(0, 3_600_000),
+  },
+  eventsInstanceTtlMs: {
+    env: "EVENTS_INSTANCE_TTL",
+    shown: "15s",
+    doc: "An instance that stopped refreshing its heartbeat (a crash) for this long has its channels and presence users counted as gone (channel.vacated, presence.leave follow); the once-per-cluster leader's lease is as long. Refreshed every third of it",
+    default: () => 15_000,
+    parse: parseDuration,
+    check: int(1_000, 3_600_000),
   },
   eventsWebhookUrl: {
     env: "EVENTS_WEBHOOK_URL",
@@ -127,6 +152,10 @@ export const events = section({
     stream: "eventsStream",
     subject: "eventsSubject",
     maxAgeMs: "eventsMaxAge",
+    debounceMs: "eventsDebounceMs",
+    instanceTtlMs: "eventsInstanceTtlMs",
+    /** The KV bucket of the cluster-wide state (each instance's channels and users, the leader's lease): `<stream>_STATE`. */
+    stateBucket: derive(["eventsStream"], (c: Pick<EventsValues, "eventsStream">) => `${c.eventsStream}_STATE`),
     webhook: derive(
       [
         "eventsWebhookUrl",

@@ -1,0 +1,158 @@
+import { headers, type NatsConnection } from "@nats-io/transport-node";
+import type { JetStreamClient, JetStreamManager, StreamConfig } from "@nats-io/jetstream";
+import { DeliverPolicy, JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import type { Logger } from "../../log.js";
+import type { SharedRecord, SharedStateApi } from "../broker.js";
+import { desiredPresenceBucket } from "./presence.js";
+import { whileElecting } from "./stream.js";
+
+export type SharedStateSettings = { bucket: string; ttlMs: number; replicas: number; storage: "file" | "memory" };
+
+/** Deletions (purges) stay this long: watchers see them when written. */
+const REMOVAL_TTL = "1s";
+/** An `off` announcement stays past the events stream's duplicate window (2 min), then goes. */
+const OFF_TTL = "10m";
+
+/**
+ * The cluster's shared state as a JetStream KV bucket (`KV_<bucket>`, readable with `nats kv`) with per-key
+ * TTL (nats-server 2.11+), made like the presence bucket but without its republish (the leader reads it with
+ * an ordered consumer): `i.<instance>` heartbeats and the `leader` lease expire unless refreshed (an expiry
+ * leaves a delete marker the watch sees); `s.<key>.<instance>` shares and `a.<key>` announcements do not (an
+ * `off` one after OFF_TTL).
+ */
+function desired(s: Pick<SharedStateSettings, "bucket" | "replicas" | "storage">): Partial<StreamConfig> & { name: string } {
+  const { republish: _republish, ...config } = desiredPresenceBucket(s);
+  return config;
+}
+
+/** Creates the bucket, or leaves an existing one as it is (it holds nothing a restart cannot write again). */
+export async function ensureSharedState(jsm: JetStreamManager, s: Pick<SharedStateSettings, "bucket" | "replicas" | "storage">, log: Logger): Promise<void> {
+  const wanted = desired(s);
+  await whileElecting(`bucket ${s.bucket}`, log, async () => {
+    try {
+      await jsm.streams.info(wanted.name);
+    } catch (e) {
+      if (!(e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound)) throw e;
+      await jsm.streams.add(wanted);
+      log.info({ bucket: s.bucket }, "shared state bucket created");
+    }
+  });
+}
+
+const wrongLast = (e: unknown): boolean => e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamWrongLastSequence;
+
+export class JetStreamSharedState implements SharedStateApi {
+  private readonly prefix: string;
+  private readonly ttl: string;
+  private heartbeatSeq?: number;
+  private leaseSeq?: number;
+
+  constructor(
+    private readonly js: JetStreamClient,
+    private readonly jsm: JetStreamManager,
+    private readonly s: Pick<SharedStateSettings, "bucket" | "ttlMs">,
+  ) {
+    this.prefix = `$KV.${s.bucket}`;
+    this.ttl = `${Math.max(1, Math.ceil(s.ttlMs / 1_000))}s`;
+  }
+
+  static async connect(nc: NatsConnection, s: SharedStateSettings): Promise<JetStreamSharedState> {
+    return new JetStreamSharedState(jetstream(nc), await jetstreamManager(nc), s);
+  }
+
+  async heartbeat(instance: string): Promise<"kept" | "renewed"> {
+    const subject = `${this.prefix}.i.${instance}`;
+    if (this.heartbeatSeq !== undefined)
+      try {
+        this.heartbeatSeq = (await this.js.publish(subject, "1", { ttl: this.ttl, expect: { lastSubjectSequence: this.heartbeatSeq } })).seq;
+        return "kept";
+      } catch (e) {
+        if (!wrongLast(e)) throw e;
+      }
+    this.heartbeatSeq = (await this.js.publish(subject, "1", { ttl: this.ttl })).seq;
+    return "renewed";
+  }
+
+  async share(key: string, instance: string, held: boolean): Promise<void> {
+    const subject = `${this.prefix}.s.${key}.${instance}`;
+    await (held ? this.js.publish(subject, "1") : this.purge(subject));
+  }
+
+  async forget(shares: readonly { key: string; instance: string }[]): Promise<void> {
+    await Promise.all(shares.map((s) => this.purge(`${this.prefix}.s.${s.key}.${s.instance}`)));
+  }
+
+  async lease(instance: string): Promise<boolean> {
+    const subject = `${this.prefix}.leader`;
+    let last = this.leaseSeq;
+    if (last === undefined) {
+      const m = await this.jsm.streams.getMessage(`KV_${this.s.bucket}`, { last_by_subj: subject });
+      if (m && m.data.length > 0) return false;
+      last = m?.seq ?? 0;
+    }
+    try {
+      this.leaseSeq = (await this.js.publish(subject, instance, { ttl: this.ttl, expect: { lastSubjectSequence: last } })).seq;
+      return true;
+    } catch (e) {
+      this.leaseSeq = undefined;
+      if (wrongLast(e)) return false;
+      throw e;
+    }
+  }
+
+  async resign(instance: string): Promise<void> {
+    if (this.leaseSeq !== undefined) await this.purge(`${this.prefix}.leader`, this.leaseSeq).catch(() => undefined);
+    this.leaseSeq = undefined;
+    await this.purge(`${this.prefix}.i.${instance}`);
+    this.heartbeatSeq = undefined;
+  }
+
+  async announce(key: string, on: boolean): Promise<number> {
+    return (await this.js.publish(`${this.prefix}.a.${key}`, on ? "1" : "0", on ? {} : { ttl: OFF_TTL })).seq;
+  }
+
+  async watch(onRecord: (r: SharedRecord) => void, onSynced: () => void): Promise<{ stop(): void }> {
+    const consumer = await this.js.consumers.get(`KV_${this.s.bucket}`, {
+      filter_subjects: [`${this.prefix}.i.>`, `${this.prefix}.s.>`, `${this.prefix}.a.>`],
+      deliver_policy: DeliverPolicy.LastPerSubject,
+    });
+    const empty = (await this.jsm.streams.info(`KV_${this.s.bucket}`)).state.messages === 0;
+    const messages = await consumer.consume();
+    let synced = false;
+    const markSynced = (): void => {
+      if (synced) return;
+      synced = true;
+      onSynced();
+    };
+    if (empty) markSynced();
+    void (async () => {
+      for await (const m of messages) {
+        const r = this.recordOf(m.subject.slice(this.prefix.length + 1), m.seq, m.data);
+        if (r) onRecord(r);
+        if (m.info.pending === 0) markSynced();
+      }
+    })();
+    return { stop: () => void messages.stop() };
+  }
+
+  /** A record of the bucket from its key; an empty payload is a deletion (a purge, or a TTL's marker). */
+  private recordOf(key: string, seq: number, data: Uint8Array): SharedRecord | undefined {
+    const set = data.length > 0;
+    if (key.startsWith("i.")) return { type: "heartbeat", instance: key.slice(2), alive: set };
+    if (key.startsWith("a.")) return { type: "announced", key: key.slice(2), on: set && data[0] === 0x31, seq };
+    if (!key.startsWith("s.")) return undefined;
+    const dot = key.lastIndexOf(".");
+    return { type: "share", key: key.slice(2, dot), instance: key.slice(dot + 1), held: set };
+  }
+
+  private async purge(subject: string, lastSubjectSequence?: number): Promise<void> {
+    const h = headers();
+    h.set("KV-Operation", "PURGE");
+    h.set("Nats-Rollup", "sub");
+    await this.js.publish(subject, new Uint8Array(0), {
+      headers: h,
+      ttl: REMOVAL_TTL,
+      ...(lastSubjectSequence !== undefined ? { expect: { lastSubjectSequence } } : {}),
+    });
+  }
+}

@@ -1,0 +1,106 @@
+import type { SharedRecord, SharedStateApi } from "../broker/broker.js";
+import type { EventKind } from "../config/sections.js";
+import type { Logger } from "../log.js";
+import type { Service } from "../services/services.js";
+import { WarnEvery } from "../util/warn-every.js";
+import { OccupancyMachine, type Step, type Transition } from "./occupancy.js";
+import type { EventRecorder } from "./recorder.js";
+import { subjectOfKey } from "./shared-keys.js";
+
+/**
+ * The cluster's channel.occupied / channel.vacated and identified users' presence.join / presence.leave (a
+ * once-per-cluster service: only the leader runs it). It watches every instance's shares and heartbeats,
+ * feeds them to the debounce (occupancy.ts), and records each transition once: the event first, with a
+ * Nats-Msg-Id made of the key, the direction and the key's last announcement's seq (a leader that dies
+ * between the two writes, or stops, leaves a repeat the events stream drops), then the announcement, which
+ * tells the next leader where each key stands. Transitions are recorded one at a time, in order.
+ */
+export class Announcer implements Service {
+  readonly name = "announcer";
+  private machine?: OccupancyMachine;
+  private watch?: { stop(): void };
+  private synced = false;
+  private timer?: NodeJS.Timeout;
+  private chain: Promise<void> = Promise.resolve();
+  /** Per key, the seq of its last announcement (0: none, or gone). */
+  private readonly seqs = new Map<string, number>();
+  private running = false;
+  private readonly warnings: WarnEvery;
+
+  constructor(
+    private readonly state: SharedStateApi,
+    private readonly recorder: EventRecorder,
+    private readonly debounceMs: number,
+    private readonly log: Logger,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.warnings = new WarnEvery(log, 10_000, "what");
+  }
+
+  async start(): Promise<void> {
+    this.running = true;
+    this.synced = false;
+    this.seqs.clear();
+    const machine = new OccupancyMachine(this.debounceMs);
+    this.machine = machine;
+    this.watch = await this.state.watch(
+      (r) => this.input(machine, r),
+      () => {
+        this.synced = true;
+        this.apply(machine, machine.sync(this.now()));
+      },
+    );
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.machine = undefined;
+    this.watch?.stop();
+    clearTimeout(this.timer);
+    await this.chain;
+  }
+
+  private input(machine: OccupancyMachine, r: SharedRecord): void {
+    if (machine !== this.machine) return;
+    if (r.type === "heartbeat") return this.apply(machine, machine.heartbeat(r.instance, r.alive, this.now()));
+    if (r.type === "share") return this.apply(machine, machine.share(r.key, r.instance, r.held, this.now()));
+    // Announcements after the start are this leader's own: their seqs are known from writing them.
+    if (this.synced) return;
+    this.seqs.set(r.key, r.seq);
+    if (r.on) machine.wasAnnounced(r.key);
+  }
+
+  private apply(machine: OccupancyMachine, step: Step): void {
+    if (step.stale.length > 0) this.state.forget(step.stale).catch((e: unknown) => this.log.debug({ err: e }, "stale shares not deleted"));
+    for (const t of step.transitions) this.chain = this.chain.then(() => this.record(t));
+    clearTimeout(this.timer);
+    const due = machine.nextDue();
+    if (due === undefined) return;
+    this.timer = setTimeout(
+      () => {
+        if (machine === this.machine) this.apply(machine, machine.tick(this.now()));
+      },
+      Math.max(0, due - this.now()),
+    );
+    this.timer.unref();
+  }
+
+  /** Records one transition, trying again (same id) until it is stored and announced, or the leader stops. */
+  private async record(t: Transition): Promise<void> {
+    const subject = subjectOfKey(t.key);
+    if (!subject) return;
+    const kind: EventKind = subject.kind === "channel" ? (t.on ? "channel.occupied" : "channel.vacated") : t.on ? "presence.join" : "presence.leave";
+    const fields = subject.kind === "channel" ? { channel: subject.channel } : { user: subject.user, channel: subject.channel };
+    const msgId = `${t.key}.${t.on ? 1 : 0}.${this.seqs.get(t.key) ?? 0}`;
+    while (this.running) {
+      try {
+        await this.recorder.recordOnce(kind, fields, msgId);
+        this.seqs.set(t.key, await this.state.announce(t.key, t.on));
+        return;
+      } catch (e) {
+        this.warnings.warn("record", { err: e, type: kind }, "a cluster-wide event could not be recorded; trying again");
+        await new Promise((r) => setTimeout(r, 1_000).unref());
+      }
+    }
+  }
+}

@@ -1,0 +1,109 @@
+import client from "prom-client";
+import type { SharedStateApi } from "../broker/broker.js";
+import type { Logger } from "../log.js";
+import { WarnEvery } from "../util/warn-every.js";
+
+/**
+ * A service that runs in the primary, beside the workers (docs/architecture.md, "a once-per-cluster
+ * service"): once per instance, or once per cluster (only while this instance holds the leader's lease).
+ */
+export interface Service {
+  readonly name: string;
+  start(): Promise<void>;
+  /** Stops; a once-per-cluster service may be started again later (when the lease comes back). */
+  stop(): Promise<void>;
+  /**
+   * Called at each heartbeat (a once-per-instance service): `renewed` when it had expired (the leader
+   * dropped what the instance wrote: write it again).
+   */
+  beat?(renewed: boolean): void;
+}
+
+/**
+ * The primary's services and the two things they stand on, both kept by one timer (every third of the
+ * TTL): the instance's heartbeat (the cluster counts an instance gone when it expires), and the leader's
+ * lease (its holder runs the once-per-cluster services; when it dies, the lease expires and another
+ * instance takes it within a third of the TTL more).
+ */
+export class Services {
+  private timer?: NodeJS.Timeout;
+  private leading = false;
+  /** Until when the lease last taken or kept holds (a lease not refreshed by then is another's to take). */
+  private leaseUntil = 0;
+  private stopped = false;
+  private readonly warnings: WarnEvery;
+
+  constructor(
+    private readonly state: SharedStateApi,
+    readonly instance: string,
+    private readonly ttlMs: number,
+    private readonly perInstance: readonly Service[],
+    private readonly perCluster: readonly Service[],
+    private readonly log: Logger,
+    registry?: client.Registry,
+  ) {
+    this.warnings = new WarnEvery(log, 10_000, "what");
+    if (!registry) return;
+    const leading = (): number => (this.leading ? 1 : 0);
+    new client.Gauge({
+      name: "fanout_cluster_leader",
+      help: "1 while this instance holds the leader's lease and runs the once-per-cluster services (channel.occupied and the like), else 0",
+      registers: [registry],
+      collect() {
+        this.set(leading());
+      },
+    });
+  }
+
+  /** Writes the heartbeat, starts the per-instance services, and tries for the lease. */
+  async start(): Promise<void> {
+    await this.state.heartbeat(this.instance);
+    for (const s of this.perInstance) await s.start();
+    await this.round();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.follow();
+    for (const s of [...this.perInstance].reverse()) await s.stop();
+    await this.state.resign(this.instance).catch((e: unknown) => this.log.warn({ err: e }, "could not remove the instance's heartbeat; it expires"));
+  }
+
+  get leader(): boolean {
+    return this.leading;
+  }
+
+  private async round(): Promise<void> {
+    try {
+      const renewed = (await this.state.heartbeat(this.instance)) === "renewed";
+      for (const s of this.perInstance) s.beat?.(renewed);
+    } catch (e) {
+      this.warnings.warn("heartbeat", { err: e }, "the instance's heartbeat could not be written");
+    }
+    try {
+      const started = Date.now();
+      if (await this.state.lease(this.instance)) {
+        this.leaseUntil = started + this.ttlMs;
+        if (!this.leading && !this.stopped) await this.lead();
+      } else await this.follow();
+    } catch (e) {
+      this.warnings.warn("lease", { err: e }, "the leader's lease could not be taken or kept");
+      if (this.leading && Date.now() >= this.leaseUntil) await this.follow();
+    }
+    if (!this.stopped) this.timer = setTimeout(() => void this.round(), Math.max(250, Math.floor(this.ttlMs / 3)));
+  }
+
+  private async lead(): Promise<void> {
+    this.leading = true;
+    this.log.info({ instance: this.instance, services: this.perCluster.map((s) => s.name) }, "this instance leads the cluster's services");
+    for (const s of this.perCluster) await s.start().catch((e: unknown) => this.log.error({ err: e, service: s.name }, "a cluster service failed to start"));
+  }
+
+  private async follow(): Promise<void> {
+    if (!this.leading) return;
+    this.leading = false;
+    this.log.info({ instance: this.instance }, "this instance no longer leads the cluster's services");
+    for (const s of [...this.perCluster].reverse()) await s.stop();
+  }
+}

@@ -1,0 +1,199 @@
+import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startGateway, type GatewayHandle } from "./support/gateway.js";
+import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
+import type { TestClient } from "./support/ws-client.js";
+import { uniqueNames } from "./support/clients.js";
+import { waitFor } from "./support/wait.js";
+import { AUDIENCE, connect, ISSUER, SECRET, sign } from "./auth/support.js";
+
+// Cluster-wide channel.occupied / channel.vacated and identified users' presence.join / presence.leave,
+// across instances sharing one nats-server, read from the events stream itself: what is stored there is
+// what every webhook and NATS reader gets, and a repeat the stream dropped (Nats-Msg-Id) is not in it.
+
+const DEBOUNCE_MS = 2_000;
+const TTL_MS = 3_000;
+type Event = { id: number; type: string; channel?: string; user?: string; client?: string };
+
+let nats: NatsServerHandle;
+let nc: NatsConnection;
+let jsm: JetStreamManager;
+let a: GatewayHandle;
+let b: GatewayHandle;
+const open: TestClient[] = [];
+const uniq = uniqueNames();
+const read: Event[] = [];
+
+const start = (): Promise<GatewayHandle> =>
+  startGateway({
+    natsUrl: nats.url,
+    workers: 1,
+    logLevel: "info",
+    env: {
+      EVENTS: "all",
+      EVENTS_DEBOUNCE: `${DEBOUNCE_MS}ms`,
+      EVENTS_INSTANCE_TTL: `${TTL_MS}ms`,
+      JWT_SECRET: SECRET,
+      JWT_ISSUER: ISSUER,
+      JWT_AUDIENCE: AUDIENCE,
+    },
+  });
+
+/** Every event stored so far, in stream order (read once each). */
+async function stored(): Promise<Event[]> {
+  const last = (await jsm.streams.info("FANOUT_EVENTS")).state.last_seq;
+  for (let seq = (read.at(-1)?.id ?? 0) + 1; seq <= last; seq++) {
+    const m = await jsm.streams.getMessage("FANOUT_EVENTS", { seq });
+    if (m) read.push({ id: m.seq, ...m.json<Omit<Event, "id">>() });
+  }
+  return read;
+}
+
+/** The cluster-wide events of `channel` (and of `user` in it, for presence), in stream order. */
+async function sharedOf(channel: string, user?: string): Promise<string[]> {
+  return (await stored())
+    .filter((e) => e.channel === channel && e.client === undefined && (user === undefined || e.user === user))
+    .filter((e) => e.type.startsWith("channel.") || user !== undefined)
+    .map((e) => e.type);
+}
+
+async function until(channel: string, expected: string[], user?: string): Promise<void> {
+  await waitFor(async () => ((await sharedOf(channel, user)).length >= expected.length ? true : undefined), {
+    timeoutMs: 30_000,
+    what: `${expected.join(", ")} of ${channel}`,
+  });
+  expect(await sharedOf(channel, user)).toEqual(expected);
+}
+
+async function client(gw: GatewayHandle, user = "alice"): Promise<TestClient> {
+  const token = await sign({ channels: { sub: ["occ.>"] } }, { sub: user });
+  const c = await connect(gw.wsUrl, { headers: { authorization: `Bearer ${token}` } });
+  open.push(c);
+  return c;
+}
+
+/** A socket on `gw` subscribed to `channel`, once the channel's occupied is stored. */
+async function occupy(gw: GatewayHandle, channel: string): Promise<TestClient> {
+  const c = await client(gw);
+  await c.sub(channel);
+  await until(channel, ["channel.occupied"]);
+  return c;
+}
+
+async function close(c: TestClient): Promise<void> {
+  c.ws.close(1000, "bye");
+  await c.waitClosed();
+}
+
+/**
+ * A latch instead of a sleep: a channel subscribed and left now, whose vacated is stored DEBOUNCE_MS from
+ * now. The leader handles changes in order, so once it is there, any vacated (or leave) due before it is too.
+ */
+async function debouncePassed(gw: GatewayHandle): Promise<void> {
+  const channel = uniq("occ.latch");
+  const c = await client(gw, "latch");
+  await c.sub(channel);
+  await close(c);
+  await until(channel, ["channel.occupied", "channel.vacated"]);
+}
+
+beforeAll(async () => {
+  nats = await startNatsServer();
+  nc = await natsConnect({ servers: nats.url });
+  jsm = await jetstreamManager(nc);
+  a = await start();
+  b = await start();
+});
+afterAll(async () => {
+  for (const c of open) c.ws.terminate();
+  await a?.stop();
+  await b?.stop();
+  await nc?.close();
+  await nats?.stop();
+});
+
+describe("events — channel.occupied and channel.vacated across instances", () => {
+  it("events — subscribers on two instances: occupied once at the first, nothing when one leaves, vacated once after the last; each once though two instances run", async () => {
+    const channel = uniq("occ.two");
+    const onA = await occupy(a, channel);
+    const onB = await client(b, "bob");
+    await onB.sub(channel);
+    await close(onA);
+    await debouncePassed(a);
+    expect(await sharedOf(channel)).toEqual(["channel.occupied"]);
+    await close(onB);
+    await until(channel, ["channel.occupied", "channel.vacated"]);
+    const events = (await stored()).filter((e) => e.channel === channel && e.type.startsWith("channel."));
+    expect(events.map((e) => Object.keys(e).sort())).toEqual([
+      ["channel", "id", "time", "type"],
+      ["channel", "id", "time", "type"],
+    ]);
+    // The subscribe and unsubscribe events of both sockets are there as before.
+    expect((await stored()).filter((e) => e.channel === channel && e.type === "subscribe")).toHaveLength(2);
+  });
+
+  it("events — a reconnect within the debounce (to the other instance) records neither vacated nor occupied", async () => {
+    const channel = uniq("occ.reconnect");
+    const first = await occupy(a, channel);
+    await close(first);
+    const again = await client(b);
+    await again.sub(channel);
+    await debouncePassed(b);
+    expect(await sharedOf(channel)).toEqual(["channel.occupied"]);
+    await close(again);
+    await until(channel, ["channel.occupied", "channel.vacated"]);
+  });
+
+  it("events — a pattern subscription is its own channel: occupied and vacated carry the pattern as subscribed", async () => {
+    const channel = `${uniq("occ.pattern")}.*`;
+    const c = await occupy(b, channel);
+    await close(c);
+    await until(channel, ["channel.occupied", "channel.vacated"]);
+  });
+});
+
+describe("events — an identified user's presence.join and presence.leave across instances", () => {
+  it("events — one join for the user's first member connection on any instance, one leave after the last; a leave then rejoin within the debounce records neither", async () => {
+    const channel = uniq("occ.presence");
+    const one = await client(a, "carol");
+    await one.sub(channel, { presence: true });
+    await until(channel, ["presence.join"], "carol");
+    const two = await client(b, "carol");
+    await two.sub(channel, { presence: true });
+    await close(one);
+    await close(two);
+    const back = await client(a, "carol");
+    await back.sub(channel, { presence: true });
+    await debouncePassed(a);
+    expect(await sharedOf(channel, "carol")).toEqual(["presence.join"]);
+    await close(back);
+    await until(channel, ["presence.join", "presence.leave"], "carol");
+    const events = (await stored()).filter((e) => e.channel === channel && e.user === "carol" && e.type.startsWith("presence."));
+    expect(events.every((e) => e.client === undefined)).toBe(true);
+  });
+});
+
+describe("events — an instance killed with SIGKILL", () => {
+  it("events — the leader killed while holding a channel's only subscriber: the other instance takes the lead, and vacated follows the expiry, once", async () => {
+    const channel = uniq("occ.killed");
+    await occupy(a, channel);
+    expect(a.logs.some((l) => l.msg === "this instance leads the cluster's services")).toBe(true);
+    const workers = a.workerPids();
+    const killedAt = Date.now();
+    await a.stop("SIGKILL");
+    for (const pid of workers) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
+    await until(channel, ["channel.occupied", "channel.vacated"]);
+    expect(Date.now() - killedAt).toBeGreaterThanOrEqual(DEBOUNCE_MS);
+    expect(b.logs.some((l) => l.msg === "this instance leads the cluster's services")).toBe(true);
+    // Still once, with B watching alone.
+    await debouncePassed(b);
+    expect(await sharedOf(channel)).toEqual(["channel.occupied", "channel.vacated"]);
+  });
+});
