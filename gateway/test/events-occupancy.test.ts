@@ -1,12 +1,13 @@
 import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
+import { childPids, startGateway, type GatewayHandle } from "./support/gateway.js";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import type { TestClient } from "./support/ws-client.js";
 import { uniqueNames } from "./support/clients.js";
 import { waitFor } from "./support/wait.js";
 import { AUDIENCE, connect, ISSUER, SECRET, sign } from "./auth/support.js";
+import { SseReader } from "./support/sse-client.js";
 
 // Cluster-wide channel.occupied / channel.vacated and identified users' presence.join / presence.leave,
 // across instances sharing one nats-server, read from the events stream itself: what is stored there is
@@ -145,6 +146,20 @@ describe("events — channel.occupied and channel.vacated across instances", () 
     await until(channel, ["channel.occupied", "channel.vacated"]);
   });
 
+  it("events — an SSE stream is a subscriber too: with a WebSocket on the other instance, vacated only after both left", async () => {
+    const channel = uniq("occ.sse");
+    const token = await sign({ channels: { sub: ["occ.>"] } }, { sub: "dave" });
+    const stream = await SseReader.open(`${b.url}/v1/channels/${encodeURIComponent(channel)}/events`, { authorization: `Bearer ${token}` });
+    await until(channel, ["channel.occupied"]);
+    const ws = await client(a);
+    await ws.sub(channel);
+    stream.close();
+    await debouncePassed(b);
+    expect(await sharedOf(channel)).toEqual(["channel.occupied"]);
+    await close(ws);
+    await until(channel, ["channel.occupied", "channel.vacated"]);
+  });
+
   it("events — a pattern subscription is its own channel: occupied and vacated carry the pattern as subscribed", async () => {
     const channel = `${uniq("occ.pattern")}.*`;
     const c = await occupy(b, channel);
@@ -174,12 +189,24 @@ describe("events — an identified user's presence.join and presence.leave acros
   });
 });
 
-describe("events — an instance killed with SIGKILL", () => {
+describe("events — a worker or an instance killed with SIGKILL", () => {
+  it("events — a worker killed while holding a channel's only subscriber: its primary lets its channels go, vacated follows the debounce", async () => {
+    const channel = uniq("occ.worker");
+    const c = await occupy(a, channel);
+    const [worker] = await childPids(a.process.pid!);
+    process.kill(worker!, "SIGKILL");
+    await c.waitClosed();
+    await until(channel, ["channel.occupied", "channel.vacated"]);
+    // The pool starts another worker: the instance serves again before the next test.
+    const again = await waitFor(() => client(a).catch(() => undefined), { timeoutMs: 20_000, what: "a socket on the new worker" });
+    await close(again);
+  });
+
   it("events — the leader killed while holding a channel's only subscriber: the other instance takes the lead, and vacated follows the expiry, once", async () => {
     const channel = uniq("occ.killed");
     await occupy(a, channel);
     expect(a.logs.some((l) => l.msg === "this instance leads the cluster's services")).toBe(true);
-    const workers = a.workerPids();
+    const workers = await childPids(a.process.pid!);
     const killedAt = Date.now();
     await a.stop("SIGKILL");
     for (const pid of workers) {

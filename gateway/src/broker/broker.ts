@@ -169,9 +169,10 @@ export interface SharedStateApi {
   announce(key: string, on: boolean): Promise<number>;
   /**
    * Every record there is now (the last of each key), then every change as it is written; `onSynced` once
-   * the records there were at the start are all delivered. Resolves once the watch is set up.
+   * the records there were at the start are all delivered. Resolves once the watch is set up; `onLost`
+   * when it ends by itself (the bucket was deleted, say): watch again, from the start.
    */
-  watch(onRecord: (r: SharedRecord) => void, onSynced: () => void): Promise<{ stop(): void }>;
+  watch(onRecord: (r: SharedRecord) => void, onSynced: () => void, onLost: (e: unknown) => void): Promise<{ stop(): void }>;
 }
 
 /**

@@ -22,8 +22,9 @@ export class Announcer implements Service {
   private synced = false;
   private timer?: NodeJS.Timeout;
   private chain: Promise<void> = Promise.resolve();
-  /** Per key, the seq of its last announcement (0: none, or gone). */
-  private readonly seqs = new Map<string, number>();
+  /** Per key, the seq of its last announcement (none: never, or gone), and since when it is off. */
+  private readonly seqs = new Map<string, { seq: number; offAt?: number }>();
+  private sweeper?: NodeJS.Timeout;
   private running = false;
   private readonly warnings: WarnEvery;
 
@@ -37,27 +38,70 @@ export class Announcer implements Service {
     this.warnings = new WarnEvery(log, 10_000, "what");
   }
 
+  /** Starts watching (in the background: a broker that is down is tried again every second). */
   async start(): Promise<void> {
     this.running = true;
-    this.synced = false;
-    this.seqs.clear();
-    const machine = new OccupancyMachine(this.debounceMs);
-    this.machine = machine;
-    this.watch = await this.state.watch(
-      (r) => this.input(machine, r),
-      () => {
-        this.synced = true;
-        this.apply(machine, machine.sync(this.now()));
-      },
-    );
+    this.sweeper = setInterval(() => this.sweep(), 60_000);
+    this.sweeper.unref();
+    void this.open();
   }
 
   async stop(): Promise<void> {
     this.running = false;
+    clearInterval(this.sweeper);
+    this.close();
+    await this.chain;
+  }
+
+  private async open(): Promise<void> {
+    // A watch read while transitions of the last one are still being written could miss their announcements.
+    await this.chain;
+    while (this.running && !this.machine) {
+      this.synced = false;
+      // What the bucket says is where every key stands: read again with each watch.
+      this.seqs.clear();
+      const machine = new OccupancyMachine(this.debounceMs);
+      this.machine = machine;
+      try {
+        this.watch = await this.state.watch(
+          (r) => this.input(machine, r),
+          () => {
+            this.synced = true;
+            this.apply(machine, machine.sync(this.now()));
+          },
+          (e) => this.lost(machine, e),
+        );
+        if (!this.running) this.close();
+      } catch (e) {
+        this.machine = undefined;
+        this.warnings.warn("watch", { err: e }, "the shared state could not be watched; trying again");
+        await new Promise((r) => setTimeout(r, 1_000).unref());
+      }
+    }
+  }
+
+  /** The watch ended by itself: watched again from the start (the new view announces what changed meanwhile). */
+  private lost(machine: OccupancyMachine, e: unknown): void {
+    if (machine !== this.machine) return;
+    this.warnings.warn("watch", { err: e }, "the watch of the shared state ended; watching again");
+    this.close();
+    void this.open();
+  }
+
+  private close(): void {
     this.machine = undefined;
     this.watch?.stop();
+    this.watch = undefined;
     clearTimeout(this.timer);
-    await this.chain;
+  }
+
+  /**
+   * Forgets the seqs of keys off for longer than the events stream's duplicate window (2 min): their next
+   * `on` has the id of the key's first one again, long after that left the window.
+   */
+  private sweep(): void {
+    const before = this.now() - 300_000;
+    for (const [key, s] of this.seqs) if (s.offAt !== undefined && s.offAt < before) this.seqs.delete(key);
   }
 
   private input(machine: OccupancyMachine, r: SharedRecord): void {
@@ -66,13 +110,13 @@ export class Announcer implements Service {
     if (r.type === "share") return this.apply(machine, machine.share(r.key, r.instance, r.held, this.now()));
     // Announcements after the start are this leader's own: their seqs are known from writing them.
     if (this.synced) return;
-    this.seqs.set(r.key, r.seq);
+    this.seqs.set(r.key, r.on ? { seq: r.seq } : { seq: r.seq, offAt: this.now() });
     if (r.on) machine.wasAnnounced(r.key);
   }
 
   private apply(machine: OccupancyMachine, step: Step): void {
     if (step.stale.length > 0) this.state.forget(step.stale).catch((e: unknown) => this.log.debug({ err: e }, "stale shares not deleted"));
-    for (const t of step.transitions) this.chain = this.chain.then(() => this.record(t));
+    for (const t of step.transitions) this.chain = this.chain.then(() => this.record(machine, t));
     clearTimeout(this.timer);
     const due = machine.nextDue();
     if (due === undefined) return;
@@ -85,17 +129,18 @@ export class Announcer implements Service {
     this.timer.unref();
   }
 
-  /** Records one transition, trying again (same id) until it is stored and announced, or the leader stops. */
-  private async record(t: Transition): Promise<void> {
+  /** Records one transition, trying again (same id) until it is stored and announced, or its watch ended. */
+  private async record(machine: OccupancyMachine, t: Transition): Promise<void> {
     const subject = subjectOfKey(t.key);
     if (!subject) return;
     const kind: EventKind = subject.kind === "channel" ? (t.on ? "channel.occupied" : "channel.vacated") : t.on ? "presence.join" : "presence.leave";
     const fields = subject.kind === "channel" ? { channel: subject.channel } : { user: subject.user, channel: subject.channel };
-    const msgId = `${t.key}.${t.on ? 1 : 0}.${this.seqs.get(t.key) ?? 0}`;
-    while (this.running) {
+    const msgId = `${t.key}.${t.on ? 1 : 0}.${this.seqs.get(t.key)?.seq ?? 0}`;
+    while (this.running && machine === this.machine) {
       try {
         await this.recorder.recordOnce(kind, fields, msgId);
-        this.seqs.set(t.key, await this.state.announce(t.key, t.on));
+        const seq = await this.state.announce(t.key, t.on);
+        this.seqs.set(t.key, t.on ? { seq } : { seq, offAt: this.now() });
         return;
       } catch (e) {
         this.warnings.warn("record", { err: e, type: kind }, "a cluster-wide event could not be recorded; trying again");

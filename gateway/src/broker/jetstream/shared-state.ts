@@ -111,7 +111,7 @@ export class JetStreamSharedState implements SharedStateApi {
     return (await this.js.publish(`${this.prefix}.a.${key}`, on ? "1" : "0", on ? {} : { ttl: OFF_TTL })).seq;
   }
 
-  async watch(onRecord: (r: SharedRecord) => void, onSynced: () => void): Promise<{ stop(): void }> {
+  async watch(onRecord: (r: SharedRecord) => void, onSynced: () => void, onLost: (e: unknown) => void): Promise<{ stop(): void }> {
     const consumer = await this.js.consumers.get(`KV_${this.s.bucket}`, {
       filter_subjects: [`${this.prefix}.i.>`, `${this.prefix}.s.>`, `${this.prefix}.a.>`],
       deliver_policy: DeliverPolicy.LastPerSubject,
@@ -125,14 +125,23 @@ export class JetStreamSharedState implements SharedStateApi {
       onSynced();
     };
     if (empty) markSynced();
+    let stopped = false;
     void (async () => {
       for await (const m of messages) {
         const r = this.recordOf(m.subject.slice(this.prefix.length + 1), m.seq, m.data);
         if (r) onRecord(r);
         if (m.info.pending === 0) markSynced();
       }
-    })();
-    return { stop: () => void messages.stop() };
+    })().then(
+      () => stopped || onLost(new Error("the watch of the shared state ended")),
+      (e: unknown) => stopped || onLost(e),
+    );
+    return {
+      stop: () => {
+        stopped = true;
+        void messages.stop();
+      },
+    };
   }
 
   /** A record of the bucket from its key; an empty payload is a deletion (a purge, or a TTL's marker). */
