@@ -1,0 +1,128 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import client from "prom-client";
+import { Announcer } from "../../src/events/announcer.js";
+import { EventRecorder } from "../../src/events/recorder.js";
+import { InstanceShares } from "../../src/events/shares.js";
+import { channelKey } from "../../src/events/shared-keys.js";
+import { EVENT_KINDS } from "../../src/config/sections/events.js";
+import { Services } from "../../src/services/services.js";
+import { createLogger } from "../../src/log.js";
+import { MemorySharedState } from "../support/memory-shared-state.js";
+
+const DEBOUNCE = 3_000;
+const TTL = 15_000;
+const log = createLogger("silent");
+
+/** The events stream as the announcer sees it: a repeat of a Nats-Msg-Id is dropped, as JetStream does. */
+class Stream {
+  readonly events: { type: string; channel?: string; user?: string }[] = [];
+  private readonly ids = new Set<string>();
+  readonly append = async (_subject: string, json: string, msgId?: string): Promise<number> => {
+    if (msgId !== undefined && this.ids.has(msgId)) return 0;
+    if (msgId !== undefined) this.ids.add(msgId);
+    this.events.push(JSON.parse(json) as { type: string; channel?: string });
+    return this.events.length;
+  };
+  types = (channel: string): string[] => this.events.filter((e) => e.channel === channel).map((e) => e.type);
+}
+
+let state: MemorySharedState;
+let stream: Stream;
+
+const announcer = (): Announcer =>
+  new Announcer(state, new EventRecorder({ kinds: EVENT_KINDS, subject: "fanout.events" }, stream.append, log, new client.Registry()), DEBOUNCE, log);
+
+/** Lets the announcer's chain of writes run (microtasks; the fake timers hold every timer). */
+const settle = async (): Promise<void> => {
+  for (let i = 0; i < 20; i++) await Promise.resolve();
+};
+
+beforeEach(() => {
+  vi.useFakeTimers();
+  state = new MemorySharedState(TTL);
+  stream = new Stream();
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe("events — the announcer against a memory shared state", () => {
+  it("events — a leader that takes over starts from what the last one announced: no repeat, and the vacated is its own", async () => {
+    await state.heartbeat("a");
+    const first = announcer();
+    await first.start();
+    await state.share(channelKey("k"), "a", true);
+    await settle();
+    expect(stream.types("k")).toEqual(["channel.occupied"]);
+    await first.stop();
+    const second = announcer();
+    await second.start();
+    await settle();
+    expect(stream.types("k")).toEqual(["channel.occupied"]);
+    await state.share(channelKey("k"), "a", false);
+    await vi.advanceTimersByTimeAsync(DEBOUNCE);
+    await settle();
+    expect(stream.types("k")).toEqual(["channel.occupied", "channel.vacated"]);
+    await second.stop();
+  });
+
+  it("events — a leader gone between storing an event and announcing it: the next one stores it again under the same id, and the stream drops the repeat", async () => {
+    await state.heartbeat("a");
+    const first = announcer();
+    await first.start();
+    state.failAnnounce = true;
+    await state.share(channelKey("k"), "a", true);
+    await settle();
+    expect(stream.types("k")).toEqual(["channel.occupied"]);
+    // It stops while waiting to try again (a second later).
+    const stopping = first.stop();
+    await vi.advanceTimersByTimeAsync(1_000);
+    await stopping;
+    const second = announcer();
+    await second.start();
+    await settle();
+    expect(stream.types("k")).toEqual(["channel.occupied"]);
+    expect(stream.events.filter((e) => e.type === "channel.occupied")).toHaveLength(1);
+    // The next round of the key is recorded: a new id, since the announcement is there now.
+    await state.share(channelKey("k"), "a", false);
+    await vi.advanceTimersByTimeAsync(DEBOUNCE);
+    await state.share(channelKey("k"), "a", true);
+    await settle();
+    expect(stream.types("k")).toEqual(["channel.occupied", "channel.vacated", "channel.occupied"]);
+    await second.stop();
+  });
+});
+
+describe("services — the heartbeat, the lease and the instance's shares", () => {
+  it("services — one of two instances leads; when it dies the other takes the lease after the TTL, and the dead one's channels go vacated once", async () => {
+    const sharesA = new InstanceShares(state, "a", log);
+    const announcerA = announcer();
+    const a = new Services(state, "a", TTL, [sharesA], [announcerA], log);
+    const b = new Services(state, "b", TTL, [new InstanceShares(state, "b", log)], [announcer()], log);
+    await a.start();
+    await b.start();
+    expect([a.leader, b.leader]).toEqual([true, false]);
+    sharesA.report(1, channelKey("k"), true);
+    sharesA.report(2, channelKey("k"), true);
+    await settle();
+    expect(stream.types("k")).toEqual(["channel.occupied"]);
+    // One worker lets go: the instance still holds the key.
+    sharesA.report(1, channelKey("k"), false);
+    await vi.advanceTimersByTimeAsync(DEBOUNCE * 2);
+    expect(stream.types("k")).toEqual(["channel.occupied"]);
+    // A dies (its announcer stops, its refreshes hang, nothing is removed): its heartbeat and lease expire, B leads and lets k go.
+    await announcerA.stop();
+    vi.spyOn(state, "heartbeat").mockImplementation(async (instance) => (instance === "a" ? new Promise(() => undefined) : "kept"));
+    const leaseOf = state.lease.bind(state);
+    vi.spyOn(state, "lease").mockImplementation(async (instance) => (instance === "a" ? new Promise(() => undefined) : leaseOf(instance)));
+    for (let t = 0; t < TTL * 2; t += 1_000) {
+      state.advance(1_000);
+      await vi.advanceTimersByTimeAsync(1_000);
+    }
+    expect(b.leader).toBe(true);
+    await vi.advanceTimersByTimeAsync(DEBOUNCE);
+    await settle();
+    expect(stream.types("k")).toEqual(["channel.occupied", "channel.vacated"]);
+    await b.stop();
+  });
+});
