@@ -13,7 +13,8 @@ import { subjectOfKey } from "./shared-keys.js";
  * feeds them to the debounce (occupancy.ts), and records each transition once: the event first, with a
  * Nats-Msg-Id made of the key, the direction and the key's last announcement's seq (a leader that dies
  * between the two writes, or stops, leaves a repeat the events stream drops), then the announcement, which
- * tells the next leader where each key stands. Transitions are recorded one at a time, in order.
+ * tells the next leader where each key stands. A key's transitions are recorded one at a time, in order;
+ * different keys' side by side.
  */
 export class Announcer implements Service {
   readonly name = "announcer";
@@ -21,7 +22,8 @@ export class Announcer implements Service {
   private watch?: { stop(): void };
   private synced = false;
   private timer?: NodeJS.Timeout;
-  private chain: Promise<void> = Promise.resolve();
+  /** Per key, its transitions being written (in order: a key's next waits for its last). */
+  private readonly writing = new Map<string, Promise<void>>();
   /** Per key, the seq of its last announcement (none: never, or gone), and since when it is off. */
   private readonly seqs = new Map<string, { seq: number; offAt?: number }>();
   private sweeper?: NodeJS.Timeout;
@@ -50,12 +52,12 @@ export class Announcer implements Service {
     this.running = false;
     clearInterval(this.sweeper);
     this.close();
-    await this.chain;
+    await this.written();
   }
 
   private async open(): Promise<void> {
     // A watch read while transitions of the last one are still being written could miss their announcements.
-    await this.chain;
+    await this.written();
     while (this.running && !this.machine) {
       this.synced = false;
       // What the bucket says is where every key stands: read again with each watch.
@@ -116,7 +118,7 @@ export class Announcer implements Service {
 
   private apply(machine: OccupancyMachine, step: Step): void {
     if (step.stale.length > 0) this.state.forget(step.stale).catch((e: unknown) => this.log.debug({ err: e }, "stale shares not deleted"));
-    for (const t of step.transitions) this.chain = this.chain.then(() => this.record(machine, t));
+    for (const t of step.transitions) this.enqueue(machine, t);
     clearTimeout(this.timer);
     const due = machine.nextDue();
     if (due === undefined) return;
@@ -127,6 +129,19 @@ export class Announcer implements Service {
       Math.max(0, due - this.now()),
     );
     this.timer.unref();
+  }
+
+  /** Writes `t` after the key's earlier transitions; keys are written side by side. */
+  private enqueue(machine: OccupancyMachine, t: Transition): void {
+    const next = (this.writing.get(t.key) ?? Promise.resolve()).then(() => this.record(machine, t));
+    this.writing.set(t.key, next);
+    void next.then(() => {
+      if (this.writing.get(t.key) === next) this.writing.delete(t.key);
+    });
+  }
+
+  private async written(): Promise<void> {
+    await Promise.all([...this.writing.values()]);
   }
 
   /** Records one transition, trying again (same id) until it is stored and announced, or its watch ended. */
