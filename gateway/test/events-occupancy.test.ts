@@ -8,6 +8,7 @@ import { uniqueNames } from "./support/clients.js";
 import { waitFor } from "./support/wait.js";
 import { AUDIENCE, connect, ISSUER, SECRET, sign } from "./auth/support.js";
 import { SseReader } from "./support/sse-client.js";
+import { scrape } from "./support/metrics.js";
 
 // Cluster-wide channel.occupied / channel.vacated and identified users' presence.join / presence.leave,
 // across instances sharing one nats-server, read from the events stream itself: what is stored there is
@@ -132,6 +133,10 @@ describe("events — channel.occupied and channel.vacated across instances", () 
     ]);
     // The subscribe and unsubscribe events of both sockets are there as before.
     expect((await stored()).filter((e) => e.channel === channel && e.type === "subscribe")).toHaveLength(2);
+    // One leader: A, started first; each metric family once in a scrape.
+    const [sa, sb] = await Promise.all([scrape(a.metricsUrl), scrape(b.metricsUrl)]);
+    expect([sa.value("fanout_cluster_leader"), sb.value("fanout_cluster_leader")]).toEqual([1, 0]);
+    expect(sa.text.match(/^# TYPE fanout_events_failed_total /gm)).toHaveLength(1);
   });
 
   it("events — a reconnect within the debounce (to the other instance) records neither vacated nor occupied", async () => {

@@ -36,6 +36,7 @@ import { hostname } from "node:os";
 import { webhookMetrics } from "../events/metrics.js";
 import type { EventsSection } from "../config/sections.js";
 import { randomBytes } from "node:crypto";
+import client from "prom-client";
 import { JetStreamSharedState, ensureSharedState } from "../broker/jetstream/shared-state.js";
 import { Announcer } from "../events/announcer.js";
 import { EventRecorder } from "../events/recorder.js";
@@ -278,7 +279,9 @@ async function startServices(
   const state = await JetStreamSharedState.connect(nc, settings);
   const instance = randomBytes(8).toString("hex");
   const js = jetstream(nc);
-  const recorder = new EventRecorder(e, async (subject, json, msgID) => (await js.publish(subject, json, msgID ? { msgID } : {})).seq, log, metrics.registry);
+  // Its own registry: the leader retries what failed (recordOnce), so it counts nothing in fanout_events_failed_total, the workers' metric.
+  const append = async (subject: string, json: string, msgID?: string) => (await js.publish(subject, json, msgID ? { msgID } : {})).seq;
+  const recorder = new EventRecorder(e, append, log, new client.Registry());
   const shares = new InstanceShares(state, instance, log);
   const services = new Services(state, instance, e.instanceTtlMs, [shares], [new Announcer(state, recorder, e.debounceMs, log)], log, metrics.registry);
   await services.start();
