@@ -147,9 +147,10 @@ export type SharedRecord =
 /**
  * What the services beside the workers need of the broker (services/, docs/architecture.md, "a
  * once-per-cluster service"): each instance's heartbeat, which expires when the instance stops refreshing
- * it (a crash), and its shares, written under it; one lease that makes one instance the cluster's leader;
- * and one watch of all of it at once, every channel's and every instance's, not one channel's.
- * JetStream implements it with a KV bucket and per-key TTL (broker/jetstream/shared-state.ts).
+ * it (a crash), and its shares, written under it; and one watch of all of it at once, every channel's and
+ * every instance's, not one channel's. JetStream implements it with a KV bucket and per-key TTL
+ * (broker/jetstream/shared-state.ts), which also keeps the leader's lease (a `LeaseStore`, as the webhook
+ * sender's turn).
  */
 export interface SharedStateApi {
   /**
@@ -161,9 +162,7 @@ export interface SharedStateApi {
   share(key: string, instance: string, held: boolean): Promise<void>;
   /** Deletes shares of instances whose heartbeat expired (the leader tidies up after them). */
   forget(shares: readonly { key: string; instance: string }[]): Promise<void>;
-  /** Takes the leader's lease, or keeps it for another TTL: true while `instance` holds it. */
-  lease(instance: string): Promise<boolean>;
-  /** A clean stop: gives up the lease (if held) and deletes the heartbeat. */
+  /** A clean stop: deletes the heartbeat (the leader drops the instance's shares at once). */
   resign(instance: string): Promise<void>;
   /** Records that `key` was announced on (or off); resolves with the record's seq. */
   announce(key: string, on: boolean): Promise<number>;

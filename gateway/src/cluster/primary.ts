@@ -281,9 +281,12 @@ async function startServices(
   const js = jetstream(nc);
   // Its own registry: the leader retries what failed (recordOnce), so it counts nothing in fanout_events_failed_total, the workers' metric.
   const append = async (subject: string, json: string, msgID?: string) => (await js.publish(subject, json, msgID ? { msgID } : {})).seq;
-  const recorder = new EventRecorder(e, append, log, new client.Registry());
+  const recorder = new EventRecorder(e, append, log, new client.Registry(), c.namespaces);
   const shares = new InstanceShares(state, instance, log);
-  const services = new Services(state, instance, e.instanceTtlMs, [shares], [new Announcer(state, recorder, e.debounceMs, log)], log, metrics.registry);
+  // Renewed every third of the TTL: held while the last renewal is under 3/4 of it old (one renewal may fail),
+  // so a leader cut off stops before the lease runs out for the others.
+  const lease = new SenderLease(state.leaderLease(), instance, Math.floor(e.instanceTtlMs * 0.75));
+  const services = new Services(state, lease, instance, e.instanceTtlMs, [shares], [new Announcer(state, recorder, e.debounceMs, log)], log, metrics.registry);
   await services.start();
   log.info({ instance, bucket: e.stateBucket, debounceMs: e.debounceMs, leader: services.leader }, "cluster-wide events started");
   return { services, shares };

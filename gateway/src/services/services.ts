@@ -20,6 +20,17 @@ export interface Service {
 }
 
 /**
+ * A lease one instance of the cluster holds at a time (events/lease.ts's `SenderLease` over a store that
+ * expires it, as the webhook sender's turn is kept): `tick` takes or renews it and says whether it is held.
+ */
+export interface Lease {
+  /** Takes or renews the lease; whether this instance holds it now. Never rejects. */
+  tick(): Promise<boolean>;
+  /** Gives it up (a clean stop): another instance takes it at its next tick. */
+  release(): Promise<void>;
+}
+
+/**
  * The primary's services and the two things they stand on, both kept by one timer (every third of the
  * TTL): the instance's heartbeat (the cluster counts an instance gone when it expires), and the leader's
  * lease (its holder runs the once-per-cluster services; when it dies, the lease expires and another
@@ -28,13 +39,12 @@ export interface Service {
 export class Services {
   private timer?: NodeJS.Timeout;
   private leading = false;
-  /** Until when the lease last taken or kept holds (a lease not refreshed by then is another's to take). */
-  private leaseUntil = 0;
   private stopped = false;
   private readonly warnings: WarnEvery;
 
   constructor(
     private readonly state: SharedStateApi,
+    private readonly lease: Lease,
     readonly instance: string,
     private readonly ttlMs: number,
     private readonly perInstance: readonly Service[],
@@ -66,6 +76,7 @@ export class Services {
     this.stopped = true;
     clearTimeout(this.timer);
     await this.follow();
+    await this.lease.release();
     for (const s of [...this.perInstance].reverse()) await s.stop();
     await this.state.resign(this.instance).catch((e: unknown) => this.log.warn({ err: e }, "could not remove the instance's heartbeat; it expires"));
   }
@@ -81,16 +92,9 @@ export class Services {
     } catch (e) {
       this.warnings.warn("heartbeat", { err: e }, "the instance's heartbeat could not be written");
     }
-    try {
-      const started = Date.now();
-      if (await this.state.lease(this.instance)) {
-        this.leaseUntil = started + this.ttlMs;
-        if (!this.leading && !this.stopped) await this.lead();
-      } else await this.follow();
-    } catch (e) {
-      this.warnings.warn("lease", { err: e }, "the leader's lease could not be taken or kept");
-      if (this.leading && Date.now() >= this.leaseUntil) await this.follow();
-    }
+    if (await this.lease.tick()) {
+      if (!this.leading && !this.stopped) await this.lead();
+    } else await this.follow();
     if (!this.stopped) this.timer = setTimeout(() => void this.round(), Math.max(250, Math.floor(this.ttlMs / 3)));
   }
 

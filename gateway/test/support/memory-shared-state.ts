@@ -1,6 +1,7 @@
 // The cluster's shared state in memory, for unit tests of the services beside the workers: the contract of
 // SharedStateApi (broker/broker.ts) without NATS; keys with a TTL expire when the test moves `now`.
 import type { SharedRecord, SharedStateApi } from "../../src/broker/broker.js";
+import type { LeaseStore } from "../../src/broker/jetstream/webhook-lease.js";
 
 type Entry = { seq: number; value: string; expiresAt?: number };
 
@@ -34,15 +35,21 @@ export class MemorySharedState implements SharedStateApi {
     for (const s of shares) this.write(`s.${s.key}.${s.instance}`, undefined);
   }
 
-  async lease(instance: string): Promise<boolean> {
-    const holder = this.entries.get("leader")?.value;
-    if (holder !== undefined && holder !== instance) return false;
-    this.write("leader", instance, this.ttlMs);
-    return true;
+  /** The leader's lease: a record written over the expected sequence, expiring after the TTL. */
+  leaderLease(): LeaseStore {
+    return {
+      read: async () => {
+        const e = this.entries.get("leader");
+        return e && { seq: e.seq, holder: e.value };
+      },
+      write: async (holder, after) => {
+        if ((this.entries.get("leader")?.seq ?? 0) !== after) return undefined;
+        return this.write("leader", holder, this.ttlMs);
+      },
+    };
   }
 
   async resign(instance: string): Promise<void> {
-    if (this.entries.get("leader")?.value === instance) this.write("leader", undefined);
     this.write(`i.${instance}`, undefined);
   }
 

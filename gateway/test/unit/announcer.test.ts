@@ -6,12 +6,14 @@ import { InstanceShares } from "../../src/events/shares.js";
 import { channelKey } from "../../src/events/shared-keys.js";
 import { EVENT_KINDS } from "../../src/config/sections/events.js";
 import { Services } from "../../src/services/services.js";
+import { SenderLease } from "../../src/events/lease.js";
+import type { LeaseStore } from "../../src/broker/jetstream/webhook-lease.js";
 import { createLogger } from "../../src/log.js";
 import { MemorySharedState } from "../support/memory-shared-state.js";
 
 const DEBOUNCE = 3_000;
 const TTL = 15_000;
-const log = createLogger("silent");
+const log = createLogger("silent", {});
 
 /** The events stream as the announcer sees it: a repeat of a Nats-Msg-Id is dropped, as JetStream does. */
 class Stream {
@@ -97,8 +99,16 @@ describe("services — the heartbeat, the lease and the instance's shares", () =
   it("services — one of two instances leads; when it dies the other takes the lease after the TTL, and the dead one's channels go vacated once", async () => {
     const sharesA = new InstanceShares(state, "a", log);
     const announcerA = announcer();
-    const a = new Services(state, "a", TTL, [sharesA], [announcerA], log);
-    const b = new Services(state, "b", TTL, [new InstanceShares(state, "b", log)], [announcer()], log);
+    let aDead = false;
+    const store = state.leaderLease();
+    // A's writes hang once it is dead (as its process would never answer again).
+    const storeA: LeaseStore = {
+      read: () => (aDead ? new Promise(() => undefined) : store.read()),
+      write: (h, n) => (aDead ? new Promise(() => undefined) : store.write(h, n)),
+    };
+    const leaseOf = (s: LeaseStore, holder: string) => new SenderLease(s, holder, TTL * 0.75, () => state.now);
+    const a = new Services(state, leaseOf(storeA, "a"), "a", TTL, [sharesA], [announcerA], log);
+    const b = new Services(state, leaseOf(store, "b"), "b", TTL, [new InstanceShares(state, "b", log)], [announcer()], log);
     await a.start();
     await b.start();
     expect([a.leader, b.leader]).toEqual([true, false]);
@@ -112,9 +122,8 @@ describe("services — the heartbeat, the lease and the instance's shares", () =
     expect(stream.types("k")).toEqual(["channel.occupied"]);
     // A dies (its announcer stops, its refreshes hang, nothing is removed): its heartbeat and lease expire, B leads and lets k go.
     await announcerA.stop();
+    aDead = true;
     vi.spyOn(state, "heartbeat").mockImplementation(async (instance) => (instance === "a" ? new Promise(() => undefined) : "kept"));
-    const leaseOf = state.lease.bind(state);
-    vi.spyOn(state, "lease").mockImplementation(async (instance) => (instance === "a" ? new Promise(() => undefined) : leaseOf(instance)));
     for (let t = 0; t < TTL * 2; t += 1_000) {
       state.advance(1_000);
       await vi.advanceTimersByTimeAsync(1_000);

@@ -3,6 +3,7 @@ import type { JetStreamClient, JetStreamManager, StreamConfig } from "@nats-io/j
 import { DeliverPolicy, JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { Logger } from "../../log.js";
 import type { SharedRecord, SharedStateApi } from "../broker.js";
+import type { LeaseStore } from "./webhook-lease.js";
 import { desiredPresenceBucket } from "./presence.js";
 import { whileElecting } from "./stream.js";
 
@@ -45,7 +46,6 @@ export class JetStreamSharedState implements SharedStateApi {
   private readonly prefix: string;
   private readonly ttl: string;
   private heartbeatSeq?: number;
-  private leaseSeq?: number;
 
   constructor(
     private readonly js: JetStreamClient,
@@ -82,27 +82,30 @@ export class JetStreamSharedState implements SharedStateApi {
     await Promise.all(shares.map((s) => this.purge(`${this.prefix}.s.${s.key}.${s.instance}`)));
   }
 
-  async lease(instance: string): Promise<boolean> {
+  /**
+   * The leader's lease (`leader`, for events/lease.ts's SenderLease): each write expires after the TTL unless
+   * written again, and is conditional on the key's last sequence, so of two instances only one takes it.
+   * An expired or released lease reads as free (its delete marker, or an empty holder).
+   */
+  leaderLease(): LeaseStore {
     const subject = `${this.prefix}.leader`;
-    let last = this.leaseSeq;
-    if (last === undefined) {
-      const m = await this.jsm.streams.getMessage(`KV_${this.s.bucket}`, { last_by_subj: subject });
-      if (m && m.data.length > 0) return false;
-      last = m?.seq ?? 0;
-    }
-    try {
-      this.leaseSeq = (await this.js.publish(subject, instance, { ttl: this.ttl, expect: { lastSubjectSequence: last } })).seq;
-      return true;
-    } catch (e) {
-      this.leaseSeq = undefined;
-      if (wrongLast(e)) return false;
-      throw e;
-    }
+    return {
+      read: async () => {
+        const m = await this.jsm.streams.getMessage(`KV_${this.s.bucket}`, { last_by_subj: subject });
+        return m ? { seq: m.seq, holder: m.string() } : undefined;
+      },
+      write: async (holder, after) => {
+        try {
+          return (await this.js.publish(subject, holder, { ttl: this.ttl, expect: { lastSubjectSequence: after } })).seq;
+        } catch (e) {
+          if (wrongLast(e)) return undefined;
+          throw e;
+        }
+      },
+    };
   }
 
   async resign(instance: string): Promise<void> {
-    if (this.leaseSeq !== undefined) await this.purge(`${this.prefix}.leader`, this.leaseSeq).catch(() => undefined);
-    this.leaseSeq = undefined;
     await this.purge(`${this.prefix}.i.${instance}`);
     this.heartbeatSeq = undefined;
   }
@@ -154,14 +157,10 @@ export class JetStreamSharedState implements SharedStateApi {
     return { type: "share", key: key.slice(2, dot), instance: key.slice(dot + 1), held: set };
   }
 
-  private async purge(subject: string, lastSubjectSequence?: number): Promise<void> {
+  private async purge(subject: string): Promise<void> {
     const h = headers();
     h.set("KV-Operation", "PURGE");
     h.set("Nats-Rollup", "sub");
-    await this.js.publish(subject, new Uint8Array(0), {
-      headers: h,
-      ttl: REMOVAL_TTL,
-      ...(lastSubjectSequence !== undefined ? { expect: { lastSubjectSequence } } : {}),
-    });
+    await this.js.publish(subject, new Uint8Array(0), { headers: h, ttl: REMOVAL_TTL });
   }
 }
