@@ -6,6 +6,8 @@ import { loadConfig } from "../../src/config/config.js";
 import { sectionsOf } from "../../src/config/sections.js";
 import { EventRecorder, type EventFields } from "../../src/events/recorder.js";
 import { createLogger } from "../../src/log.js";
+import { ShareTally } from "../../src/events/tally.js";
+import { channelKey, memberKey } from "../../src/events/shared-keys.js";
 
 const yaml = (body: string) => parseNamespaces(`namespaces:\n  ${body}\n`, "yaml");
 
@@ -53,6 +55,31 @@ describe("events — per namespace", () => {
       "fanout.events.subscribe other.x",
       "fanout.events.presence.join other.x",
       "fanout.events.disconnect",
+    ]);
+  });
+
+  it("events — the cluster-wide kinds: a worker counts only channels (and identified users) whose namespace records them", () => {
+    const c = sectionsOf(loadConfig([], { EVENTS: "all" }).config);
+    const namespaces = namespacesSection(yaml("quiet: { events: [subscribe] }\n  rooms: { events: [channel.vacated, presence.leave] }"), c.stream);
+    const counted: string[] = [];
+    const tally = new ShareTally((key, held) => counted.push(`${held ? "+" : "-"}${key}`));
+    const recorder = new EventRecorder(c.events, async () => 1, createLogger("silent", {}), new client.Registry(), namespaces, tally);
+    const who: EventFields = { user: "u", client: "c1", transport: "websocket" };
+    for (const channel of ["quiet.a", "rooms.1", "other.x"]) {
+      recorder.record("subscribe", { ...who, channel });
+      recorder.presence(true, { ...who, channel }, true);
+      recorder.presence(false, { ...who, channel }, true);
+      recorder.record("unsubscribe", { ...who, channel });
+    }
+    expect(counted).toEqual([
+      `+${channelKey("rooms.1")}`,
+      `+${memberKey("u", "rooms.1")}`,
+      `-${memberKey("u", "rooms.1")}`,
+      `-${channelKey("rooms.1")}`,
+      `+${channelKey("other.x")}`,
+      `+${memberKey("u", "other.x")}`,
+      `-${memberKey("u", "other.x")}`,
+      `-${channelKey("other.x")}`,
     ]);
   });
 });
