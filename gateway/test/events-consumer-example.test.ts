@@ -1,5 +1,6 @@
 // docs/examples/events-consumer.mjs, run as a backend would run it, against a real nats-server and a real
-// gateway recording events (EVENTS=all, no webhook): it prints a socket's events with their ids, and a second
+// gateway recording a socket's events (EVENTS=connect,…, no webhook; the cluster-wide channel.occupied would come
+// between them at a moment of its own): it prints a socket's events with their ids, and a second
 // run of the same durable goes on where the first stopped. Keeps the documented example from rotting.
 import { spawn } from "node:child_process";
 import { resolve } from "node:path";
@@ -51,7 +52,7 @@ async function lifeOf(channel: string): Promise<void> {
 
 beforeAll(async () => {
   nats = await startNatsServer();
-  gw = await startGateway({ natsUrl: nats.url, workers: 1, env: { EVENTS: "all" } });
+  gw = await startGateway({ natsUrl: nats.url, workers: 1, env: { EVENTS: "connect,disconnect,subscribe,unsubscribe" } });
 });
 afterAll(async () => {
   await gw?.stop();

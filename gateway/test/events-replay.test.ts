@@ -22,7 +22,8 @@ const delivered = (): Event[] => receiver.requests.flatMap((r) => (JSON.parse(r.
 
 /** The ids of the events of the socket that subscribed to `channel`, each time they arrived. */
 function idsOf(channel: string): number[] {
-  const client = delivered().find((e) => e.channel === channel)?.client;
+  const client = delivered().find((e) => e.channel === channel && e.type === "subscribe")?.client;
+  if (client === undefined) return [];
   return delivered()
     .filter((e) => e.client === client)
     .map((e) => e.id);
