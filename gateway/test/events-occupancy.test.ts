@@ -27,7 +27,7 @@ const open: TestClient[] = [];
 const uniq = uniqueNames();
 const read: Event[] = [];
 
-const start = (): Promise<GatewayHandle> =>
+const start = (ttlMs = TTL_MS): Promise<GatewayHandle> =>
   startGateway({
     natsUrl: nats.url,
     workers: 1,
@@ -35,7 +35,7 @@ const start = (): Promise<GatewayHandle> =>
     env: {
       EVENTS: "all",
       EVENTS_DEBOUNCE: `${DEBOUNCE_MS}ms`,
-      EVENTS_INSTANCE_TTL: `${TTL_MS}ms`,
+      EVENTS_INSTANCE_TTL: `${ttlMs}ms`,
       JWT_SECRET: SECRET,
       JWT_ISSUER: ISSUER,
       JWT_AUDIENCE: AUDIENCE,
@@ -205,6 +205,15 @@ describe("events — a worker or an instance killed with SIGKILL", () => {
     // The pool starts another worker: the instance serves again before the next test.
     const again = await waitFor(() => client(a).catch(() => undefined), { timeoutMs: 20_000, what: "a socket on the new worker" });
     await close(again);
+  });
+
+  it("events — an instance stopped (SIGTERM) deletes its heartbeat: its channels go vacated after the debounce, long before its TTL", async () => {
+    // Its heartbeat would last 60 s: the vacated, within the 30 s `until` waits, came from the stop.
+    const c = await start(60_000);
+    const channel = uniq("occ.stopped");
+    await occupy(c, channel);
+    expect(await c.stop()).toBe(0);
+    await until(channel, ["channel.occupied", "channel.vacated"]);
   });
 
   it("events — the leader killed while holding a channel's only subscriber: the other instance takes the lead, and vacated follows the expiry, once", async () => {
