@@ -1,5 +1,5 @@
 import { bearerOf } from "./authenticator.js";
-import { BEARER_PROTOCOL_PREFIX, PROTOCOL_V1 } from "../protocol/subprotocol.js";
+import { BEARER_PROTOCOL_PREFIX, PROTOCOL_V1, SUBPROTOCOLS } from "../protocol/subprotocol.js";
 
 export { BEARER_PROTOCOL_PREFIX, PROTOCOL_V1 };
 
@@ -9,7 +9,7 @@ export type UpgradeOffer = { token?: string; protocol: string } | { error: strin
 /**
  * Reads the token from, in order: `Authorization: Bearer`, a `bearer.<jwt>` subprotocol, the `token`
  * query parameter. A `bearer.` subprotocol must come with another one (e.g. `fanout.v1`) for the server to
- * select, because the server must answer with one of the offered protocols and never with the token.
+ * select (fanout.v1, or another codec's subprotocol), because the server must answer with one of the offered protocols and never with the token.
  */
 export function readUpgradeOffer(h: { authorization: string; protocols: string; queryToken: string | undefined }): UpgradeOffer {
   const offered = h.protocols
@@ -18,7 +18,8 @@ export function readUpgradeOffer(h: { authorization: string; protocols: string; 
     .filter((p) => p.length > 0);
   const bearerProtocol = offered.find((p) => p.startsWith(BEARER_PROTOCOL_PREFIX));
   const others = offered.filter((p) => !p.startsWith(BEARER_PROTOCOL_PREFIX));
-  const protocol = others.includes(PROTOCOL_V1) ? PROTOCOL_V1 : (others[0] ?? "");
+  // The first of the wire protocol's subprotocols the client offers (its codec), else whatever it offered first.
+  const protocol = others.find((p) => SUBPROTOCOLS.includes(p)) ?? others[0] ?? "";
   if (bearerProtocol !== undefined && protocol === "")
     return { error: `offer "${PROTOCOL_V1}" alongside "${BEARER_PROTOCOL_PREFIX}<token>" in Sec-WebSocket-Protocol` };
   const token =

@@ -5,6 +5,7 @@ import { Handoff, type HandoffEnd, type HandoffItem, type HandoffPort, type Writ
 import type { Feed, LiveListener } from "./hub.js";
 import type { PageEnd, PageSource } from "./replay-cache.js";
 import type { FanoutSocket } from "./socket.js";
+import type { MsgFrames } from "../protocol/codec.js";
 
 export type CatchUpOptions = {
   /** Live messages, and their bytes, held at most while the pages are read (CATCHUP_BUFFER_MESSAGES/BYTES). */
@@ -27,8 +28,8 @@ const FETCH_BASE_MS = 250;
  * quarter of the backpressure threshold (so that a catch-up is never taken for a slow client), and joins
  * the feed's topic. Nothing is left on the broker at any point: pages are direct gets.
  */
-export class CatchUp implements HandoffPort<Buffer>, LiveListener {
-  private readonly h: Handoff<Buffer>;
+export class CatchUp implements HandoffPort<MsgFrames>, LiveListener {
+  private readonly h: Handoff<MsgFrames>;
   private readonly limit: number;
   private failures = 0;
   private readonly startedAt = Date.now();
@@ -49,7 +50,7 @@ export class CatchUp implements HandoffPort<Buffer>, LiveListener {
     this.deadlineMs = opts.deadlineMs;
     this.h = new Handoff(this, lastSent, feed.position(), opts.holdLimit, {
       holdBytes: opts.holdBytes,
-      sizeOf: (f) => f.byteLength,
+      sizeOf: (f) => f.size,
       slowError: () =>
         new GatewayError(
           ErrorCode.SlowConsumer,
@@ -76,8 +77,8 @@ export class CatchUp implements HandoffPort<Buffer>, LiveListener {
   }
 
   /** A live message of the feed (the hub calls it after publishing to the topic). */
-  onLive(seq: number, frame: Buffer): void {
-    this.h.live(seq, frame);
+  onLive(seq: number, msg: MsgFrames): void {
+    this.h.live(seq, msg);
   }
 
   /** The socket left live delivery (slow): stop after what was written; `onEnd` says where. */
@@ -122,7 +123,7 @@ export class CatchUp implements HandoffPort<Buffer>, LiveListener {
     );
   }
 
-  write(items: readonly HandoffItem<Buffer>[], start: number): WriteResult {
+  write(items: readonly HandoffItem<MsgFrames>[], start: number): WriteResult {
     const s = this.sock;
     if (s.closed) {
       this.abort();
@@ -138,7 +139,7 @@ export class CatchUp implements HandoffPort<Buffer>, LiveListener {
         }
         const item = items[i];
         if (item === undefined) break;
-        if (s.send(item.frame, item.seq) === 2) {
+        if (s.send(item.frame.frame(s.codec), item.seq) === 2) {
           stop = "dropped";
           return;
         }
@@ -155,7 +156,7 @@ export class CatchUp implements HandoffPort<Buffer>, LiveListener {
     });
   }
 
-  join(held: readonly HandoffItem<Buffer>[]): WriteResult {
+  join(held: readonly HandoffItem<MsgFrames>[]): WriteResult {
     const s = this.sock;
     if (s.closed) {
       this.abort();
@@ -167,7 +168,7 @@ export class CatchUp implements HandoffPort<Buffer>, LiveListener {
     // between, so nothing is missed or sent twice.
     s.cork(() => {
       for (const item of held) {
-        if (s.send(item.frame, item.seq) === 2) {
+        if (s.send(item.frame.frame(s.codec), item.seq) === 2) {
           stop = "dropped";
           return;
         }
@@ -175,7 +176,7 @@ export class CatchUp implements HandoffPort<Buffer>, LiveListener {
       }
       s.joinTopic(this.feed.topic);
       const last = held[n - 1]?.seq ?? this.h.lastSent;
-      s.send(`{"op":"live","sub":${JSON.stringify(this.pattern)},"seq":${last}}`);
+      s.send(s.codec.encode({ op: "live", sub: this.pattern, seq: last }));
     });
     return { n, stop };
   }

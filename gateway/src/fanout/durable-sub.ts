@@ -1,6 +1,5 @@
 import type { DurableApi, DurableDelivery, DurableSpec, Running } from "../broker/broker.js";
 import type { Metrics } from "../metrics/metrics.js";
-import { msgFrame } from "../protocol/serialize.js";
 import type { FanoutSocket } from "./socket.js";
 
 /**
@@ -30,9 +29,8 @@ export class DurableSub {
       return;
     }
     this.inflight.set(d.seq, d);
-    let extra = `,"durable":${JSON.stringify(this.spec.durable)}`;
-    if (d.redelivered) extra += `,"redelivered":true,"deliveries":${d.deliveries}`;
-    this.ws.send(msgFrame({ channel: d.channel, pattern: this.spec.pattern, seq: d.seq, ts: d.ts, extra }, d.payload));
+    const durable = d.redelivered ? { name: this.spec.durable, redelivered: true, deliveries: d.deliveries } : { name: this.spec.durable };
+    this.ws.send(this.ws.codec.msg({ channel: d.channel, pattern: this.spec.pattern, seq: d.seq, ts: d.ts, durable }, d.payload));
     this.metrics.framesDelivered.inc();
   }
 

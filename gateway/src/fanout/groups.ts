@@ -1,5 +1,6 @@
 import type { Feed, LateReceiver } from "./hub.js";
 import type { FanoutSocket } from "./socket.js";
+import type { MsgFrames } from "../protocol/codec.js";
 
 /** One pattern's members, listening to its feed (in a door's own way) while it has any. */
 export interface PatternGroup<M> {
@@ -72,7 +73,7 @@ export class LateGroup implements PatternGroup<LateMember>, LateReceiver {
     this.feed.removeLateReceiver(this);
   }
 
-  onLate(seq: number, frame: Buffer): void {
-    for (const m of this.members) if (seq > m.covered && !m.socket.closed) m.socket.send(frame, seq);
+  onLate(seq: number, msg: MsgFrames): void {
+    for (const m of this.members) if (seq > m.covered && !m.socket.closed) m.socket.send(msg.frame(m.socket.codec), seq);
   }
 }

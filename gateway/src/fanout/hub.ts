@@ -2,16 +2,18 @@ import type { TopicPublisher } from "./socket.js";
 import type { Broker, BrokerMessage, LiveFeed } from "../broker/broker.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
-import { msgFrame } from "../protocol/serialize.js";
+import { codecTopic, LiveMsg, type MsgFrames } from "../protocol/codec.js";
+import { CODECS } from "../protocol/codecs.js";
 import { ReplayCache, type PageSource } from "./replay-cache.js";
 
 /**
- * Something that sees every live message of a feed besides the uWS topic: a catch-up (which holds them
+ * Something that sees every live message of a feed besides the uWS topics: a catch-up (which holds them
  * until it joins), or a transport whose receivers are not uWS sockets (the SSE side encodes each message
- * once for all its streams of the pattern). `frame` is the `msg` frame, built once per message per worker.
+ * once for all its streams of the pattern). `msg` holds the message's `msg` frames, built once per message
+ * per worker and codec, on first use.
  */
 export interface LiveListener {
-  onLive(seq: number, frame: Buffer): void;
+  onLive(seq: number, msg: MsgFrames): void;
 }
 
 /**
@@ -20,13 +22,13 @@ export interface LiveListener {
  * stream already, so each socket is asked, not the whole topic.
  */
 export interface LateReceiver {
-  onLate(seq: number, frame: Buffer): void;
+  onLate(seq: number, msg: MsgFrames): void;
 }
 
 /** A worker's live feed of one channel pattern, as its users see it (the hub owns it). */
 export interface Feed {
   readonly pattern: string;
-  /** uWS topic the feed publishes to; WebSockets join it. */
+  /** uWS topic the feed publishes to; WebSockets join it, or its codec's (`codecTopic`). */
   readonly topic: string;
   /** Messages fanned out so far (a broker without history counts what a paused receiver missed with it). */
   readonly count: number;
@@ -48,6 +50,8 @@ export const topicOf = (pattern: string): string => `p:${pattern}`;
 /** One pattern's feed: its references, its broker feed, its listeners. Only the hub holds it. */
 class ChannelFeed implements Feed {
   readonly topic: string;
+  /** The topic of each codec, at its slot. */
+  readonly topics: readonly string[];
   refs = 1;
   count = 0;
   ready: Promise<void> = Promise.resolve();
@@ -58,6 +62,7 @@ class ChannelFeed implements Feed {
 
   constructor(readonly pattern: string) {
     this.topic = topicOf(pattern);
+    this.topics = CODECS.map((c) => codecTopic(this.topic, c));
   }
 
   addLateReceiver(r: LateReceiver): void {
@@ -85,8 +90,9 @@ class ChannelFeed implements Feed {
  * Where a message goes from the broker to sockets: one live feed per distinct pattern per worker (on
  * JetStream a core NATS subscription on the republished messages, on Redis a (P)SUBSCRIBE),
  * created on the first local subscription and stopped a linger period after the last one leaves. Each
- * message is serialized once here, published to the pattern's uWS topic (uWS writes it to every socket)
- * and handed to the feed's listeners as bytes with their seq: the hub knows no transport's format.
+ * message is serialized here once per codec whose sockets listen on the pattern (lazily: a codec nobody
+ * of the pattern speaks costs nothing), published to that codec's uWS topic (uWS writes it to every
+ * socket) and handed to the feed's listeners with their seq: the hub knows no transport's format.
  */
 export class FanoutHub {
   private readonly feeds = new Map<string, ChannelFeed>();
@@ -174,18 +180,24 @@ export class FanoutHub {
   private deliver(feed: ChannelFeed, m: BrokerMessage): void {
     feed.count++;
     this.metrics.brokerMessages.inc();
-    const receivers = this.app.numSubscribers(feed.topic);
+    const topics = feed.topics;
+    let receivers = 0;
+    for (const t of topics) receivers += this.app.numSubscribers(t);
     if (receivers === 0 && feed.listeners.size === 0) return;
-    const frame = msgFrame({ channel: m.channel, pattern: feed.pattern, seq: m.seq, ts: m.ts }, m.payload);
+    const msg = new LiveMsg({ channel: m.channel, pattern: feed.pattern, seq: m.seq, ts: m.ts }, m.payload);
     // The broker's feed moves its position before it hands a message over: one below it was repaired late.
     if (m.seq > 0 && m.seq < feed.position()) {
-      for (const r of feed.lateReceivers) r.onLate(m.seq, frame);
+      for (const r of feed.lateReceivers) r.onLate(m.seq, msg);
     } else if (receivers > 0) {
-      this.app.publish(feed.topic, frame, false, this.compress);
+      for (const c of CODECS) {
+        const t = topics[c.slot] as string;
+        if (topics.length > 1 && this.app.numSubscribers(t) === 0) continue;
+        this.app.publish(t, msg.frame(c), c.binary, this.compress);
+      }
       this.metrics.framesDelivered.inc(receivers);
       this.metrics.deliveryLatency.observe(Math.max(0, Date.now() - m.ts) / 1000);
     }
-    for (const l of feed.listeners) l.onLive(m.seq, frame);
+    for (const l of feed.listeners) l.onLive(m.seq, msg);
   }
 
   /** A stream was deleted and created again: cached pages of its patterns are void (feeds start over by themselves). */

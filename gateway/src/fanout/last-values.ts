@@ -1,7 +1,6 @@
 import type { ReplayApi } from "../broker/broker.js";
 import { GatewayError } from "../errors.js";
 import { ErrorCode } from "../protocol/codes.js";
-import { buildFrames } from "../protocol/serialize.js";
 import type { FanoutSocket } from "./socket.js";
 
 /** A snapshot not sent within this long (the client reads too slowly) ends with `slow_consumer` (CATCHUP_DEADLINE's default). */
@@ -33,7 +32,7 @@ export async function sendLastValues(
   for (;;) {
     const page = await replay.lastPerSubject(pattern, upTo, after);
     if (ended() || sock.closed) return { sent, stopped: true };
-    const frames = buildFrames(pattern, page.messages);
+    const frames = sock.codec.msgs(pattern, page.messages);
     let dropped = false;
     sock.cork(() => {
       for (const f of frames) {

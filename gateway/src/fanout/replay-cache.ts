@@ -1,10 +1,61 @@
 import type { ReplayApi, StoredPage } from "../broker/broker.js";
-import { buildFrames } from "../protocol/serialize.js";
+import type { Codec, MsgFrames } from "../protocol/codec.js";
+import type { StoredMsg } from "../protocol/server-frames.js";
 import type { HandoffItem, HandoffPage } from "./handoff.js";
 import { StreamSweep, SWEEP_PATTERNS } from "./sweep.js";
 
-/** A page of stored messages of one pattern as frames, shared by every socket catching up that pattern. */
-export type FramePage = HandoffPage<Buffer> & { readonly pattern: string; readonly bytes: number };
+/**
+ * A page of stored messages of one pattern, shared by every socket catching up that pattern. It keeps the
+ * messages and builds their frames once per codec, all at once, when a socket of that codec first reads
+ * it: a page only JSON sockets read is encoded once, as before there were codecs.
+ */
+export class FramePage implements HandoffPage<MsgFrames> {
+  readonly items: readonly HandoffItem<MsgFrames>[];
+  /** About what the page holds: its messages, and the frames built so far. */
+  bytes = 64;
+  private readonly built: (Uint8Array[] | undefined)[] = [];
+
+  constructor(
+    readonly pattern: string,
+    readonly from: number,
+    readonly coverEnd: number,
+    private readonly messages: readonly StoredMsg[],
+    /** Told the bytes the page grew by (a codec's frames were built). */
+    private readonly grew: (page: FramePage, bytes: number) => void,
+  ) {
+    this.items = messages.map((m, i) => {
+      this.bytes += m.payload.length + 48;
+      return { seq: m.seq, frame: new PageMsg(this, i, m.payload.length + 96) };
+    });
+  }
+
+  /** The frames of every message of the page in `codec`, built on first use. */
+  framesOf(codec: Codec): readonly Uint8Array[] {
+    let f = this.built[codec.slot];
+    if (f) return f;
+    f = codec.msgs(this.pattern, this.messages);
+    if (f.length !== this.messages.length) throw new Error(`${this.pattern}: ${f.length} frames for ${this.messages.length} messages`);
+    this.built[codec.slot] = f;
+    let n = 0;
+    for (const x of f) n += x.length;
+    this.bytes += n;
+    this.grew(this, n);
+    return f;
+  }
+}
+
+/** One message of a page, as a handoff item's frames. */
+class PageMsg implements MsgFrames {
+  constructor(
+    private readonly page: FramePage,
+    private readonly i: number,
+    readonly size: number,
+  ) {}
+
+  frame(codec: Codec): Uint8Array {
+    return this.page.framesOf(codec)[this.i] as Uint8Array;
+  }
+}
 
 /** A page being read: `end` (its coverEnd) is known as soon as the stored messages arrive, before the frames are built. */
 type Inflight = { from: number; end: Promise<PageEnd>; page: Promise<FramePage> };
@@ -147,15 +198,9 @@ export class ReplayCache implements PageSource {
   }
 
   private toPage(pattern: string, from: number, stored: StoredPage): FramePage {
-    const frames = buildFrames(pattern, stored.messages);
-    let bytes = 64;
-    const items: HandoffItem<Buffer>[] = stored.messages.map((m, i) => {
-      const frame = frames[i];
-      if (frame === undefined) throw new Error(`${pattern}: ${frames.length} frames for ${stored.messages.length} messages`);
-      bytes += frame.length + 48;
-      return { seq: m.seq, frame };
+    const page = new FramePage(pattern, from, stored.coverEnd, stored.messages, (p, n) => {
+      if (this.lru.has(p)) this.bytes += n;
     });
-    const page: FramePage = { pattern, from, coverEnd: stored.coverEnd, items, bytes };
     this.insert(page);
     return page;
   }

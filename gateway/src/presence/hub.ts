@@ -4,17 +4,19 @@ import { GatewayError } from "../errors.js";
 import type { TopicPublisher } from "../fanout/socket.js";
 import type { Logger } from "../log.js";
 import { ErrorCode } from "../protocol/codes.js";
+import { codecTopic, frameBytes } from "../protocol/codec.js";
+import { CODECS } from "../protocol/codecs.js";
+import type { ServerFrame } from "../protocol/server-frames.js";
 import type { PresenceMetrics } from "./metrics.js";
 import { PresenceView, type PresenceChange } from "./view.js";
 
 /** The uWS topic of a channel's join/leave frames; sockets subscribed with presence:true join it. */
 export const presenceTopicOf = (channel: string): string => `pr:${channel}`;
 
-/** A join or leave frame (built once per change per worker). */
-export function presenceEventFrame(channel: string, c: PresenceChange): string {
+/** A join or leave frame (encoded once per change per worker and codec in use). */
+export function presenceEvent(channel: string, c: PresenceChange): ServerFrame {
   const m = c.member;
-  const info = m.info === undefined ? "" : `,"info":${JSON.stringify(m.info)}`;
-  return `{"op":"${c.type}","channel":${JSON.stringify(channel)},"client":${JSON.stringify(m.client)},"user":${JSON.stringify(m.user)}${info}}`;
+  return { op: c.type, channel, client: m.client, user: m.user, ...(m.info !== undefined ? { info: m.info } : {}) };
 }
 
 /** What a member list answer says: members (capped), and whether there were more. */
@@ -22,7 +24,8 @@ export type MemberList = { members: PresenceMember[]; truncated: boolean };
 
 type ChannelState = {
   readonly channel: string;
-  readonly topic: string;
+  /** Its topic for each codec, at the codec's slot. */
+  readonly topics: readonly string[];
   readonly view: PresenceView;
   refs: number;
   ready: Promise<void>;
@@ -135,7 +138,8 @@ export class PresenceHub {
       st.linger = undefined;
       st.refs++;
     } else {
-      const created: ChannelState = { channel, topic: presenceTopicOf(channel), view: new PresenceView(), refs: 1, ready: Promise.resolve() };
+      const topic = presenceTopicOf(channel);
+      const created: ChannelState = { channel, topics: CODECS.map((c) => codecTopic(topic, c)), view: new PresenceView(), refs: 1, ready: Promise.resolve() };
       created.ready = this.start(created);
       this.channels.set(channel, created);
       st = created;
@@ -183,8 +187,13 @@ export class PresenceHub {
 
   private announce(st: ChannelState, c: PresenceChange): void {
     this.metrics.changes.labels(c.type).inc();
-    if (this.app.numSubscribers(st.topic) === 0) return;
-    this.app.publish(st.topic, Buffer.from(presenceEventFrame(st.channel, c)), false, false);
+    let frame: ServerFrame | undefined;
+    for (const codec of CODECS) {
+      const topic = st.topics[codec.slot] as string;
+      if (this.app.numSubscribers(topic) === 0) continue;
+      frame ??= presenceEvent(st.channel, c);
+      this.app.publish(topic, frameBytes(codec.encode(frame)), codec.binary, false);
+    }
   }
 
   private release(channel: string): void {

@@ -1,7 +1,7 @@
 import { checkChannel, checkPattern } from "./channel.js";
 import { ErrorCode } from "./codes.js";
 import { isBadItem, parseBatch, parsePublishItem, type BadItem, type PublishItem } from "./batch.js";
-import { hasHugeNumber, HUGE_NUMBER } from "./json-numbers.js";
+import { hasInfinite, HUGE_NUMBER, mayHoldHugeNumber } from "./json-numbers.js";
 
 /** Start position of a subscription (replay); without one a subscription is live only. */
 export type StartPosition = { seq: number; epoch?: string } | { time: string } | { last: number } | "all" | "last_per_subject";
@@ -65,15 +65,34 @@ export const PRESENCE_INFO_BYTES = 1_024;
 
 const fail = (code: ErrorCode, message: string, id?: Id): ParseResult => ({ ok: false, code, message, ...(id !== undefined ? { id } : {}) });
 
-/** Parses and validates one client text frame. Never throws. */
-export function parseClientFrame(text: string): ParseResult {
-  let raw: unknown;
+/**
+ * What a codec made of a client frame's bytes: a value for `validateClientFrame`, or why there is none.
+ * `checkFinite`: the value may hold a number that is not finite (JSON text with a huge exponent; any binary
+ * encoding, which can carry Infinity and NaN as they are), so validation walks it.
+ */
+export type Decoded = { ok: true; value: unknown; checkFinite: boolean } | { ok: false; code: ErrorCode; message: string };
+
+/** Decodes one client text frame of fanout.v1 (JSON); validation is `validateClientFrame`'s. */
+export function decodeJsonText(text: string): Decoded {
   try {
-    raw = JSON.parse(text);
+    return { ok: true, value: JSON.parse(text), checkFinite: mayHoldHugeNumber(text) };
   } catch {
-    return fail(ErrorCode.BadJson, "frame is not valid JSON");
+    return { ok: false, code: ErrorCode.BadJson, message: "frame is not valid JSON" };
   }
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return fail(ErrorCode.BadJson, "frame must be a JSON object");
+}
+
+/** Parses and validates one client text frame of fanout.v1. Never throws. */
+export function parseClientFrame(text: string): ParseResult {
+  const d = decodeJsonText(text);
+  return d.ok ? validateClientFrame(d.value, d.checkFinite) : fail(d.code, d.message);
+}
+
+/**
+ * Validates a decoded client frame, whatever codec decoded it: the same checks and the same error frames
+ * for every subprotocol. Never throws.
+ */
+export function validateClientFrame(raw: unknown, checkFinite: boolean): ParseResult {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw) || raw instanceof Uint8Array) return fail(ErrorCode.BadJson, "frame must be a JSON object");
   const o = raw as Record<string, unknown>;
   let id: Id | undefined;
   if (o.id !== undefined) {
@@ -82,7 +101,7 @@ export function parseClientFrame(text: string): ParseResult {
     else if (typeof o.id === "string" && o.id.length <= MAX_ID_LENGTH) id = o.id;
     else return fail(ErrorCode.BadRequest, `id must be a number or a string of at most ${MAX_ID_LENGTH} characters`);
   }
-  if (hasHugeNumber(text, o)) return fail(ErrorCode.BadRequest, HUGE_NUMBER, id);
+  if (checkFinite && hasInfinite(o)) return fail(ErrorCode.BadRequest, HUGE_NUMBER, id);
   switch (o.op) {
     case "sub":
       return parseSub(o, id);

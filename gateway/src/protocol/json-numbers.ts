@@ -11,8 +11,11 @@ export const HUGE_NUMBER = "a number is beyond the range of a double (it would b
 
 /** True when `value`, parsed from `text`, holds a number that JSON.parse made infinite. */
 export function hasHugeNumber(text: string, value: unknown): boolean {
-  return MAYBE_HUGE.test(text) && hasInfinite(value);
+  return mayHoldHugeNumber(text) && hasInfinite(value);
 }
+
+/** Whether JSON `text` may hold a number beyond a double's range (only then is its value walked). */
+export const mayHoldHugeNumber = (text: string): boolean => MAYBE_HUGE.test(text);
 
 /** True when `value` holds a number that is not finite (walked without recursion: any depth). */
 export function hasInfinite(value: unknown): boolean {

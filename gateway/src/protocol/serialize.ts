@@ -3,17 +3,19 @@ import { isJsonBytes } from "./json-check.js";
 import type { ErrorCode } from "./codes.js";
 import { WIRE_ERRORS } from "../errors.js";
 import type { Id } from "./frames.js";
+import { serverTime, type MsgMeta, type ServerFrame, type StoredMsg } from "./server-frames.js";
+
+export type { MsgMeta };
 
 /**
- * Server frames. `msg` frames are built once per message per worker from byte slices: the stored payload is
- * spliced in as-is (it was validated as JSON when published through the gateway), never parsed again.
+ * The JSON encoding of every server frame (fanout.v1): the one place its bytes are written. `msg` frames are
+ * built once per message per worker from byte slices: the stored payload is spliced in as-is (it was
+ * validated as JSON when published through the gateway), never parsed again.
  */
 const SUFFIX = Buffer.from("}");
 const TEXT_OPEN = Buffer.from('"enc":"text","data":');
 const BASE64_OPEN = Buffer.from('"enc":"base64","data":"');
 const BASE64_CLOSE = Buffer.from('"}');
-
-export type MsgMeta = { channel: string; pattern: string; seq: number; ts: number; extra?: string };
 
 /** `{"op":"msg","channel":…,"sub":…,"seq":` for the last (channel, pattern) seen: most feeds repeat them. */
 let cachedKey = "";
@@ -28,7 +30,7 @@ function framePrefix(channel: string, pattern: string): string {
 }
 
 export function msgFrame(meta: MsgMeta, payload: Uint8Array): Buffer {
-  const head = `${framePrefix(meta.channel, meta.pattern)}${meta.seq},"ts":${meta.ts}${meta.extra ?? ""},`;
+  const head = `${framePrefix(meta.channel, meta.pattern)}${meta.seq},"ts":${meta.ts}${meta.durable ? durableFields(meta.durable) : ""},`;
   if (isJsonPayload(payload)) {
     // One allocation: head, payload bytes, closing brace.
     const start = `${head}"data":`;
@@ -46,6 +48,12 @@ export function msgFrame(meta: MsgMeta, payload: Uint8Array): Buffer {
   return Buffer.concat([Buffer.from(head), BASE64_OPEN, Buffer.from(bytes.toString("base64")), BASE64_CLOSE]);
 }
 
+/** A durable delivery's fields of its `msg` frame. */
+function durableFields(d: NonNullable<MsgMeta["durable"]>): string {
+  const again = d.redelivered ? `,"redelivered":true,"deliveries":${d.deliveries}` : "";
+  return `,"durable":${JSON.stringify(d.name)}${again}`;
+}
+
 /** Bytes a frame needs beyond its prefix and payload: seq, ts and keys (16 + 6 + 20 + 8 ASCII at most). */
 const FRAME_SLACK = 64;
 
@@ -54,7 +62,7 @@ const FRAME_SLACK = 64;
  * of it: one allocation per page instead of one per message, digits written in place. Byte-identical to
  * `msgFrame`'s (it is used for the rare payload or timestamp the fast path does not take).
  */
-export function buildFrames(pattern: string, messages: readonly { channel: string; seq: number; ts: number; payload: Uint8Array }[]): Buffer[] {
+export function buildFrames(pattern: string, messages: readonly StoredMsg[]): Buffer[] {
   const prefixes = new Map<string, Buffer>();
   const prefixOf = (channel: string): Buffer => {
     let p = prefixes.get(channel);
@@ -160,7 +168,7 @@ export function dataFields(p: Uint8Array): string {
 
 const idPart = (id: Id | undefined): string => (id === undefined ? "" : `,"id":${JSON.stringify(id)}`);
 
-export const okFrame = (id: Id | undefined, extra?: Record<string, unknown>): string => {
+export const okFrame = (id: Id | undefined, extra?: Readonly<Record<string, unknown>>): string => {
   let s = `{"op":"ok"${idPart(id)}`;
   if (extra) for (const [k, v] of Object.entries(extra)) if (v !== undefined) s += `,${JSON.stringify(k)}:${JSON.stringify(v)}`;
   return `${s}}`;
@@ -170,12 +178,35 @@ export const okFrame = (id: Id | undefined, extra?: Record<string, unknown>): st
 export const errFrame = (id: Id | undefined, code: ErrorCode, message: string, temporary = WIRE_ERRORS[code].temporary): string =>
   `{"op":"err"${idPart(id)},"code":${JSON.stringify(code)},"message":${JSON.stringify(message)},"temporary":${temporary}}`;
 
-/** The `err` answer to an `rpc` the backend refused: `rpc_error` with the backend's `appCode` when it gave one. */
-export const rpcErrFrame = (id: Id, message: string, temporary: boolean, appCode: string | undefined): string =>
-  `${errFrame(id, "rpc_error", message, temporary).slice(0, -1)}${appCode === undefined ? "" : `,"appCode":${JSON.stringify(appCode)}`}}`;
-
-/** `time`: the server's clock, ms since the epoch with µs decimals, for clients estimating their clock offset. */
 /** The server ended a subscription (an operator's `unsubscribe`): `{"op":"unsub","channel":…,"reason":…}`. */
 export const unsubFrame = (channel: string, reason: string): string => `{"op":"unsub","channel":${JSON.stringify(channel)},"reason":${JSON.stringify(reason)}}`;
 
-export const pongFrame = (id: Id | undefined): string => `{"op":"pong"${idPart(id)},"time":${(performance.timeOrigin + performance.now()).toFixed(3)}}`;
+/** `pong`: the server's clock, ms since the epoch with µs decimals, for clients estimating their clock offset. */
+export const pongFrame = (id: Id | undefined, time = serverTime()): string => `{"op":"pong"${idPart(id)},"time":${time.toFixed(3)}}`;
+
+/** Any server frame but `msg` as JSON text, byte for byte what fanout.v1 clients have always read. */
+export function jsonFrame(f: ServerFrame): string {
+  switch (f.op) {
+    case "ok":
+      return okFrame(f.id, f.fields);
+    case "err": {
+      const e = errFrame(f.id, f.code, f.message, f.temporary);
+      return f.appCode === undefined ? e : `${e.slice(0, -1)},"appCode":${JSON.stringify(f.appCode)}}`;
+    }
+    case "pong":
+      return pongFrame(f.id, f.time);
+    case "unsub":
+      return unsubFrame(f.channel, f.reason);
+    case "live":
+      return `{"op":"live","sub":${JSON.stringify(f.sub)},"seq":${f.seq}}`;
+    case "sub":
+      return `{"op":"sub","channel":${JSON.stringify(f.channel)},"auto":true,"seq":${f.seq}${f.epoch !== undefined ? `,"epoch":${JSON.stringify(f.epoch)}` : ""}}`;
+    case "join":
+    case "leave": {
+      const info = f.info === undefined ? "" : `,"info":${JSON.stringify(f.info)}`;
+      return `{"op":"${f.op}","channel":${JSON.stringify(f.channel)},"client":${JSON.stringify(f.client)},"user":${JSON.stringify(f.user)}${info}}`;
+    }
+    case "presence":
+      return `{"op":"presence"${idPart(f.id)},"channel":${JSON.stringify(f.channel)},"members":${JSON.stringify(f.members)},"truncated":${f.truncated}}`;
+  }
+}

@@ -2,3 +2,5 @@
 export const PROTOCOL_V1 = "fanout.v1";
 /** Subprotocol carrying a token: `bearer.<jwt>` (JWTs are base64url and dots: valid protocol tokens). */
 export const BEARER_PROTOCOL_PREFIX = "bearer.";
+/** Every subprotocol of the wire protocol, one per codec (protocol/codecs.ts). */
+export const SUBPROTOCOLS: readonly string[] = [PROTOCOL_V1];

@@ -2,6 +2,8 @@ import { PatternGroups, type PatternGroup } from "../fanout/groups.js";
 import type { Feed, LiveListener } from "../fanout/hub.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { sseEventOf } from "./event.js";
+import type { MsgFrames } from "../protocol/codec.js";
+import { JSON_CODEC } from "../protocol/codecs.js";
 
 /**
  * A live SSE stream of a pattern. It gets the events of the messages that arrived in one turn of the event
@@ -33,13 +35,13 @@ class Group implements PatternGroup<SseReceiver>, LiveListener {
     this.feed.removeListener(this);
   }
 
-  onLive(seq: number, frame: Buffer): void {
+  onLive(seq: number, msg: MsgFrames): void {
     if (!this.pending) {
       this.pending = true;
       queueMicrotask(() => this.flush());
     }
     this.seqs.push(seq);
-    this.events.push(sseEventOf(frame, seq, this.epoch()));
+    this.events.push(sseEventOf(msg.frame(JSON_CODEC), seq, this.epoch()));
   }
 
   /** Hands the turn's events to the streams; a stream that joined meanwhile skips what it has. */

@@ -9,6 +9,7 @@ import type { Metrics } from "../metrics/metrics.js";
 import type { HttpResponse } from "../uws.js";
 import { HEARTBEAT, namedEvent, sseEventOf, withEventId } from "./event.js";
 import type { SseLive, SseReceiver } from "./live.js";
+import { JSON_CODEC } from "../protocol/codecs.js";
 
 /** Why a stream ended: the client left, the server ended it (drain, recreated stream), or it was too slow. */
 export type SseEndReason = "aborted" | "ended" | "slow" | "failed" | "expired" | "shutdown";
@@ -42,6 +43,8 @@ let nextId = 1;
  * door of it (how a stream joins live, and how it writes events and errors).
  */
 export class SseStream implements FanoutSocket, SseReceiver {
+  /** Events carry `msg` frames as JSON. */
+  readonly codec = JSON_CODEC;
   /** Unique within the worker (the control plane lists streams by it). */
   readonly id = nextId++;
   /** The last seq written to the response (the client resumes after it). */

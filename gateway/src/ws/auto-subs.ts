@@ -1,7 +1,7 @@
 import { brokerFailure } from "../errors.js";
 import { ErrorCode } from "../protocol/codes.js";
 import type { HandlerContext } from "./context.js";
-import { sendErr, sendText, type Socket } from "./session.js";
+import { sendErr, sendFrame, type Socket } from "./session.js";
 
 /**
  * Server-side subscriptions: the token's `channels.auto` (or a connect hook's) lists patterns the connection
@@ -42,7 +42,6 @@ async function autoSubscribe(ctx: HandlerContext, ws: Socket, pattern: string): 
   if (!ctx.subs.attach(ws, sub)) return;
   // Position and join in one synchronous step (the resume path's live start): every message after `seq` follows.
   const seq = sub.life.start(feed) ?? feed.position();
-  const e = ctx.broker.epochOf(pattern);
-  const epoch = e ? `,"epoch":${JSON.stringify(e)}` : "";
-  sendText(ws, `{"op":"sub","channel":${JSON.stringify(pattern)},"auto":true,"seq":${seq}${epoch}}`);
+  const epoch = ctx.broker.epochOf(pattern);
+  sendFrame(ws, { op: "sub", channel: pattern, auto: true, seq, ...(epoch ? { epoch } : {}) });
 }

@@ -6,6 +6,7 @@ import type { Logger } from "../log.js";
 import { CloseCode, ErrorCode } from "../protocol/codes.js";
 import type { RefreshFrame } from "../protocol/frames.js";
 import { writeUwsError } from "../protocol/http-reply.js";
+import { codecOf } from "../protocol/codecs.js";
 import type { HttpRequest, HttpResponse, us_socket_context_t } from "../uws.js";
 import { newSession, type Socket } from "./session.js";
 import { AuthError } from "../auth/errors.js";
@@ -64,7 +65,7 @@ export class ConnectionGuard {
         refusal.message,
         refusal.retryAfterSec,
       );
-    const accept = (id: Identity): void => res.upgrade(newSession(id), key, offer.protocol, extensions, context);
+    const accept = (id: Identity): void => res.upgrade(newSession(id, codecOf(offer.protocol)), key, offer.protocol, extensions, context);
     if (!this.access.auth.enabled && !this.access.hooks?.connectEnabled) return accept(anonymousIdentity(ip));
     let aborted = false;
     res.onAborted(() => {

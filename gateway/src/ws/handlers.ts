@@ -2,11 +2,20 @@ import { DurableSub } from "../fanout/durable-sub.js";
 import { resolveStart, startFeatures, type Start, type StartRequest } from "../fanout/resume.js";
 import type { Feature } from "../namespaces/spec.js";
 import { ErrorCode } from "../protocol/codes.js";
-import { parseClientFrame, type AckFrame, type Id, type PubBatchFrame, type PubFrame, type SubFrame, type UnsubFrame } from "../protocol/frames.js";
-import { okFrame, pongFrame } from "../protocol/serialize.js";
+import {
+  validateClientFrame,
+  type AckFrame,
+  type Decoded,
+  type Id,
+  type PubBatchFrame,
+  type PubFrame,
+  type SubFrame,
+  type UnsubFrame,
+} from "../protocol/frames.js";
+import { serverTime } from "../protocol/server-frames.js";
 import { sendLastValues } from "../fanout/last-values.js";
 import { brokerFailure, GatewayError } from "../errors.js";
-import { clientIdOf, fanoutSocket, sendErr, sendText, type Socket, type SubState } from "./session.js";
+import { clientIdOf, fanoutSocket, sendErr, sendFrame, type Socket, type SubState } from "./session.js";
 import type { PublishedBy } from "../publish/service.js";
 import { publishedBy } from "../auth/access.js";
 import type { HandlerContext } from "./context.js";
@@ -17,14 +26,14 @@ import { callRpc } from "./rpc.js";
 
 export type { HandlerContext };
 
-/** Handles one text frame from a client. Every failure becomes an `err` frame; the socket stays open. */
-export function handleFrame(ctx: HandlerContext, ws: Socket, text: string): void {
-  const parsed = parseClientFrame(text);
+/** Handles one decoded frame from a client. Every failure becomes an `err` frame; the socket stays open. */
+export function handleFrame(ctx: HandlerContext, ws: Socket, decoded: Extract<Decoded, { ok: true }>): void {
+  const parsed = validateClientFrame(decoded.value, decoded.checkFinite);
   if (!parsed.ok) return replyErr(ctx, ws, parsed.id, parsed.code, parsed.message);
   const f = parsed.frame;
   switch (f.op) {
     case "ping":
-      return sendText(ws, pongFrame(f.id));
+      return sendFrame(ws, { op: "pong", id: f.id, time: serverTime() });
     case "sub":
       return void subscribe(ctx, ws, f).catch((e) => internalError(ctx, ws, f.id, e));
     case "unsub":
@@ -92,7 +101,7 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
   const presence = f.presence ? { client: s.clientId } : undefined;
   if (f.from === undefined) {
     sub.life.start(feed);
-    return sendText(ws, okFrame(f.id, { epoch: ctx.broker.epochOf(f.channel), ...presence }));
+    return sendFrame(ws, { op: "ok", id: f.id, fields: { epoch: ctx.broker.epochOf(f.channel), ...presence } });
   }
   let start: Start;
   try {
@@ -104,7 +113,7 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
   }
   if (s.closed || sub.life.phase === "ended") return;
   const lastSent = start.lastSent ?? 0;
-  sendText(ws, okFrame(f.id, { ...start.report, ...presence }));
+  sendFrame(ws, { op: "ok", id: f.id, fields: { ...start.report, ...presence } });
   if (f.from === "last_per_subject" && !(await sendSnapshot(ctx, ws, sub, lastSent))) return;
   sub.life.start(feed, lastSent);
 }
@@ -180,7 +189,7 @@ async function subscribeDurable(ctx: HandlerContext, ws: Socket, f: SubFrame): P
   }
   if (s.closed || sub.life.phase === "ended") return void durable.stop().catch(() => undefined);
   ctx.subs.attachDurable(ws, sub);
-  sendText(ws, okFrame(f.id, { durable: f.durable }));
+  sendFrame(ws, { op: "ok", id: f.id, fields: { durable: f.durable } });
 }
 
 function unsubscribe(ctx: HandlerContext, ws: Socket, f: UnsubFrame): void {
@@ -188,7 +197,7 @@ function unsubscribe(ctx: HandlerContext, ws: Socket, f: UnsubFrame): void {
   const sub = s.subs.get(f.channel);
   if (!sub) return replyErr(ctx, ws, f.id, ErrorCode.NotSubscribed, `not subscribed to ${f.channel}`);
   ctx.subs.end(ws, sub);
-  sendText(ws, okFrame(f.id));
+  sendFrame(ws, { op: "ok", id: f.id });
 }
 
 function settle(ctx: HandlerContext, ws: Socket, f: AckFrame): void {
@@ -196,7 +205,7 @@ function settle(ctx: HandlerContext, ws: Socket, f: AckFrame): void {
   const candidates = f.sub !== undefined ? [s.subs.get(f.sub)] : [...s.subs.values()];
   for (const sub of candidates) {
     if (sub?.durable?.settle(f.op, f.seq, f.delay)) {
-      if (f.id !== undefined) sendText(ws, okFrame(f.id));
+      if (f.id !== undefined) sendFrame(ws, { op: "ok", id: f.id });
       return;
     }
   }
@@ -216,7 +225,7 @@ async function publish(ctx: HandlerContext, ws: Socket, f: PubFrame | PubBatchFr
   if (!(await authorized(ctx, ws, f.id, { right: "pub", channel: f.channel, ttl: f.ttl }))) return;
   try {
     const r = await ctx.publisher.publish("ws", publisherIs(ws), f.channel, f.data, f.msgId, undefined, f.ttl);
-    sendText(ws, okFrame(f.id, { seq: r.seq, duplicate: r.duplicate }));
+    sendFrame(ws, { op: "ok", id: f.id, fields: { seq: r.seq, duplicate: r.duplicate } });
   } catch (e) {
     if (e instanceof GatewayError) return replyFailure(ctx, ws, f.id, e);
     throw e;
@@ -236,5 +245,5 @@ async function publishBatch(ctx: HandlerContext, ws: Socket, f: PubBatchFrame): 
   const results = await ctx.publisher.publishBatch("ws", publisherIs(ws), f.batch, (it) =>
     ctx.guard.access.authorize(() => s.identity, { right: "pub", channel: it.channel, ttl: it.ttl }),
   );
-  sendText(ws, okFrame(f.id, { results }));
+  sendFrame(ws, { op: "ok", id: f.id, fields: { results } });
 }

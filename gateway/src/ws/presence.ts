@@ -4,7 +4,8 @@ import { ErrorCode } from "../protocol/codes.js";
 import type { Id, PresenceFrame, SubFrame } from "../protocol/frames.js";
 import type { HandlerContext } from "./context.js";
 import { authorized } from "./authorized.js";
-import { clientIdOf, sendErr, sendText, type Socket, type SubState } from "./session.js";
+import { codecTopic } from "../protocol/codec.js";
+import { clientIdOf, sendErr, sendFrame, type Socket, type SubState } from "./session.js";
 
 function fail(ctx: HandlerContext, ws: Socket, id: Id | undefined, e: GatewayError): void {
   sendErr(ws, ctx.metrics.badFrames, id, e.code, e.message, e.temporary);
@@ -25,7 +26,7 @@ export async function enterPresence(ctx: HandlerContext, ws: Socket, sub: SubSta
     return false;
   }
   const client = clientIdOf(ws);
-  const topic = presenceTopicOf(f.channel);
+  const topic = codecTopic(presenceTopicOf(f.channel), s.codec);
   const entering = f.presence !== "watch";
   const events = f.presence !== "member";
   const member = entering
@@ -75,8 +76,7 @@ export async function presenceRequest(ctx: HandlerContext, ws: Socket, f: Presen
     return fail(ctx, ws, f.id, new GatewayError(ErrorCode.UnsupportedByBroker, `the ${ctx.broker.kind} broker keeps no presence: presence needs JetStream`));
   try {
     const r = await hub.members(f.channel);
-    const id = f.id === undefined ? "" : `,"id":${JSON.stringify(f.id)}`;
-    sendText(ws, `{"op":"presence"${id},"channel":${JSON.stringify(f.channel)},"members":${JSON.stringify(r.members)},"truncated":${r.truncated}}`);
+    sendFrame(ws, { op: "presence", id: f.id, channel: f.channel, members: r.members, truncated: r.truncated });
   } catch (e) {
     fail(ctx, ws, f.id, brokerFailure(e, ctx.broker.isConnected(), "presence"));
   }

@@ -1,8 +1,7 @@
 import { ErrorCode } from "../protocol/codes.js";
 import type { RefreshFrame } from "../protocol/frames.js";
-import { okFrame } from "../protocol/serialize.js";
 import type { HandlerContext } from "./context.js";
-import { sendErr, sendText, type Socket } from "./session.js";
+import { sendErr, sendFrame, type Socket } from "./session.js";
 
 /**
  * `{"op":"refresh","token":"..."}`: verifies the new token (same `sub`), replaces the claims and the
@@ -21,5 +20,5 @@ export async function refreshSession(ctx: HandlerContext, ws: Socket, f: Refresh
     ctx.subs.end(ws, sub);
     sendErr(ws, ctx.metrics.badFrames, undefined, ErrorCode.Forbidden, `subscription ${pattern} ended: the refreshed token does not allow it`);
   }
-  sendText(ws, okFrame(f.id, r.exp !== undefined ? { exp: r.exp } : {}));
+  sendFrame(ws, { op: "ok", id: f.id, fields: r.exp !== undefined ? { exp: r.exp } : {} });
 }

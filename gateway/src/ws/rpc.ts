@@ -2,11 +2,10 @@ import { claimsOf } from "../auth/hooks.js";
 import { GatewayError } from "../errors.js";
 import { ErrorCode } from "../protocol/codes.js";
 import type { RpcFrame } from "../protocol/frames.js";
-import { okFrame, rpcErrFrame } from "../protocol/serialize.js";
 import { RpcError, type RpcHookRequest } from "../rpc/hook.js";
 import { authorized } from "./authorized.js";
 import type { HandlerContext } from "./context.js";
-import { clientIdOf, sendErr, sendText, type Socket } from "./session.js";
+import { clientIdOf, sendEncoded, sendErr, sendFrame, type Socket } from "./session.js";
 
 /**
  * `rpc`: the method permission (the authorization chain), the connection's cap of unanswered calls, then the
@@ -35,17 +34,17 @@ export async function callRpc(ctx: HandlerContext, ws: Socket, f: RpcFrame): Pro
       info: id.info ?? null,
     };
     const answer = await ctx.rpc.call(request);
-    const frame = okFrame(f.id, { data: answer.data });
+    const frame = s.codec.encode({ op: "ok", id: f.id, fields: { data: answer.data } });
     // The client's frames are bounded by MAX_PAYLOAD_BYTES; so are the answers it gets (a client may hold it to that).
     const maxBytes = ctx.config.server.maxPayloadBytes;
-    if (Buffer.byteLength(frame) > maxBytes)
+    if ((typeof frame === "string" ? Buffer.byteLength(frame) : frame.length) > maxBytes)
       return err(ErrorCode.HookUnavailable, `the rpc hook's answer to ${f.method} is larger than MAX_PAYLOAD_BYTES (${maxBytes} bytes)`, false);
-    sendText(ws, frame);
+    sendEncoded(ws, frame);
   } catch (e) {
     if (e instanceof RpcError) {
       if (s.closed) return;
       ctx.metrics.badFrames.labels(e.code).inc();
-      return sendText(ws, rpcErrFrame(f.id, e.message, e.temporary, e.appCode));
+      return sendFrame(ws, { op: "err", id: f.id, code: ErrorCode.RpcError, message: e.message, temporary: e.temporary, appCode: e.appCode });
     }
     if (e instanceof GatewayError) return err(e.code, e.message, e.temporary);
     throw e;

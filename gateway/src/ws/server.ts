@@ -6,8 +6,7 @@ import { handleFrame, releaseSession, replyErr, type HandlerContext } from "./ha
 import type { Session, Socket } from "./session.js";
 import { Subscriptions } from "./subscriptions.js";
 import { startAutoSubscriptions } from "./auto-subs.js";
-import { clientIdOf, sendText } from "./session.js";
-import { unsubFrame } from "../protocol/serialize.js";
+import { clientIdOf, sendFrame } from "./session.js";
 
 /** One connection as the control plane lists it (`GET /v1/server/users/{user}`). */
 export type ConnectionInfo = {
@@ -82,9 +81,10 @@ export class WsEndpoint {
             ws.end(CloseCode.MessageTooBig, `frame larger than ${config.server.maxPayloadBytes} bytes`);
             return;
           }
-          if (isBinary) return replyErr(this.ctx, ws, undefined, ErrorCode.BadJson, "frames must be UTF-8 JSON text, not binary");
+          const decoded = ws.getUserData().codec.decode(message, isBinary);
+          if (!decoded.ok) return replyErr(this.ctx, ws, undefined, decoded.code, decoded.message);
           try {
-            handleFrame(this.ctx, ws, Buffer.from(message).toString("utf8"));
+            handleFrame(this.ctx, ws, decoded);
           } catch (e) {
             log.error({ err: e }, "frame handler failed");
             replyErr(this.ctx, ws, undefined, ErrorCode.Internal, "internal error");
@@ -176,7 +176,7 @@ export class WsEndpoint {
       for (const sub of [...ws.getUserData().subs.values()]) {
         if (!covers(within, sub.pattern)) continue;
         this.ctx.subs.end(ws, sub);
-        sendText(ws, unsubFrame(sub.pattern, reason));
+        sendFrame(ws, { op: "unsub", channel: sub.pattern, reason });
         n++;
       }
     }

@@ -7,7 +7,10 @@ import type { FrameLimiter } from "../limits/frame-rate.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { ErrorCode } from "../protocol/codes.js";
 import type { Id } from "../protocol/frames.js";
-import { errFrame } from "../protocol/serialize.js";
+import { codecTopic, type Codec } from "../protocol/codec.js";
+import { JSON_CODEC } from "../protocol/codecs.js";
+import type { ServerFrame } from "../protocol/server-frames.js";
+import { WIRE_ERRORS } from "../errors.js";
 import { randomBytes } from "node:crypto";
 
 /** One subscription of one socket. */
@@ -45,6 +48,8 @@ export type Session = {
    * claims (channel permissions, expiry), what the connect hook granted and its `info`. Replaced by `refresh`.
    */
   identity: Identity;
+  /** The encoding of its frames, chosen by the negotiated subprotocol (protocol/codecs.ts). */
+  readonly codec: Codec;
   /** Closes the socket with 4001 at token expiry; re-armed by `refresh`. */
   expiryTimer?: NodeJS.Timeout;
   /** Inbound frame allowance (FRAME_RATE); undefined when unlimited. */
@@ -72,12 +77,13 @@ export type Socket = WebSocket<Session>;
 
 let nextId = 1;
 
-export function newSession(identity: Identity): Session {
+export function newSession(identity: Identity, codec: Codec = JSON_CODEC): Session {
   return {
     id: nextId++,
     ip: identity.ip,
     user: identity.principal.user,
     identity,
+    codec,
     subs: new Map(),
     closed: false,
     drainWaiters: [],
@@ -93,13 +99,14 @@ export function fanoutSocket(ws: Socket): FanoutSocket {
     get closed() {
       return s.closed;
     },
-    send: (frame) => ws.send(frame, false, s.compress === true),
+    codec: s.codec,
+    send: (frame) => ws.send(frame, s.codec.binary, s.compress === true),
     cork: (fn) => {
       ws.cork(fn);
     },
     bufferedAmount: () => ws.getBufferedAmount(),
     joinTopic: (topic) => {
-      ws.subscribe(topic);
+      ws.subscribe(codecTopic(topic, s.codec));
     },
     onDrained: (fn) => {
       s.drainWaiters.push(fn);
@@ -108,12 +115,18 @@ export function fanoutSocket(ws: Socket): FanoutSocket {
   return s.port;
 }
 
-/** Sends a text frame unless the socket is already closed (async replies can outlive the socket). */
-export function sendText(ws: Socket, text: string): void {
+/** Sends a frame in the socket's codec unless the socket is already closed (async replies can outlive the socket). */
+export function sendFrame(ws: Socket, frame: ServerFrame): void {
+  if (ws.getUserData().closed) return;
+  sendEncoded(ws, ws.getUserData().codec.encode(frame));
+}
+
+/** Sends a frame already encoded in the socket's codec (`sendFrame` when it must be measured first). */
+export function sendEncoded(ws: Socket, data: string | Uint8Array): void {
   const s = ws.getUserData();
   if (s.closed) return;
   ws.cork(() => {
-    ws.send(text, false, false);
+    ws.send(data, s.codec.binary, false);
   });
 }
 
@@ -124,7 +137,7 @@ export function sendText(ws: Socket, text: string): void {
 export function sendErr(ws: Socket, counter: Metrics["badFrames"], id: Id | undefined, code: ErrorCode, message: string, temporary?: boolean): void {
   if (ws.getUserData().closed) return;
   counter.labels(code).inc();
-  sendText(ws, errFrame(id, code, message, temporary));
+  sendFrame(ws, { op: "err", id, code, message, temporary: temporary ?? WIRE_ERRORS[code].temporary });
 }
 
 /** The connection's client id (presence members and events name it): 16 characters of base64url, made once. */

@@ -1,5 +1,6 @@
 import type { BackpressureSection } from "../config/sections.js";
 import { LateGroup, PatternGroups, type LateMember } from "../fanout/groups.js";
+import { codecTopic } from "../protocol/codec.js";
 import { topicOf, type FanoutHub, type Feed } from "../fanout/hub.js";
 import { Flow, SubLifecycle, type DeliveryFailure, type LifecycleDeps, type SubDoor } from "../fanout/lifecycle.js";
 import type { Logger } from "../log.js";
@@ -43,7 +44,7 @@ export class Subscriptions {
 
   /** A new subscription in `starting`, registered on the socket. */
   begin(ws: Socket, pattern: string): SubState {
-    const topic = topicOf(pattern);
+    const topic = codecTopic(topicOf(pattern), ws.getUserData().codec);
     const socket = fanoutSocket(ws);
     const flow = this.flowOf(ws);
     // The door's callbacks run only once the subscription started, after `sub` below is made.

@@ -1,4 +1,8 @@
 import type { Feed, LateReceiver, LiveListener } from "../../src/fanout/hub.js";
+import type { MsgFrames } from "../../src/protocol/codec.js";
+
+/** A message's frames as one fixed frame for every codec (in-process tests deliver made-up bytes). */
+export const fixedFrames = (frame: Uint8Array): MsgFrames => ({ frame: () => frame, size: frame.length });
 
 /** A hub feed for in-process tests: a fixed position and count, and its listeners in a set the test can read. */
 export class FakeFeed implements Feed {
@@ -31,6 +35,7 @@ export class FakeFeed implements Feed {
   deliver(seq: number, frame: Buffer): void {
     if (seq > this.pos) this.pos = seq;
     this.count++;
-    for (const l of this.listeners) l.onLive(seq, frame);
+    const msg = fixedFrames(frame);
+    for (const l of this.listeners) l.onLive(seq, msg);
   }
 }

@@ -6,6 +6,7 @@ import fc from "fast-check";
 import { CatchUp, type CatchUpEnd } from "../../src/fanout/catchup.js";
 import { ReplayCache } from "../../src/fanout/replay-cache.js";
 import type { FanoutSocket } from "../../src/fanout/socket.js";
+import { JSON_CODEC } from "../../src/protocol/codecs.js";
 import { createLogger } from "../../src/log.js";
 import { MemoryReplay } from "../support/memory-replay.js";
 import { FakeFeed } from "../support/fake-feed.js";
@@ -14,6 +15,7 @@ const log = createLogger("silent", {});
 
 /** A socket that takes everything at once and records the seqs of the frames it was sent. */
 class RecordingSocket implements FanoutSocket {
+  readonly codec = JSON_CODEC;
   closed = false;
   seqs: number[] = [];
   joined: string[] = [];

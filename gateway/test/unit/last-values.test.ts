@@ -3,6 +3,7 @@ import type { BrokerMessage, LastValuePage } from "../../src/broker/broker.js";
 import { sendLastValues } from "../../src/fanout/last-values.js";
 import { pageOf } from "../../src/broker/jetstream/replay.js";
 import type { FanoutSocket } from "../../src/fanout/socket.js";
+import { JSON_CODEC } from "../../src/protocol/codecs.js";
 
 const msg = (channel: string, seq: number): BrokerMessage => ({ channel, seq, ts: 1, payload: Buffer.from(`{"s":${seq}}`) });
 
@@ -10,6 +11,7 @@ const msg = (channel: string, seq: number): BrokerMessage => ({ channel, seq, ts
 function fakeSocket(): FanoutSocket & { sent: string[]; buffered: number; drained: (() => void)[]; result: number } {
   const s = {
     closed: false,
+    codec: JSON_CODEC,
     sent: [] as string[],
     buffered: 0,
     drained: [] as (() => void)[],

@@ -10,15 +10,17 @@ import { Flow, SubLifecycle, type DeliveryFailure, type SubDoor } from "../../sr
 import { ReplayCache, type PageSource } from "../../src/fanout/replay-cache.js";
 import { Resume } from "../../src/fanout/resume.js";
 import type { FanoutSocket } from "../../src/fanout/socket.js";
+import { JSON_CODEC } from "../../src/protocol/codecs.js";
 import { createLogger } from "../../src/log.js";
 import { ErrorCode } from "../../src/protocol/codes.js";
-import { FakeFeed } from "../support/fake-feed.js";
+import { FakeFeed, fixedFrames } from "../support/fake-feed.js";
 import { MemoryReplay } from "../support/memory-replay.js";
 
 const log = createLogger("silent", {});
 
 /** A socket that takes every frame and records the seqs of message frames; `live` is its live group. */
 class FakeSocket implements FanoutSocket {
+  readonly codec = JSON_CODEC;
   closed = false;
   live = false;
   seqs: number[] = [];
@@ -218,7 +220,7 @@ describe("lifecycle — per-pattern groups", () => {
     const high = { covered: 8, socket: new FakeSocket() };
     const gone = { covered: 0, socket: Object.assign(new FakeSocket(), { closed: true }) };
     for (const m of [low, high, gone]) g.members.add(m);
-    g.onLate(5, Buffer.from("m5"));
+    g.onLate(5, fixedFrames(Buffer.from("m5")));
     expect(low.socket.seqs).toEqual([5]);
     expect(high.socket.seqs).toEqual([]);
     expect(gone.socket.seqs).toEqual([]);

@@ -2,7 +2,10 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { PresenceMember, PresenceRecord } from "../../src/broker/broker.js";
 import { clientOfKey, decodeToken, encodeChannel, encodeToken, memberKey } from "../../src/broker/jetstream/presence-keys.js";
-import { presenceEventFrame } from "../../src/presence/hub.js";
+import { presenceEvent } from "../../src/presence/hub.js";
+import { jsonFrame } from "../../src/protocol/serialize.js";
+
+const presenceEventFrame = (channel: string, c: Parameters<typeof presenceEvent>[1]): string => jsonFrame(presenceEvent(channel, c));
 import { PresenceView } from "../../src/presence/view.js";
 import { checkChannel } from "../../src/protocol/channel.js";
 import { parseClientFrame } from "../../src/protocol/frames.js";

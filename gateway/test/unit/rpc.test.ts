@@ -10,7 +10,11 @@ import { sectionsOf } from "../../src/config/sections.js";
 import { GatewayError } from "../../src/errors.js";
 import { ErrorCode } from "../../src/protocol/codes.js";
 import { parseClientFrame } from "../../src/protocol/frames.js";
-import { rpcErrFrame } from "../../src/protocol/serialize.js";
+import { jsonFrame } from "../../src/protocol/serialize.js";
+
+/** The `err` answer to an `rpc` the backend refused, as fanout.v1 writes it. */
+const rpcErrFrame = (id: string | number, message: string, temporary: boolean, appCode: string | undefined): string =>
+  jsonFrame({ op: "err", id, code: ErrorCode.RpcError, message, temporary, ...(appCode !== undefined ? { appCode } : {}) });
 import { readRpcAnswer, RpcError } from "../../src/rpc/hook.js";
 
 describe("rpc — frames", () => {
