@@ -7,7 +7,7 @@ import { pathToFileURL } from "node:url";
 import { PACKAGE_ROOT } from "../src/config/config.js";
 import { runScenario, type ClientCommand, type Harness, type Scenario } from "./runner.js";
 
-export const USAGE = `usage: npm run conformance -- --client <typescript | kotlin | "<command line>"> [--scenario <name>]...`;
+export const USAGE = `usage: npm run conformance -- --client <typescript | typescript-msgpack | kotlin | "<command line>"> [--scenario <name>]...`;
 
 /** A bad command line: printed with the usage, exit code 2. */
 export class UsageError extends Error {}
@@ -18,6 +18,8 @@ export type CliArgs = { label: string; client: ClientCommand; scenarios: string[
 export function namedClients(root: string): Record<string, ClientCommand> {
   return {
     typescript: { command: process.execPath, args: [join(root, "gateway/conformance/adapters/typescript.mjs")], cwd: root },
+    // The same SDK speaking fanout.v1.msgpack (binary MessagePack frames).
+    "typescript-msgpack": { command: process.execPath, args: [join(root, "gateway/conformance/adapters/typescript.mjs"), "--msgpack"], cwd: root },
     kotlin: { command: "bash", args: [join(root, "gateway/client-kotlin/conformance-adapter.sh")], cwd: root },
   };
 }

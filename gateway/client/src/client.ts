@@ -298,7 +298,7 @@ export class GatewayClient {
       // Acks on a closed socket are moot: the server released its unacked messages for redelivery.
       if (this.conn.ws !== ws || this.conn.state !== "open") return;
       try {
-        ws.send(JSON.stringify(frame));
+        ws.send(this.opts.wire.encode(frame));
       } catch {
         /* closing */
       }

@@ -5,9 +5,9 @@ import type { ClientOptions } from "./options.js";
 import type { Frame, WebSocketLike } from "./types.js";
 import { clearTimer, setTimer, type Timer } from "./platform.js";
 import { deferred } from "./util.js";
+import { JSON_WIRE, type Wire } from "./wire.js";
 
-/** The subprotocol of wire protocol version 1 (PROTOCOL.md "Passing the token"). */
-export const SUBPROTOCOL = "fanout.v1";
+export { SUBPROTOCOL } from "./wire.js";
 
 /**
  * One explicit state: `idle` (never connected), `connecting` (a socket or a token is on its way), `open`,
@@ -26,11 +26,20 @@ export interface ConnectionHooks {
   stopped(error: GatewayError): void;
 }
 
-/** Where to connect and with which subprotocols, with the token where `tokenVia` puts it. */
-export function connectTarget(url: string, token: string | undefined, tokenVia: "query" | "protocol"): { url: string; protocols?: string[] } {
-  if (token && tokenVia === "query") return { url: `${url}${url.includes("?") ? "&" : "?"}token=${encodeURIComponent(token)}` };
-  if (token) return { url, protocols: [SUBPROTOCOL, `bearer.${token}`] };
-  return { url };
+/**
+ * Where to connect and with which subprotocols, with the token where `tokenVia` puts it. The wire's
+ * subprotocol goes with a `bearer.` one, and alone when the wire must be asked for (a binary one).
+ */
+export function connectTarget(
+  url: string,
+  token: string | undefined,
+  tokenVia: "query" | "protocol",
+  wire: Wire = JSON_WIRE,
+): { url: string; protocols?: string[] } {
+  const own = wire.mustOffer ? { protocols: [wire.subprotocol] } : {};
+  if (token && tokenVia === "query") return { url: `${url}${url.includes("?") ? "&" : "?"}token=${encodeURIComponent(token)}`, ...own };
+  if (token) return { url, protocols: [wire.subprotocol, `bearer.${token}`] };
+  return { url, ...own };
 }
 
 /**
@@ -101,7 +110,7 @@ export class Connection {
     const id = this.nextId++;
     this.pending.set(id, onReply);
     try {
-      ws.send(JSON.stringify({ ...frame, id }));
+      ws.send(this.opts.wire.encode({ ...frame, id }));
     } catch {
       this.pending.delete(id); // the socket is closing; its close event re-sends what needs it
     }
@@ -121,7 +130,7 @@ export class Connection {
       }
       if (this.state !== "connecting") return;
     }
-    const target = connectTarget(this.url, token, this.opts.tokenVia);
+    const target = connectTarget(this.url, token, this.opts.tokenVia, this.opts.wire);
     let ws: WebSocketLike;
     try {
       ws = target.protocols ? new this.opts.WebSocket(target.url, target.protocols) : new this.opts.WebSocket(target.url);
@@ -130,12 +139,13 @@ export class Connection {
       this.scheduleReconnect();
       return;
     }
+    if (this.opts.wire.mustOffer) ws.binaryType = "arraybuffer";
     this.ws = ws;
     this.connectTimer = setTimer(() => {
       if (this.ws === ws && this.state === "connecting") ws.close();
     }, this.opts.connectTimeoutMs);
     ws.onopen = () => this.ws === ws && this.onOpen(ws);
-    ws.onmessage = (ev: { data: unknown }) => this.ws === ws && this.onText(ws, typeof ev.data === "string" ? ev.data : String(ev.data));
+    ws.onmessage = (ev: { data: unknown }) => this.ws === ws && this.onFrame(ws, ev.data);
     ws.onclose = (ev: { code?: number; reason?: string }) => this.onClose(ws, ev.code ?? 1006, ev.reason ?? "");
     ws.onerror = () => undefined; // a close event follows with the code
   }
@@ -175,14 +185,10 @@ export class Connection {
     }, every - within);
   }
 
-  private onText(ws: WebSocketLike, text: string): void {
+  private onFrame(ws: WebSocketLike, data: unknown): void {
     this.heard = true;
-    let f: Frame;
-    try {
-      f = JSON.parse(text) as Frame;
-    } catch {
-      return this.hooks.emit({ type: "error", error: new GatewayError("bad_json", "server sent a frame that is not JSON") });
-    }
+    const f = this.opts.wire.decode(data);
+    if (!f) return this.hooks.emit({ type: "error", error: new GatewayError("bad_json", `server sent a frame that is not ${this.opts.wire.subprotocol}`) });
     if (this.hooks.frame(ws, f)) return;
     if (typeof f.id === "number" && this.pending.has(f.id)) {
       const reply = this.pending.get(f.id)!;

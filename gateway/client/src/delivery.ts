@@ -18,7 +18,7 @@ export function toMessage(f: Frame, seq: number, subChannel: string, explicitAck
     seq,
     ts: Number(f.ts),
     data: f.data,
-    enc: f.enc === "text" || f.enc === "base64" ? f.enc : undefined,
+    enc: f.enc === "text" || f.enc === "base64" || f.enc === "binary" ? f.enc : undefined,
     durable: typeof f.durable === "string" ? f.durable : undefined,
     redelivered: f.redelivered === true ? true : undefined,
     deliveries: typeof f.deliveries === "number" ? f.deliveries : undefined,

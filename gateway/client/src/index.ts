@@ -7,7 +7,7 @@ export { DEFAULT_OPTIONS, type GatewayClientOptions } from "./options.js";
 export { backoffDelay } from "./backoff.js";
 export { GatewayError, WIRE_CODES, isTemporary, type ClientErrorCode, type WireErrorCode } from "./errors.js";
 export { EVENT_TYPES, type GatewayEvent, type GatewayEventType } from "./events.js";
-export { SUBPROTOCOL } from "./connection.js";
+export { SUBPROTOCOL, SUBPROTOCOL_MSGPACK, type MsgpackFunctions } from "./wire.js";
 export type {
   BatchItem,
   BatchItemResult,

@@ -1,5 +1,6 @@
 import { GatewayError } from "./errors.js";
 import type { MessageHandler, WebSocketConstructor } from "./types.js";
+import { JSON_WIRE, msgpackWire, type MsgpackFunctions, type Wire } from "./wire.js";
 
 export interface GatewayClientOptions {
   /** Sent as a `bearer.<token>` subprotocol (or as the `token` query parameter with `tokenVia: "query"`). */
@@ -34,6 +35,13 @@ export interface GatewayClientOptions {
    * without this option their messages are dropped.
    */
   onAutoMessage?: MessageHandler;
+  /**
+   * Speak `fanout.v1.msgpack` (binary MessagePack frames) instead of JSON text: pass a MessagePack library's
+   * `encode` and `decode`, e.g. `import { encode, decode } from "@msgpack/msgpack"` → `msgpack: { encode, decode }`.
+   * Messages arrive as with JSON (`data` parsed); payloads that are not JSON come as `enc: "text"` strings or
+   * `enc: "binary"` bytes.
+   */
+  msgpack?: MsgpackFunctions;
 }
 
 export const DEFAULT_OPTIONS = {
@@ -47,14 +55,21 @@ export const DEFAULT_OPTIONS = {
 } as const;
 
 /** The options in force: defaults filled in, each checked. `token` changes with `refreshToken`. */
-export type ClientOptions = Required<Omit<GatewayClientOptions, "token" | "getToken" | "onAutoMessage">> &
-  Pick<GatewayClientOptions, "token" | "getToken" | "onAutoMessage">;
+export type ClientOptions = Required<Omit<GatewayClientOptions, "token" | "getToken" | "onAutoMessage" | "msgpack">> &
+  Pick<GatewayClientOptions, "token" | "getToken" | "onAutoMessage"> & {
+    /** How frames are written and read: JSON, or MessagePack with the `msgpack` option. */
+    wire: Wire;
+  };
 
 /** Fills in the defaults and checks every option; a bad one throws `bad_option` (no WebSocket: `no_websocket`). */
 export function parseOptions(options: GatewayClientOptions): ClientOptions {
   const WS = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
   if (!WS) throw new GatewayError("no_websocket", "no WebSocket implementation: pass options.WebSocket (e.g. the ws package) in Node < 22");
-  const opts: ClientOptions = { ...DEFAULT_OPTIONS, ...stripUndefined(options), WebSocket: WS };
+  const { msgpack, ...rest } = options;
+  if (msgpack !== undefined && (typeof msgpack.encode !== "function" || typeof msgpack.decode !== "function"))
+    throw new GatewayError("bad_option", "msgpack needs encode and decode");
+  const wire = msgpack ? msgpackWire(msgpack) : JSON_WIRE;
+  const opts: ClientOptions = { ...DEFAULT_OPTIONS, ...stripUndefined(rest), WebSocket: WS, wire };
   const { minDelayMs: min, maxDelayMs: max, queueLimit, connectTimeoutMs } = opts;
   if (!(Number.isFinite(min) && min >= 0)) throw new GatewayError("bad_option", `minDelayMs must be a number >= 0, got ${min}`);
   if (!(Number.isFinite(max) && max >= min)) throw new GatewayError("bad_option", `maxDelayMs must be a number >= minDelayMs (${min}), got ${max}`);

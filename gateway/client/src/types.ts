@@ -10,7 +10,9 @@ export interface WebSocketLike {
   onmessage: ((ev: any) => void) | null;
   onerror: ((ev: any) => void) | null;
   /* eslint-enable @typescript-eslint/no-explicit-any */
-  send(data: string): void;
+  send(data: string | Uint8Array): void;
+  /** Set to "arraybuffer" when the wire is binary (fanout.v1.msgpack). */
+  binaryType?: string;
   close(code?: number, reason?: string): void;
 }
 export type WebSocketConstructor = new (url: string, protocols?: string | string[]) => WebSocketLike;
@@ -58,7 +60,8 @@ export interface GatewayMessage<T = unknown> {
   /** Broker timestamp, ms since the epoch (µs precision). */
   readonly ts: number;
   readonly data: T;
-  readonly enc?: "text" | "base64";
+  /** A payload that is not JSON: a string (`text`), base64 of bytes (`base64`, fanout.v1) or bytes (`binary`, fanout.v1.msgpack). */
+  readonly enc?: "text" | "base64" | "binary";
   readonly durable?: string;
   readonly redelivered?: boolean;
   readonly deliveries?: number;

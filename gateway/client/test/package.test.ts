@@ -38,7 +38,18 @@ describe("package — @fanout-gateway/client as published", () => {
   it("package — the built entry loads in plain Node and exports the SDK", async () => {
     const built = (await import(/* @vite-ignore */ new URL("../dist/index.js", import.meta.url).href)) as Record<string, unknown>;
     expect(Object.keys(built).sort()).toEqual(
-      ["DEFAULT_OPTIONS", "EVENT_TYPES", "GatewayClient", "GatewayError", "SUBPROTOCOL", "WIRE_CODES", "backoffDelay", "isTemporary", "subscribeEvents"].sort(),
+      [
+        "DEFAULT_OPTIONS",
+        "EVENT_TYPES",
+        "GatewayClient",
+        "GatewayError",
+        "SUBPROTOCOL",
+        "SUBPROTOCOL_MSGPACK",
+        "WIRE_CODES",
+        "backoffDelay",
+        "isTemporary",
+        "subscribeEvents",
+      ].sort(),
     );
   });
 

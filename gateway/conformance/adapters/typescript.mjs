@@ -6,6 +6,9 @@ import { createInterface } from "node:readline";
 import WebSocket from "ws";
 import { GatewayClient } from "../../../dist/gateway/client/client.js";
 
+// `--msgpack`: the SDK speaks fanout.v1.msgpack with @msgpack/msgpack's encode and decode.
+const msgpack = process.argv.includes("--msgpack") ? await import("@msgpack/msgpack") : undefined;
+
 let client;
 let token;
 const subs = new Map();
@@ -22,6 +25,7 @@ const commands = {
     token = c.token;
     client = new GatewayClient(c.url, {
       WebSocket,
+      ...(msgpack ? { msgpack: { encode: msgpack.encode, decode: msgpack.decode } } : {}),
       ...(c.getToken ? { getToken: () => token } : c.token ? { token: c.token } : {}),
       ...c.options,
       onAutoMessage: (m) => report("auto", m),

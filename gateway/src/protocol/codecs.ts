@@ -1,12 +1,14 @@
 import type { Codec } from "./codec.js";
 import { JSON_CODEC } from "./json-codec.js";
+import { MSGPACK_CODEC } from "./msgpack-codec.js";
 
 /** Every codec the server speaks, each at its `slot`; the first (JSON) is the default. */
-export const CODECS: readonly Codec[] = [JSON_CODEC];
+export const CODECS: readonly Codec[] = [JSON_CODEC, MSGPACK_CODEC];
+for (const [i, c] of CODECS.entries()) if (c.slot !== i) throw new Error(`codec ${c.name} has slot ${c.slot}, not ${i}`);
 
 /** The codec of a negotiated subprotocol; JSON when none was (a client that offered no subprotocol). */
 export function codecOf(subprotocol: string): Codec {
   return CODECS.find((c) => c.subprotocol === subprotocol) ?? JSON_CODEC;
 }
 
-export { JSON_CODEC };
+export { JSON_CODEC, MSGPACK_CODEC };

@@ -1,7 +1,7 @@
 import { checkChannel, checkPattern } from "./channel.js";
 import { ErrorCode } from "./codes.js";
 import { isBadItem, parseBatch, parsePublishItem, type BadItem, type PublishItem } from "./batch.js";
-import { hasInfinite, HUGE_NUMBER, mayHoldHugeNumber } from "./json-numbers.js";
+import { mayHoldHugeNumber, unfitForJson } from "./json-numbers.js";
 
 /** Start position of a subscription (replay); without one a subscription is live only. */
 export type StartPosition = { seq: number; epoch?: string } | { time: string } | { last: number } | "all" | "last_per_subject";
@@ -67,15 +67,15 @@ const fail = (code: ErrorCode, message: string, id?: Id): ParseResult => ({ ok: 
 
 /**
  * What a codec made of a client frame's bytes: a value for `validateClientFrame`, or why there is none.
- * `checkFinite`: the value may hold a number that is not finite (JSON text with a huge exponent; any binary
- * encoding, which can carry Infinity and NaN as they are), so validation walks it.
+ * `mayNotFitJson`: the value may hold what JSON cannot store (a number that JSON.parse made infinite; in a
+ * binary encoding also NaN, bytes, timestamps), so validation walks it (`unfitForJson`).
  */
-export type Decoded = { ok: true; value: unknown; checkFinite: boolean } | { ok: false; code: ErrorCode; message: string };
+export type Decoded = { ok: true; value: unknown; mayNotFitJson: boolean } | { ok: false; code: ErrorCode; message: string };
 
 /** Decodes one client text frame of fanout.v1 (JSON); validation is `validateClientFrame`'s. */
 export function decodeJsonText(text: string): Decoded {
   try {
-    return { ok: true, value: JSON.parse(text), checkFinite: mayHoldHugeNumber(text) };
+    return { ok: true, value: JSON.parse(text), mayNotFitJson: mayHoldHugeNumber(text) };
   } catch {
     return { ok: false, code: ErrorCode.BadJson, message: "frame is not valid JSON" };
   }
@@ -84,14 +84,14 @@ export function decodeJsonText(text: string): Decoded {
 /** Parses and validates one client text frame of fanout.v1. Never throws. */
 export function parseClientFrame(text: string): ParseResult {
   const d = decodeJsonText(text);
-  return d.ok ? validateClientFrame(d.value, d.checkFinite) : fail(d.code, d.message);
+  return d.ok ? validateClientFrame(d.value, d.mayNotFitJson) : fail(d.code, d.message);
 }
 
 /**
  * Validates a decoded client frame, whatever codec decoded it: the same checks and the same error frames
  * for every subprotocol. Never throws.
  */
-export function validateClientFrame(raw: unknown, checkFinite: boolean): ParseResult {
+export function validateClientFrame(raw: unknown, mayNotFitJson: boolean): ParseResult {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw) || raw instanceof Uint8Array) return fail(ErrorCode.BadJson, "frame must be a JSON object");
   const o = raw as Record<string, unknown>;
   let id: Id | undefined;
@@ -101,7 +101,8 @@ export function validateClientFrame(raw: unknown, checkFinite: boolean): ParseRe
     else if (typeof o.id === "string" && o.id.length <= MAX_ID_LENGTH) id = o.id;
     else return fail(ErrorCode.BadRequest, `id must be a number or a string of at most ${MAX_ID_LENGTH} characters`);
   }
-  if (checkFinite && hasInfinite(o)) return fail(ErrorCode.BadRequest, HUGE_NUMBER, id);
+  const unfit = mayNotFitJson ? unfitForJson(o) : undefined;
+  if (unfit !== undefined) return fail(ErrorCode.BadRequest, unfit, id);
   switch (o.op) {
     case "sub":
       return parseSub(o, id);

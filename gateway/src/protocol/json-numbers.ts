@@ -17,16 +17,28 @@ export function hasHugeNumber(text: string, value: unknown): boolean {
 /** Whether JSON `text` may hold a number beyond a double's range (only then is its value walked). */
 export const mayHoldHugeNumber = (text: string): boolean => MAYBE_HUGE.test(text);
 
-/** True when `value` holds a number that is not finite (walked without recursion: any depth). */
-export function hasInfinite(value: unknown): boolean {
+/** True when `value` (parsed from JSON text) holds a number that is not finite (walked without recursion: any depth). */
+export const hasInfinite = (value: unknown): boolean => unfitForJson(value) === HUGE_NUMBER;
+
+/** The refusal of a value JSON cannot hold that a binary codec can carry (bytes, a timestamp, an extension). */
+export const NOT_JSON = "a value is not JSON (bytes, a timestamp or a MessagePack extension): it could not be stored as JSON";
+
+/**
+ * Why `value` cannot be stored as JSON as it is: a number that is not finite (HUGE_NUMBER), or a value other
+ * than null, booleans, strings, numbers, plain arrays and plain objects (NOT_JSON); undefined when it can.
+ * Walked without recursion: any depth.
+ */
+export function unfitForJson(value: unknown): string | undefined {
   const stack: unknown[] = [value];
   while (stack.length > 0) {
     const v = stack.pop();
     if (typeof v === "number") {
-      if (!Number.isFinite(v)) return true;
+      if (!Number.isFinite(v)) return HUGE_NUMBER;
     } else if (typeof v === "object" && v !== null) {
+      const proto: unknown = Object.getPrototypeOf(v);
+      if (!Array.isArray(v) && proto !== Object.prototype && proto !== null) return NOT_JSON;
       for (const x of Array.isArray(v) ? v : Object.values(v)) stack.push(x);
-    }
+    } else if (typeof v === "bigint" || typeof v === "function" || typeof v === "symbol") return NOT_JSON;
   }
-  return false;
+  return undefined;
 }

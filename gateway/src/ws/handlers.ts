@@ -28,7 +28,7 @@ export type { HandlerContext };
 
 /** Handles one decoded frame from a client. Every failure becomes an `err` frame; the socket stays open. */
 export function handleFrame(ctx: HandlerContext, ws: Socket, decoded: Extract<Decoded, { ok: true }>): void {
-  const parsed = validateClientFrame(decoded.value, decoded.checkFinite);
+  const parsed = validateClientFrame(decoded.value, decoded.mayNotFitJson);
   if (!parsed.ok) return replyErr(ctx, ws, parsed.id, parsed.code, parsed.message);
   const f = parsed.frame;
   switch (f.op) {

@@ -7,6 +7,9 @@ import { CLIENT_OPS, parseClientFrame } from "../../src/protocol/frames.js";
 import { checkChannel, checkPattern, matches, MAX_CHANNEL_LENGTH, MAX_CHANNEL_TOKENS } from "../../src/protocol/channel.js";
 import { ErrorCode } from "../../src/protocol/codes.js";
 import { patternCovers } from "../../src/auth/permissions.js";
+import { encode } from "@msgpack/msgpack";
+import { MSGPACK_CODEC } from "../../src/protocol/codecs.js";
+import { validateClientFrame, type ParseResult } from "../../src/protocol/frames.js";
 
 const RUNS = { numRuns: 2_000 };
 const CODES = new Set<string>(Object.values(ErrorCode));
@@ -66,6 +69,51 @@ describe("fuzz — frame parser", () => {
         const again = parseClientFrame(JSON.stringify(r.frame));
         // -0 is written as 0 (the same number to every JSON reader); anything else must come back as it was.
         expect(zeroed(again)).toEqual(zeroed(r));
+      }),
+      RUNS,
+    );
+  });
+});
+
+/** Bytes through the fanout.v1.msgpack codec and the one validation, as the server takes a binary frame. */
+function parseBinary(bytes: Uint8Array): ParseResult {
+  const d = MSGPACK_CODEC.decode(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer, true);
+  return d.ok ? validateClientFrame(d.value, d.mayNotFitJson) : { ok: false, code: d.code, message: d.message };
+}
+
+describe("fuzz — binary frames (fanout.v1.msgpack)", () => {
+  it("never throws on any bytes: a known op, or a typed error with a message", () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 256 }), (bytes: Uint8Array) => {
+        const r = parseBinary(bytes);
+        if (r.ok) expect(OPS.has(r.frame.op)).toBe(true);
+        else expect(CODES.has(r.code)).toBe(true);
+      }),
+      RUNS,
+    );
+  });
+
+  it("a frame's MessagePack bytes parse to what its JSON text parses to", () => {
+    fc.assert(
+      fc.property(fc.oneof(validFrame, malformedText), (x: unknown) => {
+        let f = x;
+        if (typeof x === "string") {
+          try {
+            f = JSON.parse(x);
+          } catch {
+            return; // not JSON text: nothing to compare
+          }
+        }
+        const text = typeof x === "string" ? x : JSON.stringify(f);
+        let bytes: Uint8Array;
+        try {
+          bytes = encode(f, { maxDepth: 100_000 });
+        } catch {
+          return; // nested deeper than this test's encoder recurses (the gateway's decoder does not recurse)
+        }
+        // The MessagePack decoder refuses a map key __proto__ outright (a prototype-pollution guard).
+        if (text.includes('"__proto__"')) expect(parseBinary(bytes)).toMatchObject({ ok: false, code: "bad_json" });
+        else expect(zeroed(parseBinary(bytes))).toEqual(zeroed(parseClientFrame(text)));
       }),
       RUNS,
     );

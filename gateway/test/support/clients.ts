@@ -14,10 +14,10 @@ export class ClientPool {
   constructor(private readonly url?: () => string) {}
 
   /** Connects a TestClient (to `o.url`, else the pool's URL) and remembers it. */
-  async open(o: { url?: string; protocols?: string[]; headers?: Record<string, string> } = {}): Promise<TestClient> {
+  async open(o: { url?: string; protocols?: string[]; headers?: Record<string, string>; msgpack?: boolean } = {}): Promise<TestClient> {
     const url = o.url ?? this.url?.();
     if (url === undefined) throw new Error("ClientPool.open: no url (give one to the pool or to open)");
-    return this.track(await TestClient.connect(url, { protocols: o.protocols, headers: o.headers }));
+    return this.track(await TestClient.connect(url, { protocols: o.protocols, headers: o.headers, msgpack: o.msgpack }));
   }
 
   /** Remembers a client opened elsewhere; returns it. */

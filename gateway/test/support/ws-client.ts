@@ -1,4 +1,6 @@
-// A real WebSocket test client (ws) with request/reply by id and message collection.
+// A real WebSocket test client (ws) with request/reply by id and message collection, in JSON (fanout.v1) or
+// in MessagePack (fanout.v1.msgpack: every frame binary both ways).
+import { decode, encode } from "@msgpack/msgpack";
 import WebSocket from "ws";
 import { waitFor } from "./wait.js";
 
@@ -8,12 +10,19 @@ export type MsgFrame = Frame & { op: "msg"; channel: string; sub: string; seq: n
 export class TestClient {
   readonly frames: Frame[] = [];
   readonly msgs: MsgFrame[] = [];
+  /** Received frames that were text frames when the client speaks MessagePack (there should be none). */
+  textFrames = 0;
   closeCode?: number;
   closeReason?: string;
   private nextId = 1;
-  private constructor(readonly ws: WebSocket) {
-    ws.on("message", (d: Buffer) => {
-      const f = JSON.parse(d.toString()) as Frame;
+  private constructor(
+    readonly ws: WebSocket,
+    /** Speaks fanout.v1.msgpack: frames are MessagePack maps in binary frames (msg `data` stays bytes). */
+    readonly msgpack = false,
+  ) {
+    ws.on("message", (d: Buffer, isBinary: boolean) => {
+      if (msgpack && !isBinary) this.textFrames++;
+      const f = (msgpack && isBinary ? decode(d) : JSON.parse(d.toString())) as Frame;
       if (f.op === "msg") this.msgs.push(f as MsgFrame);
       else this.frames.push(f);
     });
@@ -29,9 +38,10 @@ export class TestClient {
     return new TestClient(ws);
   }
 
-  static async connect(url: string, opts: { protocols?: string[]; headers?: Record<string, string> } = {}): Promise<TestClient> {
-    const ws = new WebSocket(url, opts.protocols, { headers: opts.headers });
-    const c = new TestClient(ws);
+  static async connect(url: string, opts: { protocols?: string[]; headers?: Record<string, string>; msgpack?: boolean } = {}): Promise<TestClient> {
+    const protocols = opts.msgpack ? ["fanout.v1.msgpack", ...(opts.protocols ?? [])] : opts.protocols;
+    const ws = new WebSocket(url, protocols, { headers: opts.headers });
+    const c = new TestClient(ws, opts.msgpack);
     await new Promise<void>((resolve, reject) => {
       ws.once("open", () => resolve());
       ws.once("error", reject);
@@ -51,7 +61,7 @@ export class TestClient {
   /** Sends a frame with a fresh id and resolves with the reply (ok or err) carrying that id. */
   async request(frame: Record<string, unknown>, timeoutMs = 10_000): Promise<Frame> {
     const id = `t${this.nextId++}`;
-    this.ws.send(JSON.stringify({ ...frame, id }));
+    this.ws.send(this.msgpack ? encode({ ...frame, id }) : JSON.stringify({ ...frame, id }));
     return waitFor(() => this.frames.find((f) => f.id === id), { timeoutMs, what: `reply to ${String(frame.op)} #${id}` });
   }
 

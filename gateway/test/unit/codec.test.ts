@@ -4,7 +4,7 @@
 // are the frames the hand-written builders wrote before the seam.
 import { describe, expect, it } from "vitest";
 import { codecTopic, LiveMsg, type Codec } from "../../src/protocol/codec.js";
-import { codecOf, CODECS, JSON_CODEC } from "../../src/protocol/codecs.js";
+import { codecOf, CODECS, JSON_CODEC, MSGPACK_CODEC } from "../../src/protocol/codecs.js";
 import { parseClientFrame, validateClientFrame } from "../../src/protocol/frames.js";
 import type { ServerFrame } from "../../src/protocol/server-frames.js";
 import { FramePage } from "../../src/fanout/replay-cache.js";
@@ -74,16 +74,16 @@ describe("codec seam", () => {
     });
     expect(JSON_CODEC.decode(bytes("{nope"), false)).toMatchObject({ ok: false, code: "bad_json" });
     const d = JSON_CODEC.decode(bytes('{"op":"sub","id":1,"channel":"a.*"}'), false);
-    expect(d).toEqual({ ok: true, value: { op: "sub", id: 1, channel: "a.*" }, checkFinite: false });
+    expect(d).toEqual({ ok: true, value: { op: "sub", id: 1, channel: "a.*" }, mayNotFitJson: false });
     if (!d.ok) throw new Error("decoded");
-    expect(validateClientFrame(d.value, d.checkFinite)).toEqual(parseClientFrame('{"op":"sub","id":1,"channel":"a.*"}'));
+    expect(validateClientFrame(d.value, d.mayNotFitJson)).toEqual(parseClientFrame('{"op":"sub","id":1,"channel":"a.*"}'));
     expect(validateClientFrame([1], false)).toMatchObject({ ok: false, code: "bad_json" });
     expect(validateClientFrame(new Uint8Array(2), false)).toMatchObject({ ok: false, code: "bad_json" });
   });
 
   it("validation — a number that is not finite is refused when the decoder says it may hold one", () => {
     const huge = JSON_CODEC.decode(bytes('{"op":"pub","id":1,"channel":"a","data":1e999}'), false);
-    expect(huge).toMatchObject({ ok: true, checkFinite: true });
+    expect(huge).toMatchObject({ ok: true, mayNotFitJson: true });
     expect(validateClientFrame({ op: "pub", id: 1, channel: "a", data: Infinity }, true)).toMatchObject({ ok: false, code: "bad_request", id: 1 });
     expect(validateClientFrame({ op: "pub", id: 1, channel: "a", data: 1 }, true)).toMatchObject({ ok: true });
   });
@@ -95,7 +95,14 @@ describe("codec seam", () => {
     expect(codecOf("something-else")).toBe(JSON_CODEC);
     expect(codecTopic("p:a.b", JSON_CODEC)).toBe("p:a.b");
     expect(codecTopic("p:a.b", countingCodec(1))).not.toBe("p:a.b");
-    expect(readUpgradeOffer({ authorization: "", protocols: "x, fanout.v1", queryToken: undefined })).toEqual({ protocol: "fanout.v1" });
+    expect(codecOf("fanout.v1.msgpack")).toBe(MSGPACK_CODEC);
+    expect(codecTopic("p:a.b", MSGPACK_CODEC)).toBe("p:a.b\u0000msgpack");
+    const offer = (protocols: string) => readUpgradeOffer({ authorization: "", protocols, queryToken: undefined });
+    expect(offer("x, fanout.v1")).toEqual({ protocol: "fanout.v1" });
+    expect(offer("fanout.v1.msgpack, bearer.tok")).toEqual({ protocol: "fanout.v1.msgpack", token: "tok" });
+    expect(offer("x, fanout.v1.msgpack")).toEqual({ protocol: "fanout.v1.msgpack" });
+    // The client's order decides between two of ours.
+    expect(offer("fanout.v1, fanout.v1.msgpack")).toEqual({ protocol: "fanout.v1" });
   });
 
   it("live message — its frame is built once per codec, on first use, and never for a codec nobody asks for", () => {

@@ -1,0 +1,65 @@
+import type { Frame } from "./types.js";
+
+/** The subprotocol of wire protocol version 1 (PROTOCOL.md "Passing the token"). */
+export const SUBPROTOCOL = "fanout.v1";
+/** The same protocol in binary frames, one MessagePack map each (PROTOCOL.md "Subprotocols"). */
+export const SUBPROTOCOL_MSGPACK = "fanout.v1.msgpack";
+
+/**
+ * A MessagePack library's two functions, as the `msgpack` option takes them: `encode` and `decode` of
+ * `@msgpack/msgpack`, or another library's with the same meaning. The SDK itself has no dependency.
+ */
+export interface MsgpackFunctions {
+  encode(value: unknown): Uint8Array;
+  decode(bytes: Uint8Array): unknown;
+}
+
+/** How frames are written and read on the socket: JSON text (fanout.v1) or MessagePack (fanout.v1.msgpack). */
+export interface Wire {
+  readonly subprotocol: string;
+  /** Offered when no token asks for subprotocols: JSON needs none, a binary codec must be asked for. */
+  readonly mustOffer: boolean;
+  encode(frame: Record<string, unknown>): string | Uint8Array;
+  /** A received frame, or undefined when it cannot be decoded. */
+  decode(data: unknown): Frame | undefined;
+}
+
+export const JSON_WIRE: Wire = {
+  subprotocol: SUBPROTOCOL,
+  mustOffer: false,
+  encode: (frame) => JSON.stringify(frame),
+  decode(data) {
+    try {
+      const f = JSON.parse(typeof data === "string" ? data : String(data)) as unknown;
+      return isFrame(f) ? f : undefined;
+    } catch {
+      return undefined;
+    }
+  },
+};
+
+const isFrame = (f: unknown): f is Frame => typeof f === "object" && f !== null && !Array.isArray(f) && typeof (f as Frame).op === "string";
+
+/** UTF-8 decoding from the host (browsers, React Native and Node all have it). */
+const utf8 = (b: Uint8Array): string => new (globalThis as unknown as { TextDecoder: new () => { decode(b: Uint8Array): string } }).TextDecoder().decode(b);
+
+/** fanout.v1.msgpack over the given library. */
+export function msgpackWire(lib: MsgpackFunctions): Wire {
+  return {
+    subprotocol: SUBPROTOCOL_MSGPACK,
+    mustOffer: true,
+    encode: (frame) => lib.encode(frame),
+    decode(data) {
+      try {
+        if (!(data instanceof ArrayBuffer)) return undefined;
+        const f = lib.decode(new Uint8Array(data));
+        if (!isFrame(f)) return undefined;
+        // A message's JSON payload comes as its bytes (no `enc`): parsed here, as the JSON wire gives it.
+        if (f.op === "msg" && f.enc === undefined && f.data instanceof Uint8Array) f.data = JSON.parse(utf8(f.data)) as unknown;
+        return f;
+      } catch {
+        return undefined;
+      }
+    },
+  };
+}

@@ -1,0 +1,52 @@
+// The SDK's wires (src/wire.ts): fanout.v1.msgpack against the shared binary vectors
+// (gateway/conformance/vectors/binary-frames.json, which the gateway's codec and the Kotlin SDK read too),
+// with @msgpack/msgpack as the application would pass it.
+import { readFileSync } from "node:fs";
+import { decode, encode } from "@msgpack/msgpack";
+import { describe, expect, it } from "vitest";
+import { connectTarget } from "../src/connection.js";
+import { JSON_WIRE, msgpackWire } from "../src/wire.js";
+
+type Vector = { name: string; frame: Record<string, unknown>; hex: string };
+const vectors = JSON.parse(readFileSync(new URL("../../conformance/vectors/binary-frames.json", import.meta.url), "utf8")) as Record<
+  "server" | "client",
+  Vector[]
+>;
+const cases = (kind: "server" | "client") => vectors[kind].map((v) => [v.name, v] as const);
+const wire = msgpackWire({ encode, decode });
+
+/** The frame as the SDK hands it on: a `msg`'s JSON bytes parsed, text kept, other bytes as bytes. */
+function expected(f: Record<string, unknown>): Record<string, unknown> {
+  const d = f.data as { $bytes?: string } | undefined;
+  if (f.op !== "msg" || typeof d?.$bytes !== "string") return f;
+  const bytes = new Uint8Array(Buffer.from(d.$bytes, "hex"));
+  return { ...f, data: f.enc === "binary" ? bytes : JSON.parse(Buffer.from(bytes).toString("utf8")) };
+}
+
+describe("wire — fanout.v1.msgpack and the shared vectors", () => {
+  it.each(cases("server"))("wire — reads the server frame: %s", (_, v) => {
+    const bytes = Buffer.from(v.hex, "hex");
+    const ab = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
+    expect(wire.decode(ab)).toEqual(expected(v.frame));
+  });
+
+  it.each(cases("client"))("wire — writes the client frame: %s", (_, v) => {
+    expect(Buffer.from(wire.encode(v.frame) as Uint8Array).toString("hex")).toBe(v.hex);
+  });
+
+  it("wire — frames that cannot be decoded are undefined, in either wire", () => {
+    expect(wire.decode(new Uint8Array([0xc1]).buffer)).toBeUndefined();
+    expect(wire.decode("text")).toBeUndefined();
+    expect(wire.decode(new Uint8Array(encode([1])).buffer)).toBeUndefined();
+    expect(JSON_WIRE.decode("null")).toBeUndefined();
+    expect(JSON_WIRE.decode('{"op":"pong"}')).toEqual({ op: "pong" });
+  });
+
+  it("wire — the binary subprotocol is offered on every connect, with a token or without", () => {
+    expect(connectTarget("ws://h/ws", undefined, "protocol", wire)).toEqual({ url: "ws://h/ws", protocols: ["fanout.v1.msgpack"] });
+    expect(connectTarget("ws://h/ws", "t", "protocol", wire)).toEqual({ url: "ws://h/ws", protocols: ["fanout.v1.msgpack", "bearer.t"] });
+    expect(connectTarget("ws://h/ws", "t", "query", wire)).toEqual({ url: "ws://h/ws?token=t", protocols: ["fanout.v1.msgpack"] });
+    expect(connectTarget("ws://h/ws", undefined, "protocol")).toEqual({ url: "ws://h/ws" });
+    expect(connectTarget("ws://h/ws", "t", "protocol")).toEqual({ url: "ws://h/ws", protocols: ["fanout.v1", "bearer.t"] });
+  });
+});

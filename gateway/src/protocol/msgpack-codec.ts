@@ -1,0 +1,68 @@
+import { isUtf8 } from "node:buffer";
+import { Decoder, Encoder } from "@msgpack/msgpack";
+import type { Codec } from "./codec.js";
+import { ErrorCode } from "./codes.js";
+import type { Decoded } from "./frames.js";
+import { isJsonPayload } from "./serialize.js";
+import type { MsgMeta, ServerFrame, StoredMsg } from "./server-frames.js";
+import { PROTOCOL_V1_MSGPACK } from "./subprotocol.js";
+
+// One encoder and decoder per worker: frames are encoded one at a time, synchronously.
+const encoder = new Encoder({ ignoreUndefined: true });
+const decoder = new Decoder();
+
+/**
+ * A `msg` frame's map: the JSON frame's keys in its order, with the stored payload as it is: `data` holds
+ * JSON text as bytes (no `enc`), or a UTF-8 string that is not JSON (`enc: "text"`), or any other bytes
+ * (`enc: "binary"`). The payload is never parsed: the client reads its JSON.
+ */
+function msgMap(meta: MsgMeta, payload: Uint8Array): Record<string, unknown> {
+  const m: Record<string, unknown> = { op: "msg", channel: meta.channel, sub: meta.pattern, seq: meta.seq, ts: meta.ts };
+  const d = meta.durable;
+  if (d) {
+    m.durable = d.name;
+    if (d.redelivered) {
+      m.redelivered = true;
+      m.deliveries = d.deliveries;
+    }
+  }
+  if (isJsonPayload(payload)) m.data = payload;
+  else if (isUtf8(payload)) {
+    m.enc = "text";
+    m.data = Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength).toString("utf8");
+  } else {
+    m.enc = "binary";
+    m.data = payload;
+  }
+  return m;
+}
+
+/** A server frame's map: the JSON frame's object (an `ok` frame's results beside its `op` and `id`). */
+function frameMap(f: ServerFrame): unknown {
+  if (f.op === "ok") return { op: "ok", id: f.id, ...f.fields };
+  return f;
+}
+
+/**
+ * fanout.v1.msgpack: every frame, in both directions, is one binary WebSocket frame holding one MessagePack
+ * map with the keys of the JSON frame; a text frame is refused with `bad_json` (it cannot be decoded).
+ */
+export const MSGPACK_CODEC: Codec = {
+  name: "msgpack",
+  subprotocol: PROTOCOL_V1_MSGPACK,
+  binary: true,
+  slot: 1,
+  decode(data, isBinary): Decoded {
+    if (!isBinary) return { ok: false, code: ErrorCode.BadJson, message: "frames of fanout.v1.msgpack are binary MessagePack, not text" };
+    try {
+      // A binary codec can carry what JSON cannot (Infinity, bytes, timestamps): validation walks the value.
+      return { ok: true, value: decoder.decode(new Uint8Array(data)), mayNotFitJson: true };
+    } catch {
+      return { ok: false, code: ErrorCode.BadJson, message: "frame is not one valid MessagePack value" };
+    }
+  },
+  encode: (f) => encoder.encode(frameMap(f)),
+  msg: (meta, payload) => encoder.encode(msgMap(meta, payload)),
+  msgs: (pattern: string, messages: readonly StoredMsg[]) =>
+    messages.map((m) => encoder.encode(msgMap({ channel: m.channel, pattern, seq: m.seq, ts: m.ts }, m.payload))),
+};
