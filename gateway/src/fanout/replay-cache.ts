@@ -1,40 +1,59 @@
 import type { ReplayApi, StoredPage } from "../broker/broker.js";
 import type { Codec, MsgFrames } from "../protocol/codec.js";
 import type { StoredMsg } from "../protocol/server-frames.js";
+import { JSON_CODEC } from "../protocol/codecs.js";
+import { buildFrames } from "../protocol/serialize.js";
 import type { HandoffItem, HandoffPage } from "./handoff.js";
 import { StreamSweep, SWEEP_PATTERNS } from "./sweep.js";
 
 /**
- * A page of stored messages of one pattern, shared by every socket catching up that pattern. It keeps the
- * messages and builds their frames once per codec, all at once, when a socket of that codec first reads
- * it: a page only JSON sockets read is encoded once, as before there were codecs.
+ * A page of stored messages of one pattern, shared by every socket catching up that pattern. Its JSON frames
+ * are built as it arrives, as before there were codecs (most sockets speak JSON, and the reader may still be
+ * waiting for its socket to drain). Another codec's frames are built for the whole page when a socket of
+ * that codec first reads it, from the payloads the JSON frames hold (a JSON payload is spliced in as it is)
+ * or a copy of the rare other one: the page keeps no view of the buffer its messages were read into.
  */
 export class FramePage implements HandoffPage<MsgFrames> {
   readonly items: readonly HandoffItem<MsgFrames>[];
-  /** About what the page holds: its messages, and the frames built so far. */
+  /** About what the page holds: its frames, and a record per message. */
   bytes = 64;
-  private readonly built: (Uint8Array[] | undefined)[] = [];
+  private readonly built: (readonly Uint8Array[] | undefined)[] = [];
+  private readonly msgs: readonly PageMsg[];
 
   constructor(
     readonly pattern: string,
     readonly from: number,
     readonly coverEnd: number,
-    private readonly messages: readonly StoredMsg[],
-    /** Told the bytes the page grew by (a codec's frames were built). */
+    stored: readonly StoredMsg[],
+    /** Told the bytes the page grew by when another codec's frames were built. */
     private readonly grew: (page: FramePage, bytes: number) => void,
   ) {
-    this.items = messages.map((m, i) => {
-      this.bytes += m.payload.length + 48;
-      return { seq: m.seq, frame: new PageMsg(this, i, m.payload.length + 96) };
-    });
+    const verbatim: boolean[] = [];
+    const json = buildFrames(pattern, stored, verbatim);
+    this.built[JSON_CODEC.slot] = json;
+    const items: HandoffItem<MsgFrames>[] = new Array(stored.length);
+    const msgs: PageMsg[] = new Array(stored.length);
+    for (const [i, m] of stored.entries()) {
+      const frame = json[i] as Buffer;
+      this.bytes += frame.length + 48;
+      const p = new PageMsg(this, i, m, verbatim[i] === true ? undefined : Uint8Array.prototype.slice.call(m.payload));
+      msgs[i] = p;
+      items[i] = { seq: m.seq, frame: p };
+    }
+    this.msgs = msgs;
+    this.items = items;
   }
 
   /** The frames of every message of the page in `codec`, built on first use. */
   framesOf(codec: Codec): readonly Uint8Array[] {
     let f = this.built[codec.slot];
     if (f) return f;
-    f = codec.msgs(this.pattern, this.messages);
-    if (f.length !== this.messages.length) throw new Error(`${this.pattern}: ${f.length} frames for ${this.messages.length} messages`);
+    const json = this.built[JSON_CODEC.slot] as readonly Uint8Array[];
+    f = codec.msgs(
+      this.pattern,
+      this.msgs.map((p, i) => p.stored(json[i] as Uint8Array)),
+    );
+    if (f.length !== this.msgs.length) throw new Error(`${this.pattern}: ${f.length} frames for ${this.msgs.length} messages`);
     this.built[codec.slot] = f;
     let n = 0;
     for (const x of f) n += x.length;
@@ -46,14 +65,36 @@ export class FramePage implements HandoffPage<MsgFrames> {
 
 /** One message of a page, as a handoff item's frames. */
 class PageMsg implements MsgFrames {
+  private readonly channel: string;
+  private readonly ts: number;
+  private readonly seq: number;
+  private readonly length: number;
+
   constructor(
     private readonly page: FramePage,
     private readonly i: number,
-    readonly size: number,
-  ) {}
+    m: StoredMsg,
+    /** The payload, when the JSON frame does not hold it as it is. */
+    private readonly copy: Uint8Array | undefined,
+  ) {
+    this.channel = m.channel;
+    this.ts = m.ts;
+    this.seq = m.seq;
+    this.length = m.payload.length;
+  }
+
+  get size(): number {
+    return this.length + 96;
+  }
 
   frame(codec: Codec): Uint8Array {
     return this.page.framesOf(codec)[this.i] as Uint8Array;
+  }
+
+  /** The stored message again, its payload from `json` (its JSON frame) or the copy. */
+  stored(json: Uint8Array): StoredMsg {
+    const payload = this.copy ?? json.subarray(json.length - 1 - this.length, json.length - 1);
+    return { channel: this.channel, seq: this.seq, ts: this.ts, payload };
   }
 }
 

@@ -60,9 +60,10 @@ const FRAME_SLACK = 64;
 /**
  * Frames for many stored messages of one pattern at once, written into one buffer and returned as slices
  * of it: one allocation per page instead of one per message, digits written in place. Byte-identical to
- * `msgFrame`'s (it is used for the rare payload or timestamp the fast path does not take).
+ * `msgFrame`'s (it is used for the rare payload or timestamp the fast path does not take). `verbatim[i]`, when
+ * given, says whether frame i holds its payload as it is, just before the closing brace (a JSON payload).
  */
-export function buildFrames(pattern: string, messages: readonly StoredMsg[]): Buffer[] {
+export function buildFrames(pattern: string, messages: readonly StoredMsg[], verbatim?: boolean[]): Buffer[] {
   const prefixes = new Map<string, Buffer>();
   const prefixOf = (channel: string): Buffer => {
     let p = prefixes.get(channel);
@@ -81,8 +82,10 @@ export function buildFrames(pattern: string, messages: readonly StoredMsg[]): Bu
     const end = writeMsgFrame(b, o, prefixOf(m.channel), m.seq, m.ts, m.payload);
     if (end < 0) {
       out[i] = msgFrame({ channel: m.channel, pattern, seq: m.seq, ts: m.ts }, m.payload);
+      if (verbatim) verbatim[i] = isJsonPayload(m.payload);
       continue;
     }
+    if (verbatim) verbatim[i] = true;
     out[i] = b.subarray(o, end);
     o = end;
   }
