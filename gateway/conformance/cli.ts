@@ -1,4 +1,4 @@
-// `npm run conformance -- --client <typescript | kotlin | "<command>">`: every scenario against a real
+// `npm run conformance -- --client <typescript[-msgpack] | kotlin[-msgpack] | "<command>">`: every scenario against a real
 // gateway with one client-under-test, one line per scenario and a last line `N passed, N failed`; exit 0
 // when none failed, 1 when some did, 2 on bad arguments. README.md beside this file is the contract.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
@@ -7,7 +7,7 @@ import { pathToFileURL } from "node:url";
 import { PACKAGE_ROOT } from "../src/config/config.js";
 import { runScenario, type ClientCommand, type Harness, type Scenario } from "./runner.js";
 
-export const USAGE = `usage: npm run conformance -- --client <typescript | typescript-msgpack | kotlin | "<command line>"> [--scenario <name>]...`;
+export const USAGE = `usage: npm run conformance -- --client <typescript | typescript-msgpack | kotlin | kotlin-msgpack | "<command line>"> [--scenario <name>]...`;
 
 /** A bad command line: printed with the usage, exit code 2. */
 export class UsageError extends Error {}
@@ -21,6 +21,8 @@ export function namedClients(root: string): Record<string, ClientCommand> {
     // The same SDK speaking fanout.v1.msgpack (binary MessagePack frames).
     "typescript-msgpack": { command: process.execPath, args: [join(root, "gateway/conformance/adapters/typescript.mjs"), "--msgpack"], cwd: root },
     kotlin: { command: "bash", args: [join(root, "gateway/client-kotlin/conformance-adapter.sh")], cwd: root },
+    // The same SDK speaking fanout.v1.msgpack (Wire.MSGPACK).
+    "kotlin-msgpack": { command: "bash", args: [join(root, "gateway/client-kotlin/conformance-adapter.sh"), "--msgpack"], cwd: root },
   };
 }
 

@@ -6,7 +6,6 @@ import kotlinx.coroutines.Job
 import kotlinx.coroutines.delay
 import kotlinx.coroutines.launch
 import kotlinx.coroutines.withTimeoutOrNull
-import kotlinx.serialization.json.Json
 import kotlinx.serialization.json.JsonElement
 import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
@@ -17,9 +16,7 @@ import okhttp3.Request
 import okhttp3.Response
 import okhttp3.WebSocket
 import okhttp3.WebSocketListener
-
-/** The subprotocol of wire protocol version 1 (PROTOCOL.md "Passing the token"). */
-const val SUBPROTOCOL = "fanout.v1"
+import okio.ByteString
 
 /** Close code the client uses to drop a connection it gives up on (a failed resubscribe); 4000–4999 is application use. */
 internal const val CLOSE_CLIENT_RETRY = 4000
@@ -38,22 +35,26 @@ internal interface ConnectionHooks {
     fun opened(ws: WebSocket)
 
     /** A frame that is not a reply to a request; false when nobody took it. */
-    fun frame(ws: WebSocket, f: JsonObject): Boolean
+    fun frame(ws: WebSocket, f: ReceivedFrame): Boolean
 
     /** The connection stopped for good (close(), 4403, or 4001 without getToken): fail what waits. */
     fun stopped(error: GatewayException)
 }
 
-/** The request that opens the socket, with the token where [via] puts it. */
-fun connectRequest(url: String, token: String?, via: TokenVia): Request {
+/**
+ * The request that opens the socket, with the token where [via] puts it. The [wire]'s subprotocol goes with a
+ * `bearer.` one, and alone when it must be asked for (the binary one: a gateway speaks JSON unless asked).
+ */
+fun connectRequest(url: String, token: String?, via: TokenVia, wire: Wire = Wire.JSON): Request {
     val wsUrl = url.replace(Regex("^http(s?):"), "ws$1:")
     // OkHttp takes ws(s) URLs in requests but parses them as http(s).
     val httpUrl = wsUrl.replace(Regex("^ws(s?):"), "http$1:").toHttpUrl()
-    val b = Request.Builder()
-    if (token == null) return b.url(httpUrl).build()
+    val b = Request.Builder().url(httpUrl)
+    if (wire != Wire.JSON) b.header("Sec-WebSocket-Protocol", wire.subprotocol)
+    if (token == null) return b.build()
     return when (via) {
-        TokenVia.HEADER -> b.url(httpUrl).header("Authorization", "Bearer $token").build()
-        TokenVia.PROTOCOL -> b.url(httpUrl).header("Sec-WebSocket-Protocol", "$SUBPROTOCOL, bearer.$token").build()
+        TokenVia.HEADER -> b.header("Authorization", "Bearer $token").build()
+        TokenVia.PROTOCOL -> b.header("Sec-WebSocket-Protocol", "${wire.subprotocol}, bearer.$token").build()
         TokenVia.QUERY -> b.url(httpUrl.newBuilder().addQueryParameter("token", token).build()).build()
     }
 }
@@ -91,6 +92,9 @@ internal class Connection(
     private var pingJob: Job? = null
     private var nextId = 1L
     private val pending = HashMap<Long, Pending>()
+
+    /** How frames are written and read (fixed by the options: every socket of the client speaks the same). */
+    private val codec = codecOf(opts.wire)
     private val firstOpen = CompletableDeferred<Unit>()
     private var closedSignal: CompletableDeferred<Unit>? = null
 
@@ -111,11 +115,14 @@ internal class Connection(
     fun request(ws: WebSocket, frame: JsonObject, onReply: (JsonObject) -> Unit, onLost: () -> Unit = {}) {
         val id = nextId++
         pending[id] = Pending(onReply, onLost)
-        if (!ws.send(JsonObject(frame + ("id" to JsonPrimitive(id))).toString())) {
+        if (!codec.send(ws, JsonObject(frame + ("id" to JsonPrimitive(id))))) {
             pending.remove(id) // closing: its close event re-sends what needs it
             onLost()
         }
     }
+
+    /** Sends [frame] as it is (no reply expected); false when the socket is closing. */
+    fun send(ws: WebSocket, frame: JsonObject): Boolean = codec.send(ws, frame)
 
     /** Stops for good with [error] and closes the socket with 1000; completes once it is closed. */
     suspend fun close(error: GatewayException) {
@@ -184,7 +191,7 @@ internal class Connection(
             if (state != ConnectionState.CONNECTING || generation != generations) return
         }
         val request = try {
-            connectRequest(url, token, opts.tokenVia)
+            connectRequest(url, token, opts.tokenVia, opts.wire)
         } catch (e: IllegalArgumentException) {
             stop(GatewayException("bad_option", "not a WebSocket URL: $url", temporary = false, cause = e))
             return
@@ -204,11 +211,16 @@ internal class Connection(
 
     private inner class Listener : WebSocketListener() {
         override fun onOpen(webSocket: WebSocket, response: Response) {
-            scope.launch { if (ws === webSocket) opened(webSocket) }
+            val selected = response.header("Sec-WebSocket-Protocol")
+            scope.launch { if (ws === webSocket) opened(webSocket, selected) }
         }
 
         override fun onMessage(webSocket: WebSocket, text: String) {
-            scope.launch { if (ws === webSocket) onText(webSocket, text) }
+            scope.launch { if (ws === webSocket) onFrame(webSocket, codec.decodeText(text)) }
+        }
+
+        override fun onMessage(webSocket: WebSocket, bytes: ByteString) {
+            scope.launch { if (ws === webSocket) onFrame(webSocket, codec.decodeBinary(bytes.toByteArray())) }
         }
 
         override fun onClosing(webSocket: WebSocket, code: Int, reason: String) {
@@ -233,9 +245,15 @@ internal class Connection(
         }
     }
 
-    private fun opened(ws: WebSocket) {
+    private fun opened(ws: WebSocket, selected: String?) {
         connectTimer?.cancel()
         if (state != ConnectionState.CONNECTING) return
+        if (opts.wire != Wire.JSON && selected?.trim() != opts.wire.subprotocol) {
+            // A gateway without the binary subprotocol answers in JSON: reconnecting would not change that.
+            stop(GatewayException("bad_option", "the gateway did not select ${opts.wire.subprotocol} (it answered ${selected ?: "none"}): use Wire.JSON", temporary = false))
+            ws.close(1000, "subprotocol not selected")
+            return
+        }
         state = ConnectionState.OPEN
         hooks.emit(GatewayEvent.Connected)
         firstOpen.complete(Unit)
@@ -261,18 +279,15 @@ internal class Connection(
     /** Completed by any frame that arrives: the link carries bytes. */
     private var heardSincePing: CompletableDeferred<Unit>? = null
 
-    private fun onText(ws: WebSocket, text: String) {
+    /** A frame as the codec read it: null when it could not (a text frame on the binary wire, say). */
+    private fun onFrame(ws: WebSocket, received: ReceivedFrame?) {
         heardSincePing?.complete(Unit)
-        val f = try {
-            Json.parseToJsonElement(text) as? JsonObject
-        } catch (e: Exception) {
-            null
-        }
-        if (f == null) {
-            hooks.emit(GatewayEvent.Error(GatewayException("bad_json", "server sent a frame that is not a JSON object")))
+        if (received == null) {
+            hooks.emit(GatewayEvent.Error(GatewayException("bad_json", "server sent a frame that is not ${opts.wire.subprotocol}")))
             return
         }
-        if (hooks.frame(ws, f)) return
+        if (hooks.frame(ws, received)) return
+        val f = received.fields
         val id = (f["id"] as? JsonPrimitive)?.takeIf { !it.isString }?.longOrNull
         val p = id?.let { pending.remove(it) }
         if (p != null) return p.onReply(f)

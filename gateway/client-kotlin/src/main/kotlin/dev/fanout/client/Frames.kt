@@ -1,6 +1,7 @@
 package dev.fanout.client
 
 import java.time.ZoneOffset
+import java.util.Base64
 import java.time.format.DateTimeFormatter
 import kotlinx.serialization.json.JsonArray
 import kotlinx.serialization.json.JsonElement
@@ -137,21 +138,31 @@ internal fun settleFrame(s: Settle): JsonObject = buildJsonObject {
     if (s.delayMs != null) put("delay", s.delayMs)
 }
 
-/** A `msg` frame as the collector gets it; [send] puts a settle frame on the socket it came on. */
-internal fun toMessage(f: JsonObject, subChannel: String, explicitAck: Boolean, send: (Settle) -> Unit): GatewayMessage =
-    GatewayMessage(
+/**
+ * A `msg` frame as the collector gets it; [payload] is its `data` as the wire's bytes (ReceivedFrame.payload),
+ * [send] puts a settle frame on the socket it came on.
+ */
+internal fun toMessage(f: JsonObject, subChannel: String, explicitAck: Boolean, payload: ByteArray? = null, send: (Settle) -> Unit): GatewayMessage {
+    val enc = f.str("enc")?.takeIf { it == "text" || it == "base64" || it == "binary" }
+    return GatewayMessage(
         channel = f.str("channel") ?: "",
         sub = f.str("sub") ?: subChannel,
         seq = f.long("seq") ?: 0,
         ts = (f["ts"] as? JsonPrimitive)?.doubleOrNull ?: 0.0,
         data = f["data"] ?: JsonNull,
-        enc = f.str("enc")?.takeIf { it == "text" || it == "base64" },
+        enc = enc,
+        bytes = when (enc) {
+            "binary" -> payload
+            "base64" -> f.str("data")?.let { runCatching { Base64.getDecoder().decode(it) }.getOrNull() }
+            else -> null
+        },
         durable = f.str("durable"),
         redelivered = f.bool("redelivered"),
         deliveries = f.long("deliveries")?.toInt(),
         explicitAck = explicitAck,
         send = { s -> send(s.copy(sub = subChannel)) },
     )
+}
 
 /** A `join` or `leave` frame. */
 fun presenceEvent(f: JsonObject): PresenceEvent = PresenceEvent(

@@ -306,9 +306,10 @@ class GatewayClient(private val url: String, options: GatewayClientOptions = Gat
         }
 
         /** Frames that are not replies: messages, server-side subscriptions, presence changes, a subscription the server ended. */
-        override fun frame(ws: WebSocket, f: JsonObject): Boolean {
+        override fun frame(ws: WebSocket, received: ReceivedFrame): Boolean {
+            val f = received.fields
             when (f.str("op")) {
-                "msg" -> onMsg(ws, f)
+                "msg" -> onMsg(ws, f, received.payload)
                 "sub" -> if (f.bool("auto")) onAutoSub(f) else return false
                 "join", "leave" -> onPresence(f)
                 "unsub" -> onServerUnsub(f)
@@ -326,7 +327,7 @@ class GatewayClient(private val url: String, options: GatewayClientOptions = Gat
         }
     }
 
-    private fun onMsg(ws: WebSocket, f: JsonObject) {
+    private fun onMsg(ws: WebSocket, f: JsonObject, payload: ByteArray?) {
         val sub = subs[f.str("sub")] ?: return
         if (sub.closed || sub.resuming) return
         val seq = f.long("seq") ?: return
@@ -334,9 +335,9 @@ class GatewayClient(private val url: String, options: GatewayClientOptions = Gat
             stats.duplicateCount.incrementAndGet()
             return
         }
-        val msg = toMessage(f, sub.channel, sub.opts.ack) { s ->
+        val msg = toMessage(f, sub.channel, sub.opts.ack, payload) { s ->
             // Acks on a closed socket are moot: the server released its unacked messages for redelivery.
-            if (conn.ws === ws && conn.state == ConnectionState.OPEN) ws.send(settleFrame(s).toString())
+            if (conn.ws === ws && conn.state == ConnectionState.OPEN) conn.send(ws, settleFrame(s))
         }
         if (!sub.auto) {
             sub.inbox.trySend(msg)

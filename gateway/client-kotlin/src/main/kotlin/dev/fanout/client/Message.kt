@@ -15,9 +15,18 @@ class GatewayMessage internal constructor(
     val seq: Long,
     /** Broker timestamp, ms since the epoch (µs precision). */
     val ts: Double,
+    /**
+     * The payload: its JSON value; with [enc] "text" the string, with "base64" the base64 of the bytes
+     * (fanout.v1); with "binary" (fanout.v1.msgpack) JsonNull, the bytes being in [bytes].
+     */
     val data: JsonElement,
-    /** "text" or "base64" when a non-JSON payload was stored by something other than the gateway. */
+    /**
+     * Null for a JSON payload; "text" (UTF-8 that is not JSON), "base64" (other bytes, on fanout.v1) or "binary"
+     * (other bytes, on fanout.v1.msgpack) for a payload that was stored by something other than the gateway.
+     */
     val enc: String?,
+    /** The payload's bytes when they are not JSON or text (enc "binary", or "base64" decoded); null otherwise. */
+    val bytes: ByteArray?,
     val durable: String?,
     val redelivered: Boolean,
     val deliveries: Int?,

@@ -23,6 +23,12 @@ class GatewayClientOptions {
     var getToken: (suspend () -> String)? = null
     var tokenVia: TokenVia = TokenVia.HEADER
 
+    /**
+     * How frames travel: [Wire.JSON] (`fanout.v1`, text) or [Wire.MSGPACK] (`fanout.v1.msgpack`, binary
+     * MessagePack: smaller frames, and payloads that are not JSON come as [GatewayMessage.bytes]).
+     */
+    var wire: Wire = Wire.JSON
+
     /** Reconnect delay bounds: delay = random(0, min(maxDelayMs, minDelayMs·2^attempt)). */
     var minDelayMs: Long = 250
     var maxDelayMs: Long = 15_000

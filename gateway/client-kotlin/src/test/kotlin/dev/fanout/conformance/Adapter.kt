@@ -1,6 +1,7 @@
 // The Kotlin SDK as a client-under-test of the conformance suite (gateway/conformance/README.md): reads
 // commands as JSON lines on stdin, answers each (same id) and reports the client's events and messages as JSON
-// lines on stdout, which carries nothing else. Started by gateway/client-kotlin/conformance-adapter.sh.
+// lines on stdout, which carries nothing else. Started by gateway/client-kotlin/conformance-adapter.sh;
+// with `--msgpack` the SDK speaks fanout.v1.msgpack (binary MessagePack frames).
 package dev.fanout.conformance
 
 import dev.fanout.client.BatchItem
@@ -13,6 +14,7 @@ import dev.fanout.client.Presence
 import dev.fanout.client.StartPosition
 import dev.fanout.client.SubscribeOptions
 import dev.fanout.client.Subscription
+import dev.fanout.client.Wire
 import java.time.Instant
 import java.util.concurrent.ConcurrentHashMap
 import kotlin.system.exitProcess
@@ -38,6 +40,7 @@ import kotlinx.serialization.json.put
 private val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default)
 private val stdout = System.out
 private var client: GatewayClient? = null
+private var wire = Wire.JSON
 
 @Volatile private var latestToken: String? = null
 private val subs = ConcurrentHashMap<String, Subscription>()
@@ -47,7 +50,8 @@ private fun out(o: JsonObject) = synchronized(stdout) {
     stdout.flush()
 }
 
-fun main() {
+fun main(args: Array<String>) {
+    if ("--msgpack" in args) wire = Wire.MSGPACK
     // Nothing but protocol lines on stdout: whatever else prints goes to stderr.
     System.setOut(System.err)
     generateSequence(::readLine).forEach { line ->
@@ -116,6 +120,7 @@ private suspend fun connect(c: JsonObject): JsonObject {
     latestToken = c.s("token")
     val o = c["options"] as? JsonObject ?: JsonObject(emptyMap())
     val cl = GatewayClient(c.s("url")!!) {
+        wire = dev.fanout.conformance.wire
         if (c.b("getToken")) getToken = { latestToken ?: "" } else this.token = c.s("token")
         o.l("minDelayMs")?.let { minDelayMs = it }
         o.l("maxDelayMs")?.let { maxDelayMs = it }
