@@ -25,8 +25,10 @@ enum class Wire(val subprotocol: String) {
  * A frame the server sent, as every wire gives it: [fields] is the JSON frame's object (a `msg` frame's JSON
  * payload parsed into `data`), and [payload] a `msg` frame's `data` bytes exactly as they came when the wire
  * carried bytes (fanout.v1.msgpack: the JSON text, other bytes with `enc: "binary"`, or a delta); null otherwise.
+ * On fanout.v1, [text] is the frame as received (where a full message's payload is its exact `data` text,
+ * the base of a delta: DeltaBases.receive).
  */
-class ReceivedFrame(val fields: JsonObject, val payload: ByteArray? = null)
+class ReceivedFrame(val fields: JsonObject, val payload: ByteArray? = null, val text: String? = null)
 
 /**
  * One connection's encoding: every frame the client writes goes through [send], every frame it reads through
@@ -61,7 +63,7 @@ internal object JsonCodec : Codec {
         } catch (e: Exception) {
             null
         }
-        return f?.let { ReceivedFrame(it) }
+        return f?.let { ReceivedFrame(it, text = text) }
     }
 
     override fun decodeBinary(bytes: ByteArray): ReceivedFrame? = null
