@@ -17,6 +17,8 @@ export const BUNDLE_OPTIONS = {
   bundle: true,
   format: "esm",
   platform: "neutral",
+  // The neutral platform reads no package fields by default: fossil-delta (the one dependency) has only `main`.
+  mainFields: ["module", "main"],
   target: "es2022",
   minify: true,
   legalComments: "none",

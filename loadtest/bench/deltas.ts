@@ -2,18 +2,17 @@
 // realistic state channel of the issue (a ~2 KB JSON scoreboard in which a few fields change per message,
 // gateway/conformance/fossil-vectors.ts) sent --messages times to one `delta: "fossil"` subscriber.
 //   bytes: the `msg` frames as the server builds them today (protocol/serialize.ts) against the same messages
-//          with deltas, in the draft framing of PROTOCOL.md "Deltas" (the first message full, then
+//          with deltas, in the framing of PROTOCOL.md "Deltas" (protocol/serialize.ts) (the first message full, then
 //          `"delta":true,"base":B` frames whose data is the delta as a JSON string, or base64 when it is not
 //          UTF-8); the same with the delta always in base64, for comparison.
 //   CPU:   the server's side (fanout/deltas.ts: the worker's base copy and the delta, made once per message)
 //          and the TypeScript SDK's: fossil-delta's applyDelta, which client/src/deltas.ts calls (the SDK adds a
 //          Map read and write; its sources are not part of this build), then UTF-8 decode and JSON.parse.
 // Usage: npm run bench -- deltas [--messages 1000] [--rounds 5] [--warmup 2] [--quick]
-import { draftDeltaFrame } from "../../gateway/conformance/delta-frame.js";
 import { nextScoreboard, scoreboard } from "../../gateway/conformance/fossil-vectors.js";
 import { applyDelta } from "fossil-delta";
 import { ChannelDeltas, DeltaSubscription, type DeltaMessage } from "../../gateway/src/fanout/deltas.js";
-import { msgFrame } from "../../gateway/src/protocol/serialize.js";
+import { deltaFrame, msgFrame } from "../../gateway/src/protocol/serialize.js";
 import { std } from "../kit/flags.js";
 import { defineBench, runBench } from "../kit/main.js";
 import { commandLine, reportPath, writeReport } from "../kit/results.js";
@@ -23,8 +22,14 @@ import { rng } from "./rng.js";
 const CHANNEL = "scores.m-0042";
 const TS = 1_764_100_000_123.456;
 
-const deltaFrameBytes = (m: DeltaMessage, base64: boolean): number =>
-  Buffer.byteLength(draftDeltaFrame({ channel: m.channel, sub: m.channel, seq: m.seq, ts: TS, base: m.baseSeq }, m.delta()!, base64));
+/** The server's delta frame; with `base64`, as if its data were always `"enc":"base64"` (for comparison). */
+function deltaFrameBytes(m: DeltaMessage, base64: boolean): number {
+  const d = m.delta()!;
+  const frame = deltaFrame({ channel: m.channel, pattern: m.channel, seq: m.seq, ts: TS }, m.baseSeq, d).length;
+  if (!base64) return frame;
+  const asString = Buffer.byteLength(JSON.stringify(Buffer.from(d).toString("utf8")));
+  return frame - asString + '"enc":"base64",'.length + Buffer.from(d).toString("base64").length + 2;
+}
 
 function payloads(n: number): Uint8Array[] {
   const rnd = rng(36);

@@ -24,6 +24,7 @@ import type {
   WebSocketLike,
 } from "./types.js";
 import { deferred, isThenable } from "./util.js";
+import { RAW, type MsgRaw } from "./wire.js";
 
 /** Close code the client uses to drop a connection whose resubscribe failed (4000–4999 is application use). */
 const CLOSE_RESUBSCRIBE_FAILED = 4000;
@@ -34,8 +35,11 @@ const CLOSE_RESUBSCRIBE_FAILED = 4000;
  * re-sends unanswered ones with the same msgId so the server stores them once.
  */
 export class GatewayClient {
-  /** Counters for the curious: reconnects made and duplicate messages dropped. */
-  readonly stats = { reconnects: 0, duplicatesDropped: 0 };
+  /**
+   * Counters for the curious: reconnects made, duplicate messages dropped, and deltas a delta subscription
+   * could not apply (each made it subscribe again from its position).
+   */
+  readonly stats = { reconnects: 0, duplicatesDropped: 0, deltasLost: 0 };
   private readonly opts: ClientOptions;
   private readonly conn: Connection;
   private readonly events = new Emitter();
@@ -215,6 +219,8 @@ export class GatewayClient {
 
   private sendSub(sub: Sub, ws: WebSocketLike, onDone: () => void): void {
     const { frame, expectedSeq } = subscribeFrame(sub);
+    // The server starts each channel of a new subscription with a full message.
+    sub.deltas?.reset();
     sub.resuming = sub.opts.durable === undefined;
     this.conn.request(ws, frame, (reply) => {
       sub.resuming = false;
@@ -290,6 +296,8 @@ export class GatewayClient {
     const sub = this.subs.get(String(f.sub));
     if (!sub || sub.closed || sub.resuming) return;
     const seq = Number(f.seq);
+    // Before the seq is recorded: a message whose delta cannot be applied is read again after the resubscribe.
+    if (sub.deltas && !this.applyDelta(sub, ws, f)) return;
     if (sub.opts.durable === undefined && !acceptSeq(sub, String(f.channel), seq)) {
       this.stats.duplicatesDropped++;
       return;
@@ -317,6 +325,25 @@ export class GatewayClient {
     } else if (sub.opts.autoAck) {
       msg.ack();
     }
+  }
+
+  /**
+   * A delta subscription's message made whole (`f.data`); false when it cannot be (no base for the delta, or
+   * a delta that does not apply): nothing of it is shown, and the subscription is made again from its
+   * position (unsub, then sub from lastSeq + 1), the server starting each channel with a full message.
+   */
+  private applyDelta(sub: Sub, ws: WebSocketLike, f: Frame): boolean {
+    const raw = (f as Record<symbol, MsgRaw | undefined>)[RAW];
+    const got = raw === undefined ? undefined : sub.deltas!.receive(f, raw);
+    if (got?.ok) {
+      f.data = got.data;
+      return true;
+    }
+    this.stats.deltasLost++;
+    sub.resuming = true;
+    this.conn.request(ws, { op: "unsub", channel: sub.channel }, () => undefined);
+    this.sendSub(sub, ws, () => undefined);
+    return false;
   }
 
   private onPresence(f: Frame): void {

@@ -1,8 +1,9 @@
 import { applyDelta } from "fossil-delta";
 import type { Frame } from "./types.js";
+import type { MsgRaw } from "./wire.js";
 
 /**
- * A `delta: "fossil"` subscription's bases (PROTOCOL.md "Deltas", not served yet): the last payload and its
+ * A `delta: "fossil"` subscription's bases (PROTOCOL.md "Deltas"): the last payload and its
  * seq per channel. A full `msg` sets the channel's base; a delta `msg` (`"delta":true,"base":B`) applies to
  * the base when the base's seq is B. Without that base — never received, forgotten past the bound, or a
  * delta that does not apply — it answers `resubscribe`: the caller subscribes again from its position and
@@ -23,11 +24,11 @@ export class DeltaBases {
   constructor(private readonly maxChannels = MAX_DELTA_CHANNELS) {}
 
   /**
-   * The message of a `msg` frame: its data as the application sees it, or `resubscribe`. `text` is the
-   * frame as received: a full JSON message's base is the exact text of its `data`, which the server splices
-   * in as stored and writes last.
+   * The message of a `msg` frame: its data as the application sees it, or `resubscribe`. `raw` is the
+   * frame's text as received (fanout.v1: a full JSON message's base is the exact text of its `data`, which
+   * the server splices in as stored and writes last), or its payload's bytes (fanout.v1.msgpack).
    */
-  receive(f: Frame, text: string): DeltaOutcome {
+  receive(f: Frame, raw: MsgRaw): DeltaOutcome {
     const channel = String(f.channel);
     const seq = Number(f.seq);
     if (f.delta === true) {
@@ -39,7 +40,7 @@ export class DeltaBases {
         return this.lost(channel, "bad_delta"); // the server makes deltas of JSON payloads only
       }
     }
-    this.full(channel, seq, payloadBytes(f, text));
+    this.full(channel, seq, payloadBytes(f, raw));
     return { ok: true, data: f.data };
   }
 
@@ -81,8 +82,13 @@ export class DeltaBases {
   }
 }
 
-/** The payload bytes of a full `msg` frame: the raw text of `data`, or the string / base64 it carries. */
-export function payloadBytes(f: Frame, text: string): Uint8Array {
+/**
+ * The payload bytes of a full `msg` frame: the raw text of `data`, or the string / base64 it carries; in
+ * MessagePack (`raw` is bytes) the payload's bytes as they came.
+ */
+export function payloadBytes(f: Frame, raw: MsgRaw): Uint8Array {
+  if (raw instanceof Uint8Array) return raw;
+  const text = raw;
   if (f.enc === "text") return utf8Encode(String(f.data));
   if (f.enc === "base64") return base64Decode(String(f.data));
   const at = text.indexOf('"data":');
@@ -90,8 +96,9 @@ export function payloadBytes(f: Frame, text: string): Uint8Array {
   return utf8Encode(text.slice(at + 7, -1));
 }
 
-/** The delta of a delta `msg` frame: its string's UTF-8 bytes, or base64 with `"enc":"base64"`. */
+/** The delta of a delta `msg` frame: its string's UTF-8 bytes, or base64 with `"enc":"base64"`; MessagePack's bytes. */
 export function deltaBytes(f: Frame): Uint8Array {
+  if (f.data instanceof Uint8Array) return f.data;
   return f.enc === "base64" ? base64Decode(String(f.data)) : utf8Encode(String(f.data));
 }
 

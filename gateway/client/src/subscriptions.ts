@@ -1,3 +1,4 @@
+import { DeltaBases } from "./deltas.js";
 import type { GatewayError } from "./errors.js";
 import type { GatewayEvent } from "./events.js";
 import type { Frame, MessageHandler, SubscribeInfo, SubscribeOptions, Subscription } from "./types.js";
@@ -22,6 +23,8 @@ export type Sub = Subscription & {
   /** A resubscribe is waiting for its ok: frames of the server-side subscription it takes over are dropped. */
   resuming?: boolean;
   client?: string;
+  /** A `delta: "fossil"` subscription's bases per channel. */
+  deltas?: DeltaBases;
   settle?: { resolve: (i: SubscribeInfo) => void; reject: (e: GatewayError) => void };
 };
 
@@ -50,6 +53,7 @@ export function newSub(
     settle: { resolve: ready.resolve, reject: ready.reject },
     unsubscribe: () => unsubscribe(sub),
   };
+  if (options.delta === "fossil" && options.durable === undefined) sub.deltas = new DeltaBases();
   return sub;
 }
 
@@ -86,6 +90,7 @@ export function subscribeFrame(sub: Sub): { frame: Record<string, unknown>; expe
     if (sub.opts.maxInflight !== undefined) frame.maxInflight = sub.opts.maxInflight;
   } else {
     if (sub.opts.presence) frame.presence = sub.opts.presence;
+    if (sub.deltas) frame.delta = "fossil";
     if (sub.opts.presence && sub.opts.presence !== "watch" && sub.opts.info !== undefined) frame.info = sub.opts.info;
     // The epoch names the stream the seq belongs to: a recreated stream is reported, not misread.
     const from = sub.lastSeq > 0 || sub.auto ? { seq: sub.lastSeq + 1, ...(sub.epoch ? { epoch: sub.epoch } : {}) } : sub.opts.from;

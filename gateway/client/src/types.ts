@@ -42,6 +42,11 @@ export interface SubscribeOptions {
   info?: unknown;
   /** With `presence` true or "watch": called for every join and leave of the channel (its own join too). */
   onPresence?: (e: PresenceEvent) => void;
+  /**
+   * `"fossil"`: after each channel's first message the server may send Fossil deltas against the previous
+   * one (PROTOCOL.md "Deltas"); the SDK applies them and the handler sees whole messages. Not with `durable`.
+   */
+  delta?: "fossil";
 }
 
 /** A presence member (PROTOCOL.md `presence`): a connection, its user (null without auth) and its info. */

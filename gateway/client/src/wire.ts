@@ -14,6 +14,15 @@ export interface MsgpackFunctions {
   decode(bytes: Uint8Array): unknown;
 }
 
+/**
+ * Where a decoded `msg` frame keeps what a delta subscription needs of its payload's exact bytes: the frame's
+ * text (fanout.v1: `data` is spliced in last), or the payload's bytes (fanout.v1.msgpack). Not a wire field.
+ */
+export const RAW = Symbol("raw");
+export type MsgRaw = string | Uint8Array;
+/** Not enumerable: the frame stays the wire's value for everything that reads or compares it. */
+const keepRaw = (f: Frame, raw: MsgRaw): void => void Object.defineProperty(f, RAW, { value: raw });
+
 /** How frames are written and read on the socket: JSON text (fanout.v1) or MessagePack (fanout.v1.msgpack). */
 export interface Wire {
   readonly subprotocol: string;
@@ -30,8 +39,11 @@ export const JSON_WIRE: Wire = {
   encode: (frame) => JSON.stringify(frame),
   decode(data) {
     try {
-      const f = JSON.parse(typeof data === "string" ? data : String(data)) as unknown;
-      return isFrame(f) ? f : undefined;
+      const text = typeof data === "string" ? data : String(data);
+      const f = JSON.parse(text) as unknown;
+      if (!isFrame(f)) return undefined;
+      if (f.op === "msg") keepRaw(f, text);
+      return f;
     } catch {
       return undefined;
     }
@@ -54,8 +66,12 @@ export function msgpackWire(lib: MsgpackFunctions): Wire {
         if (!(data instanceof ArrayBuffer)) return undefined;
         const f = lib.decode(new Uint8Array(data));
         if (!isFrame(f)) return undefined;
-        // A message's JSON payload comes as its bytes (no `enc`): parsed here, as the JSON wire gives it.
-        if (f.op === "msg" && f.enc === undefined && f.data instanceof Uint8Array) f.data = JSON.parse(utf8(f.data)) as unknown;
+        // A message's JSON payload comes as its bytes (no `enc`): parsed here, as the JSON wire gives it. A
+        // delta's data stays its bytes.
+        if (f.op === "msg" && f.data instanceof Uint8Array && f.delta !== true) {
+          keepRaw(f, f.data);
+          if (f.enc === undefined) f.data = JSON.parse(utf8(f.data)) as unknown;
+        }
         return f;
       } catch {
         return undefined;

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { EVENT_TYPES, GatewayClient, type GatewayEvent, type GatewayMessage } from "../src/index.js";
 import { fakeWebSocket, flush, type FakeSocket } from "./fake-socket.js";
+import { createDelta } from "fossil-delta";
 
 // The client against an in-process fake socket: the test plays the server frame by frame, and the fake
 // timers make every backoff delay run when the test says so.
@@ -24,6 +25,52 @@ const reconnect = async (sockets: FakeSocket[]): Promise<FakeSocket> => {
 };
 
 const msg = (sub: string, channel: string, seq: number) => ({ op: "msg", sub, channel, seq, ts: 1, data: { seq } });
+
+/** A channel's documents and the Fossil deltas between them, as the server frames them. */
+const doc = (n: number) => ({ n, text: "a state document that mostly stays the same ".repeat(4) });
+const bytesOf = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
+const deltaMsg = (channel: string, seq: number, base: number, from: unknown, to: unknown) => ({
+  op: "msg",
+  channel,
+  sub: channel,
+  seq,
+  ts: 1,
+  delta: true,
+  base,
+  data: new TextDecoder().decode(createDelta(bytesOf(from), bytesOf(to))),
+});
+const fullMsg = (channel: string, seq: number, data: unknown) => ({ op: "msg", channel, sub: channel, seq, ts: 1, data });
+
+describe("client — deltas against a fake socket", () => {
+  it("client — delta: fossil applies deltas; one without its base is never shown: unsub, then sub again from its position", async () => {
+    const { client, last } = setup();
+    const connected = client.connect();
+    const ws = last();
+    ws.open();
+    await connected;
+    const got: unknown[] = [];
+    client.subscribe("s", (m) => void got.push(m.data), { delta: "fossil" });
+    const sub = ws.frames("sub")[0];
+    expect(sub).toMatchObject({ channel: "s", delta: "fossil" });
+    ws.ok(sub, { epoch: "E1", delta: "fossil" });
+    ws.deliver(fullMsg("s", 3, doc(1)));
+    ws.deliver(deltaMsg("s", 5, 3, doc(1), doc(2)));
+    expect(got).toEqual([doc(1), doc(2)]);
+    ws.deliver(deltaMsg("s", 9, 7, doc(3), doc(4))); // its base (7) never arrived
+    expect(got).toEqual([doc(1), doc(2)]);
+    expect(client.stats.deltasLost).toBe(1);
+    expect(ws.sent.slice(-2)).toMatchObject([
+      { op: "unsub", channel: "s" },
+      { op: "sub", channel: "s", delta: "fossil", from: { seq: 6, epoch: "E1" } },
+    ]);
+    ws.deliver(deltaMsg("s", 10, 9, doc(4), doc(5))); // before the ok: the old subscription's, dropped
+    ws.ok(ws.frames("sub")[1], { epoch: "E1", delta: "fossil" });
+    ws.deliver(fullMsg("s", 7, doc(3)));
+    ws.deliver(deltaMsg("s", 9, 7, doc(3), doc(4)));
+    expect(got).toEqual([doc(1), doc(2), doc(3), doc(4)]);
+    expect(client.stats.deltasLost).toBe(1);
+  });
+});
 
 describe("client — resume against a fake socket", () => {
   it("client — resubscribes from last+1 with the epoch, drops frames until the ok and repeats after it", async () => {
@@ -52,7 +99,7 @@ describe("client — resume against a fake socket", () => {
     for (const s of [4, 5, 6]) ws.deliver(msg("a.*", "a.x", s));
     expect(got).toEqual([3, 4, 5, 6]);
     expect(sub.lastSeq).toBe(6);
-    expect(client.stats).toEqual({ reconnects: 1, duplicatesDropped: 2 });
+    expect(client.stats).toEqual({ reconnects: 1, duplicatesDropped: 2, deltasLost: 0 });
     expect(events.filter((e) => e.type === "resubscribed")).toHaveLength(2);
   });
 

@@ -5,8 +5,7 @@ import { createDelta } from "fossil-delta";
 import { describe, expect, it } from "vitest";
 import { base64Decode, DeltaBases, payloadBytes, utf8Decode, utf8DecodeByHand, utf8Encode, utf8EncodeByHand } from "../src/deltas.js";
 import type { Frame } from "../src/types.js";
-import { msgFrame } from "../../src/protocol/serialize.js";
-import { draftDeltaFrame } from "../../conformance/delta-frame.js";
+import { deltaFrame as serverDeltaFrame, msgFrame } from "../../src/protocol/serialize.js";
 
 type Bytes = { text: string } | { base64: string };
 type Vectors = { cases: { name: string; base: Bytes; target: Bytes; delta: Bytes }[]; broken: { name: string; base: Bytes; delta: Bytes }[] };
@@ -18,9 +17,9 @@ const hex = (b: Uint8Array): string => Buffer.from(b).toString("hex");
 const received = (text: string): [Frame, string] => [JSON.parse(text) as Frame, text];
 const fullFrame = (channel: string, seq: number, payload: string | Uint8Array): [Frame, string] =>
   received(msgFrame({ channel, pattern: channel, seq, ts: 1_764_000_000_000 }, typeof payload === "string" ? Buffer.from(payload) : payload).toString("utf8"));
-/** A delta frame as PROTOCOL.md's draft "Deltas" section describes it. */
+/** A delta frame as the server builds it. */
 const deltaFrame = (channel: string, seq: number, base: number, delta: Uint8Array): [Frame, string] =>
-  received(draftDeltaFrame({ channel, sub: channel, seq, ts: 1_764_000_000_000, base }, delta));
+  received(serverDeltaFrame({ channel, pattern: channel, seq, ts: 1_764_000_000_000 }, base, delta).toString("utf8"));
 
 describe("deltas — the SDK's bases per channel", () => {
   it.each(vectors.cases.map((c) => [c.name, c] as const))("deltas — vector applies: %s", (_, c) => {

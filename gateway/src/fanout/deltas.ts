@@ -2,9 +2,9 @@ import { createDelta } from "fossil-delta";
 import { isJsonPayload } from "../protocol/serialize.js";
 
 /**
- * Per-channel Fossil deltas (issue 36; PROTOCOL.md "Deltas", not served yet): the rules, without sockets or
- * frames. A worker keeps one `ChannelDeltas`; each subscription that asked for `delta: "fossil"` keeps one
- * `DeltaSubscription`. The hub's per-message path, once the frame seam lands, is:
+ * Per-channel Fossil deltas (issue 36; PROTOCOL.md "Deltas"): the rules, without sockets or frames. A worker
+ * keeps one `ChannelDeltas` (the hub's); each subscription that asked for `delta: "fossil"` keeps one
+ * `DeltaSubscription` (its `DeltaSocket`). The hub's per-message path (FanoutHub.deliverDeltas) is:
  *
  *   const m = deltas.next(channel, seq, payload);      // once per message per worker (any number of feeds)
  *   for (const s of feed.deltaSubscriptions)           // O(1) per socket: a map read and write
@@ -58,6 +58,8 @@ export class DeltaMessage {
     readonly baseSeq: number,
     base: Uint8Array | undefined,
     private readonly jsonTargetsOnly: boolean,
+    /** Called each time a delta is computed (a metric): at most once per message. */
+    private readonly onMade?: () => void,
   ) {
     this.base = base;
   }
@@ -79,6 +81,7 @@ export class DeltaMessage {
     this.base = undefined;
     if (base === undefined || (this.jsonTargetsOnly && !isJsonPayload(this.payload))) return undefined;
     const d = createDelta(base, this.payload);
+    this.onMade?.();
     this.memo = d.length < this.payload.length ? d : undefined;
     return this.memo;
   }
@@ -98,6 +101,8 @@ export class ChannelDeltas {
   constructor(
     private readonly limits: DeltaLimits = DEFAULT_DELTA_LIMITS,
     private readonly now: () => number = Date.now,
+    /** Called each time a delta is computed (`fanout_deltas_made_total`). */
+    private readonly onMade?: () => void,
   ) {}
 
   /** Channels held, and their payload bytes (for a gauge). */
@@ -141,7 +146,7 @@ export class ChannelDeltas {
 
   private message(channel: string, seq: number, payload: Uint8Array, base: DeltaMessage | undefined): DeltaMessage {
     const usable = base !== undefined && base.seq < seq;
-    return new DeltaMessage(channel, seq, payload, usable ? base.seq : 0, usable ? base.payload : undefined, this.limits.jsonTargetsOnly);
+    return new DeltaMessage(channel, seq, payload, usable ? base.seq : 0, usable ? base.payload : undefined, this.limits.jsonTargetsOnly, this.onMade);
   }
 
   private keep(channel: string, st: ChannelState): void {

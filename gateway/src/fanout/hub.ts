@@ -2,8 +2,11 @@ import type { TopicPublisher } from "./socket.js";
 import type { Broker, BrokerMessage, LiveFeed } from "../broker/broker.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
-import { codecTopic, LiveMsg, type MsgFrames } from "../protocol/codec.js";
+import { codecTopic, DeltaMsg, LiveMsg, type MsgFrames } from "../protocol/codec.js";
 import { CODECS } from "../protocol/codecs.js";
+import type { MsgMeta } from "../protocol/server-frames.js";
+import { ChannelDeltas, DEFAULT_DELTA_LIMITS, type DeltaLimits, type DeltaSubscription } from "./deltas.js";
+import type { FanoutSocket } from "./socket.js";
 import { ReplayCache, type PageSource } from "./replay-cache.js";
 
 /**
@@ -25,6 +28,17 @@ export interface LateReceiver {
   onLate(seq: number, msg: MsgFrames): void;
 }
 
+/**
+ * A `delta: "fossil"` subscription in live delivery (fanout/delta-socket.ts): the hub sends it each message's
+ * one delta frame or one full frame, as its `deltas` say, instead of publishing to it through the topic.
+ */
+export interface DeltaReceiver {
+  readonly codec: FanoutSocket["codec"];
+  readonly closed: boolean;
+  readonly deltas: DeltaSubscription;
+  send(frame: Uint8Array, seq: number): number;
+}
+
 /** A worker's live feed of one channel pattern, as its users see it (the hub owns it). */
 export interface Feed {
   readonly pattern: string;
@@ -43,6 +57,9 @@ export interface Feed {
   /** `r` gets the messages delivered late, which the topic does not (LateReceiver). */
   addLateReceiver(r: LateReceiver): void;
   removeLateReceiver(r: LateReceiver): void;
+  /** A `delta: "fossil"` subscription joins live delivery (instead of the topic) until removed. */
+  addDeltaReceiver(r: DeltaReceiver): void;
+  removeDeltaReceiver(r: DeltaReceiver): void;
 }
 
 export const topicOf = (pattern: string): string => `p:${pattern}`;
@@ -59,6 +76,7 @@ class ChannelFeed implements Feed {
   linger?: NodeJS.Timeout;
   readonly listeners = new Set<LiveListener>();
   readonly lateReceivers = new Set<LateReceiver>();
+  readonly deltaReceivers = new Set<DeltaReceiver>();
 
   constructor(readonly pattern: string) {
     this.topic = topicOf(pattern);
@@ -71,6 +89,14 @@ class ChannelFeed implements Feed {
 
   removeLateReceiver(r: LateReceiver): void {
     this.lateReceivers.delete(r);
+  }
+
+  addDeltaReceiver(r: DeltaReceiver): void {
+    this.deltaReceivers.add(r);
+  }
+
+  removeDeltaReceiver(r: DeltaReceiver): void {
+    this.deltaReceivers.delete(r);
   }
 
   position(): number {
@@ -98,6 +124,8 @@ export class FanoutHub {
   private readonly feeds = new Map<string, ChannelFeed>();
   /** Pages of stored messages shared by the catch-ups of this worker (brokers that store messages). */
   private readonly cache?: ReplayCache;
+  /** The bases of per-channel deltas, one per worker whatever the number of patterns and subscribers. */
+  private readonly deltas: ChannelDeltas;
 
   constructor(
     private readonly app: TopicPublisher,
@@ -108,8 +136,10 @@ export class FanoutHub {
     replayCacheBytes = 64 * 1_048_576,
     /** Publish with compress=true (COMPRESSION on): uWS deflates for each socket that negotiated it. */
     private readonly compress = false,
+    deltaLimits: DeltaLimits = DEFAULT_DELTA_LIMITS,
   ) {
     if (broker.replay) this.cache = new ReplayCache(broker.replay, replayCacheBytes);
+    this.deltas = new ChannelDeltas(deltaLimits, Date.now, () => metrics.deltasMade.inc());
   }
 
   get size(): number {
@@ -183,26 +213,57 @@ export class FanoutHub {
     const topics = feed.topics;
     let receivers = 0;
     for (const t of topics) receivers += this.app.numSubscribers(t);
-    if (receivers === 0 && feed.listeners.size === 0) return;
-    const msg = new LiveMsg({ channel: m.channel, pattern: feed.pattern, seq: m.seq, ts: m.ts }, m.payload);
+    const deltaReceivers = feed.deltaReceivers.size;
+    if (receivers === 0 && deltaReceivers === 0 && feed.listeners.size === 0) return;
+    const meta: MsgMeta = { channel: m.channel, pattern: feed.pattern, seq: m.seq, ts: m.ts };
+    const msg = new LiveMsg(meta, m.payload);
     // The broker's feed moves its position before it hands a message over: one below it was repaired late.
     if (m.seq > 0 && m.seq < feed.position()) {
       for (const r of feed.lateReceivers) r.onLate(m.seq, msg);
-    } else if (receivers > 0) {
-      for (const c of CODECS) {
-        const t = topics[c.slot] as string;
-        if (topics.length > 1 && this.app.numSubscribers(t) === 0) continue;
-        this.app.publish(t, msg.frame(c), c.binary, this.compress);
+    } else if (receivers + deltaReceivers > 0) {
+      if (receivers > 0) {
+        for (const c of CODECS) {
+          const t = topics[c.slot] as string;
+          if (topics.length > 1 && this.app.numSubscribers(t) === 0) continue;
+          this.app.publish(t, msg.frame(c), c.binary, this.compress);
+        }
       }
-      this.metrics.framesDelivered.inc(receivers);
+      if (deltaReceivers > 0) this.deliverDeltas(feed, meta, msg, m.payload);
+      this.metrics.framesDelivered.inc(receivers + deltaReceivers);
       this.metrics.deliveryLatency.observe(Math.max(0, Date.now() - m.ts) / 1000);
     }
     for (const l of feed.listeners) l.onLive(m.seq, msg);
   }
 
+  /**
+   * The message to the feed's delta subscriptions: the channel's delta is made at most once per worker (the
+   * first subscription that can take it makes it, every other feed and subscription shares it), its frame
+   * once per codec; per subscription only its map of last seqs is read and written.
+   */
+  private deliverDeltas(feed: ChannelFeed, meta: MsgMeta, msg: LiveMsg, payload: Uint8Array): void {
+    const dm = this.deltas.next(meta.channel, meta.seq, payload);
+    let frames: DeltaMsg | undefined;
+    let deltas = 0;
+    for (const r of feed.deltaReceivers) {
+      if (r.closed) continue;
+      const c = r.codec;
+      let frame: Uint8Array;
+      if (r.deltas.next(dm) === "delta") {
+        frame = (frames ??= new DeltaMsg(meta, dm.baseSeq, dm.delta() as Uint8Array)).frame(c);
+        deltas++;
+      } else frame = msg.frame(c);
+      // Dropped (over the hard cap; the socket is being cut): whatever follows must not be a delta of it.
+      if (r.send(frame, meta.seq) === 2) r.deltas.restart();
+    }
+    this.metrics.deltaFrames.labels("delta").inc(deltas);
+    this.metrics.deltaFrames.labels("full").inc(feed.deltaReceivers.size - deltas);
+  }
+
   /** A stream was deleted and created again: cached pages of its patterns are void (feeds start over by themselves). */
   streamRecreated(stream: string): void {
     this.cache?.clearStream(stream);
+    // Its seqs start over: no base held may be named by them (every channel's next message is full).
+    this.deltas.clear();
   }
 
   /** Drops a reference; the feed stops after the linger period if nobody takes it again. */
@@ -227,6 +288,7 @@ export class FanoutHub {
   private async stopFeed(feed: ChannelFeed): Promise<void> {
     this.cache?.forget(feed.pattern);
     feed.listeners.clear();
+    feed.deltaReceivers.clear();
     if (!feed.live) return;
     this.metrics.liveFeeds.dec();
     await feed.live.stop().catch((e) => this.log.debug({ err: e, pattern: feed.pattern }, "stopping live feed failed"));

@@ -60,6 +60,17 @@ export function createMetrics(registry: client.Registry = client.register) {
     }),
     brokerMessages: new client.Counter({ name: "fanout_broker_messages_total", help: "Messages received from the broker by live consumers", registers: r }),
     framesDelivered: new client.Counter({ name: "fanout_frames_delivered_total", help: "Message frames handed to sockets", registers: r }),
+    deltasMade: new client.Counter({
+      name: "fanout_deltas_made_total",
+      help: "Fossil deltas computed (once per worker per channel and message, shared by its delta subscribers)",
+      registers: r,
+    }),
+    deltaFrames: new client.Counter({
+      name: "fanout_delta_frames_total",
+      help: "Message frames handed to delta subscriptions, by kind (delta, or full: first of a channel, gap, not smaller)",
+      labelNames: ["kind"] as const,
+      registers: r,
+    }),
     deliveriesDropped: new client.Counter({
       name: "fanout_deliveries_dropped_total",
       help: "Deliveries not made to a socket because of backpressure",

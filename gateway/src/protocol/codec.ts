@@ -21,6 +21,11 @@ export interface Codec {
   encode(frame: ServerFrame): string | Uint8Array;
   /** A `msg` frame of one message (once per message per worker, never per socket). */
   msg(meta: MsgMeta, payload: Uint8Array): Uint8Array;
+  /**
+   * A delta `msg` frame (PROTOCOL.md "Deltas"): `delta` is the Fossil delta from the payload of message `base`
+   * of the same channel. Once per message per worker and codec, like `msg`.
+   */
+  delta(meta: MsgMeta, base: number, delta: Uint8Array): Uint8Array;
   /** The `msg` frames of a page of stored messages of one pattern, in order. */
   msgs(pattern: string, messages: readonly StoredMsg[]): Uint8Array[];
 }
@@ -50,6 +55,21 @@ export class LiveMsg implements MsgFrames {
 
   frame(codec: Codec): Uint8Array {
     return (this.frames[codec.slot] ??= codec.msg(this.meta, this.payload));
+  }
+}
+
+/** The delta frames of one live message, built on first use once per codec, as `LiveMsg`'s full ones. */
+export class DeltaMsg {
+  private readonly frames: (Uint8Array | undefined)[] = [];
+
+  constructor(
+    private readonly meta: MsgMeta,
+    private readonly base: number,
+    private readonly delta: Uint8Array,
+  ) {}
+
+  frame(codec: Codec): Uint8Array {
+    return (this.frames[codec.slot] ??= codec.delta(this.meta, this.base, this.delta));
   }
 }
 

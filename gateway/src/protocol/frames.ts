@@ -21,6 +21,8 @@ export type SubFrame = {
   presence?: true | "member" | "watch";
   /** Shown to the channel's other members with this one (any JSON, at most PRESENCE_INFO_BYTES encoded). */
   info?: unknown;
+  /** Per-channel Fossil deltas after each channel's first message (PROTOCOL.md "Deltas"); not with `durable`. */
+  delta?: "fossil";
 };
 /** The members of a channel's presence. */
 export type PresenceFrame = { op: "presence"; id?: Id; channel: string };
@@ -158,6 +160,11 @@ function parseSub(o: Record<string, unknown>, id: Id | undefined): ParseResult {
     if (!Number.isInteger(o.maxInflight) || (o.maxInflight as number) < 1 || (o.maxInflight as number) > 10_000)
       return fail(ErrorCode.BadRequest, "maxInflight must be an integer from 1 to 10000", id);
     frame.maxInflight = o.maxInflight as number;
+  }
+  if (o.delta !== undefined) {
+    if (o.delta !== "fossil") return fail(ErrorCode.BadRequest, 'delta must be "fossil"', id);
+    if (frame.durable !== undefined || frame.ack) return fail(ErrorCode.BadRequest, "delta is not available on durable subscriptions", id);
+    frame.delta = "fossil";
   }
   return parsePresence(o, frame, id);
 }

@@ -1,7 +1,7 @@
 import type { Codec } from "./codec.js";
 import { ErrorCode } from "./codes.js";
 import { decodeJsonText } from "./frames.js";
-import { buildFrames, jsonFrame, msgFrame } from "./serialize.js";
+import { buildFrames, deltaFrame, jsonFrame, msgFrame } from "./serialize.js";
 import { PROTOCOL_V1 } from "./subprotocol.js";
 
 /** fanout.v1: UTF-8 JSON text frames (PROTOCOL.md); binary frames are refused with `bad_json`. */
@@ -16,5 +16,6 @@ export const JSON_CODEC: Codec = {
       : decodeJsonText(Buffer.from(data).toString("utf8")),
   encode: jsonFrame,
   msg: msgFrame,
+  delta: deltaFrame,
   msgs: buildFrames,
 };

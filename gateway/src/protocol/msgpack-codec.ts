@@ -63,6 +63,9 @@ export const MSGPACK_CODEC: Codec = {
   },
   encode: (f) => encoder.encode(frameMap(f)),
   msg: (meta, payload) => encoder.encode(msgMap(meta, payload)),
+  // A delta `msg` frame: the msg map's keys with `delta: true`, `base`, and the Fossil delta's bytes as `data` (bin).
+  delta: (meta, base, delta) =>
+    encoder.encode({ op: "msg", channel: meta.channel, sub: meta.pattern, seq: meta.seq, ts: meta.ts, delta: true, base, data: delta }),
   msgs: (pattern: string, messages: readonly StoredMsg[]) =>
     messages.map((m) => encoder.encode(msgMap({ channel: m.channel, pattern, seq: m.seq, ts: m.ts }, m.payload))),
 };

@@ -48,6 +48,18 @@ export function msgFrame(meta: MsgMeta, payload: Uint8Array): Buffer {
   return Buffer.concat([Buffer.from(head), BASE64_OPEN, Buffer.from(bytes.toString("base64")), BASE64_CLOSE]);
 }
 
+/**
+ * A delta `msg` frame (PROTOCOL.md "Deltas"): `"delta":true,"base":B` and the Fossil delta as a JSON string
+ * when it is UTF-8 (a delta of JSON text nearly always is), base64 with `"enc":"base64"` otherwise. Built once
+ * per message per worker, like the full frame.
+ */
+export function deltaFrame(meta: MsgMeta, base: number, delta: Uint8Array): Buffer {
+  const head = `${framePrefix(meta.channel, meta.pattern)}${meta.seq},"ts":${meta.ts},"delta":true,"base":${base},`;
+  const bytes = Buffer.from(delta.buffer, delta.byteOffset, delta.byteLength);
+  if (isUtf8(bytes)) return Buffer.from(`${head}"data":${JSON.stringify(bytes.toString("utf8"))}}`);
+  return Buffer.from(`${head}"enc":"base64","data":"${bytes.toString("base64")}"}`);
+}
+
 /** A durable delivery's fields of its `msg` frame. */
 function durableFields(d: NonNullable<MsgMeta["durable"]>): string {
   const again = d.redelivered ? `,"redelivered":true,"deliveries":${d.deliveries}` : "";

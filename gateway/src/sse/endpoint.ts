@@ -191,7 +191,13 @@ export class SseEndpoint {
     }
     const c = checkPattern(pattern);
     if (!c.ok) return { error: { status: 400, code: ErrorCode.BadChannel, message: c.reason } };
-    const s = parseStart(new URLSearchParams(r.query), r.lastEventId);
+    const query = new URLSearchParams(r.query);
+    // Deltas need a client that applies them: an EventSource shows each event's data as it is.
+    if (query.has("delta"))
+      return {
+        error: { status: 400, code: ErrorCode.BadRequest, message: "Server-Sent Events send every message full: delta is for WebSocket subscriptions" },
+      };
+    const s = parseStart(query, r.lastEventId);
     if (!s.ok) return { error: { status: 400, code: ErrorCode.BadRequest, message: s.message } };
     if (s.start.kind !== "live" && !this.ctx.broker.replay && r.lastEventId === "")
       return {

@@ -88,7 +88,7 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
   if (f.from !== undefined && !ctx.broker.replay)
     return replyErr(ctx, ws, f.id, ErrorCode.UnsupportedByBroker, `the ${ctx.broker.kind} broker keeps no history: start positions need JetStream`);
 
-  const sub = ctx.subs.begin(ws, f.channel);
+  const sub = ctx.subs.begin(ws, f.channel, f.delta === "fossil");
   let feed;
   try {
     feed = await ctx.hub.acquire(f.channel);
@@ -99,9 +99,10 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
   if (!ctx.subs.attach(ws, sub)) return;
   if (f.presence && !(await enterPresence(ctx, ws, sub, f))) return;
   const presence = f.presence ? { client: s.clientId } : undefined;
+  const delta = f.delta ? { delta: f.delta } : undefined;
   if (f.from === undefined) {
     sub.life.start(feed);
-    return sendFrame(ws, { op: "ok", id: f.id, fields: { epoch: ctx.broker.epochOf(f.channel), ...presence } });
+    return sendFrame(ws, { op: "ok", id: f.id, fields: { epoch: ctx.broker.epochOf(f.channel), ...presence, ...delta } });
   }
   let start: Start;
   try {
@@ -113,7 +114,7 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
   }
   if (s.closed || sub.life.phase === "ended") return;
   const lastSent = start.lastSent ?? 0;
-  sendFrame(ws, { op: "ok", id: f.id, fields: { ...start.report, ...presence } });
+  sendFrame(ws, { op: "ok", id: f.id, fields: { ...start.report, ...presence, ...delta } });
   if (f.from === "last_per_subject" && !(await sendSnapshot(ctx, ws, sub, lastSent))) return;
   sub.life.start(feed, lastSent);
 }

@@ -1,6 +1,7 @@
 import type { BackpressureSection } from "../config/sections.js";
 import { LateGroup, PatternGroups, type LateMember } from "../fanout/groups.js";
 import { codecTopic } from "../protocol/codec.js";
+import { DeltaSocket } from "../fanout/delta-socket.js";
 import { topicOf, type FanoutHub, type Feed } from "../fanout/hub.js";
 import { Flow, SubLifecycle, type DeliveryFailure, type LifecycleDeps, type SubDoor } from "../fanout/lifecycle.js";
 import type { Logger } from "../log.js";
@@ -42,10 +43,14 @@ export class Subscriptions {
     return s.flow;
   }
 
-  /** A new subscription in `starting`, registered on the socket. */
-  begin(ws: Socket, pattern: string): SubState {
+  /**
+   * A new subscription in `starting`, registered on the socket. With `delta` its live delivery is the feed's
+   * delta receivers instead of the uWS topic (fanout/delta-socket.ts).
+   */
+  begin(ws: Socket, pattern: string, delta = false): SubState {
     const topic = codecTopic(topicOf(pattern), ws.getUserData().codec);
-    const socket = fanoutSocket(ws);
+    const deltaReceiver = delta ? new DeltaSocket(fanoutSocket(ws), () => this.hub.get(pattern)) : undefined;
+    const socket = deltaReceiver ?? fanoutSocket(ws);
     const flow = this.flowOf(ws);
     // The door's callbacks run only once the subscription started, after `sub` below is made.
     const door: SubDoor = {
@@ -57,7 +62,8 @@ export class Subscriptions {
       },
       leaveLive: () => {
         this.late.leave(pattern, sub);
-        if (!socket.closed) ws.unsubscribe(topic);
+        if (deltaReceiver) deltaReceiver.leave();
+        else if (!socket.closed) ws.unsubscribe(topic);
       },
       livePosition: (feed: Feed) => feed.position(),
       failed: (f) => this.failed(ws, sub, f),

@@ -1,4 +1,4 @@
-import type { Feed, LateReceiver, LiveListener } from "../../src/fanout/hub.js";
+import type { DeltaReceiver, Feed, LateReceiver, LiveListener } from "../../src/fanout/hub.js";
 import type { MsgFrames } from "../../src/protocol/codec.js";
 
 /** A message's frames as one fixed frame for every codec (in-process tests deliver made-up bytes). */
@@ -9,6 +9,7 @@ export class FakeFeed implements Feed {
   readonly topic: string;
   readonly listeners = new Set<LiveListener>();
   readonly lateReceivers = new Set<LateReceiver>();
+  readonly deltaReceivers = new Set<DeltaReceiver>();
   constructor(
     readonly pattern: string,
     public pos = 0,
@@ -30,6 +31,12 @@ export class FakeFeed implements Feed {
   }
   removeLateReceiver(r: LateReceiver): void {
     this.lateReceivers.delete(r);
+  }
+  addDeltaReceiver(r: DeltaReceiver): void {
+    this.deltaReceivers.add(r);
+  }
+  removeDeltaReceiver(r: DeltaReceiver): void {
+    this.deltaReceivers.delete(r);
   }
   /** A live message: what the hub does after publishing to the topic. */
   deliver(seq: number, frame: Buffer): void {

@@ -10,6 +10,12 @@ export type MsgFrame = Frame & { op: "msg"; channel: string; sub: string; seq: n
 export class TestClient {
   readonly frames: Frame[] = [];
   readonly msgs: MsgFrame[] = [];
+  /**
+   * Each `msg` frame as it came, beside `msgs`: its text (fanout.v1), or its payload's bytes when they are
+   * `data` (fanout.v1.msgpack); what the SDK's delta bases read. And the bytes of all `msg` frames.
+   */
+  readonly raws: (string | Uint8Array)[] = [];
+  msgBytes = 0;
   /** Received frames that were text frames when the client speaks MessagePack (there should be none). */
   textFrames = 0;
   closeCode?: number;
@@ -23,8 +29,11 @@ export class TestClient {
     ws.on("message", (d: Buffer, isBinary: boolean) => {
       if (msgpack && !isBinary) this.textFrames++;
       const f = (msgpack && isBinary ? decode(d) : JSON.parse(d.toString())) as Frame;
-      if (f.op === "msg") this.msgs.push(f as MsgFrame);
-      else this.frames.push(f);
+      if (f.op === "msg") {
+        this.msgs.push(f as MsgFrame);
+        this.raws.push(msgpack ? (f.data as Uint8Array) : d.toString());
+        this.msgBytes += d.length;
+      } else this.frames.push(f);
     });
     ws.on("close", (code: number, reason: Buffer) => {
       this.closeCode = code;

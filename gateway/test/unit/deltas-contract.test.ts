@@ -5,10 +5,9 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ChannelDeltas, DEFAULT_DELTA_LIMITS, DeltaSubscription } from "../../src/fanout/deltas.js";
-import { msgFrame } from "../../src/protocol/serialize.js";
+import { deltaFrame, msgFrame } from "../../src/protocol/serialize.js";
 import { DeltaBases } from "../../client/src/deltas.js";
 import type { Frame } from "../../client/src/types.js";
-import { draftDeltaFrame } from "../../conformance/delta-frame.js";
 
 const CHANNELS = ["s.a", "s.b", "s.c"] as const;
 const PATTERN = "s.*";
@@ -59,7 +58,7 @@ function play(steps: readonly Step[], lossless: boolean): { deltas: number; resu
     if (lost) return;
     const text =
       kind === "delta"
-        ? draftDeltaFrame({ channel, sub: PATTERN, seq: s, ts: 1, base: m.baseSeq }, m.delta()!)
+        ? deltaFrame({ channel, pattern: PATTERN, seq: s, ts: 1 }, m.baseSeq, m.delta()!).toString("utf8")
         : msgFrame({ channel, pattern: PATTERN, seq: s, ts: 1 }, Buffer.from(payload)).toString("utf8");
     if (kind === "delta") seen.deltas++;
     const got = client.receive(JSON.parse(text) as Frame, text);

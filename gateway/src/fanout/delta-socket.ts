@@ -1,0 +1,65 @@
+import { DeltaSubscription } from "./deltas.js";
+import type { DeltaReceiver, Feed } from "./hub.js";
+import type { FanoutSocket } from "./socket.js";
+
+/**
+ * A `delta: "fossil"` subscription as the live feed sees it. uWS writes the same bytes to every socket of a
+ * topic, and a delta subscription needs its own choice per message (delta or full), so it does not join the
+ * topic: it joins its feed's delta receivers, and the hub sends each of them the one delta frame or the one
+ * full frame of the message (built once per worker and codec; per socket only a map read and a send).
+ *
+ * It is the subscription's `FanoutSocket` for the resume path: catch-ups write through it as they do to any
+ * socket, and `joinTopic` (the hand-off to live, the one place every start, resume and return from a pause
+ * goes through) joins the feed's receivers and restarts its bases: the next message of each channel is full.
+ */
+export class DeltaSocket implements FanoutSocket, DeltaReceiver {
+  readonly deltas: DeltaSubscription;
+  private joined?: Feed;
+
+  constructor(
+    readonly socket: FanoutSocket,
+    /** The subscription's feed (held by it while it exists). */
+    private readonly feed: () => Feed | undefined,
+    maxChannels?: number,
+  ) {
+    this.deltas = new DeltaSubscription(maxChannels);
+  }
+
+  get codec(): FanoutSocket["codec"] {
+    return this.socket.codec;
+  }
+
+  get closed(): boolean {
+    return this.socket.closed;
+  }
+
+  send(frame: Uint8Array | string, seq?: number): number {
+    return this.socket.send(frame, seq);
+  }
+
+  cork(fn: () => void): void {
+    this.socket.cork(fn);
+  }
+
+  bufferedAmount(): number {
+    return this.socket.bufferedAmount();
+  }
+
+  onDrained(fn: () => void): void {
+    this.socket.onDrained(fn);
+  }
+
+  /** Joins live delivery: the feed's delta receivers, starting every channel over with a full message. */
+  joinTopic(): void {
+    this.leave();
+    this.deltas.restart();
+    this.joined = this.feed();
+    this.joined?.addDeltaReceiver(this);
+  }
+
+  /** Leaves live delivery (a pause, the end). */
+  leave(): void {
+    this.joined?.removeDeltaReceiver(this);
+    this.joined = undefined;
+  }
+}
