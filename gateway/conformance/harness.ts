@@ -7,6 +7,7 @@ import { startNatsServer, type NatsServerHandle } from "../test/support/nats-ser
 import { childPids, startGateway, type GatewayHandle } from "../test/support/gateway.js";
 import { startTcpProxy } from "../test/support/tcp-proxy.js";
 import { httpPublish } from "../test/support/ws-client.js";
+import { scrape } from "../test/support/metrics.js";
 import { waitFor } from "../test/support/wait.js";
 import { HookBackend, type HookAnswer, type HookCall } from "../test/support/hook-backend.js";
 import { AUDIENCE, ISSUER, SECRET, sign } from "../test/auth/support.js";
@@ -79,6 +80,7 @@ export async function startHarness(): Promise<GatewayHarness> {
         },
         { timeoutMs: 15_000, what: `publish to ${channel}` },
       ),
+    deltasSent: async () => (await scrape(gw.metricsUrl)).value("fanout_delta_frames_total", { kind: "delta" }),
     async fault(name: string, step: Step) {
       const fault = faults[name];
       if (!fault) throw new Error(`unknown fault ${name}`);

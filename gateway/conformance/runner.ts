@@ -23,7 +23,19 @@ export interface Harness {
   publish(channel: string, data: unknown): Promise<number>;
   /** `cut`, `stall`, `refuse`, `accept`, `down`, `up`, `kill_workers`, `recreate_stream`, `wait`. */
   fault(name: string, step: Step): Promise<void>;
+  /** Delta frames the gateway sent so far (`fanout_delta_frames_total{kind="delta"}`), for `expect: deltas`. */
+  deltasSent?(): Promise<number>;
 }
+
+/**
+ * The document of a `publish` with `"doc": true`: about 2 KB of JSON in which only `n` changes, the state
+ * channel deltas are for (PROTOCOL.md "Deltas"). `expect: messages` with `"doc": true` checks it whole.
+ */
+export const documentOf = (n: number): Record<string, unknown> => ({
+  n,
+  board: Array.from({ length: 24 }, (_, i) => ({ player: `player-${i}`, team: i % 2 === 0 ? "home" : "away", rating: 6 + (i % 5) / 10, note: "steady" })),
+  status: n % 3 === 0 ? "attacking" : "midfield",
+});
 
 export type ClientEvent = Record<string, unknown> & { event: string };
 type Reply = { id: number; ok: boolean; result?: Record<string, unknown>; error?: { code: string; temporary: boolean; message?: string } };
@@ -110,6 +122,7 @@ export async function runScenario(scenario: Scenario, harness: Harness, command:
   const later = new Map<string, Promise<Reply>>(); // answers of `async` steps, awaited by their `expect: reply`
   const cursors = new Map<string, number>(); // per client: index of the event the last `expect: event` matched
   let faultAt = 0; // when the last fault other than publish/wait began
+  const deltasAtStart = await harness.deltasSent?.();
   const transcript = () => [...clients].map(([name, c]) => `client ${name} events:\n${c.events.map((e) => JSON.stringify(e)).join("\n")}`).join("\n");
   try {
     for (const [i, raw] of scenario.steps.entries()) {
@@ -122,7 +135,7 @@ export async function runScenario(scenario: Scenario, harness: Harness, command:
       const resolve = (v: unknown) => deref(v, replies);
       if ("fault" in step) {
         if (!QUIET_FAULTS.has(step.fault as string)) faultAt = Date.now();
-        if (step.fault === "publish") for (const n of step.n as number[]) await harness.publish(step.channel as string, { n });
+        if (step.fault === "publish") for (const n of step.n as number[]) await harness.publish(step.channel as string, step.doc ? documentOf(n) : { n });
         else await harness.fault(step.fault as string, step);
       } else if ("do" in step && step.async === true) {
         if (typeof step.as !== "string") fail('an "async" step needs "as": its answer is awaited by an expect: reply');
@@ -159,6 +172,10 @@ export async function runScenario(scenario: Scenario, harness: Harness, command:
           fail(`reply ${JSON.stringify(r)} does not match ${JSON.stringify(step.match)}`);
         const same = typeof step.sameSeqAs === "string" ? replies.get(step.sameSeqAs) : undefined;
         if (same && same.result?.seq !== r.result?.seq) fail(`seq ${String(r.result?.seq)} is not ${String(same.result?.seq)} (${String(step.sameSeqAs)})`);
+      } else if (step.expect === "deltas") {
+        if (deltasAtStart === undefined || !harness.deltasSent) fail("this harness cannot count delta frames");
+        const sent = (await harness.deltasSent!()) - deltasAtStart!;
+        if (sent < (step.atLeast as number)) fail(`the gateway sent ${sent} delta frames, fewer than ${String(step.atLeast)}`);
       } else if (step.expect === "backoff") {
         checkBackoff(client.events, step, fail);
       } else {
@@ -194,6 +211,8 @@ async function checkMessages(events: ClientEvent[], step: Step, fail: (why: stri
   const msgs = got();
   const ns = msgs.map((m) => (m.data as { n?: unknown }).n);
   if (JSON.stringify(ns) !== JSON.stringify(want)) fail(`sub ${String(step.sub)} got n=${JSON.stringify(ns)}, want ${JSON.stringify(want)}`);
+  const wrong = step.doc === true ? msgs.find((m) => JSON.stringify(m.data) !== JSON.stringify(documentOf((m.data as { n: number }).n))) : undefined;
+  if (wrong) fail(`sub ${String(step.sub)} got a document that is not the one published: ${JSON.stringify(wrong.data)}`);
   if (Array.isArray(step.redelivered)) {
     const r = msgs.map((m) => m.redelivered === true);
     if (JSON.stringify(r) !== JSON.stringify(step.redelivered)) fail(`redelivered flags ${JSON.stringify(r)}, want ${JSON.stringify(step.redelivered)}`);

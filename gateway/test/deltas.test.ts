@@ -55,7 +55,7 @@ function applied(c: TestClient, bases = new DeltaBases()): unknown[] {
 
 const kinds = (c: TestClient): string => c.msgs.map((m) => (m.delta === true ? "d" : "F")).join("");
 
-const metric = async (name: string, labels?: Record<string, string>): Promise<number> => (await scrape(gw.url)).value(name, labels);
+const metric = async (name: string, labels?: Record<string, string>): Promise<number> => (await scrape(gw.metricsUrl)).value(name, labels);
 
 describe("deltas — per-channel Fossil deltas on a real gateway", () => {
   it("deltas — full first, then deltas the SDK applies to the published documents; the bytes on the wire shrink", async () => {

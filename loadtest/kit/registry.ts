@@ -22,6 +22,7 @@ export const BENCHES = {
   ab: bench("ab", "two builds side by side in the same rounds (this checkout against --rev), replay or publish workload"),
   channels: bench("channels", "many channels with one socket each: subscribe acks, idle CPU and delivery, JetStream against Redis"),
   deltas: bench("deltas", "per-channel Fossil deltas in process: wire bytes of a 2 KB state channel against plain JSON, create and apply CPU"),
+  wire: bench("wire", "bytes on the wire per message over real sockets: a 2 KB state channel, JSON and MessagePack, with and without deltas"),
   connections: bench("connections", "100,000 sockets on one channel: memory per socket and delivery to all"),
   fanout: bench("fanout", "fan-out to N clients at M msg/s through the gateway against bare uWebSockets.js"),
   jetstream: bench("jetstream/main", "JetStream evaluation: nats bench rows, the Node client and the gateway's legs, on a server and a 3-node cluster", [

@@ -68,9 +68,9 @@ export function msgpackWire(lib: MsgpackFunctions): Wire {
         if (!isFrame(f)) return undefined;
         // A message's JSON payload comes as its bytes (no `enc`): parsed here, as the JSON wire gives it. A
         // delta's data stays its bytes.
-        if (f.op === "msg" && f.data instanceof Uint8Array && f.delta !== true) {
+        if (f.op === "msg" && f.data instanceof Uint8Array) {
           keepRaw(f, f.data);
-          if (f.enc === undefined) f.data = JSON.parse(utf8(f.data)) as unknown;
+          if (f.enc === undefined && f.delta !== true) f.data = JSON.parse(utf8(f.data)) as unknown;
         }
         return f;
       } catch {

@@ -59,6 +59,7 @@ const commands = {
           ? { presence: c.presence, onPresence: (e) => out({ event: "presence", sub: c.sub, action: e.type, ...without(e, "type") }) }
           : {}),
         ...(c.info !== undefined ? { info: c.info } : {}),
+        ...(c.delta !== undefined ? { delta: c.delta } : {}),
       },
     );
     subs.set(c.sub, sub);

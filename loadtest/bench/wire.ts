@@ -1,0 +1,132 @@
+// bench:wire — bytes on the wire per message over real sockets (issue 36): the realistic state channel (a
+// ~2 KB JSON scoreboard in which a few fields change per message, gateway/conformance/fossil-vectors.ts)
+// published --messages times through a real gateway and nats-server, received by four sockets at once:
+// plain JSON, JSON with `delta: "fossil"`, plain MessagePack, MessagePack with deltas. Bytes are the
+// WebSocket frames' (payload and the server's 2-10 byte header; TCP/IP not counted). Every delta socket's
+// messages are applied with the SDK's bases and checked against what was published.
+// Usage: npm run bench -- wire [--messages 1000] [--quick]
+import { decode, encode } from "@msgpack/msgpack";
+import WebSocket from "ws";
+import { DeltaBases } from "../../gateway/client/src/deltas.js";
+import type { Frame } from "../../gateway/client/src/types.js";
+import { nextScoreboard, scoreboard } from "../../gateway/conformance/fossil-vectors.js";
+import { httpPublish } from "../../gateway/test/support/ws-client.js";
+import { std } from "../kit/flags.js";
+import { defineBench, runBench } from "../kit/main.js";
+import { commandLine, reportPath, writeReport } from "../kit/results.js";
+import { startGatewayProc, startNats, until } from "./common.js";
+import { rng } from "./rng.js";
+
+const CHANNEL = "scores.m-0042";
+
+/** A WebSocket frame's header from the server (unmasked): 2 bytes, 4 past 125, 10 past 65,535. */
+const headerBytes = (n: number): number => (n < 126 ? 2 : n < 65_536 ? 4 : 10);
+
+/** One receiving socket: its frames' bytes, and each message made whole by the SDK's bases when it asked for deltas. */
+class Receiver {
+  bytes = 0;
+  msgs = 0;
+  deltas = 0;
+  subscribed = false;
+  readonly docs: string[] = [];
+  private readonly bases = new DeltaBases();
+
+  private constructor(
+    readonly ws: WebSocket,
+    readonly name: string,
+    private readonly msgpack: boolean,
+  ) {
+    ws.on("message", (d: Buffer, isBinary: boolean) => {
+      const f = (msgpack && isBinary ? decode(d) : JSON.parse(d.toString())) as Frame;
+      if (f.op === "ok") this.subscribed = true;
+      if (f.op !== "msg") return;
+      this.bytes += d.length + headerBytes(d.length);
+      this.msgs++;
+      if (f.delta === true) this.deltas++;
+      const got = this.bases.receive(f, msgpack ? (f.data as Uint8Array) : d.toString());
+      if (!got.ok) throw new Error(`${name}: a delta did not apply (${got.reason})`);
+      this.docs.push(JSON.stringify(got.data instanceof Uint8Array ? JSON.parse(Buffer.from(got.data).toString("utf8")) : got.data));
+    });
+  }
+
+  static async open(url: string, name: string, msgpack: boolean, delta: boolean): Promise<Receiver> {
+    const ws = new WebSocket(url, msgpack ? ["fanout.v1.msgpack"] : [], { perMessageDeflate: false });
+    await new Promise<void>((res, rej) => {
+      ws.once("open", () => res());
+      ws.once("error", rej);
+    });
+    const r = new Receiver(ws, name, msgpack);
+    const sub = { op: "sub", id: 1, channel: CHANNEL, ...(delta ? { delta: "fossil" } : {}) };
+    ws.send(msgpack ? encode(sub) : JSON.stringify(sub));
+    await until(() => r.subscribed, 10_000, `${name} subscribed`);
+    return r;
+  }
+}
+
+const BENCH = defineBench("wire", {
+  messages: std("messages", { default: 1_000, quick: 100, help: "messages of the state channel" }),
+  out: std("out", { help: "the report's file (default loadtest/results/wire.md)" }),
+  "no-write": std("no-write"),
+  quick: std("quick"),
+});
+
+runBench(BENCH, async ({ flags: a, argv }) => {
+  const nats = await startNats();
+  const gw = await startGatewayProc(nats.url, 1);
+  const base = `http://127.0.0.1:${gw.port}`;
+  const url = `ws://127.0.0.1:${gw.port}/ws`;
+  try {
+    const rx = [
+      await Receiver.open(url, "JSON", false, false),
+      await Receiver.open(url, "JSON, delta", false, true),
+      await Receiver.open(url, "MessagePack", true, false),
+      await Receiver.open(url, "MessagePack, delta", true, true),
+    ];
+    const rnd = rng(36);
+    let doc = scoreboard();
+    const published: string[] = [];
+    let payload = 0;
+    for (let i = 0; i < a.messages; i++) {
+      doc = nextScoreboard(doc, rnd);
+      const text = JSON.stringify(doc);
+      published.push(text);
+      payload += Buffer.byteLength(text);
+      const r = await httpPublish(base, CHANNEL, doc);
+      if (r.status !== 201) throw new Error(`publish answered ${r.status}`);
+    }
+    await until(() => rx.every((r) => r.msgs >= a.messages), 30_000, `${a.messages} messages on every socket`);
+    for (const r of rx) if (r.docs.join("\n") !== published.join("\n")) throw new Error(`${r.name}: the documents differ from those published`);
+    const [json, jsonDelta, mp, mpDelta] = rx as [Receiver, Receiver, Receiver, Receiver];
+    const per = (r: Receiver) => Math.round(r.bytes / a.messages);
+    const result = {
+      messages: a.messages,
+      meanPayloadBytes: Math.round(payload / a.messages),
+      jsonBytesPerMsg: per(json),
+      jsonDeltaBytesPerMsg: per(jsonDelta),
+      msgpackBytesPerMsg: per(mp),
+      msgpackDeltaBytesPerMsg: per(mpDelta),
+      deltaFrames: jsonDelta.deltas,
+      bytesRatioDelta: Number((jsonDelta.bytes / json.bytes).toFixed(4)),
+      bytesRatioDeltaMsgpack: Number((mpDelta.bytes / mp.bytes).toFixed(4)),
+    };
+    const table = [
+      `| socket (${result.messages} messages, mean payload ${result.meanPayloadBytes} B) | bytes per message | delta frames |`,
+      `|---|---|---|`,
+      ...rx.map((r) => `| ${r.name} | ${per(r)} | ${r.deltas} |`),
+      `| **bytesRatioDelta** (JSON with deltas / plain JSON; target ≤ 0.2) | ${result.bytesRatioDelta} | |`,
+      `| MessagePack with deltas / plain MessagePack | ${result.bytesRatioDeltaMsgpack} | |`,
+    ].join("\n");
+    console.log(table);
+    const path = reportPath(a, "wire.md");
+    if (path)
+      writeReport(
+        path,
+        `# bench:wire\n\n\`${commandLine("wire", argv)}\` — ${new Date().toISOString()}, Node ${process.version}, one gateway worker, real sockets.\n\n${table}\n\n\`\`\`json\n${JSON.stringify(result)}\n\`\`\`\n`,
+      );
+    console.log(JSON.stringify(result));
+    for (const r of rx) r.ws.close();
+  } finally {
+    gw.proc.kill("SIGTERM");
+    await nats.stop();
+  }
+});
