@@ -32,7 +32,7 @@ sealed interface Applied {
 }
 
 /**
- * A `delta: "fossil"` subscription's bases (PROTOCOL.md "Deltas", not served yet): the last payload and its
+ * A `delta: "fossil"` subscription's bases (PROTOCOL.md "Deltas"): the last payload and its
  * seq per channel, at most [maxChannels] (the oldest goes first). A full `msg` sets the channel's base; a
  * delta `msg` (`"delta":true,"base":B`) applies to the base when the base's seq is B, and otherwise asks to
  * resubscribe, so the application never sees wrong data. The same rules as the TypeScript SDK's DeltaBases.
@@ -44,13 +44,16 @@ class DeltaBases(private val maxChannels: Int = MAX_DELTA_CHANNELS) {
 
     val size: Int get() = bases.size
 
-    /** The outcome of a `msg` frame [f], received as [text] (a full message's base is its exact `data` text). */
-    fun receive(f: JsonObject, text: String): DeltaOutcome {
+    /**
+     * The outcome of a `msg` frame [f]: on fanout.v1 received as [text] (a full message's base is its exact `data`
+     * text); on fanout.v1.msgpack with its `data` bytes as [payload] (the stored payload, or the delta).
+     */
+    fun receive(f: JsonObject, text: String?, payload: ByteArray? = null): DeltaOutcome {
         val channel = f.str("channel") ?: throw IllegalArgumentException("msg without channel")
         val seq = (f["seq"] as? JsonPrimitive)?.longOrNull ?: throw IllegalArgumentException("msg without seq")
         if ((f["delta"] as? JsonPrimitive)?.booleanOrNull == true) {
             val baseSeq = (f["base"] as? JsonPrimitive)?.longOrNull ?: return lost(channel, "no_base")
-            val payload = when (val applied = apply(channel, seq, baseSeq, deltaBytes(f))) {
+            val payload = when (val applied = apply(channel, seq, baseSeq, payload ?: deltaBytes(f))) {
                 is Applied.Payload -> applied.bytes
                 is Applied.Lost -> return DeltaOutcome.Resubscribe(applied.reason)
             }
@@ -62,7 +65,7 @@ class DeltaBases(private val maxChannels: Int = MAX_DELTA_CHANNELS) {
                 lost(channel, "bad_delta")
             }
         }
-        full(channel, seq, payloadBytes(f, text))
+        full(channel, seq, payload ?: payloadBytes(f, text ?: throw IllegalArgumentException("msg frame without its text")))
         return DeltaOutcome.Message(f["data"] ?: throw IllegalArgumentException("msg without data"))
     }
 

@@ -50,6 +50,7 @@ fun subscribeFrame(channel: String, opts: SubscribeOptions, pos: Position, resum
             null -> {}
         }
         if (opts.info != null && opts.presence != null && opts.presence != Presence.WATCH) put("info", opts.info)
+        if (opts.delta != null) put("delta", opts.delta)
         if (from != null) put("from", startJson(from))
     }
     return SubscribeFrame(frame, (from as? StartPosition.Seq)?.seq)

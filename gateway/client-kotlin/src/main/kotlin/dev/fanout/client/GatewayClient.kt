@@ -36,12 +36,17 @@ import okhttp3.WebSocket
 class GatewayClient(private val url: String, options: GatewayClientOptions = GatewayClientOptions()) {
     constructor(url: String, configure: GatewayClientOptions.() -> Unit) : this(url, GatewayClientOptions().apply(configure))
 
-    /** Counters for the curious: reconnects made and duplicate messages dropped. */
+    /**
+     * Counters for the curious: reconnects made, duplicate messages dropped, and deltas a delta subscription
+     * could not apply (each made it subscribe again from its position).
+     */
     class Stats internal constructor() {
         internal val reconnectCount = AtomicLong()
         internal val duplicateCount = AtomicLong()
+        internal val deltasLostCount = AtomicLong()
         val reconnects: Long get() = reconnectCount.get()
         val duplicatesDropped: Long get() = duplicateCount.get()
+        val deltasLost: Long get() = deltasLostCount.get()
     }
 
     val stats = Stats()
@@ -246,6 +251,8 @@ class GatewayClient(private val url: String, options: GatewayClientOptions = Gat
 
     private fun sendSub(sub: Sub, ws: WebSocket, onDone: () -> Unit) {
         val (frame, expectedSeq) = subscribeFrame(sub.channel, sub.opts, sub.pos, sub.auto || sub.takesOver)
+        // The server starts each channel of a new subscription with a full message.
+        sub.deltas?.reset()
         sub.resuming = sub.opts.durable == null
         conn.request(ws, frame, onLost = { sub.resuming = false }, onReply = { reply ->
             sub.resuming = false
@@ -309,7 +316,7 @@ class GatewayClient(private val url: String, options: GatewayClientOptions = Gat
         override fun frame(ws: WebSocket, received: ReceivedFrame): Boolean {
             val f = received.fields
             when (f.str("op")) {
-                "msg" -> onMsg(ws, f, received.payload)
+                "msg" -> onMsg(ws, f, received)
                 "sub" -> if (f.bool("auto")) onAutoSub(f) else return false
                 "join", "leave" -> onPresence(f)
                 "unsub" -> onServerUnsub(f)
@@ -327,15 +334,17 @@ class GatewayClient(private val url: String, options: GatewayClientOptions = Gat
         }
     }
 
-    private fun onMsg(ws: WebSocket, f: JsonObject, payload: ByteArray?) {
-        val sub = subs[f.str("sub")] ?: return
+    private fun onMsg(ws: WebSocket, frame: JsonObject, received: ReceivedFrame) {
+        val sub = subs[frame.str("sub")] ?: return
         if (sub.closed || sub.resuming) return
-        val seq = f.long("seq") ?: return
+        val seq = frame.long("seq") ?: return
+        // Before the seq is recorded: a message whose delta cannot be applied is read again after the resubscribe.
+        val f = if (sub.deltas == null) frame else applyDelta(sub, ws, frame, received) ?: return
         if (sub.opts.durable == null && !sub.pos.accept(f.str("channel") ?: "", seq)) {
             stats.duplicateCount.incrementAndGet()
             return
         }
-        val msg = toMessage(f, sub.channel, sub.opts.ack, payload) { s ->
+        val msg = toMessage(f, sub.channel, sub.opts.ack, received.payload) { s ->
             // Acks on a closed socket are moot: the server released its unacked messages for redelivery.
             if (conn.ws === ws && conn.state == ConnectionState.OPEN) conn.send(ws, settleFrame(s))
         }
@@ -348,6 +357,25 @@ class GatewayClient(private val url: String, options: GatewayClientOptions = Gat
         } catch (e: Exception) {
             emit(GatewayEvent.Error(GatewayException("handler_error", "onAutoMessage threw on seq $seq: $e", cause = e), sub.channel))
         }
+    }
+
+    /**
+     * A delta subscription's message made whole (its `data`); null when it cannot be (no base for the delta, or
+     * a delta that does not apply): nothing of it is shown, and the subscription is made again from its position
+     * (unsub, then sub from lastSeq + 1), the server starting each channel with a full message.
+     */
+    private fun applyDelta(sub: Sub, ws: WebSocket, f: JsonObject, received: ReceivedFrame): JsonObject? {
+        val got = try {
+            sub.deltas!!.receive(f, received.text, received.payload)
+        } catch (e: IllegalArgumentException) {
+            DeltaOutcome.Resubscribe("bad_delta")
+        }
+        if (got is DeltaOutcome.Message) return JsonObject(f + ("data" to got.data) - "delta" - "base")
+        stats.deltasLostCount.incrementAndGet()
+        sub.resuming = true
+        conn.request(ws, buildJsonObject { put("op", "unsub"); put("channel", sub.channel) }, {})
+        sendSub(sub, ws) {}
+        return null
     }
 
     /** The server subscribed this connection to a channel (`channels.auto`): tracked like a subscribe(). */

@@ -20,6 +20,9 @@ internal class Sub(
     /** A resubscribe is waiting for its ok: frames of the server-side subscription it takes over are dropped. */
     var resuming = false
     var client: String? = null
+
+    /** A `delta: "fossil"` subscription's bases per channel. */
+    val deltas: DeltaBases? = if (opts.delta != null && opts.durable == null) DeltaBases() else null
     val ready = CompletableDeferred<SubscribeInfo>()
 
     /** Messages for the Flow's collector; unbounded, as the socket does not wait for the app either. */

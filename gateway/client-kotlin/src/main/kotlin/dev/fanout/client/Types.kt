@@ -40,6 +40,11 @@ data class SubscribeOptions(
     val info: JsonElement? = null,
     /** With [Presence.MEMBER_AND_WATCH] or [Presence.WATCH]: every join and leave of the channel (its own too). */
     val onPresence: ((PresenceEvent) -> Unit)? = null,
+    /**
+     * `"fossil"`: after each channel's first message the server may send Fossil deltas against the previous one
+     * (PROTOCOL.md "Deltas"); the client applies them and the Flow gets whole messages. Not with [durable].
+     */
+    val delta: String? = null,
 )
 
 /** The server's `ok` to a subscribe: stream bounds, and `truncated` when the start was already removed. */

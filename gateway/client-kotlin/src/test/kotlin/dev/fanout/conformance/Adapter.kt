@@ -185,6 +185,7 @@ private suspend fun subscribe(c: JsonObject): JsonObject {
         autoAck = if (nakFirst) false else null,
         presence = presence,
         info = c["info"],
+        delta = c.s("delta"),
         onPresence = { e ->
             out(
                 buildJsonObject {
