@@ -33,7 +33,18 @@ export class DeltaSocket implements FanoutSocket, DeltaReceiver {
     return this.socket.closed;
   }
 
+  /**
+   * A frame from outside the hub's delta path: a catch-up's (before the join, which restarts anyway) or a
+   * message the feed repaired late, which becomes the client's base of its channel: the next message of
+   * every channel is full, so that no delta is made against a base the client no longer holds.
+   */
   send(frame: Uint8Array | string, seq?: number): number {
+    this.deltas.restart();
+    return this.socket.send(frame, seq);
+  }
+
+  /** A live message's frame as the hub chose it (delta or full) from `deltas`. */
+  deliver(frame: Uint8Array, seq: number): number {
     return this.socket.send(frame, seq);
   }
 

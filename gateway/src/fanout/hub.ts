@@ -36,7 +36,8 @@ export interface DeltaReceiver {
   readonly codec: FanoutSocket["codec"];
   readonly closed: boolean;
   readonly deltas: DeltaSubscription;
-  send(frame: Uint8Array, seq: number): number;
+  /** Sends a live message's frame (uWS semantics: 1 sent, 0 buffered, 2 dropped). */
+  deliver(frame: Uint8Array, seq: number): number;
 }
 
 /** A worker's live feed of one channel pattern, as its users see it (the hub owns it). */
@@ -253,7 +254,7 @@ export class FanoutHub {
         deltas++;
       } else frame = msg.frame(c);
       // Dropped (over the hard cap; the socket is being cut): whatever follows must not be a delta of it.
-      if (r.send(frame, meta.seq) === 2) r.deltas.restart();
+      if (r.deliver(frame, meta.seq) === 2) r.deltas.restart();
     }
     this.metrics.deltaFrames.labels("delta").inc(deltas);
     this.metrics.deltaFrames.labels("full").inc(feed.deltaReceivers.size - deltas);

@@ -1,3 +1,4 @@
+import type { Broker, BrokerMessage } from "../../src/broker/broker.js";
 import type { DeltaReceiver, Feed, LateReceiver, LiveListener } from "../../src/fanout/hub.js";
 import type { MsgFrames } from "../../src/protocol/codec.js";
 
@@ -45,4 +46,23 @@ export class FakeFeed implements Feed {
     const msg = fixedFrames(frame);
     for (const l of this.listeners) l.onLive(seq, msg);
   }
+}
+
+/** A broker whose one live feed the test drives: `push` hands the hub a message (and moves the feed's position). */
+export function fakeLiveBroker(): { broker: Broker; push: (m: BrokerMessage) => void } {
+  let on: (m: BrokerMessage) => void = () => undefined;
+  let pos = 0;
+  const broker = {
+    live: async (_p: string, deliver: (m: BrokerMessage) => void) => {
+      on = deliver;
+      return { position: () => pos, stop: async () => undefined };
+    },
+  } as unknown as Broker;
+  return {
+    broker,
+    push: (m) => {
+      pos = m.seq;
+      on(m);
+    },
+  };
 }

@@ -3,11 +3,11 @@
 // broker feed and a fake uWS app that counts what is published to which topic.
 import client from "prom-client";
 import { describe, expect, it } from "vitest";
-import type { Broker, BrokerMessage } from "../../src/broker/broker.js";
 import { FanoutHub, type LiveListener } from "../../src/fanout/hub.js";
 import type { TopicPublisher } from "../../src/fanout/socket.js";
 import { createLogger } from "../../src/log.js";
 import { createMetrics } from "../../src/metrics/metrics.js";
+import { fakeLiveBroker } from "../support/fake-feed.js";
 import { codecTopic, type MsgFrames } from "../../src/protocol/codec.js";
 import { CODECS, JSON_CODEC } from "../../src/protocol/codecs.js";
 
@@ -26,17 +26,7 @@ class FakeApp implements TopicPublisher {
 
 function setup() {
   const app = new FakeApp();
-  let push: (m: BrokerMessage) => void = () => undefined;
-  let pos = 0;
-  const broker = {
-    live: async (_p: string, on: (m: BrokerMessage) => void) => {
-      push = (m) => {
-        pos = m.seq;
-        on(m);
-      };
-      return { position: () => pos, stop: async () => undefined };
-    },
-  } as unknown as Broker;
+  const { broker, push } = fakeLiveBroker();
   const hub = new FanoutHub(app, broker, createMetrics(new client.Registry()), createLogger("silent", {}), 1_000);
   const send = (seq: number) => push({ channel: "a.b", seq, ts: seq, payload: Buffer.from(`{"n":${seq}}`) });
   return { app, hub, send };
