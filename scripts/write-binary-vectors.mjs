@@ -31,6 +31,10 @@ const server = [
   ],
   ["msg, UTF-8 payload that is not JSON", { op: "msg", channel: "raw", sub: "raw", seq: 9, ts: 2.25, enc: "text", data: "plain text, é" }],
   ["msg, bytes that are not UTF-8", { op: "msg", channel: "raw", sub: "raw", seq: 10, ts: 3, enc: "binary", data: bytes([0x00, 0xff, 0xfe, 0x80]) }],
+  [
+    "msg, binary payload with a content type",
+    { op: "msg", channel: "files.x", sub: "files.>", seq: 11, ts: 4, enc: "binary", type: "image/png", data: bytes([0x89, 0x50, 0x4e, 0x47, 0x7b, 0x7d]) },
+  ],
   ["ok of a sub", { op: "ok", id: 1, epoch: "Zk3v1a", firstSeq: 1, lastSeq: 42 }],
   ["ok of a pub, string id", { op: "ok", id: "p-7", seq: 43, duplicate: false }],
   [
@@ -71,6 +75,7 @@ const client = [
       ],
     },
   ],
+  ["pub of bytes", { op: "pub", id: 11, channel: "files.x", data: bytes([0x89, 0x50, 0x4e, 0x47, 0x00, 0xff]), type: "image/png" }],
   ["ack", { op: "ack", seq: 70000, sub: "jobs.>" }],
   ["nak with delay", { op: "nak", id: 6, seq: 70001, delay: 5000 }],
   ["ping", { op: "ping", id: 7 }],

@@ -174,6 +174,20 @@ describe("redis broker — what pub/sub cannot do", () => {
     expect(await c.request({ op: "ping" })).toMatchObject({ op: "pong" });
     expect(await c.request({ op: "sub", channel: uniq("run.") })).toMatchObject({ op: "ok" });
   });
+
+  it("redis — binary payloads (bytes with a content type) are refused with unsupported_by_broker on every door; JSON still publishes", async () => {
+    const ch = uniq("bin.");
+    const r = await fetch(`${gw.url}/v1/publish/${ch}`, {
+      method: "POST",
+      body: Uint8Array.from([0, 255]),
+      headers: { "content-type": "application/octet-stream" },
+    });
+    expect(r.status).toBe(501);
+    expect(await r.json()).toMatchObject({ error: "unsupported_by_broker" });
+    const c = await client();
+    expect(await c.request({ op: "pub", channel: ch, enc: "base64", data: "AP8=" })).toMatchObject({ op: "err", code: "unsupported_by_broker" });
+    expect(await c.request({ op: "pub", channel: ch, data: { ok: true } })).toMatchObject({ op: "ok" });
+  });
 });
 
 describe("redis broker — the control plane", () => {

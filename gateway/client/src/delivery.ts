@@ -1,3 +1,4 @@
+import { base64Decode } from "./deltas.js";
 import type { Frame, GatewayMessage } from "./types.js";
 
 /**
@@ -12,13 +13,16 @@ export function toMessage(f: Frame, seq: number, subChannel: string, explicitAck
     settled = true;
     send({ op, seq, sub: subChannel, ...extra });
   };
+  // A binary payload (published with a content type): bytes, whichever subprotocol carried them.
+  const type = typeof f.type === "string" ? f.type : undefined;
   return {
     channel: String(f.channel),
     sub: String(f.sub),
     seq,
     ts: Number(f.ts),
-    data: f.data,
-    enc: f.enc === "text" || f.enc === "base64" || f.enc === "binary" ? f.enc : undefined,
+    data: type !== undefined && f.enc === "base64" ? base64Decode(String(f.data)) : f.data,
+    enc: type !== undefined ? "binary" : f.enc === "text" || f.enc === "base64" || f.enc === "binary" ? f.enc : undefined,
+    type,
     durable: typeof f.durable === "string" ? f.durable : undefined,
     redelivered: f.redelivered === true ? true : undefined,
     deliveries: typeof f.deliveries === "number" ? f.deliveries : undefined,

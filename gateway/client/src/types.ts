@@ -65,8 +65,13 @@ export interface GatewayMessage<T = unknown> {
   /** Broker timestamp, ms since the epoch (µs precision). */
   readonly ts: number;
   readonly data: T;
-  /** A payload that is not JSON: a string (`text`), base64 of bytes (`base64`, fanout.v1) or bytes (`binary`, fanout.v1.msgpack). */
+  /**
+   * A payload that is not JSON: a string (`text`), base64 of bytes (`base64`, fanout.v1) or bytes (`binary`,
+   * fanout.v1.msgpack). A binary payload (one with a `type`) is always `binary`: `data` is a Uint8Array.
+   */
   readonly enc?: "text" | "base64" | "binary";
+  /** A binary payload's content type (`application/octet-stream`, `image/png` …); `data` is then its bytes. */
+  readonly type?: string;
   readonly durable?: string;
   readonly redelivered?: boolean;
   readonly deliveries?: number;

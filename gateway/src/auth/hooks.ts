@@ -53,6 +53,9 @@ export type PublishHookRequest = {
   client: string | null;
   channel: string;
   data: unknown;
+  /** A binary payload: `data` is its base64 (`enc: "base64"`) and `type` its content type. */
+  enc?: "base64";
+  type?: string;
   ip: string;
   info: unknown;
 };
@@ -112,9 +115,10 @@ export class Hooks implements PublishGate {
    * `forbidden` (or the answer's `code`, when it is a wire code) when denied, `hook_unavailable` (temporary)
    * when the hook cannot answer. Never cached: the data differs each time.
    */
-  async askPublish(by: PublishedBy, channel: string, data: () => unknown): Promise<{ data: unknown } | undefined> {
+  async askPublish(by: PublishedBy, channel: string, data: () => unknown, type?: string): Promise<{ data: unknown } | undefined> {
     if (by.trusted && !this.config.publishApiKeys) return undefined;
     const r: PublishHookRequest = { user: by.user, client: by.client ?? null, channel, data: data(), ip: by.ip, info: by.info ?? null };
+    if (type !== undefined) Object.assign(r, { enc: "base64", type });
     const answer = await this.call("publish", this.config.publishUrl, r);
     if (answer.allow === true) return "data" in answer ? { data: answer.data } : undefined;
     const code = typeof answer.code === "string" && Object.hasOwn(WIRE_ERRORS, answer.code) ? (answer.code as ErrorCode) : ErrorCode.Forbidden;

@@ -1,6 +1,9 @@
 import type { ReplayFrom } from "./jetstream/events-stream.js";
-/** One message as the fan-out path sees it: the channel, its stream sequence, broker time and raw payload. */
-export type BrokerMessage = { channel: string; seq: number; ts: number; payload: Uint8Array };
+/**
+ * One message as the fan-out path sees it: the channel, its stream sequence, broker time and raw payload;
+ * `type` is a binary payload's content type (its `Fanout-Content-Type` header), absent for JSON.
+ */
+export type BrokerMessage = { channel: string; seq: number; ts: number; payload: Uint8Array; type?: string };
 
 export type PublishResult = { seq: number; duplicate: boolean };
 
@@ -215,8 +218,11 @@ export interface Broker {
   isConnected(): boolean;
   /** True while the worker's own direct-get connection is up (JetStream with REPLAY_CONNECTION=own). */
   directLinkUp?(): boolean;
-  /** `ttl` (`Nats-TTL` form, `30s`): the message expires from the stream then; only where its stream allows it. */
-  publish(channel: string, payload: Uint8Array, msgId?: string, ttl?: string): Promise<PublishResult>;
+  /**
+   * `ttl` (`Nats-TTL` form, `30s`): the message expires from the stream then; only where its stream allows it.
+   * `type`: the payload is bytes of this content type (stored in `Fanout-Content-Type`), not JSON.
+   */
+  publish(channel: string, payload: Uint8Array, msgId?: string, ttl?: string, type?: string): Promise<PublishResult>;
   /**
    * Stores one gateway event (JSON text, events/recorder.ts) under `subject` in the events stream; resolves
    * with its stream sequence, the event's id. JetStream only: the Redis baseline has no stream for them.

@@ -163,7 +163,13 @@ export class RedisBroker implements Broker {
     return this.pub.status === "ready" && this.sub.status === "ready";
   }
 
-  async publish(channel: string, payload: Uint8Array, msgId?: string): Promise<PublishResult> {
+  async publish(channel: string, payload: Uint8Array, msgId?: string, _ttl?: string, type?: string): Promise<PublishResult> {
+    // Redis pub/sub carries a payload and nothing beside it: a content type would need a framing of its own.
+    if (type !== undefined)
+      throw new GatewayError(
+        ErrorCode.UnsupportedByBroker,
+        "binary payloads (bytes with a content type) need BROKER=jetstream; the Redis broker carries JSON only",
+      );
     if (!this.isConnected()) throw new GatewayError(ErrorCode.BrokerUnavailable, "Redis is not connected");
     const idKey = msgId ? `fgw:${this.opts.subjectPrefix}:msgid:${msgId}` : "";
     const body = Buffer.isBuffer(payload) ? payload : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength);

@@ -110,8 +110,12 @@ export class ChannelDeltas {
     return { channels: this.channels.size, bytes: this.bytes };
   }
 
-  /** The message `seq` of `channel`, with its base: the channel's previous message on this worker. */
-  next(channel: string, seq: number, payload: Uint8Array): DeltaMessage {
+  /**
+   * The message `seq` of `channel`, with its base: the channel's previous message on this worker. `binary`:
+   * a binary payload (published with a content type), never a delta (its frame says bytes, a delta's result is
+   * data), but the base of the channel's next message as any payload is.
+   */
+  next(channel: string, seq: number, payload: Uint8Array, binary = false): DeltaMessage {
     const st = this.channels.get(channel);
     if (st) {
       if (seq === st.current.seq) return st.current;
@@ -120,7 +124,7 @@ export class ChannelDeltas {
       if (seq < st.current.seq) return this.message(channel, seq, payload, undefined);
     }
     const kept = payload.length <= this.limits.maxPayloadBytes;
-    const m = this.message(channel, seq, kept ? payload.slice() : payload, st?.current);
+    const m = this.message(channel, seq, kept ? payload.slice() : payload, binary ? undefined : st?.current);
     if (st) this.drop(channel, st);
     // Held: this payload, the previous one (this one's base), and the previous one's base while its delta is unmade.
     const bytes = m.payload.length + (st ? st.current.payload.length + st.current.heldBaseBytes : 0);

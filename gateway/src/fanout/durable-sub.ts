@@ -30,7 +30,7 @@ export class DurableSub {
     }
     this.inflight.set(d.seq, d);
     const durable = d.redelivered ? { name: this.spec.durable, redelivered: true, deliveries: d.deliveries } : { name: this.spec.durable };
-    this.ws.send(this.ws.codec.msg({ channel: d.channel, pattern: this.spec.pattern, seq: d.seq, ts: d.ts, durable }, d.payload));
+    this.ws.send(this.ws.codec.msg({ channel: d.channel, pattern: this.spec.pattern, seq: d.seq, ts: d.ts, type: d.type, durable }, d.payload));
     this.metrics.framesDelivered.inc();
   }
 

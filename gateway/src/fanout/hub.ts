@@ -216,7 +216,7 @@ export class FanoutHub {
     for (const t of topics) receivers += this.app.numSubscribers(t);
     const deltaReceivers = feed.deltaReceivers.size;
     if (receivers === 0 && deltaReceivers === 0 && feed.listeners.size === 0) return;
-    const meta: MsgMeta = { channel: m.channel, pattern: feed.pattern, seq: m.seq, ts: m.ts };
+    const meta: MsgMeta = { channel: m.channel, pattern: feed.pattern, seq: m.seq, ts: m.ts, type: m.type };
     const msg = new LiveMsg(meta, m.payload);
     // The broker's feed moves its position before it hands a message over: one below it was repaired late.
     if (m.seq > 0 && m.seq < feed.position()) {
@@ -242,7 +242,7 @@ export class FanoutHub {
    * once per codec; per subscription only its map of last seqs is read and written.
    */
   private deliverDeltas(feed: ChannelFeed, meta: MsgMeta, msg: LiveMsg, payload: Uint8Array): void {
-    const dm = this.deltas.next(meta.channel, meta.seq, payload);
+    const dm = this.deltas.next(meta.channel, meta.seq, payload, meta.type !== undefined);
     let frames: DeltaMsg | undefined;
     let deltas = 0;
     for (const r of feed.deltaReceivers) {

@@ -69,6 +69,7 @@ class PageMsg implements MsgFrames {
   private readonly ts: number;
   private readonly seq: number;
   private readonly length: number;
+  private readonly type: string | undefined;
 
   constructor(
     private readonly page: FramePage,
@@ -81,6 +82,7 @@ class PageMsg implements MsgFrames {
     this.ts = m.ts;
     this.seq = m.seq;
     this.length = m.payload.length;
+    this.type = m.type;
   }
 
   get size(): number {
@@ -94,7 +96,7 @@ class PageMsg implements MsgFrames {
   /** The stored message again, its payload from `json` (its JSON frame) or the copy. */
   stored(json: Uint8Array): StoredMsg {
     const payload = this.copy ?? json.subarray(json.length - 1 - this.length, json.length - 1);
-    return { channel: this.channel, seq: this.seq, ts: this.ts, payload };
+    return { channel: this.channel, seq: this.seq, ts: this.ts, payload, type: this.type };
   }
 }
 

@@ -88,7 +88,7 @@ async function answer(ctx: HistoryContext, res: HttpResponse, st: ResState, path
   }
 }
 
-const item = (x: BrokerMessage): string => `{"seq":${x.seq},"ts":${x.ts},"channel":${JSON.stringify(x.channel)},${dataFields(x.payload)}}`;
+const item = (x: BrokerMessage): string => `{"seq":${x.seq},"ts":${x.ts},"channel":${JSON.stringify(x.channel)},${dataFields(x.payload, x.type)}}`;
 
 /** The leading messages whose JSON fits in `maxBytes` (at least one), and the seq of the last of them. */
 function fit(msgs: readonly BrokerMessage[], maxBytes: number): { items: string[]; last: number } {

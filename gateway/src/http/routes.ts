@@ -18,6 +18,7 @@ import { publishRefusal, type Publisher, type PublishLimiter } from "../limits/p
 import { authorizeRequest, identifyRequest, readKnock } from "../auth/http-auth.js";
 import { parseBatch, parseTtl, TTL_FORMAT } from "../protocol/batch.js";
 import { isOneLineJson } from "../protocol/json-check.js";
+import { OCTET_STREAM } from "../protocol/content-type.js";
 import type { PresenceHub } from "../presence/hub.js";
 import { registerPresenceRoute } from "./presence.js";
 
@@ -80,12 +81,14 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
 
   app.post(`${PUBLISH_PREFIX}*`, (res, req) => {
     const st = track(res);
-    const refused = writeRefusal(ctx, req, ["application/json"]);
+    // application/octet-stream: the body is bytes, stored as they are with that content type (a binary payload).
+    const refused = writeRefusal(ctx, req, ["application/json", OCTET_STREAM]);
     if (refused) return sendError(res, st, refused);
     const rawChannel = req.getUrl().slice(PUBLISH_PREFIX.length);
     const msgId = req.getHeader("idempotency-key") || undefined;
     const ttl = new URLSearchParams(req.getQuery() ?? "").get("ttl") ?? undefined;
-    void httpPublish(ctx, res, st, rawChannel, { msgId, ttl }, publishKnock(ctx, req, res));
+    const bytes = req.getHeader("content-type").toLowerCase().startsWith(OCTET_STREAM);
+    void httpPublish(ctx, res, st, rawChannel, { msgId, ttl, bytes }, publishKnock(ctx, req, res));
   });
 
   app.post("/v1/publish", (res, req) => {
@@ -145,7 +148,7 @@ async function httpPublish(
   res: Parameters<Parameters<TemplatedApp["post"]>[1]>[0],
   st: ReturnType<typeof track>,
   rawChannel: string,
-  { msgId, ttl: rawTtl }: { msgId: string | undefined; ttl: string | undefined },
+  { msgId, ttl: rawTtl, bytes }: { msgId: string | undefined; ttl: string | undefined; bytes: boolean },
   knock: Knock,
 ): Promise<void> {
   // As a batch's: the body is read once the request is known to be allowed (batchPublish).
@@ -168,10 +171,10 @@ async function httpPublish(
   if (body === "too_large") return sendError(res, st, { code: ErrorCode.PayloadTooLarge, message: `body is larger than ${ctx.config.maxPayloadBytes} bytes` });
   if (msgId !== undefined && !/^[\x21-\x7e]{1,128}$/.test(msgId))
     return sendError(res, st, { code: ErrorCode.BadRequest, message: "Idempotency-Key must be 1-128 printable ASCII characters" });
-  // One line of JSON is stored as sent; anything else is parsed (or refused) and stored compact.
-  const asSent = isOneLineJson(body) ? body : undefined;
-  let data: unknown;
-  if (!asSent)
+  // Bytes are stored as they are; one line of JSON is stored as sent; anything else is parsed (or refused) and stored compact.
+  const asSent = !bytes && isOneLineJson(body) ? body : undefined;
+  let data: unknown = bytes ? body : undefined;
+  if (!asSent && !bytes)
     try {
       const text = body.toString("utf8");
       data = JSON.parse(text);
@@ -180,7 +183,7 @@ async function httpPublish(
       return sendError(res, st, { code: ErrorCode.BadJson, message: "body is not valid JSON" });
     }
   try {
-    const r = await ctx.publisher.publish("http", publishedBy(who.identity), channel, data, msgId, asSent, ttl);
+    const r = await ctx.publisher.publish("http", publishedBy(who.identity), channel, data, msgId, asSent, ttl, bytes ? OCTET_STREAM : undefined);
     send(res, st, 201, `{"seq":${r.seq},"duplicate":${r.duplicate}}`);
   } catch (e) {
     if (e instanceof GatewayError) return sendError(res, st, e);

@@ -1,17 +1,20 @@
 import { checkChannel } from "./channel.js";
 import { ErrorCode } from "./codes.js";
+import { checkContentType, OCTET_STREAM } from "./content-type.js";
 
 /**
  * One message to publish: the same fields as a single `pub` (channel, data, msgId, ttl). `ttl` is the
  * message's time to live in JetStream's `Nats-TTL` form (whole seconds: `30s`), read from e.g. "30s", "5m".
+ * `type` is set when `data` is bytes (a binary codec's bin): a binary payload of that content type.
  */
-export type PublishItem = { channel: string; data: unknown; msgId?: string; ttl?: string };
+export type PublishItem = { channel: string; data: unknown; msgId?: string; ttl?: string; type?: string };
 /** An item that cannot be published as given: answered in its place, the others go on. */
 export type BadItem = { code: ErrorCode; message: string };
 
 /** Most items any batch may have (PUBLISH_BATCH_MAX_ITEMS, checked by the doors, is at most this). */
 export const MAX_BATCH_ITEMS = 100_000;
 
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 const MSG_ID = /^[\x21-\x7e]{1,128}$/;
 
 /** Reads one publish item (a `pub` frame, or an element of a batch); never throws. */
@@ -23,6 +26,20 @@ export function parsePublishItem(o: unknown): PublishItem | BadItem {
   if (!c.ok) return { code: ErrorCode.BadChannel, message: c.reason };
   if (!("data" in r)) return { code: ErrorCode.BadRequest, message: "data is missing" };
   const item: PublishItem = { channel: r.channel as string, data: r.data };
+  if (r.enc !== undefined) {
+    // Bytes in a JSON frame or body: `"enc":"base64"` and `data` in base64, as JSON subscribers receive them.
+    if (r.enc !== "base64" || typeof r.data !== "string" || !BASE64.test(r.data))
+      return { code: ErrorCode.BadRequest, message: 'enc must be "base64", with data a base64 string' };
+    item.data = Buffer.from(r.data, "base64");
+  } else if (r.data instanceof Uint8Array) {
+    // A binary codec's bin is a view of the frame, whose buffer uWS reuses once the handler returns: copied.
+    item.data = Uint8Array.prototype.slice.call(r.data);
+  }
+  if (item.data instanceof Uint8Array) {
+    const t = checkContentType(r.type ?? OCTET_STREAM);
+    if (!t.ok) return { code: ErrorCode.BadRequest, message: t.reason };
+    item.type = t.type;
+  } else if (r.type !== undefined) return { code: ErrorCode.BadRequest, message: "type goes with data that is bytes (a MessagePack bin)" };
   if (r.msgId !== undefined) {
     if (typeof r.msgId !== "string" || !MSG_ID.test(r.msgId))
       return { code: ErrorCode.BadRequest, message: "msgId must be 1-128 printable ASCII characters without spaces" };

@@ -14,7 +14,7 @@ const decoder = new Decoder();
 /**
  * A `msg` frame's map: the JSON frame's keys in its order, with the stored payload as it is: `data` holds
  * JSON text as bytes (no `enc`), or a UTF-8 string that is not JSON (`enc: "text"`), or any other bytes
- * (`enc: "binary"`). The payload is never parsed: the client reads its JSON.
+ * (`enc: "binary"`, with `type` when it was published with a content type). The payload is never parsed.
  */
 function msgMap(meta: MsgMeta, payload: Uint8Array): Record<string, unknown> {
   const m: Record<string, unknown> = { op: "msg", channel: meta.channel, sub: meta.pattern, seq: meta.seq, ts: meta.ts };
@@ -26,7 +26,11 @@ function msgMap(meta: MsgMeta, payload: Uint8Array): Record<string, unknown> {
       m.deliveries = d.deliveries;
     }
   }
-  if (isJsonPayload(payload)) m.data = payload;
+  if (meta.type !== undefined) {
+    m.enc = "binary";
+    m.type = meta.type;
+    m.data = payload;
+  } else if (isJsonPayload(payload)) m.data = payload;
   else if (isUtf8(payload)) {
     m.enc = "text";
     m.data = Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength).toString("utf8");
@@ -67,5 +71,5 @@ export const MSGPACK_CODEC: Codec = {
   delta: (meta, base, delta) =>
     encoder.encode({ op: "msg", channel: meta.channel, sub: meta.pattern, seq: meta.seq, ts: meta.ts, delta: true, base, data: delta }),
   msgs: (pattern: string, messages: readonly StoredMsg[]) =>
-    messages.map((m) => encoder.encode(msgMap({ channel: m.channel, pattern, seq: m.seq, ts: m.ts }, m.payload))),
+    messages.map((m) => encoder.encode(msgMap({ channel: m.channel, pattern, seq: m.seq, ts: m.ts, type: m.type }, m.payload))),
 };

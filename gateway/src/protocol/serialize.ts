@@ -31,6 +31,8 @@ function framePrefix(channel: string, pattern: string): string {
 
 export function msgFrame(meta: MsgMeta, payload: Uint8Array): Buffer {
   const head = `${framePrefix(meta.channel, meta.pattern)}${meta.seq},"ts":${meta.ts}${meta.durable ? durableFields(meta.durable) : ""},`;
+  // Bytes published with a content type: base64, the type named.
+  if (meta.type !== undefined) return Buffer.from(`${head}${bytesFields(payload, meta.type)}}`);
   if (isJsonPayload(payload)) {
     // One allocation: head, payload bytes, closing brace.
     const start = `${head}"data":`;
@@ -91,10 +93,10 @@ export function buildFrames(pattern: string, messages: readonly StoredMsg[], ver
   const out: Buffer[] = new Array(messages.length);
   let o = 0;
   for (const [i, m] of messages.entries()) {
-    const end = writeMsgFrame(b, o, prefixOf(m.channel), m.seq, m.ts, m.payload);
+    const end = m.type === undefined ? writeMsgFrame(b, o, prefixOf(m.channel), m.seq, m.ts, m.payload) : -1;
     if (end < 0) {
-      out[i] = msgFrame({ channel: m.channel, pattern, seq: m.seq, ts: m.ts }, m.payload);
-      if (verbatim) verbatim[i] = isJsonPayload(m.payload);
+      out[i] = msgFrame({ channel: m.channel, pattern, seq: m.seq, ts: m.ts, type: m.type }, m.payload);
+      if (verbatim) verbatim[i] = m.type === undefined && isJsonPayload(m.payload);
       continue;
     }
     if (verbatim) verbatim[i] = true;
@@ -173,8 +175,16 @@ export function isJsonPayload(p: Uint8Array): boolean {
   return shaped && isJsonBytes(p);
 }
 
-/** The data fields of a message as JSON text: `"data":<payload>`, or with `"enc":"text"` / `"enc":"base64"`. */
-export function dataFields(p: Uint8Array): string {
+/** A binary payload's fields in JSON: `"enc":"base64","type":<content type>,"data":<base64>`. */
+const bytesFields = (p: Uint8Array, type: string): string =>
+  `"enc":"base64","type":${JSON.stringify(type)},"data":"${Buffer.from(p.buffer, p.byteOffset, p.byteLength).toString("base64")}"`;
+
+/**
+ * The data fields of a message as JSON text: `"data":<payload>`, or with `"enc":"text"` / `"enc":"base64"`
+ * (and `"type"` for bytes published with a content type).
+ */
+export function dataFields(p: Uint8Array, type?: string): string {
+  if (type !== undefined) return bytesFields(p, type);
   const bytes = Buffer.from(p.buffer, p.byteOffset, p.byteLength);
   if (isJsonPayload(p)) return `"data":${bytes.toString("utf8")}`;
   if (isUtf8(bytes)) return `"enc":"text","data":${JSON.stringify(bytes.toString("utf8"))}`;

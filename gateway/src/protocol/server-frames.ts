@@ -36,12 +36,14 @@ export type MsgMeta = {
   pattern: string;
   seq: number;
   ts: number;
+  /** The content type of a binary payload (`Fanout-Content-Type`); absent for JSON. */
+  type?: string;
   /** A durable subscription's delivery: its name, and whether (and how often) it was delivered before. */
   durable?: { name: string; redelivered?: boolean; deliveries?: number };
 };
 
 /** A stored message as codecs build pages of `msg` frames from it. */
-export type StoredMsg = { channel: string; seq: number; ts: number; payload: Uint8Array };
+export type StoredMsg = { channel: string; seq: number; ts: number; payload: Uint8Array; /** A binary payload's content type. */ type?: string };
 
 /** The server's clock for `pong`: ms since the epoch with µs decimals. */
 export const serverTime = (): number => performance.timeOrigin + performance.now();

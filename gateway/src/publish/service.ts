@@ -10,6 +10,9 @@ export type ItemResult = { seq: number; duplicate: boolean } | { error: string; 
 
 export type PublishVia = "ws" | "http";
 
+/** A payload ready to store: JSON, or bytes with their content type. */
+type Prepared = { payload: Uint8Array; type: string | undefined };
+
 /** Who publishes, as the authorization chain identified them (auth/access.ts `publishedBy`): the publish hook is told. */
 export type PublishedBy = Readonly<{
   /** The named user, or null (nobody named the publisher). */
@@ -28,8 +31,11 @@ export type PublishedBy = Readonly<{
  * undefined to store it as sent; rejects with a GatewayError to refuse it.
  */
 export type PublishGate = {
-  /** `data` reads the published value (an HTTP body stored as sent is parsed only if the hook is asked). */
-  askPublish(by: PublishedBy, channel: string, data: () => unknown): Promise<{ data: unknown } | undefined>;
+  /**
+   * `data` reads the published value (an HTTP body stored as sent is parsed only if the hook is asked); with
+   * `type`, a binary payload of that content type, whose `data` is its base64.
+   */
+  askPublish(by: PublishedBy, channel: string, data: () => unknown, type?: string): Promise<{ data: unknown } | undefined>;
 };
 
 /**
@@ -50,29 +56,52 @@ export class PublishService {
 
   /**
    * Publishes one JSON value with an optional dedup id. `encoded`, when given, is stored as it is instead: the
-   * caller checked it is one line of JSON (an HTTP body as sent).
+   * caller checked it is one line of JSON (an HTTP body as sent). With `type`, `data` is bytes (a Uint8Array)
+   * stored as they are with that content type: a binary payload.
    */
-  async publish(via: PublishVia, by: PublishedBy, channel: string, data: unknown, msgId?: string, encoded?: Uint8Array, ttl?: string): Promise<PublishResult> {
-    return this.store(via, channel, await this.prepare(via, by, channel, data, encoded), msgId, ttl);
+  async publish(
+    via: PublishVia,
+    by: PublishedBy,
+    channel: string,
+    data: unknown,
+    msgId?: string,
+    encoded?: Uint8Array,
+    ttl?: string,
+    type?: string,
+  ): Promise<PublishResult> {
+    const p = await this.prepare(via, by, channel, data, encoded, type);
+    return this.store(via, channel, p.payload, msgId, ttl, p.type);
   }
 
   /**
    * The payload to store, once the size, the broker's state and the publish hook allow it (the hook may
    * replace it). Only this waits: `store` then hands it to the broker in the same turn as it is called.
    */
-  private async prepare(via: PublishVia, by: PublishedBy, channel: string, data: unknown, encoded?: Uint8Array): Promise<Uint8Array> {
-    // Re-encoded so that the stored payload is compact JSON on one line (the fan-out splices it in as it is).
-    let payload = encoded ?? Buffer.from(JSON.stringify(data));
+  private async prepare(via: PublishVia, by: PublishedBy, channel: string, data: unknown, encoded?: Uint8Array, type?: string): Promise<Prepared> {
+    // Bytes are stored as they are; JSON is re-encoded so that the stored payload is compact JSON on one line
+    // (the fan-out splices it in as it is).
+    let payload = type !== undefined ? (data as Uint8Array) : (encoded ?? Buffer.from(JSON.stringify(data)));
+    let stored = type;
     try {
       this.checkSize(payload);
       if (!this.broker.isConnected()) throw new GatewayError(ErrorCode.BrokerUnavailable, "broker is not connected; retry");
       if (this.gate) {
-        // A body stored as sent was checked to be one line of JSON.
-        const sent = encoded ? () => JSON.parse(Buffer.from(encoded).toString("utf8")) as unknown : () => data;
-        const replaced = await this.gate.askPublish(by, channel, sent);
-        if (replaced) this.checkSize((payload = Buffer.from(JSON.stringify(replaced.data))));
+        // A body stored as sent was checked to be one line of JSON; bytes are shown to the hook in base64.
+        const bytes = payload;
+        const sent =
+          type !== undefined
+            ? () => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64")
+            : encoded
+              ? () => JSON.parse(Buffer.from(encoded).toString("utf8")) as unknown
+              : () => data;
+        const replaced = await this.gate.askPublish(by, channel, sent, type);
+        // A replacement is a JSON value, whatever was published.
+        if (replaced) {
+          this.checkSize((payload = Buffer.from(JSON.stringify(replaced.data))));
+          stored = undefined;
+        }
       }
-      return payload;
+      return { payload, type: stored };
     } catch (e) {
       this.counters(via).err.inc();
       throw e;
@@ -80,11 +109,11 @@ export class PublishService {
   }
 
   /** Hands a prepared payload to the broker (synchronously up to the broker's publish) and counts the result. */
-  private async store(via: PublishVia, channel: string, payload: Uint8Array, msgId?: string, ttl?: string): Promise<PublishResult> {
+  private async store(via: PublishVia, channel: string, payload: Uint8Array, msgId?: string, ttl?: string, type?: string): Promise<PublishResult> {
     const { ok, dup, err } = this.counters(via);
     const end = this.metrics.publishDuration.startTimer();
     try {
-      const r = await this.broker.publish(channel, payload, msgId, ttl);
+      const r = await this.broker.publish(channel, payload, msgId, ttl, type);
       end();
       (r.duplicate ? dup : ok).inc();
       return r;
@@ -120,11 +149,11 @@ export class PublishService {
   ): Promise<ItemResult[]> {
     // Every wait (the chain, the publish hook) happens here, so that the broker still gets the items in order.
     const checked = await Promise.all(
-      items.map(async (it): Promise<{ item: PublishItem; payload: Uint8Array } | GatewayError> => {
+      items.map(async (it): Promise<{ item: PublishItem; prepared: Prepared } | GatewayError> => {
         if (isBadItem(it)) return new GatewayError(it.code, it.message);
         try {
           await allow(it);
-          return { item: it, payload: await this.prepare(via, by, it.channel, it.data) };
+          return { item: it, prepared: await this.prepare(via, by, it.channel, it.data, undefined, it.type) };
         } catch (e) {
           if (e instanceof GatewayError) return e;
           throw e;
@@ -132,7 +161,7 @@ export class PublishService {
       }),
     );
     const pending = checked.map((it) =>
-      it instanceof GatewayError ? Promise.reject(it) : this.store(via, it.item.channel, it.payload, it.item.msgId, it.item.ttl),
+      it instanceof GatewayError ? Promise.reject(it) : this.store(via, it.item.channel, it.prepared.payload, it.item.msgId, it.item.ttl, it.prepared.type),
     );
     const settled = await Promise.allSettled(pending);
     return settled.map((r) => {

@@ -225,7 +225,7 @@ async function publish(ctx: HandlerContext, ws: Socket, f: PubFrame | PubBatchFr
   if ("batch" in f) return publishBatch(ctx, ws, f);
   if (!(await authorized(ctx, ws, f.id, { right: "pub", channel: f.channel, ttl: f.ttl }))) return;
   try {
-    const r = await ctx.publisher.publish("ws", publisherIs(ws), f.channel, f.data, f.msgId, undefined, f.ttl);
+    const r = await ctx.publisher.publish("ws", publisherIs(ws), f.channel, f.data, f.msgId, undefined, f.ttl, f.type);
     sendFrame(ws, { op: "ok", id: f.id, fields: { seq: r.seq, duplicate: r.duplicate } });
   } catch (e) {
     if (e instanceof GatewayError) return replyFailure(ctx, ws, f.id, e);

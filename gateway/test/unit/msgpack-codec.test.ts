@@ -19,7 +19,7 @@ const buf = (h: string): ArrayBuffer => {
   const b = Buffer.from(h, "hex");
   return b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength);
 };
-const bytesOf = (v: unknown): Uint8Array => Buffer.from((v as { $bytes: string }).$bytes, "hex");
+const bytesOf = (v: unknown): Buffer => Buffer.from((v as { $bytes: string }).$bytes, "hex");
 
 /** A server vector as the codec is called: `msg` from metadata and stored payload, the rest as a ServerFrame. */
 function encodeVector(f: Record<string, unknown>): Uint8Array {
@@ -29,6 +29,7 @@ function encodeVector(f: Record<string, unknown>): Uint8Array {
     return MSGPACK_CODEC.encode(value) as Uint8Array;
   }
   const meta: MsgMeta = { channel: f.channel as string, pattern: f.sub as string, seq: f.seq as number, ts: f.ts as number };
+  if (typeof f.type === "string") meta.type = f.type;
   if (typeof f.durable === "string") meta.durable = { name: f.durable, ...(f.redelivered ? { redelivered: true, deliveries: f.deliveries as number } : {}) };
   const payload = f.enc === "text" ? Buffer.from(f.data as string) : bytesOf(f.data);
   return MSGPACK_CODEC.msg(meta, payload);
@@ -42,7 +43,14 @@ describe("msgpack codec — the shared binary vectors", () => {
   it.each(cases("client"))("msgpack codec — accepts the client frame as fanout.v1 would: %s", (_, v) => {
     const d = MSGPACK_CODEC.decode(buf(v.hex), true);
     if (!d.ok) throw new Error(d.message);
-    expect(validateClientFrame(d.value, d.mayNotFitJson)).toEqual(parseClientFrame(JSON.stringify(v.frame)));
+    // Bytes ({"$bytes": hex}, a bin) are what fanout.v1 sends as base64 with enc; compared as bytes.
+    const data = v.frame.data as { $bytes?: string } | undefined;
+    const json = typeof data?.$bytes === "string" ? { ...v.frame, enc: "base64", data: bytesOf(data).toString("base64") } : v.frame;
+    const asBytes = (r: ReturnType<typeof parseClientFrame>) => {
+      if (!r.ok || !("data" in r.frame) || !(r.frame.data instanceof Uint8Array)) return r;
+      return { ...r, frame: { ...r.frame, data: Buffer.from(r.frame.data).toString("hex") } };
+    };
+    expect(asBytes(validateClientFrame(d.value, d.mayNotFitJson))).toEqual(asBytes(parseClientFrame(JSON.stringify(json))));
   });
 
   it("msgpack codec — a page of msg frames is the frames one by one", () => {
@@ -61,7 +69,9 @@ describe("msgpack codec — the shared binary vectors", () => {
       return validateClientFrame(d.value, d.mayNotFitJson);
     };
     expect(check([{ op: "ping" }])).toMatchObject({ ok: false, code: "bad_json" });
-    expect(check({ op: "pub", id: 1, channel: "a", data: new Uint8Array([1]) })).toMatchObject({ ok: false, code: "bad_request", id: 1 });
+    // Bytes as a pub's data are a binary payload; bytes inside a JSON value are not JSON.
+    expect(check({ op: "pub", id: 1, channel: "a", data: new Uint8Array([1]) })).toMatchObject({ ok: true, frame: { type: "application/octet-stream" } });
+    expect(check({ op: "pub", id: 1, channel: "a", data: [new Uint8Array([1])] })).toMatchObject({ ok: false, code: "bad_request", id: 1 });
     expect(check({ op: "pub", id: 2, channel: "a", data: { when: new Date(0) } })).toMatchObject({ ok: false, code: "bad_request", id: 2 });
     expect(check({ op: "pub", id: 3, channel: "a", data: [NaN] })).toMatchObject({ ok: false, code: "bad_request", id: 3 });
     expect(check({ op: "pub", id: 4, channel: "a", data: { deep: [[{ x: 1.5 }]] } })).toMatchObject({ ok: true });

@@ -12,6 +12,7 @@ import { nanos, type NatsConnection } from "@nats-io/transport-node";
 import type { SubjectMapper } from "../../protocol/channel.js";
 import type { Logger } from "../../log.js";
 import { brokerTimeMs } from "./time.js";
+import { CONTENT_TYPE_HEADER, storedType } from "../../protocol/content-type.js";
 import type { DurableApi, DurableDelivery, DurableSpec, Running } from "../broker.js";
 import { GatewayError } from "../../errors.js";
 import { ErrorCode } from "../../protocol/codes.js";
@@ -140,6 +141,7 @@ export class JetStreamDurables implements DurableApi {
             seq: m.seq,
             ts: brokerTimeMs(m),
             payload: m.data,
+            type: m.headers ? storedType(m.headers.get(CONTENT_TYPE_HEADER)) : undefined,
             redelivered: m.redelivered,
             deliveries: m.info.deliveryCount,
             ack: () => m.ack(),

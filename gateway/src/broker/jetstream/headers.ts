@@ -1,4 +1,5 @@
 import type { Msg } from "@nats-io/transport-node";
+import { CONTENT_TYPE_HEADER, storedType } from "../../protocol/content-type.js";
 
 /** What the gateway reads from JetStream's headers on direct-get replies and republished messages. */
 export type JsHeaders = {
@@ -16,6 +17,8 @@ export type JsHeaders = {
   last: number;
   /** A status reply's description (`NATS/1.0 408 Request Timeout` → "Request Timeout"); "" otherwise. */
   description: string;
+  /** `Fanout-Content-Type`: a binary payload's content type (protocol/content-type.ts); absent for JSON. */
+  type?: string;
 };
 
 type RawMsg = { _rdata?: Uint8Array; _msg?: { hdr: number } };
@@ -41,6 +44,7 @@ const K_SEQUENCE = key("Nats-Sequence");
 const K_TIME = key("Nats-Time-Stamp");
 const K_PENDING = key("Nats-Num-Pending");
 const K_LAST = key("Nats-Last-Sequence");
+const K_TYPE = key(CONTENT_TYPE_HEADER);
 
 function key(s: string): Uint8Array {
   return Buffer.from(s, "latin1");
@@ -71,6 +75,7 @@ export function jsHeaders(m: Msg): JsHeaders | undefined {
     pending: Number(h.get("Nats-Num-Pending") || 0),
     last: Number(h.get("Nats-Last-Sequence") || 0),
     description: h.description ?? "",
+    type: storedType(h.get(CONTENT_TYPE_HEADER)),
   };
 }
 
@@ -137,6 +142,7 @@ function generalLayout(b: Uint8Array, start: number, end: number): JsHeaders {
   let pending = 0;
   let last = 0;
   let description = "";
+  let type: string | undefined;
   // Status line: "NATS/1.0" optionally followed by " <code> <description>".
   let i = start + 8;
   if (b[i] === 0x20) {
@@ -172,10 +178,14 @@ function generalLayout(b: Uint8Array, start: number, end: number): JsHeaders {
       case 18:
         if (same(b, i, K_LAST)) last = uint(b, vs, eol);
         break;
+      case 19:
+        // Only messages with headers of their own come here: the fixed layout has none.
+        if (same(b, i, K_TYPE)) type = storedType(Buffer.from(b.buffer, b.byteOffset + vs, eol - vs).toString("latin1"));
+        break;
     }
     i = eol + 2;
   }
-  return { code, subject, seq, ts, pending, last, description };
+  return type === undefined ? { code, subject, seq, ts, pending, last, description } : { code, subject, seq, ts, pending, last, description, type };
 }
 
 function same(b: Uint8Array, at: number, k: Uint8Array): boolean {

@@ -210,12 +210,12 @@ export class JetStreamBroker implements Broker {
     return replayWebhook(this.jsm, stream, from);
   }
 
-  async publish(channel: string, payload: Uint8Array, msgId?: string, ttl?: string): Promise<PublishResult> {
+  async publish(channel: string, payload: Uint8Array, msgId?: string, ttl?: string, type?: string): Promise<PublishResult> {
     if (!this.isConnected()) throw new GatewayError(ErrorCode.BrokerUnavailable, "NATS is not connected");
     const subject = this.partOfChannel(channel).mapper.toSubject(channel);
     // The publishes of one event-loop turn reach nats.js together: one socket write for all of them.
     await this.publishTurn.wait();
-    return this.publisher.publish(subject, payload, msgId, ttl);
+    return this.publisher.publish(subject, payload, msgId, ttl, type);
   }
 
   async live(pattern: string, onMessage: (m: BrokerMessage) => void): Promise<LiveFeed> {

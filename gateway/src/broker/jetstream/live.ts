@@ -142,6 +142,7 @@ export class CoreLiveFeed implements LiveFeed {
     const h = jsHeaders(m);
     if (!h || h.seq === 0 || !this.deps.owns(h.subject)) return;
     const p: Live = { subject: h.subject, seq: h.seq, prev: h.last, ts: h.ts, payload: m.data };
+    if (h.type !== undefined) p.type = h.type;
     if (this.holding) return this.holdMsg(p);
     this.process(p);
   }
@@ -166,7 +167,9 @@ export class CoreLiveFeed implements LiveFeed {
       this.marks.note(m.seq);
     }
     try {
-      this.onMessage({ channel: this.deps.toChannel(m.subject), seq: m.seq, ts: m.ts, payload: m.payload });
+      const out: BrokerMessage = { channel: this.deps.toChannel(m.subject), seq: m.seq, ts: m.ts, payload: m.payload };
+      if (m.type !== undefined) out.type = m.type;
+      this.onMessage(out);
     } catch (e) {
       this.deps.log.error({ err: e, pattern: this.pattern }, "live feed callback failed");
     }

@@ -2,6 +2,7 @@ import { createInbox, headers, type Msg, type NatsConnection, type Subscription 
 import { GatewayError } from "../../errors.js";
 import { ErrorCode } from "../../protocol/codes.js";
 import type { PublishResult } from "../broker.js";
+import { CONTENT_TYPE_HEADER } from "../../protocol/content-type.js";
 import { parsePubAck, type PubAck } from "./pub-ack.js";
 
 type Pending = { resolve(r: PublishResult): void; reject(e: Error): void; deadline: number };
@@ -35,8 +36,11 @@ export class JsPublisher {
     this.sub = nc.subscribe(`${this.prefix}.*`, { callback: (err, m) => (err ? undefined : this.onReply(m)) });
   }
 
-  /** Publishes to the stream's `subject`; resolves with its seq (and whether the msgId was a duplicate). */
-  publish(subject: string, payload: Uint8Array, msgId?: string, ttl?: string): Promise<PublishResult> {
+  /**
+   * Publishes to the stream's `subject`; resolves with its seq (and whether the msgId was a duplicate). `type`:
+   * a binary payload's content type, stored in its `Fanout-Content-Type` header.
+   */
+  publish(subject: string, payload: Uint8Array, msgId?: string, ttl?: string, type?: string): Promise<PublishResult> {
     const token = (++this.next).toString(36);
     return new Promise<PublishResult>((resolve, reject) => {
       this.pending.set(token, { resolve, reject, deadline: Date.now() + this.timeoutMs });
@@ -50,6 +54,10 @@ export class JsPublisher {
         if (ttl !== undefined) {
           h ??= headers();
           h.set("Nats-TTL", ttl);
+        }
+        if (type !== undefined) {
+          h ??= headers();
+          h.set(CONTENT_TYPE_HEADER, type);
         }
         this.nc.publish(subject, payload, h ? { reply: `${this.prefix}.${token}`, headers: h } : { reply: `${this.prefix}.${token}` });
       } catch (e) {

@@ -8,6 +8,7 @@ import { ErrorCode } from "../../protocol/codes.js";
 import { Coalescer } from "../../util/coalesce.js";
 import { DirectGet, type DirectBatch, type DirectVia } from "./direct/direct-get.js";
 import { DirectLink } from "./direct/direct-link.js";
+import { parseJsHeaders } from "./headers.js";
 import type { NatsSecurity } from "./nats-security.js";
 
 /** Most channels a last-value read collects by scanning when `multi_last` refuses (more than 1024 match). */
@@ -17,7 +18,8 @@ export const MAX_LAST_VALUE_CHANNELS = 100_000;
 export const PAGE_MESSAGES = 4_096;
 export const PAGE_BYTES = 1_048_576;
 
-type LeaderMsg = { subject: string; seq: number; data?: string; time: string };
+/** `hdrs`: the stored headers' block in base64 (a binary payload's content type is there). */
+type LeaderMsg = { subject: string; seq: number; data?: string; time: string; hdrs?: string };
 
 /**
  * Replay and history on the JetStream stream, without consumers: batched direct gets. Nothing is created on
@@ -142,7 +144,15 @@ export class JetStreamReplay implements ReplayApi {
     const next = await this.leaderNext(subject, last + 1);
     if (!next) return { messages, coverEnd: Math.max(last, target) };
     if (next.seq > target) return { messages, coverEnd: next.seq - 1 };
-    messages.push({ channel: this.mapper.toChannel(next.subject), seq: next.seq, ts: Date.parse(next.time), payload: Buffer.from(next.data ?? "", "base64") });
+    const hdrs = next.hdrs ? Buffer.from(next.hdrs, "base64") : undefined;
+    const type = hdrs && hdrs.length > 8 ? parseJsHeaders(hdrs, hdrs.length).type : undefined;
+    messages.push({
+      channel: this.mapper.toChannel(next.subject),
+      seq: next.seq,
+      ts: Date.parse(next.time),
+      payload: Buffer.from(next.data ?? "", "base64"),
+      type,
+    });
     this.log.debug({ pattern, seq: next.seq }, "direct get answered by a replica behind the leader");
     return { messages, coverEnd: next.seq };
   }

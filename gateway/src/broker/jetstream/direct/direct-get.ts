@@ -4,7 +4,16 @@ import { ErrorCode } from "../../../protocol/codes.js";
 import { jsHeaders, type JsHeaders } from "../headers.js";
 
 /** One stored message as a direct get returns it. */
-export type StoredMsg = { subject: string; seq: number; ts: number; payload: Uint8Array; /** The subject's channel (`channelOf`). */ channel: string };
+export type StoredMsg = {
+  subject: string;
+  seq: number;
+  ts: number;
+  payload: Uint8Array;
+  /** The subject's channel (`channelOf`). */
+  channel: string;
+  /** A binary payload's content type (`Fanout-Content-Type`); absent for JSON (and then no key at all). */
+  type?: string;
+};
 
 /** A batch: messages in stream order, and how many matching messages follow the last one (0: none now). */
 export type DirectBatch = { messages: StoredMsg[]; pending: number };
@@ -256,7 +265,9 @@ export class DirectGet implements ReplySink {
         this.lastSubject = h.subject;
         this.lastChannel = this.channelOf(h.subject);
       }
-      p.out.push({ subject: h.subject, seq: h.seq, ts: h.ts, payload, channel: this.lastChannel });
+      const m: StoredMsg = { subject: h.subject, seq: h.seq, ts: h.ts, payload, channel: this.lastChannel };
+      if (h.type !== undefined) m.type = h.type;
+      p.out.push(m);
       return;
     }
     this.settle(token);
