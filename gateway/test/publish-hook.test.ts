@@ -137,6 +137,17 @@ describe("publish hook — every door", () => {
     expect(await stored(channel)).toEqual([{ replaced: true, was: { hook: "replace", secret: "x" } }]);
   });
 
+  it("binary payloads: the hook is told the bytes in base64 with enc and type; allowed bytes are stored as bytes, replaced ones as the hook's JSON", async () => {
+    const bytes = Uint8Array.from([0, 255, 1]);
+    const [kept, replaced] = [`ph.${uniq("bin-kept")}`, `ph.${uniq("bin-replaced")}`];
+    backend.answer = (c) => (c.body.channel === replaced ? { body: { allow: true, data: { scrubbed: true } } } : { body: { allow: true } });
+    const headers = { authorization: `Bearer ${await userToken(uniq("dora"))}`, "content-type": "application/octet-stream" };
+    for (const channel of [kept, replaced]) expect((await fetch(`${gw.url}/v1/publish/${channel}`, { method: "POST", headers, body: bytes })).status).toBe(201);
+    expect(backend.callsTo("/publish", (b) => b.channel === kept)[0]!.body).toMatchObject({ data: "AP8B", enc: "base64", type: "application/octet-stream" });
+    expect(await stored(kept)).toEqual(["AP8B"]);
+    expect(await stored(replaced)).toEqual([{ scrubbed: true }]);
+  });
+
   it.each(DOORS)("%s: the hook down fails closed: hook_unavailable, temporary, nothing stored", async (door) => {
     const channel = `ph.${uniq(`down-${door}`)}`;
     expect(await publishAt(door, gwDown, channel, { n: 1 }, { token: await userToken(uniq("dave")) })).toMatchObject({
