@@ -157,6 +157,7 @@ internal fun toMessage(f: JsonObject, subChannel: String, explicitAck: Boolean, 
             "base64" -> f.str("data")?.let { runCatching { Base64.getDecoder().decode(it) }.getOrNull() }
             else -> null
         },
+        type = f.str("type"),
         durable = f.str("durable"),
         redelivered = f.bool("redelivered"),
         deliveries = f.long("deliveries")?.toInt(),

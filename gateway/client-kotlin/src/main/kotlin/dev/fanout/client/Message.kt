@@ -27,6 +27,11 @@ class GatewayMessage internal constructor(
     val enc: String?,
     /** The payload's bytes when they are not JSON or text (enc "binary", or "base64" decoded); null otherwise. */
     val bytes: ByteArray?,
+    /**
+     * A binary payload's content type (bytes published with one, PROTOCOL.md "Binary payloads"): [bytes] holds
+     * the bytes (on fanout.v1 [data] is their base64).
+     */
+    val type: String?,
     val durable: String?,
     val redelivered: Boolean,
     val deliveries: Int?,
