@@ -163,6 +163,20 @@ describe("binary payloads — every door in, every codec out", () => {
     expect(bg[2]).not.toHaveProperty("enc");
   });
 
+  it("binary — a durable subscription's deliveries carry the type (JSON base64, msgpack bytes)", async () => {
+    const ch = uniq("bin.durable.");
+    const j = await clients.open();
+    const b = await clients.open({ msgpack: true });
+    expect(await j.sub(ch, { durable: uniq("dj"), ack: true })).toMatchObject({ op: "ok" });
+    expect(await b.sub(ch, { durable: uniq("db"), ack: true })).toMatchObject({ op: "ok" });
+    await postBytes(ch, BYTES);
+    const [jm] = await j.waitForMsgs(1);
+    expectBase64(jm, BYTES);
+    expect(jm).toHaveProperty("durable");
+    const [bm] = await b.waitForMsgs(1);
+    expectBin(bm, BYTES);
+  });
+
   it("binary — HTTP refuses other content types (415) and counts bytes against MAX_PAYLOAD_BYTES", async () => {
     const ch = uniq("bin.limits.");
     expect((await postBytes(ch, BYTES, "text/plain")).status).toBe(415);
