@@ -177,6 +177,22 @@ describe("binary payloads — every door in, every codec out", () => {
     expectBin(bm, BYTES);
   });
 
+  it("binary — a delta subscription gets a binary payload full (never a delta), even when its bytes are JSON close to the last message", async () => {
+    const ch = uniq("bin.delta.");
+    const doc = (n: number) => JSON.stringify({ text: "x".repeat(2_000), n });
+    const j = await clients.open();
+    expect(await j.sub(ch, { delta: "fossil" })).toMatchObject({ op: "ok", delta: "fossil" });
+    await httpPublish(gw.url, ch, JSON.parse(doc(1)));
+    const typed = new TextEncoder().encode(doc(2));
+    await postBytes(ch, typed);
+    await httpPublish(gw.url, ch, JSON.parse(doc(3)));
+    const [, m2, m3] = await j.waitForMsgs(3);
+    expect(m2).not.toHaveProperty("delta");
+    expectBase64(m2, typed);
+    // The binary payload is the base of the next message's delta, as any full message is.
+    expect(m3).toMatchObject({ delta: true, base: m2!.seq });
+  });
+
   it("binary — HTTP refuses other content types (415) and counts bytes against MAX_PAYLOAD_BYTES", async () => {
     const ch = uniq("bin.limits.");
     expect((await postBytes(ch, BYTES, "text/plain")).status).toBe(415);
