@@ -217,7 +217,7 @@ describe("events — recorded in a stream, sent to a webhook", () => {
     c.ws.close(1000, "bye");
     await c.waitClosed();
     const mine = () => {
-      const client = delivered().find((e) => e.channel === other)?.client;
+      const client = delivered().find((e) => e.channel === other && e.type === "subscribe")?.client; // not channel.occupied: it names no client
       return delivered().filter((e) => e.client === client);
     };
     // The last of them: the disconnect, recorded after every unsubscribe and leave.
