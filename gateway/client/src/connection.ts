@@ -28,7 +28,8 @@ export interface ConnectionHooks {
 
 /**
  * Where to connect and with which subprotocols, with the token where `tokenVia` puts it. The wire's
- * subprotocol goes with a `bearer.` one, and alone when the wire must be asked for (a binary one).
+ * subprotocol goes with a `bearer.` one, and alone when the wire must be asked for (a binary one). The URL
+ * says `coalesce=1`: the SDK reads coalesced frames (PROTOCOL.md "Coalesced frames").
  */
 export function connectTarget(
   url: string,
@@ -37,7 +38,8 @@ export function connectTarget(
   wire: Wire = JSON_WIRE,
 ): { url: string; protocols?: string[] } {
   const own = wire.mustOffer ? { protocols: [wire.subprotocol] } : {};
-  if (token && tokenVia === "query") return { url: `${url}${url.includes("?") ? "&" : "?"}token=${encodeURIComponent(token)}`, ...own };
+  url = `${url}${url.includes("?") ? "&" : "?"}coalesce=1`;
+  if (token && tokenVia === "query") return { url: `${url}&token=${encodeURIComponent(token)}`, ...own };
   if (token) return { url, protocols: [wire.subprotocol, `bearer.${token}`] };
   return { url, ...own };
 }
@@ -187,8 +189,13 @@ export class Connection {
 
   private onFrame(ws: WebSocketLike, data: unknown): void {
     this.heard = true;
-    const f = this.opts.wire.decode(data);
-    if (!f) return this.hooks.emit({ type: "error", error: new GatewayError("bad_json", `server sent a frame that is not ${this.opts.wire.subprotocol}`) });
+    const frames = this.opts.wire.decode(data);
+    if (!frames)
+      return this.hooks.emit({ type: "error", error: new GatewayError("bad_json", `server sent a frame that is not ${this.opts.wire.subprotocol}`) });
+    for (const f of frames) if (this.ws === ws) this.onOne(ws, f);
+  }
+
+  private onOne(ws: WebSocketLike, f: Frame): void {
     if (this.hooks.frame(ws, f)) return;
     if (typeof f.id === "number" && this.pending.has(f.id)) {
       const reply = this.pending.get(f.id)!;

@@ -29,8 +29,17 @@ export interface Wire {
   /** Offered when no token asks for subprotocols: JSON needs none, a binary codec must be asked for. */
   readonly mustOffer: boolean;
   encode(frame: Record<string, unknown>): string | Uint8Array;
-  /** A received frame, or undefined when it cannot be decoded. */
-  decode(data: unknown): Frame | undefined;
+  /**
+   * A received WebSocket frame's frames, in order: one, or several when it is coalesced (PROTOCOL.md
+   * "Coalesced frames"); undefined when it cannot be decoded.
+   */
+  decode(data: unknown): Frame[] | undefined;
+}
+
+/** A coalesced JSON frame's frames: it is split at each `}` LF `{`, which no single JSON text holds. */
+export function splitLines(text: string): string[] {
+  const parts = text.split("}\n{");
+  return parts.map((p, i) => (i > 0 ? "{" : "") + p + (i < parts.length - 1 ? "}" : ""));
 }
 
 export const JSON_WIRE: Wire = {
@@ -39,11 +48,15 @@ export const JSON_WIRE: Wire = {
   encode: (frame) => JSON.stringify(frame),
   decode(data) {
     try {
-      const text = typeof data === "string" ? data : String(data);
-      const f = JSON.parse(text) as unknown;
-      if (!isFrame(f)) return undefined;
-      if (f.op === "msg") keepRaw(f, text);
-      return f;
+      const frames: Frame[] = [];
+      // Each part of a coalesced frame is byte for byte the frame sent alone: its text is the delta base.
+      for (const text of splitLines(typeof data === "string" ? data : String(data))) {
+        const f = JSON.parse(text) as unknown;
+        if (!isFrame(f)) return undefined;
+        if (f.op === "msg") keepRaw(f, text);
+        frames.push(f);
+      }
+      return frames;
     } catch {
       return undefined;
     }
@@ -64,15 +77,18 @@ export function msgpackWire(lib: MsgpackFunctions): Wire {
     decode(data) {
       try {
         if (!(data instanceof ArrayBuffer)) return undefined;
-        const f = lib.decode(new Uint8Array(data));
-        if (!isFrame(f)) return undefined;
+        const v = lib.decode(new Uint8Array(data));
+        // A coalesced frame is an array of msg maps.
+        const frames = Array.isArray(v) ? (v as unknown[]) : [v];
+        if (!frames.every(isFrame)) return undefined;
         // A message's JSON payload comes as its bytes (no `enc`): parsed here, as the JSON wire gives it. A
         // delta's data stays its bytes.
-        if (f.op === "msg" && f.data instanceof Uint8Array) {
-          keepRaw(f, f.data);
-          if (f.enc === undefined && f.delta !== true) f.data = JSON.parse(utf8(f.data)) as unknown;
-        }
-        return f;
+        for (const f of frames)
+          if (f.op === "msg" && f.data instanceof Uint8Array) {
+            keepRaw(f, f.data);
+            if (f.enc === undefined && f.delta !== true) f.data = JSON.parse(utf8(f.data)) as unknown;
+          }
+        return frames;
       } catch {
         return undefined;
       }

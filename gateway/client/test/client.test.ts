@@ -77,7 +77,7 @@ describe("client — resume against a fake socket", () => {
     const { client, last, sockets, events } = setup();
     const connected = client.connect();
     let ws = last();
-    expect(ws.url).toBe("ws://gw.test/ws");
+    expect(ws.url).toBe("ws://gw.test/ws?coalesce=1");
     ws.open();
     await connected;
     const got: number[] = [];

@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { decode, encode } from "@msgpack/msgpack";
 import { describe, expect, it } from "vitest";
 import { connectTarget } from "../src/connection.js";
-import { JSON_WIRE, msgpackWire } from "../src/wire.js";
+import { JSON_WIRE, msgpackWire, splitLines } from "../src/wire.js";
 
 type Vector = { name: string; frame: Record<string, unknown>; hex: string };
 const vectors = JSON.parse(readFileSync(new URL("../../conformance/vectors/binary-frames.json", import.meta.url), "utf8")) as Record<
@@ -27,7 +27,7 @@ describe("wire — fanout.v1.msgpack and the shared vectors", () => {
   it.each(cases("server"))("wire — reads the server frame: %s", (_, v) => {
     const bytes = Buffer.from(v.hex, "hex");
     const ab = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
-    expect(wire.decode(ab)).toEqual(expected(v.frame));
+    expect(wire.decode(ab)).toEqual([expected(v.frame)]);
   });
 
   it.each(cases("client"))("wire — writes the client frame: %s", (_, v) => {
@@ -42,14 +42,32 @@ describe("wire — fanout.v1.msgpack and the shared vectors", () => {
     expect(wire.decode("text")).toBeUndefined();
     expect(wire.decode(new Uint8Array(encode([1])).buffer)).toBeUndefined();
     expect(JSON_WIRE.decode("null")).toBeUndefined();
-    expect(JSON_WIRE.decode('{"op":"pong"}')).toEqual({ op: "pong" });
+    expect(JSON_WIRE.decode('{"op":"pong"}')).toEqual([{ op: "pong" }]);
   });
 
   it("wire — the binary subprotocol is offered on every connect, with a token or without", () => {
-    expect(connectTarget("ws://h/ws", undefined, "protocol", wire)).toEqual({ url: "ws://h/ws", protocols: ["fanout.v1.msgpack"] });
-    expect(connectTarget("ws://h/ws", "t", "protocol", wire)).toEqual({ url: "ws://h/ws", protocols: ["fanout.v1.msgpack", "bearer.t"] });
-    expect(connectTarget("ws://h/ws", "t", "query", wire)).toEqual({ url: "ws://h/ws?token=t", protocols: ["fanout.v1.msgpack"] });
-    expect(connectTarget("ws://h/ws", undefined, "protocol")).toEqual({ url: "ws://h/ws" });
-    expect(connectTarget("ws://h/ws", "t", "protocol")).toEqual({ url: "ws://h/ws", protocols: ["fanout.v1", "bearer.t"] });
+    expect(connectTarget("ws://h/ws", undefined, "protocol", wire)).toEqual({ url: "ws://h/ws?coalesce=1", protocols: ["fanout.v1.msgpack"] });
+    expect(connectTarget("ws://h/ws", "t", "protocol", wire)).toEqual({ url: "ws://h/ws?coalesce=1", protocols: ["fanout.v1.msgpack", "bearer.t"] });
+    expect(connectTarget("ws://h/ws", "t", "query", wire)).toEqual({ url: "ws://h/ws?coalesce=1&token=t", protocols: ["fanout.v1.msgpack"] });
+    expect(connectTarget("ws://h/ws", undefined, "protocol")).toEqual({ url: "ws://h/ws?coalesce=1" });
+    expect(connectTarget("ws://h/ws", "t", "protocol")).toEqual({ url: "ws://h/ws?coalesce=1", protocols: ["fanout.v1", "bearer.t"] });
+  });
+
+  it("wire — a coalesced frame reads as its frames in order: JSON lines split at `}\\n{`, a MessagePack array", () => {
+    const pretty = '{"op":"msg","channel":"a","sub":"a","seq":1,"ts":1,"data":{\n  "x": [{"y": "a\\n{b}"}, {}]\n}}';
+    const text = `${pretty}\n{"op":"msg","channel":"a","sub":"a","seq":2,"ts":2,"data":2}\n{"op":"msg","channel":"a","sub":"a","seq":3,"ts":3,"data":"}\\n{"}`;
+    expect(splitLines(text)).toHaveLength(3);
+    expect(JSON_WIRE.decode(text)?.map((f) => [f.seq, f.data])).toEqual([
+      [1, { x: [{ y: "a\n{b}" }, {}] }],
+      [2, 2],
+      [3, "}\n{"],
+    ]);
+    const maps = [1, 2].map((seq) => ({ op: "msg", channel: "a", sub: "a", seq, ts: seq, data: new TextEncoder().encode(`{"n":${seq}}`) }));
+    const bytes = encode(maps);
+    const frames = wire.decode(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+    expect(frames?.map((f) => [f.seq, f.data])).toEqual([
+      [1, { n: 1 }],
+      [2, { n: 2 }],
+    ]);
   });
 });

@@ -3,6 +3,7 @@ import type { Broker } from "../broker/broker.js";
 import { connectBroker } from "../broker/connect.js";
 import type { Config } from "../config/config.js";
 import { FanoutHub } from "../fanout/hub.js";
+import { coalesceMaxBytes, windowOf } from "../fanout/coalesce.js";
 import { Resume } from "../fanout/resume.js";
 import { registerHttpRoutes } from "../http/routes.js";
 import { createLogger, type Logger } from "../log.js";
@@ -64,7 +65,8 @@ export async function runWorker(config: Config, natsToken?: string): Promise<voi
   const app = uws.App();
   const tlsApp = createTlsApp(c.server);
   const apps = tlsApp ? [app, tlsApp] : [app];
-  const hub = new FanoutHub(topicsOf(apps), broker, metrics, log, c.fanout.lingerMs, c.fanout.replayCacheBytes, c.server.compression !== "off");
+  const coalesce = { windowOf: windowOf(c.namespaces, c.fanout.coalesceMs), maxBytes: coalesceMaxBytes(c.backpressure.bytes) };
+  const hub = new FanoutHub(topicsOf(apps), broker, metrics, log, c.fanout.lingerMs, c.fanout.replayCacheBytes, c.server.compression !== "off", coalesce);
   const resume = new Resume(
     hub,
     {

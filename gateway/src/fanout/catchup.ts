@@ -174,7 +174,7 @@ export class CatchUp implements HandoffPort<MsgFrames>, LiveListener {
         }
         n++;
       }
-      s.joinTopic(this.feed.topic);
+      this.feed.join(s);
       const last = held[n - 1]?.seq ?? this.h.lastSent;
       s.send(s.codec.encode({ op: "live", sub: this.pattern, seq: last }));
     });

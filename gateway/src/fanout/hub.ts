@@ -1,13 +1,22 @@
-import type { TopicPublisher } from "./socket.js";
+import type { FanoutSocket, TopicPublisher } from "./socket.js";
 import type { Broker, BrokerMessage, LiveFeed } from "../broker/broker.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
-import { codecTopic, DeltaMsg, LiveMsg, type MsgFrames } from "../protocol/codec.js";
+import { codecTopic, DeltaMsg, LiveMsg, type Codec, type MsgFrames } from "../protocol/codec.js";
 import { CODECS } from "../protocol/codecs.js";
 import type { MsgMeta } from "../protocol/server-frames.js";
 import { ChannelDeltas, DEFAULT_DELTA_LIMITS, type DeltaLimits, type DeltaSubscription } from "./deltas.js";
-import type { FanoutSocket } from "./socket.js";
 import { ReplayCache, type PageSource } from "./replay-cache.js";
+import { Coalescer, coalescedTopic, scheduleTimeout, type Schedule } from "./coalesce.js";
+
+/** Coalesced frames (PROTOCOL.md "Coalesced frames"): each pattern's window, and the bound of one frame. */
+export type CoalescePolicy = {
+  /** The window of a pattern's messages in ms; 0: off (one frame per message for every socket). */
+  windowOf(pattern: string): number;
+  /** A coalesced frame never grows past this many bytes (a frame alone over it goes alone). */
+  readonly maxBytes: number;
+  readonly schedule?: Schedule;
+};
 
 /**
  * Something that sees every live message of a feed besides the uWS topics: a catch-up (which holds them
@@ -61,6 +70,13 @@ export interface Feed {
   /** A `delta: "fossil"` subscription joins live delivery (instead of the topic) until removed. */
   addDeltaReceiver(r: DeltaReceiver): void;
   removeDeltaReceiver(r: DeltaReceiver): void;
+  /**
+   * `sock` joins live delivery: what the feed holds for its coalesced topics goes out first (to the sockets
+   * already there), then the socket joins its codec's topic, the coalesced one if it reads coalesced frames.
+   */
+  join(sock: FanoutSocket): void;
+  /** What the feed holds for its coalesced topics goes out now (before a socket leaves them). */
+  flush(): void;
 }
 
 export const topicOf = (pattern: string): string => `p:${pattern}`;
@@ -78,10 +94,30 @@ class ChannelFeed implements Feed {
   readonly listeners = new Set<LiveListener>();
   readonly lateReceivers = new Set<LateReceiver>();
   readonly deltaReceivers = new Set<DeltaReceiver>();
+  /** Holds the frames of the coalesced topics (one per codec) during a window; undefined when the window is off. */
+  readonly coalescer?: Coalescer;
+  readonly coalescedTopics: readonly string[] = [];
 
-  constructor(readonly pattern: string) {
+  constructor(
+    readonly pattern: string,
+    coalesce: { windowMs: number; maxBytes: number; schedule: Schedule; out: (topic: string, codec: Codec, frame: Uint8Array) => void } | undefined,
+  ) {
     this.topic = topicOf(pattern);
     this.topics = CODECS.map((c) => codecTopic(this.topic, c));
+    if (coalesce && coalesce.windowMs > 0) {
+      const topics = this.topics.map(coalescedTopic);
+      this.coalescedTopics = topics;
+      this.coalescer = new Coalescer(coalesce.windowMs, coalesce.maxBytes, (c, f) => coalesce.out(topics[c.slot] as string, c, f), coalesce.schedule);
+    }
+  }
+
+  join(sock: FanoutSocket): void {
+    this.coalescer?.flush();
+    sock.joinTopic(this.topic, this.coalescer !== undefined);
+  }
+
+  flush(): void {
+    this.coalescer?.flush();
   }
 
   addLateReceiver(r: LateReceiver): void {
@@ -137,6 +173,7 @@ export class FanoutHub {
     replayCacheBytes = 64 * 1_048_576,
     /** Publish with compress=true (COMPRESSION on): uWS deflates for each socket that negotiated it. */
     private readonly compress = false,
+    private readonly coalesce?: CoalescePolicy,
     deltaLimits: DeltaLimits = DEFAULT_DELTA_LIMITS,
   ) {
     if (broker.replay) this.cache = new ReplayCache(broker.replay, replayCacheBytes);
@@ -186,11 +223,20 @@ export class FanoutHub {
       }
       return feed;
     }
-    const created = new ChannelFeed(pattern);
+    const created = new ChannelFeed(pattern, this.coalesceOf(pattern));
     created.ready = this.start(created);
     this.feeds.set(pattern, created);
     await created.ready;
     return created;
+  }
+
+  private coalesceOf(pattern: string): ConstructorParameters<typeof ChannelFeed>[1] {
+    const c = this.coalesce;
+    if (!c) return undefined;
+    const out = (topic: string, codec: Codec, frame: Uint8Array): void => {
+      this.app.publish(topic, frame, codec.binary, this.compress);
+    };
+    return { windowMs: c.windowOf(pattern), maxBytes: c.maxBytes, schedule: c.schedule ?? scheduleTimeout, out };
   }
 
   private async start(feed: ChannelFeed): Promise<void> {
@@ -214,6 +260,7 @@ export class FanoutHub {
     const topics = feed.topics;
     let receivers = 0;
     for (const t of topics) receivers += this.app.numSubscribers(t);
+    for (const t of feed.coalescedTopics) receivers += this.app.numSubscribers(t);
     const deltaReceivers = feed.deltaReceivers.size;
     if (receivers === 0 && deltaReceivers === 0 && feed.listeners.size === 0) return;
     const meta: MsgMeta = { channel: m.channel, pattern: feed.pattern, seq: m.seq, ts: m.ts, type: m.type };
@@ -229,7 +276,9 @@ export class FanoutHub {
           this.app.publish(t, msg.frame(c), c.binary, this.compress);
         }
       }
+      // Delta subscriptions are not coalesced: each gets its frame (delta or full) now, alone.
       if (deltaReceivers > 0) this.deliverDeltas(feed, meta, msg, m.payload);
+      if (feed.coalescer) this.hold(feed, feed.coalescer, msg);
       this.metrics.framesDelivered.inc(receivers + deltaReceivers);
       this.metrics.deliveryLatency.observe(Math.max(0, Date.now() - m.ts) / 1000);
     }
@@ -260,6 +309,11 @@ export class FanoutHub {
     this.metrics.deltaFrames.labels("full").inc(feed.deltaReceivers.size - deltas);
   }
 
+  /** A message for the feed's coalesced topics, held until its window ends (each codec's, if sockets listen). */
+  private hold(feed: ChannelFeed, coalescer: Coalescer, msg: LiveMsg): void {
+    for (const c of CODECS) if (this.app.numSubscribers(feed.coalescedTopics[c.slot] as string) > 0) coalescer.add(c, msg.frame(c));
+  }
+
   /** A stream was deleted and created again: cached pages of its patterns are void (feeds start over by themselves). */
   streamRecreated(stream: string): void {
     this.cache?.clearStream(stream);
@@ -288,6 +342,7 @@ export class FanoutHub {
 
   private async stopFeed(feed: ChannelFeed): Promise<void> {
     this.cache?.forget(feed.pattern);
+    feed.coalescer?.stop();
     feed.listeners.clear();
     feed.deltaReceivers.clear();
     if (!feed.live) return;

@@ -141,7 +141,7 @@ class JoinNow implements Delivery {
     this.done = true;
     // Position and join in one synchronous step: every message after it reaches the receiver.
     const at = this.feed.position();
-    this.sock.joinTopic(this.feed.topic);
+    this.feed.join(this.sock);
     this.onEnd({ type: "joined", lastSent: at, covered: at, held: [] });
   }
 

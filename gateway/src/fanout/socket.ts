@@ -18,8 +18,12 @@ export interface FanoutSocket {
   /** Runs `fn` with writes batched into one syscall. */
   cork(fn: () => void): void;
   bufferedAmount(): number;
-  /** Joins the live topic of a feed, its codec's (uWS pub/sub; an SSE stream joins the feed's `streams` instead). */
-  joinTopic(topic: string): void;
+  /**
+   * Joins the live topic of a feed, its codec's (uWS pub/sub; an SSE stream joins the feed's `streams` instead);
+   * `coalesced`: the feed coalesces, so a socket that reads coalesced frames joins the coalesced topic. Only
+   * `Feed.join` calls it (it flushes what the coalesced topic holds first).
+   */
+  joinTopic(topic: string, coalesced?: boolean): void;
   /** Calls `fn` once when the socket's buffer has drained. */
   onDrained(fn: () => void): void;
 }

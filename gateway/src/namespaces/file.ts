@@ -19,6 +19,8 @@ import { CHANNEL_EVENT_KINDS, type EventKind } from "../config/sections/events.j
 const NAME = /^[A-Za-z0-9_-]+$/;
 const TOKEN = /^[A-Za-z0-9_-]+$/;
 const TOP_FIELDS = ["namespaces"];
+/** The longest coalescing window (`coalesce`, and COALESCE): a window delays each message by up to its length. */
+export const MAX_COALESCE_MS = 1_000;
 const FIELDS = [
   "prefix",
   "stream",
@@ -32,6 +34,7 @@ const FIELDS = [
   "features",
   "resumeWindow",
   "events",
+  "coalesce",
 ] as const;
 
 export function readNamespacesFile(file: string): NamespacesFile {
@@ -85,6 +88,9 @@ function namespaceOf(name: string, v: unknown): NamespaceSpec {
   if (maxBytes === 0 || (maxBytes !== undefined && maxBytes < -1)) throw new Error(`${at}: maxBytes must be positive, or -1 for unlimited`);
   const resumeWindowMs = optDuration(v, "resumeWindow", at) ?? 0;
   const events = eventsOf(v.events, at);
+  const coalesceMs = optDuration(v, "coalesce", at);
+  if (coalesceMs !== undefined && coalesceMs > MAX_COALESCE_MS)
+    throw new Error(`${at}: coalesce must be 0 (off) or a window up to 1s, not ${JSON.stringify(v.coalesce)}`);
   return Object.freeze({
     name,
     prefix,
@@ -99,6 +105,7 @@ function namespaceOf(name: string, v: unknown): NamespaceSpec {
     features: featuresOf(v.features, at),
     resumeWindowMs,
     ...(events !== undefined ? { events } : {}),
+    ...(coalesceMs !== undefined ? { coalesceMs } : {}),
   });
 }
 

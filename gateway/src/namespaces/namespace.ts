@@ -20,6 +20,8 @@ export type Namespace = Readonly<{
   resumeWindowMs: number;
   /** The channel event kinds recorded for its channels; undefined: every kind EVENTS records. */
   events?: ReadonlySet<EventKind>;
+  /** Coalesced frames' window in ms (0 off); undefined: the COALESCE setting's. */
+  coalesceMs?: number;
 }>;
 
 /** The namespaces and the routing between them (the default stream's channels are in none). */
@@ -43,6 +45,7 @@ export function resolveNamespaces(specs: readonly NamespaceSpec[], base: StreamS
       features: Object.freeze({ ...s.features }),
       resumeWindowMs: s.resumeWindowMs,
       ...(s.events !== undefined ? { events: new Set(s.events) } : {}),
+      ...(s.coalesceMs !== undefined ? { coalesceMs: s.coalesceMs } : {}),
       stream: Object.freeze({
         ...base,
         name: s.stream ?? namespaceStreamName(base.name, s.name),

@@ -38,6 +38,8 @@ export type NamespaceSpec = Readonly<{
   resumeWindowMs: number;
   /** The channel event kinds recorded for its channels (of those EVENTS records); undefined: all of them. */
   events?: readonly EventKind[];
+  /** Coalesced frames' window in ms (0 off); undefined: COALESCE's. */
+  coalesceMs?: number;
 }>;
 
 /** NAMESPACES_FILE as read: the file and its namespaces (none when unset). */

@@ -28,6 +28,11 @@ export interface Codec {
   delta(meta: MsgMeta, base: number, delta: Uint8Array): Uint8Array;
   /** The `msg` frames of a page of stored messages of one pattern, in order. */
   msgs(pattern: string, messages: readonly StoredMsg[]): Uint8Array[];
+  /**
+   * Several `msg` frames of this codec as one coalesced frame, in order (PROTOCOL.md "Coalesced frames"): once
+   * per window per worker, only for connections that said they read them.
+   */
+  batch(frames: readonly Uint8Array[]): Uint8Array;
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { Codec } from "./codec.js";
 import { ErrorCode } from "./codes.js";
 import { decodeJsonText } from "./frames.js";
-import { buildFrames, deltaFrame, jsonFrame, msgFrame } from "./serialize.js";
+import { buildFrames, deltaFrame, jsonFrame, joinLines, msgFrame } from "./serialize.js";
 import { PROTOCOL_V1 } from "./subprotocol.js";
 
 /** fanout.v1: UTF-8 JSON text frames (PROTOCOL.md); binary frames are refused with `bad_json`. */
@@ -18,4 +18,5 @@ export const JSON_CODEC: Codec = {
   msg: msgFrame,
   delta: deltaFrame,
   msgs: buildFrames,
+  batch: joinLines,
 };

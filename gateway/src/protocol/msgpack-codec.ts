@@ -72,4 +72,32 @@ export const MSGPACK_CODEC: Codec = {
     encoder.encode({ op: "msg", channel: meta.channel, sub: meta.pattern, seq: meta.seq, ts: meta.ts, delta: true, base, data: delta }),
   msgs: (pattern: string, messages: readonly StoredMsg[]) =>
     messages.map((m) => encoder.encode(msgMap({ channel: m.channel, pattern, seq: m.seq, ts: m.ts, type: m.type }, m.payload))),
+    batch: msgArray,
 };
+
+/**
+ * A coalesced frame: one MessagePack array of the `msg` maps, in order. The maps are already encoded (once per
+ * message per worker), so only the array's header is written here: what the encoder writes for an array of
+ * that length (fixarray, array 16 or array 32; the codec test compares it with the library's encoding).
+ */
+function msgArray(frames: readonly Uint8Array[]): Uint8Array {
+  const n = frames.length;
+  const head = n < 16 ? 1 : n < 0x10000 ? 3 : 5;
+  let size = head;
+  for (const f of frames) size += f.length;
+  const out = Buffer.allocUnsafe(size);
+  if (head === 1) out[0] = 0x90 | n;
+  else if (head === 3) {
+    out[0] = 0xdc;
+    out.writeUInt16BE(n, 1);
+  } else {
+    out[0] = 0xdd;
+    out.writeUInt32BE(n, 1);
+  }
+  let o = head;
+  for (const f of frames) {
+    out.set(f, o);
+    o += f.length;
+  }
+  return out;
+}

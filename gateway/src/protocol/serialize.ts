@@ -62,6 +62,25 @@ export function deltaFrame(meta: MsgMeta, base: number, delta: Uint8Array): Buff
   return Buffer.from(`${head}"enc":"base64","data":"${bytes.toString("base64")}"}`);
 }
 
+/**
+ * A coalesced JSON frame: the `msg` frames joined by one line feed (`\n`), each byte for byte as it is sent
+ * alone. Every `msg` frame starts with `{` and ends with `}`, and `}` LF `{` cannot occur inside one JSON text
+ * (a raw LF is only whitespace there, and no `{` may follow a `}` across whitespace), so a reader splits at
+ * exactly those three bytes even when a payload is pretty-printed.
+ */
+export function joinLines(frames: readonly Uint8Array[]): Buffer {
+  let size = frames.length - 1;
+  for (const f of frames) size += f.length;
+  const out = Buffer.allocUnsafe(size);
+  let o = 0;
+  for (const [i, f] of frames.entries()) {
+    if (i > 0) out[o++] = 0x0a;
+    out.set(f, o);
+    o += f.length;
+  }
+  return out;
+}
+
 /** A durable delivery's fields of its `msg` frame. */
 function durableFields(d: NonNullable<MsgMeta["durable"]>): string {
   const again = d.redelivered ? `,"redelivered":true,"deliveries":${d.deliveries}` : "";

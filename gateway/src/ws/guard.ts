@@ -52,6 +52,7 @@ export class ConnectionGuard {
       protocols: req.getHeader("sec-websocket-protocol"),
       queryToken: req.getQuery("token"),
     });
+    const coalesce = req.getQuery("coalesce") === "1";
     const ip = Buffer.from(res.getRemoteAddressAsText()).toString();
     const headers = hookHeaders(this.access, req);
     if (isDraining()) return reject(res, 503, ErrorCode.ShuttingDown, "server is shutting down");
@@ -65,7 +66,7 @@ export class ConnectionGuard {
         refusal.message,
         refusal.retryAfterSec,
       );
-    const accept = (id: Identity): void => res.upgrade(newSession(id, codecOf(offer.protocol)), key, offer.protocol, extensions, context);
+    const accept = (id: Identity): void => res.upgrade(newSession(id, codecOf(offer.protocol), coalesce), key, offer.protocol, extensions, context);
     if (!this.access.auth.enabled && !this.access.hooks?.connectEnabled) return accept(anonymousIdentity(ip));
     let aborted = false;
     res.onAborted(() => {

@@ -8,6 +8,7 @@ import type { Metrics } from "../metrics/metrics.js";
 import type { ErrorCode } from "../protocol/codes.js";
 import type { Id } from "../protocol/frames.js";
 import { codecTopic, type Codec } from "../protocol/codec.js";
+import { coalescedTopic } from "../fanout/coalesce.js";
 import { JSON_CODEC } from "../protocol/codecs.js";
 import type { ServerFrame } from "../protocol/server-frames.js";
 import { WIRE_ERRORS } from "../errors.js";
@@ -69,6 +70,8 @@ export type Session = {
   rpcInFlight: number;
   /** The connection's presence client id (made at its first presence:true subscription). */
   clientId?: string;
+  /** It reads coalesced frames (the `coalesce=1` query parameter of its upgrade; PROTOCOL.md "Coalesced frames"). */
+  coalesce: boolean;
   /** The socket as the fan-out core sees it (set when it opens). */
   port?: FanoutSocket;
 };
@@ -77,13 +80,14 @@ export type Socket = WebSocket<Session>;
 
 let nextId = 1;
 
-export function newSession(identity: Identity, codec: Codec = JSON_CODEC): Session {
+export function newSession(identity: Identity, codec: Codec = JSON_CODEC, coalesce = false): Session {
   return {
     id: nextId++,
     ip: identity.ip,
     user: identity.principal.user,
     identity,
     codec,
+    coalesce,
     subs: new Map(),
     closed: false,
     drainWaiters: [],
@@ -105,8 +109,9 @@ export function fanoutSocket(ws: Socket): FanoutSocket {
       ws.cork(fn);
     },
     bufferedAmount: () => ws.getBufferedAmount(),
-    joinTopic: (topic) => {
-      ws.subscribe(codecTopic(topic, s.codec));
+    joinTopic: (topic, coalesced) => {
+      const t = codecTopic(topic, s.codec);
+      ws.subscribe(coalesced === true && s.coalesce ? coalescedTopic(t) : t);
     },
     onDrained: (fn) => {
       s.drainWaiters.push(fn);

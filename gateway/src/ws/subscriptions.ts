@@ -2,6 +2,7 @@ import type { BackpressureSection } from "../config/sections.js";
 import { LateGroup, PatternGroups, type LateMember } from "../fanout/groups.js";
 import { codecTopic } from "../protocol/codec.js";
 import { DeltaSocket } from "../fanout/delta-socket.js";
+import { coalescedTopic } from "../fanout/coalesce.js";
 import { topicOf, type FanoutHub, type Feed } from "../fanout/hub.js";
 import { Flow, SubLifecycle, type DeliveryFailure, type LifecycleDeps, type SubDoor } from "../fanout/lifecycle.js";
 import type { Logger } from "../log.js";
@@ -62,8 +63,14 @@ export class Subscriptions {
       },
       leaveLive: () => {
         this.late.leave(pattern, sub);
-        if (deltaReceiver) deltaReceiver.leave();
-        else if (!socket.closed) ws.unsubscribe(topic);
+        if (deltaReceiver) return deltaReceiver.leave();
+        if (socket.closed) return;
+        // What the coalesced topic holds was published before the leave: it goes out before the answer.
+        if (ws.isSubscribed(coalescedTopic(topic))) {
+          this.hub.get(pattern)?.flush();
+          ws.unsubscribe(coalescedTopic(topic));
+        }
+        ws.unsubscribe(topic);
       },
       livePosition: (feed: Feed) => feed.position(),
       failed: (f) => this.failed(ws, sub, f),

@@ -1,5 +1,6 @@
 import type { Broker, BrokerMessage } from "../../src/broker/broker.js";
 import type { DeltaReceiver, Feed, LateReceiver, LiveListener } from "../../src/fanout/hub.js";
+import type { FanoutSocket } from "../../src/fanout/socket.js";
 import type { MsgFrames } from "../../src/protocol/codec.js";
 
 /** A message's frames as one fixed frame for every codec (in-process tests deliver made-up bytes). */
@@ -39,6 +40,10 @@ export class FakeFeed implements Feed {
   removeDeltaReceiver(r: DeltaReceiver): void {
     this.deltaReceivers.delete(r);
   }
+  join(sock: FanoutSocket): void {
+    sock.joinTopic(this.topic, false);
+  }
+  flush(): void {}
   /** A live message: what the hub does after publishing to the topic. */
   deliver(seq: number, frame: Buffer): void {
     if (seq > this.pos) this.pos = seq;

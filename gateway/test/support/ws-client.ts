@@ -18,6 +18,10 @@ export class TestClient {
   msgBytes = 0;
   /** Received frames that were text frames when the client speaks MessagePack (there should be none). */
   textFrames = 0;
+  /** Every frame in the order received, messages and others (PROTOCOL.md frames, a coalesced one's each). */
+  readonly log: Frame[] = [];
+  /** Messages per WebSocket frame that held messages: 1 each, unless the server coalesced them. */
+  readonly msgsPerFrame: number[] = [];
   closeCode?: number;
   closeReason?: string;
   private nextId = 1;
@@ -28,12 +32,25 @@ export class TestClient {
   ) {
     ws.on("message", (d: Buffer, isBinary: boolean) => {
       if (msgpack && !isBinary) this.textFrames++;
-      const f = (msgpack && isBinary ? decode(d) : JSON.parse(d.toString())) as Frame;
-      if (f.op === "msg") {
-        this.msgs.push(f as MsgFrame);
-        this.raws.push(msgpack ? (f.data as Uint8Array) : d.toString());
+      // A coalesced frame (PROTOCOL.md "Coalesced frames"): a MessagePack array, or JSON lines split at `}\n{`.
+      const binary = msgpack && isBinary;
+      const v = binary ? decode(d) : d.toString().split("}\n{");
+      // Each frame's own text (a coalesced frame's part is byte for byte the frame sent alone).
+      const texts = binary ? [] : (v as string[]).map((t, i, a) => `${i > 0 ? "{" : ""}${t}${i < a.length - 1 ? "}" : ""}`);
+      const all = (binary ? (Array.isArray(v) ? v : [v]) : texts.map((t) => JSON.parse(t) as unknown)) as Frame[];
+      let msgs = 0;
+      for (const [i, f] of all.entries()) {
+        this.log.push(f);
+        if (f.op === "msg") {
+          this.msgs.push(f as MsgFrame);
+          this.raws.push(binary ? (f.data as Uint8Array) : (texts[i] as string));
+          msgs++;
+        } else this.frames.push(f);
+      }
+      if (msgs > 0) {
+        this.msgsPerFrame.push(msgs);
         this.msgBytes += d.length;
-      } else this.frames.push(f);
+      }
     });
     ws.on("close", (code: number, reason: Buffer) => {
       this.closeCode = code;

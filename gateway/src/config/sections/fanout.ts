@@ -43,6 +43,14 @@ const settings = {
     parse: parseDuration,
     check: int(1_000, 3_600_000),
   },
+  coalesceMs: {
+    env: "COALESCE",
+    shown: "0",
+    doc: "Coalesced frames: live messages of one pattern within this window go out as one frame to the connections that read them (`coalesce=1`); 0 off; a namespace's `coalesce` overrides it (up to 1s)",
+    default: () => 0,
+    parse: parseDuration,
+    check: int(0, 1_000),
+  },
   maxSubscriptions: {
     env: "MAX_SUBSCRIPTIONS",
     shown: "100",
@@ -66,6 +74,7 @@ export const fanout = section({
     holdBytes: "catchupBufferBytes",
     catchupDeadlineMs: "catchupDeadlineMs",
     maxSubscriptions: "maxSubscriptions",
+    coalesceMs: "coalesceMs",
   },
 });
 

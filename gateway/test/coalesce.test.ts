@@ -1,0 +1,123 @@
+// Coalesced frames against a real gateway and nats-server (PROTOCOL.md "Coalesced frames"): a namespace's
+// `coalesce` window sends a pattern's messages to the connections that said `coalesce=1` as one frame per
+// window, in order, with their seqs; a connection that did not opt in gets one frame per message on the same
+// channel; a resume crosses coalesced frames without gap or repeat; an unsubscribe's answer comes after what
+// was held; outside the namespace (window off) nothing changes.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ClientPool, uniqueNames } from "./support/clients.js";
+import { startGateway, type GatewayHandle } from "./support/gateway.js";
+import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
+import type { TestClient } from "./support/ws-client.js";
+
+let nats: NatsServerHandle;
+let gw: GatewayHandle;
+let dir: string;
+const clients = new ClientPool(() => gw.wsUrl);
+const uniq = uniqueNames();
+const coalescing = (msgpack = false) => clients.open({ url: `${gw.wsUrl}?coalesce=1`, msgpack });
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "fgw-coalesce-"));
+  // co: a window long enough that a batch published at once lands in one (the machine may be slow); hold: a
+  // window the tests never wait for, so only a flush can deliver what it holds.
+  writeFileSync(join(dir, "namespaces.yaml"), "namespaces:\n  co:\n    coalesce: 300ms\n  hold:\n    coalesce: 1s\n");
+  nats = await startNatsServer();
+  gw = await startGateway({ natsUrl: nats.url, workers: 1, args: ["--feed-linger", "100ms"], env: { NAMESPACES_FILE: join(dir, "namespaces.yaml") } });
+});
+afterAll(async () => {
+  clients.closeAll();
+  await gw?.stop();
+  await nats?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+/** Publishes `n` messages `{i}` to `channel` in one HTTP batch (stored in order, fanned out at once); their seqs. */
+async function publishBatch(channel: string, n: number, from = 1): Promise<number[]> {
+  const items = Array.from({ length: n }, (_, k) => ({ channel, data: { i: from + k } }));
+  const r = await fetch(`${gw.url}/v1/publish`, { method: "POST", body: JSON.stringify(items), headers: { "content-type": "application/json" } });
+  expect(r.status).toBe(200);
+  const body = (await r.json()) as { results: { seq: number }[] };
+  return body.results.map((x) => x.seq);
+}
+
+const values = (c: TestClient) => c.msgs.map((m) => (m.data as { i: number }).i);
+
+describe("coalesce — coalesced frames on a real gateway", () => {
+  it("coalesce — a window's messages come in fewer frames than messages, in order; a socket that did not opt in gets one frame each", async () => {
+    const ch = uniq("co.live.");
+    const co = await coalescing();
+    const plain = await clients.open();
+    await co.sub(ch);
+    await plain.sub(ch);
+    const seqs = await publishBatch(ch, 10);
+    await co.waitForMsgs(10);
+    await plain.waitForMsgs(10);
+    expect(co.msgs.map((m) => m.seq)).toEqual(seqs);
+    expect(values(co)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(co.msgs[0]).toMatchObject({ op: "msg", channel: ch, sub: ch, data: { i: 1 } });
+    expect(Math.max(...co.msgsPerFrame)).toBeGreaterThan(1);
+    expect(co.msgsPerFrame.reduce((a, b) => a + b, 0)).toBe(10);
+    expect(plain.msgs.map((m) => m.seq)).toEqual(seqs);
+    expect(plain.msgsPerFrame).toEqual(Array.from({ length: 10 }, () => 1));
+  });
+
+  it("coalesce — msgpack: the coalesced frame is an array of msg maps, in order", async () => {
+    const ch = uniq("co.mp.");
+    const co = await coalescing(true);
+    await co.sub(ch);
+    const seqs = await publishBatch(ch, 6);
+    await co.waitForMsgs(6);
+    expect(co.msgs.map((m) => m.seq)).toEqual(seqs);
+    expect(co.textFrames).toBe(0);
+    expect(Math.max(...co.msgsPerFrame)).toBeGreaterThan(1);
+  });
+
+  it("coalesce — a resume from a seq inside a coalesced frame gets the rest once, then live in coalesced frames", async () => {
+    const ch = uniq("co.resume.");
+    const first = await coalescing();
+    await first.sub(ch);
+    const seqs = await publishBatch(ch, 8);
+    await first.waitForMsgs(8);
+    first.close();
+    // The client saw up to the fourth: it resumes after it, while more messages come.
+    const again = await coalescing();
+    await again.sub(ch, { from: { seq: seqs[3]! + 1 } });
+    const more = await publishBatch(ch, 6, 9);
+    await again.waitForMsgs(10);
+    expect(again.msgs.map((m) => m.seq)).toEqual([...seqs.slice(4), ...more]);
+    expect(values(again)).toEqual([5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
+    // Every message after the `live` frame is newer than the seq it names.
+    const live = again.log.findIndex((f) => f.op === "live");
+    expect(live).toBeGreaterThanOrEqual(0);
+    const liveSeq = again.log[live]!.seq as number;
+    expect(again.log.slice(live + 1).every((f) => f.op !== "msg" || (f.seq as number) > liveSeq)).toBe(true);
+  });
+
+  it("coalesce — an unsubscribe's answer comes after the messages the window held", async () => {
+    const ch = uniq("hold.unsub.");
+    const co = await coalescing();
+    const plain = await clients.open();
+    await co.sub(ch);
+    await plain.sub(ch);
+    const seqs = await publishBatch(ch, 3);
+    // The worker has them (the plain socket got them); the 1 s window still holds them for `co`.
+    await plain.waitForMsgs(3);
+    const ack = await co.request({ op: "unsub", channel: ch });
+    expect(ack).toMatchObject({ op: "ok" });
+    const at = co.log.indexOf(ack);
+    expect(co.log.slice(0, at).map((f) => (f.op === "msg" ? f.seq : f.op))).toEqual(["ok", ...seqs]);
+  });
+
+  it("coalesce — outside a coalescing namespace (window off) every message is its own frame, opted in or not", async () => {
+    const ch = uniq("plain.off.");
+    const co = await coalescing();
+    await co.sub(ch);
+    const seqs = await publishBatch(ch, 5);
+    await co.waitForMsgs(5);
+    expect(co.msgs.map((m) => m.seq)).toEqual(seqs);
+    expect(co.msgsPerFrame).toEqual([1, 1, 1, 1, 1]);
+  });
+});
