@@ -1,6 +1,9 @@
 // The conformance suite's world: a real nats-server and gateway (two workers, JWT auth, an API key for HTTP
 // publishes, an RPC backend: a real HTTP server answering by method), a TCP proxy in front of it (gateway/test/support/tcp-proxy.ts) that can cut, stall or refuse
 // connections, and the faults the scenarios name. Built from the gateway's test kit (gateway/test/support).
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
 import { startNatsServer, type NatsServerHandle } from "../test/support/nats-server.js";
@@ -38,12 +41,23 @@ export async function startHarness(): Promise<GatewayHarness> {
   const rpc = await HookBackend.start();
   rpc.answer = rpcAnswer;
   const nats: NatsServerHandle = await startNatsServer();
+  // Namespace `co` coalesces (PROTOCOL.md "Coalesced frames"): the `coalesced` scenario's channels are in it.
+  const dir = mkdtempSync(join(tmpdir(), "fgw-conformance-"));
+  writeFileSync(join(dir, "namespaces.yaml"), "namespaces:\n  co:\n    coalesce: 200ms\n");
   const gw: GatewayHandle = await startGateway({
     natsUrl: nats.url,
     workers: 2,
     logLevel: "info",
     args: ["--restart-backoff", "100ms"],
-    env: { JWT_SECRET: SECRET, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, JWT_CLOCK_TOLERANCE: "0s", API_KEYS: API_KEY, RPC_HOOK_URL: rpc.url("/rpc") },
+    env: {
+      JWT_SECRET: SECRET,
+      JWT_ISSUER: ISSUER,
+      JWT_AUDIENCE: AUDIENCE,
+      JWT_CLOCK_TOLERANCE: "0s",
+      API_KEYS: API_KEY,
+      RPC_HOOK_URL: rpc.url("/rpc"),
+      NAMESPACES_FILE: join(dir, "namespaces.yaml"),
+    },
   });
   const nc: NatsConnection = await natsConnect({ servers: nats.url });
   const proxy = await startTcpProxy({ host: "127.0.0.1", port: gw.port });
@@ -97,6 +111,7 @@ export async function startHarness(): Promise<GatewayHarness> {
       await gw.stop();
       await nats.stop();
       await rpc.stop();
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }

@@ -43,6 +43,12 @@ internal interface Codec {
 
     fun decodeBinary(bytes: ByteArray): ReceivedFrame?
 
+    /** A text WebSocket frame's frames, in order: several when the server coalesced them (Coalesced.kt); null: not this codec's. */
+    fun framesOfText(text: String): List<ReceivedFrame>?
+
+    /** A binary WebSocket frame's frames, in order: several when the server coalesced them; null: not this codec's. */
+    fun framesOfBinary(bytes: ByteArray): List<ReceivedFrame>?
+
     /** False when the socket is closing. */
     fun send(ws: WebSocket, frame: JsonObject): Boolean = when (val e = encode(frame)) {
         is String -> ws.send(e)
@@ -67,6 +73,10 @@ internal object JsonCodec : Codec {
     }
 
     override fun decodeBinary(bytes: ByteArray): ReceivedFrame? = null
+
+    override fun framesOfText(text: String): List<ReceivedFrame>? = splitCoalesced(text).map { decodeText(it) ?: return null }
+
+    override fun framesOfBinary(bytes: ByteArray): List<ReceivedFrame>? = null
 }
 
 /** fanout.v1.msgpack: binary MessagePack frames (Msgpack.kt); text frames are not frames of it. */
@@ -78,6 +88,10 @@ internal object MsgpackCodec : Codec {
     override fun decodeText(text: String): ReceivedFrame? = null
 
     override fun decodeBinary(bytes: ByteArray): ReceivedFrame? = Msgpack.decodeFrame(bytes)
+
+    override fun framesOfText(text: String): List<ReceivedFrame>? = null
+
+    override fun framesOfBinary(bytes: ByteArray): List<ReceivedFrame>? = Msgpack.decodeFrames(bytes)
 }
 
 /** The codec of [wire]. */

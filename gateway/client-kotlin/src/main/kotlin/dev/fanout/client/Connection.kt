@@ -44,11 +44,12 @@ internal interface ConnectionHooks {
 /**
  * The request that opens the socket, with the token where [via] puts it. The [wire]'s subprotocol goes with a
  * `bearer.` one, and alone when it must be asked for (the binary one: a gateway speaks JSON unless asked).
+ * The URL says `coalesce=1`: the client reads coalesced frames (Coalesced.kt).
  */
 fun connectRequest(url: String, token: String?, via: TokenVia, wire: Wire = Wire.JSON): Request {
     val wsUrl = url.replace(Regex("^http(s?):"), "ws$1:")
     // OkHttp takes ws(s) URLs in requests but parses them as http(s).
-    val httpUrl = wsUrl.replace(Regex("^ws(s?):"), "http$1:").toHttpUrl()
+    val httpUrl = wsUrl.replace(Regex("^ws(s?):"), "http$1:").toHttpUrl().newBuilder().addQueryParameter(COALESCE_QUERY, "1").build()
     val b = Request.Builder().url(httpUrl)
     if (wire != Wire.JSON) b.header("Sec-WebSocket-Protocol", wire.subprotocol)
     if (token == null) return b.build()
@@ -216,11 +217,11 @@ internal class Connection(
         }
 
         override fun onMessage(webSocket: WebSocket, text: String) {
-            scope.launch { if (ws === webSocket) onFrame(webSocket, codec.decodeText(text)) }
+            scope.launch { if (ws === webSocket) onFrames(webSocket, codec.framesOfText(text)) }
         }
 
         override fun onMessage(webSocket: WebSocket, bytes: ByteString) {
-            scope.launch { if (ws === webSocket) onFrame(webSocket, codec.decodeBinary(bytes.toByteArray())) }
+            scope.launch { if (ws === webSocket) onFrames(webSocket, codec.framesOfBinary(bytes.toByteArray())) }
         }
 
         override fun onClosing(webSocket: WebSocket, code: Int, reason: String) {
@@ -278,6 +279,12 @@ internal class Connection(
 
     /** Completed by any frame that arrives: the link carries bytes. */
     private var heardSincePing: CompletableDeferred<Unit>? = null
+
+    /** A WebSocket frame's frames in order (several when coalesced), each while the socket is still the current one. */
+    private fun onFrames(ws: WebSocket, frames: List<ReceivedFrame>?) {
+        if (frames == null) return onFrame(ws, null)
+        for (f in frames) if (this.ws === ws) onFrame(ws, f)
+    }
 
     /** A frame as the codec read it: null when it could not (a text frame on the binary wire, say). */
     private fun onFrame(ws: WebSocket, received: ReceivedFrame?) {

@@ -80,6 +80,16 @@ internal object Msgpack {
         null // MessagePack that is not one frame, strings that are not UTF-8, a JSON payload that is not JSON
     }
 
+    /** A binary WebSocket frame's frames: one map, or an array of maps (a coalesced frame, PROTOCOL.md "Coalesced frames"). */
+    fun decodeFrames(bytes: ByteArray): List<ReceivedFrame>? = try {
+        unpackerConfig.newUnpacker(bytes).use { u ->
+            val frames = if (u.nextFormat.valueType == ValueType.ARRAY) List(u.unpackArrayHeader()) { readFrame(u) ?: return null } else listOf(readFrame(u) ?: return null)
+            frames.takeIf { !u.hasNext() }
+        }
+    } catch (e: Exception) {
+        null
+    }
+
     private fun readFrame(u: MessageUnpacker): ReceivedFrame? {
         if (u.nextFormat.valueType != ValueType.MAP) return null
         val n = u.unpackMapHeader()
