@@ -8,6 +8,11 @@
 // --compression shared: the gateway runs with COMPRESSION=shared (bare uWS with SHARED_COMPRESSOR, publish
 // compress=true) and the clients negotiate permessage-deflate; both: a row pair, off then shared. Each row
 // also shows the server's CPU (its process tree, from /proc) per delivery.
+// --coalesce MS: one more gateway row with COALESCE=MS and clients that connect with coalesce=1 (PROTOCOL.md
+// "Coalesced frames"), and the issue-36 keys in the JSON line: cpuRatioCoalesced, cpuRatioPlain (server CPU per
+// delivered message against bare uWS sending one frame per message) and latencyP99CoalescedMs.
+// The issue's run: `npm run bench -- fanout --clients 2000 --procs 4 --rate 500 --coalesce 25 --json` (2,000 sockets on one
+// channel, 500 msg/s, a 25 ms window).
 import { fork, type ChildProcess } from "node:child_process";
 import { createRequire } from "node:module";
 import { connect } from "@nats-io/transport-node";
@@ -23,6 +28,7 @@ type Report = { received: number; latUs: number[] };
 // --- client process: K sockets, count deliveries and sample latency (µs) ---
 async function clientMain(url: string, channel: string, k: number, deflate: boolean): Promise<void> {
   let received = 0;
+  let frames = 0;
   let lat: number[] = [];
   const socks: WebSocket[] = [];
   for (let i = 0; i < k; i++) {
@@ -33,12 +39,15 @@ async function clientMain(url: string, channel: string, k: number, deflate: bool
     });
     if (deflate && !ws.extensions.includes("permessage-deflate")) throw new Error("the server did not negotiate permessage-deflate");
     ws.on("message", (d: Buffer) => {
+      // A coalesced frame holds its messages one a line (the bench's payloads have no line feed of their own).
+      for (let at = d.indexOf(10); at >= 0; at = d.indexOf(10, at + 1)) received++;
       received++;
       // The send time sits in the payload as "t":<µs>; a cheap scan instead of JSON.parse keeps the client light.
-      if ((received & 7) === 0) {
+      // Every 8th frame is sampled, each of its messages.
+      if ((++frames & 7) === 0) {
         const s = d.toString("latin1");
-        const i = s.indexOf('"t":');
-        if (i >= 0) lat.push(nowUs() - Number(s.slice(i + 4, s.indexOf(",", i + 4))));
+        const now = nowUs();
+        for (let i = s.indexOf('"t":'); i >= 0; i = s.indexOf('"t":', i + 4)) lat.push(now - Number(s.slice(i + 4, s.indexOf(",", i + 4))));
       }
     });
     ws.send(JSON.stringify({ op: "sub", id: 1, channel }));
@@ -201,6 +210,7 @@ const BENCH = defineBench("fanout", {
     choices: ["off", "shared", "both"],
     help: "permessage-deflate: off, shared (COMPRESSION=shared), or both as row pairs",
   },
+  coalesce: { type: "number", min: 0, max: 1_000, default: 0, help: "ms: one more gateway row with COALESCE=ms and clients that read coalesced frames" },
   "publish-load": { type: "number", min: 0, default: 0, help: "one more gateway row while this many msgs/s are published through its HTTP API" },
   json: std("json"),
   quick: std("quick"),
@@ -228,6 +238,13 @@ runBench(BENCH, async ({ flags: v }) => {
     rows.push({ name: `bare uWS publish${tag}`, r: await runBare(clients, rate, seconds, procs, size, deflate) });
   }
   const load = v["publish-load"];
+  const coalesced =
+    v.coalesce > 0
+      ? {
+          name: `gateway (JetStream, ${v.workers} worker${v.workers === 1 ? "" : "s"}, coalesce ${v.coalesce} ms)`,
+          r: await runGateway(clients, rate, seconds, procs, size, v.workers, false, 0, v.coalesce),
+        }
+      : undefined;
   const loaded =
     load > 0
       ? {
@@ -244,6 +261,7 @@ runBench(BENCH, async ({ flags: v }) => {
   );
   console.log("| server | deliveries/s | p50 ms | p99 ms | p99.9 ms | max ms | server CPU % | CPU µs/delivery |\n|---|---|---|---|---|---|---|---|");
   for (const x of rows) console.log(row(x.name, x.r));
+  if (coalesced) console.log(row(coalesced.name, coalesced.r));
   if (loaded) console.log(row(loaded.name, loaded.r));
   for (let i = 0; i < rows.length; i += 2)
     console.log(
@@ -259,13 +277,31 @@ runBench(BENCH, async ({ flags: v }) => {
     console.log(
       `deflate costs the gateway ${fmt(cpuUsPerDelivery(rows[2]!.r) - cpuUsPerDelivery(rows[0]!.r), 2)} µs CPU per delivery (${(cpuUsPerDelivery(rows[2]!.r) / cpuUsPerDelivery(rows[0]!.r)).toFixed(2)}x)`,
     );
+  const bareCpu = cpuUsPerDelivery(rows[1]!.r);
+  const issue36 = coalesced
+    ? {
+        cpuRatioCoalesced: cpuUsPerDelivery(coalesced.r) / bareCpu,
+        cpuRatioPlain: cpuUsPerDelivery(rows[0]!.r) / bareCpu,
+        latencyP99CoalescedMs: percentile(coalesced.r.lat, 99) / 1000,
+      }
+    : undefined;
+  if (issue36)
+    console.log(
+      `coalesce ${v.coalesce} ms: CPU per delivery ${issue36.cpuRatioCoalesced.toFixed(3)}x bare uWS (target <= 0.5), window off ${issue36.cpuRatioPlain.toFixed(3)}x (about 1.1); p99 ${fmt(issue36.latencyP99CoalescedMs, 2)} ms (target <= ${v.coalesce + 15})`,
+    );
   if (v.json)
     console.log(
       JSON.stringify({
         clients,
         rate,
         size,
-        rows: rows.map((x) => ({ name: x.name, deliveriesPerSec: x.r.deliveriesPerSec, cpuPct: x.r.cpuPct, cpuUsPerDelivery: cpuUsPerDelivery(x.r) })),
+        rows: [...rows, ...(coalesced ? [coalesced] : [])].map((x) => ({
+          name: x.name,
+          deliveriesPerSec: x.r.deliveriesPerSec,
+          cpuPct: x.r.cpuPct,
+          cpuUsPerDelivery: cpuUsPerDelivery(x.r),
+        })),
+        ...issue36,
       }),
     );
 });
@@ -281,10 +317,18 @@ async function runGateway(
   workers: number,
   deflate: boolean,
   publishPerSec = 0,
+  coalesceMs = 0,
 ): Promise<Result> {
   const nats = await startNats();
-  const gw = await startGatewayProc(nats.url, workers, deflate ? ["--compression", "shared"] : []);
-  const gwKids = await runClients(`ws://127.0.0.1:${gw.port}/ws`, "bench.fanout", clients, procs, deflate);
+  const gw = await startGatewayProc(
+    nats.url,
+    workers,
+    deflate ? ["--compression", "shared"] : [],
+    undefined,
+    coalesceMs > 0 ? { COALESCE: `${coalesceMs}ms` } : undefined,
+  );
+  const url = `ws://127.0.0.1:${gw.port}/ws${coalesceMs > 0 ? "?coalesce=1" : ""}`;
+  const gwKids = await runClients(url, "bench.fanout", clients, procs, deflate);
   const nc = await connect({ servers: nats.url });
   const js = jetstream(nc);
   const pad = "x".repeat(size);
