@@ -65,8 +65,9 @@ export class Subscriptions {
         this.late.leave(pattern, sub);
         if (deltaReceiver) return deltaReceiver.leave();
         if (socket.closed) return;
-        // What the coalesced topic holds was published before the leave: it goes out before the answer.
-        if (ws.isSubscribed(coalescedTopic(topic))) {
+        // What the coalesced topic holds was published before the leave (an unsub, a pause for backpressure): it
+        // goes out first, so that an unsub's answer follows it and a paused subscription resumes after it.
+        if (ws.getUserData().coalesce) {
           this.hub.get(pattern)?.flush();
           ws.unsubscribe(coalescedTopic(topic));
         }
