@@ -112,7 +112,8 @@ class ChannelFeed implements Feed {
   }
 
   join(sock: FanoutSocket): void {
-    this.coalescer?.flush();
+    // Only the coalesced topics hold messages: a socket joining a plain one cannot get one from before its join.
+    if (sock.coalesce === true) this.coalescer?.flush();
     sock.joinTopic(this.topic, this.coalescer !== undefined);
   }
 

@@ -24,6 +24,8 @@ export interface FanoutSocket {
    * `Feed.join` calls it (it flushes what the coalesced topic holds first).
    */
   joinTopic(topic: string, coalesced?: boolean): void;
+  /** It reads coalesced frames (its connection said `coalesce=1`): it joins a coalescing feed's coalesced topic. */
+  readonly coalesce?: boolean;
   /** Calls `fn` once when the socket's buffer has drained. */
   onDrained(fn: () => void): void;
 }

@@ -104,6 +104,7 @@ export function fanoutSocket(ws: Socket): FanoutSocket {
       return s.closed;
     },
     codec: s.codec,
+    coalesce: s.coalesce,
     send: (frame) => ws.send(frame, s.codec.binary, s.compress === true),
     cork: (fn) => {
       ws.cork(fn);

@@ -140,7 +140,7 @@ describe("coalesced frames", () => {
     expect(app.texts(ct).at(-1)).toBe(line(5));
   });
 
-  it("coalesce — a socket joining the feed gets nothing from before its join: what is held goes out first", async () => {
+  it("coalesce — a socket joining the coalesced topic gets nothing from before its join: what is held goes out first", async () => {
     const { app, hub, send, clock } = setup();
     const feed = await hub.acquire("a.*");
     const ct = coalescedTopic(feed.topic);
@@ -148,7 +148,11 @@ describe("coalesced frames", () => {
     send(1);
     send(2);
     const order: string[] = [];
+    const plainSock = { coalesce: false, joinTopic: () => undefined } as unknown as FanoutSocket;
+    feed.join(plainSock);
+    expect(app.texts(ct)).toEqual([]); // a socket on the plain topic: nothing held is sent early for it
     const sock = {
+      coalesce: true,
       joinTopic: (topic: string, coalesced?: boolean) => {
         order.push(`join ${coalesced ? "coalesced" : "plain"} after ${app.texts(ct).length} frames`);
         app.subscribers.set(ct, 2);
