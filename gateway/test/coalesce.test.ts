@@ -2,11 +2,14 @@
 // `coalesce` window sends a pattern's messages to the connections that said `coalesce=1` as one frame per
 // window, in order, with their seqs; a connection that did not opt in gets one frame per message on the same
 // channel; a resume crosses coalesced frames without gap or repeat; an unsubscribe's answer comes after what
-// was held; outside the namespace (window off) nothing changes.
+// was held; outside the namespace (window off) nothing changes; a delta subscription is not coalesced.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DeltaBases } from "../client/src/deltas.js";
+import type { Frame } from "../client/src/types.js";
+import { nextScoreboard, scoreboard } from "../conformance/fossil-vectors.js";
 import { ClientPool, uniqueNames } from "./support/clients.js";
 import { startGateway, type GatewayHandle } from "./support/gateway.js";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
@@ -36,7 +39,15 @@ afterAll(async () => {
 
 /** Publishes `n` messages `{i}` to `channel` in one HTTP batch (stored in order, fanned out at once); their seqs. */
 async function publishBatch(channel: string, n: number, from = 1): Promise<number[]> {
-  const items = Array.from({ length: n }, (_, k) => ({ channel, data: { i: from + k } }));
+  return publishData(
+    channel,
+    Array.from({ length: n }, (_, k) => ({ i: from + k })),
+  );
+}
+
+/** Publishes each of `data` to `channel` in one HTTP batch; their seqs. */
+async function publishData(channel: string, data: readonly unknown[]): Promise<number[]> {
+  const items = data.map((d) => ({ channel, data: d }));
   const r = await fetch(`${gw.url}/v1/publish`, { method: "POST", body: JSON.stringify(items), headers: { "content-type": "application/json" } });
   expect(r.status).toBe(200);
   const body = (await r.json()) as { results: { seq: number }[] };
@@ -109,6 +120,36 @@ describe("coalesce — coalesced frames on a real gateway", () => {
     expect(ack).toMatchObject({ op: "ok" });
     const at = co.log.indexOf(ack);
     expect(co.log.slice(0, at).map((f) => (f.op === "msg" ? f.seq : f.op))).toEqual(["ok", ...seqs]);
+  });
+
+  it("coalesce — a delta subscription is not coalesced, on a coalescing connection too; a full message's text is the same inside a coalesced frame", async () => {
+    const ch = uniq("co.delta.");
+    const delta = await coalescing();
+    const co = await coalescing();
+    expect(await delta.sub(ch, { delta: "fossil" })).toMatchObject({ op: "ok", delta: "fossil" });
+    await co.sub(ch);
+    let doc = scoreboard();
+    let seed = 11;
+    const rnd = () => ((seed = (seed * 16_807) % 2_147_483_647) - 1) / 2_147_483_646;
+    const docs = Array.from({ length: 8 }, () => (doc = nextScoreboard(doc, rnd)));
+    const seqs = await publishData(ch, docs);
+    await delta.waitForMsgs(8);
+    await co.waitForMsgs(8);
+    // Each of the delta subscription's messages is its own frame: the first full, then deltas it applies.
+    expect(delta.msgsPerFrame).toEqual(Array.from({ length: 8 }, () => 1));
+    expect(delta.msgs.map((m) => (m.delta === true ? "d" : "F")).join("")).toBe(`F${"d".repeat(7)}`);
+    const bases = new DeltaBases();
+    const applied = delta.msgs.map((m, i) => {
+      const got = bases.receive(m as Frame, delta.raws[i]!);
+      if (!got.ok) throw new Error(`seq ${m.seq}: ${got.reason}`);
+      return got.data;
+    });
+    expect(applied).toEqual(docs);
+    // The same window reached the plain subscription coalesced, and the first message's part there is
+    // byte for byte the full frame the delta subscription got alone (its base).
+    expect(co.msgs.map((m) => m.seq)).toEqual(seqs);
+    expect(Math.max(...co.msgsPerFrame)).toBeGreaterThan(1);
+    expect(co.raws[0]).toBe(delta.raws[0]);
   });
 
   it("coalesce — outside a coalescing namespace (window off) every message is its own frame, opted in or not", async () => {

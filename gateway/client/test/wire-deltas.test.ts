@@ -22,7 +22,9 @@ describe("wire — deltas in fanout.v1.msgpack", () => {
       const m = server.next("c", i + 1, payload);
       const meta = { channel: "c", pattern: "c", seq: i + 1, ts: 1 };
       const frame = sub.next(m) === "delta" ? MSGPACK_CODEC.delta(meta, m.baseSeq, m.delta()!) : MSGPACK_CODEC.msg(meta, payload);
-      const f = wire.decode(arrayBuffer(frame))!;
+      const frames = wire.decode(arrayBuffer(frame))!;
+      expect(frames).toHaveLength(1);
+      const f = frames[0]!;
       kinds.push(f.delta === true ? "d" : "F");
       const raw = (f as Record<symbol, MsgRaw | undefined>)[RAW];
       expect(raw).toBeInstanceOf(Uint8Array); // every msg frame keeps it: the client reads it before knowing the kind

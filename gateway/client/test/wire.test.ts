@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { decode, encode } from "@msgpack/msgpack";
 import { describe, expect, it } from "vitest";
 import { connectTarget } from "../src/connection.js";
-import { JSON_WIRE, msgpackWire, splitLines } from "../src/wire.js";
+import { JSON_WIRE, msgpackWire, RAW, splitLines, type MsgRaw } from "../src/wire.js";
 
 type Vector = { name: string; frame: Record<string, unknown>; hex: string };
 const vectors = JSON.parse(readFileSync(new URL("../../conformance/vectors/binary-frames.json", import.meta.url), "utf8")) as Record<
@@ -53,7 +53,7 @@ describe("wire — fanout.v1.msgpack and the shared vectors", () => {
     expect(connectTarget("ws://h/ws", "t", "protocol")).toEqual({ url: "ws://h/ws?coalesce=1", protocols: ["fanout.v1", "bearer.t"] });
   });
 
-  it("wire — a coalesced frame reads as its frames in order: JSON lines split at `}\\n{`, a MessagePack array", () => {
+  it("wire — a coalesced frame reads as its frames in order: JSON lines split at `}\\n{`, a MessagePack array; each keeps its own delta base", () => {
     const pretty = '{"op":"msg","channel":"a","sub":"a","seq":1,"ts":1,"data":{\n  "x": [{"y": "a\\n{b}"}, {}]\n}}';
     const text = `${pretty}\n{"op":"msg","channel":"a","sub":"a","seq":2,"ts":2,"data":2}\n{"op":"msg","channel":"a","sub":"a","seq":3,"ts":3,"data":"}\\n{"}`;
     expect(splitLines(text)).toHaveLength(3);
@@ -62,6 +62,10 @@ describe("wire — fanout.v1.msgpack and the shared vectors", () => {
       [2, 2],
       [3, "}\n{"],
     ]);
+    // A delta base is the frame's exact text: each part's is byte for byte the frame sent alone.
+    const raw = (f: unknown) => (f as Record<symbol, MsgRaw | undefined>)[RAW];
+    expect(JSON_WIRE.decode(text)?.map(raw)).toEqual(splitLines(text));
+    expect(raw(JSON_WIRE.decode(pretty)?.[0])).toBe(pretty);
     const maps = [1, 2].map((seq) => ({ op: "msg", channel: "a", sub: "a", seq, ts: seq, data: new TextEncoder().encode(`{"n":${seq}}`) }));
     const bytes = encode(maps);
     const frames = wire.decode(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
@@ -69,5 +73,6 @@ describe("wire — fanout.v1.msgpack and the shared vectors", () => {
       [1, { n: 1 }],
       [2, { n: 2 }],
     ]);
+    expect(frames?.map(raw)).toEqual(maps.map((m) => m.data));
   });
 });

@@ -14,6 +14,11 @@ import type { FanoutSocket } from "./socket.js";
  */
 export class DeltaSocket implements FanoutSocket, DeltaReceiver {
   readonly deltas: DeltaSubscription;
+  /**
+   * Not coalesced (PROTOCOL.md "Coalesced frames"), whatever its connection reads: the hub sends it each
+   * message's own frame (delta or full) as it comes, since no other socket shares that choice.
+   */
+  readonly coalesce = false;
   private joined?: Feed;
 
   constructor(
