@@ -41,7 +41,7 @@ export async function startHarness(): Promise<GatewayHarness> {
   const rpc = await HookBackend.start();
   rpc.answer = rpcAnswer;
   const nats: NatsServerHandle = await startNatsServer();
-  // Namespace `co` coalesces (PROTOCOL.md "Coalesced frames"): the `coalesced` scenario's channels are in it.
+  // Namespace `co` coalesces (PROTOCOL.md "Coalesced frames"): the `coalesced` and `deltas-coalesced` scenarios' channels are in it.
   const dir = mkdtempSync(join(tmpdir(), "fgw-conformance-"));
   writeFileSync(join(dir, "namespaces.yaml"), "namespaces:\n  co:\n    coalesce: 200ms\n");
   const gw: GatewayHandle = await startGateway({

@@ -5,7 +5,14 @@
 // WebSocket frames' (payload and the server's 2-10 byte header; TCP/IP not counted). Every delta socket's
 // messages are applied (fossil-delta, as the SDK does; the SDK's sources are not part of this build) and
 // checked against what was published.
-// Usage: npm run bench -- wire [--messages 1000] [--quick]
+// Then, unless --coalesce 0, the fanout bench's coalesce mode in a child process (its own nats-server and
+// gateways: `bench -- fanout --coalesce MS --json`), whose JSON line gives cpuRatioCoalesced, cpuRatioPlain and
+// latencyP99CoalescedMs; they join this bench's last JSON line. The issue's run has 2,000 sockets
+// (--fanout-clients 2000 --fanout-procs 4), which saturates a 2-core box: the default is 200.
+// bytesRatioBinary is not measured: binary payloads (an octet-stream publish) are not served yet.
+// Usage: npm run bench -- wire [--messages 1000] [--coalesce 25] [--fanout-clients 200] [--quick]
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { decode, encode } from "@msgpack/msgpack";
 import WebSocket from "ws";
 import { applyDelta } from "fossil-delta";
@@ -78,9 +85,70 @@ const BENCH = defineBench("wire", {
   out: std("out", { help: "the report's file (default loadtest/results/wire.md)" }),
   "no-write": std("no-write"),
   quick: std("quick"),
+  coalesce: { type: "number", min: 0, max: 1_000, default: 25, help: "ms: the window of the fanout bench's coalesce run (0: no such run)" },
+  "fanout-clients": { type: "number", min: 1, integer: true, default: 200, quick: 50, help: "sockets of the coalesce run (the issue's: 2000)" },
+  "fanout-procs": { type: "number", min: 1, integer: true, default: 2, help: "client processes of the coalesce run" },
+  "fanout-rate": { type: "number", min: 1, default: 500, quick: 100, help: "msg/s of the coalesce run" },
 });
 
+type CoalesceKeys = { cpuRatioCoalesced: number; cpuRatioPlain: number; latencyP99CoalescedMs: number };
+
+/**
+ * The fanout bench's coalesce mode as a child process (same build, same box, right after the delta run):
+ * its output goes to stderr, its last JSON line's issue-36 keys are returned.
+ */
+async function coalesceKeys(ms: number, clients: number, procs: number, rate: number, quick: boolean): Promise<CoalesceKeys> {
+  const cli = fileURLToPath(new URL("../kit/cli.js", import.meta.url));
+  const args = [cli, "fanout", "--coalesce", String(ms), "--clients", String(clients), "--procs", String(procs), "--rate", String(rate), "--json"];
+  const child = spawn(process.execPath, quick ? [...args, "--quick"] : args, { stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  child.stdout.on("data", (d: Buffer) => {
+    out += d.toString();
+    process.stderr.write(d);
+  });
+  const code = await new Promise<number | null>((res) => child.on("close", res));
+  if (code !== 0) throw new Error(`bench fanout --coalesce exited ${code}`);
+  const last = out.trim().split("\n").at(-1) ?? "";
+  const r = JSON.parse(last) as Partial<CoalesceKeys>;
+  if (typeof r.cpuRatioCoalesced !== "number" || typeof r.cpuRatioPlain !== "number" || typeof r.latencyP99CoalescedMs !== "number")
+    throw new Error(`bench fanout --coalesce printed no issue-36 keys: ${last}`);
+  const round = (n: number, d: number) => Number(n.toFixed(d));
+  return {
+    cpuRatioCoalesced: round(r.cpuRatioCoalesced, 3),
+    cpuRatioPlain: round(r.cpuRatioPlain, 3),
+    latencyP99CoalescedMs: round(r.latencyP99CoalescedMs, 2),
+  };
+}
+
 runBench(BENCH, async ({ flags: a, argv }) => {
+  const { result, rows } = await measureDeltas(a.messages);
+  const coalesce = a.coalesce > 0 ? await coalesceKeys(a.coalesce, a["fanout-clients"], a["fanout-procs"], a["fanout-rate"], a.quick) : undefined;
+  const table = [
+    `| socket (${result.messages} messages, mean payload ${result.meanPayloadBytes} B) | bytes per message | delta frames |`,
+    `|---|---|---|`,
+    ...rows,
+    `| **bytesRatioDelta** (JSON with deltas / plain JSON; target ≤ 0.2) | ${result.bytesRatioDelta} | |`,
+    `| MessagePack with deltas / plain MessagePack | ${result.bytesRatioDeltaMsgpack} | |`,
+  ];
+  if (coalesce)
+    table.push(
+      `| **cpuRatioCoalesced** (fanout, ${a["fanout-clients"]} sockets × ${a["fanout-rate"]} msg/s, ${a.coalesce} ms window: CPU per delivery / bare uWS; target ≤ 0.5) | ${coalesce.cpuRatioCoalesced} | |`,
+      `| **cpuRatioPlain** (the same, window off; about 1.1) | ${coalesce.cpuRatioPlain} | |`,
+      `| **latencyP99CoalescedMs** (target ≤ window + 15) | ${coalesce.latencyP99CoalescedMs} | |`,
+    );
+  const all = { ...result, ...coalesce };
+  console.log(table.join("\n"));
+  const path = reportPath(a, "wire.md");
+  if (path)
+    writeReport(
+      path,
+      `# bench:wire\n\n\`${commandLine("wire", argv)}\` — ${new Date().toISOString()}, Node ${process.version}, one gateway worker, real sockets.\n\n${table.join("\n")}\n\n\`\`\`json\n${JSON.stringify(all)}\n\`\`\`\n`,
+    );
+  console.log(JSON.stringify(all));
+});
+
+/** The state channel through one gateway to the four sockets: bytes per message of each, and the ratios. */
+async function measureDeltas(messages: number) {
   const nats = await startNats();
   const gw = await startGatewayProc(nats.url, 1);
   const base = `http://127.0.0.1:${gw.port}`;
@@ -96,7 +164,7 @@ runBench(BENCH, async ({ flags: a, argv }) => {
     let doc = scoreboard();
     const published: string[] = [];
     let payload = 0;
-    for (let i = 0; i < a.messages; i++) {
+    for (let i = 0; i < messages; i++) {
       doc = nextScoreboard(doc, rnd);
       const text = JSON.stringify(doc);
       published.push(text);
@@ -104,13 +172,13 @@ runBench(BENCH, async ({ flags: a, argv }) => {
       const r = await httpPublish(base, CHANNEL, doc);
       if (r.status !== 201) throw new Error(`publish answered ${r.status}`);
     }
-    await until(() => rx.every((r) => r.msgs >= a.messages), 30_000, `${a.messages} messages on every socket`);
+    await until(() => rx.every((r) => r.msgs >= messages), 30_000, `${messages} messages on every socket`);
     for (const r of rx) if (r.docs.join("\n") !== published.join("\n")) throw new Error(`${r.name}: the documents differ from those published`);
     const [json, jsonDelta, mp, mpDelta] = rx as [Receiver, Receiver, Receiver, Receiver];
-    const per = (r: Receiver) => Math.round(r.bytes / a.messages);
+    const per = (r: Receiver) => Math.round(r.bytes / messages);
     const result = {
-      messages: a.messages,
-      meanPayloadBytes: Math.round(payload / a.messages),
+      messages,
+      meanPayloadBytes: Math.round(payload / messages),
       jsonBytesPerMsg: per(json),
       jsonDeltaBytesPerMsg: per(jsonDelta),
       msgpackBytesPerMsg: per(mp),
@@ -119,24 +187,10 @@ runBench(BENCH, async ({ flags: a, argv }) => {
       bytesRatioDelta: Number((jsonDelta.bytes / json.bytes).toFixed(4)),
       bytesRatioDeltaMsgpack: Number((mpDelta.bytes / mp.bytes).toFixed(4)),
     };
-    const table = [
-      `| socket (${result.messages} messages, mean payload ${result.meanPayloadBytes} B) | bytes per message | delta frames |`,
-      `|---|---|---|`,
-      ...rx.map((r) => `| ${r.name} | ${per(r)} | ${r.deltas} |`),
-      `| **bytesRatioDelta** (JSON with deltas / plain JSON; target ≤ 0.2) | ${result.bytesRatioDelta} | |`,
-      `| MessagePack with deltas / plain MessagePack | ${result.bytesRatioDeltaMsgpack} | |`,
-    ].join("\n");
-    console.log(table);
-    const path = reportPath(a, "wire.md");
-    if (path)
-      writeReport(
-        path,
-        `# bench:wire\n\n\`${commandLine("wire", argv)}\` — ${new Date().toISOString()}, Node ${process.version}, one gateway worker, real sockets.\n\n${table}\n\n\`\`\`json\n${JSON.stringify(result)}\n\`\`\`\n`,
-      );
-    console.log(JSON.stringify(result));
     for (const r of rx) r.ws.close();
+    return { result, rows: rx.map((r) => `| ${r.name} | ${per(r)} | ${r.deltas} |`) };
   } finally {
     gw.proc.kill("SIGTERM");
     await nats.stop();
   }
-});
+}
