@@ -13,20 +13,20 @@ const head = { op: "msg", channel: "files.x", sub: "files.>", seq: 3, ts: 1.5 };
 describe("binary payloads — the SDK", () => {
   it("binary — fanout.v1: base64 with a type becomes bytes (enc binary); base64 without a type stays as it was", () => {
     const text = JSON.stringify({ ...head, enc: "base64", type: "image/png", data: Buffer.from(BYTES).toString("base64") });
-    const m = message(JSON_WIRE.decode(text)!);
+    const m = message(JSON_WIRE.decode(text)![0]!);
     expect(m.type).toBe("image/png");
     expect(m.enc).toBe("binary");
     expect(m.data).toBeInstanceOf(Uint8Array);
     expect([...(m.data as Uint8Array)]).toEqual([...BYTES]);
-    const legacy = message(JSON_WIRE.decode(JSON.stringify({ ...head, enc: "base64", data: "AP8=" }))!);
+    const legacy = message(JSON_WIRE.decode(JSON.stringify({ ...head, enc: "base64", data: "AP8=" }))![0]!);
     expect(legacy).toMatchObject({ enc: "base64", data: "AP8=", type: undefined });
-    expect(message(JSON_WIRE.decode(JSON.stringify({ ...head, data: { a: 1 } }))!)).toMatchObject({ data: { a: 1 }, enc: undefined, type: undefined });
+    expect(message(JSON_WIRE.decode(JSON.stringify({ ...head, data: { a: 1 } }))![0]!)).toMatchObject({ data: { a: 1 }, enc: undefined, type: undefined });
   });
 
   it("binary — fanout.v1.msgpack: a bin with a type is the bytes, not parsed", () => {
     const wire = msgpackWire({ encode, decode });
     const b = encode({ ...head, enc: "binary", type: "application/octet-stream", data: BYTES });
-    const m = message(wire.decode(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer)!);
+    const m = message(wire.decode(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer)![0]!);
     expect(m).toMatchObject({ enc: "binary", type: "application/octet-stream" });
     expect([...(m.data as Uint8Array)]).toEqual([...BYTES]);
   });

@@ -72,7 +72,7 @@ export const MSGPACK_CODEC: Codec = {
     encoder.encode({ op: "msg", channel: meta.channel, sub: meta.pattern, seq: meta.seq, ts: meta.ts, delta: true, base, data: delta }),
   msgs: (pattern: string, messages: readonly StoredMsg[]) =>
     messages.map((m) => encoder.encode(msgMap({ channel: m.channel, pattern, seq: m.seq, ts: m.ts, type: m.type }, m.payload))),
-    batch: msgArray,
+  batch: msgArray,
 };
 
 /**
