@@ -9,7 +9,9 @@
 // gateways: `bench -- fanout --coalesce MS --json`), whose JSON line gives cpuRatioCoalesced, cpuRatioPlain and
 // latencyP99CoalescedMs; they join this bench's last JSON line. The issue's run has 2,000 sockets
 // (--fanout-clients 2000 --fanout-procs 4), which saturates a 2-core box: the default is 200.
-// bytesRatioBinary is not measured: binary payloads (an octet-stream publish) are not served yet.
+// bytesRatioBinary: --messages binary payloads (seeded random bytes, 256 B to 2 KB) published over HTTP as
+// application/octet-stream to a JSON socket (base64 with the type named) and a MessagePack socket (the bytes),
+// both checked byte for byte against what was published; the ratio is MessagePack's bytes / JSON's.
 // Usage: npm run bench -- wire [--messages 1000] [--coalesce 25] [--fanout-clients 200] [--quick]
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -80,6 +82,59 @@ class Receiver {
   }
 }
 
+/** A socket on the binary channel: its `msg` frames' bytes and each payload as bytes (base64 decoded on JSON). */
+async function binaryReceiver(url: string, channel: string, msgpack: boolean) {
+  const ws = new WebSocket(url, msgpack ? ["fanout.v1.msgpack"] : [], { perMessageDeflate: false });
+  await new Promise<void>((res, rej) => {
+    ws.once("open", () => res());
+    ws.once("error", rej);
+  });
+  const r = { ws, bytes: 0, subscribed: false, payloads: [] as Buffer[] };
+  ws.on("message", (d: Buffer, isBinary: boolean) => {
+    const f = (msgpack && isBinary ? decode(d) : JSON.parse(d.toString())) as Frame;
+    if (f.op === "ok") r.subscribed = true;
+    if (f.op !== "msg") return;
+    r.bytes += d.length + headerBytes(d.length);
+    if (msgpack ? f.enc !== "binary" : f.enc !== "base64") throw new Error(`a binary payload came as enc ${String(f.enc)}`);
+    r.payloads.push(msgpack ? Buffer.from(f.data as Uint8Array) : Buffer.from(f.data as string, "base64"));
+  });
+  const sub = { op: "sub", id: 1, channel };
+  ws.send(msgpack ? encode(sub) : JSON.stringify(sub));
+  await until(() => r.subscribed, 10_000, `${msgpack ? "MessagePack" : "JSON"} socket subscribed to ${channel}`);
+  return r;
+}
+
+/** Binary payloads through the gateway at `base` to a JSON and a MessagePack socket: bytes per message of each. */
+async function measureBinary(base: string, url: string, messages: number) {
+  const channel = "blobs.b-0001";
+  const json = await binaryReceiver(url, channel, false);
+  const mp = await binaryReceiver(url, channel, true);
+  const rnd = rng(3636);
+  const published: Buffer[] = [];
+  for (let i = 0; i < messages; i++) {
+    const body = Buffer.alloc(256 + Math.floor(rnd() * 1_793));
+    for (let j = 0; j < body.length; j++) body[j] = Math.floor(rnd() * 256);
+    published.push(body);
+    const r = await fetch(`${base}/v1/publish/${channel}`, { method: "POST", body, headers: { "content-type": "application/octet-stream" } });
+    if (r.status !== 201) throw new Error(`octet-stream publish answered ${r.status}`);
+  }
+  await until(() => json.payloads.length >= messages && mp.payloads.length >= messages, 30_000, `${messages} binary messages on both sockets`);
+  for (const [name, r] of [
+    ["JSON", json],
+    ["MessagePack", mp],
+  ] as const)
+    if (r.payloads.some((p, i) => !p.equals(published[i]!))) throw new Error(`${name}: the binary payloads differ from those published`);
+  json.ws.close();
+  mp.ws.close();
+  const meanPayload = Math.round(published.reduce((n, p) => n + p.length, 0) / messages);
+  return {
+    binaryMeanPayloadBytes: meanPayload,
+    binaryJsonBytesPerMsg: Math.round(json.bytes / messages),
+    binaryMsgpackBytesPerMsg: Math.round(mp.bytes / messages),
+    bytesRatioBinary: Number((mp.bytes / json.bytes).toFixed(4)),
+  };
+}
+
 const BENCH = defineBench("wire", {
   messages: std("messages", { default: 1_000, quick: 100, help: "messages of the state channel" }),
   out: std("out", { help: "the report's file (default loadtest/results/wire.md)" }),
@@ -129,6 +184,8 @@ runBench(BENCH, async ({ flags: a, argv }) => {
     ...rows,
     `| **bytesRatioDelta** (JSON with deltas / plain JSON; target ≤ 0.2) | ${result.bytesRatioDelta} | |`,
     `| MessagePack with deltas / plain MessagePack | ${result.bytesRatioDeltaMsgpack} | |`,
+    `| binary payloads (mean ${result.binaryMeanPayloadBytes} B): JSON, base64 / MessagePack, bytes | ${result.binaryJsonBytesPerMsg} / ${result.binaryMsgpackBytesPerMsg} | |`,
+    `| **bytesRatioBinary** (MessagePack with bytes / JSON with base64; target ≤ 0.8) | ${result.bytesRatioBinary} | |`,
   ];
   if (coalesce)
     table.push(
@@ -188,7 +245,8 @@ async function measureDeltas(messages: number) {
       bytesRatioDeltaMsgpack: Number((mpDelta.bytes / mp.bytes).toFixed(4)),
     };
     for (const r of rx) r.ws.close();
-    return { result, rows: rx.map((r) => `| ${r.name} | ${per(r)} | ${r.deltas} |`) };
+    const binary = await measureBinary(base, url, messages);
+    return { result: { ...result, ...binary }, rows: rx.map((r) => `| ${r.name} | ${per(r)} | ${r.deltas} |`) };
   } finally {
     gw.proc.kill("SIGTERM");
     await nats.stop();
