@@ -13,6 +13,17 @@ const vectors = JSON.parse(readFileSync(new URL("../../conformance/vectors/binar
   Vector[]
 >;
 const cases = (kind: "server" | "client") => vectors[kind].map((v) => [v.name, v] as const);
+// The shared coalesced frames (PROTOCOL.md "Coalesced frames"), written by the gateway's coalescer and codecs.
+type Coalesced = { name: string; text?: string; hex?: string; frames: Record<string, unknown>[] };
+const coalesced = JSON.parse(readFileSync(new URL("../../conformance/vectors/coalesced-frames.json", import.meta.url), "utf8")) as Record<
+  "json" | "msgpack",
+  Coalesced[]
+>;
+const coalescedCases = (kind: "json" | "msgpack") => coalesced[kind].map((v) => [v.name, v] as const);
+const arrayBuffer = (hex: string): ArrayBuffer => {
+  const bytes = Buffer.from(hex, "hex");
+  return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
+};
 const wire = msgpackWire({ encode, decode });
 
 /** The frame as the SDK hands it on: a `msg`'s JSON bytes parsed, text kept, other bytes as bytes. */
@@ -25,9 +36,15 @@ function expected(f: Record<string, unknown>): Record<string, unknown> {
 
 describe("wire — fanout.v1.msgpack and the shared vectors", () => {
   it.each(cases("server"))("wire — reads the server frame: %s", (_, v) => {
-    const bytes = Buffer.from(v.hex, "hex");
-    const ab = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
-    expect(wire.decode(ab)).toEqual([expected(v.frame)]);
+    expect(wire.decode(arrayBuffer(v.hex))).toEqual([expected(v.frame)]);
+  });
+
+  it.each(coalescedCases("json"))("wire — reads the shared coalesced JSON frame as its frames: %s", (_, v) => {
+    expect(JSON_WIRE.decode(v.text as string)).toEqual(v.frames);
+  });
+
+  it.each(coalescedCases("msgpack"))("wire — reads the shared coalesced MessagePack frame as its frames: %s", (_, v) => {
+    expect(wire.decode(arrayBuffer(v.hex as string))).toEqual(v.frames.map(expected));
   });
 
   it.each(cases("client"))("wire — writes the client frame: %s", (_, v) => {
