@@ -25,7 +25,9 @@ import org.msgpack.core.MessagePack
 /**
  * fanout.v1.msgpack against the shared binary vectors (gateway/conformance/vectors/binary-frames.json, which the
  * gateway's codec and the TypeScript SDK read too): the SDK reads the server's bytes as the frames the JSON wire
- * gives, and writes exactly the bytes of the client frames.
+ * gives, and writes exactly the bytes of the client frames. Beside them, the shared coalesced frames
+ * (gateway/conformance/vectors/coalesced-frames.json, written by the gateway's coalescer and codecs): each codec
+ * reads a window's frame, coalesced or plain, as the frames it holds, in order.
  */
 class BinaryVectorsTest {
     private val vectors = Json.parseToJsonElement(File("../conformance/vectors/binary-frames.json").readText()).jsonObject
@@ -58,6 +60,33 @@ class BinaryVectorsTest {
         // A JSON payload is parsed into data, as the JSON wire has it; other bytes stay out of the fields.
         val want = if (frame.s("enc") == "binary") JsonObject(frame - "data") else JsonObject(frame + ("data" to Json.parseToJsonElement(raw.decodeToString())))
         assertEquals(normal(want), normal(got.fields))
+    }
+
+    private val coalesced = Json.parseToJsonElement(File("../conformance/vectors/coalesced-frames.json").readText()).jsonObject
+
+    private fun coalescedCases(kind: String, check: (JsonObject, List<JsonObject>) -> Unit): List<DynamicTest> =
+        coalesced.getValue(kind).jsonArray.map { it.jsonObject }.map { v ->
+            DynamicTest.dynamicTest("coalesced vectors — $kind: ${v.s("name")}") { check(v, v.getValue("frames").jsonArray.map { it.jsonObject }) }
+        }
+
+    @TestFactory
+    fun coalescedJson() = coalescedCases("json") { v, frames ->
+        val got = JsonCodec.framesOfText(v.s("text")!!) ?: throw AssertionError("the text does not split into frames")
+        assertEquals(frames.map(::normal), got.map { normal(it.fields) })
+        // Each part is kept as its own text (a delta base), which reads as its frame alone.
+        assertEquals(frames.map(::normal), got.map { normal(Json.parseToJsonElement(it.text!!)) })
+    }
+
+    @TestFactory
+    fun coalescedMsgpack() = coalescedCases("msgpack") { v, frames ->
+        val got = MsgpackCodec.framesOfBinary(v.s("hex")!!.decodeHex().toByteArray()) ?: throw AssertionError("the bytes do not decode")
+        assertEquals(frames.size, got.size)
+        for ((frame, f) in frames.zip(got)) {
+            val raw = bytesOf(frame["data"])!!
+            assertArrayEquals(raw, f.payload)
+            val want = if (frame.s("enc") == "binary") JsonObject(frame - "data") else JsonObject(frame + ("data" to Json.parseToJsonElement(raw.decodeToString())))
+            assertEquals(normal(want), normal(f.fields))
+        }
     }
 
     @TestFactory
