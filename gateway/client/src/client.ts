@@ -103,15 +103,14 @@ export class GatewayClient {
   }
 
   /**
-   * Publishes `data` (any JSON value). Every publish carries a msgId (generated when not given), so a
+   * Publishes `data`: any JSON value, or bytes (a Uint8Array) with `type`, their content type (default
+   * application/octet-stream; PROTOCOL.md "Binary payloads"). Every publish carries a msgId (generated when not given), so a
    * publish re-sent after a lost reply is stored once. While disconnected it waits in a bounded queue.
    * `ttl` ("30s", "5m") makes the message expire from the stream, in a namespace whose stream allows it.
    */
-  publish(channel: string, data: unknown, options: { msgId?: string; ttl?: string } = {}): Promise<PublishResult> {
+  publish(channel: string, data: unknown, options: { msgId?: string; ttl?: string; type?: string } = {}): Promise<PublishResult> {
     if (this.conn.state === "closed") return Promise.reject(this.conn.stopped);
-    const msgId = options.msgId ?? newMsgId();
-    const ttl = options.ttl;
-    return this.enqueue<PublishResult>((resolve, reject) => ({ channel, data, msgId, ...(ttl !== undefined ? { ttl } : {}), resolve, reject }));
+    return this.enqueue<PublishResult>((resolve, reject) => ({ ...options, channel, data, msgId: options.msgId ?? newMsgId(), resolve, reject }));
   }
 
   /**
@@ -126,7 +125,7 @@ export class GatewayClient {
     if (this.conn.state === "closed") return Promise.reject(this.conn.stopped);
     if (items.length === 0) return Promise.resolve([]);
     return this.enqueue<BatchItemResult[]>((resolve, reject) => ({
-      batch: items.map((i) => ({ channel: i.channel, data: i.data, msgId: i.msgId ?? newMsgId(), ...(i.ttl !== undefined ? { ttl: i.ttl } : {}) })),
+      batch: items.map((i) => ({ ...i, msgId: i.msgId ?? newMsgId() })),
       resolve,
       reject,
     }));
@@ -257,7 +256,7 @@ export class GatewayClient {
   }
 
   private sendPub(pub: Pub | BatchPub, ws: WebSocketLike): void {
-    this.conn.request(ws, pubFrame(pub), (reply) => this.outbox.settle(pub, reply));
+    this.conn.request(ws, pubFrame(pub, this.opts.wire.mustOffer), (reply) => this.outbox.settle(pub, reply));
   }
 
   /** Frames that are not replies: messages, server-side subscriptions, presence changes, a subscription the server ended. */

@@ -157,6 +157,16 @@ export function utf8DecodeByHand(b: Uint8Array): string {
 
 const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
+export function base64Encode(b: Uint8Array): string {
+  let s = "";
+  for (let i = 0; i < b.length; i += 3) {
+    const n = (b[i]! << 16) | ((b[i + 1] ?? 0) << 8) | (b[i + 2] ?? 0);
+    // The last group's missing bytes are padding.
+    for (let k = 0; k < 4; k++) s += k > b.length - i ? "=" : B64[(n >> (18 - 6 * k)) & 63];
+  }
+  return s;
+}
+
 export function base64Decode(s: string): Uint8Array {
   const clean = s.replace(/=+$/, "");
   const out = new Uint8Array(Math.floor((clean.length * 3) / 4));

@@ -1,7 +1,16 @@
+import { base64Encode } from "./deltas.js";
 import { GatewayError, wireError } from "./errors.js";
 import type { BatchItem, BatchItemResult, Frame, PublishResult } from "./types.js";
 
-export type Pub = { channel: string; data: unknown; msgId: string; ttl?: string; resolve: (r: PublishResult) => void; reject: (e: Error) => void };
+export type Pub = {
+  channel: string;
+  data: unknown;
+  msgId: string;
+  ttl?: string;
+  type?: string;
+  resolve: (r: PublishResult) => void;
+  reject: (e: Error) => void;
+};
 export type BatchPub = { batch: (BatchItem & { msgId: string })[]; resolve: (r: BatchItemResult[]) => void; reject: (e: Error) => void };
 
 /**
@@ -58,10 +67,24 @@ export class Outbox {
   }
 }
 
-/** The `pub` frame of a publish or a batch (without its request id). */
-export function pubFrame(pub: Pub | BatchPub): Record<string, unknown> {
-  if ("batch" in pub) return { op: "pub", batch: pub.batch };
-  return { op: "pub", channel: pub.channel, data: pub.data, msgId: pub.msgId, ...(pub.ttl !== undefined ? { ttl: pub.ttl } : {}) };
+/**
+ * The `pub` frame of a publish or a batch (without its request id). `bin`: the wire carries bytes
+ * (fanout.v1.msgpack), so a Uint8Array goes as a bin; on fanout.v1 it goes in base64 with `"enc":"base64"`.
+ */
+export function pubFrame(pub: Pub | BatchPub, bin = false): Record<string, unknown> {
+  if ("batch" in pub) return { op: "pub", batch: pub.batch.map((i) => item(i, bin)) };
+  return { op: "pub", ...item(pub, bin) };
+}
+
+/** A publish's fields; bytes (PROTOCOL.md "Binary payloads") with their content type. */
+function item({ channel, data, msgId, ttl, type }: BatchItem, bin: boolean): Record<string, unknown> {
+  const f: Record<string, unknown> = { channel, data, msgId };
+  if (ttl !== undefined) f.ttl = ttl;
+  if (data instanceof Uint8Array) {
+    f.type = type ?? "application/octet-stream";
+    if (!bin) Object.assign(f, { enc: "base64", data: base64Encode(data) });
+  }
+  return f;
 }
 
 /** A batch's per-item results, in item order: the stored seq, or that item's own error. */

@@ -110,10 +110,10 @@ export type HistoryPage = { messages: HistoryMessage[]; firstSeq?: number; lastS
 
 export type PublishResult = { seq: number; duplicate: boolean };
 /**
- * One item of `publishBatch`: as `publish`'s arguments. `ttl` ("30s"): the message expires from the stream
+ * One item of `publishBatch`: as `publish`'s arguments (bytes as a Uint8Array, with `type`). `ttl` ("30s"): the message expires from the stream
  * then (a namespace with allowMsgTtl; elsewhere the item gets `feature_disabled`).
  */
-export type BatchItem = { channel: string; data: unknown; msgId?: string; ttl?: string };
+export type BatchItem = { channel: string; data: unknown; msgId?: string; ttl?: string; type?: string };
 /** One item's outcome in a batch, in the item's place: stored, or the server's error for that item alone. */
 export type BatchItemResult = PublishResult | { error: GatewayError };
 

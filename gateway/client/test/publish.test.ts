@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { base64Decode, base64Encode } from "../src/deltas.js";
 import { GatewayError } from "../src/errors.js";
 import { batchResults, newMsgId, Outbox, pubFrame, type Pub } from "../src/publish.js";
 import type { PublishResult } from "../src/types.js";
@@ -40,6 +41,29 @@ describe("publish queue", () => {
     expect(bad.error).toBeInstanceOf(GatewayError);
     expect(bad.error).toMatchObject({ code: "forbidden", temporary: false });
     expect(batchResults([{ op: "", seq: 1, duplicate: true }])).toEqual([{ seq: 1, duplicate: true }]);
+  });
+
+  it("publish queue — bytes go in base64 with enc and their type on fanout.v1, as they are on fanout.v1.msgpack; JSON stays as it was", () => {
+    const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x00, 0xff]);
+    const one: Pub = { channel: "files.x", data: png, msgId: "m", type: "image/png", resolve: () => undefined, reject: () => undefined };
+    expect(pubFrame(one)).toEqual({ op: "pub", channel: "files.x", enc: "base64", data: "iVBORwD/", type: "image/png", msgId: "m" });
+    expect(pubFrame(one, true)).toEqual({ op: "pub", channel: "files.x", data: png, type: "image/png", msgId: "m" });
+    const batch = [
+      { channel: "a", data: new Uint8Array([1]), msgId: "x" },
+      { channel: "b", data: { n: 1 }, msgId: "y", ttl: "30s", type: "ignored/for-json" },
+    ];
+    const frame = pubFrame({ batch, resolve: () => undefined, reject: () => undefined });
+    expect(frame).toEqual({
+      op: "pub",
+      batch: [
+        { channel: "a", enc: "base64", data: "AQ==", type: "application/octet-stream", msgId: "x" },
+        { channel: "b", data: { n: 1 }, msgId: "y", ttl: "30s" },
+      ],
+    });
+    // Every padding length, and every byte value, round-trip.
+    const all = Uint8Array.from({ length: 256 }, (_, i) => i);
+    for (let n = 0; n <= 5; n++) expect(base64Decode(base64Encode(all.subarray(0, n)))).toEqual(all.subarray(0, n));
+    expect(base64Encode(all)).toBe(Buffer.from(all).toString("base64"));
   });
 
   it("publish queue — msgIds are unique, with or without crypto.randomUUID", () => {
