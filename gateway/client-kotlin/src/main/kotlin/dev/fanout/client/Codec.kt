@@ -83,7 +83,7 @@ internal object JsonCodec : Codec {
 internal object MsgpackCodec : Codec {
     override val wire = Wire.MSGPACK
 
-    override fun encode(frame: JsonObject): ByteString = Msgpack.encode(frame).toByteString()
+    override fun encode(frame: JsonObject): ByteString = Msgpack.encodeFrame(frame).toByteString()
 
     override fun decodeText(text: String): ReceivedFrame? = null
 

@@ -7,6 +7,7 @@ import kotlinx.serialization.json.JsonArray
 import kotlinx.serialization.json.JsonElement
 import kotlinx.serialization.json.JsonNull
 import kotlinx.serialization.json.JsonObject
+import kotlinx.serialization.json.JsonObjectBuilder
 import kotlinx.serialization.json.JsonPrimitive
 import kotlinx.serialization.json.booleanOrNull
 import kotlinx.serialization.json.buildJsonArray
@@ -89,11 +90,20 @@ fun acceptOk(channel: String, pos: Position, reply: JsonObject, expectedSeq: Lon
     return OkOutcome(info, gap)
 }
 
-/** The `pub` frame of one publish (without its request id). */
-fun pubFrame(channel: String, data: JsonElement, msgId: String, ttl: String? = null): JsonObject = buildJsonObject {
+/**
+ * The `pub` frame of one publish (without its request id). With [type], [data] is bytes in base64 and the frame
+ * says so (`"enc":"base64"`, as fanout.v1 carries bytes); fanout.v1.msgpack writes them as a bin (Msgpack.kt).
+ */
+fun pubFrame(channel: String, data: JsonElement, msgId: String, ttl: String? = null, type: String? = null): JsonObject = buildJsonObject {
     put("op", "pub")
+    pubFields(channel, data, msgId, ttl, type)
+}
+
+private fun JsonObjectBuilder.pubFields(channel: String, data: JsonElement, msgId: String, ttl: String?, type: String?) {
     put("channel", channel)
+    if (type != null) put("enc", "base64")
     put("data", data)
+    if (type != null) put("type", type)
     put("msgId", msgId)
     if (ttl != null) put("ttl", ttl)
 }
@@ -104,14 +114,7 @@ fun batchFrame(items: List<BatchItem>): JsonObject = buildJsonObject {
     put(
         "batch",
         buildJsonArray {
-            for (i in items) add(
-                buildJsonObject {
-                    put("channel", i.channel)
-                    put("data", i.data)
-                    put("msgId", i.msgId ?: error("batch item without msgId"))
-                    if (i.ttl != null) put("ttl", i.ttl)
-                },
-            )
+            for (i in items) add(buildJsonObject { pubFields(i.channel, i.data, i.msgId ?: error("batch item without msgId"), i.ttl, i.type) })
         },
     )
 }

@@ -1,6 +1,7 @@
 package dev.fanout.client
 
 import java.nio.charset.CodingErrorAction
+import java.util.Base64
 import kotlin.math.abs
 import kotlinx.serialization.json.Json
 import kotlinx.serialization.json.JsonArray
@@ -35,6 +36,34 @@ internal object Msgpack {
     fun encode(value: JsonElement): ByteArray = MessagePack.newDefaultBufferPacker().use { p ->
         pack(p, value)
         p.toByteArray()
+    }
+
+    /**
+     * A frame as MessagePack bytes. A `pub` or batch item with `"enc":"base64"` (bytes, as the JSON wire carries
+     * them: pubFrame) has its `data` written as a bin and no `enc` (PROTOCOL.md "Binary payloads").
+     */
+    fun encodeFrame(frame: JsonObject): ByteArray = MessagePack.newDefaultBufferPacker().use { p ->
+        if ((frame["op"] as? JsonPrimitive)?.content == "pub") packPub(p, frame) else pack(p, frame)
+        p.toByteArray()
+    }
+
+    private fun packPub(p: MessagePacker, o: JsonObject) {
+        val bytes = (o["enc"] as? JsonPrimitive)?.content == "base64"
+        p.packMapHeader(if (bytes) o.size - 1 else o.size)
+        for ((k, v) in o) {
+            if (bytes && k == "enc") continue
+            p.packString(k)
+            if (bytes && k == "data") {
+                val b = Base64.getDecoder().decode((v as JsonPrimitive).content)
+                p.packBinaryHeader(b.size)
+                p.writePayload(b)
+            } else if (k == "batch" && v is JsonArray) {
+                p.packArrayHeader(v.size)
+                for (i in v) if (i is JsonObject) packPub(p, i) else pack(p, i)
+            } else {
+                pack(p, v)
+            }
+        }
     }
 
     private fun pack(p: MessagePacker, e: JsonElement) {

@@ -1,7 +1,9 @@
 package dev.fanout.client
 
 import java.time.Instant
+import java.util.Base64
 import kotlinx.serialization.json.JsonElement
+import kotlinx.serialization.json.JsonPrimitive
 
 /** Where a subscription starts (PROTOCOL.md `sub`); live when none is given. */
 sealed interface StartPosition {
@@ -60,8 +62,19 @@ data class SubscribeInfo(
 
 data class PublishResult(val seq: Long, val duplicate: Boolean)
 
-/** One item of `publishBatch`; [ttl] ("30s") where the namespace's stream allows per-message TTLs. */
-data class BatchItem(val channel: String, val data: JsonElement, val msgId: String? = null, val ttl: String? = null)
+/** The content type of bytes published without one. */
+const val OCTET_STREAM = "application/octet-stream"
+
+/**
+ * One item of `publishBatch`; [ttl] ("30s") where the namespace's stream allows per-message TTLs. With [type]
+ * the item is bytes (PROTOCOL.md "Binary payloads"): [data] is their base64, [type] their content type; build
+ * it from the bytes with the second constructor.
+ */
+data class BatchItem(val channel: String, val data: JsonElement, val msgId: String? = null, val ttl: String? = null, val type: String? = null) {
+    /** An item of bytes, [type] their content type. */
+    constructor(channel: String, bytes: ByteArray, type: String = OCTET_STREAM, msgId: String? = null, ttl: String? = null) :
+        this(channel, JsonPrimitive(Base64.getEncoder().encodeToString(bytes)), msgId, ttl, type)
+}
 
 /** One item's outcome in a batch, in the item's place: stored, or the server's error for that item alone. */
 sealed interface BatchItemResult {

@@ -1,6 +1,7 @@
 package dev.fanout.client
 
 import java.io.File
+import java.util.Base64
 import kotlinx.serialization.json.Json
 import kotlinx.serialization.json.JsonArray
 import kotlinx.serialization.json.JsonElement
@@ -91,8 +92,13 @@ class BinaryVectorsTest {
 
     @TestFactory
     fun client() = cases("client") { frame, bytes, hex ->
-        // A pub of bytes (data a bin): this SDK does not publish binary payloads yet (README).
-        if (bytesOf(frame["data"]) != null) return@cases
+        val raw = bytesOf(frame["data"])
+        if (raw != null) {
+            // A pub of bytes: the SDK builds it as the JSON wire carries it (base64, "enc"); the binary wire writes a bin.
+            val json = JsonObject(frame + ("data" to JsonPrimitive(Base64.getEncoder().encodeToString(raw))) + ("enc" to JsonPrimitive("base64")))
+            assertEquals(hex, encodeHex(json))
+            return@cases
+        }
         assertEquals(hex, encodeHex(frame))
         val got = decode(bytes)
         assertEquals(normal(frame), normal(got.fields))
@@ -122,6 +128,26 @@ class BinaryVectorsTest {
                 }
             }
         }
+    }
+
+    @Test
+    fun `binary vectors — a publish of bytes is base64 with enc and type in JSON, a bin in MessagePack, batch items likewise`() {
+        val png = byteArrayOf(0x89.toByte(), 0x50, 0x4e, 0x47, 0x00, 0xff.toByte())
+        val f = pubFrame("files.x", BatchItem("files.x", png, "image/png").data, "m", type = "image/png")
+        assertEquals("""{"op":"pub","channel":"files.x","enc":"base64","data":"iVBORwD/","type":"image/png","msgId":"m"}""", JsonCodec.encode(f))
+        val got = MessagePack.newDefaultUnpacker(MsgpackCodec.encode(f).toByteArray())
+        assertEquals(5, got.unpackMapHeader())
+        assertEquals(listOf("op", "pub", "channel", "files.x"), List(4) { got.unpackString() })
+        assertEquals("data", got.unpackString())
+        assertArrayEquals(png, got.readPayload(got.unpackBinaryHeader()))
+        assertEquals(listOf("type", "image/png", "msgId", "m"), List(4) { got.unpackString() })
+        val batch = batchFrame(listOf(BatchItem("a", byteArrayOf(1), msgId = "x"), BatchItem("b", JsonPrimitive("AQ=="), msgId = "y")))
+        assertEquals(
+            """{"op":"pub","batch":[{"channel":"a","enc":"base64","data":"AQ==","type":"application/octet-stream","msgId":"x"},{"channel":"b","data":"AQ==","msgId":"y"}]}""",
+            JsonCodec.encode(batch),
+        )
+        // The bytes item is a bin, the JSON string item stays a string.
+        assertEquals("82a26f70a3707562a562617463689284a76368616e6e656ca161a464617461c40101a474797065b86170706c69636174696f6e2f6f637465742d73747265616da56d73674964a17883a76368616e6e656ca162a464617461a441513d3da56d73674964a179", MsgpackCodec.encode(batch).hex())
     }
 
     @Test
