@@ -48,7 +48,7 @@ class Receiver {
     private readonly msgpack: boolean,
   ) {
     ws.on("message", (d: Buffer, isBinary: boolean) => {
-      const f = (msgpack && isBinary ? decode(d) : JSON.parse(d.toString())) as Frame;
+      const f = frameOf(d, isBinary, msgpack);
       if (f.op === "ok") this.subscribed = true;
       if (f.op !== "msg") return;
       this.bytes += d.length + headerBytes(d.length);
@@ -69,38 +69,44 @@ class Receiver {
   }
 
   static async open(url: string, name: string, msgpack: boolean, delta: boolean): Promise<Receiver> {
-    const ws = new WebSocket(url, msgpack ? ["fanout.v1.msgpack"] : [], { perMessageDeflate: false });
-    await new Promise<void>((res, rej) => {
-      ws.once("open", () => res());
-      ws.once("error", rej);
-    });
-    const r = new Receiver(ws, name, msgpack);
-    const sub = { op: "sub", id: 1, channel: CHANNEL, ...(delta ? { delta: "fossil" } : {}) };
-    ws.send(msgpack ? encode(sub) : JSON.stringify(sub));
-    await until(() => r.subscribed, 10_000, `${name} subscribed`);
+    const r = new Receiver(await connect(url, msgpack), name, msgpack);
+    await subscribe(r.ws, msgpack, { op: "sub", id: 1, channel: CHANNEL, ...(delta ? { delta: "fossil" } : {}) }, () => r.subscribed, name);
     return r;
   }
 }
 
-/** A socket on the binary channel: its `msg` frames' bytes and each payload as bytes (base64 decoded on JSON). */
-async function binaryReceiver(url: string, channel: string, msgpack: boolean) {
+/** A socket speaking fanout.v1.msgpack or fanout.v1, open. */
+async function connect(url: string, msgpack: boolean): Promise<WebSocket> {
   const ws = new WebSocket(url, msgpack ? ["fanout.v1.msgpack"] : [], { perMessageDeflate: false });
   await new Promise<void>((res, rej) => {
     ws.once("open", () => res());
     ws.once("error", rej);
   });
+  return ws;
+}
+
+/** Sends `sub` in the socket's wire and waits until `subscribed()` (its message handler saw the `ok`). */
+async function subscribe(ws: WebSocket, msgpack: boolean, sub: Record<string, unknown>, subscribed: () => boolean, name: string): Promise<void> {
+  ws.send(msgpack ? encode(sub) : JSON.stringify(sub));
+  await until(subscribed, 10_000, `${name} subscribed`);
+}
+
+/** A server frame as the socket's wire carries it. */
+const frameOf = (d: Buffer, isBinary: boolean, msgpack: boolean): Frame => (msgpack && isBinary ? decode(d) : JSON.parse(d.toString())) as Frame;
+
+/** A socket on the binary channel: its `msg` frames' bytes and each payload as bytes (base64 decoded on JSON). */
+async function binaryReceiver(url: string, channel: string, msgpack: boolean) {
+  const ws = await connect(url, msgpack);
   const r = { ws, bytes: 0, subscribed: false, payloads: [] as Buffer[] };
   ws.on("message", (d: Buffer, isBinary: boolean) => {
-    const f = (msgpack && isBinary ? decode(d) : JSON.parse(d.toString())) as Frame;
+    const f = frameOf(d, isBinary, msgpack);
     if (f.op === "ok") r.subscribed = true;
     if (f.op !== "msg") return;
     r.bytes += d.length + headerBytes(d.length);
     if (msgpack ? f.enc !== "binary" : f.enc !== "base64") throw new Error(`a binary payload came as enc ${String(f.enc)}`);
     r.payloads.push(msgpack ? Buffer.from(f.data as Uint8Array) : Buffer.from(f.data as string, "base64"));
   });
-  const sub = { op: "sub", id: 1, channel };
-  ws.send(msgpack ? encode(sub) : JSON.stringify(sub));
-  await until(() => r.subscribed, 10_000, `${msgpack ? "MessagePack" : "JSON"} socket subscribed to ${channel}`);
+  await subscribe(ws, msgpack, { op: "sub", id: 1, channel }, () => r.subscribed, `${msgpack ? "MessagePack" : "JSON"} socket on ${channel}`);
   return r;
 }
 
