@@ -11,8 +11,12 @@
 // --coalesce MS: one more gateway row with COALESCE=MS and clients that connect with coalesce=1 (PROTOCOL.md
 // "Coalesced frames"), and the issue-36 keys in the JSON line: cpuRatioCoalesced, cpuRatioPlain (server CPU per
 // delivered message against bare uWS sending one frame per message) and latencyP99CoalescedMs.
-// The issue's run: `npm run bench -- fanout --clients 2000 --procs 4 --rate 500 --coalesce 25 --json` (2,000 sockets on one
-// channel, 500 msg/s, a 25 ms window).
+// --spacing burst (default) publishes rate/100 messages together every 10 ms, and uWS writes a burst to each
+// socket in one syscall; even publishes one message at a time, so a server sending one frame per message
+// writes each socket once per message: the cost coalescing removes (bench wire's coalesce run uses even).
+// Clients use the load tools' lean WebSocket engine (ws clients with permessage-deflate).
+// The issue's size: `npm run bench -- fanout --clients 2000 --procs 4 --rate 500 --coalesce 25 --spacing even --json`
+// (2,000 sockets on one channel, 500 msg/s, a 25 ms window; more than a 2-core box can deliver).
 import { fork, type ChildProcess } from "node:child_process";
 import { createRequire } from "node:module";
 import { connect } from "@nats-io/transport-node";
@@ -20,54 +24,102 @@ import { jetstream } from "@nats-io/jetstream";
 import WebSocket from "ws";
 import { fmt, nowUs, percentile, startGatewayProc, startNats, until } from "./common.js";
 import { cpuWindow } from "./jetstream/cpu.js";
+import { LeanSocket } from "../../subtools/src/lean/connection.js";
+import { Opcode } from "../../subtools/src/lean/frame-reader.js";
 import { std } from "../kit/flags.js";
+import { pace, SPACINGS, type Spacing } from "./pace.js";
 import { defineBench, KEEP_RUNNING, runBench } from "../kit/main.js";
 
 type Report = { received: number; latUs: number[] };
 
 // --- client process: K sockets, count deliveries and sample latency (µs) ---
-async function clientMain(url: string, channel: string, k: number, deflate: boolean): Promise<void> {
-  let received = 0;
-  let frames = 0;
-  let lat: number[] = [];
-  const socks: WebSocket[] = [];
-  for (let i = 0; i < k; i++) {
-    const ws = new WebSocket(url, { perMessageDeflate: deflate, skipUTF8Validation: true });
-    await new Promise<void>((res, rej) => {
-      ws.once("open", () => res());
-      ws.once("error", rej);
-    });
-    if (deflate && !ws.extensions.includes("permessage-deflate")) throw new Error("the server did not negotiate permessage-deflate");
-    ws.on("message", (d: Buffer) => {
-      // A coalesced frame holds its messages one a line (the bench's payloads have no line feed of their own).
-      for (let at = d.indexOf(10); at >= 0; at = d.indexOf(10, at + 1)) received++;
-      received++;
-      // The send time sits in the payload as "t":<µs>; a cheap scan instead of JSON.parse keeps the client light.
-      // Every 8th frame is sampled, each of its messages.
-      if ((++frames & 7) === 0) {
-        const s = d.toString("latin1");
-        const now = nowUs();
-        for (let i = s.indexOf('"t":'); i >= 0; i = s.indexOf('"t":', i + 4)) lat.push(now - Number(s.slice(i + 4, s.indexOf(",", i + 4))));
+/** The bench's tally of one client process: messages received, frames received, latency samples. */
+class Tally {
+  received = 0;
+  frames = 0;
+  lat: number[] = [];
+
+  /**
+   * One text frame (`buf[start, end)`): a `msg` frame or a coalesced frame of them, one a line (the bench's
+   * payloads have no line feed of their own); other frames (the sub's `ok`) are not counted. The send time sits
+   * in each payload as "t":<µs>: a scan instead of JSON.parse keeps the client light. Every 8th frame is sampled,
+   * each of its messages.
+   */
+  frame(buf: Buffer, start: number, end: number, recvUs: number): void {
+    if (buf[start + 7] !== 0x6d /* {"op":"m */) return;
+    this.received++;
+    for (let at = buf.indexOf(10, start); at >= 0 && at < end; at = buf.indexOf(10, at + 1)) this.received++;
+    if ((++this.frames & 7) !== 0) return;
+    for (let i = buf.indexOf(T_KEY, start); i >= 0 && i < end; i = buf.indexOf(T_KEY, i + 4)) {
+      let t = 0;
+      for (let j = i + 4; j < end; j++) {
+        const c = buf[j]! - 48;
+        if (c < 0 || c > 9) break;
+        t = t * 10 + c;
       }
-    });
-    ws.send(JSON.stringify({ op: "sub", id: 1, channel }));
-    socks.push(ws);
+      this.lat.push(recvUs - t);
+    }
   }
+}
+const T_KEY = Buffer.from('"t":');
+
+/**
+ * K sockets on one channel. Without deflate they are the load tools' lean engine (subtools/src/lean: a
+ * WebSocket on a plain TCP socket, no allocation per read), so the clients cost less than the servers they
+ * measure: at 2,000 sockets × 500 msg/s, one frame per message, `ws` clients took the box's cores. With
+ * permessage-deflate (which the lean engine does not speak) they are `ws` clients.
+ */
+async function clientMain(url: string, channel: string, k: number, deflate: boolean): Promise<void> {
+  const tally = new Tally();
+  const sub = JSON.stringify({ op: "sub", id: 1, channel });
+  const closers: (() => void)[] = [];
+  for (let i = 0; i < k; i++) closers.push(deflate ? await wsClient(url, sub, tally) : await leanClient(url, sub, tally));
   process.send!({ type: "ready" });
   process.on("message", (m: { type: string }) => {
     if (m.type === "report") {
-      process.send!({ type: "report", received, latUs: lat });
-      received = 0;
-      lat = [];
+      process.send!({ type: "report", received: tally.received, latUs: tally.lat });
+      tally.received = 0;
+      tally.lat = [];
     } else if (m.type === "exit") {
-      for (const s of socks) s.terminate();
+      for (const close of closers) close();
       process.exit(0);
     }
   });
 }
 
+async function leanClient(url: string, sub: string, tally: Tally): Promise<() => void> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const sock: LeanSocket = new LeanSocket(
+      { host: u.hostname, port: Number(u.port), path: u.pathname + u.search, timeoutMs: 10_000 },
+      {
+        open: () => {
+          sock.send(sub);
+          resolve(() => sock.destroy());
+        },
+        message: (op, buf, start, end, recvUs) => {
+          if (op === Opcode.Text) tally.frame(buf, start, end, recvUs);
+        },
+        closed: (info) => reject(info.error ?? new Error(`bench client closed (${info.reason})`)),
+      },
+    );
+  });
+}
+
+async function wsClient(url: string, sub: string, tally: Tally): Promise<() => void> {
+  const ws = new WebSocket(url, { perMessageDeflate: true, skipUTF8Validation: true });
+  await new Promise<void>((res, rej) => {
+    ws.once("open", () => res());
+    ws.once("error", rej);
+  });
+  if (!ws.extensions.includes("permessage-deflate")) throw new Error("the server did not negotiate permessage-deflate");
+  ws.on("message", (d: Buffer) => tally.frame(d, 0, d.length, nowUs()));
+  ws.send(sub);
+  return () => ws.terminate();
+}
+
 // --- bare uWS server: the same frames published to a topic by a timer in-process ---
-async function bareMain(rate: number, size: number, compress: boolean): Promise<void> {
+async function bareMain(rate: number, size: number, spacing: Spacing, compress: boolean): Promise<void> {
   const require = createRequire(import.meta.url);
   const uws = require("uWebSockets.js") as typeof import("uWebSockets.js");
   const app = uws.App();
@@ -89,24 +141,16 @@ async function bareMain(rate: number, size: number, compress: boolean): Promise<
   let seq = 0;
   process.on("message", (m: { type: string }) => {
     if (m.type !== "go") return;
-    const { perTick, everyMs } = pacing(rate);
-    setInterval(() => {
-      for (let i = 0; i < perTick; i++) {
-        seq++;
-        app.publish(
-          "bench",
-          `{"op":"msg","channel":"bench","sub":"bench","seq":${seq},"ts":${Date.now()},"data":{"t":${nowUs()},"s":${seq},"x":"${pad}"}}`,
-          false,
-          compress,
-        );
-      }
-    }, everyMs);
+    pace(rate, spacing, () => {
+      seq++;
+      app.publish(
+        "bench",
+        `{"op":"msg","channel":"bench","sub":"bench","seq":${seq},"ts":${Date.now()},"data":{"t":${nowUs()},"s":${seq},"x":"${pad}"}}`,
+        false,
+        compress,
+      );
+    });
   });
-}
-
-/** Messages per tick and tick length for a rate: 10 ms ticks above 100 msg/s, one message per tick below. */
-function pacing(rate: number): { perTick: number; everyMs: number } {
-  return rate >= 100 ? { perTick: Math.round(rate / 100), everyMs: 10 } : { perTick: 1, everyMs: 1000 / rate };
 }
 
 async function runClients(url: string, channel: string, clients: number, procs: number, deflate: boolean): Promise<ChildProcess[]> {
@@ -116,6 +160,9 @@ async function runClients(url: string, channel: string, clients: number, procs: 
   await Promise.all(children.map((c) => new Promise<void>((res) => c.once("message", () => res()))));
   return children;
 }
+
+/** The load of a row: sockets (in `procs` client processes) on one channel, msgs/s of `size` bytes, paced by `spacing`. */
+type Shape = { clients: number; rate: number; seconds: number; procs: number; size: number; spacing: Spacing };
 
 type Result = { deliveriesPerSec: number; lat: number[]; cpuPct: number; load?: LoadResult };
 
@@ -212,6 +259,12 @@ const BENCH = defineBench("fanout", {
   },
   coalesce: { type: "number", min: 0, max: 1_000, default: 0, help: "ms: one more gateway row with COALESCE=ms and clients that read coalesced frames" },
   "publish-load": { type: "number", min: 0, default: 0, help: "one more gateway row while this many msgs/s are published through its HTTP API" },
+  spacing: {
+    type: "string",
+    default: "burst",
+    choices: SPACINGS,
+    help: "burst: rate/100 messages together every 10 ms (the tables in docs/benchmarks.md); even: each message on its own, 1000/rate ms apart (bench wire's coalesce run)",
+  },
   json: std("json"),
   quick: std("quick"),
   role: { type: "string", default: "main", choices: ["main", "client", "bare"], internal: true, help: "the process's part" },
@@ -224,8 +277,9 @@ const BENCH = defineBench("fanout", {
 
 runBench(BENCH, async ({ flags: v }) => {
   if (v.role === "client") return clientMain(v.url!, v.channel!, v.k!, v.deflate).then(() => KEEP_RUNNING);
-  if (v.role === "bare") return bareMain(v.rate, v.size, v.compress).then(() => KEEP_RUNNING);
+  if (v.role === "bare") return bareMain(v.rate, v.size, v.spacing as Spacing, v.compress).then(() => KEEP_RUNNING);
   const { clients, rate, seconds, procs, size } = v;
+  const shape: Shape = { clients, rate, seconds, procs, size, spacing: v.spacing as Spacing };
   const modes = v.compression === "both" ? [false, true] : [v.compression === "shared"];
 
   const rows: { name: string; r: Result }[] = [];
@@ -233,23 +287,23 @@ runBench(BENCH, async ({ flags: v }) => {
     const tag = deflate ? ", permessage-deflate" : "";
     rows.push({
       name: `gateway (JetStream, ${v.workers} worker${v.workers === 1 ? "" : "s"}${tag})`,
-      r: await runGateway(clients, rate, seconds, procs, size, v.workers, deflate),
+      r: await runGateway(shape, v.workers, deflate),
     });
-    rows.push({ name: `bare uWS publish${tag}`, r: await runBare(clients, rate, seconds, procs, size, deflate) });
+    rows.push({ name: `bare uWS publish${tag}`, r: await runBare(shape, deflate) });
   }
   const load = v["publish-load"];
   const coalesced =
     v.coalesce > 0
       ? {
           name: `gateway (JetStream, ${v.workers} worker${v.workers === 1 ? "" : "s"}, coalesce ${v.coalesce} ms)`,
-          r: await runGateway(clients, rate, seconds, procs, size, v.workers, false, 0, v.coalesce),
+          r: await runGateway(shape, v.workers, false, 0, v.coalesce),
         }
       : undefined;
   const loaded =
     load > 0
       ? {
           name: `gateway (JetStream, ${v.workers} worker${v.workers === 1 ? "" : "s"}) while ${fmt(load)} msgs/s are published through it`,
-          r: await runGateway(clients, rate, seconds, procs, size, v.workers, false, load),
+          r: await runGateway(shape, v.workers, false, load),
         }
       : undefined;
 
@@ -257,7 +311,7 @@ runBench(BENCH, async ({ flags: v }) => {
     `| ${name} | ${fmt(r.deliveriesPerSec)} | ${fmt(percentile(r.lat, 50) / 1000, 2)} | ${fmt(percentile(r.lat, 99) / 1000, 2)} | ${fmt(percentile(r.lat, 99.9) / 1000, 2)} | ${fmt(r.lat.at(-1)! / 1000, 2)} | ${fmt(r.cpuPct)} | ${fmt(cpuUsPerDelivery(r), 2)} |`;
   const expected = clients * rate;
   console.log(
-    `\nbench:fanout — ${clients} clients × ${rate} msg/s (${fmt(expected)} deliveries/s offered), ${size} B payload, ${seconds} s, ${procs} client processes`,
+    `\nbench:fanout — ${clients} clients × ${rate} msg/s (${fmt(expected)} deliveries/s offered, ${v.spacing} spacing), ${size} B payload, ${seconds} s, ${procs} client processes`,
   );
   console.log("| server | deliveries/s | p50 ms | p99 ms | p99.9 ms | max ms | server CPU % | CPU µs/delivery |\n|---|---|---|---|---|---|---|---|");
   for (const x of rows) console.log(row(x.name, x.r));
@@ -308,17 +362,7 @@ runBench(BENCH, async ({ flags: v }) => {
 
 const cpuUsPerDelivery = (r: Result): number => (r.deliveriesPerSec > 0 ? (r.cpuPct / 100 / r.deliveriesPerSec) * 1e6 : NaN);
 
-async function runGateway(
-  clients: number,
-  rate: number,
-  seconds: number,
-  procs: number,
-  size: number,
-  workers: number,
-  deflate: boolean,
-  publishPerSec = 0,
-  coalesceMs = 0,
-): Promise<Result> {
+async function runGateway(shape: Shape, workers: number, deflate: boolean, publishPerSec = 0, coalesceMs = 0): Promise<Result> {
   const nats = await startNats();
   const gw = await startGatewayProc(
     nats.url,
@@ -328,28 +372,25 @@ async function runGateway(
     coalesceMs > 0 ? { COALESCE: `${coalesceMs}ms` } : undefined,
   );
   const url = `ws://127.0.0.1:${gw.port}/ws${coalesceMs > 0 ? "?coalesce=1" : ""}`;
-  const gwKids = await runClients(url, "bench.fanout", clients, procs, deflate);
+  const gwKids = await runClients(url, "bench.fanout", shape.clients, shape.procs, deflate);
   const nc = await connect({ servers: nats.url });
   const js = jetstream(nc);
-  const pad = "x".repeat(size);
-  let stop = false;
+  const pad = "x".repeat(shape.size);
   const enc = new TextEncoder();
-  const pub = (async () => {
-    const { perTick, everyMs } = pacing(rate);
-    let s = 0;
-    const start = Date.now();
-    while (!stop && Date.now() - start < (seconds + 5) * 1000) {
-      const tick = Date.now();
-      await Promise.all(Array.from({ length: perTick }, () => js.publish("ev.bench.fanout", enc.encode(`{"t":${nowUs()},"s":${++s},"x":"${pad}"}`))));
-      const wait = everyMs - (Date.now() - tick);
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    }
-  })();
+  let s = 0;
+  const publishes = new Set<Promise<unknown>>();
+  let failed = 0;
+  const pacer = pace(shape.rate, shape.spacing, () => {
+    const p = js.publish("ev.bench.fanout", enc.encode(`{"t":${nowUs()},"s":${++s},"x":"${pad}"}`)).catch(() => void failed++);
+    publishes.add(p);
+    void p.finally(() => publishes.delete(p));
+  });
   const loader = publishPerSec > 0 ? publishLoad(gw.port, publishPerSec) : undefined;
-  const g = await collect(gwKids, seconds, gw.proc.pid!);
+  const g = await collect(gwKids, shape.seconds, gw.proc.pid!);
   if (loader) g.load = await loader.stop();
-  stop = true;
-  await pub;
+  pacer.stop();
+  await Promise.allSettled([...publishes]);
+  if (failed > 0) console.error(`bench:fanout: ${failed} of ${s} JetStream publishes failed`);
   for (const c of gwKids) c.send({ type: "exit" });
   await nc.close();
   gw.proc.kill("SIGTERM");
@@ -359,14 +400,13 @@ async function runGateway(
 }
 
 /** Bare uWS, same clients, same rate. */
-async function runBare(clients: number, rate: number, seconds: number, procs: number, size: number, deflate: boolean): Promise<Result> {
-  const bare = fork(process.argv[1]!, ["--role", "bare", "--rate", String(rate), "--size", String(size), ...(deflate ? ["--compress"] : [])], {
-    stdio: "inherit",
-  });
+async function runBare(shape: Shape, deflate: boolean): Promise<Result> {
+  const args = ["--role", "bare", "--rate", String(shape.rate), "--size", String(shape.size), "--spacing", shape.spacing, ...(deflate ? ["--compress"] : [])];
+  const bare = fork(process.argv[1]!, args, { stdio: "inherit" });
   const port = await new Promise<number>((res) => bare.once("message", (m: { port: number }) => res(m.port)));
-  const bareKids = await runClients(`ws://127.0.0.1:${port}/ws`, "bench", clients, procs, deflate);
+  const bareKids = await runClients(`ws://127.0.0.1:${port}/ws`, "bench", shape.clients, shape.procs, deflate);
   bare.send({ type: "go" });
-  const b = await collect(bareKids, seconds, bare.pid!);
+  const b = await collect(bareKids, shape.seconds, bare.pid!);
   for (const c of bareKids) c.send({ type: "exit" });
   bare.kill("SIGKILL");
   return b;

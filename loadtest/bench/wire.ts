@@ -17,6 +17,7 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { decode, encode } from "@msgpack/msgpack";
 import WebSocket from "ws";
+import { SPACINGS, type Spacing } from "./pace.js";
 import { applyDelta } from "fossil-delta";
 import { nextScoreboard, scoreboard } from "../../gateway/conformance/fossil-vectors.js";
 import { httpPublish } from "../../gateway/test/support/ws-client.js";
@@ -150,6 +151,7 @@ const BENCH = defineBench("wire", {
   "fanout-clients": { type: "number", min: 1, integer: true, default: 200, quick: 50, help: "sockets of the coalesce run (the issue's: 2000)" },
   "fanout-procs": { type: "number", min: 1, integer: true, default: 2, help: "client processes of the coalesce run" },
   "fanout-rate": { type: "number", min: 1, default: 500, quick: 100, help: "msg/s of the coalesce run" },
+  "fanout-spacing": { type: "string", default: "even", choices: SPACINGS, help: "pacing of the coalesce run (bench fanout --spacing)" },
 });
 
 type CoalesceKeys = { cpuRatioCoalesced: number; cpuRatioPlain: number; latencyP99CoalescedMs: number };
@@ -158,9 +160,10 @@ type CoalesceKeys = { cpuRatioCoalesced: number; cpuRatioPlain: number; latencyP
  * The fanout bench's coalesce mode as a child process (same build, same box, right after the delta run):
  * its output goes to stderr, its last JSON line's issue-36 keys are returned.
  */
-async function coalesceKeys(ms: number, clients: number, procs: number, rate: number, quick: boolean): Promise<CoalesceKeys> {
+async function coalesceKeys(ms: number, clients: number, procs: number, rate: number, spacing: Spacing, quick: boolean): Promise<CoalesceKeys> {
   const cli = fileURLToPath(new URL("../kit/cli.js", import.meta.url));
-  const args = [cli, "fanout", "--coalesce", String(ms), "--clients", String(clients), "--procs", String(procs), "--rate", String(rate), "--json"];
+  const sizing = ["--clients", String(clients), "--procs", String(procs), "--rate", String(rate), "--spacing", spacing];
+  const args = [cli, "fanout", "--coalesce", String(ms), ...sizing, "--json"];
   const child = spawn(process.execPath, quick ? [...args, "--quick"] : args, { stdio: ["ignore", "pipe", "inherit"] });
   let out = "";
   child.stdout.on("data", (d: Buffer) => {
@@ -183,7 +186,10 @@ async function coalesceKeys(ms: number, clients: number, procs: number, rate: nu
 
 runBench(BENCH, async ({ flags: a, argv }) => {
   const { result, rows } = await measureDeltas(a.messages);
-  const coalesce = a.coalesce > 0 ? await coalesceKeys(a.coalesce, a["fanout-clients"], a["fanout-procs"], a["fanout-rate"], a.quick) : undefined;
+  const coalesce =
+    a.coalesce > 0
+      ? await coalesceKeys(a.coalesce, a["fanout-clients"], a["fanout-procs"], a["fanout-rate"], a["fanout-spacing"] as Spacing, a.quick)
+      : undefined;
   const table = [
     `| socket (${result.messages} messages, mean payload ${result.meanPayloadBytes} B) | bytes per message | delta frames |`,
     `|---|---|---|`,
@@ -195,7 +201,7 @@ runBench(BENCH, async ({ flags: a, argv }) => {
   ];
   if (coalesce)
     table.push(
-      `| **cpuRatioCoalesced** (fanout, ${a["fanout-clients"]} sockets × ${a["fanout-rate"]} msg/s, ${a.coalesce} ms window: CPU per delivery / bare uWS; target ≤ 0.5) | ${coalesce.cpuRatioCoalesced} | |`,
+      `| **cpuRatioCoalesced** (fanout, ${a["fanout-clients"]} sockets × ${a["fanout-rate"]} msg/s, ${a["fanout-spacing"]} spacing, ${a.coalesce} ms window: CPU per delivery / bare uWS; target ≤ 0.5) | ${coalesce.cpuRatioCoalesced} | |`,
       `| **cpuRatioPlain** (the same, window off; about 1.1) | ${coalesce.cpuRatioPlain} | |`,
       `| **latencyP99CoalescedMs** (target ≤ window + 15) | ${coalesce.latencyP99CoalescedMs} | |`,
     );
