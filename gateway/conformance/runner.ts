@@ -4,6 +4,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { createInterface } from "node:readline";
+import { bytesOfHex, payloadFields, payloadMismatch, type ExpectedPayload } from "./payloads.js";
 
 /**
  * A token the harness signs: rights to subscribe everywhere, to publish on `pub` (default everywhere), to call
@@ -19,7 +20,10 @@ export interface Harness {
   /** The WebSocket URL the client connects to (through the harness' proxy, so that it can be cut). */
   readonly wsUrl: string;
   token(spec: TokenSpec): Promise<string>;
-  /** Publishes over HTTP (not through the client under test); resolves with the stored seq. */
+  /**
+   * Publishes over HTTP (not through the client under test); resolves with the stored seq. Bytes (a
+   * Uint8Array) go as `Content-Type: application/octet-stream`, anything else as JSON.
+   */
   publish(channel: string, data: unknown): Promise<number>;
   /** `cut`, `stall`, `refuse`, `accept`, `down`, `up`, `kill_workers`, `recreate_stream`, `wait`. */
   fault(name: string, step: Step): Promise<void>;
@@ -136,7 +140,9 @@ export async function runScenario(scenario: Scenario, harness: Harness, command:
       const resolve = (v: unknown) => deref(v, replies);
       if ("fault" in step) {
         if (!QUIET_FAULTS.has(step.fault as string)) faultAt = Date.now();
-        if (step.fault === "publish") for (const n of step.n as number[]) await harness.publish(step.channel as string, step.doc ? documentOf(n) : { n });
+        if (step.fault === "publish" && Array.isArray(step.hex))
+          for (const hex of step.hex as string[]) await harness.publish(step.channel as string, bytesOfHex(hex));
+        else if (step.fault === "publish") for (const n of step.n as number[]) await harness.publish(step.channel as string, step.doc ? documentOf(n) : { n });
         else await harness.fault(step.fault as string, step);
       } else if ("do" in step && step.async === true) {
         if (typeof step.as !== "string") fail('an "async" step needs "as": its answer is awaited by an expect: reply');
@@ -166,6 +172,10 @@ export async function runScenario(scenario: Scenario, harness: Harness, command:
         if (found) fail(`unexpected ${JSON.stringify(found)}`);
       } else if (step.expect === "messages") {
         await checkMessages(client.events, step, fail);
+      } else if (step.expect === "payloads") {
+        const want = step.messages as ExpectedPayload[];
+        const why = payloadMismatch(await messagesOf(client.events, step.sub, want.length), want);
+        if (why) fail(`sub ${String(step.sub)}: ${why}`);
       } else if (step.expect === "reply") {
         const r = replies.get(step.of as string) ?? (await later.get(step.of as string)) ?? fail(`no reply named ${String(step.of)}`);
         if (r.ok !== (step.ok ?? true)) fail(`reply ${JSON.stringify(r)}`);
@@ -189,7 +199,7 @@ export async function runScenario(scenario: Scenario, harness: Harness, command:
   }
 }
 
-/** The line-protocol command of a `do` step (tokens signed by the harness, `n` as `data: {n}`). */
+/** The line-protocol command of a `do` step (tokens signed by the harness, `n` as `data: {n}`, `hex` as `bytes` in base64). */
 async function lineCommand(step: Step, harness: Harness): Promise<Record<string, unknown>> {
   const { do: cmd, as: _as, client: _client, async: _async, ...rest } = step as Step & { do: string };
   const out: Record<string, unknown> = { cmd, ...rest };
@@ -198,19 +208,16 @@ async function lineCommand(step: Step, harness: Harness): Promise<Record<string,
     if (step.token !== false) out.token = await harness.token((step.token as TokenSpec) ?? {});
   }
   if ((cmd === "refreshToken" || cmd === "setToken") && typeof step.token === "object") out.token = await harness.token(step.token as TokenSpec);
-  const withData = ({ n, ...o }: Record<string, unknown>) => (n === undefined ? o : { ...o, data: { n } });
-  if (cmd === "publish") Object.assign(out, withData(rest));
-  if (cmd === "publishBatch") out.items = (step.items as Record<string, unknown>[]).map(withData);
+  if (cmd === "publish") return { cmd, ...payloadFields(rest) };
+  if (cmd === "publishBatch") out.items = (step.items as Record<string, unknown>[]).map(payloadFields);
   return out;
 }
 
 /** The `data.n` of a sub's messages are exactly `step.n`, in rising seqs unless `ordered: false`, with the `redelivered` flags asked. */
 async function checkMessages(events: ClientEvent[], step: Step, fail: (why: string) => never): Promise<void> {
   const want = step.n as number[];
-  const got = () => events.filter((e) => e.event === "message" && e.sub === step.sub);
-  await poll(() => (got().length >= want.length ? true : undefined));
-  const msgs = got();
-  const ns = msgs.map((m) => (m.data as { n?: unknown }).n);
+  const msgs = await messagesOf(events, step.sub, want.length);
+  const ns = msgs.map((m) => (m.data as { n?: unknown } | undefined)?.n);
   if (JSON.stringify(ns) !== JSON.stringify(want)) fail(`sub ${String(step.sub)} got n=${JSON.stringify(ns)}, want ${JSON.stringify(want)}`);
   const wrong = step.doc === true ? msgs.find((m) => JSON.stringify(m.data) !== JSON.stringify(documentOf((m.data as { n: number }).n))) : undefined;
   if (wrong) fail(`sub ${String(step.sub)} got a document that is not the one published: ${JSON.stringify(wrong.data)}`);
@@ -222,6 +229,13 @@ async function checkMessages(events: ClientEvent[], step: Step, fail: (why: stri
     const seqs = msgs.map((m) => m.seq as number);
     if (seqs.some((s, k) => k > 0 && s <= seqs[k - 1]!)) fail(`seqs not strictly increasing: ${JSON.stringify(seqs)}`);
   }
+}
+
+/** The `sub`'s message events, once at least `count` have arrived or EXPECT_TIMEOUT_MS passed. */
+async function messagesOf(events: ClientEvent[], sub: unknown, count: number): Promise<ClientEvent[]> {
+  const got = () => events.filter((e) => e.event === "message" && e.sub === sub);
+  await poll(() => (got().length >= count ? true : undefined));
+  return got();
 }
 
 /**

@@ -66,9 +66,9 @@ const commands = {
     return await sub.ready;
   },
   unsubscribe: (c) => void subs.get(c.sub)?.unsubscribe(),
-  publish: (c) => client.publish(c.channel, c.data, c.msgId ? { msgId: c.msgId } : {}),
+  publish: (c) => client.publish(c.channel, payloadOf(c), { ...(c.msgId ? { msgId: c.msgId } : {}), ...(c.type ? { type: c.type } : {}) }),
   async publishBatch(c) {
-    const results = await client.publishBatch(c.items);
+    const results = await client.publishBatch(c.items.map((item) => ({ ...without(item, "bytes"), data: payloadOf(item) })));
     return { results: results.map((r) => ("error" in r ? { error: errorOf(r.error) } : r)) };
   },
   presence: (c) => client.presence(c.channel),
@@ -83,7 +83,14 @@ const commands = {
 };
 
 function report(sub, m) {
-  out({ event: "message", sub, channel: m.channel, seq: m.seq, data: m.data, ...(m.redelivered ? { redelivered: true } : {}) });
+  // A binary payload (PROTOCOL.md "Binary payloads") is reported as its bytes in base64 and its type.
+  const payload = m.data instanceof Uint8Array ? { bytes: Buffer.from(m.data).toString("base64"), type: m.type } : { data: m.data };
+  out({ event: "message", sub, channel: m.channel, seq: m.seq, ...payload, ...(m.redelivered ? { redelivered: true } : {}) });
+}
+
+/** A publish's payload: `bytes` (base64) as a Uint8Array, else `data`. */
+function payloadOf(c) {
+  return c.bytes !== undefined ? new Uint8Array(Buffer.from(c.bytes, "base64")) : c.data;
 }
 
 function without(o, key) {

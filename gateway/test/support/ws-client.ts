@@ -111,16 +111,18 @@ export class TestClient {
   }
 }
 
+/** `POST /v1/publish/{channel}`: `data` as JSON, or bytes (a Uint8Array) as `application/octet-stream`. */
 export async function httpPublish(
   baseUrl: string,
   channel: string,
   data: unknown,
   headers: Record<string, string> = {},
 ): Promise<{ status: number; body: Record<string, unknown> }> {
+  const bytes = data instanceof Uint8Array ? new Uint8Array(data) : undefined;
   const r = await fetch(`${baseUrl}/v1/publish/${encodeURIComponent(channel)}`, {
     method: "POST",
-    body: JSON.stringify(data),
-    headers: { "content-type": "application/json", ...headers },
+    body: bytes ?? JSON.stringify(data),
+    headers: { "content-type": bytes ? "application/octet-stream" : "application/json", ...headers },
   });
   return { status: r.status, body: (await r.json()) as Record<string, unknown> };
 }

@@ -11,11 +11,13 @@ import dev.fanout.client.GatewayEvent
 import dev.fanout.client.GatewayException
 import dev.fanout.client.GatewayMessage
 import dev.fanout.client.Presence
+import dev.fanout.client.PublishResult
 import dev.fanout.client.StartPosition
 import dev.fanout.client.SubscribeOptions
 import dev.fanout.client.Subscription
 import dev.fanout.client.Wire
 import java.time.Instant
+import java.util.Base64
 import java.util.concurrent.ConcurrentHashMap
 import kotlin.system.exitProcess
 import kotlinx.coroutines.CoroutineScope
@@ -83,7 +85,7 @@ private suspend fun run(c: JsonObject): JsonObject = when (val cmd = c.s("cmd"))
     "connect" -> connect(c)
     "subscribe" -> subscribe(c)
     "unsubscribe" -> empty().also { subs.remove(c.s("sub"))?.unsubscribe() }
-    "publish" -> client().publish(c.s("channel")!!, c["data"] ?: JsonNull, c.s("msgId")).let {
+    "publish" -> publish(c).let {
         buildJsonObject {
             put("seq", it.seq)
             put("duplicate", it.duplicate)
@@ -219,8 +221,23 @@ private suspend fun subscribe(c: JsonObject): JsonObject {
     }
 }
 
+/** `bytes` (base64) with an optional `type` publishes a binary payload (the SDK's default type without one), `data` JSON. */
+private suspend fun publish(c: JsonObject): PublishResult {
+    val channel = c.s("channel")!!
+    val bytes = c.bytes() ?: return client().publish(channel, c["data"] ?: JsonNull, c.s("msgId"))
+    val type = c.s("type")
+    return if (type != null) client().publish(channel, bytes, type, c.s("msgId")) else client().publish(channel, bytes, msgId = c.s("msgId"))
+}
+
+private fun batchItem(o: JsonObject): BatchItem {
+    val channel = o.s("channel")!!
+    val bytes = o.bytes() ?: return BatchItem(channel, o["data"] ?: JsonNull, o.s("msgId"))
+    val type = o.s("type")
+    return if (type != null) BatchItem(channel, bytes, type, o.s("msgId")) else BatchItem(channel, bytes, msgId = o.s("msgId"))
+}
+
 private suspend fun publishBatch(c: JsonObject): JsonObject {
-    val items = (c["items"] as? JsonArray).orEmpty().map { it.jsonObject }.map { BatchItem(it.s("channel")!!, it["data"] ?: JsonNull, it.s("msgId")) }
+    val items = (c["items"] as? JsonArray).orEmpty().map { batchItem(it.jsonObject) }
     val results = client().publishBatch(items)
     return buildJsonObject {
         put(
@@ -252,7 +269,14 @@ private fun report(sub: String, m: GatewayMessage) = out(
         put("sub", sub)
         put("channel", m.channel)
         put("seq", m.seq)
-        put("data", m.data)
+        // A binary payload (PROTOCOL.md "Binary payloads") is reported as its bytes in base64 and its type.
+        val bytes = m.bytes
+        if (bytes == null) {
+            put("data", m.data)
+        } else {
+            put("bytes", Base64.getEncoder().encodeToString(bytes))
+            m.type?.let { put("type", it) }
+        }
         if (m.redelivered) put("redelivered", true)
     },
 )
@@ -270,6 +294,8 @@ private fun empty() = JsonObject(emptyMap())
 private fun JsonObject.s(k: String): String? = (this[k] as? JsonPrimitive)?.takeIf { it.isString }?.contentOrNull
 
 private fun JsonObject.l(k: String): Long? = (this[k] as? JsonPrimitive)?.takeIf { !it.isString }?.longOrNull
+
+private fun JsonObject.bytes(): ByteArray? = s("bytes")?.let { Base64.getDecoder().decode(it) }
 
 private fun JsonObject.b(k: String): Boolean = (this[k] as? JsonPrimitive)?.booleanOrNull == true
 
