@@ -141,6 +141,27 @@ describe("hooks — connect and subscribe", () => {
     expect(await c.request({ op: "sub", channel: "a.slow" })).toMatchObject({ op: "ok" });
   });
 
+  it("an endless answer: cut at HOOK_MAX_ANSWER_BYTES (1MiB by default), the upgrade 503 and the sub refused, both hook_unavailable", async () => {
+    const user = uniq("flood");
+    const t = await sign({ channels: { sub: ["a.>"] } }, { sub: user });
+    const bound = 512 * 1024 * 1024;
+    const before = backend.streamEnds.length;
+    backend.answer = () => ({ endless: bound });
+    const r = await refusal(gw.wsUrl, { headers: headers(t) });
+    expect(r.status).toBe(503);
+    expect(JSON.parse(r.body)).toMatchObject({
+      error: "hook_unavailable",
+      message: "the connect hook answered more than 1048576 bytes (HOOK_MAX_ANSWER_BYTES)",
+    });
+    backend.answer = (c) => (c.path === "/subscribe" ? { endless: bound } : { body: { allow: true } });
+    const c = clients.track(await connect(gw.wsUrl, { headers: headers(t) }));
+    expect(await c.request({ op: "sub", channel: "a.flood" })).toMatchObject({ op: "err", code: "hook_unavailable", temporary: false });
+    const ends = await waitFor(() => (backend.streamEnds.length >= before + 2 ? backend.streamEnds.slice(before) : undefined));
+    // Each backend connection closed long before its body's end: the gateway read about the cap, not the body.
+    for (const end of ends) expect(end).toMatchObject({ finished: false, written: expect.any(Number) });
+    expect(Math.max(...ends.map((e) => e.written))).toBeLessThan(bound / 8);
+  });
+
   it("backend down: connections are refused with 503 hook_unavailable (fail closed)", async () => {
     await backend.stop();
     const user = uniq("down");

@@ -18,6 +18,7 @@ const TIMEOUT_MS = 600;
 const HOOK_SECRET = "rpc-hook-secret-0123456789";
 const OLD_HOOK_SECRET = "rpc-hook-secret-before-rotation";
 const MAX_IN_FLIGHT = 2;
+const MAX_ANSWER = 256 * 1024;
 let nats: NatsServerHandle;
 let backend: HookBackend;
 let gw: GatewayHandle;
@@ -34,7 +35,7 @@ beforeAll(async () => {
   nats = await startNatsServer();
   const dir = mkdtempSync(join(tmpdir(), "rpc-test-"));
   writeFileSync(join(dir, "hook-secret"), `${HOOK_SECRET}\n${OLD_HOOK_SECRET}\n`);
-  const rpcEnv = { RPC_HOOK_TIMEOUT: `${TIMEOUT_MS}ms`, RPC_MAX_IN_FLIGHT: String(MAX_IN_FLIGHT) };
+  const rpcEnv = { RPC_HOOK_TIMEOUT: `${TIMEOUT_MS}ms`, RPC_MAX_IN_FLIGHT: String(MAX_IN_FLIGHT), HOOK_MAX_ANSWER_BYTES: String(MAX_ANSWER) };
   [gw, gwDown, gwNone] = await Promise.all([
     startGateway({
       natsUrl: nats.url,
@@ -161,6 +162,25 @@ describe("rpc — errors", () => {
     });
     answerRpc(() => ({ body: { data: "x".repeat(60 * 1024) } }));
     expect(await c.request({ op: "rpc", method: "user.big" })).toMatchObject({ op: "ok" });
+  });
+
+  it("an endless answer is cut at HOOK_MAX_ANSWER_BYTES: hook_unavailable, not temporary; the backend's connection closes early", async () => {
+    const c = await socket(gw, uniq("flood"));
+    const before = backend.streamEnds.length;
+    const bound = 512 * 1024 * 1024;
+    answerRpc(() => ({ endless: bound }));
+    expect(await c.request({ op: "rpc", method: "user.flood" })).toMatchObject({
+      op: "err",
+      code: "hook_unavailable",
+      temporary: false,
+      message: `the rpc hook answered more than ${MAX_ANSWER} bytes (HOOK_MAX_ANSWER_BYTES)`,
+    });
+    const end = await waitFor(() => backend.streamEnds[before], { what: "the backend's connection to close" });
+    // Written before the close: the cap plus what the sockets' buffers took, nowhere near the body.
+    expect(end.finished).toBe(false);
+    expect(end.written).toBeLessThan(bound / 8);
+    answerRpc(() => ({ body: { data: "fine" } }));
+    expect(await c.request({ op: "rpc", method: "user.get" })).toMatchObject({ op: "ok", data: "fine" });
   });
 
   it("a backend that is down: hook_unavailable, temporary (authentication off: any method passes the permission)", async () => {

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { HooksSection } from "../config/sections.js";
-import { BackendCaller } from "../backend/caller.js";
+import { BackendCaller, type CallResult } from "../backend/caller.js";
 import { readSecrets } from "../backend/signature.js";
 import { GatewayError, WIRE_ERRORS } from "../errors.js";
 import type { Logger } from "../log.js";
@@ -71,7 +71,8 @@ type Cached<T> = { allow: true; value: T; expires: number } | { allow: false; re
  * WebSocket upgrade and may attach claims (more channel permissions, server-side subscriptions, a user
  * when authentication is off, an `info` value); the subscribe hook allows or denies each `sub`. Both fail
  * closed: no answer within HOOK_TIMEOUT, a refused connection, a non-2xx status or a malformed answer is
- * `hook_unavailable` (temporary). Answers are cached (HOOK_CACHE_TTL, HOOK_CACHE_SIZE, least recently used
+ * `hook_unavailable` (temporary), an answer longer than HOOK_MAX_ANSWER_BYTES `hook_unavailable` (not
+ * temporary, read no further than that). Answers are cached (HOOK_CACHE_TTL, HOOK_CACHE_SIZE, least recently used
  * first out) under a digest of everything the hook was sent, so that one caller never gets an answer given
  * to another: subscribe answers only for identified users (a token or the connect hook named them), connect
  * answers only for HTTP requests (a WebSocket asks once, at its upgrade). The publish hook (`askPublish`) is
@@ -87,7 +88,10 @@ export class Hooks implements PublishGate {
     private readonly config: HooksSection,
     log: Logger,
   ) {
-    this.caller = new BackendCaller({ timeoutMs: config.timeoutMs, maxInFlight: config.maxInFlight, secrets: hookSecrets(config) }, log);
+    this.caller = new BackendCaller(
+      { timeoutMs: config.timeoutMs, maxInFlight: config.maxInFlight, maxAnswerBytes: config.maxAnswerBytes, secrets: hookSecrets(config) },
+      log,
+    );
     this.subscribeCache = new AnswerCache(config.cacheTtlMs, config.cacheSize);
     this.connectCache = new AnswerCache(config.cacheTtlMs, config.cacheSize);
   }
@@ -192,7 +196,7 @@ export class Hooks implements PublishGate {
     const res = await this.caller.post(kind, url, JSON.stringify(body));
     if ("failed" in res) {
       this.caller.warn(kind, { err: res.cause }, `${kind} hook ${res.why}`);
-      throw new GatewayError(ErrorCode.HookUnavailable, `the ${kind} hook ${res.why}; retry later`, { cause: res.cause });
+      throw hookFailed(kind, res);
     }
     const answer = parseObject(res.text);
     if (!res.ok || answer === undefined) {
@@ -201,6 +205,16 @@ export class Hooks implements PublishGate {
     }
     return answer;
   }
+}
+
+/**
+ * `hook_unavailable` for a call that got no usable answer: temporary, but not for an answer over
+ * HOOK_MAX_ANSWER_BYTES (the backend will answer the same again).
+ */
+export function hookFailed(kind: string, res: Extract<CallResult, { failed: string }>): GatewayError {
+  const tooLarge = res.failed === "too_large";
+  const why = tooLarge ? `${res.why} (HOOK_MAX_ANSWER_BYTES)` : `${res.why}; retry later`;
+  return new GatewayError(ErrorCode.HookUnavailable, `the ${kind} hook ${why}`, { cause: res.cause, temporary: !tooLarge });
 }
 
 /** The secrets hook requests are signed with (HOOK_SECRET_FILE, read at start), none when unset. */

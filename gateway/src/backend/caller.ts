@@ -13,17 +13,27 @@ export type CallerOptions = Readonly<{
   secrets?: readonly (string | Buffer)[];
   /** Sent with every request besides the content type and signature (the webhook's `Fanout-Sender`). */
   headers?: Readonly<Record<string, string>>;
+  /**
+   * The most bytes of an answer's body read: a longer body fails the call with `too_large` as soon as it
+   * passes this, the rest unread and the connection closed (none of it read when its Content-Length says so).
+   * 0: only the status is wanted: the body is dropped unread and `text` is "".
+   */
+  maxAnswerBytes: number;
 }>;
 
-/** The backend answered (any status), or did not: no answer within the deadline, or no connection. */
+/**
+ * The backend answered (any status), or did not: no answer within the deadline, no connection, or an answer
+ * longer than `maxAnswerBytes` (`too_large`, with the status it came with; 0 for the others).
+ */
 export type CallResult =
-  { status: number; ok: boolean; text: string } | { status: 0; ok: false; failed: "timeout" | "unreachable"; why: string; cause: unknown };
+  { status: number; ok: boolean; text: string } | { status: number; ok: false; failed: "timeout" | "unreachable" | "too_large"; why: string; cause: unknown };
 
 /**
  * The one way the gateway calls the application's backend (Centrifugo's proxy package is the model): POST
  * JSON with a deadline, never following a redirect (it would re-send the user's headers wherever it points),
- * at most `maxInFlight` calls open, optionally signed, counted per hook in `fanout_backend_calls_total` and
- * `fanout_backend_call_seconds`. Hooks, webhooks and what comes later are each a thin use of it.
+ * at most `maxInFlight` calls open, answers read up to `maxAnswerBytes` and no further, optionally signed,
+ * counted per hook in `fanout_backend_calls_total` and `fanout_backend_call_seconds`. Hooks, webhooks and
+ * what comes later are each a thin use of it.
  */
 export class BackendCaller {
   private inFlight = 0;
@@ -60,7 +70,9 @@ export class BackendCaller {
     const headers: Record<string, string> = { ...this.options.headers, "content-type": "application/json" };
     if (this.options.secrets?.length) headers[SIGNATURE_HEADER] = signatureHeader(this.options.secrets, Math.floor(Date.now() / 1000), body);
     const res = await fetch(url, { method: "POST", headers, body, redirect: "error", signal });
-    const text = await res.text();
+    const max = this.options.maxAnswerBytes;
+    const text = await readCapped(res, max);
+    if (text === undefined) return { status: res.status, ok: false, failed: "too_large", why: `answered more than ${max} bytes`, cause: undefined };
     return { status: res.status, ok: res.ok, text };
   }
 
@@ -90,6 +102,32 @@ export class BackendCaller {
       signal.addEventListener("abort", abort, { once: true });
       this.waiting.push(take);
     });
+  }
+}
+
+/**
+ * The body of `res` as text, or undefined as soon as it is longer than `max` bytes: then the rest is not read
+ * (cancelling the body closes the connection), and at most `max` bytes were ever held. `max` 0: "", unread.
+ */
+async function readCapped(res: Response, max: number): Promise<string | undefined> {
+  const body = res.body;
+  if (!body) return "";
+  if (max === 0 || Number(res.headers.get("content-length") ?? 0) > max) {
+    await body.cancel();
+    return max === 0 ? "" : undefined;
+  }
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return new TextDecoder().decode(Buffer.concat(chunks, total));
+    total += value.byteLength;
+    if (total > max) {
+      await reader.cancel();
+      return undefined;
+    }
+    chunks.push(value);
   }
 }
 

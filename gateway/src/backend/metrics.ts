@@ -8,7 +8,7 @@ const NAMES = {
 
 /**
  * Calls to the application backend, per hook (connect, subscribe, webhook…) and result: ok (2xx), status
- * (any other answer), timeout, unreachable. Made once per registry: every caller of a process shares them.
+ * (any other answer), timeout, unreachable, too_large (an answer longer than its cap). Made once per registry: every caller of a process shares them.
  */
 export function backendMetrics(registry: client.Registry = client.register, family: keyof typeof NAMES = "backend") {
   const r = [registry];
@@ -17,7 +17,7 @@ export function backendMetrics(registry: client.Registry = client.register, fami
     (registry.getSingleMetric(names.calls.name) as client.Counter<"hook" | "result"> | undefined) ??
     new client.Counter({
       name: names.calls.name,
-      help: "Calls to the application backend by hook and result: ok (2xx), status (another answer), timeout, unreachable",
+      help: "Calls to the application backend by hook and result: ok (2xx), status (another answer), timeout, unreachable, too_large (an answer over its byte cap)",
       labelNames: ["hook", "result"] as const,
       registers: r,
     });

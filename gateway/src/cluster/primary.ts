@@ -237,7 +237,8 @@ async function startEvents(
   const holder = `${hostname()}/${process.pid}`;
   const lease = timings.ordered ? new SenderLease(await webhookLeaseStore(js, prepared.jsm, c, timings.leaseMs), holder, timings.holdMs) : undefined;
   const caller = new BackendCaller(
-    { timeoutMs: w.timeoutMs, maxInFlight: w.concurrency, headers: { [SENDER_HEADER]: holder }, ...(secrets.length > 0 ? { secrets } : {}) },
+    // Only the status acknowledges a batch: the receiver's body is dropped unread, whatever its size.
+    { timeoutMs: w.timeoutMs, maxInFlight: w.concurrency, maxAnswerBytes: 0, headers: { [SENDER_HEADER]: holder }, ...(secrets.length > 0 ? { secrets } : {}) },
     log,
     backendMetrics(metrics.registry, "webhook"),
   );

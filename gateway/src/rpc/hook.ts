@@ -3,7 +3,7 @@ import type { HooksSection } from "../config/sections.js";
 import { GatewayError } from "../errors.js";
 import type { Logger } from "../log.js";
 import { ErrorCode } from "../protocol/codes.js";
-import { hookSecrets, parseObject, type Claims } from "../auth/hooks.js";
+import { hookFailed, hookSecrets, parseObject, type Claims } from "../auth/hooks.js";
 
 /** What the RPC hook is sent (POST JSON), once per `rpc` frame: never cached. */
 export type RpcHookRequest = {
@@ -42,10 +42,11 @@ const MAX_APP_CODE = 64;
 /**
  * Reads the RPC hook's answer: `{"data": …}` (data may be absent: null), or
  * `{"error": {"code"?, "message"?, "temporary"?}}`. A bad status or malformed answer is `hook_unavailable`
- * (temporary), as a hook that does not answer: the call failed, not the method. Pure (unit-tested).
+ * (temporary), as a hook that does not answer: the call failed, not the method; an answer over
+ * HOOK_MAX_ANSWER_BYTES is `hook_unavailable`, not temporary. Pure (unit-tested).
  */
 export function readRpcAnswer(res: CallResult): RpcAnswer {
-  if ("failed" in res) throw new GatewayError(ErrorCode.HookUnavailable, `the rpc hook ${res.why}; retry later`, { cause: res.cause });
+  if ("failed" in res) throw hookFailed("rpc", res);
   const a = parseObject(res.text);
   if (!res.ok || a === undefined)
     throw new GatewayError(ErrorCode.HookUnavailable, `the rpc hook answered ${res.ok ? "no JSON object" : `HTTP ${res.status}`}; retry later`);
@@ -64,17 +65,18 @@ export function readRpcAnswer(res: CallResult): RpcAnswer {
  * The RPC hook (RPC_HOOK_URL), Centrifugo's RPC proxy as the model: each `rpc` a client sends, once the
  * authorization chain allowed its method, is POSTed to the backend through its own BackendCaller (deadline
  * RPC_HOOK_TIMEOUT, at most HOOK_MAX_IN_FLIGHT open per process, signed with HOOK_SECRET_FILE's secrets,
- * metrics under hook `rpc`). Fails closed: no answer, a refused connection, a non-2xx status or a malformed
- * answer is `hook_unavailable` (temporary).
+ * metrics under hook `rpc`, answers read up to HOOK_MAX_ANSWER_BYTES). Fails closed: no answer, a refused
+ * connection, a non-2xx status or a malformed answer is `hook_unavailable` (temporary).
  */
 export class RpcHook {
   private readonly caller: BackendCaller;
 
   constructor(
-    private readonly config: Pick<HooksSection, "rpcUrl" | "rpcTimeoutMs" | "maxInFlight" | "secretFile">,
+    private readonly config: Pick<HooksSection, "rpcUrl" | "rpcTimeoutMs" | "maxInFlight" | "maxAnswerBytes" | "secretFile">,
     log: Logger,
   ) {
-    this.caller = new BackendCaller({ timeoutMs: config.rpcTimeoutMs, maxInFlight: config.maxInFlight, secrets: hookSecrets(config) }, log);
+    const { rpcTimeoutMs: timeoutMs, maxInFlight, maxAnswerBytes } = config;
+    this.caller = new BackendCaller({ timeoutMs, maxInFlight, maxAnswerBytes, secrets: hookSecrets(config) }, log);
   }
 
   /** Calls the backend; resolves with its data, or rejects with `rpc_error` (RpcError) or `hook_unavailable`. */

@@ -11,10 +11,39 @@ export type HookAnswer = {
   delayMs?: number;
   /** Answers only once this settles (a test that needs the gateway waiting on the hook). */
   hold?: Promise<void>;
+  /** Answers 200 with `{"data":"xxx…` of this many bytes, written as fast as the socket takes them: an endless answer, bounded. */
+  endless?: number;
 };
+
+/** How a streamed answer ended: the bytes written when its connection closed, and whether that was all of them. */
+export type StreamEnd = { written: number; finished: boolean };
+
+/**
+ * Writes a JSON-looking body of `bytes` bytes to `res` as fast as the socket takes them, and calls `ended` when
+ * the connection closes. With `declare` the Content-Length is sent and the body never is: a reader that trusts
+ * the header must refuse on it alone.
+ */
+export function streamAnswer(res: ServerResponse, bytes: number, declare: boolean, ended: (e: StreamEnd) => void): void {
+  res.writeHead(200, { "content-type": "application/json", ...(declare ? { "content-length": String(bytes) } : {}) });
+  const chunk = Buffer.alloc(64 * 1024, "x");
+  let written = 0;
+  res.once("close", () => ended({ written, finished: written >= bytes }));
+  if (declare) return void res.flushHeaders();
+  const pump = () => {
+    while (written < bytes && !res.destroyed) {
+      const part = written === 0 ? Buffer.concat([Buffer.from('{"data":"'), chunk]) : chunk;
+      written += part.length;
+      if (!res.write(part)) return void res.once("drain", pump);
+    }
+    if (written >= bytes) res.end();
+  };
+  pump();
+}
 
 export class HookBackend {
   readonly calls: HookCall[] = [];
+  /** How each `endless` answer ended, in order. */
+  readonly streamEnds: StreamEnd[] = [];
   /** Answers each call; tests replace it. Allows everything by default. */
   answer: (c: HookCall) => HookAnswer = () => ({ body: { allow: true } });
   private server?: Server;
@@ -48,6 +77,7 @@ export class HookBackend {
       const call = { path: req.url ?? "", body: (raw ? JSON.parse(raw) : {}) as Record<string, unknown>, raw, headers: req.headers };
       this.calls.push(call);
       const a = this.answer(call);
+      if (a.endless !== undefined) return streamAnswer(res, a.endless, false, (e) => this.streamEnds.push(e));
       const reply = () => {
         if (res.destroyed) return;
         res.writeHead(a.status ?? 200, { "content-type": "application/json", ...a.headers }).end(JSON.stringify(a.body ?? {}));

@@ -5,6 +5,8 @@ import { BackendCaller } from "../../src/backend/caller.js";
 import { backendMetrics } from "../../src/backend/metrics.js";
 import { signatureHeader, verifySignature } from "../../src/backend/signature.js";
 import { createLogger } from "../../src/log.js";
+import { streamAnswer, type StreamEnd } from "../support/hook-backend.js";
+import { waitFor } from "../support/wait.js";
 
 const log = createLogger("fatal", {});
 let server: Server;
@@ -12,6 +14,10 @@ let url = "";
 let open = 0;
 let mostOpen = 0;
 const seen: { headers: Record<string, unknown>; body: string }[] = [];
+/** The most a streaming answer writes before giving up: far more than any cap, so that only a cut ends it early. */
+const HUGE = 256 * 1024 * 1024;
+/** How each streaming answer ended: bytes written when its connection closed, and whether it wrote them all. */
+const streamed: StreamEnd[] = [];
 
 beforeAll(async () => {
   server = createServer((req, res) => {
@@ -22,6 +28,7 @@ beforeAll(async () => {
       open++;
       mostOpen = Math.max(mostOpen, open);
       const path = req.url ?? "/";
+      if (path === "/endless" || path === "/declared") return streamAnswer(res, HUGE, path === "/declared", (e) => streamed.push(e));
       const done = () => {
         open--;
         if (path === "/redirect") res.writeHead(302, { location: "/ok" }).end();
@@ -40,10 +47,10 @@ afterAll(async () => {
   await new Promise((r) => server.close(r));
 });
 
-const callerWith = (o: { timeoutMs?: number; maxInFlight?: number; secrets?: string[] }) => {
+const callerWith = (o: { timeoutMs?: number; maxInFlight?: number; secrets?: string[]; maxAnswerBytes?: number }) => {
   const registry = new client.Registry();
   const metrics = backendMetrics(registry);
-  return { caller: new BackendCaller({ timeoutMs: 1_000, maxInFlight: 8, ...o }, log, metrics), registry };
+  return { caller: new BackendCaller({ timeoutMs: 1_000, maxInFlight: 8, maxAnswerBytes: 1024, ...o }, log, metrics), registry };
 };
 
 describe("backend caller — one way to call the application", () => {
@@ -82,6 +89,36 @@ describe("backend caller — one way to call the application", () => {
     expect(verifySignature(header, "old-secret", req!.body)).toBe(true);
     expect(verifySignature(header, "other", req!.body)).toBe(false);
     expect(verifySignature(header, "new-secret", req!.body + " ")).toBe(false);
+  });
+
+  it("backend caller — an endless answer fails too_large at the cap, and its connection is closed long before the end", async () => {
+    const { caller, registry } = callerWith({ maxAnswerBytes: 64 * 1024, timeoutMs: 10_000 });
+    const before = streamed.length;
+    const r = await caller.post("rpc", `${url}/endless`, "{}");
+    expect(r).toMatchObject({ status: 200, ok: false, failed: "too_large", why: "answered more than 65536 bytes" });
+    const end = await waitFor(() => streamed[before], { what: "the answer's connection to close" });
+    // What was written before the close is the cap plus what the sockets' buffers held, not the body.
+    expect(end.finished).toBe(false);
+    expect(end.written).toBeLessThan(HUGE / 4);
+    expect(await registry.metrics()).toContain('fanout_backend_calls_total{hook="rpc",result="too_large"} 1');
+  });
+
+  it("backend caller — an answer whose Content-Length passes the cap fails without a byte of its body read", async () => {
+    const { caller } = callerWith({ maxAnswerBytes: 64 * 1024, timeoutMs: 10_000 });
+    const before = streamed.length;
+    expect(await caller.post("rpc", `${url}/declared`, "{}")).toMatchObject({ status: 200, failed: "too_large" });
+    expect(await waitFor(() => streamed[before], { what: "the answer's connection to close" })).toEqual({ written: 0, finished: false });
+  });
+
+  it("backend caller — an answer of exactly the cap is read whole; maxAnswerBytes 0 drops any body and keeps the status", async () => {
+    const exact = callerWith({ maxAnswerBytes: '{"allow":true}'.length }).caller;
+    expect(await exact.post("connect", `${url}/ok`, "{}")).toMatchObject({ ok: true, text: '{"allow":true}' });
+    const under = callerWith({ maxAnswerBytes: '{"allow":true}'.length - 1 }).caller;
+    expect(await under.post("connect", `${url}/ok`, "{}")).toMatchObject({ failed: "too_large" });
+    const statusOnly = callerWith({ maxAnswerBytes: 0, timeoutMs: 10_000 }).caller;
+    const before = streamed.length;
+    expect(await statusOnly.post("webhook", `${url}/endless`, "{}")).toEqual({ status: 200, ok: true, text: "" });
+    expect((await waitFor(() => streamed[before], { what: "the answer's connection to close" })).finished).toBe(false);
   });
 
   it("backend caller — a signature older than the tolerance is refused (a replayed request)", () => {

@@ -125,6 +125,15 @@ describe("rpc — the backend's answer", () => {
     }
   });
 
+  it("rpc — an answer longer than HOOK_MAX_ANSWER_BYTES is hook_unavailable, not temporary: the backend would answer the same again", () => {
+    const tooLarge = { status: 200, ok: false as const, failed: "too_large" as const, why: "answered more than 1024 bytes", cause: undefined };
+    expect(error(() => readRpcAnswer(tooLarge))).toMatchObject({
+      code: ErrorCode.HookUnavailable,
+      temporary: false,
+      message: "the rpc hook answered more than 1024 bytes (HOOK_MAX_ANSWER_BYTES)",
+    });
+  });
+
   it("rpc — the error frame carries the code rpc_error and the backend's appCode when it gave one", () => {
     expect(JSON.parse(rpcErrFrame(7, "no such user", false, "not_found"))).toEqual({
       op: "err",

@@ -1,5 +1,5 @@
 import { type SettingTable, type SliceOf, type ValuesOf, checkHttpUrl, int, oneOf, section, trimmed } from "../setting.js";
-import { parseBool, parseDuration, parseIntStrict, parseList } from "../parse.js";
+import { parseBool, parseBytes, parseDuration, parseIntStrict, parseList } from "../parse.js";
 
 const settings = {
   connectHookUrl: {
@@ -104,6 +104,14 @@ const settings = {
     parse: parseIntStrict,
     check: int(1, 100_000),
   },
+  hookMaxAnswerBytes: {
+    env: "HOOK_MAX_ANSWER_BYTES",
+    shown: "1MiB",
+    doc: "Longest body a hook (connect, subscribe, publish, RPC) may answer with; the gateway stops reading a longer one at this size and fails closed (`hook_unavailable`, not temporary)",
+    default: () => 1_048_576,
+    parse: parseBytes,
+    check: int(256, 67_108_864),
+  },
   hookHeaders: {
     env: "HOOK_HEADERS",
     shown: "origin,user-agent,cookie,x-forwarded-for",
@@ -135,6 +143,8 @@ export const hooks = section({
     cacheTtlMs: "hookCacheTtlMs",
     cacheSize: "hookCacheSize",
     maxInFlight: "hookMaxInFlight",
+    /** Longest answer body read from a hook. */
+    maxAnswerBytes: "hookMaxAnswerBytes",
     /** Hook requests are signed with its secrets (read once per process); "": unsigned. */
     secretFile: "hookSecretFile",
     headers: "hookHeaders",
