@@ -3,7 +3,8 @@
 // and the permission matcher, from the built modules in dist/; then the doors target: random tokens,
 // permissions and hook answers at every door of a real gateway (nats-server, hook backend), where no door may
 // answer more than the WebSocket sub or pub would, and random API keys (by scope) at the control plane, publish
-// and history, where each door answers as the key's scopes say. Usage: npm run fuzz [-- --runs N --doors N --seed S]
+// and history, where each door answers as the key's scopes say; and `rpc` frames on open sockets, answered as
+// their claims and the backend say. Usage: npm run fuzz [-- --runs N --doors N --seed S]
 // The test suite runs the same properties 2,000 times each, and 60 door cases (gateway/test/fuzz/).
 import fc from "fast-check";
 import { parseArgs } from "node:util";
@@ -102,7 +103,7 @@ if (doorRuns > 0) await fuzzDoors(doorRuns);
 
 /** The doors target against a real gateway with JWT authentication and both hooks. */
 async function fuzzDoors(n) {
-  const { doorCase, keyCase, runDoorCase, runKeyCase, startDoorFuzzTarget } = await import(
+  const { doorCase, keyCase, rpcDoorCase, runDoorCase, runKeyCase, startDoorFuzzTarget } = await import(
     new URL("../dist/gateway/test/support/door-fuzz.js", import.meta.url)
   );
   const target = await startDoorFuzzTarget("fuzz-doors-secret-that-is-long-enough-0123");
@@ -114,6 +115,12 @@ async function fuzzDoors(n) {
     );
     const sec = (performance.now() - t) / 1000;
     console.log(`  doors: ${n} cases at every door of a real gateway in ${sec.toFixed(1)} s, none answered more than the WebSocket`);
+    const r = performance.now();
+    await fc.assert(
+      fc.asyncProperty(rpcDoorCase, (c) => runDoorCase(target, c).then(() => undefined)),
+      { numRuns: n, seed, endOnFailure: true },
+    );
+    console.log(`  rpc: ${n} cases on an open WebSocket in ${((performance.now() - r) / 1000).toFixed(1)} s, each rpc answered as its claims and backend say`);
     const k = performance.now();
     await fc.assert(
       fc.asyncProperty(keyCase, (c) => runKeyCase(target, c).then(() => undefined)),

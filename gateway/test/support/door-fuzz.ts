@@ -4,7 +4,10 @@
 // answers. The control plane, which no token reaches, must refuse every case. The key cases send random API keys
 // (each scope, none, unknown; in a header, as the bearer or in the URL) at the control plane (every operation,
 // with random content types and origins), publish and history: a door answers 2xx exactly when the key's scopes
-// allow it, and every refusal is a known code. Used by gateway/test/fuzz/doors.fuzz.test.ts (a short run) and
+// allow it, and every refusal is a known code. The WebSocket's `rpc` goes through the same chain: each case calls
+// one method (valid or not) with random `rpc` claims and backend answers, and it is answered exactly as the claim
+// patterns and the answer say (the backend asked only when allowed), then sends one malformed `rpc` frame, which
+// must get an error frame on a socket that still answers. Used by gateway/test/fuzz/doors.fuzz.test.ts (a short run) and
 // `npm run fuzz -- --doors N`.
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -43,7 +46,8 @@ type ScopedKey = keyof typeof SCOPED_KEYS;
 
 /**
  * The doors target's servers: a nats-server, a hook backend and a gateway (one worker, JWT with issuer and
- * audience, an API key, both hooks, no per-IP, frame or publish limits); `stop()` ends them all.
+ * audience, an API key, the connect, subscribe and RPC hooks, no per-IP, frame or publish limits); `stop()` ends
+ * them all.
  */
 export async function startDoorFuzzTarget(secret: string): Promise<DoorFuzzTarget & { stop(): Promise<void> }> {
   const [issuer, audience, apiKey] = ["https://issuer.fuzz", "fanout-fuzz", "fuzz-doors-api-key-0123456789"];
@@ -68,6 +72,8 @@ export async function startDoorFuzzTarget(secret: string): Promise<DoorFuzzTarge
         API_KEYS_FILE: keysFile,
         CONNECT_HOOK_URL: hooks.url("/connect"),
         SUBSCRIBE_HOOK_URL: hooks.url("/subscribe"),
+        RPC_HOOK_URL: hooks.url("/rpc"),
+        HOOK_MAX_ANSWER_BYTES: String(RPC_MAX_ANSWER),
         HOOK_CACHE_TTL: "1m",
         FRAME_RATE: "-1",
         CONNECT_RATE_PER_IP: "-1",
@@ -92,14 +98,53 @@ const PATTERNS = ["f.a", "f.*", "f.>", "g.>", "g.x"] as const;
 const CHANNELS = ["f.a", "f.b", "f.a.b", "g.x", "f.*", "f.>"] as const;
 const TOKENS = ["valid", "valid-in-url", "expired", "bad-signature", "none", "garbage", "api-key-in-url"] as const;
 
+/** Method patterns a token's `rpc` claim may list; the connect hook's grant adds GRANTED_RPC. */
+const RPC_PATTERNS = ["m.a", "m.*", "m.>", "n.x", ">"] as const;
+const GRANTED_RPC = ["n.>"];
+/** Methods an `rpc` frame names, and whether the frame parser takes them (else `bad_request`, nothing asked). */
+const RPC_METHODS: readonly { method: unknown; valid: boolean }[] = [
+  { method: "m.a", valid: true },
+  { method: "m.b.c", valid: true },
+  { method: "n.x", valid: true },
+  { method: "n.y.z", valid: true },
+  { method: "o", valid: true },
+  { method: "m.*", valid: false },
+  { method: "m.>", valid: false },
+  { method: "m..a", valid: false },
+  { method: "", valid: false },
+  { method: 5, valid: false },
+  { method: null, valid: false },
+  { method: undefined, valid: false },
+  { method: `m.${"a".repeat(300)}`, valid: false },
+];
+/** How the RPC backend answers: data, an application error, HTTP 500, or a body without end (cut at RPC_MAX_ANSWER). */
+const RPC_ANSWERS = ["data", "error", "status", "endless"] as const;
+const RPC_MAX_ANSWER = 64 * 1024;
+/** Malformed `rpc` frames, each of which must get an `err` frame and leave the socket answering. */
+const BAD_RPC_FRAMES = [
+  '{"op":"rpc","method":"m.a"}',
+  '{"op":"rpc","id":{"x":1},"method":"m.a"}',
+  '{"op":"rpc","id":"bad","method":["m.a"]}',
+  '{"op":"rpc","id":"bad"}',
+  `{"op":"rpc","id":"${"i".repeat(5_000)}","method":"m.a"}`,
+  '{"op":"rpc","id":"bad","method":"m.a",',
+  '["rpc","m.a"]',
+] as const;
+
 export type DoorCase = {
   token: (typeof TOKENS)[number];
   sub: string[];
   pub: string[];
+  /** The token's `rpc` claim: method patterns, or none at all. */
+  rpc: string[] | null;
   connect: "allow" | "deny" | "grant" | "error";
   /** Channels the subscribe hook allows, or an error answer. */
   subscribe: string[] | "error";
   channel: string;
+  /** The `rpc` frame's method (and whether it is a valid name), the backend's answer, and a malformed `rpc` frame. */
+  call: { method: unknown; valid: boolean };
+  rpcAnswer: (typeof RPC_ANSWERS)[number];
+  badRpc: (typeof BAD_RPC_FRAMES)[number];
 };
 
 export const doorCase: fc.Arbitrary<DoorCase> = fc.record({
@@ -109,7 +154,18 @@ export const doorCase: fc.Arbitrary<DoorCase> = fc.record({
   connect: fc.constantFrom("allow", "deny", "grant", "error"),
   subscribe: fc.oneof(fc.subarray([...CHANNELS]), fc.constant("error" as const)),
   channel: fc.constantFrom(...CHANNELS),
+  rpc: fc.option(fc.subarray([...RPC_PATTERNS]), { nil: null }),
+  call: fc.constantFrom(...RPC_METHODS),
+  rpcAnswer: fc.constantFrom(...RPC_ANSWERS),
+  badRpc: fc.constantFrom(...BAD_RPC_FRAMES),
 });
+
+/** Door cases whose WebSocket opens (a valid token, the connect hook allowing): each reaches the `rpc` checks. */
+export const rpcDoorCase: fc.Arbitrary<DoorCase> = doorCase.chain((c) =>
+  fc
+    .record({ token: fc.constantFrom("valid" as const, "valid-in-url" as const), connect: fc.constantFrom("allow" as const, "grant" as const) })
+    .map((o) => ({ ...c, ...o })),
+);
 
 /** What one case got at each door: a status (HTTP), or whether the WebSocket frame was answered ok. */
 export type DoorResult = {
@@ -117,6 +173,12 @@ export type DoorResult = {
   wsSub: boolean;
   wsPub: boolean;
   wsPresence: boolean;
+  /** The `rpc` frame's answer: `ok`, or its error code; and how often the backend was asked about it. */
+  rpc?: string;
+  rpcAsked?: number;
+  /** The error codes the malformed `rpc` frame got, and whether a `ping` after it was answered. */
+  badRpc?: string[];
+  aliveAfterBadRpc?: boolean;
   sse: number;
   history: number;
   lastValues: number;
@@ -155,6 +217,14 @@ export async function runDoorCase(t: DoorFuzzTarget, c: DoorCase): Promise<DoorR
     r.wsSub = (await ws.request({ op: "sub", channel: c.channel })).op === "ok";
     r.wsPresence = (await ws.request({ op: "presence", channel: c.channel })).op === "presence";
     r.wsPub = (await ws.request({ op: "pub", channel: c.channel, data: { fuzz: true } })).op === "ok";
+    const rpc = await ws.request({ op: "rpc", method: c.call.method, data: { fuzz: true } });
+    r.rpc = rpc.op === "ok" ? "ok" : String(rpc.code);
+    if (rpc.op === "ok" && JSON.stringify(rpc.data) !== JSON.stringify({ echo: c.call.method, user })) r.rpc = "ok with another call's data";
+    r.rpcAsked = t.hooks.callsTo("/rpc", (b) => b.user === user).length;
+    const mark = ws.frames.length;
+    ws.socket.send(c.badRpc);
+    r.aliveAfterBadRpc = (await ws.request({ op: "ping" })).op === "pong";
+    r.badRpc = ws.frames.slice(mark).flatMap((f) => (f.op === "err" ? [String(f.code)] : []));
     ws.socket.close();
   }
   const get = async (path: string, accept?: string) => {
@@ -184,7 +254,7 @@ export async function runDoorCase(t: DoorFuzzTarget, c: DoorCase): Promise<DoorR
 const ok = (status: number) => status >= 200 && status < 300;
 
 function check(c: DoorCase, r: DoorResult): void {
-  const fail = (what: string) => {
+  const fail = (what: string): never => {
     throw new Error(`${what}\ncase: ${JSON.stringify(c)}\nresult: ${JSON.stringify(r)}`);
   };
   for (const door of ["sse", "history", "lastValues", "presence"] as const)
@@ -195,6 +265,36 @@ function check(c: DoorCase, r: DoorResult): void {
   if (![401, 403, 503].includes(r.control)) fail(`the control plane answered ${r.control} without an API key (401, 403 or a hook's 503 expected)`);
   for (const door of ["upgrade", "sse", "history", "lastValues", "presence", "publish", "control"] as const)
     if (r[door] === 500) fail(`${door} answered 500 (internal error)`);
+  if (r.upgrade === 101) checkRpc(c, r, fail);
+}
+
+/** The `rpc` answer the case's claims and backend answer call for, from first principles (not the gateway's matcher). */
+function expectedRpc(c: DoorCase): string {
+  if (!c.call.valid) return ErrorCode.BadRequest;
+  const patterns = [...(c.rpc ?? []), ...(c.connect === "grant" ? GRANTED_RPC : [])];
+  if (!patterns.some((p) => methodMatches(p, String(c.call.method)))) return ErrorCode.Forbidden;
+  return { data: "ok", error: ErrorCode.RpcError, status: ErrorCode.HookUnavailable, endless: ErrorCode.HookUnavailable }[c.rpcAnswer];
+}
+
+function checkRpc(c: DoorCase, r: DoorResult, fail: (what: string) => never): void {
+  const want = expectedRpc(c);
+  if (r.rpc !== want) fail(`rpc answered ${r.rpc}, the claims and the backend's answer call for ${want}`);
+  const asked = want === ErrorCode.BadRequest || want === ErrorCode.Forbidden ? 0 : 1;
+  if (r.rpcAsked !== asked) fail(`the rpc backend was asked ${r.rpcAsked} times, ${asked} expected (only after the chain allowed the method)`);
+  if (!r.aliveAfterBadRpc) fail("the socket did not answer a ping after a malformed rpc frame");
+  if (r.badRpc?.length !== 1 || !CODES.has(r.badRpc[0]!))
+    fail(`a malformed rpc frame got ${JSON.stringify(r.badRpc)}, one err frame with a known code expected`);
+}
+
+/** A method pattern as a token's `rpc` claim means it: dot-separated tokens, `*` one token, `>` one or more at the end. */
+function methodMatches(pattern: string, method: string): boolean {
+  const p = pattern.split(".");
+  const m = method.split(".");
+  for (let i = 0; i < p.length; i++) {
+    if (p[i] === ">") return m.length > i;
+    if (i >= m.length || (p[i] !== "*" && p[i] !== m[i])) return false;
+  }
+  return p.length === m.length;
 }
 
 function hookAnswer(call: HookCall, user: string, c: DoorCase): HookAnswer {
@@ -203,7 +303,13 @@ function hookAnswer(call: HookCall, user: string, c: DoorCase): HookAnswer {
   if (call.path === "/connect") {
     if (c.connect === "error") return { status: 500, body: {} };
     if (c.connect === "deny") return { body: { allow: false, reason: "fuzz deny" } };
-    return { body: c.connect === "grant" ? { allow: true, channels: { sub: ["g.>"], pub: ["g.x"] } } : { allow: true } };
+    return { body: c.connect === "grant" ? { allow: true, channels: { sub: ["g.>"], pub: ["g.x"] }, rpc: GRANTED_RPC } : { allow: true } };
+  }
+  if (call.path === "/rpc") {
+    if (c.rpcAnswer === "status") return { status: 500, body: { data: "never shown" } };
+    if (c.rpcAnswer === "endless") return { endless: RPC_MAX_ANSWER * 64 };
+    if (c.rpcAnswer === "error") return { body: { error: { code: "fz", message: "fuzz error" } } };
+    return { body: { data: { echo: call.body.method, user } } };
   }
   if (c.subscribe === "error") return { status: 503, body: {} };
   return { body: { allow: c.subscribe.includes(String(call.body.channel)), reason: "fuzz" } };
@@ -215,7 +321,7 @@ async function tokenFor(t: DoorFuzzTarget, c: DoorCase, user: string): Promise<s
   if (c.token === "api-key-in-url") return t.apiKey;
   const key = new TextEncoder().encode(c.token === "bad-signature" ? `${t.secret}-other` : t.secret);
   const now = Math.floor(Date.now() / 1000);
-  return new SignJWT({ channels: { sub: c.sub, pub: c.pub } })
+  return new SignJWT({ channels: { sub: c.sub, pub: c.pub }, ...(c.rpc ? { rpc: c.rpc } : {}) })
     .setProtectedHeader({ alg: "HS256" })
     .setSubject(user)
     .setIssuer(t.issuer)
@@ -225,18 +331,22 @@ async function tokenFor(t: DoorFuzzTarget, c: DoorCase, user: string): Promise<s
     .sign(key);
 }
 
-type Ws = { status: number; socket?: WebSocket; request: (f: Record<string, unknown>) => Promise<{ op: string }> };
+type Frame = { op: string; id?: unknown; code?: unknown; data?: unknown };
+/** An opened socket (status 101) or the upgrade's refusal; `frames` holds every frame it received, in order. */
+type Ws = { status: number; socket?: WebSocket; frames: Frame[]; request: (f: Record<string, unknown>) => Promise<Frame> };
 
 async function openWs(url: string, headers: Record<string, string>): Promise<Ws> {
   const socket = new WebSocket(url, { headers });
-  const replies = new Map<string, (f: { op: string }) => void>();
+  const replies = new Map<string, (f: Frame) => void>();
+  const frames: Frame[] = [];
   let next = 0;
   socket.on("message", (d: Buffer) => {
-    const f = JSON.parse(d.toString()) as { op: string; id?: string };
-    if (f.id !== undefined) replies.get(f.id)?.(f);
+    const f = JSON.parse(d.toString()) as Frame;
+    frames.push(f);
+    if (typeof f.id === "string") replies.get(f.id)?.(f);
   });
   const request = (f: Record<string, unknown>) =>
-    new Promise<{ op: string }>((resolve, reject) => {
+    new Promise<Frame>((resolve, reject) => {
       const id = `z${++next}`;
       const timer = setTimeout(() => reject(new Error(`no reply to ${JSON.stringify(f)}`)), 10_000);
       replies.set(id, (reply) => {
@@ -246,10 +356,10 @@ async function openWs(url: string, headers: Record<string, string>): Promise<Ws>
       socket.send(JSON.stringify({ ...f, id }));
     });
   return new Promise((resolve, reject) => {
-    socket.once("open", () => resolve({ status: 101, socket, request }));
+    socket.once("open", () => resolve({ status: 101, socket, frames, request }));
     socket.once("unexpected-response", (_req, res) => {
       res.resume();
-      resolve({ status: res.statusCode ?? 0, request });
+      resolve({ status: res.statusCode ?? 0, frames, request });
     });
     socket.once("error", reject);
   });
