@@ -1,3 +1,4 @@
+import { BoundedTable } from "./bounded-table.js";
 import { TokenBucket } from "./token-bucket.js";
 
 /** Why an IP may not open another connection right now. */
@@ -17,13 +18,15 @@ type Entry = { conns: number; pending: number; bucket: TokenBucket | undefined }
 
 /**
  * Per-IP connection counts and connection-rate buckets of one worker. Bounded: an entry with no connection
- * and a full bucket carries no information and is dropped by `sweep` (run periodically, and at once when
- * the table is full).
+ * and a full bucket carries no information and is dropped by `sweep` (run periodically by admission, and,
+ * unlike the read and publish tables, at once each time a new IP finds the table full).
  */
 export class IpTable {
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries: BoundedTable<Entry>;
 
-  constructor(private readonly opts: IpTableOptions) {}
+  constructor(private readonly opts: IpTableOptions) {
+    this.entries = new BoundedTable(opts.maxEntries, (e, now) => e.conns === 0 && e.pending === 0 && (!e.bucket || e.bucket.isFull(now)), 0);
+  }
 
   get size(): number {
     return this.entries.size;
@@ -31,14 +34,14 @@ export class IpTable {
 
   /** Reserves a pending connection for `ip`, or says why not. */
   reserve(ip: string, now: number): IpRefusal | undefined {
-    let e = this.entries.get(ip);
-    if (!e) {
-      if (this.entries.size >= this.opts.maxEntries) this.sweep(now);
-      if (this.entries.size >= this.opts.maxEntries) return "ip_table_full";
-      e = { conns: 0, pending: 0, bucket: this.opts.ratePerSec === -1 ? undefined : new TokenBucket(this.opts.ratePerSec, this.opts.burst, now) };
-      this.entries.set(ip, e);
-    }
-    if (this.opts.maxPerIp !== -1 && e.conns + e.pending >= this.opts.maxPerIp) return "ip_connections";
+    const o = this.opts;
+    const e = this.entries.entry(ip, now, () => ({
+      conns: 0,
+      pending: 0,
+      bucket: o.ratePerSec === -1 ? undefined : new TokenBucket(o.ratePerSec, o.burst, now),
+    }));
+    if (!e) return "ip_table_full";
+    if (o.maxPerIp !== -1 && e.conns + e.pending >= o.maxPerIp) return "ip_connections";
     if (e.bucket && !e.bucket.take(now)) return "ip_rate";
     e.pending++;
     return undefined;
@@ -71,13 +74,6 @@ export class IpTable {
 
   /** Drops idle entries; returns how many. */
   sweep(now: number): number {
-    let n = 0;
-    for (const [ip, e] of this.entries) {
-      if (e.conns === 0 && e.pending === 0 && (!e.bucket || e.bucket.isFull(now))) {
-        this.entries.delete(ip);
-        n++;
-      }
-    }
-    return n;
+    return this.entries.sweep(now);
   }
 }

@@ -1,3 +1,4 @@
+import { BoundedTable } from "./bounded-table.js";
 import { TokenBucket } from "./token-bucket.js";
 
 /** Who an HTTP publish counts against: an API key, else a named user, else the client's address. */
@@ -24,19 +25,17 @@ const DEFAULT_MAX_ENTRIES = 100_000;
  * HTTP publishes of one worker, counted in messages (a batch counts each item): a token bucket per
  * publisher. A request is let in while its publisher has a token; a batch larger than what is left runs the
  * bucket into debt, so the rate holds on average whatever the batch size. Pure: time is passed in. Bounded:
- * full (idle) buckets are swept when the table fills, at most once a second.
+ * full (idle) buckets are swept when the table fills, at most once a second (BoundedTable).
  */
 export class PublishLimiter {
-  private readonly buckets = new Map<string, TokenBucket>();
-  private readonly maxEntries: number;
-  private sweptAt = -Infinity;
+  private readonly buckets: BoundedTable<TokenBucket>;
 
   constructor(
     private readonly opts: PublishLimitOptions,
     /** Told of every refusal (metrics). */
     private readonly onRefuse?: (reason: PublishRefusalReason) => void,
   ) {
-    this.maxEntries = opts.maxEntries ?? DEFAULT_MAX_ENTRIES;
+    this.buckets = new BoundedTable(opts.maxEntries ?? DEFAULT_MAX_ENTRIES, (b, now) => b.isFull(now));
   }
 
   /** Publishers tracked (tests, metrics). */
@@ -48,7 +47,7 @@ export class PublishLimiter {
   take(who: Publisher, items: number, now: number): PublishVerdict {
     const rate = who.kind === "key" ? this.opts.ratePerKey : this.opts.rate;
     if (rate === -1) return OK;
-    const b = this.bucket(`${who.kind}:${who.id}`, rate, now);
+    const b = this.buckets.entry(`${who.kind}:${who.id}`, now, () => new TokenBucket(rate, this.opts.burst, now));
     if (!b) return this.refuse("table_full", 1_000);
     return b.take(now, items) ? OK : this.refuse("rate", b.msUntilToken(now));
   }
@@ -56,19 +55,6 @@ export class PublishLimiter {
   private refuse(reason: PublishRefusalReason, ms: number): PublishVerdict {
     this.onRefuse?.(reason);
     return { ok: false, reason, retryAfterSec: Math.max(1, Math.ceil(ms / 1_000)) };
-  }
-
-  private bucket(key: string, rate: number, now: number): TokenBucket | undefined {
-    let b = this.buckets.get(key);
-    if (b) return b;
-    if (this.buckets.size >= this.maxEntries && now - this.sweptAt >= 1_000) {
-      this.sweptAt = now;
-      for (const [k, idle] of this.buckets) if (idle.isFull(now)) this.buckets.delete(k);
-    }
-    if (this.buckets.size >= this.maxEntries) return undefined;
-    b = new TokenBucket(rate, this.opts.burst, now);
-    this.buckets.set(key, b);
-    return b;
   }
 }
 

@@ -1,3 +1,4 @@
+import { BoundedTable } from "./bounded-table.js";
 import { TokenBucket } from "./token-bucket.js";
 
 export type ReadLimitOptions = {
@@ -29,20 +30,20 @@ const NOOP = (): void => undefined;
  * Per-IP and per-user allowances of reads (HTTP history, SSE opens) of one worker, like the connection
  * limits of `IpTable`: a token bucket per IP and per authenticated user (a read takes a token of both, or of
  * neither), and a count of history answers in progress per IP. Pure: time is passed in. Bounded: entries that
- * are idle (full bucket, nothing in progress) are swept when a table fills.
+ * are idle (full bucket, nothing in progress) are swept when a table fills, at most once a second (BoundedTable).
  */
 export class ReadLimiter {
-  private readonly ips = new Map<string, Entry>();
-  private readonly users = new Map<string, Entry>();
-  private readonly maxEntries: number;
-  private sweptAt = -Infinity;
+  private readonly ips: BoundedTable<Entry>;
+  private readonly users: BoundedTable<Entry>;
 
   constructor(
     private readonly opts: ReadLimitOptions,
     /** Told of every refusal (metrics). */
     private readonly onRefuse?: (reason: ReadRefusalReason) => void,
   ) {
-    this.maxEntries = opts.maxEntries ?? DEFAULT_MAX_ENTRIES;
+    const idle = (e: Entry, now: number) => e.active === 0 && (!e.bucket || e.bucket.isFull(now));
+    this.ips = new BoundedTable(opts.maxEntries ?? DEFAULT_MAX_ENTRIES, idle);
+    this.users = new BoundedTable(opts.maxEntries ?? DEFAULT_MAX_ENTRIES, idle);
   }
 
   /** Tracked IPs and users (tests, metrics). */
@@ -88,33 +89,12 @@ export class ReadLimiter {
 
   /** Drops idle entries of both tables; returns how many. */
   sweep(now: number): number {
-    return sweepTable(this.ips, now) + sweepTable(this.users, now);
+    return this.ips.sweep(now) + this.users.sweep(now);
   }
 
-  private entry(table: Map<string, Entry>, key: string, rate: number, burst: number, now: number): Entry | undefined {
-    let e = table.get(key);
-    if (e) return e;
-    if (table.size >= this.maxEntries && now - this.sweptAt >= 1_000) {
-      // At most once a second: a full table of busy entries would make every new key pay a whole pass.
-      this.sweptAt = now;
-      sweepTable(table, now);
-    }
-    if (table.size >= this.maxEntries) return undefined;
-    e = { active: 0, bucket: rate === -1 ? undefined : new TokenBucket(rate, burst, now) };
-    table.set(key, e);
-    return e;
+  private entry(table: BoundedTable<Entry>, key: string, rate: number, burst: number, now: number): Entry | undefined {
+    return table.entry(key, now, () => ({ active: 0, bucket: rate === -1 ? undefined : new TokenBucket(rate, burst, now) }));
   }
-}
-
-function sweepTable(table: Map<string, Entry>, now: number): number {
-  let n = 0;
-  for (const [k, e] of table) {
-    if (e.active === 0 && (!e.bucket || e.bucket.isFull(now))) {
-      table.delete(k);
-      n++;
-    }
-  }
-  return n;
 }
 
 const refuse = (reason: ReadRefusalReason, ms: number): ReadRefusal => ({ ok: false, reason, retryAfterSec: Math.max(1, Math.ceil(ms / 1000)) });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { FrameLimiter } from "../../src/limits/frame-rate.js";
+import { BoundedTable } from "../../src/limits/bounded-table.js";
 import { IpTable } from "../../src/limits/ip-table.js";
 import { OriginPolicy } from "../../src/limits/origin.js";
 import { TokenBucket } from "../../src/limits/token-bucket.js";
@@ -109,6 +110,25 @@ describe("limits — per-IP table", () => {
     t.closed("192.168.0.1");
     expect(t.sweep(10_000)).toBe(1);
     expect(t.size).toBe(0);
+  });
+});
+
+describe("limits — bounded table", () => {
+  it("bounded table — makes entries on first use; full, it sweeps idle ones at most once per gap and refuses new keys while busy", () => {
+    const busy = new Set<string>();
+    const t = new BoundedTable<{ key: string }>(2, (e) => !busy.has(e.key), 1_000);
+    const make = (key: string) => () => ({ key });
+    const a = t.entry("a", 0, make("a"));
+    expect(t.entry("a", 0, make("other"))).toBe(a); // found, not made again
+    t.entry("b", 0, make("b"));
+    busy.add("a").add("b");
+    expect(t.entry("c", 0, make("c"))).toBeUndefined(); // full of busy entries: swept, nothing freed
+    busy.delete("a");
+    expect(t.entry("c", 500, make("c"))).toBeUndefined(); // idle now, but the last sweep was 500 ms ago
+    expect(t.entry("c", 1_000, make("c"))).toEqual({ key: "c" }); // a second later: a swept, c made
+    expect([t.size, t.get("a"), t.get("b")]).toEqual([2, undefined, { key: "b" }]);
+    busy.clear();
+    expect(t.sweep(1_001)).toBe(2); // an explicit sweep is never held back
   });
 });
 
