@@ -4,16 +4,14 @@
 // not smaller; the delta made once per worker for every subscriber (counted by the gateway's metric); the
 // same in MessagePack; refused where it cannot be served.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DeltaBases } from "../client/src/deltas.js";
-import type { Frame } from "../client/src/types.js";
-import { nextScoreboard, scoreboard } from "../conformance/fossil-vectors.js";
 import { ClientPool, uniqueNames } from "./support/clients.js";
+import { applied, kinds, scoreboards } from "./support/deltas.js";
 import { startGateway, type GatewayHandle } from "./support/gateway.js";
 import { scrape } from "./support/metrics.js";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
 import { SseReader } from "./support/sse-client.js";
 import { waitFor } from "./support/wait.js";
-import { httpPublish, type TestClient } from "./support/ws-client.js";
+import { httpPublish } from "./support/ws-client.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;
@@ -30,30 +28,13 @@ afterAll(async () => {
   await nats?.stop();
 });
 
-/** `n` scoreboards (about 2 KB each, a few fields changed from one to the next), as published. */
-function documents(n: number): unknown[] {
-  let seed = 7;
-  const rnd = () => ((seed = (seed * 16_807) % 2_147_483_647) - 1) / 2_147_483_646;
-  let doc = scoreboard();
-  return Array.from({ length: n }, () => (doc = nextScoreboard(doc, rnd)));
-}
+const documents = (n: number): unknown[] => scoreboards(n);
 
 async function publishAll(channel: string, docs: readonly unknown[]): Promise<number[]> {
   const seqs: number[] = [];
   for (const d of docs) seqs.push((await httpPublish(gw.url, channel, d)).body.seq as number);
   return seqs;
 }
-
-/** What the application sees: each message made whole by the SDK's bases; throws on one it could not apply. */
-function applied(c: TestClient, bases = new DeltaBases()): unknown[] {
-  return c.msgs.map((m, i) => {
-    const got = bases.receive(m as Frame, c.raws[i]!);
-    if (!got.ok) throw new Error(`seq ${m.seq}: ${got.reason}`);
-    return got.data instanceof Uint8Array ? JSON.parse(Buffer.from(got.data).toString("utf8")) : got.data;
-  });
-}
-
-const kinds = (c: TestClient): string => c.msgs.map((m) => (m.delta === true ? "d" : "F")).join("");
 
 const metric = async (name: string, labels?: Record<string, string>): Promise<number> => (await scrape(gw.metricsUrl)).value(name, labels);
 

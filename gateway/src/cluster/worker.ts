@@ -66,7 +66,8 @@ export async function runWorker(config: Config, natsToken?: string): Promise<voi
   const tlsApp = createTlsApp(c.server);
   const apps = tlsApp ? [app, tlsApp] : [app];
   const coalesce = { windowOf: windowOf(c.namespaces, c.fanout.coalesceMs), maxBytes: coalesceMaxBytes(c.backpressure.bytes) };
-  const hub = new FanoutHub(topicsOf(apps), broker, metrics, log, c.fanout.lingerMs, c.fanout.replayCacheBytes, c.server.compression !== "off", coalesce);
+  const compress = c.server.compression !== "off";
+  const hub = new FanoutHub(topicsOf(apps), broker, metrics, log, c.fanout.lingerMs, c.fanout.replayCacheBytes, compress, coalesce, c.deltas);
   const resume = new Resume(
     hub,
     {

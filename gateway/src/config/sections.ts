@@ -5,6 +5,7 @@ import { natsSecurity } from "./sections/nats-security.js";
 import { stream } from "./sections/stream.js";
 import { namespaces } from "./sections/namespaces.js";
 import { fanout } from "./sections/fanout.js";
+import { deltas } from "./sections/deltas.js";
 import { backpressure } from "./sections/backpressure.js";
 import { durable } from "./sections/durable.js";
 import { auth } from "./sections/auth.js";
@@ -23,6 +24,7 @@ export type { NatsSecuritySection } from "./sections/nats-security.js";
 export type { StreamSection } from "./sections/stream.js";
 export type { NamespacesSection } from "./sections/namespaces.js";
 export type { FanoutSection } from "./sections/fanout.js";
+export type { DeltasSection } from "./sections/deltas.js";
 export type { BackpressureSection } from "./sections/backpressure.js";
 export type { DurableSection } from "./sections/durable.js";
 export type { AuthSection } from "./sections/auth.js";
@@ -48,6 +50,7 @@ export const SECTIONS = [
   stream,
   namespaces,
   fanout,
+  deltas,
   backpressure,
   durable,
   auth,

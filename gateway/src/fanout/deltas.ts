@@ -14,8 +14,8 @@ import { isJsonPayload } from "../protocol/serialize.js";
  * the others share it), and the frame built from it once too. Catch-up pages stay full messages.
  */
 
-/** The bounds of the per-worker and per-subscription state. */
-export type DeltaLimits = {
+/** The bounds of the per-worker and per-subscription state: the operator's `DELTA_*` settings (config/sections/deltas.ts). */
+export type DeltaBounds = {
   /** Channels whose last message a worker keeps as the next base; past it the least recently updated goes. */
   readonly maxChannels: number;
   /** Payload bytes kept over all channels (each holds its last two messages, and the older one's base until its delta is made). */
@@ -26,6 +26,10 @@ export type DeltaLimits = {
   readonly maxPayloadBytes: number;
   /** Channels one subscription remembers (a wildcard's); past it the oldest is forgotten (its next is full). */
   readonly maxChannelsPerSubscription: number;
+};
+
+/** The bounds, and which payloads may be delta targets (a protocol rule, not a setting). */
+export type DeltaLimits = DeltaBounds & {
   /**
    * Deltas only for payloads that are one JSON value, the JSON protocol's rule (a delta frame's result is
    * always JSON there). A binary codec may carry deltas of any payload.
@@ -123,8 +127,9 @@ export class ChannelDeltas {
       // Older than what the channel holds (a repair, or another feed late): full, and the base stays.
       if (seq < st.current.seq) return this.message(channel, seq, payload, undefined);
     }
+    // Over maxPayloadBytes: neither kept as a base nor made a delta (its cost grows with the payload).
     const kept = payload.length <= this.limits.maxPayloadBytes;
-    const m = this.message(channel, seq, kept ? payload.slice() : payload, binary ? undefined : st?.current);
+    const m = this.message(channel, seq, kept ? payload.slice() : payload, binary || !kept ? undefined : st?.current);
     if (st) this.drop(channel, st);
     // Held: this payload, the previous one (this one's base), and the previous one's base while its delta is unmade.
     const bytes = m.payload.length + (st ? st.current.payload.length + st.current.heldBaseBytes : 0);

@@ -5,7 +5,7 @@ import type { Metrics } from "../metrics/metrics.js";
 import { codecTopic, DeltaMsg, LiveMsg, type Codec, type MsgFrames } from "../protocol/codec.js";
 import { CODECS } from "../protocol/codecs.js";
 import type { MsgMeta } from "../protocol/server-frames.js";
-import { ChannelDeltas, DEFAULT_DELTA_LIMITS, type DeltaLimits, type DeltaSubscription } from "./deltas.js";
+import { ChannelDeltas, DEFAULT_DELTA_LIMITS, type DeltaBounds, type DeltaSubscription } from "./deltas.js";
 import { ReplayCache, type PageSource } from "./replay-cache.js";
 import { Coalescer, coalescedTopic, scheduleTimeout, type Schedule } from "./coalesce.js";
 
@@ -164,6 +164,8 @@ export class FanoutHub {
   private readonly cache?: ReplayCache;
   /** The bases of per-channel deltas, one per worker whatever the number of patterns and subscribers. */
   private readonly deltas: ChannelDeltas;
+  /** Channels each `delta: "fossil"` subscription of this worker remembers (its `DeltaSocket`'s bound). */
+  readonly deltaChannelsPerSubscription: number;
 
   constructor(
     private readonly app: TopicPublisher,
@@ -175,10 +177,13 @@ export class FanoutHub {
     /** Publish with compress=true (COMPRESSION on): uWS deflates for each socket that negotiated it. */
     private readonly compress = false,
     private readonly coalesce?: CoalescePolicy,
-    deltaLimits: DeltaLimits = DEFAULT_DELTA_LIMITS,
+    /** The `deltas` config section (DELTA_* settings). */
+    deltaBounds: DeltaBounds = DEFAULT_DELTA_LIMITS,
   ) {
     if (broker.replay) this.cache = new ReplayCache(broker.replay, replayCacheBytes);
-    this.deltas = new ChannelDeltas(deltaLimits, Date.now, () => metrics.deltasMade.inc());
+    const limits = { ...deltaBounds, jsonTargetsOnly: DEFAULT_DELTA_LIMITS.jsonTargetsOnly };
+    this.deltas = new ChannelDeltas(limits, Date.now, () => metrics.deltasMade.inc());
+    this.deltaChannelsPerSubscription = deltaBounds.maxChannelsPerSubscription;
   }
 
   get size(): number {

@@ -50,7 +50,7 @@ export class Subscriptions {
    */
   begin(ws: Socket, pattern: string, delta = false): SubState {
     const topic = codecTopic(topicOf(pattern), ws.getUserData().codec);
-    const deltaReceiver = delta ? new DeltaSocket(fanoutSocket(ws), () => this.hub.get(pattern)) : undefined;
+    const deltaReceiver = delta ? new DeltaSocket(fanoutSocket(ws), () => this.hub.get(pattern), this.hub.deltaChannelsPerSubscription) : undefined;
     const socket = deltaReceiver ?? fanoutSocket(ws);
     const flow = this.flowOf(ws);
     // The door's callbacks run only once the subscription started, after `sub` below is made.

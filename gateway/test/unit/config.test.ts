@@ -5,6 +5,7 @@ import { SETTINGS } from "../../src/config/settings.js";
 import { unknownSettings } from "../../src/config/unknown-env.js";
 import { ConfigError } from "../../src/errors.js";
 import { parseBytes, parseDuration } from "../../src/config/parse.js";
+import { DEFAULT_DELTA_LIMITS } from "../../src/fanout/deltas.js";
 
 describe("config — parsing", () => {
   it("uses defaults, then env, then flags", () => {
@@ -169,5 +170,53 @@ describe("config — sections", () => {
     expect(c.presence).toMatchObject({ replicas: 3, storage: "memory" });
     expect(c.broker.natsSecurity).toEqual(c.natsSecurity);
     expect(c.log.level).toBe("info");
+  });
+});
+
+describe("config — delta limits", () => {
+  it("config — the deltas section's defaults are the bounds deltas had before they were settings", () => {
+    const { jsonTargetsOnly: _rule, ...bounds } = DEFAULT_DELTA_LIMITS;
+    expect(sectionsOf(loadConfig([], {}).config).deltas).toEqual(bounds);
+  });
+
+  it("config — delta limits are read from env and flags, with units", () => {
+    const c = sectionsOf(
+      loadConfig(["--delta-max-payload-bytes", "1KiB", "--delta-idle", "30s"], {
+        DELTA_MAX_CHANNELS: "500",
+        DELTA_MAX_BYTES: "8MiB",
+        DELTA_MAX_CHANNELS_PER_SUBSCRIPTION: "10",
+        DELTA_IDLE: "1h",
+      }).config,
+    );
+    expect(c.deltas).toEqual({ maxChannels: 500, maxBytes: 8_388_608, idleMs: 30_000, maxPayloadBytes: 1_024, maxChannelsPerSubscription: 10 });
+    expect(sectionsOf(loadConfig([], { DELTA_MAX_PAYLOAD_BYTES: "0" }).config).deltas.maxPayloadBytes).toBe(0);
+  });
+
+  it.each([
+    ["DELTA_MAX_CHANNELS", "0", "must be between 1 and 10000000"],
+    ["DELTA_MAX_CHANNELS", "many", '"many" is not an integer'],
+    ["DELTA_MAX_BYTES", "1KiB", "must be between 65536 and 17179869184"],
+    ["DELTA_MAX_BYTES", "-1", "must be between 65536"],
+    ["DELTA_IDLE", "10", "needs a unit"],
+    ["DELTA_IDLE", "500ms", "must be between 1000 and 86400000"],
+    ["DELTA_MAX_PAYLOAD_BYTES", "1GiB", "must be between 0 and 67108864"],
+    ["DELTA_MAX_PAYLOAD_BYTES", "big", "is not a size"],
+    ["DELTA_MAX_CHANNELS_PER_SUBSCRIPTION", "1001", "must be between 1 and 1000"],
+  ])("config — a bad delta limit is refused with a message naming it: %s=%s", (env, value, why) => {
+    const flag = env.toLowerCase().replaceAll("_", "-");
+    const ways: [string[], Record<string, string>][] = [
+      [[], { [env]: value }],
+      [[`--${flag}=${value}`], {}],
+    ];
+    for (const [argv, vars] of ways) {
+      try {
+        loadConfig(argv, vars);
+        expect.unreachable("should have thrown");
+      } catch (e) {
+        expect(e).toBeInstanceOf(ConfigError);
+        expect((e as ConfigError).setting).toBe(env);
+        expect((e as Error).message).toMatch(new RegExp(`^invalid ${env} \\(--${flag}\\): .*${why.replace(/[.*"]/g, "\\$&")}`));
+      }
+    }
   });
 });

@@ -158,6 +158,20 @@ describe("deltas — bounded memory", () => {
     expect(small.next("s", 2, b!).baseSeq).toBe(0);
   });
 
+  it("deltas — a payload over maxPayloadBytes is full even when the channel holds a base (regression: it was made a delta of a smaller one)", () => {
+    const [a] = documents(1);
+    const grown = enc.encode(`${new TextDecoder().decode(a!).slice(0, -1)},"log":"${"x".repeat(a!.length)}"}`);
+    const deltas = new ChannelDeltas(limits({ maxPayloadBytes: a!.length }));
+    const sub = new DeltaSubscription();
+    expect(sub.next(deltas.next("s", 1, a!))).toBe("full");
+    const m = deltas.next("s", 2, grown);
+    expect([m.baseSeq, m.delta(), sub.next(m)]).toEqual([0, undefined, "full"]);
+    // With the bound above it the same payload is a delta (the base's text is its prefix): the bound decides.
+    const wide = new ChannelDeltas(limits({ maxPayloadBytes: grown.length }));
+    wide.next("s", 1, a!);
+    expect(wide.next("s", 2, grown).delta()!.length).toBeLessThan(grown.length);
+  });
+
   it("deltas — a channel idle past idleMs is forgotten when the worker next looks", () => {
     let now = 0;
     const deltas = new ChannelDeltas(limits({ idleMs: 1_000 }), () => now);
