@@ -6,6 +6,7 @@ const UNIT = [
   "gateway/client/test/**/*.test.ts",
   "gateway/conformance/test/**/*.test.ts",
   "gateway/test/fuzz/frames.fuzz.test.ts",
+  "gateway/test/fuzz/deltas.fuzz.test.ts",
   "subtools/test/unit/**/*.test.ts",
   "pubtools/test/unit/**/*.test.ts",
   "loadtest/test/unit/**/*.test.ts",
