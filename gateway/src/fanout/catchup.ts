@@ -3,7 +3,7 @@ import type { Logger } from "../log.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { Handoff, type HandoffEnd, type HandoffItem, type HandoffPort, type WriteResult } from "./handoff.js";
 import type { Feed, LiveListener } from "./hub.js";
-import type { PageEnd, PageSource } from "./replay-cache.js";
+import type { FramePage, PageEnd, PageSource } from "./replay-cache.js";
 import type { FanoutSocket } from "./socket.js";
 import type { MsgFrames } from "../protocol/codec.js";
 
@@ -35,6 +35,8 @@ export class CatchUp implements HandoffPort<MsgFrames>, LiveListener {
   private readonly startedAt = Date.now();
   private deadline?: NodeJS.Timeout;
   private readonly deadlineMs?: number;
+  /** The page being written, whose runs a socket that reads coalesced frames gets as coalesced frames. */
+  private page?: FramePage;
 
   constructor(
     private readonly sock: FanoutSocket,
@@ -109,6 +111,7 @@ export class CatchUp implements HandoffPort<MsgFrames>, LiveListener {
       (page) => {
         this.failures = 0;
         if (this.sock.closed) return this.abort();
+        this.page = page;
         this.h.page(from, page);
       },
       (e) => {
@@ -129,24 +132,26 @@ export class CatchUp implements HandoffPort<MsgFrames>, LiveListener {
       this.abort();
       return { n: 0 };
     }
-    let n = 0;
+    // `items` is the page's, or the part of it the feed has not passed (PROTOCOL.md "Coalesced frames": a
+    // delta subscription's socket says it reads none).
+    const page = s.coalesce === true && this.page?.items[start] === items[start] ? this.page : undefined;
+    let i = start;
     let stop: WriteResult["stop"];
     s.cork(() => {
-      for (let i = start; i < items.length; i++) {
+      while (i < items.length) {
         if (s.bufferedAmount() > this.limit) {
           stop = "full";
           return;
         }
-        const item = items[i];
-        if (item === undefined) break;
-        if (s.send(item.frame.frame(s.codec), item.seq) === 2) {
+        const next = page ? page.coalesced(s.codec, i, items.length) : { frame: (items[i] as HandoffItem<MsgFrames>).frame.frame(s.codec), end: i + 1 };
+        if (s.send(next.frame, items[next.end - 1]?.seq) === 2) {
           stop = "dropped";
           return;
         }
-        n++;
+        i = next.end;
       }
     });
-    return { n, stop };
+    return { n: i - start, stop };
   }
 
   waitDrain(): void {
@@ -183,6 +188,7 @@ export class CatchUp implements HandoffPort<MsgFrames>, LiveListener {
 
   end(e: CatchUpEnd): void {
     clearTimeout(this.deadline);
+    this.page = undefined;
     this.feed.removeListener(this);
     if (this.log.isLevelEnabled("debug")) {
       this.log.debug(

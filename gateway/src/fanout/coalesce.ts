@@ -85,8 +85,30 @@ export class Coalescer {
   }
 }
 
+/** The largest coalesced frame without a backpressure threshold to bound it. */
+export const COALESCE_MAX_BYTES = 65_536;
+
 /** The largest coalesced frame: 64 KiB, or a quarter of the backpressure threshold if that is less. */
-export const coalesceMaxBytes = (backpressureBytes: number): number => Math.min(65_536, Math.floor(backpressureBytes / 4));
+export const coalesceMaxBytes = (backpressureBytes: number): number => Math.min(COALESCE_MAX_BYTES, Math.floor(backpressureBytes / 4));
+
+/**
+ * Where the coalesced frames of frames already all there (a catch-up page's) end, by the `Coalescer`'s rule:
+ * a run closes before the frame that would make its frames and their separators pass `maxBytes`, and a frame
+ * of `maxBytes` or more goes alone. `ends[k]` is the index after run k's last frame.
+ */
+export function runEnds(frames: readonly Uint8Array[], maxBytes: number): number[] {
+  const ends: number[] = [];
+  let bytes = 0;
+  for (const [i, f] of frames.entries()) {
+    if (bytes > 0 && (bytes + f.length + 1 > maxBytes || f.length >= maxBytes)) {
+      ends.push(i);
+      bytes = 0;
+    }
+    bytes += f.length + 1;
+  }
+  if (frames.length > 0) ends.push(frames.length);
+  return ends;
+}
 
 /**
  * A pattern's window: its namespace's `coalesce`, else COALESCE (`defaultMs`); a pattern spanning several

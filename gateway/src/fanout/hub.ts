@@ -180,7 +180,7 @@ export class FanoutHub {
     /** The `deltas` config section (DELTA_* settings). */
     deltaBounds: DeltaBounds = DEFAULT_DELTA_LIMITS,
   ) {
-    if (broker.replay) this.cache = new ReplayCache(broker.replay, replayCacheBytes);
+    if (broker.replay) this.cache = new ReplayCache(broker.replay, replayCacheBytes, undefined, coalesce?.maxBytes);
     const limits = { ...deltaBounds, jsonTargetsOnly: DEFAULT_DELTA_LIMITS.jsonTargetsOnly };
     this.deltas = new ChannelDeltas(limits, Date.now, () => metrics.deltasMade.inc());
     this.deltaChannelsPerSubscription = deltaBounds.maxChannelsPerSubscription;

@@ -3,6 +3,7 @@ import type { Codec, MsgFrames } from "../protocol/codec.js";
 import type { StoredMsg } from "../protocol/server-frames.js";
 import { JSON_CODEC } from "../protocol/codecs.js";
 import { buildFrames } from "../protocol/serialize.js";
+import { COALESCE_MAX_BYTES, runEnds } from "./coalesce.js";
 import type { HandoffItem, HandoffPage } from "./handoff.js";
 import { StreamSweep, SWEEP_PATTERNS } from "./sweep.js";
 
@@ -12,12 +13,17 @@ import { StreamSweep, SWEEP_PATTERNS } from "./sweep.js";
  * waiting for its socket to drain). Another codec's frames are built for the whole page when a socket of
  * that codec first reads it, from the payloads the JSON frames hold (a JSON payload is spliced in as it is)
  * or a copy of the rare other one: the page keeps no view of the buffer its messages were read into.
+ *
+ * For the sockets that read coalesced frames (PROTOCOL.md "Coalesced frames"), a codec's frames are split
+ * into runs of at most `maxBytes` once, and each run's coalesced frame is built when a socket first writes
+ * the whole run, then shared like the single frames.
  */
 export class FramePage implements HandoffPage<MsgFrames> {
   readonly items: readonly HandoffItem<MsgFrames>[];
   /** About what the page holds: its frames, and a record per message. */
   bytes = 64;
   private readonly built: (readonly Uint8Array[] | undefined)[] = [];
+  private readonly runs: (Runs | undefined)[] = [];
   private readonly msgs: readonly PageMsg[];
 
   constructor(
@@ -27,6 +33,8 @@ export class FramePage implements HandoffPage<MsgFrames> {
     stored: readonly StoredMsg[],
     /** Told the bytes the page grew by when another codec's frames were built. */
     private readonly grew: (page: FramePage, bytes: number) => void,
+    /** A coalesced frame's bytes at most (the live coalescer's bound). */
+    private readonly maxBytes = COALESCE_MAX_BYTES,
   ) {
     const verbatim: boolean[] = [];
     const json = buildFrames(pattern, stored, verbatim);
@@ -61,6 +69,44 @@ export class FramePage implements HandoffPage<MsgFrames> {
     this.grew(this, n);
     return f;
   }
+
+  /**
+   * The coalesced frame of `codec` that starts with message `i` and ends at its run's end or before `limit`,
+   * whichever comes first, and the index after its last message. A whole run's frame is built once and kept;
+   * a part of one (a socket that resumes inside a run, or must stop before its end) is joined for the caller
+   * alone; one message is its own `msg` frame.
+   */
+  coalesced(codec: Codec, i: number, limit: number): { frame: Uint8Array; end: number } {
+    const frames = this.framesOf(codec);
+    const runs = (this.runs[codec.slot] ??= splitRuns(frames, this.maxBytes));
+    const k = runs.runOf[i] as number;
+    const runStart = k === 0 ? 0 : (runs.ends[k - 1] as number);
+    const runEnd = runs.ends[k] as number;
+    const end = Math.min(runEnd, limit);
+    if (end - i === 1) return { frame: frames[i] as Uint8Array, end };
+    if (i !== runStart || end !== runEnd) return { frame: codec.batch(frames.slice(i, end)), end };
+    let f = runs.frames[k];
+    if (!f) {
+      f = runs.frames[k] = codec.batch(frames.slice(i, end));
+      this.bytes += f.length;
+      this.grew(this, f.length);
+    }
+    return { frame: f, end };
+  }
+}
+
+/** A codec's frames of a page as coalesced runs: where each run ends, each message's run, the runs' frames once built. */
+type Runs = { ends: number[]; runOf: Uint32Array; frames: (Uint8Array | undefined)[] };
+
+function splitRuns(frames: readonly Uint8Array[], maxBytes: number): Runs {
+  const ends = runEnds(frames, maxBytes);
+  const runOf = new Uint32Array(frames.length);
+  let k = 0;
+  for (let i = 0; i < frames.length; i++) {
+    if (i >= (ends[k] as number)) k++;
+    runOf[i] = k;
+  }
+  return { ends, runOf, frames: [] };
 }
 
 /** One message of a page, as a handoff item's frames. */
@@ -141,6 +187,8 @@ export class ReplayCache implements PageSource {
     private readonly replay: ReplayApi,
     private readonly maxBytes: number,
     private readonly sweepPatterns = SWEEP_PATTERNS,
+    /** A coalesced frame's bytes at most (the hub's `CoalescePolicy.maxBytes`). */
+    private readonly coalesceMaxBytes = COALESCE_MAX_BYTES,
   ) {}
 
   /** The pass over the stream of `pattern` (created on first use). */
@@ -241,9 +289,16 @@ export class ReplayCache implements PageSource {
   }
 
   private toPage(pattern: string, from: number, stored: StoredPage): FramePage {
-    const page = new FramePage(pattern, from, stored.coverEnd, stored.messages, (p, n) => {
-      if (this.lru.has(p)) this.bytes += n;
-    });
+    const page = new FramePage(
+      pattern,
+      from,
+      stored.coverEnd,
+      stored.messages,
+      (p, n) => {
+        if (this.lru.has(p)) this.bytes += n;
+      },
+      this.coalesceMaxBytes,
+    );
     this.insert(page);
     return page;
   }
