@@ -2,7 +2,8 @@
 // `coalesce` window sends a pattern's messages to the connections that said `coalesce=1` as one frame per
 // window, in order, with their seqs; a connection that did not opt in gets one frame per message on the same
 // channel; a resume crosses coalesced frames without gap or repeat; an unsubscribe's answer comes after what
-// was held; outside the namespace (window off) nothing changes; a delta subscription is not coalesced.
+// was held; outside the namespace (window off) nothing changes; a delta subscription is not coalesced. A
+// catch-up (a resume from a seq) of a connection that opted in comes in coalesced frames, window or not.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,6 +14,7 @@ import { nextScoreboard, scoreboard } from "../conformance/fossil-vectors.js";
 import { ClientPool, uniqueNames } from "./support/clients.js";
 import { startGateway, type GatewayHandle } from "./support/gateway.js";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
+import { waitFor } from "./support/wait.js";
 import type { TestClient } from "./support/ws-client.js";
 
 let nats: NatsServerHandle;
@@ -54,7 +56,9 @@ async function publishData(channel: string, data: readonly unknown[]): Promise<n
   return body.results.map((x) => x.seq);
 }
 
-const values = (c: TestClient) => c.msgs.map((m) => (m.data as { i: number }).i);
+/** The `i` of each message's data (a msgpack message's JSON data is its text's bytes). */
+const values = (c: TestClient) =>
+  c.msgs.map((m) => (m.data instanceof Uint8Array ? (JSON.parse(Buffer.from(m.data).toString()) as { i: number }) : (m.data as { i: number })).i);
 
 describe("coalesce — coalesced frames on a real gateway", () => {
   it("coalesce — a window's messages come in fewer frames than messages, in order; a socket that did not opt in gets one frame each", async () => {
@@ -161,4 +165,41 @@ describe("coalesce — coalesced frames on a real gateway", () => {
     expect(co.msgs.map((m) => m.seq)).toEqual(seqs);
     expect(co.msgsPerFrame).toEqual([1, 1, 1, 1, 1]);
   });
+
+  /** Subscribes `c` to `channel` from `from` and waits for the catch-up to join live delivery (its `live` frame). */
+  async function resume(c: TestClient, channel: string, from: number, n: number): Promise<void> {
+    expect(await c.sub(channel, { from: { seq: from } })).toMatchObject({ op: "ok" });
+    await c.waitForMsgs(n);
+    await waitFor(() => c.log.some((f) => f.op === "live"));
+  }
+
+  for (const msgpack of [false, true]) {
+    it(`coalesce — ${msgpack ? "msgpack" : "json"}: a catch-up of a connection that opted in comes in fewer frames than messages, in order, once each, with the window off; without the opt-in one frame per message`, async () => {
+      const ch = uniq("plain.catchup.");
+      const seqs = await publishBatch(ch, 300);
+      const co = await coalescing(msgpack);
+      const plain = await clients.open({ msgpack });
+      const delta = await coalescing(msgpack);
+      // From inside the stream: the first page starts with the resume position, not a page's first message.
+      await resume(co, ch, seqs[7]!, 293);
+      await resume(plain, ch, seqs[7]!, 293);
+      expect(co.msgs.map((m) => m.seq)).toEqual(seqs.slice(7));
+      expect(values(co)).toEqual(Array.from({ length: 293 }, (_, i) => i + 8));
+      expect(co.msgsPerFrame.reduce((a, b) => a + b, 0)).toBe(293);
+      expect(co.msgsPerFrame.length).toBeLessThan(30);
+      expect(plain.msgs.map((m) => m.seq)).toEqual(seqs.slice(7));
+      expect(plain.msgsPerFrame).toEqual(Array.from({ length: 293 }, () => 1));
+      if (msgpack) expect(co.textFrames).toBe(0);
+      // Live messages after the catch-up: the window is off here, so one frame each.
+      const more = await publishBatch(ch, 3, 301);
+      await co.waitForMsgs(296);
+      expect(co.msgs.slice(293).map((m) => m.seq)).toEqual(more);
+      expect(co.msgsPerFrame.slice(-3)).toEqual([1, 1, 1]);
+      // A delta subscription's catch-up is not coalesced, on a connection that opted in too.
+      expect(await delta.sub(ch, { from: { seq: seqs[0]! }, delta: "fossil" })).toMatchObject({ op: "ok", delta: "fossil" });
+      await delta.waitForMsgs(303);
+      expect(delta.msgs.map((m) => m.seq)).toEqual([...seqs, ...more]);
+      expect(delta.msgsPerFrame).toEqual(Array.from({ length: 303 }, () => 1));
+    });
+  }
 });
