@@ -19,7 +19,7 @@ export type JsonCase = { name: string; text: string; frames: Frame[] };
 export type MsgpackCase = { name: string; hex: string; frames: Frame[] };
 export type CoalescedVectors = { about: string; json: JsonCase[]; msgpack: MsgpackCase[] };
 
-type Message = { meta: MsgMeta; payload: Buffer };
+export type Message = { meta: MsgMeta; payload: Buffer };
 
 // A pretty-printed payload: its own line feeds, and `}\n{` escaped inside a string, must not split the frame.
 const PRETTY = '{\n  "home": 1,\n  "away": {\n    "goals": 0\n  },\n  "note": "}\\n{"\n}';
@@ -32,13 +32,20 @@ const MESSAGES: Message[] = [
   { meta: { channel: "scores.7", pattern: "scores.*", seq: 1242, ts: 1764114000131.5 }, payload: Buffer.from('{"home":2,"away":0}') },
 ];
 
+/** Twenty messages of a pattern (more than 15: a MessagePack array 16, header `dc 00 14`), as a busy window or a catch-up page sends them. */
+export const MANY: Message[] = Array.from({ length: 20 }, (_, i) => ({
+  meta: { channel: `scores.${i % 3}`, pattern: "scores.*", seq: 1300 + i, ts: 1764114001000 + i * 0.25 },
+  payload: Buffer.from(JSON.stringify({ home: i, away: i % 2 })),
+}));
+
 const CASES: [name: string, messages: Message[]][] = [
   ["three messages in one window: a pretty-printed JSON payload, a binary payload with a type, a compact one", MESSAGES],
   ["one message in the window: the plain msg frame", [MESSAGES[2] as Message]],
+  ["twenty messages in one window (more than 15: a MessagePack array 16)", MANY],
 ];
 
 /** What one window of `messages` sends to `codec`'s coalesced sockets: the gateway's Coalescer, flushed by hand. */
-function windowFrame(codec: Codec, messages: readonly Message[]): Uint8Array {
+export function windowFrame(codec: Codec, messages: readonly Message[]): Uint8Array {
   const sent: Uint8Array[] = [];
   const c = new Coalescer(
     1_000,
@@ -69,7 +76,7 @@ const msgpackFrame = ({ meta, payload }: Message): Frame => {
 export function coalescedVectors(): CoalescedVectors {
   return {
     about:
-      'Coalesced frames (PROTOCOL.md "Coalesced frames"): what one coalescing window sends to a connection that connected with coalesce=1. json: the text frame (the msg frames byte for byte, joined by LF; split at each "}\\n{") and the frames it holds, as JSON.parse gives each part. msgpack: the hex of the binary frame (one MessagePack array of the msg maps) and the frames it holds; {"$bytes": hex} is a MessagePack bin. A window of one message sends the plain msg frame, so a reader takes both forms. Written by `npm run vectors:coalesced` with the gateway\'s own coalescer and codecs; read by the gateway\'s tests (gateway/conformance/test/coalesced-vectors.test.ts), gateway/client/test/wire.test.ts and the Kotlin SDK\'s BinaryVectorsTest.',
+      'Coalesced frames (PROTOCOL.md "Coalesced frames"): what one coalescing window sends to a connection that connected with coalesce=1. json: the text frame (the msg frames byte for byte, joined by LF; split at each "}\\n{") and the frames it holds, as JSON.parse gives each part. msgpack: the hex of the binary frame (one MessagePack array of the msg maps) and the frames it holds; {"$bytes": hex} is a MessagePack bin. A window of one message sends the plain msg frame, so a reader takes both forms; more than 15 messages make a MessagePack array 16 (0xdc). A page of a catch-up sends the same frames. Written by `npm run vectors:coalesced` with the gateway\'s own coalescer and codecs; read by the gateway\'s tests (gateway/conformance/test/coalesced-vectors.test.ts), gateway/client/test/wire.test.ts and the Kotlin SDK\'s BinaryVectorsTest.',
     json: CASES.map(([name, ms]) => ({ name, text: Buffer.from(windowFrame(JSON_CODEC, ms)).toString("utf8"), frames: ms.map(jsonFrame) })),
     msgpack: CASES.map(([name, ms]) => ({ name, hex: Buffer.from(windowFrame(MSGPACK_CODEC, ms)).toString("hex"), frames: ms.map(msgpackFrame) })),
   };

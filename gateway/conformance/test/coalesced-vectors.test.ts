@@ -4,7 +4,9 @@
 import { readFileSync } from "node:fs";
 import { decode } from "@msgpack/msgpack";
 import { describe, expect, it } from "vitest";
-import { coalescedText, coalescedVectors, type CoalescedVectors } from "../coalesced-vectors.js";
+import { FramePage } from "../../src/fanout/replay-cache.js";
+import { JSON_CODEC, MSGPACK_CODEC } from "../../src/protocol/codecs.js";
+import { coalescedText, coalescedVectors, MANY, windowFrame, type CoalescedVectors } from "../coalesced-vectors.js";
 
 const committed = readFileSync(new URL("../vectors/coalesced-frames.json", import.meta.url), "utf8");
 const vectors = JSON.parse(committed) as CoalescedVectors;
@@ -34,6 +36,20 @@ describe("coalesced vectors — the shared coalesced-frame vectors", () => {
     expect(one?.frames).toHaveLength(1);
     expect(one?.text.startsWith("{")).toBe(true);
     expect(vectors.msgpack[1]?.hex.startsWith("8")).toBe(true); // a fixmap: the plain msg frame, no array
+    expect(vectors.msgpack[0]?.hex.startsWith("93")).toBe(true); // a fixarray of 3
+    const sixteenPlus = vectors.msgpack.find((v) => v.frames.length > 15);
+    expect(sixteenPlus?.hex.startsWith(`dc${sixteenPlus.frames.length.toString(16).padStart(4, "0")}`)).toBe(true); // array 16
+    expect(vectors.json.find((v) => v.frames.length > 15)?.text.split("}\n{")).toHaveLength(sixteenPlus?.frames.length ?? -1);
+  });
+
+  it("coalesced vectors — a catch-up page of the same messages sends the same coalesced frame as a window", () => {
+    const stored = MANY.map((m) => ({ channel: m.meta.channel, seq: m.meta.seq, ts: m.meta.ts, payload: m.payload }));
+    const page = new FramePage("scores.*", MANY[0]!.meta.seq, MANY.at(-1)!.meta.seq, stored, () => undefined);
+    for (const codec of [JSON_CODEC, MSGPACK_CODEC]) {
+      const run = page.coalesced(codec, 0, MANY.length);
+      expect(run.end).toBe(MANY.length);
+      expect(Buffer.from(run.frame).toString("hex")).toBe(Buffer.from(windowFrame(codec, MANY)).toString("hex"));
+    }
   });
 
   it.each(vectors.json.map((v) => [v.name, v] as const))("coalesced vectors — the JSON frame splits into its frames: %s", (_, v) => {
