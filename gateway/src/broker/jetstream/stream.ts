@@ -1,6 +1,6 @@
 import type { JetStreamManager, StreamConfig, StreamInfo } from "@nats-io/jetstream";
 import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType } from "@nats-io/jetstream";
-import { nanos } from "@nats-io/transport-node";
+import { nanos, PermissionViolationError, RequestError } from "@nats-io/transport-node";
 import type { StreamSection } from "../../config/sections.js";
 import { ProcessError } from "../../errors.js";
 import type { Logger } from "../../log.js";
@@ -65,14 +65,18 @@ const JS_CLUSTER_NO_PEERS = 10005;
  * Runs a stream set-up step again while the failure may pass — a request timing out or JetStream answering
  * 5xx while the cluster elects a stream or meta leader (a gateway started during a NATS node's restart), or
  * no peers to place a new replicated stream on (a node restarting, a cluster just formed) — with doubling
- * delays up to 5 s, `attempts` times in all. Another refusal (4xx) or a config mismatch is final.
+ * delays up to 5 s, `attempts` times in all. Another refusal (4xx), a config mismatch or a permissions
+ * violation (the user may not send the request: no election changes that) is final.
  */
 export async function whileElecting<T>(what: string, log: Logger, step: () => Promise<T>, attempts = 8, baseDelayMs = 500): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await step();
     } catch (e) {
-      const final = e instanceof ProcessError || (e instanceof JetStreamApiError && e.status >= 400 && e.status < 500 && e.code !== JS_CLUSTER_NO_PEERS);
+      const final =
+        e instanceof ProcessError ||
+        (e instanceof RequestError && e.cause instanceof PermissionViolationError) ||
+        (e instanceof JetStreamApiError && e.status >= 400 && e.status < 500 && e.code !== JS_CLUSTER_NO_PEERS);
       if (final || attempt >= attempts) throw e;
       const retryInMs = Math.min(baseDelayMs * 2 ** (attempt - 1), 5_000);
       log.warn({ err: e, what, attempt, retryInMs }, `${what}: JetStream did not answer (a leader election?); retrying`);
