@@ -22,7 +22,8 @@ const closers: (() => void)[] = [];
 
 beforeAll(async () => {
   nats = await startNatsServer();
-  gw = await startGateway({ natsUrl: nats.url, workers: 1, env: { STREAM_REPAIR: "report", STREAM_CHECK_INTERVAL: "1h" } });
+  // The catch-up re-reads a refused page for 250 + 500 ms of backoff (CATCHUP_RETRY_FOR 1s), then gives up.
+  gw = await startGateway({ natsUrl: nats.url, workers: 1, env: { STREAM_REPAIR: "report", STREAM_CHECK_INTERVAL: "1h", CATCHUP_RETRY_FOR: "1s" } });
   nc = await connect({ servers: nats.url });
   jsm = await jetstreamManager(nc);
 });
@@ -53,7 +54,7 @@ describe("catch-up failure — one code for every door", () => {
     closers.push(() => sse.close());
     expect(sse.status).toBe(200);
 
-    // The catch-up retries its read with backoff (about 16 s) before it gives up.
+    // The catch-up retries its read with backoff (CATCHUP_RETRY_FOR) before it gives up.
     const wsErr = await waitFor(() => ws.frames.find((f) => f.op === "err"), { timeoutMs: 45_000, what: "the WebSocket's err frame" });
     const sseErr = await waitFor(() => sse.events.find((e) => e.event === "err"), { timeoutMs: 45_000, what: "the SSE err event" });
     const sseBody = JSON.parse(sseErr.data) as { code: string; temporary: boolean };

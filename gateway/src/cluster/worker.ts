@@ -74,6 +74,7 @@ export async function runWorker(config: Config, natsToken?: string): Promise<voi
       holdLimit: c.fanout.holdMessages,
       holdBytes: c.fanout.holdBytes,
       deadlineMs: c.fanout.catchupDeadlineMs,
+      retryForMs: c.fanout.catchupRetryForMs,
       backpressureBytes: c.backpressure.bytes,
     },
     log,

@@ -13,13 +13,18 @@ export type CatchUpOptions = {
   holdBytes?: number;
   /** Not joined by then, the catch-up fails with a temporary `slow_consumer` (CATCHUP_DEADLINE). */
   deadlineMs?: number;
+  /** How long failed page reads are retried, in backoff waits, before the catch-up fails (CATCHUP_RETRY_FOR). */
+  retryForMs?: number;
   backpressureBytes: number;
 };
 export type CatchUpEnd = HandoffEnd;
 
-/** A page read that failed (a NATS failover is electing leaders) is retried with backoff. */
-const FETCH_ATTEMPTS = 6;
+/**
+ * A page read that failed (a NATS failover is electing leaders) is retried after FETCH_BASE_MS, doubling, as
+ * long as the waits add up to at most `retryForMs` (CATCHUP_RETRY_FOR's default: six retries, 15.75 s).
+ */
 const FETCH_BASE_MS = 250;
+const RETRY_FOR_MS = 16_000;
 
 /**
  * Replays a pattern to one socket from its last seq, then hands it to the worker's live feed with no gap
@@ -32,6 +37,9 @@ export class CatchUp implements HandoffPort<MsgFrames>, LiveListener {
   private readonly h: Handoff<MsgFrames>;
   private readonly limit: number;
   private failures = 0;
+  /** The backoff waits since the last page read that succeeded. */
+  private retriedMs = 0;
+  private readonly retryForMs: number;
   private readonly startedAt = Date.now();
   private deadline?: NodeJS.Timeout;
   private readonly deadlineMs?: number;
@@ -50,6 +58,7 @@ export class CatchUp implements HandoffPort<MsgFrames>, LiveListener {
   ) {
     this.limit = opts.backpressureBytes >> 2;
     this.deadlineMs = opts.deadlineMs;
+    this.retryForMs = opts.retryForMs ?? RETRY_FOR_MS;
     this.h = new Handoff(this, lastSent, feed.position(), opts.holdLimit, {
       holdBytes: opts.holdBytes,
       sizeOf: (f) => f.size,
@@ -110,14 +119,17 @@ export class CatchUp implements HandoffPort<MsgFrames>, LiveListener {
     this.cache.get(this.pattern, from, target, next).then(
       (page) => {
         this.failures = 0;
+        this.retriedMs = 0;
         if (this.sock.closed) return this.abort();
         this.page = page;
         this.h.page(from, page);
       },
       (e) => {
         if (this.h.done) return;
-        if (this.failures >= FETCH_ATTEMPTS) return this.h.fetchFailed(from, e);
-        const delay = FETCH_BASE_MS * 2 ** this.failures++;
+        const delay = FETCH_BASE_MS * 2 ** this.failures;
+        if (this.retriedMs + delay > this.retryForMs) return this.h.fetchFailed(from, e);
+        this.failures++;
+        this.retriedMs += delay;
         this.log.warn({ err: e, pattern: this.pattern, from, retryInMs: delay }, "catch-up read failed; retrying");
         setTimeout(() => {
           if (!this.h.done) this.fetch(from, target);

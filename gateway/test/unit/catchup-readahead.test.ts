@@ -1,6 +1,7 @@
 // The catch-up's reading ahead, in process: the next page is asked for as soon as the current one's end is
 // known, and on a dense stretch (one busy channel) the page after it too, on a guess. A guess never costs a
-// message: whatever the stream looks like, the socket gets every message once, in order.
+// message: whatever the stream looks like, the socket gets every message once, in order. A read the broker
+// fails is read again for at most CATCHUP_RETRY_FOR's worth of backoff, then the catch-up fails.
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { CatchUp, type CatchUpEnd } from "../../src/fanout/catchup.js";
@@ -40,12 +41,19 @@ class RecordingSocket implements FanoutSocket {
 
 const feedOf = (pattern: string, position: number) => new FakeFeed(pattern, position);
 
-function catchUp(r: MemoryReplay, pattern: string, from: number): Promise<{ sock: RecordingSocket; end: CatchUpEnd }> {
+function catchUp(r: MemoryReplay, pattern: string, from: number, retryForMs?: number): Promise<{ sock: RecordingSocket; end: CatchUpEnd }> {
   const sock = new RecordingSocket();
   const cache = new ReplayCache(r, 64 << 20);
   return new Promise((resolve) => {
-    const c = new CatchUp(sock, pattern, feedOf(pattern, r.msgs.length), cache, { holdLimit: 1_000, backpressureBytes: 1 << 20 }, log, from - 1, (end) =>
-      resolve({ sock, end }),
+    const c = new CatchUp(
+      sock,
+      pattern,
+      feedOf(pattern, r.msgs.length),
+      cache,
+      { holdLimit: 1_000, backpressureBytes: 1 << 20, retryForMs },
+      log,
+      from - 1,
+      (end) => resolve({ sock, end }),
     );
     c.start();
   });
@@ -102,5 +110,43 @@ describe("catch-up — reading ahead", () => {
       ),
       { numRuns: 200 },
     );
+  });
+});
+
+describe("catch-up — failed reads", () => {
+  /** A stream of 10 messages whose first `failing` reads are refused; the times of every read. */
+  function refusing(failing: number): { r: MemoryReplay; at: number[]; refusal: Error } {
+    const r = new MemoryReplay(100);
+    for (let i = 0; i < 10; i++) r.append("ch");
+    const read = r.read.bind(r);
+    const at: number[] = [];
+    const refusal = new Error("no responders");
+    r.read = async (...a) => {
+      at.push(Date.now());
+      if (at.length <= failing) throw refusal;
+      return read(...a);
+    };
+    return { r, at, refusal };
+  }
+
+  it("catch-up — a read the broker fails is read again after 250 ms, then 500 ms, while the waits fit CATCHUP_RETRY_FOR; then the catch-up fails with its error", async () => {
+    const { r, at, refusal } = refusing(Infinity);
+    const { sock, end } = await catchUp(r, "ch", 1, 1_000);
+    expect(end).toEqual({ type: "failed", lastSent: 0, error: refusal });
+    expect(sock.seqs).toEqual([]);
+    // 250 + 500 fit in 1 s, a third wait (1 s more) would not.
+    expect(at).toHaveLength(3);
+    expect(at[1]! - at[0]!).toBeGreaterThanOrEqual(240);
+    expect(at[2]! - at[1]!).toBeGreaterThanOrEqual(490);
+  });
+
+  it("catch-up — CATCHUP_RETRY_FOR 0 fails at the first refusal; a read that succeeds on a retry delivers every message once", async () => {
+    const none = refusing(Infinity);
+    expect((await catchUp(none.r, "ch", 1, 0)).end.type).toBe("failed");
+    expect(none.at).toHaveLength(1);
+    const once = refusing(1);
+    const { sock, end } = await catchUp(once.r, "ch", 1, 1_000);
+    expect(end.type).toBe("joined");
+    expect(sock.seqs).toEqual(Array.from({ length: 10 }, (_, i) => i + 1));
   });
 });

@@ -43,6 +43,14 @@ const settings = {
     parse: parseDuration,
     check: int(1_000, 3_600_000),
   },
+  catchupRetryForMs: {
+    env: "CATCHUP_RETRY_FOR",
+    shown: "16s",
+    doc: "How long a catch-up keeps reading a page again that the broker failed to serve (a NATS failover electing leaders), waiting 250 ms, then twice as long each time; then the subscription ends with the broker's error (`broker_unavailable` or `broker_error`) and the client may subscribe again from its last seq. 0 gives up at the first failure",
+    default: () => 16_000,
+    parse: parseDuration,
+    check: int(0, 600_000),
+  },
   coalesceMs: {
     env: "COALESCE",
     shown: "0",
@@ -73,6 +81,7 @@ export const fanout = section({
     holdMessages: "catchupBufferMessages",
     holdBytes: "catchupBufferBytes",
     catchupDeadlineMs: "catchupDeadlineMs",
+    catchupRetryForMs: "catchupRetryForMs",
     maxSubscriptions: "maxSubscriptions",
     coalesceMs: "coalesceMs",
   },
