@@ -23,7 +23,7 @@ import { connect } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
 import WebSocket from "ws";
 import { fmt, nowUs, percentile, startGatewayProc, startNats, until } from "./common.js";
-import { cpuWindow } from "./jetstream/cpu.js";
+import { cpuWindow, machineWindow } from "./jetstream/cpu.js";
 import { LeanSocket } from "../../subtools/src/lean/connection.js";
 import { Opcode } from "../../subtools/src/lean/frame-reader.js";
 import { std } from "../kit/flags.js";
@@ -164,7 +164,8 @@ async function runClients(url: string, channel: string, clients: number, procs: 
 /** The load of a row: sockets (in `procs` client processes) on one channel, msgs/s of `size` bytes, paced by `spacing`. */
 type Shape = { clients: number; rate: number; seconds: number; procs: number; size: number; spacing: Spacing };
 
-type Result = { deliveriesPerSec: number; lat: number[]; cpuPct: number; load?: LoadResult };
+/** `cpuPct`: the server's process tree, in % of one core; `machinePct`: every core's busy time, in % of the machine. */
+type Result = { deliveriesPerSec: number; lat: number[]; cpuPct: number; machinePct: number; load?: LoadResult };
 
 type LoadResult = { offered: number; stored: number; failed: number; singleLatMs: number[] };
 
@@ -235,13 +236,15 @@ async function collect(children: ChildProcess[], seconds: number, serverPid: num
   await new Promise((r) => setTimeout(r, 1_000)); // warm-up second, discarded
   await ask();
   const cpu = cpuWindow([serverPid]);
+  const machine = machineWindow();
   const t0 = Date.now();
   await new Promise((r) => setTimeout(r, seconds * 1_000));
   const reps = await ask();
   const cpuPct = cpu.read();
+  const machinePct = machine.read();
   const dt = (Date.now() - t0) / 1000;
   const lat = reps.flatMap((r) => r.latUs).sort((a, b) => a - b);
-  return { deliveriesPerSec: reps.reduce((a, r) => a + r.received, 0) / dt, lat, cpuPct };
+  return { deliveriesPerSec: reps.reduce((a, r) => a + r.received, 0) / dt, lat, cpuPct, machinePct };
 }
 
 const BENCH = defineBench("fanout", {
@@ -308,12 +311,14 @@ runBench(BENCH, async ({ flags: v }) => {
       : undefined;
 
   const row = (name: string, r: Result) =>
-    `| ${name} | ${fmt(r.deliveriesPerSec)} | ${fmt(percentile(r.lat, 50) / 1000, 2)} | ${fmt(percentile(r.lat, 99) / 1000, 2)} | ${fmt(percentile(r.lat, 99.9) / 1000, 2)} | ${fmt(r.lat.at(-1)! / 1000, 2)} | ${fmt(r.cpuPct)} | ${fmt(cpuUsPerDelivery(r), 2)} |`;
+    `| ${name} | ${fmt(r.deliveriesPerSec)} | ${fmt(percentile(r.lat, 50) / 1000, 2)} | ${fmt(percentile(r.lat, 99) / 1000, 2)} | ${fmt(percentile(r.lat, 99.9) / 1000, 2)} | ${fmt(r.lat.at(-1)! / 1000, 2)} | ${fmt(r.cpuPct)} | ${fmt(cpuUsPerDelivery(r), 2)} | ${fmt(r.machinePct)} |`;
   const expected = clients * rate;
   console.log(
     `\nbench:fanout — ${clients} clients × ${rate} msg/s (${fmt(expected)} deliveries/s offered, ${v.spacing} spacing), ${size} B payload, ${seconds} s, ${procs} client processes`,
   );
-  console.log("| server | deliveries/s | p50 ms | p99 ms | p99.9 ms | max ms | server CPU % | CPU µs/delivery |\n|---|---|---|---|---|---|---|---|");
+  console.log(
+    "| server | deliveries/s | p50 ms | p99 ms | p99.9 ms | max ms | server CPU % | CPU µs/delivery | machine busy % |\n|---|---|---|---|---|---|---|---|---|",
+  );
   for (const x of rows) console.log(row(x.name, x.r));
   if (coalesced) console.log(row(coalesced.name, coalesced.r));
   if (loaded) console.log(row(loaded.name, loaded.r));
@@ -354,6 +359,7 @@ runBench(BENCH, async ({ flags: v }) => {
           deliveriesPerSec: x.r.deliveriesPerSec,
           cpuPct: x.r.cpuPct,
           cpuUsPerDelivery: cpuUsPerDelivery(x.r),
+          machinePct: x.r.machinePct,
         })),
         ...issue36,
       }),

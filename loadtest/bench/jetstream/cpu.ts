@@ -44,3 +44,25 @@ export function cpuWindow(roots: readonly number[]): { read(): number } {
     },
   };
 }
+
+/** The whole machine's busy and idle jiffies so far, from /proc/stat's first line. */
+function machineJiffies(): { busy: number; total: number } {
+  const stat = readFileSync("/proc/stat", "utf8");
+  const f = stat.slice(0, stat.indexOf("\n")).trim().split(/\s+/).slice(1).map(Number);
+  const total = f.reduce((a, b) => a + b, 0);
+  const idle = (f[3] ?? 0) + (f[4] ?? 0); // idle + iowait
+  return { busy: total - idle, total };
+}
+
+/** Starts measuring; `read()` gives how busy all cores were since then, in % of the machine (100: no idle core time). */
+export function machineWindow(): { read(): number } {
+  let s0 = machineJiffies();
+  return {
+    read() {
+      const s = machineJiffies();
+      const pct = s.total > s0.total ? ((s.busy - s0.busy) / (s.total - s0.total)) * 100 : 0;
+      s0 = s;
+      return pct;
+    },
+  };
+}
