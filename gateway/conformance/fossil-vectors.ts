@@ -93,8 +93,10 @@ function fossilCase(name: string, base: Uint8Array, target: Uint8Array): FossilC
   return { name, base: asVector(base), target: asVector(target), delta: asVector(delta), smaller: delta.length < target.length };
 }
 
+const seededBytes = (rnd: () => number) => (): number => Math.floor(rnd() * 256);
+
 function randomBytes(n: number, rnd: () => number): Uint8Array {
-  return Uint8Array.from({ length: n }, () => Math.floor(rnd() * 256));
+  return Uint8Array.from({ length: n }, seededBytes(rnd));
 }
 
 /** Every vector, computed now with the installed library: what the committed file must equal. */
@@ -154,13 +156,92 @@ export function fossilVectors(): FossilVectors {
     { name: "copy past the end of the base", base: { text: "short base" }, why: "copy", delta: { text: "A\n5@k,0;" } },
     { name: "no size line", base, why: "header", delta: { text: "" } },
     { name: "unknown operator", base: { text: "abc" }, why: "operator", delta: { text: "3\n3?0;" } },
+    ...refusals(scored),
   ];
   return {
     about:
-      "Fossil deltas (fossil-scm.org delta_format) shared by the SDKs' appliers and the server's encoder. cases: applying `delta` to `base` gives `target`; `smaller` says whether the delta is shorter than the target (when not, the server sends the full message). broken: a delta an applier must refuse (throw), never turn into wrong bytes. Bytes are {text} (UTF-8) or {base64}. Written by `npm run vectors:fossil` from the fossil-delta package; a unit test fails when this file is stale.",
+      "Fossil deltas (fossil-scm.org delta_format) shared by the SDKs' appliers and the server's encoder. cases: applying `delta` to `base` gives `target`; `smaller` says whether the delta is shorter than the target (when not, the server sends the full message). broken: a delta an applier must refuse (throw), never turn into wrong bytes; `why` names its one fault: truncated (cut short at each kind of place), checksum (every command applies, the checksum does not match: a damaged delta or one made against another base), copy (out of the base), insert (longer than the delta), size (the size line is not the output's size), header, operator, garbage (bytes that are no delta), empty. Bytes are {text} (UTF-8) or {base64}. Written by `npm run vectors:fossil` from the fossil-delta package; a unit test fails when this file is stale.",
     cases,
     broken,
   };
+}
+
+const latin1 = (s: string): Uint8Array => new Uint8Array(Buffer.from(s, "latin1"));
+const DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz~";
+
+/** Fossil's checksum: the sum of the bytes as big-endian 32-bit words (the last one zero-padded), mod 2^32. */
+export const fossilChecksum = (b: Uint8Array): number => b.reduce((s, x, i) => (s + (x << (24 - 8 * (i % 4)))) | 0, 0) >>> 0;
+
+/** A number as a Fossil delta writes it: base 64 with the digits `0-9 A-Z _ a-z ~`, most significant first. */
+export function fossilDigits(v: number): string {
+  let s = "";
+  do {
+    s = DIGITS[v % 64]! + s;
+    v = Math.floor(v / 64);
+  } while (v > 0);
+  return s;
+}
+
+/** A delta written by hand: a size line, commands, and the checksum of `result` (what its commands would make). */
+const handMade = (size: number, commands: string, result: Uint8Array): Uint8Array =>
+  latin1(`${fossilDigits(size)}\n${commands}${fossilDigits(fossilChecksum(result))};`);
+
+/**
+ * The deltas an applier must refuse beyond the first five: the scoreboard case's delta cut short at each kind of
+ * place, with a checksum that does not match although every command applies, given a wrong size line or
+ * another base, and deltas written by hand whose one fault is a copy out of the base, an insert longer than the
+ * delta, or bytes that are no delta at all. Each is refused by the library (the test checks), so only one fault
+ * is in each: an applier that skips that one check accepts it.
+ */
+function refusals(scored: FossilCase): FossilBroken[] {
+  const [base, delta, target] = [bytesOf(scored.base), bytesOf(scored.delta), bytesOf(scored.target)];
+  const text = Buffer.from(delta).toString("latin1");
+  const b = scored.base;
+  const cut = (name: string, at: number): FossilBroken => ({ name: `truncated: ${name}`, base: b, why: "truncated", delta: asVector(delta.subarray(0, at)) });
+  const sumDigits = fossilDigits(fossilChecksum(target));
+  if (!text.endsWith(`,${sumDigits};`)) throw new Error("the scoreboard delta does not end with a copy and its checksum");
+  const newline = text.indexOf("\n");
+  const firstCopy = text.indexOf("@");
+  const firstInsert = text.indexOf(":");
+  const withSize = (size: number): Uint8Array => latin1(`${fossilDigits(size)}${text.slice(newline)}`);
+  const short = latin1("short base");
+  const abc = latin1("abc");
+  // The previous document of the channel with the team renamed: every copy is in range, the bytes are others.
+  const otherBase = latin1(Buffer.from(base).toString("latin1").replace("Harbour City", "Harbour Town"));
+  const garbage = Uint8Array.from({ length: 96 }, seededBytes(seeded(3_600)));
+  // An insert whose count takes in the checksum command after its bytes: nothing is left to end the delta.
+  const swallowed = `${fossilDigits(3)}:abc${fossilDigits(fossilChecksum(abc))};`;
+  return [
+    cut("inside the size line", 1),
+    cut("after the size line, no command", newline + 1),
+    cut("inside a copy command, before its ','", firstCopy + 2),
+    cut("inside an insert's bytes", firstInsert + 2),
+    cut("the checksum without its ';'", delta.length - 1),
+    cut("no checksum command", delta.length - sumDigits.length - 1),
+    {
+      name: "checksum one more than the target's, every command applies",
+      base: b,
+      why: "checksum",
+      delta: asVector(latin1(`${text.slice(0, -sumDigits.length - 1)}${fossilDigits((fossilChecksum(target) + 1) >>> 0)};`)),
+    },
+    { name: "made against another base of the same length", base: asVector(otherBase), why: "checksum", delta: scored.delta },
+    { name: "copy ends one byte past the end of the base", base: { text: "short base" }, why: "copy", delta: asVector(handMade(5, "5@6,", short.subarray(5))) },
+    { name: "copy larger than the base", base: { text: "abc" }, why: "copy", delta: asVector(handMade(4, "4@0,", abc)) },
+    { name: "the scoreboard delta on its base cut short", base: asVector(base.subarray(0, base.length >> 1)), why: "copy", delta: scored.delta },
+    { name: "insert longer than the whole delta", base: { text: "" }, why: "insert", delta: asVector(handMade(64, `${fossilDigits(64)}:abc`, abc)) },
+    {
+      name: "insert that swallows the checksum",
+      base: { text: "" },
+      why: "insert",
+      delta: asVector(latin1(`${fossilDigits(swallowed.length)}\n${fossilDigits(swallowed.length)}:${swallowed}`)),
+    },
+    { name: "size line one more than the output", base: b, why: "size", delta: asVector(withSize(target.length + 1)) },
+    { name: "size line one less than the output", base: b, why: "size", delta: asVector(withSize(target.length - 1)) },
+    { name: "garbage bytes", base: b, why: "garbage", delta: asVector(garbage) },
+    { name: "a JSON document instead of a delta", base: b, why: "garbage", delta: scored.target },
+    { name: "empty delta on an empty base", base: { text: "" }, why: "empty", delta: { text: "" } },
+    { name: "size line of an empty target, no checksum", base: { text: "" }, why: "empty", delta: { text: "0\n" } },
+  ];
 }
 
 /** The file's text: one case per line group, stable key order. */

@@ -8,7 +8,7 @@ import type { Frame } from "../src/types.js";
 import { deltaFrame as serverDeltaFrame, msgFrame } from "../../src/protocol/serialize.js";
 
 type Bytes = { text: string } | { base64: string };
-type Vectors = { cases: { name: string; base: Bytes; target: Bytes; delta: Bytes }[]; broken: { name: string; base: Bytes; delta: Bytes }[] };
+type Vectors = { cases: { name: string; base: Bytes; target: Bytes; delta: Bytes }[]; broken: { name: string; base: Bytes; delta: Bytes; why: string }[] };
 const vectors = JSON.parse(readFileSync(new URL("../../conformance/vectors/fossil.json", import.meta.url), "utf8")) as Vectors;
 const bytes = (v: Bytes): Uint8Array => ("text" in v ? utf8Encode(v.text) : base64Decode(v.base64));
 const hex = (b: Uint8Array): string => Buffer.from(b).toString("hex");
@@ -34,6 +34,16 @@ describe("deltas — the SDK's bases per channel", () => {
     bases.full("c", 1, bytes(c.base));
     expect(bases.apply("c", 2, 1, bytes(c.delta))).toEqual({ ok: false, resubscribe: true, reason: "bad_delta" });
     expect(bases.apply("c", 3, 2, bytes(c.delta))).toMatchObject({ reason: "no_base" }); // the channel's base is gone
+    // And from a delta frame as the server writes it (text, or base64 when the delta is not UTF-8).
+    const framed = new DeltaBases();
+    framed.full("c", 1, bytes(c.base));
+    expect(framed.receive(...deltaFrame("c", 2, 1, bytes(c.delta)))).toEqual({ ok: false, resubscribe: true, reason: "bad_delta" });
+  });
+
+  it("deltas — the shared vectors hold every kind of refusal (so the tests above cannot pass on an empty list)", () => {
+    const whys = new Set(vectors.broken.map((b) => b.why));
+    expect(whys).toEqual(new Set(["truncated", "checksum", "copy", "insert", "size", "header", "operator", "garbage", "empty"]));
+    expect(vectors.broken.filter((b) => b.why === "truncated").length).toBeGreaterThanOrEqual(6);
   });
 
   it("deltas — a full frame's base is the exact text the server spliced in, not JSON.stringify of the parsed value", () => {

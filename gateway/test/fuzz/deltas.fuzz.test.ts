@@ -11,6 +11,7 @@ import { describe, expect, it } from "vitest";
 import { DeltaBases, type DeltaOutcome } from "../../client/src/deltas.js";
 import type { Frame } from "../../client/src/types.js";
 import { JSON_WIRE, msgpackWire, RAW, type MsgRaw, type Wire } from "../../client/src/wire.js";
+import { fossilChecksum, fossilDigits } from "../../conformance/fossil-vectors.js";
 import { ChannelDeltas, DEFAULT_DELTA_LIMITS, DeltaSubscription } from "../../src/fanout/deltas.js";
 import type { Codec } from "../../src/protocol/codec.js";
 import { JSON_CODEC, MSGPACK_CODEC } from "../../src/protocol/codecs.js";
@@ -282,15 +283,3 @@ describe("fuzz — deltas: the limit of Fossil's checksum", () => {
     });
   });
 });
-
-const DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz~";
-/** Fossil's checksum: the sum of the payload's big-endian 32-bit words (the last one zero-padded), mod 2^32. */
-const fossilChecksum = (b: Uint8Array): number => b.reduce((s, x, i) => (s + (x << (24 - 8 * (i % 4)))) | 0, 0) >>> 0;
-const fossilDigits = (v: number): string => {
-  let s = "";
-  do {
-    s = DIGITS[v % 64]! + s;
-    v = Math.floor(v / 64);
-  } while (v > 0);
-  return s;
-};

@@ -10,6 +10,7 @@ import kotlinx.serialization.json.jsonPrimitive
 import org.junit.jupiter.api.Assertions.assertArrayEquals
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertThrows
+import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.DynamicTest
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.TestFactory
@@ -44,7 +45,22 @@ class DeltasTest {
             bases.full("c", 1, v.bytesOf("base"))
             assertEquals(Applied.Lost("bad_delta"), bases.apply("c", 2, 1, v.bytesOf("delta")))
             assertEquals(Applied.Lost("no_base"), bases.apply("c", 3, 2, v.bytesOf("delta")))
+            // And from a delta frame as the server writes it (text, or base64 when the delta is not UTF-8).
+            val framed = DeltaBases()
+            framed.full("s", 1, v.bytesOf("base"))
+            val (f, text) = deltaFrame(2, 1, v.bytesOf("delta"))
+            assertEquals(DeltaOutcome.Resubscribe("bad_delta"), framed.receive(f, text))
         }
+    }
+
+    @Test
+    fun `deltas — the shared vectors hold every kind of refusal (so the tests above cannot pass on an empty list)`() {
+        val broken = cases("broken")
+        assertEquals(
+            setOf("truncated", "checksum", "copy", "insert", "size", "header", "operator", "garbage", "empty"),
+            broken.map { it.str("why") }.toSet(),
+        )
+        assertTrue(broken.count { it.str("why") == "truncated" } >= 6, "truncated at several points")
     }
 
     @Test
