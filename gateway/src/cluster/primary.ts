@@ -235,7 +235,10 @@ async function startEvents(
     ackWaitMs: timings.ackWaitMs,
   });
   const holder = `${hostname()}/${process.pid}`;
-  const lease = timings.ordered ? new SenderLease(await webhookLeaseStore(js, prepared.jsm, c, timings.leaseMs), holder, timings.holdMs) : undefined;
+  const store = timings.ordered
+    ? await whileElecting("webhook lease stream", log, () => webhookLeaseStore(js, prepared.jsm, c, timings.leaseMs, log))
+    : undefined;
+  const lease = store ? new SenderLease(store, holder, timings.holdMs) : undefined;
   const caller = new BackendCaller(
     // Only the status acknowledges a batch: the receiver's body is dropped unread, whatever its size.
     { timeoutMs: w.timeoutMs, maxInFlight: w.concurrency, maxAnswerBytes: 0, headers: { [SENDER_HEADER]: holder }, ...(secrets.length > 0 ? { secrets } : {}) },
@@ -264,7 +267,7 @@ async function startServices(
   log: Logger,
 ): Promise<{ services: Services; shares: InstanceShares } | undefined> {
   const e = c.events;
-  const settings = { bucket: e.stateBucket, ttlMs: e.instanceTtlMs, replicas: c.presence.replicas, storage: c.presence.storage };
+  const settings = { bucket: e.stateBucket, ttlMs: e.instanceTtlMs, replicas: e.replicas, storage: c.presence.storage };
   // As presence: a server without per-message TTL (before 2.11) refuses the bucket, and the rest still works.
   const made = await ensureSharedState(await jetstreamManager(nc), settings, log).then(
     () => true,

@@ -33,6 +33,11 @@ describe("events — settings, batches and backoff", () => {
     expect(() => eventsOf({ EVENTS_INSTANCE_TTL: "500ms" })).toThrow(/EVENTS_INSTANCE_TTL/);
   });
 
+  it("events — the events stream, its lease and the state bucket have STREAM_REPLICAS replicas (1 by default)", () => {
+    expect(eventsOf({}).replicas).toBe(1);
+    expect(eventsOf({ STREAM_REPLICAS: "3" }).replicas).toBe(3);
+  });
+
   it("events — an unknown kind, the Redis broker or a subject over the channels' are refused at start", () => {
     expect(() => eventsOf({ EVENTS: "connect,join" })).toThrow(/join is not a kind of event/);
     expect(() => eventsOf({ EVENTS: "presence" })).toThrow(/presence is not a kind of event/);

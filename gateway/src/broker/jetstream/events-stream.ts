@@ -3,9 +3,10 @@ import { AckPolicy, DeliverPolicy, DiscardPolicy, JetStreamApiCodes, JetStreamAp
 import { nanos } from "@nats-io/transport-node";
 import type { EventsSection } from "../../config/sections.js";
 import type { Logger } from "../../log.js";
+import { ensureOwnStream } from "./own-stream.js";
 
-/** The events stream as the gateway wants it: every kind under `<subject>.>`, kept for `maxAgeMs`. */
-function desired(c: Pick<EventsSection, "stream" | "subject" | "maxAgeMs">) {
+/** The events stream as the gateway wants it: every kind under `<subject>.>`, kept for `maxAgeMs`, on `replicas` nodes. */
+function desired(c: Pick<EventsSection, "stream" | "subject" | "maxAgeMs" | "replicas">) {
   return {
     name: c.stream,
     subjects: [`${c.subject}.>`],
@@ -13,23 +14,23 @@ function desired(c: Pick<EventsSection, "stream" | "subject" | "maxAgeMs">) {
     storage: StorageType.File,
     discard: DiscardPolicy.Old,
     max_age: nanos(c.maxAgeMs),
+    num_replicas: c.replicas,
   };
 }
 
-/** Creates the events stream, or brings an existing one's subjects and retention to the settings (no stored event is touched). */
-export async function ensureEventsStream(jsm: JetStreamManager, c: Pick<EventsSection, "stream" | "subject" | "maxAgeMs">, log: Logger): Promise<void> {
+/**
+ * Creates the events stream, or brings an existing one's subjects, retention and replicas to the settings
+ * (no stored event is touched; a stream made with fewer replicas gains them, and they catch up).
+ */
+export async function ensureEventsStream(
+  jsm: JetStreamManager,
+  c: Pick<EventsSection, "stream" | "subject" | "maxAgeMs" | "replicas">,
+  log: Logger,
+): Promise<void> {
   const wanted = desired(c);
-  try {
-    const info = await jsm.streams.info(wanted.name);
-    if (info.config.max_age !== wanted.max_age || info.config.subjects?.join() !== wanted.subjects.join()) {
-      await jsm.streams.update(wanted.name, { ...info.config, subjects: wanted.subjects, max_age: wanted.max_age });
-      log.info({ stream: wanted.name, subjects: wanted.subjects, maxAgeMs: c.maxAgeMs }, "events stream updated");
-    }
-  } catch (e) {
-    if (!(e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound)) throw e;
-    await jsm.streams.add(wanted);
-    log.info({ stream: wanted.name, subjects: wanted.subjects }, "events stream created");
-  }
+  const { created, diff } = await ensureOwnStream(jsm, wanted, ["subjects", "max_age", "num_replicas"]);
+  if (created) log.info({ stream: wanted.name, subjects: wanted.subjects, replicas: c.replicas }, "events stream created");
+  else if (diff.length > 0) log.info({ stream: wanted.name, diff }, "events stream updated");
 }
 
 /** The durable consumer every instance's webhook sender shares. */

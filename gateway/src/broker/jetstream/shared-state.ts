@@ -6,6 +6,7 @@ import type { SharedRecord, SharedStateApi } from "../broker.js";
 import type { LeaseStore } from "./webhook-lease.js";
 import { desiredPresenceBucket } from "./presence.js";
 import { whileElecting } from "./stream.js";
+import { ensureOwnStream } from "./own-stream.js";
 
 export type SharedStateSettings = { bucket: string; ttlMs: number; replicas: number; storage: "file" | "memory" };
 
@@ -26,17 +27,17 @@ function desired(s: Pick<SharedStateSettings, "bucket" | "replicas" | "storage">
   return config;
 }
 
-/** Creates the bucket, or leaves an existing one as it is (it holds nothing a restart cannot write again). */
+/**
+ * Creates the bucket, or brings an existing one's replicas to the settings (STREAM_REPLICAS: a bucket made
+ * with fewer gains them, and they catch up); nothing else of it is changed (it holds nothing a restart
+ * cannot write again).
+ */
 export async function ensureSharedState(jsm: JetStreamManager, s: Pick<SharedStateSettings, "bucket" | "replicas" | "storage">, log: Logger): Promise<void> {
   const wanted = desired(s);
   await whileElecting(`bucket ${s.bucket}`, log, async () => {
-    try {
-      await jsm.streams.info(wanted.name);
-    } catch (e) {
-      if (!(e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound)) throw e;
-      await jsm.streams.add(wanted);
-      log.info({ bucket: s.bucket }, "shared state bucket created");
-    }
+    const { created, diff } = await ensureOwnStream(jsm, wanted, ["num_replicas"]);
+    if (created) log.info({ bucket: s.bucket, replicas: s.replicas }, "shared state bucket created");
+    else if (diff.length > 0) log.info({ bucket: s.bucket, diff }, "shared state bucket updated");
   });
 }
 

@@ -2,6 +2,8 @@ import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
 import type { EventsSection } from "../../config/sections.js";
+import type { Logger } from "../../log.js";
+import { ensureOwnStream } from "./own-stream.js";
 
 /** The lease's last record: its sequence and holder ("" once released). */
 export type LeaseRecord = { seq: number; holder: string };
@@ -18,7 +20,8 @@ export interface LeaseStore {
 export const leaseNames = (c: Pick<EventsSection, "stream" | "subject">) => ({ stream: `${c.stream}_SENDER`, subject: `${c.subject}-sender` });
 
 /**
- * The webhook sender's lease in JetStream (events/lease.ts): a stream of one subject that keeps one message,
+ * The webhook sender's lease in JetStream (events/lease.ts): a stream of one subject that keeps one message
+ * (in memory, on `replicas` nodes: STREAM_REPLICAS, so that losing one node does not stop the sender),
  * each expiring `leaseMs` after it was written, so a holder that stops renewing loses it by then. Writes
  * are conditional on the subject's last sequence (`Nats-Expected-Last-Subject-Sequence`), so of two
  * instances taking or renewing at once only one succeeds.
@@ -26,8 +29,9 @@ export const leaseNames = (c: Pick<EventsSection, "stream" | "subject">) => ({ s
 export async function webhookLeaseStore(
   js: JetStreamClient,
   jsm: JetStreamManager,
-  c: Pick<EventsSection, "stream" | "subject">,
+  c: Pick<EventsSection, "stream" | "subject" | "replicas">,
   leaseMs: number,
+  log: Logger,
 ): Promise<LeaseStore> {
   const { stream, subject } = leaseNames(c);
   const config = {
@@ -38,14 +42,10 @@ export async function webhookLeaseStore(
     discard: DiscardPolicy.Old,
     max_msgs_per_subject: 1,
     max_age: nanos(leaseMs),
+    num_replicas: c.replicas,
   };
-  try {
-    const info = await jsm.streams.info(stream);
-    if (info.config.max_age !== config.max_age) await jsm.streams.update(stream, { ...info.config, max_age: config.max_age });
-  } catch (e) {
-    if (!(e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound)) throw e;
-    await jsm.streams.add(config);
-  }
+  const { diff } = await ensureOwnStream(jsm, config, ["max_age", "num_replicas"]);
+  if (diff.length > 0) log.info({ stream, diff }, "webhook lease stream updated");
   return {
     async read() {
       const m = await jsm.streams.getMessage(stream, { last_by_subj: subject });

@@ -1,5 +1,6 @@
 import { type SettingTable, type SliceOf, type ValuesOf, checkHttpUrl, derive, int, section, subjectTokens, trimmed } from "../setting.js";
 import { parseDuration, parseIntStrict, parseList } from "../parse.js";
+import type { StreamValues } from "./stream.js";
 
 /** Every kind of event the gateway records. */
 export const EVENT_KINDS = [
@@ -32,7 +33,7 @@ const settings = {
   eventsStream: {
     env: "EVENTS_STREAM",
     shown: "FANOUT_EVENTS",
-    doc: "JetStream stream the events are stored in (its own, beside the channels' stream)",
+    doc: "JetStream stream the events are stored in (its own, beside the channels' stream; with STREAM_REPLICAS, as are the webhook's lease <name>_SENDER and the state bucket <name>_STATE)",
     default: () => "FANOUT_EVENTS",
     parse: trimmed,
     check: (v: string) => (/^[A-Za-z0-9_-]+$/.test(v) ? undefined : "must be letters, digits, _ or -"),
@@ -145,7 +146,8 @@ function kindsOf(c: Pick<EventsValues, "eventsKinds" | "eventsWebhookUrl">): rea
 
 export const events = section({
   name: "events",
-  title: "Events (events/): connections, subscriptions and presence members recorded in a stream of their own, and sent to a webhook",
+  title:
+    "Events (events/): connections, subscriptions and presence members recorded in a stream of their own, and sent to a webhook; the events' stream, lease and state bucket follow the stream's replicas",
   settings,
   slice: {
     kinds: derive(["eventsKinds", "eventsWebhookUrl"], kindsOf),
@@ -154,6 +156,8 @@ export const events = section({
     maxAgeMs: "eventsMaxAge",
     debounceMs: "eventsDebounceMs",
     instanceTtlMs: "eventsInstanceTtlMs",
+    /** Replicas of the events stream, the webhook's lease stream and the state bucket: STREAM_REPLICAS, so that losing one NATS node stalls none of them. */
+    replicas: derive([], (c: Pick<StreamValues, "streamReplicas">) => c.streamReplicas),
     /** The KV bucket of the cluster-wide state (each instance's channels and users, the leader's lease): `<stream>_STATE`. */
     stateBucket: derive(["eventsStream"], (c: Pick<EventsValues, "eventsStream">) => `${c.eventsStream}_STATE`),
     webhook: derive(

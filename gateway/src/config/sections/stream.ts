@@ -36,7 +36,7 @@ const settings = {
   streamReplicas: {
     env: "STREAM_REPLICAS",
     shown: "1",
-    doc: "Stream replicas (1, 3 or 5 on a cluster)",
+    doc: "Stream replicas (1, 3 or 5 on a cluster); the presence bucket, and the events stream, its webhook lease and state bucket, have as many",
     default: () => 1,
     parse: parseIntStrict,
     check: int(1, 5),
