@@ -27,10 +27,7 @@ export async function ensureEventsStream(
   c: Pick<EventsSection, "stream" | "subject" | "maxAgeMs" | "replicas">,
   log: Logger,
 ): Promise<void> {
-  const wanted = desired(c);
-  const { created, diff } = await ensureOwnStream(jsm, wanted, ["subjects", "max_age", "num_replicas"]);
-  if (created) log.info({ stream: wanted.name, subjects: wanted.subjects, replicas: c.replicas }, "events stream created");
-  else if (diff.length > 0) log.info({ stream: wanted.name, diff }, "events stream updated");
+  await ensureOwnStream(jsm, desired(c), ["subjects", "max_age", "num_replicas"], log, "events stream");
 }
 
 /** The durable consumer every instance's webhook sender shares. */

@@ -34,11 +34,7 @@ function desired(s: Pick<SharedStateSettings, "bucket" | "replicas" | "storage">
  */
 export async function ensureSharedState(jsm: JetStreamManager, s: Pick<SharedStateSettings, "bucket" | "replicas" | "storage">, log: Logger): Promise<void> {
   const wanted = desired(s);
-  await whileElecting(`bucket ${s.bucket}`, log, async () => {
-    const { created, diff } = await ensureOwnStream(jsm, wanted, ["num_replicas"]);
-    if (created) log.info({ bucket: s.bucket, replicas: s.replicas }, "shared state bucket created");
-    else if (diff.length > 0) log.info({ bucket: s.bucket, diff }, "shared state bucket updated");
-  });
+  await whileElecting(`bucket ${s.bucket}`, log, () => ensureOwnStream(jsm, wanted, ["num_replicas"], log, "shared state bucket"));
 }
 
 const wrongLast = (e: unknown): boolean => e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamWrongLastSequence;

@@ -44,8 +44,7 @@ export async function webhookLeaseStore(
     max_age: nanos(leaseMs),
     num_replicas: c.replicas,
   };
-  const { diff } = await ensureOwnStream(jsm, config, ["max_age", "num_replicas"]);
-  if (diff.length > 0) log.info({ stream, diff }, "webhook lease stream updated");
+  await ensureOwnStream(jsm, config, ["max_age", "num_replicas"], log, "webhook lease stream");
   return {
     async read() {
       const m = await jsm.streams.getMessage(stream, { last_by_subj: subject });
