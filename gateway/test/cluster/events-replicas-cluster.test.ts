@@ -1,7 +1,7 @@
 // The events feature's JetStream state on a 3-node cluster with STREAM_REPLICAS=3: the events stream, the
 // webhook's lease stream and the cluster's state bucket, made with one replica as an older gateway made them
-// (with one event stored and the webhook's consumer already there), are brought to 3 replicas at start with
-// nothing lost; then the NATS node leading the lease stream is killed, and events recorded after it still
+// (with one event stored and the webhook's consumer already there), and the presence bucket, made with one
+// replica as before STREAM_REPLICAS was raised, are brought to 3 replicas at start with nothing lost; then the NATS node leading the lease stream is killed, and events recorded after it still
 // reach a real HTTP receiver, without the node coming back.
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type JetStreamManager, type StreamInfo } from "@nats-io/jetstream";
@@ -15,12 +15,15 @@ import { acceptedEvents, missing } from "../support/webhook-events.js";
 import { ensureEventsStream, WEBHOOK_DURABLE, webhookSource } from "../../src/broker/jetstream/events-stream.js";
 import { leaseNames, webhookLeaseStore } from "../../src/broker/jetstream/webhook-lease.js";
 import { ensureSharedState } from "../../src/broker/jetstream/shared-state.js";
+import { ensurePresenceBucket, presenceStream } from "../../src/broker/jetstream/presence.js";
 import { createLogger } from "../../src/log.js";
 
 // The defaults of EVENTS_STREAM, EVENTS_SUBJECT and EVENTS_MAX_AGE, as an older gateway had them.
 const EVENTS = { stream: "FANOUT_EVENTS", subject: "fanout.events", maxAgeMs: 86_400_000 };
 const LEASE = leaseNames(EVENTS).stream;
 const STATE = `KV_${EVENTS.stream}_STATE`;
+// The default PRESENCE_BUCKET.
+const PRESENCE = presenceStream("PRESENCE");
 const log = createLogger("silent", {});
 
 let cluster: NatsCluster;
@@ -61,7 +64,9 @@ beforeAll(async () => {
   await ensureSharedState(jsm, { bucket: `${EVENTS.stream}_STATE`, replicas: 1, storage: "file" }, log);
   await webhookSource(jetstream(nc), jsm, EVENTS, { durable: WEBHOOK_DURABLE, maxAckPending: 100, ackWaitMs: 3_700 });
   await jetstream(nc).publish(`${EVENTS.subject}.connect`, JSON.stringify({ type: "connect", time: new Date().toISOString(), client: "stored-before" }));
-  for (const name of [EVENTS.stream, LEASE, STATE]) expect((await jsm.streams.info(name)).config.num_replicas).toBe(1);
+  // And the presence bucket of a deployment started with STREAM_REPLICAS=1.
+  await ensurePresenceBucket(jsm, { bucket: "PRESENCE", replicas: 1, storage: "file" }, log);
+  for (const name of [EVENTS.stream, LEASE, STATE, PRESENCE]) expect((await jsm.streams.info(name)).config.num_replicas).toBe(1);
 
   receiver = await WebhookReceiver.start();
   gw = await startGateway({
@@ -83,8 +88,9 @@ afterAll(async () => {
 });
 
 describe("events on a NATS cluster — STREAM_REPLICAS=3", () => {
-  it("events — the events stream, the lease stream and the state bucket made with 1 replica are brought to 3 at start, the stored event kept", async () => {
-    for (const name of [EVENTS.stream, LEASE, STATE]) await waitFor(() => replicated(name), { timeoutMs: 30_000, what: `${name} on 3 caught-up replicas` });
+  it("events — the events stream, the lease stream, the state bucket and the presence bucket made with 1 replica are brought to 3 at start, the stored event kept", async () => {
+    for (const name of [EVENTS.stream, LEASE, STATE, PRESENCE])
+      await waitFor(() => replicated(name), { timeoutMs: 30_000, what: `${name} on 3 caught-up replicas` });
     // The webhook's durable consumer follows its stream (it was made on the 1-replica stream).
     const consumer = await waitFor(
       async () => {
@@ -95,7 +101,9 @@ describe("events on a NATS cluster — STREAM_REPLICAS=3", () => {
     );
     expect(consumer.cluster?.leader).toBeTruthy();
     const updated = gw.logs.map((l) => l.msg).filter((m) => typeof m === "string" && m.endsWith(" updated"));
-    expect(updated).toEqual(expect.arrayContaining(["events stream updated", "webhook lease stream updated", "shared state bucket updated"]));
+    expect(updated).toEqual(
+      expect.arrayContaining(["events stream updated", "webhook lease stream updated", "shared state bucket updated", "presence bucket updated"]),
+    );
     const events = await allArrived("the event stored before the update, and the gateway's own, accepted");
     expect(events.find((e) => e.id === 1)?.client).toBe("stored-before");
   });
@@ -113,7 +121,7 @@ describe("events on a NATS cluster — STREAM_REPLICAS=3", () => {
     const killedAt = Date.now();
     // The lease, the events, the state and the channels' stream move to the two nodes left, each with a
     // leader there, and the gateway's worker is connected again (readiness, not a delay).
-    for (const name of [LEASE, EVENTS.stream, STATE, "EVENTS"])
+    for (const name of [LEASE, EVENTS.stream, STATE, PRESENCE, "EVENTS"])
       await waitFor(() => replicated(name, leader), { timeoutMs: 30_000, what: `${name} led by a node left` });
     await waitFor(async () => (await fetch(`${gw.url}/readyz`)).ok, { timeoutMs: 30_000, what: "the gateway ready again" });
     const readyAt = Date.now();

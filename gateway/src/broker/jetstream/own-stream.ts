@@ -8,7 +8,7 @@ const SETTLE_POLL_MS = 100;
 
 /**
  * Creates a stream whose whole content is the gateway's own bookkeeping (the events stream, the webhook's
- * lease, the cluster's state bucket), or brings the `fields` of an existing one to `wanted` by a stream
+ * lease, the cluster's state bucket, the presence bucket), or brings the `fields` of an existing one to `wanted` by a stream
  * update; every other field of it is left as it is. No stored message is touched: a changed `num_replicas`
  * makes the server add replicas (they catch up from the stream's leader) or drop some. Unlike the channels'
  * stream (UPDATE_STREAM), this needs no switch: nothing an operator stores there is changed.

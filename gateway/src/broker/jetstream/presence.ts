@@ -1,7 +1,8 @@
 import { whileElecting } from "./stream.js";
+import { ensureOwnStream } from "./own-stream.js";
 import { headers, nanos, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
 import type { JetStreamClient, JetStreamManager, StreamConfig } from "@nats-io/jetstream";
-import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType } from "@nats-io/jetstream";
+import { DiscardPolicy, RetentionPolicy, StorageType } from "@nats-io/jetstream";
 import type { Logger } from "../../log.js";
 import { clientOfKey, encodeChannel, memberKey } from "./presence-keys.js";
 import { presenceSubjects } from "../../config/sections/presence.js";
@@ -50,13 +51,27 @@ export function desiredPresenceBucket(s: Pick<PresenceSettings, "bucket" | "repl
   };
 }
 
-const COMPARED = ["subjects", "max_msgs_per_subject", "allow_direct", "allow_rollup_hdrs", "allow_msg_ttl", "subject_delete_marker_ttl", "republish"] as const;
+/**
+ * What is brought to the settings on an existing bucket: the fields the presence watch needs, and its
+ * replicas (STREAM_REPLICAS: a bucket made with fewer gains them, and they catch up from its leader).
+ */
+const COMPARED = [
+  "subjects",
+  "max_msgs_per_subject",
+  "allow_direct",
+  "allow_rollup_hdrs",
+  "allow_msg_ttl",
+  "subject_delete_marker_ttl",
+  "republish",
+  "num_replicas",
+] as const;
 
 /**
- * Creates the presence bucket, or brings an existing one to the settings above (it holds nothing durable).
- * A failure that may pass (a timeout while a fresh cluster elects leaders) is tried again, `attempts` times
- * in all with the delay doubling from `baseDelayMs`; a refusal (a 4xx answer: a server without per-message
- * TTL) is final at once.
+ * Creates the presence bucket, or brings the COMPARED fields of an existing one to the settings above by a
+ * stream update (own-stream.ts: logged, nothing stored touched; it holds nothing durable anyway). A failure
+ * that may pass (a timeout while a fresh cluster elects leaders) is tried again, `attempts` times in all with
+ * the delay doubling from `baseDelayMs`; a refusal (a 4xx answer: a server without per-message TTL) is final
+ * at once.
  */
 export async function ensurePresenceBucket(
   jsm: JetStreamManager,
@@ -65,27 +80,8 @@ export async function ensurePresenceBucket(
   attempts = 6,
   baseDelayMs = 500,
 ): Promise<void> {
-  return whileElecting(`presence bucket ${s.bucket}`, log, () => ensurePresenceBucketOnce(jsm, s, log), attempts, baseDelayMs);
-}
-
-async function ensurePresenceBucketOnce(jsm: JetStreamManager, s: Pick<PresenceSettings, "bucket" | "replicas" | "storage">, log: Logger): Promise<void> {
   const wanted = desiredPresenceBucket(s);
-  let existing: StreamConfig | undefined;
-  try {
-    existing = (await jsm.streams.info(wanted.name)).config;
-  } catch (e) {
-    if (!(e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound)) throw e;
-  }
-  if (!existing) {
-    await jsm.streams.add(wanted);
-    log.info({ bucket: s.bucket, stream: wanted.name }, "presence bucket created");
-    return;
-  }
-  const diff = COMPARED.filter((f) => JSON.stringify(existing[f]) !== JSON.stringify(wanted[f]));
-  if (diff.length === 0) return;
-  const { storage: _storage, ...update } = wanted;
-  await jsm.streams.update(wanted.name, { ...existing, ...update, num_replicas: existing.num_replicas });
-  log.warn({ bucket: s.bucket, diff }, "presence bucket updated");
+  return whileElecting(`presence bucket ${s.bucket}`, log, () => ensureOwnStream(jsm, wanted, COMPARED, log, "presence bucket"), attempts, baseDelayMs);
 }
 
 /** Reads a stored presence entry; undefined for something else put into the bucket. */
