@@ -119,7 +119,7 @@ async function wsClient(url: string, sub: string, tally: Tally): Promise<() => v
 }
 
 // --- bare uWS server: the same frames published to a topic by a timer in-process ---
-async function bareMain(rate: number, size: number, spacing: Spacing, compress: boolean): Promise<void> {
+async function bareMain(rate: number, size: number, spacing: Spacing, seconds: number, compress: boolean): Promise<void> {
   const require = createRequire(import.meta.url);
   const uws = require("uWebSockets.js") as typeof import("uWebSockets.js");
   const app = uws.App();
@@ -141,7 +141,7 @@ async function bareMain(rate: number, size: number, spacing: Spacing, compress: 
   let seq = 0;
   process.on("message", (m: { type: string }) => {
     if (m.type !== "go") return;
-    pace(rate, spacing, () => {
+    pace(rate, spacing, (seconds + PUBLISH_SLACK_S) * 1000, () => {
       seq++;
       app.publish(
         "bench",
@@ -280,7 +280,7 @@ const BENCH = defineBench("fanout", {
 
 runBench(BENCH, async ({ flags: v }) => {
   if (v.role === "client") return clientMain(v.url!, v.channel!, v.k!, v.deflate).then(() => KEEP_RUNNING);
-  if (v.role === "bare") return bareMain(v.rate, v.size, v.spacing as Spacing, v.compress).then(() => KEEP_RUNNING);
+  if (v.role === "bare") return bareMain(v.rate, v.size, v.spacing as Spacing, v.seconds, v.compress).then(() => KEEP_RUNNING);
   const { clients, rate, seconds, procs, size } = v;
   const shape: Shape = { clients, rate, seconds, procs, size, spacing: v.spacing as Spacing };
   const modes = v.compression === "both" ? [false, true] : [v.compression === "shared"];
@@ -374,6 +374,9 @@ runBench(BENCH, async ({ flags: v }) => {
     );
 });
 
+/** A row's publisher stops by itself this long after its measured seconds (warm-up and reports fit in it). */
+const PUBLISH_SLACK_S = 5;
+
 /** The share of the offered deliveries a row must reach for its numbers to count. */
 const KEPT_UP = 0.95;
 
@@ -397,7 +400,7 @@ async function runGateway(shape: Shape, workers: number, deflate: boolean, publi
   let s = 0;
   const publishes = new Set<Promise<unknown>>();
   let failed = 0;
-  const pacer = pace(shape.rate, shape.spacing, () => {
+  const pacer = pace(shape.rate, shape.spacing, (shape.seconds + PUBLISH_SLACK_S) * 1000, () => {
     const p = js.publish("ev.bench.fanout", enc.encode(`{"t":${nowUs()},"s":${++s},"x":"${pad}"}`)).catch(() => void failed++);
     publishes.add(p);
     void p.finally(() => publishes.delete(p));
@@ -418,7 +421,19 @@ async function runGateway(shape: Shape, workers: number, deflate: boolean, publi
 
 /** Bare uWS, same clients, same rate. */
 async function runBare(shape: Shape, deflate: boolean): Promise<Result> {
-  const args = ["--role", "bare", "--rate", String(shape.rate), "--size", String(shape.size), "--spacing", shape.spacing, ...(deflate ? ["--compress"] : [])];
+  const args = [
+    "--role",
+    "bare",
+    "--rate",
+    String(shape.rate),
+    "--size",
+    String(shape.size),
+    "--spacing",
+    shape.spacing,
+    "--seconds",
+    String(shape.seconds),
+    ...(deflate ? ["--compress"] : []),
+  ];
   const bare = fork(process.argv[1]!, args, { stdio: "inherit" });
   const port = await new Promise<number>((res) => bare.once("message", (m: { port: number }) => res(m.port)));
   const bareKids = await runClients(`ws://127.0.0.1:${port}/ws`, "bench", shape.clients, shape.procs, deflate);

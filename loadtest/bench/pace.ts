@@ -9,8 +9,9 @@ export const SPACINGS = ["even", "burst"] as const satisfies readonly Spacing[];
  * the bench did before issue 36: uWS then writes a tick's messages to each socket in one syscall, as if they
  * were coalesced. `even` is a channel fed by independent publishers: each message arrives on its own, so a
  * server that sends one frame per message pays one write per socket per message. Late timers send what is owed.
+ * It stops by itself after `forMs`, if `stop` was not called before.
  */
-export function pace(rate: number, spacing: Spacing, send: () => void): { stop(): void } {
+export function pace(rate: number, spacing: Spacing, forMs: number, send: () => void): { stop(): void } {
   const perTick = spacing === "burst" && rate >= 100 ? Math.round(rate / 100) : 1;
   const everyMs = (1000 * perTick) / rate;
   const start = performance.now();
@@ -22,6 +23,7 @@ export function pace(rate: number, spacing: Spacing, send: () => void): { stop()
       sent++;
       send();
     }
+    if (performance.now() - start >= forMs) return;
     timer = setTimeout(tick, Math.max(0, start + (sent / perTick + 1) * everyMs - performance.now()));
   };
   timer = setTimeout(tick, everyMs);
