@@ -109,6 +109,8 @@ describe("coalesce — coalesced frames on a real gateway", () => {
     expect(live).toBeGreaterThanOrEqual(0);
     const liveSeq = again.log[live]!.seq as number;
     expect(again.log.slice(live + 1).every((f) => f.op !== "msg" || (f.seq as number) > liveSeq)).toBe(true);
+    // And every message before it (the catch-up's and the held live ones) is at or below that seq.
+    expect(again.log.slice(0, live).every((f) => f.op !== "msg" || (f.seq as number) <= liveSeq)).toBe(true);
   });
 
   it("coalesce — an unsubscribe's answer comes after the messages the window held", async () => {

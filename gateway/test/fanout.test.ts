@@ -1,3 +1,5 @@
+import { randomBytes } from "node:crypto";
+import { request as httpRequest } from "node:http";
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -191,5 +193,66 @@ describe("fan-out — one live feed per pattern, no JetStream consumer", () => {
     await nc.close();
     for (const c of cs) c.close();
     await waitFor(async () => ((await feeds()) <= before ? true : undefined), { what: "feeds released after linger", timeoutMs: 10_000 });
+  });
+});
+
+describe("fan-out — subprotocol negotiation (RFC 6455: only a protocol the server speaks)", () => {
+  /** A raw upgrade request offering `protocols`: the status and the subprotocol the server selected. */
+  const upgrade = (protocols: string): Promise<{ status: number; selected: string | undefined }> =>
+    new Promise((resolve, reject) => {
+      const req = httpRequest(`${gw.url}/ws`, {
+        headers: {
+          Connection: "Upgrade",
+          Upgrade: "websocket",
+          "Sec-WebSocket-Version": "13",
+          "Sec-WebSocket-Key": randomBytes(16).toString("base64"),
+          "Sec-WebSocket-Protocol": protocols,
+        },
+      });
+      req.on("upgrade", (res, socket) => {
+        socket.destroy();
+        resolve({ status: res.statusCode ?? 0, selected: res.headers["sec-websocket-protocol"] });
+      });
+      req.on("response", (res) => {
+        res.resume();
+        resolve({ status: res.statusCode ?? 0, selected: res.headers["sec-websocket-protocol"] });
+      });
+      req.on("error", reject);
+      req.end();
+    });
+
+  it("subprotocol — an offer of names the gateway does not speak selects none; ours is selected whatever its place", async () => {
+    expect(await upgrade("fanout.v2")).toEqual({ status: 101, selected: undefined });
+    expect(await upgrade("x-a, x-b")).toEqual({ status: 101, selected: undefined });
+    expect(await upgrade("x-a, fanout.v1.msgpack")).toEqual({ status: 101, selected: "fanout.v1.msgpack" });
+    expect(await upgrade("fanout.v2, fanout.v1")).toEqual({ status: 101, selected: "fanout.v1" });
+  });
+});
+
+describe("fan-out — what PROTOCOL.md says of ids and stored text", () => {
+  it("ids — a number is echoed by value (24.0 comes back 24); an over-long id gets bad_request without an id", async () => {
+    const c = await client();
+    c.sendRaw('{"op":"ping","id":24.0}');
+    const pong = await waitFor(() => c.frames.find((f) => f.op === "pong"), { what: "pong" });
+    expect(pong.id).toBe(24);
+    c.sendRaw(JSON.stringify({ op: "ping", id: "x".repeat(65) }));
+    const err = await waitFor(() => c.frames.find((f) => f.op === "err"), { what: "err" });
+    expect(err).toMatchObject({ code: "bad_request" });
+    expect(err).not.toHaveProperty("id");
+  });
+
+  it("stored text — pub data is written anew compact; an HTTP body is kept byte for byte only with no line break at all", async () => {
+    const ch = uniq("text.");
+    const c = await client();
+    await c.sub(ch);
+    c.sendRaw(`{"op":"pub","id":1,"channel":"${ch}","data":{"a": 1.50, "b": 1e3, "c": "\\u00e9"}}`);
+    expect(await waitFor(() => c.frames.find((f) => f.id === 1), { what: "pub ok" })).toMatchObject({ op: "ok" });
+    const oneLine = '{"a": 1.50,  "b": 1e3}';
+    for (const body of [oneLine, `${oneLine}\n`]) {
+      const r = await fetch(`${gw.url}/v1/publish/${ch}`, { method: "POST", body, headers: { "content-type": "application/json" } });
+      expect(r.status).toBe(201);
+    }
+    await c.waitForMsgs(3);
+    expect(c.raws.map((t) => String(t).slice(String(t).indexOf('"data":') + 7, -1))).toEqual(['{"a":1.5,"b":1000,"c":"é"}', oneLine, '{"a":1.5,"b":1000}']);
   });
 });

@@ -101,6 +101,10 @@ describe("codec seam", () => {
     expect(offer("x, fanout.v1")).toEqual({ protocol: "fanout.v1" });
     expect(offer("fanout.v1.msgpack, bearer.tok")).toEqual({ protocol: "fanout.v1.msgpack", token: "tok" });
     expect(offer("x, fanout.v1.msgpack")).toEqual({ protocol: "fanout.v1.msgpack" });
+    // Only a subprotocol the gateway speaks is ever selected (RFC 6455): unknown names alone select none.
+    expect(offer("fanout.v2")).toEqual({ protocol: "" });
+    expect(offer("x-a, x-b")).toEqual({ protocol: "" });
+    expect(offer("x-a, bearer.tok")).toHaveProperty("error");
     // The client's order decides between two of ours.
     expect(offer("fanout.v1, fanout.v1.msgpack")).toEqual({ protocol: "fanout.v1" });
   });
