@@ -11,6 +11,24 @@ const UNIT = [
   "pubtools/test/unit/**/*.test.ts",
   "loadtest/test/unit/**/*.test.ts",
 ];
+/**
+ * The long tier (`npm run test:long`): the tools tested at length and the multi-server set-ups. Soak (three
+ * minutes), chaos (a minute of faults on a 3-node cluster), the benches' smoke runs, every test on a 3-node NATS
+ * cluster. `.ci/run` runs it after `npm test`, so nothing is tested less; `npm test` stays the
+ * loop a developer waits on.
+ */
+const LONG = [
+  "loadtest/test/soak.test.ts",
+  "loadtest/test/chaos.test.ts",
+  "loadtest/test/bench-jetstream.test.ts",
+  "loadtest/test/bench-scale.test.ts",
+  "loadtest/test/bench-replay.test.ts",
+  "loadtest/test/bench-webhook.test.ts",
+  "loadtest/test/floor-server.test.ts",
+  "gateway/test/cluster/**/*.test.ts",
+  "deploy/test/nats-cluster.test.ts",
+  "deploy/test/nats-cluster-script.test.ts",
+];
 const ALL = [
   "gateway/test/**/*.test.ts",
   "gateway/client/test/**/*.test.ts",
@@ -36,7 +54,16 @@ export default defineConfig({
       {
         extends: true,
         // Real servers (nats-server, redis-server, the gateway's CLI from dist/, Chromium): `npm run build` first.
-        test: { name: "integration", include: ALL, exclude: UNIT, globalSetup: ["gateway/test/support/require-build.ts"] },
+        test: {
+          name: "integration",
+          include: ALL,
+          exclude: [...UNIT, ...LONG],
+          globalSetup: ["gateway/test/support/require-build.ts"],
+        },
+      },
+      {
+        extends: true,
+        test: { name: "long", include: LONG, globalSetup: ["gateway/test/support/require-build.ts"] },
       },
     ],
   },
