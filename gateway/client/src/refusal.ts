@@ -1,4 +1,4 @@
-import { GatewayError, wireError } from "./errors.js";
+import { wireError, type GatewayError } from "./errors.js";
 import { clearTimer, hostAbortController, hostFetch, setTimer } from "./platform.js";
 
 /**
