@@ -3,11 +3,21 @@ import { GatewayError, messageOf, wireError } from "./errors.js";
 import type { GatewayEvent } from "./events.js";
 import type { ClientOptions } from "./options.js";
 import type { Frame, WebSocketLike } from "./types.js";
-import { clearTimer, setTimer, type Timer } from "./platform.js";
+import { clearTimer, hostFetch, setTimer, type Timer } from "./platform.js";
+import { refusal } from "./refusal.js";
 import { deferred } from "./util.js";
 import { JSON_WIRE, type Wire } from "./wire.js";
 
 export { SUBPROTOCOL } from "./wire.js";
+
+/** WebSocket readyState OPEN. */
+const OPEN = 1;
+/**
+ * How long an open socket that reported an `error`, or one the client closes, may take to report its `close`
+ * before it is taken for closed. A socket that is not open is taken for closed at once (on the next task):
+ * Node 22's built-in WebSocket reports a refused connection or upgrade with `error` alone.
+ */
+const CLOSE_GRACE_MS = 1_000;
 
 /**
  * One explicit state: `idle` (never connected), `connecting` (a socket or a token is on its way), `open`,
@@ -63,6 +73,12 @@ export class Connection {
   private nextId = 1;
   private readonly pending = new Map<number, (f: Frame) => void>();
   private closedWaiters: (() => void)[] = [];
+  /** Takes the socket for closed when it does not say so itself (CLOSE_GRACE_MS). */
+  private graceTimer: Timer | undefined;
+  /** Where the current socket went and with which token: a refused upgrade is asked about there (`askWhy`). */
+  private target: { url: string; token: string | undefined } | undefined;
+  /** A fresh token was tried after an `unauthorized` refusal; cleared by an open. */
+  private freshTokenTried = false;
   private readonly firstOpen = deferred<void>();
   private readonly url: string;
 
@@ -89,7 +105,12 @@ export class Connection {
     const ws = this.ws;
     if (!ws) return Promise.resolve();
     const done = new Promise<void>((r) => this.closedWaiters.push(r));
-    ws.close(1000, "client closed");
+    this.closeSoon(ws, ws.readyState === OPEN ? CLOSE_GRACE_MS : 0, 1000, "client closed");
+    try {
+      ws.close(1000, "client closed");
+    } catch {
+      /* not open yet in this runtime: the grace timer ends it */
+    }
     return done;
   }
 
@@ -143,19 +164,35 @@ export class Connection {
     }
     if (this.opts.wire.mustOffer) ws.binaryType = "arraybuffer";
     this.ws = ws;
+    this.target = { url: target.url, token };
     this.connectTimer = setTimer(() => {
-      if (this.ws === ws && this.state === "connecting") ws.close();
+      if (this.ws !== ws || this.state !== "connecting") return;
+      this.closeSoon(ws, 0, 1006, "connect timeout");
+      try {
+        ws.close();
+      } catch {
+        /* closing already */
+      }
     }, this.opts.connectTimeoutMs);
     ws.onopen = () => this.ws === ws && this.onOpen(ws);
     ws.onmessage = (ev: { data: unknown }) => this.ws === ws && this.onFrame(ws, ev.data);
     ws.onclose = (ev: { code?: number; reason?: string }) => this.onClose(ws, ev.code ?? 1006, ev.reason ?? "");
-    ws.onerror = () => undefined; // a close event follows with the code
+    // Browsers and `ws` report a `close` right after the `error`; Node 22's built-in WebSocket does not after a
+    // refused connection or upgrade, and its readyState stays CONNECTING: the socket is then taken for closed.
+    ws.onerror = () => this.ws === ws && this.closeSoon(ws, ws.readyState === OPEN ? CLOSE_GRACE_MS : 0, 1006, "");
+  }
+
+  /** Handles `ws` as closed with `code` after `ms` unless its own `close` came first (once, either way). */
+  private closeSoon(ws: WebSocketLike, ms: number, code: number, reason: string): void {
+    clearTimer(this.graceTimer);
+    this.graceTimer = setTimer(() => this.onClose(ws, code, reason), ms);
   }
 
   private onOpen(ws: WebSocketLike): void {
     clearTimer(this.connectTimer);
     if (this.state === "closed") return;
     this.state = "open";
+    this.freshTokenTried = false;
     this.hooks.emit({ type: "connected" });
     this.firstOpen.resolve();
     this.keepAlive(ws);
@@ -207,8 +244,10 @@ export class Connection {
 
   private onClose(ws: WebSocketLike, code: number, reason: string): void {
     if (this.ws !== ws) return;
+    const upgradeFailed = this.state === "connecting";
     clearTimer(this.connectTimer);
     clearTimer(this.pingTimer);
+    clearTimer(this.graceTimer);
     this.ws = undefined;
     this.pending.clear();
     for (const w of this.closedWaiters.splice(0)) w();
@@ -230,8 +269,40 @@ export class Connection {
         return;
       }
     }
+    if (upgradeFailed && typeof hostFetch() === "function") return void this.askWhy(code, reason);
+    this.retry(code, reason);
+  }
+
+  private retry(code: number, reason: string): void {
     const delay = this.scheduleReconnect();
     this.hooks.emit({ type: "disconnected", code, reason, willReconnect: true, reconnectInMs: delay });
+  }
+
+  /**
+   * A socket that never opened: no WebSocket API shows the answer to a refused upgrade, so the same URL is
+   * asked again with fetch (the gateway answers a plain `GET /ws` as it would the upgrade). A refusal is
+   * reported as an `error`; a permanent one stops the client, except `unauthorized` with a `getToken`, which
+   * gets one more attempt with a fresh token. Anything else (no answer, a temporary refusal, a gateway too old
+   * to answer, `not_found`) is retried with backoff.
+   */
+  private async askWhy(code: number, reason: string): Promise<void> {
+    this.state = "waiting";
+    const { url, token } = this.target!;
+    const viaHeader = token !== undefined && this.opts.tokenVia === "protocol";
+    const e = await refusal(url.replace(/^ws(s?):/, "http$1:"), {
+      timeoutMs: this.opts.connectTimeoutMs,
+      ...(viaHeader ? { headers: { authorization: `Bearer ${token}` } } : {}),
+    });
+    if (this.state !== "waiting" || this.ws) return; // closed meanwhile
+    if (!e || e.code === "not_found") return this.retry(code, reason);
+    this.hooks.emit({ type: "error", error: e });
+    const freshToken = e.code === "unauthorized" && this.opts.getToken !== undefined && !this.freshTokenTried;
+    if (e.temporary || freshToken) {
+      this.freshTokenTried ||= freshToken;
+      return this.retry(code, reason);
+    }
+    this.hooks.emit({ type: "disconnected", code, reason, willReconnect: false });
+    this.stop(e);
   }
 
   private scheduleReconnect(): number {
@@ -253,6 +324,7 @@ export class Connection {
     clearTimer(this.reconnectTimer);
     clearTimer(this.connectTimer);
     clearTimer(this.pingTimer);
+    clearTimer(this.graceTimer);
     this.firstOpen.promise.catch(() => undefined);
     this.firstOpen.reject(error);
     this.hooks.stopped(error);

@@ -1,5 +1,5 @@
 /**
- * @fanout-gateway/client: the fanout-gateway client SDK, for browsers, React Native and Node, with no runtime
+ * @fanout-gateway/client: the fanout-gateway client SDK, for browsers and Node (its README says which runtimes are tested), with no runtime
  * dependencies. Wire protocol: PROTOCOL.md of fanout-gateway (version 1, subprotocol `fanout.v1`).
  */
 export { GatewayClient } from "./client.js";

@@ -2,7 +2,8 @@ import { backoffDelay } from "./backoff.js";
 import { GatewayError, messageOf, wireError } from "./errors.js";
 import { DEFAULT_OPTIONS } from "./options.js";
 import { httpBase } from "./history.js";
-import { clearTimer, hostAbortController, hostFetch, queryString, setTimer, type Timer } from "./platform.js";
+import { clearTimer, queryString, setTimer, type Timer } from "./platform.js";
+import { refusal } from "./refusal.js";
 import type { GatewayMessage } from "./types.js";
 import { acceptSeq, type SeqTrack } from "./subscriptions.js";
 
@@ -183,22 +184,4 @@ export function subscribeEvents<T = unknown>(
       es?.close();
     },
   };
-}
-
-/** The JSON error a refused event stream answers with (undefined when it streams, or cannot be asked). */
-async function refusal(url: string): Promise<GatewayError | undefined> {
-  const fetch = hostFetch();
-  if (typeof fetch !== "function") return undefined;
-  const AC = hostAbortController();
-  const ac = AC ? new AC() : undefined;
-  try {
-    const r = await fetch(url, ac ? { signal: ac.signal } : undefined);
-    if (r.status === 200) return undefined;
-    const body = (await r.json()) as { error?: unknown; message?: unknown; temporary?: unknown };
-    return wireError({ op: "err", code: body.error ?? `http_${r.status}`, message: body.message, temporary: body.temporary });
-  } catch {
-    return undefined;
-  } finally {
-    ac?.abort();
-  }
 }

@@ -5,8 +5,15 @@ import { createDelta } from "fossil-delta";
 
 // The client against an in-process fake socket: the test plays the server frame by frame, and the fake
 // timers make every backoff delay run when the test says so.
-beforeEach(() => void vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] }));
-afterEach(() => void vi.useRealTimers());
+// No fetch: a failed attempt is retried without asking why (connection.test.ts covers the asking).
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+  vi.stubGlobal("fetch", undefined);
+});
+afterEach(() => {
+  vi.useRealTimers();
+  vi.unstubAllGlobals();
+});
 
 function setup(options: ConstructorParameters<typeof GatewayClient>[1] = {}) {
   const fake = fakeWebSocket();

@@ -15,6 +15,8 @@ export class FakeSocket implements WebSocketLike {
   onerror: ((ev: unknown) => void) | null = null;
   readonly sent: Sent[] = [];
   closedWith: { code?: number; reason?: string } | undefined;
+  /** false: like Node 22's built-in WebSocket before it opened, a close asked for is never reported. */
+  reportsClose = true;
 
   constructor(
     readonly url: string,
@@ -30,7 +32,7 @@ export class FakeSocket implements WebSocketLike {
     if (this.readyState >= 2) return;
     this.readyState = 2;
     this.closedWith = { code, reason };
-    queueMicrotask(() => this.drop(code ?? 1005, reason ?? ""));
+    if (this.reportsClose) queueMicrotask(() => this.drop(code ?? 1005, reason ?? ""));
   }
 
   // --- the server's side ---
@@ -54,6 +56,15 @@ export class FakeSocket implements WebSocketLike {
     if (this.readyState === 3) return;
     this.readyState = 3;
     this.onclose?.({ code, reason });
+  }
+
+  /**
+   * A refused connection or upgrade as Node 22's built-in WebSocket reports it: `error` and no `close`, the
+   * readyState left as it was (CONNECTING).
+   */
+  fail(): void {
+    this.reportsClose = false;
+    this.onerror?.({});
   }
 
   /** The frames sent with `op`, in order. */

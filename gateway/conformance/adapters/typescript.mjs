@@ -8,6 +8,9 @@ import { GatewayClient } from "../../../dist/gateway/client/client.js";
 
 // `--msgpack`: the SDK speaks fanout.v1.msgpack with @msgpack/msgpack's encode and decode.
 const msgpack = process.argv.includes("--msgpack") ? await import("@msgpack/msgpack") : undefined;
+// `--global-websocket`: the host's own WebSocket (Node 22's, undici's) instead of the ws package.
+const WebSocketImpl = process.argv.includes("--global-websocket") ? globalThis.WebSocket : WebSocket;
+if (!WebSocketImpl) throw new Error(`--global-websocket: Node ${process.version} has no global WebSocket`);
 
 let client;
 let token;
@@ -24,7 +27,7 @@ const commands = {
   async connect(c) {
     token = c.token;
     client = new GatewayClient(c.url, {
-      WebSocket,
+      WebSocket: WebSocketImpl,
       ...(msgpack ? { msgpack: { encode: msgpack.encode, decode: msgpack.decode } } : {}),
       ...(c.getToken ? { getToken: () => token } : c.token ? { token: c.token } : {}),
       ...c.options,

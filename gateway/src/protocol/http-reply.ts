@@ -11,6 +11,7 @@ import { ErrorCode } from "./codes.js";
 const REASONS: Record<number, string> = {
   200: "OK",
   201: "Created",
+  204: "No Content",
   304: "Not Modified",
   400: "Bad Request",
   401: "Unauthorized",
@@ -22,6 +23,7 @@ const REASONS: Record<number, string> = {
   413: "Payload Too Large",
   415: "Unsupported Media Type",
   422: "Unprocessable Content",
+  426: "Upgrade Required",
   429: "Too Many Requests",
   500: "Internal Server Error",
   501: "Not Implemented",

@@ -5,7 +5,7 @@ import type { GuardMetrics } from "../limits/metrics.js";
 import type { Logger } from "../log.js";
 import { CloseCode, ErrorCode } from "../protocol/codes.js";
 import type { RefreshFrame } from "../protocol/frames.js";
-import { writeUwsError } from "../protocol/http-reply.js";
+import { writeUws, writeUwsError } from "../protocol/http-reply.js";
 import { codecOf } from "../protocol/codecs.js";
 import type { HttpRequest, HttpResponse, us_socket_context_t } from "../uws.js";
 import { newSession, type Socket } from "./session.js";
@@ -47,11 +47,7 @@ export class ConnectionGuard {
     const key = req.getHeader("sec-websocket-key");
     const extensions = req.getHeader("sec-websocket-extensions");
     const page = { origin: req.getHeader("origin"), host: req.getHeader("host") };
-    const offer = readUpgradeOffer({
-      authorization: req.getHeader("authorization"),
-      protocols: req.getHeader("sec-websocket-protocol"),
-      queryToken: req.getQuery("token"),
-    });
+    const offer = offerOf(req);
     const coalesce = req.getQuery("coalesce") === "1";
     const ip = Buffer.from(res.getRemoteAddressAsText()).toString();
     const headers = hookHeaders(this.access, req);
@@ -98,6 +94,54 @@ export class ConnectionGuard {
         },
       )
       .catch((e: unknown) => this.log.error({ err: e }, "upgrade failed"));
+  }
+
+  /**
+   * `GET /ws` without an upgrade: what the upgrade would answer, its refusal (the same status and body) or
+   * 426 when it would be let in. A WebSocket API does not show a refused upgrade's answer, so the SDK asks
+   * here after one failed. Nothing is reserved or counted (the connection limits are left out: no connection
+   * is made); CORS headers let a page of any origin read the answer, and a preflight for `Authorization` is
+   * granted (`preflight`).
+   */
+  probe(res: HttpResponse, req: HttpRequest, isDraining: () => boolean): void {
+    const offer = offerOf(req);
+    const [origin, host] = [req.getHeader("origin"), req.getHeader("host")];
+    const ip = Buffer.from(res.getRemoteAddressAsText()).toString();
+    const headers = hookHeaders(this.access, req);
+    const cors = origin ? { "access-control-allow-origin": origin, vary: "origin" } : undefined;
+    const refuse = (status: number, code: ErrorCode, message: string): void => writeUwsError(res, { status, code, message }, cors);
+    if (isDraining()) return refuse(503, ErrorCode.ShuttingDown, "server is shutting down");
+    if ("error" in offer) return refuse(400, ErrorCode.BadRequest, offer.error);
+    if (!this.admission.allowsOrigin(origin, host)) return refuse(403, ErrorCode.Forbidden, `origin ${origin.slice(0, 200)} is not allowed (ALLOWED_ORIGINS)`);
+    let aborted = false;
+    res.onAborted(() => (aborted = true));
+    this.access.identify({ transport: "websocket", ip, token: offer.token, headers }).then(
+      () => {
+        if (aborted) return;
+        const message = `${WS_UPGRADE_HINT}; this request's token and origin would be let in`;
+        res.cork(() =>
+          writeUws(res, 426, JSON.stringify({ error: ErrorCode.BadRequest, message, temporary: false }), "application/json", { upgrade: "websocket", ...cors }),
+        );
+      },
+      (e: unknown) => {
+        if (aborted) return;
+        const r = refusal(e);
+        res.cork(() => refuse(r.status, r.code, r.message));
+      },
+    );
+  }
+
+  /** `OPTIONS /ws`: the CORS preflight of a page's `probe` with `Authorization` (the SDK's token), for an allowed origin. */
+  preflight(res: HttpResponse, req: HttpRequest): void {
+    const [origin, host] = [req.getHeader("origin"), req.getHeader("host")];
+    if (!origin || !this.admission.allowsOrigin(origin, host)) return writeUws(res, 204, "", "text/plain");
+    writeUws(res, 204, "", "text/plain", {
+      "access-control-allow-origin": origin,
+      "access-control-allow-methods": "GET",
+      "access-control-allow-headers": "authorization",
+      "access-control-max-age": "600",
+      vary: "origin",
+    });
   }
 
   /** A socket opened: count it, arm its expiry and its frame allowance. */
@@ -185,6 +229,17 @@ function refusalOf(e: unknown, metrics: GuardMetrics, log: Logger): Refusal {
   else if (r.code === ErrorCode.Internal) log.error({ err: e }, "authorization failed unexpectedly");
   metrics.rejected(r.code);
   return r;
+}
+
+const WS_UPGRADE_HINT = "GET /ws takes a WebSocket upgrade (Upgrade: websocket)";
+
+/** The token and subprotocol an upgrade (or its probe) offers. */
+function offerOf(req: HttpRequest): ReturnType<typeof readUpgradeOffer> {
+  return readUpgradeOffer({
+    authorization: req.getHeader("authorization"),
+    protocols: req.getHeader("sec-websocket-protocol"),
+    queryToken: req.getQuery("token"),
+  });
 }
 
 /** Answers an upgrade with an HTTP error instead of a WebSocket. */

@@ -115,6 +115,11 @@ export class WsEndpoint {
           });
         },
       });
+    // A plain GET of the same path (no upgrade; uWS hands it on): what the upgrade would answer (guard.probe).
+    for (const app of [this.app, ...this.extraApps]) {
+      app.get(WS_PATH, (res, req) => this.ctx.guard.probe(res, req, this.ctx.isDraining));
+      app.options(WS_PATH, (res, req) => this.ctx.guard.preflight(res, req));
+    }
   }
 
   listen(host: string, port: number): Promise<void> {
