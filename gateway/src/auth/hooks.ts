@@ -218,11 +218,13 @@ function withStoredData(r: PublishHookRequest, data: StoredJson): string {
 
 /**
  * `hook_unavailable` for a call that got no usable answer: temporary, but not for an answer over
- * HOOK_MAX_ANSWER_BYTES (the backend will answer the same again).
+ * HOOK_MAX_ANSWER_BYTES (the backend will answer the same again). Its message goes to the client: an
+ * unreachable backend is said to be so, never why (ECONNREFUSED, a host name: the log has that).
  */
 export function hookFailed(kind: string, res: Extract<CallResult, { failed: string }>): GatewayError {
   const tooLarge = res.failed === "too_large";
-  const why = tooLarge ? `${res.why} (HOOK_MAX_ANSWER_BYTES)` : `${res.why}; retry later`;
+  const said = res.failed === "unreachable" ? "is unreachable" : res.why;
+  const why = tooLarge ? `${said} (HOOK_MAX_ANSWER_BYTES)` : `${said}; retry later`;
   return new GatewayError(ErrorCode.HookUnavailable, `the ${kind} hook ${why}`, { cause: res.cause, temporary: !tooLarge });
 }
 
