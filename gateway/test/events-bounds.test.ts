@@ -28,7 +28,7 @@ async function stored(): Promise<Event[]> {
     const jsm = await jetstreamManager(nc);
     const { first_seq, last_seq } = (await jsm.streams.info("FANOUT_EVENTS")).state;
     const out: Event[] = [];
-    for (let seq = first_seq; seq <= last_seq; seq++) out.push((await jsm.streams.getMessage("FANOUT_EVENTS", { seq })).json<Event>());
+    for (let seq = first_seq; seq <= last_seq; seq++) out.push((await jsm.streams.getMessage("FANOUT_EVENTS", { seq }))!.json<Event>());
     return out;
   } finally {
     await nc.close();

@@ -53,7 +53,7 @@ class Out {
   int(v: number): void {
     const digits = digitCount(v);
     this.room(digits);
-    for (let i = digits - 1; i >= 0; i--, v = Math.floor(v / 64)) this.buf[this.n + i] = DIGITS[v % 64]!;
+    for (let i = digits - 1; i >= 0; i--, v = Math.floor(v / 64)) this.buf[this.n + i] = DIGITS[v % 64] ?? 0;
     this.n += digits;
   }
 
@@ -88,7 +88,7 @@ class RollingHash {
     let a = 0;
     let b = 0;
     for (let i = 0; i < NHASH; i++) {
-      const x = data[pos + i]!;
+      const x = data[pos + i] ?? 0;
       a = (a + x) & 0xffff;
       b = (b + (NHASH - i) * x) & 0xffff;
       this.z[i] = x;
@@ -99,7 +99,7 @@ class RollingHash {
   }
 
   next(c: number): void {
-    const old = this.z[this.i]!;
+    const old = this.z[this.i] ?? 0;
     this.z[this.i] = c;
     this.i = (this.i + 1) & (NHASH - 1);
     this.a = (this.a - old + c) & 0xffff;
@@ -120,17 +120,17 @@ function checksum(arr: Uint8Array): number {
   let z = 0;
   let n = arr.length;
   while (n >= 4) {
-    sum0 = (sum0 + arr[z]!) | 0;
-    sum1 = (sum1 + arr[z + 1]!) | 0;
-    sum2 = (sum2 + arr[z + 2]!) | 0;
-    sum3 = (sum3 + arr[z + 3]!) | 0;
+    sum0 = (sum0 + (arr[z] ?? 0)) | 0;
+    sum1 = (sum1 + (arr[z + 1] ?? 0)) | 0;
+    sum2 = (sum2 + (arr[z + 2] ?? 0)) | 0;
+    sum3 = (sum3 + (arr[z + 3] ?? 0)) | 0;
     z += 4;
     n -= 4;
   }
   sum3 = (((((sum3 + (sum2 << 8)) | 0) + (sum1 << 16)) | 0) + (sum0 << 24)) | 0;
-  if (n >= 3) sum3 = (sum3 + (arr[z + 2]! << 8)) | 0;
-  if (n >= 2) sum3 = (sum3 + (arr[z + 1]! << 16)) | 0;
-  if (n >= 1) sum3 = (sum3 + (arr[z]! << 24)) | 0;
+  if (n >= 3) sum3 = (sum3 + ((arr[z + 2] ?? 0) << 8)) | 0;
+  if (n >= 2) sum3 = (sum3 + ((arr[z + 1] ?? 0) << 16)) | 0;
+  if (n >= 1) sum3 = (sum3 + ((arr[z] ?? 0) << 24)) | 0;
   return sum3 >>> 0;
 }
 
@@ -143,7 +143,7 @@ function indexSource(source: Uint8Array): { nHash: number; landmark: Int32Array;
   for (let i = 0; i < source.length - NHASH; i += NHASH) {
     h.init(source, i);
     const hv = h.value() % nHash;
-    collide[i / NHASH] = landmark[hv]!;
+    collide[i / NHASH] = landmark[hv] ?? -1;
     landmark[hv] = i / NHASH;
   }
   return { nHash, landmark, collide };
@@ -181,7 +181,7 @@ export function createBoundedDelta(source: Uint8Array, target: Uint8Array, maxWo
     let i = 0; // the target position base + i is matched against the source's landmarks
     for (;;) {
       let limit = CHAIN_LIMIT;
-      let iBlock = landmark[h.value() % nHash]!;
+      let iBlock = landmark[h.value() % nHash] ?? -1;
       while (iBlock >= 0 && limit-- > 0) {
         const iSrc = iBlock * NHASH;
         let j = 0;
@@ -199,7 +199,7 @@ export function createBoundedDelta(source: Uint8Array, target: Uint8Array, maxWo
           bestOfst = iSrc - k;
           bestLitsz = i - k;
         }
-        iBlock = collide[iBlock]!;
+        iBlock = collide[iBlock] ?? -1;
       }
       if (bestCnt > 0) {
         if (bestLitsz > 0) {
@@ -222,7 +222,7 @@ export function createBoundedDelta(source: Uint8Array, target: Uint8Array, maxWo
         base = lenOut;
         break;
       }
-      h.next(target[base + i + NHASH]!);
+      h.next(target[base + i + NHASH] ?? 0);
       i++;
       if (++work > maxWork) return undefined;
     }
