@@ -144,6 +144,19 @@ describe("binary payloads — every door in, every codec out", () => {
     expectBin(bm1, JSONISH, "application/protobuf");
   });
 
+  it("binary — a NATS publisher's Fanout-Content-Type that is not a media type (3,000 characters, a space) goes as application/octet-stream", async () => {
+    const ch = uniq("bin.badtype.");
+    const { j, b } = await subscribers(ch);
+    for (const bad of [`application/${"x".repeat(3_000)}`, "text/plain; charset=utf-8"]) {
+      const h = natsHeaders();
+      h.set("Fanout-Content-Type", bad);
+      nc.publish(`ev.${ch}`, BYTES, { headers: h });
+    }
+    await nc.flush();
+    for (const m of await j.waitForMsgs(2)) expectBase64(m, BYTES, "application/octet-stream");
+    for (const m of await b.waitForMsgs(2)) expectBin(m, BYTES, "application/octet-stream");
+  });
+
   it("binary — a resume across binary messages reads them from the stream with their type (JSON and msgpack)", async () => {
     const ch = uniq("bin.resume.");
     const first = await httpPublish(gw.url, ch, { i: 1 });

@@ -1,11 +1,11 @@
 // Per-channel Fossil deltas (PROTOCOL.md "Deltas") against a real gateway and nats-server: the first message
 // of each channel full, then deltas the SDK's bases apply to the published documents; fewer bytes on the
 // wire; full messages after a resume and on a wildcard's first message per channel; full when the delta is
-// not smaller; the delta made once per worker for every subscriber (counted by the gateway's metric); the
+// not smaller or would cost the encoder past its work bound; the delta made once per worker for every subscriber (counted by the gateway's metric); the
 // same in MessagePack; refused where it cannot be served.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ClientPool, uniqueNames } from "./support/clients.js";
-import { applied, kinds, scoreboards } from "./support/deltas.js";
+import { applied, kinds, scoreboards, slowDeltaPair } from "./support/deltas.js";
 import { startGateway, type GatewayHandle } from "./support/gateway.js";
 import { scrape } from "./support/metrics.js";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
@@ -125,6 +125,20 @@ describe("deltas — per-channel Fossil deltas on a real gateway", () => {
     await c.waitForMsgs(5);
     expect(kinds(c)).toBe("FFFFF");
     expect(applied(c)).toEqual(docs);
+  });
+
+  it("deltas — a payload crafted to slow the delta encoder goes full past the work bound, counted in fanout_deltas_skipped_total", async () => {
+    const ch = uniq("dl.slow.");
+    const c = await clients.open();
+    await c.sub(ch, { delta: "fossil" });
+    const [base, target] = slowDeltaPair(60_000).map((s) => JSON.parse(s) as unknown);
+    const [skipped0, made0] = [await metric("fanout_deltas_skipped_total"), await metric("fanout_deltas_made_total")];
+    await publishAll(ch, [base, target]);
+    await c.waitForMsgs(2);
+    expect(kinds(c)).toBe("FF");
+    expect(c.msgs.map((m) => m.data)).toEqual([base, target]);
+    expect((await metric("fanout_deltas_skipped_total")) - skipped0).toBe(1);
+    expect((await metric("fanout_deltas_made_total")) - made0).toBe(0);
   });
 
   it("deltas — refused where it cannot be served: durable subscriptions, another algorithm, Server-Sent Events", async () => {

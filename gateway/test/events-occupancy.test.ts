@@ -192,6 +192,17 @@ describe("events — an identified user's presence.join and presence.leave acros
     const events = (await stored()).filter((e) => e.channel === channel && e.user === "carol" && e.type.startsWith("presence."));
     expect(events.every((e) => e.client === undefined)).toBe(true);
   });
+
+  it("events — the longest names (a 256-character user, a 255-character channel, 3-byte characters) record presence.join and presence.leave", async () => {
+    const user = "界".repeat(256);
+    const channel = uniq("occ.long.");
+    const long = `${channel}${"界".repeat(255 - channel.length)}`;
+    const c = await client(a, user);
+    await c.sub(long, { presence: true });
+    await until(long, ["presence.join"], user);
+    await close(c);
+    await until(long, ["presence.join", "presence.leave"], user);
+  });
 });
 
 describe("events — a worker or an instance killed with SIGKILL", () => {

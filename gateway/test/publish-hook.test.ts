@@ -137,6 +137,23 @@ describe("publish hook — every door", () => {
     expect(await stored(channel)).toEqual([{ replaced: true, was: { hook: "replace", secret: "x" } }]);
   });
 
+  it("http: a body stored as sent reaches the hook as those bytes: duplicate keys and numbers past 2^53 as readers get them", async () => {
+    backend.answer = () => ({ body: { allow: true } });
+    const channel = `ph.${uniq("as-sent")}`;
+    const body = '{"text":"DENY","text":"fine","id":12345678901234567890,"f":1.0e2}';
+    const r = await fetch(`${gw.url}/v1/publish/${encodeURIComponent(channel)}`, {
+      method: "POST",
+      body,
+      headers: { "content-type": "application/json", authorization: `Bearer ${await userToken(uniq("dan"))}` },
+    });
+    expect(r.status).toBe(201);
+    const calls = backend.callsTo("/publish", (b) => b.channel === channel);
+    expect(calls).toHaveLength(1);
+    // Not a re-encoding ({"text":"fine","id":12345678901234567000,"f":100}): the very text that was stored.
+    expect(calls[0]!.raw).toContain(`"data":${body}}`);
+    expect(calls[0]!.body).toMatchObject({ channel, client: null });
+  });
+
   it("binary payloads: the hook is told the bytes in base64 with enc and type; allowed bytes are stored as bytes, replaced ones as the hook's JSON", async () => {
     const bytes = Uint8Array.from([0, 255, 1]);
     const [kept, replaced] = [`ph.${uniq("bin-kept")}`, `ph.${uniq("bin-replaced")}`];

@@ -185,7 +185,10 @@ describe("rpc — errors", () => {
 
   it("a backend that is down: hook_unavailable, temporary (authentication off: any method passes the permission)", async () => {
     const c = clients.track(await connect(gwDown.wsUrl));
-    expect(await c.request({ op: "rpc", method: "any.thing.at.all" })).toMatchObject({ op: "err", code: "hook_unavailable", temporary: true });
+    const f = await c.request({ op: "rpc", method: "any.thing.at.all" });
+    expect(f).toMatchObject({ op: "err", code: "hook_unavailable", temporary: true });
+    // The client learns that the backend is unreachable, not why (the gateway's log says ECONNREFUSED).
+    expect(f.message).toBe("the rpc hook is unreachable; retry later");
   });
 
   it("a backend that answers after RPC_HOOK_TIMEOUT: hook_unavailable, temporary; the connection goes on", async () => {

@@ -8,7 +8,7 @@ import { ErrorCode } from "../protocol/codes.js";
 import { checkPattern } from "../protocol/channel.js";
 import { canSubscribe, parseAutoChannels, parseRpcClaim, type Permissions } from "./permissions.js";
 import type { Principal } from "./principal.js";
-import type { PublishedBy, PublishGate } from "../publish/service.js";
+import { StoredJson, type PublishedBy, type PublishGate } from "../publish/service.js";
 
 /** What the connect hook is sent (POST JSON). */
 export type ConnectHookRequest = {
@@ -121,9 +121,10 @@ export class Hooks implements PublishGate {
    */
   async askPublish(by: PublishedBy, channel: string, data: () => unknown, type?: string): Promise<{ data: unknown } | undefined> {
     if (by.trusted && !this.config.publishApiKeys) return undefined;
-    const r: PublishHookRequest = { user: by.user, client: by.client ?? null, channel, data: data(), ip: by.ip, info: by.info ?? null };
+    const sent = data();
+    const r: PublishHookRequest = { user: by.user, client: by.client ?? null, channel, data: sent, ip: by.ip, info: by.info ?? null };
     if (type !== undefined) Object.assign(r, { enc: "base64", type });
-    const answer = await this.call("publish", this.config.publishUrl, r);
+    const answer = await this.call("publish", this.config.publishUrl, sent instanceof StoredJson ? withStoredData(r, sent) : r);
     if (answer.allow === true) return "data" in answer ? { data: answer.data } : undefined;
     const code = typeof answer.code === "string" && Object.hasOwn(WIRE_ERRORS, answer.code) ? (answer.code as ErrorCode) : ErrorCode.Forbidden;
     const message = typeof answer.message === "string" ? answer.message : reasonOf(answer);
@@ -192,8 +193,9 @@ export class Hooks implements PublishGate {
     return a.value;
   }
 
+  /** Calls a hook with `body` (a value, or JSON text already made). */
   private async call(kind: string, url: string, body: unknown): Promise<Record<string, unknown>> {
-    const res = await this.caller.post(kind, url, JSON.stringify(body));
+    const res = await this.caller.post(kind, url, typeof body === "string" ? body : JSON.stringify(body));
     if ("failed" in res) {
       this.caller.warn(kind, { err: res.cause }, `${kind} hook ${res.why}`);
       throw hookFailed(kind, res);
@@ -207,13 +209,22 @@ export class Hooks implements PublishGate {
   }
 }
 
+/** The publish hook's request as JSON text, its `data` the stored text as it is (one line of JSON, checked). */
+function withStoredData(r: PublishHookRequest, data: StoredJson): string {
+  const { data: _, ...rest } = r;
+  const head = JSON.stringify(rest);
+  return `${head.slice(0, -1)},"data":${data.text}}`;
+}
+
 /**
  * `hook_unavailable` for a call that got no usable answer: temporary, but not for an answer over
- * HOOK_MAX_ANSWER_BYTES (the backend will answer the same again).
+ * HOOK_MAX_ANSWER_BYTES (the backend will answer the same again). Its message goes to the client: an
+ * unreachable backend is said to be so, never why (ECONNREFUSED, a host name: the log has that).
  */
 export function hookFailed(kind: string, res: Extract<CallResult, { failed: string }>): GatewayError {
   const tooLarge = res.failed === "too_large";
-  const why = tooLarge ? `${res.why} (HOOK_MAX_ANSWER_BYTES)` : `${res.why}; retry later`;
+  const said = res.failed === "unreachable" ? "is unreachable" : res.why;
+  const why = tooLarge ? `${said} (HOOK_MAX_ANSWER_BYTES)` : `${said}; retry later`;
   return new GatewayError(ErrorCode.HookUnavailable, `the ${kind} hook ${why}`, { cause: res.cause, temporary: !tooLarge });
 }
 

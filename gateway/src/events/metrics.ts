@@ -40,7 +40,7 @@ export function webhookMetrics(registry: client.Registry, source: Pick<EventSour
   });
   const dropped = new client.Counter({
     name: "fanout_webhook_dropped_total",
-    help: "Events the events stream dropped (EVENTS_MAX_AGE) before the webhook receiver took them: lost to the webhook",
+    help: "Events the events stream dropped (EVENTS_MAX_AGE, EVENTS_MAX_BYTES) before the webhook receiver took them: lost to the webhook",
     registers: [registry],
   });
   return { dropped };

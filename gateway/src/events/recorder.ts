@@ -1,6 +1,7 @@
 import client from "prom-client";
 import type { EventKind, EventsSection } from "../config/sections.js";
 import type { Logger } from "../log.js";
+import { TokenBucket } from "../limits/token-bucket.js";
 import { WarnEvery } from "../util/warn-every.js";
 import type { NamespacesSection } from "../namespaces/namespace.js";
 import { channelKey, memberKey } from "./shared-keys.js";
@@ -18,7 +19,8 @@ export type EventFields = {
   transport: "websocket" | "sse";
   /** subscribe, unsubscribe: the pattern; presence.join, presence.leave: the channel. */
   channel?: string;
-  /** disconnect: the close code and reason. */
+  /** disconnect: who closed (the gateway, or the client or a lost connection), and the close code and reason of that side. */
+  by?: "client" | "server";
   code?: number;
   reason?: string;
 };
@@ -47,10 +49,13 @@ export class EventRecorder {
   private readonly channels?: ShareTally;
   private readonly members?: ShareTally;
   private readonly failed: client.Counter<"type">;
+  private readonly dropped: client.Counter<"type">;
   private readonly warnings: WarnEvery;
+  /** Per connection (`client`), what it may still record besides connect and disconnect; forgotten at its disconnect. */
+  private readonly allowance = new Map<string, TokenBucket>();
 
   constructor(
-    private readonly config: Pick<EventsSection, "kinds" | "subject">,
+    private readonly config: Pick<EventsSection, "kinds" | "subject"> & Partial<Pick<EventsSection, "perConnection">>,
     private readonly append: AppendEvent,
     log: Logger,
     registry: client.Registry = client.register,
@@ -70,6 +75,14 @@ export class EventRecorder {
         labelNames: ["type"] as const,
         registers: [registry],
       });
+    this.dropped =
+      (registry.getSingleMetric("fanout_events_dropped_total") as client.Counter<"type"> | undefined) ??
+      new client.Counter({
+        name: "fanout_events_dropped_total",
+        help: "Events not recorded because their connection recorded more than EVENTS_RATE_PER_CONNECTION (subscribe/unsubscribe churn), by type",
+        labelNames: ["type"] as const,
+        registers: [registry],
+      });
   }
 
   record(kind: EventKind, f: EventFields): void {
@@ -77,9 +90,27 @@ export class EventRecorder {
       if (kind === "subscribe") this.channels.add(channelKey(f.channel));
       else this.channels.remove(channelKey(f.channel));
     }
+    if (kind === "disconnect") this.allowance.delete(f.client);
     if (!this.kinds.has(kind) || (f.channel !== undefined && !this.inNamespace(kind, f.channel))) return;
+    if (kind !== "connect" && kind !== "disconnect" && !this.allowed(f.client)) {
+      this.dropped.labels(kind).inc();
+      return;
+    }
     const json = JSON.stringify({ type: kind, time: new Date().toISOString(), ...f });
     this.append(`${this.config.subject}.${kind}`, json).catch((e: unknown) => this.fail(kind, e));
+  }
+
+  /**
+   * Whether connection `client` may record one more event (EVENTS_RATE_PER_CONNECTION): a socket that
+   * subscribes and unsubscribes in a loop would otherwise fill the stream and the webhook's queue.
+   */
+  private allowed(client: string): boolean {
+    const limit = this.config.perConnection;
+    if (limit === undefined || limit.rate === -1) return true;
+    const now = Date.now();
+    let bucket = this.allowance.get(client);
+    if (!bucket) this.allowance.set(client, (bucket = new TokenBucket(limit.rate, limit.burst, now)));
+    return bucket.take(now);
   }
 
   /** Whether the namespace of `channel` (a pattern for subscribe and unsubscribe) records `kind`. */

@@ -1,5 +1,5 @@
-import { createDelta } from "fossil-delta";
 import { isJsonPayload } from "../protocol/serialize.js";
+import { createBoundedDelta } from "./fossil-encode.js";
 
 /**
  * Per-channel Fossil deltas (issue 36; PROTOCOL.md "Deltas"): the rules, without sockets or frames. A worker
@@ -26,6 +26,19 @@ export type DeltaBounds = {
   readonly maxPayloadBytes: number;
   /** Channels one subscription remembers (a wildcard's); past it the oldest is forgotten (its next is full). */
   readonly maxChannelsPerSubscription: number;
+  /**
+   * The encoder's work allowed per byte of base plus payload (fossil-encode.ts); a delta that would cost more
+   * is not made and the message goes full. Bounds the CPU one crafted payload costs a worker (issue 41).
+   */
+  readonly workPerByte: number;
+};
+
+/** What a worker counts of its deltas (metrics). */
+export type DeltaCounters = {
+  /** A delta was computed (`fanout_deltas_made_total`). */
+  made(): void;
+  /** The encoder gave up past its work bound; the message went full (`fanout_deltas_skipped_total`). */
+  skipped(): void;
 };
 
 /** The bounds, and which payloads may be delta targets (a protocol rule, not a setting). */
@@ -43,6 +56,7 @@ export const DEFAULT_DELTA_LIMITS: DeltaLimits = Object.freeze({
   idleMs: 10 * 60_000,
   maxPayloadBytes: 256 * 1_024,
   maxChannelsPerSubscription: 1_000,
+  workPerByte: 8,
   jsonTargetsOnly: true,
 });
 
@@ -61,9 +75,9 @@ export class DeltaMessage {
     readonly payload: Uint8Array,
     readonly baseSeq: number,
     base: Uint8Array | undefined,
-    private readonly jsonTargetsOnly: boolean,
-    /** Called each time a delta is computed (a metric): at most once per message. */
-    private readonly onMade?: () => void,
+    private readonly limits: Pick<DeltaLimits, "jsonTargetsOnly" | "workPerByte">,
+    /** Told at most once per message: the delta was made, or skipped past the work bound. */
+    private readonly counters?: DeltaCounters,
   ) {
     this.base = base;
   }
@@ -75,17 +89,21 @@ export class DeltaMessage {
 
   /**
    * The Fossil delta from the base to this payload, made on the first call and shared after; undefined when
-   * there is no base, the payload may not be a delta target, or the delta is not smaller than the payload
-   * (then everyone gets the full message).
+   * there is no base, the payload may not be a delta target, the delta would cost more than the work bound,
+   * or it is not smaller than the payload (then everyone gets the full message).
    */
   delta(): Uint8Array | undefined {
     if (this.made) return this.memo;
     this.made = true;
     const base = this.base;
     this.base = undefined;
-    if (base === undefined || (this.jsonTargetsOnly && !isJsonPayload(this.payload))) return undefined;
-    const d = createDelta(base, this.payload);
-    this.onMade?.();
+    if (base === undefined || (this.limits.jsonTargetsOnly && !isJsonPayload(this.payload))) return undefined;
+    const d = createBoundedDelta(base, this.payload, this.limits.workPerByte * (base.length + this.payload.length));
+    if (d === undefined) {
+      this.counters?.skipped();
+      return undefined;
+    }
+    this.counters?.made();
     this.memo = d.length < this.payload.length ? d : undefined;
     return this.memo;
   }
@@ -105,8 +123,8 @@ export class ChannelDeltas {
   constructor(
     private readonly limits: DeltaLimits = DEFAULT_DELTA_LIMITS,
     private readonly now: () => number = Date.now,
-    /** Called each time a delta is computed (`fanout_deltas_made_total`). */
-    private readonly onMade?: () => void,
+    /** Told of each delta made or skipped (metrics). */
+    private readonly counters?: DeltaCounters,
   ) {}
 
   /** Channels held, and their payload bytes (for a gauge). */
@@ -155,7 +173,7 @@ export class ChannelDeltas {
 
   private message(channel: string, seq: number, payload: Uint8Array, base: DeltaMessage | undefined): DeltaMessage {
     const usable = base !== undefined && base.seq < seq;
-    return new DeltaMessage(channel, seq, payload, usable ? base.seq : 0, usable ? base.payload : undefined, this.limits.jsonTargetsOnly, this.onMade);
+    return new DeltaMessage(channel, seq, payload, usable ? base.seq : 0, usable ? base.payload : undefined, this.limits, this.counters);
   }
 
   private keep(channel: string, st: ChannelState): void {

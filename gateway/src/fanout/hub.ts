@@ -182,7 +182,7 @@ export class FanoutHub {
   ) {
     if (broker.replay) this.cache = new ReplayCache(broker.replay, replayCacheBytes, undefined, coalesce?.maxBytes);
     const limits = { ...deltaBounds, jsonTargetsOnly: DEFAULT_DELTA_LIMITS.jsonTargetsOnly };
-    this.deltas = new ChannelDeltas(limits, Date.now, () => metrics.deltasMade.inc());
+    this.deltas = new ChannelDeltas(limits, Date.now, { made: () => metrics.deltasMade.inc(), skipped: () => metrics.deltasSkipped.inc() });
     this.deltaChannelsPerSubscription = deltaBounds.maxChannelsPerSubscription;
   }
 

@@ -65,6 +65,11 @@ export function createMetrics(registry: client.Registry = client.register) {
       help: "Fossil deltas computed (once per worker per channel and message, shared by its delta subscribers)",
       registers: r,
     }),
+    deltasSkipped: new client.Counter({
+      name: "fanout_deltas_skipped_total",
+      help: "Fossil deltas not made because they would cost the encoder more than DELTA_WORK_PER_BYTE per byte (crafted or very repetitive payloads); the message went full",
+      registers: r,
+    }),
     deltaFrames: new client.Counter({
       name: "fanout_delta_frames_total",
       help: "Message frames handed to delta subscriptions, by kind (delta, or full: first of a channel, gap, not smaller)",

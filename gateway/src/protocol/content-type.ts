@@ -19,9 +19,15 @@ export function checkContentType(t: unknown): { ok: true; type: string } | { ok:
   return { ok: true, type };
 }
 
-/** A stored header's type as messages carry it: undefined when absent, empty or JSON's (the JSON path). */
+/**
+ * A stored header's type as messages carry it: undefined when absent, empty or JSON's (the JSON path). A NATS
+ * client may set the header to anything: a value that is not a media type by the rules an HTTP or WebSocket
+ * publisher is held to (MEDIA_TYPE: at most 127 characters) is read as `application/octet-stream`, so the
+ * payload still goes as bytes and no client is handed a type the gateway would not accept itself.
+ */
 export function storedType(value: string | undefined): string | undefined {
   if (!value) return undefined;
   const t = value.trim().toLowerCase();
-  return t === "" || t === "application/json" ? undefined : t;
+  if (t === "" || t === "application/json") return undefined;
+  return MEDIA_TYPE.test(t) ? t : OCTET_STREAM;
 }

@@ -32,11 +32,17 @@ export type PublishedBy = Readonly<{
  */
 export type PublishGate = {
   /**
-   * `data` reads the published value (an HTTP body stored as sent is parsed only if the hook is asked); with
-   * `type`, a binary payload of that content type, whose `data` is its base64.
+   * `data` reads the published value: a JSON value, or for an HTTP body stored as sent its text as stored
+   * (`StoredJson`: the hook is sent those bytes, so that it judges what readers will get, duplicate keys and
+   * long numbers included); with `type`, a binary payload of that content type, whose `data` is its base64.
    */
   askPublish(by: PublishedBy, channel: string, data: () => unknown, type?: string): Promise<{ data: unknown } | undefined>;
 };
+
+/** One JSON value as the text that will be stored (one line, checked), to be passed on verbatim. */
+export class StoredJson {
+  constructor(readonly text: string) {}
+}
 
 /**
  * Publishing, one service for both doors (WebSocket `pub` frames and `POST /v1/publish`): size limit,
@@ -86,13 +92,14 @@ export class PublishService {
       this.checkSize(payload);
       if (!this.broker.isConnected()) throw new GatewayError(ErrorCode.BrokerUnavailable, "broker is not connected; retry");
       if (this.gate) {
-        // A body stored as sent was checked to be one line of JSON; bytes are shown to the hook in base64.
+        // A body stored as sent was checked to be one line of JSON: the hook gets that text, not a re-encoding of
+        // it (JSON.parse would keep the last of duplicate keys and round numbers past 2^53); bytes go in base64.
         const bytes = payload;
         const sent =
           type !== undefined
             ? () => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64")
             : encoded
-              ? () => JSON.parse(Buffer.from(encoded).toString("utf8")) as unknown
+              ? () => new StoredJson(Buffer.from(encoded).toString("utf8"))
               : () => data;
         const replaced = await this.gate.askPublish(by, channel, sent, type);
         // A replacement is a JSON value, whatever was published.

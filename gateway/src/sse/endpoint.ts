@@ -296,7 +296,7 @@ export class SseEndpoint {
     this.ctx.hub.release(s.pattern);
     const who = { user: s.user, client: s.clientId, transport: "sse" } as const;
     this.ctx.events?.record("unsubscribe", { ...who, channel: s.pattern });
-    this.ctx.events?.record("disconnect", { ...who, reason: why });
+    this.ctx.events?.record("disconnect", { ...who, by: why === "aborted" ? "client" : "server", reason: why });
     if (this.ctx.log.isLevelEnabled("debug")) this.ctx.log.debug({ pattern: s.pattern, why, lastSent: s.lastSent }, "sse stream ended");
   }
 }

@@ -2,7 +2,7 @@ import type { BackpressureSection } from "../config/sections.js";
 import type { Subscriptions } from "./subscriptions.js";
 import type { Logger } from "../log.js";
 import { CloseCode } from "../protocol/codes.js";
-import type { Socket } from "./session.js";
+import { endSocket, type Socket } from "./session.js";
 
 const SWEEP_MS = 100;
 
@@ -66,7 +66,7 @@ export class BackpressureMonitor {
   closeSlow(ws: Socket): void {
     const s = ws.getUserData();
     this.log.info({ socket: s.id, buffered: ws.getBufferedAmount() }, "closing slow socket");
-    ws.end(CloseCode.SlowConsumer, "slow consumer: reconnect and resume");
+    endSocket(ws, CloseCode.SlowConsumer, "slow consumer: reconnect and resume");
     // A peer that reads nothing never completes the close handshake; cut it after a grace period.
     const t = setTimeout(() => {
       if (!s.closed) ws.close();

@@ -8,7 +8,7 @@ import type { RefreshFrame } from "../protocol/frames.js";
 import { writeUws, writeUwsError } from "../protocol/http-reply.js";
 import { codecOf } from "../protocol/codecs.js";
 import type { HttpRequest, HttpResponse, us_socket_context_t } from "../uws.js";
-import { newSession, type Socket } from "./session.js";
+import { endSocket, newSession, type Socket } from "./session.js";
 import { AuthError } from "../auth/errors.js";
 import type { Principal } from "../auth/principal.js";
 import { readUpgradeOffer } from "../auth/upgrade-token.js";
@@ -174,7 +174,7 @@ export class ConnectionGuard {
       );
     } else {
       this.metrics.rateLimitCloses.inc();
-      ws.end(CloseCode.RateLimited, "frame rate limit exceeded");
+      endSocket(ws, CloseCode.RateLimited, "frame rate limit exceeded");
     }
     return false;
   }
@@ -214,7 +214,7 @@ export class ConnectionGuard {
         if (s.closed) return;
         if (Date.now() < due) return this.armExpiry(ws);
         this.metrics.tokenExpiryCloses.inc();
-        ws.end(CloseCode.TokenExpired, "token expired; reconnect with a new token");
+        endSocket(ws, CloseCode.TokenExpired, "token expired; reconnect with a new token");
       },
       Math.min(Math.max(due - Date.now(), 0), MAX_TIMER_MS),
     );

@@ -6,7 +6,7 @@ import { handleFrame, releaseSession, replyErr, type HandlerContext } from "./ha
 import type { Session, Socket } from "./session.js";
 import { Subscriptions } from "./subscriptions.js";
 import { startAutoSubscriptions } from "./auto-subs.js";
-import { clientIdOf, sendFrame } from "./session.js";
+import { clientIdOf, endSocket, sendFrame } from "./session.js";
 
 /** One connection as the control plane lists it (`GET /v1/server/users/{user}`). */
 export type ConnectionInfo = {
@@ -78,7 +78,7 @@ export class WsEndpoint {
           if (!this.ctx.guard.frameAllowed(ws, (m) => replyErr(this.ctx, ws, undefined, ErrorCode.RateLimited, m))) return;
           if (message.byteLength > config.server.maxPayloadBytes) {
             metrics.badFrames.labels("message_too_big").inc();
-            ws.end(CloseCode.MessageTooBig, `frame larger than ${config.server.maxPayloadBytes} bytes`);
+            endSocket(ws, CloseCode.MessageTooBig, `frame larger than ${config.server.maxPayloadBytes} bytes`);
             return;
           }
           const decoded = ws.getUserData().codec.decode(message, isBinary);
@@ -106,13 +106,11 @@ export class WsEndpoint {
           this.sockets.delete(ws);
           releaseSession(this.ctx, ws);
           metrics.connections.dec();
-          this.ctx.events?.record("disconnect", {
-            user: s.user,
-            client: clientIdOf(ws),
-            transport: "websocket",
-            code,
-            reason: Buffer.from(message).toString("utf8"),
-          });
+          // Who closed: the gateway's own code and reason, or the client's as it sent them, never mistaken for the gateway's.
+          const closed = s.serverClose
+            ? { by: "server" as const, ...s.serverClose }
+            : { by: "client" as const, code, reason: Buffer.from(message).toString("utf8") };
+          this.ctx.events?.record("disconnect", { user: s.user, client: clientIdOf(ws), transport: "websocket", ...closed });
         },
       });
     // A plain GET of the same path (no upgrade; uWS hands it on): what the upgrade would answer (guard.probe).
@@ -167,7 +165,7 @@ export class WsEndpoint {
   /** Closes every socket of `user` with `code` (4012 reconnect, 4403 do not); how many. */
   disconnectUser(user: string, code: CloseCode, reason: string): number {
     const found = this.socketsOf(user);
-    for (const ws of found) ws.end(code, closeReason(reason));
+    for (const ws of found) endSocket(ws, code, closeReason(reason));
     return found.length;
   }
 
@@ -213,7 +211,7 @@ export class WsEndpoint {
       const s = ws.getUserData();
       if (s.closed) continue;
       if (holds && ![...s.subs.keys()].some(holds)) continue;
-      ws.end(code, reason);
+      endSocket(ws, code, reason);
     }
   }
 }

@@ -74,6 +74,11 @@ export type Session = {
   coalesce: boolean;
   /** The socket as the fan-out core sees it (set when it opens). */
   port?: FanoutSocket;
+  /**
+   * The close the gateway itself started (`endSocket`): its code and reason. Absent when the client closed
+   * (or the connection was lost): the `disconnect` event then says `by: "client"`.
+   */
+  serverClose?: { code: number; reason: string };
 };
 
 export type Socket = WebSocket<Session>;
@@ -93,6 +98,16 @@ export function newSession(identity: Identity, codec: Codec = JSON_CODEC, coales
     drainWaiters: [],
     rpcInFlight: 0,
   };
+}
+
+/**
+ * Closes the socket from the gateway's side, with `code` and `reason` remembered as the gateway's (the
+ * `disconnect` event's `by: "server"`): every close the gateway starts goes through here.
+ */
+export function endSocket(ws: Socket, code: number, reason: string): void {
+  const s = ws.getUserData();
+  s.serverClose ??= { code, reason };
+  ws.end(code, reason);
 }
 
 /** The fan-out core's view of a uWS socket (made once per socket). */

@@ -58,7 +58,7 @@ beforeAll(async () => {
   nc = await connect({ servers: cluster.urls, name: "events-replicas-test", reconnectTimeWait: 100, maxReconnectAttempts: -1 });
   jsm = await jetstreamManager(nc, { timeout: 5_000 });
   // What a gateway from before replicated events leaves behind: each asset on one node, the webhook's consumer, one stored event.
-  const old = { ...EVENTS, replicas: 1 };
+  const old = { ...EVENTS, maxBytes: -1, replicas: 1 };
   await ensureEventsStream(jsm, old, log);
   await webhookLeaseStore(jetstream(nc), jsm, old, 5_000, log);
   await ensureSharedState(jsm, { bucket: `${EVENTS.stream}_STATE`, replicas: 1, storage: "file" }, log);

@@ -4,6 +4,7 @@
 // (`bad_delta`, the SDK then resubscribes) or, where the corruption happens not to matter, gives back exactly
 // the published document: never other data. Seeded and bounded: DELTA_FUZZ_RUNS and DELTA_FUZZ_SEED make a
 // longer or another run (docs/benchmarks.md "Fuzzing").
+import { cpuUsage } from "node:process";
 import { decode, encode } from "@msgpack/msgpack";
 import fc from "fast-check";
 import { applyDelta, createDelta } from "fossil-delta";
@@ -14,6 +15,7 @@ import { JSON_WIRE, msgpackWire, RAW, type MsgRaw, type Wire } from "../../clien
 import { fossilChecksum, fossilDigits } from "../../conformance/fossil-vectors.js";
 import { ChannelDeltas, DEFAULT_DELTA_LIMITS, DeltaSubscription } from "../../src/fanout/deltas.js";
 import type { Codec } from "../../src/protocol/codec.js";
+import { slowDeltaPair } from "../support/deltas.js";
 import { JSON_CODEC, MSGPACK_CODEC } from "../../src/protocol/codecs.js";
 
 const RUNS = Number(process.env.DELTA_FUZZ_RUNS ?? 300);
@@ -157,6 +159,38 @@ describe("fuzz — deltas: the server's deltas, the SDK's applier", () => {
       params(RUNS),
     );
     expect(deltas).toBeGreaterThan(RUNS);
+  });
+});
+
+describe("fuzz — deltas: payloads built to slow the encoder", () => {
+  it("fuzz — deltas: repeated blocks with periodic edits cost a bounded CPU per message; a delta made still applies", () => {
+    const cpuMs = (fn: () => void): number => {
+      const t = cpuUsage();
+      fn();
+      const d = cpuUsage(t);
+      return (d.user + d.system) / 1_000;
+    };
+    const costs: number[] = [];
+    fc.assert(
+      fc.property(
+        fc.string({ minLength: 1, maxLength: 16, unit: fc.constantFrom("a", "b", "0", "1", "{", '"', " ") }),
+        fc.integer({ min: 2, max: 80 }),
+        fc.integer({ min: 16_384, max: 65_000 }),
+        (block, period, bytes) => {
+          const [b, t] = slowDeltaPair(bytes, block, period).map((x) => utf8.encode(x)) as [Uint8Array, Uint8Array];
+          const server = new ChannelDeltas(DEFAULT_DELTA_LIMITS);
+          server.next("fz.slow", 1, b);
+          let d: Uint8Array | undefined;
+          costs.push(cpuMs(() => (d = server.next("fz.slow", 2, t).delta())) / (bytes / 65_536));
+          if (d) expect(sameBytes(applyDelta(b, d), t)).toBe(true);
+        },
+      ),
+      params(Math.max(20, RUNS / 10)),
+    );
+    // Per 64 KiB: fossil-delta's createDelta takes 70 to 160 ms on the worst of these, the bounded encoder ~4 ms.
+    costs.sort((x, y) => x - y);
+    expect(costs[costs.length >> 1]).toBeLessThan(15);
+    expect(costs.at(-1)).toBeLessThan(60);
   });
 });
 

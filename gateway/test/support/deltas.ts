@@ -23,3 +23,16 @@ export function applied(c: TestClient, bases = new DeltaBases()): unknown[] {
 
 /** The messages received, `F` full and `d` delta: "Fddd". */
 export const kinds = (c: TestClient): string => c.msgs.map((m) => (m.delta === true ? "d" : "F")).join("");
+
+/**
+ * Two JSON documents of about `bytes` built to slow a Fossil encoder (issue 41): the base is `block` over and
+ * over (every 16-byte window of it lands in one hash chain), the target the same text with a byte changed every
+ * `period` bytes, so that each of the chain's 250 candidates matches a little and none far. fossil-delta's
+ * createDelta spends 60 to 170 comparisons per byte on them (~80 ms of CPU for 64 KiB).
+ */
+export function slowDeltaPair(bytes = 65_536, block = "0123456789abcdef", period = 40): [base: string, target: string] {
+  const text = block.repeat(Math.ceil((bytes - 16) / block.length)).slice(0, bytes - 16);
+  let edited = "";
+  for (let i = 0; i < text.length; i += period) edited += text.slice(i, i + period - 1) + "#";
+  return [JSON.stringify({ t: text }), JSON.stringify({ t: edited.slice(0, text.length) })];
+}

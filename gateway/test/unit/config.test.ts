@@ -186,9 +186,17 @@ describe("config — delta limits", () => {
         DELTA_MAX_BYTES: "8MiB",
         DELTA_MAX_CHANNELS_PER_SUBSCRIPTION: "10",
         DELTA_IDLE: "1h",
+        DELTA_WORK_PER_BYTE: "20",
       }).config,
     );
-    expect(c.deltas).toEqual({ maxChannels: 500, maxBytes: 8_388_608, idleMs: 30_000, maxPayloadBytes: 1_024, maxChannelsPerSubscription: 10 });
+    expect(c.deltas).toEqual({
+      maxChannels: 500,
+      maxBytes: 8_388_608,
+      idleMs: 30_000,
+      maxPayloadBytes: 1_024,
+      maxChannelsPerSubscription: 10,
+      workPerByte: 20,
+    });
     expect(sectionsOf(loadConfig([], { DELTA_MAX_PAYLOAD_BYTES: "0" }).config).deltas.maxPayloadBytes).toBe(0);
   });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { OccupancyMachine, type Step } from "../../src/events/occupancy.js";
-import { channelKey, memberKey, subjectOfKey } from "../../src/events/shared-keys.js";
+import { channelKey, MAX_READABLE_KEY, memberKey, subjectOfKey } from "../../src/events/shared-keys.js";
 import { ShareTally } from "../../src/events/tally.js";
 
 const D = 3_000;
@@ -132,6 +132,25 @@ describe("occupancy — keys and the worker's tally", () => {
     }
     expect(subjectOfKey("x.y")).toBeUndefined();
     expect(subjectOfKey("u.alice")).toBeUndefined();
+  });
+
+  it("occupancy — keys of the longest valid names fit a NATS subject; short keys keep their readable form", () => {
+    // 256 and 255 characters of 3-byte UTF-8 (the longest user and channel): 4,600 characters read the old way.
+    const user = "界".repeat(256);
+    const channel = ["ч", "界".repeat(100), "🙂".repeat(50), "x=y".repeat(16)].join(".");
+    expect(channel.length).toBeLessThanOrEqual(255);
+    for (const [key, subject] of [
+      [memberKey(user, channel), { kind: "member", user, channel }],
+      [channelKey(channel), { kind: "channel", channel }],
+      [memberKey("=3D", "=.==.x"), { kind: "member", user: "=3D", channel: "=.==.x" }],
+    ] as const) {
+      expect(key.length).toBeLessThanOrEqual(MAX_READABLE_KEY);
+      expect(key).toMatch(/^[-/_=.a-zA-Z0-9]+$/);
+      expect(subjectOfKey(key)).toEqual(subject);
+    }
+    // The readable form, as keys were written before: a running deployment's keys keep their names.
+    expect(memberKey("ü.b", "rooms.ä=1")).toBe("u.=C3=BC=2Eb.rooms.=C3=A4=3D1");
+    expect(channelKey("界.x")).toBe("c.=E7=95=8C.x");
   });
 
   it("occupancy — a worker reports only each key's 0↔1 transitions; a removal of what it never held reports nothing", () => {

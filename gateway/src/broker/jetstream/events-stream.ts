@@ -5,8 +5,8 @@ import type { EventsSection } from "../../config/sections.js";
 import type { Logger } from "../../log.js";
 import { ensureOwnStream } from "./own-stream.js";
 
-/** The events stream as the gateway wants it: every kind under `<subject>.>`, kept for `maxAgeMs`, on `replicas` nodes. */
-function desired(c: Pick<EventsSection, "stream" | "subject" | "maxAgeMs" | "replicas">) {
+/** The events stream as the gateway wants it: every kind under `<subject>.>`, kept for `maxAgeMs` and up to `maxBytes`, on `replicas` nodes. */
+function desired(c: Pick<EventsSection, "stream" | "subject" | "maxAgeMs" | "maxBytes" | "replicas">) {
   return {
     name: c.stream,
     subjects: [`${c.subject}.>`],
@@ -14,20 +14,21 @@ function desired(c: Pick<EventsSection, "stream" | "subject" | "maxAgeMs" | "rep
     storage: StorageType.File,
     discard: DiscardPolicy.Old,
     max_age: nanos(c.maxAgeMs),
+    max_bytes: c.maxBytes,
     num_replicas: c.replicas,
   };
 }
 
 /**
- * Creates the events stream, or brings an existing one's subjects, retention and replicas to the settings
+ * Creates the events stream, or brings an existing one's subjects, retention (age and bytes) and replicas to the settings
  * (no stored event is touched; a stream made with fewer replicas gains them, and they catch up).
  */
 export async function ensureEventsStream(
   jsm: JetStreamManager,
-  c: Pick<EventsSection, "stream" | "subject" | "maxAgeMs" | "replicas">,
+  c: Pick<EventsSection, "stream" | "subject" | "maxAgeMs" | "maxBytes" | "replicas">,
   log: Logger,
 ): Promise<void> {
-  await ensureOwnStream(jsm, desired(c), ["subjects", "max_age", "num_replicas"], log, "events stream");
+  await ensureOwnStream(jsm, desired(c), ["subjects", "max_age", "max_bytes", "num_replicas"], log, "events stream");
 }
 
 /** The durable consumer every instance's webhook sender shares. */

@@ -5,6 +5,11 @@
  * as `=` and two hex digits per UTF-8 byte (`=` itself too), so the encoding is reversible and a channel's
  * tokens stay tokens. A channel's members are exactly the keys `<encoded channel>.*`: every key has one
  * token more than its channel.
+ *
+ * That readable form takes up to 9 characters per character of the name (a 3-byte UTF-8 character is
+ * `=E7=95=8C`). Where a key would grow too long (events/shared-keys.ts), a token may be written compactly
+ * instead: `==` and the base64url of its UTF-8 bytes (4 characters per 3 bytes). The readable form never
+ * starts a token with `==` (`=` itself is `=3D`), so `decodeToken` reads both.
  */
 const PLAIN = /^[A-Za-z0-9_-]$/;
 
@@ -21,9 +26,15 @@ export function encodeToken(token: string): string {
   return out;
 }
 
-/** Decodes a token written by `encodeToken`. */
+/** Encodes one token compactly (`==` and base64url) unless it is plain already. */
+export function compactToken(token: string): string {
+  return /^[A-Za-z0-9_-]*$/.test(token) ? token : `==${Buffer.from(token, "utf8").toString("base64url")}`;
+}
+
+/** Decodes a token written by `encodeToken` or `compactToken`. */
 export function decodeToken(token: string): string {
   if (!token.includes("=")) return token;
+  if (token.startsWith("==")) return Buffer.from(token.slice(2), "base64url").toString("utf8");
   const bytes: number[] = [];
   for (let i = 0; i < token.length; i++) {
     if (token[i] === "=") {

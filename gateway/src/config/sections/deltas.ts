@@ -44,6 +44,14 @@ const settings = {
     parse: parseIntStrict,
     check: int(1, 1_000),
   },
+  deltaWorkPerByte: {
+    env: "DELTA_WORK_PER_BYTE",
+    shown: "8",
+    doc: "The delta encoder's work allowed per byte of base plus payload (byte comparisons and hash-chain steps); a delta that would cost more goes full (fanout_deltas_skipped_total). Ordinary documents cost 0.5 to 2; payloads crafted to slow the encoder 60 to 170",
+    default: () => 8,
+    parse: parseIntStrict,
+    check: int(1, 1_000),
+  },
 } satisfies SettingTable;
 
 export type DeltasValues = ValuesOf<typeof settings>;
@@ -58,6 +66,7 @@ export const deltas = section({
     idleMs: "deltaIdleMs",
     maxPayloadBytes: "deltaMaxPayloadBytes",
     maxChannelsPerSubscription: "deltaMaxChannelsPerSubscription",
+    workPerByte: "deltaWorkPerByte",
   },
 });
 

@@ -1,5 +1,5 @@
-import { type SettingTable, type SliceOf, type ValuesOf, checkHttpUrl, derive, int, section, subjectTokens, trimmed } from "../setting.js";
-import { parseDuration, parseIntStrict, parseList } from "../parse.js";
+import { type SettingTable, type SliceOf, type ValuesOf, checkHttpUrl, derive, int, positiveOrUnlimited, section, subjectTokens, trimmed } from "../setting.js";
+import { parseBytes, parseDuration, parseIntStrict, parseList } from "../parse.js";
 import type { StreamValues } from "./stream.js";
 
 /** Every kind of event the gateway records. */
@@ -52,6 +52,30 @@ const settings = {
     doc: "Oldest event the events stream keeps (and so how long a webhook outage can last without losing one); 0 keeps forever",
     default: () => 86_400_000,
     parse: parseDuration,
+  },
+  eventsMaxBytes: {
+    env: "EVENTS_MAX_BYTES",
+    shown: "1GiB",
+    doc: "Most bytes the events stream keeps: past it the oldest events are dropped (as past EVENTS_MAX_AGE; fanout_webhook_dropped_total counts those the webhook had not sent). Applied to an existing stream at start; -1 no bound",
+    default: () => 1_073_741_824,
+    parse: parseBytes,
+    check: (v: number) => (v === -1 || (Number.isSafeInteger(v) && v >= 1_048_576) ? undefined : "must be at least 1MiB, or -1"),
+  },
+  eventsRatePerConnection: {
+    env: "EVENTS_RATE_PER_CONNECTION",
+    shown: "10",
+    doc: "Events per second one connection may record (token bucket) besides its connect and disconnect: its subscribe, unsubscribe and anonymous presence.join/leave; past it they are not recorded (fanout_events_dropped_total); -1 unlimited",
+    default: () => 10,
+    parse: parseIntStrict,
+    check: positiveOrUnlimited,
+  },
+  eventsBurstPerConnection: {
+    env: "EVENTS_BURST_PER_CONNECTION",
+    shown: "100",
+    doc: "Bucket size of EVENTS_RATE_PER_CONNECTION: events a connection may record at once (a page subscribing to its channels)",
+    default: () => 100,
+    parse: parseIntStrict,
+    check: int(1, 1_000_000),
   },
   eventsDebounceMs: {
     env: "EVENTS_DEBOUNCE",
@@ -154,6 +178,13 @@ export const events = section({
     stream: "eventsStream",
     subject: "eventsSubject",
     maxAgeMs: "eventsMaxAge",
+    maxBytes: "eventsMaxBytes",
+    /** What one connection may record besides connect and disconnect (rate -1: unlimited). */
+    perConnection: derive(
+      ["eventsRatePerConnection", "eventsBurstPerConnection"],
+      (c: Pick<EventsValues, "eventsRatePerConnection" | "eventsBurstPerConnection">) =>
+        Object.freeze({ rate: c.eventsRatePerConnection, burst: c.eventsBurstPerConnection }),
+    ),
     debounceMs: "eventsDebounceMs",
     instanceTtlMs: "eventsInstanceTtlMs",
     /** Replicas of the events stream, the webhook's lease stream and the state bucket: STREAM_REPLICAS, so that losing one NATS node stalls none of them. */
