@@ -142,8 +142,9 @@ export async function runPrimary(config: Config): Promise<void> {
     await webhook?.stop();
     // The leader drops this instance's shares with its heartbeat (the workers' last reports are not waited for).
     await services?.services.stop();
-    await stopWatch();
+    // The workers first: each stores its sockets' last events on its own connection before it drains it.
     await pool.stop(Math.max(config.shutdownTimeoutMs * 0.7, 100));
+    await stopWatch();
     await admin?.close();
     await brokers?.stop(Math.max(deadline - Date.now() - 200, 100));
     log.info("stopped");

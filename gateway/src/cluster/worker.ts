@@ -35,6 +35,7 @@ import { ControlService } from "../control/service.js";
 import { registerControlRoutes } from "../control/http.js";
 import { registerWorkerState } from "../metrics/worker-state.js";
 import type { NamespacesSection } from "../namespaces/namespace.js";
+import { InFlight } from "../util/in-flight.js";
 
 /** A worker: one uWS app on the shared port (SO_REUSEPORT), one broker connection, one fan-out hub. */
 export async function runWorker(config: Config, natsToken?: string): Promise<void> {
@@ -83,7 +84,9 @@ export async function runWorker(config: Config, natsToken?: string): Promise<voi
   const publisher = new PublishService(c.server.maxPayloadBytes, broker, metrics, log, hooks?.publishEnabled ? hooks : undefined);
   const presence = broker.presence ? new PresenceHub(topicsOf(apps), broker.presence, c.presence, createPresenceMetrics(), log, c.fanout.lingerMs) : undefined;
   if (presence) broker.onEvent((e) => (e.type === "reconnected" ? presence.resync() : undefined));
-  const events = eventRecorderOf(c.events, broker, log, c.namespaces);
+  // The events being stored: a drain waits for their acknowledgements before it closes the NATS connection.
+  const storing = new InFlight();
+  const events = eventRecorderOf(c.events, broker, log, c.namespaces, storing);
   const rpc = c.hooks.rpcUrl ? new RpcHook(c.hooks, log) : undefined;
   const ws = new WsEndpoint(app, { config: c, broker, hub, resume, metrics, log, isDraining, guard, publisher, presence, events, rpc }, tlsApp ? [tlsApp] : []);
   // A recreated stream numbers its messages from 1 again: every position in it is void. Sockets subscribed to
@@ -175,9 +178,13 @@ export async function runWorker(config: Config, natsToken?: string): Promise<voi
     draining = true;
     log.info({ why, sockets: ws.sockets.size }, "worker draining");
     ws.stopListening();
+    // Each socket closed records its unsubscribes and disconnect: they are stored (acknowledged) before the
+    // connection drains, which would cut the acknowledgements on their way (bounded: half the drain's time).
     ws.closeAll();
     sse.stop();
     presence?.stopAll();
+    const eventsMs = Math.max(c.server.shutdownTimeoutMs / 2, 100);
+    if (!(await storing.settled(eventsMs))) log.warn({ events: storing.size, waitedMs: eventsMs }, "events still unacknowledged at the drain's bound");
     await hub.stopAll();
     await broker.close();
     process.exit(0);
@@ -198,8 +205,9 @@ export async function runWorker(config: Config, natsToken?: string): Promise<voi
 }
 
 /** The recorder of connection and subscription events, when EVENTS turns any kind on (JetStream only: a start check). */
-function eventRecorderOf(c: EventsSection, broker: Broker, log: Logger, namespaces: NamespacesSection): EventRecorder | undefined {
-  const append = broker.appendEvent?.bind(broker);
+function eventRecorderOf(c: EventsSection, broker: Broker, log: Logger, namespaces: NamespacesSection, storing: InFlight): EventRecorder | undefined {
+  const appendEvent = broker.appendEvent?.bind(broker);
+  const append = appendEvent ? (subject: string, json: string) => storing.track(appendEvent(subject, json)) : undefined;
   // The worker's channels and users go to its primary, which keeps the instance's share in the cluster's state.
   const tally = new ShareTally((key, held) => {
     if (process.connected) send({ type: "fgw:share", key, held });
