@@ -58,7 +58,11 @@ async function stopLosesNothing(gw: GatewayHandle, again: () => Promise<GatewayH
   await again();
   for (const ch of channels) await waitFor(() => typesOf(ch).includes("disconnect"), { timeoutMs: 30_000, what: `the disconnect of the socket on ${ch}` });
   for (const ch of channels) expect(typesOf(ch)).toEqual(["connect", "subscribe", "unsubscribe", "disconnect"]);
-  const mine = new Set(acceptedEvents(receiver).filter((e) => e.type === "subscribe" && channels.includes(e.channel ?? "")).map((e) => e.client));
+  const mine = new Set(
+    acceptedEvents(receiver)
+      .filter((e) => e.type === "subscribe" && channels.includes(e.channel ?? ""))
+      .map((e) => e.client),
+  );
   const disconnects = acceptedEvents(receiver).filter((e) => e.type === "disconnect" && mine.has(e.client)) as unknown as { code: number }[];
   expect(disconnects.map((d) => d.code)).toEqual(Array.from({ length: CLIENTS }, () => 1001));
   // Quiet, too: no "an event could not be stored", no broker (or embedded server) lost under the drain.

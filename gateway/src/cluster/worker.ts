@@ -37,14 +37,19 @@ import { registerWorkerState } from "../metrics/worker-state.js";
 import type { NamespacesSection } from "../namespaces/namespace.js";
 import { InFlight } from "../util/in-flight.js";
 
-/** A worker: one uWS app on the shared port (SO_REUSEPORT), one broker connection, one fan-out hub. */
-export async function runWorker(config: Config, natsToken?: string): Promise<void> {
+/**
+ * A worker: one uWS app on the shared port (SO_REUSEPORT), one broker connection, one fan-out hub. `slot`: its
+ * number, 1..WORKERS (the `worker` of its log lines and of /v1/stats), kept by the worker restarted in its place.
+ */
+export async function runWorker(config: Config, natsToken?: string, slot = cluster.worker?.id ?? 0): Promise<void> {
   const c = sectionsOf(config);
-  const log = createLogger(c.log.level, { role: "worker", worker: cluster.worker?.id });
+  const log = createLogger(c.log.level, { role: "worker", worker: slot });
   const uws = loadUws(c.server.uwsModule); // ws/ and the TLS app get this module from loadUws() too
   answerScrapes(); // the primary scrapes each worker's registry over IPC
   const metrics = createMetrics();
   let draining = false;
+  /** Whether every worker of the instance listens (the primary says): /readyz answers 503 until then. */
+  let allReady = false;
   /** What of the stream's setup has drifted (the primary's StreamWatch says); /readyz answers 503 while any. */
   let drift: readonly string[] = [];
   const isDraining = () => draining;
@@ -55,7 +60,7 @@ export async function runWorker(config: Config, natsToken?: string): Promise<voi
   const guard = new ConnectionGuard(c.limits, c.auth, access, guardMetrics, log);
 
   const directVia = { link: metrics.directGets.labels("link"), main: metrics.directGets.labels("main") };
-  const broker = await connectBroker(c, log, `fanout-gateway-worker-${cluster.worker?.id ?? 0}`, {
+  const broker = await connectBroker(c, log, `fanout-gateway-worker-${slot}`, {
     onRepair: (why) => metrics.liveRepairs.labels(why).inc(),
     onDirectGet: (via) => directVia[via].inc(),
     natsToken,
@@ -125,7 +130,7 @@ export async function runWorker(config: Config, natsToken?: string): Promise<voi
     access,
     config: { ...c.control, maxChannels: c.server.publishBatchMaxItems },
     ...(c.events.webhook.url ? { eventsStream: c.events.stream } : {}),
-    self: { instance: `${hostname()}:${process.ppid}`, worker: cluster.worker?.id ?? 0, workers: c.server.workers },
+    self: { instance: `${hostname()}:${process.ppid}`, worker: slot, workers: c.server.workers },
     log,
   });
   control.start();
@@ -149,7 +154,7 @@ export async function runWorker(config: Config, natsToken?: string): Promise<voi
       hook_cache_connect: () => hooks?.cacheSizes.connect ?? 0,
       hook_cache_subscribe: () => hooks?.cacheSizes.subscribe ?? 0,
     },
-    { worker: cluster.worker?.id ?? 0, pid: process.pid },
+    { worker: slot, pid: process.pid },
   );
   for (const a of apps)
     registerHttpRoutes(a, {
@@ -166,12 +171,13 @@ export async function runWorker(config: Config, natsToken?: string): Promise<voi
       history,
       publishLimits,
       streamDrift: () => drift,
+      allWorkersReady: () => allReady,
       allowsOrigin: (origin, host) => guard.admission.allowsOrigin(origin, host),
     });
   await ws.listen(c.server.host, c.server.port);
   if (tlsApp) await ws.listenExtra(tlsApp, c.server.host, c.server.tlsPort);
   send({ type: "fgw:listening", port: c.server.port });
-  log.debug({ port: c.server.port }, "worker listening");
+  log.info({ port: c.server.port }, "worker ready");
 
   const shutdown = async (why: string): Promise<void> => {
     if (draining) return;
@@ -191,6 +197,7 @@ export async function runWorker(config: Config, natsToken?: string): Promise<voi
   };
   process.on("message", (m: unknown) => {
     if (isFgwMessage(m) && (m as ToWorker).type === "fgw:shutdown") void shutdown("primary asked");
+    if (isFgwMessage(m) && (m as ToWorker).type === "fgw:all-ready") allReady = true;
     if (isFgwMessage(m) && (m as ToWorker).type === "fgw:drift") {
       drift = (m as ToWorker & { type: "fgw:drift" }).drift;
       metrics.streamDrift.reset();

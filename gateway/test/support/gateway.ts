@@ -84,7 +84,11 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<GatewayHa
   if (natsUrl) args.push("--nats-url", natsUrl);
   const env = { ...process.env, ...(opts.env ?? {}) };
   delete env.FGW_WORKER_CONFIG;
-  const child = spawn(process.execPath, args, { env, stdio: ["ignore", "pipe", opts.inheritStderr ? "inherit" : "pipe"], detached: opts.processGroup === true });
+  const child = spawn(process.execPath, args, {
+    env,
+    stdio: ["ignore", "pipe", opts.inheritStderr ? "inherit" : "pipe"],
+    detached: opts.processGroup === true,
+  });
   live.add(child);
   child.once("exit", () => live.delete(child));
   const logs: LogLine[] = [];
