@@ -4,6 +4,7 @@ import { ClusterStatsWindows, sampleFrom, webhookStats, type PromSample } from "
 import { runtimeInfo } from "../uws.js";
 import { Coalescer } from "../util/coalesce.js";
 import { isFgwMessage, type MetricsJson, type ToPrimary, type ToWorker } from "./ipc.js";
+import type { EffectiveSettings } from "../namespaces/settings.js";
 
 /** How long a scrape waits for every worker (prom-client's own cluster scrape waits as long). */
 const SCRAPE_TIMEOUT_MS = 5_000;
@@ -28,7 +29,8 @@ export class ClusterMetrics {
   /** Workers that listen (cluster ids): only they are scraped, a worker still starting may not answer yet. */
   private readonly listening = new Set<number>();
 
-  constructor() {
+  /** `settings`: the streams' and namespaces' settings in effect, shown in `/v1/stats` (JetStream only). */
+  constructor(private readonly settings?: EffectiveSettings) {
     this.restarts = new client.Counter({ name: "fanout_worker_restarts_total", help: "Workers restarted after a crash", registers: [this.own] });
     new client.Gauge({
       name: "fanout_workers",
@@ -60,7 +62,7 @@ export class ClusterMetrics {
       sampleFrom(all, at),
       s.workers.map((w) => ({ id: w.id, worker: w.worker, ...(w.pid !== undefined ? { pid: w.pid } : {}), sample: sampleFrom(w.samples, at) })),
     );
-    return JSON.stringify({ ...body, webhook: webhookStats(s.own), runtime: runtimeInfo() });
+    return JSON.stringify({ ...body, webhook: webhookStats(s.own), runtime: runtimeInfo(), ...(this.settings ?? {}) });
   }
 
   /** A worker's answer to a scrape; the pool hands every `fgw:scrape-res` here. */

@@ -42,6 +42,7 @@ import { Announcer } from "../events/announcer.js";
 import { EventRecorder } from "../events/recorder.js";
 import { InstanceShares } from "../events/shares.js";
 import { Services } from "../services/services.js";
+import { effectiveSettings, type EffectiveSettings } from "../namespaces/settings.js";
 
 /** The admin port in effect: `auto` is 9100 when authentication is on and none (-1) when it is off. */
 export const adminPortOf = (c: Config): number => (c.adminPort === -2 ? (authEnabled(c) ? 9100 : -1) : c.adminPort);
@@ -66,7 +67,10 @@ export async function runPrimary(config: Config): Promise<void> {
     process.exit(1);
   };
 
-  const metrics = new ClusterMetrics();
+  const c = sectionsOf(config);
+  // The streams' and namespaces' settings with every default filled in: logged once the streams are checked, and in /v1/stats.
+  const settings = config.broker === "jetstream" ? effectiveSettings(c.stream, c.namespaces, c.events.kinds, c.fanout.coalesceMs) : undefined;
+  const metrics = new ClusterMetrics(settings);
   let prepared: Awaited<ReturnType<typeof prepareStream>> | undefined;
   let admin: { port: number; close(): Promise<void> } | undefined;
   let webhook: WebhookSender | undefined;
@@ -78,6 +82,7 @@ export async function runPrimary(config: Config): Promise<void> {
     brokers = await startEmbeddedBrokers(sectionsOf(config).broker, log);
     const security = brokers.natsToken ? embeddedNatsSecurity(brokers.natsToken) : configured;
     if (config.broker === "jetstream") prepared = await prepareStream(streamsOf(config), brokers.natsUrl, security, log, sectionsOf(config).presence);
+    if (settings) logSettings(settings, log);
     if (prepared && sectionsOf(config).events.kinds.length > 0) webhook = await startEvents(sectionsOf(config).events, prepared, metrics, log);
     if (prepared && sharedKinds(sectionsOf(config).events)) services = await startServices(sectionsOf(config), prepared.nc, metrics, log);
     const adminPort = adminPortOf(config);
@@ -166,6 +171,15 @@ function controlDoor(config: Config, nc: NatsConnection | undefined, log: Logger
     maxBodyBytes: c.server.publishBatchMaxBytes,
     log,
   });
+}
+
+/** The default stream's settings, and each namespace's: one line each, so that a grep for a namespace finds its line. */
+function logSettings(s: EffectiveSettings, log: Logger): void {
+  log.info(s.defaultStream, "default stream settings");
+  for (const ns of s.namespaces) {
+    const { name, ...rest } = ns;
+    log.info({ namespace: name, ...rest }, "namespace settings");
+  }
 }
 
 /** The default stream's settings, then each namespace's stream's. */
