@@ -63,7 +63,8 @@ describe("workers — found by pid and slot", () => {
     expect(stats!.status, stats!.body).toBe(200);
     expect(stats!.ms).toBeLessThan(4_000);
     const per = await perWorker(gw);
-    expect(per.map((w) => [w.worker, w.pid])).toEqual(ready.map((l) => [l.worker, l.pid]).sort((a, b) => a[0]! - b[0]!));
+    const byWorker = ready.map((l) => [l.worker as number, l.pid!] as const).sort((a, b) => a[0] - b[0]);
+    expect(per.map((w) => [w.worker, w.pid])).toEqual(byWorker);
   });
 
   it("workers — a killed worker: the restart line names it (`worker`, `workerPid`; `pid` is the primary's), it comes back in its slot with a new pid", async () => {

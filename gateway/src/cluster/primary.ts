@@ -43,6 +43,7 @@ import { EventRecorder } from "../events/recorder.js";
 import { InstanceShares } from "../events/shares.js";
 import { Services } from "../services/services.js";
 import { effectiveSettings, type EffectiveSettings } from "../namespaces/settings.js";
+import { hooksSummary } from "../auth/hooks-summary.js";
 
 /** The admin port in effect: `auto` is 9100 when authentication is on and none (-1) when it is off. */
 export const adminPortOf = (c: Config): number => (c.adminPort === -2 ? (authEnabled(c) ? 9100 : -1) : c.adminPort);
@@ -78,6 +79,8 @@ export async function runPrimary(config: Config): Promise<void> {
   try {
     loadKeyMaterial(config); // fail fast on an unreadable key; each worker loads its own copy
     loadApiKeys(sectionsOf(config).auth); // and on a wrong line of API_KEYS_FILE
+    const hooks = hooksSummary(c.hooks); // and on an unreadable HOOK_SECRET_FILE
+    if (hooks) log.info(hooks, "backend hooks");
     const configured = loadNatsSecurity(sectionsOf(config).broker.natsSecurity); // the same for NATS credentials
     brokers = await startEmbeddedBrokers(sectionsOf(config).broker, log);
     const security = brokers.natsToken ? embeddedNatsSecurity(brokers.natsToken) : configured;
@@ -118,7 +121,7 @@ export async function runPrimary(config: Config): Promise<void> {
     };
   }
   if (config.broker === "jetstream" && config.natsUrl.length === 0) {
-    log.warn({ nats: brokers.natsUrl[0] }, "no NATS_URL: using the embedded nats-server (single node; set NATS_URL for a real cluster)");
+    log.info({ nats: brokers.natsUrl[0] }, "no NATS_URL: using the embedded nats-server (single node; set NATS_URL for a real cluster)");
   }
   for (const w of exposureWarnings({ ...config, port }, admin?.port ?? -1)) log.warn(w);
   log.info(
