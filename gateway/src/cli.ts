@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import cluster from "node:cluster";
-import { loadConfig, settingsTable } from "./config/config.js";
+import { loadConfig, settingsTable, WORKER_SLOT_ENV } from "./config/config.js";
 import { runPrimary } from "./cluster/primary.js";
 import { runWorker } from "./cluster/worker.js";
 import { ConfigError, GatewayError, ProcessError } from "./errors.js";
@@ -36,7 +36,7 @@ async function main(): Promise<void> {
   if (cluster.isPrimary) await runPrimary(parsed.config);
   else {
     const secrets = await secretsFromPrimary();
-    await runWorker(withSecrets(parsed.config, secrets), secrets.natsToken);
+    await runWorker(withSecrets(parsed.config, secrets), secrets.natsToken, Number(process.env[WORKER_SLOT_ENV]) || (cluster.worker?.id ?? 0));
   }
 }
 

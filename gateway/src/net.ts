@@ -49,8 +49,10 @@ export async function stopChild(child: ChildProcess | undefined, timeoutMs: numb
  * away with the server, so a deliberate stop (or a crash and restart) needs nothing more.
  */
 export function tieToThisProcess(server: ChildProcess): void {
+  // In a process group of its own, like the server: a Ctrl-C to the gateway's group must not end the lifeline.
   const l = spawn("/bin/sh", ["-c", 'read _ || kill -TERM "$1" 2>/dev/null', "fanout-gateway-lifeline", String(server.pid)], {
     stdio: ["pipe", "ignore", "ignore"],
+    detached: true,
   });
   l.on("error", () => undefined); // without /bin/sh the server just is not tied; nothing else changes
   l.unref();

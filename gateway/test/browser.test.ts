@@ -222,6 +222,13 @@ describe("browser — the live page in headless Chromium", () => {
     expect(type).toBe("function");
     const etag = r.headers.get("etag")!;
     expect((await fetch(`${gw.url}/client.js`, { headers: { "if-none-match": etag } })).status).toBe(304);
+    // HEAD answers as GET does, without the body (it used to be 404).
+    const head = await fetch(`${gw.url}/client.js`, { method: "HEAD" });
+    expect(head.status).toBe(200);
+    expect(head.headers.get("content-type")).toMatch(/^text\/javascript/);
+    expect(head.headers.get("etag")).toBe(etag);
+    expect(Number(head.headers.get("content-length"))).toBe((await r.text()).length);
+    expect((await fetch(`${gw.url}/`, { method: "HEAD" })).status).toBe(200);
     // The charting library comes from the gateway's own node_modules, with its license.
     const lib = await fetch(`${gw.url}/vendor/uPlot.esm.js`);
     expect(lib.status).toBe(200);

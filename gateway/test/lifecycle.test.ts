@@ -135,6 +135,8 @@ describe("lifecycle — embedded nats-server", () => {
     expect(ready).toBeDefined();
     const natsPid = ready.natsPid as number;
     expect(pidAlive(natsPid)).toBe(true);
+    // The default, not a problem: info, not a warning on every `npm start`.
+    expect(g.logs.find((l) => String(l.msg).startsWith("no NATS_URL: using the embedded nats-server"))?.level).toBe(30);
     const c = await TestClient.connect(g.wsUrl);
     await c.sub("embedded.check");
     expect((await httpPublish(g.url, "embedded.check", { ok: true })).status).toBe(201);

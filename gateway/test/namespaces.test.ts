@@ -37,6 +37,8 @@ const NAMESPACES = `namespaces:
     features: { history: false, resume: false, presence: false, publish: false, sse: false, durables: false, lastValues: false }
   recent:
     resumeWindow: 1500ms
+  nohist:
+    features: { history: false }
 `;
 
 async function ws(): Promise<TestClient> {
@@ -210,7 +212,7 @@ describe("namespaces — doors on a namespace channel", () => {
     const c = await ws();
     const r = await c.request({ op: "sub", channel: "*.x" });
     expect(r).toMatchObject({ op: "err", code: "bad_channel" });
-    expect(r.message).toBe("pattern `*.x` spans namespaces chat, quiet, recent and the default stream; subscribe per namespace");
+    expect(r.message).toBe("pattern `*.x` spans namespaces chat, quiet, recent, nohist and the default stream; subscribe per namespace");
     expect(await c.request({ op: "sub", channel: ">" })).toMatchObject({ op: "err", code: "bad_channel" });
     expect(await c.request({ op: "sub", channel: "chat.>" })).toMatchObject({ op: "ok" });
     const sse = await fetch(`${gw.url}/v1/channels/${encodeURIComponent("*.x")}/events`);
@@ -405,6 +407,56 @@ describe("namespaces — feature switches", () => {
     expect(await c.request({ op: "sub", channel: ch, from: "all", presence: true })).toMatchObject({ op: "ok" });
     expect(await c.request({ op: "pub", channel: ch, data: 1 })).toMatchObject({ op: "ok" });
     expect((await get(`/v1/channels/${encodeURIComponent(ch)}/messages`)).status).toBe(200);
+  });
+});
+
+describe("namespaces — what each switch does, and how to see it", () => {
+  it("namespaces — history: false refuses history reads and starts from the beginning, a time or the last N; a resume from a seq, even seq 1, still reads what the stream keeps", async () => {
+    const ch = uniq("nohist.x");
+    const seqs = await publishMany(ch, 3);
+    const c = await ws();
+    const refused = { op: "err", code: "feature_disabled", temporary: false };
+    expect(await c.request({ op: "sub", channel: ch, from: "all" })).toMatchObject(refused);
+    expect(await c.request({ op: "sub", channel: ch, from: { last: 2 } })).toMatchObject(refused);
+    expect(await c.request({ op: "sub", channel: ch, from: { time: new Date(Date.now() - 60_000).toISOString() } })).toMatchObject(refused);
+    expect(await get(`/v1/channels/${encodeURIComponent(ch)}/messages`)).toMatchObject({ status: 403, body: { error: "feature_disabled" } });
+    // `resume` is on: a "resume" from the stream's first seq replays every stored message of the channel.
+    expect(await c.request({ op: "sub", channel: ch, from: { seq: 1 } })).toMatchObject({ op: "ok" });
+    expect((await c.waitForMsgs(3)).map((m) => m.seq)).toEqual(seqs);
+  });
+
+  it("namespaces — each namespace's settings in effect: one start line each, the same in /v1/stats; `stream created` names the retention", async () => {
+    const line = gw.logs.find((l) => l.msg === "namespace settings" && l.namespace === "quiet");
+    const quiet = {
+      prefix: "q",
+      stream: "EVENTS_QUIET",
+      storage: "memory",
+      replicas: 1,
+      maxAgeMs: 86_400_000,
+      maxBytes: 64 * 1_048_576,
+      maxMsgsPerSubject: -1,
+      duplicateWindowMs: 120_000,
+      allowMsgTtl: false,
+      features: { history: false, resume: false, presence: false, publish: false, sse: false, durables: false, lastValues: false },
+      resumeWindowMs: 0,
+      coalesceMs: 0,
+    };
+    expect(line).toMatchObject(quiet);
+    expect(gw.logs.find((l) => l.msg === "namespace settings" && l.namespace === "chat")).toMatchObject({ maxAgeMs: 3_600_000, maxMsgsPerSubject: 500 });
+    expect(gw.logs.find((l) => l.msg === "default stream settings")).toMatchObject({ stream: "EVENTS", maxAgeMs: 86_400_000, maxBytes: 1_073_741_824 });
+    expect(gw.logs.filter((l) => l.msg === "namespace settings").map((l) => l.namespace)).toEqual(["chat", "quiet", "recent", "nohist"]);
+    const created = gw.logs.find((l) => l.msg === "stream created" && l.stream === "EVENTS_CHAT");
+    expect(created).toMatchObject({ maxAgeMs: 3_600_000, maxMsgsPerSubject: 500, duplicateWindowMs: 30_000, maxBytes: 1_073_741_824 });
+
+    const stats = (await (await fetch(`${gw.metricsUrl}/v1/stats`)).json()) as {
+      namespaces: Record<string, unknown>[];
+      defaultStream: Record<string, unknown>;
+    };
+    expect(stats.namespaces.map((ns) => ns.name)).toEqual(["chat", "quiet", "recent", "nohist"]);
+    expect(stats.namespaces[1]).toMatchObject({ name: "quiet", ...quiet });
+    expect(stats.namespaces[2]).toMatchObject({ name: "recent", resumeWindowMs: 1_500 });
+    expect(stats.namespaces[3]).toMatchObject({ name: "nohist", features: { history: false, resume: true, lastValues: true } });
+    expect(stats.defaultStream).toMatchObject({ stream: "EVENTS", storage: "file", maxAgeMs: 86_400_000 });
   });
 });
 

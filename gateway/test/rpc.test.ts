@@ -101,6 +101,19 @@ describe("rpc — answers", () => {
     }
   });
 
+  it("the start log names the hooks set and their signing (the secret file, 2 secrets), never a secret", async () => {
+    const line = gw.logs.find((l) => l.msg === "backend hooks");
+    expect(line).toMatchObject({
+      role: "primary",
+      hooks: { rpc: backend.url("/rpc"), connect: backend.url("/connect") },
+      signed: { secrets: 2, secretFile: expect.stringMatching(/hook-secret$/) as string },
+      rpcTimeoutMs: TIMEOUT_MS,
+    });
+    expect(gwDown.logs.find((l) => l.msg === "backend hooks")).toMatchObject({ hooks: { rpc: expect.any(String) as string }, signed: false });
+    expect(gwNone.logs.some((l) => l.msg === "backend hooks")).toBe(false);
+    for (const g of [gw, gwDown]) expect(JSON.stringify(g.logs)).not.toContain(HOOK_SECRET);
+  });
+
   it("an answer without data is data null; a call without data sends data null", async () => {
     const user = uniq("bo");
     answerRpc(() => ({ body: {} }));

@@ -131,7 +131,9 @@ export class AccessControl {
     if (k.tokenInUrl && k.token !== undefined && this.auth.isApiKey(k.token))
       throw new AuthError("invalid", "API keys are not accepted in the URL, where proxies and logs keep them: send X-Api-Key");
     const principal =
-      k.transport === "websocket" ? await this.auth.authenticate(k.token) : await this.auth.authenticateHttp({ bearer: k.token, apiKey: k.apiKey });
+      k.transport === "websocket"
+        ? await this.websocketPrincipal(k.token)
+        : await this.auth.authenticateHttp({ bearer: k.token, apiKey: k.apiKey }, k.transport === "sse");
     if (principal.scopes) return { principal, ip: k.ip, identified: true, trusted: true };
     if (!this.hooks?.connectEnabled) return { principal, ip: k.ip, identified: authenticated, trusted: false };
     const d = await this.hooks.connect(principal, authenticated, k.ip, k.headers, k.transport);
@@ -143,6 +145,23 @@ export class AccessControl {
       identified: authenticated || d.grant.user !== undefined,
       trusted: false,
     };
+  }
+
+  /** A WebSocket's token; an API key given as one is refused saying where keys go (looked for only once the token failed). */
+  private async websocketPrincipal(token: string | undefined): Promise<Principal> {
+    try {
+      return await this.auth.authenticate(token);
+    } catch (e) {
+      if (token !== undefined && this.auth.isApiKey(token))
+        throw new AuthError(
+          "invalid",
+          "API keys are not accepted on the WebSocket: they are for HTTP requests, in the X-Api-Key header; connect with a token (JWT)",
+          {
+            cause: e,
+          },
+        );
+      throw e;
+    }
   }
 
   /**

@@ -70,9 +70,19 @@ export class Authenticator {
     return Object.freeze({ user: payload.sub, perms: rpc.length ? Object.freeze({ ...perms, rpc }) : perms, exp: payload.exp });
   }
 
-  /** An HTTP request: an API key (X-Api-Key, or as the bearer) or a JWT bearer; ANONYMOUS when auth is off. */
-  async authenticateHttp(c: HttpCredentials): Promise<Principal> {
+  /**
+   * An HTTP request: an API key (X-Api-Key, or as the bearer) or a JWT bearer; ANONYMOUS when auth is off.
+   * `urlToken`: the door also reads a JWT from `?token=` (SSE), which the refusal of none then names.
+   */
+  async authenticateHttp(c: HttpCredentials, urlToken = false): Promise<Principal> {
     if (!this.enabled) return ANONYMOUS;
+    if (!c.bearer && !c.apiKey)
+      throw new AuthError(
+        "missing",
+        urlToken
+          ? "credentials are required: Authorization: Bearer <token>, ?token=<token>, or an API key in the X-Api-Key header (never in the URL)"
+          : "credentials are required: Authorization: Bearer <token>, or an API key in the X-Api-Key header (this request's URL is not read for them)",
+      );
     if (c.apiKey !== undefined && c.apiKey !== "") {
       const key = this.apiKeyOf(c.apiKey);
       if (key) return key;

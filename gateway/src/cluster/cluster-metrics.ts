@@ -4,11 +4,12 @@ import { ClusterStatsWindows, sampleFrom, webhookStats, type PromSample } from "
 import { runtimeInfo } from "../uws.js";
 import { Coalescer } from "../util/coalesce.js";
 import { isFgwMessage, type MetricsJson, type ToPrimary, type ToWorker } from "./ipc.js";
+import type { EffectiveSettings } from "../namespaces/settings.js";
 
 /** How long a scrape waits for every worker (prom-client's own cluster scrape waits as long). */
 const SCRAPE_TIMEOUT_MS = 5_000;
 
-type Scrape = { text: string; contentType: string; workers: { id: number; samples: PromSample[] }[]; own: PromSample[] };
+type Scrape = { text: string; contentType: string; workers: { id: number; worker: number; pid?: number; samples: PromSample[] }[]; own: PromSample[] };
 
 /**
  * Metrics of all workers, scraped by the primary over IPC (each worker answers with its registry as JSON),
@@ -23,8 +24,13 @@ export class ClusterMetrics {
   private readonly windows = new ClusterStatsWindows();
   private nextId = 0;
   private readonly pending = new Map<number, { waiting: Set<number>; got: { id: number; metrics: MetricsJson }[]; done: (error?: string) => void }>();
+  /** Each live worker's slot (its number in /v1/stats), by cluster id. */
+  private readonly slots = new Map<number, number>();
+  /** Workers that listen (cluster ids): only they are scraped, a worker still starting may not answer yet. */
+  private readonly listening = new Set<number>();
 
-  constructor() {
+  /** `settings`: the streams' and namespaces' settings in effect, shown in `/v1/stats` (JetStream only). */
+  constructor(private readonly settings?: EffectiveSettings) {
     this.restarts = new client.Counter({ name: "fanout_worker_restarts_total", help: "Workers restarted after a crash", registers: [this.own] });
     new client.Gauge({
       name: "fanout_workers",
@@ -54,9 +60,9 @@ export class ClusterMetrics {
     const all = [...s.workers.flatMap((w) => w.samples), ...s.own];
     const body = this.windows.body(
       sampleFrom(all, at),
-      s.workers.map((w) => ({ id: w.id, sample: sampleFrom(w.samples, at) })),
+      s.workers.map((w) => ({ id: w.id, worker: w.worker, ...(w.pid !== undefined ? { pid: w.pid } : {}), sample: sampleFrom(w.samples, at) })),
     );
-    return JSON.stringify({ ...body, webhook: webhookStats(s.own), runtime: runtimeInfo() });
+    return JSON.stringify({ ...body, webhook: webhookStats(s.own), runtime: runtimeInfo(), ...(this.settings ?? {}) });
   }
 
   /** A worker's answer to a scrape; the pool hands every `fgw:scrape-res` here. */
@@ -68,8 +74,20 @@ export class ClusterMetrics {
     if (p.waiting.size === 0) p.done();
   }
 
+  /** A worker was forked into `slot` (the pool calls this). */
+  workerStarted(id: number, slot: number): void {
+    this.slots.set(id, slot);
+  }
+
+  /** A worker listens: scrapes ask it from now on (the pool calls this). */
+  workerListening(id: number): void {
+    this.listening.add(id);
+  }
+
   /** A worker exited: scrapes waiting for it go on without it (the pool calls this). */
   workerGone(id: number): void {
+    this.slots.delete(id);
+    this.listening.delete(id);
     for (const p of this.pending.values()) if (p.waiting.delete(id) && p.waiting.size === 0) p.done();
   }
 
@@ -80,7 +98,12 @@ export class ClusterMetrics {
     return {
       text: `${text}\n${mine}`,
       contentType: this.own.contentType,
-      workers: workers.map((w) => ({ id: w.id, samples: samplesOf(w.metrics) })),
+      workers: workers.map((w) => ({
+        id: w.id,
+        worker: this.slots.get(w.id) ?? w.id,
+        pid: cluster.workers?.[w.id]?.process.pid,
+        samples: samplesOf(w.metrics),
+      })),
       own: samplesOf(ownJson),
     };
   }
@@ -88,7 +111,7 @@ export class ClusterMetrics {
   /** Asks every connected worker for its metrics; rejects if one does not answer in time, as prom-client does. */
   private scrapeWorkers(): Promise<{ id: number; metrics: MetricsJson }[]> {
     const id = ++this.nextId;
-    const targets = Object.values(cluster.workers ?? {}).filter((w): w is Worker => !!w && w.isConnected());
+    const targets = Object.values(cluster.workers ?? {}).filter((w): w is Worker => !!w && w.isConnected() && this.listening.has(w.id));
     return new Promise((resolve, reject) => {
       const got: { id: number; metrics: MetricsJson }[] = [];
       const waiting = new Set(targets.map((w) => w.id));

@@ -62,7 +62,9 @@ export class EmbeddedNats {
     const conf = join(portsDir, "embedded.conf");
     writeFileSync(conf, `authorization { token: "${this.token}" }\n${cipher}`, { mode: 0o600 });
     args.push("-c", conf);
-    const child = spawn(this.opts.bin, args, { stdio: ["ignore", "ignore", "pipe"], env });
+    // A process group of its own: a terminal's Ctrl-C (SIGINT to the gateway's group) must not stop it under
+    // the draining workers, which still store their sockets' last events; the primary stops it last.
+    const child = spawn(this.opts.bin, args, { stdio: ["ignore", "ignore", "pipe"], env, detached: true });
     this.child = child;
     let stderr = "";
     child.stderr?.on("data", (d: Buffer) => {

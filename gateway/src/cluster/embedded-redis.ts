@@ -51,7 +51,8 @@ export class EmbeddedRedis {
   private async spawnOnce(dir: string): Promise<void> {
     const bin = this.opts.bin ?? "redis-server";
     const args = ["--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--maxclients", "100000"];
-    const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
+    // Out of the gateway's process group, as the embedded nats-server: the primary stops it after the workers.
+    const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"], detached: true });
     this.child = child;
     let out = "";
     const collect = (d: Buffer): void => {

@@ -17,6 +17,8 @@ export type ToPrimary =
 
 export type ToWorker =
   | { type: "fgw:shutdown" }
+  /** Every worker of the instance is listening (sent once they all are, and to a restarted worker at once): /readyz may answer 200. */
+  | { type: "fgw:all-ready" }
   /** The primary scrapes each worker's own metrics (it aggregates them for /metrics, and keeps them per worker for /v1/stats). */
   | { type: "fgw:scrape-req"; id: number }
   /** What of the stream's setup has drifted (empty: nothing); the primary's StreamWatch tells every worker. */

@@ -1,5 +1,5 @@
 import cluster, { type Worker } from "node:cluster";
-import { WORKER_CONFIG_ENV, type Config } from "../config/config.js";
+import { WORKER_CONFIG_ENV, WORKER_SLOT_ENV, type Config } from "../config/config.js";
 import { secretsOf, withoutSecrets } from "../config/secrets.js";
 import type { ServerSection } from "../config/sections.js";
 import type { Logger } from "../log.js";
@@ -13,12 +13,16 @@ const STABLE_AFTER_MS = 30_000;
 /**
  * The worker processes: forked with the resolved config, restarted with exponential backoff after a crash
  * (reset once a worker lived STABLE_AFTER_MS), answering their metric requests, and drained at shutdown.
+ * Each has a slot, 1..WORKERS, its number in logs and /v1/stats: a restarted worker takes the slot of the one
+ * it replaces (node's cluster ids, which never repeat, stay the keys inside the primary).
  */
 export class WorkerPool {
   private booted = false;
   private stopping = false;
   private failures = 0;
   private readonly startedAt = new Map<number, number>();
+  /** Each live worker's slot, by cluster id. */
+  private readonly slots = new Map<number, number>();
   /** Where the workers' channel and user transitions go (events/shares.ts), when cluster-wide events are on. */
   private shares?: { report(worker: number, key: string, held: boolean): void; workerGone(worker: number): void };
 
@@ -39,8 +43,7 @@ export class WorkerPool {
     // A worker's stderr passes through the primary, which drops uWS.js's cork warning (cluster/worker-stderr.ts).
     cluster.setupPrimary({ args: [], stdio: ["inherit", "inherit", "pipe", "ipc"] });
     cluster.on("message", (worker, m: unknown) => {
-      // A worker that starts (or restarts) while the stream is drifted is told at once.
-      if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:listening" && this.drift.length > 0) send(worker, { type: "fgw:drift", drift: [...this.drift] });
+      if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:listening") this.listening(worker);
       if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:secrets-req")
         send(worker, { type: "fgw:secrets", secrets: secretsOf(this.workerConfig, this.natsToken) });
       if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:metrics-req") this.answerMetrics(worker, m as ToPrimary & { type: "fgw:metrics-req" });
@@ -57,15 +60,27 @@ export class WorkerPool {
         if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:listening" && !this.booted && ++ready === this.config.workers) resolve();
       });
     });
-    for (let i = 0; i < this.config.workers; i++) this.fork();
+    for (let slot = 1; slot <= this.config.workers; slot++) this.fork(slot);
     await listening;
     this.booted = true;
+    // /readyz answers 200 from now on: a load balancer sends nothing before every worker can take it.
+    for (const w of Object.values(cluster.workers ?? {})) if (w) send(w, { type: "fgw:all-ready" });
   }
 
-  private fork(): Worker {
+  /** A worker listens: scrapes include it from now on; after startup (a restart) it is told at once that all are ready. */
+  private listening(worker: Worker): void {
+    this.metrics.workerListening(worker.id);
+    if (this.booted) send(worker, { type: "fgw:all-ready" });
+    // A worker that starts (or restarts) while the stream is drifted is told at once.
+    if (this.drift.length > 0) send(worker, { type: "fgw:drift", drift: [...this.drift] });
+  }
+
+  private fork(slot: number): Worker {
     // Secrets stay out of the worker's environment (/proc/<pid>/environ): it asks for them over IPC.
-    const w = cluster.fork({ [WORKER_CONFIG_ENV]: JSON.stringify(withoutSecrets(this.workerConfig)) });
+    const w = cluster.fork({ [WORKER_CONFIG_ENV]: JSON.stringify(withoutSecrets(this.workerConfig)), [WORKER_SLOT_ENV]: String(slot) });
     this.startedAt.set(w.id, Date.now());
+    this.slots.set(w.id, slot);
+    this.metrics.workerStarted(w.id, slot);
     if (w.process.stderr) forwardWorkerStderr(w.process.stderr, process.stderr);
     return w;
   }
@@ -84,18 +99,21 @@ export class WorkerPool {
   }
 
   private exited(worker: Worker, code: number, signal: string): void {
+    const slot = this.slots.get(worker.id) ?? worker.id;
+    this.slots.delete(worker.id);
     this.metrics.workerGone(worker.id);
     this.shares?.workerGone(worker.id);
     if (this.stopping) return;
-    if (!this.booted) return this.onBootFailure(new Error(`worker ${worker.id} exited during startup (code ${code}, signal ${signal}); see its log above`));
+    if (!this.booted) return this.onBootFailure(new Error(`worker ${slot} exited during startup (code ${code}, signal ${signal}); see its log above`));
     const lived = Date.now() - (this.startedAt.get(worker.id) ?? 0);
     this.startedAt.delete(worker.id);
     this.failures = lived > STABLE_AFTER_MS ? 0 : this.failures + 1;
     const delay = Math.min(this.config.restartBackoffMs * 2 ** Math.max(this.failures - 1, 0), MAX_BACKOFF_MS);
     this.metrics.restarts.inc();
-    this.log.error({ worker: worker.id, pid: worker.process.pid, code, signal, restartInMs: delay }, "worker exited; restarting");
+    // `workerPid`: the line's own `pid` is the primary's.
+    this.log.error({ worker: slot, workerPid: worker.process.pid, code, signal, restartInMs: delay }, "worker exited; restarting");
     setTimeout(() => {
-      if (!this.stopping) this.fork();
+      if (!this.stopping) this.fork(slot);
     }, delay);
   }
 

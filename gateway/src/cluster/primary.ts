@@ -42,6 +42,8 @@ import { Announcer } from "../events/announcer.js";
 import { EventRecorder } from "../events/recorder.js";
 import { InstanceShares } from "../events/shares.js";
 import { Services } from "../services/services.js";
+import { effectiveSettings, type EffectiveSettings } from "../namespaces/settings.js";
+import { hooksSummary } from "../auth/hooks-summary.js";
 
 /** The admin port in effect: `auto` is 9100 when authentication is on and none (-1) when it is off. */
 export const adminPortOf = (c: Config): number => (c.adminPort === -2 ? (authEnabled(c) ? 9100 : -1) : c.adminPort);
@@ -66,7 +68,10 @@ export async function runPrimary(config: Config): Promise<void> {
     process.exit(1);
   };
 
-  const metrics = new ClusterMetrics();
+  const c = sectionsOf(config);
+  // The streams' and namespaces' settings with every default filled in: logged once the streams are checked, and in /v1/stats.
+  const settings = config.broker === "jetstream" ? effectiveSettings(c.stream, c.namespaces, c.events.kinds, c.fanout.coalesceMs) : undefined;
+  const metrics = new ClusterMetrics(settings);
   let prepared: Awaited<ReturnType<typeof prepareStream>> | undefined;
   let admin: { port: number; close(): Promise<void> } | undefined;
   let webhook: WebhookSender | undefined;
@@ -74,10 +79,13 @@ export async function runPrimary(config: Config): Promise<void> {
   try {
     loadKeyMaterial(config); // fail fast on an unreadable key; each worker loads its own copy
     loadApiKeys(sectionsOf(config).auth); // and on a wrong line of API_KEYS_FILE
+    const hooks = hooksSummary(c.hooks); // and on an unreadable HOOK_SECRET_FILE
+    if (hooks) log.info(hooks, "backend hooks");
     const configured = loadNatsSecurity(sectionsOf(config).broker.natsSecurity); // the same for NATS credentials
     brokers = await startEmbeddedBrokers(sectionsOf(config).broker, log);
     const security = brokers.natsToken ? embeddedNatsSecurity(brokers.natsToken) : configured;
     if (config.broker === "jetstream") prepared = await prepareStream(streamsOf(config), brokers.natsUrl, security, log, sectionsOf(config).presence);
+    if (settings) logSettings(settings, log);
     if (prepared && sectionsOf(config).events.kinds.length > 0) webhook = await startEvents(sectionsOf(config).events, prepared, metrics, log);
     if (prepared && sharedKinds(sectionsOf(config).events)) services = await startServices(sectionsOf(config), prepared.nc, metrics, log);
     const adminPort = adminPortOf(config);
@@ -113,7 +121,7 @@ export async function runPrimary(config: Config): Promise<void> {
     };
   }
   if (config.broker === "jetstream" && config.natsUrl.length === 0) {
-    log.warn({ nats: brokers.natsUrl[0] }, "no NATS_URL: using the embedded nats-server (single node; set NATS_URL for a real cluster)");
+    log.info({ nats: brokers.natsUrl[0] }, "no NATS_URL: using the embedded nats-server (single node; set NATS_URL for a real cluster)");
   }
   for (const w of exposureWarnings({ ...config, port }, admin?.port ?? -1)) log.warn(w);
   log.info(
@@ -142,8 +150,9 @@ export async function runPrimary(config: Config): Promise<void> {
     await webhook?.stop();
     // The leader drops this instance's shares with its heartbeat (the workers' last reports are not waited for).
     await services?.services.stop();
-    await stopWatch();
+    // The workers first: each stores its sockets' last events on its own connection before it drains it.
     await pool.stop(Math.max(config.shutdownTimeoutMs * 0.7, 100));
+    await stopWatch();
     await admin?.close();
     await brokers?.stop(Math.max(deadline - Date.now() - 200, 100));
     log.info("stopped");
@@ -165,6 +174,15 @@ function controlDoor(config: Config, nc: NatsConnection | undefined, log: Logger
     maxBodyBytes: c.server.publishBatchMaxBytes,
     log,
   });
+}
+
+/** The default stream's settings, and each namespace's: one line each, so that a grep for a namespace finds its line. */
+function logSettings(s: EffectiveSettings, log: Logger): void {
+  log.info(s.defaultStream, "default stream settings");
+  for (const ns of s.namespaces) {
+    const { name, ...rest } = ns;
+    log.info({ namespace: name, ...rest }, "namespace settings");
+  }
 }
 
 /** The default stream's settings, then each namespace's stream's. */

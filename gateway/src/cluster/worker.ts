@@ -35,15 +35,21 @@ import { ControlService } from "../control/service.js";
 import { registerControlRoutes } from "../control/http.js";
 import { registerWorkerState } from "../metrics/worker-state.js";
 import type { NamespacesSection } from "../namespaces/namespace.js";
+import { InFlight } from "../util/in-flight.js";
 
-/** A worker: one uWS app on the shared port (SO_REUSEPORT), one broker connection, one fan-out hub. */
-export async function runWorker(config: Config, natsToken?: string): Promise<void> {
+/**
+ * A worker: one uWS app on the shared port (SO_REUSEPORT), one broker connection, one fan-out hub. `slot`: its
+ * number, 1..WORKERS (the `worker` of its log lines and of /v1/stats), kept by the worker restarted in its place.
+ */
+export async function runWorker(config: Config, natsToken?: string, slot = cluster.worker?.id ?? 0): Promise<void> {
   const c = sectionsOf(config);
-  const log = createLogger(c.log.level, { role: "worker", worker: cluster.worker?.id });
+  const log = createLogger(c.log.level, { role: "worker", worker: slot });
   const uws = loadUws(c.server.uwsModule); // ws/ and the TLS app get this module from loadUws() too
   answerScrapes(); // the primary scrapes each worker's registry over IPC
   const metrics = createMetrics();
   let draining = false;
+  /** Whether every worker of the instance listens (the primary says): /readyz answers 503 until then. */
+  let allReady = false;
   /** What of the stream's setup has drifted (the primary's StreamWatch says); /readyz answers 503 while any. */
   let drift: readonly string[] = [];
   const isDraining = () => draining;
@@ -54,7 +60,7 @@ export async function runWorker(config: Config, natsToken?: string): Promise<voi
   const guard = new ConnectionGuard(c.limits, c.auth, access, guardMetrics, log);
 
   const directVia = { link: metrics.directGets.labels("link"), main: metrics.directGets.labels("main") };
-  const broker = await connectBroker(c, log, `fanout-gateway-worker-${cluster.worker?.id ?? 0}`, {
+  const broker = await connectBroker(c, log, `fanout-gateway-worker-${slot}`, {
     onRepair: (why) => metrics.liveRepairs.labels(why).inc(),
     onDirectGet: (via) => directVia[via].inc(),
     natsToken,
@@ -83,7 +89,9 @@ export async function runWorker(config: Config, natsToken?: string): Promise<voi
   const publisher = new PublishService(c.server.maxPayloadBytes, broker, metrics, log, hooks?.publishEnabled ? hooks : undefined);
   const presence = broker.presence ? new PresenceHub(topicsOf(apps), broker.presence, c.presence, createPresenceMetrics(), log, c.fanout.lingerMs) : undefined;
   if (presence) broker.onEvent((e) => (e.type === "reconnected" ? presence.resync() : undefined));
-  const events = eventRecorderOf(c.events, broker, log, c.namespaces);
+  // The events being stored: a drain waits for their acknowledgements before it closes the NATS connection.
+  const storing = new InFlight();
+  const events = eventRecorderOf(c.events, broker, log, c.namespaces, storing);
   const rpc = c.hooks.rpcUrl ? new RpcHook(c.hooks, log) : undefined;
   const ws = new WsEndpoint(app, { config: c, broker, hub, resume, metrics, log, isDraining, guard, publisher, presence, events, rpc }, tlsApp ? [tlsApp] : []);
   // A recreated stream numbers its messages from 1 again: every position in it is void. Sockets subscribed to
@@ -122,7 +130,7 @@ export async function runWorker(config: Config, natsToken?: string): Promise<voi
     access,
     config: { ...c.control, maxChannels: c.server.publishBatchMaxItems },
     ...(c.events.webhook.url ? { eventsStream: c.events.stream } : {}),
-    self: { instance: `${hostname()}:${process.ppid}`, worker: cluster.worker?.id ?? 0, workers: c.server.workers },
+    self: { instance: `${hostname()}:${process.ppid}`, worker: slot, workers: c.server.workers },
     log,
   });
   control.start();
@@ -146,7 +154,7 @@ export async function runWorker(config: Config, natsToken?: string): Promise<voi
       hook_cache_connect: () => hooks?.cacheSizes.connect ?? 0,
       hook_cache_subscribe: () => hooks?.cacheSizes.subscribe ?? 0,
     },
-    { worker: cluster.worker?.id ?? 0, pid: process.pid },
+    { worker: slot, pid: process.pid },
   );
   for (const a of apps)
     registerHttpRoutes(a, {
@@ -163,27 +171,33 @@ export async function runWorker(config: Config, natsToken?: string): Promise<voi
       history,
       publishLimits,
       streamDrift: () => drift,
+      allWorkersReady: () => allReady,
       allowsOrigin: (origin, host) => guard.admission.allowsOrigin(origin, host),
     });
   await ws.listen(c.server.host, c.server.port);
   if (tlsApp) await ws.listenExtra(tlsApp, c.server.host, c.server.tlsPort);
   send({ type: "fgw:listening", port: c.server.port });
-  log.debug({ port: c.server.port }, "worker listening");
+  log.info({ port: c.server.port }, "worker ready");
 
   const shutdown = async (why: string): Promise<void> => {
     if (draining) return;
     draining = true;
     log.info({ why, sockets: ws.sockets.size }, "worker draining");
     ws.stopListening();
+    // Each socket closed records its unsubscribes and disconnect: they are stored (acknowledged) before the
+    // connection drains, which would cut the acknowledgements on their way (bounded: half the drain's time).
     ws.closeAll();
     sse.stop();
     presence?.stopAll();
+    const eventsMs = Math.max(c.server.shutdownTimeoutMs / 2, 100);
+    if (!(await storing.settled(eventsMs))) log.warn({ events: storing.size, waitedMs: eventsMs }, "events still unacknowledged at the drain's bound");
     await hub.stopAll();
     await broker.close();
     process.exit(0);
   };
   process.on("message", (m: unknown) => {
     if (isFgwMessage(m) && (m as ToWorker).type === "fgw:shutdown") void shutdown("primary asked");
+    if (isFgwMessage(m) && (m as ToWorker).type === "fgw:all-ready") allReady = true;
     if (isFgwMessage(m) && (m as ToWorker).type === "fgw:drift") {
       drift = (m as ToWorker & { type: "fgw:drift" }).drift;
       metrics.streamDrift.reset();
@@ -198,8 +212,9 @@ export async function runWorker(config: Config, natsToken?: string): Promise<voi
 }
 
 /** The recorder of connection and subscription events, when EVENTS turns any kind on (JetStream only: a start check). */
-function eventRecorderOf(c: EventsSection, broker: Broker, log: Logger, namespaces: NamespacesSection): EventRecorder | undefined {
-  const append = broker.appendEvent?.bind(broker);
+function eventRecorderOf(c: EventsSection, broker: Broker, log: Logger, namespaces: NamespacesSection, storing: InFlight): EventRecorder | undefined {
+  const appendEvent = broker.appendEvent?.bind(broker);
+  const append = appendEvent ? (subject: string, json: string) => storing.track(appendEvent(subject, json)) : undefined;
   // The worker's channels and users go to its primary, which keeps the instance's share in the cluster's state.
   const tally = new ShareTally((key, held) => {
     if (process.connected) send({ type: "fgw:share", key, held });

@@ -16,6 +16,8 @@ import type { Config } from "./settings.js";
 
 /** Env var through which the primary hands its resolved config to workers. */
 export const WORKER_CONFIG_ENV = "FGW_WORKER_CONFIG";
+/** Env var with a worker's slot (1..WORKERS): a restarted worker takes the slot of the one it replaces. */
+export const WORKER_SLOT_ENV = "FGW_WORKER_SLOT";
 
 /** Package root (where package.json is), from dist/gateway/src/config or gateway/src/config. */
 export const PACKAGE_ROOT = (() => {

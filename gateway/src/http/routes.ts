@@ -34,6 +34,8 @@ export type HttpContext = {
   access: AccessControl;
   /** What of the stream's setup has drifted, as the primary last said (broker/jetstream/stream-watch.ts); /readyz is 503 while any. */
   streamDrift: () => readonly string[];
+  /** Whether every worker of the instance listens (the primary says so once they all do); /readyz is 503 until then. */
+  allWorkersReady: () => boolean;
   /** Prometheus text aggregated over all workers (asked of the primary). */
   clusterMetrics: () => Promise<{ text: string; contentType: string }>;
   /** The `/v1/stats` body (asked of the primary, which sees every worker). */
@@ -59,11 +61,13 @@ export function registerHttpRoutes(app: TemplatedApp, ctx: HttpContext): void {
     const connected = ctx.broker.isConnected();
     const draining = ctx.isDraining();
     const drift = ctx.streamDrift();
-    const ready = connected && !draining && drift.length === 0;
+    const starting = !ctx.allWorkersReady();
+    const ready = connected && !draining && drift.length === 0 && !starting;
     sendJson(res, track(res), ready ? 200 : 503, {
       ready,
       broker: { kind: ctx.broker.kind, connected },
       draining,
+      ...(starting ? { starting } : {}),
       ...(drift.length ? { stream: { drift } } : {}),
     });
   });

@@ -74,7 +74,7 @@ export function loadStaticFiles(root: string = PACKAGE_ROOT): StaticFiles {
   return { files, missing };
 }
 
-/** Registers GET routes for the static files; call before the catch-all 404 route. */
+/** Registers GET and HEAD routes for the static files; call before the catch-all 404 route. */
 export function registerStaticRoutes(app: TemplatedApp, log: Logger, { files, missing }: StaticFiles = loadStaticFiles()): void {
   if (!files.has("/client.js"))
     log.warn({ expected: resolve(PACKAGE_ROOT, CLIENT_BUNDLE) }, "client SDK bundle not found (run npm run build); /client.js will answer 404");
@@ -83,6 +83,11 @@ export function registerStaticRoutes(app: TemplatedApp, log: Logger, { files, mi
     app.get(path, (res, req) => {
       if (req.getHeader("if-none-match") === file.etag) return write(res, 304, file);
       write(res, 200, file, file.body);
+    });
+    // HEAD answers what GET would, headers only (curl -I, link checkers, caches revalidating).
+    app.head(path, (res, req) => {
+      if (req.getHeader("if-none-match") === file.etag) return write(res, 304, file);
+      head(res, file);
     });
   }
 }
@@ -93,4 +98,14 @@ function write(res: HttpResponse, status: 200 | 304, file: StaticFile, body?: Bu
     if (body) res.writeHeader("content-type", file.contentType).writeHeader("x-content-type-options", "nosniff");
     res.end(body);
   });
+}
+
+/** The headers of the 200 a GET gets (its Content-Length included), without the body. */
+function head(res: HttpResponse, file: StaticFile): void {
+  // uWS.js 20.51 does not count endWithoutBody as an answer: without an abort handler it aborts the process
+  // ("Returning from a request handler without responding…").
+  res.onAborted(() => undefined);
+  res.writeStatus(statusLine(200)).writeHeader("etag", file.etag).writeHeader("cache-control", "no-cache");
+  res.writeHeader("content-type", file.contentType).writeHeader("x-content-type-options", "nosniff");
+  res.endWithoutBody(file.body.length);
 }

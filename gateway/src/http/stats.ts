@@ -132,17 +132,21 @@ function latencyOf(now: StatsSample, base: StatsSample | undefined) {
 
 /** One worker's share, as `/v1/stats` lists it in `perWorker`. */
 export type WorkerStats = {
+  /** Its slot, 1..WORKERS: a restarted worker keeps the number of the one it replaced. */
   worker: number;
+  /** Its process id (absent when unknown). */
+  pid?: number;
   connections: number;
   sseStreams: number;
   rates: { publishesPerSec: number | null; framesOutPerSec: number | null; droppedPerSec: number | null } | null;
   latencyMs: { p50: number | null; p99: number | null; over: "window" | "since start" };
 };
 
-export function workerStats(worker: number, now: StatsSample, base: StatsSample | undefined): WorkerStats {
+export function workerStats(worker: number, now: StatsSample, base: StatsSample | undefined, pid?: number): WorkerStats {
   const lat = latencyOf(now, base);
   return {
     worker,
+    ...(pid !== undefined ? { pid } : {}),
     connections: now.connections,
     sseStreams: now.sseStreams,
     rates: base
@@ -223,22 +227,23 @@ export class StatsWindow {
 }
 
 /**
- * The windows of the whole cluster and of each worker (keyed by cluster worker id; a worker that is gone
- * loses its window), turning one scrape into a `/v1/stats` body.
+ * The windows of the whole cluster and of each worker (keyed by cluster worker id, which a restarted worker
+ * does not reuse; a worker that is gone loses its window), turning one scrape into a `/v1/stats` body. Each
+ * worker is listed as `worker` (its slot; the id when not given), in that order.
  */
 export class ClusterStatsWindows {
   private readonly total = new StatsWindow();
   private perWorker = new Map<number, StatsWindow>();
 
-  body(total: StatsSample, workers: { id: number; sample: StatsSample }[]) {
+  body(total: StatsSample, workers: { id: number; worker?: number; pid?: number; sample: StatsSample }[]) {
     const next = new Map<number, StatsWindow>();
     const per = workers
-      .slice()
-      .sort((a, b) => a.id - b.id)
-      .map(({ id, sample }) => {
+      .map((w) => ({ ...w, worker: w.worker ?? w.id }))
+      .sort((a, b) => a.worker - b.worker || a.id - b.id)
+      .map(({ id, worker, pid, sample }) => {
         const w = this.perWorker.get(id) ?? new StatsWindow();
         next.set(id, w);
-        return workerStats(id, sample, w.add(sample));
+        return workerStats(worker, sample, w.add(sample), pid);
       });
     this.perWorker = next;
     return statsBody(total, this.total.add(total), per);

@@ -96,6 +96,42 @@ describe("auth — channel permissions", () => {
     expect((await httpPublish(gw.url, ch, 1, bearer(API_KEY))).status).toBe(201);
   });
 
+  it("an API key where it is not read is refused saying where keys go: ?token= on the HTTP doors, and on the WebSocket in the URL or as the bearer", async () => {
+    const enc = encodeURIComponent;
+    const json = async (r: Response) => ({ status: r.status, body: (await r.json()) as { error: string; message: string } });
+    const xApiKey = /X-Api-Key/;
+    // History and publish read no credentials from the URL: the 401 says what they read.
+    const history = await json(await fetch(`${gw.url}/v1/channels/${enc(uniq("k.h"))}/messages?token=${API_KEY}`));
+    expect(history).toMatchObject({ status: 401, body: { error: "unauthorized" } });
+    expect(history.body.message).toMatch(xApiKey);
+    expect(history.body.message).not.toMatch(/\?token=/);
+    const pub = await json(
+      await fetch(`${gw.url}/v1/publish/${enc(uniq("k.p"))}?token=${API_KEY}`, { method: "POST", body: "1", headers: { "content-type": "application/json" } }),
+    );
+    expect(pub).toMatchObject({ status: 401 });
+    expect(pub.body.message).toMatch(xApiKey);
+    // SSE reads a token from ?token=, never a key.
+    const sse = await json(await fetch(`${gw.url}/v1/channels/${enc(uniq("k.s"))}/events?token=${API_KEY}`));
+    expect(sse).toMatchObject({ status: 401 });
+    expect(sse.body.message).toMatch(xApiKey);
+    // The WebSocket takes tokens only: a key is named as one, in the URL or the header.
+    for (const r of [await refusal(`${gw.wsUrl}?token=${API_KEY}`), await refusal(gw.wsUrl, { headers: bearer(API_KEY) })]) {
+      expect(r.status).toBe(401);
+      expect(JSON.parse(r.body)).toMatchObject({
+        error: "unauthorized",
+        message: expect.stringMatching(/API keys are not accepted on the WebSocket.*X-Api-Key/) as string,
+      });
+    }
+    // No credentials at all: each door names what it reads.
+    const none = await json(await fetch(`${gw.url}/v1/channels/${enc(uniq("k.n"))}/messages`));
+    expect(none.body.message).toBe(
+      "credentials are required: Authorization: Bearer <token>, or an API key in the X-Api-Key header (this request's URL is not read for them)",
+    );
+    expect((await json(await fetch(`${gw.url}/v1/channels/${enc(uniq("k.n"))}/events`))).body.message).toMatch(
+      /\?token=<token>, or an API key in the X-Api-Key header/,
+    );
+  });
+
   it("HTTP history needs sub rights on the channel", async () => {
     const ch = uniq("hist.a");
     expect((await httpPublish(gw.url, ch, { v: 1 }, { "x-api-key": API_KEY })).status).toBe(201);

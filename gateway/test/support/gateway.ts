@@ -52,6 +52,13 @@ export type GatewayOptions = {
   nodeArgs?: string[];
   /** stderr goes to the parent's (benchmarks) instead of being kept. */
   inheritStderr?: boolean;
+  /** The embedded nats-server's store (default: a temp directory removed at exit): a restart on the same store. */
+  natsDataDir?: string;
+  /**
+   * The gateway leads a process group of its own, and stop() signals the whole group, as a terminal's Ctrl-C
+   * does (the primary, its workers and any server it started get the signal).
+   */
+  processGroup?: boolean;
 };
 
 export async function startGateway(opts: GatewayOptions = {}): Promise<GatewayHandle> {
@@ -64,7 +71,7 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<GatewayHa
     "--workers",
     String(opts.workers ?? 2),
     "--nats-data-dir",
-    join(dataDir, "nats"),
+    opts.natsDataDir ?? join(dataDir, "nats"),
     "--log-level",
     opts.logLevel ?? "debug",
     ...(opts.args ?? []),
@@ -77,7 +84,11 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<GatewayHa
   if (natsUrl) args.push("--nats-url", natsUrl);
   const env = { ...process.env, ...(opts.env ?? {}) };
   delete env.FGW_WORKER_CONFIG;
-  const child = spawn(process.execPath, args, { env, stdio: ["ignore", "pipe", opts.inheritStderr ? "inherit" : "pipe"] });
+  const child = spawn(process.execPath, args, {
+    env,
+    stdio: ["ignore", "pipe", opts.inheritStderr ? "inherit" : "pipe"],
+    detached: opts.processGroup === true,
+  });
   live.add(child);
   child.once("exit", () => live.delete(child));
   const logs: LogLine[] = [];
@@ -133,7 +144,8 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<GatewayHa
     exited,
     async stop(signal: NodeJS.Signals = "SIGTERM") {
       if (child.exitCode !== null) return child.exitCode;
-      child.kill(signal);
+      if (opts.processGroup && child.pid !== undefined) process.kill(-child.pid, signal);
+      else child.kill(signal);
       const t = setTimeout(() => child.kill("SIGKILL"), 20_000);
       const code = await exited;
       clearTimeout(t);

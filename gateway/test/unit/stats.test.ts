@@ -103,4 +103,22 @@ describe("stats — per worker, from each worker's registry", () => {
       [3, null],
     ]);
   });
+
+  it("stats — a worker restarted in its slot is listed under the slot's number with its new pid, without the old one's window", () => {
+    const windows = new ClusterStatsWindows();
+    const at = (t: number, framesDelivered: number) => ({ ...sampleFrom(parsePrometheus(TEXT), t), framesDelivered });
+    windows.body(at(0, 0), [
+      { id: 1, worker: 1, pid: 101, sample: at(0, 0) },
+      { id: 2, worker: 2, pid: 102, sample: at(0, 0) },
+    ]);
+    // Slot 2's worker died; cluster id 3 (pid 103) took slot 2. Listed by slot, the new worker has no rates yet.
+    const b = windows.body(at(1_000, 500), [
+      { id: 3, worker: 2, pid: 103, sample: at(1_000, 0) },
+      { id: 1, worker: 1, pid: 101, sample: at(1_000, 10) },
+    ]);
+    expect(b.perWorker.map((w) => [w.worker, w.pid, w.rates?.framesOutPerSec ?? null])).toEqual([
+      [1, 101, 10],
+      [2, 103, null],
+    ]);
+  });
 });

@@ -99,7 +99,8 @@ export async function ensureStream(jsm: JetStreamManager, c: StreamSection, log:
   }
   if (!info) {
     const created = await jsm.streams.add(wanted);
-    log.info({ stream: wanted.name, subjects: wanted.subjects, storage: c.storage, replicas: c.replicas }, "stream created");
+    const retention = { maxAgeMs: c.maxAgeMs, maxBytes: c.maxBytes, maxMsgsPerSubject: c.maxMsgsPerSubject, duplicateWindowMs: c.duplicateWindowMs };
+    log.info({ stream: wanted.name, subjects: wanted.subjects, storage: c.storage, replicas: c.replicas, ...retention }, "stream created");
     return created;
   }
   const diff = diffStream(info.config, wanted);

@@ -1,0 +1,93 @@
+// A graceful stop loses no event: the real CLI with 20 subscribed sockets over 2 workers, stopped with SIGINT,
+// stores every socket's unsubscribe and disconnect before its NATS connections close, and a gateway started
+// afterwards (whose webhook sender takes over the stream) delivers them. It used to log "an event could not be
+// stored in the events stream … connection closed" (the acks cut by the drain), and with the embedded
+// nats-server a terminal's Ctrl-C (SIGINT to the whole process group) stopped the server under the draining
+// workers: those events were never stored and the webhook never got them.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startGateway, type GatewayHandle, type GatewayOptions } from "./support/gateway.js";
+import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
+import { TestClient } from "./support/ws-client.js";
+import { uniqueNames } from "./support/clients.js";
+import { waitFor } from "./support/wait.js";
+import { WebhookReceiver } from "./support/webhook-receiver.js";
+import { acceptedEvents } from "./support/webhook-events.js";
+
+const CLIENTS = 20;
+let nats: NatsServerHandle;
+let receiver: WebhookReceiver;
+const gateways: GatewayHandle[] = [];
+const uniq = uniqueNames();
+
+const start = async (opts: GatewayOptions): Promise<GatewayHandle> => {
+  const gw = await startGateway({
+    workers: 2,
+    logLevel: "info",
+    ...opts,
+    env: { EVENTS_WEBHOOK_URL: receiver.url, EVENTS_WEBHOOK_BACKOFF_MAX: "1s", EVENTS_WEBHOOK_TIMEOUT: "2s" },
+  });
+  gateways.push(gw);
+  return gw;
+};
+
+/** The event types the webhook got for the socket that subscribed to `channel`, in stream order. */
+function typesOf(channel: string): string[] {
+  const all = acceptedEvents(receiver);
+  const client = all.find((e) => e.channel === channel && e.type === "subscribe")?.client;
+  return client === undefined ? [] : all.filter((e) => e.client === client).map((e) => e.type);
+}
+
+/**
+ * 20 sockets, each subscribed to a channel of its own, then the gateway stopped with SIGINT; then `again`
+ * starts a gateway on the same NATS, and every socket's 4 events must reach the webhook, none lost on the way.
+ */
+async function stopLosesNothing(gw: GatewayHandle, again: () => Promise<GatewayHandle>): Promise<void> {
+  const channels = Array.from({ length: CLIENTS }, () => uniq("stop.c"));
+  const clients = await Promise.all(channels.map(() => TestClient.connect(gw.wsUrl)));
+  await Promise.all(clients.map((c, i) => c.sub(channels[i]!)));
+  // Both workers hold sockets: each one's drain is under test, not only the first's.
+  const perWorker = ((await (await fetch(`${gw.metricsUrl}/v1/stats`)).json()) as { perWorker: { connections: number }[] }).perWorker;
+  expect(perWorker.filter((w) => w.connections > 0)).toHaveLength(2);
+  const from = gw.logs.length;
+
+  expect(await gw.stop("SIGINT")).toBe(0);
+  await Promise.all(clients.map((c) => c.waitClosed()));
+  await again();
+  for (const ch of channels) await waitFor(() => typesOf(ch).includes("disconnect"), { timeoutMs: 30_000, what: `the disconnect of the socket on ${ch}` });
+  for (const ch of channels) expect(typesOf(ch)).toEqual(["connect", "subscribe", "unsubscribe", "disconnect"]);
+  const mine = new Set(
+    acceptedEvents(receiver)
+      .filter((e) => e.type === "subscribe" && channels.includes(e.channel ?? ""))
+      .map((e) => e.client),
+  );
+  const disconnects = acceptedEvents(receiver).filter((e) => e.type === "disconnect" && mine.has(e.client)) as unknown as { code: number }[];
+  expect(disconnects.map((d) => d.code)).toEqual(Array.from({ length: CLIENTS }, () => 1001));
+  // Quiet, too: no "an event could not be stored", no broker (or embedded server) lost under the drain.
+  expect(gw.logs.slice(from).filter((l) => (l.level ?? 0) >= 40)).toEqual([]);
+}
+
+beforeAll(async () => {
+  receiver = await WebhookReceiver.start();
+  nats = await startNatsServer();
+});
+afterAll(async () => {
+  for (const gw of gateways) await gw.stop("SIGKILL");
+  await nats?.stop();
+  await receiver?.down();
+});
+
+describe("events — a graceful stop", () => {
+  it("events — SIGINT to the primary with 20 subscribed sockets on 2 workers: every unsubscribe and disconnect is stored (acknowledged) and reaches the webhook", async () => {
+    const gw = await start({ natsUrl: nats.url });
+    await stopLosesNothing(gw, () => start({ natsUrl: nats.url }));
+  });
+
+  it("events — Ctrl-C (SIGINT to the process group) with the embedded nats-server: the server outlives the workers' drain, nothing is lost", async () => {
+    const store = join(mkdtempSync(join(tmpdir(), "fgw-stop-")), "nats");
+    const gw = await start({ natsDataDir: store, processGroup: true });
+    await stopLosesNothing(gw, () => start({ natsDataDir: store, processGroup: true }));
+  });
+});
