@@ -32,7 +32,7 @@ class EventLog : GatewayListener {
                     if (ok(e)) return e
                 }
                 val left = deadline - System.nanoTime()
-                if (left <= 0) throw AssertionError("no matching event within $timeoutMs ms; events: $all")
+                if (left <= 0) throw AssertionError("no matching event within $timeoutMs ms; ${all.size} events, the last: ${all.takeLast(20)}")
                 arrived.awaitNanos(left)
             }
         }
