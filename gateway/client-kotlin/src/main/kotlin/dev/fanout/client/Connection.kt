@@ -279,14 +279,14 @@ internal class Connection(
 
     /**
      * The gateway answered the upgrade with an HTTP error (401 for a refused token, 403, 429, 503, …). A temporary
-     * refusal reconnects with backoff as any other failure. Any other stops the client, except that a client with
-     * a getToken tries once more (with the token getToken gives then) unless it just did.
+     * refusal reconnects with backoff as any other failure. Any other stops the client, except `unauthorized` with
+     * a getToken, which gets one more attempt (with the token getToken gives then) unless it just had it.
      */
     private fun refused(ws: WebSocket, error: GatewayException) {
         if (this.ws !== ws) return
         hooks.emit(GatewayEvent.Error(error))
         val reason = error.message ?: error.code
-        if (error.temporary || (opts.getToken != null && !retriedRefusal)) {
+        if (error.temporary || (error.code == "unauthorized" && opts.getToken != null && !retriedRefusal)) {
             if (!error.temporary) retriedRefusal = true
             return lost(ws, 1006, reason)
         }
@@ -295,7 +295,7 @@ internal class Connection(
         stop(error)
     }
 
-    /** Set by a refusal that a fresh token may cure; cleared by the next open. */
+    /** Set by an `unauthorized` refusal that a fresh token may cure; cleared by the next open. */
     private var retriedRefusal = false
 
     private fun opened(ws: WebSocket, selected: String?) {

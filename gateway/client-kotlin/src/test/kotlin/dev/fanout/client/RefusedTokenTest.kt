@@ -57,12 +57,13 @@ class RefusedTokenTest {
     }
 
     @Test
-    fun `refused token — 403 forbidden stops the client too`() {
+    fun `refused token — 403 forbidden stops the client at once, getToken or not`() {
         val body = """{"error":"forbidden","message":"origin not allowed","temporary":false}"""
         RawWsServer { _, c -> c.refuse(403, "Forbidden", body) }.use { server ->
             val log = EventLog()
-            val client = client(server, log) { token = "t" }
+            val client = client(server, log) { getToken = { "t" } } // a new token does not change the origin
             assertEquals("forbidden", assertThrows<GatewayException> { connect(client) }.code)
+            assertEquals(listOf("connecting 0", "error forbidden temporary=false", "disconnected 1006 willReconnect=false"), log.lines())
             assertEquals(1, server.accepted)
         }
     }
