@@ -34,6 +34,7 @@ class RefusedTokenTest {
         when (it) {
             is GatewayEvent.Connecting -> "connecting ${it.attempt}"
             is GatewayEvent.Connected -> "connected"
+            is GatewayEvent.Resubscribed -> "resubscribed"
             is GatewayEvent.Error -> "error ${it.error.code} temporary=${it.error.temporary}"
             is GatewayEvent.Disconnected -> "disconnected ${it.code} willReconnect=${it.willReconnect}"
             else -> it.toString()
@@ -79,8 +80,9 @@ class RefusedTokenTest {
             val log = EventLog()
             val client = client(server, log) { getToken = { if (calls.getAndIncrement() == 0) "expired.jwt" else "fresh" } }
             connect(client)
+            log.next<GatewayEvent.Resubscribed>() // connect() returns at the open, before it
             assertEquals(
-                listOf("connecting 0", "error unauthorized temporary=false", "disconnected 1006 willReconnect=true", "connecting 1", "connected"),
+                listOf("connecting 0", "error unauthorized temporary=false", "disconnected 1006 willReconnect=true", "connecting 1", "connected", "resubscribed"),
                 log.lines(),
             )
             assertEquals(2, calls.get())
@@ -141,11 +143,12 @@ class RefusedTokenTest {
             val log = EventLog()
             val client = client(server, log) { token = "t" }
             connect(client)
+            log.next<GatewayEvent.Resubscribed>()
             assertEquals(
                 listOf(
                     "connecting 0", "error shutting_down temporary=true", "disconnected 1006 willReconnect=true",
                     "connecting 1", "error rate_limited temporary=true", "disconnected 1006 willReconnect=true",
-                    "connecting 2", "connected",
+                    "connecting 2", "connected", "resubscribed",
                 ),
                 log.lines(),
             )
