@@ -18,10 +18,19 @@ export type DeltaLost = { ok: false; resubscribe: true; reason: "no_base" | "bad
 /** Bases kept per subscription by default: a server keeps at most as many channels per subscription. */
 export const MAX_DELTA_CHANNELS = 1_000;
 
+/**
+ * Largest payload a delta may make (64 MiB, as the Kotlin SDK's `Fossil.MAX_TARGET_BYTES`): a delta of a few
+ * bytes can copy its base over and over, so the size its first line declares is checked before applying it.
+ */
+export const MAX_DELTA_TARGET_BYTES = 64 * 1024 * 1024;
+
 export class DeltaBases {
   private readonly bases = new Map<string, { seq: number; payload: Uint8Array }>();
 
-  constructor(private readonly maxChannels = MAX_DELTA_CHANNELS) {}
+  constructor(
+    private readonly maxChannels = MAX_DELTA_CHANNELS,
+    private readonly maxTargetBytes = MAX_DELTA_TARGET_BYTES,
+  ) {}
 
   /**
    * The message of a `msg` frame: its data as the application sees it, or `resubscribe`. `raw` is the
@@ -57,6 +66,7 @@ export class DeltaBases {
   apply(channel: string, seq: number, baseSeq: number, delta: Uint8Array): { ok: true; payload: Uint8Array } | DeltaLost {
     const base = this.bases.get(channel);
     if (base === undefined || base.seq !== baseSeq) return this.lost(channel, "no_base");
+    if (deltaTargetSize(delta) > this.maxTargetBytes) return this.lost(channel, "bad_delta");
     let payload: Uint8Array;
     try {
       payload = applyDelta(base.payload, delta);
@@ -80,6 +90,25 @@ export class DeltaBases {
     this.bases.delete(channel);
     return { ok: false, resubscribe: true, reason };
   }
+}
+
+const FOSSIL_DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz~";
+const FOSSIL_VALUE = new Int8Array(128).fill(-1);
+for (let i = 0; i < FOSSIL_DIGITS.length; i++) FOSSIL_VALUE[FOSSIL_DIGITS.charCodeAt(i)] = i;
+
+/**
+ * The target size a Fossil delta declares on its first line (base-64 digits `0-9 A-Z _ a-z ~`), read without
+ * applying anything; 0 when there is no such number (the applier refuses that delta itself).
+ */
+export function deltaTargetSize(delta: Uint8Array): number {
+  let size = 0;
+  for (const c of delta) {
+    const v = c < 128 ? FOSSIL_VALUE[c]! : -1;
+    if (v < 0) break;
+    size = size * 64 + v;
+    if (size > Number.MAX_SAFE_INTEGER / 64) return Infinity;
+  }
+  return size;
 }
 
 /**

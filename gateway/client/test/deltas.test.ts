@@ -3,7 +3,18 @@
 import { readFileSync } from "node:fs";
 import { createDelta } from "fossil-delta";
 import { describe, expect, it } from "vitest";
-import { base64Decode, DeltaBases, payloadBytes, utf8Decode, utf8DecodeByHand, utf8Encode, utf8EncodeByHand } from "../src/deltas.js";
+import {
+  base64Decode,
+  DeltaBases,
+  deltaTargetSize,
+  MAX_DELTA_CHANNELS,
+  MAX_DELTA_TARGET_BYTES,
+  payloadBytes,
+  utf8Decode,
+  utf8DecodeByHand,
+  utf8Encode,
+  utf8EncodeByHand,
+} from "../src/deltas.js";
 import type { Frame } from "../src/types.js";
 import { deltaFrame as serverDeltaFrame, msgFrame } from "../../src/protocol/serialize.js";
 
@@ -12,6 +23,27 @@ type Vectors = { cases: { name: string; base: Bytes; target: Bytes; delta: Bytes
 const vectors = JSON.parse(readFileSync(new URL("../../conformance/vectors/fossil.json", import.meta.url), "utf8")) as Vectors;
 const bytes = (v: Bytes): Uint8Array => ("text" in v ? utf8Encode(v.text) : base64Decode(v.base64));
 const hex = (b: Uint8Array): string => Buffer.from(b).toString("hex");
+const FOSSIL_DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz~";
+/** A number in Fossil's base 64. */
+const fossilInt = (n: number): string => (n < 64 ? "" : fossilInt(Math.floor(n / 64))) + FOSSIL_DIGITS[n % 64]!;
+/** Fossil's checksum: the sum of the bytes as big-endian 32-bit words, the last one padded with zeros. */
+function fossilChecksum(b: Uint8Array): number {
+  let sum = 0;
+  for (let i = 0; i < b.length; i += 4) sum = (sum + (((b[i]! << 24) | ((b[i + 1] ?? 0) << 16) | ((b[i + 2] ?? 0) << 8) | (b[i + 3] ?? 0)) >>> 0)) >>> 0;
+  return sum;
+}
+/**
+ * A base that is a JSON string of `baseLetters` letters, and a valid delta (right commands, right checksum) that
+ * copies those letters over and over into a JSON string of `size` bytes: a few bytes per copied base.
+ */
+function copyingDelta(baseLetters: number, size: number): { base: Uint8Array; delta: Uint8Array } {
+  const copies: string[] = [];
+  for (let left = size - 2; left > 0; left -= baseLetters) copies.push(`${fossilInt(Math.min(baseLetters, left))}@1,`);
+  const target = new Uint8Array(size).fill(0x61);
+  target[0] = target[size - 1] = 0x22;
+  const delta = `${fossilInt(size)}\n1@0,${copies.join("")}1@${fossilInt(baseLetters + 1)},${fossilInt(fossilChecksum(target))};`;
+  return { base: utf8Encode(`"${"a".repeat(baseLetters)}"`), delta: utf8Encode(delta) };
+}
 
 /** A frame as the client receives it: its text and what JSON.parse makes of it. */
 const received = (text: string): [Frame, string] => [JSON.parse(text) as Frame, text];
@@ -86,6 +118,41 @@ describe("deltas — the SDK's bases per channel", () => {
     for (const [i, c] of ["c1", "c2", "c3"].entries()) bases.full(c, i + 1, utf8Encode("{}"));
     expect(bases.size).toBe(2);
     expect(bases.apply("c1", 9, 1, utf8Encode("2\n2:{};"))).toMatchObject({ reason: "no_base" });
+  });
+
+  it("deltas — a delta declaring more than the bound is refused before it is applied (the copies would make it)", () => {
+    const doc = (n: number): string => JSON.stringify({ pad: "x".repeat(3_000), n });
+    const d = createDelta(utf8Encode(doc(1)), utf8Encode(doc(2)));
+    expect(deltaTargetSize(d)).toBe(doc(2).length);
+    const tight = new DeltaBases(MAX_DELTA_CHANNELS, doc(2).length - 1);
+    tight.full("c", 1, utf8Encode(doc(1)));
+    expect(tight.apply("c", 2, 1, d)).toEqual({ ok: false, resubscribe: true, reason: "bad_delta" });
+    const exact = new DeltaBases(MAX_DELTA_CHANNELS, doc(2).length);
+    exact.full("c", 1, utf8Encode(doc(1)));
+    expect(exact.apply("c", 2, 1, d)).toMatchObject({ ok: true });
+    expect([deltaTargetSize(utf8Encode("~~~~~~~~~~~~\n")), deltaTargetSize(utf8Encode(":x")), deltaTargetSize(new Uint8Array(0))]).toEqual([Infinity, 0, 0]);
+  });
+
+  it("deltas — by default a valid delta of 500 bytes that makes 64 MiB + 1 is refused: bad_delta, nothing applied", () => {
+    const { base, delta } = copyingDelta(1024 * 1024, MAX_DELTA_TARGET_BYTES + 1);
+    expect(delta.length).toBeLessThan(600);
+    const bases = new DeltaBases();
+    bases.full("c", 1, base);
+    expect(bases.apply("c", 2, 1, delta)).toEqual({ ok: false, resubscribe: true, reason: "bad_delta" });
+  });
+
+  it("deltas — the copying delta is valid: within a bound one byte larger it applies (so only the bound refuses it)", () => {
+    const size = 64 * 1024 + 1;
+    const { base, delta } = copyingDelta(4096, size);
+    for (const [bound, ok] of [
+      [size - 1, false],
+      [size, true],
+    ] as const) {
+      const bases = new DeltaBases(MAX_DELTA_CHANNELS, bound);
+      bases.full("c", 1, base);
+      const got = bases.apply("c", 2, 1, delta);
+      expect(got.ok && JSON.parse(utf8Decode(got.payload))).toBe(ok && "a".repeat(size - 2));
+    }
   });
 
   it("deltas — UTF-8 and base64 by hand (hosts without TextEncoder, TextDecoder, atob) agree with the platform's", () => {

@@ -1,6 +1,5 @@
 package dev.fanout.client
 
-import kotlinx.serialization.json.Json
 import kotlinx.serialization.json.JsonObject
 import okhttp3.WebSocket
 import okio.ByteString
@@ -57,7 +56,7 @@ internal interface Codec {
     }
 }
 
-/** fanout.v1: JSON text frames; binary frames are not frames of it. */
+/** fanout.v1: JSON text frames (nested at most [MAX_FRAME_DEPTH] deep); binary frames are not frames of it. */
 internal object JsonCodec : Codec {
     override val wire = Wire.JSON
 
@@ -65,7 +64,7 @@ internal object JsonCodec : Codec {
 
     override fun decodeText(text: String): ReceivedFrame? {
         val f = try {
-            Json.parseToJsonElement(text) as? JsonObject
+            Bounds.parseJson(text) as? JsonObject
         } catch (e: Exception) {
             null
         }

@@ -9,6 +9,7 @@ import kotlinx.coroutines.withTimeoutOrNull
 import kotlinx.serialization.json.JsonElement
 import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
+import kotlinx.serialization.json.booleanOrNull
 import kotlinx.serialization.json.longOrNull
 import okhttp3.HttpUrl.Companion.toHttpUrl
 import okhttp3.OkHttpClient
@@ -20,6 +21,40 @@ import okio.ByteString
 
 /** Close code the client uses to drop a connection it gives up on (a failed resubscribe); 4000–4999 is application use. */
 internal const val CLOSE_CLIENT_RETRY = 4000
+
+/** Close code of RFC 6455 the client closes with when the server sent what is not a frame of the wire. */
+internal const val CLOSE_PROTOCOL_ERROR = 1002
+
+/** Most bytes of an HTTP refusal's body the client reads (the gateway's `{"error",…}` is far smaller). */
+private const val MAX_REFUSAL_BODY = 16_384L
+
+/**
+ * What the gateway's HTTP answer [status] to the upgrade, with [body], means: its `{"error", "message",
+ * "temporary"}` (PROTOCOL.md "Error codes") when the body is one; otherwise the status decides: 401
+ * `unauthorized` and 403 `forbidden` are not temporary, anything else (a proxy's 502, say) is.
+ */
+internal fun upgradeRefusal(status: Int, body: String?): GatewayException {
+    val json = try {
+        body?.let { Bounds.parseJson(it) as? JsonObject }
+    } catch (e: Exception) {
+        null
+    }
+    val code = json?.str("error") ?: when (status) {
+        401 -> "unauthorized"
+        403 -> "forbidden"
+        429 -> "rate_limited"
+        else -> "http_error"
+    }
+    val temporary = (json?.get("temporary") as? JsonPrimitive)?.booleanOrNull ?: (status != 401 && status != 403)
+    val message = json?.str("message")?.let { ": $it" } ?: ""
+    return GatewayException(code, "the gateway refused the connection with HTTP $status $code$message", temporary)
+}
+
+private fun refusalBody(r: Response): String? = try {
+    r.peekBody(MAX_REFUSAL_BODY).string()
+} catch (e: Exception) {
+    null // cut short, or cancelled by the connect timeout
+}
 
 /**
  * One explicit state: `IDLE` (never connected), `CONNECTING` (a token or a socket is on its way), `OPEN`,
@@ -37,7 +72,7 @@ internal interface ConnectionHooks {
     /** A frame that is not a reply to a request; false when nobody took it. */
     fun frame(ws: WebSocket, f: ReceivedFrame): Boolean
 
-    /** The connection stopped for good (close(), 4403, or 4001 without getToken): fail what waits. */
+    /** The connection stopped for good (close(), 4403, 4001 without getToken, a refused upgrade): fail what waits. */
     fun stopped(error: GatewayException)
 }
 
@@ -234,17 +269,34 @@ internal class Connection(
         }
 
         override fun onFailure(webSocket: WebSocket, t: Throwable, response: Response?) {
-            val status = response?.code
+            // The body is readable only now: OkHttp closes the response when this returns.
+            val refusal = response?.let { upgradeRefusal(it.code, refusalBody(it)) }
             scope.launch {
-                if (ws !== webSocket) return@launch
-                if (status == 401 || status == 403) {
-                    val code = if (status == 401) "unauthorized" else "forbidden"
-                    hooks.emit(GatewayEvent.Error(GatewayException(code, "the gateway refused the upgrade with HTTP $status", temporary = true)))
-                }
-                lost(webSocket, 1006, t.message ?: t.toString())
+                if (refusal != null) refused(webSocket, refusal) else lost(webSocket, 1006, t.message ?: t.toString())
             }
         }
     }
+
+    /**
+     * The gateway answered the upgrade with an HTTP error (401 for a refused token, 403, 429, 503, …). A temporary
+     * refusal reconnects with backoff as any other failure. Any other stops the client, except `unauthorized` with
+     * a getToken, which gets one more attempt (with the token getToken gives then) unless it just had it.
+     */
+    private fun refused(ws: WebSocket, error: GatewayException) {
+        if (this.ws !== ws) return
+        hooks.emit(GatewayEvent.Error(error))
+        val reason = error.message ?: error.code
+        if (error.temporary || (error.code == "unauthorized" && opts.getToken != null && !retriedRefusal)) {
+            if (!error.temporary) retriedRefusal = true
+            return lost(ws, 1006, reason)
+        }
+        detach()
+        hooks.emit(GatewayEvent.Disconnected(1006, reason, willReconnect = false))
+        stop(error)
+    }
+
+    /** Set by an `unauthorized` refusal that a fresh token may cure; cleared by the next open. */
+    private var retriedRefusal = false
 
     private fun opened(ws: WebSocket, selected: String?) {
         connectTimer?.cancel()
@@ -256,6 +308,7 @@ internal class Connection(
             return
         }
         state = ConnectionState.OPEN
+        retriedRefusal = false
         hooks.emit(GatewayEvent.Connected)
         firstOpen.complete(Unit)
         hooks.opened(ws)
@@ -289,16 +342,25 @@ internal class Connection(
     /** A frame as the codec read it: null when it could not (a text frame on the binary wire, say). */
     private fun onFrame(ws: WebSocket, received: ReceivedFrame?) {
         heardSincePing?.complete(Unit)
-        if (received == null) {
-            hooks.emit(GatewayEvent.Error(GatewayException("bad_json", "server sent a frame that is not ${opts.wire.subprotocol}")))
-            return
-        }
+        if (received == null) return protocolError(ws)
         if (hooks.frame(ws, received)) return
         val f = received.fields
         val id = (f["id"] as? JsonPrimitive)?.takeIf { !it.isString }?.longOrNull
         val p = id?.let { pending.remove(it) }
         if (p != null) return p.onReply(f)
         if (f.str("op") == "err") hooks.emit(GatewayEvent.Error(wireError(f)))
+    }
+
+    /**
+     * The server sent what is not a frame of the wire (malformed, a length declared past the frame's end, nested
+     * deeper than [MAX_FRAME_DEPTH], or text on the binary wire): the socket is closed with 1002 (protocol error)
+     * at once, without waiting for the server's close, and the client reconnects as after any other loss.
+     */
+    private fun protocolError(ws: WebSocket) {
+        val why = "the server sent a frame that is not ${opts.wire.subprotocol} (malformed, or past the client's bounds)"
+        hooks.emit(GatewayEvent.Error(GatewayException("bad_json", why, temporary = true)))
+        ws.close(CLOSE_PROTOCOL_ERROR, "bad frame")
+        lost(ws, CLOSE_PROTOCOL_ERROR, why)
     }
 
     /** Forgets the current socket: timers stop, requests waiting on it are lost. */

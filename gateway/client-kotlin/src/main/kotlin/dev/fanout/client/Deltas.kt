@@ -5,7 +5,6 @@ import java.nio.charset.CharacterCodingException
 import java.nio.charset.CodingErrorAction
 import java.util.Base64
 import kotlinx.serialization.SerializationException
-import kotlinx.serialization.json.Json
 import kotlinx.serialization.json.JsonElement
 import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
@@ -58,7 +57,7 @@ class DeltaBases(private val maxChannels: Int = MAX_DELTA_CHANNELS) {
                 is Applied.Lost -> return DeltaOutcome.Resubscribe(applied.reason)
             }
             return try {
-                DeltaOutcome.Message(Json.parseToJsonElement(utf8Strict(payload)))
+                DeltaOutcome.Message(Bounds.parseJson(utf8Strict(payload), MAX_FRAME_DEPTH - 1))
             } catch (e: SerializationException) {
                 lost(channel, "bad_delta") // the server makes deltas of JSON payloads only
             } catch (e: CharacterCodingException) {

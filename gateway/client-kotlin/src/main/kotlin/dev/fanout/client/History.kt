@@ -3,7 +3,6 @@ package dev.fanout.client
 import kotlin.coroutines.resume
 import kotlin.coroutines.resumeWithException
 import kotlinx.coroutines.suspendCancellableCoroutine
-import kotlinx.serialization.json.Json
 import kotlinx.serialization.json.JsonObject
 import okhttp3.Call
 import okhttp3.Callback
@@ -23,7 +22,7 @@ internal class History(private val http: OkHttpClient, wsUrl: String) {
         val request = Request.Builder().url(url).apply { if (token != null) header("Authorization", "Bearer $token") }.build()
         val (status, body) = call(request)
         val json = try {
-            Json.parseToJsonElement(body) as? JsonObject
+            Bounds.parseJson(body, MAX_FRAME_DEPTH + 2) as? JsonObject // a message's data is two levels further in than in a frame
         } catch (e: Exception) {
             null
         }

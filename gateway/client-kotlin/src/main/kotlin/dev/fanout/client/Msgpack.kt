@@ -3,7 +3,6 @@ package dev.fanout.client
 import java.nio.charset.CodingErrorAction
 import java.util.Base64
 import kotlin.math.abs
-import kotlinx.serialization.json.Json
 import kotlinx.serialization.json.JsonArray
 import kotlinx.serialization.json.JsonElement
 import kotlinx.serialization.json.JsonNull
@@ -101,16 +100,17 @@ internal object Msgpack {
     /**
      * A frame from its bytes, or null when they are not exactly one MessagePack map with string keys and
      * JSON values (bin only as a `msg` frame's `data`). A `msg` frame's JSON payload (bin without `enc`, not a
-     * delta) is parsed into `data`, as the JSON wire has it; its bytes stay in [ReceivedFrame.payload].
+     * delta) is parsed into `data`, as the JSON wire has it; its bytes stay in [ReceivedFrame.payload]. Bytes
+     * that declare more than they hold, or nest deeper than [MAX_FRAME_DEPTH], are refused before decoding (Bounds).
      */
-    fun decodeFrame(bytes: ByteArray): ReceivedFrame? = try {
+    fun decodeFrame(bytes: ByteArray): ReceivedFrame? = if (!Bounds.msgpackFits(bytes)) null else try {
         unpackerConfig.newUnpacker(bytes).use { u -> readFrame(u)?.takeIf { !u.hasNext() } }
     } catch (e: Exception) {
         null // MessagePack that is not one frame, strings that are not UTF-8, a JSON payload that is not JSON
     }
 
     /** A binary WebSocket frame's frames: one map, or an array of maps (a coalesced frame, PROTOCOL.md "Coalesced frames"). */
-    fun decodeFrames(bytes: ByteArray): List<ReceivedFrame>? = try {
+    fun decodeFrames(bytes: ByteArray): List<ReceivedFrame>? = if (!Bounds.msgpackFits(bytes)) null else try {
         unpackerConfig.newUnpacker(bytes).use { u ->
             val frames = if (u.nextFormat.valueType == ValueType.ARRAY) List(u.unpackArrayHeader()) { readFrame(u) ?: return null } else listOf(readFrame(u) ?: return null)
             frames.takeIf { !u.hasNext() }
@@ -122,7 +122,7 @@ internal object Msgpack {
     private fun readFrame(u: MessageUnpacker): ReceivedFrame? {
         if (u.nextFormat.valueType != ValueType.MAP) return null
         val n = u.unpackMapHeader()
-        val fields = LinkedHashMap<String, JsonElement>(n * 2)
+        val fields = LinkedHashMap<String, JsonElement>()
         var payload: ByteArray? = null
         repeat(n) {
             val key = key(u)
@@ -131,7 +131,7 @@ internal object Msgpack {
         val p = payload ?: return ReceivedFrame(JsonObject(fields))
         if ((fields["op"] as? JsonPrimitive)?.content != "msg") return null
         val delta = (fields["delta"] as? JsonPrimitive)?.booleanOrNull == true
-        if (fields["enc"] == null && !delta) fields["data"] = Json.parseToJsonElement(p.decodeToString(throwOnInvalidSequence = true))
+        if (fields["enc"] == null && !delta) fields["data"] = Bounds.parseJson(p.decodeToString(throwOnInvalidSequence = true), MAX_FRAME_DEPTH - 1)
         return ReceivedFrame(JsonObject(fields), p)
     }
 
@@ -153,7 +153,7 @@ internal object Msgpack {
         ValueType.ARRAY -> JsonArray(List(u.unpackArrayHeader()) { value(u) })
         ValueType.MAP -> {
             val n = u.unpackMapHeader()
-            JsonObject(LinkedHashMap<String, JsonElement>(n * 2).apply { repeat(n) { put(key(u), value(u)) } })
+            JsonObject(LinkedHashMap<String, JsonElement>().apply { repeat(n) { put(key(u), value(u)) } })
         }
         else -> throw IllegalArgumentException("a ${u.nextFormat.valueType} where JSON has no such value")
     }
