@@ -1,158 +1,63 @@
-// A copy of the gateway's gateway/src/protocol/msgpack-bounds.ts (the SDK has no dependency on the gateway);
-// both are held to gateway/conformance/vectors/msgpack-bounds.json.
+// The gateway's MessagePack pre-scan (gateway/src/protocol/msgpack-bounds.ts), small for the browser bundle:
+// only whether a frame passes. Both are held to gateway/conformance/vectors/msgpack-bounds.json.
 
-/**
- * The deepest nesting of a server frame the SDK reads: the server's MessagePack encoder writes at most 100
- * levels, a coalesced frame's array included.
- */
+/** The deepest server frame the SDK reads: the server's MessagePack encoder writes at most 100 levels. */
 export const MAX_SERVER_FRAME_DEPTH = 100;
 
-/**
- * Why MessagePack bytes are refused before they are decoded: nested deeper than the cap (`depth`), or not
- * one whole MessagePack value (`malformed`: a header declaring more elements or bytes than are left, a
- * truncated value, the never-used byte 0xc1, bytes after the value).
- */
-export type BoundsRefusal = { kind: "depth" | "malformed"; message: string };
-
-/** The open containers' counts of values still to read, outermost first; grown to the deepest cap asked for. */
-let outer = new Float64Array(MAX_SERVER_FRAME_DEPTH + 1);
+/** Bytes after the type byte of the fixed-size values 0xca-0xd8 (floats, ints, fixext with their type byte). */
+const FIXED = [4, 8, 1, 2, 4, 8, 1, 2, 4, 8, 2, 3, 5, 9, 17];
 
 /**
- * Walks one MessagePack value in `b` without building anything, and refuses it when decoding it could cost
- * more than its size: every element an array or map header declares needs at least one byte (a map entry
- * two), so the elements declared and not yet read, in all open containers together, never exceed the bytes
- * left; a str, bin or ext never declares more bytes than are left; nesting stops at `maxDepth`. A decoder
- * that allocates an array of the declared size per header (as `@msgpack/msgpack` does) then allocates at
- * most about one slot per byte of the frame, however the headers are nested. Undefined when the bytes are
- * exactly one value within these bounds.
+ * Whether `b` is exactly one MessagePack value that no decoder can make cost much more than its size, walked
+ * without building anything: the elements declared and not yet read in all open arrays and maps never
+ * exceed the bytes left (an element takes a byte at least, a map entry two), no str, bin or ext declares
+ * more bytes than are left, and nesting stays within `maxDepth`. A hostile server (or a man in the middle on
+ * ws://) could otherwise make the application's library allocate an array of each declared size.
  */
-export function msgpackBounds(b: Uint8Array, maxDepth: number = MAX_SERVER_FRAME_DEPTH): BoundsRefusal | undefined {
-  if (outer.length <= maxDepth) outer = new Float64Array(maxDepth + 1);
+export function msgpackFits(b: Uint8Array, maxDepth = MAX_SERVER_FRAME_DEPTH): boolean {
   const end = b.length;
+  const outer: number[] = [];
   let pos = 0;
-  let depth = 0;
-  /** Values still to read in the innermost open container (at the top: the one value). */
   let left = 1;
-  /** Values still to read in every open container. */
   let pending = 1;
   for (;;) {
     if (left === 0) {
-      if (depth === 0) break;
-      left = outer[--depth]!;
+      if (outer.length === 0) return pos === end;
+      left = outer.pop()!;
       continue;
     }
-    if (pos >= end) return malformed(`truncated: ${pending} more value${pending === 1 ? "" : "s"} declared at byte ${pos}`);
+    if (pos >= end) return false;
     left--;
     pending--;
-    const t = b[pos]!;
-    if (t <= 0x7f || t >= 0xe0) {
-      pos++; // fixint
+    const t = b[pos++]!;
+    let n = -1;
+    let len = 0;
+    if (t < 0x80 || t >= 0xe0 || t === 0xc0 || t === 0xc2 || t === 0xc3) continue;
+    if (t < 0x90) n = (t & 15) * 2;
+    else if (t < 0xa0) n = t & 15;
+    else if (t < 0xc0) len = t & 31;
+    else if (t >= 0xca && t <= 0xd8) len = FIXED[t - 0xca]!;
+    else if (t === 0xc1) return false;
+    else {
+      // bin 8/16/32 and ext 8/16/32 (0xc4-0xc9), str 8/16/32 (0xd9-0xdb): a 1, 2 or 4-byte length; array and
+      // map 16/32 (0xdc-0xdf): a 2 or 4-byte count.
+      const size = t >= 0xdc ? (t & 1 ? 4 : 2) : 1 << ((t - (t > 0xd0 ? 0xd9 : 0xc4)) % 3);
+      if (pos + size > end) return false;
+      let c = 0;
+      for (let i = 0; i < size; i++) c = c * 256 + b[pos++]!;
+      if (t < 0xdc) len = c + (t >= 0xc7 && t <= 0xc9 ? 1 : 0);
+      else n = t >= 0xde ? c * 2 : c;
+    }
+    if (n < 0) {
+      if (len > end - pos) return false;
+      pos += len;
       continue;
     }
-    const at = pos;
-    let n: number; // elements of a container
-    if (t <= 0x9f) {
-      n = t <= 0x8f ? (t & 0x0f) * 2 : t & 0x0f;
-      pos++;
-    } else if (t <= 0xbf) {
-      const next = skip(b, pos + 1, t & 0x1f, "string");
-      if (typeof next === "string") return malformed(next);
-      pos = next;
-      continue;
-    } else {
-      const c = CONTAINER[t - 0xc0]!;
-      if (c === 0) {
-        const s = scalar(b, pos, t);
-        if (typeof s === "string") return malformed(s);
-        pos = s;
-        continue;
-      }
-      if (pos + 1 + c > end) return malformed(`truncated: a header at byte ${pos} is cut off`);
-      n = readUint(b, pos + 1, c) * (t >= 0xde ? 2 : 1);
-      pos += 1 + c;
+    if (outer.length >= maxDepth || pending + n > end - pos) return false;
+    if (n > 0) {
+      outer.push(left);
+      left = n;
+      pending += n;
     }
-    // An empty array or map is a level too (as `[]` is in JSON).
-    if (depth >= maxDepth) return { kind: "depth", message: `nests arrays and maps more than ${maxDepth} levels deep` };
-    if (n === 0) continue;
-    if (pending + n > end - pos) {
-      const what = t <= 0x8f || t >= 0xde ? `a map of ${n / 2} entries` : `an array of ${n} elements`;
-      return malformed(`${what} at byte ${at} declares more than the ${end - pos} bytes left can hold`);
-    }
-    outer[depth++] = left;
-    left = n;
-    pending += n;
   }
-  return pos === end ? undefined : malformed(`${end - pos} bytes after the value`);
-}
-
-const malformed = (message: string): BoundsRefusal => ({ kind: "malformed", message });
-
-/** For 0xc0-0xdf: the bytes of an array or map header's count (array 16/32, map 16/32), 0 for anything else. */
-const CONTAINER = new Uint8Array(32);
-CONTAINER[0xdc - 0xc0] = 2;
-CONTAINER[0xdd - 0xc0] = 4;
-CONTAINER[0xde - 0xc0] = 2;
-CONTAINER[0xdf - 0xc0] = 4;
-
-/** A big-endian unsigned integer of `size` (1, 2 or 4) bytes at `at`. */
-function readUint(b: Uint8Array, at: number, size: number): number {
-  let v = 0;
-  for (let i = 0; i < size; i++) v = v * 256 + b[at + i]!;
-  return v;
-}
-
-/** The position after `len` bytes of a `what` at `at`, or why there are not that many. */
-function skip(b: Uint8Array, at: number, len: number, what: string): number | string {
-  const left = b.length - at;
-  return len > left ? `a ${what} at byte ${at} declares ${len} bytes, more than the ${left} left` : at + len;
-}
-
-/** Fixed sizes of the scalars 0xc0-0xdf (header included), 0 for the variable and container ones. */
-const FIXED = new Uint8Array(32);
-for (const [t, size] of [
-  [0xc0, 1], // nil
-  [0xc2, 1], // false
-  [0xc3, 1], // true
-  [0xca, 5], // float 32
-  [0xcb, 9], // float 64
-  [0xcc, 2], // uint 8
-  [0xcd, 3],
-  [0xce, 5],
-  [0xcf, 9],
-  [0xd0, 2], // int 8
-  [0xd1, 3],
-  [0xd2, 5],
-  [0xd3, 9],
-  [0xd4, 3], // fixext 1: type and 1 byte
-  [0xd5, 4],
-  [0xd6, 6],
-  [0xd7, 10],
-  [0xd8, 18],
-] as const)
-  FIXED[t - 0xc0] = size;
-
-/** For str 8/16/32, bin 8/16/32 and ext 8/16/32: the bytes of the length, and what it is. */
-const VARIABLE: Record<number, readonly [number, string, number]> = {
-  0xd9: [1, "string", 0],
-  0xda: [2, "string", 0],
-  0xdb: [4, "string", 0],
-  0xc4: [1, "bin", 0],
-  0xc5: [2, "bin", 0],
-  0xc6: [4, "bin", 0],
-  // An ext's type byte follows its length.
-  0xc7: [1, "ext", 1],
-  0xc8: [2, "ext", 1],
-  0xc9: [4, "ext", 1],
-};
-
-/** The position after the scalar of type byte `t` at `pos`, or why it is refused. */
-function scalar(b: Uint8Array, pos: number, t: number): number | string {
-  const fixed = FIXED[t - 0xc0]!;
-  if (fixed > 0) return pos + fixed <= b.length ? pos + fixed : `truncated: a value at byte ${pos} is cut off`;
-  const v = VARIABLE[t];
-  if (!v) return `byte 0x${t.toString(16)} at ${pos} starts no MessagePack value`;
-  const [size, what, typeByte] = v;
-  if (pos + 1 + size + typeByte > b.length) return `truncated: a ${what} header at byte ${pos} is cut off`;
-  const len = readUint(b, pos + 1, size);
-  return skip(b, pos + 1 + size + typeByte, len, what);
 }

@@ -1,4 +1,4 @@
-import { msgpackBounds } from "./msgpack-bounds.js";
+import { msgpackFits } from "./msgpack-bounds.js";
 import type { Frame } from "./types.js";
 
 /** The subprotocol of wire protocol version 1 (PROTOCOL.md "Passing the token"). */
@@ -81,7 +81,7 @@ export function msgpackWire(lib: MsgpackFunctions): Wire {
         const bytes = new Uint8Array(data);
         // Before the library sees them: a header declaring more than the frame holds (a hostile server, or a
         // man in the middle on ws://) would make it allocate that much.
-        if (msgpackBounds(bytes)) return undefined;
+        if (!msgpackFits(bytes)) return undefined;
         const v = lib.decode(bytes);
         // A coalesced frame is an array of msg maps.
         const frames = Array.isArray(v) ? (v as unknown[]) : [v];

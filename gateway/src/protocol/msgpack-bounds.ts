@@ -31,13 +31,13 @@ export function msgpackBounds(b: Uint8Array, maxDepth: number = MAX_FRAME_DEPTH)
   for (;;) {
     if (left === 0) {
       if (depth === 0) break;
-      left = outer[--depth]!;
+      left = outer[--depth] ?? 0;
       continue;
     }
     if (pos >= end) return malformed(`truncated: ${pending} more value${pending === 1 ? "" : "s"} declared at byte ${pos}`);
     left--;
     pending--;
-    const t = b[pos]!;
+    const t = b[pos] ?? 0;
     if (t <= 0x7f || t >= 0xe0) {
       pos++; // fixint
       continue;
@@ -53,7 +53,7 @@ export function msgpackBounds(b: Uint8Array, maxDepth: number = MAX_FRAME_DEPTH)
       pos = next;
       continue;
     } else {
-      const c = CONTAINER[t - 0xc0]!;
+      const c = CONTAINER[t - 0xc0] ?? 0;
       if (c === 0) {
         const s = scalar(b, pos, t);
         if (typeof s === "string") return malformed(s);
@@ -90,7 +90,7 @@ CONTAINER[0xdf - 0xc0] = 4;
 /** A big-endian unsigned integer of `size` (1, 2 or 4) bytes at `at`. */
 function readUint(b: Uint8Array, at: number, size: number): number {
   let v = 0;
-  for (let i = 0; i < size; i++) v = v * 256 + b[at + i]!;
+  for (let i = 0; i < size; i++) v = v * 256 + (b[at + i] ?? 0);
   return v;
 }
 
@@ -140,7 +140,7 @@ const VARIABLE: Record<number, readonly [number, string, number]> = {
 
 /** The position after the scalar of type byte `t` at `pos`, or why it is refused. */
 function scalar(b: Uint8Array, pos: number, t: number): number | string {
-  const fixed = FIXED[t - 0xc0]!;
+  const fixed = FIXED[t - 0xc0] ?? 0;
   if (fixed > 0) return pos + fixed <= b.length ? pos + fixed : `truncated: a value at byte ${pos} is cut off`;
   const v = VARIABLE[t];
   if (!v) return `byte 0x${t.toString(16)} at ${pos} starts no MessagePack value`;
