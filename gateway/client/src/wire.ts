@@ -1,3 +1,4 @@
+import { msgpackFits } from "./msgpack-bounds.js";
 import type { Frame } from "./types.js";
 
 /** The subprotocol of wire protocol version 1 (PROTOCOL.md "Passing the token"). */
@@ -77,7 +78,11 @@ export function msgpackWire(lib: MsgpackFunctions): Wire {
     decode(data) {
       try {
         if (!(data instanceof ArrayBuffer)) return undefined;
-        const v = lib.decode(new Uint8Array(data));
+        const bytes = new Uint8Array(data);
+        // Before the library sees them: a header declaring more than the frame holds (a hostile server, or a
+        // man in the middle on ws://) would make it allocate that much.
+        if (!msgpackFits(bytes)) return undefined;
+        const v = lib.decode(bytes);
         // A coalesced frame is an array of msg maps.
         const frames = Array.isArray(v) ? (v as unknown[]) : [v];
         if (!frames.every(isFrame)) return undefined;

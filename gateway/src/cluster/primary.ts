@@ -44,6 +44,7 @@ import { InstanceShares } from "../events/shares.js";
 import { Services } from "../services/services.js";
 import { effectiveSettings, type EffectiveSettings } from "../namespaces/settings.js";
 import { hooksSummary } from "../auth/hooks-summary.js";
+import { callbackFaults, guarded } from "../util/guarded.js";
 
 /** The admin port in effect: `auto` is 9100 when authentication is on and none (-1) when it is off. */
 export const adminPortOf = (c: Config): number => (c.adminPort === -2 ? (authEnabled(c) ? 9100 : -1) : c.adminPort);
@@ -55,6 +56,7 @@ export const adminPortOf = (c: Config): number => (c.adminPort === -2 ? (authEna
  */
 export async function runPrimary(config: Config): Promise<void> {
   const log = createLogger(config.logLevel, { role: "primary" });
+  callbackFaults.attach(log);
   loadUws(sectionsOf(config).server.uwsModule); // refuse a missing module or the pure-JS fallback before forking anything
   log.info(runtimeInfo(), `running on Node ${process.version}`);
   for (const f of formerNamesUsed(process.argv.slice(2), process.env)) log.warn({ was: f.was, now: f.now }, `${f.was} is deprecated: use ${f.now}`);
@@ -114,7 +116,8 @@ export async function runPrimary(config: Config): Promise<void> {
     // Between two looks, an update or deletion of the stream or the bucket is looked at when JetStream says so.
     const watched = [...streamsOf(config).map((s) => s.name), ...(prepared.presence ? [presenceStream(prepared.presence.bucket)] : [])];
     for (const name of watched)
-      for (const what of ["UPDATED", "DELETED"]) prepared.nc.subscribe(`$JS.EVENT.ADVISORY.STREAM.${what}.${name}`, { callback: () => void w.check() });
+      for (const what of ["UPDATED", "DELETED"])
+        prepared.nc.subscribe(`$JS.EVENT.ADVISORY.STREAM.${what}.${name}`, { callback: guarded("stream advisory", () => void w.check()) });
     stopWatch = async () => {
       w.stop();
       await prepared?.close();

@@ -8,6 +8,7 @@ import { Resume } from "../fanout/resume.js";
 import { registerHttpRoutes } from "../http/routes.js";
 import { createLogger, type Logger } from "../log.js";
 import { createMetrics, type Metrics } from "../metrics/metrics.js";
+import { callbackFaults } from "../util/guarded.js";
 import { loadUws } from "../uws.js";
 import { WsEndpoint } from "../ws/server.js";
 import { createTlsApp, topicsOf } from "../ws/tls.js";
@@ -47,6 +48,7 @@ export async function runWorker(config: Config, natsToken?: string, slot = clust
   const uws = loadUws(c.server.uwsModule); // ws/ and the TLS app get this module from loadUws() too
   answerScrapes(); // the primary scrapes each worker's registry over IPC
   const metrics = createMetrics();
+  callbackFaults.attach(log, metrics.callbackFailures);
   let draining = false;
   /** Whether every worker of the instance listens (the primary says): /readyz answers 503 until then. */
   let allReady = false;

@@ -58,6 +58,12 @@ export function createMetrics(registry: client.Registry = client.register) {
       labelNames: ["op", "result"],
       registers: r,
     }),
+    callbackFailures: new client.Counter({
+      name: "fanout_callback_failures_total",
+      help: "Throws of callbacks called from a NATS connection's reader (subscriptions, consumers, watches), caught so that the reader goes on, by kind",
+      labelNames: ["kind"] as const,
+      registers: r,
+    }),
     brokerMessages: new client.Counter({ name: "fanout_broker_messages_total", help: "Messages received from the broker by live consumers", registers: r }),
     framesDelivered: new client.Counter({ name: "fanout_frames_delivered_total", help: "Message frames handed to sockets", registers: r }),
     deltasMade: new client.Counter({

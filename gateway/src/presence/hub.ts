@@ -7,6 +7,7 @@ import { ErrorCode } from "../protocol/codes.js";
 import { codecTopic, frameBytes } from "../protocol/codec.js";
 import { CODECS } from "../protocol/codecs.js";
 import type { ServerFrame } from "../protocol/server-frames.js";
+import { WarnEvery } from "../util/warn-every.js";
 import type { PresenceMetrics } from "./metrics.js";
 import { PresenceView, type PresenceChange } from "./view.js";
 
@@ -49,6 +50,7 @@ export class PresenceHub {
   private timer?: NodeJS.Timeout;
   private refreshing = false;
   private stopped = false;
+  private readonly warnings: WarnEvery;
 
   constructor(
     private readonly app: TopicPublisher,
@@ -57,7 +59,9 @@ export class PresenceHub {
     private readonly metrics: PresenceMetrics,
     private readonly log: Logger,
     private readonly lingerMs: number,
-  ) {}
+  ) {
+    this.warnings = new WarnEvery(log, 60_000, "codec");
+  }
 
   /** Sizes of the worker's presence tables (metrics): watched channels, own entries, removals to retry. */
   get sizes(): { channels: number; own: number; unremoved: number } {
@@ -185,6 +189,12 @@ export class PresenceHub {
     for (const c of changes) this.announce(st, c);
   }
 
+  /**
+   * Publishes a join or leave to the channel's topic of each codec in use. Each codec's encoding is tried on
+   * its own: a member whose `info` one codec cannot encode (written to the bucket by something other than a
+   * gateway door, which bounds its depth) costs that codec's watchers this frame, counted and logged once a
+   * minute, and nothing else; this runs inside the presence watch's NATS callback.
+   */
   private announce(st: ChannelState, c: PresenceChange): void {
     this.metrics.changes.labels(c.type).inc();
     let frame: ServerFrame | undefined;
@@ -192,7 +202,15 @@ export class PresenceHub {
       const topic = st.topics[codec.slot] as string;
       if (this.app.numSubscribers(topic) === 0) continue;
       frame ??= presenceEvent(st.channel, c);
-      this.app.publish(topic, frameBytes(codec.encode(frame)), codec.binary, false);
+      let bytes: Uint8Array;
+      try {
+        bytes = frameBytes(codec.encode(frame));
+      } catch (e) {
+        this.metrics.encodeFailures.labels(codec.name).inc();
+        this.warnings.warn(codec.name, { err: e, channel: st.channel }, "a presence frame could not be encoded: its watchers of this codec miss it");
+        continue;
+      }
+      this.app.publish(topic, bytes, codec.binary, false);
     }
   }
 

@@ -12,6 +12,12 @@ export function createPresenceMetrics(registry: client.Registry = client.registe
       labelNames: ["type"] as const,
       registers: r,
     }),
+    encodeFailures: new client.Counter({
+      name: "fanout_presence_encode_failures_total",
+      help: "Join or leave frames one codec could not encode (its watchers missed them; the other codecs' got theirs), by codec",
+      labelNames: ["codec"] as const,
+      registers: r,
+    }),
     refreshSeconds: new client.Histogram({
       name: "fanout_presence_refresh_seconds",
       help: "Duration of one refresh of all of a worker's presence entries",

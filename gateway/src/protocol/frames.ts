@@ -1,5 +1,6 @@
 import { checkChannel, checkPattern } from "./channel.js";
 import { ErrorCode } from "./codes.js";
+import { jsonNestsDeeper, TOO_DEEP } from "./depth.js";
 import { isBadItem, parseBatch, parsePublishItem, type BadItem, type PublishItem } from "./batch.js";
 import { mayHoldHugeNumber, unfitForJson } from "./json-numbers.js";
 
@@ -84,6 +85,7 @@ export type Decoded = { ok: true; value: unknown; mayNotFitJson: boolean } | { o
 
 /** Decodes one client text frame of fanout.v1 (JSON); validation is `validateClientFrame`'s. */
 export function decodeJsonText(text: string): Decoded {
+  if (jsonNestsDeeper(text)) return { ok: false, code: ErrorCode.BadRequest, message: TOO_DEEP };
   try {
     return { ok: true, value: JSON.parse(text), mayNotFitJson: mayHoldHugeNumber(text) };
   } catch {

@@ -2,14 +2,25 @@ import { isUtf8 } from "node:buffer";
 import { Decoder, Encoder } from "@msgpack/msgpack";
 import type { Codec } from "./codec.js";
 import { ErrorCode } from "./codes.js";
+import { TOO_DEEP } from "./depth.js";
+import { msgpackBounds } from "./msgpack-bounds.js";
 import type { Decoded } from "./frames.js";
 import { isJsonPayload } from "./serialize.js";
 import type { MsgMeta, ServerFrame, StoredMsg } from "./server-frames.js";
 import { PROTOCOL_V1_MSGPACK } from "./subprotocol.js";
 
-// One encoder and decoder per worker: frames are encoded one at a time, synchronously.
+// One encoder per worker: frames are encoded one at a time, synchronously.
 const encoder = new Encoder({ ignoreUndefined: true });
-const decoder = new Decoder();
+
+/** Decoders by size class: the i-th takes no string, bin, ext, array or map longer than 2^i (made on first use). */
+const decoders: Decoder[] = [];
+
+/** A decoder whose length limits are the next power of two at or above `size` (the frame's bytes). */
+function decoderFor(size: number): Decoder {
+  const i = Math.max(4, Math.ceil(Math.log2(Math.max(size, 1))));
+  const max = 2 ** i;
+  return (decoders[i] ??= new Decoder({ maxStrLength: max, maxBinLength: max, maxExtLength: max, maxArrayLength: max, maxMapLength: max }));
+}
 
 /**
  * A `msg` frame's map: the JSON frame's keys in its order, with the stored payload as it is: `data` holds
@@ -58,9 +69,14 @@ export const MSGPACK_CODEC: Codec = {
   slot: 1,
   decode(data, isBinary): Decoded {
     if (!isBinary) return { ok: false, code: ErrorCode.BadJson, message: "frames of fanout.v1.msgpack are binary MessagePack, not text" };
+    const bytes = new Uint8Array(data);
+    // Walked first, without allocating: a header may declare far more than the frame holds (msgpack-bounds.ts).
+    const refused = msgpackBounds(bytes);
+    if (refused?.kind === "depth") return { ok: false, code: ErrorCode.BadRequest, message: TOO_DEEP };
+    if (refused) return { ok: false, code: ErrorCode.BadJson, message: `frame is not one valid MessagePack value: ${refused.message}` };
     try {
       // A binary codec can carry what JSON cannot (Infinity, bytes, timestamps): validation walks the value.
-      return { ok: true, value: decoder.decode(new Uint8Array(data)), mayNotFitJson: true };
+      return { ok: true, value: decoderFor(bytes.length).decode(bytes), mayNotFitJson: true };
     } catch {
       return { ok: false, code: ErrorCode.BadJson, message: "frame is not one valid MessagePack value" };
     }

@@ -12,6 +12,7 @@ export class WarnEvery {
     private readonly everyMs: number,
     /** The field the key is logged under (`hook`, `type`). */
     private readonly keyField: string,
+    private readonly level: "warn" | "error" = "warn",
   ) {}
 
   warn(key: string, fields: Record<string, unknown>, msg: string): void {
@@ -21,7 +22,7 @@ export class WarnEvery {
       w.suppressed++;
       return;
     }
-    this.log.warn({ [this.keyField]: key, ...fields, ...(w?.suppressed ? { notLoggedSince: w.suppressed } : {}) }, msg);
+    this.log[this.level]({ [this.keyField]: key, ...fields, ...(w?.suppressed ? { notLoggedSince: w.suppressed } : {}) }, msg);
     this.warned.set(key, { at: now, suppressed: 0 });
   }
 }

@@ -10,6 +10,7 @@ import type { Subscriptions } from "./subscriptions.js";
 import type { PresenceHub } from "../presence/hub.js";
 import type { EventRecorder } from "../events/recorder.js";
 import type { RpcHook } from "../rpc/hook.js";
+import type { WarnEvery } from "../util/warn-every.js";
 
 /** What the WebSocket frame handlers (handlers.ts, refresh.ts) work with. */
 export type HandlerContext = {
@@ -32,4 +33,9 @@ export type HandlerContext = {
   rpc?: RpcHook;
   /** Connection and subscription events (EVENTS), when any kind is recorded. */
   events?: EventRecorder;
+  /**
+   * Where a failure answered `internal` is logged: by op, the first at once, then at most once a minute with
+   * how many were not logged (a client repeating the frame that fails cannot fill the log).
+   */
+  failures: WarnEvery;
 };

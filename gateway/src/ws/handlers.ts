@@ -35,22 +35,22 @@ export function handleFrame(ctx: HandlerContext, ws: Socket, decoded: Extract<De
     case "ping":
       return sendFrame(ws, { op: "pong", id: f.id, time: serverTime() });
     case "sub":
-      return void subscribe(ctx, ws, f).catch((e) => internalError(ctx, ws, f.id, e));
+      return void subscribe(ctx, ws, f).catch((e) => internalError(ctx, ws, f, e));
     case "unsub":
       return unsubscribe(ctx, ws, f);
     case "pub":
-      return void publish(ctx, ws, f).catch((e) => internalError(ctx, ws, f.id, e));
+      return void publish(ctx, ws, f).catch((e) => internalError(ctx, ws, f, e));
     case "ack":
     case "nak":
     case "term":
     case "inprogress":
       return settle(ctx, ws, f);
     case "refresh":
-      return void refreshSession(ctx, ws, f).catch((e) => internalError(ctx, ws, f.id, e));
+      return void refreshSession(ctx, ws, f).catch((e) => internalError(ctx, ws, f, e));
     case "presence":
-      return void presenceRequest(ctx, ws, f).catch((e) => internalError(ctx, ws, f.id, e));
+      return void presenceRequest(ctx, ws, f).catch((e) => internalError(ctx, ws, f, e));
     case "rpc":
-      return void callRpc(ctx, ws, f).catch((e) => internalError(ctx, ws, f.id, e));
+      return void callRpc(ctx, ws, f).catch((e) => internalError(ctx, ws, f, e));
   }
 }
 
@@ -63,9 +63,9 @@ function replyFailure(ctx: HandlerContext, ws: Socket, id: Id | undefined, e: Ga
   replyErr(ctx, ws, id, e.code, e.message, e.temporary);
 }
 
-function internalError(ctx: HandlerContext, ws: Socket, id: Id | undefined, e: unknown): void {
-  ctx.log.error({ err: e }, "request failed");
-  replyErr(ctx, ws, id, ErrorCode.Internal, "internal error");
+function internalError(ctx: HandlerContext, ws: Socket, f: { op: string; id?: Id }, e: unknown): void {
+  ctx.failures.warn(f.op, { err: e }, "request failed");
+  replyErr(ctx, ws, f.id, ErrorCode.Internal, "internal error");
 }
 
 async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<void> {

@@ -34,7 +34,13 @@ export async function callRpc(ctx: HandlerContext, ws: Socket, f: RpcFrame): Pro
       info: id.info ?? null,
     };
     const answer = await ctx.rpc.call(request);
-    const frame = s.codec.encode({ op: "ok", id: f.id, fields: { data: answer.data } });
+    let frame: string | Uint8Array;
+    try {
+      frame = s.codec.encode({ op: "ok", id: f.id, fields: { data: answer.data } });
+    } catch {
+      // The MessagePack encoder refuses values nested more than 100 levels deep.
+      return err(ErrorCode.HookUnavailable, `the rpc hook's answer to ${f.method} cannot be encoded in ${s.codec.name} (nested too deep)`, false);
+    }
     // The client's frames are bounded by MAX_PAYLOAD_BYTES; so are the answers it gets (a client may hold it to that).
     const maxBytes = ctx.config.server.maxPayloadBytes;
     if ((typeof frame === "string" ? Buffer.byteLength(frame) : frame.length) > maxBytes)

@@ -7,6 +7,7 @@ import type { Session, Socket } from "./session.js";
 import { Subscriptions } from "./subscriptions.js";
 import { startAutoSubscriptions } from "./auto-subs.js";
 import { clientIdOf, endSocket, sendFrame } from "./session.js";
+import { WarnEvery } from "../util/warn-every.js";
 
 /** One connection as the control plane lists it (`GET /v1/server/users/{user}`). */
 export type ConnectionInfo = {
@@ -40,12 +41,12 @@ export class WsEndpoint {
   /** `extraApps`: more listeners with the same behavior (the TLS app); the hub must publish to all of them. */
   constructor(
     private readonly app: TemplatedApp,
-    deps: Omit<HandlerContext, "subs">,
+    deps: Omit<HandlerContext, "subs" | "failures">,
     private readonly extraApps: TemplatedApp[] = [],
   ) {
     const lifecycle = { resume: deps.resume, connected: () => deps.broker.isConnected(), log: deps.log };
     const subs = new Subscriptions(lifecycle, deps.hub, deps.config.backpressure, deps.metrics, deps.log, (ws) => this.backpressure.closeSlow(ws), deps.events);
-    this.ctx = { ...deps, subs };
+    this.ctx = { ...deps, subs, failures: new WarnEvery(deps.log, 60_000, "op", "error") };
     this.backpressure = new BackpressureMonitor(this.sockets, subs, deps.config.backpressure, deps.log);
     this.register();
   }
@@ -86,7 +87,7 @@ export class WsEndpoint {
           try {
             handleFrame(this.ctx, ws, decoded);
           } catch (e) {
-            log.error({ err: e }, "frame handler failed");
+            this.ctx.failures.warn("frame", { err: e }, "frame handler failed");
             replyErr(this.ctx, ws, undefined, ErrorCode.Internal, "internal error");
           }
         },

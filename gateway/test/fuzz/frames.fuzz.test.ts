@@ -131,6 +131,60 @@ describe("fuzz — binary frames (fanout.v1.msgpack)", () => {
   });
 });
 
+/** One MessagePack header built to allocate: an array or map declaring up to 2^32-1 elements, or a str/bin/ext declaring up to 2^32-1 bytes. */
+const costlyHeader = fc.oneof(
+  fc.record({ t: fc.constantFrom(0xdc, 0xde), n: fc.integer({ min: 0, max: 0xffff }) }).map(({ t, n }) => Buffer.from([t, n >> 8, n & 0xff])),
+  fc
+    .record({ t: fc.constantFrom(0xdd, 0xdf, 0xdb, 0xc6), n: fc.integer({ min: 0, max: 0xffffffff }) })
+    .map(({ t, n }) => Buffer.concat([Buffer.from([t]), Buffer.from([n >>> 24, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff])])),
+  fc.integer({ min: 0x90, max: 0x9f }).map((t) => Buffer.from([t])),
+  fc.constantFrom(Buffer.from([0xc0]), Buffer.from([0x01]), Buffer.from([0xa1, 0x61])),
+);
+/** Frames of such headers: many levels (up to 25,000, as deep as 75 KB of headers), optionally behind a valid map start. */
+const costlyFrame = fc
+  .record({
+    prefix: fc.constantFrom(Buffer.alloc(0), Buffer.from("82a26f70a3707562a464617461", "hex")),
+    headers: fc.array(costlyHeader, { minLength: 1, maxLength: 64 }),
+    repeat: fc.integer({ min: 1, max: 400 }),
+  })
+  .map(({ prefix, headers, repeat }) => {
+    const body = Buffer.concat(headers);
+    return Buffer.concat([prefix, ...Array.from({ length: repeat }, () => body)]);
+  });
+
+describe("fuzz — binary frames built to allocate", () => {
+  it("frames of headers declaring large sizes or nesting deep are answered (refused or decoded) quickly, and the heap stays bounded", () => {
+    global.gc?.();
+    const heapBefore = process.memoryUsage().heapUsed;
+    let slowest = 0;
+    let refused = 0;
+    fc.assert(
+      fc.property(costlyFrame, (bytes: Buffer) => {
+        const t = performance.now();
+        const r = parseBinary(bytes);
+        slowest = Math.max(slowest, performance.now() - t);
+        if (!r.ok) refused++;
+        expect(CODES.has(r.ok ? "bad_json" : r.code)).toBe(true);
+        expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(256 * 1_048_576);
+      }),
+      { numRuns: 500 },
+    );
+    expect(refused).toBeGreaterThan(400);
+    expect(slowest).toBeLessThan(250);
+  });
+
+  it("the issue's frame and its 8,000-per-level variant: bad_json, in well under a millisecond each, nothing allocated of their declared sizes", () => {
+    const heapBefore = process.memoryUsage().heapUsed;
+    for (const each of ["3ffc", "1f40"]) {
+      const frame = Buffer.from(`dc${each}`.repeat(21_001), "hex");
+      const t = performance.now();
+      for (let i = 0; i < 20; i++) expect(parseBinary(frame)).toMatchObject({ ok: false, code: "bad_json" });
+      expect(performance.now() - t).toBeLessThan(200);
+    }
+    expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(16 * 1_048_576);
+  });
+});
+
 describe("fuzz — channel validator", () => {
   it("accepts generated channels and patterns; checkChannel ⇒ checkPattern", () => {
     fc.assert(

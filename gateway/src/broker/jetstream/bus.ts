@@ -1,5 +1,6 @@
 import { createInbox, type NatsConnection } from "@nats-io/transport-node";
 import type { Bus } from "../broker.js";
+import { guarded } from "../../util/guarded.js";
 
 /**
  * The Bus over core NATS: a request is one publish with a reply inbox, a scatter a publish whose inbox
@@ -11,7 +12,7 @@ export function natsBus(nc: NatsConnection): Bus {
     serve(subject, answer, queue) {
       nc.subscribe(subject, {
         ...(queue ? { queue } : {}),
-        callback: (err, m) => {
+        callback: guarded("control request", (err, m) => {
           if (err || !m.reply) return;
           const reply = m.reply;
           answer(m.data).then(
@@ -26,12 +27,12 @@ export function natsBus(nc: NatsConnection): Bus {
             },
             () => undefined, // answer() turns every failure into a reply body; nothing is left to send
           );
-        },
+        }),
       });
     },
     scatter(subject, body, onReply) {
       const inbox = createInbox();
-      const sub = nc.subscribe(inbox, { callback: (err, m) => (err ? undefined : onReply(m.data)) });
+      const sub = nc.subscribe(inbox, { callback: guarded("control reply", (err, m) => (err ? undefined : onReply(m.data))) });
       nc.publish(subject, body, { reply: inbox });
       return { stop: () => sub.unsubscribe() };
     },

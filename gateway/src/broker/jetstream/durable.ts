@@ -17,6 +17,7 @@ import type { DurableApi, DurableDelivery, DurableSpec, Running } from "../broke
 import { GatewayError } from "../../errors.js";
 import { ErrorCode } from "../../protocol/codes.js";
 import { DurableQuota } from "./durable-quota.js";
+import { callbackFaults } from "../../util/guarded.js";
 
 export type DurableSettings = {
   ackWaitMs: number;
@@ -150,7 +151,8 @@ export class JetStreamDurables implements DurableApi {
             working: () => m.working(),
           });
         } catch (e) {
-          log.error({ err: e, durable: spec.durable }, "durable callback failed");
+          callbackFaults.fault("durable", e);
+          log.debug({ err: e, durable: spec.durable }, "durable callback failed");
         }
       },
     });

@@ -18,6 +18,7 @@ import { GatewayError } from "../../errors.js";
 import { ErrorCode } from "../../protocol/codes.js";
 import { JetStreamPresence, type PresenceSettings } from "./presence.js";
 import { natsJsOptions, type NatsSecurity } from "./nats-security.js";
+import { callbackFaults } from "../../util/guarded.js";
 
 export type JetStreamBrokerOptions = {
   servers: string[];
@@ -47,6 +48,11 @@ export type JetStreamBrokerOptions = {
   namespaces?: NamespaceRoutes<Namespace>;
 };
 
+/** How often the connection is asked for a round trip (a PING). */
+const PROBE_EVERY_MS = 1_000;
+/** How long a round trip may take before the connection counts as down (/readyz 503, publishes refused). */
+export const PROBE_TIMEOUT_MS = 4_000;
+
 /**
  * JetStream broker: publishes with acks and dedup (Nats-Msg-Id) and per-message TTLs (Nats-TTL); one
  * connection, one part per stream (the default stream, and one per namespace: broker/jetstream/stream-part.ts)
@@ -70,6 +76,10 @@ export class JetStreamBroker implements Broker {
   private readonly byNamespace = new Map<string, StreamPart>();
   private readonly defaultPart: StreamPart;
   private connected = false;
+  /** When the unanswered round-trip probe was sent (0: none is out), and which probe it is. */
+  private probeSentAt = 0;
+  private probeId = 0;
+  private readonly probeTimer: NodeJS.Timeout;
 
   private constructor(
     readonly nc: NatsConnection,
@@ -112,6 +122,28 @@ export class JetStreamBroker implements Broker {
     if (opts.presence) this.presence = new JetStreamPresence(nc, js, opts.presence);
     this.connected = true;
     void this.watchStatus();
+    this.probeTimer = setInterval(() => this.probe(), PROBE_EVERY_MS).unref();
+  }
+
+  /**
+   * Sends a PING (flush) unless one is still out. The connection's reader parses the PONG: a reader that
+   * stopped (a throw inside it ends nats.js' read loop while the socket stays open) leaves it unanswered, and
+   * after PROBE_TIMEOUT_MS the connection counts as down (`isConnected`, /readyz), long before nats.js' own
+   * pings declare it stale and reconnect (2 × 10 s).
+   */
+  private probe(): void {
+    if (this.probeSentAt !== 0 || !this.connected || this.nc.isClosed()) return;
+    const id = ++this.probeId;
+    this.probeSentAt = Date.now();
+    const done = (): void => {
+      if (this.probeId === id) this.probeSentAt = 0;
+    };
+    this.nc.flush().then(done, done);
+  }
+
+  /** The connection answered its last round-trip probe, or the one out is younger than PROBE_TIMEOUT_MS. */
+  private get answering(): boolean {
+    return this.probeSentAt === 0 || Date.now() - this.probeSentAt < PROBE_TIMEOUT_MS;
   }
 
   /** The part of a pattern's stream; a pattern spanning namespaces is refused (one position, one stream). */
@@ -182,6 +214,8 @@ export class JetStreamBroker implements Broker {
         this.emit({ type: "disconnected" });
       } else if (s.type === "reconnect") {
         this.connected = true;
+        this.probeId++; // a probe sent on the lost connection is answered never, or late: forgotten
+        this.probeSentAt = 0;
         this.emit({ type: "reconnected" });
         for (const p of this.parts) p.resyncFeeds("reconnect");
       } else if (s.type === "error") {
@@ -191,15 +225,22 @@ export class JetStreamBroker implements Broker {
   }
 
   private emit(e: BrokerEvent): void {
-    for (const l of this.listeners) l(e);
+    // A listener that throws must not end the status loop (nor keep the others from hearing).
+    for (const l of this.listeners)
+      try {
+        l(e);
+      } catch (err) {
+        callbackFaults.fault("broker event", err);
+      }
   }
 
   onEvent(listener: (e: BrokerEvent) => void): void {
     this.listeners.push(listener);
   }
 
+  /** Connected, and the connection's reader answers (a round trip within PROBE_TIMEOUT_MS). */
   isConnected(): boolean {
-    return this.connected && !this.nc.isClosed();
+    return this.connected && !this.nc.isClosed() && this.answering;
   }
 
   async appendEvent(subject: string, json: string): Promise<number> {
@@ -224,6 +265,7 @@ export class JetStreamBroker implements Broker {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.probeTimer);
     if (this.nc.isClosed()) return;
     for (const p of this.parts) p.close();
     this.presence?.close();

@@ -7,6 +7,7 @@ import type { RepairReads } from "./replay.js";
 import { SubjectSequencer } from "./sequencer.js";
 import { GatewayError } from "../../errors.js";
 import { ErrorCode } from "../../protocol/codes.js";
+import { guarded } from "../../util/guarded.js";
 
 export type CoreLiveDeps = {
   nc: NatsConnection;
@@ -99,12 +100,12 @@ export class CoreLiveFeed implements LiveFeed {
     // the feed would stay silent. It is said at error, and fails the subscribe when it comes before the state.
     let refused: Error | undefined;
     feed.sub = deps.nc.subscribe(liveSubject, {
-      callback: (err, m) => {
+      callback: guarded("live feed", (err, m) => {
         if (!err) return feed.onCore(m);
         if (refused) return;
         refused = err;
         deps.log.error({ err, subject: liveSubject }, "NATS refused the live subscription (check the NATS user's permissions): no live messages for it");
-      },
+      }),
     });
     try {
       const st = await deps.reads.state();

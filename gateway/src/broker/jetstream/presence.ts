@@ -9,6 +9,7 @@ import { presenceSubjects } from "../../config/sections/presence.js";
 import type { PresenceApi, PresenceMember, PresenceRecord } from "../broker.js";
 import { DirectGet } from "./direct/direct-get.js";
 import { jsHeaders } from "./headers.js";
+import { guarded } from "../../util/guarded.js";
 
 export type PresenceSettings = { bucket: string; ttlMs: number; replicas: number; storage: "file" | "memory" };
 
@@ -161,13 +162,13 @@ export class JetStreamPresence implements PresenceApi {
 
   async watch(channel: string, onRecord: (r: PresenceRecord) => void): Promise<{ stop(): void }> {
     const sub = this.nc.subscribe(`${presenceLivePrefix(this.s.bucket)}.${encodeChannel(channel)}.*`, {
-      callback: (err, m) => {
+      callback: guarded("presence watch", (err, m) => {
         if (err) return;
         const h = jsHeaders(m);
         if (!h) return;
         const r = recordOf(m.subject, h.seq, m.data);
         if (r) onRecord(r);
-      },
+      }),
     });
     await this.nc.flush();
     return { stop: () => sub.unsubscribe() };

@@ -4,6 +4,7 @@ import { ErrorCode } from "../../protocol/codes.js";
 import type { PublishResult } from "../broker.js";
 import { CONTENT_TYPE_HEADER } from "../../protocol/content-type.js";
 import { parsePubAck, type PubAck } from "./pub-ack.js";
+import { guarded } from "../../util/guarded.js";
 
 type Pending = { resolve(r: PublishResult): void; reject(e: Error): void; deadline: number };
 
@@ -33,7 +34,7 @@ export class JsPublisher {
     private readonly nc: NatsConnection,
     private readonly timeoutMs: number,
   ) {
-    this.sub = nc.subscribe(`${this.prefix}.*`, { callback: (err, m) => (err ? undefined : this.onReply(m)) });
+    this.sub = nc.subscribe(`${this.prefix}.*`, { callback: guarded("publish ack", (err, m) => (err ? undefined : this.onReply(m))) });
   }
 
   /**

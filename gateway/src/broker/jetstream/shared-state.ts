@@ -7,6 +7,7 @@ import type { LeaseStore } from "./webhook-lease.js";
 import { desiredPresenceBucket } from "./presence.js";
 import { whileElecting } from "./stream.js";
 import { ensureOwnStream } from "./own-stream.js";
+import { guarded } from "../../util/guarded.js";
 
 export type SharedStateSettings = { bucket: string; ttlMs: number; replicas: number; storage: "file" | "memory" };
 
@@ -126,10 +127,11 @@ export class JetStreamSharedState implements SharedStateApi {
     };
     if (empty) markSynced();
     let stopped = false;
+    const take = guarded("shared state watch", (r: SharedRecord) => onRecord(r));
     void (async () => {
       for await (const m of messages) {
         const r = this.recordOf(m.subject.slice(this.prefix.length + 1), m.seq, m.data);
-        if (r) onRecord(r);
+        if (r) take(r);
         if (m.info.pending === 0) markSynced();
       }
     })().then(

@@ -8,6 +8,7 @@ import { JetStreamReplay } from "./replay.js";
 import type { DirectVia } from "./direct/direct-get.js";
 import { CoreLiveFeed, type LiveFeedHooks, type RepairReason } from "./live.js";
 import type { NatsSecurity } from "./nats-security.js";
+import { guarded } from "../../util/guarded.js";
 
 /** Which stream a part serves: the default one, or a namespace's. */
 export type PartSpec = {
@@ -68,9 +69,9 @@ export class StreamPart {
     });
     this.durables = new JetStreamDurables(nc, js, jsm, spec.stream, this.mapper, opts.durable, opts.log);
     // A new stream leader may not have republished what the old one stored last: every feed checks.
-    nc.subscribe(`$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.${spec.stream}`, { callback: () => this.resyncFeeds("leader") });
+    nc.subscribe(`$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.${spec.stream}`, { callback: guarded("stream advisory", () => this.resyncFeeds("leader")) });
     // A stream deleted and created again (another epoch) restarts every feed instead.
-    nc.subscribe(`$JS.EVENT.ADVISORY.STREAM.CREATED.${spec.stream}`, { callback: () => this.resyncFeeds("leader") });
+    nc.subscribe(`$JS.EVENT.ADVISORY.STREAM.CREATED.${spec.stream}`, { callback: guarded("stream advisory", () => this.resyncFeeds("leader")) });
     this.replay.state().then(
       (st) => {
         this.epoch_ ??= st.epoch;

@@ -2,6 +2,7 @@ import { createInbox, type Msg, type NatsConnection, type Subscription } from "@
 import { GatewayError } from "../../../errors.js";
 import { ErrorCode } from "../../../protocol/codes.js";
 import { jsHeaders, type JsHeaders } from "../headers.js";
+import { guarded } from "../../../util/guarded.js";
 
 /** One stored message as a direct get returns it. */
 export type StoredMsg = {
@@ -71,7 +72,7 @@ export class NatsJsTransport implements DirectTransport {
     private readonly nc: NatsConnection,
     private readonly sink: ReplySink,
   ) {
-    this.sub = nc.subscribe(`${this.prefix}.*`, { callback: (err, m) => (err ? undefined : this.onMsg(m)) });
+    this.sub = nc.subscribe(`${this.prefix}.*`, { callback: guarded("direct get reply", (err, m) => (err ? undefined : this.onMsg(m))) });
   }
 
   get ready(): boolean {
