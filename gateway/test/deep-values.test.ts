@@ -7,7 +7,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { JetStreamPresence } from "../src/broker/jetstream/presence.js";
-import { MAX_FRAME_DEPTH, TOO_DEEP } from "../src/protocol/depth.js";
+import { DATA_TOO_DEEP, MAX_DATA_DEPTH, MAX_FRAME_DEPTH, TOO_DEEP } from "../src/protocol/depth.js";
 import { ClientPool, uniqueNames } from "./support/clients.js";
 import { startGateway, type GatewayHandle } from "./support/gateway.js";
 import { scrape } from "./support/metrics.js";
@@ -103,6 +103,24 @@ describe("deep values — refused at the door", () => {
     expect(await c.request({ op: "pub", channel: ch, data: nested(MAX_FRAME_DEPTH - 1) })).toMatchObject({ op: "ok" });
     await sub.waitForMsgs(1);
     expect(gw.logs.filter((l) => l.msg === "request failed" || l.msg === "frame handler failed")).toEqual([]);
+  });
+  it("deep values — an HTTP publish (one line, several lines, a batch as an array or NDJSON) may nest as deep as a pub's data, no deeper", async () => {
+    const ch = uniq("deep.http.");
+    const post = async (path: string, body: string, type = "application/json") =>
+      fetch(`${gw.url}${path}`, { method: "POST", body, headers: { "content-type": type } });
+    const fits = JSON.stringify(nested(MAX_DATA_DEPTH));
+    const deep = JSON.stringify(nested(MAX_DATA_DEPTH + 1));
+    for (const body of [deep, `${deep}\n`]) {
+      const r = await post(`/v1/publish/${ch}`, body);
+      expect(r.status).toBe(400);
+      expect(await r.json()).toMatchObject({ error: "bad_request", message: DATA_TOO_DEEP });
+    }
+    for (const body of [fits, `${fits}\n`]) expect((await post(`/v1/publish/${ch}`, body)).status).toBe(201);
+    const item = (data: string) => `{"channel":"${ch}","data":${data}}`;
+    expect((await post("/v1/publish", `[${item(deep)}]`)).status).toBe(400);
+    expect((await post("/v1/publish", `${item(fits)}\n${item(deep)}\n`, "application/x-ndjson")).status).toBe(400);
+    expect((await post("/v1/publish", `[${item(fits)}]`)).status).toBe(200);
+    expect((await post("/v1/publish", `${item(fits)}\n`, "application/x-ndjson")).status).toBe(200);
   });
 });
 

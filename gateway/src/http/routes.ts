@@ -18,6 +18,7 @@ import { publishRefusal, type Publisher, type PublishLimiter } from "../limits/p
 import { authorizeRequest, identifyRequest, readKnock } from "../auth/http-auth.js";
 import { parseBatch, parseTtl, TTL_FORMAT } from "../protocol/batch.js";
 import { isOneLineJson } from "../protocol/json-check.js";
+import { DATA_TOO_DEEP, jsonNestsDeeper, MAX_DATA_DEPTH } from "../protocol/depth.js";
 import { OCTET_STREAM } from "../protocol/content-type.js";
 import type { PresenceHub } from "../presence/hub.js";
 import { registerPresenceRoute } from "./presence.js";
@@ -175,6 +176,9 @@ async function httpPublish(
   if (body === "too_large") return sendError(res, st, { code: ErrorCode.PayloadTooLarge, message: `body is larger than ${ctx.config.maxPayloadBytes} bytes` });
   if (msgId !== undefined && !/^[\x21-\x7e]{1,128}$/.test(msgId))
     return sendError(res, st, { code: ErrorCode.BadRequest, message: "Idempotency-Key must be 1-128 printable ASCII characters" });
+  // A value nested deeper than a frame's data may be could not be sent again in every frame (readers' decoders,
+  // the MessagePack encoder): refused as the WebSocket door refuses it.
+  if (!bytes && jsonNestsDeeper(body.toString("utf8"), MAX_DATA_DEPTH)) return sendError(res, st, { code: ErrorCode.BadRequest, message: DATA_TOO_DEEP });
   // Bytes are stored as they are; one line of JSON is stored as sent; anything else is parsed (or refused) and stored compact.
   const asSent = !bytes && isOneLineJson(body) ? body : undefined;
   let data: unknown = bytes ? body : undefined;
@@ -225,6 +229,8 @@ async function batchPublish(ctx: HttpContext, res: HttpResponse, st: ResState, n
     return sendError(res, st, { code: ErrorCode.BadJson, message: ndjson ? "a line is not valid JSON" : "body is not valid JSON" });
   }
   if (hasHugeNumber(text, raw)) return sendError(res, st, { code: ErrorCode.BadRequest, message: HUGE_NUMBER });
+  // An item's data sits one level down in an NDJSON line, two in an array.
+  if (jsonNestsDeeper(text, MAX_DATA_DEPTH + (ndjson ? 1 : 2))) return sendError(res, st, { code: ErrorCode.BadRequest, message: DATA_TOO_DEEP });
   const items = parseBatch(raw, maxItems);
   if (typeof items === "string") return sendError(res, st, { code: ErrorCode.BadRequest, message: items });
   if (!withinPublishRate(ctx, res, st, publisherOf(who.identity, knock), items.length)) return;

@@ -6,6 +6,12 @@
  */
 export const MAX_FRAME_DEPTH = 64;
 
+/** The deepest a published value may nest over HTTP: what a `pub` frame's `data` may (the frame's map aside). */
+export const MAX_DATA_DEPTH = MAX_FRAME_DEPTH - 1;
+
+/** What an HTTP publish whose value nests deeper than MAX_DATA_DEPTH is answered with (code `bad_request`). */
+export const DATA_TOO_DEEP = `data nests arrays and objects more than ${MAX_DATA_DEPTH} levels deep`;
+
 /** What a frame nested deeper than MAX_FRAME_DEPTH is answered with (code `bad_request`). */
 export const TOO_DEEP = `frame nests arrays and objects more than ${MAX_FRAME_DEPTH} levels deep`;
 

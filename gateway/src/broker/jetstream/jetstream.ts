@@ -79,6 +79,10 @@ export class JetStreamBroker implements Broker {
   /** When the unanswered round-trip probe was sent (0: none is out), and which probe it is. */
   private probeSentAt = 0;
   private probeId = 0;
+  /** Messages the connection's reader had handed out when the probe's window began (nats.js' `inMsgs`). */
+  private probeInMsgs = 0;
+  /** When the probe's timer last ran: a loop that was blocked longer has not yet read what came meanwhile. */
+  private probeTick = Date.now();
   private readonly probeTimer: NodeJS.Timeout;
 
   private constructor(
@@ -132,18 +136,33 @@ export class JetStreamBroker implements Broker {
    * pings declare it stale and reconnect (2 × 10 s).
    */
   private probe(): void {
+    this.probeTick = Date.now();
     if (this.probeSentAt !== 0 || !this.connected || this.nc.isClosed()) return;
     const id = ++this.probeId;
     this.probeSentAt = Date.now();
+    this.probeInMsgs = this.nc.stats().inMsgs;
     const done = (): void => {
       if (this.probeId === id) this.probeSentAt = 0;
     };
     this.nc.flush().then(done, done);
   }
 
-  /** The connection answered its last round-trip probe, or the one out is younger than PROBE_TIMEOUT_MS. */
+  /**
+   * The connection answered its last round-trip probe, or the one out is younger than PROBE_TIMEOUT_MS, or the
+   * reader is still handing out messages (a busy reader, its PONG queued behind thousands of replies, is alive:
+   * only one that stopped reading counts as down), or this process's own loop was held up since the last probe
+   * tick (what arrived meanwhile is not read yet).
+   */
   private get answering(): boolean {
-    return this.probeSentAt === 0 || Date.now() - this.probeSentAt < PROBE_TIMEOUT_MS;
+    if (this.probeSentAt === 0) return true;
+    const now = Date.now();
+    const read = this.nc.stats().inMsgs;
+    if (read !== this.probeInMsgs) {
+      this.probeInMsgs = read;
+      this.probeSentAt = now;
+      return true;
+    }
+    return now - this.probeSentAt < PROBE_TIMEOUT_MS || now - this.probeTick > 2 * PROBE_EVERY_MS;
   }
 
   /** The part of a pattern's stream; a pattern spanning namespaces is refused (one position, one stream). */
