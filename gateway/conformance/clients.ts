@@ -107,7 +107,8 @@ export class ClientProcess {
       o = undefined;
     }
     if (!o || typeof o !== "object" || Array.isArray(o)) return void this.violations.push(line.slice(0, 200));
-    if (first && JSON.stringify(o) === JSON.stringify(RESET_CAPABILITY)) this.canReset = true;
+    const cap = o as Record<string, unknown>;
+    if (first && cap.event === RESET_CAPABILITY.event && cap.reset === true) this.canReset = true;
     else if ("event" in o) {
       this.events.push(o as ClientEvent);
       this.arrivals.push(Date.now());
