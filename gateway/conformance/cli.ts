@@ -5,7 +5,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { PACKAGE_ROOT } from "../src/config/config.js";
-import { runScenario, type ClientCommand, type Harness, type Scenario } from "./runner.js";
+import { ClientPool, runScenario, type ClientCommand, type Harness, type Scenario } from "./runner.js";
 
 export const USAGE = `usage: npm run conformance -- --client <typescript | typescript-msgpack | kotlin | kotlin-msgpack | "<command line>"> [--scenario <name>]...`;
 
@@ -127,12 +127,13 @@ export async function main(argv: readonly string[], deps: CliDeps): Promise<numb
   }
   deps.print(`conformance: ${scenarios.length} scenarios, client ${args.label} (${[args.client.command, ...args.client.args].join(" ")})`);
   const harness = await deps.start();
+  const pool = new ClientPool(args.client);
   let passed = 0;
   try {
     for (const s of scenarios) {
       const t0 = Date.now();
       try {
-        await runScenario(s, harness, args.client);
+        await runScenario(s, harness, pool);
         passed++;
         deps.print(`ok   ${s.name} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
       } catch (e) {
@@ -142,8 +143,10 @@ export async function main(argv: readonly string[], deps: CliDeps): Promise<numb
       }
     }
   } finally {
+    await pool.close();
     await harness.close();
   }
+  deps.print(`adapter processes started: ${pool.started}`);
   const failed = scenarios.length - passed;
   deps.print(`${passed} passed, ${failed} failed`);
   return failed === 0 ? 0 : 1;

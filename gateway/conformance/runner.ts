@@ -1,10 +1,11 @@
 // The conformance runner: plays one scenario (scenarios/*.json) against clients-under-test, processes that
 // speak the line protocol of README.md on stdin/stdout, and a `Harness` that owns the real gateway and its
 // faults. It knows no SDK: any language's client passes by answering the same lines.
-import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { createInterface } from "node:readline";
+import { ClientPool, type ClientCommand, type ClientEvent, type ClientProcess, type Reply } from "./clients.js";
 import { bytesOfHex, payloadFields, payloadMismatch, type ExpectedPayload } from "./payloads.js";
+
+export { ClientPool, ClientProcess, type ClientCommand, type ClientEvent } from "./clients.js";
 
 /**
  * A token the harness signs: rights to subscribe everywhere, to publish on `pub` (default everywhere), to call
@@ -41,94 +42,29 @@ export const documentOf = (n: number): Record<string, unknown> => ({
   status: n % 3 === 0 ? "attacking" : "midfield",
 });
 
-export type ClientEvent = Record<string, unknown> & { event: string };
-type Reply = { id: number; ok: boolean; result?: Record<string, unknown>; error?: { code: string; temporary: boolean; message?: string } };
-
-/** How to start a client-under-test: a program and its arguments (no shell), and its working directory. */
-export type ClientCommand = { command: string; args: string[]; cwd?: string };
-
-/** A client-under-test process: commands in, replies and events out, one JSON object per line. */
-export class ClientProcess {
-  readonly events: ClientEvent[] = [];
-  /** When each of `events` arrived (ms since the epoch). */
-  readonly arrivals: number[] = [];
-  /** stdout lines that are not protocol lines: each fails the scenario. */
-  readonly violations: string[] = [];
-  private readonly proc: ChildProcess;
-  private readonly waiting = new Map<number, (r: Reply | Error) => void>();
-  private nextId = 1;
-  private stderr = "";
-
-  constructor({ command, args, cwd }: ClientCommand) {
-    this.proc = spawn(command, args, { stdio: ["pipe", "pipe", "pipe"], ...(cwd ? { cwd } : {}) });
-    this.proc.on("error", (e) => this.failAll(new Error(`cannot start ${command}: ${e.message}`)));
-    this.proc.on("exit", (code, signal) => this.failAll(new Error(`the client exited (${signal ?? `code ${code}`}); stderr: ${this.stderr}`)));
-    this.proc.stdin!.on("error", () => undefined); // a client that exited: its exit fails what waits
-    createInterface({ input: this.proc.stdout! }).on("line", (line) => this.onLine(line));
-    this.proc.stderr!.on("data", (d: Buffer) => (this.stderr = (this.stderr + d.toString()).slice(-4_000)));
-  }
-
-  /** Sends a command and resolves with its reply. */
-  send(cmd: Record<string, unknown>, timeoutMs = 20_000): Promise<Reply> {
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`no reply to ${JSON.stringify(cmd)} in ${timeoutMs} ms; stderr: ${this.stderr}`)), timeoutMs);
-      this.waiting.set(id, (r) => {
-        clearTimeout(t);
-        this.waiting.delete(id);
-        if (r instanceof Error) reject(r);
-        else resolve(r);
-      });
-      this.proc.stdin!.write(`${JSON.stringify({ ...cmd, id })}\n`);
-    });
-  }
-
-  async stop(): Promise<void> {
-    if (this.proc.exitCode !== null || this.proc.signalCode !== null || this.proc.pid === undefined) return;
-    const exited = new Promise((r) => this.proc.once("exit", r));
-    await this.send({ cmd: "close" }, 5_000).catch(() => undefined);
-    const t = setTimeout(() => this.proc.kill("SIGKILL"), 5_000);
-    await exited;
-    clearTimeout(t);
-  }
-
-  private onLine(line: string): void {
-    let o: unknown;
-    try {
-      o = JSON.parse(line);
-    } catch {
-      o = undefined;
-    }
-    if (!o || typeof o !== "object" || Array.isArray(o)) return void this.violations.push(line.slice(0, 200));
-    if ("event" in o) {
-      this.events.push(o as ClientEvent);
-      this.arrivals.push(Date.now());
-    } else if (typeof (o as Reply).id === "number" && this.waiting.has((o as Reply).id)) this.waiting.get((o as Reply).id)!(o as Reply);
-    else this.violations.push(line.slice(0, 200));
-  }
-
-  private failAll(e: Error): void {
-    for (const w of [...this.waiting.values()]) w(e);
-  }
-}
-
 const EXPECT_TIMEOUT_MS = 20_000;
 /** Faults that do not start a `withinMs` clock: they break nothing. */
 const QUIET_FAULTS = new Set(["publish", "wait"]);
 
-/** Plays `scenario`, starting its clients with `command`; throws with the clients' events when an expectation fails. */
-export async function runScenario(scenario: Scenario, harness: Harness, command: ClientCommand): Promise<void> {
+/**
+ * Plays `scenario` with clients from `clients` (a suite's pool, which may hand over processes kept from the
+ * scenario before, or a command: a fresh process per client, closed at the end); throws with the clients'
+ * events when an expectation fails.
+ */
+export async function runScenario(scenario: Scenario, harness: Harness, clients: ClientCommand | ClientPool): Promise<void> {
+  const pool = clients instanceof ClientPool ? clients : new ClientPool(clients, { reuse: false });
   const vars: Record<string, string> = { $ch: `conf.${scenario.name}.${randomUUID().slice(0, 8)}`, $durable: `conf-${randomUUID().slice(0, 8)}` };
   const bind = <T>(v: T): T => JSON.parse(JSON.stringify(v).replace(/\$(ch|durable)\b/g, (m) => vars[m]!)) as T;
-  const clients = new Map<string, ClientProcess>();
-  const clientOf = (name: string): ClientProcess => clients.get(name) ?? clients.set(name, new ClientProcess(command)).get(name)!;
+  const procs = new Map<string, ClientProcess>();
+  const clientOf = (name: string): ClientProcess => procs.get(name) ?? procs.set(name, pool.take()).get(name)!;
   const replies = new Map<string, Reply>();
   const later = new Map<string, Promise<Reply>>(); // answers of `async` steps, awaited by their `expect: reply`
   const cursors = new Map<string, number>(); // per client: index of the event the last `expect: event` matched
+  let passed = false;
   let faultAt = 0; // when the last fault other than publish/wait began
   // Read only by scenarios that count deltas: a scrape needs every worker to answer.
   const deltasAtStart = scenario.steps.some((s) => s.expect === "deltas") ? await harness.deltasSent?.() : undefined;
-  const transcript = () => [...clients].map(([name, c]) => `client ${name} events:\n${c.events.map((e) => JSON.stringify(e)).join("\n")}`).join("\n");
+  const transcript = () => [...procs].map(([name, c]) => `client ${name} events:\n${c.events.map((e) => JSON.stringify(e)).join("\n")}`).join("\n");
   try {
     for (const [i, raw] of scenario.steps.entries()) {
       const step = bind(raw);
@@ -192,10 +128,11 @@ export async function runScenario(scenario: Scenario, harness: Harness, command:
       } else {
         fail("unknown step");
       }
-      for (const [n, c] of clients) if (c.violations.length > 0) fail(`client ${n} wrote lines that are not protocol lines: ${JSON.stringify(c.violations)}`);
+      for (const [n, c] of procs) if (c.violations.length > 0) fail(`client ${n} wrote lines that are not protocol lines: ${JSON.stringify(c.violations)}`);
     }
+    passed = true;
   } finally {
-    await Promise.all([...clients.values()].map((c) => c.stop()));
+    await pool.release([...procs.values()], passed);
   }
 }
 

@@ -15,7 +15,16 @@ if (!WebSocketImpl) throw new Error(`--global-websocket: Node ${process.version}
 let client;
 let token;
 const subs = new Map();
+// Bumped by `reset`: what a client of an earlier scenario still reports is dropped, never written.
+let generation = 0;
 const out = (o) => process.stdout.write(`${JSON.stringify(o)}\n`);
+/** `out` for the scenario now playing only. */
+const scoped = () => {
+  const mine = generation;
+  return (o) => mine === generation && out(o);
+};
+// This adapter plays many scenarios in one process: it answers `reset` (README.md "Reuse").
+out({ event: "adapter", reset: true });
 const errorOf = (e) => ({
   code: e?.code ?? "internal",
   temporary: e?.temporary ?? true,
@@ -26,16 +35,17 @@ const errorOf = (e) => ({
 const commands = {
   async connect(c) {
     token = c.token;
+    const emit = scoped();
     client = new GatewayClient(c.url, {
       WebSocket: WebSocketImpl,
       ...(msgpack ? { msgpack: { encode: msgpack.encode, decode: msgpack.decode } } : {}),
       ...(c.getToken ? { getToken: () => token } : c.token ? { token: c.token } : {}),
       ...c.options,
-      onAutoMessage: (m) => report("auto", m),
+      onAutoMessage: (m) => report("auto", m, emit),
     });
     for (const type of ["connecting", "connected", "disconnected", "resubscribed", "autoSubscribed", "gap", "tokenExpired", "error"]) {
       client.on(type, (e) =>
-        out(
+        emit(
           type === "error" ? { event: "error", code: e.error.code, temporary: e.error.temporary, channel: e.channel } : { event: type, ...without(e, "type") },
         ),
       );
@@ -43,6 +53,7 @@ const commands = {
     await client.connect();
   },
   async subscribe(c) {
+    const emit = scoped();
     const nakFirst = c.onMessage === "nakFirst";
     const sub = client.subscribe(
       c.channel,
@@ -52,14 +63,14 @@ const commands = {
           if (m.redelivered) m.ack();
           else m.nak();
         }
-        report(c.sub, m);
+        report(c.sub, m, emit);
       },
       {
         ...(c.from !== undefined ? { from: c.from } : {}),
         ...(c.durable ? { durable: c.durable, ack: c.ack === true } : {}),
         ...(nakFirst ? { autoAck: false } : {}),
         ...(c.presence !== undefined
-          ? { presence: c.presence, onPresence: (e) => out({ event: "presence", sub: c.sub, action: e.type, ...without(e, "type") }) }
+          ? { presence: c.presence, onPresence: (e) => emit({ event: "presence", sub: c.sub, action: e.type, ...without(e, "type") }) }
           : {}),
         ...(c.info !== undefined ? { info: c.info } : {}),
         ...(c.delta !== undefined ? { delta: c.delta } : {}),
@@ -79,16 +90,25 @@ const commands = {
   history: (c) => client.history(c.channel, { last: c.last, fromSeq: c.fromSeq, limit: c.limit }),
   refreshToken: (c) => client.refreshToken(c.token),
   setToken: (c) => void (token = c.token),
+  // Closes the client and forgets the scenario; answered once nothing of it can write a line.
+  async reset() {
+    const old = client;
+    generation++;
+    client = undefined;
+    token = undefined;
+    subs.clear();
+    await old?.close();
+  },
   async close() {
     await client?.close();
     setImmediate(() => process.exit(0));
   },
 };
 
-function report(sub, m) {
+function report(sub, m, emit) {
   // A binary payload (PROTOCOL.md "Binary payloads") is reported as its bytes in base64 and its type.
   const payload = m.data instanceof Uint8Array ? { bytes: Buffer.from(m.data).toString("base64"), type: m.type } : { data: m.data };
-  out({ event: "message", sub, channel: m.channel, seq: m.seq, ...payload, ...(m.redelivered ? { redelivered: true } : {}) });
+  emit({ event: "message", sub, channel: m.channel, seq: m.seq, ...payload, ...(m.redelivered ? { redelivered: true } : {}) });
 }
 
 /** A publish's payload: `bytes` (base64) as a Uint8Array, else `data`. */

@@ -71,6 +71,8 @@ describe("conformance CLI — running scenarios", () => {
     expect(code).toBe(1);
     expect(closed).toBe(true);
     expect(lines.at(-1)).toBe("1 passed, 2 failed");
+    // The echo adapter does not announce `reset`: a fresh process per scenario.
+    expect(lines.at(-2)).toBe("adapter processes started: 3");
     expect(lines.filter((l) => /^(ok {3}|FAIL )/.test(l)).map((l) => l.split(/[ :]+/).slice(0, 2).join(" "))).toEqual([
       "ok connects",
       "FAIL noisy",

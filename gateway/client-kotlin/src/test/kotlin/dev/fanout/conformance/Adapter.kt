@@ -22,6 +22,8 @@ import java.util.concurrent.ConcurrentHashMap
 import kotlin.system.exitProcess
 import kotlinx.coroutines.CoroutineScope
 import kotlinx.coroutines.Dispatchers
+import kotlinx.coroutines.Job
+import kotlinx.coroutines.cancelAndJoin
 import kotlinx.coroutines.SupervisorJob
 import kotlinx.coroutines.launch
 import kotlinx.coroutines.runBlocking
@@ -41,13 +43,34 @@ import kotlinx.serialization.json.put
 
 private val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default)
 private val stdout = System.out
-private var client: GatewayClient? = null
 private var wire = Wire.JSON
 
-@Volatile private var latestToken: String? = null
-private val subs = ConcurrentHashMap<String, Subscription>()
+/**
+ * What one scenario made: its client, subscriptions and the coroutines that report them. `reset` replaces it
+ * and closes the old one; a line of an old session is dropped, never written.
+ */
+private class Session {
+    val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default)
+    @Volatile var client: GatewayClient? = null
+    @Volatile var latestToken: String? = null
+    val subs = ConcurrentHashMap<String, Subscription>()
 
-private fun out(o: JsonObject) = synchronized(stdout) {
+    /** Writes an event while this session is the current one (checked under the lock every line takes). */
+    fun out(o: JsonObject) = synchronized(stdout) { if (session === this) write(o) }
+
+    suspend fun close() {
+        client?.close()
+        scope.coroutineContext[Job]!!.cancelAndJoin()
+    }
+}
+
+@Volatile private var session = Session()
+private val client get() = session.client
+private val subs get() = session.subs
+
+private fun out(o: JsonObject) = synchronized(stdout) { write(o) }
+
+private fun write(o: JsonObject) {
     stdout.println(o.toString())
     stdout.flush()
 }
@@ -56,6 +79,8 @@ fun main(args: Array<String>) {
     if ("--msgpack" in args) wire = Wire.MSGPACK
     // Nothing but protocol lines on stdout: whatever else prints goes to stderr.
     System.setOut(System.err)
+    // This adapter plays many scenarios in one process: it answers `reset` (gateway/conformance/README.md "Reuse").
+    out(buildJsonObject { put("event", "adapter"); put("reset", true) })
     generateSequence(::readLine).forEach { line ->
         val c = Json.parseToJsonElement(line).jsonObject
         val id = c["id"] ?: JsonNull
@@ -94,7 +119,7 @@ private suspend fun run(c: JsonObject): JsonObject = when (val cmd = c.s("cmd"))
     "publishBatch" -> publishBatch(c)
     "rpc" -> buildJsonObject { put("data", client().rpc(c.s("method")!!, c["data"] ?: JsonNull)) }
     "refreshToken" -> buildJsonObject { client().refreshToken(c.s("token")!!)?.let { put("exp", it) } }
-    "setToken" -> empty().also { latestToken = c.s("token") }
+    "setToken" -> empty().also { session.latestToken = c.s("token") }
     "presence" -> client().presence(c.s("channel")!!).let { p ->
         buildJsonObject {
             put("members", buildJsonArray { p.members.forEach { m -> add(buildJsonObject { put("client", m.client); put("user", m.user); m.info?.let { put("info", it) }; put("joinedAt", m.joinedAt) }) } })
@@ -112,6 +137,11 @@ private suspend fun run(c: JsonObject): JsonObject = when (val cmd = c.s("cmd"))
     "pause" -> empty().also { client().pause() }
     "resume" -> empty().also { client().resume() }
     "reconnectNow" -> empty().also { client().reconnectNow() }
+    "reset" -> empty().also {
+        val old = session
+        session = Session()
+        old.close()
+    }
     "close" -> empty().also { client?.close() }
     else -> throw GatewayException("unknown_command", "unknown command $cmd", temporary = false)
 }
@@ -119,20 +149,21 @@ private suspend fun run(c: JsonObject): JsonObject = when (val cmd = c.s("cmd"))
 private fun client() = client ?: throw GatewayException("not_connected", "connect first", temporary = false)
 
 private suspend fun connect(c: JsonObject): JsonObject {
-    latestToken = c.s("token")
+    val s = session
+    s.latestToken = c.s("token")
     val o = c["options"] as? JsonObject ?: JsonObject(emptyMap())
     val cl = GatewayClient(c.s("url")!!) {
         wire = dev.fanout.conformance.wire
-        if (c.b("getToken")) getToken = { latestToken ?: "" } else this.token = c.s("token")
+        if (c.b("getToken")) getToken = { s.latestToken ?: "" } else this.token = c.s("token")
         o.l("minDelayMs")?.let { minDelayMs = it }
         o.l("maxDelayMs")?.let { maxDelayMs = it }
         o.l("pingIntervalMs")?.let { pingIntervalMs = it }
         o.l("pingTimeoutMs")?.let { pingTimeoutMs = it }
         o.l("connectTimeoutMs")?.let { connectTimeoutMs = it }
-        onAutoMessage = { m -> report("auto", m) }
+        onAutoMessage = { m -> report(s, "auto", m) }
     }
-    cl.addListener { e -> out(eventLine(e)) }
-    client = cl
+    cl.addListener { e -> s.out(eventLine(e)) }
+    s.client = cl
     cl.connect()
     return empty()
 }
@@ -168,6 +199,7 @@ private fun eventLine(e: GatewayEvent): JsonObject = buildJsonObject {
 }
 
 private suspend fun subscribe(c: JsonObject): JsonObject {
+    val s = session
     val name = c.s("sub")!!
     val nakFirst = c.s("onMessage") == "nakFirst"
     val durable = c.s("durable")
@@ -189,7 +221,7 @@ private suspend fun subscribe(c: JsonObject): JsonObject {
         info = c["info"],
         delta = c.s("delta"),
         onPresence = { e ->
-            out(
+            s.out(
                 buildJsonObject {
                     put("event", "presence")
                     put("sub", name)
@@ -203,12 +235,12 @@ private suspend fun subscribe(c: JsonObject): JsonObject {
         },
     )
     val sub = client().subscribe(c.s("channel")!!, options)
-    subs[name] = sub
-    scope.launch {
+    s.subs[name] = sub
+    s.scope.launch {
         sub.messages.collect { m ->
             // Settle first, then report: a reported message's ack or nak is already on the wire.
             if (nakFirst) if (m.redelivered) m.ack() else m.nak()
-            report(name, m)
+            report(s, name, m)
         }
     }
     return buildJsonObject {
@@ -263,7 +295,7 @@ private fun startOf(e: JsonElement): StartPosition? = when {
     else -> null
 }
 
-private fun report(sub: String, m: GatewayMessage) = out(
+private fun report(s: Session, sub: String, m: GatewayMessage) = s.out(
     buildJsonObject {
         put("event", "message")
         put("sub", sub)
