@@ -7,7 +7,7 @@
 // (gateway/conformance/test/coalesced-vectors.test.ts).
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { Coalescer } from "../src/fanout/coalesce.js";
+import { FrameWindow as Coalescer } from "../src/fanout/coalesced-frames.js";
 import type { Codec } from "../src/protocol/codec.js";
 import { JSON_CODEC, MSGPACK_CODEC } from "../src/protocol/codecs.js";
 import type { MsgMeta } from "../src/protocol/server-frames.js";

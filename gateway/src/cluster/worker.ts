@@ -3,7 +3,7 @@ import type { Broker } from "../broker/broker.js";
 import { connectBroker } from "../broker/connect.js";
 import type { Config } from "../config/config.js";
 import { FanoutHub } from "../fanout/hub.js";
-import { coalesceMaxBytes, windowOf } from "../fanout/coalesce.js";
+import { coalesceMaxBytes, windowOf } from "../fanout/coalesced-frames.js";
 import { Resume } from "../fanout/resume.js";
 import { registerHttpRoutes } from "../http/routes.js";
 import { createLogger, type Logger } from "../log.js";
