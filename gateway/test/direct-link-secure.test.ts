@@ -13,7 +13,7 @@ import { waitFor } from "./support/wait.js";
 import { DirectGet, type DirectBatch } from "../src/broker/jetstream/direct/direct-get.js";
 import { DirectLink } from "../src/broker/jetstream/direct/direct-link.js";
 import { loadNatsSecurity, natsJsOptions, type NatsSecurity } from "../src/broker/jetstream/nats-security.js";
-import type { NatsSecuritySection } from "../src/config/sections.js";
+import type { NatsSecuritySection } from "../src/config/sections/index.js";
 
 const COUNT = 1_200;
 const NAMES = { stream: "DLS", subjectPrefix: "dls", livePrefix: "dlslive", bucket: "DLSP" };

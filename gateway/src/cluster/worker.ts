@@ -20,7 +20,7 @@ import { createGuardMetrics } from "../limits/metrics.js";
 import { isFgwMessage, type ToPrimary, type ToWorker } from "./ipc.js";
 import { answerScrapes } from "./cluster-metrics.js";
 import { CloseCode } from "../protocol/codes.js";
-import { sectionsOf, type EventsSection } from "../config/sections.js";
+import { sectionsOf, type EventsSection } from "../config/sections/index.js";
 import { EventRecorder } from "../events/recorder.js";
 import { ShareTally } from "../events/tally.js";
 import { PublishService } from "../publish/service.js";

@@ -1,4 +1,4 @@
-import type { BackpressureSection } from "../config/sections.js";
+import type { BackpressureSection } from "../config/sections/index.js";
 import { LateGroup, PatternGroups, type LateMember } from "../fanout/groups.js";
 import { codecTopic } from "../protocol/codec.js";
 import { DeltaSocket } from "../fanout/delta-socket.js";

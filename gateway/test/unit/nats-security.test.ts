@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { nkeys } from "@nats-io/transport-node";
 import { afterAll, describe, expect, it } from "vitest";
 import { connectFields, describeNatsSecurity, loadNatsSecurity, natsJsOptions } from "../../src/broker/jetstream/nats-security.js";
-import type { NatsSecuritySection } from "../../src/config/sections.js";
+import type { NatsSecuritySection } from "../../src/config/sections/index.js";
 import { ConfigError } from "../../src/errors.js";
 import { jwtSetup } from "../support/nats-jwt.js";
 
