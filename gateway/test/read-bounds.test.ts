@@ -5,12 +5,12 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { ClientPool, uniqueNames } from "./support/clients.js";
-import type { Frame, MsgFrame } from "./support/ws-client.js";
-import { waitFor } from "./support/wait.js";
-import { SseReader } from "./support/sse-client.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { ClientPool, uniqueNames } from "#testkit/clients.js";
+import type { Frame, MsgFrame } from "#testkit/ws-client.js";
+import { waitFor } from "#testkit/wait.js";
+import { SseReader } from "#testkit/sse-client.js";
 import { AUDIENCE, ISSUER, SECRET, sign } from "./auth/support.js";
 
 let nats: NatsServerHandle;

@@ -2,7 +2,7 @@
 // shared TestClient does not take (source address, Origin, TLS CA), answered with the HTTP status on refusal.
 import { SignJWT, type JWTPayload } from "jose";
 import WebSocket from "ws";
-import { TestClient } from "../support/ws-client.js";
+import { TestClient } from "#testkit/ws-client.js";
 
 export const SECRET = "test-secret-that-is-long-enough-0123456789";
 export const ISSUER = "https://issuer.test";

@@ -4,7 +4,7 @@
 // runs it longer.
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { doorCase, keyCase, rpcDoorCase, runDoorCase, runKeyCase, startDoorFuzzTarget } from "../support/door-fuzz.js";
+import { doorCase, keyCase, rpcDoorCase, runDoorCase, runKeyCase, startDoorFuzzTarget } from "#testkit/door-fuzz.js";
 import { SECRET } from "../auth/support.js";
 
 let target: Awaited<ReturnType<typeof startDoorFuzzTarget>>;

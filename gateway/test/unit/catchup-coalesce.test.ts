@@ -14,8 +14,8 @@ import { createLogger } from "../../src/log.js";
 import type { Codec } from "../../src/protocol/codec.js";
 import { JSON_CODEC, MSGPACK_CODEC } from "../../src/protocol/codecs.js";
 import type { StoredMsg } from "../../src/protocol/server-frames.js";
-import { FakeFeed } from "../support/fake-feed.js";
-import { MemoryReplay } from "../support/memory-replay.js";
+import { FakeFeed } from "#testkit/fake-feed.js";
+import { MemoryReplay } from "#testkit/memory-replay.js";
 
 const log = createLogger("silent", {});
 
