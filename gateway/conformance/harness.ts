@@ -13,7 +13,7 @@ import { httpPublish } from "#testkit/ws-client.js";
 import { scrape } from "#testkit/metrics.js";
 import { waitFor } from "#testkit/wait.js";
 import { HookBackend, type HookAnswer, type HookCall } from "#testkit/hook-backend.js";
-import { AUDIENCE, ISSUER, SECRET, sign } from "../test/auth/support.js";
+import { AUDIENCE, ISSUER, SECRET, sign } from "#testkit/auth.js";
 import type { Harness, Step, TokenSpec } from "./runner.js";
 
 const API_KEY = "conformance-api-key-0123456789";

@@ -6,7 +6,7 @@ import { startTcpProxy, type TcpProxy } from "#testkit/tcp-proxy.js";
 import { httpPublish } from "#testkit/ws-client.js";
 import { ClientPool, uniqueNames } from "#testkit/clients.js";
 import { waitFor } from "#testkit/wait.js";
-import { AUDIENCE, connect, ISSUER, refusal, SECRET, sign } from "./auth/support.js";
+import { AUDIENCE, connect, ISSUER, refusal, SECRET, sign } from "#testkit/auth.js";
 import { GatewayClient, type GatewayMessage } from "../client/src/index.js";
 
 const API_KEY = "auto-subs-api-key-0123456789";

@@ -4,7 +4,7 @@ import { GatewayClient, type GatewayEvent } from "../client/src/index.js";
 import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
 import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
 import { waitFor } from "#testkit/wait.js";
-import { AUDIENCE, ISSUER, SECRET, sign } from "./auth/support.js";
+import { AUDIENCE, ISSUER, SECRET, sign } from "#testkit/auth.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;

@@ -9,7 +9,7 @@ import { jetstream } from "@nats-io/jetstream";
 import type { Browser } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { ClientEvent } from "../conformance/runner.js";
-import { AUDIENCE, ISSUER, SECRET, sign } from "./auth/support.js";
+import { AUDIENCE, ISSUER, SECRET, sign } from "#testkit/auth.js";
 import { launchChromium } from "#testkit/chromium.js";
 import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
 import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";

@@ -9,7 +9,7 @@ import { ClientPool, uniqueNames } from "#testkit/clients.js";
 import { SseReader } from "#testkit/sse-client.js";
 import { TestClient } from "#testkit/ws-client.js";
 import { waitFor } from "#testkit/wait.js";
-import { AUDIENCE, connect, ISSUER, SECRET, sign } from "./auth/support.js";
+import { AUDIENCE, connect, ISSUER, SECRET, sign } from "#testkit/auth.js";
 import WebSocket from "ws";
 import { GatewayClient, type GatewayEvent } from "../client/src/index.js";
 import { metric } from "#testkit/metrics.js";

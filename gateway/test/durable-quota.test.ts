@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
 import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
 import { ClientPool, uniqueNames } from "#testkit/clients.js";
-import { connect, sign } from "./auth/support.js";
-import { SECRET, ISSUER, AUDIENCE } from "./auth/support.js";
+import { connect, sign } from "#testkit/auth.js";
+import { SECRET, ISSUER, AUDIENCE } from "#testkit/auth.js";
 
 // Durable exhaustion: one user used to be able to fill the stream's consumer limit, after which every other
 // user's durable `sub` failed with a permanent broker_error.

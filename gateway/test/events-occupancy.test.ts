@@ -6,7 +6,7 @@ import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js"
 import type { TestClient } from "#testkit/ws-client.js";
 import { uniqueNames } from "#testkit/clients.js";
 import { waitFor } from "#testkit/wait.js";
-import { AUDIENCE, connect, ISSUER, SECRET, sign } from "./auth/support.js";
+import { AUDIENCE, connect, ISSUER, SECRET, sign } from "#testkit/auth.js";
 import { SseReader } from "#testkit/sse-client.js";
 import { scrape } from "#testkit/metrics.js";
 

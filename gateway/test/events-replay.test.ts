@@ -8,7 +8,7 @@ import { TestClient } from "#testkit/ws-client.js";
 import { uniqueNames } from "#testkit/clients.js";
 import { waitFor } from "#testkit/wait.js";
 import { WebhookReceiver } from "#testkit/webhook-receiver.js";
-import { AUDIENCE, ISSUER, SECRET, sign } from "./auth/support.js";
+import { AUDIENCE, ISSUER, SECRET, sign } from "#testkit/auth.js";
 
 const API_KEY = "events-replay-api-key-0123456789";
 type Event = { id: number; type: string; time: string; channel?: string; client: string };

@@ -10,7 +10,7 @@ import { ClientPool, uniqueNames } from "#testkit/clients.js";
 import { SseReader } from "#testkit/sse-client.js";
 import { HookBackend } from "#testkit/hook-backend.js";
 import { waitFor } from "#testkit/wait.js";
-import { AUDIENCE, connect, ISSUER, refusal, SECRET, sign } from "./auth/support.js";
+import { AUDIENCE, connect, ISSUER, refusal, SECRET, sign } from "#testkit/auth.js";
 
 const API_KEY = "doors-api-key-0123456789";
 let nats: NatsServerHandle;

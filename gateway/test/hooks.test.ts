@@ -5,7 +5,7 @@ import { httpPublish } from "#testkit/ws-client.js";
 import { ClientPool, uniqueNames } from "#testkit/clients.js";
 import { waitFor } from "#testkit/wait.js";
 import { HookBackend } from "#testkit/hook-backend.js";
-import { AUDIENCE, connect, ISSUER, refusal, SECRET, sign } from "./auth/support.js";
+import { AUDIENCE, connect, ISSUER, refusal, SECRET, sign } from "#testkit/auth.js";
 
 const API_KEY = "hooks-api-key-0123456789";
 const TIMEOUT_MS = 1_000;

@@ -4,7 +4,7 @@ import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
 import { TestClient, type Frame } from "#testkit/ws-client.js";
 import { ClientPool, uniqueNames } from "#testkit/clients.js";
 import { waitFor } from "#testkit/wait.js";
-import { SECRET, sign } from "./auth/support.js";
+import { SECRET, sign } from "#testkit/auth.js";
 import { startRedisServer } from "#testkit/redis-server.js";
 import WebSocket from "ws";
 import { GatewayClient, type PresenceEvent, type WebSocketConstructor } from "../client/src/index.js";

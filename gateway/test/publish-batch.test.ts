@@ -5,7 +5,7 @@ import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js"
 import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
 import { ClientPool, uniqueNames } from "#testkit/clients.js";
 import { httpPublish } from "#testkit/ws-client.js";
-import { AUDIENCE, connect, ISSUER, SECRET, sign } from "./auth/support.js";
+import { AUDIENCE, connect, ISSUER, SECRET, sign } from "#testkit/auth.js";
 
 const API_KEY = "batch-api-key-0123456789";
 const MAX_ITEMS = 200;

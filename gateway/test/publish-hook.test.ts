@@ -8,7 +8,7 @@ import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
 import { httpPublish } from "#testkit/ws-client.js";
 import { ClientPool, uniqueNames } from "#testkit/clients.js";
 import { HookBackend } from "#testkit/hook-backend.js";
-import { AUDIENCE, connect, ISSUER, SECRET, sign } from "./auth/support.js";
+import { AUDIENCE, connect, ISSUER, SECRET, sign } from "#testkit/auth.js";
 
 const API_KEY = "pubhook-api-key-0123456789";
 let nats: NatsServerHandle;

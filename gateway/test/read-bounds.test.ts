@@ -11,7 +11,7 @@ import { ClientPool, uniqueNames } from "#testkit/clients.js";
 import type { Frame, MsgFrame } from "#testkit/ws-client.js";
 import { waitFor } from "#testkit/wait.js";
 import { SseReader } from "#testkit/sse-client.js";
-import { AUDIENCE, ISSUER, SECRET, sign } from "./auth/support.js";
+import { AUDIENCE, ISSUER, SECRET, sign } from "#testkit/auth.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;

@@ -11,7 +11,7 @@ import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
 import { ClientPool, uniqueNames } from "#testkit/clients.js";
 import { HookBackend } from "#testkit/hook-backend.js";
 import { waitFor } from "#testkit/wait.js";
-import { AUDIENCE, connect, ISSUER, SECRET, sign } from "./auth/support.js";
+import { AUDIENCE, connect, ISSUER, SECRET, sign } from "#testkit/auth.js";
 import { verifySignature } from "../src/backend/signature.js";
 
 const TIMEOUT_MS = 600;

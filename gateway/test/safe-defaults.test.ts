@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
 import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
 import { TestClient } from "#testkit/ws-client.js";
-import { AUDIENCE, connect, ISSUER, refusal, SECRET } from "./auth/support.js";
+import { AUDIENCE, connect, ISSUER, refusal, SECRET } from "#testkit/auth.js";
 import { SseReader } from "#testkit/sse-client.js";
 
 const ADMIN_KEY = "admin-key-of-api-keys-0123456789";

@@ -9,7 +9,7 @@ import { connectionInodes, pidsHoldingInodes } from "#testkit/proc-sockets.js";
 import { httpPublish } from "#testkit/ws-client.js";
 import { SseReader } from "#testkit/sse-client.js";
 import { waitFor } from "#testkit/wait.js";
-import { AUDIENCE, ISSUER, SECRET, sign, tryConnect } from "./auth/support.js";
+import { AUDIENCE, ISSUER, SECRET, sign, tryConnect } from "#testkit/auth.js";
 import { metric } from "#testkit/metrics.js";
 
 let nats: NatsServerHandle;

@@ -6,7 +6,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
 import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
-import { AUDIENCE, ISSUER, SECRET, sign } from "../../test/auth/support.js";
+import { AUDIENCE, ISSUER, SECRET, sign } from "#testkit/auth.js";
 
 const dir = new URL("../", import.meta.url);
 let nats: NatsServerHandle;

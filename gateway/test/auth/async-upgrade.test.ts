@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
 import { startGateway } from "#testkit/gateway.js";
 import { ClientPool } from "#testkit/clients.js";
-import { connect, sign, SECRET } from "./support.js";
+import { connect, sign, SECRET } from "#testkit/auth.js";
 
 let nats: NatsServerHandle;
 const clients = new ClientPool();

@@ -4,7 +4,7 @@ import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
 import { httpPublish } from "#testkit/ws-client.js";
 import { ClientPool, uniqueNames } from "#testkit/clients.js";
 import { waitFor } from "#testkit/wait.js";
-import { AUDIENCE, connect, ISSUER, refusal, sign } from "./support.js";
+import { AUDIENCE, connect, ISSUER, refusal, sign } from "#testkit/auth.js";
 
 const SECRET = "test-secret-that-is-long-enough-0123456789";
 const API_KEY = "api-key-0123456789abcdef";

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
 import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
 import { TestClient } from "#testkit/ws-client.js";
-import { AUDIENCE, ISSUER, refusal, sign, tryConnect } from "./support.js";
+import { AUDIENCE, ISSUER, refusal, sign, tryConnect } from "#testkit/auth.js";
 
 let nats: NatsServerHandle;
 let pemGw: GatewayHandle;

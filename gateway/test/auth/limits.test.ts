@@ -9,7 +9,7 @@ import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
 import { httpPublish, TestClient } from "#testkit/ws-client.js";
 import { ClientPool } from "#testkit/clients.js";
 import { waitFor } from "#testkit/wait.js";
-import { connect, refusal, tryConnect } from "./support.js";
+import { connect, refusal, tryConnect } from "#testkit/auth.js";
 
 // Each test connects from its own loopback address (127.0.0.x): per-IP limits are then independent.
 let nats: NatsServerHandle;

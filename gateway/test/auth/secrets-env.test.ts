@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
 import { childPids, startGateway, type GatewayHandle } from "#testkit/gateway.js";
 import { httpPublish } from "#testkit/ws-client.js";
-import { AUDIENCE, connect, ISSUER, refusal, SECRET, sign } from "./support.js";
+import { AUDIENCE, connect, ISSUER, refusal, SECRET, sign } from "#testkit/auth.js";
 
 const API_KEY = "secret-env-api-key-0123456789";
 let nats: NatsServerHandle;

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
 import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
-import { AUDIENCE, ISSUER, SECRET, connect, refusal, sign } from "./support.js";
+import { AUDIENCE, ISSUER, SECRET, connect, refusal, sign } from "#testkit/auth.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { startNatsCluster, type NatsCluster } from "#testkit/nats-cluster.js";
 import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
 import { ClientPool, uniqueNames } from "#testkit/clients.js";
-import { AUDIENCE, connect, ISSUER, SECRET, sign } from "../auth/support.js";
+import { AUDIENCE, connect, ISSUER, SECRET, sign } from "#testkit/auth.js";
 import type { TestClient } from "#testkit/ws-client.js";
 
 const API_KEY = "cluster-control-key-0123456789";

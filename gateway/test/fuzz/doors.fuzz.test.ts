@@ -5,7 +5,7 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { doorCase, keyCase, rpcDoorCase, runDoorCase, runKeyCase, startDoorFuzzTarget } from "#testkit/door-fuzz.js";
-import { SECRET } from "../auth/support.js";
+import { SECRET } from "#testkit/auth.js";
 
 let target: Awaited<ReturnType<typeof startDoorFuzzTarget>>;
 
