@@ -58,6 +58,16 @@ export default tseslint.config(
     rules: { "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }] },
   },
   {
+    // The test kit (gateway/testkit/) serves tests and tools; the gateway itself never depends on it.
+    files: ["gateway/src/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        { patterns: [{ regex: "^#testkit/|/testkit/", message: "gateway/src never imports the test kit (gateway/testkit/)" }] },
+      ],
+    },
+  },
+  {
     files: ["pubtools/src/**/*.ts"],
     rules: {
       "no-restricted-imports": [
@@ -72,7 +82,7 @@ export default tseslint.config(
     rules: { "@typescript-eslint/no-require-imports": "off" },
   },
   {
-    files: ["gateway/test/**/*.ts", "deploy/test/**/*.ts"],
+    files: ["gateway/test/**/*.ts", "gateway/testkit/**/*.ts", "deploy/test/**/*.ts"],
     rules: {
       "@typescript-eslint/no-explicit-any": "off",
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],

@@ -1,4 +1,11 @@
+import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
+
+/**
+ * The test kit by name (`#testkit/<module>.js`, gateway/testkit/README.md) runs from its sources here; tsc finds
+ * them through tsconfig.json's "paths", and compiled tools (node, dist/) through package.json's "imports".
+ */
+const TESTKIT = { find: /^#testkit\/(.+)\.js$/, replacement: fileURLToPath(new URL("./gateway/testkit/$1.ts", import.meta.url)) };
 
 /** In-process tests of pure logic (state machines, parsers, statistics): seconds, no servers, no build. */
 const UNIT = [
@@ -41,6 +48,7 @@ const ALL = [
 ];
 
 export default defineConfig({
+  resolve: { alias: [TESTKIT] },
   test: {
     testTimeout: 60_000,
     hookTimeout: 90_000,
@@ -58,12 +66,12 @@ export default defineConfig({
           name: "integration",
           include: ALL,
           exclude: [...UNIT, ...LONG],
-          globalSetup: ["gateway/test/support/require-build.ts"],
+          globalSetup: ["gateway/testkit/require-build.ts"],
         },
       },
       {
         extends: true,
-        test: { name: "long", include: LONG, globalSetup: ["gateway/test/support/require-build.ts"] },
+        test: { name: "long", include: LONG, globalSetup: ["gateway/testkit/require-build.ts"] },
       },
     ],
   },

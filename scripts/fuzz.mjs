@@ -103,9 +103,7 @@ if (doorRuns > 0) await fuzzDoors(doorRuns);
 
 /** The doors target against a real gateway with JWT authentication and both hooks. */
 async function fuzzDoors(n) {
-  const { doorCase, keyCase, rpcDoorCase, runDoorCase, runKeyCase, startDoorFuzzTarget } = await import(
-    new URL("../dist/gateway/test/support/door-fuzz.js", import.meta.url)
-  );
+  const { doorCase, keyCase, rpcDoorCase, runDoorCase, runKeyCase, startDoorFuzzTarget } = await import("#testkit/door-fuzz.js");
   const target = await startDoorFuzzTarget("fuzz-doors-secret-that-is-long-enough-0123");
   try {
     const t = performance.now();

@@ -16,10 +16,10 @@ import { jetstream, jetstreamManager, StorageType } from "@nats-io/jetstream";
 // The servers come from the project's test kit, compiled (`npm run bench:sync-interval` builds first).
 const kit = async (file) => {
   try {
-    return await import(`../../dist/gateway/test/support/${file}`);
+    return await import(`#testkit/${file}`);
   } catch (e) {
     if (e?.code === "ERR_MODULE_NOT_FOUND" && String(e.message).includes("/dist/"))
-      throw new Error(`dist/gateway/test/support/${file} is missing: run \`npm run build\` first`);
+      throw new Error(`dist/gateway/testkit/${file} is missing: run \`npm run build\` first`);
     throw e;
   }
 };

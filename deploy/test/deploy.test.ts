@@ -4,7 +4,7 @@
 // dashboard. Tools come from scripts/setup-deploy-tools.sh (.tools/bin/helm, .tools/venv).
 import { desiredStream } from "../../gateway/src/broker/jetstream/stream.js";
 import { loadConfig } from "../../gateway/src/config/config.js";
-import { sectionsOf } from "../../gateway/src/config/sections.js";
+import { sectionsOf } from "../../gateway/src/config/sections/index.js";
 import { SETTINGS } from "../../gateway/src/config/settings.js";
 import { parseNamespaces } from "../../gateway/src/namespaces/file.js";
 import { execFile } from "node:child_process";

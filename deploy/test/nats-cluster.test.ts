@@ -2,8 +2,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, StorageType, type JetStreamClient, type PubAck } from "@nats-io/jetstream";
-import { startNatsCluster, type NatsCluster } from "../../gateway/test/support/nats-cluster.js";
-import { waitFor } from "../../gateway/test/support/wait.js";
+import { startNatsCluster, type NatsCluster } from "#testkit/nats-cluster.js";
+import { waitFor } from "#testkit/wait.js";
 
 type StreamDetail = { name: string; state: { messages: number; last_seq: number } };
 type Jsz = { meta_cluster?: { leader?: string; cluster_size?: number }; account_details?: Array<{ stream_detail?: StreamDetail[] }> };

@@ -1,13 +1,13 @@
 // The shared coalesced-frame vectors (vectors/coalesced-frames.json, PROTOCOL.md "Coalesced frames"): the frame
 // one coalescing window sends to a connection that said `coalesce=1`, in each subprotocol, beside the frames a
-// reader must split it into. The bytes come from the server's own path (a Coalescer over the codecs' `msg` and
+// reader must split it into. The bytes come from the server's own path (a FrameWindow over the codecs' `msg` and
 // `batch`), never from hand. The expected frames are written here from the protocol's rules, not decoded from
 // those bytes, so a test that reads both checks the one against the other.
 // `npm run vectors:coalesced` writes the file (the path is its argument); a unit test fails when it is stale
 // (gateway/conformance/test/coalesced-vectors.test.ts).
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { Coalescer } from "../src/fanout/coalesce.js";
+import { FrameWindow } from "../src/fanout/coalesced-frames.js";
 import type { Codec } from "../src/protocol/codec.js";
 import { JSON_CODEC, MSGPACK_CODEC } from "../src/protocol/codecs.js";
 import type { MsgMeta } from "../src/protocol/server-frames.js";
@@ -44,10 +44,10 @@ const CASES: [name: string, messages: Message[]][] = [
   ["twenty messages in one window (more than 15: a MessagePack array 16)", MANY],
 ];
 
-/** What one window of `messages` sends to `codec`'s coalesced sockets: the gateway's Coalescer, flushed by hand. */
+/** What one window of `messages` sends to `codec`'s coalesced sockets: the gateway's FrameWindow, flushed by hand. */
 export function windowFrame(codec: Codec, messages: readonly Message[]): Uint8Array {
   const sent: Uint8Array[] = [];
-  const c = new Coalescer(
+  const c = new FrameWindow(
     1_000,
     65_536,
     (_, frame) => sent.push(frame),

@@ -1,19 +1,19 @@
 // The conformance suite's world: a real nats-server and gateway (two workers, JWT auth, an API key for HTTP
-// publishes, an RPC backend: a real HTTP server answering by method), a TCP proxy in front of it (gateway/test/support/tcp-proxy.ts) that can cut, stall or refuse
-// connections, and the faults the scenarios name. Built from the gateway's test kit (gateway/test/support).
+// publishes, an RPC backend: a real HTTP server answering by method), a TCP proxy in front of it (gateway/testkit/tcp-proxy.ts) that can cut, stall or refuse
+// connections, and the faults the scenarios name. Built from the gateway's test kit (gateway/testkit, imported as #testkit/…).
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
-import { startNatsServer, type NatsServerHandle } from "../test/support/nats-server.js";
-import { childPids, startGateway, type GatewayHandle } from "../test/support/gateway.js";
-import { startTcpProxy } from "../test/support/tcp-proxy.js";
-import { httpPublish } from "../test/support/ws-client.js";
-import { scrape } from "../test/support/metrics.js";
-import { waitFor } from "../test/support/wait.js";
-import { HookBackend, type HookAnswer, type HookCall } from "../test/support/hook-backend.js";
-import { AUDIENCE, ISSUER, SECRET, sign } from "../test/auth/support.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { childPids, startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { startTcpProxy } from "#testkit/tcp-proxy.js";
+import { httpPublish } from "#testkit/ws-client.js";
+import { scrape } from "#testkit/metrics.js";
+import { waitFor } from "#testkit/wait.js";
+import { HookBackend, type HookAnswer, type HookCall } from "#testkit/hook-backend.js";
+import { AUDIENCE, ISSUER, SECRET, sign } from "#testkit/auth.js";
 import type { Harness, Step, TokenSpec } from "./runner.js";
 
 const API_KEY = "conformance-api-key-0123456789";

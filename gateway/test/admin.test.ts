@@ -1,8 +1,8 @@
 // The admin listener: with authentication on, /metrics and /v1/stats leave the public port for the
 // primary's own listener (loopback by default).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { childPids, startGateway, type GatewayHandle } from "./support/gateway.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { childPids, startGateway, type GatewayHandle } from "#testkit/gateway.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;

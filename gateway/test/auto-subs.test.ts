@@ -1,12 +1,12 @@
 import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { startTcpProxy, type TcpProxy } from "./support/tcp-proxy.js";
-import { httpPublish } from "./support/ws-client.js";
-import { ClientPool, uniqueNames } from "./support/clients.js";
-import { waitFor } from "./support/wait.js";
-import { AUDIENCE, connect, ISSUER, refusal, SECRET, sign } from "./auth/support.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { startTcpProxy, type TcpProxy } from "#testkit/tcp-proxy.js";
+import { httpPublish } from "#testkit/ws-client.js";
+import { ClientPool, uniqueNames } from "#testkit/clients.js";
+import { waitFor } from "#testkit/wait.js";
+import { AUDIENCE, connect, ISSUER, refusal, SECRET, sign } from "#testkit/auth.js";
 import { GatewayClient, type GatewayMessage } from "../client/src/index.js";
 
 const API_KEY = "auto-subs-api-key-0123456789";

@@ -1,10 +1,10 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { TestClient } from "./support/ws-client.js";
-import { metric } from "./support/metrics.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { TestClient } from "#testkit/ws-client.js";
+import { metric } from "#testkit/metrics.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;

@@ -4,11 +4,11 @@
 // sockets, as base64 with the type named to JSON sockets, SSE and history; a resume reads them from the stream.
 import { headers as natsHeaders, connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ClientPool, uniqueNames } from "./support/clients.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { SseReader } from "./support/sse-client.js";
-import { httpPublish, type MsgFrame } from "./support/ws-client.js";
+import { ClientPool, uniqueNames } from "#testkit/clients.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { SseReader } from "#testkit/sse-client.js";
+import { httpPublish, type MsgFrame } from "#testkit/ws-client.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;

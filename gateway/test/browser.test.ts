@@ -1,12 +1,12 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import type { Browser, Page, Request } from "playwright-core";
-import { launchChromium } from "./support/chromium.js";
+import { launchChromium } from "#testkit/chromium.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { childPids, startGateway, type GatewayHandle } from "./support/gateway.js";
-import { httpPublish, TestClient } from "./support/ws-client.js";
-import { waitFor } from "./support/wait.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { childPids, startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { httpPublish, TestClient } from "#testkit/ws-client.js";
+import { waitFor } from "#testkit/wait.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;

@@ -6,12 +6,12 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { httpPublish, TestClient } from "./support/ws-client.js";
-import { SseReader } from "./support/sse-client.js";
-import { waitFor } from "./support/wait.js";
-import { metric } from "./support/metrics.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { httpPublish, TestClient } from "#testkit/ws-client.js";
+import { SseReader } from "#testkit/sse-client.js";
+import { waitFor } from "#testkit/wait.js";
+import { metric } from "#testkit/metrics.js";
 
 const CH = "catchup.fails";
 let nats: NatsServerHandle;

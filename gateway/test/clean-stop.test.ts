@@ -3,9 +3,9 @@
 // "stream state unavailable" with a DrainingConnectionError stack for a read its own drain had cut.
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { TestClient } from "./support/ws-client.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { TestClient } from "#testkit/ws-client.js";
 
 let nats: NatsServerHandle | undefined;
 let gw: GatewayHandle | undefined;

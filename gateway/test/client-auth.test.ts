@@ -1,10 +1,10 @@
 import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GatewayClient, type GatewayEvent } from "../client/src/index.js";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { waitFor } from "./support/wait.js";
-import { AUDIENCE, ISSUER, SECRET, sign } from "./auth/support.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { waitFor } from "#testkit/wait.js";
+import { AUDIENCE, ISSUER, SECRET, sign } from "#testkit/auth.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;

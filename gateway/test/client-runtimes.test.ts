@@ -1,4 +1,4 @@
-// The TypeScript SDK in every runtime the client README claims (support/sdk-runtimes.ts), against a real
+// The TypeScript SDK in every runtime the client README claims (gateway/testkit/sdk-runtimes.ts), against a real
 // gateway (JWT auth) and a real nats-server: the gateway down at the first connect, the gateway stopped
 // (SIGINT) under a live client and started again on the same port, and a refused token. Node 22's own
 // WebSocket reports a refused connection or upgrade with `error` and no `close`: each case stopped there
@@ -9,12 +9,12 @@ import { jetstream } from "@nats-io/jetstream";
 import type { Browser } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { ClientEvent } from "../conformance/runner.js";
-import { AUDIENCE, ISSUER, SECRET, sign } from "./auth/support.js";
-import { launchChromium } from "./support/chromium.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { browserRuntime, nodeRuntimes, startPageServer, type SdkClient } from "./support/sdk-runtimes.js";
-import { waitFor } from "./support/wait.js";
+import { AUDIENCE, ISSUER, SECRET, sign } from "#testkit/auth.js";
+import { launchChromium } from "#testkit/chromium.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { browserRuntime, nodeRuntimes, startPageServer, type SdkClient } from "#testkit/sdk-runtimes.js";
+import { waitFor } from "#testkit/wait.js";
 
 let nats: NatsServerHandle;
 let nc: NatsConnection;

@@ -5,11 +5,11 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GatewayClient, type GatewayEvent, type WebSocketConstructor } from "../client/src/index.js";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { childPids, startGateway, type GatewayHandle } from "./support/gateway.js";
-import { connectionInodes, pidsHoldingInodes } from "./support/proc-sockets.js";
-import { httpPublish } from "./support/ws-client.js";
-import { waitFor } from "./support/wait.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { childPids, startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { connectionInodes, pidsHoldingInodes } from "#testkit/proc-sockets.js";
+import { httpPublish } from "#testkit/ws-client.js";
+import { waitFor } from "#testkit/wait.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;

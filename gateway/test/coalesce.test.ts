@@ -11,11 +11,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DeltaBases } from "../client/src/deltas.js";
 import type { Frame } from "../client/src/types.js";
 import { nextScoreboard, scoreboard } from "../conformance/fossil-vectors.js";
-import { ClientPool, uniqueNames } from "./support/clients.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { waitFor } from "./support/wait.js";
-import type { TestClient } from "./support/ws-client.js";
+import { ClientPool, uniqueNames } from "#testkit/clients.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { waitFor } from "#testkit/wait.js";
+import type { TestClient } from "#testkit/ws-client.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;

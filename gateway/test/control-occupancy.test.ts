@@ -3,10 +3,10 @@
 // gateway's processes spent on them is read from /proc. One JSON line of measurements is printed.
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { childPids, startGateway, type GatewayHandle } from "./support/gateway.js";
-import { ClientPool } from "./support/clients.js";
-import { waitFor } from "./support/wait.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { childPids, startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { ClientPool } from "#testkit/clients.js";
+import { waitFor } from "#testkit/wait.js";
 
 const CHANNELS = 10_000;
 const SOCKETS = 8;

@@ -3,16 +3,16 @@
 // on its public port (ADMIN_PORT=off). Every operation must reach every worker of both instances.
 import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { ClientPool, uniqueNames } from "./support/clients.js";
-import { SseReader } from "./support/sse-client.js";
-import { TestClient } from "./support/ws-client.js";
-import { waitFor } from "./support/wait.js";
-import { AUDIENCE, connect, ISSUER, SECRET, sign } from "./auth/support.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { ClientPool, uniqueNames } from "#testkit/clients.js";
+import { SseReader } from "#testkit/sse-client.js";
+import { TestClient } from "#testkit/ws-client.js";
+import { waitFor } from "#testkit/wait.js";
+import { AUDIENCE, connect, ISSUER, SECRET, sign } from "#testkit/auth.js";
 import WebSocket from "ws";
 import { GatewayClient, type GatewayEvent } from "../client/src/index.js";
-import { metric } from "./support/metrics.js";
+import { metric } from "#testkit/metrics.js";
 
 const API_KEY = "control-api-key-0123456789";
 const KEY = { "x-api-key": API_KEY };

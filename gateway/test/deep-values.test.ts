@@ -8,12 +8,12 @@ import { jetstream } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { JetStreamPresence } from "../src/broker/jetstream/presence.js";
 import { DATA_TOO_DEEP, MAX_DATA_DEPTH, MAX_FRAME_DEPTH, TOO_DEEP } from "../src/protocol/depth.js";
-import { ClientPool, uniqueNames } from "./support/clients.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { scrape } from "./support/metrics.js";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { waitFor } from "./support/wait.js";
-import { httpPublish, type Frame, type TestClient } from "./support/ws-client.js";
+import { ClientPool, uniqueNames } from "#testkit/clients.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { scrape } from "#testkit/metrics.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { waitFor } from "#testkit/wait.js";
+import { httpPublish, type Frame, type TestClient } from "#testkit/ws-client.js";
 import { encode } from "@msgpack/msgpack";
 
 let nats: NatsServerHandle;

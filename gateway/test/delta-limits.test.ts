@@ -5,11 +5,11 @@
 // messages, and over two channels deltas. A bad value exits 1 naming the setting.
 import { spawnSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ClientPool, uniqueNames } from "./support/clients.js";
-import { applied, kinds, scoreboards } from "./support/deltas.js";
-import { CLI, startGateway, type GatewayHandle } from "./support/gateway.js";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { httpPublish } from "./support/ws-client.js";
+import { ClientPool, uniqueNames } from "#testkit/clients.js";
+import { applied, kinds, scoreboards } from "#testkit/deltas.js";
+import { CLI, startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { httpPublish } from "#testkit/ws-client.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;

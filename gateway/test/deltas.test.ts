@@ -4,14 +4,14 @@
 // not smaller or would cost the encoder past its work bound; the delta made once per worker for every subscriber (counted by the gateway's metric); the
 // same in MessagePack; refused where it cannot be served.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ClientPool, uniqueNames } from "./support/clients.js";
-import { applied, kinds, scoreboards, slowDeltaPair } from "./support/deltas.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { scrape } from "./support/metrics.js";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { SseReader } from "./support/sse-client.js";
-import { waitFor } from "./support/wait.js";
-import { httpPublish } from "./support/ws-client.js";
+import { ClientPool, uniqueNames } from "#testkit/clients.js";
+import { applied, kinds, scoreboards, slowDeltaPair } from "#testkit/deltas.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { scrape } from "#testkit/metrics.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { SseReader } from "#testkit/sse-client.js";
+import { waitFor } from "#testkit/wait.js";
+import { httpPublish } from "#testkit/ws-client.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;

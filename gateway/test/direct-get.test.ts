@@ -3,7 +3,7 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
 import { DirectGet } from "../src/broker/jetstream/direct/direct-get.js";
 import { GatewayError } from "../src/errors.js";
 

@@ -7,13 +7,13 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { gatewayPermissions, hasOpenssl, makeTestPki, secureServerConfig, startSecureNats, type SecureNats, type TestPki } from "./support/nats-secure.js";
-import { waitFor } from "./support/wait.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { gatewayPermissions, hasOpenssl, makeTestPki, secureServerConfig, startSecureNats, type SecureNats, type TestPki } from "#testkit/nats-secure.js";
+import { waitFor } from "#testkit/wait.js";
 import { DirectGet, type DirectBatch } from "../src/broker/jetstream/direct/direct-get.js";
 import { DirectLink } from "../src/broker/jetstream/direct/direct-link.js";
 import { loadNatsSecurity, natsJsOptions, type NatsSecurity } from "../src/broker/jetstream/nats-security.js";
-import type { NatsSecuritySection } from "../src/config/sections.js";
+import type { NatsSecuritySection } from "../src/config/sections/index.js";
 
 const COUNT = 1_200;
 const NAMES = { stream: "DLS", subjectPrefix: "dls", livePrefix: "dlslive", bucket: "DLSP" };

@@ -4,9 +4,9 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { startTcpProxy } from "./support/tcp-proxy.js";
-import { waitFor } from "./support/wait.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startTcpProxy } from "#testkit/tcp-proxy.js";
+import { waitFor } from "#testkit/wait.js";
 import { DirectGet, type DirectBatch } from "../src/broker/jetstream/direct/direct-get.js";
 import { DirectLink } from "../src/broker/jetstream/direct/direct-link.js";
 import { GatewayError } from "../src/errors.js";

@@ -1,11 +1,11 @@
 import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { ClientPool, uniqueNames } from "./support/clients.js";
-import { connect, sign } from "./auth/support.js";
-import { SECRET, ISSUER, AUDIENCE } from "./auth/support.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { ClientPool, uniqueNames } from "#testkit/clients.js";
+import { connect, sign } from "#testkit/auth.js";
+import { SECRET, ISSUER, AUDIENCE } from "#testkit/auth.js";
 
 // Durable exhaustion: one user used to be able to fill the stream's consumer limit, after which every other
 // user's durable `sub` failed with a permanent broker_error.

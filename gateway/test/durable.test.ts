@@ -1,11 +1,11 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { httpPublish, TestClient } from "./support/ws-client.js";
-import { ClientPool, uniqueNames } from "./support/clients.js";
-import { waitFor } from "./support/wait.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { httpPublish, TestClient } from "#testkit/ws-client.js";
+import { ClientPool, uniqueNames } from "#testkit/clients.js";
+import { waitFor } from "#testkit/wait.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;

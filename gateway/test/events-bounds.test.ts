@@ -7,12 +7,12 @@
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { uniqueNames } from "./support/clients.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { metric } from "./support/metrics.js";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { waitFor } from "./support/wait.js";
-import { TestClient } from "./support/ws-client.js";
+import { uniqueNames } from "#testkit/clients.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { metric } from "#testkit/metrics.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { waitFor } from "#testkit/wait.js";
+import { TestClient } from "#testkit/ws-client.js";
 
 type Event = { type: string; client?: string; channel?: string; by?: string; code?: number; reason?: string };
 

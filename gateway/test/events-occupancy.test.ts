@@ -1,14 +1,14 @@
 import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { childPids, startGateway, type GatewayHandle } from "./support/gateway.js";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import type { TestClient } from "./support/ws-client.js";
-import { uniqueNames } from "./support/clients.js";
-import { waitFor } from "./support/wait.js";
-import { AUDIENCE, connect, ISSUER, SECRET, sign } from "./auth/support.js";
-import { SseReader } from "./support/sse-client.js";
-import { scrape } from "./support/metrics.js";
+import { childPids, startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import type { TestClient } from "#testkit/ws-client.js";
+import { uniqueNames } from "#testkit/clients.js";
+import { waitFor } from "#testkit/wait.js";
+import { AUDIENCE, connect, ISSUER, SECRET, sign } from "#testkit/auth.js";
+import { SseReader } from "#testkit/sse-client.js";
+import { scrape } from "#testkit/metrics.js";
 
 // Cluster-wide channel.occupied / channel.vacated and identified users' presence.join / presence.leave,
 // across instances sharing one nats-server, read from the events stream itself: what is stored there is

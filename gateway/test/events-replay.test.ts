@@ -2,13 +2,13 @@
 // plane on its admin listener) and a real HTTP receiver: events already delivered arrive again, under their
 // ids, from an id or from a time; the request passes the control plane's chain (key, JSON body) first.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { TestClient } from "./support/ws-client.js";
-import { uniqueNames } from "./support/clients.js";
-import { waitFor } from "./support/wait.js";
-import { WebhookReceiver } from "./support/webhook-receiver.js";
-import { AUDIENCE, ISSUER, SECRET, sign } from "./auth/support.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { TestClient } from "#testkit/ws-client.js";
+import { uniqueNames } from "#testkit/clients.js";
+import { waitFor } from "#testkit/wait.js";
+import { WebhookReceiver } from "#testkit/webhook-receiver.js";
+import { AUDIENCE, ISSUER, SECRET, sign } from "#testkit/auth.js";
 
 const API_KEY = "events-replay-api-key-0123456789";
 type Event = { id: number; type: string; time: string; channel?: string; client: string };

@@ -3,12 +3,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifySignature } from "../src/backend/signature.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { TestClient } from "./support/ws-client.js";
-import { uniqueNames } from "./support/clients.js";
-import { waitFor } from "./support/wait.js";
-import { WebhookReceiver } from "./support/webhook-receiver.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { TestClient } from "#testkit/ws-client.js";
+import { uniqueNames } from "#testkit/clients.js";
+import { waitFor } from "#testkit/wait.js";
+import { WebhookReceiver } from "#testkit/webhook-receiver.js";
 
 const SECRET = "webhook-secret-instances";
 type Event = { id: number; type: string; client: string; channel?: string };

@@ -6,14 +6,14 @@
 // two of the batch's ack waits (2.5 s at the default EVENTS_WEBHOOK_TAKEOVER), which the sender must keep
 // extending while it retries.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { TestClient } from "./support/ws-client.js";
-import { uniqueNames } from "./support/clients.js";
-import { waitFor } from "./support/wait.js";
-import { metric } from "./support/metrics.js";
-import { WebhookReceiver } from "./support/webhook-receiver.js";
-import { acceptedEvents, firstArrivals, missing, streamSeqs } from "./support/webhook-events.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { TestClient } from "#testkit/ws-client.js";
+import { uniqueNames } from "#testkit/clients.js";
+import { waitFor } from "#testkit/wait.js";
+import { metric } from "#testkit/metrics.js";
+import { WebhookReceiver } from "#testkit/webhook-receiver.js";
+import { acceptedEvents, firstArrivals, missing, streamSeqs } from "#testkit/webhook-events.js";
 
 const HALF_OUTAGE_MS = 6_000;
 

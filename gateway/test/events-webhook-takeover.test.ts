@@ -3,13 +3,13 @@
 // channel, each accepted from one instance only; when the instance sending is killed (SIGKILL, the batch it
 // was retrying still out) the other takes over within EVENTS_WEBHOOK_TAKEOVER and nothing is lost.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { childPids, startGateway, type GatewayHandle } from "./support/gateway.js";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { TestClient } from "./support/ws-client.js";
-import { uniqueNames } from "./support/clients.js";
-import { waitFor } from "./support/wait.js";
-import { WebhookReceiver } from "./support/webhook-receiver.js";
-import { acceptedEvents, missing, outOfOrder, sentByTwo, streamSeqs } from "./support/webhook-events.js";
+import { childPids, startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { TestClient } from "#testkit/ws-client.js";
+import { uniqueNames } from "#testkit/clients.js";
+import { waitFor } from "#testkit/wait.js";
+import { WebhookReceiver } from "#testkit/webhook-receiver.js";
+import { acceptedEvents, missing, outOfOrder, sentByTwo, streamSeqs } from "#testkit/webhook-events.js";
 
 let nats: NatsServerHandle;
 let receiver: WebhookReceiver;

@@ -3,14 +3,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifySignature } from "../src/backend/signature.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { TestClient } from "./support/ws-client.js";
-import { uniqueNames } from "./support/clients.js";
-import { waitFor } from "./support/wait.js";
-import { metric } from "./support/metrics.js";
-import { WebhookReceiver } from "./support/webhook-receiver.js";
-import { SseReader } from "./support/sse-client.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { TestClient } from "#testkit/ws-client.js";
+import { uniqueNames } from "#testkit/clients.js";
+import { waitFor } from "#testkit/wait.js";
+import { metric } from "#testkit/metrics.js";
+import { WebhookReceiver } from "#testkit/webhook-receiver.js";
+import { SseReader } from "#testkit/sse-client.js";
 
 const SECRET = "webhook-secret-0123456789";
 /** The secret being rotated out: the file's second line, so every request carries a signature with each. */

@@ -3,12 +3,12 @@ import { request as httpRequest } from "node:http";
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { httpPublish } from "./support/ws-client.js";
-import { ClientPool, uniqueNames } from "./support/clients.js";
-import { waitFor } from "./support/wait.js";
-import { metric, scrape } from "./support/metrics.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { httpPublish } from "#testkit/ws-client.js";
+import { ClientPool, uniqueNames } from "#testkit/clients.js";
+import { waitFor } from "#testkit/wait.js";
+import { metric, scrape } from "#testkit/metrics.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;

@@ -3,14 +3,14 @@
 // Two real gateways against one real hook backend: one with JWT authentication, one with authentication off
 // where the connect hook identifies users from a cookie.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { httpPublish } from "./support/ws-client.js";
-import { ClientPool, uniqueNames } from "./support/clients.js";
-import { SseReader } from "./support/sse-client.js";
-import { HookBackend } from "./support/hook-backend.js";
-import { waitFor } from "./support/wait.js";
-import { AUDIENCE, connect, ISSUER, refusal, SECRET, sign } from "./auth/support.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { httpPublish } from "#testkit/ws-client.js";
+import { ClientPool, uniqueNames } from "#testkit/clients.js";
+import { SseReader } from "#testkit/sse-client.js";
+import { HookBackend } from "#testkit/hook-backend.js";
+import { waitFor } from "#testkit/wait.js";
+import { AUDIENCE, connect, ISSUER, refusal, SECRET, sign } from "#testkit/auth.js";
 
 const API_KEY = "doors-api-key-0123456789";
 let nats: NatsServerHandle;

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { httpPublish } from "./support/ws-client.js";
-import { ClientPool, uniqueNames } from "./support/clients.js";
-import { waitFor } from "./support/wait.js";
-import { HookBackend } from "./support/hook-backend.js";
-import { AUDIENCE, connect, ISSUER, refusal, SECRET, sign } from "./auth/support.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { httpPublish } from "#testkit/ws-client.js";
+import { ClientPool, uniqueNames } from "#testkit/clients.js";
+import { waitFor } from "#testkit/wait.js";
+import { HookBackend } from "#testkit/hook-backend.js";
+import { AUDIENCE, connect, ISSUER, refusal, SECRET, sign } from "#testkit/auth.js";
 
 const API_KEY = "hooks-api-key-0123456789";
 const TIMEOUT_MS = 1_000;

@@ -4,11 +4,11 @@
 // peak RSS and the longest ping round trip of a second client while the frame was handled (the loop's stall).
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ClientPool, uniqueNames } from "./support/clients.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { waitFor } from "./support/wait.js";
-import { httpPublish, type TestClient } from "./support/ws-client.js";
+import { ClientPool, uniqueNames } from "#testkit/clients.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { waitFor } from "#testkit/wait.js";
+import { httpPublish, type TestClient } from "#testkit/ws-client.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;

@@ -1,10 +1,10 @@
 import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { httpPublish } from "./support/ws-client.js";
-import { ClientPool, uniqueNames } from "./support/clients.js";
-import { waitFor } from "./support/wait.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { httpPublish } from "#testkit/ws-client.js";
+import { ClientPool, uniqueNames } from "#testkit/clients.js";
+import { waitFor } from "#testkit/wait.js";
 import { GatewayClient, type GatewayMessage } from "../client/src/index.js";
 
 const ACK_WAIT_MS = 1_000;

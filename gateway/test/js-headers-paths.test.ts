@@ -5,8 +5,8 @@
 import { connect, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { waitFor } from "./support/wait.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { waitFor } from "#testkit/wait.js";
 import { jsHeaderPaths, jsHeaders } from "../src/broker/jetstream/headers.js";
 import { DirectGet } from "../src/broker/jetstream/direct/direct-get.js";
 import { DirectLink } from "../src/broker/jetstream/direct/direct-link.js";

@@ -5,7 +5,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { JsPublisher } from "../src/broker/jetstream/publisher.js";
 import { brokerFailure, GatewayError } from "../src/errors.js";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
 
 let nats: NatsServerHandle;
 let nc: NatsConnection;

@@ -2,11 +2,11 @@ import { spawnSync } from "node:child_process";
 import { connect } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { CLI, childPids, startGateway, type GatewayHandle } from "./support/gateway.js";
-import { httpPublish, TestClient } from "./support/ws-client.js";
-import { waitFor } from "./support/wait.js";
-import { buildWithTruncatedBinary, UWS_BINARY } from "./support/uws-builds.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { CLI, childPids, startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { httpPublish, TestClient } from "#testkit/ws-client.js";
+import { waitFor } from "#testkit/wait.js";
+import { buildWithTruncatedBinary, UWS_BINARY } from "#testkit/uws-builds.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterAll(async () => {

@@ -3,14 +3,14 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { startTcpProxy, type TcpProxy } from "./support/tcp-proxy.js";
-import { type MsgFrame } from "./support/ws-client.js";
-import { ClientPool, uniqueNames } from "./support/clients.js";
-import { waitFor } from "./support/wait.js";
-import { SseReader } from "./support/sse-client.js";
-import { metric } from "./support/metrics.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { startTcpProxy, type TcpProxy } from "#testkit/tcp-proxy.js";
+import { type MsgFrame } from "#testkit/ws-client.js";
+import { ClientPool, uniqueNames } from "#testkit/clients.js";
+import { waitFor } from "#testkit/wait.js";
+import { SseReader } from "#testkit/sse-client.js";
+import { metric } from "#testkit/metrics.js";
 
 let nats: NatsServerHandle;
 let proxy: TcpProxy;

@@ -3,11 +3,11 @@
 // what they always got.
 import { encode } from "@msgpack/msgpack";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ClientPool, uniqueNames } from "./support/clients.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { waitFor } from "./support/wait.js";
-import { httpPublish, type Frame, type TestClient } from "./support/ws-client.js";
+import { ClientPool, uniqueNames } from "#testkit/clients.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { waitFor } from "#testkit/wait.js";
+import { httpPublish, type Frame, type TestClient } from "#testkit/ws-client.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;

@@ -7,11 +7,11 @@ import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { CLI, startGateway, type GatewayHandle } from "./support/gateway.js";
-import { httpPublish, TestClient } from "./support/ws-client.js";
-import { SseReader } from "./support/sse-client.js";
-import { waitFor } from "./support/wait.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { CLI, startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { httpPublish, TestClient } from "#testkit/ws-client.js";
+import { SseReader } from "#testkit/sse-client.js";
+import { waitFor } from "#testkit/wait.js";
 import WebSocket from "ws";
 import { GatewayClient, type WebSocketConstructor } from "../client/src/index.js";
 

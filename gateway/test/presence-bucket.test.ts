@@ -3,7 +3,7 @@
 import { connect, TimeoutError, type NatsConnection } from "@nats-io/transport-node";
 import { JetStreamApiError, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
 import { ensurePresenceBucket } from "../src/broker/jetstream/presence.js";
 import { createLogger } from "../src/log.js";
 

@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { TestClient, type Frame } from "./support/ws-client.js";
-import { ClientPool, uniqueNames } from "./support/clients.js";
-import { waitFor } from "./support/wait.js";
-import { SECRET, sign } from "./auth/support.js";
-import { startRedisServer } from "./support/redis-server.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { TestClient, type Frame } from "#testkit/ws-client.js";
+import { ClientPool, uniqueNames } from "#testkit/clients.js";
+import { waitFor } from "#testkit/wait.js";
+import { SECRET, sign } from "#testkit/auth.js";
+import { startRedisServer } from "#testkit/redis-server.js";
 import WebSocket from "ws";
 import { GatewayClient, type PresenceEvent, type WebSocketConstructor } from "../client/src/index.js";
-import { metric } from "./support/metrics.js";
+import { metric } from "#testkit/metrics.js";
 
 // Presence against real servers: a gateway with 2 workers (A), a second instance with 1 worker on the same
 // nats-server (B, also the one whose worker is SIGKILLed), and one with authentication on.

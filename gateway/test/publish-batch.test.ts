@@ -1,11 +1,11 @@
 // Batch publish through both doors (POST /v1/publish, WebSocket pub with batch) against a real gateway and
 // nats-server: one result per item in order, stored in item order, each item authorized on its own, bounds.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { ClientPool, uniqueNames } from "./support/clients.js";
-import { httpPublish } from "./support/ws-client.js";
-import { AUDIENCE, connect, ISSUER, SECRET, sign } from "./auth/support.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { ClientPool, uniqueNames } from "#testkit/clients.js";
+import { httpPublish } from "#testkit/ws-client.js";
+import { AUDIENCE, connect, ISSUER, SECRET, sign } from "#testkit/auth.js";
 
 const API_KEY = "batch-api-key-0123456789";
 const MAX_ITEMS = 200;

@@ -3,12 +3,12 @@
 // is read back through history. One gateway's hook answers as the test says; the other's hook is down (a
 // closed port), and it asks about API-key publishes too (PUBLISH_HOOK_API_KEYS=true).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { httpPublish } from "./support/ws-client.js";
-import { ClientPool, uniqueNames } from "./support/clients.js";
-import { HookBackend } from "./support/hook-backend.js";
-import { AUDIENCE, connect, ISSUER, SECRET, sign } from "./auth/support.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { httpPublish } from "#testkit/ws-client.js";
+import { ClientPool, uniqueNames } from "#testkit/clients.js";
+import { HookBackend } from "#testkit/hook-backend.js";
+import { AUDIENCE, connect, ISSUER, SECRET, sign } from "#testkit/auth.js";
 
 const API_KEY = "pubhook-api-key-0123456789";
 let nats: NatsServerHandle;

@@ -5,12 +5,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { REDIS_SERVER_BIN, startRedisServer, type RedisServerHandle } from "./support/redis-server.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { httpPublish, TestClient } from "./support/ws-client.js";
-import { ClientPool, uniqueNames } from "./support/clients.js";
-import { waitFor } from "./support/wait.js";
-import { metric } from "./support/metrics.js";
+import { REDIS_SERVER_BIN, startRedisServer, type RedisServerHandle } from "#testkit/redis-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { httpPublish, TestClient } from "#testkit/ws-client.js";
+import { ClientPool, uniqueNames } from "#testkit/clients.js";
+import { waitFor } from "#testkit/wait.js";
+import { metric } from "#testkit/metrics.js";
 
 let redis: RedisServerHandle;
 let restarted: ChildProcess | undefined;

@@ -1,12 +1,12 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type JetStreamClient } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { childPids, startGateway, type GatewayHandle } from "./support/gateway.js";
-import { httpPublish, TestClient, type MsgFrame } from "./support/ws-client.js";
-import { ClientPool, uniqueNames } from "./support/clients.js";
-import { waitFor } from "./support/wait.js";
-import { metric, type Labels } from "./support/metrics.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { childPids, startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { httpPublish, TestClient, type MsgFrame } from "#testkit/ws-client.js";
+import { ClientPool, uniqueNames } from "#testkit/clients.js";
+import { waitFor } from "#testkit/wait.js";
+import { metric, type Labels } from "#testkit/metrics.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;

@@ -1,15 +1,15 @@
 // Every start position through both doors of a real gateway — WebSocket `sub` and Server-Sent Events — held
-// to the one table the resume path is tested against in process (support/start-cases.ts): what is delivered
+// to the one table the resume path is tested against in process (gateway/testkit/start-cases.ts): what is delivered
 // from the store, then live, and what `ok` / the `gap` event report.
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { httpPublish, TestClient } from "./support/ws-client.js";
-import { SseReader } from "./support/sse-client.js";
-import { waitFor } from "./support/wait.js";
-import { START_CASES, TABLE_FIRST, type CaseStart, type StartCase } from "./support/start-cases.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { httpPublish, TestClient } from "#testkit/ws-client.js";
+import { SseReader } from "#testkit/sse-client.js";
+import { waitFor } from "#testkit/wait.js";
+import { START_CASES, TABLE_FIRST, type CaseStart, type StartCase } from "#testkit/start-cases.js";
 
 const CH = "resume.doors";
 const OTHER_EPOCH = "2000-01-01T00:00:00.000Z";

@@ -6,12 +6,12 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { ClientPool, uniqueNames } from "./support/clients.js";
-import { HookBackend } from "./support/hook-backend.js";
-import { waitFor } from "./support/wait.js";
-import { AUDIENCE, connect, ISSUER, SECRET, sign } from "./auth/support.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { ClientPool, uniqueNames } from "#testkit/clients.js";
+import { HookBackend } from "#testkit/hook-backend.js";
+import { waitFor } from "#testkit/wait.js";
+import { AUDIENCE, connect, ISSUER, SECRET, sign } from "#testkit/auth.js";
 import { verifySignature } from "../src/backend/signature.js";
 
 const TIMEOUT_MS = 600;

@@ -8,11 +8,11 @@ import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect as natsConnect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { TestClient } from "./support/ws-client.js";
-import { AUDIENCE, connect, ISSUER, refusal, SECRET } from "./auth/support.js";
-import { SseReader } from "./support/sse-client.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { TestClient } from "#testkit/ws-client.js";
+import { AUDIENCE, connect, ISSUER, refusal, SECRET } from "#testkit/auth.js";
+import { SseReader } from "#testkit/sse-client.js";
 
 const ADMIN_KEY = "admin-key-of-api-keys-0123456789";
 const PUBLISH_KEY = "publish-key-0123456789abcdef";

@@ -4,9 +4,9 @@ import WebSocket from "ws";
 import { decode, encode } from "@msgpack/msgpack";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GatewayClient, type GatewayMessage, type WebSocketConstructor } from "../client/src/index.js";
-import { startGateway, type GatewayHandle } from "./support/gateway.js";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { waitFor } from "./support/wait.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { waitFor } from "#testkit/wait.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;

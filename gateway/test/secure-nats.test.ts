@@ -1,22 +1,22 @@
 // The gateway against a secured nats-server: TLS with verified client certificates, and a user whose
-// permissions are exactly the minimal list of gateway/AUTH.md (support/nats-secure.ts). Publish, live
+// permissions are exactly the minimal list of gateway/AUTH.md (gateway/testkit/nats-secure.ts). Publish, live
 // delivery, replay (on the direct-get link, over TLS), a durable with acks and presence work end to end over
 // WebSocket; the same with an nkey user and with a .creds file of a NATS account (operator mode, JWTs made by
-// support/nats-jwt.ts); with a namespace, whose stream needs the same subjects again; a user missing one subject
+// gateway/testkit/nats-jwt.ts); with a namespace, whose stream needs the same subjects again; a user missing one subject
 // of the list fails loudly, not silently.
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { CLI, startGateway, type GatewayHandle } from "./support/gateway.js";
-import { gatewayPermissions, hasOpenssl, startSecureNats, tlsBlock, type SecureNats, type TestPki } from "./support/nats-secure.js";
-import { jwtSetup } from "./support/nats-jwt.js";
-import { httpPublish } from "./support/ws-client.js";
-import { ClientPool, uniqueNames } from "./support/clients.js";
-import { waitFor } from "./support/wait.js";
-import { metric, type Labels } from "./support/metrics.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { CLI, startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { gatewayPermissions, hasOpenssl, startSecureNats, tlsBlock, type SecureNats, type TestPki } from "#testkit/nats-secure.js";
+import { jwtSetup } from "#testkit/nats-jwt.js";
+import { httpPublish } from "#testkit/ws-client.js";
+import { ClientPool, uniqueNames } from "#testkit/clients.js";
+import { waitFor } from "#testkit/wait.js";
+import { metric, type Labels } from "#testkit/metrics.js";
 
 const NAMES = { stream: "SECURE", subjectPrefix: "sec", livePrefix: "seclive", bucket: "SECPRES" };
 const GW_ARGS = ["--stream-name", NAMES.stream, "--subject-prefix", NAMES.subjectPrefix, "--presence-bucket", NAMES.bucket, "--presence-ttl", "2s"];

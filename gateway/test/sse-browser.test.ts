@@ -2,13 +2,13 @@
 // resume across a SIGKILL of the worker serving them (Last-Event-ID on reconnect, `retry:` honoured).
 import { randomUUID } from "node:crypto";
 import type { Browser, Page } from "playwright-core";
-import { launchChromium } from "./support/chromium.js";
+import { launchChromium } from "#testkit/chromium.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { childPids, startGateway, type GatewayHandle } from "./support/gateway.js";
-import { connectionInodes, pidsHoldingInodes, serverSockets } from "./support/proc-sockets.js";
-import { httpPublish } from "./support/ws-client.js";
-import { waitFor } from "./support/wait.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { childPids, startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { connectionInodes, pidsHoldingInodes, serverSockets } from "#testkit/proc-sockets.js";
+import { httpPublish } from "#testkit/ws-client.js";
+import { waitFor } from "#testkit/wait.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;

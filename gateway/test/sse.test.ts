@@ -1,16 +1,16 @@
 // Server-Sent Events against real servers: a real nats-server, the real CLI with two workers, and a
-// curl-like reader over node:http (support/sse-client.ts).
+// curl-like reader over node:http (gateway/testkit/sse-client.ts).
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { childPids, startGateway, type GatewayHandle } from "./support/gateway.js";
-import { connectionInodes, pidsHoldingInodes } from "./support/proc-sockets.js";
-import { httpPublish } from "./support/ws-client.js";
-import { SseReader } from "./support/sse-client.js";
-import { waitFor } from "./support/wait.js";
-import { AUDIENCE, ISSUER, SECRET, sign, tryConnect } from "./auth/support.js";
-import { metric } from "./support/metrics.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { childPids, startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { connectionInodes, pidsHoldingInodes } from "#testkit/proc-sockets.js";
+import { httpPublish } from "#testkit/ws-client.js";
+import { SseReader } from "#testkit/sse-client.js";
+import { waitFor } from "#testkit/wait.js";
+import { AUDIENCE, ISSUER, SECRET, sign, tryConnect } from "#testkit/auth.js";
+import { metric } from "#testkit/metrics.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;

@@ -3,8 +3,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { CLI, startGateway, type GatewayHandle } from "./support/gateway.js";
-import { httpPublish, TestClient } from "./support/ws-client.js";
+import { CLI, startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { httpPublish, TestClient } from "#testkit/ws-client.js";
 
 // Encryption at rest of the embedded nats-server's store (NATS_STORE_KEY_FILE, NATS_STORE_CIPHER).
 const root = mkdtempSync(join(tmpdir(), "fgw-enc-"));

@@ -4,10 +4,10 @@
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { CLI, childPids, startGateway, type GatewayHandle } from "./support/gateway.js";
-import { httpPublish, TestClient } from "./support/ws-client.js";
-import { buildNeedingNewerGlibc, GLIBC, pureJsBuild, UWS_BINARY } from "./support/uws-builds.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { CLI, childPids, startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { httpPublish, TestClient } from "#testkit/ws-client.js";
+import { buildNeedingNewerGlibc, GLIBC, pureJsBuild, UWS_BINARY } from "#testkit/uws-builds.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle | undefined;

@@ -4,9 +4,9 @@
 // wait 5 s for a worker still starting, and fail).
 import { afterAll, describe, expect, it } from "vitest";
 import { freePort } from "../src/net.js";
-import { startGateway, type GatewayHandle, type LogLine } from "./support/gateway.js";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.js";
-import { waitFor } from "./support/wait.js";
+import { startGateway, type GatewayHandle, type LogLine } from "#testkit/gateway.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { waitFor } from "#testkit/wait.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterAll(async () => {

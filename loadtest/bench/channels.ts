@@ -19,7 +19,7 @@ import { std } from "../kit/flags.js";
 import { defineBench, KEEP_RUNNING, runBench } from "../kit/main.js";
 import { appendSection, reportPath } from "../kit/results.js";
 import { alternate, medianIndex, runRounds } from "../kit/rounds.js";
-import { startNatsServer } from "../../gateway/test/support/nats-server.js";
+import { startNatsServer } from "#testkit/nats-server.js";
 import {
   clientLifecycle,
   closeAll,

@@ -1,8 +1,8 @@
-// Shared bits of the benchmarks: servers (from the test kit in gateway/test/support), percentiles, pinning.
+// Shared bits of the benchmarks: servers (from the test kit in gateway/testkit), percentiles, pinning.
 import { execFileSync, type ChildProcess } from "node:child_process";
-import { startNatsServer } from "../../gateway/test/support/nats-server.js";
-import { startGateway } from "../../gateway/test/support/gateway.js";
-import { waitFor } from "../../gateway/test/support/wait.js";
+import { startNatsServer } from "#testkit/nats-server.js";
+import { startGateway } from "#testkit/gateway.js";
+import { waitFor } from "#testkit/wait.js";
 import { cpus } from "node:os";
 import { resolve } from "node:path";
 
@@ -11,7 +11,7 @@ export const CLI = resolve(ROOT, "dist/gateway/src/cli.js");
 
 export const nowUs = (): number => Math.round((performance.timeOrigin + performance.now()) * 1000);
 
-/** The test kit's polling wait (gateway/test/support/wait.ts) under the benchmarks' old name. */
+/** The test kit's polling wait (gateway/testkit/wait.ts) under the benchmarks' old name. */
 export const until = <T>(check: () => T | undefined | false | Promise<T | undefined | false>, ms: number, what: string): Promise<T> =>
   waitFor(check, { timeoutMs: ms, what });
 

@@ -5,8 +5,8 @@ import { execFileSync, fork, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import WebSocket from "ws";
 import { ROOT, childPids, percentile } from "./common.js";
-import { startGateway, type GatewayHandle } from "../../gateway/test/support/gateway.js";
-import { startRedisServer } from "../../gateway/test/support/redis-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { startRedisServer } from "#testkit/redis-server.js";
 
 export const now = (): number => performance.timeOrigin + performance.now();
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

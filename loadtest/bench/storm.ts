@@ -13,7 +13,7 @@ import { fmt } from "./common.js";
 import { FlagError, std } from "../kit/flags.js";
 import { defineBench, KEEP_RUNNING, runBench } from "../kit/main.js";
 import { appendSection, reportPath } from "../kit/results.js";
-import { startNatsServer } from "../../gateway/test/support/nats-server.js";
+import { startNatsServer } from "#testkit/nats-server.js";
 import {
   clientLifecycle,
   closeAll,

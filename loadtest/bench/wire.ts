@@ -23,7 +23,7 @@ import WebSocket from "ws";
 import { SPACINGS, type Spacing } from "./pace.js";
 import { applyDelta } from "fossil-delta";
 import { nextScoreboard, scoreboard } from "../../gateway/conformance/fossil-vectors.js";
-import { httpPublish } from "../../gateway/test/support/ws-client.js";
+import { httpPublish } from "#testkit/ws-client.js";
 import { std } from "../kit/flags.js";
 import { defineBench, runBench } from "../kit/main.js";
 import { commandLine, reportPath, writeReport } from "../kit/results.js";

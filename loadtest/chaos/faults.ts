@@ -2,8 +2,8 @@
 // every NATS node up). Each wait is bounded; a fault that cannot recover in time fails the run.
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { ChildProcess } from "node:child_process";
-import { waitFor } from "../../gateway/test/support/wait.js";
-import type { NatsClusterNode } from "../../gateway/test/support/nats-cluster.js";
+import { waitFor } from "#testkit/wait.js";
+import type { NatsClusterNode } from "#testkit/nats-cluster.js";
 import type { Fault } from "./schedule.js";
 import { STREAM, type Topology } from "./topology.js";
 import type { ToClients } from "./clients.js";

@@ -11,7 +11,7 @@ import { gzipSync } from "node:zlib";
 import { basename, join, resolve } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { waitFor } from "../../gateway/test/support/wait.js";
+import { waitFor } from "#testkit/wait.js";
 import { check, matches, VIOLATION_KEYS, type StoredMsg } from "./checker.js";
 import { buildSchedule, FAULT_KINDS, type FaultKind } from "./schedule.js";
 import { startTopology, STREAM, SUBJECT_PREFIX, type Topology } from "./topology.js";
@@ -27,7 +27,7 @@ import { faultsAtSilences, lagAtSilences, sampleLag, socketStatesAtSilences } fr
 import { latencySeries, renderLatencyChart } from "./chart.js";
 import type { ClientsConfig, ClientsLog, FromClients, PubSpec, SubSpec, ToClients } from "./clients.js";
 import { checkWebhook, startWebhookReceiver, webhookEnv } from "./webhook.js";
-import type { WebhookReceiver } from "../../gateway/test/support/webhook-receiver.js";
+import type { WebhookReceiver } from "#testkit/webhook-receiver.js";
 
 type Args = {
   seed: number;

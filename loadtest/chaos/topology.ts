@@ -2,10 +2,10 @@
 // fixed ports (so clients find a restarted instance where it was), 2 workers each. Every process started here
 // is killed by stopAll(), whatever state the run left it in (a stopped NATS node gets SIGCONT first).
 import { existsSync } from "node:fs";
-import { startNatsCluster, pickFreePorts, type NatsCluster } from "../../gateway/test/support/nats-cluster.js";
-import { startGateway, childPids, type GatewayHandle } from "../../gateway/test/support/gateway.js";
-import { waitFor } from "../../gateway/test/support/wait.js";
-import { startTcpProxy, type TcpProxy } from "../../gateway/test/support/tcp-proxy.js";
+import { startNatsCluster, pickFreePorts, type NatsCluster } from "#testkit/nats-cluster.js";
+import { startGateway, childPids, type GatewayHandle } from "#testkit/gateway.js";
+import { waitFor } from "#testkit/wait.js";
+import { startTcpProxy, type TcpProxy } from "#testkit/tcp-proxy.js";
 
 export const STREAM = "EVENTS";
 export const SUBJECT_PREFIX = "ev";

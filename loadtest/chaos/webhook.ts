@@ -3,9 +3,9 @@
 // stream holds must have been accepted (lost: 0) and, per channel, first arrivals in stream order
 // (out of order: 0). Repeats (a batch sent again after a take-over or a failed answer) are counted, not faults.
 import type { JetStreamManager } from "@nats-io/jetstream";
-import { waitFor } from "../../gateway/test/support/wait.js";
-import { WebhookReceiver } from "../../gateway/test/support/webhook-receiver.js";
-import { acceptedEvents, firstArrivals, missing, outOfOrder } from "../../gateway/test/support/webhook-events.js";
+import { waitFor } from "#testkit/wait.js";
+import { WebhookReceiver } from "#testkit/webhook-receiver.js";
+import { acceptedEvents, firstArrivals, missing, outOfOrder } from "#testkit/webhook-events.js";
 
 export const EVENTS_STREAM = "FANOUT_EVENTS";
 

@@ -3,7 +3,7 @@
 import { writeFileSync } from "node:fs";
 import { REFERENCE, rowKey } from "./workload.js";
 import { BROKER_LABEL, unscaled, type Measurement, type RunMeta } from "./report.js";
-import { launchChromium } from "../../gateway/test/support/chromium.js";
+import { launchChromium } from "#testkit/chromium.js";
 
 const W = 1100;
 const PANEL_H = 300;

@@ -17,7 +17,7 @@ import type { SubResult } from "../../subtools/src/result.js";
 import { bounded, PUB_CLI, runNode, startGateway, SUB_CLI, TreeCpu, treeRss, type Proc } from "./proc.js";
 import { renderPeersMarkdown, renderPeersSvg, type PeerRow, type PeersMeta, SERVERS, type ServerName } from "./peers-report.js";
 import { svgToPng } from "./chart.js";
-import { startRedisServer } from "../../gateway/test/support/redis-server.js";
+import { startRedisServer } from "#testkit/redis-server.js";
 import { FlagError, std } from "../kit/flags.js";
 import { defineBench, runBench } from "../kit/main.js";
 import { reportPath } from "../kit/results.js";

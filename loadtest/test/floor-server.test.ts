@@ -5,8 +5,8 @@ import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { resolve } from "node:path";
 import WebSocket from "ws";
 import { afterEach, describe, expect, it } from "vitest";
-import { waitFor } from "../../gateway/test/support/wait.js";
-import { connectionInodes, pidsHoldingInodes } from "../../gateway/test/support/proc-sockets.js";
+import { waitFor } from "#testkit/wait.js";
+import { connectionInodes, pidsHoldingInodes } from "#testkit/proc-sockets.js";
 
 const SERVER = resolve(process.cwd(), "loadtest/peers/uws/server.mjs");
 let proc: ChildProcess | undefined;

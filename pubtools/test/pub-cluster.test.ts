@@ -3,11 +3,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { startRedisServer, type RedisServerHandle } from "../../gateway/test/support/redis-server.js";
-import { startNatsServer, type NatsServerHandle } from "../../gateway/test/support/nats-server.js";
-import { waitFor } from "../../gateway/test/support/wait.js";
+import { startRedisServer, type RedisServerHandle } from "#testkit/redis-server.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { waitFor } from "#testkit/wait.js";
 import { buildTools, PUB_CLI, runToEnd } from "../../subtools/test/support/tools.js";
-import { startGateway, type GatewayHandle } from "../../gateway/test/support/gateway.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
 
 let redis: RedisServerHandle;
 let nats: NatsServerHandle;

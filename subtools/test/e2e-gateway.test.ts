@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startNatsServer, type NatsServerHandle } from "../../gateway/test/support/nats-server.js";
-import { startRedisServer, type RedisServerHandle } from "../../gateway/test/support/redis-server.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startRedisServer, type RedisServerHandle } from "#testkit/redis-server.js";
 import { buildTools, PUB_CLI, run, runToEnd, SUB_CLI, waitConnected } from "./support/tools.js";
 import type { SubResult } from "../src/result.js";
 
@@ -13,7 +13,7 @@ type Gateway = { port: number; stop(): Promise<unknown> };
 const dir = mkdtempSync(join(tmpdir(), "subtools-gw-"));
 
 async function gateway(opts: { natsUrl?: string; args?: string[] }): Promise<Gateway> {
-  const { startGateway } = (await import("../../gateway/test/support/gateway.js")) as {
+  const { startGateway } = (await import("#testkit/gateway.js")) as {
     startGateway(o: { natsUrl?: string; workers?: number; args?: string[]; logLevel?: string }): Promise<Gateway>;
   };
   return startGateway({ workers: 2, logLevel: "info", ...opts });

@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startRedisServer, type RedisServerHandle } from "../../gateway/test/support/redis-server.js";
-import { startNatsServer, type NatsServerHandle } from "../../gateway/test/support/nats-server.js";
+import { startRedisServer, type RedisServerHandle } from "#testkit/redis-server.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
 import { buildTools, PUB_CLI, run, runToEnd, SUB_CLI, waitConnected } from "./support/tools.js";
 import type { SubResult } from "../src/result.js";
 

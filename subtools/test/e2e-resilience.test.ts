@@ -7,9 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startNatsServer, type NatsServerHandle } from "../../gateway/test/support/nats-server.js";
-import { startTcpProxy, type TcpProxy } from "../../gateway/test/support/tcp-proxy.js";
-import { waitFor } from "../../gateway/test/support/wait.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startTcpProxy, type TcpProxy } from "#testkit/tcp-proxy.js";
+import { waitFor } from "#testkit/wait.js";
 import { spawn } from "node:child_process";
 import { buildTools, PUB_CLI, run, runToEnd, SUB_CLI, waitConnected, type Run } from "./support/tools.js";
 import type { SubResult } from "../src/result.js";
@@ -40,7 +40,7 @@ describe("load tools — resilience through the gateway", () => {
   let proxy: TcpProxy;
   beforeAll(async () => {
     [nats] = await Promise.all([startNatsServer(), buildTools()]);
-    const { startGateway } = (await import("../../gateway/test/support/gateway.js")) as {
+    const { startGateway } = (await import("#testkit/gateway.js")) as {
       startGateway(o: { natsUrl?: string; workers?: number; args?: string[]; logLevel?: string }): Promise<Gateway>;
     };
     gw = await startGateway({

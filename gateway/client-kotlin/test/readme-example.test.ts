@@ -4,9 +4,9 @@ import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "../../test/support/nats-server.js";
-import { startGateway, type GatewayHandle } from "../../test/support/gateway.js";
-import { AUDIENCE, ISSUER, SECRET, sign } from "../../test/auth/support.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { AUDIENCE, ISSUER, SECRET, sign } from "#testkit/auth.js";
 
 const dir = new URL("../", import.meta.url);
 let nats: NatsServerHandle;

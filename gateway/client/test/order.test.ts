@@ -2,7 +2,7 @@ import type { AddressInfo } from "node:net";
 import WebSocket, { WebSocketServer } from "ws";
 import { afterAll, describe, expect, it } from "vitest";
 import { GatewayClient, type GatewayEvent } from "../src/index.js";
-import { waitFor } from "../../test/support/wait.js";
+import { waitFor } from "#testkit/wait.js";
 
 // A real WebSocket server playing the gateway's part with scripted frames: per-channel order on a wildcard
 // subscription (a message repaired late follows newer ones of other channels), repeats, and a resume

@@ -2,7 +2,7 @@ import type { AddressInfo } from "node:net";
 import WebSocket, { WebSocketServer } from "ws";
 import { afterAll, describe, expect, it } from "vitest";
 import { GatewayClient } from "../src/index.js";
-import { waitFor } from "../../test/support/wait.js";
+import { waitFor } from "#testkit/wait.js";
 
 // A real WebSocket server that never answers `refresh`: it closes the connection instead (as a dying
 // worker would), so the reply the SDK waits for never comes.

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import type { AuthSection } from "../config/sections.js";
+import type { AuthSection } from "../config/sections/index.js";
 import { ConfigError } from "../errors.js";
 import { SCOPES, type Scope } from "./principal.js";
 

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { errors as joseErrors, jwtVerify, type JWTPayload } from "jose";
-import type { AuthSection } from "../config/sections.js";
+import type { AuthSection } from "../config/sections/index.js";
 import { AuthError } from "./errors.js";
 import { loadKeyMaterial, type KeyMaterial } from "./keys.js";
 import { parseChannelsClaim, parseRpcClaim } from "./permissions.js";

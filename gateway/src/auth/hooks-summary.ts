@@ -1,4 +1,4 @@
-import type { HooksSection } from "../config/sections.js";
+import type { HooksSection } from "../config/sections/index.js";
 import { hookSecrets } from "./hooks.js";
 
 /** A hook URL as the start log shows it: no user, password or query (where credentials may hide). */

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { HooksSection } from "../config/sections.js";
+import type { HooksSection } from "../config/sections/index.js";
 import { BackendCaller, type CallResult } from "../backend/caller.js";
 import { readSecrets } from "../backend/signature.js";
 import { GatewayError, WIRE_ERRORS } from "../errors.js";

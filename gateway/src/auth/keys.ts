@@ -1,7 +1,7 @@
 import { createPublicKey, X509Certificate, type KeyObject } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createLocalJWKSet, type JSONWebKeySet, type JWTVerifyGetKey } from "jose";
-import type { AuthSection } from "../config/sections.js";
+import type { AuthSection } from "../config/sections/index.js";
 import { ConfigError } from "../errors.js";
 
 /** Verification key material, loaded once at worker start, and the algorithms it accepts. */

@@ -1,4 +1,4 @@
-import type { BrokerSection, DurableSection, PresenceSection, StreamSection } from "../config/sections.js";
+import type { BrokerSection, DurableSection, PresenceSection, StreamSection } from "../config/sections/index.js";
 import type { RepairReason } from "./jetstream/live.js";
 import type { DirectVia } from "./jetstream/direct/direct-get.js";
 import type { Logger } from "../log.js";

@@ -2,7 +2,7 @@ import cluster, { type Worker } from "node:cluster";
 import client from "prom-client";
 import { ClusterStatsWindows, sampleFrom, webhookStats, type PromSample } from "../http/stats.js";
 import { runtimeInfo } from "../uws.js";
-import { Coalescer } from "../util/coalesce.js";
+import { SharedQuery } from "../util/shared-query.js";
 import { isFgwMessage, type MetricsJson, type ToPrimary, type ToWorker } from "./ipc.js";
 import type { EffectiveSettings } from "../namespaces/settings.js";
 
@@ -20,7 +20,7 @@ type Scrape = { text: string; contentType: string; workers: { id: number; worker
 export class ClusterMetrics {
   private readonly own = new client.Registry();
   readonly restarts: client.Counter;
-  private readonly scrape = new Coalescer(() => this.collect());
+  private readonly scrape = new SharedQuery(() => this.collect());
   private readonly windows = new ClusterStatsWindows();
   private nextId = 0;
   private readonly pending = new Map<number, { waiting: Set<number>; got: { id: number; metrics: MetricsJson }[]; done: (error?: string) => void }>();

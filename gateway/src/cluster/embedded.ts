@@ -1,4 +1,4 @@
-import type { BrokerSection } from "../config/sections.js";
+import type { BrokerSection } from "../config/sections/index.js";
 import type { Logger } from "../log.js";
 import { EmbeddedNats } from "./embedded-nats.js";
 

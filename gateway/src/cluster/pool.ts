@@ -1,7 +1,7 @@
 import cluster, { type Worker } from "node:cluster";
 import { WORKER_CONFIG_ENV, WORKER_SLOT_ENV, type Config } from "../config/config.js";
 import { secretsOf, withoutSecrets } from "../config/secrets.js";
-import type { ServerSection } from "../config/sections.js";
+import type { ServerSection } from "../config/sections/index.js";
 import type { Logger } from "../log.js";
 import type { ClusterMetrics } from "./cluster-metrics.js";
 import { isFgwMessage, type ToPrimary, type ToWorker } from "./ipc.js";

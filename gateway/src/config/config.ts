@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { ConfigError } from "../errors.js";
 import { SETTINGS, type ReadSetting, type SettingKey } from "./settings.js";
-import { SECTIONS } from "./sections.js";
+import { SECTIONS } from "./sections/index.js";
 import { livePrefixOf } from "./sections/stream.js";
 import { controlPrefixOf } from "./sections/control.js";
 import { authEnabled, checkAuthConfig, checkNatsSecurity } from "./checks.js";

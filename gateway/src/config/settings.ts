@@ -1,5 +1,5 @@
-import { SECTIONS, type Config, type SettingKey } from "./sections.js";
-import { flagOf, type Setting } from "./setting.js";
+import { SECTIONS, type Config, type SettingKey } from "./sections/index.js";
+import { flagOf, type Setting } from "./section-kit.js";
 
 export type { Config, SettingKey };
 export { JWT_ALGORITHMS } from "./sections/auth.js";

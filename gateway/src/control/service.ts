@@ -2,7 +2,7 @@ import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import { anonymousIdentity, publishedBy, type AccessControl, type Identity } from "../auth/access.js";
 import { apiKeyPrincipal } from "../auth/principal.js";
 import type { Broker, Bus } from "../broker/broker.js";
-import type { ControlSection } from "../config/sections.js";
+import type { ControlSection } from "../config/sections/index.js";
 import { WIRE_ERRORS } from "../errors.js";
 import type { Logger } from "../log.js";
 import type { Counter } from "prom-client";

@@ -1,5 +1,5 @@
 import type { SharedRecord, SharedStateApi } from "../broker/broker.js";
-import type { EventKind } from "../config/sections.js";
+import type { EventKind } from "../config/sections/index.js";
 import type { Logger } from "../log.js";
 import type { Service } from "../services/services.js";
 import { WarnEvery } from "../util/warn-every.js";

@@ -1,4 +1,4 @@
-import type { WebhookSection } from "../config/sections.js";
+import type { WebhookSection } from "../config/sections/index.js";
 import type { LeaseStore } from "../broker/jetstream/webhook-lease.js";
 
 /**

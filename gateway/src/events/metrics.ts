@@ -1,6 +1,6 @@
 import client from "prom-client";
 import type { EventSource, WebhookLag } from "../broker/jetstream/events-stream.js";
-import { Coalescer } from "../util/coalesce.js";
+import { SharedQuery } from "../util/shared-query.js";
 
 /**
  * The webhook sender's lag and losses on the primary's registry: `fanout_webhook_pending` and
@@ -12,7 +12,7 @@ import { Coalescer } from "../util/coalesce.js";
  */
 export function webhookMetrics(registry: client.Registry, source: Pick<EventSource, "lag">, sending: () => boolean) {
   let last: WebhookLag = { pending: 0 };
-  const lag = new Coalescer(async () => (last = await source.lag().catch(() => last)));
+  const lag = new SharedQuery(async () => (last = await source.lag().catch(() => last)));
   new client.Gauge({
     name: "fanout_webhook_pending",
     help: "Events in the events stream the webhook has not delivered yet (waiting, or in a batch not yet answered 2xx); the same value on every instance",

@@ -1,5 +1,5 @@
 import client from "prom-client";
-import type { EventKind, EventsSection } from "../config/sections.js";
+import type { EventKind, EventsSection } from "../config/sections/index.js";
 import type { Logger } from "../log.js";
 import { TokenBucket } from "../limits/token-bucket.js";
 import { WarnEvery } from "../util/warn-every.js";

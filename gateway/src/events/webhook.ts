@@ -1,7 +1,7 @@
 import type { EventSource, StoredEvent } from "../broker/jetstream/events-stream.js";
 import type { BackendCaller } from "../backend/caller.js";
 import { secretsOf } from "../backend/signature.js";
-import type { WebhookSection } from "../config/sections.js";
+import type { WebhookSection } from "../config/sections/index.js";
 import type { Logger } from "../log.js";
 import type { WebhookMetrics } from "./metrics.js";
 import type { SenderLease, SenderTimings } from "./lease.js";

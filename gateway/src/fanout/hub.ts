@@ -7,7 +7,7 @@ import { CODECS } from "../protocol/codecs.js";
 import type { MsgMeta } from "../protocol/server-frames.js";
 import { ChannelDeltas, DEFAULT_DELTA_LIMITS, type DeltaBounds, type DeltaSubscription } from "./deltas.js";
 import { ReplayCache, type PageSource } from "./replay-cache.js";
-import { Coalescer, coalescedTopic, scheduleTimeout, type Schedule } from "./coalesce.js";
+import { FrameWindow, coalescedTopic, scheduleTimeout, type Schedule } from "./coalesced-frames.js";
 
 /** Coalesced frames (PROTOCOL.md "Coalesced frames"): each pattern's window, and the bound of one frame. */
 export type CoalescePolicy = {
@@ -95,7 +95,7 @@ class ChannelFeed implements Feed {
   readonly lateReceivers = new Set<LateReceiver>();
   readonly deltaReceivers = new Set<DeltaReceiver>();
   /** Holds the frames of the coalesced topics (one per codec) during a window; undefined when the window is off. */
-  readonly coalescer?: Coalescer;
+  readonly frameWindow?: FrameWindow;
   readonly coalescedTopics: readonly string[] = [];
 
   constructor(
@@ -107,18 +107,18 @@ class ChannelFeed implements Feed {
     if (coalesce && coalesce.windowMs > 0) {
       const topics = this.topics.map(coalescedTopic);
       this.coalescedTopics = topics;
-      this.coalescer = new Coalescer(coalesce.windowMs, coalesce.maxBytes, (c, f) => coalesce.out(topics[c.slot] as string, c, f), coalesce.schedule);
+      this.frameWindow = new FrameWindow(coalesce.windowMs, coalesce.maxBytes, (c, f) => coalesce.out(topics[c.slot] as string, c, f), coalesce.schedule);
     }
   }
 
   join(sock: FanoutSocket): void {
     // Only the coalesced topics hold messages: a socket joining a plain one cannot get one from before its join.
-    if (sock.coalesce === true) this.coalescer?.flush();
-    sock.joinTopic(this.topic, this.coalescer !== undefined);
+    if (sock.coalesce === true) this.frameWindow?.flush();
+    sock.joinTopic(this.topic, this.frameWindow !== undefined);
   }
 
   flush(): void {
-    this.coalescer?.flush();
+    this.frameWindow?.flush();
   }
 
   addLateReceiver(r: LateReceiver): void {
@@ -284,7 +284,7 @@ export class FanoutHub {
       }
       // Delta subscriptions are not coalesced: each gets its frame (delta or full) now, alone.
       if (deltaReceivers > 0) this.deliverDeltas(feed, meta, msg, m.payload);
-      if (feed.coalescer) this.hold(feed, feed.coalescer, msg);
+      if (feed.frameWindow) this.hold(feed, feed.frameWindow, msg);
       this.metrics.framesDelivered.inc(receivers + deltaReceivers);
       this.metrics.deliveryLatency.observe(Math.max(0, Date.now() - m.ts) / 1000);
     }
@@ -316,8 +316,8 @@ export class FanoutHub {
   }
 
   /** A message for the feed's coalesced topics, held until its window ends (each codec's, if sockets listen). */
-  private hold(feed: ChannelFeed, coalescer: Coalescer, msg: LiveMsg): void {
-    for (const c of CODECS) if (this.app.numSubscribers(feed.coalescedTopics[c.slot] as string) > 0) coalescer.add(c, msg.frame(c));
+  private hold(feed: ChannelFeed, frameWindow: FrameWindow, msg: LiveMsg): void {
+    for (const c of CODECS) if (this.app.numSubscribers(feed.coalescedTopics[c.slot] as string) > 0) frameWindow.add(c, msg.frame(c));
   }
 
   /** A stream was deleted and created again: cached pages of its patterns are void (feeds start over by themselves). */
@@ -348,7 +348,7 @@ export class FanoutHub {
 
   private async stopFeed(feed: ChannelFeed): Promise<void> {
     this.cache?.forget(feed.pattern);
-    feed.coalescer?.stop();
+    feed.frameWindow?.stop();
     feed.listeners.clear();
     feed.deltaReceivers.clear();
     if (!feed.live) return;

@@ -3,7 +3,7 @@ import type { Codec, MsgFrames } from "../protocol/codec.js";
 import type { StoredMsg } from "../protocol/server-frames.js";
 import { JSON_CODEC } from "../protocol/codecs.js";
 import { buildFrames } from "../protocol/serialize.js";
-import { COALESCE_MAX_BYTES, runEnds } from "./coalesce.js";
+import { COALESCE_MAX_BYTES, runEnds } from "./coalesced-frames.js";
 import type { HandoffItem, HandoffPage } from "./handoff.js";
 import { StreamSweep, SWEEP_PATTERNS } from "./sweep.js";
 
@@ -33,7 +33,7 @@ export class FramePage implements HandoffPage<MsgFrames> {
     stored: readonly StoredMsg[],
     /** Told the bytes the page grew by when another codec's frames were built. */
     private readonly grew: (page: FramePage, bytes: number) => void,
-    /** A coalesced frame's bytes at most (the live coalescer's bound). */
+    /** A coalesced frame's bytes at most (the live frame window's bound). */
     private readonly maxBytes = COALESCE_MAX_BYTES,
   ) {
     const verbatim: boolean[] = [];

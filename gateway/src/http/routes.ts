@@ -1,6 +1,6 @@
 import { hasHugeNumber, HUGE_NUMBER } from "../protocol/json-numbers.js";
 import type { Broker } from "../broker/broker.js";
-import type { ServerSection } from "../config/sections.js";
+import type { ServerSection } from "../config/sections/index.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { checkChannel, checkPattern } from "../protocol/channel.js";

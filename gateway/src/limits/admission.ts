@@ -1,4 +1,4 @@
-import type { LimitsSection } from "../config/sections.js";
+import type { LimitsSection } from "../config/sections/index.js";
 import { IpTable, type IpRefusal } from "./ip-table.js";
 import type { GuardMetrics } from "./metrics.js";
 import { OriginPolicy } from "./origin.js";

@@ -1,5 +1,5 @@
 import type { PresenceApi, PresenceMember } from "../broker/broker.js";
-import type { PresenceSection } from "../config/sections.js";
+import type { PresenceSection } from "../config/sections/index.js";
 import { GatewayError } from "../errors.js";
 import type { TopicPublisher } from "../fanout/socket.js";
 import type { Logger } from "../log.js";

@@ -1,5 +1,5 @@
 import { BackendCaller, type CallResult } from "../backend/caller.js";
-import type { HooksSection } from "../config/sections.js";
+import type { HooksSection } from "../config/sections/index.js";
 import { GatewayError } from "../errors.js";
 import type { Logger } from "../log.js";
 import { ErrorCode } from "../protocol/codes.js";

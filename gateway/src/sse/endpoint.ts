@@ -2,7 +2,7 @@ import type { EventRecorder } from "../events/recorder.js";
 import { readerOf, type AccessControl, type Knock } from "../auth/access.js";
 import { authorizeRequest, readKnock } from "../auth/http-auth.js";
 import type { Broker } from "../broker/broker.js";
-import type { AuthSection, BackpressureSection, SseSection } from "../config/sections.js";
+import type { AuthSection, BackpressureSection, SseSection } from "../config/sections/index.js";
 import { brokerFailure } from "../errors.js";
 import type { FanoutHub, Feed } from "../fanout/hub.js";
 import { resolveStart, startFeatures, type Resume, type StartReport } from "../fanout/resume.js";

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { BackpressureSection } from "../config/sections.js";
+import type { BackpressureSection } from "../config/sections/index.js";
 import type { Feed } from "../fanout/hub.js";
 import { Flow, SubLifecycle, type DeliveryFailure, type Joined, type SubPhase } from "../fanout/lifecycle.js";
 import type { Resume } from "../fanout/resume.js";

@@ -1,4 +1,4 @@
-import type { BackpressureSection } from "../config/sections.js";
+import type { BackpressureSection } from "../config/sections/index.js";
 import type { Subscriptions } from "./subscriptions.js";
 import type { Logger } from "../log.js";
 import { CloseCode } from "../protocol/codes.js";

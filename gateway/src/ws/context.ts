@@ -1,5 +1,5 @@
 import type { Broker } from "../broker/broker.js";
-import type { Sections } from "../config/sections.js";
+import type { Sections } from "../config/sections/index.js";
 import type { FanoutHub } from "../fanout/hub.js";
 import type { Resume } from "../fanout/resume.js";
 import type { Logger } from "../log.js";

@@ -1,4 +1,4 @@
-import type { AuthSection, LimitsSection } from "../config/sections.js";
+import type { AuthSection, LimitsSection } from "../config/sections/index.js";
 import { Admission } from "../limits/admission.js";
 import { frameLimiterFor } from "../limits/frame-rate.js";
 import type { GuardMetrics } from "../limits/metrics.js";

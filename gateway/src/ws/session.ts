@@ -8,7 +8,7 @@ import type { Metrics } from "../metrics/metrics.js";
 import type { ErrorCode } from "../protocol/codes.js";
 import type { Id } from "../protocol/frames.js";
 import { codecTopic, type Codec } from "../protocol/codec.js";
-import { coalescedTopic } from "../fanout/coalesce.js";
+import { coalescedTopic } from "../fanout/coalesced-frames.js";
 import { JSON_CODEC } from "../protocol/codecs.js";
 import type { ServerFrame } from "../protocol/server-frames.js";
 import { WIRE_ERRORS } from "../errors.js";

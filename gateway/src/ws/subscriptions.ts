@@ -1,8 +1,8 @@
-import type { BackpressureSection } from "../config/sections.js";
+import type { BackpressureSection } from "../config/sections/index.js";
 import { LateGroup, PatternGroups, type LateMember } from "../fanout/groups.js";
 import { codecTopic } from "../protocol/codec.js";
 import { DeltaSocket } from "../fanout/delta-socket.js";
-import { coalescedTopic } from "../fanout/coalesce.js";
+import { coalescedTopic } from "../fanout/coalesced-frames.js";
 import { topicOf, type FanoutHub, type Feed } from "../fanout/hub.js";
 import { Flow, SubLifecycle, type DeliveryFailure, type LifecycleDeps, type SubDoor } from "../fanout/lifecycle.js";
 import type { Logger } from "../log.js";

@@ -1,4 +1,4 @@
-import type { ServerSection } from "../config/sections.js";
+import type { ServerSection } from "../config/sections/index.js";
 import type { TemplatedApp } from "../uws.js";
 import type { TopicPublisher } from "../fanout/socket.js";
 import { loadUws } from "../uws.js";

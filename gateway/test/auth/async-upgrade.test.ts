@@ -3,10 +3,10 @@
 // WebSocket for the HTTP socket it had been and read stray memory as "Connection: close" (uWebSockets #1928).
 // How often depended on the heap of the worker, so several fresh gateways are asked, each with a few sockets.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "../support/nats-server.js";
-import { startGateway } from "../support/gateway.js";
-import { ClientPool } from "../support/clients.js";
-import { connect, sign, SECRET } from "./support.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startGateway } from "#testkit/gateway.js";
+import { ClientPool } from "#testkit/clients.js";
+import { connect, sign, SECRET } from "#testkit/auth.js";
 
 let nats: NatsServerHandle;
 const clients = new ClientPool();

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "../support/nats-server.js";
-import { startGateway, type GatewayHandle } from "../support/gateway.js";
-import { httpPublish } from "../support/ws-client.js";
-import { ClientPool, uniqueNames } from "../support/clients.js";
-import { waitFor } from "../support/wait.js";
-import { AUDIENCE, connect, ISSUER, refusal, sign } from "./support.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { httpPublish } from "#testkit/ws-client.js";
+import { ClientPool, uniqueNames } from "#testkit/clients.js";
+import { waitFor } from "#testkit/wait.js";
+import { AUDIENCE, connect, ISSUER, refusal, sign } from "#testkit/auth.js";
 
 const SECRET = "test-secret-that-is-long-enough-0123456789";
 const API_KEY = "api-key-0123456789abcdef";

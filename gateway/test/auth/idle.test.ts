@@ -1,9 +1,9 @@
 import { connect as tcpConnect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "../support/nats-server.js";
-import { startGateway, type GatewayHandle } from "../support/gateway.js";
-import { TestClient } from "../support/ws-client.js";
-import { waitFor } from "../support/wait.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { TestClient } from "#testkit/ws-client.js";
+import { waitFor } from "#testkit/wait.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;

@@ -3,10 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { exportJWK, exportSPKI, generateKeyPair } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "../support/nats-server.js";
-import { startGateway, type GatewayHandle } from "../support/gateway.js";
-import { TestClient } from "../support/ws-client.js";
-import { AUDIENCE, ISSUER, refusal, sign, tryConnect } from "./support.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { TestClient } from "#testkit/ws-client.js";
+import { AUDIENCE, ISSUER, refusal, sign, tryConnect } from "#testkit/auth.js";
 
 let nats: NatsServerHandle;
 let pemGw: GatewayHandle;

@@ -4,12 +4,12 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "../support/nats-server.js";
-import { startGateway, type GatewayHandle } from "../support/gateway.js";
-import { httpPublish, TestClient } from "../support/ws-client.js";
-import { ClientPool } from "../support/clients.js";
-import { waitFor } from "../support/wait.js";
-import { connect, refusal, tryConnect } from "./support.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { httpPublish, TestClient } from "#testkit/ws-client.js";
+import { ClientPool } from "#testkit/clients.js";
+import { waitFor } from "#testkit/wait.js";
+import { connect, refusal, tryConnect } from "#testkit/auth.js";
 
 // Each test connects from its own loopback address (127.0.0.x): per-IP limits are then independent.
 let nats: NatsServerHandle;

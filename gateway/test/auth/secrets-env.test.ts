@@ -2,10 +2,10 @@
 // the primary sends them over IPC. A real gateway with two workers.
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "../support/nats-server.js";
-import { childPids, startGateway, type GatewayHandle } from "../support/gateway.js";
-import { httpPublish } from "../support/ws-client.js";
-import { AUDIENCE, connect, ISSUER, refusal, SECRET, sign } from "./support.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { childPids, startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { httpPublish } from "#testkit/ws-client.js";
+import { AUDIENCE, connect, ISSUER, refusal, SECRET, sign } from "#testkit/auth.js";
 
 const API_KEY = "secret-env-api-key-0123456789";
 let nats: NatsServerHandle;

@@ -1,9 +1,9 @@
 // A plain GET /ws (no upgrade) answers what the upgrade would: the SDKs ask it after an attempt that never
 // opened, since a WebSocket API does not show a refused upgrade's answer.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsServer, type NatsServerHandle } from "../support/nats-server.js";
-import { startGateway, type GatewayHandle } from "../support/gateway.js";
-import { AUDIENCE, ISSUER, SECRET, connect, refusal, sign } from "./support.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { AUDIENCE, ISSUER, SECRET, connect, refusal, sign } from "#testkit/auth.js";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;

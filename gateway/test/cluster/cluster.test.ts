@@ -4,10 +4,10 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type JetStreamManager, type StreamInfo } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { getJson, startNatsCluster, type NatsCluster, type NatsClusterNode } from "../support/nats-cluster.js";
-import { startGateway, type GatewayHandle } from "../support/gateway.js";
-import { httpPublish, TestClient, type MsgFrame } from "../support/ws-client.js";
-import { waitFor } from "../support/wait.js";
+import { getJson, startNatsCluster, type NatsCluster, type NatsClusterNode } from "#testkit/nats-cluster.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { httpPublish, TestClient, type MsgFrame } from "#testkit/ws-client.js";
+import { waitFor } from "#testkit/wait.js";
 
 const STREAM = "EVENTS";
 let cluster: NatsCluster;

@@ -2,11 +2,11 @@
 // that the scatter and the replies cross the cluster's routes. A disconnect must reach sockets on both
 // instances with the close code asked for, and occupancy must sum both.
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { startNatsCluster, type NatsCluster } from "../support/nats-cluster.js";
-import { startGateway, type GatewayHandle } from "../support/gateway.js";
-import { ClientPool, uniqueNames } from "../support/clients.js";
-import { AUDIENCE, connect, ISSUER, SECRET, sign } from "../auth/support.js";
-import type { TestClient } from "../support/ws-client.js";
+import { startNatsCluster, type NatsCluster } from "#testkit/nats-cluster.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { ClientPool, uniqueNames } from "#testkit/clients.js";
+import { AUDIENCE, connect, ISSUER, SECRET, sign } from "#testkit/auth.js";
+import type { TestClient } from "#testkit/ws-client.js";
 
 const API_KEY = "cluster-control-key-0123456789";
 let cluster: NatsCluster;

@@ -6,10 +6,10 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsCluster, type NatsCluster } from "../support/nats-cluster.js";
-import { startGateway, type GatewayHandle } from "../support/gateway.js";
-import { httpPublish, TestClient } from "../support/ws-client.js";
-import { waitFor } from "../support/wait.js";
+import { startNatsCluster, type NatsCluster } from "#testkit/nats-cluster.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { httpPublish, TestClient } from "#testkit/ws-client.js";
+import { waitFor } from "#testkit/wait.js";
 
 const STREAM = "EVENTS";
 let cluster: NatsCluster;

@@ -6,12 +6,12 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type JetStreamManager, type StreamInfo } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsCluster, type NatsCluster } from "../support/nats-cluster.js";
-import { startGateway, type GatewayHandle } from "../support/gateway.js";
-import { TestClient } from "../support/ws-client.js";
-import { waitFor } from "../support/wait.js";
-import { WebhookReceiver } from "../support/webhook-receiver.js";
-import { acceptedEvents, missing } from "../support/webhook-events.js";
+import { startNatsCluster, type NatsCluster } from "#testkit/nats-cluster.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { TestClient } from "#testkit/ws-client.js";
+import { waitFor } from "#testkit/wait.js";
+import { WebhookReceiver } from "#testkit/webhook-receiver.js";
+import { acceptedEvents, missing } from "#testkit/webhook-events.js";
 import { ensureEventsStream, WEBHOOK_DURABLE, webhookSource } from "../../src/broker/jetstream/events-stream.js";
 import { leaseNames, webhookLeaseStore } from "../../src/broker/jetstream/webhook-lease.js";
 import { ensureSharedState } from "../../src/broker/jetstream/shared-state.js";

@@ -8,10 +8,10 @@ import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type JetStreamManager, type StreamInfo } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { getJson, startNatsCluster, type NatsCluster, type NatsClusterNode } from "../support/nats-cluster.js";
-import { startGateway, type GatewayHandle } from "../support/gateway.js";
-import { TestClient } from "../support/ws-client.js";
-import { waitFor } from "../support/wait.js";
+import { getJson, startNatsCluster, type NatsCluster, type NatsClusterNode } from "#testkit/nats-cluster.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { TestClient } from "#testkit/ws-client.js";
+import { waitFor } from "#testkit/wait.js";
 
 const DEFAULT = "EVENTS";
 const CHAT = "EVENTS_CHAT";

@@ -15,7 +15,7 @@ import { JSON_WIRE, msgpackWire, RAW, type MsgRaw, type Wire } from "../../clien
 import { fossilChecksum, fossilDigits } from "../../conformance/fossil-vectors.js";
 import { ChannelDeltas, DEFAULT_DELTA_LIMITS, DeltaSubscription } from "../../src/fanout/deltas.js";
 import type { Codec } from "../../src/protocol/codec.js";
-import { slowDeltaPair } from "../support/deltas.js";
+import { slowDeltaPair } from "#testkit/deltas.js";
 import { JSON_CODEC, MSGPACK_CODEC } from "../../src/protocol/codecs.js";
 
 const RUNS = Number(process.env.DELTA_FUZZ_RUNS ?? 300);

@@ -4,8 +4,8 @@
 // runs it longer.
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { doorCase, keyCase, rpcDoorCase, runDoorCase, runKeyCase, startDoorFuzzTarget } from "../support/door-fuzz.js";
-import { SECRET } from "../auth/support.js";
+import { doorCase, keyCase, rpcDoorCase, runDoorCase, runKeyCase, startDoorFuzzTarget } from "#testkit/door-fuzz.js";
+import { SECRET } from "#testkit/auth.js";
 
 let target: Awaited<ReturnType<typeof startDoorFuzzTarget>>;
 

@@ -3,12 +3,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // @ts-expect-error -- untyped .mjs module shared with scripts/fuzz.mjs
 import { frameArbitraries } from "../../../scripts/fuzz/arbitraries.mjs";
 import { CLIENT_OPS } from "../../src/protocol/frames.js";
-import { startNatsServer, type NatsServerHandle } from "../support/nats-server.js";
-import { startGateway, type GatewayHandle } from "../support/gateway.js";
-import { httpPublish, TestClient } from "../support/ws-client.js";
-import { ClientPool } from "../support/clients.js";
-import { waitFor } from "../support/wait.js";
-import { metric } from "../support/metrics.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { httpPublish, TestClient } from "#testkit/ws-client.js";
+import { ClientPool } from "#testkit/clients.js";
+import { waitFor } from "#testkit/wait.js";
+import { metric } from "#testkit/metrics.js";
 
 const { malformedText } = frameArbitraries(CLIENT_OPS);
 const GOOD = 100;

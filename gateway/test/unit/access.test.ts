@@ -8,7 +8,7 @@ import type { Hooks } from "../../src/auth/hooks.js";
 import { GatewayError } from "../../src/errors.js";
 import { ErrorCode } from "../../src/protocol/codes.js";
 import { loadConfig } from "../../src/config/config.js";
-import { sectionsOf } from "../../src/config/sections.js";
+import { sectionsOf } from "../../src/config/sections/index.js";
 import { namespacesSection } from "../../src/namespaces/namespace.js";
 import type { NamespaceSpec } from "../../src/namespaces/spec.js";
 

@@ -9,7 +9,7 @@ import { Services } from "../../src/services/services.js";
 import { SenderLease } from "../../src/events/lease.js";
 import type { LeaseStore } from "../../src/broker/jetstream/webhook-lease.js";
 import { createLogger } from "../../src/log.js";
-import { MemorySharedState } from "../support/memory-shared-state.js";
+import { MemorySharedState } from "#testkit/memory-shared-state.js";
 
 const DEBOUNCE = 3_000;
 const TTL = 15_000;

@@ -5,8 +5,8 @@ import { BackendCaller } from "../../src/backend/caller.js";
 import { backendMetrics } from "../../src/backend/metrics.js";
 import { signatureHeader, verifySignature } from "../../src/backend/signature.js";
 import { createLogger } from "../../src/log.js";
-import { streamAnswer, type StreamEnd } from "../support/hook-backend.js";
-import { waitFor } from "../support/wait.js";
+import { streamAnswer, type StreamEnd } from "#testkit/hook-backend.js";
+import { waitFor } from "#testkit/wait.js";
 
 const log = createLogger("fatal", {});
 let server: Server;

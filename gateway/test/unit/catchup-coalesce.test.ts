@@ -1,5 +1,5 @@
 // A catch-up's pages as coalesced frames (PROTOCOL.md "Coalesced frames"), in process: a socket that reads
-// coalesced frames gets each page in runs bounded like the live coalescer's frames, every message once and in
+// coalesced frames gets each page in runs bounded like the live frame window's frames, every message once and in
 // order whatever the resume position, the backpressure or the codec; a whole run's frame is built once per
 // page and codec and shared by every socket; a socket that did not opt in (or a delta subscription's) gets one
 // frame per message as before.
@@ -7,15 +7,15 @@ import { decode } from "@msgpack/msgpack";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { CatchUp, type CatchUpEnd } from "../../src/fanout/catchup.js";
-import { runEnds } from "../../src/fanout/coalesce.js";
+import { runEnds } from "../../src/fanout/coalesced-frames.js";
 import { FramePage, ReplayCache } from "../../src/fanout/replay-cache.js";
 import type { FanoutSocket } from "../../src/fanout/socket.js";
 import { createLogger } from "../../src/log.js";
 import type { Codec } from "../../src/protocol/codec.js";
 import { JSON_CODEC, MSGPACK_CODEC } from "../../src/protocol/codecs.js";
 import type { StoredMsg } from "../../src/protocol/server-frames.js";
-import { FakeFeed } from "../support/fake-feed.js";
-import { MemoryReplay } from "../support/memory-replay.js";
+import { FakeFeed } from "#testkit/fake-feed.js";
+import { MemoryReplay } from "#testkit/memory-replay.js";
 
 const log = createLogger("silent", {});
 

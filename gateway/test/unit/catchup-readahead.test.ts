@@ -9,8 +9,8 @@ import { ReplayCache } from "../../src/fanout/replay-cache.js";
 import type { FanoutSocket } from "../../src/fanout/socket.js";
 import { JSON_CODEC } from "../../src/protocol/codecs.js";
 import { createLogger } from "../../src/log.js";
-import { MemoryReplay } from "../support/memory-replay.js";
-import { FakeFeed } from "../support/fake-feed.js";
+import { MemoryReplay } from "#testkit/memory-replay.js";
+import { FakeFeed } from "#testkit/fake-feed.js";
 
 const log = createLogger("silent", {});
 

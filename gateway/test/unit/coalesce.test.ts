@@ -1,15 +1,15 @@
-// Coalesced frames (fanout/coalesce.ts, through the hub): messages of a pattern within a window go to its
+// Coalesced frames (fanout/coalesced-frames.ts, through the hub): messages of a pattern within a window go to its
 // coalesced topics as one frame per codec, in order, bounded in size, and flushed before a socket joins; the
 // plain topics keep one frame per message. Driven in process with a fake uWS app and a manual clock.
 import { decode, decodeMulti, encode } from "@msgpack/msgpack";
 import client from "prom-client";
 import { describe, expect, it } from "vitest";
-import { coalescedTopic, Coalescer, type Schedule } from "../../src/fanout/coalesce.js";
+import { coalescedTopic, FrameWindow, type Schedule } from "../../src/fanout/coalesced-frames.js";
 import { FanoutHub } from "../../src/fanout/hub.js";
 import type { FanoutSocket, TopicPublisher } from "../../src/fanout/socket.js";
 import { createLogger } from "../../src/log.js";
 import { createMetrics } from "../../src/metrics/metrics.js";
-import { fakeLiveBroker } from "../support/fake-feed.js";
+import { fakeLiveBroker } from "#testkit/fake-feed.js";
 import { codecTopic } from "../../src/protocol/codec.js";
 import { JSON_CODEC, MSGPACK_CODEC } from "../../src/protocol/codecs.js";
 
@@ -112,7 +112,7 @@ describe("coalesced frames", () => {
     for (const n of [15, 16, 65_535, 65_536]) {
       const one = encode({ op: "msg", seq: 1 });
       const out: Uint8Array[] = [];
-      const c = new Coalescer(25, 1 << 30, (_c, f) => void out.push(f), manualClock().schedule);
+      const c = new FrameWindow(25, 1 << 30, (_c, f) => void out.push(f), manualClock().schedule);
       for (let i = 0; i < n; i++) c.add(MSGPACK_CODEC, one);
       c.flush();
       const expected = encode(Array.from({ length: n }, () => ({ op: "msg", seq: 1 })));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { formerNamesUsed, loadConfig, settingsTable } from "../../src/config/config.js";
-import { SECTIONS, sectionsOf } from "../../src/config/sections.js";
+import { SECTIONS, sectionsOf } from "../../src/config/sections/index.js";
 import { SETTINGS } from "../../src/config/settings.js";
 import { unknownSettings } from "../../src/config/unknown-env.js";
 import { ConfigError } from "../../src/errors.js";

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { gather, Roll } from "../../src/control/gather.js";
 import type { Bus } from "../../src/broker/broker.js";
 import { loadConfig } from "../../src/config/config.js";
-import { sectionsOf } from "../../src/config/sections.js";
+import { sectionsOf } from "../../src/config/sections/index.js";
 import { mergeParts, parseControlRequest, type WorkerReply } from "../../src/control/ops.js";
 import { controlGate, controlRequestOf } from "../../src/control/request.js";
 import { fromThisHost } from "../../src/auth/http-auth.js";
@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AccessControl } from "../../src/auth/access.js";
 import { Authenticator } from "../../src/auth/authenticator.js";
-import type { AuthSection } from "../../src/config/sections.js";
+import type { AuthSection } from "../../src/config/sections/index.js";
 
 const w = (instance: string, worker: number, workers: number) => ({ instance, worker, workers });
 

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { DirectLink } from "../../src/broker/jetstream/direct/direct-link.js";
 import type { ReplySink } from "../../src/broker/jetstream/direct/direct-get.js";
 import { createLogger } from "../../src/log.js";
-import { waitFor } from "../support/wait.js";
+import { waitFor } from "#testkit/wait.js";
 
 let server: Server | undefined;
 const peers = new Set<Socket>();

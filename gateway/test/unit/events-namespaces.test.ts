@@ -3,7 +3,7 @@ import client from "prom-client";
 import { parseNamespaces } from "../../src/namespaces/file.js";
 import { namespacesSection } from "../../src/namespaces/namespace.js";
 import { loadConfig } from "../../src/config/config.js";
-import { sectionsOf } from "../../src/config/sections.js";
+import { sectionsOf } from "../../src/config/sections/index.js";
 import { EventRecorder, type EventFields } from "../../src/events/recorder.js";
 import { createLogger } from "../../src/log.js";
 import { ShareTally } from "../../src/events/tally.js";

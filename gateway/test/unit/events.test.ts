@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/config.js";
-import { sectionsOf } from "../../src/config/sections.js";
+import { sectionsOf } from "../../src/config/sections/index.js";
 import { backoffMs, batchBody, webhookSecrets } from "../../src/events/webhook.js";
 
 const eventsOf = (env: Record<string, string>) => sectionsOf(loadConfig([], env).config).events;

@@ -4,7 +4,7 @@ import { applyDelta, createDelta } from "fossil-delta";
 import { describe, expect, it } from "vitest";
 import { ChannelDeltas, DEFAULT_DELTA_LIMITS } from "../../src/fanout/deltas.js";
 import { createBoundedDelta } from "../../src/fanout/fossil-encode.js";
-import { slowDeltaPair } from "../support/deltas.js";
+import { slowDeltaPair } from "#testkit/deltas.js";
 
 const enc = new TextEncoder();
 const same = (a: Uint8Array, b: Uint8Array): boolean => Buffer.from(a).equals(Buffer.from(b));

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { Handoff, type HandoffEnd, type HandoffItem, type HandoffPage, type HandoffPort, type WriteResult } from "../../src/fanout/handoff.js";
 import { SubjectSequencer } from "../../src/broker/jetstream/sequencer.js";
-import { Coalescer } from "../../src/util/coalesce.js";
+import { SharedQuery } from "../../src/util/shared-query.js";
 
 /** A memory stream of one pattern: seqs of matching messages (other channels' seqs are skipped). */
 class MemoryStream {
@@ -361,11 +361,11 @@ describe("live sequencer — gaps and duplicates per subject", () => {
   });
 });
 
-describe("coalescer — stream state requests", () => {
-  it("coalescer — concurrent callers share a request sent after they called: at most one in flight and one queued", async () => {
+describe("shared query — stream state requests", () => {
+  it("shared query — concurrent callers share a request sent after they called: at most one in flight and one queued", async () => {
     let calls = 0;
     let release: (() => void)[] = [];
-    const c = new Coalescer(
+    const c = new SharedQuery(
       () =>
         new Promise<number>((r) => {
           const n = ++calls;

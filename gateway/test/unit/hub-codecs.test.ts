@@ -7,7 +7,7 @@ import { FanoutHub, type LiveListener } from "../../src/fanout/hub.js";
 import type { TopicPublisher } from "../../src/fanout/socket.js";
 import { createLogger } from "../../src/log.js";
 import { createMetrics } from "../../src/metrics/metrics.js";
-import { fakeLiveBroker } from "../support/fake-feed.js";
+import { fakeLiveBroker } from "#testkit/fake-feed.js";
 import { codecTopic, type MsgFrames } from "../../src/protocol/codec.js";
 import { CODECS, JSON_CODEC } from "../../src/protocol/codecs.js";
 

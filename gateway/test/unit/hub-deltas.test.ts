@@ -9,7 +9,7 @@ import { FanoutHub } from "../../src/fanout/hub.js";
 import type { FanoutSocket, TopicPublisher } from "../../src/fanout/socket.js";
 import { createLogger } from "../../src/log.js";
 import { createMetrics } from "../../src/metrics/metrics.js";
-import { fakeLiveBroker } from "../support/fake-feed.js";
+import { fakeLiveBroker } from "#testkit/fake-feed.js";
 import type { Codec } from "../../src/protocol/codec.js";
 import { JSON_CODEC, MSGPACK_CODEC } from "../../src/protocol/codecs.js";
 

@@ -13,8 +13,8 @@ import type { FanoutSocket } from "../../src/fanout/socket.js";
 import { JSON_CODEC } from "../../src/protocol/codecs.js";
 import { createLogger } from "../../src/log.js";
 import { ErrorCode } from "../../src/protocol/codes.js";
-import { FakeFeed, fixedFrames } from "../support/fake-feed.js";
-import { MemoryReplay } from "../support/memory-replay.js";
+import { FakeFeed, fixedFrames } from "#testkit/fake-feed.js";
+import { MemoryReplay } from "#testkit/memory-replay.js";
 
 const log = createLogger("silent", {});
 

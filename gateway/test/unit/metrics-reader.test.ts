@@ -1,7 +1,7 @@
-// The tests' one metrics reader (support/metrics.ts) on a fixed scrape: labels, families without a sample, and
+// The tests' one metrics reader (gateway/testkit/metrics.ts) on a fixed scrape: labels, families without a sample, and
 // names that do not exist.
 import { describe, expect, it } from "vitest";
-import { Scrape } from "../support/metrics.js";
+import { Scrape } from "#testkit/metrics.js";
 
 const TEXT = [
   "# HELP fanout_direct_gets_total Direct gets",

@@ -6,7 +6,7 @@ import { namespacesSection } from "../../src/namespaces/namespace.js";
 import { parseNamespaces } from "../../src/namespaces/file.js";
 import { effectiveSettings } from "../../src/namespaces/settings.js";
 import { loadConfig } from "../../src/config/config.js";
-import { sectionsOf } from "../../src/config/sections.js";
+import { sectionsOf } from "../../src/config/sections/index.js";
 
 describe("namespaces — the settings in effect", () => {
   it("namespace settings — what a namespace leaves out comes from STREAM_* and COALESCE; its events narrow EVENTS to channel kinds", () => {

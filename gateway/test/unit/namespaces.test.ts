@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { parseNamespaces, readNamespacesFile } from "../../src/namespaces/file.js";
 import { NamespaceRoutes, spansMessage } from "../../src/namespaces/routing.js";
 import { loadConfig } from "../../src/config/config.js";
-import { sectionsOf } from "../../src/config/sections.js";
+import { sectionsOf } from "../../src/config/sections/index.js";
 import { AccessControl, type Identity } from "../../src/auth/access.js";
 import { Authenticator } from "../../src/auth/authenticator.js";
 import { ANONYMOUS, apiKeyPrincipal } from "../../src/auth/principal.js";

@@ -1,11 +1,11 @@
 // The resume path's start positions in process, against the table every door is held to
-// (support/start-cases.ts; the doors of a real gateway: resume-doors.test.ts).
+// (gateway/testkit/start-cases.ts; the doors of a real gateway: resume-doors.test.ts).
 import { describe, expect, it } from "vitest";
 import type { ReplayApi, StreamState } from "../../src/broker/broker.js";
 import { positionAfter, resolveStart, Resume, type StartRequest } from "../../src/fanout/resume.js";
 import type { Feed, FanoutHub } from "../../src/fanout/hub.js";
 import type { Logger } from "../../src/log.js";
-import { START_CASES, TABLE_FIRST, TABLE_LAST, type CaseStart } from "../support/start-cases.js";
+import { START_CASES, TABLE_FIRST, TABLE_LAST, type CaseStart } from "#testkit/start-cases.js";
 
 const ST: StreamState = { firstSeq: TABLE_FIRST, lastSeq: TABLE_LAST, epoch: "E" };
 

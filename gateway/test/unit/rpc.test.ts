@@ -6,7 +6,7 @@ import { Authenticator } from "../../src/auth/authenticator.js";
 import { applyGrant } from "../../src/auth/hooks.js";
 import { ALLOW_ALL, canCall, parseRpcClaim } from "../../src/auth/permissions.js";
 import { loadConfig } from "../../src/config/config.js";
-import { sectionsOf } from "../../src/config/sections.js";
+import { sectionsOf } from "../../src/config/sections/index.js";
 import { GatewayError } from "../../src/errors.js";
 import { ErrorCode } from "../../src/protocol/codes.js";
 import { parseClientFrame } from "../../src/protocol/frames.js";

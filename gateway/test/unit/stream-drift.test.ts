@@ -3,7 +3,7 @@ import type { StreamConfig } from "@nats-io/jetstream";
 import { bucketDrift, streamDrift } from "../../src/broker/jetstream/stream-watch.js";
 import { desiredStream } from "../../src/broker/jetstream/stream.js";
 import { loadConfig } from "../../src/config/config.js";
-import { sectionsOf } from "../../src/config/sections.js";
+import { sectionsOf } from "../../src/config/sections/index.js";
 
 const wanted = desiredStream(sectionsOf(loadConfig([], {}).config).stream);
 const as = (c: Partial<StreamConfig>) => c as StreamConfig;

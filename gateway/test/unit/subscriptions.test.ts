@@ -9,7 +9,7 @@ import { createMetrics } from "../../src/metrics/metrics.js";
 import { createLogger } from "../../src/log.js";
 import type { FanoutHub, Feed } from "../../src/fanout/hub.js";
 import { Resume } from "../../src/fanout/resume.js";
-import { FakeFeed } from "../support/fake-feed.js";
+import { FakeFeed } from "#testkit/fake-feed.js";
 
 const metrics = createMetrics(new client.Registry());
 const log = createLogger("silent", {});

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import type { StoredPage } from "../../src/broker/broker.js";
 import { matches } from "../../src/protocol/channel.js";
-import { MemoryReplay } from "../support/memory-replay.js";
+import { MemoryReplay } from "#testkit/memory-replay.js";
 import { ReplayCache } from "../../src/fanout/replay-cache.js";
 import { StreamSweep, SWEEP_SPAN } from "../../src/fanout/sweep.js";
 

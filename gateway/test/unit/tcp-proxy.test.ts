@@ -1,9 +1,9 @@
-// The test kit's TCP proxy (gateway/test/support/tcp-proxy.ts) in each of its modes, in front of a loopback
+// The test kit's TCP proxy (gateway/testkit/tcp-proxy.ts) in each of its modes, in front of a loopback
 // echo server: what passes, what is held, what is dropped.
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
-import { waitFor } from "../support/wait.js";
+import { startTcpProxy, type TcpProxy } from "#testkit/tcp-proxy.js";
+import { waitFor } from "#testkit/wait.js";
 
 let echo: Server;
 let received: string;

@@ -7,7 +7,7 @@ import type { CallResult } from "../../src/backend/caller.js";
 import { SenderLease, type SenderTimings } from "../../src/events/lease.js";
 import { WebhookSender } from "../../src/events/webhook.js";
 import { createLogger } from "../../src/log.js";
-import { waitFor } from "../support/wait.js";
+import { waitFor } from "#testkit/wait.js";
 
 type Marks = { working: number; acked: boolean; naked: boolean };
 

@@ -4,7 +4,7 @@ import { REFERENCE } from "./reference.js";
 import { COLUMNS, RATIOS, ourRatio, representatives, shortLabel, usersRatio, type RunMeta } from "./report.js";
 import type { Path, Row } from "./rows.js";
 import type { Target } from "./servers.js";
-import { launchChromium } from "../../../gateway/test/support/chromium.js";
+import { launchChromium } from "#testkit/chromium.js";
 
 const W = 1400;
 const PANEL_H = 330;

@@ -8,7 +8,7 @@ import { errText, freshStreams, nodeFor, portOf, printed, removeStreams, track, 
 import { runPubCluster, startNodeJob } from "./node-path.js";
 import { latencyFromBench, latencyFromNode, nodeLines, ratesFromAggregate, ratesFromBench, ratesFromNode, type Path, type Rates, type Row } from "./rows.js";
 import { ASYNC_BATCH } from "./matrix.js";
-import { waitFor } from "../../../gateway/test/support/wait.js";
+import { waitFor } from "#testkit/wait.js";
 
 const STREAM = "benchstream";
 const SUBJECT = "TestReplicatedStream";

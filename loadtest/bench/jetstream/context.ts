@@ -4,7 +4,7 @@ import type { Options } from "./options.js";
 import type { Servers } from "./servers.js";
 import type { Row } from "./rows.js";
 import { runNats, type CliProc } from "./natscli.js";
-import { waitFor } from "../../../gateway/test/support/wait.js";
+import { waitFor } from "#testkit/wait.js";
 
 export type Context = {
   servers: Servers;

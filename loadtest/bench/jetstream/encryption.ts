@@ -5,7 +5,7 @@
 // read and, when encrypted, decrypted again). Each encrypted row is reported as a ratio to the plain row of the
 // same round.
 import WebSocket from "ws";
-import { startNatsServer, type NatsServerHandle } from "../../../gateway/test/support/nats-server.js";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
 import { startGatewayProc } from "../common.js";
 import { parseBench, runNats, startNats } from "./natscli.js";
 import { errText } from "./context.js";

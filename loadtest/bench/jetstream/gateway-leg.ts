@@ -6,8 +6,8 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startGateway, type GatewayHandle } from "../../../gateway/test/support/gateway.js";
-import { waitFor } from "../../../gateway/test/support/wait.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { waitFor } from "#testkit/wait.js";
 import { bounded, runNode, SUB_CLI, type Proc } from "../../compare/proc.js";
 import type { SubResult } from "../../../subtools/src/result.js";
 import { errText, removeStreams, type Context } from "./context.js";

@@ -2,8 +2,8 @@
 // (await each ack: the users' V1, sync over async) against pipelined (100 in flight: their V2, async I/O).
 // Preferred network: two namespaces joined by veth with tc netem (netns.ts). Where that is not permitted the
 // netem rows are skipped with the reason, and the same cases run through a user-space delay proxy on loopback
-// (the test kit's TCP proxy, gateway/test/support/tcp-proxy.ts, in delay mode), labelled as such.
-import { startNatsServer } from "../../../gateway/test/support/nats-server.js";
+// (the test kit's TCP proxy, gateway/testkit/tcp-proxy.ts, in delay mode), labelled as such.
+import { startNatsServer } from "#testkit/nats-server.js";
 import type { Options } from "./options.js";
 import type { Row } from "./rows.js";
 import { latencyFromBench, latencyFromNode, nodeLines, ratesFromBench, ratesFromNode, type Latency, type Path, type Rates } from "./rows.js";
@@ -11,7 +11,7 @@ import { parseBench, runNats } from "./natscli.js";
 import { streamAddArgs, errText } from "./context.js";
 import { startNodeJob } from "./node-path.js";
 import { openNetemLab } from "./netns.js";
-import { startTcpProxy } from "../../../gateway/test/support/tcp-proxy.js";
+import { startTcpProxy } from "#testkit/tcp-proxy.js";
 
 export const DELAYS_MS = [0, 1, 10] as const;
 const SIZE = 128;

@@ -8,7 +8,7 @@ import { cpus, loadavg } from "node:os";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { ROOT } from "../common.js";
-import { NATS_SERVER_BIN } from "../../../gateway/test/support/nats-server.js";
+import { NATS_SERVER_BIN } from "#testkit/nats-server.js";
 import { BENCH, parseOptions, type Options } from "./options.js";
 import { runBench } from "../../kit/main.js";
 import { startServers, type Target } from "./servers.js";

@@ -7,8 +7,8 @@ import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { NATS_SERVER_BIN } from "../../../gateway/test/support/nats-server.js";
-import { waitFor } from "../../../gateway/test/support/wait.js";
+import { NATS_SERVER_BIN } from "#testkit/nats-server.js";
+import { waitFor } from "#testkit/wait.js";
 
 const SERVER_ADDR = "10.213.0.1";
 const CLIENT_ADDR = "10.213.0.2";

@@ -1,7 +1,7 @@
 // The two places the evaluation runs: the test kit's single nats-server and its local 3-node cluster (both the
 // project's pinned nats-server on ephemeral ports with temporary stores), and the gateway on either.
-import { startNatsServer } from "../../../gateway/test/support/nats-server.js";
-import { startNatsCluster } from "../../../gateway/test/support/nats-cluster.js";
+import { startNatsServer } from "#testkit/nats-server.js";
+import { startNatsCluster } from "#testkit/nats-cluster.js";
 import { startGatewayProc } from "../common.js";
 
 export type Target = "single" | "cluster";

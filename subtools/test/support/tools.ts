@@ -3,7 +3,7 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { closeSync, existsSync, openSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { waitFor } from "../../../gateway/test/support/wait.js";
+import { waitFor } from "#testkit/wait.js";
 
 const ROOT = process.cwd();
 export const SUB_CLI = resolve(ROOT, "subtools/sub-cluster.js");

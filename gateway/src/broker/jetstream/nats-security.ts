@@ -9,7 +9,7 @@ import {
   type Authenticator,
   type NodeConnectionOptions,
 } from "@nats-io/transport-node";
-import type { NatsSecuritySection } from "../../config/sections.js";
+import type { NatsSecuritySection } from "../../config/sections/index.js";
 import { ConfigError } from "../../errors.js";
 
 /** How the gateway proves who it is to NATS. */

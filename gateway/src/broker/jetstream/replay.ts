@@ -5,7 +5,7 @@ import type { Logger } from "../../log.js";
 import type { BrokerMessage, LastValuePage, PageBounds, ReplayApi, StoredPage, StreamState } from "../broker.js";
 import { GatewayError } from "../../errors.js";
 import { ErrorCode } from "../../protocol/codes.js";
-import { Coalescer } from "../../util/coalesce.js";
+import { SharedQuery } from "../../util/shared-query.js";
 import { DirectGet, type DirectBatch, type DirectVia } from "./direct/direct-get.js";
 import { DirectLink } from "./direct/direct-link.js";
 import { parseJsHeaders } from "./headers.js";
@@ -24,7 +24,7 @@ type LeaderMsg = { subject: string; seq: number; data?: string; time: string; hd
 /**
  * Replay and history on the JetStream stream, without consumers: batched direct gets. Nothing is created on
  * the server, so a storm of resuming clients costs reads, not consumers (nats-server 2.15 caps a stream at
- * 1,000 consumers by default). Stream state (bounds, epoch) is asked for through a coalescer.
+ * 1,000 consumers by default). Stream state (bounds, epoch) is asked for through a `SharedQuery`.
  */
 /** What a live feed reads from the stream (jetstream-live.ts): nothing else of the replay. */
 export interface RepairReads {
@@ -35,7 +35,7 @@ export interface RepairReads {
 
 export class JetStreamReplay implements ReplayApi {
   readonly direct: DirectGet;
-  private readonly info: Coalescer<StreamState>;
+  private readonly info: SharedQuery<StreamState>;
   private replicas = 1;
   /** Results of recent last-value scans, for their next pages. */
   private readonly scans = new ScanCache();
@@ -75,7 +75,7 @@ export class JetStreamReplay implements ReplayApi {
       onSend,
       maxQueued,
     });
-    this.info = new Coalescer(async () => {
+    this.info = new SharedQuery(async () => {
       const si = await this.jsm.streams.info(this.stream);
       this.replicas = si.config.num_replicas || 1;
       return { firstSeq: si.state.first_seq, lastSeq: si.state.last_seq, epoch: si.created };

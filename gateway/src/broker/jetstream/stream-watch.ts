@@ -1,5 +1,5 @@
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager, type StreamConfig } from "@nats-io/jetstream";
-import type { PresenceSection, StreamSection } from "../../config/sections.js";
+import type { PresenceSection, StreamSection } from "../../config/sections/index.js";
 import type { Logger } from "../../log.js";
 import { desiredPresenceBucket, ensurePresenceBucket } from "./presence.js";
 import { desiredStream, ensureStream } from "./stream.js";

@@ -1,7 +1,7 @@
 import type { JetStreamManager, StreamConfig, StreamInfo } from "@nats-io/jetstream";
 import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType } from "@nats-io/jetstream";
 import { nanos, PermissionViolationError, RequestError } from "@nats-io/transport-node";
-import type { StreamSection } from "../../config/sections.js";
+import type { StreamSection } from "../../config/sections/index.js";
 import { ProcessError } from "../../errors.js";
 import type { Logger } from "../../log.js";
 

@@ -1,7 +1,7 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
-import type { EventsSection } from "../../config/sections.js";
+import type { EventsSection } from "../../config/sections/index.js";
 import type { Logger } from "../../log.js";
 import { ensureOwnStream } from "./own-stream.js";
 

@@ -1,4 +1,4 @@
-import { type SettingTable, type SliceOf, type ValuesOf, int, section, trimmed } from "../setting.js";
+import { type SettingTable, type SliceOf, type ValuesOf, int, section, trimmed } from "../section-kit.js";
 import { parseDuration, parseList } from "../parse.js";
 
 /** JWS algorithms the gateway verifies (never `none`). */

@@ -1,4 +1,4 @@
-import { type SettingTable, type SliceOf, type ValuesOf, derive, int, oneOf, section, trimmed } from "../setting.js";
+import { type SettingTable, type SliceOf, type ValuesOf, derive, int, oneOf, section, trimmed } from "../section-kit.js";
 import { natsSecurity, type NatsSecurityValues } from "./nats-security.js";
 import { parseIntStrict, parseList } from "../parse.js";
 

@@ -1,4 +1,4 @@
-import { type SettingTable, type SliceOf, type ValuesOf, derive, int, section, subjectTokens, trimmed } from "../setting.js";
+import { type SettingTable, type SliceOf, type ValuesOf, derive, int, section, subjectTokens, trimmed } from "../section-kit.js";
 import type { StreamValues } from "./stream.js";
 import { parseDuration } from "../parse.js";
 

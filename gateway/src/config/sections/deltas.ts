@@ -1,4 +1,4 @@
-import { type SettingTable, type SliceOf, type ValuesOf, int, section } from "../setting.js";
+import { type SettingTable, type SliceOf, type ValuesOf, int, section } from "../section-kit.js";
 import { parseBytes, parseDuration, parseIntStrict } from "../parse.js";
 
 // The bounds of per-channel Fossil deltas (fanout/deltas.ts, PROTOCOL.md "Deltas"). Past any of them a message

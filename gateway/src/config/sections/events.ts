@@ -1,4 +1,15 @@
-import { type SettingTable, type SliceOf, type ValuesOf, checkHttpUrl, derive, int, positiveOrUnlimited, section, subjectTokens, trimmed } from "../setting.js";
+import {
+  type SettingTable,
+  type SliceOf,
+  type ValuesOf,
+  checkHttpUrl,
+  derive,
+  int,
+  positiveOrUnlimited,
+  section,
+  subjectTokens,
+  trimmed,
+} from "../section-kit.js";
 import { parseBytes, parseDuration, parseIntStrict, parseList } from "../parse.js";
 import type { StreamValues } from "./stream.js";
 

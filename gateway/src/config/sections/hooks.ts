@@ -1,4 +1,4 @@
-import { type SettingTable, type SliceOf, type ValuesOf, checkHttpUrl, int, oneOf, section, trimmed } from "../setting.js";
+import { type SettingTable, type SliceOf, type ValuesOf, checkHttpUrl, int, oneOf, section, trimmed } from "../section-kit.js";
 import { parseBool, parseBytes, parseDuration, parseIntStrict, parseList } from "../parse.js";
 
 const settings = {

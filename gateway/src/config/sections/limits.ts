@@ -1,4 +1,4 @@
-import { type SettingTable, type SliceOf, type ValuesOf, derive, int, positiveOrUnlimited, section } from "../setting.js";
+import { type SettingTable, type SliceOf, type ValuesOf, derive, int, positiveOrUnlimited, section } from "../section-kit.js";
 import { parseDuration, parseIntStrict, parseList } from "../parse.js";
 
 const settings = {

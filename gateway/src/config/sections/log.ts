@@ -1,4 +1,4 @@
-import { type SettingTable, type SliceOf, type ValuesOf, oneOf, section } from "../setting.js";
+import { type SettingTable, type SliceOf, type ValuesOf, oneOf, section } from "../section-kit.js";
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];

@@ -1,4 +1,4 @@
-import { type SettingTable, type ValuesOf, derive, section } from "../setting.js";
+import { type SettingTable, type ValuesOf, derive, section } from "../section-kit.js";
 import { readNamespacesFile } from "../../namespaces/file.js";
 import { namespacesSection, type NamespacesSection } from "../../namespaces/namespace.js";
 import type { NamespacesFile } from "../../namespaces/spec.js";

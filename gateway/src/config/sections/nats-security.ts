@@ -1,4 +1,4 @@
-import { type SettingTable, type SliceOf, type ValuesOf, section, trimmed } from "../setting.js";
+import { type SettingTable, type SliceOf, type ValuesOf, section, trimmed } from "../section-kit.js";
 import { parseBool } from "../parse.js";
 
 const settings = {

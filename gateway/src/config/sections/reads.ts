@@ -1,4 +1,4 @@
-import { type SettingTable, type SliceOf, type ValuesOf, int, positiveOrUnlimited, section } from "../setting.js";
+import { type SettingTable, type SliceOf, type ValuesOf, int, positiveOrUnlimited, section } from "../section-kit.js";
 import { parseBytes, parseIntStrict } from "../parse.js";
 
 const settings = {

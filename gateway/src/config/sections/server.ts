@@ -1,5 +1,5 @@
 import { availableParallelism } from "node:os";
-import { type SettingTable, type SliceOf, type ValuesOf, int, oneOf, section, trimmed } from "../setting.js";
+import { type SettingTable, type SliceOf, type ValuesOf, int, oneOf, section, trimmed } from "../section-kit.js";
 import { parseBytes, parseDuration, parseIntStrict } from "../parse.js";
 
 const settings = {

@@ -1,4 +1,4 @@
-import { type SettingTable, type SliceOf, type ValuesOf, int, section } from "../setting.js";
+import { type SettingTable, type SliceOf, type ValuesOf, int, section } from "../section-kit.js";
 import { parseDuration } from "../parse.js";
 
 const settings = {

@@ -1,4 +1,4 @@
-import { type SettingTable, type SliceOf, type ValuesOf, derive, int, oneOf, positiveOrUnlimited, section, subjectTokens, trimmed } from "../setting.js";
+import { type SettingTable, type SliceOf, type ValuesOf, derive, int, oneOf, positiveOrUnlimited, section, subjectTokens, trimmed } from "../section-kit.js";
 import { parseBool, parseBytes, parseDuration, parseIntStrict } from "../parse.js";
 
 const settings = {

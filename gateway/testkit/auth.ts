@@ -1,8 +1,8 @@
-// Helpers of the auth and limits tests: signing real tokens with jose, and opening sockets with options the
+// Tokens and raw sockets of the auth and limits tests and the conformance suite: signing real tokens with jose, and opening sockets with options the
 // shared TestClient does not take (source address, Origin, TLS CA), answered with the HTTP status on refusal.
 import { SignJWT, type JWTPayload } from "jose";
 import WebSocket from "ws";
-import { TestClient } from "../support/ws-client.js";
+import { TestClient } from "./ws-client.js";
 
 export const SECRET = "test-secret-that-is-long-enough-0123456789";
 export const ISSUER = "https://issuer.test";

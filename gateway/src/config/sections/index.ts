@@ -1,45 +1,45 @@
-import { type SliceOf, type Uncovered, type ValuesOf } from "./setting.js";
-import { server } from "./sections/server.js";
-import { broker } from "./sections/broker.js";
-import { natsSecurity } from "./sections/nats-security.js";
-import { stream } from "./sections/stream.js";
-import { namespaces } from "./sections/namespaces.js";
-import { fanout } from "./sections/fanout.js";
-import { deltas } from "./sections/deltas.js";
-import { backpressure } from "./sections/backpressure.js";
-import { durable } from "./sections/durable.js";
-import { auth } from "./sections/auth.js";
-import { limits } from "./sections/limits.js";
-import { reads } from "./sections/reads.js";
-import { hooks } from "./sections/hooks.js";
-import { events } from "./sections/events.js";
-import { sse } from "./sections/sse.js";
-import { presence } from "./sections/presence.js";
-import { control } from "./sections/control.js";
-import { log } from "./sections/log.js";
+import { type SliceOf, type Uncovered, type ValuesOf } from "../section-kit.js";
+import { server } from "./server.js";
+import { broker } from "./broker.js";
+import { natsSecurity } from "./nats-security.js";
+import { stream } from "./stream.js";
+import { namespaces } from "./namespaces.js";
+import { fanout } from "./fanout.js";
+import { deltas } from "./deltas.js";
+import { backpressure } from "./backpressure.js";
+import { durable } from "./durable.js";
+import { auth } from "./auth.js";
+import { limits } from "./limits.js";
+import { reads } from "./reads.js";
+import { hooks } from "./hooks.js";
+import { events } from "./events.js";
+import { sse } from "./sse.js";
+import { presence } from "./presence.js";
+import { control } from "./control.js";
+import { log } from "./log.js";
 
-export type { ServerSection } from "./sections/server.js";
-export type { BrokerSection } from "./sections/broker.js";
-export type { NatsSecuritySection } from "./sections/nats-security.js";
-export type { StreamSection } from "./sections/stream.js";
-export type { NamespacesSection } from "./sections/namespaces.js";
-export type { FanoutSection } from "./sections/fanout.js";
-export type { DeltasSection } from "./sections/deltas.js";
-export type { BackpressureSection } from "./sections/backpressure.js";
-export type { DurableSection } from "./sections/durable.js";
-export type { AuthSection } from "./sections/auth.js";
-export type { LimitsSection } from "./sections/limits.js";
-export type { ReadsSection } from "./sections/reads.js";
-export type { HooksSection } from "./sections/hooks.js";
-export type { EventKind, EventsSection, WebhookSection } from "./sections/events.js";
-export type { SseSection } from "./sections/sse.js";
-export type { PresenceSection } from "./sections/presence.js";
-export type { ControlSection } from "./sections/control.js";
-export type { LogSection } from "./sections/log.js";
+export type { ServerSection } from "./server.js";
+export type { BrokerSection } from "./broker.js";
+export type { NatsSecuritySection } from "./nats-security.js";
+export type { StreamSection } from "./stream.js";
+export type { NamespacesSection } from "./namespaces.js";
+export type { FanoutSection } from "./fanout.js";
+export type { DeltasSection } from "./deltas.js";
+export type { BackpressureSection } from "./backpressure.js";
+export type { DurableSection } from "./durable.js";
+export type { AuthSection } from "./auth.js";
+export type { LimitsSection } from "./limits.js";
+export type { ReadsSection } from "./reads.js";
+export type { HooksSection } from "./hooks.js";
+export type { EventKind, EventsSection, WebhookSection } from "./events.js";
+export type { SseSection } from "./sse.js";
+export type { PresenceSection } from "./presence.js";
+export type { ControlSection } from "./control.js";
+export type { LogSection } from "./log.js";
 
 /**
  * The configuration by component: each one gets its own section and nothing else (Centrifugo's `configtypes`
- * is the model). Each file under sections/ declares its settings and how its slice is built from them; this
+ * is the model). Each other file in this folder declares its settings and how its slice is built from them; this
  * list is the one place that names them all, in the order the docs show them. Every setting is declared in
  * exactly one section; `Config`, the flat result of parsing env and flags, has one entry per setting.
  */

@@ -18,7 +18,7 @@ import WebSocket from "ws";
 import { HookBackend, type HookCall, type HookAnswer } from "./hook-backend.js";
 import { startNatsServer } from "./nats-server.js";
 import { startGateway } from "./gateway.js";
-import { ErrorCode } from "../../src/protocol/codes.js";
+import { ErrorCode } from "../src/protocol/codes.js";
 
 export type DoorFuzzTarget = {
   /** http://host:port and ws://host:port of a gateway started with JWT_SECRET, issuer, audience, API_KEYS and both hooks. */

@@ -1,7 +1,7 @@
-import type { Broker, BrokerMessage } from "../../src/broker/broker.js";
-import type { DeltaReceiver, Feed, LateReceiver, LiveListener } from "../../src/fanout/hub.js";
-import type { FanoutSocket } from "../../src/fanout/socket.js";
-import type { MsgFrames } from "../../src/protocol/codec.js";
+import type { Broker, BrokerMessage } from "../src/broker/broker.js";
+import type { DeltaReceiver, Feed, LateReceiver, LiveListener } from "../src/fanout/hub.js";
+import type { FanoutSocket } from "../src/fanout/socket.js";
+import type { MsgFrames } from "../src/protocol/codec.js";
 
 /** A message's frames as one fixed frame for every codec (in-process tests deliver made-up bytes). */
 export const fixedFrames = (frame: Uint8Array): MsgFrames => ({ frame: () => frame, size: frame.length });

@@ -1,8 +1,8 @@
 // What the delta tests against a real gateway share: the documents they publish and how they read what a
 // `delta: "fossil"` subscription received.
-import { DeltaBases } from "../../client/src/deltas.js";
-import type { Frame } from "../../client/src/types.js";
-import { nextScoreboard, scoreboard } from "../../conformance/fossil-vectors.js";
+import { DeltaBases } from "../client/src/deltas.js";
+import type { Frame } from "../client/src/types.js";
+import { nextScoreboard, scoreboard } from "../conformance/fossil-vectors.js";
 import type { TestClient } from "./ws-client.js";
 
 /** `n` scoreboards (about 2 KB of JSON each, a few fields changed from one to the next), as published. */

@@ -6,7 +6,7 @@ import { TestClient } from "./ws-client.js";
  *
  * `url` is read at each open(), not when the pool is made, so it can name a gateway that beforeAll starts later:
  * `const clients = new ClientPool(() => gw.wsUrl)`. open() takes TestClient.connect's options and, for files
- * that talk to several gateways, another `url`; clients opened some other way (auth/support.js connect, a
+ * that talk to several gateways, another `url`; clients opened some other way (auth.ts connect, a
  * reconnect) are handed to track().
  */
 export class ClientPool {

@@ -1,6 +1,6 @@
 // A memory stream for unit tests of the replay path: many channels, read in pages like direct gets.
-import type { BrokerMessage, ReplayApi, StoredPage } from "../../src/broker/broker.js";
-import { matches } from "../../src/protocol/channel.js";
+import type { BrokerMessage, ReplayApi, StoredPage } from "../src/broker/broker.js";
+import { matches } from "../src/protocol/channel.js";
 
 /** A memory stream of many channels, read in pages like direct gets; reads wait until `release()`. */
 export class MemoryReplay implements ReplayApi {

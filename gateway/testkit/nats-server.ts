@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, existsSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { waitFor } from "./wait.js";
-import { PACKAGE_ROOT } from "../../src/config/config.js";
+import { PACKAGE_ROOT } from "../src/config/config.js";
 
 export const NATS_SERVER_BIN = process.env.NATS_SERVER_BIN ?? resolve(PACKAGE_ROOT, ".tools/bin/nats-server");
 

@@ -1,5 +1,5 @@
 // What a setting and a section are, and the helpers section files declare their settings with. Each file under
-// config/sections/ declares its settings and how its component's slice is built from them; config/sections.ts
+// config/sections/ declares its settings and how its component's slice is built from them; config/sections/index.ts
 // lists the sections, and everything else (the flat `Config`, the CLI flags, `--help`, the docs table) follows.
 
 /** How one setting is read: its env var (the CLI flag is derived from it), its parser, its default and its doc line. */
@@ -46,7 +46,7 @@ export type SliceOf<S extends SettingTable, M> =
 
 type FromOf<D> = D extends { from: readonly (infer K)[] } ? K : never;
 type Covered<M> = M extends AnyDerived ? FromOf<M> : { [F in keyof M]: M[F] extends string ? M[F] : FromOf<M[F]> }[keyof M];
-/** The settings of a section that no field of its slice reads (config/sections.ts makes that a build error). */
+/** The settings of a section that no field of its slice reads (config/sections/index.ts makes that a build error). */
 export type Uncovered<S extends SettingTable, M> = Exclude<keyof S & string, Covered<M>>;
 
 export type Section<N extends string, S extends SettingTable, M extends SliceSpec<S>> = {

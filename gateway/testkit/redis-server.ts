@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { waitFor } from "./wait.js";
-import { freePort, redisPing } from "../../src/net.js";
+import { freePort, redisPing } from "../src/net.js";
 
 export { freePort };
 

@@ -3,7 +3,7 @@
  * the result of a request *sent after it called* — the one queued behind the request in flight, shared by
  * everyone who arrived meanwhile. A storm of N callers costs at most two requests at a time, not N.
  */
-export class Coalescer<T> {
+export class SharedQuery<T> {
   private inflight?: Promise<T>;
   private queued?: Promise<T>;
 

@@ -1,7 +1,7 @@
 import type { Codec } from "../protocol/codec.js";
 import type { NamespaceRoutes } from "../namespaces/routing.js";
 
-/** Where a coalescer's frames go: the feed's coalesced topic of `codec` (uWS writes it to every socket on it). */
+/** Where a frame window's frames go: the feed's coalesced topic of `codec` (uWS writes it to every socket on it). */
 export type CoalescedOut = (codec: Codec, frame: Uint8Array) => void;
 
 /** A one-shot timer (setTimeout in the gateway; tests pass their own clock). */
@@ -24,7 +24,7 @@ export const coalescedTopic = (topic: string): string => `${topic}\u0000c`;
  * (the hub's), joined once per window per codec, never per socket. Order is kept: frames go out in the
  * order they were added, and one that is alone over `maxBytes` goes after what was held before it.
  */
-export class Coalescer {
+export class FrameWindow {
   private readonly held: Uint8Array[][] = [];
   private readonly heldBytes: number[] = [];
   private readonly codecs: Codec[] = [];
@@ -92,7 +92,7 @@ export const COALESCE_MAX_BYTES = 65_536;
 export const coalesceMaxBytes = (backpressureBytes: number): number => Math.min(COALESCE_MAX_BYTES, Math.floor(backpressureBytes / 4));
 
 /**
- * Where the coalesced frames of frames already all there (a catch-up page's) end, by the `Coalescer`'s rule:
+ * Where the coalesced frames of frames already all there (a catch-up page's) end, by the `FrameWindow`'s rule:
  * a run closes before the frame that would make its frames and their separators pass `maxBytes`, and a frame
  * of `maxBytes` or more goes alone. `ends[k]` is the index after run k's last frame.
  */

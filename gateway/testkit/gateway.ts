@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { waitFor } from "./wait.js";
-import { PACKAGE_ROOT } from "../../src/config/config.js";
+import { PACKAGE_ROOT } from "../src/config/config.js";
 
 /**
  * Gateways started here and still running. When this process exits (a run stopped while a start was still

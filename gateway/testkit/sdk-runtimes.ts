@@ -9,9 +9,9 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { delimiter, join } from "node:path";
 import type { Browser, Page } from "playwright-core";
-import { PACKAGE_ROOT } from "../../src/config/config.js";
-import { ClientProcess, type ClientEvent } from "../../conformance/runner.js";
-import { CLIENT_BUNDLE } from "../../src/http/static.js";
+import { PACKAGE_ROOT } from "../src/config/config.js";
+import { ClientProcess, type ClientEvent } from "../conformance/runner.js";
+import { CLIENT_BUNDLE } from "../src/http/static.js";
 
 export type Reply = { ok: boolean; result?: Record<string, unknown>; error?: { code: string; temporary: boolean; message?: string } };
 

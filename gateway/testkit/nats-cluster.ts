@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { NATS_SERVER_BIN } from "./nats-server.js";
 import { waitFor } from "./wait.js";
-import { PACKAGE_ROOT } from "../../src/config/config.js";
+import { PACKAGE_ROOT } from "../src/config/config.js";
 
 export const NATS_CLUSTER_CONF = resolve(PACKAGE_ROOT, "deploy/nats/cluster/node.conf");
 
