@@ -10,6 +10,7 @@ import { patternCovers } from "../../src/auth/permissions.js";
 import { encode } from "@msgpack/msgpack";
 import { MSGPACK_CODEC } from "../../src/protocol/codecs.js";
 import { validateClientFrame, type ParseResult } from "../../src/protocol/frames.js";
+import { isBadItem } from "../../src/protocol/batch.js";
 
 const RUNS = { numRuns: 2_000 };
 const CODES = new Set<string>(Object.values(ErrorCode));
@@ -66,6 +67,9 @@ describe("fuzz — frame parser", () => {
       fc.property(malformedText, (text: string) => {
         const r = parseClientFrame(text);
         if (!r.ok) return;
+        // A batch's bad item is kept in its place as the answer it gets ({code, message}), not as what the client
+        // sent: such a frame does not serialize back to client input (`{"batch":[[]]}` came back bad_channel).
+        if ("batch" in r.frame && r.frame.batch.some(isBadItem)) return;
         const again = parseClientFrame(JSON.stringify(r.frame));
         // -0 is written as 0 (the same number to every JSON reader); anything else must come back as it was.
         expect(zeroed(again)).toEqual(zeroed(r));
