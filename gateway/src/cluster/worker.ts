@@ -178,8 +178,9 @@ export async function runWorker(config: Config, natsToken?: string, slot = clust
     });
   await ws.listen(c.server.host, c.server.port);
   if (tlsApp) await ws.listenExtra(tlsApp, c.server.host, c.server.tlsPort);
-  send({ type: "fgw:listening", port: c.server.port });
+  // Logged before the primary hears of it: nothing can call the instance ready before this line exists.
   log.info({ port: c.server.port }, "worker ready");
+  send({ type: "fgw:listening", port: c.server.port });
 
   const shutdown = async (why: string): Promise<void> => {
     if (draining) return;
