@@ -37,7 +37,8 @@ export class ClientProcess {
   constructor({ command, args, cwd }: ClientCommand) {
     this.proc = spawn(command, args, { stdio: ["pipe", "pipe", "pipe"], ...(cwd ? { cwd } : {}) });
     this.proc.on("error", (e) => this.failAll(new Error(`cannot start ${command}: ${e.message}`)));
-    this.proc.on("exit", (code, signal) => this.failAll(new Error(`the client exited (${signal ?? `code ${code}`}); stderr: ${this.stderr}`)));
+    // "close", not "exit": a process may exit before its last stdout lines (the answer to `close`) are read.
+    this.proc.on("close", (code, signal) => this.failAll(new Error(`the client exited (${signal ?? `code ${code}`}); stderr: ${this.stderr}`)));
     this.proc.stdin!.on("error", () => undefined); // a client that exited: its exit fails what waits
     createInterface({ input: this.proc.stdout! }).on("line", (line) => this.onLine(line));
     this.proc.stderr!.on("data", (d: Buffer) => (this.stderr = (this.stderr + d.toString()).slice(-4_000)));

@@ -14,7 +14,7 @@ import { TestClient } from "#testkit/ws-client.js";
 import { uniqueNames } from "#testkit/clients.js";
 import { waitFor } from "#testkit/wait.js";
 import { WebhookReceiver } from "#testkit/webhook-receiver.js";
-import { acceptedEvents } from "#testkit/webhook-events.js";
+import { acceptedEvents, firstArrivals } from "#testkit/webhook-events.js";
 
 const CLIENTS = 20;
 let nats: NatsServerHandle;
@@ -35,7 +35,8 @@ const start = async (opts: GatewayOptions): Promise<GatewayHandle> => {
 
 /** The event types the webhook got for the socket that subscribed to `channel`, in stream order. */
 function typesOf(channel: string): string[] {
-  const all = acceptedEvents(receiver);
+  // Each id once (a take-over may send a batch again), by id: the stream's order, which the webhook promises.
+  const all = firstArrivals(acceptedEvents(receiver)).sort((x, y) => x.id - y.id);
   const client = all.find((e) => e.channel === channel && e.type === "subscribe")?.client;
   return client === undefined ? [] : all.filter((e) => e.client === client).map((e) => e.type);
 }
