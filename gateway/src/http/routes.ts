@@ -178,13 +178,13 @@ async function httpPublish(
     return sendError(res, st, { code: ErrorCode.BadRequest, message: "Idempotency-Key must be 1-128 printable ASCII characters" });
   // A value nested deeper than a frame's data may be could not be sent again in every frame (readers' decoders,
   // the MessagePack encoder): refused as the WebSocket door refuses it.
-  if (!bytes && jsonNestsDeeper(body.toString("utf8"), MAX_DATA_DEPTH)) return sendError(res, st, { code: ErrorCode.BadRequest, message: DATA_TOO_DEEP });
+  const text = bytes ? undefined : body.toString("utf8");
+  if (text !== undefined && jsonNestsDeeper(text, MAX_DATA_DEPTH)) return sendError(res, st, { code: ErrorCode.BadRequest, message: DATA_TOO_DEEP });
   // Bytes are stored as they are; one line of JSON is stored as sent; anything else is parsed (or refused) and stored compact.
   const asSent = !bytes && isOneLineJson(body) ? body : undefined;
   let data: unknown = bytes ? body : undefined;
-  if (!asSent && !bytes)
+  if (!asSent && text !== undefined)
     try {
-      const text = body.toString("utf8");
       data = JSON.parse(text);
       if (hasHugeNumber(text, data)) return sendError(res, st, { code: ErrorCode.BadRequest, message: HUGE_NUMBER });
     } catch {
