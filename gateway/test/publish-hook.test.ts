@@ -8,6 +8,8 @@ import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
 import { httpPublish } from "#testkit/ws-client.js";
 import { ClientPool, uniqueNames } from "#testkit/clients.js";
 import { HookBackend } from "#testkit/hook-backend.js";
+// A port nothing listens on: the down gateway's hook is refused at once.
+import { closedUrl } from "#testkit/closed-port.js";
 import { AUDIENCE, connect, ISSUER, SECRET, sign } from "#testkit/auth.js";
 
 const API_KEY = "pubhook-api-key-0123456789";
@@ -20,9 +22,6 @@ const uniq = uniqueNames();
 
 beforeAll(async () => {
   backend = await HookBackend.start();
-  // A port nothing listens on: the down gateway's hook is refused at once.
-  const gone = await HookBackend.start();
-  await gone.stop();
   nats = await startNatsServer();
   const env = { JWT_SECRET: SECRET, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, API_KEYS: API_KEY, HOOK_TIMEOUT: "3s" };
   [gw, gwDown] = await Promise.all([
@@ -31,7 +30,7 @@ beforeAll(async () => {
     startGateway({
       natsUrl: nats.url,
       workers: 1,
-      env: { ...env, PUBLISH_HOOK_URL: gone.url("/publish"), PUBLISH_HOOK_API_KEYS: "true", CONTROL_SUBJECT_PREFIX: "phdownctl" },
+      env: { ...env, PUBLISH_HOOK_URL: closedUrl("/publish"), PUBLISH_HOOK_API_KEYS: "true", CONTROL_SUBJECT_PREFIX: "phdownctl" },
     }),
   ]);
 });

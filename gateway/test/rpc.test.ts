@@ -11,6 +11,7 @@ import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
 import { ClientPool, uniqueNames } from "#testkit/clients.js";
 import { HookBackend } from "#testkit/hook-backend.js";
 import { waitFor } from "#testkit/wait.js";
+import { closedUrl } from "#testkit/closed-port.js";
 import { AUDIENCE, connect, ISSUER, SECRET, sign } from "#testkit/auth.js";
 import { verifySignature } from "../src/backend/signature.js";
 
@@ -30,8 +31,6 @@ const auth = { JWT_SECRET: SECRET, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE };
 
 beforeAll(async () => {
   backend = await HookBackend.start();
-  const gone = await HookBackend.start();
-  await gone.stop();
   nats = await startNatsServer();
   const dir = mkdtempSync(join(tmpdir(), "rpc-test-"));
   writeFileSync(join(dir, "hook-secret"), `${HOOK_SECRET}\n${OLD_HOOK_SECRET}\n`);
@@ -42,7 +41,7 @@ beforeAll(async () => {
       workers: 1,
       env: { ...auth, ...rpcEnv, RPC_HOOK_URL: backend.url("/rpc"), CONNECT_HOOK_URL: backend.url("/connect"), HOOK_SECRET_FILE: join(dir, "hook-secret") },
     }),
-    startGateway({ natsUrl: nats.url, workers: 1, env: { ...rpcEnv, RPC_HOOK_URL: gone.url("/rpc") } }),
+    startGateway({ natsUrl: nats.url, workers: 1, env: { ...rpcEnv, RPC_HOOK_URL: closedUrl("/rpc") } }),
     startGateway({ natsUrl: nats.url, workers: 1, env: { FRAME_RATE: "1", FRAME_BURST: "2" } }),
   ]);
 });
