@@ -79,6 +79,11 @@ type Cached<T> = { allow: true; value: T; expires: number } | { allow: false; re
  * asked about each publish, never cached, by the publish service that every door publishes through. Every
  * request is signed (`Fanout-Signature`) with HOOK_SECRET_FILE's secrets when it is set.
  */
+/** The connect, subscribe and publish hooks when any of them is set (the RPC hook is rpc/hook.ts's); undefined when none is. */
+export function hooksOf(config: HooksSection, log: Logger): Hooks | undefined {
+  return config.connectUrl || config.subscribeUrl || config.publishUrl ? new Hooks(config, log) : undefined;
+}
+
 export class Hooks implements PublishGate {
   private readonly subscribeCache: AnswerCache<true>;
   private readonly connectCache: AnswerCache<ConnectDecision>;

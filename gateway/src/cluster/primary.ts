@@ -22,7 +22,7 @@ import { WorkerPool } from "./pool.js";
 import { adminControl } from "../control/admin-door.js";
 import { AccessControl } from "../auth/access.js";
 import { Authenticator } from "../auth/authenticator.js";
-import { Hooks } from "../auth/hooks.js";
+import { hooksOf } from "../auth/hooks.js";
 import { natsBus } from "../broker/jetstream/bus.js";
 import { readFileSync } from "node:fs";
 import { jetstream } from "@nats-io/jetstream";
@@ -168,7 +168,7 @@ export async function runPrimary(config: Config): Promise<void> {
 /** The control plane's door on the admin listener: the same authorization chain as the workers', and the primary's NATS connection. */
 function controlDoor(config: Config, nc: NatsConnection | undefined, log: Logger): ReturnType<typeof adminControl> {
   const c = sectionsOf(config);
-  const hooks = c.hooks.connectUrl || c.hooks.subscribeUrl || c.hooks.publishUrl ? new Hooks(c.hooks, log) : undefined;
+  const hooks = hooksOf(c.hooks, log);
   return adminControl({
     access: new AccessControl(new Authenticator(c.auth), hooks, log),
     ...(nc ? { bus: natsBus(nc) } : {}),

@@ -14,7 +14,7 @@ import { WsEndpoint } from "../ws/server.js";
 import { createTlsApp, topicsOf } from "../ws/tls.js";
 import { Authenticator } from "../auth/authenticator.js";
 import { ConnectionGuard } from "../ws/guard.js";
-import { Hooks } from "../auth/hooks.js";
+import { hooksOf } from "../auth/hooks.js";
 import { AccessControl } from "../auth/access.js";
 import { createGuardMetrics } from "../limits/metrics.js";
 import { isFgwMessage, type ToPrimary, type ToWorker } from "./ipc.js";
@@ -56,7 +56,7 @@ export async function runWorker(config: Config, natsToken?: string, slot = clust
   let drift: readonly string[] = [];
   const isDraining = () => draining;
   const auth = new Authenticator(c.auth); // key material is read here, once
-  const hooks = c.hooks.connectUrl || c.hooks.subscribeUrl || c.hooks.publishUrl ? new Hooks(c.hooks, log) : undefined;
+  const hooks = hooksOf(c.hooks, log);
   const guardMetrics = createGuardMetrics();
   const access = new AccessControl(auth, hooks, log, c.namespaces);
   const guard = new ConnectionGuard(c.limits, c.auth, access, guardMetrics, log);
