@@ -40,4 +40,4 @@ USER 1000:1000
 EXPOSE 9000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 9000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-CMD ["node", "dist/gateway/src/cli.js"]
+CMD ["node", "dist/gateway/fanout-gateway.mjs"]

@@ -19,19 +19,16 @@ const UNIT = [
   "loadtest/test/unit/**/*.test.ts",
 ];
 /**
- * The long tier (`npm run test:long`): the tools tested at length and the multi-server set-ups. Soak (three
- * minutes), chaos (a minute of faults on a 3-node cluster), the benches' smoke runs, every test on a 3-node NATS
- * cluster. `.ci/run` runs it after `npm test`, so nothing is tested less; `npm test` stays the
- * loop a developer waits on.
+ * The long tier (`npm run test:long`): the load tools tested end to end and at length, and the multi-server
+ * set-ups. Every integration test of loadtest/, subtools/ and pubtools/ (soak: three minutes; chaos: a minute of
+ * faults on a 3-node cluster; the benches' smoke runs; the subscriber and publisher tools against real
+ * gateways, Redis and core NATS), and every test on a 3-node NATS cluster. `.ci/run` runs it after `npm test`,
+ * so nothing is tested less; `npm test` stays the loop a developer of the gateway waits on.
  */
 const LONG = [
-  "loadtest/test/soak.test.ts",
-  "loadtest/test/chaos.test.ts",
-  "loadtest/test/bench-jetstream.test.ts",
-  "loadtest/test/bench-scale.test.ts",
-  "loadtest/test/bench-replay.test.ts",
-  "loadtest/test/bench-webhook.test.ts",
-  "loadtest/test/floor-server.test.ts",
+  "loadtest/test/*.test.ts",
+  "subtools/test/*.test.ts",
+  "pubtools/test/*.test.ts",
   "gateway/test/cluster/**/*.test.ts",
   "deploy/test/nats-cluster.test.ts",
   "deploy/test/nats-cluster-script.test.ts",

@@ -89,8 +89,10 @@ export async function startHarness(): Promise<GatewayHarness> {
     publish: (channel, data) =>
       waitFor(
         async () => {
-          const r = await httpPublish(gw.url, channel, data, { "x-api-key": API_KEY }).catch(() => undefined);
-          return r?.status === 201 ? (r.body.seq as number) : undefined;
+          const r = await httpPublish(gw.url, channel, data, { "x-api-key": API_KEY });
+          if (r.status === 201) return r.body.seq as number;
+          // Kept as the wait's last error: a publish that never succeeds says what the gateway answered.
+          throw new Error(`HTTP ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
         },
         { timeoutMs: 15_000, what: `publish to ${channel}` },
       ),

@@ -1,11 +1,14 @@
 #!/usr/bin/env node
 import cluster from "node:cluster";
-import { loadConfig, settingsTable, WORKER_SLOT_ENV } from "./config/config.js";
-import { runPrimary } from "./cluster/primary.js";
-import { runWorker } from "./cluster/worker.js";
+import * as nodeModule from "node:module";
 import { ConfigError, GatewayError, ProcessError } from "./errors.js";
-import { withSecrets, type Secrets } from "./config/secrets.js";
+import type { Secrets } from "./config/secrets.js";
 import { isFgwMessage, type ToPrimary, type ToWorker } from "./cluster/ipc.js";
+
+// Node 22.1+ keeps the compiled code of every module it loads on disk (NODE_COMPILE_CACHE, else a folder in
+// the system's temporary directory) and reuses it at the next start: a worker restarted after a crash, and
+// every worker of the next start, compile nothing again. Node 20 has no such cache (the function is missing).
+(nodeModule as { enableCompileCache?: () => unknown }).enableCompileCache?.();
 
 const USAGE = `fanout-gateway — WebSocket fan-out gateway on NATS JetStream
 
@@ -14,7 +17,12 @@ Usage: fanout-gateway [--flag value ...]   (every flag is also an env var)
 Settings:
 `;
 
+/**
+ * Each role loads only its own modules, after the compile cache is on: the primary never loads the workers'
+ * (uWS, the hub, the doors), nor a worker the primary's (the stream watch, the events sender, the embedded servers).
+ */
 async function main(): Promise<void> {
+  const { loadConfig, settingsTable, WORKER_SLOT_ENV } = await import("./config/config.js");
   let parsed;
   try {
     parsed = loadConfig(process.argv.slice(2), process.env);
@@ -33,9 +41,12 @@ async function main(): Promise<void> {
     process.stdout.write(settingsTable() + "\n");
     return;
   }
-  if (cluster.isPrimary) await runPrimary(parsed.config);
+  if (cluster.isPrimary) await (await import("./cluster/primary.js")).runPrimary(parsed.config);
   else {
+    // The secrets are asked for while the worker's modules load.
+    const modules = Promise.all([import("./cluster/worker.js"), import("./config/secrets.js")]);
     const secrets = await secretsFromPrimary();
+    const [{ runWorker }, { withSecrets }] = await modules;
     await runWorker(withSecrets(parsed.config, secrets), secrets.natsToken, Number(process.env[WORKER_SLOT_ENV]) || (cluster.worker?.id ?? 0));
   }
 }

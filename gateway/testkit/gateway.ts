@@ -17,7 +17,7 @@ process.once("exit", () => {
   for (const c of live) if (c.exitCode === null) c.kill("SIGKILL");
 });
 
-export const CLI = resolve(PACKAGE_ROOT, "dist/gateway/src/cli.js");
+export const CLI = resolve(PACKAGE_ROOT, "dist/gateway/fanout-gateway.mjs");
 
 export type LogLine = Record<string, unknown> & { msg?: string; level?: number; pid?: number };
 

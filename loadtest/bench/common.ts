@@ -7,7 +7,7 @@ import { cpus } from "node:os";
 import { resolve } from "node:path";
 
 export const ROOT = resolve(import.meta.dirname, "../../..");
-export const CLI = resolve(ROOT, "dist/gateway/src/cli.js");
+export const CLI = resolve(ROOT, "dist/gateway/fanout-gateway.mjs");
 
 export const nowUs = (): number => Math.round((performance.timeOrigin + performance.now()) * 1000);
 
