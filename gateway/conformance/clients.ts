@@ -33,6 +33,8 @@ export class ClientProcess {
   /** Set when a `reset` was answered: any line that comes while no scenario holds the process spoils it. */
   private idle = false;
   private spoiled = false;
+  /** `close` was sent: the adapter exits once it has answered, so it is never kept (it might answer a `reset` first). */
+  private closing = false;
 
   constructor({ command, args, cwd }: ClientCommand) {
     this.proc = spawn(command, args, { stdio: ["pipe", "pipe", "pipe"], ...(cwd ? { cwd } : {}) });
@@ -47,6 +49,7 @@ export class ClientProcess {
   /** Sends a command and resolves with its reply. */
   send(cmd: Record<string, unknown>, timeoutMs = 20_000): Promise<Reply> {
     const id = this.nextId++;
+    if (cmd.cmd === "close") this.closing = true;
     return new Promise((resolve, reject) => {
       const t = setTimeout(() => reject(new Error(`no reply to ${JSON.stringify(cmd)} in ${timeoutMs} ms; stderr: ${this.stderr}`)), timeoutMs);
       this.waiting.set(id, (r) => {
@@ -61,7 +64,7 @@ export class ClientProcess {
 
   /** Running, every command answered, no stray line: a `reset` may make it as good as new. */
   get clean(): boolean {
-    return this.alive && this.waiting.size === 0 && this.violations.length === 0 && !this.spoiled;
+    return this.alive && !this.closing && this.waiting.size === 0 && this.violations.length === 0 && !this.spoiled;
   }
 
   /**

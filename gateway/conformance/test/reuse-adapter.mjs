@@ -1,6 +1,7 @@
 // A stand-in client-under-test for the runner's reuse test. Appends its pid to the file named by `--log` when it
 // starts. `--reset`: announces reset on its first line and answers `reset`; `--stale`: writes an event of the
-// old scenario right behind its `reset` answer; `--hang`: never answers `reset`. `connect` answers ok with a
+// old scenario right behind its `reset` answer; `--hang`: never answers `reset`; `--slow-exit`: exits 1 s after
+// answering `close`, answering what comes meanwhile (a JVM's shutdown takes that long). `connect` answers ok with a
 // `connected` event, `mark` writes a `mark` event, `publish` fails; exits after `close`.
 import { appendFileSync } from "node:fs";
 import { createInterface } from "node:readline";
@@ -18,5 +19,5 @@ createInterface({ input: process.stdin }).on("line", (text) => {
   if (c.cmd === "mark") out({ event: "mark" });
   if (c.cmd === "publish") return out({ id: c.id, ok: false, error: { code: "forbidden", temporary: false } });
   out({ id: c.id, ok: true, result: {} });
-  if (c.cmd === "close") setImmediate(() => process.exit(0));
+  if (c.cmd === "close") flag("--slow-exit") ? setTimeout(() => process.exit(0), 1_000) : setImmediate(() => process.exit(0));
 });

@@ -79,10 +79,8 @@ fun main(args: Array<String>) {
     if ("--msgpack" in args) wire = Wire.MSGPACK
     // Nothing but protocol lines on stdout: whatever else prints goes to stderr.
     System.setOut(System.err)
-    // This adapter can play many scenarios in one process (it answers `reset`, gateway/conformance/README.md
-    // "Reuse"), but does not announce it yet: two loaded CI runs failed `publish-bytes` with the process kept, so
-    // the runner starts one per scenario, as before, until that is understood. Announce with CONFORMANCE_REUSE=1.
-    if (System.getenv("CONFORMANCE_REUSE") == "1") out(buildJsonObject { put("event", "adapter"); put("reset", true) })
+    // This adapter plays many scenarios in one process: it answers `reset` (gateway/conformance/README.md "Reuse").
+    out(buildJsonObject { put("event", "adapter"); put("reset", true) })
     generateSequence(::readLine).forEach { line ->
         val c = Json.parseToJsonElement(line).jsonObject
         val id = c["id"] ?: JsonNull
