@@ -75,7 +75,17 @@ export async function runWorker(config: Config, natsToken?: string, slot = clust
   const apps = tlsApp ? [app, tlsApp] : [app];
   const coalesce = { windowOf: windowOf(c.namespaces, c.fanout.coalesceMs), maxBytes: coalesceMaxBytes(c.backpressure.bytes) };
   const compress = c.server.compression !== "off";
-  const hub = new FanoutHub(topicsOf(apps), broker, metrics, log, c.fanout.lingerMs, c.fanout.replayCacheBytes, compress, coalesce, c.deltas);
+  const hub = new FanoutHub({
+    app: topicsOf(apps),
+    broker,
+    metrics,
+    log,
+    lingerMs: c.fanout.lingerMs,
+    replayCacheBytes: c.fanout.replayCacheBytes,
+    compress,
+    coalesce,
+    deltas: c.deltas,
+  });
   const resume = new Resume(
     hub,
     {

@@ -4,15 +4,13 @@ import { GatewayError } from "../errors.js";
 import type { TopicPublisher } from "../fanout/socket.js";
 import type { Logger } from "../log.js";
 import { ErrorCode } from "../protocol/codes.js";
-import { codecTopic, frameBytes } from "../protocol/codec.js";
+import { frameBytes } from "../protocol/codec.js";
 import { CODECS } from "../protocol/codecs.js";
+import { codecTopics, presenceTopic } from "../fanout/topics.js";
 import type { ServerFrame } from "../protocol/server-frames.js";
 import { WarnEvery } from "../util/warn-every.js";
 import type { PresenceMetrics } from "./metrics.js";
 import { PresenceView, type PresenceChange } from "./view.js";
-
-/** The uWS topic of a channel's join/leave frames; sockets subscribed with presence:true join it. */
-export const presenceTopicOf = (channel: string): string => `pr:${channel}`;
 
 /** A join or leave frame (encoded once per change per worker and codec in use). */
 export function presenceEvent(channel: string, c: PresenceChange): ServerFrame {
@@ -142,8 +140,7 @@ export class PresenceHub {
       st.linger = undefined;
       st.refs++;
     } else {
-      const topic = presenceTopicOf(channel);
-      const created: ChannelState = { channel, topics: CODECS.map((c) => codecTopic(topic, c)), view: new PresenceView(), refs: 1, ready: Promise.resolve() };
+      const created: ChannelState = { channel, topics: codecTopics(presenceTopic(channel)), view: new PresenceView(), refs: 1, ready: Promise.resolve() };
       created.ready = this.start(created);
       this.channels.set(channel, created);
       st = created;

@@ -1,9 +1,9 @@
 import type { BackpressureSection } from "../config/sections/index.js";
 import { LateGroup, PatternGroups, type LateMember } from "../fanout/groups.js";
-import { codecTopic } from "../protocol/codec.js";
 import { DeltaSocket } from "../fanout/delta-socket.js";
-import { coalescedTopic } from "../fanout/coalesced-frames.js";
-import { topicOf, type FanoutHub, type Feed } from "../fanout/hub.js";
+import { coalescedTopic, codecTopic, feedTopic } from "../fanout/topics.js";
+import type { FanoutHub } from "../fanout/hub.js";
+import type { Feed } from "../fanout/feed.js";
 import { Flow, SubLifecycle, type DeliveryFailure, type LifecycleDeps, type SubDoor } from "../fanout/lifecycle.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
@@ -49,7 +49,7 @@ export class Subscriptions {
    * delta receivers instead of the uWS topic (fanout/delta-socket.ts).
    */
   begin(ws: Socket, pattern: string, delta = false): SubState {
-    const topic = codecTopic(topicOf(pattern), ws.getUserData().codec);
+    const topic = codecTopic(feedTopic(pattern), ws.getUserData().codec);
     const deltaReceiver = delta ? new DeltaSocket(fanoutSocket(ws), () => this.hub.get(pattern), this.hub.deltaChannelsPerSubscription) : undefined;
     const socket = deltaReceiver ?? fanoutSocket(ws);
     const flow = this.flowOf(ws);

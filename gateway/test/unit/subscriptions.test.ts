@@ -7,7 +7,8 @@ import { newSession, type Socket } from "../../src/ws/session.js";
 import { anonymousIdentity } from "../../src/auth/access.js";
 import { createMetrics } from "../../src/metrics/metrics.js";
 import { createLogger } from "../../src/log.js";
-import type { FanoutHub, Feed } from "../../src/fanout/hub.js";
+import type { FanoutHub } from "../../src/fanout/hub.js";
+import type { Feed } from "../../src/fanout/feed.js";
 import { Resume } from "../../src/fanout/resume.js";
 import { FakeFeed } from "#testkit/fake-feed.js";
 
