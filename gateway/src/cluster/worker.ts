@@ -99,7 +99,9 @@ export async function runWorker(config: Config, natsToken?: string, slot = clust
     metrics.deliveriesDropped,
   );
   const publisher = new PublishService(c.server.maxPayloadBytes, broker, metrics, log, hooks?.publishEnabled ? hooks : undefined);
-  const presence = broker.presence ? new PresenceHub(topicsOf(apps), broker.presence, c.presence, createPresenceMetrics(), log, c.fanout.lingerMs) : undefined;
+  const presence = broker.presence
+    ? new PresenceHub({ app: topicsOf(apps), api: broker.presence, config: c.presence, metrics: createPresenceMetrics(), log, lingerMs: c.fanout.lingerMs })
+    : undefined;
   if (presence) broker.onEvent((e) => (e.type === "reconnected" ? presence.resync() : undefined));
   // The events being stored: a drain waits for their acknowledgements before it closes the NATS connection.
   const storing = new InFlight();

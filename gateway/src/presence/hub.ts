@@ -32,6 +32,19 @@ type ChannelState = {
   linger?: NodeJS.Timeout;
 };
 
+/** What a worker's presence is made of. */
+export type PresenceHubOptions = {
+  /** Where join/leave frames are published: the uWS topics of the worker's apps. */
+  readonly app: TopicPublisher;
+  /** The broker's presence bucket. */
+  readonly api: PresenceApi;
+  readonly config: Pick<PresenceSection, "ttlMs" | "maxMembers">;
+  readonly metrics: PresenceMetrics;
+  readonly log: Logger;
+  /** How long a channel without local presence subscribers stays watched (FEED_LINGER). */
+  readonly lingerMs: number;
+};
+
 /**
  * A worker's presence. Per channel with local presence subscribers: one watch of the bucket (a core NATS
  * subscription on its republished records) and one member view, shared by every local socket; each change
@@ -50,15 +63,21 @@ export class PresenceHub {
   private stopped = false;
   private readonly warnings: WarnEvery;
 
-  constructor(
-    private readonly app: TopicPublisher,
-    private readonly api: PresenceApi,
-    private readonly c: Pick<PresenceSection, "ttlMs" | "maxMembers">,
-    private readonly metrics: PresenceMetrics,
-    private readonly log: Logger,
-    private readonly lingerMs: number,
-  ) {
-    this.warnings = new WarnEvery(log, 60_000, "codec");
+  private readonly app: TopicPublisher;
+  private readonly api: PresenceApi;
+  private readonly c: PresenceHubOptions["config"];
+  private readonly metrics: PresenceMetrics;
+  private readonly log: Logger;
+  private readonly lingerMs: number;
+
+  constructor(o: PresenceHubOptions) {
+    this.app = o.app;
+    this.api = o.api;
+    this.c = o.config;
+    this.metrics = o.metrics;
+    this.log = o.log;
+    this.lingerMs = o.lingerMs;
+    this.warnings = new WarnEvery(o.log, 60_000, "codec");
   }
 
   /** Sizes of the worker's presence tables (metrics): watched channels, own entries, removals to retry. */
