@@ -38,7 +38,14 @@ const feed = (pattern: string): Feed => new FakeFeed(pattern, 120, 7);
 const opts = { holdLimit: 100, backpressureBytes: 1 << 20 };
 const bp = { bytes: 1 << 20, maxBytes: 1 << 24, slowTimeoutMs: 60_000 };
 const subsOf = (hub: FanoutHub) =>
-  new Subscriptions({ resume: new Resume(hub, opts, log), connected: () => true, log }, hub, bp, metrics, log, () => undefined);
+  new Subscriptions({
+    lifecycle: { resume: new Resume(hub, opts, log), connected: () => true, log },
+    hub,
+    backpressure: bp,
+    metrics,
+    log,
+    onSlow: () => undefined,
+  });
 
 describe("subscriptions — lifecycle", () => {
   it("subscriptions — ending twice (an unsub, then the failed start position) releases the feed and the gauge once", async () => {
