@@ -28,6 +28,21 @@ describe("admin listener", () => {
     const text = await m.text();
     expect(text).toMatch(/^fanout_connections /m);
     expect(text).toMatch(/^fanout_workers 2$/m);
+    // Each worker's tables, which its features add as they start (metrics/worker-state.ts): none is lost.
+    const tables = ["ws_sockets", "sse_streams", "hub_feeds", "replay_cache_pages", "replay_cache_bytes", "presence_channels", "presence_own"];
+    tables.push(
+      "presence_unremoved",
+      "ip_table_entries",
+      "read_limit_ips",
+      "read_limit_users",
+      "publish_limit_entries",
+      "hook_cache_connect",
+      "hook_cache_subscribe",
+    );
+    for (const worker of ["1", "2"]) {
+      const what = [...text.matchAll(new RegExp(`^fanout_worker_state\\{worker="${worker}",pid="\\d+",what="(\\w+)"\\}`, "gm"))].map((x) => x[1]);
+      expect(what).toEqual(expect.arrayContaining(["heap_used_bytes", "event_loop_lag_max_ms", ...tables]));
+    }
     const s = (await (await fetch(`${admin}/v1/stats`)).json()) as { workers: number; perWorker: { worker: number }[] };
     expect(s.workers).toBe(2);
     expect(s.perWorker).toHaveLength(2); // each worker's share, for the live page's per-worker lines

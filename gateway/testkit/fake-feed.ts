@@ -1,44 +1,29 @@
 import type { Broker, BrokerMessage } from "../src/broker/broker.js";
-import type { DeltaReceiver, Feed, LateReceiver, LiveListener } from "../src/fanout/hub.js";
+import type { Feed } from "../src/fanout/feed.js";
+import { DeliveryRoutes } from "../src/fanout/routes.js";
 import type { FanoutSocket } from "../src/fanout/socket.js";
+import { feedTopic } from "../src/fanout/topics.js";
 import type { MsgFrames } from "../src/protocol/codec.js";
 
 /** A message's frames as one fixed frame for every codec (in-process tests deliver made-up bytes). */
 export const fixedFrames = (frame: Uint8Array): MsgFrames => ({ frame: () => frame, size: frame.length });
 
-/** A hub feed for in-process tests: a fixed position and count, and its listeners in a set the test can read. */
+/**
+ * A hub feed for in-process tests: a fixed position and count, and the hub's own route table, whose receivers
+ * the test reads (`routes.of("live")`) and drives (`deliver`).
+ */
 export class FakeFeed implements Feed {
   readonly topic: string;
-  readonly listeners = new Set<LiveListener>();
-  readonly lateReceivers = new Set<LateReceiver>();
-  readonly deltaReceivers = new Set<DeltaReceiver>();
+  readonly routes = new DeliveryRoutes();
   constructor(
     readonly pattern: string,
     public pos = 0,
     public count = 0,
   ) {
-    this.topic = `p:${pattern}`;
+    this.topic = feedTopic(pattern);
   }
   position(): number {
     return this.pos;
-  }
-  addListener(l: LiveListener): void {
-    this.listeners.add(l);
-  }
-  removeListener(l: LiveListener): void {
-    this.listeners.delete(l);
-  }
-  addLateReceiver(r: LateReceiver): void {
-    this.lateReceivers.add(r);
-  }
-  removeLateReceiver(r: LateReceiver): void {
-    this.lateReceivers.delete(r);
-  }
-  addDeltaReceiver(r: DeltaReceiver): void {
-    this.deltaReceivers.add(r);
-  }
-  removeDeltaReceiver(r: DeltaReceiver): void {
-    this.deltaReceivers.delete(r);
   }
   join(sock: FanoutSocket): void {
     sock.joinTopic(this.topic, false);
@@ -49,7 +34,7 @@ export class FakeFeed implements Feed {
     if (seq > this.pos) this.pos = seq;
     this.count++;
     const msg = fixedFrames(frame);
-    for (const l of this.listeners) l.onLive(seq, msg);
+    for (const l of this.routes.of("live")) l.onLive(seq, msg);
   }
 }
 

@@ -2,7 +2,8 @@ import { GatewayError } from "../errors.js";
 import type { Logger } from "../log.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { Handoff, type HandoffEnd, type HandoffItem, type HandoffPort, type WriteResult } from "./handoff.js";
-import type { Feed, LiveListener } from "./hub.js";
+import type { Feed } from "./feed.js";
+import type { LiveListener } from "./routes.js";
 import type { FramePage, PageEnd, PageSource } from "./replay-cache.js";
 import type { FanoutSocket } from "./socket.js";
 import type { MsgFrames } from "../protocol/codec.js";
@@ -42,6 +43,8 @@ export class CatchUp implements HandoffPort<MsgFrames>, LiveListener {
   private readonly retryForMs: number;
   private readonly startedAt = Date.now();
   private deadline?: NodeJS.Timeout;
+  /** Leaves the feed's live route (set by `start`). */
+  private leaveLive?: () => void;
   private readonly deadlineMs?: number;
   /** The page being written, whose runs a socket that reads coalesced frames gets as coalesced frames. */
   private page?: FramePage;
@@ -75,7 +78,7 @@ export class CatchUp implements HandoffPort<MsgFrames>, LiveListener {
   }
 
   start(): void {
-    this.feed.addListener(this);
+    this.leaveLive = this.feed.routes.add("live", this);
     const ms = this.deadlineMs;
     if (ms !== undefined) {
       this.deadline = setTimeout(
@@ -101,7 +104,7 @@ export class CatchUp implements HandoffPort<MsgFrames>, LiveListener {
   abort(): void {
     clearTimeout(this.deadline);
     this.h.cancel();
-    this.feed.removeListener(this);
+    this.leaveLive?.();
   }
 
   fetch(from: number, target: number): void {
@@ -201,7 +204,7 @@ export class CatchUp implements HandoffPort<MsgFrames>, LiveListener {
   end(e: CatchUpEnd): void {
     clearTimeout(this.deadline);
     this.page = undefined;
-    this.feed.removeListener(this);
+    this.leaveLive?.();
     if (this.log.isLevelEnabled("debug")) {
       this.log.debug(
         { pattern: this.pattern, end: e.type, lastSent: e.lastSent, pages: this.h.pages, throttles: this.h.throttles, ms: Date.now() - this.startedAt },

@@ -13,9 +13,6 @@ export const scheduleTimeout: Schedule = (fn, ms) => {
   return { cancel: () => clearTimeout(t) };
 };
 
-/** The uWS topic of the sockets of `topic` (a codec's) that read coalesced frames (PROTOCOL.md "Coalesced frames"). */
-export const coalescedTopic = (topic: string): string => `${topic}\u0000c`;
-
 /**
  * The `msg` frames of one feed held for its coalesced topics during a window, per codec, and sent as one
  * frame per codec (`Codec.batch`) when the window ends, when the next frame would pass `maxBytes`, or when

@@ -1,11 +1,12 @@
 import { DeltaSubscription } from "./deltas.js";
-import type { DeltaReceiver, Feed } from "./hub.js";
+import type { Feed } from "./feed.js";
+import type { DeltaReceiver } from "./routes.js";
 import type { FanoutSocket } from "./socket.js";
 
 /**
  * A `delta: "fossil"` subscription as the live feed sees it. uWS writes the same bytes to every socket of a
  * topic, and a delta subscription needs its own choice per message (delta or full), so it does not join the
- * topic: it joins its feed's delta receivers, and the hub sends each of them the one delta frame or the one
+ * topic: it joins its feed's delta route, and the hub sends each of them the one delta frame or the one
  * full frame of the message (built once per worker and codec; per socket only a map read and a send).
  *
  * It is the subscription's `FanoutSocket` for the resume path: catch-ups write through it as they do to any
@@ -19,7 +20,8 @@ export class DeltaSocket implements FanoutSocket, DeltaReceiver {
    * message's own frame (delta or full) as it comes, since no other socket shares that choice.
    */
   readonly coalesce = false;
-  private joined?: Feed;
+  /** Leaves the delta route of the feed it joined. */
+  private leaveFeed?: () => void;
 
   constructor(
     readonly socket: FanoutSocket,
@@ -69,13 +71,12 @@ export class DeltaSocket implements FanoutSocket, DeltaReceiver {
   joinTopic(): void {
     this.leave();
     this.deltas.restart();
-    this.joined = this.feed();
-    this.joined?.addDeltaReceiver(this);
+    this.leaveFeed = this.feed()?.routes.add("delta", this);
   }
 
   /** Leaves live delivery (a pause, the end). */
   leave(): void {
-    this.joined?.removeDeltaReceiver(this);
-    this.joined = undefined;
+    this.leaveFeed?.();
+    this.leaveFeed = undefined;
   }
 }

@@ -1,4 +1,5 @@
-import type { Feed, LateReceiver } from "./hub.js";
+import type { Feed } from "./feed.js";
+import type { LateReceiver } from "./routes.js";
 import type { FanoutSocket } from "./socket.js";
 import type { MsgFrames } from "../protocol/codec.js";
 
@@ -63,14 +64,16 @@ export interface LateMember {
 export class LateGroup implements PatternGroup<LateMember>, LateReceiver {
   readonly members = new Set<LateMember>();
 
+  private detachLate?: () => void;
+
   constructor(readonly feed: Feed) {}
 
   attach(): void {
-    this.feed.addLateReceiver(this);
+    this.detachLate = this.feed.routes.add("late", this);
   }
 
   detach(): void {
-    this.feed.removeLateReceiver(this);
+    this.detachLate?.();
   }
 
   onLate(seq: number, msg: MsgFrames): void {

@@ -1,13 +1,14 @@
-import type { FanoutSocket, TopicPublisher } from "./socket.js";
-import type { Broker, BrokerMessage, LiveFeed } from "../broker/broker.js";
+import type { TopicPublisher } from "./socket.js";
+import type { Broker, BrokerMessage } from "../broker/broker.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
-import { codecTopic, DeltaMsg, LiveMsg, type Codec, type MsgFrames } from "../protocol/codec.js";
+import { DeltaMsg, LiveMsg, type Codec } from "../protocol/codec.js";
 import { CODECS } from "../protocol/codecs.js";
 import type { MsgMeta } from "../protocol/server-frames.js";
-import { ChannelDeltas, DEFAULT_DELTA_LIMITS, type DeltaBounds, type DeltaSubscription } from "./deltas.js";
+import { ChannelDeltas, DEFAULT_DELTA_LIMITS, type DeltaBounds } from "./deltas.js";
 import { ReplayCache, type PageSource } from "./replay-cache.js";
-import { FrameWindow, coalescedTopic, scheduleTimeout, type Schedule } from "./coalesced-frames.js";
+import { scheduleTimeout, type FrameWindow, type Schedule } from "./coalesced-frames.js";
+import { ChannelFeed, type Feed, type FeedCoalescing } from "./feed.js";
 
 /** Coalesced frames (PROTOCOL.md "Coalesced frames"): each pattern's window, and the bound of one frame. */
 export type CoalescePolicy = {
@@ -18,137 +19,24 @@ export type CoalescePolicy = {
   readonly schedule?: Schedule;
 };
 
-/**
- * Something that sees every live message of a feed besides the uWS topics: a catch-up (which holds them
- * until it joins), or a transport whose receivers are not uWS sockets (the SSE side encodes each message
- * once for all its streams of the pattern). `msg` holds the message's `msg` frames, built once per message
- * per worker and codec, on first use.
- */
-export interface LiveListener {
-  onLive(seq: number, msg: MsgFrames): void;
-}
-
-/**
- * The WebSockets of a feed's topic, for the messages the topic cannot carry: one the live feed repaired late
- * (older than messages it fanned out since). A socket that joined after a catch-up may have had it from the
- * stream already, so each socket is asked, not the whole topic.
- */
-export interface LateReceiver {
-  onLate(seq: number, msg: MsgFrames): void;
-}
-
-/**
- * A `delta: "fossil"` subscription in live delivery (fanout/delta-socket.ts): the hub sends it each message's
- * one delta frame or one full frame, as its `deltas` say, instead of publishing to it through the topic.
- */
-export interface DeltaReceiver {
-  readonly codec: FanoutSocket["codec"];
-  readonly closed: boolean;
-  readonly deltas: DeltaSubscription;
-  /** Sends a live message's frame (uWS semantics: 1 sent, 0 buffered, 2 dropped). */
-  deliver(frame: Uint8Array, seq: number): number;
-}
-
-/** A worker's live feed of one channel pattern, as its users see it (the hub owns it). */
-export interface Feed {
-  readonly pattern: string;
-  /** uWS topic the feed publishes to; WebSockets join it, or its codec's (`codecTopic`). */
-  readonly topic: string;
-  /** Messages fanned out so far (a broker without history counts what a paused receiver missed with it). */
-  readonly count: number;
-  /**
-   * Every matching message up to this seq has been fanned out, or is older than the feed. The broker's live
-   * feed owns the number; this reads it.
-   */
-  position(): number;
-  /** `l` sees every live message from now on, until removed. */
-  addListener(l: LiveListener): void;
-  removeListener(l: LiveListener): void;
-  /** `r` gets the messages delivered late, which the topic does not (LateReceiver). */
-  addLateReceiver(r: LateReceiver): void;
-  removeLateReceiver(r: LateReceiver): void;
-  /** A `delta: "fossil"` subscription joins live delivery (instead of the topic) until removed. */
-  addDeltaReceiver(r: DeltaReceiver): void;
-  removeDeltaReceiver(r: DeltaReceiver): void;
-  /**
-   * `sock` joins live delivery: what the feed holds for its coalesced topics goes out first (to the sockets
-   * already there), then the socket joins its codec's topic, the coalesced one if it reads coalesced frames.
-   */
-  join(sock: FanoutSocket): void;
-  /** What the feed holds for its coalesced topics goes out now (before a socket leaves them). */
-  flush(): void;
-}
-
-export const topicOf = (pattern: string): string => `p:${pattern}`;
-
-/** One pattern's feed: its references, its broker feed, its listeners. Only the hub holds it. */
-class ChannelFeed implements Feed {
-  readonly topic: string;
-  /** The topic of each codec, at its slot. */
-  readonly topics: readonly string[];
-  refs = 1;
-  count = 0;
-  ready: Promise<void> = Promise.resolve();
-  live?: LiveFeed;
-  linger?: NodeJS.Timeout;
-  readonly listeners = new Set<LiveListener>();
-  readonly lateReceivers = new Set<LateReceiver>();
-  readonly deltaReceivers = new Set<DeltaReceiver>();
-  /** Holds the frames of the coalesced topics (one per codec) during a window; undefined when the window is off. */
-  readonly frameWindow?: FrameWindow;
-  readonly coalescedTopics: readonly string[] = [];
-
-  constructor(
-    readonly pattern: string,
-    coalesce: { windowMs: number; maxBytes: number; schedule: Schedule; out: (topic: string, codec: Codec, frame: Uint8Array) => void } | undefined,
-  ) {
-    this.topic = topicOf(pattern);
-    this.topics = CODECS.map((c) => codecTopic(this.topic, c));
-    if (coalesce && coalesce.windowMs > 0) {
-      const topics = this.topics.map(coalescedTopic);
-      this.coalescedTopics = topics;
-      this.frameWindow = new FrameWindow(coalesce.windowMs, coalesce.maxBytes, (c, f) => coalesce.out(topics[c.slot] as string, c, f), coalesce.schedule);
-    }
-  }
-
-  join(sock: FanoutSocket): void {
-    // Only the coalesced topics hold messages: a socket joining a plain one cannot get one from before its join.
-    if (sock.coalesce === true) this.frameWindow?.flush();
-    sock.joinTopic(this.topic, this.frameWindow !== undefined);
-  }
-
-  flush(): void {
-    this.frameWindow?.flush();
-  }
-
-  addLateReceiver(r: LateReceiver): void {
-    this.lateReceivers.add(r);
-  }
-
-  removeLateReceiver(r: LateReceiver): void {
-    this.lateReceivers.delete(r);
-  }
-
-  addDeltaReceiver(r: DeltaReceiver): void {
-    this.deltaReceivers.add(r);
-  }
-
-  removeDeltaReceiver(r: DeltaReceiver): void {
-    this.deltaReceivers.delete(r);
-  }
-
-  position(): number {
-    return this.live?.position() ?? 0;
-  }
-
-  addListener(l: LiveListener): void {
-    this.listeners.add(l);
-  }
-
-  removeListener(l: LiveListener): void {
-    this.listeners.delete(l);
-  }
-}
+/** What a worker's hub is made of. */
+export type FanoutHubOptions = {
+  /** Where feeds publish their frames: the uWS topics of the worker's apps. */
+  readonly app: TopicPublisher;
+  readonly broker: Broker;
+  readonly metrics: Metrics;
+  readonly log: Logger;
+  /** How long a feed without subscribers goes on before it stops (FEED_LINGER). */
+  readonly lingerMs: number;
+  /** The replay cache's bound in bytes (REPLAY_CACHE_BYTES); 64 MiB when absent. */
+  readonly replayCacheBytes?: number;
+  /** Publish with compress=true (COMPRESSION on): uWS deflates for each socket that negotiated it. */
+  readonly compress?: boolean;
+  /** Coalesced frames; absent: off for every pattern. */
+  readonly coalesce?: CoalescePolicy;
+  /** The `deltas` config section (DELTA_* settings); the defaults when absent. */
+  readonly deltas?: DeltaBounds;
+};
 
 /**
  * Where a message goes from the broker to sockets: one live feed per distinct pattern per worker (on
@@ -156,7 +44,7 @@ class ChannelFeed implements Feed {
  * created on the first local subscription and stopped a linger period after the last one leaves. Each
  * message is serialized here once per codec whose sockets listen on the pattern (lazily: a codec nobody
  * of the pattern speaks costs nothing), published to that codec's uWS topic (uWS writes it to every
- * socket) and handed to the feed's listeners with their seq: the hub knows no transport's format.
+ * socket) and handed down the feed's other routes (fanout/routes.ts) with their seq: the hub knows no transport's format.
  */
 export class FanoutHub {
   private readonly feeds = new Map<string, ChannelFeed>();
@@ -167,20 +55,25 @@ export class FanoutHub {
   /** Channels each `delta: "fossil"` subscription of this worker remembers (its `DeltaSocket`'s bound). */
   readonly deltaChannelsPerSubscription: number;
 
-  constructor(
-    private readonly app: TopicPublisher,
-    private readonly broker: Broker,
-    private readonly metrics: Metrics,
-    private readonly log: Logger,
-    private readonly lingerMs: number,
-    replayCacheBytes = 64 * 1_048_576,
-    /** Publish with compress=true (COMPRESSION on): uWS deflates for each socket that negotiated it. */
-    private readonly compress = false,
-    private readonly coalesce?: CoalescePolicy,
-    /** The `deltas` config section (DELTA_* settings). */
-    deltaBounds: DeltaBounds = DEFAULT_DELTA_LIMITS,
-  ) {
-    if (broker.replay) this.cache = new ReplayCache(broker.replay, replayCacheBytes, undefined, coalesce?.maxBytes);
+  private readonly app: TopicPublisher;
+  private readonly broker: Broker;
+  private readonly metrics: Metrics;
+  private readonly log: Logger;
+  private readonly lingerMs: number;
+  private readonly compress: boolean;
+  private readonly coalesce?: CoalescePolicy;
+
+  constructor(o: FanoutHubOptions) {
+    const metrics = o.metrics;
+    this.app = o.app;
+    this.broker = o.broker;
+    this.metrics = metrics;
+    this.log = o.log;
+    this.lingerMs = o.lingerMs;
+    this.compress = o.compress ?? false;
+    this.coalesce = o.coalesce;
+    const deltaBounds = o.deltas ?? DEFAULT_DELTA_LIMITS;
+    if (o.broker.replay) this.cache = new ReplayCache(o.broker.replay, o.replayCacheBytes ?? 64 * 1_048_576, undefined, o.coalesce?.maxBytes);
     const limits = { ...deltaBounds, jsonTargetsOnly: DEFAULT_DELTA_LIMITS.jsonTargetsOnly };
     this.deltas = new ChannelDeltas(limits, Date.now, { made: () => metrics.deltasMade.inc(), skipped: () => metrics.deltasSkipped.inc() });
     this.deltaChannelsPerSubscription = deltaBounds.maxChannelsPerSubscription;
@@ -236,7 +129,7 @@ export class FanoutHub {
     return created;
   }
 
-  private coalesceOf(pattern: string): ConstructorParameters<typeof ChannelFeed>[1] {
+  private coalesceOf(pattern: string): FeedCoalescing | undefined {
     const c = this.coalesce;
     if (!c) return undefined;
     const out = (topic: string, codec: Codec, frame: Uint8Array): void => {
@@ -260,35 +153,50 @@ export class FanoutHub {
     }
   }
 
+  /**
+   * A message down the feed's routes: its codecs' topics (a publish per codec whose topic has sockets), its
+   * delta receivers, its coalesced topics' window, then its live listeners; a message repaired late goes to
+   * the late receivers instead of the topics. Nothing is built when nobody receives it.
+   */
   private deliver(feed: ChannelFeed, m: BrokerMessage): void {
     feed.count++;
     this.metrics.brokerMessages.inc();
-    const topics = feed.topics;
-    let receivers = 0;
-    for (const t of topics) receivers += this.app.numSubscribers(t);
-    for (const t of feed.coalescedTopics) receivers += this.app.numSubscribers(t);
-    const deltaReceivers = feed.deltaReceivers.size;
-    if (receivers === 0 && deltaReceivers === 0 && feed.listeners.size === 0) return;
+    const { routes } = feed;
+    const sockets = this.topicSockets(feed);
+    const deltaReceivers = routes.of("delta").size;
+    const listeners = routes.of("live");
+    if (sockets === 0 && deltaReceivers === 0 && listeners.size === 0) return;
     const meta: MsgMeta = { channel: m.channel, pattern: feed.pattern, seq: m.seq, ts: m.ts, type: m.type };
     const msg = new LiveMsg(meta, m.payload);
     // The broker's feed moves its position before it hands a message over: one below it was repaired late.
     if (m.seq > 0 && m.seq < feed.position()) {
-      for (const r of feed.lateReceivers) r.onLate(m.seq, msg);
-    } else if (receivers + deltaReceivers > 0) {
-      if (receivers > 0) {
-        for (const c of CODECS) {
-          const t = topics[c.slot] as string;
-          if (topics.length > 1 && this.app.numSubscribers(t) === 0) continue;
-          this.app.publish(t, msg.frame(c), c.binary, this.compress);
-        }
-      }
+      for (const r of routes.of("late")) r.onLate(m.seq, msg);
+    } else if (sockets + deltaReceivers > 0) {
+      if (sockets > 0) this.publish(feed.topics, msg);
       // Delta subscriptions are not coalesced: each gets its frame (delta or full) now, alone.
       if (deltaReceivers > 0) this.deliverDeltas(feed, meta, msg, m.payload);
       if (feed.frameWindow) this.hold(feed, feed.frameWindow, msg);
-      this.metrics.framesDelivered.inc(receivers + deltaReceivers);
+      this.metrics.framesDelivered.inc(sockets + deltaReceivers);
       this.metrics.deliveryLatency.observe(Math.max(0, Date.now() - m.ts) / 1000);
     }
-    for (const l of feed.listeners) l.onLive(m.seq, msg);
+    for (const l of listeners) l.onLive(m.seq, msg);
+  }
+
+  /** The sockets on the feed's topics, plain and coalesced, of every codec. */
+  private topicSockets(feed: ChannelFeed): number {
+    let n = 0;
+    for (const t of feed.topics) n += this.app.numSubscribers(t);
+    for (const t of feed.coalescedTopics) n += this.app.numSubscribers(t);
+    return n;
+  }
+
+  /** The message to each codec's topic that has sockets: one frame per codec, whatever their number. */
+  private publish(topics: readonly string[], msg: LiveMsg): void {
+    for (const c of CODECS) {
+      const t = topics[c.slot] as string;
+      if (topics.length > 1 && this.app.numSubscribers(t) === 0) continue;
+      this.app.publish(t, msg.frame(c), c.binary, this.compress);
+    }
   }
 
   /**
@@ -298,9 +206,10 @@ export class FanoutHub {
    */
   private deliverDeltas(feed: ChannelFeed, meta: MsgMeta, msg: LiveMsg, payload: Uint8Array): void {
     const dm = this.deltas.next(meta.channel, meta.seq, payload, meta.type !== undefined);
+    const receivers = feed.routes.of("delta");
     let frames: DeltaMsg | undefined;
     let deltas = 0;
-    for (const r of feed.deltaReceivers) {
+    for (const r of receivers) {
       if (r.closed) continue;
       const c = r.codec;
       let frame: Uint8Array;
@@ -312,7 +221,7 @@ export class FanoutHub {
       if (r.deliver(frame, meta.seq) === 2) r.deltas.restart();
     }
     this.metrics.deltaFrames.labels("delta").inc(deltas);
-    this.metrics.deltaFrames.labels("full").inc(feed.deltaReceivers.size - deltas);
+    this.metrics.deltaFrames.labels("full").inc(receivers.size - deltas);
   }
 
   /** A message for the feed's coalesced topics, held until its window ends (each codec's, if sockets listen). */
@@ -349,8 +258,7 @@ export class FanoutHub {
   private async stopFeed(feed: ChannelFeed): Promise<void> {
     this.cache?.forget(feed.pattern);
     feed.frameWindow?.stop();
-    feed.listeners.clear();
-    feed.deltaReceivers.clear();
+    feed.routes.clear();
     if (!feed.live) return;
     this.metrics.liveFeeds.dec();
     await feed.live.stop().catch((e) => this.log.debug({ err: e, pattern: feed.pattern }, "stopping live feed failed"));

@@ -1,7 +1,7 @@
 import { brokerFailure, GatewayError } from "../errors.js";
 import type { Logger } from "../log.js";
 import { ErrorCode } from "../protocol/codes.js";
-import type { Feed } from "./hub.js";
+import type { Feed } from "./feed.js";
 import type { Delivery, DeliveryEnd, Resume } from "./resume.js";
 import type { FanoutSocket } from "./socket.js";
 

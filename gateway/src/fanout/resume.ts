@@ -3,7 +3,8 @@ import { GatewayError } from "../errors.js";
 import type { Logger } from "../log.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { CatchUp, type CatchUpEnd, type CatchUpOptions } from "./catchup.js";
-import type { FanoutHub, Feed } from "./hub.js";
+import type { FanoutHub } from "./hub.js";
+import type { Feed } from "./feed.js";
 import type { FanoutSocket } from "./socket.js";
 import type { Feature } from "../namespaces/spec.js";
 

@@ -4,15 +4,13 @@ import { GatewayError } from "../errors.js";
 import type { TopicPublisher } from "../fanout/socket.js";
 import type { Logger } from "../log.js";
 import { ErrorCode } from "../protocol/codes.js";
-import { codecTopic, frameBytes } from "../protocol/codec.js";
+import { frameBytes } from "../protocol/codec.js";
 import { CODECS } from "../protocol/codecs.js";
+import { codecTopics, presenceTopic } from "../fanout/topics.js";
 import type { ServerFrame } from "../protocol/server-frames.js";
 import { WarnEvery } from "../util/warn-every.js";
 import type { PresenceMetrics } from "./metrics.js";
 import { PresenceView, type PresenceChange } from "./view.js";
-
-/** The uWS topic of a channel's join/leave frames; sockets subscribed with presence:true join it. */
-export const presenceTopicOf = (channel: string): string => `pr:${channel}`;
 
 /** A join or leave frame (encoded once per change per worker and codec in use). */
 export function presenceEvent(channel: string, c: PresenceChange): ServerFrame {
@@ -34,6 +32,19 @@ type ChannelState = {
   linger?: NodeJS.Timeout;
 };
 
+/** What a worker's presence is made of. */
+export type PresenceHubOptions = {
+  /** Where join/leave frames are published: the uWS topics of the worker's apps. */
+  readonly app: TopicPublisher;
+  /** The broker's presence bucket. */
+  readonly api: PresenceApi;
+  readonly config: Pick<PresenceSection, "ttlMs" | "maxMembers">;
+  readonly metrics: PresenceMetrics;
+  readonly log: Logger;
+  /** How long a channel without local presence subscribers stays watched (FEED_LINGER). */
+  readonly lingerMs: number;
+};
+
 /**
  * A worker's presence. Per channel with local presence subscribers: one watch of the bucket (a core NATS
  * subscription on its republished records) and one member view, shared by every local socket; each change
@@ -52,15 +63,21 @@ export class PresenceHub {
   private stopped = false;
   private readonly warnings: WarnEvery;
 
-  constructor(
-    private readonly app: TopicPublisher,
-    private readonly api: PresenceApi,
-    private readonly c: Pick<PresenceSection, "ttlMs" | "maxMembers">,
-    private readonly metrics: PresenceMetrics,
-    private readonly log: Logger,
-    private readonly lingerMs: number,
-  ) {
-    this.warnings = new WarnEvery(log, 60_000, "codec");
+  private readonly app: TopicPublisher;
+  private readonly api: PresenceApi;
+  private readonly c: PresenceHubOptions["config"];
+  private readonly metrics: PresenceMetrics;
+  private readonly log: Logger;
+  private readonly lingerMs: number;
+
+  constructor(o: PresenceHubOptions) {
+    this.app = o.app;
+    this.api = o.api;
+    this.c = o.config;
+    this.metrics = o.metrics;
+    this.log = o.log;
+    this.lingerMs = o.lingerMs;
+    this.warnings = new WarnEvery(o.log, 60_000, "codec");
   }
 
   /** Sizes of the worker's presence tables (metrics): watched channels, own entries, removals to retry. */
@@ -142,8 +159,7 @@ export class PresenceHub {
       st.linger = undefined;
       st.refs++;
     } else {
-      const topic = presenceTopicOf(channel);
-      const created: ChannelState = { channel, topics: CODECS.map((c) => codecTopic(topic, c)), view: new PresenceView(), refs: 1, ready: Promise.resolve() };
+      const created: ChannelState = { channel, topics: codecTopics(presenceTopic(channel)), view: new PresenceView(), refs: 1, ready: Promise.resolve() };
       created.ready = this.start(created);
       this.channels.set(channel, created);
       st = created;

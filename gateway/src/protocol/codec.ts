@@ -78,11 +78,5 @@ export class DeltaMsg {
   }
 }
 
-/**
- * The uWS topic of `topic` for sockets of `codec`: uWS publishes the same bytes to every socket of a topic,
- * so each codec has its own. The first codec (JSON) keeps the topic as it is.
- */
-export const codecTopic = (topic: string, codec: Codec): string => (codec.slot === 0 ? topic : `${topic}\u0000${codec.name}`);
-
 /** A frame as bytes (a text frame's string as UTF-8). */
 export const frameBytes = (f: string | Uint8Array): Uint8Array => (typeof f === "string" ? Buffer.from(f) : f);

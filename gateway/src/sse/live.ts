@@ -1,5 +1,6 @@
 import { PatternGroups, type PatternGroup } from "../fanout/groups.js";
-import type { Feed, LiveListener } from "../fanout/hub.js";
+import type { Feed } from "../fanout/feed.js";
+import type { LiveListener } from "../fanout/routes.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { sseEventOf } from "./event.js";
 import type { MsgFrames } from "../protocol/codec.js";
@@ -20,6 +21,7 @@ class Group implements PatternGroup<SseReceiver>, LiveListener {
   private seqs: number[] = [];
   private events: Buffer[] = [];
   private pending = false;
+  private detachLive?: () => void;
 
   constructor(
     readonly feed: Feed,
@@ -28,11 +30,11 @@ class Group implements PatternGroup<SseReceiver>, LiveListener {
   ) {}
 
   attach(): void {
-    this.feed.addListener(this);
+    this.detachLive = this.feed.routes.add("live", this);
   }
 
   detach(): void {
-    this.feed.removeListener(this);
+    this.detachLive?.();
   }
 
   onLive(seq: number, msg: MsgFrames): void {

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { BackpressureSection } from "../config/sections/index.js";
-import type { Feed } from "../fanout/hub.js";
+import type { Feed } from "../fanout/feed.js";
 import { Flow, SubLifecycle, type DeliveryFailure, type Joined, type SubPhase } from "../fanout/lifecycle.js";
 import type { Resume } from "../fanout/resume.js";
 import type { FanoutSocket } from "../fanout/socket.js";

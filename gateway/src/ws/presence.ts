@@ -1,10 +1,9 @@
 import { brokerFailure, GatewayError } from "../errors.js";
-import { presenceTopicOf } from "../presence/hub.js";
 import { ErrorCode } from "../protocol/codes.js";
 import type { Id, PresenceFrame, SubFrame } from "../protocol/frames.js";
 import type { HandlerContext } from "./context.js";
 import { authorized } from "./authorized.js";
-import { codecTopic } from "../protocol/codec.js";
+import { codecTopic, presenceTopic } from "../fanout/topics.js";
 import { clientIdOf, sendErr, sendFrame, type Socket, type SubState } from "./session.js";
 
 function fail(ctx: HandlerContext, ws: Socket, id: Id | undefined, e: GatewayError): void {
@@ -26,7 +25,7 @@ export async function enterPresence(ctx: HandlerContext, ws: Socket, sub: SubSta
     return false;
   }
   const client = clientIdOf(ws);
-  const topic = codecTopic(presenceTopicOf(f.channel), s.codec);
+  const topic = codecTopic(presenceTopic(f.channel), s.codec);
   const entering = f.presence !== "watch";
   const events = f.presence !== "member";
   const member = entering

@@ -45,7 +45,15 @@ export class WsEndpoint {
     private readonly extraApps: TemplatedApp[] = [],
   ) {
     const lifecycle = { resume: deps.resume, connected: () => deps.broker.isConnected(), log: deps.log };
-    const subs = new Subscriptions(lifecycle, deps.hub, deps.config.backpressure, deps.metrics, deps.log, (ws) => this.backpressure.closeSlow(ws), deps.events);
+    const subs = new Subscriptions({
+      lifecycle,
+      hub: deps.hub,
+      backpressure: deps.config.backpressure,
+      metrics: deps.metrics,
+      log: deps.log,
+      onSlow: (ws) => this.backpressure.closeSlow(ws),
+      events: deps.events,
+    });
     this.ctx = { ...deps, subs, failures: new WarnEvery(deps.log, 60_000, "op", "error") };
     this.backpressure = new BackpressureMonitor(this.sockets, subs, deps.config.backpressure, deps.log);
     this.register();

@@ -7,8 +7,8 @@ import type { FrameLimiter } from "../limits/frame-rate.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { ErrorCode } from "../protocol/codes.js";
 import type { Id } from "../protocol/frames.js";
-import { codecTopic, type Codec } from "../protocol/codec.js";
-import { coalescedTopic } from "../fanout/coalesced-frames.js";
+import type { Codec } from "../protocol/codec.js";
+import { socketTopic } from "../fanout/topics.js";
 import { JSON_CODEC } from "../protocol/codecs.js";
 import type { ServerFrame } from "../protocol/server-frames.js";
 import { WIRE_ERRORS } from "../errors.js";
@@ -126,8 +126,7 @@ export function fanoutSocket(ws: Socket): FanoutSocket {
     },
     bufferedAmount: () => ws.getBufferedAmount(),
     joinTopic: (topic, coalesced) => {
-      const t = codecTopic(topic, s.codec);
-      ws.subscribe(coalesced === true && s.coalesce ? coalescedTopic(t) : t);
+      ws.subscribe(socketTopic(topic, s.codec, coalesced === true && s.coalesce));
     },
     onDrained: (fn) => {
       s.drainWaiters.push(fn);

@@ -1,14 +1,28 @@
 import type { BackpressureSection } from "../config/sections/index.js";
 import { LateGroup, PatternGroups, type LateMember } from "../fanout/groups.js";
-import { codecTopic } from "../protocol/codec.js";
 import { DeltaSocket } from "../fanout/delta-socket.js";
-import { coalescedTopic } from "../fanout/coalesced-frames.js";
-import { topicOf, type FanoutHub, type Feed } from "../fanout/hub.js";
+import { coalescedTopic, codecTopic, feedTopic } from "../fanout/topics.js";
+import type { FanoutHub } from "../fanout/hub.js";
+import type { Feed } from "../fanout/feed.js";
 import { Flow, SubLifecycle, type DeliveryFailure, type LifecycleDeps, type SubDoor } from "../fanout/lifecycle.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { clientIdOf, fanoutSocket, sendErr, type Socket, type SubState } from "./session.js";
 import type { EventRecorder } from "../events/recorder.js";
+
+/** What the WebSocket side of subscriptions is made of. */
+export type SubscriptionsOptions = {
+  /** What every subscription's lifecycle needs (the resume path, the broker's state, the log). */
+  readonly lifecycle: LifecycleDeps;
+  readonly hub: FanoutHub;
+  readonly backpressure: BackpressureSection;
+  readonly metrics: Metrics;
+  readonly log: Logger;
+  /** A socket stayed paused past SLOW_CONSUMER_TIMEOUT, or reached the hard cap: close it (4008). */
+  readonly onSlow: (ws: Socket) => void;
+  /** Records `subscribe` when a subscription starts delivering and `unsubscribe` when it ends. */
+  readonly events?: EventRecorder | undefined;
+};
 
 /**
  * The WebSocket door of the subscription lifecycle (fanout/lifecycle.ts, which owns every phase transition,
@@ -20,17 +34,23 @@ export class Subscriptions {
   /** Per pattern, its live subscriptions, for what the feed repairs late. */
   private readonly late = new PatternGroups<LateMember>((feed) => new LateGroup(feed));
 
-  constructor(
-    private readonly deps: LifecycleDeps,
-    private readonly hub: FanoutHub,
-    private readonly backpressure: BackpressureSection,
-    private readonly metrics: Metrics,
-    private readonly log: Logger,
-    /** A socket stayed paused past SLOW_CONSUMER_TIMEOUT, or reached the hard cap: close it (4008). */
-    private readonly onSlow: (ws: Socket) => void,
-    /** Records `subscribe` when a subscription starts delivering and `unsubscribe` when it ends. */
-    private readonly events?: EventRecorder,
-  ) {}
+  private readonly deps: LifecycleDeps;
+  private readonly hub: FanoutHub;
+  private readonly backpressure: BackpressureSection;
+  private readonly metrics: Metrics;
+  private readonly log: Logger;
+  private readonly onSlow: (ws: Socket) => void;
+  private readonly events?: EventRecorder;
+
+  constructor(o: SubscriptionsOptions) {
+    this.deps = o.lifecycle;
+    this.hub = o.hub;
+    this.backpressure = o.backpressure;
+    this.metrics = o.metrics;
+    this.log = o.log;
+    this.onSlow = o.onSlow;
+    this.events = o.events;
+  }
 
   /** The socket's flow (live or paused, for all its subscriptions), made with its first subscription. */
   flowOf(ws: Socket): Flow {
@@ -49,7 +69,7 @@ export class Subscriptions {
    * delta receivers instead of the uWS topic (fanout/delta-socket.ts).
    */
   begin(ws: Socket, pattern: string, delta = false): SubState {
-    const topic = codecTopic(topicOf(pattern), ws.getUserData().codec);
+    const topic = codecTopic(feedTopic(pattern), ws.getUserData().codec);
     const deltaReceiver = delta ? new DeltaSocket(fanoutSocket(ws), () => this.hub.get(pattern), this.hub.deltaChannelsPerSubscription) : undefined;
     const socket = deltaReceiver ?? fanoutSocket(ws);
     const flow = this.flowOf(ws);

@@ -4,13 +4,13 @@
 import { decode, decodeMulti, encode } from "@msgpack/msgpack";
 import client from "prom-client";
 import { describe, expect, it } from "vitest";
-import { coalescedTopic, FrameWindow, type Schedule } from "../../src/fanout/coalesced-frames.js";
+import { FrameWindow, type Schedule } from "../../src/fanout/coalesced-frames.js";
+import { coalescedTopic, codecTopic } from "../../src/fanout/topics.js";
 import { FanoutHub } from "../../src/fanout/hub.js";
 import type { FanoutSocket, TopicPublisher } from "../../src/fanout/socket.js";
 import { createLogger } from "../../src/log.js";
 import { createMetrics } from "../../src/metrics/metrics.js";
 import { fakeLiveBroker } from "#testkit/fake-feed.js";
-import { codecTopic } from "../../src/protocol/codec.js";
 import { JSON_CODEC, MSGPACK_CODEC } from "../../src/protocol/codecs.js";
 
 class FakeApp implements TopicPublisher {
@@ -48,7 +48,7 @@ function setup(windowMs = 25, maxBytes = 65_536) {
   const clock = manualClock();
   const { broker, push } = fakeLiveBroker();
   const policy = { windowOf: () => windowMs, maxBytes, schedule: clock.schedule };
-  const hub = new FanoutHub(app, broker, createMetrics(new client.Registry()), createLogger("silent", {}), 1_000, undefined, false, policy);
+  const hub = new FanoutHub({ app, broker, metrics: createMetrics(new client.Registry()), log: createLogger("silent", {}), lingerMs: 1_000, coalesce: policy });
   const send = (seq: number, payload = `{"n":${seq}}`) => push({ channel: "a.b", seq, ts: seq, payload: Buffer.from(payload) });
   return { app, hub, send, clock };
 }

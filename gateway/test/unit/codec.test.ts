@@ -3,7 +3,8 @@
 // per message and codec. fanout.v1 (JSON) must stay byte for byte what it was: the expected strings below
 // are the frames the hand-written builders wrote before the seam.
 import { describe, expect, it } from "vitest";
-import { codecTopic, LiveMsg, type Codec } from "../../src/protocol/codec.js";
+import { LiveMsg, type Codec } from "../../src/protocol/codec.js";
+import { codecTopic } from "../../src/fanout/topics.js";
 import { codecOf, CODECS, JSON_CODEC, MSGPACK_CODEC } from "../../src/protocol/codecs.js";
 import { parseClientFrame, validateClientFrame } from "../../src/protocol/frames.js";
 import type { ServerFrame } from "../../src/protocol/server-frames.js";

@@ -3,12 +3,14 @@
 // broker feed and a fake uWS app that counts what is published to which topic.
 import client from "prom-client";
 import { describe, expect, it } from "vitest";
-import { FanoutHub, type LiveListener } from "../../src/fanout/hub.js";
+import { FanoutHub } from "../../src/fanout/hub.js";
+import type { LiveListener } from "../../src/fanout/routes.js";
+import { codecTopic } from "../../src/fanout/topics.js";
 import type { TopicPublisher } from "../../src/fanout/socket.js";
 import { createLogger } from "../../src/log.js";
 import { createMetrics } from "../../src/metrics/metrics.js";
 import { fakeLiveBroker } from "#testkit/fake-feed.js";
-import { codecTopic, type MsgFrames } from "../../src/protocol/codec.js";
+import type { MsgFrames } from "../../src/protocol/codec.js";
 import { CODECS, JSON_CODEC } from "../../src/protocol/codecs.js";
 
 /** A uWS app as the hub sees it: subscribers per topic, and every publish recorded. */
@@ -27,7 +29,7 @@ class FakeApp implements TopicPublisher {
 function setup() {
   const app = new FakeApp();
   const { broker, push } = fakeLiveBroker();
-  const hub = new FanoutHub(app, broker, createMetrics(new client.Registry()), createLogger("silent", {}), 1_000);
+  const hub = new FanoutHub({ app, broker, metrics: createMetrics(new client.Registry()), log: createLogger("silent", {}), lingerMs: 1_000 });
   const send = (seq: number) => push({ channel: "a.b", seq, ts: seq, payload: Buffer.from(`{"n":${seq}}`) });
   return { app, hub, send };
 }
@@ -46,7 +48,7 @@ describe("hub codecs", () => {
     app.subscribers.set(feed.topic, 500);
     const seen: MsgFrames[] = [];
     const l: LiveListener = { onLive: (_s, m) => void seen.push(m) };
-    feed.addListener(l);
+    feed.routes.add("live", l);
     send(1);
     expect(app.published).toHaveLength(1);
     const [p] = app.published;

@@ -37,7 +37,7 @@ async function setup() {
   const { broker, push } = fakeLiveBroker();
   const registry = new client.Registry();
   const metrics = createMetrics(registry);
-  const hub = new FanoutHub(app, broker, metrics, createLogger("silent", {}), 1_000);
+  const hub = new FanoutHub({ app, broker, metrics, log: createLogger("silent", {}), lingerMs: 1_000 });
   const feed = await hub.acquire("s.*");
   const doc = (n: number) => Buffer.from(JSON.stringify({ n, text: "a state document that mostly stays the same ".repeat(6) }));
   const send = (channel: string, seq: number) => push({ channel, seq, ts: seq, payload: doc(seq) });

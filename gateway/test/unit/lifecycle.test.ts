@@ -200,18 +200,18 @@ describe("lifecycle — per-pattern groups", () => {
     const m2 = { covered: 0, socket: new FakeSocket() };
     groups.join(a, m1);
     groups.join(a, m2);
-    expect(a.lateReceivers.size).toBe(1);
+    expect(a.routes.of("late").size).toBe(1);
     groups.leave("p", m1);
-    expect(a.lateReceivers.size).toBe(1);
+    expect(a.routes.of("late").size).toBe(1);
     groups.leave("p", m1); // not a member any more: no-op
     groups.leave("p", m2);
-    expect(a.lateReceivers.size).toBe(0);
+    expect(a.routes.of("late").size).toBe(0);
     expect(groups.size).toBe(0);
     groups.join(a, m1);
     const b = new FakeFeed("p");
     groups.join(b, m2);
-    expect(a.lateReceivers.size).toBe(0);
-    expect(b.lateReceivers.size).toBe(1);
+    expect(a.routes.of("late").size).toBe(0);
+    expect(b.routes.of("late").size).toBe(1);
   });
 
   it("groups — a late repair reaches only the members whose catch-up did not cover it, and no closed socket", () => {

@@ -3,7 +3,8 @@
 import { describe, expect, it } from "vitest";
 import type { ReplayApi, StreamState } from "../../src/broker/broker.js";
 import { positionAfter, resolveStart, Resume, type StartRequest } from "../../src/fanout/resume.js";
-import type { Feed, FanoutHub } from "../../src/fanout/hub.js";
+import type { FanoutHub } from "../../src/fanout/hub.js";
+import type { Feed } from "../../src/fanout/feed.js";
 import type { Logger } from "../../src/log.js";
 import { START_CASES, TABLE_FIRST, TABLE_LAST, type CaseStart } from "#testkit/start-cases.js";
 

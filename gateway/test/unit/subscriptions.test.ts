@@ -7,7 +7,8 @@ import { newSession, type Socket } from "../../src/ws/session.js";
 import { anonymousIdentity } from "../../src/auth/access.js";
 import { createMetrics } from "../../src/metrics/metrics.js";
 import { createLogger } from "../../src/log.js";
-import type { FanoutHub, Feed } from "../../src/fanout/hub.js";
+import type { FanoutHub } from "../../src/fanout/hub.js";
+import type { Feed } from "../../src/fanout/feed.js";
 import { Resume } from "../../src/fanout/resume.js";
 import { FakeFeed } from "#testkit/fake-feed.js";
 
@@ -37,7 +38,14 @@ const feed = (pattern: string): Feed => new FakeFeed(pattern, 120, 7);
 const opts = { holdLimit: 100, backpressureBytes: 1 << 20 };
 const bp = { bytes: 1 << 20, maxBytes: 1 << 24, slowTimeoutMs: 60_000 };
 const subsOf = (hub: FanoutHub) =>
-  new Subscriptions({ resume: new Resume(hub, opts, log), connected: () => true, log }, hub, bp, metrics, log, () => undefined);
+  new Subscriptions({
+    lifecycle: { resume: new Resume(hub, opts, log), connected: () => true, log },
+    hub,
+    backpressure: bp,
+    metrics,
+    log,
+    onSlow: () => undefined,
+  });
 
 describe("subscriptions — lifecycle", () => {
   it("subscriptions — ending twice (an unsub, then the failed start position) releases the feed and the gauge once", async () => {

@@ -1,0 +1,26 @@
+import type { Broker } from "../broker/broker.js";
+import type { FanoutHub } from "../fanout/hub.js";
+import { CloseCode } from "../protocol/codes.js";
+import type { SseEndpoint } from "../sse/endpoint.js";
+import type { WsEndpoint } from "../ws/server.js";
+
+/**
+ * A recreated stream numbers its messages from 1 again: every position in it is void. Sockets subscribed to
+ * one of its patterns are closed with 1012 and resume with their seq and its epoch, which the new stream
+ * answers with epochChanged; those of other streams (namespaces) keep going.
+ */
+export function endOnRecreatedStream(broker: Broker, hub: FanoutHub, doors: { ws: WsEndpoint; sse: SseEndpoint }): void {
+  broker.onEvent((e) => {
+    if (e.type !== "epoch") return;
+    hub.streamRecreated(e.stream);
+    const inStream = (pattern: string): boolean => {
+      try {
+        return (broker.replay?.streamOf?.(pattern).name ?? e.stream) === e.stream;
+      } catch {
+        return true;
+      }
+    };
+    doors.ws.endAll(CloseCode.StreamRecreated, "stream recreated: reconnect and resume", inStream);
+    doors.sse.endAll(inStream);
+  });
+}
