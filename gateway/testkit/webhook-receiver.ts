@@ -11,7 +11,10 @@ export class WebhookReceiver {
   status = 200;
   /** When set, each request is read and its connection closed without an answer (a backend that crashes mid-request). */
   hangUp = false;
+  /** When set, each request is read, recorded unanswered (`status` 0) and held open until `release()`. */
+  holding = false;
   port = 0;
+  private readonly held: (() => void)[] = [];
   private server?: Server;
 
   static async start(): Promise<WebhookReceiver> {
@@ -30,16 +33,23 @@ export class WebhookReceiver {
       let body = "";
       req.on("data", (d: Buffer) => (body += d.toString()));
       req.on("end", () => {
-        const status = this.hangUp ? 0 : this.status;
+        const status = this.hangUp || this.holding ? 0 : this.status;
         const header = (name: string) => String(req.headers[name] ?? "");
         this.requests.push({ body, signature: header("fanout-signature"), status, sender: header("fanout-sender"), at: Date.now() });
-        if (status === 0) req.socket.destroy();
+        if (this.holding) this.held.push(() => req.socket.destroy());
+        else if (status === 0) req.socket.destroy();
         else res.writeHead(status).end();
       });
     });
     await new Promise<void>((resolve) => server.listen(this.port, "127.0.0.1", resolve));
     this.port = (server.address() as { port: number }).port;
     this.server = server;
+  }
+
+  /** Stops holding: every held request's connection is closed without an answer. */
+  release(): void {
+    this.holding = false;
+    for (const end of this.held.splice(0)) end();
   }
 
   /** Stops listening: connections are refused until up(). */

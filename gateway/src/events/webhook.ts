@@ -80,8 +80,13 @@ export class WebhookSender {
   async stop(): Promise<void> {
     this.stopping.abort();
     clearInterval(this.timer);
-    // A call or a pull in progress is not waited for past 2 s: its batch goes to another sender after the ack wait.
-    await Promise.race([this.running, new Promise((r) => setTimeout(r, 2_000).unref())]);
+    // A pull in progress ends by its expiry (EVENTS_WEBHOOK_WAIT, at least 1 s) and is waited for, so that what it
+    // brings is handed back below instead of waiting out the ack wait; a call in progress is waited for as long.
+    await Promise.race([this.running, new Promise((r) => setTimeout(r, Math.max(2_000, this.config.waitMs + 500)).unref())]);
+    // Every batch still out is handed back now, before the lease: the next holder's first pull gets it before
+    // anything stored later (left to the ack wait, later events would reach the webhook first). A call that
+    // still succeeds after this makes its events arrive twice, each under its id.
+    for (const batch of this.inFlight) for (const e of batch) e.nak();
     await this.lease?.release();
   }
 
