@@ -97,10 +97,15 @@ export async function runPrimary(config: Config): Promise<void> {
       repair: config.streamRepair === "repair",
       intervalMs: config.streamCheckIntervalMs,
       onChange: (drift) => pool.setDrift(drift),
+      own: eventsBroker?.owned() ?? [],
     });
     w.start();
     // Between two looks, an update or deletion of a stream or a bucket is looked at when JetStream says so.
-    const watched = [...streamsOf(config).map((s) => s.name), ...(prepared.presence ? [presenceStream(prepared.presence.bucket)] : [])];
+    const watched = [
+      ...streamsOf(config).map((s) => s.name),
+      ...(prepared.presence ? [presenceStream(prepared.presence.bucket)] : []),
+      ...(eventsBroker?.owned() ?? []).map((o) => o.wanted.name),
+    ];
     for (const name of watched)
       for (const what of ["UPDATED", "DELETED"])
         prepared.nc.subscribe(`$JS.EVENT.ADVISORY.STREAM.${what}.${name}`, { callback: guarded("stream advisory", () => void w.check()) });
