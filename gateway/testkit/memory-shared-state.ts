@@ -1,7 +1,6 @@
 // The cluster's shared state in memory, for unit tests of the services beside the workers: the contract of
 // SharedStateApi (broker/broker.ts) without NATS; keys with a TTL expire when the test moves `now`.
-import type { SharedRecord, SharedStateApi } from "../src/broker/broker.js";
-import type { LeaseStore } from "../src/broker/jetstream/webhook-lease.js";
+import type { LeaseStore, SharedRecord, SharedStateApi } from "../src/broker/broker.js";
 
 type Entry = { seq: number; value: string; expiresAt?: number };
 

@@ -18,6 +18,12 @@ export const LAYERS = [
   ["cluster", "cli.ts", "mod.ts"],
 ];
 const DOORS = new Set(["ws", "sse", "http"]);
+/**
+ * Folders that reach the broker only through its contract (broker/*.ts: broker.ts, events.ts), never an
+ * implementation under it (broker/jetstream/, …): the primary hands them one, so they run on any broker
+ * that implements the contract, and in process against a fake of it.
+ */
+export const CONTRACT_ONLY = new Set(["events", "services"]);
 const RANK = new Map(LAYERS.flatMap((names, i) => names.map((n) => [n, i])));
 const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+["'](\.{1,2}\/[^"']+)["']/g;
 
@@ -27,6 +33,9 @@ function unitOf(root, file) {
   if (rel.startsWith("..")) return undefined;
   return rel.split(sep)[0];
 }
+
+/** Whether `file` is in a folder under broker/ (an implementation), not one of broker/'s own files (the contract). */
+const brokerInternal = (root, file) => relative(root, file).split(sep).length > 2;
 
 export default {
   meta: { type: "problem", docs: { description: "gateway/src folders import only lower layers" }, schema: [] },
@@ -45,8 +54,14 @@ export default {
         }
         const text = context.sourceCode.getText();
         for (const m of text.matchAll(IMPORT)) {
-          const to = unitOf(root, resolve(dirname(file), m[1]).replace(/\.js$/, ".ts"));
+          const target = resolve(dirname(file), m[1]).replace(/\.js$/, ".ts");
+          const to = unitOf(root, target);
           if (to === undefined || to === from) continue;
+          if (to === "broker" && CONTRACT_ONLY.has(from) && brokerInternal(root, target))
+            context.report({
+              node,
+              message: `${from}/ must not import ${m[1]}: it reaches the broker through its contract (broker/broker.ts, broker/events.ts), not an implementation`,
+            });
           if (!RANK.has(to)) {
             context.report({ node, message: `${from}/ imports ${m[1]}: ${unranked(to)}` });
             continue;

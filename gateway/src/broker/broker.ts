@@ -1,4 +1,3 @@
-import type { ReplayFrom } from "./jetstream/events-stream.js";
 /**
  * One message as the fan-out path sees it: the channel, its stream sequence, broker time and raw payload;
  * `type` is a binary payload's content type (its `Fanout-Content-Type` header), absent for JSON.
@@ -147,13 +146,34 @@ export type SharedRecord =
   /** The leader announced `key` on (or off): `seq` is the record's, the same for every reader. */
   | { type: "announced"; key: string; on: boolean; seq: number };
 
+/** Where a replay of the events webhook starts: an event's id (its stream sequence) or a time (the first event stored at or after it). */
+export type ReplayFrom = { fromId: number } | { fromTime: string };
+
+/** A lease's last record: its sequence and holder ("" once released). */
+export type LeaseRecord = { seq: number; holder: string };
+
+/**
+ * Where a lease one instance holds at a time is kept (services/leader-lease.ts): one record that runs out
+ * unless written again, each write conditional on the last one, so of two writers only one succeeds.
+ * JetStream keeps the webhook sender's in a stream of its own (broker/jetstream/webhook-lease.ts) and the
+ * cluster leader's in the shared state's bucket (`SharedStateApi.leaderLease`).
+ */
+export interface LeaseStore {
+  /** The last record; undefined when there is none (never taken, or run out). */
+  read(): Promise<LeaseRecord | undefined>;
+  /** Writes `holder` if the last record is still the one at `after` (0: none); the new record's sequence, or undefined when another wrote first. */
+  write(holder: string, after: number): Promise<number | undefined>;
+}
+
+/** Where the cluster's shared state is kept: its bucket, how long a heartbeat (and the leader's lease) lasts unless renewed, replicas and storage. */
+export type SharedStateSettings = { bucket: string; ttlMs: number; replicas: number; storage: "file" | "memory" };
+
 /**
  * What the services beside the workers need of the broker (services/, docs/architecture.md, "a
  * once-per-cluster service"): each instance's heartbeat, which expires when the instance stops refreshing
  * it (a crash), and its shares, written under it; and one watch of all of it at once, every channel's and
  * every instance's, not one channel's. JetStream implements it with a KV bucket and per-key TTL
- * (broker/jetstream/shared-state.ts), which also keeps the leader's lease (a `LeaseStore`, as the webhook
- * sender's turn).
+ * (broker/jetstream/shared-state.ts), which also keeps the leader's lease.
  */
 export interface SharedStateApi {
   /**
@@ -175,6 +195,11 @@ export interface SharedStateApi {
    * when it ends by itself (the bucket was deleted, say): watch again, from the start.
    */
   watch(onRecord: (r: SharedRecord) => void, onSynced: () => void, onLost: (e: unknown) => void): Promise<{ stop(): void }>;
+  /**
+   * The cluster leader's lease (services/leader-lease.ts): each write runs out after the TTL unless written
+   * again; a run-out or released lease reads as free.
+   */
+  leaderLease(): LeaseStore;
 }
 
 /**

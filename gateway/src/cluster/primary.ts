@@ -24,26 +24,10 @@ import { AccessControl } from "../auth/access.js";
 import { Authenticator } from "../auth/authenticator.js";
 import { hooksOf } from "../auth/hooks.js";
 import { natsBus } from "../broker/jetstream/bus.js";
-import { readFileSync } from "node:fs";
-import { jetstream } from "@nats-io/jetstream";
-import { ensureEventsStream, WEBHOOK_DURABLE, webhookSource } from "../broker/jetstream/events-stream.js";
-import { BackendCaller } from "../backend/caller.js";
-import { backendMetrics } from "../backend/metrics.js";
-import { SENDER_HEADER, WebhookSender, webhookSecrets } from "../events/webhook.js";
-import { SenderLease, senderTimings } from "../events/lease.js";
-import { webhookLeaseStore } from "../broker/jetstream/webhook-lease.js";
-import { hostname } from "node:os";
-import { webhookMetrics } from "../events/metrics.js";
-import type { EventsSection } from "../config/sections/index.js";
-import { randomBytes } from "node:crypto";
-import client from "prom-client";
-import { JetStreamSharedState, ensureSharedState } from "../broker/jetstream/shared-state.js";
-import { Announcer } from "../events/announcer.js";
-import { EventRecorder } from "../events/recorder.js";
-import { InstanceShares } from "../events/shares.js";
-import { Services } from "../services/services.js";
 import { effectiveSettings, type EffectiveSettings } from "../namespaces/settings.js";
 import { hooksSummary } from "../auth/hooks-summary.js";
+import { startEventsFeature, type EventsFeature } from "../events/start.js";
+import { jetStreamEventsBroker, type JetStreamEventsBroker } from "../broker/jetstream/events-broker.js";
 import { callbackFaults, guarded } from "../util/guarded.js";
 
 /** The admin port in effect: `auto` is 9100 when authentication is on and none (-1) when it is off. */
@@ -76,8 +60,8 @@ export async function runPrimary(config: Config): Promise<void> {
   const metrics = new ClusterMetrics(settings);
   let prepared: Awaited<ReturnType<typeof prepareStream>> | undefined;
   let admin: { port: number; close(): Promise<void> } | undefined;
-  let webhook: WebhookSender | undefined;
-  let services: { services: Services; shares: InstanceShares } | undefined;
+  let events: EventsFeature | undefined;
+  let eventsBroker: JetStreamEventsBroker | undefined;
   try {
     loadKeyMaterial(config); // fail fast on an unreadable key; each worker loads its own copy
     loadApiKeys(sectionsOf(config).auth); // and on a wrong line of API_KEYS_FILE
@@ -88,8 +72,10 @@ export async function runPrimary(config: Config): Promise<void> {
     const security = brokers.natsToken ? embeddedNatsSecurity(brokers.natsToken) : configured;
     if (config.broker === "jetstream") prepared = await prepareStream(streamsOf(config), brokers.natsUrl, security, log, sectionsOf(config).presence);
     if (settings) logSettings(settings, log);
-    if (prepared && sectionsOf(config).events.kinds.length > 0) webhook = await startEvents(sectionsOf(config).events, prepared, metrics, log);
-    if (prepared && sharedKinds(sectionsOf(config).events)) services = await startServices(sectionsOf(config), prepared.nc, metrics, log);
+    if (prepared) {
+      eventsBroker = jetStreamEventsBroker(prepared.nc, prepared.jsm, c.events, log);
+      events = await startEventsFeature({ sections: c, broker: eventsBroker, registry: metrics.registry, log });
+    }
     const adminPort = adminPortOf(config);
     if (adminPort >= 0) admin = await startAdmin(config.adminHost, adminPort, metrics, log, controlDoor(config, prepared?.nc, log));
   } catch (e) {
@@ -104,17 +90,22 @@ export async function runPrimary(config: Config): Promise<void> {
   // Workers inherit the primary's environment: the secrets go to them over IPC instead (pool.ts).
   for (const name of SECRET_ENV) delete process.env[name];
   const pool = new WorkerPool(sectionsOf(config).server, workerConfig, metrics, log, (e) => void fail(e), brokers.natsToken);
-  if (services) pool.shareWith(services.shares);
+  if (events?.shares) pool.shareWith(events.shares);
   await pool.start();
   if (prepared) {
     const w = new StreamWatch(prepared.jsm, streamsOf(config), prepared.presence, log, {
       repair: config.streamRepair === "repair",
       intervalMs: config.streamCheckIntervalMs,
       onChange: (drift) => pool.setDrift(drift),
+      own: eventsBroker?.owned() ?? [],
     });
     w.start();
-    // Between two looks, an update or deletion of the stream or the bucket is looked at when JetStream says so.
-    const watched = [...streamsOf(config).map((s) => s.name), ...(prepared.presence ? [presenceStream(prepared.presence.bucket)] : [])];
+    // Between two looks, an update or deletion of a stream or a bucket is looked at when JetStream says so.
+    const watched = [
+      ...streamsOf(config).map((s) => s.name),
+      ...(prepared.presence ? [presenceStream(prepared.presence.bucket)] : []),
+      ...(eventsBroker?.owned() ?? []).map((o) => o.wanted.name),
+    ];
     for (const name of watched)
       for (const what of ["UPDATED", "DELETED"])
         prepared.nc.subscribe(`$JS.EVENT.ADVISORY.STREAM.${what}.${name}`, { callback: guarded("stream advisory", () => void w.check()) });
@@ -150,9 +141,8 @@ export async function runPrimary(config: Config): Promise<void> {
     shuttingDown = true;
     const deadline = Date.now() + config.shutdownTimeoutMs;
     log.info({ signal, timeoutMs: config.shutdownTimeoutMs }, "shutting down: draining workers");
-    await webhook?.stop();
-    // The leader drops this instance's shares with its heartbeat (the workers' last reports are not waited for).
-    await services?.services.stop();
+    // The webhook sender first, then the services (events/start.ts).
+    await events?.stop();
     // The workers first: each stores its sockets' last events on its own connection before it drains it.
     await pool.stop(Math.max(config.shutdownTimeoutMs * 0.7, 100));
     await stopWatch();
@@ -232,87 +222,4 @@ async function prepareStream(
     await nc.close();
     throw e;
   }
-}
-
-/**
- * The events stream, made before any worker records in it; and with EVENTS_WEBHOOK_URL, this instance's
- * webhook sender: every instance runs one, and the durable consumer they share hands each event to one.
- */
-async function startEvents(
-  c: EventsSection,
-  prepared: { nc: NatsConnection; jsm: JetStreamManager },
-  metrics: ClusterMetrics,
-  log: Logger,
-): Promise<WebhookSender | undefined> {
-  await whileElecting(`stream ${c.stream}`, log, () => ensureEventsStream(prepared.jsm, c, log));
-  const w = c.webhook;
-  if (!w.url) return undefined;
-  const secrets = w.secretFile ? webhookSecrets(readFileSync(w.secretFile, "utf8"), w.secretFile) : [];
-  const timings = senderTimings(w);
-  const js = jetstream(prepared.nc);
-  const source = await webhookSource(js, prepared.jsm, c, {
-    durable: WEBHOOK_DURABLE,
-    maxAckPending: w.batch * w.concurrency,
-    ackWaitMs: timings.ackWaitMs,
-  });
-  const holder = `${hostname()}/${process.pid}`;
-  const store = timings.ordered
-    ? await whileElecting("webhook lease stream", log, () => webhookLeaseStore(js, prepared.jsm, c, timings.leaseMs, log))
-    : undefined;
-  const lease = store ? new SenderLease(store, holder, timings.holdMs) : undefined;
-  const caller = new BackendCaller(
-    // Only the status acknowledges a batch: the receiver's body is dropped unread, whatever its size.
-    { timeoutMs: w.timeoutMs, maxInFlight: w.concurrency, maxAnswerBytes: 0, headers: { [SENDER_HEADER]: holder }, ...(secrets.length > 0 ? { secrets } : {}) },
-    log,
-    backendMetrics(metrics.registry, "webhook"),
-  );
-  const sending = () => sender.state().sending;
-  const sender: WebhookSender = new WebhookSender(source, caller, w, timings, log, webhookMetrics(metrics.registry, source, sending), lease);
-  sender.start();
-  log.info({ url: w.url, kinds: c.kinds, signed: secrets.length, ordered: timings.ordered, takeoverMs: w.takeoverMs }, "events webhook sender started");
-  return sender;
-}
-
-/** Whether a cluster-wide kind is on (channel.occupied, channel.vacated, presence.join, presence.leave): then the services run. */
-const sharedKinds = (c: EventsSection): boolean => c.kinds.some((k) => k.startsWith("channel.") || k.startsWith("presence."));
-
-/**
- * The primary's services beside the workers (services/): this instance's share of the cluster's channels
- * and users (every instance), and the announcer of their transitions (the leader only). Started before
- * the workers: the heartbeat is written before any share.
- */
-async function startServices(
-  c: ReturnType<typeof sectionsOf>,
-  nc: NatsConnection,
-  metrics: ClusterMetrics,
-  log: Logger,
-): Promise<{ services: Services; shares: InstanceShares } | undefined> {
-  const e = c.events;
-  const settings = { bucket: e.stateBucket, ttlMs: e.instanceTtlMs, replicas: e.replicas, storage: c.presence.storage };
-  // As presence: a server without per-message TTL (before 2.11) refuses the bucket, and the rest still works.
-  const made = await ensureSharedState(await jetstreamManager(nc), settings, log).then(
-    () => true,
-    (err: unknown) => {
-      log.error(
-        { err, bucket: e.stateBucket },
-        "the cluster's state bucket could not be created (nats-server 2.11+ is needed): no channel.occupied, channel.vacated, nor identified users' presence.join and presence.leave",
-      );
-      return false;
-    },
-  );
-  if (!made) return undefined;
-  const state = await JetStreamSharedState.connect(nc, settings);
-  const instance = randomBytes(8).toString("hex");
-  const js = jetstream(nc);
-  // Its own registry: the leader retries what failed (recordOnce), so it counts nothing in fanout_events_failed_total, the workers' metric.
-  const append = async (subject: string, json: string, msgID?: string) => (await js.publish(subject, json, msgID ? { msgID } : {})).seq;
-  const recorder = new EventRecorder(e, append, log, new client.Registry(), c.namespaces);
-  const shares = new InstanceShares(state, instance, log);
-  // Renewed every third of the TTL: held while the last renewal is under 3/4 of it old (one renewal may fail),
-  // so a leader cut off stops before the lease runs out for the others.
-  const lease = new SenderLease(state.leaderLease(), instance, Math.floor(e.instanceTtlMs * 0.75));
-  const services = new Services(state, lease, instance, e.instanceTtlMs, [shares], [new Announcer(state, recorder, e.debounceMs, log)], log, metrics.registry);
-  await services.start();
-  log.info({ instance, bucket: e.stateBucket, debounceMs: e.debounceMs, leader: services.leader }, "cluster-wide events started");
-  return { services, shares };
 }

@@ -1,5 +1,5 @@
 import client from "prom-client";
-import type { EventSource, WebhookLag } from "../broker/jetstream/events-stream.js";
+import type { EventSource, WebhookLag } from "../broker/events.js";
 import { SharedQuery } from "../util/shared-query.js";
 
 /**

@@ -1,15 +1,15 @@
-import { compactToken, decodeToken, encodeToken } from "../broker/jetstream/presence-keys.js";
+import { compactToken, decodeToken, encodeToken } from "../util/key-tokens.js";
 
 /**
  * What the cluster-wide events are about, as one key each (a KV key: tokens of `[-/_=A-Za-z0-9]`, dots
  * between): a channel's subscribers (`c.<channel>`, channel.occupied / channel.vacated) and an identified
  * user's presence in a channel (`u.<user>.<channel>`, presence.join / presence.leave). Channel and user
- * tokens are written as presence keys are (presence-keys.ts), so the key reads back exactly.
+ * tokens are written as presence keys are (util/key-tokens.ts), so the key reads back exactly.
  *
  * A key is a subject of the state bucket (`$KV.<bucket>.s.<key>.<instance>`), and a subject must fit in
  * NATS's control line (4,096 bytes by default, with the reply subject and sizes). Read that way, a 256-
  * character user and a 255-character channel of 3-byte characters make a 4,600-character key: a key whose
- * readable form is longer than MAX_READABLE_KEY is written with compact tokens instead (presence-keys.ts:
+ * readable form is longer than MAX_READABLE_KEY is written with compact tokens instead (util/key-tokens.ts:
  * `==` and base64url, at most about 2,100 characters for the longest valid names). Keys that fit stay as they
  * were, so a deployment's existing keys keep their names; only keys that could never be written change.
  */

@@ -1,10 +1,11 @@
-import type { EventSource, StoredEvent } from "../broker/jetstream/events-stream.js";
+import type { EventSource, StoredEvent } from "../broker/events.js";
 import type { BackendCaller } from "../backend/caller.js";
 import { secretsOf } from "../backend/signature.js";
 import type { WebhookSection } from "../config/sections/index.js";
 import type { Logger } from "../log.js";
 import type { WebhookMetrics } from "./metrics.js";
-import type { SenderLease, SenderTimings } from "./lease.js";
+import type { LeaderLease } from "../services/leader-lease.js";
+import type { SenderTimings } from "./webhook-timings.js";
 
 /** The header naming the instance that sent a webhook request (`<host>/<pid>`): each event is sent by one at a time. */
 export const SENDER_HEADER = "fanout-sender";
@@ -67,7 +68,7 @@ export class WebhookSender {
     private readonly log: Logger,
     private readonly metrics?: WebhookMetrics,
     /** Ordered: the deployment's one turn to send; absent when EVENTS_WEBHOOK_CONCURRENCY > 1. */
-    private readonly lease?: SenderLease,
+    private readonly lease?: LeaderLease,
   ) {}
 
   start(): void {

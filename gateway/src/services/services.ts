@@ -2,6 +2,7 @@ import client from "prom-client";
 import type { SharedStateApi } from "../broker/broker.js";
 import type { Logger } from "../log.js";
 import { WarnEvery } from "../util/warn-every.js";
+import type { LeaderLease } from "./leader-lease.js";
 
 /**
  * A service that runs in the primary, beside the workers (docs/architecture.md, "a once-per-cluster
@@ -20,20 +21,9 @@ export interface Service {
 }
 
 /**
- * A lease one instance of the cluster holds at a time (events/lease.ts's `SenderLease` over a store that
- * expires it, as the webhook sender's turn is kept): `tick` takes or renews it and says whether it is held.
- */
-export interface Lease {
-  /** Takes or renews the lease; whether this instance holds it now. Never rejects. */
-  tick(): Promise<boolean>;
-  /** Gives it up (a clean stop): another instance takes it at its next tick. */
-  release(): Promise<void>;
-}
-
-/**
  * The primary's services and the two things they stand on, both kept by one timer (every third of the
  * TTL): the instance's heartbeat (the cluster counts an instance gone when it expires), and the leader's
- * lease (its holder runs the once-per-cluster services; when it dies, the lease expires and another
+ * lease (leader-lease.ts; its holder runs the once-per-cluster services; when it dies, the lease expires and another
  * instance takes it within a third of the TTL more).
  */
 export class Services {
@@ -44,7 +34,7 @@ export class Services {
 
   constructor(
     private readonly state: SharedStateApi,
-    private readonly lease: Lease,
+    private readonly lease: Pick<LeaderLease, "tick" | "release">,
     readonly instance: string,
     private readonly ttlMs: number,
     private readonly perInstance: readonly Service[],

@@ -6,8 +6,8 @@ import { InstanceShares } from "../../src/events/shares.js";
 import { channelKey } from "../../src/events/shared-keys.js";
 import { EVENT_KINDS } from "../../src/config/sections/events.js";
 import { Services } from "../../src/services/services.js";
-import { SenderLease } from "../../src/events/lease.js";
-import type { LeaseStore } from "../../src/broker/jetstream/webhook-lease.js";
+import { LeaderLease } from "../../src/services/leader-lease.js";
+import type { LeaseStore } from "../../src/broker/broker.js";
 import { createLogger } from "../../src/log.js";
 import { MemorySharedState } from "#testkit/memory-shared-state.js";
 
@@ -106,7 +106,7 @@ describe("services — the heartbeat, the lease and the instance's shares", () =
       read: () => (aDead ? new Promise(() => undefined) : store.read()),
       write: (h, n) => (aDead ? new Promise(() => undefined) : store.write(h, n)),
     };
-    const leaseOf = (s: LeaseStore, holder: string) => new SenderLease(s, holder, TTL * 0.75, () => state.now);
+    const leaseOf = (s: LeaseStore, holder: string) => new LeaderLease(s, holder, TTL * 0.75, () => state.now);
     const a = new Services(state, leaseOf(storeA, "a"), "a", TTL, [sharesA], [announcerA], log);
     const b = new Services(state, leaseOf(store, "b"), "b", TTL, [new InstanceShares(state, "b", log)], [announcer()], log);
     await a.start();

@@ -17,6 +17,18 @@ describe("lint — layers rule", () => {
     expect(lint("sse/endpoint.js", 'import { x } from "../ws/session.js";\n')).toEqual([expect.stringMatching(/doors do not import each other/)]);
   });
 
+  it("lint — events/ and services/ reach the broker through its contract: broker/*.ts passes, broker/jetstream/ fails", () => {
+    expect(lint("events/start.js", 'import { EventsBroker } from "../broker/events.js";\nimport { LeaseStore } from "../broker/broker.js";\n')).toEqual([]);
+    expect(lint("events/shared-keys.js", 'import { encodeToken } from "../broker/jetstream/presence-keys.js";\n')).toEqual([
+      expect.stringMatching(/events\/ must not import \.\.\/broker\/jetstream\/presence-keys\.js: it reaches the broker through its contract/),
+    ]);
+    expect(lint("services/leader-lease.js", 'import { LeaseStore } from "../broker/jetstream/webhook-lease.js";\n')).toEqual([
+      expect.stringMatching(/services\/ must not import/),
+    ]);
+    // Other layers above the broker may still use an implementation (the primary composes one).
+    expect(lint("cluster/primary.js", 'import { x } from "../broker/jetstream/events-broker.js";\n')).toEqual([]);
+  });
+
   it("lint — a folder the layers do not list fails, in it and in an import of it", () => {
     expect(lint("newthing/a.js", 'import { x } from "../util/distance.js";\n')).toEqual([expect.stringMatching(/gateway\/src\/newthing is not in LAYERS/)]);
     expect(lint("ws/session.js", 'import { x } from "../newthing/a.js";\n')).toEqual([

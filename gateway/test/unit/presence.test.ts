@@ -1,7 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { PresenceMember, PresenceRecord } from "../../src/broker/broker.js";
-import { clientOfKey, decodeToken, encodeChannel, encodeToken, memberKey } from "../../src/broker/jetstream/presence-keys.js";
+import { clientOfKey, encodeChannel, memberKey } from "../../src/broker/jetstream/presence-keys.js";
+import { decodeToken, encodeToken } from "../../src/util/key-tokens.js";
 import { presenceEvent } from "../../src/presence/hub.js";
 import { jsonFrame } from "../../src/protocol/serialize.js";
 

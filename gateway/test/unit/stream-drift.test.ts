@@ -2,6 +2,8 @@ import { describe, expect, it } from "vitest";
 import type { StreamConfig } from "@nats-io/jetstream";
 import { bucketDrift, streamDrift } from "../../src/broker/jetstream/stream-watch.js";
 import { desiredStream } from "../../src/broker/jetstream/stream.js";
+import { eventsStream } from "../../src/broker/jetstream/events-stream.js";
+import { ownStreamDrift } from "../../src/broker/jetstream/own-stream.js";
 import { loadConfig } from "../../src/config/config.js";
 import { sectionsOf } from "../../src/config/sections/index.js";
 
@@ -18,5 +20,14 @@ describe("stream drift — what of the stream's setup the gateway relies on", ()
     expect(streamDrift(as({ ...wanted, max_age: 1 }), wanted)).toEqual([]);
     expect(bucketDrift(undefined, wanted)).toEqual(["bucket_missing"]);
     expect(bucketDrift(as({ ...wanted, republish: undefined }), wanted)).toEqual(["bucket_republish_changed"]);
+  });
+
+  it("stream drift — the events feature's streams: missing, or a setting the gateway keeps changed; the others are the operator's", () => {
+    const events = eventsStream(sectionsOf(loadConfig([], { EVENTS: "all" }).config).events);
+    expect(ownStreamDrift(as(events.wanted), events)).toEqual([]);
+    expect(ownStreamDrift(undefined, events)).toEqual(["events_stream_missing"]);
+    expect(ownStreamDrift(as({ ...events.wanted, max_age: 1 }), events)).toEqual(["events_stream_changed"]);
+    expect(ownStreamDrift(as({ ...events.wanted, subjects: ["other.>"] }), events)).toEqual(["events_stream_changed"]);
+    expect(ownStreamDrift(as({ ...events.wanted, description: "an operator's note" }), events)).toEqual([]);
   });
 });

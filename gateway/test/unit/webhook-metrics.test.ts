@@ -1,11 +1,11 @@
 import client from "prom-client";
 import { describe, expect, it } from "vitest";
-import type { EventSource, StoredEvent } from "../../src/broker/jetstream/events-stream.js";
+import type { EventSource, StoredEvent } from "../../src/broker/events.js";
 import type { BackendCaller } from "../../src/backend/caller.js";
 import { createLogger } from "../../src/log.js";
 import { webhookMetrics } from "../../src/events/metrics.js";
 import { WebhookSender } from "../../src/events/webhook.js";
-import { senderTimings } from "../../src/events/lease.js";
+import { senderTimings } from "../../src/events/webhook-timings.js";
 
 /** A stored event that records what the sender did with it. */
 function stored(seq: number, done: string[]): StoredEvent {

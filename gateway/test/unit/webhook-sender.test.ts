@@ -1,10 +1,11 @@
 // The webhook sender in process: a fake events stream, a fake backend and the real lease over a memory
 // store, so the turn, the heartbeats, the hand-back and the slots are checked without servers or timing luck.
 import { afterEach, describe, expect, it } from "vitest";
-import type { EventSource, StoredEvent } from "../../src/broker/jetstream/events-stream.js";
-import type { LeaseRecord, LeaseStore } from "../../src/broker/jetstream/webhook-lease.js";
+import type { EventSource, StoredEvent } from "../../src/broker/events.js";
+import type { LeaseRecord, LeaseStore } from "../../src/broker/broker.js";
 import type { CallResult } from "../../src/backend/caller.js";
-import { SenderLease, type SenderTimings } from "../../src/events/lease.js";
+import { LeaderLease } from "../../src/services/leader-lease.js";
+import type { SenderTimings } from "../../src/events/webhook-timings.js";
 import { WebhookSender } from "../../src/events/webhook.js";
 import { createLogger } from "../../src/log.js";
 import { waitFor } from "#testkit/wait.js";
@@ -107,9 +108,9 @@ describe("events — the webhook sender in process", () => {
   it("events — ordered: only the instance holding the lease pulls; batches go one at a time in order", async () => {
     const source = Object.assign(new FakeSource(), { stored: 7 });
     const store = new MemoryLeaseStore();
-    await new SenderLease(store, "other", ordered.holdMs).tick(); // another instance holds the turn (and never renews)
+    await new LeaderLease(store, "other", ordered.holdMs).tick(); // another instance holds the turn (and never renews)
     const backend = new FakeBackend();
-    const sender = started(new WebhookSender(source, backend, config, ordered, log, undefined, new SenderLease(store, "me", ordered.holdMs)));
+    const sender = started(new WebhookSender(source, backend, config, ordered, log, undefined, new LeaderLease(store, "me", ordered.holdMs)));
     await store.ticks(5);
     expect(source.fetches).toBe(0);
     expect(sender.state().sending).toBe(false);
@@ -124,7 +125,7 @@ describe("events — the webhook sender in process", () => {
     const source = Object.assign(new FakeSource(), { stored: 2 });
     const store = new MemoryLeaseStore();
     const backend = Object.assign(new FakeBackend(), { status: 503 });
-    const lease = new SenderLease(store, "me", ordered.holdMs);
+    const lease = new LeaderLease(store, "me", ordered.holdMs);
     const sender = started(new WebhookSender(source, backend, { ...config, backoffMaxMs: 100 }, ordered, log, undefined, lease));
     await waitFor(() => backend.bodies.length >= 3, { timeoutMs: 2_000, what: "three tries" });
     expect(new Set(backend.bodies).size).toBe(1);
@@ -146,7 +147,7 @@ describe("events — the webhook sender in process", () => {
   it("events — a call that outlasts several ticks keeps its batch: working() while it is open", async () => {
     const source = Object.assign(new FakeSource(), { stored: 1 });
     const backend = Object.assign(new FakeBackend(), { hold: true });
-    started(new WebhookSender(source, backend, config, ordered, log, undefined, new SenderLease(new MemoryLeaseStore(), "me", ordered.holdMs)));
+    started(new WebhookSender(source, backend, config, ordered, log, undefined, new LeaderLease(new MemoryLeaseStore(), "me", ordered.holdMs)));
     await waitFor(() => backend.open === 1, { timeoutMs: 2_000, what: "a call open" });
     await waitFor(() => source.marks.get(1)!.working >= 3, { timeoutMs: 2_000, what: "heartbeats during the call" });
     backend.release();
@@ -174,7 +175,7 @@ describe("events — the webhook sender in process", () => {
     const source = Object.assign(new FakeSource(), { stored: 1 });
     const store = new MemoryLeaseStore();
     const backend = Object.assign(new FakeBackend(), { status: 500 });
-    const sender = new WebhookSender(source, backend, config, ordered, log, undefined, new SenderLease(store, "me", ordered.holdMs));
+    const sender = new WebhookSender(source, backend, config, ordered, log, undefined, new LeaderLease(store, "me", ordered.holdMs));
     sender.start();
     await waitFor(() => backend.bodies.length >= 1, { timeoutMs: 2_000, what: "a refused try" });
     await sender.stop();

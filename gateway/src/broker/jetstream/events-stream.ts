@@ -3,11 +3,13 @@ import { AckPolicy, DeliverPolicy, DiscardPolicy, JetStreamApiCodes, JetStreamAp
 import { nanos } from "@nats-io/transport-node";
 import type { EventsSection } from "../../config/sections/index.js";
 import type { Logger } from "../../log.js";
-import { ensureOwnStream } from "./own-stream.js";
+import { ensureOwnStream, type OwnStream } from "./own-stream.js";
+import type { EventSource, StoredEvent } from "../events.js";
+import type { ReplayFrom } from "../broker.js";
 
 /** The events stream as the gateway wants it: every kind under `<subject>.>`, kept for `maxAgeMs` and up to `maxBytes`, on `replicas` nodes. */
-function desired(c: Pick<EventsSection, "stream" | "subject" | "maxAgeMs" | "maxBytes" | "replicas">) {
-  return {
+export function eventsStream(c: Pick<EventsSection, "stream" | "subject" | "maxAgeMs" | "maxBytes" | "replicas">): OwnStream {
+  const wanted = {
     name: c.stream,
     subjects: [`${c.subject}.>`],
     retention: RetentionPolicy.Limits,
@@ -17,6 +19,7 @@ function desired(c: Pick<EventsSection, "stream" | "subject" | "maxAgeMs" | "max
     max_bytes: c.maxBytes,
     num_replicas: c.replicas,
   };
+  return { wanted, fields: ["subjects", "max_age", "max_bytes", "num_replicas"], what: "events stream", drift: "events_stream" };
 }
 
 /**
@@ -28,14 +31,12 @@ export async function ensureEventsStream(
   c: Pick<EventsSection, "stream" | "subject" | "maxAgeMs" | "maxBytes" | "replicas">,
   log: Logger,
 ): Promise<void> {
-  await ensureOwnStream(jsm, desired(c), ["subjects", "max_age", "max_bytes", "num_replicas"], log, "events stream");
+  const s = eventsStream(c);
+  await ensureOwnStream(jsm, s.wanted, s.fields, log, s.what);
 }
 
 /** The durable consumer every instance's webhook sender shares. */
 export const WEBHOOK_DURABLE = "fanout-webhook";
-
-/** Where a replay starts: an event's id (its stream sequence) or a time (the first event stored at or after it). */
-export type ReplayFrom = { fromId: number } | { fromTime: string };
 
 /**
  * Points the webhook's durable consumer back at `from`: deleted and made again under the same name and
@@ -59,36 +60,12 @@ export async function replayWebhook(jsm: JetStreamManager, stream: string, from:
   return { pending: made.num_pending };
 }
 
-/** One stored event as the webhook sender reads it: its stream sequence (the event's id) and its JSON. */
-export type StoredEvent = { seq: number; json: string; working(): void; ack(): void; nak(): void };
-
-export type WebhookLag = { pending: number; oldestAt?: number };
-
-/** What the webhook sender needs of the events stream (a fake of it tests the sender in process). */
-export interface EventSource {
-  /** Up to `max` events in stream order, waiting at most `waitMs` for them; none when nothing came. */
-  fetch(max: number, waitMs: number): Promise<StoredEvent[]>;
-  /** The oldest sequence the stream still holds (events below it are gone: their retention ran out). */
-  firstSeq(): Promise<number>;
-  /**
-   * The sender's lag: events not delivered yet (the consumer's waiting ones and those handed out but not
-   * acknowledged), and when the oldest of them was stored (ms since the epoch; absent when none is pending).
-   */
-  lag(): Promise<WebhookLag>;
-}
-
-/**
- * The deployment's one reader of the events stream for the webhook: a durable pull consumer that every
- * instance shares, so each event is handed to one instance. At most `maxAckPending` events are out
- * unacknowledged at once; a reader that stops acknowledging and heartbeating (its instance died) has them
- * redelivered after ackWaitMs (events/lease.ts says who pulls them then).
- */
-export async function webhookSource(
-  js: JetStreamClient,
+/** Creates the webhook's durable consumer, or brings an existing one's ack wait and pending bound to the settings (its position is kept). */
+export async function ensureWebhookConsumer(
   jsm: JetStreamManager,
   c: Pick<EventsSection, "stream">,
   o: { durable: string; maxAckPending: number; ackWaitMs: number },
-): Promise<EventSource> {
+): Promise<void> {
   const config = { ack_policy: AckPolicy.Explicit, ack_wait: nanos(o.ackWaitMs), max_ack_pending: o.maxAckPending, deliver_policy: DeliverPolicy.All };
   try {
     await jsm.consumers.info(c.stream, o.durable);
@@ -97,6 +74,21 @@ export async function webhookSource(
     if (!(e instanceof JetStreamApiError && e.code === JetStreamApiCodes.ConsumerNotFound)) throw e;
     await jsm.consumers.add(c.stream, { ...config, durable_name: o.durable });
   }
+}
+
+/**
+ * The deployment's one reader of the events stream for the webhook: a durable pull consumer that every
+ * instance shares, so each event is handed to one instance. At most `maxAckPending` events are out
+ * unacknowledged at once; a reader that stops acknowledging and heartbeating (its instance died) has them
+ * redelivered after ackWaitMs (events/webhook-timings.ts says who pulls them then).
+ */
+export async function webhookSource(
+  js: JetStreamClient,
+  jsm: JetStreamManager,
+  c: Pick<EventsSection, "stream">,
+  o: { durable: string; maxAckPending: number; ackWaitMs: number },
+): Promise<EventSource> {
+  await ensureWebhookConsumer(jsm, c, o);
   const consumer: Consumer = await js.consumers.get(c.stream, o.durable);
   return {
     async fetch(max, waitMs) {

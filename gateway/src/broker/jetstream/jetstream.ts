@@ -1,4 +1,5 @@
-import { replayWebhook, type ReplayFrom } from "./events-stream.js";
+import { replayWebhook } from "./events-stream.js";
+import type { ReplayFrom } from "../broker.js";
 import { LoopTurn } from "../../util/loop-turn.js";
 import { JsPublisher } from "./publisher.js";
 import { connect, type NatsConnection } from "@nats-io/transport-node";

@@ -7,6 +7,26 @@ const SETTLE_TIMEOUT_MS = 30_000;
 const SETTLE_POLL_MS = 100;
 
 /**
+ * A stream of the gateway's own bookkeeping as the gateway wants it: its settings, the `fields` of them kept
+ * to the settings (the others are the operator's), what the logs call it, and the name of it in the stream
+ * watch's drift kinds (`<drift>_missing`, `<drift>_changed`: stream-watch.ts).
+ */
+export type OwnStream = {
+  wanted: Partial<StreamConfig> & { name: string };
+  fields: readonly (keyof StreamConfig)[];
+  what: string;
+  drift: "events_stream" | "webhook_lease" | "state_bucket";
+  /** What stands on the stream and goes with it (the webhook's durable consumer): made again after the stream is. */
+  restore?: () => Promise<void>;
+};
+
+/** How an own stream `existing` (undefined: not found) differs from the gateway's; pure. */
+export function ownStreamDrift(existing: StreamConfig | undefined, o: OwnStream): `${OwnStream["drift"]}_${"missing" | "changed"}`[] {
+  if (!existing) return [`${o.drift}_missing`];
+  return o.fields.some((f) => JSON.stringify(existing[f]) !== JSON.stringify(o.wanted[f])) ? [`${o.drift}_changed`] : [];
+}
+
+/**
  * Creates a stream whose whole content is the gateway's own bookkeeping (the events stream, the webhook's
  * lease, the cluster's state bucket, the presence bucket), or brings the `fields` of an existing one to `wanted` by a stream
  * update; every other field of it is left as it is. No stored message is touched: a changed `num_replicas`

@@ -2,14 +2,11 @@ import { headers, type NatsConnection } from "@nats-io/transport-node";
 import type { JetStreamClient, JetStreamManager, StreamConfig } from "@nats-io/jetstream";
 import { DeliverPolicy, JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { Logger } from "../../log.js";
-import type { SharedRecord, SharedStateApi } from "../broker.js";
-import type { LeaseStore } from "./webhook-lease.js";
+import type { LeaseStore, SharedRecord, SharedStateApi, SharedStateSettings } from "../broker.js";
 import { desiredPresenceBucket } from "./presence.js";
 import { whileElecting } from "./stream.js";
-import { ensureOwnStream } from "./own-stream.js";
+import { ensureOwnStream, type OwnStream } from "./own-stream.js";
 import { guarded } from "../../util/guarded.js";
-
-export type SharedStateSettings = { bucket: string; ttlMs: number; replicas: number; storage: "file" | "memory" };
 
 /** Deletions (purges) stay this long: watchers see them when written. */
 const REMOVAL_TTL = "1s";
@@ -28,14 +25,22 @@ function desired(s: Pick<SharedStateSettings, "bucket" | "replicas" | "storage">
   return config;
 }
 
+/** The bucket's stream as the gateway wants it: only its replicas are kept to the settings. */
+export const sharedStateBucket = (s: Pick<SharedStateSettings, "bucket" | "replicas" | "storage">): OwnStream => ({
+  wanted: desired(s),
+  fields: ["num_replicas"],
+  what: "shared state bucket",
+  drift: "state_bucket",
+});
+
 /**
  * Creates the bucket, or brings an existing one's replicas to the settings (STREAM_REPLICAS: a bucket made
  * with fewer gains them, and they catch up); nothing else of it is changed (it holds nothing a restart
  * cannot write again).
  */
 export async function ensureSharedState(jsm: JetStreamManager, s: Pick<SharedStateSettings, "bucket" | "replicas" | "storage">, log: Logger): Promise<void> {
-  const wanted = desired(s);
-  await whileElecting(`bucket ${s.bucket}`, log, () => ensureOwnStream(jsm, wanted, ["num_replicas"], log, "shared state bucket"));
+  const own = sharedStateBucket(s);
+  await whileElecting(`bucket ${s.bucket}`, log, () => ensureOwnStream(jsm, own.wanted, own.fields, log, own.what));
 }
 
 const wrongLast = (e: unknown): boolean => e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamWrongLastSequence;
@@ -81,7 +86,7 @@ export class JetStreamSharedState implements SharedStateApi {
   }
 
   /**
-   * The leader's lease (`leader`, for events/lease.ts's SenderLease): each write expires after the TTL unless
+   * The leader's lease (`leader`, for services/leader-lease.ts): each write expires after the TTL unless
    * written again, and is conditional on the key's last sequence, so of two instances only one takes it.
    * An expired or released lease reads as free (its delete marker, or an empty holder).
    */

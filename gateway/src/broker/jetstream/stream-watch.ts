@@ -3,6 +3,7 @@ import type { PresenceSection, StreamSection } from "../../config/sections/index
 import type { Logger } from "../../log.js";
 import { desiredPresenceBucket, ensurePresenceBucket } from "./presence.js";
 import { desiredStream, ensureStream } from "./stream.js";
+import { ensureOwnStream, ownStreamDrift, type OwnStream } from "./own-stream.js";
 
 /**
  * What of the stream's (and the presence bucket's) own setup has drifted from what the gateway relies on.
@@ -10,7 +11,15 @@ import { desiredStream, ensureStream } from "./stream.js";
  * stored and answered but reach no live subscriber; without direct gets replay and repairs fail; a deleted
  * stream takes every feed with it; a deleted bucket leaves member lists stale.
  */
-export type Drift = "stream_missing" | "republish_changed" | "allow_direct_off" | "subjects_changed" | "bucket_missing" | "bucket_republish_changed";
+export type Drift =
+  | "stream_missing"
+  | "republish_changed"
+  | "allow_direct_off"
+  | "subjects_changed"
+  | "bucket_missing"
+  | "bucket_republish_changed"
+  /** The events feature's streams (events stream, webhook lease, state bucket): gone, or a setting the gateway keeps changed. */
+  | ReturnType<typeof ownStreamDrift>[number];
 
 /** The drifts of the stream `existing` (undefined: not found) against the gateway's `wanted` one; pure. */
 export function streamDrift(existing: StreamConfig | undefined, wanted: Partial<StreamConfig>): Drift[] {
@@ -34,13 +43,17 @@ export type StreamWatchOptions = {
   intervalMs: number;
   /** Told of every change of the drift set (the workers answer /readyz and the metric from it). */
   onChange: (drift: readonly Drift[]) => void;
+  /** The gateway's own bookkeeping streams to keep as well (the events feature's: events-broker.ts `owned()`). */
+  own?: readonly OwnStream[];
 };
+
+type Look = { streams: Map<StreamSection, Drift[]>; bucket: Drift[]; own: Map<OwnStream, Drift[]> };
 
 /**
  * The one owner of the stream's setup after start (the primary: workers would race each other's repairs):
- * looks at the stream and the presence bucket every `intervalMs`, logs each change of what drifted once, and
- * repairs what the gateway owns — the republish rule, direct gets and the subjects by a stream update, a
- * deleted stream or bucket by creating it again (its new epoch makes the workers close their sockets with
+ * looks at the stream, the presence bucket and the events feature's streams every `intervalMs`, logs each change of what drifted once, and
+ * repairs what the gateway owns — the republish rule, direct gets and the subjects by a stream update, the
+ * events feature's kept settings (own-stream.ts) the same way, a deleted stream or bucket by creating it again (its new epoch makes the workers close their sockets with
  * 1012, and resuming clients get `epochChanged`). Repairs are the start-up code's, so both want one setup.
  */
 export class StreamWatch {
@@ -61,7 +74,7 @@ export class StreamWatch {
   }
 
   private get names(): string[] {
-    return this.streams.map((s) => s.name);
+    return [...this.streams.map((s) => s.name), ...(this.opts.own ?? []).map((o) => o.wanted.name)];
   }
 
   start(): void {
@@ -80,8 +93,8 @@ export class StreamWatch {
     return this.running;
   }
 
-  /** The drifts of each stream, and of the bucket. */
-  private async lookEach(): Promise<{ streams: Map<StreamSection, Drift[]>; bucket: Drift[] }> {
+  /** The drifts of each stream, of the bucket, and of each own stream. */
+  private async lookEach(): Promise<Look> {
     const streams = new Map<StreamSection, Drift[]>();
     for (const s of this.streams) {
       const wanted = desiredStream(s);
@@ -93,12 +106,17 @@ export class StreamWatch {
       const b = desiredPresenceBucket(this.presence);
       bucket = bucketDrift(await this.config(b.name), b);
     }
-    return { streams, bucket };
+    const own = new Map<OwnStream, Drift[]>();
+    for (const o of this.opts.own ?? []) {
+      const d = ownStreamDrift(await this.config(o.wanted.name), o);
+      if (d.length > 0) own.set(o, d);
+    }
+    return { streams, bucket, own };
   }
 
   /** Every kind of drift found, once (the metric and /readyz name kinds; the log names the streams). */
-  private static kinds(each: { streams: Map<StreamSection, Drift[]>; bucket: Drift[] }): Drift[] {
-    return [...new Set([...[...each.streams.values()].flat(), ...each.bucket])];
+  private static kinds(each: Look): Drift[] {
+    return [...new Set([...[...each.streams.values()].flat(), ...each.bucket, ...[...each.own.values()].flat()])];
   }
 
   private async checkOnce(): Promise<void> {
@@ -109,7 +127,7 @@ export class StreamWatch {
       if (drift.length > 0 && this.opts.repair) {
         await this.repair(each);
         const left = StreamWatch.kinds(await this.lookEach());
-        const drifted = [...each.streams.keys()].map((s) => s.name);
+        const drifted = [...[...each.streams.keys()].map((s) => s.name), ...[...each.own.keys()].map((o) => o.wanted.name)];
         this.log.warn({ streams: drifted, drift, left }, left.length ? "stream setup repair incomplete" : "stream setup drifted and was repaired");
         drift = left;
       }
@@ -121,14 +139,14 @@ export class StreamWatch {
     if (drift.length > 0)
       this.log.error(
         { streams: this.names, drift, repair: this.opts.repair },
-        "the stream's setup drifted: live delivery, replay or presence are affected until it is put back (STREAM_REPAIR=repair does it)",
+        "the stream's setup drifted: live delivery, replay, presence or events are affected until it is put back (STREAM_REPAIR=repair does it)",
       );
     else this.log.info({ streams: this.names }, "the stream's setup is as the gateway wants it again");
     this.drift = drift;
     this.opts.onChange(drift);
   }
 
-  private async repair(each: { streams: Map<StreamSection, Drift[]>; bucket: Drift[] }): Promise<void> {
+  private async repair(each: Look): Promise<void> {
     for (const [stream, drift] of each.streams) {
       const wanted = desiredStream(stream);
       if (drift.includes("stream_missing")) await ensureStream(this.jsm, stream, this.log);
@@ -138,6 +156,10 @@ export class StreamWatch {
       }
     }
     if (this.presence && each.bucket.length > 0) await ensurePresenceBucket(this.jsm, this.presence, this.log, 1);
+    for (const [o, drift] of each.own) {
+      await ensureOwnStream(this.jsm, o.wanted, o.fields, this.log, o.what);
+      if (drift.some((d) => d.endsWith("_missing"))) await o.restore?.();
+    }
   }
 
   private async config(name: string): Promise<StreamConfig | undefined> {

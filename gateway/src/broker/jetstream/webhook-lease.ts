@@ -3,24 +3,30 @@ import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, S
 import { nanos } from "@nats-io/transport-node";
 import type { EventsSection } from "../../config/sections/index.js";
 import type { Logger } from "../../log.js";
-import { ensureOwnStream } from "./own-stream.js";
-
-/** The lease's last record: its sequence and holder ("" once released). */
-export type LeaseRecord = { seq: number; holder: string };
-
-/** Where the lease is kept (a JetStream subject whose messages expire after the lease's length). */
-export interface LeaseStore {
-  /** The last record; undefined when there is none (never taken, or run out). */
-  read(): Promise<LeaseRecord | undefined>;
-  /** Writes `holder` if the last record is still the one at `after` (0: none); the new record's sequence, or undefined when another wrote first. */
-  write(holder: string, after: number): Promise<number | undefined>;
-}
+import { ensureOwnStream, type OwnStream } from "./own-stream.js";
+import type { LeaseStore } from "../broker.js";
 
 /** The lease's stream and subject, beside the events stream: `<EVENTS_STREAM>_SENDER`, `<EVENTS_SUBJECT>-sender`. */
 export const leaseNames = (c: Pick<EventsSection, "stream" | "subject">) => ({ stream: `${c.stream}_SENDER`, subject: `${c.subject}-sender` });
 
+/** The lease's stream as the gateway wants it: one subject, one message, each expiring `leaseMs` after it was written. */
+export function leaseStream(c: Pick<EventsSection, "stream" | "subject" | "replicas">, leaseMs: number): OwnStream {
+  const { stream, subject } = leaseNames(c);
+  const wanted = {
+    name: stream,
+    subjects: [subject],
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.Memory,
+    discard: DiscardPolicy.Old,
+    max_msgs_per_subject: 1,
+    max_age: nanos(leaseMs),
+    num_replicas: c.replicas,
+  };
+  return { wanted, fields: ["max_age", "num_replicas"], what: "webhook lease stream", drift: "webhook_lease" };
+}
+
 /**
- * The webhook sender's lease in JetStream (events/lease.ts): a stream of one subject that keeps one message
+ * The webhook sender's lease in JetStream (services/leader-lease.ts): a stream of one subject that keeps one message
  * (in memory, on `replicas` nodes: STREAM_REPLICAS, so that losing one node does not stop the sender),
  * each expiring `leaseMs` after it was written, so a holder that stops renewing loses it by then. Writes
  * are conditional on the subject's last sequence (`Nats-Expected-Last-Subject-Sequence`), so of two
@@ -33,18 +39,9 @@ export async function webhookLeaseStore(
   leaseMs: number,
   log: Logger,
 ): Promise<LeaseStore> {
+  const own = leaseStream(c, leaseMs);
+  await ensureOwnStream(jsm, own.wanted, own.fields, log, own.what);
   const { stream, subject } = leaseNames(c);
-  const config = {
-    name: stream,
-    subjects: [subject],
-    retention: RetentionPolicy.Limits,
-    storage: StorageType.Memory,
-    discard: DiscardPolicy.Old,
-    max_msgs_per_subject: 1,
-    max_age: nanos(leaseMs),
-    num_replicas: c.replicas,
-  };
-  await ensureOwnStream(jsm, config, ["max_age", "num_replicas"], log, "webhook lease stream");
   return {
     async read() {
       const m = await jsm.streams.getMessage(stream, { last_by_subj: subject });

@@ -91,7 +91,7 @@ const settings = {
   streamCheckIntervalMs: {
     env: "STREAM_CHECK_INTERVAL",
     shown: "10s",
-    doc: "How often the primary checks that the stream and the presence bucket are set up as the gateway needs (republish rule, direct gets, subjects; not deleted); a drift makes /readyz 503",
+    doc: "How often the primary checks that the stream and the presence bucket are set up as the gateway needs (republish rule, direct gets, subjects; not deleted), and the events stream, the webhook's lease stream and the state bucket (not deleted; the settings the gateway keeps); a drift makes /readyz 503",
     default: () => 10_000,
     parse: parseDuration,
     check: int(100, 3_600_000),
