@@ -19,5 +19,5 @@ createInterface({ input: process.stdin }).on("line", (text) => {
   if (c.cmd === "mark") out({ event: "mark" });
   if (c.cmd === "publish") return out({ id: c.id, ok: false, error: { code: "forbidden", temporary: false } });
   out({ id: c.id, ok: true, result: {} });
-  if (c.cmd === "close") flag("--slow-exit") ? setTimeout(() => process.exit(0), 1_000) : setImmediate(() => process.exit(0));
+  if (c.cmd === "close") setTimeout(() => process.exit(0), flag("--slow-exit") ? 1_000 : 0);
 });
