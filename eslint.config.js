@@ -48,7 +48,7 @@ export default tseslint.config(
     rules: { "@typescript-eslint/no-floating-promises": "error", "@typescript-eslint/no-misused-promises": "error" },
   },
   {
-    files: ["gateway/src/cli.ts", "gateway/src/cluster/**/*.ts"],
+    files: ["gateway/src/cli.ts", "gateway/src/instance/**/*.ts"],
     rules: { "no-restricted-properties": "off" },
   },
   {

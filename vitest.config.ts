@@ -29,7 +29,7 @@ const LONG = [
   "loadtest/test/*.test.ts",
   "subtools/test/*.test.ts",
   "pubtools/test/*.test.ts",
-  "gateway/test/cluster/**/*.test.ts",
+  "gateway/test/nats-cluster/**/*.test.ts",
   "deploy/test/nats-cluster.test.ts",
   "deploy/test/nats-cluster-script.test.ts",
 ];

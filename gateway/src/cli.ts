@@ -3,7 +3,7 @@ import cluster from "node:cluster";
 import * as nodeModule from "node:module";
 import { ConfigError, GatewayError, ProcessError } from "./errors.js";
 import type { Secrets } from "./config/secrets.js";
-import { isFgwMessage, type ToPrimary, type ToWorker } from "./cluster/ipc.js";
+import { isFgwMessage, type ToPrimary, type ToWorker } from "./instance/ipc.js";
 
 // Node 22.1+ keeps the compiled code of every module it loads on disk (NODE_COMPILE_CACHE, else a folder in
 // the system's temporary directory) and reuses it at the next start: a worker restarted after a crash, and
@@ -41,10 +41,10 @@ async function main(): Promise<void> {
     process.stdout.write(settingsTable() + "\n");
     return;
   }
-  if (cluster.isPrimary) await (await import("./cluster/primary.js")).runPrimary(parsed.config);
+  if (cluster.isPrimary) await (await import("./instance/primary.js")).runPrimary(parsed.config);
   else {
     // The secrets are asked for while the worker's modules load.
-    const modules = Promise.all([import("./cluster/worker.js"), import("./config/secrets.js")]);
+    const modules = Promise.all([import("./instance/worker.js"), import("./config/secrets.js")]);
     const secrets = await secretsFromPrimary();
     const [{ runWorker }, { withSecrets }] = await modules;
     await runWorker(withSecrets(parsed.config, secrets), secrets.natsToken, Number(process.env[WORKER_SLOT_ENV]) || (cluster.worker?.id ?? 0));

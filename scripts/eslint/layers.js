@@ -15,7 +15,7 @@ export const LAYERS = [
   ["auth", "rpc"],
   ["ws", "sse", "http"],
   ["control"],
-  ["cluster", "cli.ts", "mod.ts"],
+  ["instance", "cli.ts", "mod.ts"],
 ];
 const DOORS = new Set(["ws", "sse", "http"]);
 /**

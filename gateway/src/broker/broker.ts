@@ -170,7 +170,7 @@ export type SharedStateSettings = { bucket: string; ttlMs: number; replicas: num
 
 /**
  * What the services beside the workers need of the broker (services/, docs/architecture.md, "a
- * once-per-cluster service"): each instance's heartbeat, which expires when the instance stops refreshing
+ * once-per-deployment service"): each instance's heartbeat, which expires when the instance stops refreshing
  * it (a crash), and its shares, written under it; and one watch of all of it at once, every channel's and
  * every instance's, not one channel's. JetStream implements it with a KV bucket and per-key TTL
  * (broker/jetstream/shared-state.ts), which also keeps the leader's lease.

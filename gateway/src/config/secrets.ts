@@ -5,7 +5,7 @@ export const SECRET_ENV = ["JWT_SECRET", "API_KEYS"] as const;
 
 /**
  * Settings whose values are secrets: never in a worker's environment (readable in /proc/<pid>/environ). And
- * the embedded nats-server's token, made at each start (cluster/embedded-nats.ts): no setting, no command line.
+ * the embedded nats-server's token, made at each start (instance/embedded-nats.ts): no setting, no command line.
  */
 export type Secrets = Pick<Config, "jwtSecret" | "apiKeys"> & { natsToken?: string };
 

@@ -8,7 +8,7 @@ import type { ControlService } from "./service.js";
 
 /**
  * The control plane's HTTP door on the public port, for a gateway without an admin listener (with one, the
- * primary serves `/v1/server/…` there instead, cluster/admin.ts). Every request passes the control gate (no
+ * primary serves `/v1/server/…` there instead, instance/admin.ts). Every request passes the control gate (no
  * browser pages, JSON bodies) and the authorization chain with the `admin` right: an API key with the admin
  * scope, or with authentication off a request from this host.
  */

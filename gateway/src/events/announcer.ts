@@ -9,7 +9,7 @@ import { subjectOfKey } from "./shared-keys.js";
 
 /**
  * The cluster's channel.occupied / channel.vacated and identified users' presence.join / presence.leave (a
- * once-per-cluster service: only the leader runs it). It watches every instance's shares and heartbeats,
+ * once-per-deployment service: only the leader runs it). It watches every instance's shares and heartbeats,
  * feeds them to the debounce (occupancy.ts), and records each transition once: the event first, with a
  * Nats-Msg-Id made of the key, the direction and the key's last announcement's seq (a leader that dies
  * between the two writes, or stops, leaves a repeat the events stream drops), then the announcement, which

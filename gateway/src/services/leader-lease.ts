@@ -2,7 +2,7 @@ import type { LeaseStore } from "../broker/broker.js";
 
 /**
  * One instance's side of a lease one instance of the cluster holds at a time: the cluster leader's (its
- * holder runs the once-per-cluster services, services.ts) and the ordered webhook sender's turn
+ * holder runs the once-per-deployment services, services.ts) and the ordered webhook sender's turn
  * (events/webhook.ts). `tick()` renews it while held and takes it when it is free (released, or run out);
  * `holds()` says whether this instance may act as the holder now: its last renewal was sent less than
  * `holdMs` ago. A renewal that fails for any reason (the broker unreachable, another holder) lets `holds()`

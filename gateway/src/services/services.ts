@@ -5,13 +5,13 @@ import { WarnEvery } from "../util/warn-every.js";
 import type { LeaderLease } from "./leader-lease.js";
 
 /**
- * A service that runs in the primary, beside the workers (docs/architecture.md, "a once-per-cluster
- * service"): once per instance, or once per cluster (only while this instance holds the leader's lease).
+ * A service that runs in the primary, beside the workers (docs/architecture.md, "a once-per-deployment
+ * service"): once per instance, or once per deployment (only while this instance holds the leader's lease).
  */
 export interface Service {
   readonly name: string;
   start(): Promise<void>;
-  /** Stops; a once-per-cluster service may be started again later (when the lease comes back). */
+  /** Stops; a once-per-deployment service may be started again later (when the lease comes back). */
   stop(): Promise<void>;
   /**
    * Called at each heartbeat (a once-per-instance service): `renewed` when it had expired (the leader
@@ -23,7 +23,7 @@ export interface Service {
 /**
  * The primary's services and the two things they stand on, both kept by one timer (every third of the
  * TTL): the instance's heartbeat (the cluster counts an instance gone when it expires), and the leader's
- * lease (leader-lease.ts; its holder runs the once-per-cluster services; when it dies, the lease expires and another
+ * lease (leader-lease.ts; its holder runs the once-per-deployment services; when it dies, the lease expires and another
  * instance takes it within a third of the TTL more).
  */
 export class Services {
@@ -47,7 +47,7 @@ export class Services {
     const leading = (): number => (this.leading ? 1 : 0);
     new client.Gauge({
       name: "fanout_cluster_leader",
-      help: "1 while this instance holds the leader's lease and runs the once-per-cluster services (channel.occupied and the like), else 0",
+      help: "1 while this instance holds the leader's lease and runs the once-per-deployment services (channel.occupied and the like), else 0",
       registers: [registry],
       collect() {
         this.set(leading());

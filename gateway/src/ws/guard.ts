@@ -83,7 +83,7 @@ export class ConnectionGuard {
           // response state from the WebSocket's memory and, when stray bits say "Connection: close", shuts
           // the new socket right after open (1006; uWebSockets #1928, fixed in uWebSockets 20.79). Uncorked,
           // the 101 costs a few more writes; uWS.js warns about it on stderr, and the primary drops that line
-          // (cluster/worker-stderr.ts).
+          // (instance/worker-stderr.ts).
           accept(id);
         },
         (e: unknown) => {

@@ -1,7 +1,7 @@
 import client from "prom-client";
 import { describe, expect, it } from "vitest";
 import { ClusterStatsWindows, parsePrometheus, quantile, sampleFrom, statsBody, StatsWindow } from "../../src/http/stats.js";
-import { samplesOf } from "../../src/cluster/cluster-metrics.js";
+import { samplesOf } from "../../src/instance/instance-metrics.js";
 import { createMetrics } from "../../src/metrics/metrics.js";
 
 const TEXT = `# HELP fanout_connections Open WebSocket connections

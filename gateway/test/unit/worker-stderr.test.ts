@@ -1,6 +1,6 @@
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { forwardWorkerStderr, UWS_CORK_WARNING } from "../../src/cluster/worker-stderr.js";
+import { forwardWorkerStderr, UWS_CORK_WARNING } from "../../src/instance/worker-stderr.js";
 
 /** Feeds `chunks` through the forwarder and resolves with what came out. */
 async function forwarded(chunks: string[]): Promise<string> {

@@ -99,7 +99,7 @@ const settings = {
   eventsInstanceTtlMs: {
     env: "EVENTS_INSTANCE_TTL",
     shown: "15s",
-    doc: "An instance that stopped refreshing its heartbeat (a crash) for this long has its channels and presence users counted as gone (channel.vacated, presence.leave follow); the once-per-cluster leader's lease is as long. Refreshed every third of it",
+    doc: "An instance that stopped refreshing its heartbeat (a crash) for this long has its channels and presence users counted as gone (channel.vacated, presence.leave follow); the once-per-deployment leader's lease is as long. Refreshed every third of it",
     default: () => 15_000,
     parse: parseDuration,
     check: int(1_000, 3_600_000),

@@ -21,7 +21,7 @@ import { loadUws } from "../uws.js";
 import { ConnectionGuard } from "../ws/guard.js";
 import { startWs } from "../ws/start.js";
 import { createTlsApp, topicsOf } from "../ws/tls.js";
-import { answerScrapes } from "./cluster-metrics.js";
+import { answerScrapes } from "./instance-metrics.js";
 import { endOnRecreatedStream } from "./recreated-stream.js";
 import { InstanceState, listenToPrimary, metricsClient, send } from "./worker-ipc.js";
 

@@ -16,7 +16,7 @@ import { tlsEnabled } from "../config/checks.js";
 import { exposureWarnings } from "../config/exposure.js";
 import { describeNatsSecurity, embeddedNatsSecurity, loadNatsSecurity, natsJsOptions, type NatsSecurity } from "../broker/jetstream/nats-security.js";
 import { startAdmin } from "./admin.js";
-import { ClusterMetrics } from "./cluster-metrics.js";
+import { InstanceMetrics } from "./instance-metrics.js";
 import { startEmbeddedBrokers, type EmbeddedBrokers } from "./embedded.js";
 import { WorkerPool } from "./pool.js";
 import { adminControl } from "../control/admin-door.js";
@@ -35,7 +35,7 @@ export const adminPortOf = (c: Config): number => (c.adminPort === -2 ? (authEna
 
 /**
  * The primary, by concern: embedded broker supervision (embedded.ts), the stream, the worker pool
- * (pool.ts), metrics aggregation (cluster-metrics.ts) and the admin listener (admin.ts), and a bounded
+ * (pool.ts), metrics aggregation (instance-metrics.ts) and the admin listener (admin.ts), and a bounded
  * graceful shutdown.
  */
 export async function runPrimary(config: Config): Promise<void> {
@@ -57,7 +57,7 @@ export async function runPrimary(config: Config): Promise<void> {
   const c = sectionsOf(config);
   // The streams' and namespaces' settings with every default filled in: logged once the streams are checked, and in /v1/stats.
   const settings = config.broker === "jetstream" ? effectiveSettings(c.stream, c.namespaces, c.events.kinds, c.fanout.coalesceMs) : undefined;
-  const metrics = new ClusterMetrics(settings);
+  const metrics = new InstanceMetrics(settings);
   let prepared: Awaited<ReturnType<typeof prepareStream>> | undefined;
   let admin: { port: number; close(): Promise<void> } | undefined;
   let events: EventsFeature | undefined;

@@ -3,7 +3,7 @@ import type { Logger } from "../log.js";
 import { STATS_PATH } from "../http/stats.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { writeNodeError } from "../protocol/http-reply.js";
-import type { ClusterMetrics } from "./cluster-metrics.js";
+import type { InstanceMetrics } from "./instance-metrics.js";
 
 /**
  * The admin listener, served by the primary on its own address (loopback by default): `/metrics`,
@@ -13,7 +13,7 @@ import type { ClusterMetrics } from "./cluster-metrics.js";
 export async function startAdmin(
   host: string,
   port: number,
-  metrics: ClusterMetrics,
+  metrics: InstanceMetrics,
   log: Logger,
   /** The control plane's door (`/v1/server/…`, control/admin-door.ts): true when it took the request. */
   control?: (req: IncomingMessage, res: ServerResponse) => boolean,

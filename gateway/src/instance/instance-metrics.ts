@@ -17,7 +17,7 @@ type Scrape = { text: string; contentType: string; workers: { id: number; worker
  * the primary's own (restarts, workers). Concurrent requests share one scrape started after they asked
  * (fresh, yet a flood of N requests costs at most two scrapes at a time, not N).
  */
-export class ClusterMetrics {
+export class InstanceMetrics {
   private readonly own = new client.Registry();
   readonly restarts: client.Counter;
   private readonly scrape = new SharedQuery(() => this.collect());

@@ -3,7 +3,7 @@ import { WORKER_CONFIG_ENV, WORKER_SLOT_ENV, type Config } from "../config/confi
 import { secretsOf, withoutSecrets } from "../config/secrets.js";
 import type { ServerSection } from "../config/sections/index.js";
 import type { Logger } from "../log.js";
-import type { ClusterMetrics } from "./cluster-metrics.js";
+import type { InstanceMetrics } from "./instance-metrics.js";
 import { isFgwMessage, type ToPrimary, type ToWorker } from "./ipc.js";
 import { forwardWorkerStderr } from "./worker-stderr.js";
 
@@ -30,7 +30,7 @@ export class WorkerPool {
     private readonly config: Pick<ServerSection, "workers" | "restartBackoffMs">,
     /** What each worker is started with (every URL and port resolved). */
     private readonly workerConfig: Config,
-    private readonly metrics: ClusterMetrics,
+    private readonly metrics: InstanceMetrics,
     private readonly log: Logger,
     /** A worker died before every worker was listening: startup failed. */
     private readonly onBootFailure: (e: Error) => void,
@@ -40,7 +40,7 @@ export class WorkerPool {
 
   /** Forks every worker and resolves once all of them listen. */
   async start(): Promise<void> {
-    // A worker's stderr passes through the primary, which drops uWS.js's cork warning (cluster/worker-stderr.ts).
+    // A worker's stderr passes through the primary, which drops uWS.js's cork warning (instance/worker-stderr.ts).
     cluster.setupPrimary({ args: [], stdio: ["inherit", "inherit", "pipe", "ipc"] });
     cluster.on("message", (worker, m: unknown) => {
       if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:listening") this.listening(worker);
