@@ -15,6 +15,7 @@ import { AUDIENCE, connect, ISSUER, SECRET, sign } from "#testkit/auth.js";
 import { ClientPool, uniqueNames } from "#testkit/clients.js";
 import type { TestClient } from "#testkit/ws-client.js";
 import { waitFor } from "#testkit/wait.js";
+import { metric } from "#testkit/metrics.js";
 import { CloseCode } from "../src/protocol/codes.js";
 
 const { CentClient, CentException } = centjs;
@@ -223,10 +224,15 @@ describe("centrifugo server API — cent.js", () => {
     expect(await third.waitClosed()).toBe(CloseCode.DisconnectedReconnect);
   });
 
-  it("subscribe, history_remove and refresh without expired answer 108 not available", async () => {
+  it("subscribe, history_remove and refresh without expired answer 108 not available, counted by method and code", async () => {
+    const before = await metric(gw.metricsUrl, "fanout_centrifugo_api_calls_total", { method: "history_remove", result: "108" });
     expect(await refused(cent.subscribe({ user: "x", channel: "chat:x" }), "subscribe", { user: "x", channel: "chat:x" })).toBe(108);
     expect(await refused(cent.removeHistory({ channel: "chat:x" }), "history_remove", { channel: "chat:x" })).toBe(108);
     expect(await refused(cent.refresh({ user: "x" }), "refresh", { user: "x" })).toBe(108);
+    // cent.js' call and the raw one.
+    await waitFor(async () => (await metric(gw.metricsUrl, "fanout_centrifugo_api_calls_total", { method: "history_remove", result: "108" })) === before + 2, {
+      what: "the calls counted",
+    });
   });
 
   it("a namespace's switch holds: history where it is off answers 108", async () => {

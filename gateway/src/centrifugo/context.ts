@@ -7,6 +7,7 @@ import type { ControlService } from "../control/service.js";
 import type { ReadLimiter } from "../limits/read-limits.js";
 import { publishRefusal, type PublishLimiter } from "../limits/publish-limits.js";
 import type { Logger } from "../log.js";
+import type { Counter } from "prom-client";
 import type { PresenceHub } from "../presence/hub.js";
 import type { PublishService } from "../publish/service.js";
 import { ApiCode, apiErrorOf, fail, type ApiError } from "./codes.js";
@@ -32,6 +33,8 @@ export type ServerApiDeps = {
   instance: string;
   /** The gateway's version (package.json), as `info` gives it. */
   version: string;
+  /** `fanout_centrifugo_api_calls_total{method,result}`. */
+  calls: Counter<"method" | "result">;
   log: Logger;
 };
 

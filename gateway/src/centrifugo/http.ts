@@ -1,5 +1,5 @@
 import { refusal, type AccessControl, type Knock } from "../auth/access.js";
-import { fromThisHost } from "../auth/http-auth.js";
+import { fromThisHost, hookHeaders } from "../auth/http-auth.js";
 import { readBody, send, track, type ResState } from "../http/respond.js";
 import type { Logger } from "../log.js";
 import { DATA_TOO_DEEP, jsonNestsDeeper, MAX_DATA_DEPTH } from "../protocol/depth.js";
@@ -44,7 +44,8 @@ export function registerServerApiRoutes(app: TemplatedApp, d: ServerApiDoor): vo
     const ip = Buffer.from(res.getRemoteAddressAsText()).toString();
     const local = fromThisHost(ip, (h) => req.getHeader(h));
     const key = apiKeyOf(req.getHeader("x-api-key"), req.getHeader("authorization"));
-    const knock: Knock = { transport: "http", ip, headers: {}, ...(key !== undefined ? { apiKey: key } : {}) };
+    // No bearer token is read: the server API is for backends, which hold keys.
+    const knock: Knock = { transport: "http", ip, headers: hookHeaders(d.access, req), ...(key !== undefined ? { apiKey: key } : {}) };
     const transportMode = req.getHeader("x-centrifugo-error-mode").toLowerCase() === "transport";
     // The body is read now or never: uWS gives it to handlers registered before the first await.
     const body = readBody(res, st, d.maxBodyBytes);

@@ -37,6 +37,13 @@ export class ServerApi {
 
   /** One method with its parameters (a JSON value); unknown methods answer 104, `batch` here too. */
   async call(method: string, params: unknown, who: Caller): Promise<Reply> {
+    const known = isMethod(method) && method !== "batch";
+    const reply = await this.answer(method, params, who);
+    this.d.calls.labels(known ? method : "unknown", "error" in reply ? String(reply.error.code) : "ok").inc();
+    return reply;
+  }
+
+  private async answer(method: string, params: unknown, who: Caller): Promise<Reply> {
     if (!isMethod(method) || method === "batch") return fail(ApiCode.MethodNotFound, `method not found: ${method.slice(0, 64)}`);
     if (!isObject(params)) return badRequest("params must be a JSON object");
     try {
@@ -52,6 +59,12 @@ export class ServerApi {
    * after another unless `parallel` (then all at once: the publishes among them pipelined).
    */
   async batch(params: unknown, who: Caller): Promise<BatchReply | { error: ApiError }> {
+    const r = await this.commands(params, who);
+    this.d.calls.labels("batch", "error" in r ? String(r.error.code) : "ok").inc();
+    return r;
+  }
+
+  private async commands(params: unknown, who: Caller): Promise<BatchReply | { error: ApiError }> {
     if (!isObject(params) || !Array.isArray(params.commands)) return badRequest("batch takes {commands: [{<method>: {params}}…], parallel}");
     const commands = params.commands;
     if (commands.length > this.d.maxItems) return badRequest(`a batch holds at most ${this.d.maxItems} commands (this one ${commands.length})`);

@@ -3,6 +3,7 @@ import { hostname } from "node:os";
 import { resolve } from "node:path";
 import { PACKAGE_ROOT } from "../config/config.js";
 import type { Sections } from "../config/sections/index.js";
+import type { Metrics } from "../metrics/metrics.js";
 import type { TemplatedApp } from "../uws.js";
 import type { ServerApiDeps } from "./context.js";
 import { registerServerApiRoutes } from "./http.js";
@@ -15,10 +16,12 @@ import { ServerApi } from "./server-api.js";
 export function startCentrifugoApi(
   c: Pick<Sections, "server" | "reads">,
   apps: readonly TemplatedApp[],
-  d: Omit<ServerApiDeps, "historyMaxBytes" | "maxItems" | "instance" | "version">,
+  d: Omit<ServerApiDeps, "historyMaxBytes" | "maxItems" | "instance" | "version" | "calls"> & { metrics: Metrics },
 ): ServerApi {
+  const { metrics, ...deps } = d;
   const api = new ServerApi({
-    ...d,
+    ...deps,
+    calls: metrics.centrifugoApiCalls,
     historyMaxBytes: c.reads.historyMaxBytes,
     maxItems: c.server.publishBatchMaxItems,
     instance: `${hostname()}:${process.ppid}`,

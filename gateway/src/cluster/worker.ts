@@ -84,7 +84,7 @@ export async function runWorker(config: Config, natsToken?: string, slot = clust
     { reads, guardMetrics, state },
   );
   const instanceStats = () => askPrimary("stats").then((m) => m.text);
-  startCentrifugoApi(c, apps, { access, publisher, broker, control, presence, publishLimits, reads, instanceStats, log });
+  startCentrifugoApi(c, apps, { access, publisher, broker, control, presence, publishLimits, reads, instanceStats, metrics, log });
   await ws.listen(c.server.host, c.server.port);
   if (tlsApp) await ws.listenExtra(tlsApp, c.server.host, c.server.tlsPort);
   // Logged before the primary hears of it: nothing can call the instance ready before this line exists.
