@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the offline validators used by deploy/test: helm (Go build, pinned) into .tools/bin and a Python
 # venv in .tools/venv with kubernetes-validate (ships the Kubernetes schemas) and jsonschema (for the
-# compose-spec schema vendored in deploy/schema). Idempotent; prints nothing when everything is present.
+# compose-spec schema vendored in deploy/schema), and cent, Centrifugo's Python server API client (the
+# Centrifugo server API test drives the gateway with it). Idempotent; prints nothing when everything is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -10,6 +11,7 @@ VENV="$ROOT/.tools/venv"
 HELM_VERSION=v3.22.0
 KUBERNETES_VALIDATE_VERSION=1.37.0
 JSONSCHEMA_VERSION=4.26.0
+CENT_VERSION=5.2.0
 mkdir -p "$TOOLS"
 
 say() { printf '[setup-deploy-tools] %s\n' "$*"; }
@@ -21,18 +23,19 @@ if [ ! -x "$TOOLS/helm" ] || ! go version -m "$TOOLS/helm" 2>/dev/null | grep -E
 fi
 
 want_py() {
-  "$VENV/bin/python" - "$KUBERNETES_VALIDATE_VERSION" "$JSONSCHEMA_VERSION" <<'EOF' 2>/dev/null
+  "$VENV/bin/python" - "$KUBERNETES_VALIDATE_VERSION" "$JSONSCHEMA_VERSION" "$CENT_VERSION" <<'EOF' 2>/dev/null
 import sys
 from importlib.metadata import version
-sys.exit(0 if (version("kubernetes-validate"), version("jsonschema")) == (sys.argv[1], sys.argv[2]) else 1)
+sys.exit(0 if (version("kubernetes-validate"), version("jsonschema"), version("cent")) == tuple(sys.argv[1:4]) else 1)
 EOF
 }
 
 if [ ! -x "$VENV/bin/python" ] || ! want_py; then
-  say "creating $VENV with kubernetes-validate $KUBERNETES_VALIDATE_VERSION and jsonschema $JSONSCHEMA_VERSION"
+  say "creating $VENV with kubernetes-validate $KUBERNETES_VALIDATE_VERSION, jsonschema $JSONSCHEMA_VERSION and cent $CENT_VERSION"
   PY=$(command -v python3.11 || command -v python3)
   [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check \
-    "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION" "jsonschema==$JSONSCHEMA_VERSION" "pyyaml==6.0.3"
+  # The venv's python, not its pip script: a copied venv's pip names the original's interpreter in its #! line.
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION" "jsonschema==$JSONSCHEMA_VERSION" "pyyaml==6.0.3" "cent==$CENT_VERSION"
 fi
 exit 0

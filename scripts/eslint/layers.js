@@ -15,6 +15,7 @@ export const LAYERS = [
   ["auth", "rpc"],
   ["ws", "sse", "http"],
   ["control"],
+  ["centrifugo"],
   ["instance", "cli.ts", "mod.ts"],
 ];
 const DOORS = new Set(["ws", "sse", "http"]);

@@ -3,6 +3,7 @@ import { startAccess } from "../auth/start.js";
 import { startWorkerBroker } from "../broker/start.js";
 import type { Config } from "../config/config.js";
 import { sectionsOf } from "../config/sections/index.js";
+import { startCentrifugoApi } from "../centrifugo/start.js";
 import { startControl } from "../control/start.js";
 import { startWorkerEvents } from "../events/worker.js";
 import { startFanout } from "../fanout/start.js";
@@ -61,9 +62,9 @@ export async function runWorker(config: Config, natsToken?: string, slot = clust
   const reads = readLimiterFor(c.reads, guardMetrics.readRefused);
   const sse = startSse({ ...doorDeps, access, admission: guard.admission, reads }, apps, state);
   endOnRecreatedStream(broker, hub, { ws, sse });
-  startControl(c, { apps, broker, metrics, log, ws, sse, hub, publisher, access, slot });
+  const control = startControl(c, { apps, broker, metrics, log, ws, sse, hub, publisher, access, slot });
   const askPrimary = metricsClient();
-  startHttp(
+  const { publishLimits } = startHttp(
     c,
     apps,
     {
@@ -82,6 +83,8 @@ export async function runWorker(config: Config, natsToken?: string, slot = clust
     },
     { reads, guardMetrics, state },
   );
+  const instanceStats = () => askPrimary("stats").then((m) => m.text);
+  startCentrifugoApi(c, apps, { access, publisher, broker, control, presence, publishLimits, reads, instanceStats, metrics, log });
   await ws.listen(c.server.host, c.server.port);
   if (tlsApp) await ws.listenExtra(tlsApp, c.server.host, c.server.tlsPort);
   // Logged before the primary hears of it: nothing can call the instance ready before this line exists.

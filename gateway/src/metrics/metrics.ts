@@ -58,6 +58,12 @@ export function createMetrics(registry: client.Registry = client.register) {
       labelNames: ["op", "result"],
       registers: r,
     }),
+    centrifugoApiCalls: new client.Counter({
+      name: "fanout_centrifugo_api_calls_total",
+      help: "Centrifugo server API method calls (/api), by method (unknown: a method it does not have) and result (ok, or the Centrifugo error code)",
+      labelNames: ["method", "result"],
+      registers: r,
+    }),
     callbackFailures: new client.Counter({
       name: "fanout_callback_failures_total",
       help: "Throws of callbacks called from a NATS connection's reader (subscriptions, consumers, watches), caught so that the reader goes on, by kind",
