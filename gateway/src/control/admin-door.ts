@@ -1,5 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { AccessControl } from "../auth/access.js";
+import { AccessControl } from "../auth/access.js";
+import { Authenticator } from "../auth/authenticator.js";
+import { hooksOf } from "../auth/hooks.js";
+import type { Sections } from "../config/sections/index.js";
 import { authorizeRequest, fromThisHost, readNodeKnock } from "../auth/http-auth.js";
 import type { Bus } from "../broker/broker.js";
 import { WIRE_ERRORS } from "../errors.js";
@@ -84,5 +87,20 @@ function readNodeBody(req: IncomingMessage, limit: number): Promise<Buffer | "to
     });
     req.on("end", () => resolve(over ? "too_large" : Buffer.concat(chunks)));
     req.on("error", reject);
+  });
+}
+
+/**
+ * The control plane's door on the primary's admin listener, from the sections: the same authorization chain as
+ * the workers' (keys, permissions, the connect and subscribe hooks) and the primary's bus (none without NATS).
+ */
+export function adminControlDoor(c: Sections, bus: Bus | undefined, log: Logger): (req: IncomingMessage, res: ServerResponse) => boolean {
+  return adminControl({
+    access: new AccessControl(new Authenticator(c.auth), hooksOf(c.hooks, log), log),
+    ...(bus ? { bus } : {}),
+    subjectPrefix: c.control.subjectPrefix,
+    timeoutMs: c.control.timeoutMs,
+    maxBodyBytes: c.server.publishBatchMaxBytes,
+    log,
   });
 }

@@ -1,0 +1,83 @@
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import type { PresenceSection, StreamSection } from "../../config/sections/index.js";
+import type { Logger } from "../../log.js";
+import { guarded } from "../../util/guarded.js";
+import { describeNatsSecurity, natsJsOptions, type NatsSecurity } from "./nats-security.js";
+import { ensurePresenceBucket, presenceStream } from "./presence.js";
+import { ensureStream, whileElecting } from "./stream.js";
+import { StreamWatch, type StreamWatchOptions } from "./stream-watch.js";
+
+/**
+ * The primary's side of JetStream: its connection, the channel streams (the default one and each namespace's)
+ * and the presence bucket made or checked at start (`prepareStreams`), then watched (`watch`) until `close`.
+ */
+export type PrimaryStreams = {
+  readonly nc: NatsConnection;
+  readonly jsm: JetStreamManager;
+  /** Starts the StreamWatch over the streams, the bucket and `own` (another feature's streams), and looks again at JetStream's update and delete advisories. */
+  watch(o: StreamWatchOptions): void;
+  /** Stops the watch and closes the connection. */
+  close(): Promise<void>;
+};
+
+/**
+ * Connects, ensures the streams exist with the configured settings and the presence bucket (when the server can
+ * hold it), and keeps the connection for the watch that looks after them from then on.
+ */
+export async function prepareStreams(
+  streams: readonly StreamSection[],
+  servers: string[],
+  security: NatsSecurity,
+  presence: PresenceSection,
+  log: Logger,
+): Promise<PrimaryStreams> {
+  log.info({ servers, ...describeNatsSecurity(security) }, "connecting to NATS");
+  const nc = await connect({
+    servers,
+    name: "fanout-gateway-primary",
+    waitOnFirstConnect: true,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 500,
+    ...natsJsOptions(security),
+  });
+  let bucket: boolean;
+  let jsm: JetStreamManager;
+  try {
+    jsm = await whileElecting("JetStream", log, () => jetstreamManager(nc));
+    for (const stream of streams) await whileElecting(`stream ${stream.name}`, log, () => ensureStream(jsm, stream, log));
+    // Presence is one feature, not the gateway: a server without per-message TTL (before 2.11) refuses the
+    // bucket, and everything else still works (presence requests then fail with broker_error). A failure
+    // that may pass (a timeout while a fresh cluster elects leaders) is tried again first.
+    bucket = await ensurePresenceBucket(jsm, presence, log).then(
+      () => true,
+      (e: unknown) => {
+        log.error({ err: e, bucket: presence.bucket }, "presence bucket could not be created (nats-server 2.11+ is needed): presence is unavailable");
+        return false;
+      },
+    );
+  } catch (e) {
+    await nc.close();
+    throw e;
+  }
+  let watch: StreamWatch | undefined;
+  return {
+    nc,
+    jsm,
+    watch(o) {
+      const own = o.own ?? [];
+      watch = new StreamWatch(jsm, streams, bucket ? presence : undefined, log, { ...o, own });
+      watch.start();
+      // Between two looks, an update or deletion of a stream or a bucket is looked at when JetStream says so.
+      const w = watch;
+      const names = [...streams.map((s) => s.name), ...(bucket ? [presenceStream(presence.bucket)] : []), ...own.map((s) => s.wanted.name)];
+      for (const name of names)
+        for (const what of ["UPDATED", "DELETED"])
+          nc.subscribe(`$JS.EVENT.ADVISORY.STREAM.${what}.${name}`, { callback: guarded("stream advisory", () => void w.check()) });
+    },
+    async close() {
+      watch?.stop();
+      await nc.close();
+    },
+  };
+}
