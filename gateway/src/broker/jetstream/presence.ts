@@ -132,8 +132,11 @@ export class JetStreamPresence implements PresenceApi {
   async refresh(entries: readonly { channel: string; member: PresenceMember }[]): Promise<void> {
     const [first, ...rest] = entries;
     if (first === undefined) return;
-    await this.put(first.channel, first.member);
+    // Every entry is written now, before anything is awaited: a member removed while the first entry's ack is
+    // awaited was put back by a refresh written after its removal (its watchers saw it join again).
+    const acked = this.put(first.channel, first.member);
     for (const e of rest) this.nc.publish(this.subject(e.channel, e.member.client), JSON.stringify(e.member), { headers: this.ttlHeaders });
+    await acked;
     await this.nc.flush();
   }
 
