@@ -101,7 +101,6 @@ describe("helm chart", () => {
       PORT: "9000",
       WORKERS: "2",
       NATS_URL: "nats://nats:4222",
-      STREAM_NAME: "EVENTS",
       SUBJECT_PREFIX: "ev",
       STREAM_STORAGE: "file",
       STREAM_REPLICAS: "1",
@@ -262,6 +261,15 @@ describe("helm chart", () => {
     );
   });
 
+  it("STREAM_NAME — not set by default (the gateway's default FANOUT_CHANNELS, or EVENTS on a store of before); stream.name sets it", async () => {
+    const streamName = async (...set: string[]) => {
+      const out = await helm("template", "gw", CHART, "--kube-version", K8S, "--show-only", "templates/configmap.yaml", ...set.flatMap((s) => ["--set", s]));
+      return /STREAM_NAME: "(.*)"/.exec(out)?.[1];
+    };
+    expect(await streamName()).toBeUndefined();
+    expect(await streamName("stream.name=EVENTS")).toBe("EVENTS");
+  });
+
   it("WORKERS — the CPU limit rounded up, at least 1; gateway.workers overrides", async () => {
     const workers = async (...set: string[]) => {
       const out = await helm("template", "gw", CHART, "--kube-version", K8S, "--show-only", "templates/configmap.yaml", ...set.flatMap((s) => ["--set", s]));
@@ -282,6 +290,7 @@ describe("helm chart", () => {
         (e: { stderr: string }) => e.stderr,
       );
     expect(await fails("config.PORT=1")).toMatch(/config\.PORT conflicts/);
+    expect(await fails("config.STREAM_NAME=EVENTS")).toMatch(/config\.STREAM_NAME conflicts/);
     expect(await fails("terminationGracePeriodSeconds=12")).toMatch(/must exceed preStopSleepSeconds \+ shutdown drain \(15 s\)/);
     expect(await fails("stream.replicas=2")).toMatch(/stream\.replicas must be 1, 3 or 5/);
   });
@@ -321,12 +330,12 @@ describe("NATS chart values and NACK", () => {
     expect(v.config.monitor.enabled).toBe(true);
   });
 
-  it("nack-stream.yaml — a valid NACK Stream EVENTS on ev.>, file storage, 3 replicas", async () => {
+  it("nack-stream.yaml — a valid NACK Stream FANOUT_CHANNELS on ev.>, file storage, 3 replicas", async () => {
     const { results } = await python<{ results: Result[] }>("manifests", K8S, resolve(ROOT, "deploy/helm/nack-stream.yaml"));
     expectAllValid(results);
     expect(results).toHaveLength(1);
     expect(results[0]!.checkedBy).toBe("crd-schema");
-    expect(results[0]!.doc.spec).toMatchObject({ name: "EVENTS", subjects: ["ev.>"], storage: "file", replicas: 3 });
+    expect(results[0]!.doc.spec).toMatchObject({ name: "FANOUT_CHANNELS", subjects: ["ev.>"], storage: "file", replicas: 3 });
     // What the gateway itself creates (and its stream watch checks): direct gets and the republish rule.
     const wanted = desiredStream(sectionsOf(loadConfig([], { SUBJECT_PREFIX: "ev" }).config).stream);
     const spec = results[0]!.doc.spec as { allowDirect?: boolean; republish?: { source: string; destination: string }; subjects: string[] };

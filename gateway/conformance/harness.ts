@@ -73,8 +73,8 @@ export async function startHarness(): Promise<GatewayHarness> {
     },
     recreate_stream: async () => {
       const jsm = await jetstreamManager(nc);
-      const old = await jsm.streams.info("EVENTS");
-      await jsm.streams.delete("EVENTS");
+      const old = await jsm.streams.info("FANOUT_CHANNELS");
+      await jsm.streams.delete("FANOUT_CHANNELS");
       await jsm.streams.add(old.config);
     },
     wait: (step) => new Promise((r) => setTimeout(r, step.ms as number)),

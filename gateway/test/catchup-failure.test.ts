@@ -42,9 +42,9 @@ describe("catch-up failure — one code for every door", () => {
       expect(r.status).toBe(201);
       first ||= r.body.seq as number;
     }
-    const info = await jsm.streams.info("EVENTS");
-    await jsm.streams.update("EVENTS", { ...info.config, allow_direct: false });
-    expect((await jsm.streams.info("EVENTS")).config.allow_direct).toBe(false);
+    const info = await jsm.streams.info("FANOUT_CHANNELS");
+    await jsm.streams.update("FANOUT_CHANNELS", { ...info.config, allow_direct: false });
+    expect((await jsm.streams.info("FANOUT_CHANNELS")).config.allow_direct).toBe(false);
 
     const ws = await TestClient.connect(gw.wsUrl);
     closers.push(() => ws.close());
@@ -67,7 +67,7 @@ describe("catch-up failure — one code for every door", () => {
     // The WebSocket's err was unsolicited (no frame asked for it): it is counted all the same.
     expect(await metric(gw.metricsUrl, "fanout_bad_frames_total", { code: String(wsErr.code) })).toBeGreaterThanOrEqual(1);
     // The WebSocket stays open; its subscription is gone (a second sub is accepted).
-    await jsm.streams.update("EVENTS", { ...info.config, allow_direct: true });
+    await jsm.streams.update("FANOUT_CHANNELS", { ...info.config, allow_direct: true });
     expect((await ws.sub(CH)).op).toBe("ok");
   });
 });

@@ -28,7 +28,7 @@ describe("clean stop — SIGTERM logs no warning", () => {
     let exited = false;
     const advisories = (async () => {
       while (!exited) {
-        nc!.publish("$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.EVENTS", JSON.stringify({ stream: "EVENTS" }));
+        nc!.publish("$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.FANOUT_CHANNELS", JSON.stringify({ stream: "FANOUT_CHANNELS" }));
         await nc!.flush();
       }
     })();

@@ -75,7 +75,7 @@ function publishHttp(channel: string, data: unknown, key: string): Promise<numbe
 
 async function storedCount(channel: string): Promise<number> {
   const jsm = await jetstreamManager(nc);
-  const info = await jsm.streams.info("EVENTS", { subjects_filter: `ev.${channel}` });
+  const info = await jsm.streams.info("FANOUT_CHANNELS", { subjects_filter: `ev.${channel}` });
   return info.state.subjects?.[`ev.${channel}`] ?? 0;
 }
 

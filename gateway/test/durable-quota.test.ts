@@ -86,7 +86,7 @@ describe("durable quota — the stream's consumer limit", () => {
     cleanups.push(() => g.stop());
     const nc: NatsConnection = await natsConnect({ servers: n.url });
     cleanups.push(() => nc.close());
-    expect((await (await jetstreamManager(nc)).streams.info("EVENTS")).config.max_consumers).toBe(2);
+    expect((await (await jetstreamManager(nc)).streams.info("FANOUT_CHANNELS")).config.max_consumers).toBe(2);
     for (const user of ["u1", "u2"]) {
       const s = await userSocket(g, user);
       expect(await s.request({ op: "sub", channel: uniq("full."), durable: "d", ack: true })).toMatchObject({ op: "ok" });

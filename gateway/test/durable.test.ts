@@ -16,7 +16,7 @@ const client = () => clients.open();
 const uniq = uniqueNames();
 const durableConsumers = async () => {
   const out: string[] = [];
-  for await (const ci of jsm.consumers.list("EVENTS")) if (ci.config.durable_name) out.push(ci.name);
+  for await (const ci of jsm.consumers.list("FANOUT_CHANNELS")) if (ci.config.durable_name) out.push(ci.name);
   return out;
 };
 

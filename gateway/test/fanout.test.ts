@@ -189,7 +189,7 @@ describe("fan-out — one live feed per pattern, no JetStream consumer", () => {
     expect(during - before).toBeLessThanOrEqual(2); // 40 clients, 2 workers
     const nc = await connect({ servers: nats.url });
     const jsm = await jetstreamManager(nc);
-    expect((await jsm.streams.info("EVENTS")).state.consumer_count).toBe(0);
+    expect((await jsm.streams.info("FANOUT_CHANNELS")).state.consumer_count).toBe(0);
     await nc.close();
     for (const c of cs) c.close();
     await waitFor(async () => ((await feeds()) <= before ? true : undefined), { what: "feeds released after linger", timeoutMs: 10_000 });

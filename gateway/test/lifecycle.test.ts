@@ -85,12 +85,12 @@ describe("lifecycle — bad settings and startup checks", () => {
     const n = await nats();
     const nc = await connect({ servers: n.url });
     const jsm = await jetstreamManager(nc);
-    await jsm.streams.add({ name: "EVENTS", subjects: ["ev.>"], max_msgs_per_subject: 5 });
+    await jsm.streams.add({ name: "FANOUT_CHANNELS", subjects: ["ev.>"], max_msgs_per_subject: 5 });
     const r = spawnSync(process.execPath, [CLI, "--port", "0", "--workers", "1", "--nats-url", n.url], { encoding: "utf8", timeout: 30_000 });
     expect(r.status).toBe(1);
     expect(r.stdout).toContain("max_msgs_per_subject");
     const g = await gateway({ natsUrl: n.url, workers: 1, args: ["--update-stream"] });
-    expect((await jsm.streams.info("EVENTS")).config.max_msgs_per_subject).toBe(-1);
+    expect((await jsm.streams.info("FANOUT_CHANNELS")).config.max_msgs_per_subject).toBe(-1);
     await g.stop();
     await nc.close();
   });
@@ -100,7 +100,7 @@ describe("lifecycle — bad settings and startup checks", () => {
     const nc = await connect({ servers: n.url });
     const jsm = await jetstreamManager(nc);
     await jsm.streams.add({
-      name: "EVENTS",
+      name: "FANOUT_CHANNELS",
       subjects: ["ev.>"],
       allow_direct: true,
       max_age: 86_400_000_000_000,
@@ -113,7 +113,7 @@ describe("lifecycle — bad settings and startup checks", () => {
     const warned = g.logs.find((l) => String(l.msg).startsWith("stream updated for consumer-free live delivery"));
     expect(warned).toBeDefined();
     expect(JSON.stringify(warned!.diff)).toContain("republish");
-    const si = await jsm.streams.info("EVENTS");
+    const si = await jsm.streams.info("FANOUT_CHANNELS");
     expect(si.config.republish).toEqual({ src: "ev.>", dest: "evlive.>" });
     expect(si.config.max_consumers).toBe(10_000);
     expect(si.state.messages).toBe(3);

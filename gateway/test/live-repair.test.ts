@@ -40,11 +40,11 @@ const publisherUnder =
 
 /** Stores what `publish` sends with the stream's republish rule removed: stored, never seen live. */
 async function unrepublished(publish: () => Promise<number>): Promise<number> {
-  const info = await jsm.streams.info("EVENTS");
+  const info = await jsm.streams.info("FANOUT_CHANNELS");
   const rule = info.config.republish;
-  await jsm.streams.update("EVENTS", { ...info.config, republish: undefined });
+  await jsm.streams.update("FANOUT_CHANNELS", { ...info.config, republish: undefined });
   const seq = await publish();
-  await jsm.streams.update("EVENTS", { ...(await jsm.streams.info("EVENTS")).config, republish: rule });
+  await jsm.streams.update("FANOUT_CHANNELS", { ...(await jsm.streams.info("FANOUT_CHANNELS")).config, republish: rule });
   return seq;
 }
 
@@ -80,20 +80,20 @@ describe("live repair — gaps in the republished messages", () => {
       for (let k = 0; k < count; k++, i++) await js.publish(`ev.${ch}.${i % 3 === 0 ? "x" : i % 3 === 1 ? "y" : "z"}`, enc.encode(`{"i":${i}}`));
     };
     await publish(30);
-    const info = await jsm.streams.info("EVENTS");
+    const info = await jsm.streams.info("FANOUT_CHANNELS");
     const rule = info.config.republish;
     expect(rule?.dest).toBe("evlive.>");
     // The server stores these but publishes nothing on core NATS: to the gateway they are lost.
-    await jsm.streams.update("EVENTS", { ...info.config, republish: undefined });
+    await jsm.streams.update("FANOUT_CHANNELS", { ...info.config, republish: undefined });
     await publish(30);
-    await jsm.streams.update("EVENTS", { ...(await jsm.streams.info("EVENTS")).config, republish: rule });
+    await jsm.streams.update("FANOUT_CHANNELS", { ...(await jsm.streams.info("FANOUT_CHANNELS")).config, republish: rule });
     await publish(30);
     await b.waitForMsgs(90);
     await a.waitForMsgs(30);
     expectInOrderOnce(b.msgs, 90);
     expect(a.msgs.map((m) => (m.data as { i: number }).i)).toEqual(Array.from({ length: 30 }, (_, k) => k * 3));
     expect(await repairs("gap")).toBeGreaterThan(before);
-    expect((await jsm.streams.info("EVENTS")).state.consumer_count).toBe(0);
+    expect((await jsm.streams.info("FANOUT_CHANNELS")).state.consumer_count).toBe(0);
   });
 });
 
@@ -219,7 +219,7 @@ describe("live — thousands of channels without consumers", () => {
     const errs = sockets.flatMap((c) => c.frames.filter((f) => f.op === "err"));
     expect(errs).toEqual([]);
     expect(await metric(gw.url, "fanout_live_feeds")).toBeGreaterThanOrEqual(5_000);
-    expect((await jsm.streams.info("EVENTS")).state.consumer_count).toBe(0);
+    expect((await jsm.streams.info("FANOUT_CHANNELS")).state.consumer_count).toBe(0);
     // Replayed: the even channels among the stored ones.
     const replayed = [...stored.keys()].filter((ch) => Number(ch.split(".u")[1]) % 2 === 0).length;
     await waitFor(() => sockets.reduce((t, c) => t + c.msgs.length, 0) >= replayed || undefined, { timeoutMs: 30_000, what: `${replayed} replayed messages` });
@@ -233,7 +233,7 @@ describe("live — thousands of channels without consumers", () => {
     const got = sockets.flatMap((c) => c.msgs);
     expect(got.length).toBe(replayed + live.length);
     expect(new Set(got.filter((m) => (m.data as { live?: string }).live).map((m) => m.channel))).toEqual(new Set(live));
-    expect((await jsm.streams.info("EVENTS")).state.consumer_count).toBe(0);
+    expect((await jsm.streams.info("FANOUT_CHANNELS")).state.consumer_count).toBe(0);
   }, 120_000);
 });
 
@@ -253,9 +253,9 @@ describe("live — the stream deleted and created again (a new epoch)", () => {
     const first = await sub.ready;
     for (let i = 0; i < 3; i++) await js.publish(`ev.${ch}`, enc.encode(`{"i":${i}}`));
     await waitFor(() => got.length >= 3 || undefined, { what: "3 messages before" });
-    const old = await jsm.streams.info("EVENTS");
+    const old = await jsm.streams.info("FANOUT_CHANNELS");
     expect(first.epoch).toBe(old.created);
-    await jsm.streams.delete("EVENTS");
+    await jsm.streams.delete("FANOUT_CHANNELS");
     await jsm.streams.add(old.config);
     await waitFor(() => raw.closeCode === 1012 || undefined, { what: "close 1012 at the raw client" });
     // The new stream numbers from 1: its messages reach the resumed SDK subscription, none dropped as "old".

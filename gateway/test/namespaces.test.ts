@@ -89,7 +89,7 @@ afterAll(async () => {
 
 describe("namespaces — streams", () => {
   it("namespaces — each namespace has a stream of its own with its settings, republished to the same live subjects", async () => {
-    const chat = (await jsm.streams.info("EVENTS_CHAT")).config;
+    const chat = (await jsm.streams.info("FANOUT_CHANNELS_CHAT")).config;
     expect(chat.subjects).toEqual(["ev_ns.chat.>"]);
     expect(chat.republish).toMatchObject({ src: "ev_ns.chat.>", dest: "evlive.chat.>" });
     expect(chat.max_age).toBe(3_600 * 1e9);
@@ -97,12 +97,12 @@ describe("namespaces — streams", () => {
     expect(chat.duplicate_window).toBe(30 * 1e9);
     expect(chat.allow_msg_ttl).toBe(true);
     expect(chat.storage).toBe("file");
-    const quiet = (await jsm.streams.info("EVENTS_QUIET")).config;
+    const quiet = (await jsm.streams.info("FANOUT_CHANNELS_QUIET")).config;
     expect(quiet.subjects).toEqual(["ev_ns.q.>"]);
     expect(quiet.storage).toBe("memory");
     expect(quiet.max_bytes).toBe(64 * 1_048_576);
     expect(quiet.allow_msg_ttl ?? false).toBe(false);
-    const def = (await jsm.streams.info("EVENTS")).config;
+    const def = (await jsm.streams.info("FANOUT_CHANNELS")).config;
     expect(def.subjects).toEqual(["ev.>"]);
     expect(def.allow_msg_ttl ?? false).toBe(false);
   });
@@ -110,17 +110,17 @@ describe("namespaces — streams", () => {
   it("namespaces — a publish to chat.x lands in the chat stream, not the default one", async () => {
     const ch = uniq("chat.land");
     const other = uniq("orders.land");
-    const [before, beforeDefault] = await Promise.all([jsm.streams.info("EVENTS_CHAT"), jsm.streams.info("EVENTS")]);
+    const [before, beforeDefault] = await Promise.all([jsm.streams.info("FANOUT_CHANNELS_CHAT"), jsm.streams.info("FANOUT_CHANNELS")]);
     const r = await publish(ch, { hello: 1 });
     expect(r.status).toBe(201);
     const d = await publish(other, { hello: 2 });
     expect(d.status).toBe(201);
-    const [after, afterDefault] = await Promise.all([jsm.streams.info("EVENTS_CHAT"), jsm.streams.info("EVENTS")]);
+    const [after, afterDefault] = await Promise.all([jsm.streams.info("FANOUT_CHANNELS_CHAT"), jsm.streams.info("FANOUT_CHANNELS")]);
     expect(after.state.messages).toBe(before.state.messages + 1);
     expect(afterDefault.state.messages).toBe(beforeDefault.state.messages + 1);
-    const stored = await jsm.streams.getMessage("EVENTS_CHAT", { seq: r.body.seq as number });
+    const stored = await jsm.streams.getMessage("FANOUT_CHANNELS_CHAT", { seq: r.body.seq as number });
     expect(stored?.subject).toBe(`ev_ns.${ch}`);
-    expect(await jsm.streams.getMessage("EVENTS", { last_by_subj: `ev.${ch}` }).catch(() => null)).toBeNull();
+    expect(await jsm.streams.getMessage("FANOUT_CHANNELS", { last_by_subj: `ev.${ch}` }).catch(() => null)).toBeNull();
   });
 });
 
@@ -132,7 +132,7 @@ describe("namespaces — doors on a namespace channel", () => {
     // `ev.chat…` is the default stream's subject (the namespace's is `ev_ns.chat…`): stored there, republished
     // to the live subject every `chat` feed reads, with the default stream's seq.
     const stray = await jetstream(nc).publish(`ev.${ch}`, JSON.stringify({ stray: true }));
-    expect(stray.stream).toBe("EVENTS");
+    expect(stray.stream).toBe("FANOUT_CHANNELS");
     const seqs = await publishMany(ch, 2);
     const got = await live.waitForMsgs(2);
     // Had the stray been delivered, it would come first: it was stored and republished before them.
@@ -143,7 +143,7 @@ describe("namespaces — doors on a namespace channel", () => {
     const ch = uniq("chat.room");
     const live = await ws();
     const okLive = await live.sub(`${ch}.>`);
-    const epoch = (await jsm.streams.info("EVENTS_CHAT")).created;
+    const epoch = (await jsm.streams.info("FANOUT_CHANNELS_CHAT")).created;
     expect(okLive.epoch).toBe(epoch);
     const first = await publishMany(`${ch}.a`, 5);
     await live.waitForMsgs(5);
@@ -186,7 +186,7 @@ describe("namespaces — doors on a namespace channel", () => {
     const at = new Date().toISOString();
     await waitFor(() => new Date().toISOString() > at || undefined, { what: "a later instant" });
     seqs.push(...(await publishMany(ch, 2)));
-    const epoch = (await jsm.streams.info("EVENTS_CHAT")).created;
+    const epoch = (await jsm.streams.info("FANOUT_CHANNELS_CHAT")).created;
 
     const last = await ws();
     expect(await last.sub(ch, { from: { last: 2 } })).toMatchObject({ op: "ok", epoch });
@@ -237,11 +237,11 @@ describe("namespaces — durables", () => {
     const durable = uniq("nsd");
     const a = await ws();
     expect(await a.sub(ch, { durable, ack: true })).toMatchObject({ op: "ok", durable });
-    const onChat = await durablesOn("EVENTS_CHAT", durable);
+    const onChat = await durablesOn("FANOUT_CHANNELS_CHAT", durable);
     expect(onChat).toHaveLength(1);
     expect(onChat[0]!.filter).toBe(`ev_ns.${ch}`);
-    await jsm.consumers.info("EVENTS_CHAT", onChat[0]!.name);
-    expect(await durablesOn("EVENTS", durable)).toEqual([]);
+    await jsm.consumers.info("FANOUT_CHANNELS_CHAT", onChat[0]!.name);
+    expect(await durablesOn("FANOUT_CHANNELS", durable)).toEqual([]);
 
     const seqs = await publishMany(ch, 5);
     const got = await a.waitForMsgs(5);
@@ -257,7 +257,7 @@ describe("namespaces — durables", () => {
     expect(again.map((m) => m.seq).sort((x, y) => x - y)).toEqual(seqs.slice(2));
     expect(again.every((m) => m.redelivered === true)).toBe(true);
     for (const m of again) expect((await b.request({ op: "ack", seq: m.seq })).op).toBe("ok");
-    await waitFor(async () => (await jsm.consumers.info("EVENTS_CHAT", onChat[0]!.name)).num_ack_pending === 0 || undefined, {
+    await waitFor(async () => (await jsm.consumers.info("FANOUT_CHANNELS_CHAT", onChat[0]!.name)).num_ack_pending === 0 || undefined, {
       what: "every message of the chat durable acked",
     });
   });
@@ -271,8 +271,8 @@ describe("namespaces — durables", () => {
     await onChat.sub(chat, { durable, ack: true });
     // Not durable_conflict: the name is bound to another channel, but on another stream.
     expect(await onDefault.request({ op: "sub", channel: orders, durable, ack: true })).toMatchObject({ op: "ok", durable });
-    const [c] = await durablesOn("EVENTS_CHAT", durable);
-    const [d] = await durablesOn("EVENTS", durable);
+    const [c] = await durablesOn("FANOUT_CHANNELS_CHAT", durable);
+    const [d] = await durablesOn("FANOUT_CHANNELS", durable);
     expect(c?.filter).toBe(`ev_ns.${chat}`);
     expect(d?.filter).toBe(`ev.${orders}`);
     const chatSeqs = await publishMany(chat, 3);
@@ -318,7 +318,7 @@ describe("namespaces — presence and last values", () => {
     const js = jetstream(nc);
     // Stored in the default stream under the namespace's channels (a backend publishing to ev.chat…): not chat's.
     const stray = await js.publish(`ev.${room}.a`, JSON.stringify({ stray: "a" }));
-    expect(stray.stream).toBe("EVENTS");
+    expect(stray.stream).toBe("FANOUT_CHANNELS");
     const a1 = (await publish(`${room}.a`, { v: "a1" })).body.seq as number;
     const b1 = (await publish(`${room}.b`, { v: "b1" })).body.seq as number;
     const a2 = (await publish(`${room}.a`, { v: "a2" })).body.seq as number;
@@ -327,7 +327,7 @@ describe("namespaces — presence and last values", () => {
 
     const c = await ws();
     const ok = await c.sub(`${room}.*`, { from: "last_per_subject" });
-    expect(ok.epoch).toBe((await jsm.streams.info("EVENTS_CHAT")).created);
+    expect(ok.epoch).toBe((await jsm.streams.info("FANOUT_CHANNELS_CHAT")).created);
     await waitFor(() => c.frames.find((f) => f.op === "live" && f.sub === `${room}.*`), { what: "live frame" });
     expect(c.msgs.map((m) => [m.channel, m.seq, m.data])).toEqual([
       [`${room}.b`, b1, { v: "b1" }],
@@ -339,7 +339,7 @@ describe("namespaces — presence and last values", () => {
       [`${room}.b`, b1],
       [`${room}.a`, a2],
     ]);
-    expect(http.body.lastSeq).toBe((await jsm.streams.info("EVENTS_CHAT")).state.last_seq);
+    expect(http.body.lastSeq).toBe((await jsm.streams.info("FANOUT_CHANNELS_CHAT")).state.last_seq);
     const next = (await publish(`${room}.c`, { v: "c1" })).body.seq as number;
     expect((await c.waitForMsgs(3))[2]).toMatchObject({ channel: `${room}.c`, seq: next });
   });
@@ -353,12 +353,12 @@ describe("namespaces — live repairs", () => {
     const js = jetstream(nc);
     const pub = async (sub: string, i: number) => (await js.publish(`ev_ns.${ch}.${sub}`, JSON.stringify({ i }))).seq;
     const seqs = [await pub("y", 0)];
-    const info = await jsm.streams.info("EVENTS_CHAT");
+    const info = await jsm.streams.info("FANOUT_CHANNELS_CHAT");
     const rule = info.config.republish;
     expect(rule).toMatchObject({ src: "ev_ns.chat.>", dest: "evlive.chat.>" });
-    await jsm.streams.update("EVENTS_CHAT", { ...info.config, republish: undefined });
+    await jsm.streams.update("FANOUT_CHANNELS_CHAT", { ...info.config, republish: undefined });
     seqs.push(await pub("y", 1)); // stored, never republished
-    await jsm.streams.update("EVENTS_CHAT", { ...(await jsm.streams.info("EVENTS_CHAT")).config, republish: rule });
+    await jsm.streams.update("FANOUT_CHANNELS_CHAT", { ...(await jsm.streams.info("FANOUT_CHANNELS_CHAT")).config, republish: rule });
     for (let i = 2; i < 5; i++) seqs.push(await pub("x", i));
     // A default-stream message on the same channel between them: not chat's, neither delivered nor a gap.
     await js.publish(`ev.${ch}.y`, JSON.stringify({ stray: true }));
@@ -429,7 +429,7 @@ describe("namespaces — what each switch does, and how to see it", () => {
     const line = gw.logs.find((l) => l.msg === "namespace settings" && l.namespace === "quiet");
     const quiet = {
       prefix: "q",
-      stream: "EVENTS_QUIET",
+      stream: "FANOUT_CHANNELS_QUIET",
       storage: "memory",
       replicas: 1,
       maxAgeMs: 86_400_000,
@@ -443,9 +443,13 @@ describe("namespaces — what each switch does, and how to see it", () => {
     };
     expect(line).toMatchObject(quiet);
     expect(gw.logs.find((l) => l.msg === "namespace settings" && l.namespace === "chat")).toMatchObject({ maxAgeMs: 3_600_000, maxMsgsPerSubject: 500 });
-    expect(gw.logs.find((l) => l.msg === "default stream settings")).toMatchObject({ stream: "EVENTS", maxAgeMs: 86_400_000, maxBytes: 1_073_741_824 });
+    expect(gw.logs.find((l) => l.msg === "default stream settings")).toMatchObject({
+      stream: "FANOUT_CHANNELS",
+      maxAgeMs: 86_400_000,
+      maxBytes: 1_073_741_824,
+    });
     expect(gw.logs.filter((l) => l.msg === "namespace settings").map((l) => l.namespace)).toEqual(["chat", "quiet", "recent", "nohist"]);
-    const created = gw.logs.find((l) => l.msg === "stream created" && l.stream === "EVENTS_CHAT");
+    const created = gw.logs.find((l) => l.msg === "stream created" && l.stream === "FANOUT_CHANNELS_CHAT");
     expect(created).toMatchObject({ maxAgeMs: 3_600_000, maxMsgsPerSubject: 500, duplicateWindowMs: 30_000, maxBytes: 1_073_741_824 });
 
     const stats = (await (await fetch(`${gw.metricsUrl}/v1/stats`)).json()) as {
@@ -456,7 +460,7 @@ describe("namespaces — what each switch does, and how to see it", () => {
     expect(stats.namespaces[1]).toMatchObject({ name: "quiet", ...quiet });
     expect(stats.namespaces[2]).toMatchObject({ name: "recent", resumeWindowMs: 1_500 });
     expect(stats.namespaces[3]).toMatchObject({ name: "nohist", features: { history: false, resume: true, lastValues: true } });
-    expect(stats.defaultStream).toMatchObject({ stream: "EVENTS", storage: "file", maxAgeMs: 86_400_000 });
+    expect(stats.defaultStream).toMatchObject({ stream: "FANOUT_CHANNELS", storage: "file", maxAgeMs: 86_400_000 });
   });
 });
 
@@ -488,21 +492,21 @@ describe("namespaces — per-message TTL", () => {
     const r = await publish(ch, { short: true }, "?ttl=1s");
     expect(r.status).toBe(201);
     const seq = r.body.seq as number;
-    const stored = await jsm.streams.getMessage("EVENTS_CHAT", { seq });
+    const stored = await jsm.streams.getMessage("FANOUT_CHANNELS_CHAT", { seq });
     expect(stored?.header.get("Nats-TTL")).toBe("1s");
     const c = await ws();
     const ws1 = await c.request({ op: "pub", channel: ch, data: 2, ttl: "2s" });
     expect(ws1).toMatchObject({ op: "ok" });
     const kept = await publish(ch, { long: true });
-    await waitFor(async () => (await jsm.streams.getMessage("EVENTS_CHAT", { seq }).catch(() => null)) === null, {
+    await waitFor(async () => (await jsm.streams.getMessage("FANOUT_CHANNELS_CHAT", { seq }).catch(() => null)) === null, {
       timeoutMs: 15_000,
       what: "the 1s message expired",
     });
-    await waitFor(async () => (await jsm.streams.getMessage("EVENTS_CHAT", { seq: ws1.seq as number }).catch(() => null)) === null, {
+    await waitFor(async () => (await jsm.streams.getMessage("FANOUT_CHANNELS_CHAT", { seq: ws1.seq as number }).catch(() => null)) === null, {
       timeoutMs: 15_000,
       what: "the 2s message expired",
     });
-    expect((await jsm.streams.getMessage("EVENTS_CHAT", { seq: kept.body.seq as number }))?.seq).toBe(kept.body.seq);
+    expect((await jsm.streams.getMessage("FANOUT_CHANNELS_CHAT", { seq: kept.body.seq as number }))?.seq).toBe(kept.body.seq);
   });
 
   it("namespaces — the SDK's publish and batch items take a ttl", async () => {
@@ -510,10 +514,10 @@ describe("namespaces — per-message TTL", () => {
     await client.connect();
     try {
       const r = await client.publish(uniq("chat.sdk"), { a: 1 }, { ttl: "90s" });
-      expect((await jsm.streams.getMessage("EVENTS_CHAT", { seq: r.seq }))?.header.get("Nats-TTL")).toBe("90s");
+      expect((await jsm.streams.getMessage("FANOUT_CHANNELS_CHAT", { seq: r.seq }))?.header.get("Nats-TTL")).toBe("90s");
       const [item] = await client.publishBatch([{ channel: uniq("chat.sdk"), data: 2, ttl: "2m" }]);
       const seq = (item as { seq: number }).seq;
-      expect((await jsm.streams.getMessage("EVENTS_CHAT", { seq }))?.header.get("Nats-TTL")).toBe("120s");
+      expect((await jsm.streams.getMessage("FANOUT_CHANNELS_CHAT", { seq }))?.header.get("Nats-TTL")).toBe("120s");
     } finally {
       await client.close();
     }
@@ -581,20 +585,25 @@ describe("namespaces — a recreated namespace stream", () => {
     const onOther = await ws();
     await onOther.sub(otherCh);
     const from = gw.logs.length;
-    await jsm.streams.delete("EVENTS_CHAT");
-    await waitFor(() => gw.logs.slice(from).some((l) => l.msg === "stream setup drifted and was repaired") || undefined, { what: "EVENTS_CHAT re-created" });
+    await jsm.streams.delete("FANOUT_CHANNELS_CHAT");
+    await waitFor(() => gw.logs.slice(from).some((l) => l.msg === "stream setup drifted and was repaired") || undefined, {
+      what: "FANOUT_CHANNELS_CHAT re-created",
+    });
     expect(await onChat.waitClosed(15_000)).toBe(1012);
     // Both workers heard of the new epoch (each logs it), so a socket they would close is closed by now.
-    await waitFor(() => gw.logs.slice(from).filter((l) => l.msg?.startsWith("stream was recreated") && l.stream === "EVENTS_CHAT").length >= 2 || undefined, {
-      what: "both workers saw the new epoch",
-    });
+    await waitFor(
+      () => gw.logs.slice(from).filter((l) => l.msg?.startsWith("stream was recreated") && l.stream === "FANOUT_CHANNELS_CHAT").length >= 2 || undefined,
+      {
+        what: "both workers saw the new epoch",
+      },
+    );
     // The default stream's subscriber stays, and still gets its messages.
     expect(onOther.open).toBe(true);
     const seq = (await httpPublish(gw.url, otherCh, { still: true })).body.seq as number;
     expect((await onOther.waitForMsgs(1)).map((m) => m.seq)).toEqual([seq]);
     const again = await ws();
     expect(await again.sub(chatCh, { from: { seq: 1, epoch: okChat.epoch } })).toMatchObject({ op: "ok", epochChanged: true });
-    expect((await jsm.streams.info("EVENTS_CHAT")).config.allow_msg_ttl).toBe(true);
+    expect((await jsm.streams.info("FANOUT_CHANNELS_CHAT")).config.allow_msg_ttl).toBe(true);
   });
 });
 

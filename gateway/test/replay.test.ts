@@ -111,7 +111,7 @@ describe("replay — start positions", () => {
     }
     expect(cs[0]!.msgs.at(-1)!.seq).toBe(after.at(-1));
     const jsm = await jetstreamManager(nc);
-    expect((await jsm.streams.info("EVENTS")).state.consumer_count).toBe(0);
+    expect((await jsm.streams.info("FANOUT_CHANNELS")).state.consumer_count).toBe(0);
     for (const c of cs) c.close();
   }, 60_000);
 
@@ -119,8 +119,8 @@ describe("replay — start positions", () => {
     const ch = uniq("trunc.");
     await publishMany(ch, 20);
     const jsm = await jetstreamManager(nc);
-    await jsm.streams.purge("EVENTS", { keep: 5 });
-    const info = await jsm.streams.info("EVENTS");
+    await jsm.streams.purge("FANOUT_CHANNELS", { keep: 5 });
+    const info = await jsm.streams.info("FANOUT_CHANNELS");
     const c = await client();
     const ok = await c.sub(ch, { from: { seq: 1 } });
     expect(ok).toMatchObject({ truncated: true, firstSeq: info.state.first_seq });
@@ -134,7 +134,7 @@ describe("replay — start positions", () => {
     const a = await client();
     const ok = await a.sub(ch, { from: "all" });
     const jsm = await jetstreamManager(nc);
-    const epoch = (await jsm.streams.info("EVENTS")).created;
+    const epoch = (await jsm.streams.info("FANOUT_CHANNELS")).created;
     expect(ok.epoch).toBe(epoch);
     // Same epoch: an ordinary resume.
     const b = await client();

@@ -35,8 +35,8 @@ beforeAll(async () => {
   expect(seqs).toEqual(seqs.map((_, i) => base + i + 1));
   // Messages 1..5 are removed, as retention would: the stream holds 6..10.
   const jsm = await jetstreamManager(nc);
-  await jsm.streams.purge("EVENTS", { seq: base + TABLE_FIRST });
-  const info = await jsm.streams.info("EVENTS");
+  await jsm.streams.purge("FANOUT_CHANNELS", { seq: base + TABLE_FIRST });
+  const info = await jsm.streams.info("FANOUT_CHANNELS");
   expect(info.state.first_seq).toBe(base + TABLE_FIRST);
   epoch = info.created;
 });

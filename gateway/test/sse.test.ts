@@ -62,7 +62,7 @@ describe("sse — start positions", () => {
   it("sse — from_seq, last and since replay stored messages, then deliver live; ids are <epoch>:<seq>", async () => {
     const ch = uniq("start.");
     const stored = await publishMany(ch, 5);
-    const epoch = (await jsm.streams.info("EVENTS")).created;
+    const epoch = (await jsm.streams.info("FANOUT_CHANNELS")).created;
 
     const fromSeq = await open(events(ch, `from_seq=${stored[2]}`));
     expect(fromSeq.status).toBe(200);
@@ -137,10 +137,10 @@ describe("sse — resume", () => {
   it("sse — an id of a seq retention removed gets a gap event (truncated), then the first stored message", async () => {
     const ch = uniq("trunc.");
     const seqs = await publishMany(ch, 3);
-    const epoch = (await jsm.streams.info("EVENTS")).created;
+    const epoch = (await jsm.streams.info("FANOUT_CHANNELS")).created;
     // Retention at work: everything before the second message is gone from the stream.
-    await jsm.streams.purge("EVENTS", { seq: seqs[1]! });
-    expect((await jsm.streams.info("EVENTS")).state.first_seq).toBe(seqs[1]);
+    await jsm.streams.purge("FANOUT_CHANNELS", { seq: seqs[1]! });
+    expect((await jsm.streams.info("FANOUT_CHANNELS")).state.first_seq).toBe(seqs[1]);
     const r = await open(events(ch), { "last-event-id": `${epoch}:${seqs[0]! - 1}` });
     expect(await r.waitForSeqs(2)).toEqual(seqs.slice(1));
     const gap = r.events.find((e) => e.event === "gap")!;
@@ -263,9 +263,9 @@ describe("sse — the stream deleted and created again", () => {
     const r = await open(events(ch));
     const seqs = await publishMany(ch, 2);
     await r.waitForSeqs(2);
-    const old = await jsm.streams.info("EVENTS");
+    const old = await jsm.streams.info("FANOUT_CHANNELS");
     expect(r.lastEventId).toBe(`${old.created}:${seqs[1]}`);
-    await jsm.streams.delete("EVENTS");
+    await jsm.streams.delete("FANOUT_CHANNELS");
     await jsm.streams.add(old.config);
     await waitFor(() => r.ended || undefined, { what: "the stream's end", timeoutMs: 20_000 });
     expect(r.complete).toBe(true);
@@ -274,7 +274,7 @@ describe("sse — the stream deleted and created again", () => {
       what: "both workers saw the new stream",
       timeoutMs: 20_000,
     });
-    const created = (await jsm.streams.info("EVENTS")).created;
+    const created = (await jsm.streams.info("FANOUT_CHANNELS")).created;
     const fresh = await publishMany(ch, 2, 2);
     const again = await open(events(ch), { "last-event-id": r.lastEventId });
     await waitFor(() => again.events.find((e) => e.event === "gap"), { what: "gap event" });

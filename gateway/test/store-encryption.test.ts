@@ -105,7 +105,7 @@ describe("store encryption — embedded nats-server", () => {
     const wrong = await runToExit(["--nats-data-dir", dir, "--nats-store-key-file", keyFile("wrong.key", "not-the-right-key-0123456789")]);
     expect(wrong.code).toBe(1);
     expect(wrong.out).toContain("invalid NATS_STORE_KEY_FILE (--nats-store-key-file)");
-    expect(wrong.out).toContain("EVENTS");
+    expect(wrong.out).toContain("FANOUT_CHANNELS");
     const none = await runToExit(["--nats-data-dir", dir]);
     expect(none.code).toBe(1);
     expect(none.out).toContain("NATS_STORE_KEY_FILE");

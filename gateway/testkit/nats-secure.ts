@@ -138,16 +138,21 @@ export function secureServerConfig(
   users: { who: SecureUser; permissions?: { publish: string[]; subscribe: string[] } }[],
   opts: { verify?: boolean; handshakeFirst?: boolean } = {},
 ): string {
+  return [tlsBlock(pki, opts), authorizationBlock(users)].join("\n");
+}
+
+/** The server's `authorization {}` block: its users, each with its permissions (none: everything). */
+export function authorizationBlock(users: readonly SecureUserSpec[]): string {
   const q = (s: string) => JSON.stringify(s);
   const list = (xs: string[]) => `[${xs.map(q).join(", ")}]`;
-  const user = (u: (typeof users)[number]) => {
+  const user = (u: SecureUserSpec) => {
     const who = "nkey" in u.who ? `nkey: ${q(u.who.nkey)}` : `user: ${q(u.who.user)}, password: ${q(u.who.password)}`;
     const perms = u.permissions
       ? `, permissions: { publish: { allow: ${list(u.permissions.publish)} }, subscribe: { allow: ${list(u.permissions.subscribe)} } }`
       : "";
     return `    { ${who}${perms} }`;
   };
-  return [tlsBlock(pki, opts), "authorization {", "  users = [", users.map(user).join(",\n"), "  ]", "}", ""].join("\n");
+  return ["authorization {", "  users = [", users.map(user).join(",\n"), "  ]", "}", ""].join("\n");
 }
 
 /** The server's `tls {}` block with the test PKI. */

@@ -278,7 +278,7 @@ async function run(
     const consumers = { end: -1, max: 0, samples: 0, failedSamples: 0 };
     const sampleConsumers = async (): Promise<number | undefined> => {
       try {
-        const n = (await jsm!.streams.info("EVENTS")).state.consumer_count;
+        const n = (await jsm!.streams.info("FANOUT_CHANNELS")).state.consumer_count;
         consumers.samples++;
         consumers.max = Math.max(consumers.max, n);
         return n;

@@ -99,7 +99,22 @@ function natscliLeg(natsUrl: string): Leg | undefined {
       // A fixed count that takes about `seconds` at the nats.js rate measured here before (~30k/s).
       const msgs = Math.max(10_000, Math.round(seconds * 30_000));
       const r = await runNats(
-        ["bench", "js", "pub", "async", `ev.${CHANNEL}.cli`, "--msgs", String(msgs), "--size", "128", "--batch", "256", "--no-progress", "--stream", "EVENTS"],
+        [
+          "bench",
+          "js",
+          "pub",
+          "async",
+          `ev.${CHANNEL}.cli`,
+          "--msgs",
+          String(msgs),
+          "--size",
+          "128",
+          "--batch",
+          "256",
+          "--no-progress",
+          "--stream",
+          "FANOUT_CHANNELS",
+        ],
         natsUrl,
         120_000,
       );

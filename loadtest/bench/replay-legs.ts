@@ -17,7 +17,7 @@ export async function fillStream(servers: string, subject: string, count: number
 export async function rawRead(servers: string, subject: string, count: number, opts: NodeConnectionOptions = {}): Promise<number> {
   const nc = await connect({ ...opts, servers });
   const js = jetstream(nc);
-  const c = await js.consumers.get("EVENTS", { filter_subjects: [subject], deliver_policy: DeliverPolicy.All });
+  const c = await js.consumers.get("FANOUT_CHANNELS", { filter_subjects: [subject], deliver_policy: DeliverPolicy.All });
   const t0 = performance.now();
   let n = 0;
   await new Promise<void>((resolve) => {

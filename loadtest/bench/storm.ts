@@ -333,7 +333,7 @@ async function storedAfter(nc: NatsConnection, after: number): Promise<{ subject
           res("eob");
         },
       });
-      nc.publish("$JS.API.DIRECT.GET.EVENTS", JSON.stringify({ seq: next, next_by_subj: "ev.>", batch: 4096 }), { reply: inbox });
+      nc.publish("$JS.API.DIRECT.GET.FANOUT_CHANNELS", JSON.stringify({ seq: next, next_by_subj: "ev.>", batch: 4096 }), { reply: inbox });
     });
     if (end === "timeout") {
       attempt++;
@@ -378,7 +378,7 @@ async function runCase(
       if (busy) return;
       busy = true;
       jsm.streams
-        .info("EVENTS")
+        .info("FANOUT_CHANNELS")
         .then(
           (i) => {
             consumers.samples++;

@@ -353,7 +353,7 @@ function writeReport(ctx) {
     `- ${cpus().length} × ${cpus()[0]?.model ?? "?"}, ${n(totalmem() / 2 ** 30, 1)} GiB RAM (${n(freemem() / 2 ** 30, 1)} GiB free at the end), Linux ${release()}, Node ${process.version}, ${natsVersion()}.`,
     `- **The ${cpus().length} cores are shared** by nats-server (JetStream, file storage), the gateway (primary + ${workers} worker${workers > 1 ? "s" : ""}), Artillery (one local worker thread) and autocannon (in the runner). Nothing here is a per-core figure of the gateway alone; the CPU lines show who used what ("other" = processes outside this run).`,
     `- Load average when the run started: ${load0.map((x) => n(x, 2)).join(" / ")} (1/5/15 min).`,
-    `- Gateway flags: \`--workers ${workers} --max-connections-per-ip=-1 --connect-rate-per-ip=-1 --frame-rate=-1\` (every client is 127.0.0.1), auth off, stream EVENTS R1 file storage.`,
+    `- Gateway flags: \`--workers ${workers} --max-connections-per-ip=-1 --connect-rate-per-ip=-1 --frame-rate=-1\` (every client is 127.0.0.1), auth off, stream FANOUT_CHANNELS R1 file storage.`,
     "",
     "## WebSocket (Artillery 2.0.21, `loadtest/artillery/ws-capacity.yml`)",
     "",

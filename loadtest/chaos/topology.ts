@@ -7,7 +7,7 @@ import { startGateway, childPids, type GatewayHandle } from "#testkit/gateway.js
 import { waitFor } from "#testkit/wait.js";
 import { startTcpProxy, type TcpProxy } from "#testkit/tcp-proxy.js";
 
-export const STREAM = "EVENTS";
+export const STREAM = "FANOUT_CHANNELS";
 export const SUBJECT_PREFIX = "ev";
 
 const alive = (pid: number) => existsSync(`/proc/${pid}`);

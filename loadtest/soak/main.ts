@@ -23,7 +23,7 @@ import { std, type FlagValues } from "../kit/flags.js";
 import { defineBench, runBench } from "../kit/main.js";
 import { reportPath } from "../kit/results.js";
 
-const STREAM = "EVENTS";
+const STREAM = "FANOUT_CHANNELS";
 const HOOK_CACHE_SIZE = 200;
 const REPLAY_CACHE_BYTES = 16 * 1_048_576;
 

@@ -24,7 +24,7 @@ export type PubOptions = Readonly<{
   msgId: boolean;
   json: string | null;
   quiet: boolean;
-  /** JetStream subject prefix the gateway reads (stream EVENTS, subjects ev.<channel>). */
+  /** JetStream subject prefix the gateway reads (stream FANOUT_CHANNELS by default, subjects ev.<channel>). */
   subjectPrefix: string;
   path: string;
   /** Skip the clock exchange with the server (no "o" in the payloads). */

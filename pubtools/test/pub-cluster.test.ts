@@ -72,7 +72,7 @@ describe("pub-cluster — publishing", () => {
   it("pub-cluster — JetStream: acked publishes land in the gateway's stream under ev.<channel>", async () => {
     const nc = await connect({ servers: nats.url });
     const jsm = await jetstreamManager(nc);
-    await jsm.streams.add({ name: "EVENTS", subjects: ["ev.>"] });
+    await jsm.streams.add({ name: "FANOUT_CHANNELS", subjects: ["ev.>"] });
     const { code, out } = await runToEnd(PUB_CLI, [
       "-t",
       "20",
@@ -92,7 +92,7 @@ describe("pub-cluster — publishing", () => {
       "--msg-id",
     ]);
     expect(code, out).toBe(0);
-    const info = await jsm.streams.info("EVENTS", { subjects_filter: ">" });
+    const info = await jsm.streams.info("FANOUT_CHANNELS", { subjects_filter: ">" });
     expect(info.state.messages).toBe(2 * 5 * 2 + 2);
     expect(info.state.subjects).toEqual({ "ev.pt.js": 22 });
     expect(out).toContain("Published: 20 (acked 20, failed 0)");

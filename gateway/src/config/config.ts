@@ -80,6 +80,13 @@ export function formerNamesUsed(argv: readonly string[], env: Readonly<Record<st
   return used;
 }
 
+/** Whether a setting was given (env, flag, or a former name of either): not given, it holds its default. */
+export function settingGiven(key: SettingKey, argv: readonly string[], env: Readonly<Record<string, string | undefined>>): boolean {
+  const s = SETTINGS[key] as ReadSetting<unknown>;
+  const flagged = (f: string) => argv.some((a) => a === `--${f}` || a.startsWith(`--${f}=`));
+  return [s, ...(s.formerly ? [s.formerly] : [])].some((n) => flagged(n.flag) || Boolean(env[n.env]));
+}
+
 function readSetting(s: ReadSetting<unknown>, flagValue: string | boolean | undefined, envValue: string | undefined): unknown {
   const name = `${s.env} (--${s.flag})`;
   let value: unknown;

@@ -1,6 +1,6 @@
 import { unknownSettings } from "../config/unknown-env.js";
 import { SECRET_ENV } from "../config/secrets.js";
-import { formerNamesUsed, type Config } from "../config/config.js";
+import { formerNamesUsed, settingGiven, type Config } from "../config/config.js";
 import { sectionsOf, type StreamSection } from "../config/sections/index.js";
 import { createLogger, type Logger } from "../log.js";
 import { freePort } from "../net.js";
@@ -10,7 +10,8 @@ import { loadApiKeys } from "../auth/api-keys.js";
 import { tlsEnabled } from "../config/checks.js";
 import { exposureWarnings } from "../config/exposure.js";
 import { embeddedNatsSecurity, loadNatsSecurity } from "../broker/jetstream/nats-security.js";
-import { prepareStreams, type PrimaryStreams } from "../broker/jetstream/primary-streams.js";
+import { connectPrimary, prepareStreams, type PrimaryNats, type PrimaryStreams } from "../broker/jetstream/primary-streams.js";
+import { streamNameInUse } from "../broker/jetstream/stream-name.js";
 import { startAdmin } from "./admin.js";
 import { InstanceMetrics } from "./instance-metrics.js";
 import { startEmbeddedBrokers, type EmbeddedBrokers } from "./embedded.js";
@@ -31,7 +32,9 @@ export const adminPortOf = (c: Config): number => (c.adminPort === -2 ? (authEna
  * (pool.ts), metrics aggregation (instance-metrics.ts) and the admin listener (admin.ts), and a bounded
  * graceful shutdown.
  */
-export async function runPrimary(config: Config): Promise<void> {
+export async function runPrimary(parsed: Config): Promise<void> {
+  // The parsed config until the channel stream's name is settled (below); the workers get the settled one.
+  let config = parsed;
   const log = createLogger(config.logLevel, { role: "primary" });
   callbackFaults.attach(log);
   loadUws(sectionsOf(config).server.uwsModule); // refuse a missing module or the pure-JS fallback before forking anything
@@ -47,10 +50,8 @@ export async function runPrimary(config: Config): Promise<void> {
     process.exit(1);
   };
 
-  const c = sectionsOf(config);
-  // The streams' and namespaces' settings with every default filled in: logged once the streams are checked, and in /v1/stats.
-  const settings = config.broker === "jetstream" ? effectiveSettings(c.stream, c.namespaces, c.events.kinds, c.fanout.coalesceMs) : undefined;
-  const metrics = new InstanceMetrics(settings);
+  let c = sectionsOf(config);
+  let metrics: InstanceMetrics;
   let prepared: PrimaryStreams | undefined;
   let admin: { port: number; close(): Promise<void> } | undefined;
   let events: EventsFeature | undefined;
@@ -63,7 +64,15 @@ export async function runPrimary(config: Config): Promise<void> {
     const configured = loadNatsSecurity(sectionsOf(config).broker.natsSecurity); // the same for NATS credentials
     brokers = await startEmbeddedBrokers(sectionsOf(config).broker, log);
     const security = brokers.natsToken ? embeddedNatsSecurity(brokers.natsToken) : configured;
-    if (config.broker === "jetstream") prepared = await prepareStreams(streamsOf(config), brokers.natsUrl, security, c.presence, log);
+    if (config.broker === "jetstream") {
+      const nats = await connectPrimary(brokers.natsUrl, security, log);
+      config = await withStreamInUse(config, nats, log);
+      c = sectionsOf(config);
+      prepared = await prepareStreams(nats, streamsOf(config), c.presence, log);
+    }
+    // The streams' and namespaces' settings with every default filled in: logged once the streams are checked, and in /v1/stats.
+    const settings = config.broker === "jetstream" ? effectiveSettings(c.stream, c.namespaces, c.events.kinds, c.fanout.coalesceMs) : undefined;
+    metrics = new InstanceMetrics(settings);
     if (settings) logSettings(settings, log);
     if (prepared) {
       eventsBroker = jetStreamEventsBroker(prepared.nc, prepared.jsm, c.events, log);
@@ -139,6 +148,16 @@ function logSettings(s: EffectiveSettings, log: Logger): void {
     const { name, ...rest } = ns;
     log.info({ namespace: name, ...rest }, "namespace settings");
   }
+}
+
+/**
+ * The config with the channel stream's name settled, once, before any stream is made or worker started: without
+ * STREAM_NAME, a NATS whose stream was made by the old default keeps EVENTS (stream-name.ts).
+ */
+async function withStreamInUse(config: Config, nats: PrimaryNats, log: Logger): Promise<Config> {
+  const given = settingGiven("streamName", process.argv.slice(2), process.env);
+  const streamName = await streamNameInUse(nats.jsm, { given, name: config.streamName, subjectPrefix: config.subjectPrefix }, log);
+  return streamName === config.streamName ? config : Object.freeze({ ...config, streamName });
 }
 
 /** The default stream's settings, then each namespace's stream's. */

@@ -9,7 +9,7 @@ import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
 import { httpPublish, TestClient, type MsgFrame } from "#testkit/ws-client.js";
 import { waitFor } from "#testkit/wait.js";
 
-const STREAM = "EVENTS";
+const STREAM = "FANOUT_CHANNELS";
 let cluster: NatsCluster;
 let nc: NatsConnection;
 let jsm: JetStreamManager;

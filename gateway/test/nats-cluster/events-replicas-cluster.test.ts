@@ -121,7 +121,7 @@ describe("events on a NATS cluster — STREAM_REPLICAS=3", () => {
     const killedAt = Date.now();
     // The lease, the events, the state and the channels' stream move to the two nodes left, each with a
     // leader there, and the gateway's worker is connected again (readiness, not a delay).
-    for (const name of [LEASE, EVENTS.stream, STATE, PRESENCE, "EVENTS"])
+    for (const name of [LEASE, EVENTS.stream, STATE, PRESENCE, "FANOUT_CHANNELS"])
       await waitFor(() => replicated(name, leader), { timeoutMs: 30_000, what: `${name} led by a node left` });
     await waitFor(async () => (await fetch(`${gw.url}/readyz`)).ok, { timeoutMs: 30_000, what: "the gateway ready again" });
     const readyAt = Date.now();

@@ -13,8 +13,8 @@ import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
 import { TestClient } from "#testkit/ws-client.js";
 import { waitFor } from "#testkit/wait.js";
 
-const DEFAULT = "EVENTS";
-const CHAT = "EVENTS_CHAT";
+const DEFAULT = "FANOUT_CHANNELS";
+const CHAT = "FANOUT_CHANNELS_CHAT";
 let cluster: NatsCluster;
 let nc: NatsConnection;
 let jsm: JetStreamManager;
@@ -327,7 +327,7 @@ describe("namespaces on a 3-node cluster — a namespace added while a node is d
       env: { NAMESPACES_FILE: file },
     }).then((g) => (second = g));
     try {
-      // Its primary connected (the first gateway's is the other one): it asks for EVENTS_ALERTS next, with two
+      // Its primary connected (the first gateway's is the other one): it asks for FANOUT_CHANNELS_ALERTS next, with two
       // nodes up (a create that times out, or JetStream finding no peers to place it on). Then the third comes back.
       await waitFor(
         async () => {
@@ -342,7 +342,7 @@ describe("namespaces on a 3-node cluster — a namespace added while a node is d
       );
       await victim.restart();
       await starting;
-      const si = await info("EVENTS_ALERTS");
+      const si = await info("FANOUT_CHANNELS_ALERTS");
       expect(si.config.num_replicas).toBe(3);
       const ch = uniq("alerts.x");
       const c = await TestClient.connect(second!.wsUrl);

@@ -60,7 +60,7 @@ describe("replay — at length", () => {
     await waitFor(() => c.frames.find((f) => f.op === "live"), { what: "live marker" });
     // Catch-up reads with direct gets and live delivery is a core subscription: nothing on the server.
     const jsm = await jetstreamManager(nc);
-    expect((await jsm.streams.info("EVENTS")).state.consumer_count).toBe(0);
+    expect((await jsm.streams.info("FANOUT_CHANNELS")).state.consumer_count).toBe(0);
     await httpPublish(gw.url, ch, { i: 100_000 + extra });
     await c.waitForMsgs(100_000 + extra + 1);
   }, 120_000);

@@ -43,7 +43,7 @@ describe("binary payloads — stored header and content types", () => {
   it("binary — Fanout-Content-Type is read from a message's own headers; application/json and empty are no type", () => {
     const h = (type: string) =>
       Buffer.from(
-        `NATS/1.0\r\nFanout-Content-Type: ${type}\r\nNats-Stream: EVENTS\r\nNats-Subject: ev.c\r\nNats-Sequence: 3\r\nNats-Time-Stamp: 2026-11-22T18:02:18.4Z\r\nNats-Last-Sequence: 2\r\n\r\n`,
+        `NATS/1.0\r\nFanout-Content-Type: ${type}\r\nNats-Stream: FANOUT_CHANNELS\r\nNats-Subject: ev.c\r\nNats-Sequence: 3\r\nNats-Time-Stamp: 2026-11-22T18:02:18.4Z\r\nNats-Last-Sequence: 2\r\n\r\n`,
       );
     expect(parseJsHeaders(h("Image/PNG"), h("Image/PNG").length)).toMatchObject({ seq: 3, subject: "ev.c", type: "image/png" });
     expect(parseJsHeaders(h("application/json"), h("application/json").length)).not.toHaveProperty("type");

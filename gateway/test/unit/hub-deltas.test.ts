@@ -76,7 +76,7 @@ describe("hub deltas", () => {
     r.joinTopic();
     send("s.x", 5);
     send("s.x", 6);
-    hub.streamRecreated("EVENTS");
+    hub.streamRecreated("FANOUT_CHANNELS");
     send("s.x", 7);
     send("s.x", 8);
     expect(s.sent.map(isDelta)).toEqual([false, false, true, false, true, false, true]);

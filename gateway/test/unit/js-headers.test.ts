@@ -7,7 +7,7 @@ const bytes = (s: string) => Buffer.from(s, "utf8");
 describe("JetStream headers — raw parser", () => {
   it("js headers — a direct-get message, an end-of-batch status and a republished message with user headers", () => {
     const msg = bytes(
-      "NATS/1.0\r\nNats-Msg-Id: x1\r\nNats-Stream: EVENTS\r\nNats-Subject: ev.orders.eü\r\nNats-Sequence: 1234\r\nNats-Time-Stamp: 2026-11-22T18:02:18.478069664Z\r\nNats-Num-Pending: 17\r\nNats-Last-Sequence: 1200\r\n\r\n",
+      "NATS/1.0\r\nNats-Msg-Id: x1\r\nNats-Stream: FANOUT_CHANNELS\r\nNats-Subject: ev.orders.eü\r\nNats-Sequence: 1234\r\nNats-Time-Stamp: 2026-11-22T18:02:18.478069664Z\r\nNats-Num-Pending: 17\r\nNats-Last-Sequence: 1200\r\n\r\n",
     );
     expect(parseJsHeaders(msg, msg.length)).toEqual({
       code: 0,
@@ -22,7 +22,7 @@ describe("JetStream headers — raw parser", () => {
     expect(parseJsHeaders(eob, eob.length)).toMatchObject({ code: 204, pending: 0, last: 6 });
     // The fixed layouts (no headers of the message's own): a direct-get reply and a republished message.
     const dg = bytes(
-      "NATS/1.0\r\nNats-Stream: EVENTS\r\nNats-Subject: ev.bench.replay\r\nNats-Sequence: 12345\r\nNats-Time-Stamp: 2026-11-22T18:02:18.4Z\r\nNats-Num-Pending: 87655\r\nNats-Last-Sequence: 12344\r\n\r\n",
+      "NATS/1.0\r\nNats-Stream: FANOUT_CHANNELS\r\nNats-Subject: ev.bench.replay\r\nNats-Sequence: 12345\r\nNats-Time-Stamp: 2026-11-22T18:02:18.4Z\r\nNats-Num-Pending: 87655\r\nNats-Last-Sequence: 12344\r\n\r\n",
     );
     expect(parseJsHeaders(dg, dg.length)).toEqual({
       code: 0,
@@ -37,7 +37,7 @@ describe("JetStream headers — raw parser", () => {
     const around = Buffer.concat([bytes("HMSG _INBOX.x.1 1 170 270\r\n"), dg, bytes('{"x":1}\r\n')]);
     expect(parseJsHeaders(around, 27 + dg.length, 27)).toEqual(parseJsHeaders(dg, dg.length));
     const rp = bytes(
-      "NATS/1.0\r\nNats-Stream: EVENTS\r\nNats-Subject: ev.a.x\r\nNats-Sequence: 6\r\nNats-Time-Stamp: 2026-11-22T18:02:18.481869613Z\r\nNats-Last-Sequence: 4\r\n\r\n",
+      "NATS/1.0\r\nNats-Stream: FANOUT_CHANNELS\r\nNats-Subject: ev.a.x\r\nNats-Sequence: 6\r\nNats-Time-Stamp: 2026-11-22T18:02:18.481869613Z\r\nNats-Last-Sequence: 4\r\n\r\n",
     );
     expect(parseJsHeaders(rp, rp.length)).toEqual({
       code: 0,
@@ -50,7 +50,7 @@ describe("JetStream headers — raw parser", () => {
     });
     // Its own headers after ours (another client's republish of a message with headers): the general loop.
     const extra = bytes(
-      "NATS/1.0\r\nNats-Stream: EVENTS\r\nNats-Subject: ev.a.x\r\nNats-Sequence: 6\r\nNats-Time-Stamp: 2026-11-22T18:02:18Z\r\nNats-Last-Sequence: 4\r\nX-Trace: 1\r\n\r\n",
+      "NATS/1.0\r\nNats-Stream: FANOUT_CHANNELS\r\nNats-Subject: ev.a.x\r\nNats-Sequence: 6\r\nNats-Time-Stamp: 2026-11-22T18:02:18Z\r\nNats-Last-Sequence: 4\r\nX-Trace: 1\r\n\r\n",
     );
     expect(parseJsHeaders(extra, extra.length)).toMatchObject({ subject: "ev.a.x", seq: 6, last: 4 });
     const nf = bytes("NATS/1.0 404 Message Not Found\r\n\r\n");

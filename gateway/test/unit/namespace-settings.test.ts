@@ -16,9 +16,16 @@ describe("namespaces — the settings in effect", () => {
       "yaml",
     );
     const s = effectiveSettings(c.stream, namespacesSection(specs, c.stream), ["connect", "subscribe", "unsubscribe"], 10);
-    expect(s.defaultStream).toMatchObject({ stream: "EVENTS", maxAgeMs: 7_200_000, maxBytes: -1, storage: "file" });
+    expect(s.defaultStream).toMatchObject({ stream: "FANOUT_CHANNELS", maxAgeMs: 7_200_000, maxBytes: -1, storage: "file" });
     expect(s.namespaces).toHaveLength(2);
-    expect(s.namespaces[0]).toMatchObject({ name: "chat", stream: "EVENTS_CHAT", maxAgeMs: 604_800_000, maxBytes: -1, coalesceMs: 25, events: ["subscribe"] });
+    expect(s.namespaces[0]).toMatchObject({
+      name: "chat",
+      stream: "FANOUT_CHANNELS_CHAT",
+      maxAgeMs: 604_800_000,
+      maxBytes: -1,
+      coalesceMs: 25,
+      events: ["subscribe"],
+    });
     expect(s.namespaces[1]).toMatchObject({
       name: "q",
       prefix: "q",

@@ -184,11 +184,11 @@ describe("namespaces — the setting", () => {
       'invalid NAMESPACES_FILE (--namespaces-file): namespace "chat": maxAge must be a duration',
     );
     expect(() => loadConfig(["--broker", "redis"], { NAMESPACES_FILE: file("namespaces:\n  chat: {}\n") })).toThrow(/namespaces need BROKER=jetstream/);
-    expect(() => loadConfig([], { NAMESPACES_FILE: file("namespaces:\n  chat: { stream: EVENTS }\n") })).toThrow(
-      'namespace "chat": stream EVENTS is already the default stream (STREAM_NAME)\'s',
+    expect(() => loadConfig([], { NAMESPACES_FILE: file("namespaces:\n  chat: { stream: FANOUT_CHANNELS }\n") })).toThrow(
+      'namespace "chat": stream FANOUT_CHANNELS is already the default stream (STREAM_NAME)\'s',
     );
-    expect(() => loadConfig([], { NAMESPACES_FILE: file("namespaces:\n  a: {}\n  b: { stream: EVENTS_A }\n") })).toThrow(
-      'namespace "b": stream EVENTS_A is already namespace "a"\'s',
+    expect(() => loadConfig([], { NAMESPACES_FILE: file("namespaces:\n  a: {}\n  b: { stream: FANOUT_CHANNELS_A }\n") })).toThrow(
+      'namespace "b": stream FANOUT_CHANNELS_A is already namespace "a"\'s',
     );
     expect(() => loadConfig([], { NAMESPACES_FILE: file("namespaces:\n  a: { stream: KV_PRESENCE }\n") })).toThrow(/the presence bucket/);
   });

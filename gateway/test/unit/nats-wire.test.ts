@@ -27,7 +27,7 @@ function read(wire: Buffer, cuts: number[]): string[] {
   return r.events;
 }
 
-const HDR = "NATS/1.0\r\nNats-Stream: EVENTS\r\nNats-Subject: ev.a\r\nNats-Sequence: 7\r\n\r\n";
+const HDR = "NATS/1.0\r\nNats-Stream: FANOUT_CHANNELS\r\nNats-Subject: ev.a\r\nNats-Sequence: 7\r\n\r\n";
 const SAMPLE = Buffer.from(
   'INFO {"server_id":"x","headers":true}\r\n' +
     "PING\r\n" +

@@ -8,16 +8,16 @@ const same = (s: string) => expect(parsePubAck(bytes(s))).toEqual(JSON.parse(s))
 
 describe("pub-ack", () => {
   it("pub-ack — nats-server's layouts: plain, duplicate, with a domain", () => {
-    same('{"stream":"EVENTS","seq":1}');
-    same('{"stream":"EVENTS","seq":9007199254740991,"duplicate":true}');
-    same('{"stream":"EVENTS_CHAT","domain":"hub","seq":42}');
+    same('{"stream":"FANOUT_CHANNELS","seq":1}');
+    same('{"stream":"FANOUT_CHANNELS","seq":9007199254740991,"duplicate":true}');
+    same('{"stream":"FANOUT_CHANNELS_CHAT","domain":"hub","seq":42}');
   });
 
   it("pub-ack — the server's usual layout is read without JSON.parse", () => {
     const spy = vi.spyOn(JSON, "parse");
     try {
-      expect(parsePubAck(bytes('{"stream":"EVENTS","seq":77,"duplicate":true}'))).toEqual({ stream: "EVENTS", seq: 77, duplicate: true });
-      expect(parsePubAck(bytes('{"stream":"EVENTS","seq":78}'))).toEqual({ stream: "EVENTS", seq: 78 });
+      expect(parsePubAck(bytes('{"stream":"FANOUT_CHANNELS","seq":77,"duplicate":true}'))).toEqual({ stream: "FANOUT_CHANNELS", seq: 77, duplicate: true });
+      expect(parsePubAck(bytes('{"stream":"FANOUT_CHANNELS","seq":78}'))).toEqual({ stream: "FANOUT_CHANNELS", seq: 78 });
       expect(spy).not.toHaveBeenCalled();
     } finally {
       spy.mockRestore();
@@ -25,9 +25,9 @@ describe("pub-ack", () => {
   });
 
   it("pub-ack — errors and unknown layouts go through JSON.parse", () => {
-    same('{"error":{"code":503,"err_code":10077,"description":"maximum messages exceeded"},"stream":"EVENTS","seq":0}');
-    same('{"stream":"EVENTS","seq":5,"duplicate":false}');
-    same('{"stream":"EVENTS","seq":5,"val":"1"}');
+    same('{"error":{"code":503,"err_code":10077,"description":"maximum messages exceeded"},"stream":"FANOUT_CHANNELS","seq":0}');
+    same('{"stream":"FANOUT_CHANNELS","seq":5,"duplicate":false}');
+    same('{"stream":"FANOUT_CHANNELS","seq":5,"val":"1"}');
     same('{"stream":"ünï","seq":3}');
     expect(() => parsePubAck(bytes('{"stream":"E","seq":'))).toThrow();
   });

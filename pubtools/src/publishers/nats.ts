@@ -1,5 +1,5 @@
 // Core NATS (subject = channel, no acks) and JetStream (subject = <prefix><channel>, the gateway's
-// stream EVENTS reads ev.<channel>; the ack is the stream's PubAck).
+// stream (FANOUT_CHANNELS by default) reads ev.<channel>; the ack is the stream's PubAck).
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import type { Publisher, PublisherSetup } from "./types.js";

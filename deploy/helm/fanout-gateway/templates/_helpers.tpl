@@ -90,17 +90,19 @@ Whole CPUs in a Kubernetes quantity, rounded up, at least 1: "2" -> 2, "1500m" -
   "SHUTDOWN_TIMEOUT" (printf "%dms" (int .Values.gateway.shutdownTimeoutMs))
   "MAX_PAYLOAD_BYTES" (toString (int .Values.gateway.maxPayloadBytes))
   "NATS_URL" (join "," .Values.nats.urls)
-  "STREAM_NAME" (toString .Values.stream.name)
   "SUBJECT_PREFIX" (toString .Values.stream.subjectPrefix)
   "STREAM_STORAGE" (toString .Values.stream.storage)
   "STREAM_REPLICAS" (toString (int .Values.stream.replicas))
 -}}
 {{- $explicit = merge $explicit (include "fanout-gateway.natsSecurityEnv" . | fromYaml) }}
+{{- if .Values.stream.name }}
+{{- $_ := set $explicit "STREAM_NAME" (toString .Values.stream.name) }}
+{{- end }}
 {{- if .Values.namespaces }}
 {{- $_ := set $explicit "NAMESPACES_FILE" (printf "%s/namespaces.yaml" (include "fanout-gateway.namespacesDir" .)) }}
 {{- end }}
 {{- range $k, $v := .Values.config }}
-{{- if or (hasKey $explicit $k) (hasPrefix "NATS_TLS_" $k) (has $k (list "NATS_CREDS_FILE" "NATS_NKEY_SEED_FILE" "NATS_USER" "NATS_PASSWORD_FILE" "NATS_TOKEN_FILE")) }}
+{{- if or (hasKey $explicit $k) (hasPrefix "NATS_TLS_" $k) (has $k (list "STREAM_NAME" "NATS_CREDS_FILE" "NATS_NKEY_SEED_FILE" "NATS_USER" "NATS_PASSWORD_FILE" "NATS_TOKEN_FILE")) }}
 {{- fail (printf "config.%s conflicts with a dedicated value (gateway.*, nats.*, stream.*, namespaces): set it there" $k) }}
 {{- end }}
 {{- if not (regexMatch "^[A-Za-z_][A-Za-z0-9_]*$" $k) }}

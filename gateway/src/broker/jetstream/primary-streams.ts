@@ -9,8 +9,9 @@ import { ensureStream, whileElecting } from "./stream.js";
 import { StreamWatch, type StreamWatchOptions } from "./stream-watch.js";
 
 /**
- * The primary's side of JetStream: its connection, the channel streams (the default one and each namespace's)
- * and the presence bucket made or checked at start (`prepareStreams`), then watched (`watch`) until `close`.
+ * The primary's side of JetStream: its connection (`connectPrimary`), the channel streams (the default one and
+ * each namespace's) and the presence bucket made or checked at start (`prepareStreams`), then watched (`watch`)
+ * until `close`. Between the two, the primary settles the channel stream's name (stream-name.ts).
  */
 export type PrimaryStreams = {
   readonly nc: NatsConnection;
@@ -21,17 +22,11 @@ export type PrimaryStreams = {
   close(): Promise<void>;
 };
 
-/**
- * Connects, ensures the streams exist with the configured settings and the presence bucket (when the server can
- * hold it), and keeps the connection for the watch that looks after them from then on.
- */
-export async function prepareStreams(
-  streams: readonly StreamSection[],
-  servers: string[],
-  security: NatsSecurity,
-  presence: PresenceSection,
-  log: Logger,
-): Promise<PrimaryStreams> {
+/** The primary's NATS connection and JetStream manager, open before any stream is made. */
+export type PrimaryNats = { readonly nc: NatsConnection; readonly jsm: JetStreamManager };
+
+/** Connects (waiting for the first connection) and waits for JetStream to answer. */
+export async function connectPrimary(servers: string[], security: NatsSecurity, log: Logger): Promise<PrimaryNats> {
   log.info({ servers, ...describeNatsSecurity(security) }, "connecting to NATS");
   const nc = await connect({
     servers,
@@ -41,10 +36,26 @@ export async function prepareStreams(
     reconnectTimeWait: 500,
     ...natsJsOptions(security),
   });
-  let bucket: boolean;
-  let jsm: JetStreamManager;
   try {
-    jsm = await whileElecting("JetStream", log, () => jetstreamManager(nc));
+    return { nc, jsm: await whileElecting("JetStream", log, () => jetstreamManager(nc)) };
+  } catch (e) {
+    await nc.close();
+    throw e;
+  }
+}
+
+/**
+ * Ensures the streams exist with the configured settings and the presence bucket (when the server can hold it),
+ * and keeps the connection for the watch that looks after them from then on. A failure closes the connection.
+ */
+export async function prepareStreams(
+  { nc, jsm }: PrimaryNats,
+  streams: readonly StreamSection[],
+  presence: PresenceSection,
+  log: Logger,
+): Promise<PrimaryStreams> {
+  let bucket: boolean;
+  try {
     for (const stream of streams) await whileElecting(`stream ${stream.name}`, log, () => ensureStream(jsm, stream, log));
     // Presence is one feature, not the gateway: a server without per-message TTL (before 2.11) refuses the
     // bucket, and everything else still works (presence requests then fail with broker_error). A failure

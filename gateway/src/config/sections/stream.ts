@@ -1,12 +1,17 @@
 import { type SettingTable, type SliceOf, type ValuesOf, derive, int, oneOf, positiveOrUnlimited, section, subjectTokens, trimmed } from "../section-kit.js";
 import { parseBool, parseBytes, parseDuration, parseIntStrict } from "../parse.js";
 
+/** STREAM_NAME's default: the stream of the channels (the events feature's is EVENTS_STREAM, FANOUT_EVENTS). */
+export const DEFAULT_STREAM_NAME = "FANOUT_CHANNELS";
+/** STREAM_NAME's default before FANOUT_CHANNELS: a deployment that has it and sets no STREAM_NAME keeps it (broker/jetstream/stream-name.ts). */
+export const FORMER_DEFAULT_STREAM_NAME = "EVENTS";
+
 const settings = {
   streamName: {
     env: "STREAM_NAME",
-    shown: "EVENTS",
-    doc: "JetStream stream holding all channels",
-    default: () => "EVENTS",
+    shown: DEFAULT_STREAM_NAME,
+    doc: `JetStream stream holding all channels (namespace streams are <STREAM_NAME>_<NAME>). Not set, a NATS with no ${DEFAULT_STREAM_NAME} but a stream ${FORMER_DEFAULT_STREAM_NAME} on <SUBJECT_PREFIX>.> (the default before) keeps ${FORMER_DEFAULT_STREAM_NAME}`,
+    default: () => DEFAULT_STREAM_NAME,
     parse: trimmed,
     check: (v: string) => (/^[A-Za-z0-9_-]+$/.test(v) ? undefined : "must be letters, digits, _ or -"),
   },
