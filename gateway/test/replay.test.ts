@@ -6,6 +6,9 @@ import { childPids, startGateway, type GatewayHandle } from "#testkit/gateway.js
 import { httpPublish, TestClient, type MsgFrame } from "#testkit/ws-client.js";
 import { ClientPool, uniqueNames } from "#testkit/clients.js";
 import { waitFor } from "#testkit/wait.js";
+import { contiguousFrom, publishMany as fill } from "#testkit/stream-fill.js";
+
+const publishMany = (channel: string, count: number, from = 0): Promise<number[]> => fill(js, channel, count, from);
 import { metric, type Labels } from "#testkit/metrics.js";
 
 let nats: NatsServerHandle;
@@ -15,19 +18,6 @@ let js: JetStreamClient;
 const clients = new ClientPool(() => gw.wsUrl);
 const client = () => clients.open();
 const uniq = uniqueNames();
-
-/** Publishes `count` messages {i} to a channel directly into JetStream, pipelined. Returns their seqs. */
-async function publishMany(channel: string, count: number, from = 0): Promise<number[]> {
-  const seqs: number[] = [];
-  const enc = new TextEncoder();
-  for (let i = 0; i < count; i += 500) {
-    const batch = Array.from({ length: Math.min(500, count - i) }, (_, k) => js.publish(`ev.${channel}`, enc.encode(`{"i":${from + i + k}}`)));
-    for (const a of await Promise.all(batch)) seqs.push(a.seq);
-  }
-  return seqs;
-}
-
-const contiguousFrom = (msgs: MsgFrame[], first: number) => msgs.every((m, i) => (m.data as { i: number }).i === first + i);
 
 beforeAll(async () => {
   nats = await startNatsServer();

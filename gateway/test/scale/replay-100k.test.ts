@@ -5,9 +5,12 @@ import { jetstream, jetstreamManager, type JetStreamClient } from "@nats-io/jets
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
 import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
-import { httpPublish, type MsgFrame } from "#testkit/ws-client.js";
+import { httpPublish } from "#testkit/ws-client.js";
 import { ClientPool, uniqueNames } from "#testkit/clients.js";
 import { waitFor } from "#testkit/wait.js";
+import { contiguousFrom, publishMany as fill } from "#testkit/stream-fill.js";
+
+const publishMany = (channel: string, count: number, from = 0): Promise<number[]> => fill(js, channel, count, from);
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;
@@ -16,19 +19,6 @@ let js: JetStreamClient;
 const clients = new ClientPool(() => gw.wsUrl);
 const client = () => clients.open();
 const uniq = uniqueNames();
-
-/** Publishes `count` messages {i} to a channel directly into JetStream, pipelined. Returns their seqs. */
-async function publishMany(channel: string, count: number, from = 0): Promise<number[]> {
-  const seqs: number[] = [];
-  const enc = new TextEncoder();
-  for (let i = 0; i < count; i += 500) {
-    const batch = Array.from({ length: Math.min(500, count - i) }, (_, k) => js.publish(`ev.${channel}`, enc.encode(`{"i":${from + i + k}}`)));
-    for (const a of await Promise.all(batch)) seqs.push(a.seq);
-  }
-  return seqs;
-}
-
-const contiguousFrom = (msgs: MsgFrame[], first: number) => msgs.every((m, i) => (m.data as { i: number }).i === first + i);
 
 beforeAll(async () => {
   nats = await startNatsServer();
