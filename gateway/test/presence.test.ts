@@ -194,6 +194,9 @@ describe("presence — SDK", () => {
       const fillers = [mk(), mk(), mk(), mk()];
       await Promise.all(fillers.map((f) => f.connect()));
       await Promise.all(fillers.map((f) => f.subscribe(ch, () => undefined, { presence: true }).ready));
+      // The bound is checked against the view of the worker `other` is on, which learns of members on the other
+      // worker through the bucket's watch (docs/operations.md, PRESENCE_MAX_MEMBERS): wait until it holds all five.
+      await waitFor(async () => (await other.presence(ch)).members.length === 5 || undefined, { what: "all five members in other's view" });
       await expect(other.subscribe(ch, () => undefined, { presence: true }).ready).rejects.toMatchObject({ code: "presence_full" });
       expect(other.stats.reconnects).toBe(0);
       await Promise.all(fillers.map((f) => f.close()));

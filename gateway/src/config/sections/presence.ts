@@ -22,7 +22,7 @@ const settings = {
   presenceMaxMembers: {
     env: "PRESENCE_MAX_MEMBERS",
     shown: "1000",
-    doc: "Presence members per channel: a `sub` with presence:true past it gets `presence_full`; member lists are capped at it",
+    doc: "Presence members per channel: a `sub` with presence:true past it gets `presence_full`; member lists are capped at it. Checked against the worker's own view of the channel, which learns of members elsewhere through the presence bucket's watch, so joins at the same moment on different workers can briefly pass it",
     default: () => 1_000,
     parse: parseIntStrict,
     check: int(1, 1_000_000),
