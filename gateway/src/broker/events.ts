@@ -12,6 +12,11 @@ export interface EventSource {
   /** The oldest sequence the stream still holds (events below it are gone: their retention ran out). */
   firstSeq(): Promise<number>;
   /**
+   * Events handed out by the consumer and not acknowledged yet, whoever has them (this sender's, and those of a
+   * sender that stopped or died whose hand-back the consumer has not acted on yet).
+   */
+  outstanding(): Promise<number>;
+  /**
    * The sender's lag: events not delivered yet (the consumer's waiting ones and those handed out but not
    * acknowledged), and when the oldest of them was stored (ms since the epoch; absent when none is pending).
    */

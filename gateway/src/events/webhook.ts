@@ -59,6 +59,11 @@ export class WebhookSender {
   private failures = 0;
   private failingSince?: number;
   private lastFailure?: string;
+  /** Ordered: the last event this sender acknowledged in its current turn (a batch right after it is next in line). */
+  private lastDone?: number;
+  /** Ordered: events pulled while earlier ones were still out with a previous holder, kept until those come back. */
+  private held: StoredEvent[] = [];
+  private holdNoted = false;
 
   constructor(
     private readonly source: EventSource,
@@ -87,6 +92,7 @@ export class WebhookSender {
     // Every batch still out is handed back now, before the lease: the next holder's first pull gets it before
     // anything stored later (left to the ack wait, later events would reach the webhook first). A call that
     // still succeeds after this makes its events arrive twice, each under its id.
+    for (const e of this.unhold()) e.nak();
     for (const batch of this.inFlight) for (const e of batch) e.nak();
     await this.lease?.release();
   }
@@ -128,17 +134,72 @@ export class WebhookSender {
   private async loop(): Promise<void> {
     while (!this.stopped) {
       if (!this.may()) {
+        this.endTurn();
         await this.pause(this.timings.tickMs, this.idle);
         continue;
       }
       try {
-        const batch = await this.source.fetch(this.config.batch, this.config.waitMs);
-        if (batch.length > 0) await this.deliver(batch);
+        const fetched = await this.source.fetch(this.config.batch, this.config.waitMs);
+        const batch =
+          this.held.length > 0
+            ? this.unhold()
+                .concat(fetched)
+                .sort((x, y) => x.seq - y.seq)
+            : fetched;
+        if (batch.length === 0) continue;
+        if (this.lease && !(await this.inLine(batch))) {
+          this.hold(batch);
+          continue;
+        }
+        this.holdNoted = false;
+        await this.deliver(batch);
       } catch (e) {
         this.caller.warn("webhook", { err: e }, "reading the events stream failed; trying again");
         await this.pause(1_000);
       }
     }
+    this.endTurn();
+  }
+
+  /**
+   * Ordered: whether `batch` may go now, that is, no earlier event is still out with another holder. A batch
+   * right after this turn's last one is; otherwise (the first of a turn, or after a gap) the consumer is asked:
+   * events out beyond this batch belong to a sender that stopped or died, and the consumer gives them back
+   * (at once for a hand-back, after the ack wait otherwise; a hand-back can be forgotten when the consumer's
+   * leader changes), so this batch waits for them rather than reach the webhook before them.
+   */
+  private async inLine(batch: readonly StoredEvent[]): Promise<boolean> {
+    if (this.lastDone !== undefined && batch[0]!.seq === this.lastDone + 1) return true;
+    const out = await this.source.outstanding().catch(() => Infinity);
+    if (out <= batch.length) return true;
+    if (!this.holdNoted) {
+      this.holdNoted = true;
+      this.log.info(
+        { held: batch.length, firstId: batch[0]!.seq, outstanding: out - batch.length },
+        "events webhook: earlier events are still out with a previous sender; waiting for them before sending later ones",
+      );
+    }
+    return false;
+  }
+
+  /** Keeps pulled events out of the webhook (and from redelivery: each tick's heartbeat covers them) until their turn. */
+  private hold(batch: StoredEvent[]): void {
+    this.held = batch;
+    this.inFlight.add(batch);
+  }
+
+  private unhold(): StoredEvent[] {
+    const held = this.held;
+    this.inFlight.delete(held);
+    this.held = [];
+    return held;
+  }
+
+  /** The turn is over (lease lost, or stopping): held events go back to the consumer, and the next turn starts afresh. */
+  private endTurn(): void {
+    for (const e of this.unhold()) e.nak();
+    this.lastDone = undefined;
+    this.holdNoted = false;
   }
 
   private async deliver(fetched: StoredEvent[]): Promise<void> {
@@ -150,6 +211,7 @@ export class WebhookSender {
         if (res.ok) {
           for (const e of batch) e.ack();
           this.failingSince = undefined;
+          this.lastDone = batch.at(-1)!.seq;
           return;
         }
         const why = "failed" in res ? res.why : `answered HTTP ${res.status}`;
@@ -159,7 +221,10 @@ export class WebhookSender {
         this.caller.warn("webhook", { status: res.status, events: batch.length, firstId: batch[0]?.seq }, `events webhook ${why}; sending the batch again`);
         await this.pause(backoffMs(attempt, this.config.backoffMaxMs));
         const kept = await this.dropExpired(batch);
-        if (kept.length === 0) return;
+        if (kept.length === 0) {
+          this.lastDone = batch.at(-1)!.seq;
+          return;
+        }
         if (kept !== batch) {
           this.inFlight.delete(batch);
           this.inFlight.add((batch = kept));

@@ -35,6 +35,7 @@ describe("events — the webhook sender's metrics", () => {
         return Promise.resolve([stored(5, done), stored(6, done), stored(7, done)]);
       },
       firstSeq: () => Promise.resolve(7), // retention removed 5 and 6 after the first failed try
+      outstanding: () => Promise.resolve(0),
       lag: () => Promise.resolve({ pending: 0 }),
     };
     let calls = 0;

@@ -42,6 +42,10 @@ class FakeSource implements EventSource {
   async firstSeq() {
     return 1;
   }
+  async outstanding() {
+    // As the consumer counts them: every event handed out and not acknowledged, given back or not.
+    return [...this.marks.values()].filter((m) => !m.acked).length;
+  }
   async lag() {
     return { pending: 0 };
   }
@@ -142,6 +146,23 @@ describe("events — the webhook sender in process", () => {
     expect(source.marks.get(1)!.working).toBe(beats);
     expect(source.marks.get(1)!.acked).toBe(false);
     expect(sender.state().sending).toBe(false);
+  });
+
+  it("events — a turn's first batch waits for events a previous holder still has out, then goes after them, in order", async () => {
+    const source = Object.assign(new FakeSource(), { stored: 5 });
+    // A holder that stopped or died took 1 and 2, and the consumer has not given them back yet (its hand-back lost
+    // with a consumer leader that changed, or the ack wait not over).
+    await source.fetch(2);
+    const backend = new FakeBackend();
+    started(new WebhookSender(source, backend, config, ordered, log, undefined, new LeaderLease(new MemoryLeaseStore(), "me", ordered.holdMs)));
+    await waitFor(() => source.marks.get(5)?.working, { timeoutMs: 2_000, what: "3 to 5 pulled and kept" });
+    const fetches = source.fetches;
+    await waitFor(() => source.fetches >= fetches + 3, { timeoutMs: 2_000, what: "three more pulls" });
+    expect(backend.bodies).toEqual([]);
+    source.back.push(1, 2); // the consumer gives them back
+    await waitFor(() => backend.bodies.length >= 1, { timeoutMs: 2_000, what: "a batch sent" });
+    expect(backend.bodies.map(ids).flat()).toEqual([1, 2, 3, 4, 5]);
+    await waitFor(() => [...source.marks.values()].every((m) => m.acked), { timeoutMs: 2_000, what: "every event acknowledged" });
   });
 
   it("events — a call that outlasts several ticks keeps its batch: working() while it is open", async () => {

@@ -100,6 +100,9 @@ export async function webhookSource(
     async firstSeq() {
       return (await jsm.streams.info(c.stream)).state.first_seq;
     },
+    async outstanding() {
+      return (await jsm.consumers.info(c.stream, o.durable)).num_ack_pending;
+    },
     async lag() {
       const info = await jsm.consumers.info(c.stream, o.durable);
       const pending = info.num_pending + info.num_ack_pending;
