@@ -169,13 +169,13 @@ export class WebhookSender {
    * leader changes), so this batch waits for them rather than reach the webhook before them.
    */
   private async inLine(batch: readonly StoredEvent[]): Promise<boolean> {
-    if (this.lastDone !== undefined && batch[0]!.seq === this.lastDone + 1) return true;
+    if (this.lastDone !== undefined && batch[0]?.seq === this.lastDone + 1) return true;
     const out = await this.source.outstanding().catch(() => Infinity);
     if (out <= batch.length) return true;
     if (!this.holdNoted) {
       this.holdNoted = true;
       this.log.info(
-        { held: batch.length, firstId: batch[0]!.seq, outstanding: out - batch.length },
+        { held: batch.length, firstId: batch[0]?.seq, outstanding: out - batch.length },
         "events webhook: earlier events are still out with a previous sender; waiting for them before sending later ones",
       );
     }
@@ -211,7 +211,7 @@ export class WebhookSender {
         if (res.ok) {
           for (const e of batch) e.ack();
           this.failingSince = undefined;
-          this.lastDone = batch.at(-1)!.seq;
+          this.lastDone = batch.at(-1)?.seq;
           return;
         }
         const why = "failed" in res ? res.why : `answered HTTP ${res.status}`;
@@ -222,7 +222,7 @@ export class WebhookSender {
         await this.pause(backoffMs(attempt, this.config.backoffMaxMs));
         const kept = await this.dropExpired(batch);
         if (kept.length === 0) {
-          this.lastDone = batch.at(-1)!.seq;
+          this.lastDone = batch.at(-1)?.seq;
           return;
         }
         if (kept !== batch) {
