@@ -10,7 +10,16 @@ import { checkPattern } from "../protocol/channel.js";
 import { canSubscribe, parseAutoChannels, parseRpcClaim, type Permissions } from "./permissions.js";
 import type { Principal } from "./principal.js";
 import { StoredJson, type PublishedBy, type PublishGate, type Replacement } from "../publish/service.js";
-import { publishBody, readConnectResult, readSubscribeResult, refreshBody, resultOf, subRefreshBody, subscribeBody, type ProxyWho } from "./centrifugo-hooks.js";
+import {
+  publishBody,
+  readConnectResult,
+  readSubscribeResult,
+  refreshBody,
+  resultOf,
+  subRefreshBody,
+  subscribeBody,
+  type ProxyWho,
+} from "./centrifugo-hooks.js";
 
 /** What the connect hook is sent (POST JSON). */
 export type ConnectHookRequest = {
@@ -69,7 +78,15 @@ export type PublishHookRequest = {
 export type SubscribeGrant = Readonly<{ exp?: number; data?: unknown }>;
 
 /** What the refresh hooks are asked about: the connection, as every hook is told it. */
-export type RefreshSubject = Readonly<{ user: string | null; client: string; transport: string; protocol: string; claims: Claims | null; ip: string; info: unknown }>;
+export type RefreshSubject = Readonly<{
+  user: string | null;
+  client: string;
+  transport: string;
+  protocol: string;
+  claims: Claims | null;
+  ip: string;
+  info: unknown;
+}>;
 
 /** A connection admitted by the connect hook: its principal with the hook's claims merged, and its `info`. */
 export type ConnectDecision = { principal: Principal; grant: HookGrant; info?: unknown };
@@ -277,7 +294,10 @@ export class Hooks implements PublishGate {
    */
   async subscribe(r: SubscribeHookRequest, identified: boolean, conn?: RefreshSubject): Promise<SubscribeGrant> {
     if (this.format("subscribe") === "centrifugo") {
-      const body = subscribeBody(proxyWho(conn ?? { user: r.user, client: "", transport: "http", protocol: "json", claims: null, ip: r.ip, info: r.info }), r.channel);
+      const body = subscribeBody(
+        proxyWho(conn ?? { user: r.user, client: "", transport: "http", protocol: "json", claims: null, ip: r.ip, info: r.info }),
+        r.channel,
+      );
       // Keyed by the request with its client: a Centrifugo answer may be meant for one connection.
       return this.ask(`subscription to ${r.channel}`, identified ? this.subscribeCache : undefined, { body, pattern: r.pattern }, async () => {
         const a = await this.call("subscribe", this.config.subscribeUrl, body);
@@ -333,7 +353,17 @@ const RAW_JSON = JSON.stringify(RAW);
 const proxyWho = (w: RefreshSubject): ProxyWho => ({ client: w.client, transport: w.transport, protocol: w.protocol, user: w.user ?? "", meta: w.info });
 
 /** Request headers a hook request must not carry from the client (they belong to the hook request itself). */
-const OWN_HEADERS = new Set(["host", "content-type", "content-length", "connection", "keep-alive", "transfer-encoding", "upgrade", "expect", "fanout-signature"]);
+const OWN_HEADERS = new Set([
+  "host",
+  "content-type",
+  "content-length",
+  "connection",
+  "keep-alive",
+  "transfer-encoding",
+  "upgrade",
+  "expect",
+  "fanout-signature",
+]);
 
 /** The HOOK_HEADERS headers that may go on as headers of a hook request. */
 const forwardable = (h: Record<string, string>): Record<string, string> => Object.fromEntries(Object.entries(h).filter(([k]) => !OWN_HEADERS.has(k)));

@@ -183,15 +183,7 @@ export const hooks = section({
     subRefreshUrl: "subRefreshHookUrl",
     /** Each hook's body format: its own setting, else HOOK_FORMAT. */
     formats: derive(
-      [
-        "hookFormat",
-        "connectHookFormat",
-        "subscribeHookFormat",
-        "publishHookFormat",
-        "rpcHookFormat",
-        "refreshHookFormat",
-        "subRefreshHookFormat",
-      ],
+      ["hookFormat", "connectHookFormat", "subscribeHookFormat", "publishHookFormat", "rpcHookFormat", "refreshHookFormat", "subRefreshHookFormat"],
       formatsOf,
     ),
     rpcTimeoutMs: "rpcHookTimeoutMs",
