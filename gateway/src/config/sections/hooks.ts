@@ -74,7 +74,7 @@ const settings = {
   subRefreshHookUrl: {
     env: "SUB_REFRESH_HOOK_URL",
     shown: "(unset)",
-    doc: "POSTs a WebSocket subscription's expiry (the subscribe hook's `expire_at`/`exp`) here when it is reached: a new expiry extends the subscription; expired, a refusal or no answer ends it (`unsub` frame). Unset: the subscription ends at its expiry",
+    doc: "POSTs a WebSocket subscription's expiry (the subscribe hook's `expire_at`/`exp`) here when it is reached: a new expiry extends the subscription; expired, a refusal or no answer ends it (an `err` naming it; the socket stays). Unset: the subscription ends at its expiry",
     default: () => "",
     parse: trimmed,
     check: (v: string) => checkHttpUrl(v),
@@ -119,7 +119,7 @@ const settings = {
   hookSecretFile: {
     env: "HOOK_SECRET_FILE",
     shown: "(unset)",
-    doc: "File holding the secret every hook request (connect, subscribe, publish, RPC) is signed with (`Fanout-Signature`, as the events webhook's; PROTOCOL.md), one a line: a second line (the previous secret, while rotating) adds a second signature; unset: unsigned",
+    doc: "File holding the secret every hook request (connect, subscribe, publish, RPC, refresh, sub_refresh) is signed with (`Fanout-Signature`, as the events webhook's; PROTOCOL.md), one a line: a second line (the previous secret, while rotating) adds a second signature; unset: unsigned",
     default: () => "",
     parse: trimmed,
   },
@@ -150,7 +150,7 @@ const settings = {
   hookMaxAnswerBytes: {
     env: "HOOK_MAX_ANSWER_BYTES",
     shown: "1MiB",
-    doc: "Longest body a hook (connect, subscribe, publish, RPC) may answer with; the gateway stops reading a longer one at this size and fails closed (`hook_unavailable`, not temporary)",
+    doc: "Longest body a hook (any of them) may answer with; the gateway stops reading a longer one at this size and fails closed (`hook_unavailable`, not temporary)",
     default: () => 1_048_576,
     parse: parseBytes,
     check: int(256, 67_108_864),
