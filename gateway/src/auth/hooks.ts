@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { HookFormat, HooksSection } from "../config/sections/index.js";
 import { BackendCaller, type CallResult } from "../backend/caller.js";
-import { dataOf, readProxyAnswer, readRefreshResult, type RefreshOutcome } from "../backend/proxy-format.js";
+import { dataOf, readRefreshResult, type RefreshOutcome } from "../backend/proxy-format.js";
 import { readSecrets } from "../backend/signature.js";
 import { GatewayError, WIRE_ERRORS } from "../errors.js";
 import type { Logger } from "../log.js";

@@ -13,7 +13,7 @@ import { HookDisconnect } from "../backend/proxy-format.js";
 import { AuthError } from "../auth/errors.js";
 import type { Principal } from "../auth/principal.js";
 import { readUpgradeOffer } from "../auth/upgrade-token.js";
-import { applyGrant } from "../auth/hooks.js";
+import { applyGrant, type Hooks } from "../auth/hooks.js";
 import { anonymousIdentity, refusal, subjectOf, type AccessControl, type Conn, type Identity, type Refusal } from "../auth/access.js";
 import { hookHeaders } from "../auth/http-auth.js";
 
@@ -227,7 +227,7 @@ export class ConnectionGuard {
         if (s.closed) return;
         if (Date.now() < due) return this.armExpiry(ws);
         const hooks = this.access.hooks;
-        if (hooks?.refreshEnabled) return void this.askRefresh(ws, exp);
+        if (hooks?.refreshEnabled) return void this.askRefresh(ws, hooks, exp).catch((e: unknown) => this.log.error({ err: e }, "refresh hook failed"));
         this.expired(ws, "token expired; reconnect with a new token");
       },
       Math.min(Math.max(due - Date.now(), 0), MAX_TIMER_MS),
@@ -236,11 +236,11 @@ export class ConnectionGuard {
   }
 
   /** Asks the refresh hook about a connection whose expiry `exp` came; answers as armExpiry says. */
-  private async askRefresh(ws: Socket, exp: number): Promise<void> {
+  private async askRefresh(ws: Socket, hooks: Hooks, exp: number): Promise<void> {
     const s = ws.getUserData();
     let outcome;
     try {
-      outcome = await this.access.hooks!.refresh(subjectOf(s.identity));
+      outcome = await hooks.refresh(subjectOf(s.identity));
     } catch (e) {
       if (s.closed) return;
       if (e instanceof HookDisconnect) return endSocket(ws, e.close.code, e.close.reason);
