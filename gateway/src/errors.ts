@@ -45,18 +45,26 @@ export const WIRE_ERRORS: { readonly [C in ErrorCode]: { readonly status: number
   metrics_unavailable: { status: 503, temporary: true },
 };
 
-export type GatewayErrorOptions = { cause?: unknown; status?: number; temporary?: boolean };
+export type GatewayErrorOptions = {
+  cause?: unknown;
+  status?: number;
+  temporary?: boolean;
+  /** The application backend's own code for the refusal (a hook's `error.code`), passed to WebSocket clients as `appCode`. */
+  appCode?: string | undefined;
+};
 
 export class GatewayError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
   readonly temporary: boolean;
+  readonly appCode?: string;
   constructor(code: ErrorCode, message: string, options: GatewayErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = "GatewayError";
     this.code = code;
     this.status = options.status ?? WIRE_ERRORS[code].status;
     this.temporary = options.temporary ?? WIRE_ERRORS[code].temporary;
+    if (options.appCode !== undefined) this.appCode = options.appCode;
   }
 }
 

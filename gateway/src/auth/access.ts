@@ -4,7 +4,7 @@ import { isWildcard } from "../protocol/channel.js";
 import type { Authenticator } from "./authenticator.js";
 import { AuthError } from "./errors.js";
 import type { Logger } from "../log.js";
-import type { HookGrant, Hooks } from "./hooks.js";
+import { claimsOf, type HookGrant, type Hooks, type RefreshSubject, type SubscribeGrant } from "./hooks.js";
 import { canCall, canPublish, canSubscribe } from "./permissions.js";
 import { ANONYMOUS, hasScope, type Principal } from "./principal.js";
 import type { NamespacesSection } from "../namespaces/namespace.js";
@@ -15,6 +15,9 @@ import type { PublishedBy } from "../publish/service.js";
 
 /** The door a request came in by; the connect hook is told which (`transport`). */
 export type Transport = "websocket" | "sse" | "http";
+
+/** The connection a request came by, as a Centrifugo-format hook names it: its client id ("" for HTTP), door and codec. */
+export type Conn = Readonly<{ client: string; transport: Transport; protocol: string }>;
 
 /**
  * Who is asking, as the chain established it: once per WebSocket (at the upgrade, and again at each
@@ -31,6 +34,8 @@ export type Identity = Readonly<{
   identified: boolean;
   /** A configured API key (a trusted backend): every channel within its scopes, and the hooks are not asked. */
   trusted: boolean;
+  /** The connection (a WebSocket's client id and codec); absent: one HTTP request. */
+  conn?: Conn;
 }>;
 
 /** Authentication off, no connect hook: nobody is named, everything is allowed. */
@@ -47,6 +52,7 @@ export const publisherOf = (id: Identity, k: Knock): Publisher =>
 export const publishedBy = (id: Identity, client?: string): PublishedBy => ({
   user: id.identified ? id.principal.user : null,
   ...(client !== undefined ? { client } : {}),
+  ...(id.conn ? { protocol: id.conn.protocol } : {}),
   ip: id.ip,
   ...(id.info !== undefined ? { info: id.info } : {}),
   trusted: id.trusted,
@@ -97,7 +103,20 @@ export type Knock = {
   apiKey?: string;
   /** The request headers named in HOOK_HEADERS (lower case), for the connect hook. */
   headers: Record<string, string>;
+  /** A WebSocket's client id and codec, made at its upgrade. */
+  conn?: Conn;
 };
+
+/** The connection as the refresh, sub_refresh and Centrifugo-format hooks are told it. */
+export const subjectOf = (id: Identity): RefreshSubject => ({
+  user: id.identified ? id.principal.user : null,
+  client: id.conn?.client ?? "",
+  transport: id.conn?.transport ?? "http",
+  protocol: id.conn?.protocol ?? "json",
+  claims: id.identified ? claimsOf(id.principal) : null,
+  ip: id.ip,
+  info: id.info ?? null,
+});
 
 /**
  * The one authorization chain of every door that reads or writes a channel (WebSocket `sub`, `presence`,
@@ -134,10 +153,12 @@ export class AccessControl {
       k.transport === "websocket"
         ? await this.websocketPrincipal(k.token)
         : await this.auth.authenticateHttp({ bearer: k.token, apiKey: k.apiKey }, k.transport === "sse");
+    const conn = k.conn ? { conn: k.conn } : {};
     if (principal.scopes) return { principal, ip: k.ip, identified: true, trusted: true };
-    if (!this.hooks?.connectEnabled) return { principal, ip: k.ip, identified: authenticated, trusted: false };
-    const d = await this.hooks.connect(principal, authenticated, k.ip, k.headers, k.transport);
+    if (!this.hooks?.connectEnabled) return { principal, ip: k.ip, identified: authenticated, trusted: false, ...conn };
+    const d = await this.hooks.connect(principal, authenticated, k.ip, k.headers, k.transport, k.conn ?? { client: "", protocol: "json" });
     return {
+      ...conn,
       principal: d.principal,
       ip: k.ip,
       grant: d.grant,
@@ -170,23 +191,34 @@ export class AccessControl {
    * await, so a refresh that dropped the right meanwhile is not missed.
    */
   async authorize(id: Identity | (() => Identity), a: Access): Promise<void> {
+    await this.admit(id, a);
+  }
+
+  /** `authorize`, resolving with what the subscribe hook granted besides allowing (an expiry, data for the client), if it was asked. */
+  async admit(id: Identity | (() => Identity), a: Access): Promise<SubscribeGrant | undefined> {
     const current = typeof id === "function" ? id : () => id;
     const first = current();
-    if (a.right === "admin") return this.checkAdmin(first, a.local);
+    if (a.right === "admin") {
+      this.checkAdmin(first, a.local);
+      return undefined;
+    }
     if (a.right === "rpc") {
       if (first.trusted) throw new GatewayError(ErrorCode.Forbidden, "an API key calls no rpc method: the backend answers them");
-      return check(first.principal, a);
+      check(first.principal, a);
+      return undefined;
     }
     if (first.trusted && !hasScope(first.principal, a.right === "pub" ? "publish" : "read"))
       throw new GatewayError(ErrorCode.Forbidden, `this API key has no ${a.right === "pub" ? "publish" : "read"} scope`);
     this.checkNamespace(first, a);
     check(first.principal, a);
-    if (a.right === "pub" || first.trusted || a.serverSide || !this.hooks?.subscribeEnabled) return;
-    await this.hooks.subscribe(
+    if (a.right === "pub" || first.trusted || a.serverSide || !this.hooks?.subscribeEnabled) return undefined;
+    const grant = await this.hooks.subscribe(
       { user: first.principal.user, channel: a.channel, pattern: isWildcard(a.channel), durable: a.durable ?? null, ip: first.ip, info: first.info ?? null },
       first.identified,
+      subjectOf(first),
     );
     check(current().principal, a);
+    return grant;
   }
 
   /** The control plane: an admin key; with authentication off and no connect hook, a request from this host. */

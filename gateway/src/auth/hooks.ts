@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
-import type { HooksSection } from "../config/sections/index.js";
+import type { HookFormat, HooksSection } from "../config/sections/index.js";
 import { BackendCaller, type CallResult } from "../backend/caller.js";
+import { dataOf, readRefreshResult, type RefreshOutcome } from "../backend/proxy-format.js";
 import { readSecrets } from "../backend/signature.js";
 import { GatewayError, WIRE_ERRORS } from "../errors.js";
 import type { Logger } from "../log.js";
@@ -8,7 +9,17 @@ import { ErrorCode } from "../protocol/codes.js";
 import { checkPattern } from "../protocol/channel.js";
 import { canSubscribe, parseAutoChannels, parseRpcClaim, type Permissions } from "./permissions.js";
 import type { Principal } from "./principal.js";
-import { StoredJson, type PublishedBy, type PublishGate } from "../publish/service.js";
+import { StoredJson, type PublishedBy, type PublishGate, type Replacement } from "../publish/service.js";
+import {
+  publishBody,
+  readConnectResult,
+  readSubscribeResult,
+  refreshBody,
+  resultOf,
+  subRefreshBody,
+  subscribeBody,
+  type ProxyWho,
+} from "./centrifugo-hooks.js";
 
 /** What the connect hook is sent (POST JSON). */
 export type ConnectHookRequest = {
@@ -60,6 +71,23 @@ export type PublishHookRequest = {
   info: unknown;
 };
 
+/**
+ * What the subscribe hook granted besides allowing: an expiry of the subscription (unix seconds; the
+ * sub_refresh hook is asked then, or it ends) and `data` for the client's `ok`.
+ */
+export type SubscribeGrant = Readonly<{ exp?: number; data?: unknown }>;
+
+/** What the refresh hooks are asked about: the connection, as every hook is told it. */
+export type RefreshSubject = Readonly<{
+  user: string | null;
+  client: string;
+  transport: string;
+  protocol: string;
+  claims: Claims | null;
+  ip: string;
+  info: unknown;
+}>;
+
 /** A connection admitted by the connect hook: its principal with the hook's claims merged, and its `info`. */
 export type ConnectDecision = { principal: Principal; grant: HookGrant; info?: unknown };
 
@@ -81,11 +109,12 @@ type Cached<T> = { allow: true; value: T; expires: number } | { allow: false; re
  */
 /** The connect, subscribe and publish hooks when any of them is set (the RPC hook is rpc/hook.ts's); undefined when none is. */
 export function hooksOf(config: HooksSection, log: Logger): Hooks | undefined {
-  return config.connectUrl || config.subscribeUrl || config.publishUrl ? new Hooks(config, log) : undefined;
+  const any = config.connectUrl || config.subscribeUrl || config.publishUrl || config.refreshUrl || config.subRefreshUrl;
+  return any ? new Hooks(config, log) : undefined;
 }
 
 export class Hooks implements PublishGate {
-  private readonly subscribeCache: AnswerCache<true>;
+  private readonly subscribeCache: AnswerCache<SubscribeGrant>;
   private readonly connectCache: AnswerCache<ConnectDecision>;
   private readonly caller: BackendCaller;
 
@@ -118,14 +147,27 @@ export class Hooks implements PublishGate {
     return this.config.publishUrl !== "";
   }
 
+  get refreshEnabled(): boolean {
+    return this.config.refreshUrl !== "";
+  }
+
+  get subRefreshEnabled(): boolean {
+    return this.config.subRefreshUrl !== "";
+  }
+
+  private format(hook: keyof HooksSection["formats"]): HookFormat {
+    return this.config.formats[hook];
+  }
+
   /**
    * Asks the publish hook (about an API key's publish only with PUBLISH_HOOK_API_KEYS=true); resolves with
    * the data to store (`{ data }` when the hook replaced it, undefined to keep the original), or rejects:
    * `forbidden` (or the answer's `code`, when it is a wire code) when denied, `hook_unavailable` (temporary)
    * when the hook cannot answer. Never cached: the data differs each time.
    */
-  async askPublish(by: PublishedBy, channel: string, data: () => unknown, type?: string): Promise<{ data: unknown } | undefined> {
+  async askPublish(by: PublishedBy, channel: string, data: () => unknown, type?: string): Promise<Replacement | undefined> {
     if (by.trusted && !this.config.publishApiKeys) return undefined;
+    if (this.format("publish") === "centrifugo") return this.askPublishCentrifugo(by, channel, data, type);
     const sent = data();
     const r: PublishHookRequest = { user: by.user, client: by.client ?? null, channel, data: sent, ip: by.ip, info: by.info ?? null };
     if (type !== undefined) Object.assign(r, { enc: "base64", type });
@@ -134,6 +176,46 @@ export class Hooks implements PublishGate {
     const code = typeof answer.code === "string" && Object.hasOwn(WIRE_ERRORS, answer.code) ? (answer.code as ErrorCode) : ErrorCode.Forbidden;
     const message = typeof answer.message === "string" ? answer.message : reasonOf(answer);
     throw new GatewayError(code, `publish to ${r.channel} denied by the application${message ? `: ${message.slice(0, 200)}` : ""}`);
+  }
+
+  /** The publish hook in Centrifugo's format: `result.data`/`b64data` replace the payload. */
+  private async askPublishCentrifugo(by: PublishedBy, channel: string, data: () => unknown, type?: string): Promise<Replacement | undefined> {
+    const who: ProxyWho = {
+      client: by.client ?? "",
+      transport: by.client !== undefined ? "websocket" : "http",
+      protocol: by.protocol ?? "json",
+      user: by.user ?? "",
+      meta: by.info,
+    };
+    const sent = data();
+    const body = publishBody(who, channel, sent instanceof StoredJson ? RAW : sent, type !== undefined);
+    const text = sent instanceof StoredJson ? JSON.stringify(body).replace(RAW_JSON, () => sent.text) : JSON.stringify(body);
+    const r = resultOf("publish", `publish to ${channel}`, await this.call("publish", this.config.publishUrl, text));
+    const d = dataOf("publish", r);
+    if (d === undefined) return undefined;
+    return d;
+  }
+
+  /**
+   * Asks the refresh hook whether the connection may go on past its expiry: a new expiry (undefined: none),
+   * or `expired`; rejects with `hook_unavailable` when it cannot answer, with the refusal of an `error`
+   * answer, or with HookDisconnect. Never cached.
+   */
+  async refresh(who: RefreshSubject): Promise<RefreshOutcome> {
+    if (this.format("refresh") === "centrifugo") {
+      const a = await this.call("refresh", this.config.refreshUrl, refreshBody(proxyWho(who)));
+      return readRefreshResult("refresh", resultOf("refresh", "refresh", a));
+    }
+    return readNativeRefresh("refresh", await this.call("refresh", this.config.refreshUrl, who));
+  }
+
+  /** Asks the sub_refresh hook whether a subscription may go on past its expiry; as `refresh`. */
+  async subRefresh(who: RefreshSubject, channel: string): Promise<RefreshOutcome> {
+    if (this.format("subRefresh") === "centrifugo") {
+      const a = await this.call("sub_refresh", this.config.subRefreshUrl, subRefreshBody(proxyWho(who), channel));
+      return readRefreshResult("sub_refresh", resultOf("sub_refresh", `subscription to ${channel}`, a));
+    }
+    return readNativeRefresh("sub_refresh", await this.call("sub_refresh", this.config.subRefreshUrl, { ...who, channel }));
   }
 
   /** Header names to read from the upgrade request for the connect hook. */
@@ -151,7 +233,9 @@ export class Hooks implements PublishGate {
     ip: string,
     headers: Record<string, string>,
     transport: ConnectHookRequest["transport"],
+    conn: { client: string; protocol: string } = { client: "", protocol: "json" },
   ): Promise<ConnectDecision> {
+    if (this.format("connect") === "centrifugo") return this.connectCentrifugo(p, authenticated, ip, headers, transport, conn);
     const body: ConnectHookRequest = {
       user: authenticated ? p.user : null,
       claims: authenticated ? claimsOf(p) : null,
@@ -171,18 +255,65 @@ export class Hooks implements PublishGate {
   }
 
   /**
+   * The connect hook in Centrifugo's format: the request names the connection (client, transport, protocol,
+   * encoding) and the HOOK_HEADERS headers come as headers of the hook's request, as Centrifugo's proxy sends
+   * them; an answer's `error` and `disconnect` are thrown (never cached), its `result` is a grant.
+   */
+  private async connectCentrifugo(
+    p: Principal,
+    authenticated: boolean,
+    ip: string,
+    headers: Record<string, string>,
+    transport: ConnectHookRequest["transport"],
+    conn: { client: string; protocol: string },
+  ): Promise<ConnectDecision> {
+    const body = { client: conn.client, transport, protocol: conn.protocol, encoding: "json" };
+    const cache = transport === "websocket" ? undefined : this.connectCache;
+    // The cache key covers what the answer may depend on and the body does not carry: the token's user and claims, the headers, the address.
+    const key = { body, headers, ip, user: authenticated ? p.user : null, claims: authenticated ? claimsOf(p) : null };
+    return this.ask("connection", cache, key, async () => {
+      const r = resultOf("connect", "connection", await this.call("connect", this.config.connectUrl, body, forwardable(headers)));
+      const c = readConnectResult(p, r);
+      const grant: HookGrant = Object.freeze({
+        sub: c.sub,
+        pub: [],
+        auto: c.auto,
+        ...(c.user !== undefined ? { user: c.user } : {}),
+        ...(c.exp !== undefined ? { exp: c.exp } : {}),
+      });
+      const principal = applyGrant(p, authenticated, grant);
+      return { allow: true, value: c.info === undefined ? { principal, grant } : { principal, grant, info: c.info } };
+    });
+  }
+
+  /**
    * Asks the subscribe hook (or, for an identified user, its cache); rejects with `forbidden` or
    * `hook_unavailable`. A pattern needs `{"allow": true, "pattern": true}` unless SUBSCRIBE_HOOK_PATTERNS is
    * `allow`: a hook written for channels, that allows `room.*` because it is not `room.secret`, would hand
    * out every channel it was asked to guard.
    */
-  async subscribe(r: SubscribeHookRequest, identified: boolean): Promise<void> {
-    await this.ask(`subscription to ${r.channel}`, identified ? this.subscribeCache : undefined, r, async () => {
+  async subscribe(r: SubscribeHookRequest, identified: boolean, conn?: RefreshSubject): Promise<SubscribeGrant> {
+    if (this.format("subscribe") === "centrifugo") {
+      const body = subscribeBody(
+        proxyWho(conn ?? { user: r.user, client: "", transport: "http", protocol: "json", claims: null, ip: r.ip, info: r.info }),
+        r.channel,
+      );
+      // Keyed by the request with its client: a Centrifugo answer may be meant for one connection.
+      return this.ask(`subscription to ${r.channel}`, identified ? this.subscribeCache : undefined, { body, pattern: r.pattern }, async () => {
+        const a = await this.call("subscribe", this.config.subscribeUrl, body);
+        const result = resultOf("subscribe", `subscription to ${r.channel}`, a);
+        // A Centrifugo backend knows no patterns: `result` allows a pattern only with SUBSCRIBE_HOOK_PATTERNS=allow.
+        if (r.pattern && this.config.patterns === "explicit")
+          return { allow: false, reason: `${r.channel} is a pattern, which a centrifugo-format subscribe hook allows only with SUBSCRIBE_HOOK_PATTERNS=allow` };
+        return { allow: true, value: readSubscribeResult(result) };
+      });
+    }
+    return this.ask(`subscription to ${r.channel}`, identified ? this.subscribeCache : undefined, r, async () => {
       const answer = await this.call("subscribe", this.config.subscribeUrl, r);
       if (answer.allow !== true) return { allow: false, reason: reasonOf(answer) };
       if (r.pattern && this.config.patterns === "explicit" && answer.pattern !== true)
         return { allow: false, reason: `${r.channel} is a pattern, and the subscribe hook did not allow patterns ("pattern": true in its answer)` };
-      return { allow: true, value: true as const };
+      return { allow: true, value: readNativeSubscribe(answer) };
     });
   }
 
@@ -199,8 +330,8 @@ export class Hooks implements PublishGate {
   }
 
   /** Calls a hook with `body` (a value, or JSON text already made). */
-  private async call(kind: string, url: string, body: unknown): Promise<Record<string, unknown>> {
-    const res = await this.caller.post(kind, url, typeof body === "string" ? body : JSON.stringify(body));
+  private async call(kind: string, url: string, body: unknown, headers?: Record<string, string>): Promise<Record<string, unknown>> {
+    const res = await this.caller.post(kind, url, typeof body === "string" ? body : JSON.stringify(body), headers);
     if ("failed" in res) {
       this.caller.warn(kind, { err: res.cause }, `${kind} hook ${res.why}`);
       throw hookFailed(kind, res);
@@ -212,6 +343,41 @@ export class Hooks implements PublishGate {
     }
     return answer;
   }
+}
+
+/** A placeholder for stored JSON text in a body, replaced by the text itself once the body is JSON. */
+const RAW = "\u0000stored-json\u0000";
+const RAW_JSON = JSON.stringify(RAW);
+
+/** The connection as Centrifugo's requests name it. */
+const proxyWho = (w: RefreshSubject): ProxyWho => ({ client: w.client, transport: w.transport, protocol: w.protocol, user: w.user ?? "", meta: w.info });
+
+/** Request headers a hook request must not carry from the client (they belong to the hook request itself). */
+const OWN_HEADERS = new Set([
+  "host",
+  "content-type",
+  "content-length",
+  "connection",
+  "keep-alive",
+  "transfer-encoding",
+  "upgrade",
+  "expect",
+  "fanout-signature",
+]);
+
+/** The HOOK_HEADERS headers that may go on as headers of a hook request. */
+const forwardable = (h: Record<string, string>): Record<string, string> => Object.fromEntries(Object.entries(h).filter(([k]) => !OWN_HEADERS.has(k)));
+
+/** A native refresh answer: `{"allow": true, "exp"?}` extends (no `exp`: no expiry), anything else is `expired`. */
+function readNativeRefresh(hook: string, a: Record<string, unknown>): RefreshOutcome {
+  if (a.allow !== true) return { expired: true };
+  return readRefreshResult(hook, { expire_at: a.exp });
+}
+
+/** A native subscribe answer's grant: `exp` (the subscription's expiry, unix seconds) and `data` for the client. */
+function readNativeSubscribe(a: Record<string, unknown>): SubscribeGrant {
+  const r = readSubscribeResult({ expire_at: a.exp, data: a.data });
+  return Object.freeze(r);
 }
 
 /** The publish hook's request as JSON text, its `data` the stored text as it is (one line of JSON, checked). */
@@ -293,12 +459,20 @@ class AnswerCache<T> {
 }
 
 /** What a connect hook attached: channel permissions and server-side subscriptions, and a user (auth off). */
-export type HookGrant = Readonly<{ sub: readonly string[]; pub: readonly string[]; auto: readonly string[]; rpc?: readonly string[]; user?: string }>;
+export type HookGrant = Readonly<{
+  sub: readonly string[];
+  pub: readonly string[];
+  auto: readonly string[];
+  rpc?: readonly string[];
+  user?: string;
+  /** The connection's expiry the hook set (unix seconds): the principal's `exp` is the earlier of it and the token's. */
+  exp?: number;
+}>;
 
 /** Reads the connect hook's answer into a grant, checked against the token's permissions `p`. */
 function readGrant(p: Principal, answer: Record<string, unknown>): HookGrant {
   const bad = (m: string) => new GatewayError(ErrorCode.HookUnavailable, `the connect hook's answer is malformed: ${m}`, { temporary: false });
-  const grant: { sub: string[]; pub: string[]; auto: string[]; rpc?: readonly string[]; user?: string } = { sub: [], pub: [], auto: [] };
+  const grant: { sub: string[]; pub: string[]; auto: string[]; rpc?: readonly string[]; user?: string; exp?: number } = { sub: [], pub: [], auto: [] };
   const ch = answer.channels;
   if (ch !== undefined) {
     if (typeof ch !== "object" || ch === null || Array.isArray(ch)) throw bad("channels must be an object");
@@ -323,6 +497,10 @@ function readGrant(p: Principal, answer: Record<string, unknown>): HookGrant {
     if (typeof answer.user !== "string" || answer.user.length === 0 || answer.user.length > 256) throw bad("user must be a string of 1-256 characters");
     grant.user = answer.user;
   }
+  if (answer.exp !== undefined) {
+    if (!Number.isInteger(answer.exp) || (answer.exp as number) <= 0) throw bad("exp must be unix seconds");
+    grant.exp = answer.exp as number;
+  }
   return Object.freeze(grant);
 }
 
@@ -344,5 +522,6 @@ export function applyGrant(p: Principal, authenticated: boolean, g: HookGrant): 
     ...(rpc.length ? { rpc: Object.freeze(rpc) } : {}),
   });
   const user = !authenticated && g.user !== undefined ? g.user : p.user;
-  return Object.freeze({ user, perms, ...(p.exp !== undefined ? { exp: p.exp } : {}) });
+  const exp = p.exp === undefined ? g.exp : g.exp === undefined ? p.exp : Math.min(p.exp, g.exp);
+  return Object.freeze({ user, perms, ...(exp !== undefined ? { exp } : {}) });
 }

@@ -48,11 +48,14 @@ export class BackendCaller {
     this.warnings = new WarnEvery(log, 5_000, "hook");
   }
 
-  /** POSTs `body` (JSON text, sent as is: a signature covers these bytes) to `url` for `hook`; never rejects. */
-  async post(hook: string, url: string, body: string): Promise<CallResult> {
+  /**
+   * POSTs `body` (JSON text, sent as is: a signature covers these bytes) to `url` for `hook`, with `extra`
+   * headers besides the caller's (never over the content type or the signature); never rejects.
+   */
+  async post(hook: string, url: string, body: string, extra?: Readonly<Record<string, string>>): Promise<CallResult> {
     const started = performance.now();
     const signal = AbortSignal.timeout(this.options.timeoutMs);
-    const result = await this.withSlot(signal, () => this.send(url, body, signal)).catch((e: unknown) => failure(e, this.options.timeoutMs));
+    const result = await this.withSlot(signal, () => this.send(url, body, signal, extra)).catch((e: unknown) => failure(e, this.options.timeoutMs));
     this.metrics.calls.labels(hook, "failed" in result ? result.failed : result.ok ? "ok" : "status").inc();
     this.metrics.seconds.labels(hook).observe((performance.now() - started) / 1000);
     return result;
@@ -66,8 +69,8 @@ export class BackendCaller {
     this.warnings.warn(hook, fields, msg);
   }
 
-  private async send(url: string, body: string, signal: AbortSignal): Promise<CallResult> {
-    const headers: Record<string, string> = { ...this.options.headers, "content-type": "application/json" };
+  private async send(url: string, body: string, signal: AbortSignal, extra?: Readonly<Record<string, string>>): Promise<CallResult> {
+    const headers: Record<string, string> = { ...extra, ...this.options.headers, "content-type": "application/json" };
     if (this.options.secrets?.length) headers[SIGNATURE_HEADER] = signatureHeader(this.options.secrets, Math.floor(Date.now() / 1000), body);
     const res = await fetch(url, { method: "POST", headers, body, redirect: "error", signal });
     const max = this.options.maxAnswerBytes;

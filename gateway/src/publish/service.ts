@@ -19,6 +19,8 @@ export type PublishedBy = Readonly<{
   user: string | null;
   /** The WebSocket's client id; none over HTTP. */
   client?: string;
+  /** The WebSocket's codec (`json`, `msgpack`), for a Centrifugo-format hook's `protocol`. */
+  protocol?: string;
   ip: string;
   /** The connect hook's `info`. */
   info?: unknown;
@@ -36,8 +38,11 @@ export type PublishGate = {
    * (`StoredJson`: the hook is sent those bytes, so that it judges what readers will get, duplicate keys and
    * long numbers included); with `type`, a binary payload of that content type, whose `data` is its base64.
    */
-  askPublish(by: PublishedBy, channel: string, data: () => unknown, type?: string): Promise<{ data: unknown } | undefined>;
+  askPublish(by: PublishedBy, channel: string, data: () => unknown, type?: string): Promise<Replacement | undefined>;
 };
+
+/** What the publish hook stores instead: a JSON value, or bytes (a Centrifugo-format hook's `b64data`). */
+export type Replacement = { data: unknown } | { bytes: Uint8Array };
 
 /** One JSON value as the text that will be stored (one line, checked), to be passed on verbatim. */
 export class StoredJson {
@@ -102,8 +107,11 @@ export class PublishService {
               ? () => new StoredJson(Buffer.from(encoded).toString("utf8"))
               : () => data;
         const replaced = await this.gate.askPublish(by, channel, sent, type);
-        // A replacement is a JSON value, whatever was published.
-        if (replaced) {
+        // A replacement is a JSON value, whatever was published; bytes keep the published content type, or are octet-stream.
+        if (replaced && "bytes" in replaced) {
+          this.checkSize((payload = replaced.bytes));
+          stored = type ?? "application/octet-stream";
+        } else if (replaced) {
           this.checkSize((payload = Buffer.from(JSON.stringify(replaced.data))));
           stored = undefined;
         }

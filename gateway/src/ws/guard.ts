@@ -8,12 +8,13 @@ import type { RefreshFrame } from "../protocol/frames.js";
 import { writeUws, writeUwsError } from "../protocol/http-reply.js";
 import { codecOf } from "../protocol/codecs.js";
 import type { HttpRequest, HttpResponse, us_socket_context_t } from "../uws.js";
-import { endSocket, newSession, type Socket } from "./session.js";
+import { endSocket, newClientId, newSession, type Socket } from "./session.js";
+import { HookDisconnect } from "../backend/proxy-format.js";
 import { AuthError } from "../auth/errors.js";
 import type { Principal } from "../auth/principal.js";
 import { readUpgradeOffer } from "../auth/upgrade-token.js";
-import { applyGrant } from "../auth/hooks.js";
-import { anonymousIdentity, refusal, type AccessControl, type Identity, type Refusal } from "../auth/access.js";
+import { applyGrant, type Hooks } from "../auth/hooks.js";
+import { anonymousIdentity, refusal, subjectOf, type AccessControl, type Conn, type Identity, type Refusal } from "../auth/access.js";
 import { hookHeaders } from "../auth/http-auth.js";
 
 /** setTimeout's longest delay; later expiries re-arm. */
@@ -62,15 +63,21 @@ export class ConnectionGuard {
         refusal.message,
         refusal.retryAfterSec,
       );
-    const accept = (id: Identity): void => res.upgrade(newSession(id, codecOf(offer.protocol), coalesce), key, offer.protocol, extensions, context);
-    if (!this.access.auth.enabled && !this.access.hooks?.connectEnabled) return accept(anonymousIdentity(ip));
+    const codec = codecOf(offer.protocol);
+    const conn: Conn = { client: newClientId(), transport: "websocket", protocol: codec.name };
+    const accept = (id: Identity, closeOnOpen?: HookDisconnect): void => {
+      const session = newSession(id, codec, coalesce);
+      if (closeOnOpen) session.closeOnOpen = closeOnOpen.close;
+      res.upgrade(session, key, offer.protocol, extensions, context);
+    };
+    if (!this.access.auth.enabled && !this.access.hooks?.connectEnabled) return accept({ ...anonymousIdentity(ip), conn });
     let aborted = false;
     res.onAborted(() => {
       aborted = true;
       this.admission.cancel(ip);
     });
     this.access
-      .identify({ transport: "websocket", ip, token: offer.token, headers })
+      .identify({ transport: "websocket", ip, token: offer.token, headers, conn })
       .then(
         (id) => {
           if (aborted) return;
@@ -88,6 +95,8 @@ export class ConnectionGuard {
         },
         (e: unknown) => {
           if (aborted) return;
+          // The connect hook answered `disconnect`: the socket opens and is closed with its code and reason at once.
+          if (e instanceof HookDisconnect && !isDraining()) return accept({ ...anonymousIdentity(ip), conn }, e);
           this.admission.cancel(ip);
           const r = refusalOf(e, this.metrics, this.log);
           res.cork(() => reject(res, r.status, r.code, r.message));
@@ -194,14 +203,18 @@ export class ConnectionGuard {
     const s = ws.getUserData();
     if (p.user !== s.user) return { ok: false, code: ErrorCode.Forbidden, message: "refresh refused: the token is for another user" };
     if (s.closed) return { ok: true, exp: p.exp, revoked: [] };
-    // What the connect hook granted stays granted (the hook is not asked again on refresh).
+    // What the connect hook granted stays granted (the hook is not asked again on refresh); so does an expiry it set or the refresh hook extended.
     if (s.identity.grant) p = applyGrant(p, true, s.identity.grant);
     s.identity = { ...s.identity, principal: p };
     this.armExpiry(ws);
     return { ok: true, exp: p.exp, revoked: [...s.subs.keys()].filter((pattern) => !this.access.permits(p, { right: "sub", channel: pattern })) };
   }
 
-  /** Closes the socket with 4001 when its token expires (exp + clock tolerance), unless refreshed first. */
+  /**
+   * At the connection's expiry (the token's `exp`, or the connect hook's, + clock tolerance): asks the refresh
+   * hook when REFRESH_HOOK_URL is set (a new expiry re-arms), otherwise, or when it refuses or cannot answer,
+   * closes with 4001 (a `disconnect` answer: with its code), unless the client's `refresh` came first.
+   */
   private armExpiry(ws: Socket): void {
     const s = ws.getUserData();
     clearTimeout(s.expiryTimer);
@@ -213,13 +226,52 @@ export class ConnectionGuard {
       () => {
         if (s.closed) return;
         if (Date.now() < due) return this.armExpiry(ws);
-        this.metrics.tokenExpiryCloses.inc();
-        endSocket(ws, CloseCode.TokenExpired, "token expired; reconnect with a new token");
+        const hooks = this.access.hooks;
+        if (hooks?.refreshEnabled) return void this.askRefresh(ws, hooks, exp).catch((e: unknown) => this.log.error({ err: e }, "refresh hook failed"));
+        this.expired(ws, "token expired; reconnect with a new token");
       },
       Math.min(Math.max(due - Date.now(), 0), MAX_TIMER_MS),
     );
     s.expiryTimer.unref();
   }
+
+  /** Asks the refresh hook about a connection whose expiry `exp` came; answers as armExpiry says. */
+  private async askRefresh(ws: Socket, hooks: Hooks, exp: number): Promise<void> {
+    const s = ws.getUserData();
+    let outcome;
+    try {
+      outcome = await hooks.refresh(subjectOf(s.identity));
+    } catch (e) {
+      if (s.closed) return;
+      if (e instanceof HookDisconnect) return endSocket(ws, e.close.code, e.close.reason);
+      return this.expired(ws, `the connection expired and could not be refreshed: ${(e as Error).message}`);
+    }
+    // The client's own `refresh` (a new token) came meanwhile: it decides.
+    if (s.closed || s.identity.principal.exp !== exp) return;
+    if (outcome.expired) return this.expired(ws, "the connection expired: the application did not extend it");
+    const grant = s.identity.grant && withExp(s.identity.grant, outcome.exp);
+    s.identity = { ...s.identity, principal: withExp(s.identity.principal, outcome.exp), ...(grant ? { grant } : {}) };
+    this.armExpiry(ws);
+  }
+
+  /** Closes an expired connection with 4001. */
+  private expired(ws: Socket, reason: string): void {
+    this.metrics.tokenExpiryCloses.inc();
+    endSocket(ws, CloseCode.TokenExpired, closeReasonOf(reason));
+  }
+}
+
+/** `o` with `exp` replaced (undefined: none), frozen. */
+function withExp<T extends { exp?: number }>(o: T, exp: number | undefined): T {
+  const { exp: _, ...rest } = o;
+  return Object.freeze(exp === undefined ? rest : { ...rest, exp }) as T;
+}
+
+/** A close reason cut to the 123 bytes a close frame holds. */
+function closeReasonOf(reason: string): string {
+  let r = reason;
+  while (Buffer.byteLength(r) > 123) r = r.slice(0, -1);
+  return r;
 }
 
 /** What a failure of the chain answers (auth/access.ts), counted in the guard's metrics. */

@@ -19,7 +19,9 @@ import { clientIdOf, fanoutSocket, sendErr, sendFrame, type Socket, type SubStat
 import type { PublishedBy } from "../publish/service.js";
 import { publishedBy } from "../auth/access.js";
 import type { HandlerContext } from "./context.js";
-import { authorized } from "./authorized.js";
+import { authorized, replyRefusal } from "./authorized.js";
+import { armSubExpiry } from "./sub-expiry.js";
+import type { SubscribeGrant } from "../auth/hooks.js";
 import { refreshSession } from "./refresh.js";
 import { enterPresence, presenceRequest } from "./presence.js";
 import { callRpc } from "./rpc.js";
@@ -58,9 +60,9 @@ export function replyErr(ctx: HandlerContext, ws: Socket, id: Id | undefined, co
   sendErr(ws, ctx.metrics.badFrames, id, code, message, temporary);
 }
 
-/** Answers a failure as an `err` frame with its code and whether retrying helps. */
+/** Answers a failure as an `err` frame with its code and whether retrying helps (a hook's `disconnect` closes the socket). */
 function replyFailure(ctx: HandlerContext, ws: Socket, id: Id | undefined, e: GatewayError): void {
-  replyErr(ctx, ws, id, e.code, e.message, e.temporary);
+  replyRefusal(ctx, ws, id, e);
 }
 
 function internalError(ctx: HandlerContext, ws: Socket, f: { op: string; id?: Id }, e: unknown): void {
@@ -76,7 +78,8 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
   const uses: Feature[] = f.durable !== undefined || f.ack ? ["durables"] : f.from !== undefined ? startFeatures(startRequest(f.from)) : [];
   if (f.presence) uses.push("presence");
   const access = { right: "sub", channel: f.channel, ...(f.durable !== undefined ? { durable: f.durable } : {}), serverSide, uses } as const;
-  if (!(await authorized(ctx, ws, f.id, access))) return;
+  const grant = await authorized(ctx, ws, f.id, access);
+  if (!grant) return;
   // From here on the subscription is in s.subs, where a refresh that drops the right finds and ends it.
   const existing = s.subs.get(f.channel);
   // A server-side subscription is taken over by the client's own (a resume with from:{seq,epoch}).
@@ -84,7 +87,7 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
   else if (existing) return replyErr(ctx, ws, f.id, ErrorCode.AlreadySubscribed, `already subscribed to ${f.channel}`);
   if (s.subs.size >= ctx.config.fanout.maxSubscriptions)
     return replyErr(ctx, ws, f.id, ErrorCode.TooManySubscriptions, `at most ${ctx.config.fanout.maxSubscriptions} subscriptions per connection`);
-  if (f.durable !== undefined || f.ack) return subscribeDurable(ctx, ws, f);
+  if (f.durable !== undefined || f.ack) return subscribeDurable(ctx, ws, f, grant);
   if (f.from !== undefined && !ctx.broker.replay)
     return replyErr(ctx, ws, f.id, ErrorCode.UnsupportedByBroker, `the ${ctx.broker.kind} broker keeps no history: start positions need JetStream`);
 
@@ -100,9 +103,10 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
   if (f.presence && !(await enterPresence(ctx, ws, sub, f))) return;
   const presence = f.presence ? { client: s.clientId } : undefined;
   const delta = f.delta ? { delta: f.delta } : undefined;
+  const data = granted(ctx, ws, sub, grant);
   if (f.from === undefined) {
     sub.life.start(feed);
-    return sendFrame(ws, { op: "ok", id: f.id, fields: { epoch: ctx.broker.epochOf(f.channel), ...presence, ...delta } });
+    return sendFrame(ws, { op: "ok", id: f.id, fields: { epoch: ctx.broker.epochOf(f.channel), ...presence, ...delta, ...data } });
   }
   let start: Start;
   try {
@@ -114,9 +118,15 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
   }
   if (s.closed || sub.life.phase === "ended") return;
   const lastSent = start.lastSent ?? 0;
-  sendFrame(ws, { op: "ok", id: f.id, fields: { ...start.report, ...presence, ...delta } });
+  sendFrame(ws, { op: "ok", id: f.id, fields: { ...start.report, ...presence, ...delta, ...data } });
   if (f.from === "last_per_subject" && !(await sendSnapshot(ctx, ws, sub, lastSent))) return;
   sub.life.start(feed, lastSent);
+}
+
+/** Arms the subscription's expiry the subscribe hook gave; the `data` it gave for the `ok`, as its field. */
+function granted(ctx: HandlerContext, ws: Socket, sub: SubState, grant: SubscribeGrant): { data?: unknown } {
+  if (grant.exp !== undefined) armSubExpiry(ctx, ws, sub, grant.exp);
+  return grant.data !== undefined ? { data: grant.data } : {};
 }
 
 /** The `from` of a `sub` frame as the resume path's start request (`seq` is the first one wanted). */
@@ -161,7 +171,7 @@ async function sendSnapshot(ctx: HandlerContext, ws: Socket, sub: SubState, upTo
   }
 }
 
-async function subscribeDurable(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<void> {
+async function subscribeDurable(ctx: HandlerContext, ws: Socket, f: SubFrame, grant: SubscribeGrant): Promise<void> {
   const s = ws.getUserData();
   const durables = ctx.broker.durables;
   if (!durables)
@@ -190,7 +200,7 @@ async function subscribeDurable(ctx: HandlerContext, ws: Socket, f: SubFrame): P
   }
   if (s.closed || sub.life.phase === "ended") return void durable.stop().catch(() => undefined);
   ctx.subs.attachDurable(ws, sub);
-  sendFrame(ws, { op: "ok", id: f.id, fields: { durable: f.durable } });
+  sendFrame(ws, { op: "ok", id: f.id, fields: { durable: f.durable, ...granted(ctx, ws, sub, grant) } });
 }
 
 function unsubscribe(ctx: HandlerContext, ws: Socket, f: UnsubFrame): void {

@@ -3,7 +3,7 @@ import { GatewayError } from "../errors.js";
 import { ErrorCode } from "../protocol/codes.js";
 import type { RpcFrame } from "../protocol/frames.js";
 import { RpcError, type RpcHookRequest } from "../rpc/hook.js";
-import { authorized } from "./authorized.js";
+import { authorized, replyRefusal } from "./authorized.js";
 import type { HandlerContext } from "./context.js";
 import { clientIdOf, sendEncoded, sendErr, sendFrame, type Socket } from "./session.js";
 
@@ -33,7 +33,7 @@ export async function callRpc(ctx: HandlerContext, ws: Socket, f: RpcFrame): Pro
       ip: id.ip,
       info: id.info ?? null,
     };
-    const answer = await ctx.rpc.call(request);
+    const answer = await ctx.rpc.call(request, { transport: "websocket", protocol: s.codec.name });
     let frame: string | Uint8Array;
     try {
       frame = s.codec.encode({ op: "ok", id: f.id, fields: { data: answer.data } });
@@ -52,7 +52,7 @@ export async function callRpc(ctx: HandlerContext, ws: Socket, f: RpcFrame): Pro
       ctx.metrics.badFrames.labels(e.code).inc();
       return sendFrame(ws, { op: "err", id: f.id, code: ErrorCode.RpcError, message: e.message, temporary: e.temporary, appCode: e.appCode });
     }
-    if (e instanceof GatewayError) return err(e.code, e.message, e.temporary);
+    if (e instanceof GatewayError) return replyRefusal(ctx, ws, f.id, e);
     throw e;
   } finally {
     s.rpcInFlight--;

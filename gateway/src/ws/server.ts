@@ -81,6 +81,8 @@ export class WsEndpoint {
           this.sockets.add(ws);
           metrics.connections.inc();
           this.ctx.events?.record("connect", { user: ws.getUserData().user, client: clientIdOf(ws), transport: "websocket" });
+          const closeNow = ws.getUserData().closeOnOpen;
+          if (closeNow) return endSocket(ws, closeNow.code, closeNow.reason);
           void startAutoSubscriptions(this.ctx, ws).catch((e) => log.error({ err: e }, "auto subscriptions failed"));
         },
         message: (ws, message, isBinary) => {

@@ -36,6 +36,8 @@ export type SubState = {
   covered: number;
   /** Runs once when the subscription ends (leaving the channel's presence). */
   onEnd?: () => void;
+  /** Ends it (or asks the sub_refresh hook) at the expiry the subscribe hook gave; cleared when it ends. */
+  expiryTimer?: NodeJS.Timeout;
 };
 
 /** Per-socket state (uWS user data). */
@@ -79,6 +81,8 @@ export type Session = {
    * (or the connection was lost): the `disconnect` event then says `by: "client"`.
    */
   serverClose?: { code: number; reason: string };
+  /** The connect hook answered `disconnect`: the socket is closed with this as soon as it opens. */
+  closeOnOpen?: { code: number; reason: string };
 };
 
 export type Socket = WebSocket<Session>;
@@ -87,6 +91,7 @@ let nextId = 1;
 
 export function newSession(identity: Identity, codec: Codec = JSON_CODEC, coalesce = false): Session {
   return {
+    ...(identity.conn?.client ? { clientId: identity.conn.client } : {}),
     id: nextId++,
     ip: identity.ip,
     user: identity.principal.user,
@@ -154,15 +159,26 @@ export function sendEncoded(ws: Socket, data: string | Uint8Array): void {
  * Sends an `err` frame and counts it in `fanout_bad_frames_total` by its code: every `err` a socket gets goes
  * through here, so that the metric is the count of error frames (answers to frames and unsolicited ones alike).
  */
-export function sendErr(ws: Socket, counter: Metrics["badFrames"], id: Id | undefined, code: ErrorCode, message: string, temporary?: boolean): void {
+export function sendErr(
+  ws: Socket,
+  counter: Metrics["badFrames"],
+  id: Id | undefined,
+  code: ErrorCode,
+  message: string,
+  temporary?: boolean,
+  appCode?: string,
+): void {
   if (ws.getUserData().closed) return;
   counter.labels(code).inc();
-  sendFrame(ws, { op: "err", id, code, message, temporary: temporary ?? WIRE_ERRORS[code].temporary });
+  sendFrame(ws, { op: "err", id, code, message, temporary: temporary ?? WIRE_ERRORS[code].temporary, ...(appCode !== undefined ? { appCode } : {}) });
 }
+
+/** A client id made at the upgrade (16 characters of base64url), as `clientIdOf` makes one later. */
+export const newClientId = (): string => randomBytes(12).toString("base64url");
 
 /** The connection's client id (presence members and events name it): 16 characters of base64url, made once. */
 export function clientIdOf(ws: Socket): string {
   const s = ws.getUserData();
-  s.clientId ??= randomBytes(12).toString("base64url");
+  s.clientId ??= newClientId();
   return s.clientId;
 }

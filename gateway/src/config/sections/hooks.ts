@@ -1,5 +1,19 @@
-import { type SettingTable, type SliceOf, type ValuesOf, checkHttpUrl, int, oneOf, section, trimmed } from "../section-kit.js";
+import { type SettingTable, type SliceOf, type ValuesOf, checkHttpUrl, derive, int, oneOf, section, trimmed } from "../section-kit.js";
 import { parseBool, parseBytes, parseDuration, parseIntStrict, parseList } from "../parse.js";
+
+/** The bodies a hook sends and reads: the gateway's own (native), or Centrifugo's proxy format (centrifugo). */
+export type HookFormat = "native" | "centrifugo";
+/** The hooks whose format can be chosen. */
+export type HookName = "connect" | "subscribe" | "publish" | "rpc" | "refresh" | "subRefresh";
+
+/** A per-hook format setting: unset ("") takes HOOK_FORMAT's. */
+const formatOf = (env: string, what: string) => ({
+  env,
+  shown: "(HOOK_FORMAT)",
+  doc: `The ${what} hook's body format (native or centrifugo); unset: HOOK_FORMAT's`,
+  default: () => "" as HookFormat | "",
+  parse: oneOf<HookFormat | "">("native", "centrifugo"),
+});
 
 const settings = {
   connectHookUrl: {
@@ -49,6 +63,35 @@ const settings = {
     parse: trimmed,
     check: (v: string) => checkHttpUrl(v),
   },
+  refreshHookUrl: {
+    env: "REFRESH_HOOK_URL",
+    shown: "(unset)",
+    doc: "POSTs a WebSocket's expiry (its token's `exp`, or the connect hook's `expire_at`) here when it is reached, instead of waiting for the client's `refresh`: a new expiry extends the connection; expired, a refusal or no answer closes it with 4001 (or the answer's disconnect code)",
+    default: () => "",
+    parse: trimmed,
+    check: (v: string) => checkHttpUrl(v),
+  },
+  subRefreshHookUrl: {
+    env: "SUB_REFRESH_HOOK_URL",
+    shown: "(unset)",
+    doc: "POSTs a WebSocket subscription's expiry (the subscribe hook's `expire_at`/`exp`) here when it is reached: a new expiry extends the subscription; expired, a refusal or no answer ends it (an `err` naming it; the socket stays). Unset: the subscription ends at its expiry",
+    default: () => "",
+    parse: trimmed,
+    check: (v: string) => checkHttpUrl(v),
+  },
+  hookFormat: {
+    env: "HOOK_FORMAT",
+    shown: "native",
+    doc: "The body format of every hook: native (this gateway's; PROTOCOL.md) or centrifugo (Centrifugo's proxy requests and `result`/`error`/`disconnect` answers; docs/backends.md); each hook's own *_HOOK_FORMAT overrides it",
+    default: () => "native" as HookFormat,
+    parse: oneOf<HookFormat>("native", "centrifugo"),
+  },
+  connectHookFormat: formatOf("CONNECT_HOOK_FORMAT", "connect"),
+  subscribeHookFormat: formatOf("SUBSCRIBE_HOOK_FORMAT", "subscribe"),
+  publishHookFormat: formatOf("PUBLISH_HOOK_FORMAT", "publish"),
+  rpcHookFormat: formatOf("RPC_HOOK_FORMAT", "RPC"),
+  refreshHookFormat: formatOf("REFRESH_HOOK_FORMAT", "refresh"),
+  subRefreshHookFormat: formatOf("SUB_REFRESH_HOOK_FORMAT", "sub_refresh"),
   rpcHookTimeoutMs: {
     env: "RPC_HOOK_TIMEOUT",
     shown: "5s",
@@ -76,7 +119,7 @@ const settings = {
   hookSecretFile: {
     env: "HOOK_SECRET_FILE",
     shown: "(unset)",
-    doc: "File holding the secret every hook request (connect, subscribe, publish, RPC) is signed with (`Fanout-Signature`, as the events webhook's; PROTOCOL.md), one a line: a second line (the previous secret, while rotating) adds a second signature; unset: unsigned",
+    doc: "File holding the secret every hook request (connect, subscribe, publish, RPC, refresh, sub_refresh) is signed with (`Fanout-Signature`, as the events webhook's; PROTOCOL.md), one a line: a second line (the previous secret, while rotating) adds a second signature; unset: unsigned",
     default: () => "",
     parse: trimmed,
   },
@@ -107,7 +150,7 @@ const settings = {
   hookMaxAnswerBytes: {
     env: "HOOK_MAX_ANSWER_BYTES",
     shown: "1MiB",
-    doc: "Longest body a hook (connect, subscribe, publish, RPC) may answer with; the gateway stops reading a longer one at this size and fails closed (`hook_unavailable`, not temporary)",
+    doc: "Longest body a hook (any of them) may answer with; the gateway stops reading a longer one at this size and fails closed (`hook_unavailable`, not temporary)",
     default: () => 1_048_576,
     parse: parseBytes,
     check: int(256, 67_108_864),
@@ -136,6 +179,13 @@ export const hooks = section({
     /** API-key publishers are asked too. */
     publishApiKeys: "publishHookApiKeys",
     rpcUrl: "rpcHookUrl",
+    refreshUrl: "refreshHookUrl",
+    subRefreshUrl: "subRefreshHookUrl",
+    /** Each hook's body format: its own setting, else HOOK_FORMAT. */
+    formats: derive(
+      ["hookFormat", "connectHookFormat", "subscribeHookFormat", "publishHookFormat", "rpcHookFormat", "refreshHookFormat", "subRefreshHookFormat"],
+      formatsOf,
+    ),
     rpcTimeoutMs: "rpcHookTimeoutMs",
     /** Unanswered `rpc` calls per connection. */
     rpcMaxInFlight: "rpcMaxInFlight",
@@ -152,5 +202,18 @@ export const hooks = section({
     patterns: "subscribeHookPatterns",
   },
 });
+
+/** Each hook's format: its own setting when given, otherwise HOOK_FORMAT. */
+function formatsOf(c: HooksValues): Readonly<Record<HookName, HookFormat>> {
+  const or = (v: HookFormat | ""): HookFormat => (v === "" ? c.hookFormat : v);
+  return Object.freeze({
+    connect: or(c.connectHookFormat),
+    subscribe: or(c.subscribeHookFormat),
+    publish: or(c.publishHookFormat),
+    rpc: or(c.rpcHookFormat),
+    refresh: or(c.refreshHookFormat),
+    subRefresh: or(c.subRefreshHookFormat),
+  });
+}
 
 export type HooksSection = SliceOf<typeof settings, typeof hooks.slice>;

@@ -30,7 +30,7 @@ export type { DurableSection } from "./durable.js";
 export type { AuthSection } from "./auth.js";
 export type { LimitsSection } from "./limits.js";
 export type { ReadsSection } from "./reads.js";
-export type { HooksSection } from "./hooks.js";
+export type { HookFormat, HookName, HooksSection } from "./hooks.js";
 export type { EventKind, EventsSection, WebhookSection } from "./events.js";
 export type { SseSection } from "./sse.js";
 export type { PresenceSection } from "./presence.js";
