@@ -120,7 +120,7 @@ describe("centrifugo format — connect", () => {
   it("allow: the request names the connection; headers come as HTTP headers; channels subscribe it; meta goes back to the other hooks", async () => {
     allowAll();
     const user = uniq("conn");
-    backend.handlers["/c/connect"] = () => ({ result: { user: "ignored-with-a-token", channels: [`c.inbox.${user}`], meta: { plan: "pro" } } });
+    backend.handlers["/c/connect"] = () => ({ result: { user: "ignored-with-a-token", channels: [`c:inbox.${user}`], meta: { plan: "pro" } } });
     const c = await socketOf(gw, user);
     const call = backend.callsTo("/c/connect").at(-1)!;
     expect(call.body).toEqual({ client: expect.stringMatching(/^[\w-]{16}$/), transport: "websocket", protocol: "json", encoding: "json" });
@@ -134,7 +134,7 @@ describe("centrifugo format — connect", () => {
       protocol: "json",
       encoding: "json",
       user,
-      channel: `c.room.${user}`,
+      channel: `c:room.${user}`,
       meta: { plan: "pro" },
     });
   });
@@ -181,8 +181,8 @@ describe("centrifugo format — subscribe", () => {
     allowAll();
     const user = uniq("sub");
     const c = await socketOf(gw, user);
-    backend.handlers["/c/subscribe"] = (b) => ({ result: b.channel === `c.b64.${user}` ? { b64data: "AAEC" } : { data: { welcome: b.channel } } });
-    expect(await c.request({ op: "sub", channel: `c.a.${user}` })).toMatchObject({ op: "ok", data: { welcome: `c.a.${user}` } });
+    backend.handlers["/c/subscribe"] = (b) => ({ result: b.channel === `c:b64.${user}` ? { b64data: "AAEC" } : { data: { welcome: b.channel } } });
+    expect(await c.request({ op: "sub", channel: `c.a.${user}` })).toMatchObject({ op: "ok", data: { welcome: `c:a.${user}` } });
     expect(await c.request({ op: "sub", channel: `c.b64.${user}` })).toMatchObject({ op: "ok", data: "AAEC" });
   });
 
@@ -233,7 +233,7 @@ describe("centrifugo format — publish", () => {
       transport: "websocket",
       encoding: "json",
       user,
-      channel: `c.p.${user}`,
+      channel: `c:p.${user}`,
       data: { n: 1 },
     });
     // an empty result stores it as sent
@@ -363,7 +363,7 @@ describe("sub_refresh hook — a subscription's expiry", () => {
     allowAll();
     const user = uniq("subref");
     const c = await socketOf(gw, user);
-    backend.handlers["/c/subscribe"] = (b) => ({ result: b.channel === `c.exp.${user}` ? { expire_at: nowS() + 1 } : {} });
+    backend.handlers["/c/subscribe"] = (b) => ({ result: b.channel === `c:exp.${user}` ? { expire_at: nowS() + 1 } : {} });
     let n = 0;
     backend.handlers["/c/sub_refresh"] = () => (n++ < 1 ? { result: { expire_at: nowS() + 1 } } : { result: { expired: true } });
     await c.sub(`c.exp.${user}`);
@@ -372,7 +372,7 @@ describe("sub_refresh hook — a subscription's expiry", () => {
     expect(ended).toMatchObject({ code: "forbidden", message: expect.stringContaining(`subscription c.exp.${user} ended`) });
     const calls = backend.callsTo("/c/sub_refresh", user);
     expect(calls).toHaveLength(2);
-    expect(calls[0]!.body).toMatchObject({ transport: "websocket", user, channel: `c.exp.${user}` });
+    expect(calls[0]!.body).toMatchObject({ transport: "websocket", user, channel: `c:exp.${user}` });
     // the socket and the other subscription go on
     expect(c.open).toBe(true);
     expect(await c.request({ op: "unsub", channel: `c.keep.${user}` })).toMatchObject({ op: "ok" });

@@ -1,5 +1,6 @@
 import { dataOf, expireAtOf, HookDisconnect, malformed, proxyRefusal, readProxyAnswer, type ProxyAnswer, type ProxyBase } from "../backend/proxy-format.js";
 import { checkPattern } from "../protocol/channel.js";
+import { toCentrifugoChannel, toGatewayChannel } from "../protocol/centrifugo-channels.js";
 import { parseAutoChannels } from "./permissions.js";
 import type { Principal } from "./principal.js";
 
@@ -31,14 +32,24 @@ export const baseOf = (w: Pick<ProxyWho, "client" | "transport" | "protocol">, e
 /** Adds `meta` when the connect hook gave one. */
 const withMeta = <T extends object>(body: T, w: ProxyWho): T => (w.meta === undefined || w.meta === null ? body : { ...body, meta: w.meta });
 
-export const subscribeBody = (w: ProxyWho, channel: string) => withMeta({ ...baseOf(w), user: w.user, channel }, w);
+/**
+ * A channel as a Centrifugo backend names it (protocol/centrifugo-channels.ts: `chat.room` is `chat:room`, the
+ * names the server API takes); a channel with no Centrifugo name (`50%off`) is sent as it is.
+ */
+export function centrifugoName(channel: string): string {
+  const m = toCentrifugoChannel(channel);
+  return m.ok ? m.name : channel;
+}
+
+export const subscribeBody = (w: ProxyWho, channel: string) => withMeta({ ...baseOf(w), user: w.user, channel: centrifugoName(channel) }, w);
 export const refreshBody = (w: ProxyWho) => withMeta({ ...baseOf(w), user: w.user }, w);
-export const subRefreshBody = (w: ProxyWho, channel: string) => withMeta({ ...baseOf(w), user: w.user, channel }, w);
+export const subRefreshBody = (w: ProxyWho, channel: string) => withMeta({ ...baseOf(w), user: w.user, channel: centrifugoName(channel) }, w);
 export const rpcBody = (w: ProxyWho, method: string, data: unknown) => withMeta({ ...baseOf(w), user: w.user, method, data: data ?? null }, w);
 
 /** A publish: a JSON value in `data` (encoding json), bytes in `b64data` (encoding binary). */
 export function publishBody(w: ProxyWho, channel: string, data: unknown, binary: boolean): Record<string, unknown> {
-  const body = binary ? { ...baseOf(w, "binary"), user: w.user, channel, b64data: data } : { ...baseOf(w), user: w.user, channel, data };
+  const name = centrifugoName(channel);
+  const body = binary ? { ...baseOf(w, "binary"), user: w.user, channel: name, b64data: data } : { ...baseOf(w), user: w.user, channel: name, data };
   return withMeta(body, w);
 }
 
@@ -80,7 +91,12 @@ export function readConnectResult(p: Principal, r: Record<string, unknown>): Con
     if (typeof r.subs !== "object" || Array.isArray(r.subs)) throw malformed("connect", "subs must be an object");
     names.push(...Object.keys(r.subs));
   }
-  for (const n of names) if (!checkPattern(n).ok) throw malformed("connect", `channel ${JSON.stringify(n)?.slice(0, 80)} is not a channel here`);
+  // Channel names as Centrifugo has them (`chat:room`), each mapped to the channel here (`chat.room`).
+  for (const [i, n] of names.entries()) {
+    const m = typeof n === "string" ? toGatewayChannel(n) : undefined;
+    if (!m?.ok || !checkPattern(m.name).ok) throw malformed("connect", `channel ${JSON.stringify(n)?.slice(0, 80)} is not a channel here`);
+    names[i] = m.name;
+  }
   if (names.length) {
     const auto = parseAutoChannels(names, { sub: [...p.perms.sub, ...(names as string[])], pub: [] });
     if (typeof auto === "string") throw malformed("connect", auto.replace("channels.auto", "channels"));

@@ -3,7 +3,7 @@ import { isWildcard } from "../protocol/channel.js";
 import type { ControlOp } from "../control/ops.js";
 import { ApiCode, apiErrorOf, badRequest, fail, type Reply } from "./codes.js";
 import { refusedAccess, type Caller, type ServerApiDeps } from "./context.js";
-import { toCentrifugoChannel } from "./channel-names.js";
+import { toCentrifugoChannel } from "../protocol/centrifugo-channels.js";
 import { channelsParams, disconnectParams, globMatcher, refreshParams, unsubscribeParams } from "./request.js";
 
 /**
@@ -78,7 +78,7 @@ export async function refresh(d: ServerApiDeps, who: Caller, o: Record<string, u
 /**
  * `channels`: the channels with subscribers now, with how many (`GET /v1/server/occupancy?pattern=>`),
  * filtered by the glob `pattern`. Only subscriptions of one channel count: wildcard subscriptions
- * (`orders.>`) name no channel. Channels without a Centrifugo name (see channel-names.ts) are left out.
+ * (`orders.>`) name no channel. Channels without a Centrifugo name (see protocol/centrifugo-channels.ts) are left out.
  */
 export async function channels(d: ServerApiDeps, who: Caller, o: Record<string, unknown>): Promise<Reply> {
   const p = channelsParams(o);

@@ -1,4 +1,4 @@
-import { toGatewayChannel } from "./channel-names.js";
+import { toGatewayChannel } from "../protocol/centrifugo-channels.js";
 
 /**
  * Reading requests of Centrifugo's server API (pure): the methods, the parameters of each as this gateway

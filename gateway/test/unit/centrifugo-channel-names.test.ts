@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { toCentrifugoChannel, toGatewayChannel } from "../../src/centrifugo/channel-names.js";
+import { toCentrifugoChannel, toGatewayChannel } from "../../src/protocol/centrifugo-channels.js";
 
 /** Centrifugo name → this gateway's channel; each row maps back to the same name. */
 const MAPPED: [string, string][] = [

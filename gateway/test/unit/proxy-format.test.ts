@@ -115,12 +115,12 @@ describe("proxy format — answers", () => {
 });
 
 describe("proxy format — connect and subscribe results", () => {
-  it("connect: channels and subs keys are server-side subscriptions, readable; user, expire_at, meta (else info)", () => {
-    const r = readConnectResult(token, { user: "bob", expire_at: 1_000, channels: ["news.x"], subs: { "inbox.alice": {} }, info: { i: 1 }, meta: { m: 1 } });
+  it("connect: channels and subs keys (Centrifugo names, news:x is news.x here) are server-side subscriptions, readable; user, expire_at, meta (else info)", () => {
+    const r = readConnectResult(token, { user: "bob", expire_at: 1_000, channels: ["news:x"], subs: { "inbox:alice": {} }, info: { i: 1 }, meta: { m: 1 } });
     expect(r).toEqual({ sub: ["news.x", "inbox.alice"], auto: ["news.x", "inbox.alice"], user: "bob", exp: 1_000, info: { m: 1 } });
     expect(readConnectResult(token, { info: { i: 1 } }).info).toEqual({ i: 1 });
     expect(readConnectResult(token, { user: "" })).toEqual({ sub: [], auto: [] });
-    expect(() => readConnectResult(token, { channels: ["bad channel"] })).toThrow(/not a channel here/);
+    expect(() => readConnectResult(token, { channels: [":x"] })).toThrow(/not a channel here/);
     expect(() => readConnectResult(token, { channels: "news" })).toThrow(/channels must be a list/);
   });
 
@@ -140,7 +140,7 @@ describe("proxy format — connect and subscribe results", () => {
 
 describe("proxy format — requests", () => {
   it("every request starts with client, transport, protocol, encoding; meta only when the connect hook gave one", () => {
-    expect(subscribeBody(who, "a.b")).toEqual({ client: "c1", transport: "websocket", protocol: "msgpack", encoding: "json", user: "alice", channel: "a.b" });
+    expect(subscribeBody(who, "a.b")).toEqual({ client: "c1", transport: "websocket", protocol: "msgpack", encoding: "json", user: "alice", channel: "a:b" });
     expect(rpcBody({ ...who, meta: { plan: 1 } }, "m", undefined)).toEqual({
       client: "c1",
       transport: "websocket",
@@ -154,7 +154,7 @@ describe("proxy format — requests", () => {
   });
 
   it("publish: a JSON value in data (encoding json), bytes as b64data (encoding binary)", () => {
-    expect(publishBody(who, "a.b", { x: 1 }, false)).toMatchObject({ encoding: "json", channel: "a.b", data: { x: 1 } });
+    expect(publishBody(who, "a.b", { x: 1 }, false)).toMatchObject({ encoding: "json", channel: "a:b", data: { x: 1 } });
     const bin = publishBody(who, "a.b", "AAEC", true);
     expect(bin).toMatchObject({ encoding: "binary", b64data: "AAEC" });
     expect(bin).not.toHaveProperty("data");

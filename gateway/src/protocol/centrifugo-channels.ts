@@ -1,4 +1,4 @@
-import { checkChannel } from "../protocol/channel.js";
+import { checkChannel } from "./channel.js";
 
 /**
  * Centrifugo channel names and this gateway's channels, one reversible mapping (pure; the server API uses it
