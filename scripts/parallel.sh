@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs each argument as a shell command, all at once, and fails if any failed. Each command's output is kept
 # and printed whole when it ends (so two logs never interleave), with how long it took.
-#   scripts/parallel.sh "npm run -s build && npm run -s lint" "npm run -s test:kotlin"
+#   scripts/parallel.sh "npm run -s lint" "npm run -s test:kotlin"
 set -uo pipefail
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
