@@ -1,6 +1,5 @@
 package dev.fanout.client
 
-import java.util.Base64
 import java.util.UUID
 import java.util.concurrent.CopyOnWriteArrayList
 import java.util.concurrent.TimeUnit
@@ -123,7 +122,7 @@ class GatewayClient(private val url: String, options: GatewayClientOptions = Gat
      * base64 with `"enc":"base64"` on fanout.v1, as a bin on fanout.v1.msgpack; otherwise as [publish].
      */
     suspend fun publish(channel: String, bytes: ByteArray, type: String = OCTET_STREAM, msgId: String? = null, ttl: String? = null): PublishResult =
-        publishResult(send(pubFrame(channel, JsonPrimitive(Base64.getEncoder().encodeToString(bytes)), msgId ?: newMsgId(), ttl, type)))
+        publishResult(send(pubFrame(channel, JsonPrimitive(bytes.toBase64()), msgId ?: newMsgId(), ttl, type)))
 
     /**
      * Publishes many messages in one frame: the server stores them in item order and answers one result per

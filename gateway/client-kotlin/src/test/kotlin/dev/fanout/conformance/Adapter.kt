@@ -291,7 +291,7 @@ private fun startOf(e: JsonElement): StartPosition? = when {
     e is JsonPrimitive && e.contentOrNull == "last_per_subject" -> StartPosition.LastPerSubject
     e is JsonObject && e.l("seq") != null -> StartPosition.Seq(e.l("seq")!!, e.s("epoch"))
     e is JsonObject && e.l("last") != null -> StartPosition.Last(e.l("last")!!.toInt())
-    e is JsonObject && e.s("time") != null -> StartPosition.Time(Instant.parse(e.s("time")))
+    e is JsonObject && e.s("time") != null -> StartPosition.Time(Instant.parse(e.s("time")).toEpochMilli())
     else -> null
 }
 
