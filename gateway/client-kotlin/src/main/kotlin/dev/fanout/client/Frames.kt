@@ -151,7 +151,7 @@ internal fun settleFrame(s: Settle): JsonObject = buildJsonObject {
  * A `msg` frame as the collector gets it; [payload] is its `data` as the wire's bytes (ReceivedFrame.payload),
  * [send] puts a settle frame on the socket it came on.
  */
-internal fun toMessage(f: JsonObject, subChannel: String, explicitAck: Boolean, payload: ByteArray? = null, send: (Settle) -> Unit): GatewayMessage {
+internal fun toMessage(f: JsonObject, subChannel: String, explicitAck: Boolean, payload: ByteArray? = null, epoch: String? = null, send: (Settle) -> Unit): GatewayMessage {
     val enc = f.str("enc")?.takeIf { it == "text" || it == "base64" || it == "binary" }
     return GatewayMessage(
         channel = f.str("channel") ?: "",
@@ -169,6 +169,7 @@ internal fun toMessage(f: JsonObject, subChannel: String, explicitAck: Boolean, 
         durable = f.str("durable"),
         redelivered = f.bool("redelivered"),
         deliveries = f.long("deliveries")?.toInt(),
+        epoch = epoch,
         explicitAck = explicitAck,
         send = { s -> send(s.copy(sub = subChannel)) },
     )

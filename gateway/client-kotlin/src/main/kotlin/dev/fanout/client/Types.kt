@@ -24,6 +24,15 @@ sealed interface StartPosition {
     data object LastPerSubject : StartPosition
 }
 
+/**
+ * Where an app is in a subscription's stream: the [seq] of the last message it was handed and the [epoch] of
+ * the stream it belongs to. Save it once that message is handled; [next] is where a later subscribe resumes.
+ */
+data class StreamPosition(val seq: Long, val epoch: String?) {
+    /** The start of a subscribe that goes on after this message, without gap or duplicate. */
+    fun next(): StartPosition.Seq = StartPosition.Seq(seq + 1, epoch)
+}
+
 /** Presence of a concrete channel: [MEMBER_AND_WATCH] enters and receives joins/leaves; the others one of the two. */
 enum class Presence { MEMBER_AND_WATCH, MEMBER, WATCH }
 
