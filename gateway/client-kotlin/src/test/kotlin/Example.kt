@@ -20,5 +20,5 @@ fun main() = runBlocking {
 
     val msg = sub.messages.first { it.seq == stored.seq }
     println("${msg.channel} #${msg.seq}: ${msg.data}")
-    client.close()
+    client.closeAndJoin()
 }

@@ -4,6 +4,9 @@ import kotlinx.coroutines.CompletableDeferred
 import kotlinx.coroutines.CoroutineScope
 import kotlinx.coroutines.Job
 import kotlinx.coroutines.delay
+import kotlinx.coroutines.flow.MutableStateFlow
+import kotlinx.coroutines.flow.StateFlow
+import kotlinx.coroutines.flow.asStateFlow
 import kotlinx.coroutines.launch
 import kotlinx.coroutines.withTimeoutOrNull
 import kotlinx.serialization.json.JsonElement
@@ -108,7 +111,19 @@ internal class Connection(
     private val hooks: ConnectionHooks,
     private val onReconnect: () -> Unit,
 ) {
-    @Volatile var state = ConnectionState.IDLE
+    private val stateFlow = MutableStateFlow(ConnectionState.IDLE)
+
+    /** [state] as a flow the app can collect (read from any thread). */
+    val states: StateFlow<ConnectionState> = stateFlow.asStateFlow()
+
+    var state: ConnectionState
+        get() = stateFlow.value
+        private set(value) {
+            stateFlow.value = value
+        }
+
+    /** How the last attempt or socket ended ("1006 Connection refused"), for a connect() that gives up waiting. */
+    var lastFailure: String? = null
         private set
 
     /** The current socket (read from other threads by acks: `@Volatile`). */
@@ -377,6 +392,7 @@ internal class Connection(
     private fun lost(ws: WebSocket, code: Int, reason: String) {
         if (this.ws !== ws) return
         detach()
+        lastFailure = "$code $reason"
         if (state == ConnectionState.CLOSED) {
             hooks.emit(GatewayEvent.Disconnected(code, reason, willReconnect = false))
             closedSignal?.complete(Unit)

@@ -3,7 +3,6 @@ package dev.fanout.client
 import java.nio.ByteBuffer
 import java.nio.charset.CharacterCodingException
 import java.nio.charset.CodingErrorAction
-import java.util.Base64
 import kotlinx.serialization.SerializationException
 import kotlinx.serialization.json.JsonElement
 import kotlinx.serialization.json.JsonObject
@@ -103,7 +102,7 @@ class DeltaBases(private val maxChannels: Int = MAX_DELTA_CHANNELS) {
 /** The payload bytes of a full `msg` frame: the raw text of `data` (spliced in as stored, written last), or the string / base64 it carries. */
 fun payloadBytes(f: JsonObject, text: String): ByteArray = when (f.str("enc")) {
     "text" -> (f.str("data") ?: "").toByteArray(Charsets.UTF_8)
-    "base64" -> Base64.getDecoder().decode(f.str("data") ?: "")
+    "base64" -> base64Bytes(f.str("data") ?: "")
     else -> {
         val at = text.indexOf("\"data\":")
         require(at >= 0 && text.endsWith("}")) { "msg frame without data last" }
@@ -114,7 +113,7 @@ fun payloadBytes(f: JsonObject, text: String): ByteArray = when (f.str("enc")) {
 /** The delta of a delta `msg` frame: its string's UTF-8 bytes, or base64 with `"enc":"base64"`. */
 fun deltaBytes(f: JsonObject): ByteArray {
     val data = f.str("data") ?: ""
-    return if (f.str("enc") == "base64") Base64.getDecoder().decode(data) else data.toByteArray(Charsets.UTF_8)
+    return if (f.str("enc") == "base64") base64Bytes(data) else data.toByteArray(Charsets.UTF_8)
 }
 
 private fun utf8Strict(b: ByteArray): String =

@@ -49,7 +49,7 @@ val WIRE_CODES: Map<String, Boolean> = mapOf(
 /** Failures of the client itself (not sent by a server). */
 val CLIENT_CODES: Set<String> = setOf(
     "bad_option", "queue_full", "closed", "token_expired", "already_subscribed", "unsubscribed", "token_error",
-    "not_connected", "connection_lost", "http_error", "handler_error", "ping_timeout", "internal",
+    "not_connected", "connection_lost", "http_error", "handler_error", "ping_timeout", "internal", "timeout",
 )
 
 /** Whether retrying can help with [code] when nothing says otherwise: unknown codes are temporary. */

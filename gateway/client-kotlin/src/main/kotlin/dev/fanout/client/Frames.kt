@@ -1,8 +1,9 @@
 package dev.fanout.client
 
-import java.time.ZoneOffset
-import java.util.Base64
-import java.time.format.DateTimeFormatter
+import java.text.SimpleDateFormat
+import java.util.Date
+import java.util.Locale
+import java.util.TimeZone
 import kotlinx.serialization.json.JsonArray
 import kotlinx.serialization.json.JsonElement
 import kotlinx.serialization.json.JsonNull
@@ -57,8 +58,12 @@ fun subscribeFrame(channel: String, opts: SubscribeOptions, pos: Position, resum
     return SubscribeFrame(frame, (from as? StartPosition.Seq)?.seq)
 }
 
-/** UTC with milliseconds, as JavaScript's toISOString writes it: both SDKs send the same frame. */
-private val ISO_MILLIS: DateTimeFormatter = DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSS'Z'").withZone(ZoneOffset.UTC)
+/**
+ * [epochMs] in UTC with milliseconds, as JavaScript's toISOString writes it: both SDKs send the same frame. A
+ * formatter per call (SimpleDateFormat is not thread-safe), on the rare subscribe from a time only.
+ */
+internal fun isoMillis(epochMs: Long): String =
+    SimpleDateFormat("yyyy-MM-dd'T'HH:mm:ss.SSS'Z'", Locale.ROOT).apply { timeZone = TimeZone.getTimeZone("UTC") }.format(Date(epochMs))
 
 /** A start position as the wire has it. */
 fun startJson(from: StartPosition): JsonElement = when (from) {
@@ -66,7 +71,7 @@ fun startJson(from: StartPosition): JsonElement = when (from) {
         put("seq", from.seq)
         if (from.epoch != null) put("epoch", from.epoch)
     }
-    is StartPosition.Time -> buildJsonObject { put("time", ISO_MILLIS.format(from.time)) }
+    is StartPosition.Time -> buildJsonObject { put("time", isoMillis(from.epochMs)) }
     is StartPosition.Last -> buildJsonObject { put("last", from.count) }
     StartPosition.All -> JsonPrimitive("all")
     StartPosition.LastPerSubject -> JsonPrimitive("last_per_subject")
@@ -146,7 +151,7 @@ internal fun settleFrame(s: Settle): JsonObject = buildJsonObject {
  * A `msg` frame as the collector gets it; [payload] is its `data` as the wire's bytes (ReceivedFrame.payload),
  * [send] puts a settle frame on the socket it came on.
  */
-internal fun toMessage(f: JsonObject, subChannel: String, explicitAck: Boolean, payload: ByteArray? = null, send: (Settle) -> Unit): GatewayMessage {
+internal fun toMessage(f: JsonObject, subChannel: String, explicitAck: Boolean, payload: ByteArray? = null, epoch: String? = null, send: (Settle) -> Unit): GatewayMessage {
     val enc = f.str("enc")?.takeIf { it == "text" || it == "base64" || it == "binary" }
     return GatewayMessage(
         channel = f.str("channel") ?: "",
@@ -157,13 +162,14 @@ internal fun toMessage(f: JsonObject, subChannel: String, explicitAck: Boolean, 
         enc = enc,
         bytes = when (enc) {
             "binary" -> payload
-            "base64" -> f.str("data")?.let { runCatching { Base64.getDecoder().decode(it) }.getOrNull() }
+            "base64" -> f.str("data")?.let { runCatching { base64Bytes(it) }.getOrNull() }
             else -> null
         },
         type = f.str("type"),
         durable = f.str("durable"),
         redelivered = f.bool("redelivered"),
         deliveries = f.long("deliveries")?.toInt(),
+        epoch = epoch,
         explicitAck = explicitAck,
         send = { s -> send(s.copy(sub = subChannel)) },
     )

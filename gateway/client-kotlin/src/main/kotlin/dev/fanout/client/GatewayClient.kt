@@ -1,9 +1,9 @@
 package dev.fanout.client
 
-import java.util.Base64
 import java.util.UUID
 import java.util.concurrent.CopyOnWriteArrayList
 import java.util.concurrent.TimeUnit
+import java.util.concurrent.atomic.AtomicBoolean
 import java.util.concurrent.atomic.AtomicLong
 import kotlinx.coroutines.CancellationException
 import kotlinx.coroutines.CompletableDeferred
@@ -13,9 +13,17 @@ import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.ExperimentalCoroutinesApi
 import kotlinx.coroutines.NonCancellable
 import kotlinx.coroutines.SupervisorJob
+import kotlinx.coroutines.TimeoutCancellationException
 import kotlinx.coroutines.cancel
+import kotlinx.coroutines.channels.BufferOverflow
+import kotlinx.coroutines.flow.MutableSharedFlow
+import kotlinx.coroutines.flow.SharedFlow
+import kotlinx.coroutines.flow.StateFlow
+import kotlinx.coroutines.flow.asSharedFlow
 import kotlinx.coroutines.launch
 import kotlinx.coroutines.withContext
+import kotlinx.coroutines.withTimeout
+import kotlinx.coroutines.withTimeoutOrNull
 import kotlinx.serialization.json.JsonElement
 import kotlinx.serialization.json.JsonNull
 import kotlinx.serialization.json.JsonObject
@@ -30,8 +38,8 @@ import okhttp3.WebSocket
  * subscription from the last seq it delivered (dropping duplicates), queues publishes while disconnected and
  * re-sends unanswered ones with the same msgId so the server stores them once.
  *
- * Every call may come from any thread; the client's state lives on one single-threaded dispatcher, where
- * listeners, `onPresence` and `onAutoMessage` are called too (return quickly from them).
+ * Every call may come from any thread; the client's state lives on one single-threaded dispatcher. Listeners,
+ * `onPresence` and `onAutoMessage` run there too, or on [GatewayClientOptions.callbackDispatcher] when set.
  */
 @OptIn(ExperimentalCoroutinesApi::class)
 class GatewayClient(private val url: String, options: GatewayClientOptions = GatewayClientOptions()) {
@@ -45,9 +53,13 @@ class GatewayClient(private val url: String, options: GatewayClientOptions = Gat
         internal val reconnectCount = AtomicLong()
         internal val duplicateCount = AtomicLong()
         internal val deltasLostCount = AtomicLong()
+        internal val overflowCount = AtomicLong()
         val reconnects: Long get() = reconnectCount.get()
         val duplicatesDropped: Long get() = duplicateCount.get()
         val deltasLost: Long get() = deltasLostCount.get()
+
+        /** Times a subscription's buffer filled up and the subscription paused until its collector caught up. */
+        val bufferOverflows: Long get() = overflowCount.get()
     }
 
     val stats = Stats()
@@ -59,9 +71,14 @@ class GatewayClient(private val url: String, options: GatewayClientOptions = Gat
     private val loop = Dispatchers.Default.limitedParallelism(1)
     private val scope = CoroutineScope(
         SupervisorJob() + loop + CoroutineExceptionHandler { _, e ->
+            opts.logHandler.log(LogLevel.ERROR, "fanout client: client bug: $e", e)
             emit(GatewayEvent.Error(GatewayException("internal", "client bug: $e", cause = e)))
         },
     )
+    private val callbacks = Callbacks(opts.callbackDispatcher, opts.logHandler)
+    private val eventFlow = MutableSharedFlow<GatewayEvent>(extraBufferCapacity = EVENT_BUFFER, onBufferOverflow = BufferOverflow.DROP_OLDEST)
+    private val closing = AtomicBoolean(false)
+    private val closeDone = CompletableDeferred<Unit>()
     private val subs = LinkedHashMap<String, Sub>()
     private val outbox = Outbox(opts.queueLimit)
     private val conn = Connection(url, opts, http, scope, Hooks()) { stats.reconnectCount.incrementAndGet() }
@@ -70,43 +87,65 @@ class GatewayClient(private val url: String, options: GatewayClientOptions = Gat
     val isConnected: Boolean get() = conn.state == ConnectionState.OPEN
     val state: ConnectionState get() = conn.state
 
+    /** The connection's state as it changes (`IDLE`, `CONNECTING`, `OPEN`, `WAITING`, `PAUSED`, `CLOSED`). */
+    val connectionState: StateFlow<ConnectionState> get() = conn.states
+
+    /**
+     * The client's events as a flow, collected on the collector's own dispatcher (the same events listeners get).
+     * A collector more than 64 events behind loses the oldest; a listener never does.
+     */
+    val events: SharedFlow<GatewayEvent> = eventFlow.asSharedFlow()
+
     /** Adds a listener of the client's events; returns the function that removes it. */
     fun addListener(listener: GatewayListener): () -> Unit {
         listeners.add(listener)
         return { listeners.remove(listener) }
     }
 
-    /** Starts connecting (and reconnecting); returns on the first successful open. */
-    suspend fun connect() {
-        withContext(loop) { conn.connect() }.await()
+    /**
+     * Starts connecting (and reconnecting); returns on the first successful open. Throws `timeout` (temporary)
+     * when none came within [timeoutMs], saying how the last attempt ended; the client goes on trying (close() to
+     * stop it). Throws the refusal's code (`unauthorized`, `forbidden`, …) when the client stopped.
+     */
+    suspend fun connect(timeoutMs: Long = opts.connectWaitMs) {
+        val first = withContext(loop) { conn.connect() }
+        withTimeoutOrNull(timeoutMs) { first.await() } ?: throw withContext(loop) {
+            val last = conn.lastFailure?.let { "the last attempt ended with $it" } ?: "no attempt has ended yet"
+            GatewayException("timeout", "no connection to $url within $timeoutMs ms ($last); still trying", temporary = true)
+        }
     }
 
     /**
      * Subscribes to a channel pattern and returns once the server said `ok` (throws its `err`). The
      * subscription survives reconnects, resuming after the last delivered seq. Subscribing to the pattern of a
-     * server-side subscription takes it over where it is.
+     * server-side subscription takes it over where it is. Waits at most `subscribeTimeoutMs` for the `ok`
+     * (also while disconnected), then throws `timeout`; while paused it throws `not_connected` at once.
      */
     suspend fun subscribe(channel: String, options: SubscribeOptions = SubscribeOptions()): Subscription {
         val sub = withContext(loop) {
             conn.stopped?.let { throw it }
+            if (conn.state == ConnectionState.PAUSED) throw GatewayException("not_connected", "the client is paused: resume() before subscribing to $channel", temporary = true)
             val auto = subs[channel]
             if (auto != null && !auto.auto) throw GatewayException("already_subscribed", "already subscribed to $channel", temporary = false)
             if (options.durable != null && options.from != null) throw GatewayException("bad_option", "from is not allowed with durable", temporary = false)
             if (options.durable != null && options.presence != null) throw GatewayException("bad_option", "presence is not allowed with durable", temporary = false)
             auto?.closed = true
             val pos = if (auto != null && options.durable == null) auto.pos.copy() else Position()
-            val sub = Sub(channel, options, pos, auto = false, takesOver = auto != null && options.durable == null)
+            val sub = Sub(channel, options, pos, auto = false, takesOver = auto != null && options.durable == null, bufferSize = opts.subscriptionBuffer)
             subs[channel] = sub
             openSocket()?.let { sendSub(sub, it) {} }
             sub
         }
         try {
-            sub.ready.await()
+            withTimeout(opts.subscribeTimeoutMs) { sub.ready.await() }
+        } catch (e: TimeoutCancellationException) {
+            unsubscribe(sub)
+            throw GatewayException("timeout", "no answer to the subscribe to $channel within ${opts.subscribeTimeoutMs} ms (connection ${conn.state})", temporary = true)
         } catch (e: CancellationException) {
             unsubscribe(sub)
             throw e
         }
-        return Subscription(sub, ::unsubscribe)
+        return Subscription(sub, ::unsubscribe, ::taken)
     }
 
     /**
@@ -123,7 +162,7 @@ class GatewayClient(private val url: String, options: GatewayClientOptions = Gat
      * base64 with `"enc":"base64"` on fanout.v1, as a bin on fanout.v1.msgpack; otherwise as [publish].
      */
     suspend fun publish(channel: String, bytes: ByteArray, type: String = OCTET_STREAM, msgId: String? = null, ttl: String? = null): PublishResult =
-        publishResult(send(pubFrame(channel, JsonPrimitive(Base64.getEncoder().encodeToString(bytes)), msgId ?: newMsgId(), ttl, type)))
+        publishResult(send(pubFrame(channel, JsonPrimitive(bytes.toBase64()), msgId ?: newMsgId(), ttl, type)))
 
     /**
      * Publishes many messages in one frame: the server stores them in item order and answers one result per
@@ -215,22 +254,44 @@ class GatewayClient(private val url: String, options: GatewayClientOptions = Gat
         scope.launch { conn.reconnectNow() }
     }
 
-    /** Closes with 1000 and stops reconnecting; queued publishes and pending subscribes fail with `closed`. */
-    suspend fun close() {
-        withContext(loop) { conn.close(GatewayException("closed", "client closed", temporary = false)) }
-        scope.cancel()
-        if (ownsHttp) {
-            http.dispatcher.executorService.shutdown()
-            http.connectionPool.evictAll()
+    /**
+     * Closes with 1000 and stops reconnecting, from any thread without waiting (`onCleared`, `onDestroy`):
+     * queued publishes and pending subscribes fail with `closed`, every subscription's Flow completes normally.
+     * [closeAndJoin] waits until the socket is closed.
+     */
+    fun close() {
+        if (!closing.compareAndSet(false, true)) return
+        scope.launch(NonCancellable) {
+            try {
+                conn.close(GatewayException("closed", "client closed", temporary = false))
+            } finally {
+                callbacks.close()
+                closeDone.complete(Unit)
+                scope.cancel()
+                if (ownsHttp) {
+                    http.dispatcher.executorService.shutdown()
+                    http.connectionPool.evictAll()
+                }
+            }
         }
     }
 
+    /** [close], then waits until the socket is closed (at most about 3 s for the server's close frame). */
+    suspend fun closeAndJoin() {
+        close()
+        closeDone.await()
+    }
+
     private fun emit(e: GatewayEvent) {
-        for (l in listeners) {
-            try {
-                l.onEvent(e)
-            } catch (err: Exception) {
-                System.err.println("fanout client: a listener threw on $e: $err")
+        eventFlow.tryEmit(e)
+        if (listeners.isEmpty()) return
+        callbacks.post {
+            for (l in listeners) {
+                try {
+                    l.onEvent(e)
+                } catch (err: Exception) {
+                    callbacks.warn("fanout client: a listener threw on $e: $err", err)
+                }
             }
         }
     }
@@ -308,7 +369,8 @@ class GatewayClient(private val url: String, options: GatewayClientOptions = Gat
             // A server-side subscription without an epoch (a broker that stores nothing) cannot resume: the
             // server subscribes the new connection again by itself.
             subs.values.removeAll { it.auto && it.pos.epoch == null }
-            val all = subs.values.toList()
+            // One whose collector fell a buffer behind is made again once that collector catches up (taken()).
+            val all = subs.values.filter { !it.overflowed }
             var outstanding = all.size
             val done = {
                 if (conn.ws === ws) {
@@ -336,35 +398,68 @@ class GatewayClient(private val url: String, options: GatewayClientOptions = Gat
 
         override fun stopped(error: GatewayException) {
             outbox.failAll(error)
+            // The app's close() ends each Flow normally (no exception in a lifecycleScope); a refusal or a 4403 fails it.
+            val flowError = if (error.code == "closed") null else error
             for (sub in subs.values) {
                 sub.ready.completeExceptionally(error)
-                sub.inbox.close(error)
+                sub.inbox.close(flowError)
             }
         }
     }
 
     private fun onMsg(ws: WebSocket, frame: JsonObject, received: ReceivedFrame) {
         val sub = subs[frame.str("sub")] ?: return
-        if (sub.closed || sub.resuming) return
+        if (sub.closed || sub.resuming || sub.overflowed) return
         val seq = frame.long("seq") ?: return
+        if (!sub.auto && sub.buffered.get() >= sub.limit) return overflow(sub, ws, frame, received)
         // Before the seq is recorded: a message whose delta cannot be applied is read again after the resubscribe.
         val f = if (sub.deltas == null) frame else applyDelta(sub, ws, frame, received) ?: return
         if (sub.opts.durable == null && !sub.pos.accept(f.str("channel") ?: "", seq)) {
             stats.duplicateCount.incrementAndGet()
             return
         }
-        val msg = toMessage(f, sub.channel, sub.opts.ack, received.payload) { s ->
+        val msg = toMessage(f, sub.channel, sub.opts.ack, received.payload, sub.pos.epoch) { s ->
             // Acks on a closed socket are moot: the server released its unacked messages for redelivery.
             if (conn.ws === ws && conn.state == ConnectionState.OPEN) conn.send(ws, settleFrame(s))
         }
         if (!sub.auto) {
+            sub.buffered.incrementAndGet()
             sub.inbox.trySend(msg)
             return
         }
-        try {
-            opts.onAutoMessage?.invoke(msg)
-        } catch (e: Exception) {
-            emit(GatewayEvent.Error(GatewayException("handler_error", "onAutoMessage threw on seq $seq: $e", cause = e), sub.channel))
+        val fn = opts.onAutoMessage ?: return
+        callbacks.post {
+            try {
+                fn(msg)
+            } catch (e: Exception) {
+                emit(GatewayEvent.Error(GatewayException("handler_error", "onAutoMessage threw on seq $seq: $e", cause = e), sub.channel))
+            }
+        }
+    }
+
+    /**
+     * A message for a subscription whose collector is a whole buffer behind. Nothing is dropped: a durable with
+     * acks naks it (the server sends it again later); any other stops its server subscription, and [taken]
+     * makes it again from the last message held (the seq of this one is not recorded) once half is taken.
+     */
+    private fun overflow(sub: Sub, ws: WebSocket, frame: JsonObject, received: ReceivedFrame) {
+        if (sub.opts.durable != null) {
+            toMessage(frame, sub.channel, explicitAck = true, received.payload) { s -> conn.send(ws, settleFrame(s)) }.nak()
+            return
+        }
+        sub.overflowed = true
+        stats.overflowCount.incrementAndGet()
+        opts.logHandler.log(LogLevel.DEBUG, "fanout client: ${sub.channel}: ${sub.limit} messages wait for the collector; paused until it takes half", null)
+        conn.request(ws, buildJsonObject { put("op", "unsub"); put("channel", sub.channel) }, {})
+    }
+
+    /** The collector took a message: a subscription paused by [overflow] starts again once half the buffer is free. */
+    private fun taken(sub: Sub) {
+        if (!sub.overflowed || sub.buffered.get() > sub.limit / 2) return
+        scope.launch {
+            if (!sub.overflowed || sub.closed) return@launch
+            sub.overflowed = false
+            openSocket()?.let { sendSub(sub, it) {} } // else the next open makes it
         }
     }
 
@@ -411,14 +506,19 @@ class GatewayClient(private val url: String, options: GatewayClientOptions = Gat
         val sub = subs[f.str("channel")]?.takeIf { !it.closed } ?: return
         val fn = sub.opts.onPresence ?: return
         val e = presenceEvent(f)
-        try {
-            fn(e)
-        } catch (err: Exception) {
-            emit(GatewayEvent.Error(GatewayException("handler_error", "onPresence for ${e.channel} threw: $err", cause = err), e.channel))
+        callbacks.post {
+            try {
+                fn(e)
+            } catch (err: Exception) {
+                emit(GatewayEvent.Error(GatewayException("handler_error", "onPresence for ${e.channel} threw: $err", cause = err), e.channel))
+            }
         }
     }
 
     private companion object {
+        /** Events a slow collector of [events] may fall behind before it loses the oldest. */
+        const val EVENT_BUFFER = 64
+
         fun newMsgId(): String = UUID.randomUUID().toString()
     }
 }

@@ -35,6 +35,11 @@ class GatewayMessage internal constructor(
     val durable: String?,
     val redelivered: Boolean,
     val deliveries: Int?,
+    /**
+     * The epoch of the stream [seq] belongs to (from the server's `ok`): save `seq` and `epoch` once the message
+     * is handled, and resume a later process with `StartPosition.Seq(seq + 1, epoch)`.
+     */
+    val epoch: String?,
     explicitAck: Boolean,
     private val send: (Settle) -> Unit,
 ) {
@@ -56,6 +61,9 @@ class GatewayMessage internal constructor(
     private fun settle(s: Settle) {
         if (settled.compareAndSet(false, true)) send(s)
     }
+
+    /** Where this message is in its stream: what to save once it is handled. */
+    val position: StreamPosition get() = StreamPosition(seq, epoch)
 
     override fun toString() = "GatewayMessage(channel=$channel, seq=$seq, data=$data)"
 }

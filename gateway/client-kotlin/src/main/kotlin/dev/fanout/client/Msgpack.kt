@@ -1,7 +1,6 @@
 package dev.fanout.client
 
 import java.nio.charset.CodingErrorAction
-import java.util.Base64
 import kotlin.math.abs
 import kotlinx.serialization.json.JsonArray
 import kotlinx.serialization.json.JsonElement
@@ -53,7 +52,7 @@ internal object Msgpack {
             if (bytes && k == "enc") continue
             p.packString(k)
             if (bytes && k == "data") {
-                val b = Base64.getDecoder().decode((v as JsonPrimitive).content)
+                val b = base64Bytes((v as JsonPrimitive).content)
                 p.packBinaryHeader(b.size)
                 p.writePayload(b)
             } else if (k == "batch" && v is JsonArray) {

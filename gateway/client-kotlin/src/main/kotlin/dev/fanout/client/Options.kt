@@ -1,5 +1,6 @@
 package dev.fanout.client
 
+import kotlinx.coroutines.CoroutineDispatcher
 import okhttp3.OkHttpClient
 
 /** Where the token goes when the socket opens (PROTOCOL.md "Passing the token"). */
@@ -39,6 +40,23 @@ class GatewayClientOptions {
     /** A connection attempt that has not opened after this long is abandoned and retried. */
     var connectTimeoutMs: Long = 10_000
 
+    /**
+     * How long [GatewayClient.connect] waits for the first open before it throws `timeout` (a closed port, no
+     * network); the client goes on trying in the background until [GatewayClient.close].
+     */
+    var connectWaitMs: Long = 10_000
+
+    /** How long [GatewayClient.subscribe] waits for the server's `ok` before it throws `timeout` (the subscription is dropped). */
+    var subscribeTimeoutMs: Long = 10_000
+
+    /**
+     * Messages a subscription holds for its collector. When a collector falls this far behind, the client stops
+     * the subscription on the server (`unsub`) and makes it again from the last message it holds once the
+     * collector has taken half of them: nothing is dropped, as with a reconnect. (A durable with `ack` naks
+     * instead, to be redelivered; a durable without `ack` is not bounded, as nothing could bring a message back.)
+     */
+    var subscriptionBuffer: Int = 1_000
+
     /** While connected, a `ping` frame goes out this often (0: never). */
     var pingIntervalMs: Long = 20_000
 
@@ -57,12 +75,24 @@ class GatewayClientOptions {
     /** The OkHttp client to share with the app (its pool and threads); by default the client makes its own. */
     var okHttpClient: OkHttpClient? = null
 
+    /**
+     * Where listeners, `onPresence` and `onAutoMessage` run, one at a time and in order: `Dispatchers.Main` for
+     * UI code. Null (the default): on the client's own thread, as they happen (return quickly).
+     */
+    var callbackDispatcher: CoroutineDispatcher? = null
+
+    /** Where the client reports its own problems (a listener that threw, a full subscription buffer). */
+    var logHandler: GatewayLogHandler = GatewayLogHandler.JAVA_LOGGING
+
     internal fun check() {
         fun bad(why: String): Nothing = throw GatewayException("bad_option", why, temporary = false)
         if (minDelayMs < 0) bad("minDelayMs must be >= 0, got $minDelayMs")
         if (maxDelayMs < minDelayMs) bad("maxDelayMs must be >= minDelayMs ($minDelayMs), got $maxDelayMs")
         if (queueLimit < 0) bad("queueLimit must be >= 0, got $queueLimit")
         if (connectTimeoutMs <= 0) bad("connectTimeoutMs must be > 0, got $connectTimeoutMs")
+        if (connectWaitMs <= 0) bad("connectWaitMs must be > 0, got $connectWaitMs")
+        if (subscribeTimeoutMs <= 0) bad("subscribeTimeoutMs must be > 0, got $subscribeTimeoutMs")
+        if (subscriptionBuffer < 2) bad("subscriptionBuffer must be >= 2, got $subscriptionBuffer")
         if (pingIntervalMs < 0) bad("pingIntervalMs must be >= 0, got $pingIntervalMs")
         if (pingTimeoutMs <= 0) bad("pingTimeoutMs must be > 0, got $pingTimeoutMs")
     }

@@ -1,7 +1,5 @@
 package dev.fanout.client
 
-import java.time.Instant
-import java.util.Base64
 import kotlinx.serialization.json.JsonElement
 import kotlinx.serialization.json.JsonPrimitive
 
@@ -10,8 +8,11 @@ sealed interface StartPosition {
     /** Every message with stream sequence ≥ [seq]; [epoch] names the stream the seq belongs to. */
     data class Seq(val seq: Long, val epoch: String? = null) : StartPosition
 
-    /** From that instant. */
-    data class Time(val time: Instant) : StartPosition
+    /**
+     * From that instant, in milliseconds since the epoch (UTC); on API 26+ `Time(instant.toEpochMilli())`. A
+     * plain number keeps java.time (Android API 26) off every path of the SDK.
+     */
+    data class Time(val epochMs: Long) : StartPosition
 
     /** The pattern's last [count] messages. */
     data class Last(val count: Int) : StartPosition
@@ -21,6 +22,15 @@ sealed interface StartPosition {
 
     /** The newest message of every matching channel, then live. */
     data object LastPerSubject : StartPosition
+}
+
+/**
+ * Where an app is in a subscription's stream: the [seq] of the last message it was handed and the [epoch] of
+ * the stream it belongs to. Save it once that message is handled; [next] is where a later subscribe resumes.
+ */
+data class StreamPosition(val seq: Long, val epoch: String?) {
+    /** The start of a subscribe that goes on after this message, without gap or duplicate. */
+    fun next(): StartPosition.Seq = StartPosition.Seq(seq + 1, epoch)
 }
 
 /** Presence of a concrete channel: [MEMBER_AND_WATCH] enters and receives joins/leaves; the others one of the two. */
@@ -73,7 +83,7 @@ const val OCTET_STREAM = "application/octet-stream"
 data class BatchItem(val channel: String, val data: JsonElement, val msgId: String? = null, val ttl: String? = null, val type: String? = null) {
     /** An item of bytes, [type] their content type. */
     constructor(channel: String, bytes: ByteArray, type: String = OCTET_STREAM, msgId: String? = null, ttl: String? = null) :
-        this(channel, JsonPrimitive(Base64.getEncoder().encodeToString(bytes)), msgId, ttl, type)
+        this(channel, JsonPrimitive(bytes.toBase64()), msgId, ttl, type)
 }
 
 /** One item's outcome in a batch, in the item's place: stored, or the server's error for that item alone. */

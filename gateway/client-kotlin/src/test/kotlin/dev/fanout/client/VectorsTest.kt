@@ -159,7 +159,7 @@ class VectorsTest {
         e is JsonPrimitive && e.content == "last_per_subject" -> StartPosition.LastPerSubject
         e is JsonObject && "seq" in e -> StartPosition.Seq(e.getValue("seq").jsonPrimitive.long, e.s("epoch"))
         e is JsonObject && "last" in e -> StartPosition.Last(e.getValue("last").jsonPrimitive.int)
-        e is JsonObject && "time" in e -> StartPosition.Time(Instant.parse(e.s("time")))
+        e is JsonObject && "time" in e -> StartPosition.Time(Instant.parse(e.s("time")).toEpochMilli())
         else -> error("unknown start $e")
     }
 

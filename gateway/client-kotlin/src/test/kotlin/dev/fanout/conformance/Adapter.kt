@@ -59,7 +59,7 @@ private class Session {
     fun out(o: JsonObject) = synchronized(stdout) { if (session === this) write(o) }
 
     suspend fun close() {
-        client?.close()
+        client?.closeAndJoin()
         scope.coroutineContext[Job]!!.cancelAndJoin()
     }
 }
@@ -102,7 +102,7 @@ fun main(args: Array<String>) {
             if (c.s("cmd") == "close") exitProcess(0)
         }
     }
-    runBlocking { client?.close() }
+    runBlocking { client?.closeAndJoin() }
     exitProcess(0)
 }
 
@@ -142,7 +142,7 @@ private suspend fun run(c: JsonObject): JsonObject = when (val cmd = c.s("cmd"))
         session = Session()
         old.close()
     }
-    "close" -> empty().also { client?.close() }
+    "close" -> empty().also { client?.closeAndJoin() }
     else -> throw GatewayException("unknown_command", "unknown command $cmd", temporary = false)
 }
 
@@ -291,7 +291,7 @@ private fun startOf(e: JsonElement): StartPosition? = when {
     e is JsonPrimitive && e.contentOrNull == "last_per_subject" -> StartPosition.LastPerSubject
     e is JsonObject && e.l("seq") != null -> StartPosition.Seq(e.l("seq")!!, e.s("epoch"))
     e is JsonObject && e.l("last") != null -> StartPosition.Last(e.l("last")!!.toInt())
-    e is JsonObject && e.s("time") != null -> StartPosition.Time(Instant.parse(e.s("time")))
+    e is JsonObject && e.s("time") != null -> StartPosition.Time(Instant.parse(e.s("time")).toEpochMilli())
     else -> null
 }
 
