@@ -175,8 +175,9 @@ export class GatewayClient {
   }
 
   /**
-   * One page of a channel's stored messages, oldest first, read over HTTP from the same gateway with the
-   * client's token (`getToken`'s, when set): needs the sub right on the channel, not a connection.
+   * One page of a channel's stored messages, oldest first (newest first with `reverse`), read over HTTP from
+   * the same gateway with the client's token (`getToken`'s, when set): needs the sub right on the channel,
+   * not a connection. Follow `next` (as `fromSeq`, or `beforeSeq` with `reverse`) until a page has none.
    */
   async history(channel: string, options: HistoryOptions = {}): Promise<HistoryPage> {
     const token = this.opts.getToken ? await this.opts.getToken() : this.opts.token;
