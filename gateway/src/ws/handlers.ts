@@ -21,6 +21,8 @@ import { publishedBy } from "../auth/access.js";
 import type { HandlerContext } from "./context.js";
 import { authorized } from "./authorized.js";
 import { refreshSession } from "./refresh.js";
+import { armSubscriptionExpiry, refreshSubscription } from "./sub-token.js";
+import type { SubscriptionGrant } from "../auth/access.js";
 import { enterPresence, presenceRequest } from "./presence.js";
 import { callRpc } from "./rpc.js";
 
@@ -47,6 +49,8 @@ export function handleFrame(ctx: HandlerContext, ws: Socket, decoded: Extract<De
       return settle(ctx, ws, f);
     case "refresh":
       return void refreshSession(ctx, ws, f).catch((e) => internalError(ctx, ws, f, e));
+    case "sub_refresh":
+      return void refreshSubscription(ctx, ws, f).catch((e) => internalError(ctx, ws, f, e));
     case "presence":
       return void presenceRequest(ctx, ws, f).catch((e) => internalError(ctx, ws, f, e));
     case "rpc":
@@ -75,8 +79,16 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
   const serverSide = s.subs.get(f.channel)?.auto === true;
   const uses: Feature[] = f.durable !== undefined || f.ack ? ["durables"] : f.from !== undefined ? startFeatures(startRequest(f.from)) : [];
   if (f.presence) uses.push("presence");
-  const access = { right: "sub", channel: f.channel, ...(f.durable !== undefined ? { durable: f.durable } : {}), serverSide, uses } as const;
-  if (!(await authorized(ctx, ws, f.id, access))) return;
+  const access = {
+    right: "sub",
+    channel: f.channel,
+    ...(f.durable !== undefined ? { durable: f.durable } : {}),
+    ...(f.token !== undefined ? { token: f.token } : {}),
+    serverSide,
+    uses,
+  } as const;
+  const allowed = await authorized(ctx, ws, f.id, access);
+  if (!allowed) return;
   // From here on the subscription is in s.subs, where a refresh that drops the right finds and ends it.
   const existing = s.subs.get(f.channel);
   // A server-side subscription is taken over by the client's own (a resume with from:{seq,epoch}).
@@ -84,11 +96,12 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
   else if (existing) return replyErr(ctx, ws, f.id, ErrorCode.AlreadySubscribed, `already subscribed to ${f.channel}`);
   if (s.subs.size >= ctx.config.fanout.maxSubscriptions)
     return replyErr(ctx, ws, f.id, ErrorCode.TooManySubscriptions, `at most ${ctx.config.fanout.maxSubscriptions} subscriptions per connection`);
-  if (f.durable !== undefined || f.ack) return subscribeDurable(ctx, ws, f);
+  if (f.durable !== undefined || f.ack) return subscribeDurable(ctx, ws, f, allowed.grant);
   if (f.from !== undefined && !ctx.broker.replay)
     return replyErr(ctx, ws, f.id, ErrorCode.UnsupportedByBroker, `the ${ctx.broker.kind} broker keeps no history: start positions need JetStream`);
 
   const sub = ctx.subs.begin(ws, f.channel, f.delta === "fossil");
+  if (allowed.grant) armSubscriptionExpiry(ctx, ws, sub, allowed.grant);
   let feed;
   try {
     feed = await ctx.hub.acquire(f.channel);
@@ -97,7 +110,9 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
     return replyFailure(ctx, ws, f.id, brokerFailure(e, ctx.broker.isConnected(), "subscribe"));
   }
   if (!ctx.subs.attach(ws, sub)) return;
-  if (f.presence && !(await enterPresence(ctx, ws, sub, f))) return;
+  // A subscription token's `info` is what the channel's members see of this one (the backend's, not the client's).
+  const member = allowed.grant?.info !== undefined ? { ...f, info: allowed.grant.info } : f;
+  if (f.presence && !(await enterPresence(ctx, ws, sub, member))) return;
   const presence = f.presence ? { client: s.clientId } : undefined;
   const delta = f.delta ? { delta: f.delta } : undefined;
   if (f.from === undefined) {
@@ -161,7 +176,7 @@ async function sendSnapshot(ctx: HandlerContext, ws: Socket, sub: SubState, upTo
   }
 }
 
-async function subscribeDurable(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<void> {
+async function subscribeDurable(ctx: HandlerContext, ws: Socket, f: SubFrame, grant: SubscriptionGrant | undefined): Promise<void> {
   const s = ws.getUserData();
   const durables = ctx.broker.durables;
   if (!durables)
@@ -176,6 +191,7 @@ async function subscribeDurable(ctx: HandlerContext, ws: Socket, f: SubFrame): P
   if (f.ack === false) return replyErr(ctx, ws, f.id, ErrorCode.BadRequest, "durable subscriptions are acknowledged: ack must be true");
   if (f.from !== undefined) return replyErr(ctx, ws, f.id, ErrorCode.BadRequest, "from is not accepted with durable: a durable resumes where its consumer is");
   const sub = ctx.subs.begin(ws, f.channel);
+  if (grant) armSubscriptionExpiry(ctx, ws, sub, grant);
   const durable = new DurableSub(
     fanoutSocket(ws),
     { user: s.user, durable: f.durable, pattern: f.channel, maxInflight: f.maxInflight ?? ctx.config.durable.maxInflight },

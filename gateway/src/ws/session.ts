@@ -36,6 +36,10 @@ export type SubState = {
   covered: number;
   /** Runs once when the subscription ends (leaving the channel's presence). */
   onEnd?: () => void;
+  /** A subscription token granted it: its `exp` (unix seconds), moved by `sub_refresh` (ws/sub-token.ts). */
+  tokenExp?: number;
+  /** Ends it at `tokenExp` (plus the clock tolerance). */
+  tokenTimer?: NodeJS.Timeout;
 };
 
 /** Per-socket state (uWS user data). */
