@@ -1,6 +1,7 @@
 package dev.fanout.client
 
 import kotlinx.coroutines.CompletableDeferred
+import kotlinx.coroutines.Job
 import kotlinx.coroutines.channels.Channel
 import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.flow
@@ -20,6 +21,9 @@ internal class Sub(
     /** A resubscribe is waiting for its ok: frames of the server-side subscription it takes over are dropped. */
     var resuming = false
     var client: String? = null
+
+    /** Refreshes its subscription token before the token's `exp` (GatewayClientOptions.getSubscriptionToken). */
+    var tokenRefresh: Job? = null
 
     /** A `delta: "fossil"` subscription's bases per channel. */
     val deltas: DeltaBases? = if (opts.delta != null && opts.durable == null) DeltaBases() else null
