@@ -38,6 +38,7 @@ export const WIRE_ERRORS: { readonly [C in ErrorCode]: { readonly status: number
   feature_disabled: { status: 403, temporary: false },
   rpc_error: { status: 422, temporary: false },
   rpc_unavailable: { status: 501, temporary: false },
+  subscription_expired: { status: 401, temporary: true },
   not_found: { status: 404, temporary: false },
   method_not_allowed: { status: 405, temporary: false },
   unsupported_media_type: { status: 415, temporary: false },

@@ -96,6 +96,7 @@ const FRAMES_OF = {
   ],
   presence: [fc.record({ op: fc.constant("presence"), id: maybe(id), channel }).map(strip)],
   refresh: [fc.record({ op: fc.constant("refresh"), id: maybe(id), token: fc.string({ minLength: 1, maxLength: 200 }) }).map(strip)],
+  sub_refresh: [fc.record({ op: fc.constant("sub_refresh"), id: maybe(id), channel, token: fc.string({ minLength: 1, maxLength: 200 }) }).map(strip)],
   rpc: [fc.record({ op: fc.constant("rpc"), id, method: channel, data: fc.jsonValue({ maxDepth: 3 }) }).map(strip)],
 };
 const FIELDS = [

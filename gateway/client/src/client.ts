@@ -8,6 +8,7 @@ import { presenceEvent, presenceList } from "./presence.js";
 import { newMsgId, Outbox, pubFrame, type BatchPub, type Pub } from "./publish.js";
 import { RpcCalls } from "./rpc.js";
 import { acceptOk, acceptSeq, autoSub, newSub, subscribeFrame, type Sub } from "./subscriptions.js";
+import { expOf, SubTokens } from "./sub-tokens.js";
 import type {
   BatchItem,
   BatchItemResult,
@@ -46,6 +47,7 @@ export class GatewayClient {
   private readonly subs = new Map<string, Sub>();
   private readonly outbox: Outbox;
   private readonly calls = new RpcCalls();
+  private readonly subTokens: SubTokens;
 
   constructor(
     private readonly url: string,
@@ -53,6 +55,7 @@ export class GatewayClient {
   ) {
     this.opts = parseOptions(options);
     this.outbox = new Outbox(this.opts.queueLimit);
+    this.subTokens = new SubTokens(this.opts.getSubscriptionToken);
     this.conn = new Connection(
       url,
       this.opts,
@@ -63,6 +66,7 @@ export class GatewayClient {
         stopped: (error) => {
           this.outbox.rejectAll(error);
           this.calls.rejectAll(error);
+          this.subTokens.cancelAll();
           for (const sub of this.subs.values()) sub.settle?.reject(error);
         },
       },
@@ -175,8 +179,9 @@ export class GatewayClient {
   }
 
   /**
-   * One page of a channel's stored messages, oldest first, read over HTTP from the same gateway with the
-   * client's token (`getToken`'s, when set): needs the sub right on the channel, not a connection.
+   * One page of a channel's stored messages, oldest first (newest first with `reverse`), read over HTTP from
+   * the same gateway with the client's token (`getToken`'s, when set): needs the sub right on the channel,
+   * not a connection. Follow `next` (as `fromSeq`, or `beforeSeq` with `reverse`) until a page has none.
    */
   async history(channel: string, options: HistoryOptions = {}): Promise<HistoryPage> {
     const token = this.opts.getToken ? await this.opts.getToken() : this.opts.token;
@@ -216,8 +221,26 @@ export class GatewayClient {
     for (const pub of this.outbox) this.sendPub(pub, ws);
   }
 
+  /**
+   * (Re)subscribes `sub`: with `getSubscriptionToken`, first asks it for a token (a server-side subscription
+   * needs none). A token that cannot be had counts as a failed resubscribe: reconnect with backoff.
+   */
   private sendSub(sub: Sub, ws: WebSocketLike, onDone: () => void): void {
+    this.subTokens.cancel(sub);
+    if (!this.subTokens.enabled || sub.auto) return this.sendSubFrame(sub, ws, onDone, undefined);
+    this.subTokens.tokenFor(sub.channel).then(
+      (token) => (this.conn.ws !== ws || sub.closed ? onDone() : this.sendSubFrame(sub, ws, onDone, token)),
+      (error: GatewayError) => {
+        this.events.emit({ type: "error", error, channel: sub.channel });
+        if (this.conn.ws === ws) ws.close(CLOSE_RESUBSCRIBE_FAILED, "getSubscriptionToken failed");
+        onDone();
+      },
+    );
+  }
+
+  private sendSubFrame(sub: Sub, ws: WebSocketLike, onDone: () => void, token: string | undefined): void {
     const { frame, expectedSeq } = subscribeFrame(sub);
+    if (token) frame.token = token;
     // The server starts each channel of a new subscription with a full message.
     sub.deltas?.reset();
     sub.resuming = sub.opts.durable === undefined;
@@ -225,6 +248,7 @@ export class GatewayClient {
       sub.resuming = false;
       if (sub.closed) return onDone();
       if (reply.op === "ok") {
+        if (token) this.subTokens.schedule(sub, expOf(token), () => this.refreshSub(sub, ws));
         const { info, gap } = acceptOk(sub, reply, expectedSeq);
         if (gap) this.events.emit(gap);
         sub.settle?.resolve(info);
@@ -246,9 +270,22 @@ export class GatewayClient {
     });
   }
 
+  /** A new token for `sub` before its token expires (`sub_refresh`); a failure is reported and the server ends it at exp. */
+  private refreshSub(sub: Sub, ws: WebSocketLike): void {
+    const report = (error: GatewayError) => this.events.emit({ type: "error", error, channel: sub.channel });
+    this.subTokens.tokenFor(sub.channel).then((token) => {
+      if (!token || sub.closed || this.conn.ws !== ws || this.conn.state !== "open") return;
+      this.conn.request(ws, { op: "sub_refresh", channel: sub.channel, token }, (r) => {
+        if (r.op !== "ok") return report(wireError(r));
+        this.subTokens.schedule(sub, typeof r.exp === "number" ? r.exp : expOf(token), () => this.refreshSub(sub, ws));
+      });
+    }, report);
+  }
+
   private unsubscribe(sub: Sub): void {
     if (sub.closed) return;
     sub.closed = true;
+    this.subTokens.cancel(sub);
     if (this.subs.get(sub.channel) === sub) this.subs.delete(sub.channel);
     sub.settle?.reject(new GatewayError("unsubscribed", `unsubscribed from ${sub.channel}`));
     const ws = this.openSocket();
@@ -264,16 +301,20 @@ export class GatewayClient {
     if (f.op === "msg") this.onMsg(ws, f);
     else if (f.op === "sub" && f.auto === true) this.onAutoSub(f);
     else if (f.op === "join" || f.op === "leave") this.onPresence(f);
-    else if (f.op === "unsub") this.onServerUnsub(f);
+    else if (f.op === "unsub") this.onServerUnsub(ws, f);
     else return false;
     return true;
   }
 
-  /** The server ended a subscription (an operator's unsubscribe): forget it, so a reconnect does not renew it. */
-  private onServerUnsub(f: Frame): void {
+  /**
+   * The server ended a subscription: an operator's unsubscribe (forget it, so a reconnect does not renew it),
+   * or its subscription token expired unrefreshed (`subscription_expired`: subscribe again with a new one).
+   */
+  private onServerUnsub(ws: WebSocketLike, f: Frame): void {
     const channel = String(f.channel);
     const sub = this.subs.get(channel);
     if (!sub || sub.closed) return;
+    if (f.code === "subscription_expired" && this.subTokens.enabled) return this.sendSub(sub, ws, () => undefined);
     sub.closed = true;
     this.subs.delete(channel);
     const error = new GatewayError("unsubscribed", `the server ended the subscription to ${channel}: ${String(f.reason ?? "")}`, { temporary: false });

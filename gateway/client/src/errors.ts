@@ -48,6 +48,7 @@ export const WIRE_CODES = {
   feature_disabled: { temporary: false },
   rpc_error: { temporary: false },
   rpc_unavailable: { temporary: false },
+  subscription_expired: { temporary: true },
   not_found: { temporary: false },
   method_not_allowed: { temporary: false },
   unsupported_media_type: { temporary: false },

@@ -8,6 +8,13 @@ export interface GatewayClientOptions {
   /** Called before every connect for a fresh token; also makes the client reconnect after a 4001 close. */
   getToken?: () => string | Promise<string>;
   /**
+   * A subscription token for `channel` (a JWT from the app's backend naming that channel; AUTH.md
+   * "Subscription tokens"), or nothing to subscribe with the connection's own rights. Called at each
+   * `subscribe()`, at every resubscribe after a reconnect, and before the token's `exp` to refresh it
+   * (`sub_refresh`); a subscription whose token expired unrefreshed subscribes again with a new one.
+   */
+  getSubscriptionToken?: (channel: string) => string | undefined | Promise<string | undefined>;
+  /**
    * "protocol" (default): `Sec-WebSocket-Protocol: fanout.v1, bearer.<token>`, which proxies and access logs do
    * not keep; "query": `?token=`, in the URL, where they do (only for servers behind something that drops the
    * subprotocol header).
@@ -55,8 +62,8 @@ export const DEFAULT_OPTIONS = {
 } as const;
 
 /** The options in force: defaults filled in, each checked. `token` changes with `refreshToken`. */
-export type ClientOptions = Required<Omit<GatewayClientOptions, "token" | "getToken" | "onAutoMessage" | "msgpack">> &
-  Pick<GatewayClientOptions, "token" | "getToken" | "onAutoMessage"> & {
+export type ClientOptions = Required<Omit<GatewayClientOptions, "token" | "getToken" | "getSubscriptionToken" | "onAutoMessage" | "msgpack">> &
+  Pick<GatewayClientOptions, "token" | "getToken" | "getSubscriptionToken" | "onAutoMessage"> & {
     /** How frames are written and read: JSON, or MessagePack with the `msgpack` option. */
     wire: Wire;
   };

@@ -101,11 +101,22 @@ export interface Subscription {
   unsubscribe(): void;
 }
 
-/** Which stored messages `history` reads: the newest `last`, or at most `limit` from stream seq `fromSeq` on. */
-export type HistoryOptions = { last?: number; fromSeq?: number; limit?: number };
-/** A stored message as a history read returns it. */
-export type HistoryMessage = { seq: number; ts: number; channel: string; data: unknown };
-/** One page of history, oldest first; `next`, when the server's size bound stopped it short, is the `fromSeq` to read the rest with. */
+/**
+ * Which stored messages `history` reads: the newest `last`, or at most `limit` (default 100, at most 1,000)
+ * from stream seq `fromSeq` on; with `reverse`, at most `limit` newest first, below `beforeSeq` (default:
+ * from the newest).
+ */
+export type HistoryOptions = { last?: number; fromSeq?: number; limit?: number; reverse?: boolean; beforeSeq?: number };
+/**
+ * A stored message as a history read returns it, its payload as a live message's: JSON parsed; `enc: "text"`
+ * a string; a binary payload (one with a `type`) `enc: "binary"` and `data` a Uint8Array.
+ */
+export type HistoryMessage = { seq: number; ts: number; channel: string; data: unknown; enc?: "text" | "base64" | "binary"; type?: string };
+/**
+ * One page of history, oldest first (newest first with `reverse`). `next`, when the page stopped before the
+ * channel's end (by `limit` or the server's size bound), is the `fromSeq` to read the rest with — with
+ * `reverse`, the `beforeSeq` of the older page. Without `next` the page reached the end (the start).
+ */
 export type HistoryPage = { messages: HistoryMessage[]; firstSeq?: number; lastSeq?: number; next?: number };
 
 export type PublishResult = { seq: number; duplicate: boolean };

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { BUNDLE_OPTIONS } from "../../../scripts/bundle-client.mjs";
 
 /** Most bytes the browser bundle (minified, gzipped at level 9) may take. Raise it on purpose, not by drift. */
-const BUDGET_BYTES = 11_008;
+const BUDGET_BYTES = 11_520;
 
 describe("size — the browser bundle stays within its budget", () => {
   it("size — the SDK bundled and minified as the gateway serves it gzips to at most the budget, which the README states", async () => {

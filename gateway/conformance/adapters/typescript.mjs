@@ -87,7 +87,7 @@ const commands = {
   },
   presence: (c) => client.presence(c.channel),
   rpc: async (c) => ({ data: await client.rpc(c.method, c.data) }),
-  history: (c) => client.history(c.channel, { last: c.last, fromSeq: c.fromSeq, limit: c.limit }),
+  history: (c) => client.history(c.channel, { last: c.last, fromSeq: c.fromSeq, limit: c.limit, reverse: c.reverse, beforeSeq: c.beforeSeq }),
   refreshToken: (c) => client.refreshToken(c.token),
   setToken: (c) => void (token = c.token),
   // Closes the client and forgets the scenario; answered once nothing of it can write a line.

@@ -1,7 +1,7 @@
 import { GatewayError } from "../errors.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { isWildcard } from "../protocol/channel.js";
-import type { Authenticator } from "./authenticator.js";
+import type { Authenticator, SubscriptionClaims } from "./authenticator.js";
 import { AuthError } from "./errors.js";
 import type { Logger } from "../log.js";
 import { claimsOf, type HookGrant, type Hooks, type RefreshSubject, type SubscribeGrant } from "./hooks.js";
@@ -58,6 +58,12 @@ export const publishedBy = (id: Identity, client?: string): PublishedBy => ({
   trusted: id.trusted,
 });
 
+/** What a valid subscription token granted: the read lasts until `exp` (unix seconds); its `info` claim. */
+export type SubscriptionGrant = { exp: number; info?: unknown };
+
+/** What admitting a request granted besides allowing it (AccessControl.admit): the subscribe hook's, or a subscription token's. */
+export type ReadGrant = { hook?: SubscribeGrant; token?: SubscriptionGrant };
+
 /** What one request wants on one channel. Reads take a pattern; writes a concrete channel. */
 export type Access =
   | {
@@ -67,6 +73,12 @@ export type Access =
       durable?: string;
       /** A server-side subscription (`channels.auto`) being taken over: the token or connect hook granted it. */
       serverSide?: boolean;
+      /**
+       * A subscription token for `channel` (`sub`'s `token`, SSE's `?sub_token=`): when valid it grants the
+       * read in place of the connection's permission, and the subscribe hook is not asked (the backend decided
+       * when it signed it). The namespace switches still apply.
+       */
+      token?: string;
       /**
        * The features of its namespace the request uses (a start from a seq: `resume`; SSE: `sse`; …): one
        * switched off refuses it with `feature_disabled`. Plain live delivery uses none.
@@ -194,31 +206,56 @@ export class AccessControl {
     await this.admit(id, a);
   }
 
-  /** `authorize`, resolving with what the subscribe hook granted besides allowing (an expiry, data for the client), if it was asked. */
-  async admit(id: Identity | (() => Identity), a: Access): Promise<SubscribeGrant | undefined> {
+  /**
+   * `authorize`, resolving with what was granted besides allowing: the subscribe hook's grant (an expiry, data for
+   * the client) when it was asked, or a subscription token's (`a.token`: its expiry and info). The doors that keep
+   * a subscription use them.
+   */
+  async admit(id: Identity | (() => Identity), a: Access): Promise<ReadGrant> {
     const current = typeof id === "function" ? id : () => id;
     const first = current();
     if (a.right === "admin") {
       this.checkAdmin(first, a.local);
-      return undefined;
+      return {};
     }
     if (a.right === "rpc") {
       if (first.trusted) throw new GatewayError(ErrorCode.Forbidden, "an API key calls no rpc method: the backend answers them");
       check(first.principal, a);
-      return undefined;
+      return {};
     }
     if (first.trusted && !hasScope(first.principal, a.right === "pub" ? "publish" : "read"))
       throw new GatewayError(ErrorCode.Forbidden, `this API key has no ${a.right === "pub" ? "publish" : "read"} scope`);
     this.checkNamespace(first, a);
+    if (a.right === "sub" && a.token !== undefined) return { token: await this.subscriptionGrant(first, a.channel, a.token) };
     check(first.principal, a);
-    if (a.right === "pub" || first.trusted || a.serverSide || !this.hooks?.subscribeEnabled) return undefined;
+    if (a.right === "pub" || first.trusted || a.serverSide || !this.hooks?.subscribeEnabled) return {};
     const grant = await this.hooks.subscribe(
       { user: first.principal.user, channel: a.channel, pattern: isWildcard(a.channel), durable: a.durable ?? null, ip: first.ip, info: first.info ?? null },
       first.identified,
       subjectOf(first),
     );
     check(current().principal, a);
-    return grant;
+    return grant ? { hook: grant } : {};
+  }
+
+  /**
+   * A subscription token's grant of `channel` to this identity: refused (`forbidden`) when it is not valid,
+   * names another channel or another user; `subscription_expired` when it has expired (ask for a new one).
+   */
+  async subscriptionGrant(id: Identity, channel: string, token: string): Promise<SubscriptionGrant> {
+    let c: SubscriptionClaims;
+    try {
+      c = await this.auth.verifySubscription(token);
+    } catch (e) {
+      if (!(e instanceof AuthError)) throw e;
+      if (e.reason === "expired")
+        throw new GatewayError(ErrorCode.SubscriptionExpired, `subscription token for ${channel} has expired: get a new one`, { cause: e });
+      throw new GatewayError(ErrorCode.Forbidden, `subscription token refused: ${e.message}`, { cause: e });
+    }
+    if (c.channel !== channel) throw new GatewayError(ErrorCode.Forbidden, `the subscription token is for ${c.channel}, not ${channel}`);
+    if (c.user !== undefined && c.user !== id.principal.user)
+      throw new GatewayError(ErrorCode.Forbidden, "the subscription token is for another user (its sub is not this connection's user)");
+    return { exp: c.exp, ...(c.info !== undefined ? { info: c.info } : {}) };
   }
 
   /** The control plane: an admin key; with authentication off and no connect hook, a request from this host. */

@@ -10,6 +10,9 @@ import { ANONYMOUS, apiKeyPrincipal, type Principal } from "./principal.js";
 const MAX_TOKEN_LENGTH = 8_192;
 const MAX_USER_LENGTH = 256;
 
+/** What a verified subscription token grants: read on `channel` until `exp` (unix seconds), for `user` when it names one. */
+export type SubscriptionClaims = { channel: string; exp: number; user?: string; info?: unknown };
+
 /** Credentials of an HTTP request, read synchronously from the uWS request. */
 export type HttpCredentials = { bearer?: string; apiKey?: string };
 
@@ -44,30 +47,53 @@ export class Authenticator {
 
   /** Verifies a JWT and reads its claims. */
   async verify(token: string): Promise<Principal> {
-    const keys = this.keys;
-    if (!keys) return ANONYMOUS;
-    if (token.length > MAX_TOKEN_LENGTH) throw new AuthError("invalid", `token is longer than ${MAX_TOKEN_LENGTH} characters`);
-    let payload: JWTPayload;
-    try {
-      ({ payload } = await jwtVerify(token, keys.key as Uint8Array, {
-        algorithms: keys.algorithms,
-        issuer: this.config.jwtIssuer || undefined,
-        audience: this.config.jwtAudience || undefined,
-        clockTolerance: this.config.jwtClockToleranceSec,
-        requiredClaims: ["sub", "exp"],
-      }));
-    } catch (e) {
-      if (e instanceof joseErrors.JWTExpired) throw new AuthError("expired", "token has expired", { cause: e });
-      if (e instanceof joseErrors.JWTClaimValidationFailed) throw new AuthError("claims", `token rejected: ${e.message}`, { cause: e });
-      throw new AuthError("invalid", `token rejected: ${e instanceof joseErrors.JOSEError ? e.message : "malformed token"}`, { cause: e });
-    }
+    if (!this.keys) return ANONYMOUS;
+    const payload = await this.verifyJwt(token, ["sub", "exp"]);
     if (typeof payload.sub !== "string" || payload.sub.length === 0 || payload.sub.length > MAX_USER_LENGTH)
       throw new AuthError("claims", `token rejected: sub must be a string of 1-${MAX_USER_LENGTH} characters`);
+    if ((payload as Record<string, unknown>).channel !== undefined)
+      throw new AuthError("claims", "token rejected: it has a channel claim, so it is a subscription token (sub's token), not a connection token");
     const perms = parseChannelsClaim((payload as Record<string, unknown>).channels);
     if (typeof perms === "string") throw new AuthError("claims", `token rejected: ${perms}`);
     const rpc = parseRpcClaim((payload as Record<string, unknown>).rpc);
     if (typeof rpc === "string") throw new AuthError("claims", `token rejected: ${rpc}`);
     return Object.freeze({ user: payload.sub, perms: rpc.length ? Object.freeze({ ...perms, rpc }) : perms, exp: payload.exp });
+  }
+
+  /**
+   * A subscription token (`sub`'s `token`, SSE's `?sub_token=`): a JWT verified with the connection keys and
+   * rules, naming one channel (`channel`) and an expiry (`exp`); `sub`, when present, the user it is for;
+   * `info` any JSON. With authentication off there are no keys to verify it with: refused.
+   */
+  async verifySubscription(token: string): Promise<SubscriptionClaims> {
+    if (!this.keys) throw new AuthError("invalid", "subscription tokens need authentication on (JWT_SECRET, JWT_PUBLIC_KEY_FILE or JWT_JWKS_FILE)");
+    const payload = (await this.verifyJwt(token, ["channel", "exp"])) as JWTPayload & { channel?: unknown; info?: unknown };
+    if (typeof payload.channel !== "string" || payload.channel.length === 0)
+      throw new AuthError("claims", "subscription token rejected: channel must be a non-empty string");
+    if (payload.sub !== undefined && (typeof payload.sub !== "string" || payload.sub.length === 0 || payload.sub.length > MAX_USER_LENGTH))
+      throw new AuthError("claims", `subscription token rejected: sub must be a string of 1-${MAX_USER_LENGTH} characters`);
+    return { channel: payload.channel, exp: payload.exp as number, ...(payload.sub !== undefined ? { user: payload.sub } : {}), info: payload.info };
+  }
+
+  /** Signature, algorithm, `iss`, `aud`, `exp`/`nbf` (with the clock tolerance) and the required claims. */
+  private async verifyJwt(token: string, requiredClaims: string[]): Promise<JWTPayload> {
+    const keys = this.keys;
+    if (!keys) throw new AuthError("invalid", "no keys to verify tokens with");
+    if (token.length > MAX_TOKEN_LENGTH) throw new AuthError("invalid", `token is longer than ${MAX_TOKEN_LENGTH} characters`);
+    try {
+      const { payload } = await jwtVerify(token, keys.key as Uint8Array, {
+        algorithms: keys.algorithms,
+        issuer: this.config.jwtIssuer || undefined,
+        audience: this.config.jwtAudience || undefined,
+        clockTolerance: this.config.jwtClockToleranceSec,
+        requiredClaims,
+      });
+      return payload;
+    } catch (e) {
+      if (e instanceof joseErrors.JWTExpired) throw new AuthError("expired", "token has expired", { cause: e });
+      if (e instanceof joseErrors.JWTClaimValidationFailed) throw new AuthError("claims", `token rejected: ${e.message}`, { cause: e });
+      throw new AuthError("invalid", `token rejected: ${e instanceof joseErrors.JOSEError ? e.message : "malformed token"}`, { cause: e });
+    }
   }
 
   /**

@@ -1,5 +1,5 @@
 import type { HttpRequest, HttpResponse } from "../uws.js";
-import { refusal, type Access, type AccessControl, type Identity, type Knock, type Refusal } from "./access.js";
+import { refusal, type Access, type AccessControl, type Identity, type Knock, type Refusal, type SubscriptionGrant } from "./access.js";
 import { bearerOf } from "./authenticator.js";
 import { ErrorCode } from "../protocol/codes.js";
 
@@ -65,11 +65,15 @@ export function hookHeaders(access: AccessControl, req: HttpRequest): Record<str
  * bad credentials, 403 no right or the application said no, 503 a hook did not answer). Every HTTP door that
  * reads or writes a channel calls this and nothing else.
  */
-export async function authorizeRequest(access: AccessControl, k: Knock, a: Access): Promise<{ identity: Identity } | { refused: Refusal }> {
+export async function authorizeRequest(
+  access: AccessControl,
+  k: Knock,
+  a: Access,
+): Promise<{ identity: Identity; grant?: SubscriptionGrant } | { refused: Refusal }> {
   try {
     const identity = await access.identify(k);
-    await access.authorize(identity, a);
-    return { identity };
+    const { token } = await access.admit(identity, a);
+    return token ? { identity, grant: token } : { identity };
   } catch (e) {
     return { refused: refused(access, e) };
   }

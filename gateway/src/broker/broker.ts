@@ -71,9 +71,16 @@ export interface ReplayApi {
   read(pattern: string, from: number, target: number): Promise<StoredPage>;
   /**
    * Up to `limit` stored messages of one channel from `fromSeq`; with `maxBytes`, no more payload than that
-   * (the first message is always read, whatever its size), and `more` says the bound stopped it short.
+   * (the first message is always read, whatever its size). `more` says `limit` or the byte bound stopped it
+   * short of matching messages stored after the last one read.
    */
   history(channel: string, fromSeq: number, limit: number, maxBytes?: number): Promise<{ messages: BrokerMessage[]; more: boolean }>;
+  /**
+   * History read backwards: the newest (at most `limit`) stored messages of one channel with a seq below
+   * `before`, newest first; with `maxBytes`, no more payload than that beyond the newest one. `more` says
+   * older messages remain: the next page is read with `before` = the seq of this page's oldest (last) one.
+   */
+  historyBack?(channel: string, before: number, limit: number, maxBytes?: number): Promise<{ messages: BrokerMessage[]; more: boolean }>;
   /**
    * One page of the newest stored message of every channel matching `pattern`, as of `upTo` (a message
    * stored later does not replace an older one here), in stream order, from seq `after + 1` on. `more` says

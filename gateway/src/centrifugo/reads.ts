@@ -46,8 +46,9 @@ async function read(d: ServerApiDeps, p: HistoryParams): Promise<Reply> {
   if (p.limit === 0) return { result: { publications: [], ...position } };
   const start = p.reverse ? await replay.startOfLastN(p.channel, p.limit) : Math.max(p.since ? p.since.offset + 1 : bounds.firstSeq, 1);
   const h = bounds.lastSeq >= start ? await replay.history(p.channel, start, p.limit, d.historyMaxBytes) : { messages: [], more: false };
-  // Newest first: the newest `limit` were read oldest first; a byte bound that cut them would leave the newest out.
-  if (p.reverse && h.more)
+  // Newest first: the newest `limit` were read oldest first; a byte bound that cut them (fewer than `limit`
+  // read, more left) would leave the newest out. A full page with more after it met messages stored since.
+  if (p.reverse && h.more && h.messages.length < p.limit)
     return fail(ApiCode.LimitExceeded, `the newest ${p.limit} publications are more than HISTORY_MAX_BYTES (${d.historyMaxBytes}): ask a smaller limit`);
   const publications = h.messages.map(publication);
   return { result: { publications: p.reverse ? publications.reverse() : publications, ...position } };

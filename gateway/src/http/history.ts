@@ -1,14 +1,15 @@
-import type { Broker, BrokerMessage, ReplayApi } from "../broker/broker.js";
+import type { Broker, BrokerMessage, ReplayApi, StreamState } from "../broker/broker.js";
 import { readRefusalError, type ReadLimiter } from "../limits/read-limits.js";
 import { checkChannel, checkPattern } from "../protocol/channel.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { dataFields } from "../protocol/serialize.js";
-import { brokerFailure } from "../errors.js";
+import { brokerFailure, GatewayError } from "../errors.js";
 import type { HttpResponse } from "../uws.js";
 import { send, sendError, type ResState } from "./respond.js";
 
 export const HISTORY_PREFIX = "/v1/channels/";
 const MAX_LIMIT = 1_000;
+const DEFAULT_LIMIT = 100;
 /** Room kept in an answer for everything but its messages (`firstSeq`, `lastSeq`, `upToSeq`, `next`). */
 const ENVELOPE_BYTES = 256;
 
@@ -26,9 +27,10 @@ export type HistoryReader = { ip: string; user: string | undefined };
 
 /**
  * `GET /v1/channels/{channel}/messages?from_seq=N&limit=L` or `?last=N`: stored messages of one channel,
- * oldest first, read with JetStream direct gets in batches. Payloads are spliced into the JSON as stored.
- * An answer is at most HISTORY_MAX_BYTES: when it had to stop short of what was asked, `next` is the
- * from_seq to continue with. Reads are counted per IP and user (429 `rate_limited` with Retry-After).
+ * oldest first, read with JetStream direct gets in batches; `?reverse=1[&before_seq=B]&limit=L`: newest
+ * first, below B. Payloads are spliced into the JSON as stored. An answer is at most `limit` messages and
+ * HISTORY_MAX_BYTES: when it stops short of the channel's end (its start, in reverse), `next` is the from_seq
+ * (before_seq) to continue with. Reads are counted per IP and user (429 `rate_limited` with Retry-After).
  */
 export async function history(ctx: HistoryContext, res: HttpResponse, st: ResState, path: string, query: string, reader: HistoryReader): Promise<void> {
   const grant = ctx.reads?.take(reader.ip, reader.user, Date.now(), true);
@@ -67,25 +69,44 @@ async function answer(ctx: HistoryContext, res: HttpResponse, st: ResState, path
     return Number.isInteger(n) && n >= min && n <= max ? n : "bad";
   };
   const fromSeq = num("from_seq", 1, Number.MAX_SAFE_INTEGER);
+  const beforeSeq = num("before_seq", 1, Number.MAX_SAFE_INTEGER);
   const last = num("last", 1, MAX_LIMIT);
   const limit = num("limit", 1, MAX_LIMIT);
-  if (fromSeq === "bad" || last === "bad" || limit === "bad")
-    return sendError(res, st, { code: ErrorCode.BadRequest, message: `from_seq must be >= 1; last and limit from 1 to ${MAX_LIMIT}` });
+  const reverse = q.get("reverse");
+  if (fromSeq === "bad" || beforeSeq === "bad" || last === "bad" || limit === "bad" || (reverse !== null && reverse !== "1" && reverse !== "0"))
+    return sendError(res, st, {
+      code: ErrorCode.BadRequest,
+      message: `from_seq and before_seq must be >= 1; last and limit from 1 to ${MAX_LIMIT}; reverse 1 or 0`,
+    });
   if (fromSeq !== undefined && last !== undefined) return sendError(res, st, { code: ErrorCode.BadRequest, message: "give from_seq or last, not both" });
+  const backwards = reverse === "1";
+  if (backwards && (fromSeq !== undefined || last !== undefined))
+    return sendError(res, st, { code: ErrorCode.BadRequest, message: "reverse pages with before_seq and limit: from_seq and last are for reading forwards" });
+  if (!backwards && beforeSeq !== undefined) return sendError(res, st, { code: ErrorCode.BadRequest, message: "before_seq needs reverse=1" });
   if (!broker.isConnected()) return sendError(res, st, { code: ErrorCode.BrokerUnavailable, message: "broker is not connected; retry" });
   try {
     const bounds = await replay.state(channel);
+    if (backwards) return send(res, st, 200, await backPage(ctx, replay, channel, beforeSeq ?? bounds.lastSeq + 1, limit ?? DEFAULT_LIMIT, bounds));
     const start = last !== undefined ? await replay.startOfLastN(channel, last) : Math.max(fromSeq ?? bounds.firstSeq, 1);
-    const count = last ?? limit ?? 100;
+    const count = last ?? limit ?? DEFAULT_LIMIT;
     const h = bounds.lastSeq >= start ? await replay.history(channel, start, count, ctx.maxBytes) : { messages: [], more: false };
     const page = fit(h.messages, ctx.maxBytes);
-    // Stopped short of what was asked by the byte bound: `next` continues it.
+    // Stopped short of the channel's end (by `limit` or the byte bound): `next` continues it.
     const next = page.items.length > 0 && (page.items.length < h.messages.length || h.more) ? `,"next":${page.last + 1}` : "";
     send(res, st, 200, `{"messages":[${page.items.join(",")}],"firstSeq":${bounds.firstSeq},"lastSeq":${bounds.lastSeq}${next}}`);
   } catch (e) {
     const f = brokerFailure(e, broker.isConnected(), "history");
     sendError(res, st, f);
   }
+}
+
+/** A page read backwards from `before`, newest first; `next` is the `before_seq` of the older page. */
+async function backPage(ctx: HistoryContext, replay: ReplayApi, channel: string, before: number, limit: number, bounds: StreamState): Promise<string> {
+  if (!replay.historyBack) throw new GatewayError(ErrorCode.UnsupportedByBroker, "this broker cannot read history backwards");
+  const h = before > 1 ? await replay.historyBack(channel, before, limit, ctx.maxBytes) : { messages: [], more: false };
+  const page = fit(h.messages, ctx.maxBytes);
+  const next = page.items.length > 0 && (page.items.length < h.messages.length || h.more) ? `,"next":${page.last}` : "";
+  return `{"messages":[${page.items.join(",")}],"firstSeq":${bounds.firstSeq},"lastSeq":${bounds.lastSeq},"reverse":true${next}}`;
 }
 
 const item = (x: BrokerMessage): string => `{"seq":${x.seq},"ts":${x.ts},"channel":${JSON.stringify(x.channel)},${dataFields(x.payload, x.type)}}`;

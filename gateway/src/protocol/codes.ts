@@ -75,6 +75,11 @@ export const ErrorCode = {
   RpcError: "rpc_error",
   /** This gateway answers no `rpc`: it has no RPC_HOOK_URL. Asking again will not help. */
   RpcUnavailable: "rpc_unavailable",
+  /**
+   * A subscription token expired: at `sub` (or an SSE open), or the subscription it granted ended at its
+   * `exp` with no `sub_refresh` (an `unsub` frame with this `code`). Get a new token and subscribe again.
+   */
+  SubscriptionExpired: "subscription_expired",
   /** HTTP only (404): no route, or no control operation, at this path. */
   NotFound: "not_found",
   /** HTTP only (405): the path takes another method (the message says which). */

@@ -24,7 +24,11 @@ export type SubFrame = {
   info?: unknown;
   /** Per-channel Fossil deltas after each channel's first message (PROTOCOL.md "Deltas"); not with `durable`. */
   delta?: "fossil";
+  /** A subscription token (a JWT naming this channel) granting the read (AUTH.md "Subscription tokens"). */
+  token?: string;
 };
+/** A new subscription token for a subscription a token granted: `ok` with its `exp`. */
+export type SubRefreshFrame = { op: "sub_refresh"; id?: Id; channel: string; token: string };
 /** The members of a channel's presence. */
 export type PresenceFrame = { op: "presence"; id?: Id; channel: string };
 export type UnsubFrame = { op: "unsub"; id?: Id; channel: string };
@@ -44,7 +48,7 @@ export type AckFrame = { op: "ack" | "nak" | "term" | "inprogress"; id?: Id; seq
 export type RefreshFrame = { op: "refresh"; id?: Id; token: string };
 /** A call of the application backend's `method` (RPC_HOOK_URL), answered by `ok` with its `data` or by `err`. */
 export type RpcFrame = { op: "rpc"; id: Id; method: string; data: unknown };
-export type ClientFrame = SubFrame | UnsubFrame | PubFrame | PubBatchFrame | PingFrame | AckFrame | RefreshFrame | PresenceFrame | RpcFrame;
+export type ClientFrame = SubFrame | UnsubFrame | PubFrame | PubBatchFrame | PingFrame | AckFrame | RefreshFrame | SubRefreshFrame | PresenceFrame | RpcFrame;
 export type Id = number | string;
 
 /**
@@ -62,6 +66,7 @@ export const CLIENT_OPS = [
   "inprogress",
   "presence",
   "refresh",
+  "sub_refresh",
   "rpc",
 ] as const satisfies readonly ClientFrame["op"][];
 /** Compile time: an op of `ClientFrame` missing from `CLIENT_OPS` fails the build here. */
@@ -140,6 +145,12 @@ export function validateClientFrame(raw: unknown, mayNotFitJson: boolean): Parse
     case "refresh":
       if (typeof o.token !== "string" || o.token.length === 0) return fail(ErrorCode.BadRequest, "token must be a non-empty string", id);
       return { ok: true, frame: { op: "refresh", id, token: o.token } };
+    case "sub_refresh": {
+      const c = checkPattern(o.channel);
+      if (!c.ok) return fail(ErrorCode.BadChannel, c.reason, id);
+      if (!isToken(o.token)) return fail(ErrorCode.BadRequest, "token must be a non-empty string", id);
+      return { ok: true, frame: { op: "sub_refresh", id, channel: o.channel as string, token: o.token } };
+    }
     case "rpc":
       return parseRpc(o, id);
     case undefined:
@@ -148,6 +159,8 @@ export function validateClientFrame(raw: unknown, mayNotFitJson: boolean): Parse
       return fail(ErrorCode.UnknownOp, `unknown op ${JSON.stringify(o.op).slice(0, 40)}`, id);
   }
 }
+
+const isToken = (t: unknown): t is string => typeof t === "string" && t.length > 0;
 
 function parseSub(o: Record<string, unknown>, id: Id | undefined): ParseResult {
   const c = checkPattern(o.channel);
@@ -170,6 +183,10 @@ function parseSub(o: Record<string, unknown>, id: Id | undefined): ParseResult {
     if (!Number.isInteger(o.maxInflight) || (o.maxInflight as number) < 1 || (o.maxInflight as number) > 10_000)
       return fail(ErrorCode.BadRequest, "maxInflight must be an integer from 1 to 10000", id);
     frame.maxInflight = o.maxInflight as number;
+  }
+  if (o.token !== undefined) {
+    if (!isToken(o.token)) return fail(ErrorCode.BadRequest, "token must be a non-empty string", id);
+    frame.token = o.token;
   }
   if (o.delta !== undefined) {
     if (o.delta !== "fossil") return fail(ErrorCode.BadRequest, 'delta must be "fossil"', id);

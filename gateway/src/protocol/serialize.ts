@@ -222,8 +222,9 @@ export const okFrame = (id: Id | undefined, extra?: Readonly<Record<string, unkn
 export const errFrame = (id: Id | undefined, code: ErrorCode, message: string, temporary = WIRE_ERRORS[code].temporary): string =>
   `{"op":"err"${idPart(id)},"code":${JSON.stringify(code)},"message":${JSON.stringify(message)},"temporary":${temporary}}`;
 
-/** The server ended a subscription (an operator's `unsubscribe`): `{"op":"unsub","channel":…,"reason":…}`. */
-export const unsubFrame = (channel: string, reason: string): string => `{"op":"unsub","channel":${JSON.stringify(channel)},"reason":${JSON.stringify(reason)}}`;
+/** The server ended a subscription (an operator's `unsubscribe`, an expired subscription token): `{"op":"unsub","channel":…,"reason":…[,"code":…]}`. */
+export const unsubFrame = (channel: string, reason: string, code?: ErrorCode): string =>
+  `{"op":"unsub","channel":${JSON.stringify(channel)},"reason":${JSON.stringify(reason)}${code === undefined ? "" : `,"code":${JSON.stringify(code)}`}}`;
 
 /** `pong`: the server's clock, ms since the epoch with µs decimals, for clients estimating their clock offset. */
 export const pongFrame = (id: Id | undefined, time = serverTime()): string => `{"op":"pong"${idPart(id)},"time":${time.toFixed(3)}}`;
@@ -240,7 +241,7 @@ export function jsonFrame(f: ServerFrame): string {
     case "pong":
       return pongFrame(f.id, f.time);
     case "unsub":
-      return unsubFrame(f.channel, f.reason);
+      return unsubFrame(f.channel, f.reason, f.code);
     case "live":
       return `{"op":"live","sub":${JSON.stringify(f.sub)},"seq":${f.seq}}`;
     case "sub":

@@ -11,8 +11,11 @@ export type ServerFrame =
   | OkFrameOut
   | ErrFrameOut
   | { op: "pong"; id?: Id; /** ms since the epoch, µs decimals */ time: number }
-  /** The server ended a subscription (an operator's `unsubscribe`). */
-  | { op: "unsub"; channel: string; reason: string }
+  /**
+   * The server ended a subscription: an operator's `unsubscribe`, or (`code` `subscription_expired`) the
+   * subscription token that granted it expired with no `sub_refresh`.
+   */
+  | { op: "unsub"; channel: string; reason: string; code?: ErrorCode }
   /** A catch-up joined live delivery after `seq`. */
   | { op: "live"; sub: string; seq: number }
   /** A server-side subscription (`channels.auto`): every matching message after `seq` follows. */

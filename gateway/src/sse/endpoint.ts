@@ -52,16 +52,25 @@ type SseRequest = {
   ip: string;
   /** What the authorization chain needs: credentials (also `?token=`, which EventSource must use), hook headers. */
   knock: Knock;
+  /** `?sub_token=`: a subscription token for the pattern (AUTH.md "Subscription tokens"). */
+  subToken?: string;
 };
 
 /**
  * A stream ready to start: its feed, the last seq the client has (undefined: live from the feed's position),
  * the epoch its ids carry, the `gap` to tell, the token's expiry.
  */
-type Ready = { feed: Feed; lastSent?: number; epoch?: string; gap?: Gap; exp?: number; user: string };
+type Ready = { feed: Feed; lastSent?: number; epoch?: string; gap?: Gap; exp?: number; subExp?: number; user: string };
 type Gap = Record<string, unknown> & { epoch: string };
 
 type HttpError = { status: number; code: ErrorCode; message: string; temporary?: boolean; retryAfterSec?: number };
+
+/** The `err` event of a stream whose subscription token expired: reopen it with a new `sub_token` (Last-Event-ID resumes). */
+const SUB_EXPIRED = {
+  code: ErrorCode.SubscriptionExpired,
+  message: "the subscription token expired; reopen the stream with a new sub_token",
+  temporary: true,
+};
 
 /** What a stream asked for while its worker drains gets. */
 const DRAINING: HttpError = { status: 503, code: ErrorCode.ShuttingDown, message: "server is shutting down; reconnect" };
@@ -146,6 +155,7 @@ export class SseEndpoint {
       host: req.getHeader("host"),
       ip,
       knock: !knock.token && queryToken ? { ...knock, token: queryToken, tokenInUrl: true } : knock,
+      subToken: req.getQuery("sub_token") || undefined,
     };
     const state = { aborted: false, stream: undefined as SseStream | undefined };
     res.onAborted(() => {
@@ -213,7 +223,8 @@ export class SseEndpoint {
 
   /** Authorizes, takes the feed, and turns the start into the last seq the client has. */
   private async prepare(r: SseRequest, pattern: string, start: SseStart): Promise<Ready | { error: HttpError; feed?: Feed }> {
-    const a = await authorizeRequest(this.ctx.access, r.knock, { right: "sub", channel: pattern, uses: ["sse", ...startFeatures(start)] });
+    const uses = ["sse", ...startFeatures(start)] as const;
+    const a = await authorizeRequest(this.ctx.access, r.knock, { right: "sub", channel: pattern, uses, ...(r.subToken ? { token: r.subToken } : {}) });
     if ("refused" in a) return { error: a.refused };
     const limited = checkRead(this.ctx.reads, r.ip, readerOf(a.identity));
     if (limited) return { error: limited };
@@ -226,7 +237,7 @@ export class SseEndpoint {
       return { error: failure(e, this.ctx.broker, "subscribe") };
     }
     try {
-      return { feed, exp, user: a.identity.principal.user, ...(await this.resolve(pattern, feed, start)) };
+      return { feed, exp, subExp: a.grant?.exp, user: a.identity.principal.user, ...(await this.resolve(pattern, feed, start)) };
     } catch (e) {
       return { error: failure(e, this.ctx.broker, "replay"), feed };
     }
@@ -247,7 +258,7 @@ export class SseEndpoint {
 
   private begin(res: HttpResponse, r: SseRequest, pattern: string, ready: Ready): SseStream {
     const { config, metrics, log, resume, broker, admission } = this.ctx;
-    const { feed, lastSent, gap, exp, epoch, user } = ready;
+    const { feed, lastSent, gap, exp, subExp, epoch, user } = ready;
     const stream = new SseStream(
       res,
       pattern,
@@ -284,7 +295,10 @@ export class SseEndpoint {
     const who = { user, client: stream.clientId, transport: "sse" } as const;
     this.ctx.events?.record("connect", who);
     this.ctx.events?.record("subscribe", { ...who, channel: pattern });
-    if (exp !== undefined) stream.endAt((exp + config.auth.jwtClockToleranceSec) * 1000);
+    // Whichever token expires first ends it: the connection's (`unauthorized`) or the subscription token's.
+    const tolerance = config.auth.jwtClockToleranceSec;
+    if (subExp !== undefined && (exp === undefined || subExp < exp)) stream.endAt((subExp + tolerance) * 1000, SUB_EXPIRED);
+    else if (exp !== undefined) stream.endAt((exp + tolerance) * 1000);
     if (log.isLevelEnabled("debug")) log.debug({ pattern, lastSent, gap: gap !== undefined }, "sse stream opened");
     return stream;
   }

@@ -227,13 +227,16 @@ export class SseStream implements FanoutSocket, SseReceiver {
     }
   }
 
-  /** Ends the stream at `dueMs` (the token's expiry): the reconnect needs a valid token. */
-  endAt(dueMs: number): void {
+  /**
+   * Ends the stream at `dueMs` (the token's expiry) with an `err` event: `unauthorized` (the reconnect needs a
+   * valid token), or for a subscription token's expiry `subscription_expired` (reopen with a new `sub_token`).
+   */
+  endAt(dueMs: number, err: { code: string; message: string; temporary: boolean } = TOKEN_EXPIRED): void {
     clearTimeout(this.expiryTimer);
     const wait = Math.min(Math.max(dueMs - Date.now(), 0), 2_147_483_647);
     this.expiryTimer = setTimeout(() => {
-      if (Date.now() < dueMs) return this.endAt(dueMs);
-      this.writeEvent("err", { code: "unauthorized", message: "token expired; reconnect with a new token", temporary: false });
+      if (Date.now() < dueMs) return this.endAt(dueMs, err);
+      this.writeEvent("err", err);
       this.end("expired");
     }, wait);
     this.expiryTimer.unref();
@@ -341,3 +344,6 @@ function ascending(seqs: readonly number[]): boolean {
   }
   return true;
 }
+
+/** The `err` event of a stream whose token expired. */
+const TOKEN_EXPIRED = { code: "unauthorized", message: "token expired; reconnect with a new token", temporary: false };

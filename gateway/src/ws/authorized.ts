@@ -1,5 +1,4 @@
-import type { Access } from "../auth/access.js";
-import type { SubscribeGrant } from "../auth/hooks.js";
+import type { Access, ReadGrant } from "../auth/access.js";
 import { HookDisconnect } from "../backend/proxy-format.js";
 import { GatewayError } from "../errors.js";
 import type { Id } from "../protocol/frames.js";
@@ -7,15 +6,15 @@ import type { HandlerContext } from "./context.js";
 import { endSocket, sendErr, type Socket } from "./session.js";
 
 /**
- * The authorization chain (auth/access.ts) for one frame of a WebSocket: what the subscribe hook granted (an
- * object, empty when nothing) when allowed; otherwise false: the client got its `err` (`forbidden`,
- * `hook_unavailable`, with the backend's `appCode` when it gave one), or the socket was closed (a hook answered
- * `disconnect`), or it closed meanwhile. The identity is read again after the chain's awaits: a `refresh` may
- * have replaced it.
+ * The authorization chain (auth/access.ts) for one frame of a WebSocket: what was granted besides allowing (the
+ * subscribe hook's grant, a subscription token's; empty when nothing) when allowed; otherwise false: the client
+ * got its `err` (`forbidden`, `hook_unavailable`, `subscription_expired`, with the backend's `appCode` when it
+ * gave one), or the socket was closed (a hook answered `disconnect`), or it closed meanwhile. The identity is
+ * read again after the chain's awaits: a `refresh` may have replaced it.
  */
-export async function authorized(ctx: HandlerContext, ws: Socket, id: Id | undefined, a: Access): Promise<SubscribeGrant | false> {
+export async function authorized(ctx: HandlerContext, ws: Socket, id: Id | undefined, a: Access): Promise<ReadGrant | false> {
   const s = ws.getUserData();
-  let grant: SubscribeGrant | undefined;
+  let grant: ReadGrant;
   try {
     grant = await ctx.guard.access.admit(() => s.identity, a);
   } catch (e) {
@@ -23,7 +22,7 @@ export async function authorized(ctx: HandlerContext, ws: Socket, id: Id | undef
     replyRefusal(ctx, ws, id, e);
     return false;
   }
-  return !s.closed && (grant ?? {});
+  return !s.closed && grant;
 }
 
 /**

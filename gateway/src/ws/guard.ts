@@ -42,6 +42,11 @@ export class ConnectionGuard {
     this.admission.start();
   }
 
+  /** JWT_CLOCK_TOLERANCE in seconds: tokens (and subscription tokens) end this long after their `exp`. */
+  get clockToleranceSec(): number {
+    return this.authConfig.jwtClockToleranceSec;
+  }
+
   /** The uWS upgrade handler: synchronous when nothing identifies users, otherwise runs the chain's first half. */
   upgrade(res: HttpResponse, req: HttpRequest, context: us_socket_context_t, isDraining: () => boolean): void {
     // The uWS request is only valid until this function returns: read all of it first.
@@ -207,7 +212,9 @@ export class ConnectionGuard {
     if (s.identity.grant) p = applyGrant(p, true, s.identity.grant);
     s.identity = { ...s.identity, principal: p };
     this.armExpiry(ws);
-    return { ok: true, exp: p.exp, revoked: [...s.subs.keys()].filter((pattern) => !this.access.permits(p, { right: "sub", channel: pattern })) };
+    // A subscription a subscription token granted stands on that token, not on the connection's claims.
+    const revoked = [...s.subs.values()].filter((sub) => sub.tokenExp === undefined && !this.access.permits(p, { right: "sub", channel: sub.pattern }));
+    return { ok: true, exp: p.exp, revoked: revoked.map((sub) => sub.pattern) };
   }
 
   /**

@@ -23,6 +23,8 @@ import { authorized, replyRefusal } from "./authorized.js";
 import { armSubExpiry } from "./sub-expiry.js";
 import type { SubscribeGrant } from "../auth/hooks.js";
 import { refreshSession } from "./refresh.js";
+import { armSubscriptionExpiry, refreshSubscription } from "./sub-token.js";
+import type { ReadGrant } from "../auth/access.js";
 import { enterPresence, presenceRequest } from "./presence.js";
 import { callRpc } from "./rpc.js";
 
@@ -49,6 +51,8 @@ export function handleFrame(ctx: HandlerContext, ws: Socket, decoded: Extract<De
       return settle(ctx, ws, f);
     case "refresh":
       return void refreshSession(ctx, ws, f).catch((e) => internalError(ctx, ws, f, e));
+    case "sub_refresh":
+      return void refreshSubscription(ctx, ws, f).catch((e) => internalError(ctx, ws, f, e));
     case "presence":
       return void presenceRequest(ctx, ws, f).catch((e) => internalError(ctx, ws, f, e));
     case "rpc":
@@ -77,9 +81,16 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
   const serverSide = s.subs.get(f.channel)?.auto === true;
   const uses: Feature[] = f.durable !== undefined || f.ack ? ["durables"] : f.from !== undefined ? startFeatures(startRequest(f.from)) : [];
   if (f.presence) uses.push("presence");
-  const access = { right: "sub", channel: f.channel, ...(f.durable !== undefined ? { durable: f.durable } : {}), serverSide, uses } as const;
-  const grant = await authorized(ctx, ws, f.id, access);
-  if (!grant) return;
+  const access = {
+    right: "sub",
+    channel: f.channel,
+    ...(f.durable !== undefined ? { durable: f.durable } : {}),
+    ...(f.token !== undefined ? { token: f.token } : {}),
+    serverSide,
+    uses,
+  } as const;
+  const allowed = await authorized(ctx, ws, f.id, access);
+  if (!allowed) return;
   // From here on the subscription is in s.subs, where a refresh that drops the right finds and ends it.
   const existing = s.subs.get(f.channel);
   // A server-side subscription is taken over by the client's own (a resume with from:{seq,epoch}).
@@ -87,11 +98,12 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
   else if (existing) return replyErr(ctx, ws, f.id, ErrorCode.AlreadySubscribed, `already subscribed to ${f.channel}`);
   if (s.subs.size >= ctx.config.fanout.maxSubscriptions)
     return replyErr(ctx, ws, f.id, ErrorCode.TooManySubscriptions, `at most ${ctx.config.fanout.maxSubscriptions} subscriptions per connection`);
-  if (f.durable !== undefined || f.ack) return subscribeDurable(ctx, ws, f, grant);
+  if (f.durable !== undefined || f.ack) return subscribeDurable(ctx, ws, f, allowed);
   if (f.from !== undefined && !ctx.broker.replay)
     return replyErr(ctx, ws, f.id, ErrorCode.UnsupportedByBroker, `the ${ctx.broker.kind} broker keeps no history: start positions need JetStream`);
 
   const sub = ctx.subs.begin(ws, f.channel, f.delta === "fossil");
+  if (allowed.token) armSubscriptionExpiry(ctx, ws, sub, allowed.token);
   let feed;
   try {
     feed = await ctx.hub.acquire(f.channel);
@@ -100,10 +112,12 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
     return replyFailure(ctx, ws, f.id, brokerFailure(e, ctx.broker.isConnected(), "subscribe"));
   }
   if (!ctx.subs.attach(ws, sub)) return;
-  if (f.presence && !(await enterPresence(ctx, ws, sub, f))) return;
+  // A subscription token's `info` is what the channel's members see of this one (the backend's, not the client's).
+  const member = allowed.token?.info !== undefined ? { ...f, info: allowed.token.info } : f;
+  if (f.presence && !(await enterPresence(ctx, ws, sub, member))) return;
   const presence = f.presence ? { client: s.clientId } : undefined;
   const delta = f.delta ? { delta: f.delta } : undefined;
-  const data = granted(ctx, ws, sub, grant);
+  const data = granted(ctx, ws, sub, allowed.hook);
   if (f.from === undefined) {
     sub.life.start(feed);
     return sendFrame(ws, { op: "ok", id: f.id, fields: { epoch: ctx.broker.epochOf(f.channel), ...presence, ...delta, ...data } });
@@ -124,7 +138,8 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
 }
 
 /** Arms the subscription's expiry the subscribe hook gave; the `data` it gave for the `ok`, as its field. */
-function granted(ctx: HandlerContext, ws: Socket, sub: SubState, grant: SubscribeGrant): { data?: unknown } {
+function granted(ctx: HandlerContext, ws: Socket, sub: SubState, grant: SubscribeGrant | undefined): { data?: unknown } {
+  if (grant === undefined) return {};
   if (grant.exp !== undefined) armSubExpiry(ctx, ws, sub, grant.exp);
   return grant.data !== undefined ? { data: grant.data } : {};
 }
@@ -171,7 +186,7 @@ async function sendSnapshot(ctx: HandlerContext, ws: Socket, sub: SubState, upTo
   }
 }
 
-async function subscribeDurable(ctx: HandlerContext, ws: Socket, f: SubFrame, grant: SubscribeGrant): Promise<void> {
+async function subscribeDurable(ctx: HandlerContext, ws: Socket, f: SubFrame, grant: ReadGrant): Promise<void> {
   const s = ws.getUserData();
   const durables = ctx.broker.durables;
   if (!durables)
@@ -186,6 +201,7 @@ async function subscribeDurable(ctx: HandlerContext, ws: Socket, f: SubFrame, gr
   if (f.ack === false) return replyErr(ctx, ws, f.id, ErrorCode.BadRequest, "durable subscriptions are acknowledged: ack must be true");
   if (f.from !== undefined) return replyErr(ctx, ws, f.id, ErrorCode.BadRequest, "from is not accepted with durable: a durable resumes where its consumer is");
   const sub = ctx.subs.begin(ws, f.channel);
+  if (grant.token) armSubscriptionExpiry(ctx, ws, sub, grant.token);
   const durable = new DurableSub(
     fanoutSocket(ws),
     { user: s.user, durable: f.durable, pattern: f.channel, maxInflight: f.maxInflight ?? ctx.config.durable.maxInflight },
@@ -200,7 +216,7 @@ async function subscribeDurable(ctx: HandlerContext, ws: Socket, f: SubFrame, gr
   }
   if (s.closed || sub.life.phase === "ended") return void durable.stop().catch(() => undefined);
   ctx.subs.attachDurable(ws, sub);
-  sendFrame(ws, { op: "ok", id: f.id, fields: { durable: f.durable, ...granted(ctx, ws, sub, grant) } });
+  sendFrame(ws, { op: "ok", id: f.id, fields: { durable: f.durable, ...granted(ctx, ws, sub, grant.hook) } });
 }
 
 function unsubscribe(ctx: HandlerContext, ws: Socket, f: UnsubFrame): void {

@@ -38,6 +38,10 @@ export type SubState = {
   onEnd?: () => void;
   /** Ends it (or asks the sub_refresh hook) at the expiry the subscribe hook gave; cleared when it ends. */
   expiryTimer?: NodeJS.Timeout;
+  /** A subscription token granted it: its `exp` (unix seconds), moved by `sub_refresh` (ws/sub-token.ts). */
+  tokenExp?: number;
+  /** Ends it at `tokenExp` (plus the clock tolerance). */
+  tokenTimer?: NodeJS.Timeout;
 };
 
 /** Per-socket state (uWS user data). */

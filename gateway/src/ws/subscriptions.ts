@@ -140,6 +140,7 @@ export class Subscriptions {
   end(ws: Socket, sub: SubState): void {
     if (sub.life.end() === undefined) return;
     clearTimeout(sub.expiryTimer);
+    clearTimeout(sub.tokenTimer);
     const onEnd = sub.onEnd;
     sub.onEnd = undefined;
     onEnd?.();

@@ -94,22 +94,34 @@ export class JetStreamReplay implements ReplayApi {
   }
 
   async startOfLastN(pattern: string, n: number): Promise<number> {
-    const subject = this.mapper.toSubject(pattern);
+    return (await this.lastNBefore(this.mapper.toSubject(pattern), n)).start;
+  }
+
+  /**
+   * The sequence from which `subject` has its last `n` messages before seq `end` (all of them: the stream's
+   * end), and the first matching seq (0: none before `end`). A binary search of one-message direct gets,
+   * counting `[x, end)` as the messages from x less those from `end`: a message stored during the search
+   * counts in the first but not the second, which can only move the start later (a shorter page, never a gap).
+   */
+  private async lastNBefore(subject: string, n: number, end?: number): Promise<{ start: number; first: number }> {
     const { firstSeq, lastSeq } = await this.state();
     // An empty stream reports first_seq 0 (fresh) or last_seq + 1 (purged): nothing to count back over.
-    if (lastSeq === 0 || lastSeq < firstSeq) return Math.max(firstSeq, lastSeq + 1, 1);
+    if (lastSeq === 0 || lastSeq < firstSeq) return { start: Math.max(firstSeq, lastSeq + 1, 1), first: 0 };
+    const top = end === undefined || end > lastSeq ? lastSeq : end - 1;
+    const tail = end === undefined || end > lastSeq ? 0 : (await this.countFrom(subject, end)).count;
     const all = await this.countFrom(subject, firstSeq);
-    if (all.count <= n) return all.count === 0 ? lastSeq + 1 : all.first;
-    // Largest start with at least n matching messages at or after it: a binary search of direct gets.
+    const count = (c: { count: number }) => c.count - tail;
+    if (all.count === 0 || all.first > top) return { start: top + 1, first: 0 };
+    if (count(all) <= n) return { start: all.first, first: all.first };
     let lo = all.first;
-    let hi = lastSeq;
+    let hi = top;
     while (lo < hi) {
       const mid = Math.ceil((lo + hi) / 2);
       const c = await this.countFrom(subject, mid);
-      if (c.count >= n) lo = c.first;
+      if (count(c) >= n) lo = c.first;
       else hi = mid - 1;
     }
-    return lo;
+    return { start: lo, first: all.first };
   }
 
   async seqAtTime(pattern: string, time: string): Promise<number> {
@@ -179,10 +191,26 @@ export class JetStreamReplay implements ReplayApi {
         bytes += m.payload.byteLength;
       }
       const last = b.messages.at(-1);
+      if (b.pending === 0 || last === undefined) return { messages: out, more: false };
+      from = last.seq + 1;
+    }
+    // Stopped by `limit` with matching messages still after the last one read.
+    return { messages: out, more: true };
+  }
+
+  async historyBack(channel: string, before: number, limit: number, maxBytes = Infinity): Promise<{ messages: BrokerMessage[]; more: boolean }> {
+    const subject = this.mapper.toSubject(channel);
+    const { start, first } = await this.lastNBefore(subject, limit, before);
+    const window = new NewestWindow<BrokerMessage>(limit, maxBytes);
+    for (let from = start; from < before;) {
+      const b = await this.direct.batch({ seq: from, subject, batch: Math.min(limit, PAGE_MESSAGES), maxBytes: PAGE_BYTES });
+      for (const m of b.messages) if (m.seq < before) window.push(m);
+      const last = b.messages.at(-1);
       if (b.pending === 0 || last === undefined) break;
       from = last.seq + 1;
     }
-    return { messages: out, more: false };
+    const messages = window.newestFirst();
+    return { messages, more: window.dropped || (messages.length > 0 && start > first) };
   }
 
   async lastPerSubject(pattern: string, upTo: number, after: number, bounds: PageBounds = {}): Promise<LastValuePage> {
@@ -293,6 +321,36 @@ export function pageOf<M extends { seq: number }>(
 }
 
 const payloadSize = (m: { payload: Uint8Array }): number => m.payload.byteLength;
+
+/**
+ * The newest messages of those pushed in stream order: at most `limit`, and no more than `maxBytes` of
+ * payload beyond the newest one (which is always kept, whatever its size). `dropped` says an older one was
+ * let go, so a page read backwards is cut short and continues before its oldest message.
+ */
+export class NewestWindow<M extends { payload: Uint8Array }> {
+  private readonly kept: M[] = [];
+  private bytes = 0;
+  dropped = false;
+
+  constructor(
+    private readonly limit: number,
+    private readonly maxBytes: number,
+  ) {}
+
+  push(m: M): void {
+    this.kept.push(m);
+    this.bytes += m.payload.byteLength;
+    while (this.kept.length > this.limit || (this.kept.length > 1 && this.bytes > this.maxBytes)) {
+      const old = this.kept.shift();
+      if (old) this.bytes -= old.payload.byteLength;
+      this.dropped = true;
+    }
+  }
+
+  newestFirst(): M[] {
+    return [...this.kept].reverse();
+  }
+}
 
 /** One channel of a last-value scan: its subject, and the seq and payload size of its newest message. */
 type ScanEntry = { subject: string; seq: number; size: number };

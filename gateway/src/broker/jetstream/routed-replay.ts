@@ -33,6 +33,10 @@ export class RoutedReplay implements ReplayApi {
     return this.partOf(channel).replay.history(channel, fromSeq, limit, maxBytes);
   }
 
+  historyBack(channel: string, before: number, limit: number, maxBytes?: number): Promise<{ messages: BrokerMessage[]; more: boolean }> {
+    return this.partOf(channel).replay.historyBack(channel, before, limit, maxBytes);
+  }
+
   lastPerSubject(pattern: string, upTo: number, after: number, bounds?: PageBounds): Promise<LastValuePage> {
     return this.partOf(pattern).replay.lastPerSubject(pattern, upTo, after, bounds);
   }

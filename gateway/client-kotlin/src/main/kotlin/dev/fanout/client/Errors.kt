@@ -39,6 +39,7 @@ val WIRE_CODES: Map<String, Boolean> = mapOf(
     "feature_disabled" to false,
     "rpc_error" to false,
     "rpc_unavailable" to false,
+    "subscription_expired" to true,
     "not_found" to false,
     "method_not_allowed" to false,
     "unsupported_media_type" to false,

@@ -196,7 +196,16 @@ fun presenceList(r: JsonObject): PresenceList {
 /** A history answer (`GET /v1/channels/{channel}/messages`). */
 fun historyPage(body: JsonObject): HistoryPage = HistoryPage(
     (body["messages"] as? JsonArray).orEmpty().mapNotNull { it as? JsonObject }.map {
-        HistoryMessage(it.long("seq") ?: 0, (it["ts"] as? JsonPrimitive)?.doubleOrNull ?: 0.0, it.str("channel") ?: "", it["data"] ?: JsonNull)
+        val enc = it.str("enc")
+        HistoryMessage(
+            it.long("seq") ?: 0,
+            (it["ts"] as? JsonPrimitive)?.doubleOrNull ?: 0.0,
+            it.str("channel") ?: "",
+            it["data"] ?: JsonNull,
+            enc,
+            it.str("type"),
+            if (enc == "base64") base64Bytes(it.str("data")) else null,
+        )
     },
     body.long("firstSeq"),
     body.long("lastSeq"),

@@ -20,6 +20,7 @@ import kotlinx.coroutines.flow.MutableSharedFlow
 import kotlinx.coroutines.flow.SharedFlow
 import kotlinx.coroutines.flow.StateFlow
 import kotlinx.coroutines.flow.asSharedFlow
+import kotlinx.coroutines.delay
 import kotlinx.coroutines.launch
 import kotlinx.coroutines.withContext
 import kotlinx.coroutines.withTimeout
@@ -229,11 +230,19 @@ class GatewayClient(private val url: String, options: GatewayClientOptions = Gat
 
     /**
      * Stored messages of a concrete channel over HTTP (`GET /v1/channels/{channel}/messages`), with the token
-     * of the next connect: from [fromSeq] (at most [limit]), or the [last] N. Follow [HistoryPage.next] for more.
+     * of the next connect: from [fromSeq] (at most [limit]), or the [last] N; with [reverse], at most [limit]
+     * newest first, below [beforeSeq]. Follow [HistoryPage.next] (as `fromSeq`, or `beforeSeq` in reverse) for more.
      */
-    suspend fun history(channel: String, fromSeq: Long? = null, last: Int? = null, limit: Int? = null): HistoryPage {
+    suspend fun history(
+        channel: String,
+        fromSeq: Long? = null,
+        last: Int? = null,
+        limit: Int? = null,
+        reverse: Boolean = false,
+        beforeSeq: Long? = null,
+    ): HistoryPage {
         val token = opts.getToken?.invoke() ?: withContext(loop) { conn.token }
-        return History(http, url).read(channel, token, fromSeq, last, limit)
+        return History(http, url).read(channel, token, fromSeq, last, limit, reverse, beforeSeq)
     }
 
     /**
@@ -319,8 +328,53 @@ class GatewayClient(private val url: String, options: GatewayClientOptions = Gat
         conn.request(ws, pub.frame, { reply -> outbox.settle(pub, reply) })
     }
 
+    /**
+     * (Re)subscribes [sub]: with [GatewayClientOptions.getSubscriptionToken], first asks it for a token (a
+     * server-side subscription needs none). A token that cannot be had counts as a failed resubscribe.
+     */
     private fun sendSub(sub: Sub, ws: WebSocket, onDone: () -> Unit) {
-        val (frame, expectedSeq) = subscribeFrame(sub.channel, sub.opts, sub.pos, sub.auto || sub.takesOver)
+        sub.tokenRefresh?.cancel()
+        val get = opts.getSubscriptionToken
+        if (get == null || sub.auto) return sendSubFrame(sub, ws, onDone, null)
+        scope.launch {
+            val token = try {
+                get(sub.channel)
+            } catch (e: CancellationException) {
+                throw e
+            } catch (e: Exception) {
+                emit(GatewayEvent.Error(GatewayException("token_error", "getSubscriptionToken(${sub.channel}) failed: $e", temporary = true, cause = e), sub.channel))
+                if (conn.ws === ws) ws.close(CLOSE_CLIENT_RETRY, "getSubscriptionToken failed")
+                return@launch onDone()
+            }
+            if (conn.ws !== ws || sub.closed) onDone() else sendSubFrame(sub, ws, onDone, token)
+        }
+    }
+
+    /** Refreshes [sub]'s token (`sub_refresh`) before [exp]; a failure is reported and the server ends it at exp. */
+    private fun scheduleSubRefresh(sub: Sub, ws: WebSocket, exp: Long?) {
+        sub.tokenRefresh?.cancel()
+        val get = opts.getSubscriptionToken ?: return
+        if (exp == null) return
+        sub.tokenRefresh = scope.launch {
+            delay(((exp * 1000 - System.currentTimeMillis()) * SUB_TOKEN_REFRESH_AT).toLong().coerceAtLeast(0))
+            val token = try {
+                get(sub.channel)
+            } catch (e: CancellationException) {
+                throw e
+            } catch (e: Exception) {
+                return@launch emit(GatewayEvent.Error(GatewayException("token_error", "getSubscriptionToken(${sub.channel}) failed: $e", temporary = true, cause = e), sub.channel))
+            } ?: return@launch
+            if (sub.closed || conn.ws !== ws || conn.state != ConnectionState.OPEN) return@launch
+            val frame = buildJsonObject { put("op", "sub_refresh"); put("channel", sub.channel); put("token", token) }
+            conn.request(ws, frame, onReply = { r ->
+                if (r.str("op") != "ok") emit(GatewayEvent.Error(wireError(r), sub.channel)) else scheduleSubRefresh(sub, ws, r.long("exp") ?: tokenExp(token))
+            })
+        }
+    }
+
+    private fun sendSubFrame(sub: Sub, ws: WebSocket, onDone: () -> Unit, token: String?) {
+        val (plain, expectedSeq) = subscribeFrame(sub.channel, sub.opts, sub.pos, sub.auto || sub.takesOver)
+        val frame = if (token == null) plain else JsonObject(plain + ("token" to JsonPrimitive(token)))
         // The server starts each channel of a new subscription with a full message.
         sub.deltas?.reset()
         sub.resuming = sub.opts.durable == null
@@ -328,6 +382,7 @@ class GatewayClient(private val url: String, options: GatewayClientOptions = Gat
             sub.resuming = false
             if (sub.closed) return@request onDone()
             if (reply.str("op") == "ok") {
+                if (token != null) scheduleSubRefresh(sub, ws, tokenExp(token))
                 val (info, gap) = acceptOk(sub.channel, sub.pos, reply, expectedSeq)
                 if (info.client != null) sub.client = info.client
                 gap?.let(::emit)
@@ -357,6 +412,7 @@ class GatewayClient(private val url: String, options: GatewayClientOptions = Gat
     /** The subscription is over: forgotten (a reconnect does not renew it), its Flow ends (with [error] unless [graceful]). */
     private fun end(sub: Sub, error: GatewayException, graceful: Boolean = false) {
         sub.closed = true
+        sub.tokenRefresh?.cancel()
         if (subs[sub.channel] === sub) subs.remove(sub.channel)
         sub.ready.completeExceptionally(error)
         sub.inbox.close(if (graceful) null else error)
@@ -493,10 +549,14 @@ class GatewayClient(private val url: String, options: GatewayClientOptions = Gat
         emit(GatewayEvent.AutoSubscribed(channel, seq))
     }
 
-    /** The server ended a subscription (an operator's unsubscribe): forget it, so a reconnect does not renew it. */
+    /**
+     * The server ended a subscription: an operator's unsubscribe (forget it, so a reconnect does not renew it),
+     * or its subscription token expired unrefreshed (`subscription_expired`: subscribe again with a new one).
+     */
     private fun onServerUnsub(f: JsonObject) {
         val channel = f.str("channel") ?: return
         val sub = subs[channel]?.takeIf { !it.closed } ?: return
+        if (f.str("code") == "subscription_expired" && opts.getSubscriptionToken != null) return openSocket()?.let { sendSub(sub, it) {} } ?: Unit
         val error = GatewayException("unsubscribed", "the server ended the subscription to $channel: ${f.str("reason") ?: ""}", temporary = false)
         end(sub, error)
         emit(GatewayEvent.Error(error, channel))

@@ -17,8 +17,8 @@ import java.io.IOException
 internal class History(private val http: OkHttpClient, wsUrl: String) {
     private val base: HttpUrl = wsUrl.replace(Regex("^ws(s?):"), "http$1:").toHttpUrl()
 
-    suspend fun read(channel: String, token: String?, fromSeq: Long?, last: Int?, limit: Int?): HistoryPage {
-        val url = historyUrl(base, channel, fromSeq, last, limit)
+    suspend fun read(channel: String, token: String?, fromSeq: Long?, last: Int?, limit: Int?, reverse: Boolean = false, beforeSeq: Long? = null): HistoryPage {
+        val url = historyUrl(base, channel, fromSeq, last, limit, reverse, beforeSeq)
         val request = Request.Builder().url(url).apply { if (token != null) header("Authorization", "Bearer $token") }.build()
         val (status, body) = call(request)
         val json = try {
@@ -50,7 +50,7 @@ internal class History(private val http: OkHttpClient, wsUrl: String) {
 }
 
 /** `GET /v1/channels/{channel}/messages` with its query, on the origin of the WebSocket URL. */
-fun historyUrl(base: HttpUrl, channel: String, fromSeq: Long?, last: Int?, limit: Int?): HttpUrl =
+fun historyUrl(base: HttpUrl, channel: String, fromSeq: Long?, last: Int?, limit: Int?, reverse: Boolean = false, beforeSeq: Long? = null): HttpUrl =
     base.newBuilder()
         .encodedPath("/")
         .query(null)
@@ -61,5 +61,7 @@ fun historyUrl(base: HttpUrl, channel: String, fromSeq: Long?, last: Int?, limit
             fromSeq?.let { addQueryParameter("from_seq", it.toString()) }
             last?.let { addQueryParameter("last", it.toString()) }
             limit?.let { addQueryParameter("limit", it.toString()) }
+            if (reverse) addQueryParameter("reverse", "1")
+            beforeSeq?.let { addQueryParameter("before_seq", it.toString()) }
         }
         .build()

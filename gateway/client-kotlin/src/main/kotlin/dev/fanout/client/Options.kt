@@ -25,6 +25,13 @@ class GatewayClientOptions {
     var tokenVia: TokenVia = TokenVia.HEADER
 
     /**
+     * A subscription token for a channel (a JWT from the app's backend naming it; AUTH.md "Subscription
+     * tokens"), or null to subscribe with the connection's own rights. Asked at each `subscribe()`, at every
+     * resubscribe after a reconnect, and before the token's `exp` to refresh it (`sub_refresh`).
+     */
+    var getSubscriptionToken: (suspend (String) -> String?)? = null
+
+    /**
      * How frames travel: [Wire.JSON] (`fanout.v1`, text) or [Wire.MSGPACK] (`fanout.v1.msgpack`, binary
      * MessagePack: smaller frames, and payloads that are not JSON come as [GatewayMessage.bytes]).
      */

@@ -4,6 +4,7 @@ import java.util.concurrent.atomic.AtomicBoolean
 import java.util.concurrent.atomic.AtomicInteger
 import kotlinx.coroutines.CancellationException
 import kotlinx.coroutines.CompletableDeferred
+import kotlinx.coroutines.Job
 import kotlinx.coroutines.channels.Channel
 import kotlinx.coroutines.currentCoroutineContext
 import kotlinx.coroutines.flow.Flow
@@ -27,6 +28,9 @@ internal class Sub(
     /** A resubscribe is waiting for its ok: frames of the server-side subscription it takes over are dropped. */
     var resuming = false
     var client: String? = null
+
+    /** Refreshes its subscription token before the token's `exp` (GatewayClientOptions.getSubscriptionToken). */
+    var tokenRefresh: Job? = null
 
     /** A `delta: "fossil"` subscription's bases per channel. */
     val deltas: DeltaBases? = if (opts.delta != null && opts.durable == null) DeltaBases() else null

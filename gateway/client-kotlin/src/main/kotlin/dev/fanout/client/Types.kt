@@ -103,8 +103,23 @@ data class PresenceEvent(val type: Type, val channel: String, val client: String
     enum class Type { JOIN, LEAVE }
 }
 
-/** A stored message as history answers it. */
-data class HistoryMessage(val seq: Long, val ts: Double, val channel: String, val data: JsonElement)
+/**
+ * A stored message as history answers it: [data] as on the JSON wire; [enc] "text" or "base64" for a payload
+ * that is not JSON, [type] a binary payload's content type, and [bytes] the bytes of a "base64" one.
+ */
+data class HistoryMessage(
+    val seq: Long,
+    val ts: Double,
+    val channel: String,
+    val data: JsonElement,
+    val enc: String? = null,
+    val type: String? = null,
+    val bytes: ByteArray? = null,
+)
 
-/** One page of history; [next] is the `fromSeq` of the next page when more follow. */
+/**
+ * One page of history (newest first when read with `reverse`); [next], when the page stopped before the
+ * channel's end (by `limit` or the server's size bound), is the `fromSeq` of the rest — with `reverse`, the
+ * `beforeSeq` of the older page.
+ */
 data class HistoryPage(val messages: List<HistoryMessage>, val firstSeq: Long?, val lastSeq: Long?, val next: Long?)

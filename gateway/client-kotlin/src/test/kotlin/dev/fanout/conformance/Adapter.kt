@@ -126,7 +126,7 @@ private suspend fun run(c: JsonObject): JsonObject = when (val cmd = c.s("cmd"))
             put("truncated", p.truncated)
         }
     }
-    "history" -> client().history(c.s("channel")!!, c.l("fromSeq"), c.l("last")?.toInt(), c.l("limit")?.toInt()).let { h ->
+    "history" -> client().history(c.s("channel")!!, c.l("fromSeq"), c.l("last")?.toInt(), c.l("limit")?.toInt(), c.b("reverse"), c.l("beforeSeq")).let { h ->
         buildJsonObject {
             put("messages", buildJsonArray { h.messages.forEach { m -> add(buildJsonObject { put("seq", m.seq); put("channel", m.channel); put("data", m.data) }) } })
             h.firstSeq?.let { put("firstSeq", it) }
