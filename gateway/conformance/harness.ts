@@ -14,7 +14,7 @@ import { scrape } from "#testkit/metrics.js";
 import { waitFor } from "#testkit/wait.js";
 import { HookBackend, type HookAnswer, type HookCall } from "#testkit/hook-backend.js";
 import { AUDIENCE, ISSUER, SECRET, sign } from "#testkit/auth.js";
-import type { Harness, Step, TokenSpec } from "./runner.js";
+import type { Harness, Step, SubTokenSpec, TokenSpec } from "./runner.js";
 
 const API_KEY = "conformance-api-key-0123456789";
 
@@ -83,9 +83,11 @@ export async function startHarness(): Promise<GatewayHarness> {
     wsUrl: `ws://127.0.0.1:${proxy.port}/ws`,
     token: (spec: TokenSpec) =>
       sign(
-        { channels: { sub: [">"], pub: spec.pub ?? [">"], ...(spec.auto ? { auto: spec.auto } : {}) }, ...(spec.rpc ? { rpc: spec.rpc } : {}) },
+        { channels: { sub: spec.sub ?? [">"], pub: spec.pub ?? [">"], ...(spec.auto ? { auto: spec.auto } : {}) }, ...(spec.rpc ? { rpc: spec.rpc } : {}) },
         { sub: spec.user ?? "conformance", exp: spec.ttlSec ? Math.floor(Date.now() / 1000) + spec.ttlSec : "10m" },
       ),
+    subToken: (spec: SubTokenSpec) =>
+      sign({ channel: spec.channel }, { sub: spec.user ?? "conformance", exp: spec.ttlSec ? Math.floor(Date.now() / 1000) + spec.ttlSec : "10m" }),
     publish: (channel, data) =>
       waitFor(
         async () => {

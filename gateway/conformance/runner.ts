@@ -11,7 +11,10 @@ export { ClientPool, ClientProcess, type ClientCommand, type ClientEvent } from 
  * A token the harness signs: rights to subscribe everywhere, to publish on `pub` (default everywhere), to call
  * the RPC methods `rpc` (default none), subject `user`.
  */
-export type TokenSpec = { ttlSec?: number; auto?: string[]; user?: string; pub?: string[]; rpc?: string[] };
+export type TokenSpec = { ttlSec?: number; auto?: string[]; user?: string; sub?: string[]; pub?: string[]; rpc?: string[] };
+
+/** A subscription token the harness signs (PROTOCOL.md "Subscription tokens"): `channel`, expiring in `ttlSec` (default 10 min), subject `user`. */
+export type SubTokenSpec = { channel: string; ttlSec?: number; user?: string };
 
 export type Step = Record<string, unknown> & ({ do: string } | { fault: string } | { expect: string });
 export type Scenario = { name: string; description: string; steps: Step[] };
@@ -21,6 +24,8 @@ export interface Harness {
   /** The WebSocket URL the client connects to (through the harness' proxy, so that it can be cut). */
   readonly wsUrl: string;
   token(spec: TokenSpec): Promise<string>;
+  /** A subscription token (a `setSubToken` step; harnesses without one cannot play the scenarios that use it). */
+  subToken?(spec: SubTokenSpec): Promise<string>;
   /**
    * Publishes over HTTP (not through the client under test); resolves with the stored seq. Bytes (a
    * Uint8Array) go as `Content-Type: application/octet-stream`, anything else as JSON.
@@ -145,6 +150,11 @@ async function lineCommand(step: Step, harness: Harness): Promise<Record<string,
     if (step.token !== false) out.token = await harness.token((step.token as TokenSpec) ?? {});
   }
   if ((cmd === "refreshToken" || cmd === "setToken") && typeof step.token === "object") out.token = await harness.token(step.token as TokenSpec);
+  if (cmd === "setSubToken") {
+    if (!harness.subToken) throw new Error("this harness signs no subscription tokens");
+    const { subToken: spec, ...fields } = out;
+    return { ...fields, token: await harness.subToken({ channel: step.channel as string, ...(spec as Omit<SubTokenSpec, "channel">) }) };
+  }
   if (cmd === "publish") return { cmd, ...payloadFields(rest) };
   if (cmd === "publishBatch") out.items = (step.items as Record<string, unknown>[]).map(payloadFields);
   return out;

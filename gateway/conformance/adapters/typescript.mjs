@@ -14,6 +14,8 @@ if (!WebSocketImpl) throw new Error(`--global-websocket: Node ${process.version}
 
 let client;
 let token;
+/** Subscription tokens by channel (`setSubToken`), handed out by getSubscriptionToken when the connect asked for `subTokens`. */
+const subTokens = new Map();
 const subs = new Map();
 // Bumped by `reset`: what a client of an earlier scenario still reports is dropped, never written.
 let generation = 0;
@@ -40,6 +42,7 @@ const commands = {
       WebSocket: WebSocketImpl,
       ...(msgpack ? { msgpack: { encode: msgpack.encode, decode: msgpack.decode } } : {}),
       ...(c.getToken ? { getToken: () => token } : c.token ? { token: c.token } : {}),
+      ...(c.subTokens ? { getSubscriptionToken: (channel) => subTokens.get(channel) } : {}),
       ...c.options,
       onAutoMessage: (m) => report("auto", m, emit),
     });
@@ -90,12 +93,14 @@ const commands = {
   history: (c) => client.history(c.channel, { last: c.last, fromSeq: c.fromSeq, limit: c.limit, reverse: c.reverse, beforeSeq: c.beforeSeq }),
   refreshToken: (c) => client.refreshToken(c.token),
   setToken: (c) => void (token = c.token),
+  setSubToken: (c) => void subTokens.set(c.channel, c.token),
   // Closes the client and forgets the scenario; answered once nothing of it can write a line.
   async reset() {
     const old = client;
     generation++;
     client = undefined;
     token = undefined;
+    subTokens.clear();
     subs.clear();
     await old?.close();
   },

@@ -53,6 +53,8 @@ private class Session {
     val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default)
     @Volatile var client: GatewayClient? = null
     @Volatile var latestToken: String? = null
+    /** Subscription tokens by channel (`setSubToken`), handed out by getSubscriptionToken when the connect asked for `subTokens`. */
+    val subTokens = ConcurrentHashMap<String, String>()
     val subs = ConcurrentHashMap<String, Subscription>()
 
     /** Writes an event while this session is the current one (checked under the lock every line takes). */
@@ -120,6 +122,7 @@ private suspend fun run(c: JsonObject): JsonObject = when (val cmd = c.s("cmd"))
     "rpc" -> buildJsonObject { put("data", client().rpc(c.s("method")!!, c["data"] ?: JsonNull)) }
     "refreshToken" -> buildJsonObject { client().refreshToken(c.s("token")!!)?.let { put("exp", it) } }
     "setToken" -> empty().also { session.latestToken = c.s("token") }
+    "setSubToken" -> empty().also { session.subTokens[c.s("channel")!!] = c.s("token")!! }
     "presence" -> client().presence(c.s("channel")!!).let { p ->
         buildJsonObject {
             put("members", buildJsonArray { p.members.forEach { m -> add(buildJsonObject { put("client", m.client); put("user", m.user); m.info?.let { put("info", it) }; put("joinedAt", m.joinedAt) }) } })
@@ -155,6 +158,7 @@ private suspend fun connect(c: JsonObject): JsonObject {
     val cl = GatewayClient(c.s("url")!!) {
         wire = dev.fanout.conformance.wire
         if (c.b("getToken")) getToken = { s.latestToken ?: "" } else this.token = c.s("token")
+        if (c.b("subTokens")) getSubscriptionToken = { ch -> s.subTokens[ch] }
         o.l("minDelayMs")?.let { minDelayMs = it }
         o.l("maxDelayMs")?.let { maxDelayMs = it }
         o.l("pingIntervalMs")?.let { pingIntervalMs = it }
