@@ -175,6 +175,28 @@ describe("centrifuge door — the JavaScript SDK", () => {
     expect(indexes(got.pubs)).toEqual([0, 1]);
   }, 60_000);
 
+  it("a stream recreated under a live connection closes it with 3010; the SDK comes back and is told recovered: false", async () => {
+    const ch = channel("recreated");
+    const c = await client("live-epoch");
+    const sub = c.newSubscription(ch.name, { recoverable: true });
+    const got = collect(sub);
+    const disconnects: number[] = [];
+    c.on("connecting", (e) => disconnects.push(e.code));
+    sub.subscribe();
+    await sub.ready(10_000);
+    await httpPublish(ch.gw, { i: 0 });
+    await waitFor(() => got.pubs.length === 1 || undefined, { what: "the first publication" });
+    const old = await jsm.streams.info("FANOUT_CHANNELS");
+    await jsm.streams.delete("FANOUT_CHANNELS");
+    await jsm.streams.add(old.config);
+    await waitFor(() => got.subscribed.length === 2 || undefined, { what: "the resubscribe", timeoutMs: 20_000 });
+    expect(disconnects).toContain(3010);
+    expect(got.subscribed[1]).toMatchObject({ wasRecovering: true, recovered: false });
+    await httpPublish(ch.gw, { i: 1 });
+    await waitFor(() => got.pubs.length === 2 || undefined, { what: "the live publication" });
+    expect(indexes(got.pubs)).toEqual([0, 1]);
+  }, 60_000);
+
   it("presence, presence_stats, join and leave", async () => {
     const ch = channel("presence");
     const a = await client("alice");

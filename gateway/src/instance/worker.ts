@@ -62,7 +62,6 @@ export async function runWorker(config: Config, natsToken?: string, slot = clust
   // Reads of stored messages (HTTP history, SSE opens) per IP and user; one allowance for both doors.
   const reads = readLimiterFor(c.reads, guardMetrics.readRefused);
   const sse = startSse({ ...doorDeps, access, admission: guard.admission, reads }, apps, state);
-  endOnRecreatedStream(broker, hub, { ws, sse });
   const control = startControl(c, { apps, broker, metrics, log, ws, sse, hub, publisher, access, slot });
   const askPrimary = metricsClient();
   const { publishLimits } = startHttp(
@@ -93,6 +92,7 @@ export async function runWorker(config: Config, natsToken?: string, slot = clust
     { pingIntervalMs: c.server.centrifugePingMs, connectTimeoutMs: c.server.centrifugeConnectTimeoutMs },
     state,
   );
+  endOnRecreatedStream(broker, hub, { ws, sse, centrifuge });
   await ws.listen(c.server.host, c.server.port);
   if (tlsApp) await ws.listenExtra(tlsApp, c.server.host, c.server.tlsPort);
   centrifuge.start();

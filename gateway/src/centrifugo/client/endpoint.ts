@@ -146,6 +146,16 @@ export class CentrifugeEndpoint {
   closeAll(): void {
     this.backpressure.stop();
     clearInterval(this.pinger);
-    for (const ws of [...this.sockets]) if (!ws.getUserData().closed) endSocket(ws, CloseCode.GoingAway, "shutdown");
+    this.endAll(CloseCode.GoingAway, "shutdown");
+  }
+
+  /** Closes every socket (its code mapped to the protocol's), or with `holds` those holding a subscription to a pattern it accepts. */
+  endAll(code: CloseCode, reason: string, holds?: (pattern: string) => boolean): void {
+    for (const ws of [...this.sockets]) {
+      const s = ws.getUserData();
+      if (s.closed) continue;
+      if (holds && ![...s.subs.keys()].some(holds)) continue;
+      endSocket(ws, code, reason);
+    }
   }
 }
