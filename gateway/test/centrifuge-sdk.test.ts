@@ -252,6 +252,29 @@ describe("centrifuge door — the JavaScript SDK", () => {
     await expect(c.publish("cf:open.x", { i: 1 })).rejects.toMatchObject({ code: 103 });
   }, 30_000);
 
+  it("a connection token refreshed by the SDK before it expires keeps the connection past the old token's expiry", async () => {
+    let fresh = 0;
+    const c = new Centrifuge(`ws://127.0.0.1:${gw.port}/connection/websocket`, {
+      websocket: WebSocket,
+      token: await sign(ALL, { sub: "refresher", exp: "3s" }),
+      getToken: async () => {
+        fresh++;
+        return token("refresher");
+      },
+    });
+    clients.push(c);
+    c.connect();
+    await c.ready(10_000);
+    const left: number[] = [];
+    c.on("connecting", (e) => left.push(e.code));
+    c.on("disconnected", (e) => left.push(e.code));
+    const since = Date.now();
+    // The old token expires after 3 s and the gateway's clock tolerance (5 s): without the refresh, 3005 by then.
+    await waitFor(() => (fresh >= 1 && Date.now() - since > 9_000) || undefined, { what: "the old token's expiry to pass", timeoutMs: 20_000 });
+    expect(left).toEqual([]);
+    expect(c.state).toBe("connected");
+  }, 30_000);
+
   it("an invalid token is refused with 3500 and the SDK stays away", async () => {
     const c = new Centrifuge(`ws://127.0.0.1:${gw.port}/connection/websocket`, { websocket: WebSocket, token: "not-a-jwt" });
     clients.push(c);

@@ -25,6 +25,9 @@ export type DoorSettings = {
 
 type Phase = "waiting" | "connecting" | "connected";
 
+/** Commands held behind a `connect` being checked (the SDKs send none before its reply); more close the connection (3501). */
+export const MAX_QUEUED = 256;
+
 /** What the door keeps per socket besides the shared session. */
 type DoorState = {
   phase: Phase;
@@ -103,8 +106,9 @@ export class Door {
     const st = this.stateOf(ws);
     for (const raw of commands) {
       if (ws.getUserData().closed) return;
-      if (st.phase === "connecting") st.queue.push({ raw, mayNotFitJson });
-      else this.command(ws, st, raw, mayNotFitJson);
+      if (st.phase !== "connecting") this.command(ws, st, raw, mayNotFitJson);
+      else if (st.queue.length < MAX_QUEUED) st.queue.push({ raw, mayNotFitJson });
+      else return endSocket(ws, Disconnect.BadRequest, `bad request: more than ${MAX_QUEUED} commands before the connect reply`);
     }
   }
 
