@@ -35,7 +35,14 @@ beforeAll(async () => {
   gw = await startGateway({
     natsUrl: nats.url,
     workers: 2,
-    env: { JWT_SECRET: SECRET, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, RPC_HOOK_URL: backend.url("/rpc"), CENTRIFUGE_PING_INTERVAL: "2s" },
+    env: {
+      JWT_SECRET: SECRET,
+      JWT_ISSUER: ISSUER,
+      JWT_AUDIENCE: AUDIENCE,
+      RPC_HOOK_URL: backend.url("/rpc"),
+      CENTRIFUGE_PING_INTERVAL: "2s",
+      CENTRIFUGE_CONNECT_TIMEOUT: "1s",
+    },
   });
   nc = await natsConnect({ servers: nats.url });
   js = jetstream(nc);
@@ -281,6 +288,57 @@ describe("centrifuge door — the JavaScript SDK", () => {
     const disconnected = new Promise<{ code: number }>((res) => c.on("disconnected", res));
     c.connect();
     expect((await disconnected).code).toBe(3500);
+  }, 30_000);
+});
+
+/** A raw WebSocket on the door: its lines as they come, and its close code. */
+async function raw(protocols?: string): Promise<{ ws: WebSocket; lines: unknown[]; closed: Promise<number> }> {
+  const ws = new WebSocket(`ws://127.0.0.1:${gw.port}/connection/websocket`, protocols);
+  const lines: unknown[] = [];
+  ws.on("message", (d) =>
+    lines.push(
+      ...String(d)
+        .split("\n")
+        .map((l) => JSON.parse(l) as unknown),
+    ),
+  );
+  const closed = new Promise<number>((res) => ws.once("close", res));
+  await new Promise((res) => ws.once("open", res));
+  return { ws, lines, closed };
+}
+
+describe("centrifuge door — the wire", () => {
+  it("several commands in one frame, each answered by its id; a subscription token refresh is not available; an unknown channel's unsubscribe is done", async () => {
+    const { ws, lines } = await raw();
+    const cmds = [
+      { id: 1, connect: { token: await token("wire") } },
+      { id: 2, subscribe: { channel: "cf:wire" } },
+      { id: 3, history: { channel: "cf:wire", limit: 0 } },
+      { id: 4, sub_refresh: { channel: "cf:wire", token: "x" } },
+      { id: 5, unsubscribe: { channel: "cf:elsewhere" } },
+    ];
+    ws.send(cmds.map((c) => JSON.stringify(c)).join("\n"));
+    const byId = (id: number) => lines.find((l) => (l as { id?: number }).id === id);
+    await waitFor(() => [1, 2, 3, 4, 5].every((id) => byId(id)) || undefined, { what: "five replies" });
+    expect(byId(2)).toEqual({ id: 2, subscribe: {} });
+    expect(byId(3)).toMatchObject({ id: 3, history: { publications: [] } });
+    expect(byId(4)).toMatchObject({ id: 4, error: { code: 108 } });
+    expect(byId(5)).toEqual({ id: 5, unsubscribe: {} });
+    ws.close();
+  }, 30_000);
+
+  it("a command before connect closes with 3501; no connect in time with 3502; the Protobuf format is refused at the upgrade", async () => {
+    const early = await raw();
+    early.ws.send(JSON.stringify({ id: 1, subscribe: { channel: "cf:x" } }));
+    expect(await early.closed).toBe(3501);
+    const idle = await raw();
+    expect(await idle.closed).toBe(3502);
+    const status = await new Promise<number>((res) => {
+      const ws = new WebSocket(`ws://127.0.0.1:${gw.port}/connection/websocket`, "centrifuge-protobuf");
+      ws.on("unexpected-response", (_req, r) => res(r.statusCode ?? 0));
+      ws.on("error", () => undefined);
+    });
+    expect(status).toBe(400);
   }, 30_000);
 });
 
