@@ -15,6 +15,7 @@ const UNIT = [
   "gateway/conformance/test/**/*.test.ts",
   "gateway/test/fuzz/frames.fuzz.test.ts",
   "gateway/test/fuzz/deltas.fuzz.test.ts",
+  "gateway/test/fuzz/centrifuge.fuzz.test.ts",
   "subtools/test/unit/**/*.test.ts",
   "pubtools/test/unit/**/*.test.ts",
   "loadtest/test/unit/**/*.test.ts",

@@ -33,7 +33,8 @@ export type BatchReply = { replies: ({ error: ApiError } | Record<string, unknow
  * control plane's methods: `admin`).
  */
 export class ServerApi {
-  constructor(private readonly d: ServerApiDeps) {}
+  /** `d`: what its methods use; the Centrifuge client door reads history and presence with them too. */
+  constructor(readonly d: ServerApiDeps) {}
 
   /** One method with its parameters (a JSON value); unknown methods answer 104, `batch` here too. */
   async call(method: string, params: unknown, who: Caller): Promise<Reply> {

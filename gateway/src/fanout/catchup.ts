@@ -196,7 +196,9 @@ export class CatchUp implements HandoffPort<MsgFrames>, LiveListener {
       }
       this.feed.join(s);
       const last = held[n - 1]?.seq ?? this.h.lastSent;
-      s.send(s.codec.encode({ op: "live", sub: this.pattern, seq: last }));
+      // A codec without a `live` frame (Centrifuge's) encodes it as nothing: nothing is sent.
+      const live = s.codec.encode({ op: "live", sub: this.pattern, seq: last });
+      if (live.length > 0) s.send(live);
     });
     return { n, stop };
   }

@@ -9,7 +9,15 @@ import type { WsEndpoint } from "../ws/server.js";
  * one of its patterns are closed with 1012 and resume with their seq and its epoch, which the new stream
  * answers with epochChanged; those of other streams (namespaces) keep going.
  */
-export function endOnRecreatedStream(broker: Broker, hub: FanoutHub, doors: { ws: WsEndpoint; sse: SseEndpoint }): void {
+export function endOnRecreatedStream(
+  broker: Broker,
+  hub: FanoutHub,
+  doors: {
+    ws: WsEndpoint;
+    sse: SseEndpoint;
+    /** The Centrifuge client door (centrifugo/client/): its sockets as /ws's. */ centrifuge?: Pick<WsEndpoint, "endAll">;
+  },
+): void {
   broker.onEvent((e) => {
     if (e.type !== "epoch") return;
     hub.streamRecreated(e.stream);
@@ -21,6 +29,7 @@ export function endOnRecreatedStream(broker: Broker, hub: FanoutHub, doors: { ws
       }
     };
     doors.ws.endAll(CloseCode.StreamRecreated, "stream recreated: reconnect and resume", inStream);
+    doors.centrifuge?.endAll(CloseCode.StreamRecreated, "stream recreated: reconnect and recover", inStream);
     doors.sse.endAll(inStream);
   });
 }

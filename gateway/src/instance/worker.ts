@@ -4,6 +4,7 @@ import { startWorkerBroker } from "../broker/start.js";
 import type { Config } from "../config/config.js";
 import { sectionsOf } from "../config/sections/index.js";
 import { startCentrifugoApi } from "../centrifugo/start.js";
+import { startCentrifugeClients } from "../centrifugo/client/start.js";
 import { startControl } from "../control/start.js";
 import { startWorkerEvents } from "../events/worker.js";
 import { startFanout } from "../fanout/start.js";
@@ -61,7 +62,6 @@ export async function runWorker(config: Config, natsToken?: string, slot = clust
   // Reads of stored messages (HTTP history, SSE opens) per IP and user; one allowance for both doors.
   const reads = readLimiterFor(c.reads, guardMetrics.readRefused);
   const sse = startSse({ ...doorDeps, access, admission: guard.admission, reads }, apps, state);
-  endOnRecreatedStream(broker, hub, { ws, sse });
   const control = startControl(c, { apps, broker, metrics, log, ws, sse, hub, publisher, access, slot });
   const askPrimary = metricsClient();
   const { publishLimits } = startHttp(
@@ -84,9 +84,18 @@ export async function runWorker(config: Config, natsToken?: string, slot = clust
     { reads, guardMetrics, state },
   );
   const instanceStats = () => askPrimary("stats").then((m) => m.text);
-  startCentrifugoApi(c, apps, { access, publisher, broker, control, presence, publishLimits, reads, instanceStats, metrics, log });
+  const serverApi = startCentrifugoApi(c, apps, { access, publisher, broker, control, presence, publishLimits, reads, instanceStats, metrics, log });
+  const centrifuge = startCentrifugeClients(
+    apps,
+    { ...doorDeps, guard, publisher, presence, rpc },
+    serverApi.d,
+    { pingIntervalMs: c.server.centrifugePingMs, connectTimeoutMs: c.server.centrifugeConnectTimeoutMs },
+    state,
+  );
+  endOnRecreatedStream(broker, hub, { ws, sse, centrifuge });
   await ws.listen(c.server.host, c.server.port);
   if (tlsApp) await ws.listenExtra(tlsApp, c.server.host, c.server.tlsPort);
+  centrifuge.start();
   // Logged before the primary hears of it: nothing can call the instance ready before this line exists.
   log.info({ port: c.server.port }, "worker ready");
   send({ type: "fgw:listening", port: c.server.port });
@@ -99,6 +108,7 @@ export async function runWorker(config: Config, natsToken?: string, slot = clust
     // Each socket closed records its unsubscribes and disconnect: they are stored (acknowledged) before the
     // connection drains, which would cut the acknowledgements on their way (bounded: half the drain's time).
     ws.closeAll();
+    centrifuge.closeAll();
     sse.stop();
     presence?.stopAll();
     await events.settled(Math.max(c.server.shutdownTimeoutMs / 2, 100));

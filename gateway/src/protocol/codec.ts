@@ -33,6 +33,11 @@ export interface Codec {
    * per window per worker, only for connections that said they read them.
    */
   batch(frames: readonly Uint8Array[]): Uint8Array;
+  /**
+   * The WebSocket close code its clients are sent for one of the gateway's (protocol/codes.ts `CloseCode`), when
+   * its protocol has codes of its own (Centrifuge's disconnect codes); absent: the gateway's as they are.
+   */
+  closeCode?(code: number): number;
 }
 
 /**

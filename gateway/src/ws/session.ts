@@ -116,7 +116,7 @@ export function newSession(identity: Identity, codec: Codec = JSON_CODEC, coales
 export function endSocket(ws: Socket, code: number, reason: string): void {
   const s = ws.getUserData();
   s.serverClose ??= { code, reason };
-  ws.end(code, reason);
+  ws.end(s.codec.closeCode?.(code) ?? code, reason);
 }
 
 /** The fan-out core's view of a uWS socket (made once per socket). */
@@ -153,7 +153,8 @@ export function sendFrame(ws: Socket, frame: ServerFrame): void {
 /** Sends a frame already encoded in the socket's codec (`sendFrame` when it must be measured first). */
 export function sendEncoded(ws: Socket, data: string | Uint8Array): void {
   const s = ws.getUserData();
-  if (s.closed) return;
+  // A frame the socket's protocol has no counterpart of is encoded as nothing (protocol/centrifuge/json.ts).
+  if (s.closed || data.length === 0) return;
   ws.cork(() => {
     ws.send(data, s.codec.binary, false);
   });

@@ -126,6 +126,22 @@ const settings = {
     default: () => "",
     parse: trimmed,
   },
+  centrifugePingMs: {
+    env: "CENTRIFUGE_PING_INTERVAL",
+    shown: "25s",
+    doc: "The Centrifuge door (/connection/websocket) pings each client this often; one that has not answered the previous ping by the next is closed (3012 no pong)",
+    default: () => 25_000,
+    parse: parseDuration,
+    check: int(1_000, 600_000),
+  },
+  centrifugeConnectTimeoutMs: {
+    env: "CENTRIFUGE_CONNECT_TIMEOUT",
+    shown: "10s",
+    doc: "A socket of the Centrifuge door that sends no connect command within this is closed (3502 stale)",
+    default: () => 10_000,
+    parse: parseDuration,
+    check: int(100, 600_000),
+  },
 } satisfies SettingTable;
 
 export type ServerValues = ValuesOf<typeof settings>;
@@ -151,6 +167,8 @@ export const server = section({
     publishBatchMaxItems: "publishBatchMaxItems",
     publishBatchMaxBytes: "publishBatchMaxBytes",
     uwsModule: "uwsModule",
+    centrifugePingMs: "centrifugePingMs",
+    centrifugeConnectTimeoutMs: "centrifugeConnectTimeoutMs",
   },
 });
 
