@@ -86,6 +86,8 @@ export const CLIENT_ERROR_OF: { readonly [C in ErrorCode]: ClientError } = {
   [ErrorCode.UnsupportedMediaType]: ClientError.BadRequest,
   [ErrorCode.StatsUnavailable]: ClientError.Internal,
   [ErrorCode.MetricsUnavailable]: ClientError.Internal,
+  // A subscription token (PROTOCOL.md `sub` `token`) that expired: the SDKs ask for a new one on 109.
+  [ErrorCode.SubscriptionExpired]: ClientError.TokenExpired,
 };
 
 /** A reply's `error`: the client code, the gateway's code and message, and whether retrying helps. */
