@@ -68,7 +68,7 @@ export async function runPrimary(parsed: Config): Promise<void> {
       const nats = await connectPrimary(brokers.natsUrl, security, log);
       config = await withStreamInUse(config, nats, log);
       c = sectionsOf(config);
-      prepared = await prepareStreams(nats, streamsOf(config), c.presence, log);
+      prepared = await prepareStreams(nats, streamsOf(config), c.presence, log, c.regions);
     }
     // The streams' and namespaces' settings with every default filled in: logged once the streams are checked, and in /v1/stats.
     const settings = config.broker === "jetstream" ? effectiveSettings(c.stream, c.namespaces, c.events.kinds, c.fanout.coalesceMs) : undefined;
