@@ -23,6 +23,8 @@ export type PrimaryStreams = {
    * feature's streams), and looks again at JetStream's update and delete advisories.
    */
   watch(o: StreamWatchOptions): void;
+  /** Regions: how many messages this region's mirror of each stream knows it is behind its origin (none in the home region). */
+  mirrorLag(): Promise<{ stream: string; lag: number }[]>;
   /** Stops the watch and closes the connection. */
   close(): Promise<void>;
 };
@@ -95,6 +97,14 @@ export async function prepareStreams(
       for (const name of names)
         for (const what of ["UPDATED", "DELETED"])
           nc.subscribe(`$JS.EVENT.ADVISORY.STREAM.${what}.${name}`, { callback: guarded("stream advisory", () => void w.check()) });
+    },
+    async mirrorLag() {
+      const out: { stream: string; lag: number }[] = [];
+      for (const m of mirrors) {
+        const si = await jsm.streams.info(m.wanted.name).catch(() => undefined);
+        if (si?.mirror) out.push({ stream: m.wanted.name, lag: si.mirror.lag });
+      }
+      return out;
     },
     async close() {
       watch?.stop();
