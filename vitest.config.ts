@@ -24,7 +24,7 @@ const UNIT = [
  * The long tier (`npm run test:long`): the load tools tested end to end and at length, and the multi-server
  * set-ups. Every integration test of loadtest/, subtools/ and pubtools/ (soak: three minutes; chaos: a minute of
  * faults on a 3-node cluster; the benches' smoke runs; the gateway at scale (gateway/test/scale: 100,000 messages
- * caught up, 10,000 channels counted); the subscriber and publisher tools against real
+ * caught up, 10,000 channels counted); the regions on a 3-region supercluster (gateway/test/regions); the subscriber and publisher tools against real
  * gateways, Redis and core NATS), and every test on a 3-node NATS cluster. `.ci/run` runs it after `npm test`,
  * so nothing is tested less; `npm test` stays the loop a developer of the gateway waits on.
  */
@@ -33,6 +33,7 @@ const LONG = [
   "subtools/test/*.test.ts",
   "pubtools/test/*.test.ts",
   "gateway/test/nats-cluster/**/*.test.ts",
+  "gateway/test/regions/**/*.test.ts",
   "gateway/test/scale/**/*.test.ts",
   "deploy/test/nats-cluster.test.ts",
   "deploy/test/nats-cluster-script.test.ts",

@@ -43,6 +43,11 @@ export type StreamState = {
    * than it are stored: a start before it begins here instead, reported truncated.
    */
   resumeFrom?: number;
+  /**
+   * Regions: the home region did not answer, and these bounds are this region's mirror's (with the epoch
+   * last seen): a position past `lastSeq` may be real, held by the home region and not copied yet.
+   */
+  mirrorOnly?: true;
 };
 
 /** One stream as the shared pass over it sees it: its name, and a page of all of it (every subject). */
@@ -89,6 +94,12 @@ export interface ReplayApi {
    * match: the continuation is exact (no channel left out, none twice) because pages follow stream order.
    */
   lastPerSubject?(pattern: string, upTo: number, after: number, bounds?: PageBounds): Promise<LastValuePage>;
+  /**
+   * Regions: resolves once the stream holding `pattern` is read here up to `seq` (this region's mirror has
+   * copied it, and so its live feed has passed it), waiting up to REGION_RESUME_WAIT; then fails temporary.
+   * Absent where reads are the stream's own.
+   */
+  reach?(pattern: string, seq: number): Promise<void>;
 }
 
 /** The most one page may hold: messages, and payload bytes (a single larger message still makes a page). */

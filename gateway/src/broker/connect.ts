@@ -1,4 +1,4 @@
-import type { BrokerSection, DurableSection, PresenceSection, StreamSection } from "../config/sections/index.js";
+import type { BrokerSection, DurableSection, PresenceSection, RegionLayout, StreamSection } from "../config/sections/index.js";
 import type { RepairReason } from "./jetstream/live.js";
 import type { DirectVia } from "./jetstream/direct/direct-get.js";
 import type { Logger } from "../log.js";
@@ -9,7 +9,14 @@ import { describeNatsSecurity, embeddedNatsSecurity, loadNatsSecurity } from "./
 
 /** Connects the broker its section selects (the stream and durable sections say how it is used). */
 export async function connectBroker(
-  c: Readonly<{ broker: BrokerSection; stream: StreamSection; durable: DurableSection; presence?: PresenceSection; namespaces?: NamespacesSection }>,
+  c: Readonly<{
+    broker: BrokerSection;
+    stream: StreamSection;
+    durable: DurableSection;
+    presence?: PresenceSection;
+    namespaces?: NamespacesSection;
+    regions?: RegionLayout;
+  }>,
   log: Logger,
   name: string,
   hooks: {
@@ -40,6 +47,8 @@ export async function connectBroker(
     directGetQueue: c.broker.directGetQueue,
     presence: c.presence,
     ...(c.namespaces && !c.namespaces.empty ? { namespaces: c.namespaces } : {}),
+    // Outside the home region, reads are this region's mirrors' (broker/jetstream/regions.ts).
+    ...(c.regions && c.regions.region !== c.regions.home ? { region: { name: c.regions.region, waitMs: c.regions.resumeWaitMs } } : {}),
     durable: { ackWaitMs: c.durable.ackWaitMs, maxDeliver: c.durable.maxDeliver, inactiveMs: c.durable.inactiveMs, maxPerUser: c.durable.maxPerUser },
   });
 }

@@ -8,6 +8,7 @@ import { SECTIONS } from "./sections/index.js";
 import { livePrefixOf } from "./sections/stream.js";
 import { controlPrefixOf } from "./sections/control.js";
 import { authEnabled, checkAuthConfig, checkNatsSecurity } from "./checks.js";
+import { checkRegions } from "./sections/regions.js";
 import { presenceSubjects } from "./sections/presence.js";
 import { namespaceStreamName, namespaceSubjectPrefix } from "../namespaces/namespace.js";
 
@@ -151,6 +152,7 @@ function crossCheck(c: Config): void {
       );
   }
   checkStreamAges(c);
+  checkRegions(c);
   checkAuthConfig(c);
   checkNatsSecurity(c);
   checkNamespaces(c, [live, ctl, ...presence]);

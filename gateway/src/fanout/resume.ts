@@ -86,19 +86,31 @@ export async function resolveStart(replay: ReplayApi | undefined, pattern: strin
   if (!replay) throw new GatewayError(ErrorCode.UnsupportedByBroker, "this broker keeps no history: start positions need JetStream");
   const st = await replay.state(pattern);
   const report: StartReport = { firstSeq: st.firstSeq, lastSeq: st.lastSeq, epoch: st.epoch };
+  // Regions: reads here are a mirror's, which may not hold yet what the stream's state says is stored.
+  const reach = (seq: number): Promise<void> => (st.mirrorOnly || !replay.reach ? Promise.resolve() : replay.reach(pattern, seq));
   switch (req.kind) {
     case "all":
       return windowed({ lastSent: 0, report }, st);
     case "lastPerSubject":
       if (!replay.lastPerSubject) throw new GatewayError(ErrorCode.UnsupportedByBroker, "this broker has no last-value reads");
+      await reach(st.lastSeq);
       // The snapshot is taken as of lastSeq; the catch-up continues after it: no gap, no duplicate.
       return { lastSent: st.lastSeq, report };
     case "time":
+      await reach(st.lastSeq); // a time after every message read here is taken as the state's end
       return windowed({ lastSent: (await replay.seqAtTime(pattern, req.time)) - 1, report }, st);
     case "last":
       return windowed({ lastSent: (await replay.startOfLastN(pattern, req.last)) - 1, report }, st);
     case "after": {
+      if (st.mirrorOnly && req.after > st.lastSeq && (req.epoch === undefined || req.epoch === st.epoch))
+        throw new GatewayError(
+          ErrorCode.BrokerUnavailable,
+          `position ${req.after} is past this region's copy of the stream (seq ${st.lastSeq}) and the home region does not answer: try again`,
+          { temporary: true },
+        );
       const p = positionAfter(req.after, req.epoch, st);
+      // Delivery joins this region's live feed after the position: the feed must have passed it.
+      if (!p.epochChanged) await reach(p.lastSent);
       if (p.truncated) report.truncated = true;
       if (p.epochChanged) report.epochChanged = true;
       return windowed({ lastSent: p.lastSent, report }, st);

@@ -14,6 +14,7 @@ import { connectPrimary, prepareStreams, type PrimaryNats, type PrimaryStreams }
 import { streamNameInUse } from "../broker/jetstream/stream-name.js";
 import { startAdmin } from "./admin.js";
 import { InstanceMetrics } from "./instance-metrics.js";
+import { registerRegionMetrics } from "./region-metrics.js";
 import { startEmbeddedBrokers, type EmbeddedBrokers } from "./embedded.js";
 import { WorkerPool } from "./pool.js";
 import { adminControlDoor } from "../control/admin-door.js";
@@ -68,11 +69,12 @@ export async function runPrimary(parsed: Config): Promise<void> {
       const nats = await connectPrimary(brokers.natsUrl, security, log);
       config = await withStreamInUse(config, nats, log);
       c = sectionsOf(config);
-      prepared = await prepareStreams(nats, streamsOf(config), c.presence, log);
+      prepared = await prepareStreams(nats, streamsOf(config), c.presence, log, c.regions);
     }
     // The streams' and namespaces' settings with every default filled in: logged once the streams are checked, and in /v1/stats.
     const settings = config.broker === "jetstream" ? effectiveSettings(c.stream, c.namespaces, c.events.kinds, c.fanout.coalesceMs) : undefined;
     metrics = new InstanceMetrics(settings);
+    if (prepared && c.regions) registerRegionMetrics(metrics.registry, prepared);
     if (settings) logSettings(settings, log);
     if (prepared) {
       eventsBroker = jetStreamEventsBroker(prepared.nc, prepared.jsm, c.events, log);

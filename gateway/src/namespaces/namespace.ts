@@ -12,7 +12,7 @@ export type Namespace = Readonly<{
   name: string;
   prefix: string;
   tokens: readonly string[];
-  /** The stream's settings: `subjectPrefix` and `livePrefix` are the namespace's own (prefix included). */
+  /** The stream's settings: `subjectPrefix`, `livePrefix` and `homeLivePrefix` are the namespace's own (prefix included). */
   stream: StreamSection;
   /** Prefix that maps a channel of the namespace to its stream subject: `<SUBJECT_PREFIX>_ns` (channel `chat.x` → `ev_ns.chat.x`). */
   channelSubjectPrefix: string;
@@ -51,6 +51,7 @@ export function resolveNamespaces(specs: readonly NamespaceSpec[], base: StreamS
         name: s.stream ?? namespaceStreamName(base.name, s.name),
         subjectPrefix: `${channelSubjectPrefix}.${s.prefix}`,
         livePrefix: `${base.livePrefix}.${s.prefix}`,
+        homeLivePrefix: `${base.homeLivePrefix}.${s.prefix}`,
         storage: s.storage ?? base.storage,
         replicas: s.replicas ?? base.replicas,
         maxAgeMs: s.maxAgeMs ?? base.maxAgeMs,

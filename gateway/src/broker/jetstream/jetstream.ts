@@ -47,6 +47,8 @@ export type JetStreamBrokerOptions = {
   presence?: PresenceSettings;
   /** Namespaces, each with a stream of its own (NAMESPACES_FILE); none: every channel in `stream`. */
   namespaces?: NamespaceRoutes<Namespace>;
+  /** Regions, outside the home region: this region's name (its mirrors are `<stream>-<name>`) and REGION_RESUME_WAIT. */
+  region?: { name: string; waitMs: number };
 };
 
 /** How often the connection is asked for a round trip (a PING). */
@@ -107,6 +109,7 @@ export class JetStreamBroker implements Broker {
       liveHoldLimit: opts.liveHoldLimit ?? 100_000,
       onRepair: opts.onRepair,
       onEpoch: (stream, epoch) => this.emit({ type: "epoch", epoch, stream }),
+      region: opts.region,
     });
     this.defaultPart = new StreamPart(nc, js, jsm, { stream: opts.stream, subjectPrefix: opts.subjectPrefix, resumeWindowMs: 0 }, partOpts(""));
     const parts = [this.defaultPart];

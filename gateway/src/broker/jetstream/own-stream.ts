@@ -15,7 +15,7 @@ export type OwnStream = {
   wanted: Partial<StreamConfig> & { name: string };
   fields: readonly (keyof StreamConfig)[];
   what: string;
-  drift: "events_stream" | "webhook_lease" | "state_bucket";
+  drift: "events_stream" | "webhook_lease" | "state_bucket" | "region_mirror";
   /** What stands on the stream and goes with it (the webhook's durable consumer): made again after the stream is. */
   restore?: () => Promise<void>;
 };

@@ -10,9 +10,13 @@ import { DirectGet, type DirectBatch, type DirectVia } from "./direct/direct-get
 import { DirectLink } from "./direct/direct-link.js";
 import { parseJsHeaders } from "./headers.js";
 import type { NatsSecurity } from "./nats-security.js";
+import { RegionMirror, type RegionReadOptions } from "./region-reads.js";
 
 /** Most channels a last-value read collects by scanning when `multi_last` refuses (more than 1024 match). */
 export const MAX_LAST_VALUE_CHANNELS = 100_000;
+
+/** Regions: messages a page reads from the home region at most, one request each, when the mirror lags past the wait. */
+const ORIGIN_PAGE = 256;
 
 /** A page of a catch-up: at most this many messages or bytes per direct get. */
 export const PAGE_MESSAGES = 4_096;
@@ -39,6 +43,10 @@ export class JetStreamReplay implements ReplayApi {
   private replicas = 1;
   /** Results of recent last-value scans, for their next pages. */
   private readonly scans = new ScanCache();
+  /** Regions, outside the home region: the mirror that answers the direct gets here (region-reads.ts). */
+  readonly mirror?: RegionMirror;
+  /** The origin's epoch as last read (regions: the mirror's bounds go with it while the home region is away). */
+  private epoch?: string;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -51,6 +59,7 @@ export class JetStreamReplay implements ReplayApi {
       onSend,
       security,
       maxQueued,
+      region,
     }: {
       /** Client name of a connection of its own for direct gets; without it they share `nc`. */
       linkName?: string;
@@ -60,8 +69,11 @@ export class JetStreamReplay implements ReplayApi {
       security?: NatsSecurity;
       /** Direct gets waiting to be sent, at most (DIRECT_GET_QUEUE). */
       maxQueued?: number;
+      /** Regions, outside the home region: this region's mirror of the stream. */
+      region?: RegionReadOptions;
     } = {},
   ) {
+    if (region) this.mirror = new RegionMirror(jsm, region);
     this.direct = new DirectGet(nc, stream, {
       // Each message carries its channel, so pages need no second object per message.
       channelOf: (subject) => mapper.toChannel(subject),
@@ -76,10 +88,33 @@ export class JetStreamReplay implements ReplayApi {
       maxQueued,
     });
     this.info = new SharedQuery(async () => {
-      const si = await this.jsm.streams.info(this.stream);
+      let si;
+      try {
+        si = await this.jsm.streams.info(this.stream);
+      } catch (e) {
+        return this.mirrorBounds(e);
+      }
       this.replicas = si.config.num_replicas || 1;
+      this.epoch = si.created;
       return { firstSeq: si.state.first_seq, lastSeq: si.state.last_seq, epoch: si.created };
     });
+  }
+
+  /**
+   * Regions: the home region does not answer for the stream (it is down, or cut off): this region's mirror's
+   * bounds, with the origin's epoch last read, so that reads here go on. Without a mirror or an epoch, `e`.
+   */
+  private async mirrorBounds(e: unknown): Promise<StreamState> {
+    const epoch = this.epoch;
+    if (!this.mirror || epoch === undefined) throw e;
+    const m = await this.mirror.state();
+    this.log.debug({ err: e, stream: this.stream, mirror: this.mirror.opts.mirror }, "home region unavailable: the stream's bounds are this region's mirror's");
+    return { firstSeq: m.firstSeq, lastSeq: m.lastSeq, epoch, mirrorOnly: true };
+  }
+
+  /** Regions: resolves once this region's mirror holds `seq` (up to REGION_RESUME_WAIT), else fails temporary. */
+  async reach(_pattern: string, seq: number): Promise<void> {
+    await this.mirror?.require(seq);
   }
 
   state(): Promise<StreamState> {
@@ -150,23 +185,48 @@ export class JetStreamReplay implements ReplayApi {
     const messages: BrokerMessage[] = b.messages;
     const last = b.messages.at(-1)?.seq ?? from - 1;
     if (b.pending > 0) return { messages, coverEnd: last };
-    if (last >= target || this.replicas === 1) return { messages, coverEnd: Math.max(last, target) };
+    if (last >= target) return { messages, coverEnd: last };
+    if (this.mirror) return this.fromMirrorOrOrigin(subject, messages, last, target);
+    if (this.replicas === 1) return { messages, coverEnd: target };
     // A replicated stream: the answer may come from a follower a little behind the leader, which has every
     // message up to the target (it republished them). Confirm "nothing more up to the target" with the leader.
     const next = await this.leaderNext(subject, last + 1);
     if (!next) return { messages, coverEnd: Math.max(last, target) };
     if (next.seq > target) return { messages, coverEnd: next.seq - 1 };
-    const hdrs = next.hdrs ? Buffer.from(next.hdrs, "base64") : undefined;
-    const type = hdrs && hdrs.length > 8 ? parseJsHeaders(hdrs, hdrs.length).type : undefined;
-    messages.push({
-      channel: this.mapper.toChannel(next.subject),
-      seq: next.seq,
-      ts: Date.parse(next.time),
-      payload: Buffer.from(next.data ?? "", "base64"),
-      type,
-    });
+    messages.push(this.fromLeader(next));
     this.log.debug({ pattern, seq: next.seq }, "direct get answered by a replica behind the leader");
     return { messages, coverEnd: next.seq };
+  }
+
+  /**
+   * Regions: the mirror answered up to `last` and nothing after, but `target` (the live feed's position, the
+   * origin's numbering) is further: the rest may be stored at home and not copied yet. Waits for the mirror
+   * up to REGION_RESUME_WAIT and reads on there; past the wait, reads the rest up to `target` from the
+   * origin's leader, one message a request (ORIGIN_PAGE at most per page). Never "nothing there" unchecked.
+   */
+  private async fromMirrorOrOrigin(subject: string, messages: BrokerMessage[], last: number, target: number): Promise<StoredPage> {
+    const mirror = this.mirror as RegionMirror;
+    if (await mirror.reaches(target)) {
+      const b = await this.batch(subject, last + 1);
+      messages.push(...b.messages);
+      const end = b.messages.at(-1)?.seq ?? last;
+      return { messages, coverEnd: b.pending > 0 ? end : Math.max(end, target) };
+    }
+    this.log.debug({ stream: this.stream, mirror: mirror.opts.mirror, from: last + 1, target }, "mirror behind the read: reading from the home region");
+    let at = last;
+    for (let i = 0; i < ORIGIN_PAGE && at < target; i++) {
+      const next = await this.leaderNext(subject, at + 1);
+      if (!next || next.seq > target) return { messages, coverEnd: target };
+      messages.push(this.fromLeader(next));
+      at = next.seq;
+    }
+    return { messages, coverEnd: at };
+  }
+
+  private fromLeader(m: LeaderMsg): BrokerMessage {
+    const hdrs = m.hdrs ? Buffer.from(m.hdrs, "base64") : undefined;
+    const type = hdrs && hdrs.length > 8 ? parseJsHeaders(hdrs, hdrs.length).type : undefined;
+    return { channel: this.mapper.toChannel(m.subject), seq: m.seq, ts: Date.parse(m.time), payload: Buffer.from(m.data ?? "", "base64"), type };
   }
 
   /** The leader's first message on `subject` at or after `seq` (`$JS.API.STREAM.MSG.GET`), if any. */

@@ -37,6 +37,10 @@ export class RoutedReplay implements ReplayApi {
     return this.partOf(channel).replay.historyBack(channel, before, limit, maxBytes);
   }
 
+  reach(pattern: string, seq: number): Promise<void> {
+    return this.partOf(pattern).replay.reach(pattern, seq);
+  }
+
   lastPerSubject(pattern: string, upTo: number, after: number, bounds?: PageBounds): Promise<LastValuePage> {
     return this.partOf(pattern).replay.lastPerSubject(pattern, upTo, after, bounds);
   }

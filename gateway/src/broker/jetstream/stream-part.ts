@@ -9,6 +9,7 @@ import type { DirectVia } from "./direct/direct-get.js";
 import { CoreLiveFeed, type LiveFeedHooks, type RepairReason } from "./live.js";
 import type { NatsSecurity } from "./nats-security.js";
 import { guarded } from "../../util/guarded.js";
+import { mirrorName } from "./regions.js";
 
 /** Which stream a part serves: the default one, or a namespace's. */
 export type PartSpec = {
@@ -34,6 +35,8 @@ export type PartOptions = {
   onRepair?: (why: RepairReason) => void;
   /** The stream was deleted and created again (a new epoch): its feeds have started over. */
   onEpoch: (stream: string, epoch: string) => void;
+  /** Regions, outside the home region: reads go to this region's mirror of the stream (regions.ts). */
+  region?: { name: string; waitMs: number };
 };
 
 /**
@@ -66,6 +69,7 @@ export class StreamPart {
       security: opts.security,
       onSend: opts.onDirectGet,
       maxQueued: opts.directGetQueue,
+      ...(opts.region ? { region: { mirror: mirrorName(spec.stream, opts.region.name), waitMs: opts.region.waitMs } } : {}),
     });
     this.durables = new JetStreamDurables(nc, js, jsm, spec.stream, this.mapper, opts.durable, opts.log);
     // A new stream leader may not have republished what the old one stored last: every feed checks.

@@ -1,4 +1,4 @@
-import type { JetStreamManager, StreamConfig, StreamInfo } from "@nats-io/jetstream";
+import type { JetStreamManager, Placement, StreamConfig, StreamInfo } from "@nats-io/jetstream";
 import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType } from "@nats-io/jetstream";
 import { nanos, PermissionViolationError, RequestError } from "@nats-io/transport-node";
 import type { StreamSection } from "../../config/sections/index.js";
@@ -20,12 +20,18 @@ export function desiredStream(c: StreamSection): Partial<StreamConfig> & { name:
     discard: DiscardPolicy.Old,
     allow_direct: true,
     max_consumers: c.maxConsumers,
-    // Live delivery: every stored message is also published on core NATS with its sequence headers.
-    republish: { src: `${c.subjectPrefix}.>`, dest: `${c.livePrefix}.>` },
+    // Live delivery: every stored message is also published on core NATS with its sequence headers (with
+    // regions, under the home region's prefix: the other regions' gateways read their mirrors' republish).
+    republish: { src: `${c.subjectPrefix}.>`, dest: `${c.homeLivePrefix}.>` },
+    // Regions: the stream lives in the home region's cluster (regions.ts places its mirrors).
+    ...(c.homeRegion !== undefined ? { placement: inCluster(c.homeRegion) } : {}),
     // Per-message TTL (Nats-TTL): only when asked for, so that a stream without it compares equal.
     ...(c.allowMsgTtl ? { allow_msg_ttl: true } : {}),
   };
 }
+
+/** Placement in a cluster (a region), as nats-server gives it back: without tags (its type wants them). */
+export const inCluster = (cluster: string): Placement => ({ cluster }) as Placement;
 
 const COMPARED = [
   "subjects",
@@ -41,6 +47,7 @@ const COMPARED = [
   "max_consumers",
   "republish",
   "allow_msg_ttl",
+  "placement",
 ] as const;
 
 /** Differences the gateway applies to an existing stream by itself: they change no stored message. */

@@ -3,6 +3,7 @@ import { server } from "./server.js";
 import { broker } from "./broker.js";
 import { natsSecurity } from "./nats-security.js";
 import { stream } from "./stream.js";
+import { regions } from "./regions.js";
 import { namespaces } from "./namespaces.js";
 import { fanout } from "./fanout.js";
 import { deltas } from "./deltas.js";
@@ -22,6 +23,7 @@ export type { ServerSection } from "./server.js";
 export type { BrokerSection } from "./broker.js";
 export type { NatsSecuritySection } from "./nats-security.js";
 export type { StreamSection } from "./stream.js";
+export type { RegionsSection, RegionLayout } from "./regions.js";
 export type { NamespacesSection } from "./namespaces.js";
 export type { FanoutSection } from "./fanout.js";
 export type { DeltasSection } from "./deltas.js";
@@ -48,6 +50,7 @@ export const SECTIONS = [
   broker,
   natsSecurity,
   stream,
+  regions,
   namespaces,
   fanout,
   deltas,

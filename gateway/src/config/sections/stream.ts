@@ -1,5 +1,6 @@
 import { type SettingTable, type SliceOf, type ValuesOf, derive, int, oneOf, positiveOrUnlimited, section, subjectTokens, trimmed } from "../section-kit.js";
 import { parseBool, parseBytes, parseDuration, parseIntStrict } from "../parse.js";
+import { regionLayout, type RegionsValues } from "./regions.js";
 
 /** STREAM_NAME's default: the stream of the channels (the events feature's is EVENTS_STREAM, FANOUT_EVENTS). */
 export const DEFAULT_STREAM_NAME = "FANOUT_CHANNELS";
@@ -119,7 +120,10 @@ export const stream = section({
   slice: {
     name: "streamName",
     subjectPrefix: "subjectPrefix",
-    livePrefix: derive(["liveSubjectPrefix"], livePrefixOf),
+    livePrefix: derive(["liveSubjectPrefix"], (c: LiveInputs) => regionLivePrefix(livePrefixOf(c), c.region)),
+    // Regions: the stream lives in the home region and republishes under the home region's live prefix.
+    homeLivePrefix: derive([], (c: LiveInputs) => regionLivePrefix(livePrefixOf(c), regionLayout(c)?.home ?? "")),
+    homeRegion: derive([], (c: RegionsValues) => regionLayout(c)?.home),
     storage: "streamStorage",
     replicas: "streamReplicas",
     maxAgeMs: "streamMaxAge",
@@ -136,6 +140,17 @@ export const stream = section({
 });
 
 export type StreamSection = SliceOf<typeof settings, typeof stream.slice>;
+
+type LiveInputs = Pick<StreamValues, "liveSubjectPrefix" | "subjectPrefix"> & RegionsValues;
+
+/**
+ * A region's own live prefix: `<live prefix>.<region>` (the base alone without regions). Core NATS subjects
+ * cross the gateways of a supercluster, so each region's mirror republishes under a prefix of its own, or a
+ * region's feeds would get every message once per region.
+ */
+export function regionLivePrefix(base: string, region: string): string {
+  return region === "" ? base : `${base}.${region}`;
+}
 
 /** The subject prefix of live (republished) messages: LIVE_SUBJECT_PREFIX, or `<SUBJECT_PREFIX>live`. */
 export function livePrefixOf(c: Pick<StreamValues, "liveSubjectPrefix" | "subjectPrefix">): string {

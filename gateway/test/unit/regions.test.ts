@@ -1,0 +1,93 @@
+import { describe, expect, it } from "vitest";
+import { loadConfig } from "../../src/config/config.js";
+import { sectionsOf } from "../../src/config/sections/index.js";
+import { ConfigError } from "../../src/errors.js";
+import { desiredStream } from "../../src/broker/jetstream/stream.js";
+import { desiredMirror, mirrorName, regionMirrors } from "../../src/broker/jetstream/regions.js";
+import { resolveNamespaces } from "../../src/namespaces/namespace.js";
+
+const NATS = { NATS_URL: "nats://127.0.0.1:4222" };
+const sections = (env: NodeJS.ProcessEnv) => sectionsOf(loadConfig([], { ...NATS, ...env }).config);
+
+describe("regions — settings", () => {
+  it("regions — without REGION the stream section is today's: base live prefix, no placement, no mirror", () => {
+    const c = sections({});
+    expect(c.regions).toBeUndefined();
+    expect(c.stream.livePrefix).toBe("evlive");
+    expect(c.stream.homeLivePrefix).toBe("evlive");
+    const d = desiredStream(c.stream);
+    expect(d.placement).toBeUndefined();
+    expect(d.republish).toEqual({ src: "ev.>", dest: "evlive.>" });
+    expect(Object.keys(d)).not.toContain("placement");
+    expect(regionMirrors([c.stream], c.regions)).toEqual([]);
+  });
+
+  it("regions — HOME_REGION defaults to the first of REGIONS; each region's live prefix is its own", () => {
+    const c = sections({ REGION: "b", REGIONS: "a, b, c", REGION_RESUME_WAIT: "500ms" });
+    expect(c.regions).toEqual({ region: "b", home: "a", regions: ["a", "b", "c"], resumeWaitMs: 500 });
+    expect(c.stream.livePrefix).toBe("evlive.b");
+    expect(c.stream.homeLivePrefix).toBe("evlive.a");
+    expect(sections({ REGION: "a", REGIONS: "a,b", HOME_REGION: "b" }).regions?.home).toBe("b");
+  });
+
+  it.each([
+    [{ REGIONS: "a,b" }, "REGIONS"],
+    [{ HOME_REGION: "a" }, "HOME_REGION"],
+    [{ REGION: "a" }, "REGIONS"],
+    [{ REGION: "x", REGIONS: "a,b" }, "REGION"],
+    [{ REGION: "a", REGIONS: "a,b", HOME_REGION: "c" }, "HOME_REGION"],
+    [{ REGION: "a", REGIONS: "a,b,a" }, "REGIONS"],
+    [{ REGION: "a", REGIONS: "a,b.c" }, "REGIONS"],
+    [{ REGION: "a.b", REGIONS: "a.b" }, "REGION"],
+    [{ REGION: "a", REGIONS: "a,b", BROKER: "redis" }, "REGION"],
+    [{ REGION: "a", REGIONS: "a,b", NATS_URL: "" }, "REGION"],
+  ])("regions — a combination that cannot work exits naming the setting: %j", (env, setting) => {
+    try {
+      loadConfig([], { ...NATS, ...env });
+      expect.unreachable("should have thrown");
+    } catch (e) {
+      expect(e).toBeInstanceOf(ConfigError);
+      expect((e as ConfigError).setting).toBe(setting);
+      expect((e as Error).message).toContain(`invalid ${setting}`);
+    }
+  });
+});
+
+describe("regions — layout", () => {
+  it("regions — the origin lives in the home region and republishes under the home region's prefix", () => {
+    const c = sections({ REGION: "b", REGIONS: "a,b,c" });
+    const d = desiredStream(c.stream);
+    expect(d.placement).toEqual({ cluster: "a" });
+    expect(d.republish).toEqual({ src: "ev.>", dest: "evlive.a.>" });
+  });
+
+  it("regions — a region other than home holds a mirror of every stream, republishing under its own prefix", () => {
+    const c = sections({ REGION: "b", REGIONS: "a,b,c", STREAM_MAX_AGE: "1h" });
+    const ns = resolveNamespaces([{ name: "chat", prefix: "chat", features: {}, resumeWindowMs: 0 } as never], c.stream)[0]!;
+    const mirrors = regionMirrors([c.stream, ns.stream], c.regions);
+    expect(mirrors.map((m) => m.wanted.name)).toEqual(["FANOUT_CHANNELS-b", "FANOUT_CHANNELS_CHAT-b"]);
+    expect(mirrors.every((m) => m.drift === "region_mirror")).toBe(true);
+    const [main, chat] = mirrors.map((m) => m.wanted);
+    expect(main).toMatchObject({
+      mirror: { name: "FANOUT_CHANNELS" },
+      placement: { cluster: "b" },
+      allow_direct: true,
+      mirror_direct: true,
+      republish: { src: "ev.>", dest: "evlive.b.>" },
+      max_age: 3_600_000_000_000,
+    });
+    expect(main?.subjects).toBeUndefined();
+    // The namespace's origin republishes under the home prefix, its mirror under the region's: the same rest.
+    expect(desiredStream(ns.stream).republish).toEqual({ src: "ev_ns.chat.>", dest: "evlive.a.chat.>" });
+    expect(chat?.republish).toEqual({ src: "ev_ns.chat.>", dest: "evlive.b.chat.>" });
+  });
+
+  it("regions — the home region holds no mirror; a mirror name taken by a channel stream is refused", () => {
+    const home = sections({ REGION: "a", REGIONS: "a,b" });
+    expect(regionMirrors([home.stream], home.regions)).toEqual([]);
+    const c = sections({ REGION: "b", REGIONS: "a,b" });
+    const clash = { ...c.stream, name: mirrorName(c.stream.name, "b") };
+    expect(() => regionMirrors([c.stream, clash], c.regions)).toThrow(/a channel stream's name/);
+    expect(desiredMirror(c.stream, "b").name).toBe("FANOUT_CHANNELS-b");
+  });
+});
