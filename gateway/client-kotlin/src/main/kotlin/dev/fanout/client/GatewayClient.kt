@@ -152,7 +152,8 @@ class GatewayClient(private val url: String, options: GatewayClientOptions = Gat
     /**
      * Publishes [data] (any JSON). Every publish carries a msgId (a random UUID when not given), so a publish
      * re-sent after a lost reply is stored once. While disconnected it waits in a bounded queue. [ttl] ("30s")
-     * makes the message expire, in a namespace whose stream allows it.
+     * makes the message expire, in a namespace whose stream allows it. Throws `timeout` (temporary) when no
+     * answer came within `publishTimeoutMs`, queued time included.
      */
     suspend fun publish(channel: String, data: JsonElement, msgId: String? = null, ttl: String? = null): PublishResult =
         publishResult(send(pubFrame(channel, data, msgId ?: newMsgId(), ttl)))
@@ -210,11 +211,11 @@ class GatewayClient(private val url: String, options: GatewayClientOptions = Gat
      * and returns its answer's `data`. Throws the server's error: `rpc_error` when the backend answered with one
      * (its own code in [GatewayException.appCode], `temporary` as it said), `forbidden`, `hook_unavailable`
      * (temporary), `rpc_unavailable`. Never queued nor re-sent, since the backend may have run it: throws
-     * `not_connected` while disconnected and `connection_lost` when the connection drops before the answer, both
-     * temporary (retry when a repeat is harmless); `closed` once the client is closed.
+     * `not_connected` while disconnected, `connection_lost` when the connection drops before the answer and
+     * `timeout` past `rpcTimeoutMs`, all temporary (retry when a repeat is harmless); `closed` once the client is closed.
      */
     suspend fun rpc(method: String, data: JsonElement = JsonNull): JsonElement {
-        val reply = withContext(loop) {
+        val answer = withContext(loop) {
             conn.stopped?.let { throw it }
             val ws = openSocket() ?: throw GatewayException("not_connected", "no open connection", temporary = true)
             CompletableDeferred<JsonObject>().also { d ->
@@ -223,7 +224,9 @@ class GatewayClient(private val url: String, options: GatewayClientOptions = Gat
                     d.completeExceptionally(conn.stopped ?: GatewayException("connection_lost", "connection lost before $method was answered", temporary = true))
                 }
             }
-        }.await()
+        }
+        val reply = withTimeoutOrNull(opts.rpcTimeoutMs) { answer.await() }
+            ?: throw GatewayException("timeout", "no answer to the rpc $method within ${opts.rpcTimeoutMs} ms; the backend may have run it", temporary = true)
         if (reply.str("op") != "ok") throw wireError(reply)
         return reply["data"] ?: JsonNull
     }
@@ -232,6 +235,8 @@ class GatewayClient(private val url: String, options: GatewayClientOptions = Gat
      * Stored messages of a concrete channel over HTTP (`GET /v1/channels/{channel}/messages`), with the token
      * of the next connect: from [fromSeq] (at most [limit]), or the [last] N; with [reverse], at most [limit]
      * newest first, below [beforeSeq]. Follow [HistoryPage.next] (as `fromSeq`, or `beforeSeq` in reverse) for more.
+     * The page is parsed on `Dispatchers.Default`, not the caller's thread; throws `timeout` (temporary) past
+     * `historyTimeoutMs`.
      */
     suspend fun history(
         channel: String,
@@ -241,8 +246,10 @@ class GatewayClient(private val url: String, options: GatewayClientOptions = Gat
         reverse: Boolean = false,
         beforeSeq: Long? = null,
     ): HistoryPage {
-        val token = opts.getToken?.invoke() ?: withContext(loop) { conn.token }
-        return History(http, url).read(channel, token, fromSeq, last, limit, reverse, beforeSeq)
+        return withTimeoutOrNull(opts.historyTimeoutMs) {
+            val token = opts.getToken?.invoke() ?: withContext(loop) { conn.token }
+            History(http, url).read(channel, token, fromSeq, last, limit, reverse, beforeSeq)
+        } ?: throw GatewayException("timeout", "no history page of $channel within ${opts.historyTimeoutMs} ms", temporary = true)
     }
 
     /**
@@ -317,10 +324,12 @@ class GatewayClient(private val url: String, options: GatewayClientOptions = Gat
             outbox.add(frame).also { p -> ws?.let { sendPub(p, it) } }
         }
         try {
-            return pub.reply.await()
+            return withTimeout(opts.publishTimeoutMs) { pub.reply.await() }
         } catch (e: CancellationException) {
-            withContext(NonCancellable + loop) { outbox.remove(pub) }
-            throw e
+            val state = withContext(NonCancellable + loop) { outbox.remove(pub); conn.state }
+            if (e !is TimeoutCancellationException) throw e
+            val what = frame.str("channel")?.let { "the publish to $it (msgId ${frame.str("msgId")})" } ?: "the batch"
+            throw GatewayException("timeout", "no answer to $what within ${opts.publishTimeoutMs} ms (connection $state); it may still be stored: publish it again with the same msgId", temporary = true)
         }
     }
 

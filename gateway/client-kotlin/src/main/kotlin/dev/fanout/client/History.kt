@@ -2,7 +2,9 @@ package dev.fanout.client
 
 import kotlin.coroutines.resume
 import kotlin.coroutines.resumeWithException
+import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.suspendCancellableCoroutine
+import kotlinx.coroutines.withContext
 import kotlinx.serialization.json.JsonObject
 import okhttp3.Call
 import okhttp3.Callback
@@ -21,6 +23,11 @@ internal class History(private val http: OkHttpClient, wsUrl: String) {
         val url = historyUrl(base, channel, fromSeq, last, limit, reverse, beforeSeq)
         val request = Request.Builder().url(url).apply { if (token != null) header("Authorization", "Bearer $token") }.build()
         val (status, body) = call(request)
+        // A page of a thousand messages takes tens of milliseconds to parse: never on the caller's (main) thread.
+        return withContext(Dispatchers.Default) { parse(status, body) }
+    }
+
+    private fun parse(status: Int, body: String): HistoryPage {
         val json = try {
             Bounds.parseJson(body, MAX_FRAME_DEPTH + 2) as? JsonObject // a message's data is two levels further in than in a frame
         } catch (e: Exception) {

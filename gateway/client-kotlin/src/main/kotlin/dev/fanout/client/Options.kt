@@ -57,6 +57,22 @@ class GatewayClientOptions {
     var subscribeTimeoutMs: Long = 10_000
 
     /**
+     * How long a publish (or a batch) waits for the server's answer, time queued while disconnected included,
+     * before it throws `timeout` (temporary) and leaves the queue. The message may still have been stored:
+     * publish it again with the same msgId, and the server stores it once.
+     */
+    var publishTimeoutMs: Long = 15_000
+
+    /**
+     * How long [GatewayClient.rpc] waits for the answer before it throws `timeout` (temporary). Longer than the
+     * server's own deadline for the backend (`RPC_HOOK_TIMEOUT`, 5 s by default), so that its `hook_unavailable` comes first.
+     */
+    var rpcTimeoutMs: Long = 15_000
+
+    /** How long [GatewayClient.history] waits for the page (request, answer and parsing) before it throws `timeout`. */
+    var historyTimeoutMs: Long = 15_000
+
+    /**
      * Messages a subscription holds for its collector. When a collector falls this far behind, the client stops
      * the subscription on the server (`unsub`) and makes it again from the last message it holds once the
      * collector has taken half of them: nothing is dropped, as with a reconnect. (A durable with `ack` naks
@@ -99,6 +115,9 @@ class GatewayClientOptions {
         if (connectTimeoutMs <= 0) bad("connectTimeoutMs must be > 0, got $connectTimeoutMs")
         if (connectWaitMs <= 0) bad("connectWaitMs must be > 0, got $connectWaitMs")
         if (subscribeTimeoutMs <= 0) bad("subscribeTimeoutMs must be > 0, got $subscribeTimeoutMs")
+        if (publishTimeoutMs <= 0) bad("publishTimeoutMs must be > 0, got $publishTimeoutMs")
+        if (rpcTimeoutMs <= 0) bad("rpcTimeoutMs must be > 0, got $rpcTimeoutMs")
+        if (historyTimeoutMs <= 0) bad("historyTimeoutMs must be > 0, got $historyTimeoutMs")
         if (subscriptionBuffer < 2) bad("subscriptionBuffer must be >= 2, got $subscriptionBuffer")
         if (pingIntervalMs < 0) bad("pingIntervalMs must be >= 0, got $pingIntervalMs")
         if (pingTimeoutMs <= 0) bad("pingTimeoutMs must be > 0, got $pingTimeoutMs")

@@ -37,7 +37,7 @@ data class StreamPosition(val seq: Long, val epoch: String?) {
 enum class Presence { MEMBER_AND_WATCH, MEMBER, WATCH }
 
 /** How `subscribe` subscribes (PROTOCOL.md `sub`). */
-data class SubscribeOptions(
+data class SubscribeOptions @JvmOverloads constructor(
     /** Start of the first subscribe; later resubscribes resume from the last delivered seq + 1. */
     val from: StartPosition? = null,
     /** Durable consumer name (at-least-once; `from` is not allowed with it). */

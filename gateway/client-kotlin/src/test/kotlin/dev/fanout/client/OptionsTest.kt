@@ -12,6 +12,9 @@ class OptionsTest {
         assertEquals("bad_option", e.code)
         assertEquals(false, e.temporary)
         assertEquals("bad_option", assertThrows<GatewayException> { GatewayClient("ws://127.0.0.1:1/ws") { pingTimeoutMs = 0 } }.code)
+        for (bad in listOf<GatewayClientOptions.() -> Unit>({ publishTimeoutMs = 0 }, { rpcTimeoutMs = -1 }, { historyTimeoutMs = 0 })) {
+            assertEquals("bad_option", assertThrows<GatewayException> { GatewayClient("ws://127.0.0.1:1/ws", bad) }.code)
+        }
     }
 
     @Test

@@ -59,7 +59,22 @@ class RealGateway : AutoCloseable {
     /** A channel name no other test uses, in the default namespace. */
     fun channel(prefix: String): String = "$prefix.${UUID.randomUUID().toString().take(8)}"
 
+    /**
+     * Stops the gateway's processes (SIGSTOP: its worker and nats-server too) without closing a socket: the
+     * kernel still accepts connections and takes frames, nobody answers. [thaw] lets them go on where they were.
+     */
+    fun freeze() = signal("STOP")
+
+    fun thaw() = signal("CONT")
+
+    private fun signal(name: String) {
+        val pids = listOf(process.pid()) + process.descendants().map { it.pid() }.toList()
+        val kill = ProcessBuilder(listOf("kill", "-$name") + pids.map { it.toString() }).inheritIO().start()
+        check(kill.waitFor() == 0) { "kill -$name $pids failed" }
+    }
+
     override fun close() {
+        if (process.isAlive) signal("CONT") // a test that failed while frozen
         process.destroy()
         if (!process.waitFor(15, TimeUnit.SECONDS)) process.destroyForcibly().waitFor()
         dir.deleteRecursively()
