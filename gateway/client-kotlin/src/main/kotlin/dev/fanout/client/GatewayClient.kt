@@ -516,6 +516,10 @@ class GatewayClient(private val url: String, options: GatewayClientOptions = Gat
         stats.overflowCount.incrementAndGet()
         opts.logHandler.log(LogLevel.DEBUG, "fanout client: ${sub.channel}: ${sub.limit} messages wait for the collector; paused until it takes half", null)
         conn.request(ws, buildJsonObject { put("op", "unsub"); put("channel", sub.channel) }, {})
+        // The collector may have taken half the buffer (or all of it) between the check in onMsg and the flag
+        // above, each take finding the flag unset: nothing would call taken() again, and the subscription would
+        // stay paused with an empty buffer. Checked once more here, after the unsub, so a resubscribe follows it.
+        taken(sub)
     }
 
     /** The collector took a message: a subscription paused by [overflow] starts again once half the buffer is free. */
