@@ -63,7 +63,13 @@ beforeAll(async () => {
   await webhookLeaseStore(jetstream(nc), jsm, old, 5_000, log);
   await ensureSharedState(jsm, { bucket: `${EVENTS.stream}_STATE`, replicas: 1, storage: "file" }, log);
   await webhookSource(jetstream(nc), jsm, EVENTS, { durable: WEBHOOK_DURABLE, maxAckPending: 100, ackWaitMs: 3_700 });
-  await jetstream(nc).publish(`${EVENTS.subject}.connect`, JSON.stringify({ type: "connect", time: new Date().toISOString(), client: "stored-before" }));
+  // On a cluster just formed the new stream's leader may not answer yet ("no responders"): stored once (msgID) when it does.
+  const stored = JSON.stringify({ type: "connect", time: new Date().toISOString(), client: "stored-before" });
+  await waitFor(() => jetstream(nc).publish(`${EVENTS.subject}.connect`, stored, { msgID: "stored-before" }), {
+    timeoutMs: 20_000,
+    intervalMs: 200,
+    what: "the first event stored",
+  });
   // And the presence bucket of a deployment started with STREAM_REPLICAS=1.
   await ensurePresenceBucket(jsm, { bucket: "PRESENCE", replicas: 1, storage: "file" }, log);
   for (const name of [EVENTS.stream, LEASE, STATE, PRESENCE]) expect((await jsm.streams.info(name)).config.num_replicas).toBe(1);
