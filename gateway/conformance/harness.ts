@@ -4,7 +4,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
 import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
 import { childPids, startGateway, type GatewayHandle } from "#testkit/gateway.js";
@@ -12,6 +12,7 @@ import { startTcpProxy } from "#testkit/tcp-proxy.js";
 import { httpPublish } from "#testkit/ws-client.js";
 import { scrape } from "#testkit/metrics.js";
 import { waitFor } from "#testkit/wait.js";
+import { publishMany } from "#testkit/stream-fill.js";
 import { HookBackend, type HookAnswer, type HookCall } from "#testkit/hook-backend.js";
 import { AUDIENCE, ISSUER, SECRET, sign } from "#testkit/auth.js";
 import type { Harness, Step, SubTokenSpec, TokenSpec } from "./runner.js";
@@ -37,7 +38,11 @@ function rpcAnswer(c: HookCall): HookAnswer {
   return { body: { data: null } };
 }
 
-export async function startHarness(): Promise<GatewayHarness> {
+/**
+ * `wsPath`: the door the clients connect to (`/ws`, or the Centrifuge door `/connection/websocket`); `env`:
+ * settings on top of the suite's.
+ */
+export async function startHarness(o: { wsPath?: string; env?: Record<string, string> } = {}): Promise<GatewayHarness> {
   const rpc = await HookBackend.start();
   rpc.answer = rpcAnswer;
   const nats: NatsServerHandle = await startNatsServer();
@@ -57,6 +62,7 @@ export async function startHarness(): Promise<GatewayHarness> {
       API_KEYS: API_KEY,
       RPC_HOOK_URL: rpc.url("/rpc"),
       NAMESPACES_FILE: join(dir, "namespaces.yaml"),
+      ...o.env,
     },
   });
   const nc: NatsConnection = await natsConnect({ servers: nats.url });
@@ -77,10 +83,12 @@ export async function startHarness(): Promise<GatewayHarness> {
       await jsm.streams.delete("FANOUT_CHANNELS");
       await jsm.streams.add(old.config);
     },
+    // `count` messages `{n}` (n from `from`) straight into JetStream: thousands in a second, where HTTP takes many.
+    fill: (step) => publishMany(jetstream(nc), step.channel as string, step.count as number, step.from as number, "ev", "n"),
     wait: (step) => new Promise((r) => setTimeout(r, step.ms as number)),
   };
   return {
-    wsUrl: `ws://127.0.0.1:${proxy.port}/ws`,
+    wsUrl: `ws://127.0.0.1:${proxy.port}${o.wsPath ?? "/ws"}`,
     token: (spec: TokenSpec) =>
       sign(
         { channels: { sub: spec.sub ?? [">"], pub: spec.pub ?? [">"], ...(spec.auto ? { auto: spec.auto } : {}) }, ...(spec.rpc ? { rpc: spec.rpc } : {}) },

@@ -58,8 +58,10 @@ const QUIET_FAULTS = new Set(["publish", "wait"]);
  */
 export async function runScenario(scenario: Scenario, harness: Harness, clients: ClientCommand | ClientPool): Promise<void> {
   const pool = clients instanceof ClientPool ? clients : new ClientPool(clients, { reuse: false });
-  const vars: Record<string, string> = { $ch: `conf.${scenario.name}.${randomUUID().slice(0, 8)}`, $durable: `conf-${randomUUID().slice(0, 8)}` };
-  const bind = <T>(v: T): T => JSON.parse(JSON.stringify(v).replace(/\$(ch|durable)\b/g, (m) => vars[m]!)) as T;
+  const unique = `${scenario.name}.${randomUUID().slice(0, 8)}`;
+  // `$cf`: the same channel as `$ch` by its Centrifugo name (namespace `conf`), for the Centrifuge door's clients.
+  const vars: Record<string, string> = { $ch: `conf.${unique}`, $cf: `conf:${unique}`, $durable: `conf-${randomUUID().slice(0, 8)}` };
+  const bind = <T>(v: T): T => JSON.parse(JSON.stringify(v).replace(/\$(ch|cf|durable)\b/g, (m) => vars[m]!)) as T;
   const procs = new Map<string, ClientProcess>();
   const clientOf = (name: string): ClientProcess => procs.get(name) ?? procs.set(name, pool.take()).get(name)!;
   const replies = new Map<string, Reply>();
@@ -162,7 +164,8 @@ async function lineCommand(step: Step, harness: Harness): Promise<Record<string,
 
 /** The `data.n` of a sub's messages are exactly `step.n`, in rising seqs unless `ordered: false`, with the `redelivered` flags asked. */
 async function checkMessages(events: ClientEvent[], step: Step, fail: (why: string) => never): Promise<void> {
-  const want = step.n as number[];
+  const range = step.n as number[] | { from: number; to: number };
+  const want = Array.isArray(range) ? range : Array.from({ length: range.to - range.from + 1 }, (_, k) => range.from + k);
   const msgs = await messagesOf(events, step.sub, want.length);
   const ns = msgs.map((m) => (m.data as { n?: unknown } | undefined)?.n);
   if (JSON.stringify(ns) !== JSON.stringify(want)) fail(`sub ${String(step.sub)} got n=${JSON.stringify(ns)}, want ${JSON.stringify(want)}`);
