@@ -7,7 +7,8 @@
 #                    --engine native), redis-server and chromium (apt), the deploy checks' validators (helm,
 #                    kubernetes-validate; scripts/setup-deploy-tools.sh), the nats CLI for the JetStream
 #                    evaluation's smoke test (natscli v0.5.1; scripts/setup-bench-tools.sh) and Maven with a JDK for the
-#                    Kotlin SDK (apt, when missing; `npm run test:kotlin`'s first run fetches its dependencies)
+#                    Kotlin SDK (apt, when missing; `npm run test:kotlin`'s first run fetches its dependencies), and
+#                    the Centrifuge SDK runners' Go modules and Maven dependencies (scripts/setup-centrifuge-sdks.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)

@@ -1,7 +1,7 @@
 // The SDK runners of the Centrifuge scenario set (README.md): which ones there are, how each is built once per
 // test run and the command line that starts it.
 import { execFile } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -13,7 +13,7 @@ const RUNNERS_DIR = join(PACKAGE_ROOT, "gateway/conformance/centrifuge/runners")
 /** The project's Python venv (scripts/setup-deploy-tools.sh installs centrifuge-python into it). */
 const VENV_PYTHON = join(PACKAGE_ROOT, ".tools/venv/bin/python");
 
-export type Sdk = "go" | "python";
+export type Sdk = "go" | "python" | "java";
 export type Runner = { label: string; sdk: Sdk; format: "json" | "protobuf" };
 
 /** Every SDK and format the scenarios run with, in this order. */
@@ -24,15 +24,30 @@ export const RUNNERS: readonly Runner[] = [
 
 export type BuiltRunners = { command(r: Runner): ClientCommand; cleanup(): Promise<void> };
 
-/** Builds the runners that need it (Go: `go build` from the module cache) into a temporary folder. */
-export async function buildRunners(): Promise<BuiltRunners> {
+/**
+ * Builds the runners of `runners` that need it, once: Go with `go build` from the module cache into a temporary
+ * folder, Java with one offline `mvn package` (runners/java/target, its classpath in target/classpath.txt).
+ * scripts/setup-centrifuge-sdks.sh fetches what both need.
+ */
+export async function buildRunners(runners: readonly Runner[] = RUNNERS): Promise<BuiltRunners> {
   const dir = await mkdtemp(join(tmpdir(), "fgw-centrifuge-runners-"));
   const goBinary = join(dir, "centrifuge-go-runner");
-  await run("go", ["build", "-buildvcs=false", "-o", goBinary, "."], { cwd: join(RUNNERS_DIR, "go") });
+  const javaDir = join(RUNNERS_DIR, "java");
+  const needs = (sdk: Sdk) => runners.some((r) => r.sdk === sdk);
+  const [, javaClasspath] = await Promise.all([
+    needs("go") ? run("go", ["build", "-buildvcs=false", "-o", goBinary, "."], { cwd: join(RUNNERS_DIR, "go") }) : undefined,
+    needs("java")
+      ? run("mvn", ["-q", "-B", "-o", "package"], { cwd: javaDir }).then(async () => {
+          const deps = (await readFile(join(javaDir, "target/classpath.txt"), "utf8")).trim();
+          return `${join(javaDir, "target/classes")}:${deps}`;
+        })
+      : undefined,
+  ]);
   return {
     command(r) {
       const flags = r.format === "protobuf" ? ["--protobuf"] : [];
       if (r.sdk === "go") return { command: goBinary, args: flags };
+      if (r.sdk === "java") return { command: "java", args: ["-cp", javaClasspath!, "runner.Runner"] };
       return { command: VENV_PYTHON, args: [join(RUNNERS_DIR, "python/runner.py"), ...flags] };
     },
     cleanup: () => rm(dir, { recursive: true, force: true }),
