@@ -63,6 +63,7 @@ const SLOW_FIRST = [
   "gateway/test/replay.test.ts",
   "gateway/test/presence.test.ts",
   "gateway/conformance/conformance.test.ts",
+  "gateway/conformance/centrifuge/centrifuge-sdks.test.ts",
   "gateway/conformance/conformance-msgpack.test.ts",
   "gateway/test/store-encryption.test.ts",
   "gateway/test/sse.test.ts",
