@@ -16,6 +16,7 @@ const UNIT = [
   "gateway/test/fuzz/frames.fuzz.test.ts",
   "gateway/test/fuzz/deltas.fuzz.test.ts",
   "gateway/test/fuzz/centrifuge.fuzz.test.ts",
+  "gateway/test/fuzz/centrifuge-protobuf.fuzz.test.ts",
   "subtools/test/unit/**/*.test.ts",
   "pubtools/test/unit/**/*.test.ts",
   "loadtest/test/unit/**/*.test.ts",
