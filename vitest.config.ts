@@ -26,7 +26,8 @@ const UNIT = [
  * set-ups. Every integration test of loadtest/, subtools/ and pubtools/ (soak: three minutes; chaos: a minute of
  * faults on a 3-node cluster; the benches' smoke runs; the gateway at scale (gateway/test/scale: 100,000 messages
  * caught up, 10,000 channels counted); the regions on a 3-region supercluster (gateway/test/regions); the subscriber and publisher tools against real
- * gateways, Redis and core NATS), and every test on a 3-node NATS cluster. `.ci/run` runs it after `npm test`,
+ * gateways, Redis and core NATS), every test on a 3-node NATS cluster, and the Centrifuge SDKs over Protobuf
+ * (gateway/conformance/centrifuge: Go, Python and Java, whose Maven build alone takes 15–30 s). `.ci/run` runs it after `npm test`,
  * so nothing is tested less; `npm test` stays the loop a developer of the gateway waits on.
  */
 const LONG = [
@@ -38,6 +39,7 @@ const LONG = [
   "gateway/test/scale/**/*.test.ts",
   "deploy/test/nats-cluster.test.ts",
   "deploy/test/nats-cluster-script.test.ts",
+  "gateway/conformance/centrifuge/centrifuge-sdks-protobuf.test.ts",
 ];
 const ALL = [
   "gateway/test/**/*.test.ts",

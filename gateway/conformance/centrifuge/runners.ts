@@ -19,7 +19,10 @@ export type Runner = { label: string; sdk: Sdk; format: "json" | "protobuf" };
 /** Every SDK and format the scenarios run with, in this order. */
 export const RUNNERS: readonly Runner[] = [
   { label: "centrifuge-go 0.12.1, JSON", sdk: "go", format: "json" },
+  { label: "centrifuge-go 0.12.1, Protobuf", sdk: "go", format: "protobuf" },
   { label: "centrifuge-python 0.7.0, JSON", sdk: "python", format: "json" },
+  { label: "centrifuge-python 0.7.0, Protobuf", sdk: "python", format: "protobuf" },
+  { label: "centrifuge-java 0.4.1, Protobuf", sdk: "java", format: "protobuf" },
 ];
 
 export type BuiltRunners = { command(r: Runner): ClientCommand; cleanup(): Promise<void> };
