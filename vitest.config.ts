@@ -61,6 +61,7 @@ const SLOW_FIRST = [
   "gateway/test/client-runtimes.test.ts",
   "gateway/test/events-occupancy.test.ts",
   "gateway/test/browser.test.ts",
+  "gateway/test/centrifuge-sdk.test.ts",
   "gateway/client-kotlin/test/conformance.test.ts",
   "gateway/client-kotlin/test/conformance-msgpack.test.ts",
   "gateway/test/replay.test.ts",

@@ -13,7 +13,7 @@ import {
   encodeProtoReply,
   protoPublicationPush,
 } from "../../src/protocol/centrifuge/protobuf.js";
-import type { Reply } from "../../src/protocol/centrifuge/shapes.js";
+import { publicationReply, type Reply } from "../../src/protocol/centrifuge/shapes.js";
 import { requestId } from "../../src/protocol/centrifuge/requests.js";
 import { ErrorCode } from "../../src/protocol/codes.js";
 import { CODECS } from "../../src/protocol/codecs.js";
@@ -287,6 +287,16 @@ describe("centrifuge protobuf — encoder and decoder", () => {
     expect(refused([...varint(command.length), ...command])).toMatchObject({ ...bad, message: expect.stringMatching(/nest deeper/) });
     expect(refused(Array<number>(MAX_COMMANDS_PER_FRAME).fill(0))).toMatchObject({ ok: true });
     expect(refused(Array<number>(MAX_COMMANDS_PER_FRAME + 1).fill(0))).toMatchObject({ ...bad, message: expect.stringMatching(/at most 256/) });
+  });
+
+  it("publication push — the hot path's bytes are the generic encoder's, for every size of payload, channel and offset", () => {
+    for (const size of [0, 1, 127, 128, 16_383, 16_384, 70_000])
+      for (const seq of [0, 1, 127, 128, 2 ** 32, Number.MAX_SAFE_INTEGER])
+        for (const channel of ["a", "chat.room.1", `x.${"é".repeat(100)}`]) {
+          const meta = { channel, pattern: channel, seq, ts: 1, ...(size % 2 ? { type: "application/octet-stream" } : {}) };
+          const payload = Buffer.alloc(size, 0x31);
+          expect(protoPublicationPush(meta, payload).equals(encodeProtoReply(publicationReply(meta, payload)))).toBe(true);
+        }
   });
 
   it("codec — the fourth codec, its slot, binary frames; a frame with no counterpart is no bytes", () => {

@@ -163,6 +163,23 @@ export function encodeDelimited(name: string, o: object): Buffer {
   return out.finish();
 }
 
+/** The bytes of `n` (a safe integer >= 0) as a varint. */
+export function varintLength(n: number): number {
+  let len = 1;
+  for (; n > 0x7f; len++) n = Math.floor(n / 128);
+  return len;
+}
+
+/** Writes `n` (a safe integer >= 0) as a varint at `pos`; returns the position after it. */
+export function writeVarint(buf: Uint8Array, pos: number, n: number): number {
+  while (n > 0x7f) {
+    buf[pos++] = (n % 128) | 0x80;
+    n = Math.floor(n / 128);
+  }
+  buf[pos++] = n;
+  return pos;
+}
+
 /** What decoding found besides the values: some `json` field held what JSON cannot (huge numbers, bytes). */
 export type DecodeState = { mayNotFitJson: boolean };
 
