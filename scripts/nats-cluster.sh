@@ -19,28 +19,13 @@ DIR="$ROOT/data/nats-cluster"
 BASE=4222
 SYNC=120s
 TIMEOUT=30
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --dir) DIR="$2"; shift 2 ;;
-    --base-port) BASE="$2"; shift 2 ;;
-    --sync) case "$2" in always) SYNC=always ;; default) SYNC=120s ;; *) echo "--sync takes 'always' or 'default'" >&2; exit 2 ;; esac; shift 2 ;;
-    --timeout) TIMEOUT="$2"; shift 2 ;;
-    *) echo "unknown option: $1" >&2; exit 2 ;;
-  esac
-done
-case "$DIR" in /*) ;; *) DIR="$ROOT/$DIR" ;; esac
+# shellcheck source=lib/nats-common.sh
+. "$ROOT/scripts/lib/nats-common.sh"
+parse_options "$@"
 NODES=(n1 n2 n3)
 
-pid_of() { local f="$DIR/$1.pid"; [ -f "$f" ] && cat "$f" || true; }
-# A pid file only counts while its process is still a nats-server (pids get reused).
-alive() { local p; p=$(pid_of "$1"); [ -n "$p" ] && kill -0 "$p" 2>/dev/null && ps -p "$p" -o comm= 2>/dev/null | grep -q nats-server; }
-# Ports of a node as saved at start, so status/stop work without repeating --base-port.
-monitor_port() { sed -n 's/^NATS_HTTP=127.0.0.1://p' "$DIR/$1.env" 2>/dev/null; }
-jsz_leader() { curl -fsS --max-time 2 "http://127.0.0.1:$1/jsz" 2>/dev/null | jq -r '.meta_cluster.leader // empty' 2>/dev/null || true; }
-healthy() { curl -fsS --max-time 2 -o /dev/null "http://127.0.0.1:$1/healthz" 2>/dev/null; }
-
 start() {
-  [ -x "$BIN" ] || { echo "nats-server not found at $BIN (run scripts/setup.sh)" >&2; exit 1; }
+  require_bin
   for n in "${NODES[@]}"; do
     if alive "$n"; then echo "$n already running (pid $(pid_of "$n")); stop it first" >&2; exit 1; fi
   done
@@ -61,9 +46,7 @@ NATS_ROUTE_3=${routes[2]}
 NATS_STORE_DIR=$DIR/store/$n
 NATS_SYNC_INTERVAL=$SYNC
 EOF
-    # shellcheck disable=SC2046
-    env $(cat "$DIR/$n.env") nohup "$BIN" -c "$CONF" >>"$DIR/$n.log" 2>&1 </dev/null &
-    echo $! >"$DIR/$n.pid"
+    launch "$n"
   done
 
   local deadline=$((SECONDS + TIMEOUT)) leader=""
@@ -98,17 +81,7 @@ status() {
   [ "$any" = 1 ]
 }
 
-stop_all() {
-  local n p
-  for n in "${NODES[@]}"; do p=$(pid_of "$n"); [ -n "$p" ] && kill -TERM "$p" 2>/dev/null || true; done
-  for n in "${NODES[@]}"; do
-    p=$(pid_of "$n"); [ -n "$p" ] || continue
-    local tries=0
-    while kill -0 "$p" 2>/dev/null && [ $tries -lt 50 ]; do sleep 0.2; tries=$((tries + 1)); done
-    kill -0 "$p" 2>/dev/null && kill -KILL "$p" 2>/dev/null || true
-    rm -f "$DIR/$n.pid"
-  done
-}
+stop_all() { stop_nodes "${NODES[@]}"; }
 
 case "$cmd" in
   start) start ;;

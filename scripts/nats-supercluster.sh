@@ -23,27 +23,18 @@ BASE=5222
 SYNC=120s
 TIMEOUT=30
 ONLY=""
-while [ $# -gt 0 ]; do
+extra_option() {
   case "$1" in
-    --dir) DIR="$2"; shift 2 ;;
-    --base-port) BASE="$2"; shift 2 ;;
-    --sync) case "$2" in always) SYNC=always ;; default) SYNC=120s ;; *) echo "--sync takes 'always' or 'default'" >&2; exit 2 ;; esac; shift 2 ;;
-    --timeout) TIMEOUT="$2"; shift 2 ;;
-    --region) case "$2" in a|b|c) ONLY="$2" ;; *) echo "--region takes a, b or c" >&2; exit 2 ;; esac; shift 2 ;;
-    *) echo "unknown option: $1" >&2; exit 2 ;;
+    --region) case "$2" in a|b|c) ONLY="$2" ;; *) echo "--region takes a, b or c" >&2; exit 2 ;; esac ;;
+    *) return 1 ;;
   esac
-done
-case "$DIR" in /*) ;; *) DIR="$ROOT/$DIR" ;; esac
+}
+# shellcheck source=lib/nats-common.sh
+. "$ROOT/scripts/lib/nats-common.sh"
+parse_options "$@"
 REGIONS=(a b c)
 
-pid_of() { local f="$DIR/$1.pid"; [ -f "$f" ] && cat "$f" || true; }
-# A pid file only counts while its process is still a nats-server (pids get reused).
-alive() { local p; p=$(pid_of "$1"); [ -n "$p" ] && kill -0 "$p" 2>/dev/null && ps -p "$p" -o comm= 2>/dev/null | grep -q nats-server; }
-monitor_port() { sed -n 's/^NATS_HTTP=127.0.0.1://p' "$DIR/$1.env" 2>/dev/null; }
-client_port() { sed -n 's/^NATS_LISTEN=127.0.0.1://p' "$DIR/$1.env" 2>/dev/null; }
-jsz_leader() { curl -fsS --max-time 2 "http://127.0.0.1:$1/jsz" 2>/dev/null | jq -r '.meta_cluster.leader // empty' 2>/dev/null || true; }
 gateways_up() { curl -fsS --max-time 2 "http://127.0.0.1:$1/gatewayz" 2>/dev/null | jq -r '.outbound_gateways | length' 2>/dev/null || echo 0; }
-healthy() { curl -fsS --max-time 2 -o /dev/null "http://127.0.0.1:$1/healthz" 2>/dev/null; }
 
 write_env() {
   local i=$1 r=${REGIONS[$1]}
@@ -68,14 +59,8 @@ NATS_SYNC_INTERVAL=$SYNC
 ENV
 }
 
-launch() {
-  # shellcheck disable=SC2046
-  env $(cat "$DIR/$1.env") nohup "$BIN" -c "$CONF" >>"$DIR/$1.log" 2>&1 </dev/null &
-  echo $! >"$DIR/$1.pid"
-}
-
 start() {
-  [ -x "$BIN" ] || { echo "nats-server not found at $BIN (run scripts/setup.sh)" >&2; exit 1; }
+  require_bin
   mkdir -p "$DIR"
   if [ -n "$ONLY" ]; then
     alive "$ONLY" && { echo "region $ONLY already running (pid $(pid_of "$ONLY"))" >&2; exit 1; }
@@ -123,23 +108,12 @@ status() {
   [ "$any" = 1 ]
 }
 
-stop_regions() {
-  local r p
-  for r in "$@"; do p=$(pid_of "$r"); [ -n "$p" ] && kill -TERM "$p" 2>/dev/null || true; done
-  for r in "$@"; do
-    p=$(pid_of "$r"); [ -n "$p" ] || continue
-    local tries=0
-    while kill -0 "$p" 2>/dev/null && [ $tries -lt 50 ]; do sleep 0.2; tries=$((tries + 1)); done
-    kill -0 "$p" 2>/dev/null && kill -KILL "$p" 2>/dev/null || true
-    rm -f "$DIR/$r.pid"
-  done
-}
-stop_all() { stop_regions "${REGIONS[@]}"; }
+stop_all() { stop_nodes "${REGIONS[@]}"; }
 
 case "$cmd" in
   start) start ;;
   status) status ;;
   stop)
-    if [ -n "$ONLY" ]; then stop_regions "$ONLY"; echo "region $ONLY stopped (data kept in $DIR)"; else stop_all; echo "supercluster stopped (data kept in $DIR)"; fi ;;
+    if [ -n "$ONLY" ]; then stop_nodes "$ONLY"; echo "region $ONLY stopped (data kept in $DIR)"; else stop_all; echo "supercluster stopped (data kept in $DIR)"; fi ;;
   *) echo "usage: $0 start|stop|status [--dir DIR] [--base-port P] [--sync always] [--timeout SECONDS] [--region a|b|c]" >&2; exit 2 ;;
 esac

@@ -2,14 +2,16 @@
 // the same file scripts/nats-cluster.sh and deploy/compose.yaml use. Route ports must be known before any node
 // starts, so ports are picked at run time by binding port 0 and releasing; a start that loses a port race is
 // retried with fresh ports. Readiness is polled: every node healthy and agreeing on one JetStream meta leader.
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { NATS_SERVER_BIN } from "./nats-server.js";
+import { getJson, healthy, natsProcess, pickFreePorts, startWithPortRetry, type NatsProcess } from "./nats-node.js";
 import { waitFor } from "./wait.js";
 import { PACKAGE_ROOT } from "../src/config/config.js";
+
+// Importers of this module (tests, loadtest/chaos) take these from here.
+export { getJson, pickFreePorts } from "./nats-node.js";
 
 export const NATS_CLUSTER_CONF = resolve(PACKAGE_ROOT, "deploy/nats/cluster/node.conf");
 
@@ -51,54 +53,8 @@ type Jsz = { meta_cluster?: { leader?: string; cluster_size?: number } };
 
 const SIZE = 3;
 
-/** Reserves `count` distinct free TCP ports on 127.0.0.1 (held together, then released). */
-export async function pickFreePorts(count: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from(
-      { length: count },
-      () =>
-        new Promise<import("node:net").Server>((res, rej) => {
-          const s = createServer();
-          s.once("error", rej);
-          s.listen(0, "127.0.0.1", () => res(s));
-        }),
-    ),
-  );
-  const ports = servers.map((s) => (s.address() as import("node:net").AddressInfo).port);
-  await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
-  return ports;
-}
-
-/** GET a monitoring endpoint as JSON; undefined when the node does not answer (2 s). */
-export async function getJson<T>(url: string): Promise<T | undefined> {
-  try {
-    const r = await fetch(url, { signal: AbortSignal.timeout(2_000) });
-    return r.ok ? ((await r.json()) as T) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-async function healthy(monitorPort: number): Promise<boolean> {
-  try {
-    const r = await fetch(`http://127.0.0.1:${monitorPort}/healthz`, { signal: AbortSignal.timeout(2_000) });
-    return r.ok;
-  } catch {
-    return false;
-  }
-}
-
 export async function startNatsCluster(opts: NatsClusterOptions = {}): Promise<NatsCluster> {
-  let lastErr: unknown;
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      return await tryStart(opts);
-    } catch (e) {
-      lastErr = e;
-      if (!(e instanceof Error && /address already in use/i.test(e.message))) throw e;
-    }
-  }
-  throw lastErr;
+  return startWithPortRetry(() => tryStart(opts));
 }
 
 async function tryStart(opts: NatsClusterOptions): Promise<NatsCluster> {
@@ -107,7 +63,7 @@ async function tryStart(opts: NatsClusterOptions): Promise<NatsCluster> {
   const ports = await pickFreePorts(SIZE * 3);
   const routes = Array.from({ length: SIZE }, (_, i) => `nats://127.0.0.1:${ports[SIZE + i]}`);
   const nodes: NatsClusterNode[] = [];
-  const launchers: Array<{ launch(): void; exitedError(): Error }> = [];
+  const procs: NatsProcess[] = [];
 
   for (let i = 0; i < SIZE; i++) {
     const name = `n${i + 1}`;
@@ -128,25 +84,7 @@ async function tryStart(opts: NatsClusterOptions): Promise<NatsCluster> {
       NATS_STORE_DIR: storeDir,
       NATS_SYNC_INTERVAL: opts.sync === "always" ? "always" : "120s",
     };
-    let child!: ChildProcess;
-    let stderr = "";
-    const running = () => child !== undefined && child.exitCode === null && child.signalCode === null;
-    const launch = () => {
-      stderr = "";
-      child = spawn(NATS_SERVER_BIN, ["-c", NATS_CLUSTER_CONF], { env, stdio: ["ignore", "ignore", "pipe"] });
-      child.stderr?.on("data", (d: Buffer) => {
-        stderr = (stderr + d.toString()).slice(-4000);
-      });
-    };
-    const exitedError = () => new Error(`nats-server ${name} exited ${child.exitCode ?? child.signalCode}: ${stderr}`);
-    const stopWith = async (signal: NodeJS.Signals): Promise<void> => {
-      if (!running()) return;
-      const exited = new Promise<void>((r) => child.once("exit", () => r()));
-      child.kill(signal);
-      const t = setTimeout(() => child.kill("SIGKILL"), 5_000);
-      await exited;
-      clearTimeout(t);
-    };
+    const proc = natsProcess(name, NATS_CLUSTER_CONF, env);
     const node: NatsClusterNode = {
       name,
       port,
@@ -155,19 +93,19 @@ async function tryStart(opts: NatsClusterOptions): Promise<NatsCluster> {
       storeDir,
       url: `nats://127.0.0.1:${port}`,
       get process() {
-        return child;
+        return proc.child!;
       },
       get running() {
-        return running();
+        return proc.running;
       },
-      kill: () => stopWith("SIGKILL"),
-      stop: () => stopWith("SIGTERM"),
+      kill: () => proc.stop("SIGKILL"),
+      stop: () => proc.stop("SIGTERM"),
       restart: async () => {
-        if (running()) throw new Error(`${name} is still running`);
-        launch();
+        if (proc.running) throw new Error(`${name} is still running`);
+        proc.launch();
         await waitFor(
           async () => {
-            if (!running()) throw exitedError();
+            if (!proc.running) throw proc.exitedError();
             if (!(await healthy(monitorPort))) return undefined;
             const jsz = await getJson<Jsz>(`http://127.0.0.1:${monitorPort}/jsz`);
             return jsz?.meta_cluster?.leader ? true : undefined;
@@ -177,7 +115,7 @@ async function tryStart(opts: NatsClusterOptions): Promise<NatsCluster> {
       },
     };
     nodes.push(node);
-    launchers.push({ launch, exitedError });
+    procs.push(proc);
   }
 
   const cluster: NatsCluster = {
@@ -200,11 +138,11 @@ async function tryStart(opts: NatsClusterOptions): Promise<NatsCluster> {
   };
 
   try {
-    for (const l of launchers) l.launch();
+    for (const p of procs) p.launch();
     await waitFor(
       async () => {
         nodes.forEach((n, i) => {
-          if (!n.running) throw launchers[i]!.exitedError();
+          if (!n.running) throw procs[i]!.exitedError();
         });
         const ok = await Promise.all(nodes.map((n) => healthy(n.monitorPort)));
         return ok.every(Boolean) || undefined;

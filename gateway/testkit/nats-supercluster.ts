@@ -5,12 +5,10 @@
 // links into one region. Ports are picked at run time (bind 0, release); a start that loses a port race is
 // retried with fresh ports. Ready when every region is healthy, has its two outbound gateways, and all agree
 // on one JetStream meta leader.
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { NATS_SERVER_BIN } from "./nats-server.js";
-import { getJson, pickFreePorts } from "./nats-cluster.js";
+import { getJson, healthy, natsProcess, pickFreePorts, startWithPortRetry } from "./nats-node.js";
 import { startTcpProxy, type TcpProxy } from "./tcp-proxy.js";
 import { waitFor } from "./wait.js";
 import { PACKAGE_ROOT } from "../src/config/config.js";
@@ -56,14 +54,6 @@ export type Supercluster = {
 type Jsz = { meta_cluster?: { leader?: string } };
 type Gatewayz = { outbound_gateways?: Record<string, unknown>; inbound_gateways?: Record<string, unknown> };
 
-async function healthy(monitorPort: number): Promise<boolean> {
-  try {
-    return (await fetch(`http://127.0.0.1:${monitorPort}/healthz`, { signal: AbortSignal.timeout(2_000) })).ok;
-  } catch {
-    return false;
-  }
-}
-
 /** The region's meta leader when it is healthy and has an outbound gateway to each of the `peers` running regions. */
 async function joined(monitorPort: number, peers: number): Promise<string | undefined> {
   if (!(await healthy(monitorPort))) return undefined;
@@ -73,16 +63,7 @@ async function joined(monitorPort: number, peers: number): Promise<string | unde
 }
 
 export async function startSupercluster(opts: SuperclusterOptions = {}): Promise<Supercluster> {
-  let lastErr: unknown;
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      return await tryStart(opts);
-    } catch (e) {
-      lastErr = e;
-      if (!(e instanceof Error && /address already in use/i.test(e.message))) throw e;
-    }
-  }
-  throw lastErr;
+  return startWithPortRetry(() => tryStart(opts));
 }
 
 async function tryStart(opts: SuperclusterOptions): Promise<Supercluster> {
@@ -119,26 +100,7 @@ async function tryStart(opts: SuperclusterOptions): Promise<Supercluster> {
       env[`NATS_GW_${j + 1}_NAME`] = r;
       env[`NATS_GW_${j + 1}_URL`] = `nats://127.0.0.1:${proxies[j]!.port}`;
     }
-    let child: ChildProcess | undefined;
-    let stderr = "";
-    const running = () => child !== undefined && child.exitCode === null && child.signalCode === null;
-    const launch = () => {
-      stderr = "";
-      child = spawn(NATS_SERVER_BIN, ["-c", NATS_REGION_CONF], { env, stdio: ["ignore", "ignore", "pipe"] });
-      child.stderr?.on("data", (d: Buffer) => {
-        stderr = (stderr + d.toString()).slice(-4000);
-      });
-    };
-    const exited = () => new Error(`nats-server of region ${region} exited ${child?.exitCode ?? child?.signalCode}: ${stderr}`);
-    const stopWith = async (signal: NodeJS.Signals): Promise<void> => {
-      const c = child;
-      if (!c || !running()) return;
-      const gone = new Promise<void>((r) => c.once("exit", () => r()));
-      c.kill(signal);
-      const t = setTimeout(() => c.kill("SIGKILL"), 5_000);
-      await gone;
-      clearTimeout(t);
-    };
+    const proc = natsProcess(`of region ${region}`, NATS_REGION_CONF, env);
     const node: RegionNode = {
       region,
       port,
@@ -147,17 +109,17 @@ async function tryStart(opts: SuperclusterOptions): Promise<Supercluster> {
       url: `nats://127.0.0.1:${port}`,
       links: proxies[i]!,
       get running() {
-        return running();
+        return proc.running;
       },
-      kill: () => stopWith("SIGKILL"),
-      stop: () => stopWith("SIGTERM"),
+      kill: () => proc.stop("SIGKILL"),
+      stop: () => proc.stop("SIGTERM"),
       restart: async () => {
-        if (running()) throw new Error(`region ${region} is still running`);
-        launch();
+        if (proc.running) throw new Error(`region ${region} is still running`);
+        proc.launch();
         const peers = all.filter((o) => o !== node && o.running).length;
         await waitFor(
           async () => {
-            if (!running()) throw exited();
+            if (!proc.running) throw proc.exitedError();
             return joined(monitorPort, peers);
           },
           { timeoutMs: readyTimeoutMs, what: `region ${region} joined again after its restart` },
@@ -167,8 +129,8 @@ async function tryStart(opts: SuperclusterOptions): Promise<Supercluster> {
     nodes[region] = node;
     all.push(node);
     launchers.push(() => {
-      launch();
-      if (!running()) throw exited();
+      proc.launch();
+      if (!proc.running) throw proc.exitedError();
     });
   }
 

@@ -14,6 +14,13 @@
  * live message: those are read from the stream. When it overflows while the machine waits for the socket to
  * drain, the client is what holds it up: the hand-off fails with `slowError()` (a temporary error: the
  * client resumes from `lastSent`), as it does when the driver's deadline passes (`expire`).
+ *
+ * The client's position can be past the feed's: it resumed at a seq the stream holds but the feed has not
+ * fanned out yet (the feed lags the stream: messages in flight, or a region's mirror republishing a backlog).
+ * Joining then would have the topic send it every message the feed still fans out up to its position, each a
+ * second time. So the machine reads pages of (feed position, `lastSent`] to learn the newest stored message
+ * there the feed owes (it writes none of them: the client has them), and the socket joins only once the feed
+ * has passed it; live messages after `lastSent` are held meanwhile, so none is skipped either.
  */
 export type HandoffItem<F> = { readonly seq: number; readonly frame: F };
 
@@ -54,7 +61,19 @@ export type HandoffOptions<F> = {
   slowError?: () => unknown;
 };
 
-export type HandoffState = "idle" | "fetching" | "writing" | "draining" | "joined" | "suspended" | "failed" | "cancelled";
+export type HandoffState =
+  | "idle"
+  | "fetching"
+  | "writing"
+  | "draining"
+  /** Reading pages of (feed position, lastSent]: the feed lags the client's position. */
+  | "probing"
+  /** Waiting for the feed to pass the newest stored message at or below lastSent before joining. */
+  | "trailing"
+  | "joined"
+  | "suspended"
+  | "failed"
+  | "cancelled";
 
 export class Handoff<F> {
   private st: HandoffState = "idle";
@@ -67,6 +86,10 @@ export class Handoff<F> {
   private awaiting = 0;
   /** The feed's position: the target, or the newest live message seen. Pages are written up to it only. */
   private feedPos: number;
+  /** The pages of (feed position at the start, lastSent] read so far cover up to here. */
+  private probed: number;
+  /** The newest stored message at or below lastSent found there: the feed must pass it before the join. */
+  private owed = 0;
   /** Pages read and times the socket made the machine wait; for the debug line. */
   pages = 0;
   throttles = 0;
@@ -84,6 +107,7 @@ export class Handoff<F> {
   ) {
     this.covered = lastSent_;
     this.feedPos = target_;
+    this.probed = target_;
   }
 
   get state(): HandoffState {
@@ -118,6 +142,11 @@ export class Handoff<F> {
   /** A live message of the feed, in feed order. */
   live(seq: number, frame: F): void {
     if (this.done) return;
+    this.take(seq, frame);
+    if (this.st === "trailing" && this.feedPos >= this.owed) this.next();
+  }
+
+  private take(seq: number, frame: F): void {
     if (seq > this.feedPos) this.feedPos = seq;
     if (seq <= this.lastSent_) return;
     const size = this.opts.sizeOf?.(frame) ?? 0;
@@ -143,16 +172,17 @@ export class Handoff<F> {
 
   /** The page asked for with `fetch(from)`. */
   page(from: number, p: HandoffPage<F>): void {
-    if (this.st !== "fetching" || from !== this.awaiting) return;
+    if ((this.st !== "fetching" && this.st !== "probing") || from !== this.awaiting) return;
     if (p.from > from || p.coverEnd < from) return this.fail(new Error(`page [${p.from}, ${p.coverEnd}] does not hold ${from}`));
     this.pages++;
+    if (this.st === "probing") return this.probe(p);
     this.page_ = p;
     this.pos = firstAfter(p.items, this.lastSent_);
     this.pump(p);
   }
 
   fetchFailed(from: number, error: unknown): void {
-    if (this.st !== "fetching" || from !== this.awaiting) return;
+    if ((this.st !== "fetching" && this.st !== "probing") || from !== this.awaiting) return;
     this.fail(error);
   }
 
@@ -198,12 +228,36 @@ export class Handoff<F> {
     this.next();
   }
 
-  /** Joins when the pages cover the target, else asks for the next page. */
+  /** Joins when the pages cover the target and the feed has passed the client's position, else asks for the next page. */
   private next(): void {
-    if (this.covered >= this.target_) return this.join();
-    this.st = "fetching";
-    this.awaiting = this.covered + 1;
-    this.port.fetch(this.awaiting, this.target_);
+    if (this.covered < this.target_) {
+      this.st = "fetching";
+      this.awaiting = this.covered + 1;
+      this.port.fetch(this.awaiting, this.target_);
+      return;
+    }
+    if (this.feedPos < this.lastSent_) return this.trail();
+    this.join();
+  }
+
+  /** The feed is behind the client's position (see the class comment): learn what it owes up to there, then wait for it. */
+  private trail(): void {
+    if (this.probed < this.lastSent_) {
+      this.st = "probing";
+      this.awaiting = this.probed + 1;
+      this.port.fetch(this.awaiting, this.lastSent_);
+      return;
+    }
+    if (this.feedPos >= this.owed) return this.join();
+    this.st = "trailing";
+  }
+
+  /** A page of (feed position, lastSent]: nothing of it is written (the client has it); its newest message there is owed. */
+  private probe(p: HandoffPage<F>): void {
+    const owed = p.items[firstAfter(p.items, this.lastSent_) - 1]?.seq;
+    if (owed !== undefined && owed > this.owed) this.owed = owed;
+    this.probed = p.coverEnd;
+    this.next();
   }
 
   private wait(): void {

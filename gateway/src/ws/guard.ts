@@ -213,7 +213,7 @@ export class ConnectionGuard {
     s.identity = { ...s.identity, principal: p };
     this.armExpiry(ws);
     // A subscription a subscription token granted stands on that token, not on the connection's claims.
-    const revoked = [...s.subs.values()].filter((sub) => sub.tokenExp === undefined && !this.access.permits(p, { right: "sub", channel: sub.pattern }));
+    const revoked = [...s.subs.values()].filter((sub) => sub.expiry?.source !== "token" && !this.access.permits(p, { right: "sub", channel: sub.pattern }));
     return { ok: true, exp: p.exp, revoked: revoked.map((sub) => sub.pattern) };
   }
 

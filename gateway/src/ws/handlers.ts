@@ -20,10 +20,10 @@ import type { PublishedBy } from "../publish/service.js";
 import { publishedBy } from "../auth/access.js";
 import type { HandlerContext } from "./context.js";
 import { authorized, replyRefusal } from "./authorized.js";
-import { armSubExpiry } from "./sub-expiry.js";
+import { setSubExpiry } from "./sub-expiry.js";
 import type { SubscribeGrant } from "../auth/hooks.js";
 import { refreshSession } from "./refresh.js";
-import { armSubscriptionExpiry, refreshSubscription } from "./sub-token.js";
+import { refreshSubscription } from "./sub-token.js";
 import type { ReadGrant } from "../auth/access.js";
 import { enterPresence, presenceRequest } from "./presence.js";
 import { callRpc } from "./rpc.js";
@@ -103,7 +103,7 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
     return replyErr(ctx, ws, f.id, ErrorCode.UnsupportedByBroker, `the ${ctx.broker.kind} broker keeps no history: start positions need JetStream`);
 
   const sub = ctx.subs.begin(ws, f.channel, f.delta === "fossil");
-  if (allowed.token) armSubscriptionExpiry(ctx, ws, sub, allowed.token);
+  if (allowed.token) setSubExpiry(ctx, ws, sub, "token", allowed.token.exp);
   let feed;
   try {
     feed = await ctx.hub.acquire(f.channel);
@@ -140,7 +140,7 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
 /** Arms the subscription's expiry the subscribe hook gave; the `data` it gave for the `ok`, as its field. */
 function granted(ctx: HandlerContext, ws: Socket, sub: SubState, grant: SubscribeGrant | undefined): { data?: unknown } {
   if (grant === undefined) return {};
-  if (grant.exp !== undefined) armSubExpiry(ctx, ws, sub, grant.exp);
+  if (grant.exp !== undefined) setSubExpiry(ctx, ws, sub, "hook", grant.exp);
   return grant.data !== undefined ? { data: grant.data } : {};
 }
 
@@ -201,7 +201,7 @@ async function subscribeDurable(ctx: HandlerContext, ws: Socket, f: SubFrame, gr
   if (f.ack === false) return replyErr(ctx, ws, f.id, ErrorCode.BadRequest, "durable subscriptions are acknowledged: ack must be true");
   if (f.from !== undefined) return replyErr(ctx, ws, f.id, ErrorCode.BadRequest, "from is not accepted with durable: a durable resumes where its consumer is");
   const sub = ctx.subs.begin(ws, f.channel);
-  if (grant.token) armSubscriptionExpiry(ctx, ws, sub, grant.token);
+  if (grant.token) setSubExpiry(ctx, ws, sub, "token", grant.token.exp);
   const durable = new DurableSub(
     fanoutSocket(ws),
     { user: s.user, durable: f.durable, pattern: f.channel, maxInflight: f.maxInflight ?? ctx.config.durable.maxInflight },

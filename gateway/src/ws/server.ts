@@ -1,13 +1,12 @@
 import { CloseCode, ErrorCode } from "../protocol/codes.js";
 import type { TemplatedApp, us_listen_socket } from "../uws.js";
 import { loadUws } from "../uws.js";
-import { BackpressureMonitor } from "./backpressure.js";
+import type { BackpressureMonitor } from "./backpressure.js";
 import { handleFrame, releaseSession, replyErr, type HandlerContext } from "./handlers.js";
 import type { Session, Socket } from "./session.js";
-import { Subscriptions } from "./subscriptions.js";
+import { socketContext, type DoorDeps } from "./socket-context.js";
 import { startAutoSubscriptions } from "./auto-subs.js";
 import { clientIdOf, endSocket, sendFrame } from "./session.js";
-import { WarnEvery } from "../util/warn-every.js";
 
 /** One connection as the control plane lists it (`GET /v1/server/users/{user}`). */
 export type ConnectionInfo = {
@@ -41,21 +40,10 @@ export class WsEndpoint {
   /** `extraApps`: more listeners with the same behavior (the TLS app); the hub must publish to all of them. */
   constructor(
     private readonly app: TemplatedApp,
-    deps: Omit<HandlerContext, "subs" | "failures">,
+    deps: DoorDeps,
     private readonly extraApps: TemplatedApp[] = [],
   ) {
-    const lifecycle = { resume: deps.resume, connected: () => deps.broker.isConnected(), log: deps.log };
-    const subs = new Subscriptions({
-      lifecycle,
-      hub: deps.hub,
-      backpressure: deps.config.backpressure,
-      metrics: deps.metrics,
-      log: deps.log,
-      onSlow: (ws) => this.backpressure.closeSlow(ws),
-      events: deps.events,
-    });
-    this.ctx = { ...deps, subs, failures: new WarnEvery(deps.log, 60_000, "op", "error") };
-    this.backpressure = new BackpressureMonitor(this.sockets, subs, deps.config.backpressure, deps.log);
+    ({ ctx: this.ctx, backpressure: this.backpressure } = socketContext(this.sockets, deps));
     this.register();
   }
 

@@ -7,6 +7,7 @@ import type { FrameLimiter } from "../limits/frame-rate.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { ErrorCode } from "../protocol/codes.js";
 import type { Id } from "../protocol/frames.js";
+import type { SubExpiry } from "./sub-expiry-rule.js";
 import type { Codec } from "../protocol/codec.js";
 import { socketTopic } from "../fanout/topics.js";
 import { JSON_CODEC } from "../protocol/codecs.js";
@@ -36,12 +37,11 @@ export type SubState = {
   covered: number;
   /** Runs once when the subscription ends (leaving the channel's presence). */
   onEnd?: () => void;
-  /** Ends it (or asks the sub_refresh hook) at the expiry the subscribe hook gave; cleared when it ends. */
-  expiryTimer?: NodeJS.Timeout;
-  /** A subscription token granted it: its `exp` (unix seconds), moved by `sub_refresh` (ws/sub-token.ts). */
-  tokenExp?: number;
-  /** Ends it at `tokenExp` (plus the clock tolerance). */
-  tokenTimer?: NodeJS.Timeout;
+  /**
+   * Its one end, set by the subscription token that granted it or by the subscribe hook, and the one timer
+   * acting on it (ws/sub-expiry.ts owns both); cleared when it ends. None: it runs until unsubscribed.
+   */
+  expiry?: SubExpiry;
 };
 
 /** Per-socket state (uWS user data). */

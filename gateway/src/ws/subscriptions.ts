@@ -139,8 +139,7 @@ export class Subscriptions {
   /** Ends one subscription (unsub, failure or socket close); idempotent. The socket may be closed. */
   end(ws: Socket, sub: SubState): void {
     if (sub.life.end() === undefined) return;
-    clearTimeout(sub.expiryTimer);
-    clearTimeout(sub.tokenTimer);
+    clearTimeout(sub.expiry?.timer);
     const onEnd = sub.onEnd;
     sub.onEnd = undefined;
     onEnd?.();

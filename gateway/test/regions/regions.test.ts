@@ -155,6 +155,51 @@ describe("regions — moving between regions", () => {
   });
 });
 
+describe("regions — a resume ahead of the region's live feed", () => {
+  const MIRROR_C = `${STREAM}-c`;
+  // Region c's gateway for this block only. Its primary makes c's mirror and, checking it once an hour and only
+  // reporting, leaves it as the test sets it: without its republish, what the mirror copies is stored in c but
+  // reaches no live feed there, so c's feed is behind what c's reads answer, for certain, as long as the test wants.
+  let gc: GatewayHandle | undefined;
+  beforeAll(async () => {
+    gc = await regionGateway("c", ["--stream-check-interval", "1h", "--stream-repair", "report"]);
+  }, 120_000);
+  afterAll(async () => {
+    await gc?.stop();
+    // Region c holds no mirror outside this block (the layout test says so).
+    const { jsm } = await nats("c");
+    await jsm.streams.delete(MIRROR_C).catch(() => undefined);
+  }, 60_000);
+
+  it("regions — a client resuming at a seq c's mirror holds but c's live feed has not fanned out yet gets only what follows it, once", async () => {
+    const g = gc as GatewayHandle;
+    const ch = uniq("ahead.");
+    const live = await socket(g);
+    await live.sub(ch);
+    const ca = await socket(gw.a);
+    const okA = await ca.sub(ch, { from: "all" });
+    for (let i = 1; i <= 3; i++) await publish(gw.a, ch, { i });
+    await live.waitForMsgs(3);
+    const { jsm } = await nats("c");
+    const config = (await jsm.streams.info(MIRROR_C)).config;
+    await jsm.streams.update(MIRROR_C, { ...config, republish: undefined });
+    let last = 0;
+    for (let i = 4; i <= 20; i++) last = await publish(gw.a, ch, { i });
+    await waitFor(async () => ((await jsm.streams.info(MIRROR_C)).state.last_seq >= last ? true : undefined), { timeoutMs: 10_000, what: "c's mirror at seq" });
+    expect(live.msgs.length).toBe(3); // c's feed has not fanned out 4..20
+    // Accepted at once (c's mirror holds the position), while c's feed is at 3.
+    const ahead = await socket(g);
+    await ahead.sub(ch, { from: { seq: last + 1, epoch: okA.epoch } });
+    // The republish back: the next message shows c's feed its gap, which it repairs from the mirror (4..20).
+    await jsm.streams.update(MIRROR_C, config);
+    for (let i = 21; i <= 25; i++) await publish(gw.a, ch, { i });
+    await live.waitForMsgs(25);
+    await ahead.waitForMsgs(5);
+    expect(values(live.msgs)).toEqual(Array.from({ length: 25 }, (_, i) => i + 1));
+    expect(values(ahead.msgs)).toEqual([21, 22, 23, 24, 25]);
+  }, 60_000);
+});
+
 describe("regions — a mirror behind the home region", () => {
   it("regions — resumes in b ahead of b's lagging mirror wait for it: every message once, in order, none skipped", async () => {
     const ch = uniq("lag.");

@@ -332,6 +332,150 @@ describe("handoff — pure state machine", () => {
   });
 });
 
+/** A machine whose feed lags the stream: it has fanned out up to `feedAt`, the client has everything up to `lastSent`. */
+function lagging(stream: MemoryStream, lastSent: number, feedAt: number, holdLimit = 100) {
+  const sock = new FakeSocket();
+  const h = new Handoff<string>(sock, lastSent, feedAt, holdLimit);
+  sock.h = h;
+  /** The feed fans out `seq`: through the topic once the socket joined it, else to the machine. */
+  const fanOut = (seq: number) => (sock.joined ? sock.out.push(`m${seq}`) : h.live(seq, `m${seq}`));
+  return { sock, h, fanOut };
+}
+
+describe("handoff — a client resumed past the feed's position (the feed lags the stream)", () => {
+  it("handoff — the feed's messages at or below the client's position are never sent: it joins once the feed passed them", () => {
+    const s = new MemoryStream();
+    for (let i = 0; i < 10; i++) s.append();
+    const { sock, h, fanOut } = lagging(s, 10, 6);
+    h.start();
+    expect(sock.fetches).toEqual([{ from: 7, target: 10 }]);
+    answer(s, sock, h, 100);
+    expect(h.state).toBe("trailing");
+    for (const seq of [7, 8, 9]) fanOut(seq);
+    expect(sock.joined).toBe(false);
+    fanOut(10);
+    expect(sock.ended).toMatchObject({ type: "joined", lastSent: 10, covered: 10, held: [] });
+    for (let i = 0; i < 3; i++) fanOut(s.append());
+    expect(sock.seqs()).toEqual([11, 12, 13]);
+  });
+
+  it("handoff — nothing of the pattern stored between the feed and the position: joins after one page, before any live message", () => {
+    const s = new MemoryStream();
+    for (let i = 0; i < 6; i++) s.append();
+    for (let i = 0; i < 4; i++) s.append(false);
+    const { sock, h } = lagging(s, 10, 6);
+    h.start();
+    answer(s, sock, h, 100);
+    expect(sock.ended).toMatchObject({ type: "joined", lastSent: 10 });
+    expect(sock.out).toEqual([]);
+  });
+
+  it("handoff — the feed owes only some seqs up to the position (other channels between): it waits for the newest of them", () => {
+    const s = new MemoryStream();
+    for (let i = 0; i < 6; i++) s.append();
+    s.append(false);
+    s.append(); // 8: the newest the feed owes
+    s.append(false);
+    s.append(false);
+    const { sock, h, fanOut } = lagging(s, 10, 6);
+    h.start();
+    answer(s, sock, h, 100);
+    expect(h.state).toBe("trailing");
+    const next = s.append();
+    fanOut(8);
+    expect(sock.ended).toMatchObject({ type: "joined", lastSent: 10 });
+    fanOut(next);
+    expect(sock.seqs()).toEqual([next]);
+  });
+
+  it("handoff — live messages after the position arrive while the pages are read: held and written at the join, none skipped", () => {
+    const s = new MemoryStream();
+    for (let i = 0; i < 10; i++) s.append();
+    const { sock, h, fanOut } = lagging(s, 10, 6);
+    h.start();
+    for (const seq of [7, 8, 9, 10]) fanOut(seq);
+    const a = s.append();
+    const b = s.append();
+    fanOut(a);
+    fanOut(b);
+    answer(s, sock, h, 100);
+    expect(sock.ended).toMatchObject({ type: "joined", lastSent: b, covered: 10, held: [a, b] });
+    expect(sock.seqs()).toEqual([a, b]);
+  });
+
+  it("handoff — the hold overflows while the pages up to the position are read: those after it are read from the stream, none skipped", () => {
+    const s = new MemoryStream();
+    for (let i = 0; i < 10; i++) s.append();
+    const { sock, h, fanOut } = lagging(s, 10, 6, 0);
+    h.start();
+    for (const seq of [7, 8, 9, 10]) fanOut(seq);
+    const a = s.append();
+    fanOut(a); // over a hold of 0: dropped, the target moves to it
+    expect(h.target).toBe(a);
+    answer(s, sock, h, 100);
+    expect(sock.fetches).toEqual([{ from: 11, target: a }]);
+    answer(s, sock, h, 100);
+    expect(sock.ended).toMatchObject({ type: "joined", lastSent: a });
+    fanOut(s.append());
+    expect(sock.seqs()).toEqual([11, 12]);
+  });
+
+  it("handoff — a failed page of the probe ends it as failed at the position", () => {
+    const s = new MemoryStream();
+    for (let i = 0; i < 10; i++) s.append();
+    const { sock, h } = lagging(s, 10, 6);
+    h.start();
+    const f = sock.fetches.shift()!;
+    h.fetchFailed(f.from, new Error("down"));
+    expect(sock.ended).toMatchObject({ type: "failed", lastSent: 10 });
+  });
+
+  it("handoff — any position, any lag of the feed, any interleaving: every message after the position once, in order", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom("store", "other", "live", "page", "drain"), { maxLength: 60 }),
+        fc.integer({ min: 1, max: 6 }),
+        fc.array(fc.boolean(), { minLength: 1, maxLength: 20 }),
+        fc.nat(),
+        fc.nat(),
+        fc.integer({ min: 0, max: 6 }),
+        (ops, size, initial, at, lag, holdLimit) => {
+          const s = new MemoryStream();
+          for (const m of initial) s.append(m);
+          const lastSent = at % (s.last + 1);
+          let delivered = s.last - (lag % (s.last + 1)); // the feed has fanned out up to here
+          const { sock, h } = lagging(s, lastSent, delivered, holdLimit);
+          sock.capacity = 3;
+          h.start();
+          const feedLive = (upTo: number) => {
+            for (const seq of s.seqs.filter((x) => x > delivered && x <= upTo)) {
+              if (sock.joined) sock.out.push(`m${seq}`);
+              else h.live(seq, `m${seq}`);
+            }
+            delivered = Math.max(delivered, upTo);
+          };
+          for (const op of ops) {
+            if (op === "store") s.append();
+            else if (op === "other") s.append(false);
+            else if (op === "live") feedLive(Math.min(s.last, delivered + 2));
+            else if (op === "page" && sock.fetches.length > 0) answer(s, sock, h, size);
+            else if (op === "drain" && sock.drainWaiting) sock.drain(3);
+          }
+          for (let i = 0; i < 1_000 && !h.done; i++) {
+            if (sock.fetches.length > 0) answer(s, sock, h, size);
+            else if (sock.drainWaiting) sock.drain(3);
+            else feedLive(Math.min(s.last, delivered + 1));
+          }
+          expect(h.state).toBe("joined");
+          feedLive(s.last);
+          expect(sock.seqs()).toEqual(s.seqs.filter((x) => x > lastSent));
+        },
+      ),
+      { numRuns: 1_000 },
+    );
+  });
+});
+
 describe("live sequencer — gaps and duplicates per subject", () => {
   it("live sequencer — in order delivers; a missed predecessor is a gap from the last delivered + 1; repeats are old", () => {
     const q = new SubjectSequencer(10);

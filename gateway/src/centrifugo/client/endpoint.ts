@@ -6,12 +6,11 @@ import { Disconnect } from "../../protocol/centrifuge/codes.js";
 import { writeUwsError } from "../../protocol/http-reply.js";
 import type { TemplatedApp } from "../../uws.js";
 import { loadUws } from "../../uws.js";
-import { BackpressureMonitor } from "../../ws/backpressure.js";
+import type { BackpressureMonitor } from "../../ws/backpressure.js";
 import { releaseSession, type HandlerContext } from "../../ws/handlers.js";
 import { hardPayloadCap } from "../../ws/server.js";
 import { endSocket, newClientId, newSession, type Session, type Socket } from "../../ws/session.js";
-import { Subscriptions } from "../../ws/subscriptions.js";
-import { WarnEvery } from "../../util/warn-every.js";
+import { socketContext, type DoorDeps } from "../../ws/socket-context.js";
 import type { ServerApiDeps } from "../context.js";
 import { Door, type DoorSettings } from "./dispatch.js";
 
@@ -35,22 +34,11 @@ export class CentrifugeEndpoint {
 
   constructor(
     private readonly apps: readonly TemplatedApp[],
-    deps: Omit<HandlerContext, "subs" | "failures">,
+    deps: DoorDeps,
     reads: ServerApiDeps,
     private readonly settings: DoorSettings,
   ) {
-    const lifecycle = { resume: deps.resume, connected: () => deps.broker.isConnected(), log: deps.log };
-    const subs = new Subscriptions({
-      lifecycle,
-      hub: deps.hub,
-      backpressure: deps.config.backpressure,
-      metrics: deps.metrics,
-      log: deps.log,
-      onSlow: (ws) => this.backpressure.closeSlow(ws),
-      events: deps.events,
-    });
-    this.ctx = { ...deps, subs, failures: new WarnEvery(deps.log, 60_000, "op", "error") };
-    this.backpressure = new BackpressureMonitor(this.sockets, subs, deps.config.backpressure, deps.log);
+    ({ ctx: this.ctx, backpressure: this.backpressure } = socketContext(this.sockets, deps));
     this.door = new Door(this.ctx, reads, settings);
     this.register();
   }
