@@ -18,6 +18,10 @@ export type SubscribeCommand = {
   recoverable: boolean;
   /** It wants join and leave pushes of the channel. */
   joinLeave: boolean;
+  /** A subscription token for the channel (AUTH.md "Subscription tokens"). */
+  token?: string;
+  /** It asks for Fossil deltas (`delta: "fossil"`). */
+  delta: boolean;
 };
 
 export type Command =
@@ -31,7 +35,7 @@ export type Command =
   /** history, presence, presence_stats: their params as the server API reads them (centrifugo/reads.ts). */
   | { method: "history" | "presence" | "presence_stats"; id: number; params: Record<string, unknown> }
   | { method: "send"; data: unknown }
-  | { method: "sub_refresh"; id: number };
+  | { method: "sub_refresh"; id: number; channel: string; token: string };
 
 /** A command that cannot be read: answered with its id when it has one, else the connection is closed. */
 export type BadCommand = { bad: string; id?: number };
@@ -89,8 +93,12 @@ function readBody(method: Exclude<(typeof METHODS)[number], "send">, id: number,
     case "presence":
     case "presence_stats":
       return { method, id, params: b };
-    case "sub_refresh":
-      return { method, id };
+    case "sub_refresh": {
+      const channel = channelOf(b, method);
+      if (typeof channel !== "string") return { ...channel, id };
+      if (typeof b.token !== "string" || b.token.length === 0) return { bad: "sub_refresh.token must be a non-empty string", id };
+      return { method, id, channel, token: b.token };
+    }
   }
 }
 
@@ -107,6 +115,9 @@ function readSubscribe(id: number, b: Record<string, unknown>): Command | BadCom
   if (!Number.isSafeInteger(offset) || (offset as number) < 0) return { bad: "subscribe.offset must be an integer >= 0", id };
   const epoch = b.epoch ?? "";
   if (typeof epoch !== "string" || epoch.length > 64) return { bad: "subscribe.epoch must be a string of at most 64 characters", id };
+  if (b.token !== undefined && typeof b.token !== "string") return { bad: "subscribe.token must be a string", id };
+  const delta = b.delta ?? "";
+  if (delta !== "" && delta !== "fossil") return { bad: 'subscribe.delta must be "fossil"', id };
   return {
     method: "subscribe",
     id,
@@ -117,5 +128,7 @@ function readSubscribe(id: number, b: Record<string, unknown>): Command | BadCom
     positioned: flag(b.positioned),
     recoverable: flag(b.recoverable),
     joinLeave: flag(b.join_leave),
+    ...(typeof b.token === "string" && b.token !== "" ? { token: b.token } : {}),
+    delta: delta === "fossil",
   };
 }

@@ -164,8 +164,11 @@ export class Door {
       case "send":
         // Centrifugo answers an asynchronous message it has no handler for the same way.
         return endSocket(ws, Disconnect.NotAvailable, "not available: send has no handler here");
-      case "sub_refresh":
-        return this.replyError(ws, c.id, ClientError.NotAvailable, "subscription tokens are not available on this door");
+      case "sub_refresh": {
+        const channel = this.channel(ws, c.id, c.channel);
+        if (channel === undefined) return;
+        return this.native(ws, { kind: "sub_refresh", id: c.id }, { op: "sub_refresh", channel, token: c.token }, false);
+      }
     }
   }
 
@@ -251,6 +254,7 @@ export class Door {
       ...(plan.from ? { from: plan.from } : {}),
       ...(presence ? { presence } : {}),
       ...(presence && info !== undefined && fitsPresence(info) ? { info } : {}),
+      ...(c.token !== undefined ? { token: c.token } : {}),
     };
     this.native(ws, { kind: "subscribe", id: c.id, mode: plan.mode, offset: plan.offset }, frame, false);
   }

@@ -7,7 +7,7 @@ import { mayHoldHugeNumber } from "../json-numbers.js";
 import { isJsonPayload, joinLines } from "../serialize.js";
 import type { MsgMeta, ServerFrame, StoredMsg } from "../server-frames.js";
 import { toCentrifugoChannel } from "../centrifugo-channels.js";
-import { clientErrorOf, disconnectForUnsolicited, disconnectOf, reconnects } from "./codes.js";
+import { clientErrorOf, disconnectForUnsolicited, disconnectOf, reconnects, unsubscribeOf } from "./codes.js";
 import { requestOf, type Request } from "./requests.js";
 
 /**
@@ -74,12 +74,16 @@ function okReply(r: Request, fields: Readonly<Record<string, unknown>>): Record<
       return { publish: {} };
     case "rpc":
       return { rpc: fields.data === undefined || fields.data === null ? {} : { data: fields.data } };
-    case "refresh": {
-      const exp = fields.exp;
-      return { refresh: typeof exp === "number" ? { expires: true, ttl: Math.max(0, Math.floor(exp - Date.now() / 1000)) } : {} };
-    }
+    case "refresh":
+      return { refresh: expiry(fields.exp) };
+    case "sub_refresh":
+      return { sub_refresh: expiry(fields.exp) };
   }
 }
+
+/** When a token's `exp` (unix seconds) tells the SDK to refresh it: `expires` and the seconds left (`ttl`). */
+const expiry = (exp: unknown): { expires?: true; ttl?: number } =>
+  typeof exp === "number" ? { expires: true, ttl: Math.max(0, Math.floor(exp - Date.now() / 1000)) } : {};
 
 /**
  * A subscribe's result. A positioned or recovering subscription is told the stream's epoch and its offset:
@@ -101,7 +105,8 @@ function subscribeResult(r: Extract<Request, { kind: "subscribe" }>, fields: Rea
     if (r.mode === "recovered" && !raced) out.recovered = true;
   }
   if (fields.data !== undefined) out.data = fields.data;
-  return out;
+  // A subscription token's expiry: the SDK sends `sub_refresh` with a new one before it.
+  return { ...out, ...expiry(fields.exp) };
 }
 
 /** A join or leave push's client: its id, user ("" for none) and the info it entered with. */
@@ -130,8 +135,7 @@ export function encodeFrame(f: ServerFrame): string {
       return disconnectPush(disconnectForUnsolicited(f.code, f.temporary), `${f.code}: ${f.message}`.slice(0, 100));
     }
     case "unsub":
-      // 2000: Centrifugo's server-side unsubscribe; below 2500, so the SDK does not subscribe again.
-      return JSON.stringify({ push: { channel: clientChannel(f.channel), unsubscribe: { code: 2000, reason: f.reason } } });
+      return JSON.stringify({ push: { channel: clientChannel(f.channel), unsubscribe: unsubscribeOf(f.code, f.reason) } });
     case "join":
     case "leave":
       return JSON.stringify({ push: { channel: clientChannel(f.channel), [f.op]: { info: clientInfo(f) } } });
