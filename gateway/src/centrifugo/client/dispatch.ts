@@ -5,6 +5,7 @@ import { brokerFailure, GatewayError } from "../../errors.js";
 import { toGatewayChannel } from "../../protocol/centrifugo-channels.js";
 import { ClientError, clientErrorOf, Disconnect } from "../../protocol/centrifuge/codes.js";
 import { requestId, type Request } from "../../protocol/centrifuge/requests.js";
+import type { CentrifugeCodec, Reply as ClientReply } from "../../protocol/centrifuge/shapes.js";
 import { ErrorCode } from "../../protocol/codes.js";
 import { PRESENCE_INFO_BYTES } from "../../protocol/frames.js";
 import { handleFrame, type HandlerContext } from "../../ws/handlers.js";
@@ -97,7 +98,7 @@ export class Door {
         continue;
       }
       st.awaitingPong = true;
-      sendEncoded(ws, "{}");
+      sendReply(ws, {});
     }
   }
 
@@ -206,7 +207,7 @@ export class Door {
       ping: Math.round(this.settings.pingIntervalMs / 1000),
       pong: true,
     };
-    sendEncoded(ws, JSON.stringify({ id: c.id, connect: result }));
+    sendReply(ws, { id: c.id, connect: result });
     this.ctx.events?.record("connect", { user: s.user, client: clientIdOf(ws), transport: "websocket" });
     const queued = st.queue.splice(0);
     for (const q of queued) if (!s.closed) this.command(ws, st, q.raw, q.mayNotFitJson);
@@ -226,7 +227,7 @@ export class Door {
     }
     if (!(e instanceof GatewayError)) throw e;
     this.ctx.metrics.badFrames.labels(e.code).inc();
-    sendEncoded(ws, JSON.stringify({ id, error: clientErrorOf(e.code, e.message, e.temporary) }));
+    sendReply(ws, { id, error: clientErrorOf(e.code, e.message, e.temporary) });
   }
 
   /** `subscribe`: the plan (recovery.ts) from the stream's position, then the native `sub` with its start. */
@@ -263,7 +264,7 @@ export class Door {
     const channel = this.channel(ws, c.id, c.channel);
     if (channel === undefined) return;
     // Centrifugo answers an unsubscribe from a channel the client is not in as done: so does this door.
-    if (!ws.getUserData().subs.has(channel)) return sendEncoded(ws, JSON.stringify({ id: c.id, unsubscribe: {} }));
+    if (!ws.getUserData().subs.has(channel)) return sendReply(ws, { id: c.id, unsubscribe: {} });
     this.native(ws, { kind: "unsubscribe", id: c.id }, { op: "unsub", channel }, false);
   }
 
@@ -297,7 +298,7 @@ export class Door {
     const reply: Reply = await read(this.reads, who, params);
     if (s.closed) return;
     if ("error" in reply) return this.replyError(ws, id, reply.error.code as ClientError, reply.error.message, reply.error.code === ClientError.Internal);
-    sendEncoded(ws, JSON.stringify({ id, [method]: reply.result }));
+    sendReply(ws, { id, [method]: reply.result } as ClientReply);
   }
 
   /** The gateway channel of a Centrifugo name; undefined when it has none (answered 107: the name is malformed here). */
@@ -309,7 +310,7 @@ export class Door {
   }
 
   private replyError(ws: Socket, id: number, code: ClientError, message: string, temporary = false): void {
-    sendEncoded(ws, JSON.stringify({ id, error: { code, message, ...(temporary ? { temporary: true } : {}) } }));
+    sendReply(ws, { id, error: { code, message, ...(temporary ? { temporary: true } : {}) } });
   }
 
   private failed(ws: Socket, id: number, e: unknown): void {
@@ -331,5 +332,8 @@ function infoClaim(token: string | undefined): unknown {
     return undefined;
   }
 }
+
+/** A reply or push in the socket's format (its codec is one of the door's). */
+const sendReply = (ws: Socket, r: ClientReply): void => sendEncoded(ws, (ws.getUserData().codec as CentrifugeCodec).reply(r));
 
 const fitsPresence = (info: unknown): boolean => Buffer.byteLength(JSON.stringify(info)) <= PRESENCE_INFO_BYTES;
