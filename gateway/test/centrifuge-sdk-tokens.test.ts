@@ -1,0 +1,168 @@
+// The Centrifuge client protocol door (/connection/websocket) with the real JavaScript SDK (`centrifuge` 5.7.4 in
+// Node): connection token claims (exp with refresh, info, expire_at, channels and subs as server-side
+// subscriptions), subscription tokens with sub_refresh, the control plane reaching this door's sockets, and
+// Fossil deltas. One gateway (1 worker, JWT_CLOCK_TOLERANCE 1 s) on a real nats-server for every test.
+import { Centrifuge, type Subscription, type PublicationContext } from "centrifuge";
+import WebSocket from "ws";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
+import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { AUDIENCE, ISSUER, SECRET, sign } from "#testkit/auth.js";
+import { uniqueNames } from "#testkit/clients.js";
+import { waitFor } from "#testkit/wait.js";
+
+const API_KEY = "centrifuge-tokens-test-key-0123456789";
+
+let nats: NatsServerHandle;
+let gw: GatewayHandle;
+const clients: Centrifuge[] = [];
+const uniq = uniqueNames();
+
+beforeAll(async () => {
+  nats = await startNatsServer();
+  gw = await startGateway({
+    natsUrl: nats.url,
+    workers: 1,
+    env: { JWT_SECRET: SECRET, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, JWT_CLOCK_TOLERANCE: "1s", API_KEYS: API_KEY },
+  });
+});
+afterAll(async () => {
+  for (const c of clients) c.disconnect();
+  await gw?.stop();
+  await nats?.stop();
+});
+
+type Claims = Record<string, unknown>;
+const ALL: Claims = { channels: { sub: [">"], pub: [">"] } };
+
+/** A token of `user` with `claims`, expiring after `exp` (10 minutes unless told). */
+const token = (user: string, claims: Claims = ALL, exp?: string | number): Promise<string> =>
+  sign(claims as Parameters<typeof sign>[0], { sub: user, ...(exp !== undefined ? { exp } : {}) });
+
+const doorUrl = (): string => `ws://127.0.0.1:${gw.port}/connection/websocket`;
+
+/** An SDK client (not yet connected) with the test's short delays. */
+function sdk(o: ConstructorParameters<typeof Centrifuge>[1] = {}): Centrifuge {
+  const c = new Centrifuge(doorUrl(), { websocket: WebSocket, minReconnectDelay: 50, maxReconnectDelay: 300, timeout: 10_000, ...o });
+  clients.push(c);
+  return c;
+}
+
+/** A connected SDK client of `user` with `claims`. */
+async function client(user: string, claims: Claims = ALL): Promise<Centrifuge> {
+  const c = sdk({ token: await token(user, claims) });
+  c.connect();
+  await c.ready(10_000);
+  return c;
+}
+
+/** A fresh Centrifugo channel name `cf:<n>` and its gateway channel `cf.<n>`. */
+function channel(base: string): { name: string; gw: string } {
+  const n = uniq(base);
+  return { name: `cf:${n}`, gw: `cf.${n}` };
+}
+
+async function httpPublish(gwChannel: string, data: unknown): Promise<number> {
+  const r = await fetch(`${gw.url}/v1/publish/${encodeURIComponent(gwChannel)}`, {
+    method: "POST",
+    body: JSON.stringify(data),
+    headers: { "content-type": "application/json", "x-api-key": API_KEY },
+  });
+  expect(r.ok).toBe(true);
+  return ((await r.json()) as { seq: number }).seq;
+}
+
+/** A call of Centrifugo's server API (`POST /api/<method>`). */
+async function api(method: string, body: unknown): Promise<unknown> {
+  const r = await fetch(`${gw.url}/api/${method}`, { method: "POST", body: JSON.stringify(body), headers: { "x-api-key": API_KEY } });
+  expect(r.status).toBe(200);
+  return r.json();
+}
+
+function collect(sub: Subscription): PublicationContext[] {
+  const pubs: PublicationContext[] = [];
+  sub.on("publication", (p) => pubs.push(p));
+  return pubs;
+}
+
+describe("centrifuge door — subscription tokens", () => {
+  it("a subscription token grants a channel the connection may not read; the SDK refreshes it with sub_refresh and the subscription outlives the first token", async () => {
+    const ch = channel("subtoken");
+    const c = await client("sub-token-user", { channels: { sub: [], pub: [] } });
+    let asked = 0;
+    const sub = c.newSubscription(ch.name, {
+      minResubscribeDelay: 50,
+      getToken: async (ctx) => {
+        asked++;
+        expect(ctx.channel).toBe(ch.name);
+        // Signed with the Centrifugo name, as a Centrifugo backend does; the first expires in 2 s.
+        return sign({ channel: ch.name } as Parameters<typeof sign>[0], { sub: "sub-token-user", exp: asked === 1 ? "2s" : "10m" });
+      },
+    });
+    const pubs = collect(sub);
+    const events: string[] = [];
+    sub.on("subscribing", (e) => events.push(`subscribing ${e.code}`));
+    sub.on("unsubscribed", (e) => events.push(`unsubscribed ${e.code}`));
+    sub.subscribe();
+    await sub.ready(10_000);
+    events.length = 0;
+    const since = Date.now();
+    // The first token's expiry (2 s) and the clock tolerance (1 s) pass: without the sub_refresh the subscription ends then.
+    await waitFor(() => (asked >= 2 && Date.now() - since > 4_000) || undefined, { what: "the first token's expiry to pass", timeoutMs: 20_000 });
+    await httpPublish(ch.gw, { i: 1 });
+    await waitFor(() => pubs.length === 1 || undefined, { what: "a publication after the first token's expiry" });
+    expect(events).toEqual([]);
+    expect(c.state).toBe("connected");
+  }, 30_000);
+
+  it("an expired subscription token ends that subscription alone with 2501; the SDK subscribes again with a new token", async () => {
+    const ch = channel("subexpiry");
+    const other = channel("other");
+    const c = await client("expiring-sub", { channels: { sub: [other.gw], pub: [] } });
+    let asked = 0;
+    const sub = c.newSubscription(ch.name, {
+      minResubscribeDelay: 50,
+      maxResubscribeDelay: 300,
+      getToken: async () => {
+        asked++;
+        // The second ask is the SDK's refresh before expiry: the backend cannot answer it (the SDK retries in 10 s or more).
+        if (asked === 2) throw new Error("backend busy");
+        return sign({ channel: ch.gw } as Parameters<typeof sign>[0], { sub: "expiring-sub", exp: asked === 1 ? "2s" : "10m" });
+      },
+    });
+    const codes: number[] = [];
+    sub.on("subscribing", (e) => codes.push(e.code));
+    sub.subscribe();
+    await sub.ready(10_000);
+    const kept = c.newSubscription(other.name);
+    const keptPubs = collect(kept);
+    kept.subscribe();
+    await kept.ready(10_000);
+    let left = 0;
+    c.on("disconnected", () => left++);
+    c.on("connecting", () => left++);
+    await waitFor(() => codes.includes(2501) || undefined, { what: "the unsubscribe push with 2501", timeoutMs: 20_000 });
+    await waitFor(() => (sub.state === "subscribed" && asked >= 3) || undefined, { what: "the subscription again, with a new token", timeoutMs: 20_000 });
+    expect(left).toBe(0);
+    expect(kept.state).toBe("subscribed");
+    await httpPublish(other.gw, { i: 1 });
+    await waitFor(() => keptPubs.length === 1 || undefined, { what: "the other subscription's publication" });
+  }, 40_000);
+
+  it("a subscription token for another channel is refused with 103; an expired one with 109", async () => {
+    const ch = channel("subwrong");
+    const c = await client("wrong-sub", { channels: { sub: [], pub: [] } });
+    const wrong = c.newSubscription(ch.name, { token: await sign({ channel: "cf:elsewhere" } as Parameters<typeof sign>[0], { sub: "wrong-sub" }) });
+    const refused = new Promise<{ code: number }>((res) => wrong.on("unsubscribed", res));
+    wrong.subscribe();
+    expect((await refused).code).toBe(103);
+    const errors: number[] = [];
+    const expired = c.newSubscription(channel("subexpired").name, {
+      token: await sign({ channel: "x" } as Parameters<typeof sign>[0], { sub: "wrong-sub", exp: Math.floor(Date.now() / 1000) - 30 }),
+      getToken: () => new Promise<string>(() => undefined),
+    });
+    expired.on("error", (e) => errors.push(e.error.code));
+    expired.subscribe();
+    await waitFor(() => errors.includes(109) || undefined, { what: "the 109 answer" });
+  }, 30_000);
+});
