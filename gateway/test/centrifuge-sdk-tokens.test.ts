@@ -166,3 +166,27 @@ describe("centrifuge door — subscription tokens", () => {
     await waitFor(() => errors.includes(109) || undefined, { what: "the 109 answer" });
   }, 30_000);
 });
+
+describe("centrifuge door — the control plane reaches its connections", () => {
+  it("the server API's unsubscribe ends the user's subscription with 2000; its disconnect closes with 3503 (stay away) or 3011 (reconnect)", async () => {
+    const ch = channel("ctl");
+    const c = await client("ctl-user");
+    const sub = c.newSubscription(ch.name);
+    const unsubscribed = new Promise<{ code: number }>((res) => sub.on("unsubscribed", res));
+    sub.subscribe();
+    await sub.ready(10_000);
+    expect(await api("unsubscribe", { user: "ctl-user", channel: ch.name })).toEqual({ result: {} });
+    expect((await unsubscribed).code).toBe(2000);
+    const users = (await (await fetch(`${gw.metricsUrl}/v1/server/users/ctl-user`, { headers: { "x-api-key": API_KEY } })).json()) as {
+      connections: unknown[];
+    };
+    expect(users.connections).toHaveLength(1);
+    const connecting = new Promise<{ code: number }>((res) => c.once("connecting", res));
+    await api("disconnect", { user: "ctl-user", disconnect: { code: 3000, reason: "move" } });
+    expect((await connecting).code).toBe(3011);
+    await c.ready(10_000);
+    const disconnected = new Promise<{ code: number }>((res) => c.on("disconnected", res));
+    await api("disconnect", { user: "ctl-user" });
+    expect((await disconnected).code).toBe(3503);
+  }, 30_000);
+});
