@@ -6,7 +6,7 @@ import { handleFrame, releaseSession, replyErr, type HandlerContext } from "./ha
 import type { Session, Socket } from "./session.js";
 import { Subscriptions } from "./subscriptions.js";
 import { startAutoSubscriptions } from "./auto-subs.js";
-import { clientIdOf, endSocket, sendFrame } from "./session.js";
+import { clientIdOf, endSocket } from "./session.js";
 import { WarnEvery } from "../util/warn-every.js";
 import { UserSockets, type ConnectionInfo, type UserSocketDoor } from "./user-sockets.js";
 
