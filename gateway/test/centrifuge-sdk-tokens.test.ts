@@ -9,13 +9,20 @@ import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js"
 import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
 import { AUDIENCE, ISSUER, SECRET, sign } from "#testkit/auth.js";
 import { uniqueNames } from "#testkit/clients.js";
+import { startTcpProxy, type TcpProxy } from "#testkit/tcp-proxy.js";
+import { publishMany } from "#testkit/stream-fill.js";
+import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
+import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import { waitFor } from "#testkit/wait.js";
 
 const API_KEY = "centrifuge-tokens-test-key-0123456789";
 
 let nats: NatsServerHandle;
 let gw: GatewayHandle;
+let nc: NatsConnection;
+let js: JetStreamClient;
 const clients: Centrifuge[] = [];
+const proxies: TcpProxy[] = [];
 const uniq = uniqueNames();
 
 beforeAll(async () => {
@@ -25,9 +32,13 @@ beforeAll(async () => {
     workers: 1,
     env: { JWT_SECRET: SECRET, JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, JWT_CLOCK_TOLERANCE: "1s", API_KEYS: API_KEY },
   });
+  nc = await natsConnect({ servers: nats.url });
+  js = jetstream(nc);
 });
 afterAll(async () => {
   for (const c of clients) c.disconnect();
+  for (const p of proxies) await p.close();
+  await nc?.close();
   await gw?.stop();
   await nats?.stop();
 });
@@ -42,8 +53,8 @@ const token = (user: string, claims: Claims = ALL, exp?: string | number): Promi
 const doorUrl = (): string => `ws://127.0.0.1:${gw.port}/connection/websocket`;
 
 /** An SDK client (not yet connected) with the test's short delays. */
-function sdk(o: ConstructorParameters<typeof Centrifuge>[1] = {}): Centrifuge {
-  const c = new Centrifuge(doorUrl(), { websocket: WebSocket, minReconnectDelay: 50, maxReconnectDelay: 300, timeout: 10_000, ...o });
+function sdk(o: ConstructorParameters<typeof Centrifuge>[1] = {}, url = doorUrl()): Centrifuge {
+  const c = new Centrifuge(url, { websocket: WebSocket, minReconnectDelay: 50, maxReconnectDelay: 300, timeout: 10_000, ...o });
   clients.push(c);
   return c;
 }
@@ -189,4 +200,89 @@ describe("centrifuge door — the control plane reaches its connections", () => 
     await api("disconnect", { user: "ctl-user" });
     expect((await disconnected).code).toBe(3503);
   }, 30_000);
+});
+
+/** A raw WebSocket on the door: its replies and pushes as they come, and its close code. */
+async function raw(): Promise<{ ws: WebSocket; lines: Record<string, unknown>[]; closed: Promise<number> }> {
+  const ws = new WebSocket(doorUrl());
+  const lines: Record<string, unknown>[] = [];
+  ws.on("message", (d) =>
+    lines.push(
+      ...String(d)
+        .split("\n")
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
+    ),
+  );
+  const closed = new Promise<number>((res) => ws.once("close", res));
+  await new Promise((res) => ws.once("open", res));
+  return { ws, lines, closed };
+}
+
+const now = (): number => Math.floor(Date.now() / 1000);
+
+describe("centrifuge door — connection token claims", () => {
+  it("expire_at, not exp, sets the connection's life: the connect reply's ttl, the SDK's refresh before it", async () => {
+    let asked = 0;
+    const c = sdk({
+      token: await token("expire-at", { ...ALL, expire_at: now() + 2 }),
+      getToken: async () => {
+        asked++;
+        return token("expire-at", { ...ALL, expire_at: now() + 600 });
+      },
+    });
+    const left: number[] = [];
+    c.on("connecting", (e) => left.push(e.code));
+    c.connect();
+    await c.ready(10_000);
+    left.length = 0;
+    const since = Date.now();
+    // The token's exp is 10 minutes away: only expire_at (2 s) makes the SDK refresh, and without it 3005 comes at 3 s.
+    await waitFor(() => (asked >= 1 && Date.now() - since > 4_000) || undefined, { what: "the refresh and expire_at to pass", timeoutMs: 20_000 });
+    expect(left).toEqual([]);
+    expect(c.state).toBe("connected");
+  }, 30_000);
+
+  it("an expired connection is closed with 3005; a refresh with an expired token is answered 109, with an invalid one closed with 3500", async () => {
+    const a = await raw();
+    a.ws.send(JSON.stringify({ id: 1, connect: { token: await token("short", { ...ALL, expire_at: now() + 1 }) } }));
+    expect(await a.closed).toBe(3005);
+    expect(a.lines[0]).toMatchObject({ id: 1, connect: { expires: true } });
+    const b = await raw();
+    b.ws.send(JSON.stringify({ id: 1, connect: { token: await token("refresher") } }));
+    b.ws.send(JSON.stringify({ id: 2, refresh: { token: await token("refresher", ALL, now() - 30) } }));
+    await waitFor(() => b.lines.find((l) => l.id === 2), { what: "the refresh's answer" });
+    expect(b.lines.find((l) => l.id === 2)).toMatchObject({ error: { code: 109 } });
+    b.ws.send(JSON.stringify({ id: 3, refresh: { token: "not-a-jwt" } }));
+    expect(await b.closed).toBe(3500);
+  }, 30_000);
+
+  it("channels and subs as Centrifugo's server-side subscriptions: the connect reply names them, publications and the SDK's events arrive, a reconnect recovers what was missed", async () => {
+    const a = channel("srv-a");
+    const b = channel("srv-b");
+    const proxy = await startTcpProxy({ host: "127.0.0.1", port: gw.port });
+    proxies.push(proxy);
+    const c = sdk({ token: await token("server-subs", { channels: [a.name], subs: { [b.name]: {} } }) }, `ws://127.0.0.1:${proxy.port}/connection/websocket`);
+    const subscribed: { channel: string; recoverable: boolean; wasRecovering: boolean; recovered: boolean }[] = [];
+    const pubs: PublicationContext[] = [];
+    c.on("subscribed", (e) => subscribed.push(e));
+    c.on("publication", (p) => pubs.push(p));
+    c.connect();
+    await c.ready(10_000);
+    await waitFor(() => subscribed.length === 2 || undefined, { what: "two server-side subscriptions" });
+    expect(subscribed.map((s) => s.channel).sort()).toEqual([a.name, b.name].sort());
+    expect(subscribed.every((s) => s.recoverable)).toBe(true);
+    await httpPublish(a.gw, { i: 0 });
+    await httpPublish(b.gw, { i: 0 });
+    await waitFor(() => pubs.length === 2 || undefined, { what: "a publication on each" });
+    expect(pubs.map((p) => p.channel).sort()).toEqual([a.name, b.name].sort());
+    proxy.refuse(true);
+    await waitFor(() => c.state !== "connected" || undefined, { what: "the client to see the link down" });
+    await publishMany(js, a.gw, 50, 1);
+    proxy.refuse(false);
+    await waitFor(() => subscribed.length === 4 || undefined, { what: "the server-side subscriptions again", timeoutMs: 20_000 });
+    expect(subscribed.slice(2).every((s) => s.wasRecovering && s.recovered)).toBe(true);
+    await httpPublish(a.gw, { i: 51 });
+    await waitFor(() => pubs.filter((p) => p.channel === a.name).length >= 52 || undefined, { what: "the missed and the live publications" });
+    expect(pubs.filter((p) => p.channel === a.name).map((p) => (p.data as { i: number }).i)).toEqual(Array.from({ length: 52 }, (_, i) => i));
+  }, 40_000);
 });

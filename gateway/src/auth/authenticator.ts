@@ -61,6 +61,9 @@ export class Authenticator {
     if (typeof rpc === "string") throw new AuthError("claims", `token rejected: ${rpc}`);
     const exp = lifeOf(payload.exp, claims.expire_at);
     if (typeof exp === "string") throw new AuthError("claims", `token rejected: ${exp}`);
+    // `exp` was checked above; an `expire_at` that passed ends the connection's life the same way.
+    if (exp !== undefined && exp !== payload.exp && exp + this.config.jwtClockToleranceSec < Date.now() / 1000)
+      throw new AuthError("expired", "token's expire_at has passed");
     return Object.freeze({ user: payload.sub, perms: rpc.length ? Object.freeze({ ...perms, rpc }) : perms, ...(exp !== undefined ? { exp } : {}) });
   }
 

@@ -136,6 +136,8 @@ function okReply(r: Request, fields: Readonly<Record<string, unknown>>): Reply {
       return { id: r.id, refresh: expiry(fields.exp) };
     case "sub_refresh":
       return { id: r.id, sub_refresh: expiry(fields.exp) };
+    case "server_sub":
+      return {};
   }
 }
 
@@ -181,11 +183,11 @@ export function replyOfFrame(f: ServerFrame): Reply | undefined {
   switch (f.op) {
     case "ok": {
       const r = requestOf(f.id);
-      return r ? okReply(r, f.fields ?? {}) : undefined;
+      return r && r.kind !== "server_sub" ? okReply(r, f.fields ?? {}) : undefined;
     }
     case "err": {
       const r = requestOf(f.id);
-      if (r) return { id: r.id, error: clientErrorOf(f.code, f.message, f.temporary) };
+      if (r && r.kind !== "server_sub") return { id: r.id, error: clientErrorOf(f.code, f.message, f.temporary) };
       return disconnectReply(disconnectForUnsolicited(f.code, f.temporary), `${f.code}: ${f.message}`.slice(0, 100));
     }
     case "unsub":
