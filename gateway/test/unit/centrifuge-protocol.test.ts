@@ -5,7 +5,15 @@ import { readCommand } from "../../src/centrifugo/client/commands.js";
 import { planSubscribe } from "../../src/centrifugo/client/recovery.js";
 import type { SubscribeCommand } from "../../src/centrifugo/client/commands.js";
 import { CLIENT_ERROR_OF, ClientError, Disconnect, disconnectOf, reconnects } from "../../src/protocol/centrifuge/codes.js";
-import { CENTRIFUGE_JSON_CODEC, decodeCommands, encodeFrame, MAX_COMMANDS_PER_FRAME, publicationPush } from "../../src/protocol/centrifuge/json.js";
+import {
+  CENTRIFUGE_JSON_CODEC,
+  decodeCommands,
+  encodeFrame,
+  encodeReply,
+  MAX_COMMANDS_PER_FRAME,
+  publicationPush,
+} from "../../src/protocol/centrifuge/json.js";
+import { publicationReply } from "../../src/protocol/centrifuge/shapes.js";
 import { requestId, requestOf, type Request } from "../../src/protocol/centrifuge/requests.js";
 import { CloseCode, ErrorCode } from "../../src/protocol/codes.js";
 import { CODECS, codecOf } from "../../src/protocol/codecs.js";
@@ -188,6 +196,9 @@ describe("centrifuge replies and pushes", () => {
     expect(json(publicationPush({ ...meta, type: "image/png" }, Buffer.from([0, 255])))).toEqual({
       push: { channel: "chat:a", pub: { data: "AP8=", offset: 42 } },
     });
+    // The hot path's bytes are the generic encoder's.
+    for (const m of [meta, { ...meta, type: "image/png" }])
+      expect(publicationPush(m, Buffer.from("1")).toString()).toBe(encodeReply(publicationReply(m, Buffer.from("1"))).toString());
     const page = CENTRIFUGE_JSON_CODEC.msgs("chat.*", [
       { channel: "chat.a", seq: 1, ts: 1, payload: Buffer.from("1") },
       { channel: "chat.b", seq: 3, ts: 2, payload: Buffer.from("2") },

@@ -1,7 +1,7 @@
 import { anonymousIdentity, type Conn } from "../../auth/access.js";
 import { hookHeaders } from "../../auth/http-auth.js";
 import { CloseCode, ErrorCode } from "../../protocol/codes.js";
-import { CENTRIFUGE_JSON_CODEC } from "../../protocol/codecs.js";
+import { CENTRIFUGE_JSON_CODEC, CENTRIFUGE_PROTOBUF_CODEC } from "../../protocol/codecs.js";
 import { Disconnect } from "../../protocol/centrifuge/codes.js";
 import { writeUwsError } from "../../protocol/http-reply.js";
 import type { TemplatedApp } from "../../uws.js";
@@ -19,13 +19,11 @@ import { Door, type DoorSettings } from "./dispatch.js";
 /** The path the Centrifuge SDKs connect to by default. */
 export const CENTRIFUGE_WS_PATH = "/connection/websocket";
 
-/** Centrifuge's Protobuf subprotocol: not spoken here yet, refused at the upgrade with a reason. */
-const PROTOBUF_SUBPROTOCOL = "centrifuge-protobuf";
-
 /**
  * The Centrifuge client protocol's WebSocket door (`/connection/websocket`, docs/centrifugo.md): the same
  * sessions, subscriptions, backpressure and authorization chain as /ws, its commands translated in
- * dispatch.ts, its replies and publications written by its codec (protocol/centrifuge/json.ts). The token
+ * dispatch.ts, its replies and publications written by its codec (protocol/centrifuge/json.ts, or protobuf.ts
+ * for sockets that offered `centrifuge-protobuf`). The token
  * comes in the `connect` command, not at the upgrade: the upgrade checks the origin and the connection limits
  * only, and a socket that sends no `connect` within the connect timeout is closed (3502 stale).
  */
@@ -79,12 +77,6 @@ export class CentrifugeEndpoint implements UserSocketDoor {
           const headers = hookHeaders(guard.access, req);
           const ip = Buffer.from(res.getRemoteAddressAsText()).toString();
           if (this.ctx.isDraining()) return writeUwsError(res, { status: 503, code: ErrorCode.ShuttingDown, message: "server is shutting down" });
-          if (protocols.split(",").some((p) => p.trim() === PROTOBUF_SUBPROTOCOL))
-            return writeUwsError(res, {
-              status: 400,
-              code: ErrorCode.BadRequest,
-              message: "this gateway speaks Centrifuge's JSON format only: connect without protobuf",
-            });
           const refusal = guard.admission.reserve(ip, page);
           if (refusal) {
             const code = refusal.status === 403 ? ErrorCode.Forbidden : refusal.status === 429 ? ErrorCode.RateLimited : ErrorCode.ShuttingDown;
@@ -95,9 +87,13 @@ export class CentrifugeEndpoint implements UserSocketDoor {
               ...(refusal.retryAfterSec ? { retryAfterSec: refusal.retryAfterSec } : {}),
             });
           }
-          const conn: Conn = { client: newClientId(), transport: "websocket", protocol: "json" };
-          const session = this.door.session(newSession({ ...anonymousIdentity(ip), conn }, CENTRIFUGE_JSON_CODEC), headers);
-          res.upgrade(session, key, "", extensions, context);
+          // The SDKs' Protobuf builds offer `centrifuge-protobuf`; their JSON builds offer no subprotocol.
+          const codec = protocols.split(",").some((p) => p.trim() === CENTRIFUGE_PROTOBUF_CODEC.subprotocol)
+            ? CENTRIFUGE_PROTOBUF_CODEC
+            : CENTRIFUGE_JSON_CODEC;
+          const conn: Conn = { client: newClientId(), transport: "websocket", protocol: codec === CENTRIFUGE_JSON_CODEC ? "json" : "protobuf" };
+          const session = this.door.session(newSession({ ...anonymousIdentity(ip), conn }, codec), headers);
+          res.upgrade(session, key, codec === CENTRIFUGE_JSON_CODEC ? "" : codec.subprotocol, extensions, context);
         },
         open: (ws) => {
           if (config.server.compression !== "off") ws.getUserData().compress = true;
