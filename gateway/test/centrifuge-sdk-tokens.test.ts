@@ -3,6 +3,7 @@
 // subscriptions), subscription tokens with sub_refresh, the control plane reaching this door's sockets, and
 // Fossil deltas. One gateway (1 worker, JWT_CLOCK_TOLERANCE 1 s) on a real nats-server for every test.
 import { Centrifuge, type Subscription, type PublicationContext } from "centrifuge";
+import { Centrifuge as CentrifugeProtobuf } from "centrifuge/build/protobuf";
 import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
@@ -285,4 +286,44 @@ describe("centrifuge door — connection token claims", () => {
     await waitFor(() => pubs.filter((p) => p.channel === a.name).length >= 52 || undefined, { what: "the missed and the live publications" });
     expect(pubs.filter((p) => p.channel === a.name).map((p) => (p.data as { i: number }).i)).toEqual(Array.from({ length: 52 }, (_, i) => i));
   }, 40_000);
+});
+
+/** A document of `n` fields, the field `step` changed to a value of round `round` (non-ASCII text in it too). */
+function doc(round: number): string {
+  const fields: Record<string, string> = {};
+  for (let i = 0; i < 60; i++) fields[`field${i}`] = `value ${i} — héllo wörld ✓ ${i === round % 60 ? `changed in round ${round}` : "unchanged"}`;
+  return JSON.stringify({ round, fields });
+}
+
+describe("centrifuge door — Fossil deltas", () => {
+  for (const f of [
+    { name: "JSON", Sdk: Centrifuge, text: (d: unknown) => JSON.stringify(d) },
+    { name: "Protobuf", Sdk: CentrifugeProtobuf as unknown as typeof Centrifuge, text: (d: unknown) => new TextDecoder().decode(d as Uint8Array) },
+  ])
+    it(`${f.name}: delta: "fossil" is answered delta: true; 40 documents with small changes arrive byte for byte, most as deltas`, async () => {
+      const ch = channel(`delta-${f.name}`);
+      const c = new f.Sdk(doorUrl(), { websocket: WebSocket, token: await token("delta"), minReconnectDelay: 50, maxReconnectDelay: 300, timeout: 10_000 });
+      clients.push(c);
+      c.connect();
+      await c.ready(10_000);
+      const sub = c.newSubscription(ch.name, { delta: "fossil" });
+      const texts: string[] = [];
+      sub.on("publication", (p) => texts.push(f.text(p.data)));
+      sub.subscribe();
+      await sub.ready(10_000);
+      const sent = Array.from({ length: 40 }, (_, i) => doc(i));
+      for (const body of sent) {
+        const r = await fetch(`${gw.url}/v1/publish/${encodeURIComponent(ch.gw)}`, {
+          method: "POST",
+          body,
+          headers: { "content-type": "application/json", "x-api-key": API_KEY },
+        });
+        expect(r.ok).toBe(true);
+      }
+      await waitFor(() => texts.length === sent.length || undefined, { what: "40 publications" });
+      expect(texts).toEqual(sent);
+      const stats = sub.deltaStats();
+      expect(stats.numDeltaPayloads).toBeGreaterThanOrEqual(30);
+      expect(stats.bytesReceived).toBeLessThan(stats.bytesDecoded / 4);
+    }, 30_000);
 });

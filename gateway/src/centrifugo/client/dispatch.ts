@@ -284,6 +284,8 @@ export class Door {
       ...(presence ? { presence } : {}),
       ...(presence && info !== undefined && fitsPresence(info) ? { info } : {}),
       ...(c.token !== undefined ? { token: c.token } : {}),
+      // Fossil deltas through the hub's per-channel deltas (fanout/deltas.ts): the reply's `delta: true` says so.
+      ...(c.delta ? { delta: "fossil" } : {}),
     };
     this.native(ws, { kind: "subscribe", id: c.id, mode: plan.mode, offset: plan.offset }, frame, false);
   }

@@ -164,6 +164,7 @@ function subscribeResult(r: Extract<Request, { kind: "subscribe" }>, fields: Rea
     if (r.mode === "recovered" && !raced) out.recovered = true;
   }
   if (fields.data !== undefined) out.data = fields.data;
+  if (fields.delta === "fossil") out.delta = true;
   // A subscription token's expiry: the SDK sends `sub_refresh` with a new one before it.
   return { ...out, ...expiry(fields.exp) };
 }
