@@ -328,7 +328,7 @@ async function raw(protocols?: string): Promise<{ ws: WebSocket; lines: unknown[
 }
 
 describe("centrifuge door — the wire", () => {
-  it("several commands in one frame, each answered by its id; a subscription token refresh is not available; an unknown channel's unsubscribe is done", async () => {
+  it("several commands in one frame, each answered by its id; a sub_refresh of a subscription no token granted is a bad request; an unknown channel's unsubscribe is done", async () => {
     const { ws, lines } = await raw();
     const cmds = [
       { id: 1, connect: { token: await token("wire") } },
@@ -342,7 +342,7 @@ describe("centrifuge door — the wire", () => {
     await waitFor(() => [1, 2, 3, 4, 5].every((id) => byId(id)) || undefined, { what: "five replies" });
     expect(byId(2)).toEqual({ id: 2, subscribe: {} });
     expect(byId(3)).toMatchObject({ id: 3, history: { publications: [] } });
-    expect(byId(4)).toMatchObject({ id: 4, error: { code: 108 } });
+    expect(byId(4)).toMatchObject({ id: 4, error: { code: 107 } });
     expect(byId(5)).toEqual({ id: 5, unsubscribe: {} });
     ws.close();
   }, 30_000);

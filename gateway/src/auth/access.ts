@@ -1,3 +1,4 @@
+import { toGatewayChannel } from "../protocol/centrifugo-channels.js";
 import { GatewayError } from "../errors.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { isWildcard } from "../protocol/channel.js";
@@ -252,7 +253,7 @@ export class AccessControl {
         throw new GatewayError(ErrorCode.SubscriptionExpired, `subscription token for ${channel} has expired: get a new one`, { cause: e });
       throw new GatewayError(ErrorCode.Forbidden, `subscription token refused: ${e.message}`, { cause: e });
     }
-    if (c.channel !== channel) throw new GatewayError(ErrorCode.Forbidden, `the subscription token is for ${c.channel}, not ${channel}`);
+    if (!namesChannel(c.channel, channel)) throw new GatewayError(ErrorCode.Forbidden, `the subscription token is for ${c.channel}, not ${channel}`);
     if (c.user !== undefined && c.user !== id.principal.user)
       throw new GatewayError(ErrorCode.Forbidden, "the subscription token is for another user (its sub is not this connection's user)");
     return { exp: c.exp, ...(c.info !== undefined ? { info: c.info } : {}) };
@@ -344,4 +345,15 @@ function deniedBy(p: Principal, a: Access): string | undefined {
   if (a.right === "rpc") return canCall(p.perms, a.method) ? undefined : `no permission to call ${a.method}`;
   if (a.right === "sub") return canSubscribe(p.perms, a.channel) ? undefined : `no permission to read ${a.channel}`;
   return canPublish(p.perms, a.channel) ? undefined : `no permission to publish to ${a.channel}`;
+}
+
+/**
+ * Whether a subscription token's `channel` claim names `channel`: the channel itself, or the Centrifugo name
+ * that maps to it (protocol/centrifugo-channels.ts: `chat:room.1` is `chat.room.1`), as a backend moving from
+ * Centrifugo signs them.
+ */
+function namesChannel(claim: string, channel: string): boolean {
+  if (claim === channel) return true;
+  const m = toGatewayChannel(claim);
+  return m.ok && m.name === channel;
 }

@@ -3,7 +3,8 @@ import { errors as joseErrors, jwtVerify, type JWTPayload } from "jose";
 import type { AuthSection } from "../config/sections/index.js";
 import { AuthError } from "./errors.js";
 import { loadKeyMaterial, type KeyMaterial } from "./keys.js";
-import { parseChannelsClaim, parseRpcClaim } from "./permissions.js";
+import { parseRpcClaim } from "./permissions.js";
+import { lifeOf, permissionsOf } from "./centrifugo-claims.js";
 import { loadApiKeys } from "./api-keys.js";
 import { ANONYMOUS, apiKeyPrincipal, type Principal } from "./principal.js";
 
@@ -53,11 +54,17 @@ export class Authenticator {
       throw new AuthError("claims", `token rejected: sub must be a string of 1-${MAX_USER_LENGTH} characters`);
     if ((payload as Record<string, unknown>).channel !== undefined)
       throw new AuthError("claims", "token rejected: it has a channel claim, so it is a subscription token (sub's token), not a connection token");
-    const perms = parseChannelsClaim((payload as Record<string, unknown>).channels);
+    const claims = payload as Record<string, unknown>;
+    const perms = permissionsOf(claims);
     if (typeof perms === "string") throw new AuthError("claims", `token rejected: ${perms}`);
-    const rpc = parseRpcClaim((payload as Record<string, unknown>).rpc);
+    const rpc = parseRpcClaim(claims.rpc);
     if (typeof rpc === "string") throw new AuthError("claims", `token rejected: ${rpc}`);
-    return Object.freeze({ user: payload.sub, perms: rpc.length ? Object.freeze({ ...perms, rpc }) : perms, exp: payload.exp });
+    const exp = lifeOf(payload.exp, claims.expire_at);
+    if (typeof exp === "string") throw new AuthError("claims", `token rejected: ${exp}`);
+    // `exp` was checked above; an `expire_at` that passed ends the connection's life the same way.
+    if (exp !== undefined && exp !== payload.exp && exp + this.config.jwtClockToleranceSec < Date.now() / 1000)
+      throw new AuthError("expired", "token's expire_at has passed");
+    return Object.freeze({ user: payload.sub, perms: rpc.length ? Object.freeze({ ...perms, rpc }) : perms, ...(exp !== undefined ? { exp } : {}) });
   }
 
   /**
@@ -72,7 +79,11 @@ export class Authenticator {
       throw new AuthError("claims", "subscription token rejected: channel must be a non-empty string");
     if (payload.sub !== undefined && (typeof payload.sub !== "string" || payload.sub.length === 0 || payload.sub.length > MAX_USER_LENGTH))
       throw new AuthError("claims", `subscription token rejected: sub must be a string of 1-${MAX_USER_LENGTH} characters`);
-    return { channel: payload.channel, exp: payload.exp as number, ...(payload.sub !== undefined ? { user: payload.sub } : {}), info: payload.info };
+    // `expire_at` (Centrifugo's) ends the subscription instead of `exp`; 0 (Centrifugo's "never") is read as absent.
+    const life = lifeOf(payload.exp, (payload as Record<string, unknown>).expire_at);
+    if (typeof life === "string") throw new AuthError("claims", `subscription token rejected: ${life}`);
+    const exp = life ?? (payload.exp as number);
+    return { channel: payload.channel, exp, ...(payload.sub !== undefined ? { user: payload.sub } : {}), info: payload.info };
   }
 
   /** Signature, algorithm, `iss`, `aud`, `exp`/`nbf` (with the clock tolerance) and the required claims. */

@@ -3,7 +3,7 @@ import type { FanoutHub } from "../fanout/hub.js";
 import { matches } from "../protocol/channel.js";
 import { CloseCode, ErrorCode } from "../protocol/codes.js";
 import type { SseEndpoint } from "../sse/endpoint.js";
-import type { WsEndpoint } from "../ws/server.js";
+import type { UserSocketDoor } from "../ws/user-sockets.js";
 import { OCCUPANCY_MAX_PATTERNS, PART_MAX_BYTES, USER_MAX_CONNECTIONS, type WorkerPart, type WorkerRequest } from "./ops.js";
 
 /**
@@ -12,22 +12,32 @@ import { OCCUPANCY_MAX_PATTERNS, PART_MAX_BYTES, USER_MAX_CONNECTIONS, type Work
  * count of subscribers per pattern; this asks them.
  */
 export class LocalControl {
+  /** Every WebSocket door's sockets: /ws's, and those a door added (the Centrifuge door's). */
+  private readonly doors: UserSocketDoor[];
+
   constructor(
-    private readonly ws: WsEndpoint,
+    ws: UserSocketDoor,
     private readonly sse: SseEndpoint,
     private readonly hub: FanoutHub,
-  ) {}
+  ) {
+    this.doors = [ws];
+  }
+
+  /** Another door's WebSockets, reached by disconnect, unsubscribe and user as /ws's are. */
+  addDoor(door: UserSocketDoor): void {
+    this.doors.push(door);
+  }
 
   run(req: WorkerRequest): WorkerPart {
     switch (req.op) {
       case "disconnect": {
         const code = req.reconnect ? CloseCode.DisconnectedReconnect : CloseCode.DisconnectedFinal;
-        const websocket = this.ws.disconnectUser(req.user, code, req.reason);
+        const websocket = sum(this.doors, (d) => d.disconnectUser(req.user, code, req.reason));
         const sse = this.sse.endUser(req.user, { code: ErrorCode.Disconnected, message: req.reason, temporary: req.reconnect });
         return { op: "disconnect", websocket, sse };
       }
       case "unsubscribe": {
-        const websocket = this.ws.unsubscribeUser(req.user, req.channel, req.reason, patternCovers);
+        const websocket = sum(this.doors, (d) => d.unsubscribeUser(req.user, req.channel, req.reason, patternCovers));
         const sse = this.sse.endUser(
           req.user,
           { code: ErrorCode.Unsubscribed, message: `${req.reason}: ${req.channel}`, temporary: false },
@@ -40,7 +50,7 @@ export class LocalControl {
         return this.occupancy("channel" in req ? receives(req.channel) : within(req.pattern));
       case "user": {
         const connections = [
-          ...this.ws.connectionsOf(req.user),
+          ...this.doors.flatMap((d) => d.connectionsOf(req.user)),
           ...this.sse
             .streamsOf(req.user)
             .map((s) => ({ transport: "sse" as const, id: s.id, ip: s.ip, subscriptions: [{ channel: s.channel, state: s.state }] })),
@@ -77,6 +87,8 @@ export class LocalControl {
     return { op: "occupancy", subscribers, patterns, truncated };
   }
 }
+
+const sum = <T>(xs: readonly T[], f: (x: T) => number): number => xs.reduce((n, x) => n + f(x), 0);
 
 const hasWildcard = (p: string): boolean => p.includes("*") || p.endsWith(">");
 

@@ -10,6 +10,7 @@ import { ErrorCode } from "../protocol/codes.js";
 import type { PublishService } from "../publish/service.js";
 import { gather } from "./gather.js";
 import type { LocalControl } from "./local.js";
+import type { UserSocketDoor } from "../ws/user-sockets.js";
 import {
   CONTROL_OPS,
   mergeParts,
@@ -78,6 +79,11 @@ function decode(b: Uint8Array): unknown {
  */
 export class ControlService {
   constructor(private readonly d: ControlDeps) {}
+
+  /** Another door's WebSockets (the Centrifuge door's): the control plane reaches them as it reaches /ws's. */
+  addDoor(door: UserSocketDoor): void {
+    this.d.local.addDoor(door);
+  }
 
   /** Subscribes to the control subjects (a broker without a bus has none: only broadcast is served, over HTTP). */
   start(): void {

@@ -32,8 +32,9 @@ export class DeltaSocket implements FanoutSocket, DeltaReceiver {
     this.deltas = new DeltaSubscription(maxChannels);
   }
 
+  /** Its connection's codec, or that codec's codec for delta subscriptions (`deltaCodec`): every frame it gets is that codec's. */
   get codec(): FanoutSocket["codec"] {
-    return this.socket.codec;
+    return this.socket.codec.deltaCodec ?? this.socket.codec;
   }
 
   get closed(): boolean {

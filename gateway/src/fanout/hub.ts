@@ -214,7 +214,7 @@ export class FanoutHub {
       const c = r.codec;
       let frame: Uint8Array;
       if (r.deltas.next(dm) === "delta") {
-        frame = (frames ??= new DeltaMsg(meta, dm.baseSeq, dm.delta() as Uint8Array)).frame(c);
+        frame = (frames ??= new DeltaMsg(meta, dm.baseSeq, dm.delta() as Uint8Array, payload)).frame(c);
         deltas++;
       } else frame = msg.frame(c);
       // Dropped (over the hard cap; the socket is being cut): whatever follows must not be a delta of it.

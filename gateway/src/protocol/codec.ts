@@ -25,7 +25,12 @@ export interface Codec {
    * A delta `msg` frame (PROTOCOL.md "Deltas"): `delta` is the Fossil delta from the payload of message `base`
    * of the same channel. Once per message per worker and codec, like `msg`.
    */
-  delta(meta: MsgMeta, base: number, delta: Uint8Array): Uint8Array;
+  delta(meta: MsgMeta, base: number, delta: Uint8Array, payload: Uint8Array): Uint8Array;
+  /**
+   * The codec of this codec's `delta: "fossil"` subscriptions when their full frames differ from the others'
+   * (Centrifuge's JSON format sends their data as a JSON string); absent: this one. Its slot follows `CODECS`'.
+   */
+  readonly deltaCodec?: Codec;
   /** The `msg` frames of a page of stored messages of one pattern, in order. */
   msgs(pattern: string, messages: readonly StoredMsg[]): Uint8Array[];
   /**
@@ -76,10 +81,12 @@ export class DeltaMsg {
     private readonly meta: MsgMeta,
     private readonly base: number,
     private readonly delta: Uint8Array,
+    /** The message's own payload: a codec that cannot carry this delta sends it whole (the client's state is the same). */
+    private readonly payload: Uint8Array,
   ) {}
 
   frame(codec: Codec): Uint8Array {
-    return (this.frames[codec.slot] ??= codec.delta(this.meta, this.base, this.delta));
+    return (this.frames[codec.slot] ??= codec.delta(this.meta, this.base, this.delta, this.payload));
   }
 }
 

@@ -10,7 +10,9 @@ import { CENTRIFUGE_PROTOBUF_CODEC } from "./centrifuge/protobuf.js";
  * publications go through the same per-codec frames and topics.
  */
 export const CODECS: readonly Codec[] = [JSON_CODEC, MSGPACK_CODEC, CENTRIFUGE_JSON_CODEC, CENTRIFUGE_PROTOBUF_CODEC];
-for (const [i, c] of CODECS.entries()) if (c.slot !== i) throw new Error(`codec ${c.name} has slot ${c.slot}, not ${i}`);
+/** The codecs of delta subscriptions that differ from their connection's (`deltaCodec`): their slots follow CODECS'. */
+const DELTA_CODECS: readonly Codec[] = CODECS.flatMap((c) => (c.deltaCodec ? [c.deltaCodec] : []));
+for (const [i, c] of [...CODECS, ...DELTA_CODECS].entries()) if (c.slot !== i) throw new Error(`codec ${c.name} has slot ${c.slot}, not ${i}`);
 
 /** The codec of a negotiated subprotocol; JSON when none was (a client that offered no subprotocol). */
 export function codecOf(subprotocol: string): Codec {

@@ -117,7 +117,8 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
   if (f.presence && !(await enterPresence(ctx, ws, sub, member))) return;
   const presence = f.presence ? { client: s.clientId } : undefined;
   const delta = f.delta ? { delta: f.delta } : undefined;
-  const data = granted(ctx, ws, sub, allowed.hook);
+  // A subscription token's expiry (its `exp`, or `expire_at` when it has one): when the client must send `sub_refresh`.
+  const data = { ...granted(ctx, ws, sub, allowed.hook), ...(allowed.token ? { exp: allowed.token.exp } : {}) };
   if (f.from === undefined) {
     sub.life.start(feed);
     return sendFrame(ws, { op: "ok", id: f.id, fields: { epoch: ctx.broker.epochOf(f.channel), ...presence, ...delta, ...data } });

@@ -6,23 +6,10 @@ import { handleFrame, releaseSession, replyErr, type HandlerContext } from "./ha
 import type { Session, Socket } from "./session.js";
 import { socketContext, type DoorDeps } from "./socket-context.js";
 import { startAutoSubscriptions } from "./auto-subs.js";
-import { clientIdOf, endSocket, sendFrame } from "./session.js";
+import { clientIdOf, endSocket } from "./session.js";
+import { UserSockets, type ConnectionInfo, type UserSocketDoor } from "./user-sockets.js";
 
-/** One connection as the control plane lists it (`GET /v1/server/users/{user}`). */
-export type ConnectionInfo = {
-  transport: "websocket" | "sse";
-  /** Unique within its worker. */
-  id: number;
-  ip: string;
-  subscriptions: { channel: string; state: string; durable?: boolean; auto?: boolean }[];
-};
-
-/** A close reason is at most 123 bytes (RFC 6455): longer ones are cut on a character boundary. */
-export function closeReason(reason: string): string {
-  let r = reason;
-  while (Buffer.byteLength(r) > 123) r = r.slice(0, -1);
-  return r;
-}
+export { closeReason, type ConnectionInfo } from "./user-sockets.js";
 
 export const WS_PATH = "/ws";
 
@@ -30,12 +17,14 @@ export const WS_PATH = "/ws";
 export const hardPayloadCap = (max: number): number => Math.min(Math.max(max * 16, 1_048_576), 64 * 1_048_576);
 
 /** The worker's WebSocket endpoint: the uWS behavior for `/ws`, its sockets, and drain. */
-export class WsEndpoint {
+export class WsEndpoint implements UserSocketDoor {
   readonly sockets = new Set<Socket>();
   readonly backpressure: BackpressureMonitor;
   private readonly listenSockets: us_listen_socket[] = [];
 
   private readonly ctx: HandlerContext;
+  /** The control plane's operations on these sockets. */
+  private readonly users: UserSockets;
 
   /** `extraApps`: more listeners with the same behavior (the TLS app); the hub must publish to all of them. */
   constructor(
@@ -44,6 +33,7 @@ export class WsEndpoint {
     private readonly extraApps: TemplatedApp[] = [],
   ) {
     ({ ctx: this.ctx, backpressure: this.backpressure } = socketContext(this.sockets, deps));
+    this.users = new UserSockets(this.sockets, this.ctx.subs);
     this.register();
   }
 
@@ -151,56 +141,16 @@ export class WsEndpoint {
     this.endAll(CloseCode.GoingAway, reason);
   }
 
-  /** The open sockets of `user` (a scan: the control plane's requests are rare). */
-  private socketsOf(user: string): Socket[] {
-    const out: Socket[] = [];
-    for (const ws of this.sockets) {
-      const s = ws.getUserData();
-      if (!s.closed && s.user === user) out.push(ws);
-    }
-    return out;
-  }
-
-  /** Closes every socket of `user` with `code` (4012 reconnect, 4403 do not); how many. */
   disconnectUser(user: string, code: CloseCode, reason: string): number {
-    const found = this.socketsOf(user);
-    for (const ws of found) endSocket(ws, code, closeReason(reason));
-    return found.length;
+    return this.users.disconnectUser(user, code, reason);
   }
 
-  /**
-   * Ends every subscription of `user` whose pattern lies within `within` (the pattern itself, or one it
-   * covers), each announced with an `unsub` frame; how many. `covers` is the permission matcher.
-   */
   unsubscribeUser(user: string, within: string, reason: string, covers: (outer: string, inner: string) => boolean): number {
-    let n = 0;
-    for (const ws of this.socketsOf(user)) {
-      for (const sub of [...ws.getUserData().subs.values()]) {
-        if (!covers(within, sub.pattern)) continue;
-        this.ctx.subs.end(ws, sub);
-        sendFrame(ws, { op: "unsub", channel: sub.pattern, reason });
-        n++;
-      }
-    }
-    return n;
+    return this.users.unsubscribeUser(user, within, reason, covers);
   }
 
-  /** The sockets of `user` and their subscriptions. */
   connectionsOf(user: string): ConnectionInfo[] {
-    return this.socketsOf(user).map((ws) => {
-      const s = ws.getUserData();
-      return {
-        transport: "websocket",
-        id: s.id,
-        ip: s.ip,
-        subscriptions: [...s.subs.values()].map((sub) => ({
-          channel: sub.pattern,
-          state: sub.life.phase,
-          ...(sub.durable ? { durable: true } : {}),
-          ...(sub.auto ? { auto: true } : {}),
-        })),
-      };
-    });
+    return this.users.connectionsOf(user);
   }
 
   /** Closes every socket with `code` (the listener stays open: clients reconnect and resume). */

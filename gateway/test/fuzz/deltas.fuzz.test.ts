@@ -114,7 +114,7 @@ describe("fuzz — deltas: the server's deltas, the SDK's applier", () => {
             const m = server.next(meta.channel, meta.seq, payload);
             const kind = sub.next(m);
             const codec = side[1];
-            const frame = kind === "delta" ? codec.delta(meta, m.baseSeq, m.delta()!) : codec.msg(meta, payload);
+            const frame = kind === "delta" ? codec.delta(meta, m.baseSeq, m.delta()!, payload) : codec.msg(meta, payload);
             const got = receive(side, frame, bases);
             expect(got).toEqual({ ok: true, data: JSON.parse(JSON.stringify(d)) });
             messages++;
@@ -252,7 +252,7 @@ describe("fuzz — deltas: a corrupted or truncated delta is refused, never appl
           const [, codec] = side;
           const bases = new DeltaBases();
           expect(receive(side, codec.msg({ channel: "fz.c", pattern: "fz.c", seq: 1, ts: 1 }, base), bases).ok).toBe(true);
-          const out = receive(side, codec.delta({ channel: "fz.c", pattern: "fz.c", seq: 2, ts: 1 }, 1, bad), bases);
+          const out = receive(side, codec.delta({ channel: "fz.c", pattern: "fz.c", seq: 2, ts: 1 }, 1, bad, new Uint8Array()), bases);
           if (out.ok) expect(out.data).toEqual(JSON.parse(JSON.stringify(target)));
           else expect(out).toEqual({ ok: false, resubscribe: true, reason: "bad_delta" });
         }
@@ -311,7 +311,7 @@ describe("fuzz — deltas: the limit of Fossil's checksum", () => {
     const fresh = new DeltaBases();
     const meta = (seq: number) => ({ channel: "fz.k", pattern: "fz.k", seq, ts: 1 });
     expect(receive(SIDES[0]!, JSON_CODEC.msg(meta(1), base), fresh).ok).toBe(true);
-    expect(receive(SIDES[0]!, JSON_CODEC.delta(meta(2), 1, swapped), fresh)).toEqual({
+    expect(receive(SIDES[0]!, JSON_CODEC.delta(meta(2), 1, swapped, new Uint8Array()), fresh)).toEqual({
       ok: true,
       data: { nums: [52_341_678, 9] },
     });

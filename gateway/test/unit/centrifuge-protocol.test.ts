@@ -29,6 +29,7 @@ const sub = (o: Partial<SubscribeCommand> = {}): SubscribeCommand => ({
   positioned: false,
   recoverable: false,
   joinLeave: false,
+  delta: false,
   ...o,
 });
 const json = (b: Uint8Array | string): unknown => JSON.parse(typeof b === "string" ? b : Buffer.from(b).toString("utf8"));
@@ -37,7 +38,14 @@ describe("centrifuge commands", () => {
   it("commands — the empty command is the pong; a method with an id is read with its fields", () => {
     expect(readCommand({})).toEqual({ method: "pong" });
     expect(readCommand({ id: 0 })).toEqual({ method: "pong" });
-    expect(readCommand({ id: 3, connect: { token: "t", data: { a: 1 } } })).toEqual({ method: "connect", id: 3, token: "t", data: { a: 1 } });
+    expect(readCommand({ id: 3, connect: { token: "t", data: { a: 1 } } })).toEqual({ method: "connect", id: 3, token: "t", data: { a: 1 }, subs: {} });
+    expect(readCommand({ id: 3, connect: { subs: { "a:b": { recover: true, offset: 9, epoch: "e" } } } })).toMatchObject({
+      subs: { "a:b": { recover: true, offset: 9, epoch: "e" } },
+    });
+    expect(readCommand({ id: 3, connect: { subs: { "a:b": { offset: -1 } } } })).toEqual({ bad: "connect.subs.offset must be an integer >= 0", id: 3 });
+    expect(readCommand({ id: 7, sub_refresh: { channel: "a:b", token: "t" } })).toEqual({ method: "sub_refresh", id: 7, channel: "a:b", token: "t" });
+    expect(readCommand({ id: 8, subscribe: { channel: "a:b", token: "t", delta: "fossil" } })).toMatchObject({ token: "t", delta: true });
+    expect(readCommand({ id: 8, subscribe: { channel: "a:b", delta: "gzip" } })).toEqual({ bad: 'subscribe.delta must be "fossil"', id: 8 });
     expect(readCommand({ id: 4, subscribe: { channel: "chat:a", recover: true, offset: 17, epoch: "e", recoverable: true, join_leave: true } })).toEqual(
       sub({ id: 4, recover: true, offset: 17, epoch: "e", recoverable: true, joinLeave: true }),
     );

@@ -18,11 +18,21 @@ export type SubscribeCommand = {
   recoverable: boolean;
   /** It wants join and leave pushes of the channel. */
   joinLeave: boolean;
+  /** A subscription token for the channel (AUTH.md "Subscription tokens"). */
+  token?: string;
+  /** It asks for Fossil deltas (`delta: "fossil"`). */
+  delta: boolean;
 };
+
+/** Where a client was in a channel: the recovery it asks for (its server-side subscriptions' at `connect`). */
+export type Position = { recover: boolean; offset: number; epoch: string };
+
+/** The most server-side subscriptions a `connect` may name (as many as a token may grant: auth/permissions.ts). */
+const MAX_CONNECT_SUBS = 100;
 
 export type Command =
   | { method: "pong" }
-  | { method: "connect"; id: number; token: string | undefined; data: unknown }
+  | { method: "connect"; id: number; token: string | undefined; data: unknown; subs: Readonly<Record<string, Position>> }
   | SubscribeCommand
   | { method: "unsubscribe"; id: number; channel: string }
   | { method: "publish"; id: number; channel: string; data: unknown }
@@ -31,7 +41,7 @@ export type Command =
   /** history, presence, presence_stats: their params as the server API reads them (centrifugo/reads.ts). */
   | { method: "history" | "presence" | "presence_stats"; id: number; params: Record<string, unknown> }
   | { method: "send"; data: unknown }
-  | { method: "sub_refresh"; id: number };
+  | { method: "sub_refresh"; id: number; channel: string; token: string };
 
 /** A command that cannot be read: answered with its id when it has one, else the connection is closed. */
 export type BadCommand = { bad: string; id?: number };
@@ -66,7 +76,7 @@ function readBody(method: Exclude<(typeof METHODS)[number], "send">, id: number,
   switch (method) {
     case "connect":
       if (b.token !== undefined && typeof b.token !== "string") return { bad: "connect.token must be a string", id };
-      return { method, id, token: b.token === "" ? undefined : (b.token as string | undefined), data: b.data };
+      return readConnect(id, b);
     case "subscribe":
       return readSubscribe(id, b);
     case "unsubscribe": {
@@ -89,9 +99,37 @@ function readBody(method: Exclude<(typeof METHODS)[number], "send">, id: number,
     case "presence":
     case "presence_stats":
       return { method, id, params: b };
-    case "sub_refresh":
-      return { method, id };
+    case "sub_refresh": {
+      const channel = channelOf(b, method);
+      if (typeof channel !== "string") return { ...channel, id };
+      if (typeof b.token !== "string" || b.token.length === 0) return { bad: "sub_refresh.token must be a non-empty string", id };
+      return { method, id, channel, token: b.token };
+    }
   }
+}
+
+function readConnect(id: number, b: Record<string, unknown>): Command | BadCommand {
+  if (b.token !== undefined && typeof b.token !== "string") return { bad: "connect.token must be a string", id };
+  const subs: Record<string, Position> = {};
+  if (b.subs !== undefined && b.subs !== null) {
+    if (!isObject(b.subs) || Object.keys(b.subs).length > MAX_CONNECT_SUBS)
+      return { bad: `connect.subs must be an object of at most ${MAX_CONNECT_SUBS} channels`, id };
+    for (const [name, v] of Object.entries(b.subs)) {
+      const p = isObject(v) ? readPosition(v, "connect.subs") : "connect.subs values must be objects";
+      if (typeof p === "string") return { bad: p, id };
+      subs[name] = p;
+    }
+  }
+  return { method: "connect", id, token: b.token === "" ? undefined : (b.token as string | undefined), data: b.data, subs };
+}
+
+/** `recover`, `offset` and `epoch` of a subscribe (or of a server-side subscription at connect), or what is wrong. */
+function readPosition(b: Record<string, unknown>, what: string): Position | string {
+  const offset = b.offset ?? 0;
+  if (!Number.isSafeInteger(offset) || (offset as number) < 0) return `${what}.offset must be an integer >= 0`;
+  const epoch = b.epoch ?? "";
+  if (typeof epoch !== "string" || epoch.length > 64) return `${what}.epoch must be a string of at most 64 characters`;
+  return { recover: flag(b.recover), offset: offset as number, epoch };
 }
 
 function channelOf(b: Record<string, unknown>, method: string): string | BadCommand {
@@ -103,19 +141,20 @@ const flag = (v: unknown): boolean => v === true;
 function readSubscribe(id: number, b: Record<string, unknown>): Command | BadCommand {
   const channel = channelOf(b, "subscribe");
   if (typeof channel !== "string") return { ...channel, id };
-  const offset = b.offset ?? 0;
-  if (!Number.isSafeInteger(offset) || (offset as number) < 0) return { bad: "subscribe.offset must be an integer >= 0", id };
-  const epoch = b.epoch ?? "";
-  if (typeof epoch !== "string" || epoch.length > 64) return { bad: "subscribe.epoch must be a string of at most 64 characters", id };
+  const position = readPosition(b, "subscribe");
+  if (typeof position === "string") return { bad: position, id };
+  if (b.token !== undefined && typeof b.token !== "string") return { bad: "subscribe.token must be a string", id };
+  const delta = b.delta ?? "";
+  if (delta !== "" && delta !== "fossil") return { bad: 'subscribe.delta must be "fossil"', id };
   return {
     method: "subscribe",
     id,
     channel,
-    recover: flag(b.recover),
-    offset: offset as number,
-    epoch,
+    ...position,
     positioned: flag(b.positioned),
     recoverable: flag(b.recoverable),
     joinLeave: flag(b.join_leave),
+    ...(typeof b.token === "string" && b.token !== "" ? { token: b.token } : {}),
+    delta: delta === "fossil",
   };
 }

@@ -15,6 +15,7 @@ import { history, presence, presenceStats } from "../reads.js";
 import type { Reply } from "../codes.js";
 import { readCommand, type Command, type SubscribeCommand } from "./commands.js";
 import { planSubscribe } from "./recovery.js";
+import { planServerSubs, serverSubResult } from "./server-subs.js";
 
 /** The door's own settings (CENTRIFUGO_CLIENT_* in the server section). */
 export type DoorSettings = {
@@ -157,7 +158,7 @@ export class Door {
       case "rpc":
         return this.native(ws, { kind: "rpc", id: c.id }, { op: "rpc", method: c.rpcMethod, data: c.data }, mayNotFitJson);
       case "refresh":
-        return this.native(ws, { kind: "refresh", id: c.id }, { op: "refresh", token: c.token }, false);
+        return void this.refresh(ws, c).catch((e: unknown) => this.failed(ws, c.id, e));
       case "history":
       case "presence":
       case "presence_stats":
@@ -165,8 +166,11 @@ export class Door {
       case "send":
         // Centrifugo answers an asynchronous message it has no handler for the same way.
         return endSocket(ws, Disconnect.NotAvailable, "not available: send has no handler here");
-      case "sub_refresh":
-        return this.replyError(ws, c.id, ClientError.NotAvailable, "subscription tokens are not available on this door");
+      case "sub_refresh": {
+        const channel = this.channel(ws, c.id, c.channel);
+        if (channel === undefined) return;
+        return this.native(ws, { kind: "sub_refresh", id: c.id }, { op: "sub_refresh", channel, token: c.token }, false);
+      }
     }
   }
 
@@ -187,6 +191,9 @@ export class Door {
       return this.connectRefused(ws, c.id, e);
     }
     if (s.closed) return;
+    // Where each server-side subscription starts (a read of its stream's position), before the reply names them.
+    const serverSubs = await planServerSubs(this.ctx.broker.replay, id.principal.perms.auto ?? [], c.subs);
+    if (s.closed) return;
     if (this.ctx.isDraining()) return endSocket(ws, Disconnect.Shutdown, "shutdown");
     s.identity = id;
     // The session was made at the upgrade, before anyone was named: the connect names its user.
@@ -201,11 +208,15 @@ export class Door {
       client: clientIdOf(ws),
       version: "",
       ...(ttl !== undefined ? { expires: true, ttl } : {}),
+      ...(serverSubs.length > 0 ? { subs: Object.fromEntries(serverSubs.map((x) => [x.name, serverSubResult(x)])) } : {}),
       ping: Math.round(this.settings.pingIntervalMs / 1000),
       pong: true,
     };
     sendReply(ws, { id: c.id, connect: result });
     this.ctx.events?.record("connect", { user: s.user, client: clientIdOf(ws), transport: "websocket" });
+    // Each a native `sub` with its start, as a client's subscribe: its publications come as pushes naming the channel.
+    for (const x of serverSubs)
+      this.native(ws, { kind: "server_sub", id: c.id }, { op: "sub", channel: x.pattern, ...(x.plan.from ? { from: x.plan.from } : {}) }, false);
     const queued = st.queue.splice(0);
     for (const q of queued) if (!s.closed) this.command(ws, st, q.raw, q.mayNotFitJson);
   }
@@ -225,6 +236,26 @@ export class Door {
     if (!(e instanceof GatewayError)) throw e;
     this.ctx.metrics.badFrames.labels(e.code).inc();
     sendReply(ws, { id, error: clientErrorOf(e.code, e.message, e.temporary) });
+  }
+
+  /**
+   * `refresh`: as Centrifugo answers it, an expired token is answered 109 (the SDK asks for another) and an
+   * invalid one closes with 3500; a valid one is /ws's `refresh` (same user, new claims and expiry).
+   */
+  private async refresh(ws: Socket, c: Extract<Command, { method: "refresh" }>): Promise<void> {
+    const auth = this.ctx.guard.access.auth;
+    if (auth.enabled) {
+      try {
+        await auth.verify(c.token);
+      } catch (e) {
+        if (!(e instanceof AuthError)) throw e;
+        if (ws.getUserData().closed) return;
+        this.ctx.metrics.badFrames.labels(ErrorCode.Unauthorized).inc();
+        if (e.reason === "expired") return this.replyError(ws, c.id, ClientError.TokenExpired, "token expired");
+        return endSocket(ws, Disconnect.InvalidToken, `invalid token: ${e.message}`.slice(0, 120));
+      }
+    }
+    if (!ws.getUserData().closed) this.native(ws, { kind: "refresh", id: c.id }, { op: "refresh", token: c.token }, false);
   }
 
   /** `subscribe`: the plan (recovery.ts) from the stream's position, then the native `sub` with its start. */
@@ -252,6 +283,9 @@ export class Door {
       ...(plan.from ? { from: plan.from } : {}),
       ...(presence ? { presence } : {}),
       ...(presence && info !== undefined && fitsPresence(info) ? { info } : {}),
+      ...(c.token !== undefined ? { token: c.token } : {}),
+      // Fossil deltas through the hub's per-channel deltas (fanout/deltas.ts): the reply's `delta: true` says so.
+      ...(c.delta ? { delta: "fossil" } : {}),
     };
     this.native(ws, { kind: "subscribe", id: c.id, mode: plan.mode, offset: plan.offset }, frame, false);
   }

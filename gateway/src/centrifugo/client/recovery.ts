@@ -17,7 +17,10 @@ export type SubscribePlan = { mode: SubscribeMode; offset: number; from?: { seq:
  * catch-up. Any other recovery is answered `recovered: false` and, like a positioned subscribe, continues
  * live after the stream's top: nothing is sent that the client must not take as following its state.
  */
-export function planSubscribe(c: SubscribeCommand, st: StreamState | undefined): SubscribePlan {
+export function planSubscribe(
+  c: Pick<SubscribeCommand, "recover" | "offset" | "epoch" | "positioned" | "recoverable">,
+  st: StreamState | undefined,
+): SubscribePlan {
   if (st === undefined || !(c.recover || c.positioned || c.recoverable)) return { mode: "live", offset: 0 };
   if (c.recover && c.epoch === st.epoch) {
     const p = positionAfter(c.offset, c.epoch, st);

@@ -46,6 +46,22 @@ export const Disconnect = {
 } as const;
 export type Disconnect = (typeof Disconnect)[keyof typeof Disconnect];
 
+/**
+ * Unsubscribe push codes: below 2500 the subscription ends (the SDK does not subscribe again); from 2500 the
+ * SDK subscribes again (with a new subscription token when the old one expired).
+ */
+export const Unsubscribe = {
+  /** The server (an operator, the control plane) ended it. */
+  Server: 2000,
+  /** Its subscription token expired: the SDK subscribes again, asking for a new token. */
+  Expired: 2501,
+} as const;
+
+/** The unsubscribe push of a subscription the gateway ended: its code from the gateway's reason (`code`), and the reason. */
+export function unsubscribeOf(code: ErrorCode | undefined, reason: string): { code: number; reason: string } {
+  return { code: code === ErrorCode.SubscriptionExpired ? Unsubscribe.Expired : Unsubscribe.Server, reason };
+}
+
 /** A disconnect code's advice: reconnect (3000–3499, 4000–4499) or stay away. */
 export const reconnects = (code: number): boolean => (code >= 3000 && code < 3500) || (code >= 4000 && code < 4500);
 

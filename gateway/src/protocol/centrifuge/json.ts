@@ -85,6 +85,52 @@ export function encodeFrame(f: ServerFrame): string | Buffer {
   return r ? encodeReply(r) : "";
 }
 
+/**
+ * A publication push of a `delta: "fossil"` subscription: Centrifuge's JSON format sends such a subscription's
+ * data as a JSON string holding the publication's JSON (the SDK parses it, and keeps its bytes as the base of
+ * the next delta: the stored payload's bytes for a JSON payload).
+ */
+export function deltaSubscriptionPush(meta: MsgMeta, payload: Uint8Array): Buffer {
+  const data = JSON.stringify(storedJson(new Stored(payload, meta.type)).toString("utf8"));
+  return Buffer.from(`{"push":{"channel":${JSON.stringify(clientChannel(meta.channel))},"pub":{"data":${data},"offset":${meta.seq}}}}`);
+}
+
+/**
+ * A delta publication push: `delta: true`, the Fossil delta from the channel's previous publication as a JSON
+ * string (the SDK takes its UTF-8 bytes as the delta). A delta that is not UTF-8 (a copy boundary inside a
+ * multi-byte character) has no such string: the publication is sent whole, which leaves the client where the
+ * delta would have.
+ */
+export function deltaPush(meta: MsgMeta, _base: number, delta: Uint8Array, payload: Uint8Array): Buffer {
+  const bytes = Buffer.from(delta.buffer, delta.byteOffset, delta.byteLength);
+  if (!isUtf8(bytes)) return deltaSubscriptionPush(meta, payload);
+  const channel = JSON.stringify(clientChannel(meta.channel));
+  return Buffer.from(`{"push":{"channel":${channel},"pub":{"data":${JSON.stringify(bytes.toString("utf8"))},"offset":${meta.seq},"delta":true}}}`);
+}
+
+const decodeJson: CentrifugeCodec["decode"] = (data, isBinary) =>
+  isBinary ? { ok: false, code: ErrorCode.BadJson, message: "JSON commands come in text frames" } : decodeCommands(Buffer.from(data).toString("utf8"));
+
+/** The JSON format's frames for `delta: "fossil"` subscriptions (the JSON codec's `deltaCodec`): data as a JSON string, and deltas. */
+export const CENTRIFUGE_JSON_DELTA_CODEC: CentrifugeCodec = {
+  name: "centrifuge-json-delta",
+  subprotocol: "centrifuge-json-delta",
+  binary: false,
+  // After CODECS' slots (protocol/codecs.ts checks it): never a connection's codec, so no topic of its own.
+  slot: 4,
+  decode: decodeJson,
+  encode: encodeFrame,
+  reply: encodeReply,
+  msg: deltaSubscriptionPush,
+  delta: deltaPush,
+  msgs: (pattern: string, messages: readonly StoredMsg[]) =>
+    messages.map((m) =>
+      deltaSubscriptionPush({ channel: m.channel, pattern, seq: m.seq, ts: m.ts, ...(m.type !== undefined ? { type: m.type } : {}) }, m.payload),
+    ),
+  batch: joinLines,
+  closeCode: disconnectOf,
+};
+
 /** Centrifuge's JSON format as a codec (protocol/codecs.ts): selected by the door's endpoint, never by a /ws subprotocol. */
 export const CENTRIFUGE_JSON_CODEC: CentrifugeCodec = {
   name: "centrifuge-json",
@@ -92,16 +138,13 @@ export const CENTRIFUGE_JSON_CODEC: CentrifugeCodec = {
   subprotocol: "centrifuge-json",
   binary: false,
   slot: 2,
-  decode: (data, isBinary) =>
-    isBinary ? { ok: false, code: ErrorCode.BadJson, message: "JSON commands come in text frames" } : decodeCommands(Buffer.from(data).toString("utf8")),
+  decode: decodeJson,
   encode: encodeFrame,
   reply: encodeReply,
   msg: publicationPush,
-  // The door never asks for deltas (it answers a subscribe's `delta` without `delta: true`): with them, Centrifuge's
-  // JSON format sends every publication's data as a string, which the shared full frames are not.
-  delta: () => {
-    throw new Error("deltas are not negotiated on the Centrifuge door");
-  },
+  // A delta subscription's frames, deltas and full ones, are its delta codec's: this one never writes a delta.
+  delta: deltaPush,
+  deltaCodec: CENTRIFUGE_JSON_DELTA_CODEC,
   msgs: (pattern: string, messages: readonly StoredMsg[]) =>
     messages.map((m) => publicationPush({ channel: m.channel, pattern, seq: m.seq, ts: m.ts, ...(m.type !== undefined ? { type: m.type } : {}) }, m.payload)),
   batch: joinLines,

@@ -4,7 +4,7 @@ import type { MsgMeta, ServerFrame, StoredMsg } from "../server-frames.js";
 import { disconnectOf } from "./codes.js";
 import { MAX_COMMANDS_PER_FRAME } from "./json.js";
 import { decodeDelimited, encodeDelimited, ProtoError, varintLength, writeVarint, type DecodeState } from "./proto-wire.js";
-import { clientChannel, replyOfFrame, type CentrifugeCodec, type Reply } from "./shapes.js";
+import { clientChannel, replyOfFrame, Stored, type CentrifugeCodec, type Reply } from "./shapes.js";
 
 /**
  * The Centrifuge client protocol's Protobuf format (WebSocket subprotocol `centrifuge-protobuf`): binary frames
@@ -83,9 +83,11 @@ export const CENTRIFUGE_PROTOBUF_CODEC: CentrifugeCodec = {
   encode: encodeProtoFrame,
   reply: encodeProtoReply,
   msg: protoPublicationPush,
-  delta: () => {
-    throw new Error("deltas are not negotiated on the Centrifuge door");
-  },
+  // The SDK applies `data` (bytes) as the Fossil delta when `delta` is set; full publications are the shared frames.
+  delta: (meta, _base, delta) =>
+    encodeProtoReply({
+      push: { channel: clientChannel(meta.channel), pub: { data: new Stored(delta, "application/octet-stream"), offset: meta.seq, delta: true } },
+    }),
   msgs: (pattern: string, messages: readonly StoredMsg[]) =>
     messages.map((m) =>
       protoPublicationPush({ channel: m.channel, pattern, seq: m.seq, ts: m.ts, ...(m.type !== undefined ? { type: m.type } : {}) }, m.payload),

@@ -7,7 +7,8 @@
  */
 
 /** The command a native frame was translated from. */
-export type RequestKind = "subscribe" | "unsubscribe" | "publish" | "rpc" | "refresh";
+/** `server_sub`: a server-side subscription the door started at connect (its state was in the connect reply: its `ok` is not answered). */
+export type RequestKind = "subscribe" | "unsubscribe" | "publish" | "rpc" | "refresh" | "sub_refresh" | "server_sub";
 
 /**
  * How a subscribe started:
@@ -21,7 +22,15 @@ export type SubscribeMode = "live" | "positioned" | "recovered" | "unrecovered";
 
 export type Request = { kind: Exclude<RequestKind, "subscribe">; id: number } | { kind: "subscribe"; id: number; mode: SubscribeMode; offset: number };
 
-const KIND_LETTER: { readonly [K in RequestKind]: string } = { subscribe: "s", unsubscribe: "u", publish: "p", rpc: "r", refresh: "f" };
+const KIND_LETTER: { readonly [K in RequestKind]: string } = {
+  subscribe: "s",
+  unsubscribe: "u",
+  publish: "p",
+  rpc: "r",
+  refresh: "f",
+  sub_refresh: "t",
+  server_sub: "a",
+};
 const MODE_LETTER: { readonly [M in SubscribeMode]: string } = { live: "l", positioned: "p", recovered: "r", unrecovered: "n" };
 const KINDS = new Map(Object.entries(KIND_LETTER).map(([k, v]) => [v, k as RequestKind]));
 const MODES = new Map(Object.entries(MODE_LETTER).map(([k, v]) => [v, k as SubscribeMode]));
@@ -32,7 +41,7 @@ export function requestId(r: Request): string {
   return `cfs${MODE_LETTER[r.mode]}:${r.id}:${r.offset}`;
 }
 
-const ID = /^cf([supfr])([lprn]?):(\d{1,10})(?::(\d{1,16}))?$/;
+const ID = /^cf([supfrta])([lprn]?):(\d{1,10})(?::(\d{1,16}))?$/;
 
 /** The request a native frame id names, or undefined (an id this door did not make, or none). */
 export function requestOf(id: unknown): Request | undefined {

@@ -1,7 +1,7 @@
 import type { Codec } from "../codec.js";
 import type { MsgMeta, ServerFrame } from "../server-frames.js";
 import { toCentrifugoChannel } from "../centrifugo-channels.js";
-import { clientErrorOf, disconnectForUnsolicited, reconnects, type ClientErrorOut } from "./codes.js";
+import { clientErrorOf, disconnectForUnsolicited, reconnects, unsubscribeOf, type ClientErrorOut } from "./codes.js";
 import { requestOf, type Request } from "./requests.js";
 
 /**
@@ -132,12 +132,17 @@ function okReply(r: Request, fields: Readonly<Record<string, unknown>>): Reply {
       return { id: r.id, publish: {} };
     case "rpc":
       return { id: r.id, rpc: fields.data === undefined || fields.data === null ? {} : { data: fields.data } };
-    case "refresh": {
-      const exp = fields.exp;
-      return { id: r.id, refresh: typeof exp === "number" ? { expires: true, ttl: ttlOf(exp) } : {} };
-    }
+    case "refresh":
+      return { id: r.id, refresh: expiry(fields.exp) };
+    case "sub_refresh":
+      return { id: r.id, sub_refresh: expiry(fields.exp) };
+    case "server_sub":
+      return {};
   }
 }
+
+/** When a token's `exp` (unix seconds) tells the SDK to refresh it: `expires` and the seconds left (`ttl`). */
+const expiry = (exp: unknown): { expires?: true; ttl?: number } => (typeof exp === "number" ? { expires: true, ttl: ttlOf(exp) } : {});
 
 /**
  * A subscribe's result. A positioned or recovering subscription is told the stream's epoch and its offset:
@@ -159,7 +164,9 @@ function subscribeResult(r: Extract<Request, { kind: "subscribe" }>, fields: Rea
     if (r.mode === "recovered" && !raced) out.recovered = true;
   }
   if (fields.data !== undefined) out.data = fields.data;
-  return out;
+  if (fields.delta === "fossil") out.delta = true;
+  // A subscription token's expiry: the SDK sends `sub_refresh` with a new one before it.
+  return { ...out, ...expiry(fields.exp) };
 }
 
 /** A join or leave push's client: its id, user ("" for none) and the info it entered with. */
@@ -177,16 +184,15 @@ export function replyOfFrame(f: ServerFrame): Reply | undefined {
   switch (f.op) {
     case "ok": {
       const r = requestOf(f.id);
-      return r ? okReply(r, f.fields ?? {}) : undefined;
+      return r && r.kind !== "server_sub" ? okReply(r, f.fields ?? {}) : undefined;
     }
     case "err": {
       const r = requestOf(f.id);
-      if (r) return { id: r.id, error: clientErrorOf(f.code, f.message, f.temporary) };
+      if (r && r.kind !== "server_sub") return { id: r.id, error: clientErrorOf(f.code, f.message, f.temporary) };
       return disconnectReply(disconnectForUnsolicited(f.code, f.temporary), `${f.code}: ${f.message}`.slice(0, 100));
     }
     case "unsub":
-      // 2000: Centrifugo's server-side unsubscribe; below 2500, so the SDK does not subscribe again.
-      return { push: { channel: clientChannel(f.channel), unsubscribe: { code: 2000, reason: f.reason } } };
+      return { push: { channel: clientChannel(f.channel), unsubscribe: unsubscribeOf(f.code, f.reason) } };
     case "join":
       return { push: { channel: clientChannel(f.channel), join: { info: clientInfo(f) } } };
     case "leave":
