@@ -91,3 +91,21 @@ describe("regions — layout", () => {
     expect(desiredMirror(c.stream, "b").name).toBe("FANOUT_CHANNELS-b");
   });
 });
+
+describe("regions — promotion", () => {
+  it("regions — a mirror promoted as scripts/region-promote.sh does (no mirror; subjects and republish from its rule) is the stream the new home's gateway wants, but for its duplicate window", () => {
+    const streamsOf = (env: NodeJS.ProcessEnv) => {
+      const c = sections({ REGIONS: "a,b,c", STREAM_MAX_AGE: "1h", STREAM_MAX_CONSUMERS: "77", ...env });
+      const ns = resolveNamespaces([{ name: "chat", prefix: "chat", features: {}, resumeWindowMs: 0 } as never], c.stream)[0]!;
+      return [c.stream, { ...ns.stream, allowMsgTtl: true }];
+    };
+    const inB = streamsOf({ REGION: "b" });
+    const homeB = streamsOf({ REGION: "b", HOME_REGION: "b" });
+    for (const [i, s] of inB.entries()) {
+      const { mirror: _mirror, mirror_direct: _direct, ...m } = desiredMirror(s, "b");
+      const promoted = { ...m, name: s.name, subjects: [m.republish!.src] };
+      const { duplicate_window: _window, ...wanted } = desiredStream(homeB[i]!);
+      expect(promoted).toEqual(wanted);
+    }
+  });
+});
