@@ -5,6 +5,10 @@ import { ConfigError } from "../../src/errors.js";
 import { desiredStream } from "../../src/broker/jetstream/stream.js";
 import { desiredMirror, mirrorName, regionMirrors } from "../../src/broker/jetstream/regions.js";
 import { resolveNamespaces } from "../../src/namespaces/namespace.js";
+import { desiredPresenceBucket } from "../../src/broker/jetstream/presence.js";
+import { eventsStream } from "../../src/broker/jetstream/events-stream.js";
+import { leaseStream } from "../../src/broker/jetstream/webhook-lease.js";
+import { sharedStateBucket } from "../../src/broker/jetstream/shared-state.js";
 
 const NATS = { NATS_URL: "nats://127.0.0.1:4222" };
 const sections = (env: NodeJS.ProcessEnv) => sectionsOf(loadConfig([], { ...NATS, ...env }).config);
@@ -106,6 +110,24 @@ describe("regions — promotion", () => {
       const promoted = { ...m, name: s.name, subjects: [m.republish!.src] };
       const { duplicate_window: _window, ...wanted } = desiredStream(homeB[i]!);
       expect(promoted).toEqual(wanted);
+    }
+  });
+});
+
+describe("regions — presence and events", () => {
+  it("regions — the presence bucket, the events stream, the webhook's lease and the state bucket are made in the home region; without regions, where NATS puts them", () => {
+    for (const [env, home] of [
+      [{ REGION: "b", REGIONS: "a,b,c", HOME_REGION: "c" }, { cluster: "c" }],
+      [{}, undefined],
+    ] as const) {
+      const c = sections({ EVENTS: "all", ...env });
+      const made = [
+        desiredPresenceBucket(c.presence),
+        eventsStream(c.events).wanted,
+        leaseStream(c.events, 10_000).wanted,
+        sharedStateBucket({ bucket: c.events.stateBucket, replicas: 1, storage: "file", homeRegion: c.events.homeRegion }).wanted,
+      ];
+      for (const m of made) expect(m.placement).toEqual(home);
     }
   });
 });
