@@ -113,4 +113,11 @@ describe("regions — presence and events are global, kept in the home region", 
         .sort(),
     ).toEqual(ids);
   }, 60_000);
+
+  it("regions — /v1/stats (the live page) shows each region's mirror and its lag", async () => {
+    for (const r of ["b", "c"] as const) {
+      const stats = (await (await fetch(`${gw[r].metricsUrl}/v1/stats`)).json()) as { regions: { mirrors: { stream: string; lag: number }[] } | null };
+      expect(stats.regions).toEqual({ mirrors: [{ stream: `FANOUT_CHANNELS-${r}`, lag: expect.any(Number) as number }] });
+    }
+  });
 });

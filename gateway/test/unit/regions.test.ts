@@ -9,6 +9,7 @@ import { desiredPresenceBucket } from "../../src/broker/jetstream/presence.js";
 import { eventsStream } from "../../src/broker/jetstream/events-stream.js";
 import { leaseStream } from "../../src/broker/jetstream/webhook-lease.js";
 import { sharedStateBucket } from "../../src/broker/jetstream/shared-state.js";
+import { regionStats } from "../../src/http/stats.js";
 
 const NATS = { NATS_URL: "nats://127.0.0.1:4222" };
 const sections = (env: NodeJS.ProcessEnv) => sectionsOf(loadConfig([], { ...NATS, ...env }).config);
@@ -129,5 +130,18 @@ describe("regions — presence and events", () => {
       ];
       for (const m of made) expect(m.placement).toEqual(home);
     }
+  });
+});
+
+describe("regions — the live page", () => {
+  it("regions — /v1/stats' regions: each mirror's lag from the primary's samples; null without mirrors", () => {
+    const lag = (stream: string, value: number) => ({ name: "fanout_region_mirror_lag_messages", labels: { stream }, value });
+    expect(regionStats([lag("FANOUT_CHANNELS-b", 12), lag("FANOUT_CHANNELS_CHAT-b", 0), { name: "fanout_workers", labels: {}, value: 2 }])).toEqual({
+      mirrors: [
+        { stream: "FANOUT_CHANNELS-b", lag: 12 },
+        { stream: "FANOUT_CHANNELS_CHAT-b", lag: 0 },
+      ],
+    });
+    expect(regionStats([{ name: "fanout_workers", labels: {}, value: 2 }])).toBeNull();
   });
 });
