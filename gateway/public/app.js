@@ -194,6 +194,7 @@ async function refreshStats() {
     $("stat-p90").textContent = fmt(s.latencyMs.p90, " ms");
     $("stat-p99").textContent = fmt(s.latencyMs.p99, " ms");
     showWebhook(s.webhook);
+    showRegions(s.regions);
     charts?.push(s);
     if (charts) $("charts-note").textContent = "";
     $("stat-note").textContent = `rates over ${s.windowMs ?? "–"} ms; latency over ${s.latencyMs.over} (${s.latencyMs.observations} msgs)`;
@@ -206,6 +207,21 @@ async function refreshStats() {
   }
 }
 refreshStats();
+
+/** Regions: each of this region's mirrors' lag (`regions` in /v1/stats; null without mirrors). */
+function showRegions(r) {
+  $("regions").hidden = !r;
+  if (!r) return;
+  const dl = $("region-mirrors");
+  dl.replaceChildren();
+  for (const m of r.mirrors) {
+    const dt = document.createElement("dt");
+    dt.textContent = m.stream;
+    const dd = document.createElement("dd");
+    dd.textContent = fmt(m.lag);
+    dl.append(dt, dd);
+  }
+}
 
 /** The webhook sender's lag (`webhook` in /v1/stats; null when this instance runs none). */
 function showWebhook(w) {

@@ -184,7 +184,7 @@ export interface LeaseStore {
 }
 
 /** Where the cluster's shared state is kept: its bucket, how long a heartbeat (and the leader's lease) lasts unless renewed, replicas and storage. */
-export type SharedStateSettings = { bucket: string; ttlMs: number; replicas: number; storage: "file" | "memory" };
+export type SharedStateSettings = { bucket: string; ttlMs: number; replicas: number; storage: "file" | "memory"; homeRegion?: string };
 
 /**
  * What the services beside the workers need of the broker (services/, docs/architecture.md, "a

@@ -86,7 +86,7 @@ async function startWebhook({ sections, broker, registry, log }: EventsOptions):
  */
 async function startServices({ sections, broker, registry, log }: EventsOptions): Promise<{ services: Services; shares: InstanceShares } | undefined> {
   const e = sections.events;
-  const settings = { bucket: e.stateBucket, ttlMs: e.instanceTtlMs, replicas: e.replicas, storage: sections.presence.storage };
+  const settings = { bucket: e.stateBucket, ttlMs: e.instanceTtlMs, replicas: e.replicas, storage: sections.presence.storage, homeRegion: e.homeRegion };
   // As presence: a server without per-message TTL (before 2.11) refuses the bucket, and the rest still works.
   const state = await broker.sharedState(settings).catch((err: unknown) => {
     log.error(

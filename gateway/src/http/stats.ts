@@ -211,6 +211,16 @@ export function webhookStats(samples: readonly PromSample[]) {
   };
 }
 
+/**
+ * Regions: how far behind the home region each of this region's mirrors is, for `/v1/stats` and the live page,
+ * from the primary's own `fanout_region_mirror_lag_messages` (instance/region-metrics.ts): null without
+ * mirrors (no regions, or the home region).
+ */
+export function regionStats(samples: readonly PromSample[]): { mirrors: { stream: string; lag: number }[] } | null {
+  const mirrors = samples.filter((s) => s.name === "fanout_region_mirror_lag_messages").map((s) => ({ stream: String(s.labels.stream), lag: s.value }));
+  return mirrors.length > 0 ? { mirrors } : null;
+}
+
 /** Keeps this worker's recent samples and picks the base for a new one. */
 export class StatsWindow {
   private samples: StatsSample[] = [];

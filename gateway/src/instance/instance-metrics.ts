@@ -1,6 +1,6 @@
 import cluster, { type Worker } from "node:cluster";
 import client from "prom-client";
-import { ClusterStatsWindows, sampleFrom, webhookStats, type PromSample } from "../http/stats.js";
+import { ClusterStatsWindows, regionStats, sampleFrom, webhookStats, type PromSample } from "../http/stats.js";
 import { runtimeInfo } from "../uws.js";
 import { SharedQuery } from "../util/shared-query.js";
 import { isFgwMessage, type MetricsJson, type ToPrimary, type ToWorker } from "./ipc.js";
@@ -62,7 +62,7 @@ export class InstanceMetrics {
       sampleFrom(all, at),
       s.workers.map((w) => ({ id: w.id, worker: w.worker, ...(w.pid !== undefined ? { pid: w.pid } : {}), sample: sampleFrom(w.samples, at) })),
     );
-    return JSON.stringify({ ...body, webhook: webhookStats(s.own), runtime: runtimeInfo(), ...(this.settings ?? {}) });
+    return JSON.stringify({ ...body, webhook: webhookStats(s.own), regions: regionStats(s.own), runtime: runtimeInfo(), ...(this.settings ?? {}) });
   }
 
   /** A worker's answer to a scrape; the pool hands every `fgw:scrape-res` here. */

@@ -5,6 +5,11 @@ import { ConfigError } from "../../src/errors.js";
 import { desiredStream } from "../../src/broker/jetstream/stream.js";
 import { desiredMirror, mirrorName, regionMirrors } from "../../src/broker/jetstream/regions.js";
 import { resolveNamespaces } from "../../src/namespaces/namespace.js";
+import { desiredPresenceBucket } from "../../src/broker/jetstream/presence.js";
+import { eventsStream } from "../../src/broker/jetstream/events-stream.js";
+import { leaseStream } from "../../src/broker/jetstream/webhook-lease.js";
+import { sharedStateBucket } from "../../src/broker/jetstream/shared-state.js";
+import { regionStats } from "../../src/http/stats.js";
 
 const NATS = { NATS_URL: "nats://127.0.0.1:4222" };
 const sections = (env: NodeJS.ProcessEnv) => sectionsOf(loadConfig([], { ...NATS, ...env }).config);
@@ -89,5 +94,54 @@ describe("regions — layout", () => {
     const clash = { ...c.stream, name: mirrorName(c.stream.name, "b") };
     expect(() => regionMirrors([c.stream, clash], c.regions)).toThrow(/a channel stream's name/);
     expect(desiredMirror(c.stream, "b").name).toBe("FANOUT_CHANNELS-b");
+  });
+});
+
+describe("regions — promotion", () => {
+  it("regions — a mirror promoted as scripts/region-promote.sh does (no mirror; subjects and republish from its rule) is the stream the new home's gateway wants, but for its duplicate window", () => {
+    const streamsOf = (env: NodeJS.ProcessEnv) => {
+      const c = sections({ REGIONS: "a,b,c", STREAM_MAX_AGE: "1h", STREAM_MAX_CONSUMERS: "77", ...env });
+      const ns = resolveNamespaces([{ name: "chat", prefix: "chat", features: {}, resumeWindowMs: 0 } as never], c.stream)[0]!;
+      return [c.stream, { ...ns.stream, allowMsgTtl: true }];
+    };
+    const inB = streamsOf({ REGION: "b" });
+    const homeB = streamsOf({ REGION: "b", HOME_REGION: "b" });
+    for (const [i, s] of inB.entries()) {
+      const { mirror: _mirror, mirror_direct: _direct, ...m } = desiredMirror(s, "b");
+      const promoted = { ...m, name: s.name, subjects: [m.republish!.src] };
+      const { duplicate_window: _window, ...wanted } = desiredStream(homeB[i]!);
+      expect(promoted).toEqual(wanted);
+    }
+  });
+});
+
+describe("regions — presence and events", () => {
+  it("regions — the presence bucket, the events stream, the webhook's lease and the state bucket are made in the home region; without regions, where NATS puts them", () => {
+    for (const [env, home] of [
+      [{ REGION: "b", REGIONS: "a,b,c", HOME_REGION: "c" }, { cluster: "c" }],
+      [{}, undefined],
+    ] as const) {
+      const c = sections({ EVENTS: "all", ...env });
+      const made = [
+        desiredPresenceBucket(c.presence),
+        eventsStream(c.events).wanted,
+        leaseStream(c.events, 10_000).wanted,
+        sharedStateBucket({ bucket: c.events.stateBucket, replicas: 1, storage: "file", homeRegion: c.events.homeRegion }).wanted,
+      ];
+      for (const m of made) expect(m.placement).toEqual(home);
+    }
+  });
+});
+
+describe("regions — the live page", () => {
+  it("regions — /v1/stats' regions: each mirror's lag from the primary's samples; null without mirrors", () => {
+    const lag = (stream: string, value: number) => ({ name: "fanout_region_mirror_lag_messages", labels: { stream }, value });
+    expect(regionStats([lag("FANOUT_CHANNELS-b", 12), lag("FANOUT_CHANNELS_CHAT-b", 0), { name: "fanout_workers", labels: {}, value: 2 }])).toEqual({
+      mirrors: [
+        { stream: "FANOUT_CHANNELS-b", lag: 12 },
+        { stream: "FANOUT_CHANNELS_CHAT-b", lag: 0 },
+      ],
+    });
+    expect(regionStats([{ name: "fanout_workers", labels: {}, value: 2 }])).toBeNull();
   });
 });

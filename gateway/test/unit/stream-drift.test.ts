@@ -22,6 +22,15 @@ describe("stream drift — what of the stream's setup the gateway relies on", ()
     expect(bucketDrift(as({ ...wanted, republish: undefined }), wanted)).toEqual(["bucket_republish_changed"]);
   });
 
+  it("stream drift — regions: a stream found in another region than HOME_REGION (a promoted home) is reported, not repaired", () => {
+    const home = desiredStream(sectionsOf(loadConfig([], { REGION: "a", REGIONS: "a,b,c", NATS_URL: "nats://127.0.0.1:4222" }).config).stream);
+    expect(home.placement).toEqual({ cluster: "a" });
+    expect(streamDrift(as(home), home)).toEqual([]);
+    // After `scripts/region-promote.sh b`: the stream is in b and republishes under b's prefix.
+    const promoted = as({ ...home, placement: { cluster: "b" } as StreamConfig["placement"], republish: { src: "ev.>", dest: "evlive.b.>" } });
+    expect(streamDrift(promoted, home)).toEqual(["home_region_moved"]);
+  });
+
   it("stream drift — the events feature's streams: missing, or a setting the gateway keeps changed; the others are the operator's", () => {
     const events = eventsStream(sectionsOf(loadConfig([], { EVENTS: "all" }).config).events);
     expect(ownStreamDrift(as(events.wanted), events)).toEqual([]);

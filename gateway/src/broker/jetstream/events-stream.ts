@@ -4,11 +4,12 @@ import { nanos } from "@nats-io/transport-node";
 import type { EventsSection } from "../../config/sections/index.js";
 import type { Logger } from "../../log.js";
 import { ensureOwnStream, type OwnStream } from "./own-stream.js";
+import { atHome } from "./stream.js";
 import type { EventSource, StoredEvent } from "../events.js";
 import type { ReplayFrom } from "../broker.js";
 
 /** The events stream as the gateway wants it: every kind under `<subject>.>`, kept for `maxAgeMs` and up to `maxBytes`, on `replicas` nodes. */
-export function eventsStream(c: Pick<EventsSection, "stream" | "subject" | "maxAgeMs" | "maxBytes" | "replicas">): OwnStream {
+export function eventsStream(c: Pick<EventsSection, "stream" | "subject" | "maxAgeMs" | "maxBytes" | "replicas"> & { homeRegion?: string }): OwnStream {
   const wanted = {
     name: c.stream,
     subjects: [`${c.subject}.>`],
@@ -18,6 +19,8 @@ export function eventsStream(c: Pick<EventsSection, "stream" | "subject" | "maxA
     max_age: nanos(c.maxAgeMs),
     max_bytes: c.maxBytes,
     num_replicas: c.replicas,
+    // Regions: one stream for every region's gateways, in the home region (not compared: an existing one stays).
+    ...atHome(c.homeRegion),
   };
   return { wanted, fields: ["subjects", "max_age", "max_bytes", "num_replicas"], what: "events stream", drift: "events_stream" };
 }
@@ -28,7 +31,7 @@ export function eventsStream(c: Pick<EventsSection, "stream" | "subject" | "maxA
  */
 export async function ensureEventsStream(
   jsm: JetStreamManager,
-  c: Pick<EventsSection, "stream" | "subject" | "maxAgeMs" | "maxBytes" | "replicas">,
+  c: Pick<EventsSection, "stream" | "subject" | "maxAgeMs" | "maxBytes" | "replicas"> & { homeRegion?: string },
   log: Logger,
 ): Promise<void> {
   const s = eventsStream(c);

@@ -1,4 +1,4 @@
-import { whileElecting } from "./stream.js";
+import { atHome, whileElecting } from "./stream.js";
 import { ensureOwnStream } from "./own-stream.js";
 import { headers, nanos, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
 import type { JetStreamClient, JetStreamManager, StreamConfig } from "@nats-io/jetstream";
@@ -33,7 +33,9 @@ const presenceLivePrefix = (bucket: string): string => presenceSubjects(bucket).
  * leave. Storage and replicas are the event stream's: a single nats-server does not keep a memory stream
  * over a restart, so the default (file) is what keeps the bucket there.
  */
-export function desiredPresenceBucket(s: Pick<PresenceSettings, "bucket" | "replicas" | "storage">): Partial<StreamConfig> & { name: string } {
+export function desiredPresenceBucket(
+  s: Pick<PresenceSettings, "bucket" | "replicas" | "storage"> & { homeRegion?: string },
+): Partial<StreamConfig> & { name: string } {
   return {
     name: presenceStream(s.bucket),
     subjects: [`$KV.${s.bucket}.>`],
@@ -49,6 +51,8 @@ export function desiredPresenceBucket(s: Pick<PresenceSettings, "bucket" | "repl
     allow_msg_ttl: true,
     subject_delete_marker_ttl: nanos(REMOVAL_TTL_S * 1_000),
     republish: { src: `$KV.${s.bucket}.>`, dest: `${presenceLivePrefix(s.bucket)}.>` },
+    // Regions: made in the home region; an existing bucket stays where it is (placement is not compared).
+    ...atHome(s.homeRegion),
   };
 }
 

@@ -24,12 +24,16 @@ export function desiredMirror(c: StreamSection, region: string): Partial<StreamC
     placement: inCluster(region),
     storage: c.storage === "memory" ? StorageType.Memory : StorageType.File,
     num_replicas: c.replicas,
-    // The origin's limits, so that the mirror holds what the origin holds.
+    // The origin's limits, so that the mirror holds what the origin holds; with the origin's consumer limit
+    // and TTL switch too, a mirror promoted to be the origin (docs/operations.md "Failover") is the stream
+    // the gateway wants but for its duplicate window, which a mirror does not keep.
     max_age: nanos(c.maxAgeMs),
     max_msgs_per_subject: c.maxMsgsPerSubject,
     max_bytes: c.maxBytes,
     retention: RetentionPolicy.Limits,
     discard: DiscardPolicy.Old,
+    max_consumers: c.maxConsumers,
+    ...(c.allowMsgTtl ? { allow_msg_ttl: true } : {}),
     allow_direct: true,
     mirror_direct: true,
     republish: { src: `${c.subjectPrefix}.>`, dest: `${c.livePrefix}.>` },

@@ -20,13 +20,13 @@ const OFF_TTL = "10m";
  * leaves a delete marker the watch sees); `s.<key>.<instance>` shares and `a.<key>` announcements do not (an
  * `off` one after OFF_TTL).
  */
-function desired(s: Pick<SharedStateSettings, "bucket" | "replicas" | "storage">): Partial<StreamConfig> & { name: string } {
+function desired(s: Pick<SharedStateSettings, "bucket" | "replicas" | "storage" | "homeRegion">): Partial<StreamConfig> & { name: string } {
   const { republish: _republish, ...config } = desiredPresenceBucket(s);
   return config;
 }
 
 /** The bucket's stream as the gateway wants it: only its replicas are kept to the settings. */
-export const sharedStateBucket = (s: Pick<SharedStateSettings, "bucket" | "replicas" | "storage">): OwnStream => ({
+export const sharedStateBucket = (s: Pick<SharedStateSettings, "bucket" | "replicas" | "storage" | "homeRegion">): OwnStream => ({
   wanted: desired(s),
   fields: ["num_replicas"],
   what: "shared state bucket",
@@ -38,7 +38,11 @@ export const sharedStateBucket = (s: Pick<SharedStateSettings, "bucket" | "repli
  * with fewer gains them, and they catch up); nothing else of it is changed (it holds nothing a restart
  * cannot write again).
  */
-export async function ensureSharedState(jsm: JetStreamManager, s: Pick<SharedStateSettings, "bucket" | "replicas" | "storage">, log: Logger): Promise<void> {
+export async function ensureSharedState(
+  jsm: JetStreamManager,
+  s: Pick<SharedStateSettings, "bucket" | "replicas" | "storage" | "homeRegion">,
+  log: Logger,
+): Promise<void> {
   const own = sharedStateBucket(s);
   await whileElecting(`bucket ${s.bucket}`, log, () => ensureOwnStream(jsm, own.wanted, own.fields, log, own.what));
 }

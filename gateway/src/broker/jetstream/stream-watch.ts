@@ -18,12 +18,19 @@ export type Drift =
   | "subjects_changed"
   | "bucket_missing"
   | "bucket_republish_changed"
+  /**
+   * Regions: the stream lives in another region than HOME_REGION says, as after a promotion (docs/operations.md
+   * "Failover"). Nothing of it is repaired: its republish rule is the new home's, which this gateway's
+   * settings would undo. Gone once the gateway runs with HOME_REGION set to where the stream is.
+   */
+  | "home_region_moved"
   /** The events feature's streams (events stream, webhook lease, state bucket): gone, or a setting the gateway keeps changed. */
   | ReturnType<typeof ownStreamDrift>[number];
 
 /** The drifts of the stream `existing` (undefined: not found) against the gateway's `wanted` one; pure. */
 export function streamDrift(existing: StreamConfig | undefined, wanted: Partial<StreamConfig>): Drift[] {
   if (!existing) return ["stream_missing"];
+  if (wanted.placement && existing.placement?.cluster !== wanted.placement.cluster) return ["home_region_moved"];
   const out: Drift[] = [];
   if (JSON.stringify(existing.republish ?? null) !== JSON.stringify(wanted.republish ?? null)) out.push("republish_changed");
   if (wanted.allow_direct && !existing.allow_direct) out.push("allow_direct_off");
@@ -149,6 +156,7 @@ export class StreamWatch {
   private async repair(each: Look): Promise<void> {
     for (const [stream, drift] of each.streams) {
       const wanted = desiredStream(stream);
+      if (drift.includes("home_region_moved")) continue;
       if (drift.includes("stream_missing")) await ensureStream(this.jsm, stream, this.log);
       else if (drift.some((d) => d === "republish_changed" || d === "allow_direct_off" || d === "subjects_changed")) {
         const info = await this.jsm.streams.info(wanted.name);

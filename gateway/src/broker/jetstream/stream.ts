@@ -33,6 +33,9 @@ export function desiredStream(c: StreamSection): Partial<StreamConfig> & { name:
 /** Placement in a cluster (a region), as nats-server gives it back: without tags (its type wants them). */
 export const inCluster = (cluster: string): Placement => ({ cluster }) as Placement;
 
+/** Regions: `placement` in the home region for a stream made there; nothing without regions. */
+export const atHome = (homeRegion: string | undefined): { placement?: Placement } => (homeRegion !== undefined ? { placement: inCluster(homeRegion) } : {});
+
 const COMPARED = [
   "subjects",
   "storage",

@@ -4,13 +4,14 @@ import { nanos } from "@nats-io/transport-node";
 import type { EventsSection } from "../../config/sections/index.js";
 import type { Logger } from "../../log.js";
 import { ensureOwnStream, type OwnStream } from "./own-stream.js";
+import { atHome } from "./stream.js";
 import type { LeaseStore } from "../broker.js";
 
 /** The lease's stream and subject, beside the events stream: `<EVENTS_STREAM>_SENDER`, `<EVENTS_SUBJECT>-sender`. */
 export const leaseNames = (c: Pick<EventsSection, "stream" | "subject">) => ({ stream: `${c.stream}_SENDER`, subject: `${c.subject}-sender` });
 
 /** The lease's stream as the gateway wants it: one subject, one message, each expiring `leaseMs` after it was written. */
-export function leaseStream(c: Pick<EventsSection, "stream" | "subject" | "replicas">, leaseMs: number): OwnStream {
+export function leaseStream(c: Pick<EventsSection, "stream" | "subject" | "replicas"> & { homeRegion?: string }, leaseMs: number): OwnStream {
   const { stream, subject } = leaseNames(c);
   const wanted = {
     name: stream,
@@ -21,6 +22,7 @@ export function leaseStream(c: Pick<EventsSection, "stream" | "subject" | "repli
     max_msgs_per_subject: 1,
     max_age: nanos(leaseMs),
     num_replicas: c.replicas,
+    ...atHome(c.homeRegion),
   };
   return { wanted, fields: ["max_age", "num_replicas"], what: "webhook lease stream", drift: "webhook_lease" };
 }
@@ -35,7 +37,7 @@ export function leaseStream(c: Pick<EventsSection, "stream" | "subject" | "repli
 export async function webhookLeaseStore(
   js: JetStreamClient,
   jsm: JetStreamManager,
-  c: Pick<EventsSection, "stream" | "subject" | "replicas">,
+  c: Pick<EventsSection, "stream" | "subject" | "replicas"> & { homeRegion?: string },
   leaseMs: number,
   log: Logger,
 ): Promise<LeaseStore> {

@@ -12,6 +12,7 @@ import {
 } from "../section-kit.js";
 import { parseBytes, parseDuration, parseIntStrict, parseList } from "../parse.js";
 import type { StreamValues } from "./stream.js";
+import { regionLayout, type RegionsValues } from "./regions.js";
 
 /** Every kind of event the gateway records. */
 export const EVENT_KINDS = [
@@ -200,6 +201,8 @@ export const events = section({
     instanceTtlMs: "eventsInstanceTtlMs",
     /** Replicas of the events stream, the webhook's lease stream and the state bucket: STREAM_REPLICAS, so that losing one NATS node stalls none of them. */
     replicas: derive([], (c: Pick<StreamValues, "streamReplicas">) => c.streamReplicas),
+    /** Regions: the events stream, the lease's and the state bucket are made in the home region (docs/operations.md "Regions"). */
+    homeRegion: derive([], (c: RegionsValues) => regionLayout(c)?.home),
     /** The KV bucket of the cluster-wide state (each instance's channels and users, the leader's lease): `<stream>_STATE`. */
     stateBucket: derive(["eventsStream"], (c: Pick<EventsValues, "eventsStream">) => `${c.eventsStream}_STATE`),
     webhook: derive(

@@ -1,5 +1,6 @@
 import { type SettingTable, type SliceOf, type ValuesOf, derive, int, section, trimmed } from "../section-kit.js";
 import type { StreamValues } from "./stream.js";
+import { regionLayout, type RegionsValues } from "./regions.js";
 import { parseDuration, parseIntStrict } from "../parse.js";
 
 const settings = {
@@ -41,6 +42,8 @@ export const presence = section({
     maxMembers: "presenceMaxMembers",
     replicas: derive([], (c: Pick<StreamValues, "streamReplicas">) => c.streamReplicas),
     storage: derive([], (c: Pick<StreamValues, "streamStorage">) => c.streamStorage),
+    /** Regions: the bucket is made in the home region, with the channel streams (docs/operations.md "Regions"). */
+    homeRegion: derive([], (c: RegionsValues) => regionLayout(c)?.home),
   },
 });
 
