@@ -51,7 +51,7 @@ class CrashResumeTest(private val gateway: RealGateway) {
         }
         fun nth(seq: Long): Int = seqs.indexOf(seq).also { assertTrue(it >= 0, "seq $seq is not one of the channel's") } + 1
         val java = File(System.getProperty("java.home"), "bin/java").path
-        val child = ProcessBuilder(java, "-cp", testClasspath(), "dev.fanout.client.CrashSubscriberKt", gateway.url, channel, file.path)
+        val child = ProcessBuilder(java, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", testClasspath(), "dev.fanout.client.CrashSubscriberKt", gateway.url, channel, file.path)
             .redirectError(File(dir, "stderr.log"))
             .start()
         var printed = 0
