@@ -17,31 +17,20 @@ import kotlinx.coroutines.launch
 import kotlinx.coroutines.runBlocking
 import kotlinx.coroutines.withTimeout
 import kotlinx.serialization.json.JsonPrimitive
-import org.junit.jupiter.api.AfterAll
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertNotNull
 import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertTrue
-import org.junit.jupiter.api.BeforeAll
 import org.junit.jupiter.api.Test
-import org.junit.jupiter.api.TestInstance
 import org.junit.jupiter.api.assertThrows
+import org.junit.jupiter.api.extension.ExtendWith
+import org.junit.jupiter.api.parallel.ResourceAccessMode
+import org.junit.jupiter.api.parallel.ResourceLock
 
 /** Positions that survive a crash, and the subscription's Flow (one collector, bounded buffer, close), against a real gateway. */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class PositionsFlowsTest {
-    private lateinit var gateway: RealGateway
-
-    @BeforeAll
-    fun start() {
-        gateway = RealGateway()
-    }
-
-    @AfterAll
-    fun stop() {
-        gateway.close()
-    }
-
+@ExtendWith(SharedGateway::class)
+@ResourceLock(SharedGateway.LOCK, mode = ResourceAccessMode.READ)
+class PositionsFlowsTest(private val gateway: RealGateway) {
     private fun client(configure: GatewayClientOptions.() -> Unit = {}) = GatewayClient(gateway.url) {
         minDelayMs = 10
         maxDelayMs = 200

@@ -15,7 +15,8 @@ import kotlinx.serialization.json.jsonPrimitive
 /**
  * The real gateway, as `npm start` runs it: the CLI from dist/ (`npm run build` first; `npm test` builds before
  * `npm run test:kotlin`) with its embedded nats-server, on ephemeral ports, one worker, no auth, no frame rate limit. Ready when it
- * logs "gateway ready" (its port is in that line); stopped with SIGTERM, which stops its nats-server too.
+ * logs "gateway ready" (its port is in that line); stopped with SIGTERM, which stops its nats-server too. Tests
+ * share one for the whole run through [SharedGateway].
  */
 class RealGateway : AutoCloseable {
     private val dir: File = Files.createTempDirectory("fgw-kotlin-").toFile()

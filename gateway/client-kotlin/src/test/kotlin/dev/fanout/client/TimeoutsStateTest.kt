@@ -14,30 +14,19 @@ import kotlinx.coroutines.launch
 import kotlinx.coroutines.runBlocking
 import kotlinx.coroutines.withTimeout
 import kotlinx.serialization.json.JsonPrimitive
-import org.junit.jupiter.api.AfterAll
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertFalse
 import org.junit.jupiter.api.Assertions.assertTrue
-import org.junit.jupiter.api.BeforeAll
 import org.junit.jupiter.api.Test
-import org.junit.jupiter.api.TestInstance
 import org.junit.jupiter.api.assertThrows
+import org.junit.jupiter.api.extension.ExtendWith
+import org.junit.jupiter.api.parallel.ResourceAccessMode
+import org.junit.jupiter.api.parallel.ResourceLock
 
 /** Calls that never wait for ever, the observable state, and where callbacks run: against a real gateway and a closed port. */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class TimeoutsStateTest {
-    private lateinit var gateway: RealGateway
-
-    @BeforeAll
-    fun start() {
-        gateway = RealGateway()
-    }
-
-    @AfterAll
-    fun stop() {
-        gateway.close()
-    }
-
+@ExtendWith(SharedGateway::class)
+@ResourceLock(SharedGateway.LOCK, mode = ResourceAccessMode.READ)
+class TimeoutsStateTest(private val gateway: RealGateway) {
     /** A loopback port nothing listens on (bound, then closed): every connect is refused. */
     private fun closedPortUrl(): String {
         val port = ServerSocket(0, 1, InetAddress.getLoopbackAddress()).use { it.localPort }
