@@ -6,7 +6,7 @@ import { CONTENT_TYPE_HEADER } from "../../protocol/content-type.js";
 import { parsePubAck, type PubAck } from "./pub-ack.js";
 import { guarded } from "../../util/guarded.js";
 
-type Pending = { resolve(r: PublishResult): void; reject(e: Error): void; deadline: number };
+type Pending = { resolve(r: PublishResult): void; reject(e: Error): void; deadline: number; subject: string };
 
 /** How often unanswered publishes are looked for (their timeout is checked this coarsely). */
 const SWEEP_MS = 250;
@@ -30,9 +30,11 @@ export class JsPublisher {
   private next = 0;
   private sweeper?: NodeJS.Timeout;
 
+  /** `onTimeout`: told of every publish that got no acknowledgement in time, with its subject (the broker's warning). */
   constructor(
     private readonly nc: NatsConnection,
     private readonly timeoutMs: number,
+    private readonly onTimeout?: (subject: string) => void,
   ) {
     this.sub = nc.subscribe(`${this.prefix}.*`, { callback: guarded("publish ack", (err, m) => (err ? undefined : this.onReply(m))) });
   }
@@ -44,7 +46,7 @@ export class JsPublisher {
   publish(subject: string, payload: Uint8Array, msgId?: string, ttl?: string, type?: string): Promise<PublishResult> {
     const token = (++this.next).toString(36);
     return new Promise<PublishResult>((resolve, reject) => {
-      this.pending.set(token, { resolve, reject, deadline: Date.now() + this.timeoutMs });
+      this.pending.set(token, { resolve, reject, deadline: Date.now() + this.timeoutMs, subject });
       this.sweeper ??= setInterval(() => this.sweep(), SWEEP_MS).unref();
       try {
         let h: ReturnType<typeof headers> | undefined;
@@ -71,6 +73,11 @@ export class JsPublisher {
   /** Unanswered publishes (tests and the curious). */
   get inFlight(): number {
     return this.pending.size;
+  }
+
+  /** Whether the acknowledgements' reply subscription is still open. */
+  get listening(): boolean {
+    return !this.sub.isClosed();
   }
 
   close(): void {
@@ -112,6 +119,7 @@ export class JsPublisher {
       if (p.deadline > now) break;
       this.pending.delete(token);
       p.reject(new Error(`no acknowledgement within ${this.timeoutMs} ms`));
+      this.onTimeout?.(p.subject);
     }
     if (this.pending.size === 0) {
       clearInterval(this.sweeper);
