@@ -51,6 +51,7 @@ describe("publish ack timeouts — said in the log with the stream and subject",
       streamFound: true,
       streamSubjects: ["elsewhere.>"],
       ackReplyOpen: true,
+      ackReplyRoundTrip: true,
     });
   });
 });

@@ -178,7 +178,12 @@ export class JetStreamBroker implements Broker {
 
   /** What JetStream says of `stream` now, and whether this connection still listens for acknowledgements (the ack-timeout warning). */
   private async lookStream(stream: string): Promise<StreamLook> {
-    const us = { connected: this.isConnected(), ackReplyOpen: this.publisher.listening, inFlight: this.publisher.inFlight };
+    const us = {
+      connected: this.isConnected(),
+      ackReplyOpen: this.publisher.listening,
+      ackReplyRoundTrip: await this.publisher.replyRoundTrip(2_000),
+      inFlight: this.publisher.inFlight,
+    };
     try {
       const si = await this.jsm.streams.info(stream);
       return { ...us, streamFound: true, streamSubjects: si.config.subjects, streamLastSeq: si.state.last_seq, streamCreated: si.created };

@@ -27,6 +27,8 @@ export class JsPublisher {
   private readonly prefix = createInbox();
   private readonly sub: Subscription;
   private readonly pending = new Map<string, Pending>();
+  /** Round trips of replyRoundTrip waiting for their message. */
+  private readonly probes = new Map<string, () => void>();
   private next = 0;
   private sweeper?: NodeJS.Timeout;
 
@@ -80,18 +82,40 @@ export class JsPublisher {
     return !this.sub.isClosed();
   }
 
+  /**
+   * Whether a message sent to the acknowledgements' reply subject comes back within `timeoutMs`: the server
+   * routes replies to this connection (the ack-timeout warning asks, to tell a lost reply path from a stream
+   * that does not answer). Its token (`rt-<n>`) is one no publish uses (theirs are base 36).
+   */
+  replyRoundTrip(timeoutMs: number): Promise<boolean> {
+    const token = `rt-${++this.next}`;
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => {
+        this.probes.delete(token);
+        resolve(false);
+      }, timeoutMs);
+      this.probes.set(token, () => {
+        this.probes.delete(token);
+        clearTimeout(timer);
+        resolve(true);
+      });
+      this.nc.publish(`${this.prefix}.${token}`);
+    });
+  }
+
   close(): void {
     clearInterval(this.sweeper);
     this.sweeper = undefined;
     this.sub.unsubscribe();
     for (const p of this.pending.values()) p.reject(new Error("connection closed before the publish was acknowledged"));
     this.pending.clear();
+    this.probes.clear();
   }
 
   private onReply(m: Msg): void {
     const token = m.subject.slice(this.prefix.length + 1);
     const p = this.pending.get(token);
-    if (!p) return; // answered after its timeout
+    if (!p) return this.probes.get(token)?.(); // a round trip's, or answered after its timeout
     this.pending.delete(token);
     if (m.data.length === 0 && m.headers?.code === 503) return p.reject(new Error("no JetStream stream takes this subject (no responders)"));
     let ack: PubAck;
