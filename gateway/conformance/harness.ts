@@ -96,8 +96,9 @@ export async function startHarness(o: { wsPath?: string; env?: Record<string, st
       ),
     subToken: (spec: SubTokenSpec) =>
       sign({ channel: spec.channel }, { sub: spec.user ?? "conformance", exp: spec.ttlSec ? Math.floor(Date.now() / 1000) + spec.ttlSec : "10m" }),
-    publish: (channel, data) =>
-      waitFor(
+    publish: (channel, data) => {
+      const from = gw.logs.length;
+      return waitFor(
         async () => {
           const r = await httpPublish(gw.url, channel, data, { "x-api-key": API_KEY });
           if (r.status === 201) return r.body.seq as number;
@@ -105,7 +106,14 @@ export async function startHarness(o: { wsPath?: string; env?: Record<string, st
           throw new Error(`HTTP ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
         },
         { timeoutMs: 15_000, what: `publish to ${channel}` },
-      ),
+      ).catch((e: unknown) => {
+        // The gateway's own account of it (the workers' ack-timeout warning names the stream and its state).
+        const said = gw.logs.slice(from).filter((l) => (l.level ?? 0) >= 40);
+        throw new Error(
+          `${e instanceof Error ? e.message : String(e)}\ngateway warnings meanwhile:\n${said.map((l) => JSON.stringify(l)).join("\n") || "(none)"}`,
+        );
+      });
+    },
     deltasSent: async () => (await scrape(gw.metricsUrl)).value("fanout_delta_frames_total", { kind: "delta" }),
     async fault(name: string, step: Step) {
       const fault = faults[name];

@@ -2,8 +2,9 @@ import { replayWebhook } from "./events-stream.js";
 import type { ReplayFrom } from "../broker.js";
 import { LoopTurn } from "../../util/loop-turn.js";
 import { JsPublisher } from "./publisher.js";
+import { AckTimeoutWarning, type StreamLook } from "./ack-timeouts.js";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import { JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { whileElecting } from "./stream.js";
 import type { Logger } from "../../log.js";
 import { natsBus } from "./bus.js";
@@ -75,6 +76,7 @@ export class JetStreamBroker implements Broker {
   private listeners: ((e: BrokerEvent) => void)[] = [];
   private readonly publishTurn = new LoopTurn();
   private readonly publisher: JsPublisher;
+  private readonly ackTimeouts: AckTimeoutWarning;
   private readonly routes: NamespaceRoutes<Namespace>;
   private readonly byNamespace = new Map<string, StreamPart>();
   private readonly defaultPart: StreamPart;
@@ -95,7 +97,12 @@ export class JetStreamBroker implements Broker {
     private readonly opts: JetStreamBrokerOptions,
   ) {
     this.bus = natsBus(nc);
-    this.publisher = new JsPublisher(nc, opts.publishTimeoutMs ?? 5_000);
+    this.ackTimeouts = new AckTimeoutWarning(
+      opts.log,
+      (subject) => (this.parts.find((p) => p.mapper.owns(subject)) ?? this.defaultPart).spec.stream,
+      (stream) => this.lookStream(stream),
+    );
+    this.publisher = new JsPublisher(nc, opts.publishTimeoutMs ?? 5_000, (subject) => this.ackTimeouts.timedOut(subject));
     this.routes = opts.namespaces ?? new NamespaceRoutes<Namespace>([]);
     const partOpts = (suffix: string): PartOptions => ({
       livePrefix: opts.livePrefix,
@@ -167,6 +174,23 @@ export class JetStreamBroker implements Broker {
       return true;
     }
     return now - this.probeSentAt < PROBE_TIMEOUT_MS || now - this.probeTick > 2 * PROBE_EVERY_MS;
+  }
+
+  /** What JetStream says of `stream` now, and whether this connection still listens for acknowledgements (the ack-timeout warning). */
+  private async lookStream(stream: string): Promise<StreamLook> {
+    const us = {
+      connected: this.isConnected(),
+      ackReplyOpen: this.publisher.listening,
+      ackReplyRoundTrip: await this.publisher.replyRoundTrip(2_000),
+      inFlight: this.publisher.inFlight,
+    };
+    try {
+      const si = await this.jsm.streams.info(stream);
+      return { ...us, streamFound: true, streamSubjects: si.config.subjects, streamLastSeq: si.state.last_seq, streamCreated: si.created };
+    } catch (e) {
+      if (e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound) return { ...us, streamFound: false };
+      throw e;
+    }
   }
 
   /** The part of a pattern's stream; a pattern spanning namespaces is refused (one position, one stream). */
@@ -289,6 +313,7 @@ export class JetStreamBroker implements Broker {
 
   async close(): Promise<void> {
     clearInterval(this.probeTimer);
+    this.ackTimeouts.stop();
     if (this.nc.isClosed()) return;
     for (const p of this.parts) p.close();
     this.presence?.close();

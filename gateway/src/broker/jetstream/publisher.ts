@@ -6,7 +6,7 @@ import { CONTENT_TYPE_HEADER } from "../../protocol/content-type.js";
 import { parsePubAck, type PubAck } from "./pub-ack.js";
 import { guarded } from "../../util/guarded.js";
 
-type Pending = { resolve(r: PublishResult): void; reject(e: Error): void; deadline: number };
+type Pending = { resolve(r: PublishResult): void; reject(e: Error): void; deadline: number; subject: string };
 
 /** How often unanswered publishes are looked for (their timeout is checked this coarsely). */
 const SWEEP_MS = 250;
@@ -27,12 +27,16 @@ export class JsPublisher {
   private readonly prefix = createInbox();
   private readonly sub: Subscription;
   private readonly pending = new Map<string, Pending>();
+  /** Round trips of replyRoundTrip waiting for their message. */
+  private readonly probes = new Map<string, () => void>();
   private next = 0;
   private sweeper?: NodeJS.Timeout;
 
+  /** `onTimeout`: told of every publish that got no acknowledgement in time, with its subject (the broker's warning). */
   constructor(
     private readonly nc: NatsConnection,
     private readonly timeoutMs: number,
+    private readonly onTimeout?: (subject: string) => void,
   ) {
     this.sub = nc.subscribe(`${this.prefix}.*`, { callback: guarded("publish ack", (err, m) => (err ? undefined : this.onReply(m))) });
   }
@@ -44,7 +48,7 @@ export class JsPublisher {
   publish(subject: string, payload: Uint8Array, msgId?: string, ttl?: string, type?: string): Promise<PublishResult> {
     const token = (++this.next).toString(36);
     return new Promise<PublishResult>((resolve, reject) => {
-      this.pending.set(token, { resolve, reject, deadline: Date.now() + this.timeoutMs });
+      this.pending.set(token, { resolve, reject, deadline: Date.now() + this.timeoutMs, subject });
       this.sweeper ??= setInterval(() => this.sweep(), SWEEP_MS).unref();
       try {
         let h: ReturnType<typeof headers> | undefined;
@@ -73,18 +77,45 @@ export class JsPublisher {
     return this.pending.size;
   }
 
+  /** Whether the acknowledgements' reply subscription is still open. */
+  get listening(): boolean {
+    return !this.sub.isClosed();
+  }
+
+  /**
+   * Whether a message sent to the acknowledgements' reply subject comes back within `timeoutMs`: the server
+   * routes replies to this connection (the ack-timeout warning asks, to tell a lost reply path from a stream
+   * that does not answer). Its token (`rt-<n>`) is one no publish uses (theirs are base 36).
+   */
+  replyRoundTrip(timeoutMs: number): Promise<boolean> {
+    const token = `rt-${++this.next}`;
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => {
+        this.probes.delete(token);
+        resolve(false);
+      }, timeoutMs);
+      this.probes.set(token, () => {
+        this.probes.delete(token);
+        clearTimeout(timer);
+        resolve(true);
+      });
+      this.nc.publish(`${this.prefix}.${token}`);
+    });
+  }
+
   close(): void {
     clearInterval(this.sweeper);
     this.sweeper = undefined;
     this.sub.unsubscribe();
     for (const p of this.pending.values()) p.reject(new Error("connection closed before the publish was acknowledged"));
     this.pending.clear();
+    this.probes.clear();
   }
 
   private onReply(m: Msg): void {
     const token = m.subject.slice(this.prefix.length + 1);
     const p = this.pending.get(token);
-    if (!p) return; // answered after its timeout
+    if (!p) return this.probes.get(token)?.(); // a round trip's, or answered after its timeout
     this.pending.delete(token);
     if (m.data.length === 0 && m.headers?.code === 503) return p.reject(new Error("no JetStream stream takes this subject (no responders)"));
     let ack: PubAck;
@@ -112,6 +143,7 @@ export class JsPublisher {
       if (p.deadline > now) break;
       this.pending.delete(token);
       p.reject(new Error(`no acknowledgement within ${this.timeoutMs} ms`));
+      this.onTimeout?.(p.subject);
     }
     if (this.pending.size === 0) {
       clearInterval(this.sweeper);
