@@ -36,7 +36,7 @@ export function startControl(
   const control = new ControlService({
     broker: d.broker,
     requests: d.metrics.controlRequests,
-    local: new LocalControl(d.ws, d.sse, d.hub),
+    local: new LocalControl(d.ws.users, d.sse, d.hub),
     publisher: d.publisher,
     access: d.access,
     config: { ...c.control, maxChannels: c.server.publishBatchMaxItems },

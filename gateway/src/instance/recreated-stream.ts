@@ -13,9 +13,10 @@ export function endOnRecreatedStream(
   broker: Broker,
   hub: FanoutHub,
   doors: {
-    ws: WsEndpoint;
+    ws: Pick<WsEndpoint, "users">;
     sse: SseEndpoint;
-    /** The Centrifuge client door (centrifugo/client/): its sockets as /ws's. */ centrifuge?: Pick<WsEndpoint, "endAll">;
+    /** The Centrifuge client door (centrifugo/client/): its sockets as /ws's. */
+    centrifuge?: Pick<WsEndpoint, "users">;
   },
 ): void {
   broker.onEvent((e) => {
@@ -28,8 +29,8 @@ export function endOnRecreatedStream(
         return true;
       }
     };
-    doors.ws.endAll(CloseCode.StreamRecreated, "stream recreated: reconnect and resume", inStream);
-    doors.centrifuge?.endAll(CloseCode.StreamRecreated, "stream recreated: reconnect and recover", inStream);
+    doors.ws.users.endAll(CloseCode.StreamRecreated, "stream recreated: reconnect and resume", inStream);
+    doors.centrifuge?.users.endAll(CloseCode.StreamRecreated, "stream recreated: reconnect and recover", inStream);
     doors.sse.endAll(inStream);
   });
 }

@@ -7,7 +7,7 @@ import type { Session, Socket } from "./session.js";
 import { socketContext, type DoorDeps } from "./socket-context.js";
 import { startAutoSubscriptions } from "./auto-subs.js";
 import { clientIdOf, endSocket } from "./session.js";
-import { UserSockets, type ConnectionInfo, type UserSocketDoor } from "./user-sockets.js";
+import { UserSockets } from "./user-sockets.js";
 
 export { closeReason, type ConnectionInfo } from "./user-sockets.js";
 
@@ -17,14 +17,14 @@ export const WS_PATH = "/ws";
 export const hardPayloadCap = (max: number): number => Math.min(Math.max(max * 16, 1_048_576), 64 * 1_048_576);
 
 /** The worker's WebSocket endpoint: the uWS behavior for `/ws`, its sockets, and drain. */
-export class WsEndpoint implements UserSocketDoor {
+export class WsEndpoint {
   readonly sockets = new Set<Socket>();
   readonly backpressure: BackpressureMonitor;
   private readonly listenSockets: us_listen_socket[] = [];
 
   private readonly ctx: HandlerContext;
   /** The control plane's operations on these sockets. */
-  private readonly users: UserSockets;
+  readonly users: UserSockets;
 
   /** `extraApps`: more listeners with the same behavior (the TLS app); the hub must publish to all of them. */
   constructor(
@@ -138,29 +138,6 @@ export class WsEndpoint implements UserSocketDoor {
   /** Closes every socket with 1001 "going away": clients reconnect (elsewhere) and resume. */
   closeAll(reason = "server going away; reconnect"): void {
     this.backpressure.stop();
-    this.endAll(CloseCode.GoingAway, reason);
-  }
-
-  disconnectUser(user: string, code: CloseCode, reason: string): number {
-    return this.users.disconnectUser(user, code, reason);
-  }
-
-  unsubscribeUser(user: string, within: string, reason: string, covers: (outer: string, inner: string) => boolean): number {
-    return this.users.unsubscribeUser(user, within, reason, covers);
-  }
-
-  connectionsOf(user: string): ConnectionInfo[] {
-    return this.users.connectionsOf(user);
-  }
-
-  /** Closes every socket with `code` (the listener stays open: clients reconnect and resume). */
-  /** Closes every socket, or with `holds` those holding a subscription to a pattern it accepts. */
-  endAll(code: CloseCode, reason: string, holds?: (pattern: string) => boolean): void {
-    for (const ws of [...this.sockets]) {
-      const s = ws.getUserData();
-      if (s.closed) continue;
-      if (holds && ![...s.subs.keys()].some(holds)) continue;
-      endSocket(ws, code, reason);
-    }
+    this.users.endAll(CloseCode.GoingAway, reason);
   }
 }

@@ -67,6 +67,16 @@ export class UserSockets implements UserSocketDoor {
     return n;
   }
 
+  /** Closes every socket (each codec maps the code for its protocol), or with `holds` those holding a subscription to a pattern it accepts. */
+  endAll(code: CloseCode, reason: string, holds?: (pattern: string) => boolean): void {
+    for (const ws of [...this.sockets]) {
+      const s = ws.getUserData();
+      if (s.closed) continue;
+      if (holds && ![...s.subs.keys()].some(holds)) continue;
+      endSocket(ws, code, reason);
+    }
+  }
+
   connectionsOf(user: string): ConnectionInfo[] {
     return this.socketsOf(user).map((ws) => {
       const s = ws.getUserData();

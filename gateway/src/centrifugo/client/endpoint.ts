@@ -11,7 +11,7 @@ import { releaseSession, type HandlerContext } from "../../ws/handlers.js";
 import { hardPayloadCap } from "../../ws/server.js";
 import { endSocket, newClientId, newSession, type Session, type Socket } from "../../ws/session.js";
 import { socketContext, type DoorDeps } from "../../ws/socket-context.js";
-import { UserSockets, type ConnectionInfo, type UserSocketDoor } from "../../ws/user-sockets.js";
+import { UserSockets } from "../../ws/user-sockets.js";
 import type { ServerApiDeps } from "../context.js";
 import { Door, type DoorSettings } from "./dispatch.js";
 
@@ -26,14 +26,14 @@ export const CENTRIFUGE_WS_PATH = "/connection/websocket";
  * comes in the `connect` command, not at the upgrade: the upgrade checks the origin and the connection limits
  * only, and a socket that sends no `connect` within the connect timeout is closed (3502 stale).
  */
-export class CentrifugeEndpoint implements UserSocketDoor {
+export class CentrifugeEndpoint {
   readonly sockets = new Set<Socket>();
   private readonly backpressure: BackpressureMonitor;
   private readonly ctx: HandlerContext;
   private readonly door: Door;
   private pinger?: NodeJS.Timeout;
   /** The control plane's operations on these sockets (the same as on /ws's; the codec writes the protocol's pushes). */
-  private readonly users: UserSockets;
+  readonly users: UserSockets;
 
   constructor(
     private readonly apps: readonly TemplatedApp[],
@@ -134,28 +134,6 @@ export class CentrifugeEndpoint implements UserSocketDoor {
   closeAll(): void {
     this.backpressure.stop();
     clearInterval(this.pinger);
-    this.endAll(CloseCode.GoingAway, "shutdown");
-  }
-
-  disconnectUser(user: string, code: CloseCode, reason: string): number {
-    return this.users.disconnectUser(user, code, reason);
-  }
-
-  unsubscribeUser(user: string, within: string, reason: string, covers: (outer: string, inner: string) => boolean): number {
-    return this.users.unsubscribeUser(user, within, reason, covers);
-  }
-
-  connectionsOf(user: string): ConnectionInfo[] {
-    return this.users.connectionsOf(user);
-  }
-
-  /** Closes every socket (its code mapped to the protocol's), or with `holds` those holding a subscription to a pattern it accepts. */
-  endAll(code: CloseCode, reason: string, holds?: (pattern: string) => boolean): void {
-    for (const ws of [...this.sockets]) {
-      const s = ws.getUserData();
-      if (s.closed) continue;
-      if (holds && ![...s.subs.keys()].some(holds)) continue;
-      endSocket(ws, code, reason);
-    }
+    this.users.endAll(CloseCode.GoingAway, "shutdown");
   }
 }

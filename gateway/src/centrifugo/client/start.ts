@@ -15,6 +15,6 @@ export function startCentrifugeClients(
 ): CentrifugeEndpoint {
   const door = new CentrifugeEndpoint(apps, deps, reads, settings);
   state.add({ centrifuge_sockets: () => door.sockets.size });
-  reads.control.addDoor(door);
+  reads.control.addDoor(door.users);
   return door;
 }
