@@ -61,13 +61,14 @@ ok() {
   if [ "$(jq -r '.error // empty' <<<"$answer")" != "" ]; then echo "$what: $(jq -c .error <<<"$answer")" >&2; exit 1; fi
 }
 
-# A request that changes something, sent again while no answer comes (a meta leader election), up to
-# --timeout; creating a stream as it is and updating it to what it is are no-ops. Prints the answer.
+# A request sent again while no answer comes (a meta leader election: right after the home region is lost the
+# meta layer may answer nothing for a few seconds), up to --timeout, half a second apart; creating a stream as it
+# is and updating it to what it is are no-ops, and reads change nothing. Prints the answer.
 must() {
   local deadline=$((SECONDS + TIMEOUT)) answer
   while :; do
     answer=$(api "$1" "$2" 10s)
-    [ -n "$answer" ] || [ "$SECONDS" -ge "$deadline" ] || continue
+    [ -n "$answer" ] || [ "$SECONDS" -ge "$deadline" ] || { sleep 0.5; continue; }
     ok "$answer" "$3"
     printf '%s' "$answer"
     return 0
@@ -91,12 +92,10 @@ delete_stream() {
   done
 }
 
-names=$(api STREAM.NAMES '{}' 10s)
-ok "$names" "listing streams"
+names=$(must STREAM.NAMES '{}' "listing streams")
 promoted=0
 for m in $(jq -r '.streams[]?' <<<"$names" | grep -- "-$REGION\$" || true); do
-  info=$(api "STREAM.INFO.$m")
-  ok "$info" "stream $m"
+  info=$(must "STREAM.INFO.$m" '' "stream $m")
   origin=$(jq -r '.config.mirror.name // empty' <<<"$info")
   [ -n "$origin" ] && [ "$origin-$REGION" = "$m" ] || continue
   src=$(jq -r '.config.republish.src // empty' <<<"$info")
@@ -120,7 +119,7 @@ for m in $(jq -r '.streams[]?' <<<"$names" | grep -- "-$REGION\$" || true); do
   # 4. The new origin, as a mirror of it first (the same sequences, timestamps and limits).
   copy=$(jq -c --arg n "$origin" --arg m "$m" '.config | del(.republish, .metadata) | .name = $n | .mirror = {name: $m} | .mirror_direct = false' <<<"$info")
   must "STREAM.CREATE.$origin" "$copy" "creating $origin as a copy of $m" >/dev/null
-  want=$(jq -r '.state.last_seq' <<<"$(api "STREAM.INFO.$m")")
+  want=$(jq -r '.state.last_seq' <<<"$(must "STREAM.INFO.$m" '' "stream $m")")
   deadline=$((SECONDS + TIMEOUT))
   until [ "$(jq -r '.state.last_seq // 0' <<<"$(api "STREAM.INFO.$origin")")" -ge "$want" ]; do
     [ "$SECONDS" -lt "$deadline" ] || { echo "$origin did not copy $m up to seq $want within ${TIMEOUT}s" >&2; exit 1; }
@@ -128,8 +127,7 @@ for m in $(jq -r '.streams[]?' <<<"$names" | grep -- "-$REGION\$" || true); do
   done
 
   # 5. Promote: no mirror; the subjects and the republish rule the region's mirror had.
-  cur=$(api "STREAM.INFO.$origin")
-  ok "$cur" "stream $origin"
+  cur=$(must "STREAM.INFO.$origin" '' "stream $origin")
   final=$(jq -c --arg src "$src" --argjson rp "$(jq -c '.config.republish' <<<"$info")" --argjson dw "$DUP_NS" \
     '.config | del(.mirror) | .mirror_direct = false | .subjects = [$src] | .republish = $rp | .duplicate_window = $dw' <<<"$cur")
   done_=$(must "STREAM.UPDATE.$origin" "$final" "promoting $origin")
