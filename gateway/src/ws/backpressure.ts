@@ -52,8 +52,14 @@ export class BackpressureMonitor {
   }
 
   /** uWS drain callback: rejoin live delivery as soon as the buffer is low again. */
+  /** A socket's buffer drained: wakes what waits for room (below an eighth of the bound), resumes a paused socket (below half). */
   onDrain(ws: Socket): void {
     const s = ws.getUserData();
+    if (s.drainWaiters.length > 0 && ws.getBufferedAmount() <= this.config.bytes >> 3) {
+      const waiters = s.drainWaiters;
+      s.drainWaiters = [];
+      for (const w of waiters) w();
+    }
     if (s.flow?.paused && !s.closed && ws.getBufferedAmount() <= this.config.bytes / 2) this.subs.resume(ws);
   }
 

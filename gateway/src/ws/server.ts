@@ -79,15 +79,7 @@ export class WsEndpoint {
             replyErr(this.ctx, ws, undefined, ErrorCode.Internal, "internal error");
           }
         },
-        drain: (ws) => {
-          const s = ws.getUserData();
-          if (s.drainWaiters.length > 0 && ws.getBufferedAmount() <= this.ctx.config.backpressure.bytes >> 3) {
-            const waiters = s.drainWaiters;
-            s.drainWaiters = [];
-            for (const w of waiters) w();
-          }
-          this.backpressure.onDrain(ws);
-        },
+        drain: (ws) => this.backpressure.onDrain(ws),
         close: (ws, code, message) => {
           const s = ws.getUserData();
           s.closed = true;

@@ -103,15 +103,7 @@ export class CentrifugeEndpoint {
           }
           this.door.frame(ws, decoded.value as unknown[], decoded.mayNotFitJson);
         },
-        drain: (ws) => {
-          const s = ws.getUserData();
-          if (s.drainWaiters.length > 0 && ws.getBufferedAmount() <= config.backpressure.bytes >> 3) {
-            const waiters = s.drainWaiters;
-            s.drainWaiters = [];
-            for (const w of waiters) w();
-          }
-          this.backpressure.onDrain(ws);
-        },
+        drain: (ws) => this.backpressure.onDrain(ws),
         close: (ws, code, message) => {
           const s = ws.getUserData();
           s.closed = true;
