@@ -52,6 +52,7 @@ export const BENCHES = {
     summary:
       "the Centrifuge SDK scenarios (Go, Python, JavaScript) against this gateway and a real Centrifugo v6 side by side: outcome per scenario, SDK and server",
     script: "dist/loadtest/compare/centrifugo.js",
+    setup: ["bash", "scripts/setup-centrifugo.sh"],
     kit: true,
   },
   chaos: {
