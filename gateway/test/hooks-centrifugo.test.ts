@@ -11,6 +11,8 @@ import { ClientPool, uniqueNames } from "#testkit/clients.js";
 import { waitFor } from "#testkit/wait.js";
 import { AUDIENCE, connect, ISSUER, refusal, SECRET, sign } from "#testkit/auth.js";
 import type { TestClient } from "#testkit/ws-client.js";
+import { Centrifuge } from "centrifuge";
+import WebSocket from "ws";
 
 type Call = { path: string; body: Record<string, unknown>; headers: IncomingHttpHeaders };
 type Handler = (body: Record<string, unknown>) => unknown;
@@ -173,6 +175,32 @@ describe("centrifugo format — connect", () => {
     const r = await refusal(gw.wsUrl, { headers: { authorization: `Bearer ${await tokenOf(uniq("native"))}` } });
     expect(r.status).toBe(503);
     expect(JSON.parse(r.body)).toMatchObject({ error: "hook_unavailable", message: expect.stringContaining("malformed") });
+  });
+});
+
+describe("centrifugo format — the connection token's meta", () => {
+  it("meta: the token's meta claim reaches the connect, subscribe, publish and RPC hooks as meta, with the JavaScript SDK on the Centrifuge door", async () => {
+    allowAll();
+    const user = uniq("meta");
+    const meta = { plan: "gold", tenant: 7 };
+    backend.handlers["/c/rpc"] = () => ({ result: { data: { ok: true } } });
+    const t = await sign({ channels: { sub: ["c.>"], pub: ["c.>"] }, rpc: ["m.*"], meta }, { sub: user });
+    const sdk = new Centrifuge(`ws://127.0.0.1:${gw.port}/connection/websocket`, { websocket: WebSocket, token: t, timeout: 10_000 });
+    try {
+      sdk.connect();
+      await sdk.ready(10_000);
+      const sub = sdk.newSubscription(`c:meta.${user}`);
+      sub.subscribe();
+      await sub.ready(10_000);
+      await sdk.publish(`c:meta.${user}`, { n: 1 });
+      await sdk.rpc("m.meta", { q: 1 });
+      for (const hook of ["/c/connect", "/c/subscribe", "/c/publish", "/c/rpc"]) {
+        const call = backend.calls.filter((c) => c.path === hook && (hook === "/c/connect" || c.body.user === user)).at(-1);
+        expect(call?.body.meta, hook).toEqual(meta);
+      }
+    } finally {
+      sdk.disconnect();
+    }
   });
 });
 

@@ -48,6 +48,13 @@ export const BENCHES = {
     setup: ["bash", "loadtest/peers/setup.sh"],
     kit: true,
   },
+  centrifugo: {
+    summary:
+      "the Centrifuge SDK scenarios (Go, Python, JavaScript) against this gateway and a real Centrifugo v6 side by side: outcome per scenario, SDK and server",
+    script: "dist/loadtest/compare/centrifugo.js",
+    setup: ["bash", "scripts/setup-centrifugo.sh"],
+    kit: true,
+  },
   chaos: {
     summary: "faults on a 3-node NATS cluster and three gateway instances under load; the checker finds any loss, duplicate or reorder",
     script: "dist/loadtest/chaos/main.js",

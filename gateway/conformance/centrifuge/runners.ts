@@ -13,7 +13,7 @@ const RUNNERS_DIR = join(PACKAGE_ROOT, "gateway/conformance/centrifuge/runners")
 /** The project's Python venv (scripts/setup-deploy-tools.sh installs centrifuge-python into it). */
 const VENV_PYTHON = join(PACKAGE_ROOT, ".tools/venv/bin/python");
 
-export type Sdk = "go" | "python" | "java";
+export type Sdk = "go" | "python" | "java" | "node";
 export type Runner = { label: string; sdk: Sdk; format: "json" | "protobuf" };
 
 /** Every SDK and format the scenarios run with, in this order. */
@@ -23,6 +23,15 @@ export const RUNNERS: readonly Runner[] = [
   { label: "centrifuge-python 0.7.0, JSON", sdk: "python", format: "json" },
   { label: "centrifuge-python 0.7.0, Protobuf", sdk: "python", format: "protobuf" },
   { label: "centrifuge-java 0.4.1, Protobuf", sdk: "java", format: "protobuf" },
+];
+
+/**
+ * The JavaScript SDK (centrifuge 5.7.4 in Node) as a runner of the same lines: the side-by-side run against
+ * Centrifugo uses it; `npm test` drives that SDK directly (gateway/test/centrifuge-sdk*.test.ts).
+ */
+export const NODE_RUNNERS: readonly Runner[] = [
+  { label: "centrifuge-js 5.7.4, JSON", sdk: "node", format: "json" },
+  { label: "centrifuge-js 5.7.4, Protobuf", sdk: "node", format: "protobuf" },
 ];
 
 export type BuiltRunners = { command(r: Runner): ClientCommand; cleanup(): Promise<void> };
@@ -50,6 +59,7 @@ export async function buildRunners(runners: readonly Runner[] = RUNNERS): Promis
     command(r) {
       const flags = r.format === "protobuf" ? ["--protobuf"] : [];
       if (r.sdk === "go") return { command: goBinary, args: flags };
+      if (r.sdk === "node") return { command: process.execPath, args: [join(RUNNERS_DIR, "node/runner.mjs"), ...flags] };
       if (r.sdk === "java") return { command: "java", args: ["-cp", javaClasspath!, "runner.Runner"] };
       return { command: VENV_PYTHON, args: [join(RUNNERS_DIR, "python/runner.py"), ...flags] };
     },

@@ -1,14 +1,10 @@
 // The scenario set (scenarios.json) as vitest tests: one real gateway (the conformance harness on the Centrifugo
 // door) for a test file, every scenario with every runner it names. A test file per tier calls this once.
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, it } from "vitest";
-import { PACKAGE_ROOT } from "../../src/config/config.js";
 import { startHarness, type GatewayHarness } from "../harness.js";
-import { ClientPool, runScenario, type Scenario } from "../runner.js";
+import { ClientPool, runScenario } from "../runner.js";
 import { buildRunners, type BuiltRunners, type Runner } from "./runners.js";
-
-export const SCENARIOS = JSON.parse(readFileSync(join(PACKAGE_ROOT, "gateway/conformance/centrifuge/scenarios.json"), "utf8")) as Scenario[];
+import { SCENARIOS } from "./scenarios.js";
 
 export function describeCentrifugeSdks(runners: readonly Runner[]): void {
   let harness: GatewayHarness;

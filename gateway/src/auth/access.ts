@@ -56,6 +56,7 @@ export const publishedBy = (id: Identity, client?: string): PublishedBy => ({
   ...(id.conn ? { protocol: id.conn.protocol } : {}),
   ip: id.ip,
   ...(id.info !== undefined ? { info: id.info } : {}),
+  ...(id.principal.meta !== undefined ? { meta: id.principal.meta } : {}),
   trusted: id.trusted,
 });
 
@@ -129,6 +130,7 @@ export const subjectOf = (id: Identity): RefreshSubject => ({
   claims: id.identified ? claimsOf(id.principal) : null,
   ip: id.ip,
   info: id.info ?? null,
+  ...(id.principal.meta !== undefined ? { meta: id.principal.meta } : {}),
 });
 
 /**

@@ -64,7 +64,12 @@ export class Authenticator {
     // `exp` was checked above; an `expire_at` that passed ends the connection's life the same way.
     if (exp !== undefined && exp !== payload.exp && exp + this.config.jwtClockToleranceSec < Date.now() / 1000)
       throw new AuthError("expired", "token's expire_at has passed");
-    return Object.freeze({ user: payload.sub, perms: rpc.length ? Object.freeze({ ...perms, rpc }) : perms, ...(exp !== undefined ? { exp } : {}) });
+    return Object.freeze({
+      user: payload.sub,
+      perms: rpc.length ? Object.freeze({ ...perms, rpc }) : perms,
+      ...(exp !== undefined ? { exp } : {}),
+      ...(claims.meta !== undefined && claims.meta !== null ? { meta: claims.meta } : {}),
+    });
   }
 
   /**

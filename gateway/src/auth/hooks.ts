@@ -86,6 +86,8 @@ export type RefreshSubject = Readonly<{
   claims: Claims | null;
   ip: string;
   info: unknown;
+  /** The token's `meta` claim, if any: the Centrifugo-format hooks' `meta` (else the connect hook's). */
+  meta?: unknown;
 }>;
 
 /** A connection admitted by the connect hook: its principal with the hook's claims merged, and its `info`. */
@@ -185,7 +187,7 @@ export class Hooks implements PublishGate {
       transport: by.client !== undefined ? "websocket" : "http",
       protocol: by.protocol ?? "json",
       user: by.user ?? "",
-      meta: by.info,
+      meta: by.meta ?? by.info,
     };
     const sent = data();
     const body = publishBody(who, channel, sent instanceof StoredJson ? RAW : sent, type !== undefined);
@@ -267,7 +269,7 @@ export class Hooks implements PublishGate {
     transport: ConnectHookRequest["transport"],
     conn: { client: string; protocol: string },
   ): Promise<ConnectDecision> {
-    const body = { client: conn.client, transport, protocol: conn.protocol, encoding: "json" };
+    const body = { client: conn.client, transport, protocol: conn.protocol, encoding: "json", ...(p.meta !== undefined ? { meta: p.meta } : {}) };
     const cache = transport === "websocket" ? undefined : this.connectCache;
     // The cache key covers what the answer may depend on and the body does not carry: the token's user and claims, the headers, the address.
     const key = { body, headers, ip, user: authenticated ? p.user : null, claims: authenticated ? claimsOf(p) : null };
@@ -350,7 +352,13 @@ const RAW = "\u0000stored-json\u0000";
 const RAW_JSON = JSON.stringify(RAW);
 
 /** The connection as Centrifugo's requests name it. */
-const proxyWho = (w: RefreshSubject): ProxyWho => ({ client: w.client, transport: w.transport, protocol: w.protocol, user: w.user ?? "", meta: w.info });
+const proxyWho = (w: RefreshSubject): ProxyWho => ({
+  client: w.client,
+  transport: w.transport,
+  protocol: w.protocol,
+  user: w.user ?? "",
+  meta: w.meta ?? w.info,
+});
 
 /** Request headers a hook request must not carry from the client (they belong to the hook request itself). */
 const OWN_HEADERS = new Set([
@@ -523,5 +531,5 @@ export function applyGrant(p: Principal, authenticated: boolean, g: HookGrant): 
   });
   const user = !authenticated && g.user !== undefined ? g.user : p.user;
   const exp = p.exp === undefined ? g.exp : g.exp === undefined ? p.exp : Math.min(p.exp, g.exp);
-  return Object.freeze({ user, perms, ...(exp !== undefined ? { exp } : {}) });
+  return Object.freeze({ user, perms, ...(exp !== undefined ? { exp } : {}), ...(p.meta !== undefined ? { meta: p.meta } : {}) });
 }

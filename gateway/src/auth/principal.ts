@@ -7,6 +7,11 @@ export type Principal = {
   readonly perms: Permissions;
   /** Token expiry (unix seconds); absent for anonymous and API-key principals. */
   readonly exp?: number;
+  /**
+   * The token's `meta` claim (Centrifugo's): private to the application, never shown to clients; the hooks in
+   * Centrifugo's format get it as `meta`.
+   */
+  readonly meta?: unknown;
   /** An API key's scopes (API_KEYS_FILE; every key of API_KEYS is `admin`); absent for everyone else. */
   readonly scopes?: readonly Scope[];
 };

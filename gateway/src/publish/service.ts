@@ -24,6 +24,8 @@ export type PublishedBy = Readonly<{
   ip: string;
   /** The connect hook's `info`. */
   info?: unknown;
+  /** The token's `meta` claim: a Centrifugo-format publish hook's `meta` (else `info`). */
+  meta?: unknown;
   /** An API key: the application's backend. */
   trusted: boolean;
 }>;

@@ -96,11 +96,18 @@ export class RpcHook {
 
   /**
    * Calls the backend (in Centrifugo's format with RPC_HOOK_FORMAT=centrifugo, the connection as `conn` names
-   * it); resolves with its data, or rejects with `rpc_error` (RpcError), `hook_unavailable` or HookDisconnect.
+   * it, `meta` the token's meta claim); resolves with its data, or rejects with `rpc_error` (RpcError),
+   * `hook_unavailable` or HookDisconnect.
    */
-  async call(r: RpcHookRequest, conn?: { transport: string; protocol: string }): Promise<RpcAnswer> {
+  async call(r: RpcHookRequest, conn?: { transport: string; protocol: string; meta?: unknown }): Promise<RpcAnswer> {
     const centrifugo = this.config.formats.rpc === "centrifugo";
-    const who: ProxyWho = { client: r.client, transport: conn?.transport ?? "websocket", protocol: conn?.protocol ?? "json", user: r.user ?? "", meta: r.info };
+    const who: ProxyWho = {
+      client: r.client,
+      transport: conn?.transport ?? "websocket",
+      protocol: conn?.protocol ?? "json",
+      user: r.user ?? "",
+      meta: conn?.meta ?? r.info,
+    };
     const res = await this.caller.post("rpc", this.config.rpcUrl, JSON.stringify(centrifugo ? rpcBody(who, r.method, r.data) : r));
     try {
       return centrifugo ? readCentrifugoRpcAnswer(res) : readRpcAnswer(res);

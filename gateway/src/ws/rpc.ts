@@ -33,7 +33,8 @@ export async function callRpc(ctx: HandlerContext, ws: Socket, f: RpcFrame): Pro
       ip: id.ip,
       info: id.info ?? null,
     };
-    const answer = await ctx.rpc.call(request, { transport: "websocket", protocol: s.codec.name });
+    const conn = { transport: "websocket", protocol: s.codec.name, ...(id.principal.meta !== undefined ? { meta: id.principal.meta } : {}) };
+    const answer = await ctx.rpc.call(request, conn);
     let frame: string | Uint8Array;
     try {
       frame = s.codec.encode({ op: "ok", id: f.id, fields: { data: answer.data } });

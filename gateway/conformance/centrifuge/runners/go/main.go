@@ -20,13 +20,15 @@ type obj = map[string]any
 
 type runner struct {
 	protobuf bool
-	mu       sync.Mutex // guards out, gen, client, subs, token, last
+	mu       sync.Mutex // guards out, gen, client, subs, token, subTokens, last
 	out      *bufio.Writer
 	gen      int // the scenario's generation: events of an older one are dropped
 	client   *centrifuge.Client
 	subs     map[string]*centrifuge.Subscription
 	last     map[string]uint64 // per sub, the offset of its last publication
 	token    string            // what the token getter hands out (setToken)
+	// per channel, what a sub's token getter hands out (setSubToken)
+	subTokens map[string]string
 }
 
 func (r *runner) write(v obj) {
@@ -112,12 +114,21 @@ func (r *runner) connect(cmd obj, gen int) (obj, error) {
 }
 
 func (r *runner) subscribe(cmd obj, gen int) (obj, error) {
-	name := cmd["sub"].(string)
-	sub, err := r.client.NewSubscription(cmd["channel"].(string), centrifuge.SubscriptionConfig{
+	name, channel := cmd["sub"].(string), cmd["channel"].(string)
+	cfg := centrifuge.SubscriptionConfig{
 		Recoverable: cmd["recoverable"] == true,
 		Positioned:  cmd["positioned"] == true,
 		JoinLeave:   cmd["joinLeave"] == true,
-	})
+	}
+	if cmd["subToken"] == true {
+		cfg.GetToken = func(centrifuge.SubscriptionTokenEvent) (string, error) {
+			r.event(gen, obj{"event": "subTokenRequested", "sub": name})
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return r.subTokens[channel], nil
+		}
+	}
+	sub, err := r.client.NewSubscription(channel, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +191,7 @@ func (r *runner) handle(cmd obj) (obj, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	str := func(k string) string { s, _ := cmd[k].(string); return s }
-	if c == nil && cmd["cmd"] != "connect" && cmd["cmd"] != "setToken" && cmd["cmd"] != "reset" && cmd["cmd"] != "close" {
+	if c == nil && cmd["cmd"] != "connect" && cmd["cmd"] != "setToken" && cmd["cmd"] != "setSubToken" && cmd["cmd"] != "reset" && cmd["cmd"] != "close" {
 		return nil, errors.New("not connected")
 	}
 	switch cmd["cmd"] {
@@ -189,6 +200,11 @@ func (r *runner) handle(cmd obj) (obj, error) {
 	case "setToken":
 		r.mu.Lock()
 		r.token = str("token")
+		r.mu.Unlock()
+		return obj{}, nil
+	case "setSubToken":
+		r.mu.Lock()
+		r.subTokens[str("channel")] = str("token")
 		r.mu.Unlock()
 		return obj{}, nil
 	case "subscribe":
@@ -238,7 +254,7 @@ func (r *runner) handle(cmd obj) (obj, error) {
 		r.mu.Lock()
 		r.gen++
 		old := r.client
-		r.client, r.subs, r.last, r.token = nil, map[string]*centrifuge.Subscription{}, map[string]uint64{}, ""
+		r.client, r.subs, r.last, r.token, r.subTokens = nil, map[string]*centrifuge.Subscription{}, map[string]uint64{}, "", map[string]string{}
 		r.mu.Unlock()
 		if old != nil {
 			old.Close()
@@ -262,7 +278,7 @@ func (r *runner) answer(id any, res obj, err error) {
 }
 
 func main() {
-	r := &runner{protobuf: len(os.Args) > 1 && os.Args[1] == "--protobuf", out: bufio.NewWriter(os.Stdout), subs: map[string]*centrifuge.Subscription{}, last: map[string]uint64{}}
+	r := &runner{protobuf: len(os.Args) > 1 && os.Args[1] == "--protobuf", out: bufio.NewWriter(os.Stdout), subs: map[string]*centrifuge.Subscription{}, last: map[string]uint64{}, subTokens: map[string]string{}}
 	r.write(obj{"event": "adapter", "reset": true})
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 1<<24)

@@ -41,6 +41,7 @@ class Runner:
         self.subs = {}
         self.last = {}  # per sub, the offset of its last publication
         self.token = ""  # what the token getter hands out (setToken)
+        self.sub_tokens = {}  # per channel, what a sub's token getter hands out (setSubToken)
 
     def event(self, gen, obj):
         if gen == self.gen:
@@ -121,9 +122,14 @@ class Runner:
             async def on_error(self, ctx):
                 runner.event(gen, {"event": "subError", "sub": name, "message": str(ctx.error)})
 
+        async def get_sub_token(channel):
+            runner.event(gen, {"event": "subTokenRequested", "sub": name})
+            return runner.sub_tokens.get(channel, "")
+
         sub = self.client.new_subscription(
             cmd["channel"],
             events=Events(),
+            get_token=get_sub_token if cmd.get("subToken") else None,
             recoverable=bool(cmd.get("recoverable")),
             positioned=bool(cmd.get("positioned")),
             join_leave=bool(cmd.get("joinLeave")),
@@ -135,6 +141,7 @@ class Runner:
     async def reset(self):
         self.gen += 1
         client, self.client, self.subs, self.last, self.token = self.client, None, {}, {}, ""
+        self.sub_tokens = {}
         if client is not None:
             await client.disconnect()
         return {}
@@ -145,6 +152,9 @@ class Runner:
             return await self.connect(cmd, gen)
         if op == "setToken":
             self.token = cmd["token"]
+            return {}
+        if op == "setSubToken":
+            self.sub_tokens[cmd["channel"]] = cmd["token"]
             return {}
         if op in ("reset", "close"):
             return await self.reset()

@@ -35,6 +35,8 @@ import io.github.centrifugal.centrifuge.Subscription;
 import io.github.centrifugal.centrifuge.SubscriptionErrorEvent;
 import io.github.centrifugal.centrifuge.SubscriptionEventListener;
 import io.github.centrifugal.centrifuge.SubscriptionOptions;
+import io.github.centrifugal.centrifuge.SubscriptionTokenEvent;
+import io.github.centrifugal.centrifuge.SubscriptionTokenGetter;
 import io.github.centrifugal.centrifuge.TokenCallback;
 import io.github.centrifugal.centrifuge.UnsubscribedEvent;
 import java.io.BufferedReader;
@@ -57,6 +59,7 @@ public final class Runner {
   private final Map<String, Subscription> subs = new ConcurrentHashMap<>();
   private final Map<String, Long> last = new ConcurrentHashMap<>(); // per sub, the offset of its last publication
   private volatile String token = ""; // what the token getter hands out (setToken)
+  private final Map<String, String> subTokens = new ConcurrentHashMap<>(); // per channel, what a sub's token getter hands out (setSubToken)
 
   private static Map<String, Object> obj(Object... kv) {
     Map<String, Object> m = new LinkedHashMap<>();
@@ -157,6 +160,15 @@ public final class Runner {
     o.setPositioned(flag(cmd, "positioned"));
     o.setJoinLeave(flag(cmd, "joinLeave"));
     String channel = str(cmd, "channel");
+    if (flag(cmd, "subToken")) {
+      o.setTokenGetter(new SubscriptionTokenGetter() {
+        @Override
+        public void getSubscriptionToken(SubscriptionTokenEvent event, TokenCallback cb) {
+          event(g, obj("event", "subTokenRequested", "sub", name));
+          cb.Done(null, subTokens.getOrDefault(channel, ""));
+        }
+      });
+    }
     Subscription sub = client.newSubscription(channel, o, new SubscriptionEventListener() {
       @Override
       public void onSubscribing(Subscription s, SubscribingEvent e) {
@@ -216,6 +228,7 @@ public final class Runner {
     subs.clear();
     last.clear();
     token = "";
+    subTokens.clear();
     if (old != null) old.close(5_000);
     return obj();
   }
@@ -229,6 +242,9 @@ public final class Runner {
         return connect(cmd, g);
       case "setToken":
         token = str(cmd, "token");
+        return obj();
+      case "setSubToken":
+        subTokens.put(str(cmd, "channel"), str(cmd, "token"));
         return obj();
       case "reset":
       case "close":
