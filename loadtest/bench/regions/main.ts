@@ -13,7 +13,8 @@ import { loadavg } from "node:os";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
 import { startSupercluster, REGION_NAMES, type RegionName, type Supercluster } from "#testkit/nats-supercluster.js";
-import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import type { GatewayHandle } from "#testkit/gateway.js";
+import { startRegionGateway } from "#testkit/region-gateway.js";
 import { httpPublish, TestClient, type Frame } from "#testkit/ws-client.js";
 import { waitFor } from "#testkit/wait.js";
 import { guarded } from "../common.js";
@@ -48,20 +49,14 @@ const enc = new TextEncoder();
 
 type Ctx = { sc: Supercluster; gw: Partial<Record<RegionName, GatewayHandle>>; conns: NatsConnection[]; sockets: TestClient[] };
 
-function regionGateway(sc: Supercluster, region: RegionName): Promise<GatewayHandle> {
-  return startGateway({
-    natsUrl: sc.regions[region].url,
-    workers: 1,
-    logLevel: "info",
+/** A region's gateway with the benches' settings: the per-IP abuse limits and the publish rate off (every client is 127.0.0.1). */
+const regionGateway = (sc: Supercluster, region: RegionName): Promise<GatewayHandle> =>
+  startRegionGateway(sc, region, {
     inheritStderr: true,
-    readyTimeoutMs: 60_000,
+    resumeWait: "3s",
     env: { PUBLISH_RATE: "-1" },
-    args: [
-      ...["--region", region, "--regions", REGION_NAMES.join(","), "--region-resume-wait", "3s"],
-      ...["--max-connections-per-ip=-1", "--connect-rate-per-ip=-1", "--frame-rate=-1", "--read-rate-per-ip=-1"],
-    ],
+    args: ["--max-connections-per-ip=-1", "--connect-rate-per-ip=-1", "--frame-rate=-1", "--read-rate-per-ip=-1"],
   });
-}
 
 async function socket(ctx: Ctx, g: GatewayHandle): Promise<TestClient> {
   const c = await TestClient.connect(g.wsUrl);
