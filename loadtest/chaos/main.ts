@@ -378,4 +378,4 @@ async function run(a: Args): Promise<number> {
   });
 }
 
-runBench(BENCH, ({ flags }) => run(toArgs(flags)), { failed: 2 });
+runBench(BENCH, async ({ flags }) => run(toArgs(flags)), { failed: 2 });
