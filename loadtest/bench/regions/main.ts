@@ -74,8 +74,7 @@ function arrivals(c: TestClient): number[] {
   return at;
 }
 
-async function deliveryLeg(ctx: Ctx, rate: number, seconds: number): Promise<{ latencies: number[]; sent: number; failed: number }> {
-  const ch = "bench.delivery";
+async function deliveryLeg(ctx: Ctx, ch: string, rate: number, seconds: number): Promise<{ latencies: number[]; sent: number; failed: number }> {
   const cb = await socket(ctx, ctx.gw.b!);
   await cb.sub(ch);
   const at = arrivals(cb);
@@ -106,7 +105,7 @@ async function deliveryLeg(ctx: Ctx, rate: number, seconds: number): Promise<{ l
   return { latencies, sent, failed };
 }
 
-async function mirrorLeg(ctx: Ctx, rate: number, seconds: number): Promise<{ lags: number[]; sent: number; maxLagMessages: number }> {
+async function mirrorLeg(ctx: Ctx, rate: number, seconds: number): Promise<{ lags: number[]; sent: number; maxLagMessages: number; scrapes: number }> {
   const ch = "bench.mirror";
   const ncA = await connect({ servers: ctx.sc.regions.a.url });
   const ncB = await connect({ servers: ctx.sc.regions.b.url });
@@ -117,11 +116,14 @@ async function mirrorLeg(ctx: Ctx, rate: number, seconds: number): Promise<{ lag
   ncB.subscribe(`evlive.b.${ch}`, { callback: (_e, m) => void (seenAt[(m.json() as { k: number }).k] = nowMs()) });
   await ncB.flush();
   let maxLagMessages = 0;
+  let scrapes = 0;
   const scrape = setInterval(() => {
     void fetch(`${ctx.gw.b!.metricsUrl}/metrics`)
       .then((r) => r.text())
       .then((t) => {
-        for (const m of t.matchAll(/^fanout_region_mirror_lag_messages\{[^}]*\} (\d+)/gm)) maxLagMessages = Math.max(maxLagMessages, Number(m[1]));
+        const found = [...t.matchAll(/^fanout_region_mirror_lag_messages\{[^}]*\} (\d+)/gm)];
+        if (found.length) scrapes++;
+        for (const m of found) maxLagMessages = Math.max(maxLagMessages, Number(m[1]));
       })
       .catch(() => undefined);
   }, 250);
@@ -138,7 +140,7 @@ async function mirrorLeg(ctx: Ctx, rate: number, seconds: number): Promise<{ lag
   await waitFor(() => seenAt.filter(Boolean).length >= sent || undefined, { timeoutMs: 60_000, what: `${sent} copies in b's mirror` }).catch(() => undefined);
   clearInterval(scrape);
   const lags = ackAt.flatMap((t, k) => (seenAt[k] !== undefined ? [seenAt[k]! - t] : []));
-  return { lags, sent, maxLagMessages };
+  return { lags, sent, maxLagMessages, scrapes };
 }
 
 /** Subscribes again while b refuses with a temporary broker_unavailable (its mirror behind the position past the wait), as the SDKs do. */
@@ -207,6 +209,9 @@ async function measure(v: FlagValues<typeof BENCH.flags>, argv: readonly string[
     ctx.sc = await startSupercluster({ readyTimeoutMs: 60_000 });
     ctx.gw.a = await regionGateway(ctx.sc, "a");
     [ctx.gw.b, ctx.gw.c] = await Promise.all([regionGateway(ctx.sc, "b"), regionGateway(ctx.sc, "c")]);
+    // The same path with the links undelayed first: what the machine and the path add without the delay.
+    say("delivery leg with undelayed links (the baseline)");
+    const d0 = await deliveryLeg(ctx, "bench.delivery0", v.rate, v.seconds);
     if (netns)
       delayPortsWithNetem(
         REGION_NAMES.map((r) => ctx.sc.regions[r].links.port),
@@ -214,13 +219,14 @@ async function measure(v: FlagValues<typeof BENCH.flags>, argv: readonly string[
       );
     else for (const r of REGION_NAMES) ctx.sc.regions[r].links.delay(delayMs);
     say(`links delayed ${delayMs} ms one way (${netns ? `tc netem in namespace ${netns}` : "link proxies"}); delivery leg`);
-    const d = await deliveryLeg(ctx, v.rate, v.seconds);
+    const d = await deliveryLeg(ctx, "bench.delivery", v.rate, v.seconds);
     say("mirror leg");
     const m = await mirrorLeg(ctx, v["mirror-rate"], v.seconds);
     say(`resume leg (${v.messages} messages)`);
     const r = await resumeLeg(ctx, v.messages);
     const load1 = loadavg()[0]!;
     const ds = latencySummary(d.latencies, delayMs);
+    const ds0 = latencySummary(d0.latencies, 0);
     const ms = latencySummary(m.lags, delayMs);
     const result = {
       bench: "regions",
@@ -231,11 +237,14 @@ async function measure(v: FlagValues<typeof BENCH.flags>, argv: readonly string[
       deliveryExcessP50Ms: ds.excessP50Ms,
       deliveryExcessP99Ms: ds.excessP99Ms,
       deliverySamples: ds.samples,
+      deliveryBaselineP50Ms: ds0.p50Ms,
+      deliveryBaselineP99Ms: ds0.p99Ms,
       deliveryFailed: d.failed,
       deliveryMissing: d.sent - d.failed - ds.samples,
       mirrorLagP50Ms: ms.p50Ms,
       mirrorLagP99Ms: ms.p99Ms,
       mirrorLagMaxMessages: m.maxLagMessages,
+      mirrorLagScrapes: m.scrapes,
       mirrorSamples: ms.samples,
       mirrorMissing: m.sent - ms.samples,
       resumeMessages: v.messages,
@@ -257,7 +266,8 @@ async function measure(v: FlagValues<typeof BENCH.flags>, argv: readonly string[
       `| leg | what | p50 | p99 | excess over ${delayMs} ms p50 / p99 | samples |`,
       `|---|---|---:|---:|---:|---:|`,
       `| delivery | HTTP publish to a's gateway → WebSocket client of b's gateway, ${v.rate}/s for ${v.seconds} s | ${ds.p50Ms} ms | ${ds.p99Ms} ms | ${ds.excessP50Ms} / ${ds.excessP99Ms} ms (target p99 ≤ 15) | ${ds.samples} (${d.failed} failed, ${result.deliveryMissing} missing) |`,
-      `| mirror | JetStream publish ack in a → copy in b's mirror (its republish), ${v["mirror-rate"]}/s for ${v.seconds} s | ${ms.p50Ms} ms | ${ms.p99Ms} ms | ${ms.excessP50Ms} / ${ms.excessP99Ms} ms | ${ms.samples} (most behind: ${m.maxLagMessages} messages) |`,
+      `| delivery, baseline | the same, links undelayed, before the delay is set | ${ds0.p50Ms} ms | ${ds0.p99Ms} ms | | ${ds0.samples} (${d0.failed} failed) |`,
+      `| mirror | JetStream publish ack in a → copy in b's mirror (its republish), ${v["mirror-rate"]}/s for ${v.seconds} s | ${ms.p50Ms} ms | ${ms.p99Ms} ms | ${ms.excessP50Ms} / ${ms.excessP99Ms} ms | ${ms.samples} (most behind: ${m.maxLagMessages} messages in ${m.scrapes} scrapes of b's fanout_region_mirror_lag_messages) |`,
       ``,
       `Resume across regions: ${v.messages.toLocaleString("en-US")} messages published in a at 2,000/s while a client read ${r.movedAt.toLocaleString("en-US")} of them on a's gateway and resumed at its position on b's (accepted after ${r.waitedMs} ms): **lost ${r.lost}, duplicated ${r.duplicated}, out of order ${r.outOfOrder}, mismatched ${r.mismatched}** (the chaos run's checker).`,
     ];
