@@ -53,7 +53,8 @@ export const BENCHES = {
     kit: true,
   },
   chaos: {
-    summary: "faults on a 3-node NATS cluster (or, with --regions, three regions) and three gateway instances under load; the checker finds any loss, duplicate or reorder",
+    summary:
+      "faults on a 3-node NATS cluster (or, with --regions, three regions) and three gateway instances under load; the checker finds any loss, duplicate or reorder",
     script: "dist/loadtest/chaos/main.js",
     kit: true,
   },
