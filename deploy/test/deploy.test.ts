@@ -295,6 +295,32 @@ describe("helm chart", () => {
     expect(await fails("stream.replicas=2")).toMatch(/stream\.replicas must be 1, 3 or 5/);
   });
 
+  it("regions — one release per region from deploy/helm/regions/gateway-<r>.yaml: REGION, REGIONS, HOME_REGION, the wait; valid, and the gateway's own check accepts them", async () => {
+    for (const r of ["eu", "us", "ap"]) {
+      const rs = await renderAndValidate(`region-${r}`, "-f", HA, "-f", resolve(ROOT, `deploy/helm/regions/gateway-${r}.yaml`));
+      expectAllValid(rs);
+      const env = byKind(rs, "ConfigMap").data as Record<string, string>;
+      expect(env).toMatchObject({ REGION: r, REGIONS: "eu,us,ap", HOME_REGION: "eu", REGION_RESUME_WAIT: "2000ms", STREAM_REPLICAS: "3" });
+      expect(sectionsOf(loadConfig([], env).config).regions).toEqual({ region: r, home: "eu", regions: ["eu", "us", "ap"], resumeWaitMs: 2000 });
+    }
+    // Without region.name: no region setting at all (one region, as before).
+    const plain = byKind(await renderAndValidate("region-off", "-f", HA), "ConfigMap").data as Record<string, string>;
+    expect(Object.keys(plain).filter((k) => k.includes("REGION"))).toEqual([]);
+  });
+
+  it("regions — bad region values are refused by helm, naming the value", async () => {
+    const fails = (...set: string[]) =>
+      helm("template", "gw", CHART, "--kube-version", K8S, ...set.flatMap((s) => ["--set", s])).then(
+        () => "",
+        (e: { stderr: string }) => e.stderr,
+      );
+    expect(await fails("region.name=eu", "region.all={us,ap}")).toMatch(/region\.all must list region\.name \(eu\)/);
+    expect(await fails("region.name=eu", "region.all={eu,us}", "region.home=ap")).toMatch(/region\.home \(ap\) must be one of region\.all/);
+    expect(await fails("region.name=eu", "region.all={eu,us,eu}")).toMatch(/region\.all names a region twice/);
+    expect(await fails("region.all={eu,us}")).toMatch(/region\.all and region\.home need region\.name/);
+    expect(await fails("config.REGION=eu")).toMatch(/config\.REGION conflicts/);
+  });
+
   it("validator — rejects invalid manifests, unknown kinds and a ServiceMonitor without endpoints (negative control)", async () => {
     const file = join(dir, "broken.yaml");
     writeFileSync(
@@ -328,6 +354,28 @@ describe("NATS chart values and NACK", () => {
     expect(v.config.jetstream.fileStore).toMatchObject({ enabled: true, pvc: { enabled: true, size: "10Gi" } });
     expect(v.config.jetstream.fileStore.pvc).toHaveProperty("storageClassName");
     expect(v.config.monitor.enabled).toBe(true);
+  });
+
+  it("regions/nats-<r>.yaml — one release per region: the cluster and its gateway named after the region, the same three gateways listed in each, matching the gateways' REGIONS", async () => {
+    const regions = ["eu", "us", "ap"];
+    const lists: string[][] = [];
+    for (const r of regions) {
+      const { docs } = await python<{ docs: Doc[] }>("yaml", resolve(ROOT, `deploy/helm/regions/nats-${r}.yaml`));
+      const v = docs[0]!;
+      expect(v.config.cluster.merge.name).toBe(r);
+      expect(v.config.gateway).toMatchObject({ enabled: true, port: 7222, merge: { name: r } });
+      expect(v.config.gateway.merge.advertise).toMatch(new RegExp(`^[\\w.-]*\\b${r}\\b[\\w.-]*:7222$`));
+      const gws = v.config.gateway.merge.gateways as { name: string; urls: string[] }[];
+      lists.push(gws.map((g) => `${g.name}=${g.urls.join(",")}`));
+      // Each region's own entry points at the address it advertises.
+      expect(gws.find((g) => g.name === r)!.urls).toEqual([`nats://${v.config.gateway.merge.advertise}`]);
+      expect(v.service.ports.gateway.enabled).toBe(true);
+      const gw = (await python<{ docs: Doc[] }>("yaml", resolve(ROOT, `deploy/helm/regions/gateway-${r}.yaml`))).docs[0]!;
+      expect(gw.region.name).toBe(r);
+      expect([...gw.region.all].sort()).toEqual(gws.map((g) => g.name).sort());
+    }
+    expect(lists[1]).toEqual(lists[0]);
+    expect(lists[2]).toEqual(lists[0]);
   });
 
   it("nack-stream.yaml — a valid NACK Stream FANOUT_CHANNELS on ev.>, file storage, 3 replicas", async () => {

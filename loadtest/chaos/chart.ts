@@ -16,6 +16,10 @@ const COLORS: Record<string, string> = {
   "link-delay": "#bfef45",
   "client-burst": "#f032e6",
   "client-stall": "#a9a9a9",
+  "region-kill": "#000075",
+  "region-cut": "#9a6324",
+  "region-delay": "#ffe119",
+  "region-move": "#dcbeff",
 };
 
 export type LatencyPoint = { t: number; p50: number; p99: number; n: number };

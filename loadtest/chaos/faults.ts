@@ -4,6 +4,7 @@ import type { JetStreamManager } from "@nats-io/jetstream";
 import type { ChildProcess } from "node:child_process";
 import { waitFor } from "#testkit/wait.js";
 import type { NatsClusterNode } from "#testkit/nats-cluster.js";
+import { REGION_NAMES, type RegionNode } from "#testkit/nats-supercluster.js";
 import type { Fault } from "./schedule.js";
 import { STREAM, type Topology } from "./topology.js";
 import type { ToClients } from "./clients.js";
@@ -45,10 +46,18 @@ export type FaultContext = {
 async function natsNode(ctx: FaultContext, f: Fault): Promise<NatsClusterNode> {
   const info = await waitFor(() => ctx.jsm.streams.info(STREAM), { timeoutMs: 15_000, what: "stream info" });
   const leader = info.cluster?.leader;
-  const nodes = ctx.topo.cluster.nodes;
+  const nodes = ctx.topo.cluster?.nodes;
+  if (!nodes) throw new Error(`${f.kind} needs the NATS cluster (not a --regions run)`);
   if (f.natsTarget === "leader") return nodes.find((n) => n.name === leader) ?? nodes[0]!;
   const others = nodes.filter((n) => n.name !== leader);
   return others[f.worker % others.length]!;
+}
+
+/** The region a region fault hits: the fault's instance's (a, b, c). */
+function regionNode(ctx: FaultContext, f: Fault): RegionNode {
+  const sc = ctx.topo.regions;
+  if (!sc) throw new Error(`${f.kind} needs --regions`);
+  return sc.regions[REGION_NAMES[f.instance % REGION_NAMES.length]!];
 }
 
 /**
@@ -70,7 +79,12 @@ function recoveredWhen(ctx: FaultContext, f: Fault): Topology["instances"] {
       return [];
     case "nats-kill":
     case "nats-pause":
+    case "region-cut":
+    case "region-delay":
+    case "region-move":
       return [];
+    case "region-kill":
+      return [ctx.topo.instances[f.instance]!];
   }
 }
 
@@ -175,6 +189,42 @@ export async function inject(ctx: FaultContext, f: Fault, index: number): Promis
       } finally {
         inst.links.forEach((l) => l.delay(0));
       }
+      break;
+    case "region-kill": {
+      const node = regionNode(ctx, f);
+      target = `region ${node.region}'s NATS node`;
+      await node.kill();
+      await delay(f.holdMs);
+      await retryInUse(() => node.restart());
+      break;
+    }
+    case "region-cut": {
+      const node = regionNode(ctx, f);
+      target = `the gateway links into region ${node.region}`;
+      node.links.refuse(true);
+      try {
+        await delay(f.holdMs);
+      } finally {
+        node.links.refuse(false);
+      }
+      await ctx.topo.regions!.waitJoined(60_000);
+      break;
+    }
+    case "region-delay": {
+      const node = regionNode(ctx, f);
+      target = `the gateway links into region ${node.region}, +${f.delayMs} ms each way`;
+      node.links.delay(f.delayMs);
+      try {
+        await delay(f.holdMs);
+      } finally {
+        node.links.delay(0);
+      }
+      break;
+    }
+    case "region-move":
+      // A resuming subscriber's next connection goes to the next instance of its list: another region's gateway.
+      target = "half of the subscribers, each to the next region's gateway";
+      toClients({ type: "burst", fraction: 0.5, seed: ctx.seed + index });
       break;
     case "client-burst":
       target = "half of the subscribers";

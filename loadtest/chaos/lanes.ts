@@ -18,8 +18,9 @@ export type LaneGroup = { kinds: readonly FaultKind[]; lanes: number; gapMs?: nu
  * 27 and 65 in 6 minutes with these, as restarts queued behind each other instance by instance.
  */
 export const OVERLAP_PLAN: readonly LaneGroup[] = [
-  { kinds: ["nats-kill", "nats-pause"], lanes: 1, gapMs: 4_000 },
-  { kinds: ["client-burst", "client-stall"], lanes: 1, gapMs: 3_000 },
+  { kinds: ["nats-kill", "nats-pause", "region-kill"], lanes: 1, gapMs: 4_000 },
+  { kinds: ["client-burst", "client-stall", "region-move"], lanes: 1, gapMs: 3_000 },
+  { kinds: ["region-cut", "region-delay"], lanes: 2 },
   { kinds: ["link-stall", "link-delay"], lanes: 3 },
   { kinds: ["worker-kill", "primary-kill"], lanes: 2 },
   { kinds: ["rolling-restart"], lanes: 3 },
@@ -43,7 +44,14 @@ export function resourcesOf(f: Fault): string[] {
       return [`link${f.instance}`];
     case "client-burst":
     case "client-stall":
+    case "region-move":
       return ["clients"];
+    // A restarted region waits to be joined to the other two again: no link of any region may be cut meanwhile.
+    case "region-kill":
+      return ["nats", "region0", "region1", "region2"];
+    case "region-cut":
+    case "region-delay":
+      return [`region${f.instance}`];
   }
 }
 

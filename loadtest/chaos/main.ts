@@ -1,5 +1,6 @@
-// npm run bench -- chaos (alias npm run chaos) [--seed N --minutes M --gap S --lanes N | --overlap --kinds a,b --quick --out path.md]
-// A fault-injection run: a 3-node NATS cluster (R3 stream), three gateway instances (2 workers each), client
+// npm run bench -- chaos (alias npm run chaos) [--seed N --minutes M --gap S --lanes N | --overlap --kinds a,b --regions --quick --out path.md]
+// A fault-injection run: a 3-node NATS cluster (R3 stream), or with --regions three regions of one node each
+// (regions.ts, region faults), three gateway instances (2 workers each), client
 // processes (WebSocket resume, SSE, durables with acks, publishers over WS, HTTP and NATS), a seeded fault
 // schedule, then the checker against the stream's own contents. Prints a readable report and one JSON line;
 // exits 1 on any violation, 2 when the run itself failed or a flag is bad. Every process it starts is killed at the end,
@@ -13,14 +14,15 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { waitFor } from "#testkit/wait.js";
 import { check, matches, VIOLATION_KEYS, type StoredMsg } from "./checker.js";
-import { buildSchedule, FAULT_KINDS, type FaultKind } from "./schedule.js";
+import { buildSchedule, CLUSTER_FAULT_KINDS, FAULT_KINDS, faultKinds, REGIONS_DEFAULT_KINDS, type FaultKind } from "./schedule.js";
 import { startTopology, STREAM, SUBJECT_PREFIX, type Topology } from "./topology.js";
+import { startRegionsTopology } from "./regions.js";
 import { inject, type FaultRecord } from "./faults.js";
 import { Locks, OVERLAP_PLAN, resourcesOf } from "./lanes.js";
 import type { Fault } from "./schedule.js";
 import { kindStats, latency, readable } from "./report.js";
 import { guarded } from "../bench/common.js";
-import { std, type FlagValues } from "../kit/flags.js";
+import { FlagError, std, type FlagValues } from "../kit/flags.js";
 import { defineBench, runBench } from "../kit/main.js";
 import { reportPath } from "../kit/results.js";
 import { faultsAtSilences, lagAtSilences, sampleLag, socketStatesAtSilences } from "./lag.js";
@@ -42,6 +44,8 @@ type Args = {
   lanes: number;
   /** Lanes by what faults act on (lanes.ts OVERLAP_PLAN) instead of `lanes` copies of every kind. */
   overlap: boolean;
+  /** Three regions (regions.ts) instead of one 3-node cluster. */
+  regions: boolean;
 };
 
 const BENCH = defineBench("chaos", {
@@ -49,7 +53,12 @@ const BENCH = defineBench("chaos", {
   seed: { type: "number", min: 0, help: "the fault schedule and the clients' choices; the same seed makes the same schedule (default: from the clock)" },
   minutes: { type: "number", min: 0, default: 5, quick: 1, help: "how long the fault schedule runs (min)" },
   gap: { type: "number", min: 0, default: 5, quick: 3, help: "seconds between faults" },
-  kinds: { type: "list", choices: FAULT_KINDS, default: FAULT_KINDS, help: "the faults the schedule draws from" },
+  kinds: {
+    type: "list",
+    choices: FAULT_KINDS,
+    help: `the faults the schedule draws from (default: ${CLUSTER_FAULT_KINDS.join(",")}; with --regions ${REGIONS_DEFAULT_KINDS.join(",")})`,
+  },
+  regions: { type: "boolean", help: "three regions (a NATS supercluster, a gateway instance per region) with region faults, instead of one 3-node cluster" },
   lanes: { type: "number", min: 0, default: 1, help: "schedules run side by side (overlapping faults on different things); 1: one fault at a time" },
   overlap: { type: "boolean", help: "lanes by what faults act on (lanes.ts) instead of --lanes copies of every kind" },
   "finish-wait": { type: "number", min: 0, default: 45, help: "seconds subscribers may take to catch up once publishing stopped" },
@@ -59,6 +68,14 @@ const BENCH = defineBench("chaos", {
   "no-write": std("no-write", { help: "print the report and the summary line only; write no files" }),
 });
 
+function kindsOf(given: string[] | undefined, regions: boolean): FaultKind[] {
+  try {
+    return faultKinds(given, regions);
+  } catch (e) {
+    throw new FlagError((e as Error).message);
+  }
+}
+
 function toArgs(v: FlagValues<typeof BENCH.flags>): Args {
   const seed = Math.floor(v.seed ?? Date.now() % 1_000_000);
   return {
@@ -67,8 +84,9 @@ function toArgs(v: FlagValues<typeof BENCH.flags>): Args {
     gapMs: v.gap * 1000,
     quick: v.quick,
     // A full run keeps its report beside the other results; a quick one only when asked.
-    report: reportPath({ ...v, out: v.out ?? v.report }, `chaos-seed${seed}.md`),
-    kinds: v.kinds as FaultKind[],
+    report: reportPath({ ...v, out: v.out ?? v.report }, `chaos-${v.regions ? "regions-" : ""}seed${seed}.md`),
+    kinds: kindsOf(v.kinds, v.regions),
+    regions: v.regions,
     sabotage: v.sabotage,
     // How long subscribers may take to catch up once publishing stopped: redeliveries come after the 5 s ack
     // wait, and a durable whose consumer leader moved can wait ~20 s more (loadtest/results/chaos-findings.md).
@@ -169,15 +187,15 @@ async function run(a: Args): Promise<number> {
   };
   return guarded(say, (a.minutes * 60 + 240) * 1000 + a.finishWaitMs, cleanup, async () => {
     const schedule = buildSchedule({ seed: a.seed, durationMs: a.minutes * 60_000, meanGapMs: a.gapMs, kinds: a.kinds });
-    say(`seed ${a.seed}, ${a.minutes} min, ${schedule.length} faults planned; starting 3 NATS nodes and 3 gateways`);
+    say(`seed ${a.seed}, ${a.minutes} min, ${schedule.length} faults planned; starting ${a.regions ? "3 regions" : "3 NATS nodes"} and 3 gateways`);
     receiver = await startWebhookReceiver();
-    topo = await startTopology(webhookEnv(receiver.url));
-    nc = await connect({ servers: topo.cluster.urls, maxReconnectAttempts: -1, reconnectTimeWait: 250, name: "chaos-orchestrator" });
+    topo = await (a.regions ? startRegionsTopology : startTopology)(webhookEnv(receiver.url));
+    nc = await connect({ servers: topo.natsUrls, maxReconnectAttempts: -1, reconnectTimeWait: 250, name: "chaos-orchestrator" });
     const jsm = await jetstreamManager(nc, { timeout: 5_000 });
     const ns = `chaos${a.seed}`;
     const configs = clientsConfig(
       topo.instances.map((i) => i.url),
-      topo.cluster.urls,
+      topo.natsUrls,
       ns,
       dir,
     );
@@ -299,7 +317,7 @@ async function run(a: Args): Promise<number> {
     const faultsByKind = Object.fromEntries(kinds.map((k) => [k.kind, k.count]));
     const text = readable({ check: result, webhook, kinds, lat, faults, t0: phase0 });
     const ok = result.ok && webhook.lost === 0 && webhook.outOfOrder === 0;
-    const command = `npm run chaos -- --seed ${a.seed} --minutes ${a.minutes} --gap ${a.gapMs / 1000}${a.overlap ? " --overlap" : a.lanes > 1 ? ` --lanes ${a.lanes}` : ""}${a.kinds.length < FAULT_KINDS.length ? ` --kinds ${a.kinds.join(",")}` : ""}${a.quick ? " --quick" : ""}`;
+    const command = `npm run chaos -- --seed ${a.seed} --minutes ${a.minutes} --gap ${a.gapMs / 1000}${a.overlap ? " --overlap" : a.lanes > 1 ? ` --lanes ${a.lanes}` : ""}${a.regions ? " --regions" : ""}${a.kinds.join() !== (a.regions ? REGIONS_DEFAULT_KINDS : CLUSTER_FAULT_KINDS).join() ? ` --kinds ${a.kinds.join(",")}` : ""}${a.quick ? " --quick" : ""}`;
     process.stdout.write(`${text}\n\n`);
     const summary = {
       seed: a.seed,
@@ -360,4 +378,4 @@ async function run(a: Args): Promise<number> {
   });
 }
 
-runBench(BENCH, ({ flags }) => run(toArgs(flags)), { failed: 2 });
+runBench(BENCH, async ({ flags }) => run(toArgs(flags)), { failed: 2 });

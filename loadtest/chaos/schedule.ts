@@ -3,7 +3,8 @@
 // injects each kind at least once and the mix stays even over long runs.
 import { rng } from "../bench/rng.js";
 
-export const FAULT_KINDS = [
+/** The faults of a run on one 3-node NATS cluster (the default run). */
+export const CLUSTER_FAULT_KINDS = [
   "worker-kill",
   "primary-kill",
   "rolling-restart",
@@ -14,13 +15,31 @@ export const FAULT_KINDS = [
   "client-burst",
   "client-stall",
 ] as const;
+/**
+ * The faults of a run on three regions (`--regions`, regions.ts): a region's NATS node killed and restarted,
+ * the gateway links into a region cut or delayed, and half of the subscribers moved to the next region.
+ */
+export const REGION_FAULT_KINDS = ["region-kill", "region-cut", "region-delay", "region-move"] as const;
+export const FAULT_KINDS = [...CLUSTER_FAULT_KINDS, ...REGION_FAULT_KINDS] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
+/** A fault on the NATS cluster's nodes: not in a regions run (each region is one node; region-kill is its fault). */
+export const CLUSTER_ONLY_KINDS: readonly FaultKind[] = ["nats-kill", "nats-pause"];
+/** What a `--regions` run draws from by default: the region faults and those on gateways, their links and clients. */
+export const REGIONS_DEFAULT_KINDS: readonly FaultKind[] = [...CLUSTER_FAULT_KINDS.filter((k) => !CLUSTER_ONLY_KINDS.includes(k)), ...REGION_FAULT_KINDS];
+
+/** The kinds a run draws from: `given`, else its topology's defaults; a kind of the other topology is refused. */
+export function faultKinds(given: readonly string[] | undefined, regions: boolean): FaultKind[] {
+  const kinds = (given ?? (regions ? REGIONS_DEFAULT_KINDS : CLUSTER_FAULT_KINDS)) as FaultKind[];
+  const wrong = kinds.filter((k) => (regions ? CLUSTER_ONLY_KINDS.includes(k) : (REGION_FAULT_KINDS as readonly string[]).includes(k)));
+  if (wrong.length) throw new Error(`--kinds ${wrong.join(",")}: ${regions ? "not in a --regions run (use region-kill)" : "needs --regions"}`);
+  return kinds;
+}
 
 export type Fault = {
   /** Planned start, ms after the fault phase began (a fault never starts before the previous one ended). */
   atMs: number;
   kind: FaultKind;
-  /** Gateway instance (0-2) for worker/primary kills. */
+  /** Gateway instance (0-2) for worker/primary kills; the region (a, b, c) for region faults. */
   instance: number;
   /** NATS node role for nats-kill/pause: the stream leader, or another node. */
   natsTarget: "leader" | "follower";

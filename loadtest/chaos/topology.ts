@@ -6,6 +6,7 @@ import { startNatsCluster, pickFreePorts, type NatsCluster } from "#testkit/nats
 import { startGateway, childPids, type GatewayHandle } from "#testkit/gateway.js";
 import { waitFor } from "#testkit/wait.js";
 import { startTcpProxy, type TcpProxy } from "#testkit/tcp-proxy.js";
+import type { Supercluster } from "#testkit/nats-supercluster.js";
 
 export const STREAM = "FANOUT_CHANNELS";
 export const SUBJECT_PREFIX = "ev";
@@ -26,6 +27,8 @@ export class Instance {
     readonly links: TcpProxy[],
     /** Extra environment (the events webhook's receiver). */
     readonly env: Record<string, string> = {},
+    /** The flags of this topology (the stream's replicas, or the instance's region). */
+    readonly topologyArgs: readonly string[] = ["--stream-replicas", "3"],
   ) {}
 
   get url(): string {
@@ -57,8 +60,7 @@ export class Instance {
       // A message held by a killed worker's durable comes back after the ack wait: 5 s, not 30, so the run's
       // end can wait for it.
       args: [
-        "--stream-replicas",
-        "3",
+        ...this.topologyArgs,
         "--shutdown-timeout",
         "5s",
         "--durable-ack-wait",
@@ -121,7 +123,11 @@ export class Instance {
   }
 }
 
-export type Topology = { cluster: NatsCluster; instances: Instance[]; stopAll(): Promise<void> };
+/**
+ * The servers of a run: the NATS nodes (`cluster`, or `regions`: regions.ts) and the three gateway instances.
+ * `natsUrls`: every NATS node, for the orchestrator and the clients that publish to NATS directly.
+ */
+export type Topology = { cluster?: NatsCluster; regions?: Supercluster; natsUrls: string[]; instances: Instance[]; stopAll(): Promise<void> };
 
 export async function startTopology(env: Record<string, string> = {}): Promise<Topology> {
   const cluster = await startNatsCluster({ readyTimeoutMs: 30_000 });
@@ -161,5 +167,5 @@ export async function startTopology(env: Record<string, string> = {}): Promise<T
     await stopAll();
     throw e;
   }
-  return { cluster, instances, stopAll };
+  return { cluster, natsUrls: cluster.urls, instances, stopAll };
 }

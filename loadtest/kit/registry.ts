@@ -32,6 +32,10 @@ export const BENCHES = {
   "metrics-flood": bench("metrics-flood", "delivery while /metrics is flooded, on the public port and on an admin port"),
   presence: bench("presence", "joins, refreshes and leaves of 10,000 presence members, with watchers"),
   publish: bench("publish", "publishing over HTTP and WebSocket against nats bench and a bare HTTP server"),
+  regions: bench(
+    "regions/main",
+    "three regions with delayed links (tc netem or proxies): publish in a → delivery in b, mirror lag, a 10,000-message resume moved from a to b",
+  ),
   replay: bench("replay", "replay rate to one socket against a raw ordered-consumer read of the same stream"),
   sse: bench("sse", "fan-out over Server-Sent Events next to WebSockets: time, deliveries/s, worker CPU"),
   storm: bench("storm", "reconnect storms: thousands of sockets resuming at once from history"),
@@ -56,7 +60,8 @@ export const BENCHES = {
     kit: true,
   },
   chaos: {
-    summary: "faults on a 3-node NATS cluster and three gateway instances under load; the checker finds any loss, duplicate or reorder",
+    summary:
+      "faults on a 3-node NATS cluster (or, with --regions, three regions) and three gateway instances under load; the checker finds any loss, duplicate or reorder",
     script: "dist/loadtest/chaos/main.js",
     kit: true,
   },

@@ -10,7 +10,8 @@ import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSupercluster, type RegionName, type Supercluster } from "#testkit/nats-supercluster.js";
-import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import type { GatewayHandle } from "#testkit/gateway.js";
+import { startRegionGateway } from "#testkit/region-gateway.js";
 import { httpPublish, TestClient, type MsgFrame } from "#testkit/ws-client.js";
 import { waitFor } from "#testkit/wait.js";
 import { GatewayClient, type GatewayEvent } from "../../client/src/index.js";
@@ -25,15 +26,14 @@ const sockets: TestClient[] = [];
 let sdk: GatewayClient | undefined;
 
 /** A region's gateway; `home` is HOME_REGION (REGIONS' first, a, when not given); `port` to come back on the same one. */
-function regionGateway(region: RegionName, home?: RegionName, port?: number): Promise<GatewayHandle> {
-  return startGateway({
-    natsUrl: sc.regions[region].url,
-    workers: 1,
+const regionGateway = (region: RegionName, home?: RegionName, port?: number): Promise<GatewayHandle> =>
+  startRegionGateway(sc, region, {
+    logLevel: "debug",
     readyTimeoutMs: 90_000,
+    resumeWait: "3s",
+    ...(home ? { home } : {}),
     ...(port !== undefined ? { port } : {}),
-    args: ["--region", region, "--regions", "a,b,c", ...(home ? ["--home-region", home] : []), "--region-resume-wait", "3s", "--shutdown-timeout", "3s"],
   });
-}
 
 async function jsm(region: RegionName): Promise<JetStreamManager> {
   const nc = await connect({ servers: sc.regions[region].url, maxReconnectAttempts: -1, reconnectTimeWait: 250 });

@@ -8,7 +8,8 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSupercluster, type RegionName, type Supercluster } from "#testkit/nats-supercluster.js";
-import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import type { GatewayHandle } from "#testkit/gateway.js";
+import { startRegionGateway } from "#testkit/region-gateway.js";
 import { TestClient, type Frame } from "#testkit/ws-client.js";
 import { waitFor } from "#testkit/wait.js";
 import { WebhookReceiver } from "#testkit/webhook-receiver.js";
@@ -20,16 +21,11 @@ const gw = {} as Record<"b" | "c", GatewayHandle>;
 const conns: NatsConnection[] = [];
 const sockets: TestClient[] = [];
 
-function regionGateway(region: RegionName, secretFile: string): Promise<GatewayHandle> {
-  return startGateway({
-    natsUrl: sc.regions[region].url,
-    workers: 1,
-    logLevel: "info",
-    readyTimeoutMs: 60_000,
-    args: ["--region", region, "--regions", "a,b,c", "--shutdown-timeout", "3s", "--presence-ttl", "2s", "--feed-linger", "100ms"],
+const regionGateway = (region: RegionName, secretFile: string): Promise<GatewayHandle> =>
+  startRegionGateway(sc, region, {
+    args: ["--presence-ttl", "2s", "--feed-linger", "100ms"],
     env: { EVENTS_WEBHOOK_URL: receiver.url, EVENTS_WEBHOOK_SECRET_FILE: secretFile, EVENTS_WEBHOOK_BACKOFF_MAX: "1s", EVENTS_WEBHOOK_TIMEOUT: "2s" },
   });
-}
 
 async function socket(g: GatewayHandle): Promise<TestClient> {
   const c = await TestClient.connect(g.wsUrl);

@@ -6,7 +6,8 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSupercluster, type RegionName, type Supercluster } from "#testkit/nats-supercluster.js";
-import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import type { GatewayHandle } from "#testkit/gateway.js";
+import { startRegionGateway } from "#testkit/region-gateway.js";
 import { TestClient } from "#testkit/ws-client.js";
 import { waitFor } from "#testkit/wait.js";
 import { contiguousFrom, publishMany } from "#testkit/stream-fill.js";
@@ -22,15 +23,8 @@ const gw = {} as Record<"a" | "b", GatewayHandle>;
 const conns: NatsConnection[] = [];
 const sockets: TestClient[] = [];
 
-function regionGateway(region: RegionName, extra: string[] = [], logLevel = "info"): Promise<GatewayHandle> {
-  return startGateway({
-    natsUrl: sc.regions[region].url,
-    workers: 1,
-    logLevel,
-    readyTimeoutMs: 60_000,
-    args: ["--region", region, "--regions", "a,b,c", "--shutdown-timeout", "3s", ...extra],
-  });
-}
+const regionGateway = (region: RegionName, extra: string[] = [], logLevel = "info"): Promise<GatewayHandle> =>
+  startRegionGateway(sc, region, { logLevel, args: extra });
 
 beforeAll(async () => {
   sc = await startSupercluster({ readyTimeoutMs: 60_000 });

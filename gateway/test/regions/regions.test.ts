@@ -5,7 +5,8 @@ import { connect, headers as natsHeaders, type NatsConnection } from "@nats-io/t
 import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSupercluster, type RegionName, type Supercluster } from "#testkit/nats-supercluster.js";
-import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import type { GatewayHandle } from "#testkit/gateway.js";
+import { startRegionGateway } from "#testkit/region-gateway.js";
 import { httpPublish, TestClient, type Frame, type MsgFrame } from "#testkit/ws-client.js";
 import { waitFor } from "#testkit/wait.js";
 import { contiguousFrom, publishMany } from "#testkit/stream-fill.js";
@@ -21,15 +22,7 @@ const sockets: TestClient[] = [];
 let n = 0;
 const uniq = (base: string) => `${base}${++n}`;
 
-function regionGateway(region: RegionName, extra: string[] = []): Promise<GatewayHandle> {
-  return startGateway({
-    natsUrl: sc.regions[region].url,
-    workers: 1,
-    logLevel: "info",
-    readyTimeoutMs: 60_000,
-    args: ["--region", region, "--regions", "a,b,c", "--region-resume-wait", "3s", "--shutdown-timeout", "3s", ...extra],
-  });
-}
+const regionGateway = (region: RegionName, extra: string[] = []): Promise<GatewayHandle> => startRegionGateway(sc, region, { resumeWait: "3s", args: extra });
 
 async function nats(region: RegionName): Promise<{ nc: NatsConnection; jsm: JetStreamManager }> {
   const nc = await connect({ servers: sc.regions[region].url, maxReconnectAttempts: -1, reconnectTimeWait: 250 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { check, matches, type PublishRecord, type Receipt, type StoredMsg, type SubscriberLog } from "../../chaos/checker.js";
-import { buildSchedule, FAULT_KINDS } from "../../chaos/schedule.js";
+import { buildSchedule, CLUSTER_FAULT_KINDS, FAULT_KINDS, faultKinds, REGION_FAULT_KINDS } from "../../chaos/schedule.js";
 
 // Stream: a.x 1..6 interleaved with b.y.
 const truth: StoredMsg[] = [
@@ -109,6 +109,17 @@ describe("chaos schedule — seeded and reproducible", () => {
     expect(buildSchedule({ seed: 43, durationMs: 120_000, meanGapMs: 5_000, kinds: FAULT_KINDS })).not.toEqual(a);
     expect(a.length).toBeGreaterThan(10);
     expect(a.every((f, i) => i === 0 || f.atMs > a[i - 1]!.atMs)).toBe(true);
+  });
+
+  it("chaos schedule — the kinds by topology: the cluster's by default, with --regions the region faults and no NATS node fault; a kind of the other topology refused", () => {
+    expect(faultKinds(undefined, false)).toEqual([...CLUSTER_FAULT_KINDS]);
+    const regions = faultKinds(undefined, true);
+    expect(regions).toEqual(expect.arrayContaining([...REGION_FAULT_KINDS, "worker-kill", "link-delay", "client-burst"]));
+    expect(regions).not.toContain("nats-kill");
+    expect(regions).not.toContain("nats-pause");
+    expect(faultKinds(["region-cut"], true)).toEqual(["region-cut"]);
+    expect(() => faultKinds(["nats-pause"], true)).toThrow(/--kinds nats-pause: not in a --regions run/);
+    expect(() => faultKinds(["worker-kill", "region-move"], false)).toThrow(/--kinds region-move: needs --regions/);
   });
 
   it("chaos schedule — every kind appears at least once when the run is long enough for a round of them", () => {

@@ -98,12 +98,13 @@ Whole CPUs in a Kubernetes quantity, rounded up, at least 1: "2" -> 2, "1500m" -
 {{- if .Values.stream.name }}
 {{- $_ := set $explicit "STREAM_NAME" (toString .Values.stream.name) }}
 {{- end }}
+{{- $explicit = merge $explicit (include "fanout-gateway.regionEnv" . | fromYaml) }}
 {{- if .Values.namespaces }}
 {{- $_ := set $explicit "NAMESPACES_FILE" (printf "%s/namespaces.yaml" (include "fanout-gateway.namespacesDir" .)) }}
 {{- end }}
 {{- range $k, $v := .Values.config }}
-{{- if or (hasKey $explicit $k) (hasPrefix "NATS_TLS_" $k) (has $k (list "STREAM_NAME" "NATS_CREDS_FILE" "NATS_NKEY_SEED_FILE" "NATS_USER" "NATS_PASSWORD_FILE" "NATS_TOKEN_FILE")) }}
-{{- fail (printf "config.%s conflicts with a dedicated value (gateway.*, nats.*, stream.*, namespaces): set it there" $k) }}
+{{- if or (hasKey $explicit $k) (hasPrefix "NATS_TLS_" $k) (has $k (list "STREAM_NAME" "NATS_CREDS_FILE" "NATS_NKEY_SEED_FILE" "NATS_USER" "NATS_PASSWORD_FILE" "NATS_TOKEN_FILE" "REGION" "REGIONS" "HOME_REGION" "REGION_RESUME_WAIT")) }}
+{{- fail (printf "config.%s conflicts with a dedicated value (gateway.*, nats.*, stream.*, region.*, namespaces): set it there" $k) }}
 {{- end }}
 {{- if not (regexMatch "^[A-Za-z_][A-Za-z0-9_]*$" $k) }}
 {{- fail (printf "config.%s is not a valid environment variable name" $k) }}
@@ -116,6 +117,25 @@ Whole CPUs in a Kubernetes quantity, rounded up, at least 1: "2" -> 2, "1500m" -
 {{- fail "stream.replicas must be 1, 3 or 5" }}
 {{- end }}
 {{- toYaml (merge (deepCopy $explicit) (.Values.config | default dict)) }}
+{{- end }}
+
+{{/* REGION, REGIONS, HOME_REGION, REGION_RESUME_WAIT from region.*, when region.name is set; checked as the gateway does. */}}
+{{- define "fanout-gateway.regionEnv" -}}
+{{- $r := .Values.region | default dict -}}
+{{- $all := $r.all | default list -}}
+{{- if $r.name }}
+{{- if not (has $r.name $all) }}{{ fail (printf "region.all must list region.name (%s)" $r.name) }}{{ end -}}
+{{- if and $r.home (not (has $r.home $all)) }}{{ fail (printf "region.home (%s) must be one of region.all" $r.home) }}{{ end -}}
+{{- if ne (len $all) (len (uniq $all)) }}{{ fail "region.all names a region twice" }}{{ end -}}
+REGION: {{ $r.name | quote }}
+REGIONS: {{ join "," $all | quote }}
+{{- if $r.home }}
+HOME_REGION: {{ $r.home | quote }}
+{{- end }}
+REGION_RESUME_WAIT: {{ printf "%dms" (int ($r.resumeWaitMs | default 2000)) | quote }}
+{{- else if or $all $r.home }}
+{{- fail "region.all and region.home need region.name (the region this release runs in)" }}
+{{- end }}
 {{- end }}
 
 {{/* Where the NATS credential and TLS Secrets are mounted. */}}
