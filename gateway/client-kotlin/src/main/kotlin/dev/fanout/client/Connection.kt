@@ -306,8 +306,7 @@ internal class Connection(
             return lost(ws, 1006, reason)
         }
         detach()
-        hooks.emit(GatewayEvent.Disconnected(1006, reason, willReconnect = false))
-        stop(error)
+        end(1006, reason, error)
     }
 
     /** Set by an `unauthorized` refusal that a fresh token may cure; cleared by the next open. */
@@ -400,16 +399,12 @@ internal class Connection(
         }
         // 4403: the server disconnected this user and asks it not to come back (4012 asks for a reconnect).
         if (code == 4403) {
-            hooks.emit(GatewayEvent.Disconnected(code, reason, willReconnect = false))
-            stop(GatewayException("disconnected", "disconnected by the server (close 4403): $reason", temporary = false))
-            return
+            return end(code, reason, GatewayException("disconnected", "disconnected by the server (close 4403): $reason", temporary = false))
         }
         if (code == 4001) {
             hooks.emit(GatewayEvent.TokenExpired)
             if (opts.getToken == null) {
-                hooks.emit(GatewayEvent.Disconnected(code, reason, willReconnect = false))
-                stop(GatewayException("token_expired", "the token expired (close 4001) and no getToken is set", temporary = false))
-                return
+                return end(code, reason, GatewayException("token_expired", "the token expired (close 4001) and no getToken is set", temporary = false))
             }
         }
         val delayMs = scheduleReconnect()
@@ -427,6 +422,18 @@ internal class Connection(
             open()
         }
         return delayMs
+    }
+
+    /**
+     * The one way a lost socket ends the client for good: [state] is `CLOSED` before the final `Disconnected` is
+     * emitted, so whoever hears that event (a listener, a collector on any dispatcher) reads `CLOSED` and a call made
+     * then fails with the reason, never the state of the attempt that just failed; then what waits is failed.
+     */
+    private fun end(code: Int, reason: String, error: GatewayException) {
+        state = ConnectionState.CLOSED
+        stopped = error
+        hooks.emit(GatewayEvent.Disconnected(code, reason, willReconnect = false))
+        stop(error)
     }
 
     private fun stop(error: GatewayException) {
