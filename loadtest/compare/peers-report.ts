@@ -1,5 +1,7 @@
 // peers.md and peers.png for compare:peers: one table per workload row, a chart of server CPU per delivery
 // and latency per server.
+import type { StageSummary } from "./stages.js";
+
 export const SERVERS = ["gateway", "socketio", "centrifuge", "centrifugo", "uws"] as const;
 export type ServerName = (typeof SERVERS)[number];
 
@@ -43,6 +45,8 @@ export type PeerRow = {
   stopReason?: string;
   wallS?: number;
   loadAvg?: number;
+  /** The gateway's own stage metrics over the row (loadtest/compare/stages.ts). */
+  stages?: StageSummary;
 };
 
 export type PeersMeta = {

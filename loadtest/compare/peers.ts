@@ -20,6 +20,7 @@ import type { SubResult } from "../../subtools/src/result.js";
 import { bounded, PUB_CLI, runNode, startGateway, SUB_CLI, TreeCpu, treeRss, type Proc } from "./proc.js";
 import { renderPeersMarkdown, renderPeersSvg, type PeerRow, type PeersMeta, SERVERS, type ServerName } from "./peers-report.js";
 import { svgToPng } from "./chart.js";
+import { stagesLine, summarizeStages, type StageSummary } from "./stages.js";
 import { startRedisServer } from "#testkit/redis-server.js";
 import { FlagError, std } from "../kit/flags.js";
 import { defineBench, runBench } from "../kit/main.js";
@@ -216,6 +217,16 @@ function freePort(): Promise<number> {
   });
 }
 
+/** The gateway's stage histograms (its /metrics, summed over workers) after a row; undefined when it does not answer. */
+async function gatewayStages(port: number): Promise<StageSummary | undefined> {
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+    return res.ok ? summarizeStages(await res.text()) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** RSS of the server's whole tree (for Socket.IO, its redis-server too). */
 function serverRss(s: Server): number {
   const own = treeRss(s.pid);
@@ -300,6 +311,7 @@ async function measure(name: ServerName, clients: number, procs: number, rate: n
     if (p.code !== 0) row.notes.push(`publisher exited ${p.code}: ${(/first error: (.*)/.exec(pub.out())?.[1] ?? "").slice(0, 200)}`);
     const s = await bounded(sub, (drainS + 40) * 1000);
     if (s.cut) row.notes.push("subscribers cut at their time limit");
+    if (name === "gateway") row.stages = await gatewayStages(server.port);
     clearInterval(rssTimer);
     const c = cpu.end();
     const ex = extraCpu.map((x) => x.end());
@@ -328,6 +340,7 @@ async function measure(name: ServerName, clients: number, procs: number, rate: n
       loadAvg: loadavg()[0],
     } satisfies Partial<PeerRow>);
     if (/WARNING: load generator saturated/.test(sub.out())) row.notes.push("a subscriber process was saturated (>90 % of a core)");
+    if (row.stages) log(`  ${stagesLine(row.stages)}`);
     return row;
   } catch (e) {
     row.notes.push((e as Error).message.split("\n")[0]!.slice(0, 300));
