@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// The long fuzz run: a million generated inputs (by default) through the frame parser, the channel validator
-// and the permission matcher, from the built modules in dist/; then the doors target: random tokens,
+// The long fuzz run: a million generated inputs (by default) through the frame parser, the channel validator,
+// the permission matcher and the Centrifuge door's decoders (JSON lines and Protobuf, with lengths that lie:
+// scripts/fuzz/centrifuge.mjs), from the built modules in dist/; then the doors target: random tokens,
 // permissions and hook answers at every door of a real gateway (nats-server, hook backend), where no door may
 // answer more than the WebSocket sub or pub would, and random API keys (by scope) at the control plane, publish
 // and history, where each door answers as the key's scopes say; and `rpc` frames on open sockets, answered as
@@ -9,6 +10,7 @@
 import fc from "fast-check";
 import { parseArgs } from "node:util";
 import { channelish, frameArbitraries, smallChannel, smallPattern } from "./fuzz/arbitraries.mjs";
+import { centrifugeTargets } from "./fuzz/centrifuge.mjs";
 
 const { values } = parseArgs({
   options: { runs: { type: "string", default: "1000000" }, doors: { type: "string", default: "1000" }, seed: { type: "string" } },
@@ -24,6 +26,13 @@ const { checkChannel, checkPattern, matches } = await import(new URL("protocol/c
 const { ErrorCode } = await import(new URL("protocol/codes.js", dist));
 const { patternCovers } = await import(new URL("auth/permissions.js", dist));
 const CODES = new Set(Object.values(ErrorCode));
+const centrifuge = {
+  ...(await import(new URL("protocol/centrifuge/json.js", dist))),
+  ...(await import(new URL("protocol/centrifuge/protobuf.js", dist))),
+  ...(await import(new URL("protocol/centrifuge/proto-wire.js", dist))),
+  ...(await import(new URL("centrifugo/client/commands.js", dist))),
+  ErrorCode,
+};
 
 function assert(cond, what) {
   if (!cond) throw new Error(what);
@@ -32,7 +41,7 @@ function assert(cond, what) {
 const targets = [
   [
     "frame parser: never throws, typed result, valid frames round-trip",
-    0.6,
+    0.5,
     fc.oneof(
       anyFrameText,
       validFrame.map((f) => ({ f })),
@@ -52,7 +61,7 @@ const targets = [
   ],
   [
     "channel validator: never throws, checkChannel ⇒ checkPattern, accepted names obey the rules",
-    0.2,
+    0.15,
     fc.oneof(channelish, fc.anything({ maxDepth: 1 })),
     (x) => {
       const c = checkChannel(x);
@@ -74,13 +83,14 @@ const targets = [
   ],
   [
     "permission matcher: covers(perm, q) ⇒ matches(q, c) ⇒ matches(perm, c); channel as pattern",
-    0.2,
+    0.15,
     fc.tuple(smallPattern, smallPattern, smallChannel),
     ([perm, q, c]) => {
       assert(!(patternCovers(perm, q) && matches(q, c)) || matches(perm, c), `${perm} covers ${q} but not ${c}`);
       assert(patternCovers(perm, c) === matches(perm, c), `${perm} vs channel ${c}`);
     },
   ],
+  ...centrifugeTargets(centrifuge, assert),
 ];
 
 console.log(`fuzz: ${runs} inputs, seed ${seed}`);

@@ -2,6 +2,7 @@
 // publish server in the same run; prints deliveries/s and latency percentiles for both and their ratio.
 // Not a test: numbers go to the README. Usage: npm run bench -- fanout [--clients 200] [--rate 500]
 //   [--seconds 8] [--procs 2] [--size 64] [--workers 1] [--compression off|shared|both] [--publish-load N]
+//   [--centrifuge json,protobuf|none] [--rounds 1]
 // --publish-load N: one more gateway row, while N msgs/s are published through the same gateway (HTTP batches of
 // 100 to a channel nobody subscribes to) and a single HTTP publish every 50 ms is timed: delivery under publish
 // load against bare uWS, and a single publish's latency under that load.
@@ -14,109 +15,30 @@
 // --spacing burst (default) publishes rate/100 messages together every 10 ms, and uWS writes a burst to each
 // socket in one syscall; even publishes one message at a time, so a server sending one frame per message
 // writes each socket once per message: the cost coalescing removes (bench wire's coalesce run uses even).
-// Clients use the load tools' lean WebSocket engine (ws clients with permessage-deflate).
+// --centrifuge json,protobuf (the default): rows for the Centrifuge client-protocol door (/connection/websocket,
+// docs/centrifugo.md) in each format, each on its own gateway, measured in --rounds rounds (order alternating)
+// with the /ws row as their baseline: the JSON line's cpuRatioCentrifugeJson and cpuRatioCentrifugeProtobuf
+// are the medians over the rounds of the door's CPU per delivery over /ws's in the same round (issue 43: at
+// most 1.1). --centrifuge none leaves them out.
+// Every row also counts for loss: after its publisher stops and its clients drain, each socket should hold
+// every message from the first it got on (delivered / expected, lost; duplicates are reported too).
+// Clients use the load tools' lean WebSocket engine (ws clients with permessage-deflate); the Centrifuge door's
+// speak subtools/src/clients/centrifuge-wire.ts.
 // The issue's size: `npm run bench -- fanout --clients 2000 --procs 4 --rate 500 --coalesce 25 --spacing even --json`
 // (2,000 sockets on one channel, 500 msg/s, a 25 ms window; more than a 2-core box can deliver).
 import { fork, type ChildProcess } from "node:child_process";
 import { createRequire } from "node:module";
 import { connect } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
-import WebSocket from "ws";
 import { fmt, nowUs, percentile, startGatewayProc, startNats, until } from "./common.js";
 import { cpuWindow, machineWindow } from "./jetstream/cpu.js";
-import { LeanSocket } from "../../subtools/src/lean/connection.js";
-import { Opcode } from "../../subtools/src/lean/frame-reader.js";
-import { std } from "../kit/flags.js";
+import { clientMain, DOORS, type Count, type Door } from "./fanout-clients.js";
+import { FlagError, std } from "../kit/flags.js";
+import { alternate, median, medianIndex } from "../kit/rounds.js";
 import { pace, SPACINGS, type Spacing } from "./pace.js";
 import { defineBench, KEEP_RUNNING, runBench } from "../kit/main.js";
 
 type Report = { received: number; latUs: number[] };
-
-// --- client process: K sockets, count deliveries and sample latency (µs) ---
-/** The bench's tally of one client process: messages received, frames received, latency samples. */
-class Tally {
-  received = 0;
-  frames = 0;
-  lat: number[] = [];
-
-  /**
-   * One text frame (`buf[start, end)`): a `msg` frame or a coalesced frame of them, one a line (the bench's
-   * payloads have no line feed of their own); other frames (the sub's `ok`) are not counted. The send time sits
-   * in each payload as "t":<µs>: a scan instead of JSON.parse keeps the client light. Every 8th frame is sampled,
-   * each of its messages.
-   */
-  frame(buf: Buffer, start: number, end: number, recvUs: number): void {
-    if (buf[start + 7] !== 0x6d /* {"op":"m */) return;
-    this.received++;
-    for (let at = buf.indexOf(10, start); at >= 0 && at < end; at = buf.indexOf(10, at + 1)) this.received++;
-    if ((++this.frames & 7) !== 0) return;
-    for (let i = buf.indexOf(T_KEY, start); i >= 0 && i < end; i = buf.indexOf(T_KEY, i + 4)) {
-      let t = 0;
-      for (let j = i + 4; j < end; j++) {
-        const c = buf[j]! - 48;
-        if (c < 0 || c > 9) break;
-        t = t * 10 + c;
-      }
-      this.lat.push(recvUs - t);
-    }
-  }
-}
-const T_KEY = Buffer.from('"t":');
-
-/**
- * K sockets on one channel. Without deflate they are the load tools' lean engine (subtools/src/lean: a
- * WebSocket on a plain TCP socket, no allocation per read), so the clients cost less than the servers they
- * measure: at 2,000 sockets × 500 msg/s, one frame per message, `ws` clients took the box's cores. With
- * permessage-deflate (which the lean engine does not speak) they are `ws` clients.
- */
-async function clientMain(url: string, channel: string, k: number, deflate: boolean): Promise<void> {
-  const tally = new Tally();
-  const sub = JSON.stringify({ op: "sub", id: 1, channel });
-  const closers: (() => void)[] = [];
-  for (let i = 0; i < k; i++) closers.push(deflate ? await wsClient(url, sub, tally) : await leanClient(url, sub, tally));
-  process.send!({ type: "ready" });
-  process.on("message", (m: { type: string }) => {
-    if (m.type === "report") {
-      process.send!({ type: "report", received: tally.received, latUs: tally.lat });
-      tally.received = 0;
-      tally.lat = [];
-    } else if (m.type === "exit") {
-      for (const close of closers) close();
-      process.exit(0);
-    }
-  });
-}
-
-async function leanClient(url: string, sub: string, tally: Tally): Promise<() => void> {
-  const u = new URL(url);
-  return new Promise((resolve, reject) => {
-    const sock: LeanSocket = new LeanSocket(
-      { host: u.hostname, port: Number(u.port), path: u.pathname + u.search, timeoutMs: 10_000 },
-      {
-        open: () => {
-          sock.send(sub);
-          resolve(() => sock.destroy());
-        },
-        message: (op, buf, start, end, recvUs) => {
-          if (op === Opcode.Text) tally.frame(buf, start, end, recvUs);
-        },
-        closed: (info) => reject(info.error ?? new Error(`bench client closed (${info.reason})`)),
-      },
-    );
-  });
-}
-
-async function wsClient(url: string, sub: string, tally: Tally): Promise<() => void> {
-  const ws = new WebSocket(url, { perMessageDeflate: true, skipUTF8Validation: true });
-  await new Promise<void>((res, rej) => {
-    ws.once("open", () => res());
-    ws.once("error", rej);
-  });
-  if (!ws.extensions.includes("permessage-deflate")) throw new Error("the server did not negotiate permessage-deflate");
-  ws.on("message", (d: Buffer) => tally.frame(d, 0, d.length, nowUs()));
-  ws.send(sub);
-  return () => ws.terminate();
-}
 
 // --- bare uWS server: the same frames published to a topic by a timer in-process ---
 async function bareMain(rate: number, size: number, spacing: Spacing, seconds: number, compress: boolean): Promise<void> {
@@ -139,9 +61,14 @@ async function bareMain(rate: number, size: number, spacing: Spacing, seconds: n
   );
   const pad = "x".repeat(size);
   let seq = 0;
+  let pacer: { stop(): void } | undefined;
   process.on("message", (m: { type: string }) => {
+    if (m.type === "stop") {
+      pacer?.stop();
+      process.send!({ type: "published", n: seq });
+    }
     if (m.type !== "go") return;
-    pace(rate, spacing, (seconds + PUBLISH_SLACK_S) * 1000, () => {
+    pacer = pace(rate, spacing, (seconds + PUBLISH_SLACK_S) * 1000, () => {
       seq++;
       app.publish(
         "bench",
@@ -153,9 +80,9 @@ async function bareMain(rate: number, size: number, spacing: Spacing, seconds: n
   });
 }
 
-async function runClients(url: string, channel: string, clients: number, procs: number, deflate: boolean): Promise<ChildProcess[]> {
+async function runClients(url: string, channel: string, clients: number, procs: number, deflate: boolean, door: Door = "native"): Promise<ChildProcess[]> {
   const per = Math.ceil(clients / procs);
-  const args = ["--role", "client", "--url", url, "--channel", channel, "--k", String(per), ...(deflate ? ["--deflate"] : [])];
+  const args = ["--role", "client", "--url", url, "--channel", channel, "--k", String(per), "--door", door, ...(deflate ? ["--deflate"] : [])];
   const children = Array.from({ length: procs }, () => fork(process.argv[1]!, args, { stdio: "inherit" }));
   await Promise.all(children.map((c) => new Promise<void>((res) => c.once("message", () => res()))));
   return children;
@@ -165,7 +92,42 @@ async function runClients(url: string, channel: string, clients: number, procs: 
 type Shape = { clients: number; rate: number; seconds: number; procs: number; size: number; spacing: Spacing };
 
 /** `cpuPct`: the server's process tree, in % of one core; `machinePct`: every core's busy time, in % of the machine. */
-type Result = { deliveriesPerSec: number; lat: number[]; cpuPct: number; machinePct: number; load?: LoadResult };
+type Result = { deliveriesPerSec: number; lat: number[]; cpuPct: number; machinePct: number; load?: LoadResult; count?: RowCount };
+
+/** A row's no-loss count, after its publisher stopped and the clients drained: every socket's messages from its first on. */
+type RowCount = Count & { published: number; lost: number };
+
+/**
+ * Asks the clients to count against `published` until every message is in or the count stops growing for
+ * `quietMs` (a message still missing then is lost, not late), at most `maxMs`.
+ */
+async function settle(children: ChildProcess[], published: number, quietMs = 2_000, maxMs = 30_000): Promise<RowCount> {
+  const ask = () =>
+    Promise.all(
+      children.map(
+        (c) =>
+          new Promise<Count>((res) => {
+            const on = (m: Count & { type: string }) => {
+              if (m.type !== "count") return;
+              c.off("message", on);
+              res(m);
+            };
+            c.on("message", on);
+            c.send({ type: "count", published });
+          }),
+      ),
+    ).then((cs) => cs.reduce((a, x) => ({ delivered: a.delivered + x.delivered, expected: a.expected + x.expected, dup: a.dup + x.dup })));
+  const t0 = Date.now();
+  let last = await ask();
+  let since = Date.now();
+  while (last.delivered < last.expected && Date.now() - t0 < maxMs && Date.now() - since < quietMs) {
+    await new Promise((r) => setTimeout(r, 250));
+    const now = await ask();
+    if (now.delivered !== last.delivered) since = Date.now();
+    last = now;
+  }
+  return { ...last, published, lost: last.expected - last.delivered };
+}
 
 type LoadResult = { offered: number; stored: number; failed: number; singleLatMs: number[] };
 
@@ -268,6 +230,13 @@ const BENCH = defineBench("fanout", {
     choices: SPACINGS,
     help: "burst: rate/100 messages together every 10 ms (the tables in docs/benchmarks.md); even: each message on its own, 1000/rate ms apart (bench wire's coalesce run)",
   },
+  centrifuge: {
+    type: "list",
+    default: ["json", "protobuf"],
+    choices: ["json", "protobuf", "none"],
+    help: "rows for the Centrifuge door (/connection/websocket) in these formats, measured in rounds with the /ws row (none: no such rows)",
+  },
+  rounds: std("rounds", { default: 1, quick: 1 }),
   json: std("json"),
   quick: std("quick"),
   role: { type: "string", default: "main", choices: ["main", "client", "bare"], internal: true, help: "the process's part" },
@@ -276,21 +245,55 @@ const BENCH = defineBench("fanout", {
   k: { type: "number", internal: true, help: "client: its sockets" },
   deflate: { type: "boolean", internal: true, help: "client: offer permessage-deflate" },
   compress: { type: "boolean", internal: true, help: "bare: compress" },
+  door: { type: "string", default: "native", choices: DOORS, internal: true, help: "client: the door it connects through" },
 });
 
+/** A door's rows over the rounds, and its CPU per delivery against the /ws row of the same round. */
+type DoorRounds = { door: Door; results: Result[]; ratios: number[] };
+
+/** The /ws row and the Centrifuge door's rows, one gateway each, in rounds whose order alternates. */
+async function runDoors(shape: Shape, workers: number, doors: Door[], rounds: number): Promise<DoorRounds[]> {
+  const legs: Door[] = ["native", ...doors];
+  const out = legs.map((door): DoorRounds => ({ door, results: [], ratios: [] }));
+  for (let r = 0; r < rounds; r++) {
+    const round = new Map<Door, Result>();
+    for (const door of alternate(legs, r)) round.set(door, await runGateway(shape, workers, false, 0, 0, door));
+    for (const d of out) {
+      d.results.push(round.get(d.door)!);
+      d.ratios.push(cpuUsPerDelivery(round.get(d.door)!) / cpuUsPerDelivery(round.get("native")!));
+    }
+  }
+  return out;
+}
+
+/** The round a door's table row shows: the one with the median CPU per delivery. */
+const medianResult = (d: DoorRounds): Result => d.results[medianIndex(d.results.map(cpuUsPerDelivery))]!;
+
+const DOOR_NAME: Record<Door, string> = {
+  native: "/ws",
+  "centrifuge-json": "/connection/websocket, JSON",
+  "centrifuge-protobuf": "/connection/websocket, Protobuf",
+};
+
 runBench(BENCH, async ({ flags: v }) => {
-  if (v.role === "client") return clientMain(v.url!, v.channel!, v.k!, v.deflate).then(() => KEEP_RUNNING);
+  if (v.role === "client") return clientMain(v.url!, v.channel!, v.k!, v.deflate, v.door).then(() => KEEP_RUNNING);
   if (v.role === "bare") return bareMain(v.rate, v.size, v.spacing as Spacing, v.seconds, v.compress).then(() => KEEP_RUNNING);
   const { clients, rate, seconds, procs, size } = v;
   const shape: Shape = { clients, rate, seconds, procs, size, spacing: v.spacing as Spacing };
   const modes = v.compression === "both" ? [false, true] : [v.compression === "shared"];
+  const formats = v.centrifuge.filter((f) => f !== "none");
+  if (formats.length > 0 && v.centrifuge.includes("none")) throw new FlagError("--centrifuge none cannot be given with a format");
+  const doors = formats.map((f) => `centrifuge-${f}` as Door);
 
   const rows: { name: string; r: Result }[] = [];
+  let doorRounds: DoorRounds[] = [];
   for (const deflate of modes) {
     const tag = deflate ? ", permessage-deflate" : "";
+    // Without deflate (which the Centrifuge SDKs do not use here) the /ws row is the doors' baseline, measured in their rounds.
+    if (!deflate && doors.length > 0) doorRounds = await runDoors(shape, v.workers, doors, v.rounds);
     rows.push({
-      name: `gateway (JetStream, ${v.workers} worker${v.workers === 1 ? "" : "s"}${tag})`,
-      r: await runGateway(shape, v.workers, deflate),
+      name: `gateway ${doorRounds.length > 0 && !deflate ? "/ws " : ""}(JetStream, ${v.workers} worker${v.workers === 1 ? "" : "s"}${tag})`,
+      r: !deflate && doorRounds.length > 0 ? medianResult(doorRounds[0]!) : await runGateway(shape, v.workers, deflate),
     });
     rows.push({ name: `bare uWS publish${tag}`, r: await runBare(shape, deflate) });
   }
@@ -310,16 +313,21 @@ runBench(BENCH, async ({ flags: v }) => {
         }
       : undefined;
 
+  const counted = (r: Result) => (r.count ? `${fmt(r.count.delivered)} / ${fmt(r.count.expected)} | ${fmt(r.count.lost)}` : "– | –");
   const row = (name: string, r: Result) =>
-    `| ${name} | ${fmt(r.deliveriesPerSec)} | ${fmt(percentile(r.lat, 50) / 1000, 2)} | ${fmt(percentile(r.lat, 99) / 1000, 2)} | ${fmt(percentile(r.lat, 99.9) / 1000, 2)} | ${fmt(r.lat.at(-1)! / 1000, 2)} | ${fmt(r.cpuPct)} | ${fmt(cpuUsPerDelivery(r), 2)} | ${fmt(r.machinePct)} |`;
+    `| ${name} | ${fmt(r.deliveriesPerSec)} | ${fmt(percentile(r.lat, 50) / 1000, 2)} | ${fmt(percentile(r.lat, 99) / 1000, 2)} | ${fmt(percentile(r.lat, 99.9) / 1000, 2)} | ${fmt(r.lat.at(-1)! / 1000, 2)} | ${fmt(r.cpuPct)} | ${fmt(cpuUsPerDelivery(r), 2)} | ${fmt(r.machinePct)} | ${counted(r)} |`;
+  const doorRows = doorRounds
+    .slice(1)
+    .map((d) => ({ name: `gateway ${DOOR_NAME[d.door]} (JetStream, ${v.workers} worker${v.workers === 1 ? "" : "s"})`, r: medianResult(d) }));
   const expected = clients * rate;
   console.log(
     `\nbench:fanout — ${clients} clients × ${rate} msg/s (${fmt(expected)} deliveries/s offered, ${v.spacing} spacing), ${size} B payload, ${seconds} s, ${procs} client processes`,
   );
   console.log(
-    "| server | deliveries/s | p50 ms | p99 ms | p99.9 ms | max ms | server CPU % | CPU µs/delivery | machine busy % |\n|---|---|---|---|---|---|---|---|---|",
+    "| server | deliveries/s | p50 ms | p99 ms | p99.9 ms | max ms | server CPU % | CPU µs/delivery | machine busy % | delivered / expected | lost |\n|---|---|---|---|---|---|---|---|---|---|---|",
   );
   for (const x of rows) console.log(row(x.name, x.r));
+  for (const x of doorRows) console.log(row(x.name, x.r));
   if (coalesced) console.log(row(coalesced.name, coalesced.r));
   if (loaded) console.log(row(loaded.name, loaded.r));
   for (let i = 0; i < rows.length; i += 2)
@@ -332,6 +340,13 @@ runBench(BENCH, async ({ flags: v }) => {
       `ratio gateway under publish load/bare deliveries/s: ${(loaded.r.deliveriesPerSec / rows[1]!.r.deliveriesPerSec).toFixed(3)} (target >= 0.90); published ${fmt(l.stored)} of ${fmt(l.offered)} offered (${fmt(l.failed)} failed); single HTTP publish under that load p50 ${fmt(percentile(l.singleLatMs, 50), 2)} ms, p99 ${fmt(percentile(l.singleLatMs, 99), 2)} ms (${l.singleLatMs.length} timed)`,
     );
   }
+  const doorRatios = Object.fromEntries(
+    doorRounds.slice(1).map((d) => [d.door === "centrifuge-json" ? "cpuRatioCentrifugeJson" : "cpuRatioCentrifugeProtobuf", median(d.ratios)]),
+  );
+  for (const d of doorRounds.slice(1))
+    console.log(
+      `ratio ${DOOR_NAME[d.door]}/ws CPU per delivery: ${median(d.ratios).toFixed(3)} (target <= 1.1; median of ${d.ratios.length} round${d.ratios.length === 1 ? "" : "s"}: ${d.ratios.map((x) => x.toFixed(3)).join(", ")})`,
+    );
   if (rows.length === 4)
     console.log(
       `deflate costs the gateway ${fmt(cpuUsPerDelivery(rows[2]!.r) - cpuUsPerDelivery(rows[0]!.r), 2)} µs CPU per delivery (${(cpuUsPerDelivery(rows[2]!.r) / cpuUsPerDelivery(rows[0]!.r)).toFixed(2)}x)`,
@@ -346,7 +361,12 @@ runBench(BENCH, async ({ flags: v }) => {
     : undefined;
   // A row that delivered less than it was offered measured a backlog, not a rate: its CPU per delivery and
   // latency describe a saturated machine (bigger writes, fewer wake-ups), and a ratio built on it means nothing.
-  const behind = [...rows, ...(coalesced ? [coalesced] : [])].filter((x) => x.r.deliveriesPerSec < KEPT_UP * expected).map((x) => x.name);
+  const behind = [...rows, ...doorRows, ...(coalesced ? [coalesced] : [])].filter((x) => x.r.deliveriesPerSec < KEPT_UP * expected).map((x) => x.name);
+  const losing = [...rows, ...doorRows, ...(coalesced ? [coalesced] : []), ...(loaded ? [loaded] : [])].filter(
+    (x) => (x.r.count?.lost ?? 0) !== 0 || (x.r.count?.dup ?? 0) > 0,
+  );
+  for (const x of losing)
+    console.log(`LOSS: ${x.name} lost ${fmt(x.r.count!.lost)} and repeated ${fmt(x.r.count!.dup)} of ${fmt(x.r.count!.expected)} deliveries`);
   if (behind.length > 0)
     console.log(
       `NOT VALID: ${behind.join("; ")} delivered less than ${KEPT_UP * 100} % of the ${fmt(expected)} deliveries/s offered (the machine could not keep up)`,
@@ -361,13 +381,16 @@ runBench(BENCH, async ({ flags: v }) => {
         clients,
         rate,
         size,
-        rows: [...rows, ...(coalesced ? [coalesced] : [])].map((x) => ({
+        rows: [...rows, ...doorRows, ...(coalesced ? [coalesced] : [])].map((x) => ({
           name: x.name,
           deliveriesPerSec: x.r.deliveriesPerSec,
           cpuPct: x.r.cpuPct,
           cpuUsPerDelivery: cpuUsPerDelivery(x.r),
           machinePct: x.r.machinePct,
+          latencyP99Ms: percentile(x.r.lat, 99) / 1000,
+          ...(x.r.count ? { delivered: x.r.count.delivered, expected: x.r.count.expected, lost: x.r.count.lost, duplicates: x.r.count.dup } : {}),
         })),
+        ...doorRatios,
         ...issue36,
         behind,
       }),
@@ -382,7 +405,10 @@ const KEPT_UP = 0.95;
 
 const cpuUsPerDelivery = (r: Result): number => (r.deliveriesPerSec > 0 ? (r.cpuPct / 100 / r.deliveriesPerSec) * 1e6 : NaN);
 
-async function runGateway(shape: Shape, workers: number, deflate: boolean, publishPerSec = 0, coalesceMs = 0): Promise<Result> {
+/** The path a door's clients connect to. */
+const DOOR_PATH: Record<Door, string> = { native: "/ws", "centrifuge-json": "/connection/websocket", "centrifuge-protobuf": "/connection/websocket" };
+
+async function runGateway(shape: Shape, workers: number, deflate: boolean, publishPerSec = 0, coalesceMs = 0, door: Door = "native"): Promise<Result> {
   const nats = await startNats();
   const gw = await startGatewayProc(
     nats.url,
@@ -391,8 +417,8 @@ async function runGateway(shape: Shape, workers: number, deflate: boolean, publi
     undefined,
     coalesceMs > 0 ? { COALESCE: `${coalesceMs}ms` } : undefined,
   );
-  const url = `ws://127.0.0.1:${gw.port}/ws${coalesceMs > 0 ? "?coalesce=1" : ""}`;
-  const gwKids = await runClients(url, "bench.fanout", shape.clients, shape.procs, deflate);
+  const url = `ws://127.0.0.1:${gw.port}${DOOR_PATH[door]}${coalesceMs > 0 ? "?coalesce=1" : ""}`;
+  const gwKids = await runClients(url, "bench.fanout", shape.clients, shape.procs, deflate, door);
   const nc = await connect({ servers: nats.url });
   const js = jetstream(nc);
   const pad = "x".repeat(shape.size);
@@ -410,7 +436,8 @@ async function runGateway(shape: Shape, workers: number, deflate: boolean, publi
   if (loader) g.load = await loader.stop();
   pacer.stop();
   await Promise.allSettled([...publishes]);
-  if (failed > 0) console.error(`bench:fanout: ${failed} of ${s} JetStream publishes failed`);
+  if (failed > 0) console.error(`bench:fanout: ${failed} of ${s} JetStream publishes failed (counted as lost)`);
+  g.count = await settle(gwKids, s);
   for (const c of gwKids) c.send({ type: "exit" });
   await nc.close();
   gw.proc.kill("SIGTERM");
@@ -439,6 +466,11 @@ async function runBare(shape: Shape, deflate: boolean): Promise<Result> {
   const bareKids = await runClients(`ws://127.0.0.1:${port}/ws`, "bench", shape.clients, shape.procs, deflate);
   bare.send({ type: "go" });
   const b = await collect(bareKids, shape.seconds, bare.pid!);
+  const published = await new Promise<number>((res) => {
+    bare.once("message", (m: { n: number }) => res(m.n));
+    bare.send({ type: "stop" });
+  });
+  b.count = await settle(bareKids, published);
   for (const c of bareKids) c.send({ type: "exit" });
   bare.kill("SIGKILL");
   return b;

@@ -1,16 +1,19 @@
 // peers.md and peers.png for compare:peers: one table per workload row, a chart of server CPU per delivery
 // and latency per server.
-export const SERVERS = ["gateway", "socketio", "centrifuge", "uws"] as const;
+import type { StageSummary } from "./stages.js";
+
+export const SERVERS = ["gateway", "socketio", "centrifuge", "centrifugo", "uws"] as const;
 export type ServerName = (typeof SERVERS)[number];
 
 export const SERVER_LABEL: Record<ServerName, string> = {
   gateway: "this gateway (2 workers, JetStream, embedded nats-server)",
   socketio: "Socket.IO 4.8 + @socket.io/redis-adapter (2 node:cluster workers, redis-server)",
   centrifuge: "centrifuge v0.40.1 (Go, memory broker)",
+  centrifugo: "Centrifugo v6.9.1 (Go, memory engine, no history, anonymous clients)",
   uws: "bare uWebSockets.js (1 process, no broker): the floor",
 };
-const SHORT: Record<ServerName, string> = { gateway: "gateway", socketio: "Socket.IO", centrifuge: "centrifuge", uws: "bare uWS" };
-const COLORS: Record<ServerName, string> = { gateway: "#2f6fb0", socketio: "#c8553d", centrifuge: "#5a9e4b", uws: "#8a8a8a" };
+const SHORT: Record<ServerName, string> = { gateway: "gateway", socketio: "Socket.IO", centrifuge: "centrifuge", centrifugo: "Centrifugo", uws: "bare uWS" };
+const COLORS: Record<ServerName, string> = { gateway: "#2f6fb0", socketio: "#c8553d", centrifuge: "#5a9e4b", centrifugo: "#9b6bb5", uws: "#8a8a8a" };
 
 export type PeerRow = {
   server: ServerName;
@@ -42,6 +45,8 @@ export type PeerRow = {
   stopReason?: string;
   wallS?: number;
   loadAvg?: number;
+  /** The gateway's own stage metrics over the row (loadtest/compare/stages.ts). */
+  stages?: StageSummary;
 };
 
 export type PeersMeta = {

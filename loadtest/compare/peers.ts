@@ -3,11 +3,14 @@
 //   gateway     this gateway, 2 workers, embedded nats-server (JetStream)
 //   socketio    Socket.IO 4, 2 node:cluster workers joined by @socket.io/redis-adapter (redis-server)
 //   centrifuge  a server on github.com/centrifugal/centrifuge v0.40.1, memory broker (Go, all cores)
+//   centrifugo  the real Centrifugo v6.9.1 server (.tools/bin/centrifugo, scripts/setup-centrifugo.sh): memory
+//               engine, no history, anonymous clients may subscribe and publish in the namespace `peers`
 //   uws         bare uWebSockets.js in one process, no broker: the floor
 // Per server and row: delivered/expected, latency (p50, p99, MEAN, HARMONIC MEAN), server CPU per delivery
 // (its whole process tree, brokers included, from /proc), RSS idle (clients connected) and peak under load.
 // Writes loadtest/results/peers.md, peers.json and peers.png (--out DIR elsewhere; --quick writes none unless --out).
 import { spawn } from "node:child_process";
+import { createServer, type AddressInfo } from "node:net";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -17,6 +20,7 @@ import type { SubResult } from "../../subtools/src/result.js";
 import { bounded, PUB_CLI, runNode, startGateway, SUB_CLI, TreeCpu, treeRss, type Proc } from "./proc.js";
 import { renderPeersMarkdown, renderPeersSvg, type PeerRow, type PeersMeta, SERVERS, type ServerName } from "./peers-report.js";
 import { svgToPng } from "./chart.js";
+import { stagesLine, summarizeStages, type StageSummary } from "./stages.js";
 import { startRedisServer } from "#testkit/redis-server.js";
 import { FlagError, std } from "../kit/flags.js";
 import { defineBench, runBench } from "../kit/main.js";
@@ -112,6 +116,8 @@ async function startServer(name: ServerName, work: string): Promise<Server> {
       const s = await readyProc(join(PEERS, "centrifuge/bin/centrifuge-peer"), ["-port", "0"], "centrifuge server");
       return { port: s.port, pid: s.proc.child.pid!, stop: () => s.proc.stop(), extra: [] };
     }
+    case "centrifugo":
+      return startCentrifugo(work);
     case "uws": {
       const s = await readyProc(process.execPath, [join(PEERS, "uws/server.mjs"), "--port", "0"], "bare uWS server");
       return { port: s.port, pid: s.proc.child.pid!, stop: () => s.proc.stop(), extra: [] };
@@ -119,8 +125,107 @@ async function startServer(name: ServerName, work: string): Promise<Server> {
   }
 }
 
-const SUB_TARGET: Record<ServerName, string> = { gateway: "gateway", socketio: "socketio", centrifuge: "centrifuge", uws: "gateway" };
-const PUB_TARGET: Record<ServerName, string> = { gateway: "gateway-ws", socketio: "socketio", centrifuge: "centrifuge", uws: "gateway-ws" };
+const SUB_TARGET: Record<ServerName, string> = { gateway: "gateway", socketio: "socketio", centrifuge: "centrifuge", centrifugo: "centrifuge", uws: "gateway" };
+const PUB_TARGET: Record<ServerName, string> = {
+  gateway: "gateway-ws",
+  socketio: "socketio",
+  centrifuge: "centrifuge",
+  centrifugo: "centrifuge",
+  uws: "gateway-ws",
+};
+
+/** Centrifugo's channels are `namespace:name`: its row's channel is in the namespace its configuration opens. */
+const channelOf = (name: ServerName, clients: number, rate: number): string =>
+  name === "centrifugo" ? `${CENTRIFUGO_NAMESPACE}:centrifugo.${clients}x${rate}` : `peers.${name}.${clients}x${rate}`;
+
+const CENTRIFUGO_NAMESPACE = "peers";
+const CENTRIFUGO_BIN = resolve(ROOT, ".tools/bin/centrifugo");
+
+/**
+ * Centrifugo v6 with what the other peers do: memory engine, no history or recovery, no presence, clients
+ * without a token (anonymous) allowed to connect, and to subscribe and publish in one namespace; errors only
+ * in its log. It listens on a port picked free here and is ready when its /health answers.
+ */
+async function startCentrifugo(work: string): Promise<Server> {
+  const port = await freePort();
+  const config = join(work, `centrifugo-${port}.json`);
+  writeFileSync(
+    config,
+    JSON.stringify({
+      http_server: { address: "127.0.0.1", port },
+      log: { level: "error" },
+      engine: { type: "memory" },
+      usage_stats: { disabled: true },
+      health: { enabled: true },
+      client: { allow_anonymous_connect_without_token: true },
+      channel: {
+        namespaces: [
+          {
+            name: CENTRIFUGO_NAMESPACE,
+            allow_subscribe_for_anonymous: true,
+            allow_subscribe_for_client: true,
+            allow_publish_for_anonymous: true,
+            allow_publish_for_client: true,
+          },
+        ],
+      },
+    }),
+  );
+  const child = spawn(CENTRIFUGO_BIN, ["--config", config], { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  const keep = (d: Buffer) => void (out = (out + d.toString()).slice(-20_000));
+  child.stdout!.on("data", keep);
+  child.stderr!.on("data", keep);
+  const exited = new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
+  const proc: Proc = {
+    child,
+    out: () => out,
+    exited,
+    async stop(graceMs = 10_000) {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      child.kill("SIGTERM");
+      const t = setTimeout(() => child.kill("SIGKILL"), graceMs);
+      const c = await exited;
+      clearTimeout(t);
+      return c;
+    },
+  };
+  await until(
+    async () => {
+      if (child.exitCode !== null) throw new Error(`centrifugo exited ${child.exitCode}: ${out.slice(-1500)}`);
+      const ok = await fetch(`http://127.0.0.1:${port}/health`).then(
+        (r) => r.ok,
+        () => false,
+      );
+      return ok || undefined;
+    },
+    60_000,
+    "centrifugo /health",
+  );
+  return { port, pid: child.pid!, stop: () => proc.stop(), extra: [] };
+}
+
+/** A port free on 127.0.0.1 now (for a server that takes a port, not 0). */
+function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const srv = createServer();
+    srv.once("error", rej);
+    srv.listen(0, "127.0.0.1", () => {
+      const port = (srv.address() as AddressInfo).port;
+      srv.close(() => res(port));
+    });
+  });
+}
+
+/** The gateway's stage histograms (its /metrics, summed over workers) after a row; undefined when it does not answer. */
+async function gatewayStages(port: number): Promise<StageSummary | undefined> {
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+    return res.ok ? summarizeStages(await res.text()) : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** RSS of the server's whole tree (for Socket.IO, its redis-server too). */
 function serverRss(s: Server): number {
@@ -141,8 +246,8 @@ async function measure(name: ServerName, clients: number, procs: number, rate: n
   const server = await startServer(name, work);
   try {
     const rssBefore = serverRss(server);
-    const channel = `peers.${name}.${clients}x${rate}`;
-    const json = join(work, `${channel}.json`);
+    const channel = channelOf(name, clients, rate);
+    const json = join(work, `${channel.replace(":", ".")}.json`);
     const per = Math.ceil(clients / procs);
     const total = per * procs;
     const sub = runNode([
@@ -206,6 +311,7 @@ async function measure(name: ServerName, clients: number, procs: number, rate: n
     if (p.code !== 0) row.notes.push(`publisher exited ${p.code}: ${(/first error: (.*)/.exec(pub.out())?.[1] ?? "").slice(0, 200)}`);
     const s = await bounded(sub, (drainS + 40) * 1000);
     if (s.cut) row.notes.push("subscribers cut at their time limit");
+    if (name === "gateway") row.stages = await gatewayStages(server.port);
     clearInterval(rssTimer);
     const c = cpu.end();
     const ex = extraCpu.map((x) => x.end());
@@ -234,6 +340,7 @@ async function measure(name: ServerName, clients: number, procs: number, rate: n
       loadAvg: loadavg()[0],
     } satisfies Partial<PeerRow>);
     if (/WARNING: load generator saturated/.test(sub.out())) row.notes.push("a subscriber process was saturated (>90 % of a core)");
+    if (row.stages) log(`  ${stagesLine(row.stages)}`);
     return row;
   } catch (e) {
     row.notes.push((e as Error).message.split("\n")[0]!.slice(0, 300));

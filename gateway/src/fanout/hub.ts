@@ -9,6 +9,7 @@ import { ChannelDeltas, DEFAULT_DELTA_LIMITS, type DeltaBounds } from "./deltas.
 import { ReplayCache, type PageSource } from "./replay-cache.js";
 import { scheduleTimeout, type FrameWindow, type Schedule } from "./coalesced-frames.js";
 import { ChannelFeed, type Feed, type FeedCoalescing } from "./feed.js";
+import { TurnMeter } from "./turn-meter.js";
 
 /** Coalesced frames (PROTOCOL.md "Coalesced frames"): each pattern's window, and the bound of one frame. */
 export type CoalescePolicy = {
@@ -58,6 +59,8 @@ export class FanoutHub {
   private readonly app: TopicPublisher;
   private readonly broker: Broker;
   private readonly metrics: Metrics;
+  /** The live path's turns: messages per event-loop turn and the time to its socket writes. */
+  private readonly turns: TurnMeter;
   private readonly log: Logger;
   private readonly lingerMs: number;
   private readonly compress: boolean;
@@ -68,6 +71,7 @@ export class FanoutHub {
     this.app = o.app;
     this.broker = o.broker;
     this.metrics = metrics;
+    this.turns = new TurnMeter(metrics);
     this.log = o.log;
     this.lingerMs = o.lingerMs;
     this.compress = o.compress ?? false;
@@ -161,6 +165,7 @@ export class FanoutHub {
   private deliver(feed: ChannelFeed, m: BrokerMessage): void {
     feed.count++;
     this.metrics.brokerMessages.inc();
+    this.turns.message();
     const { routes } = feed;
     const sockets = this.topicSockets(feed);
     const deltaReceivers = routes.of("delta").size;

@@ -127,6 +127,18 @@ export function createMetrics(registry: client.Registry = client.register) {
       buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: r,
     }),
+    liveTurnMessages: new client.Histogram({
+      name: "fanout_live_turn_messages",
+      help: "Messages the live feeds handed to the hub in one event-loop turn (the broker reader's batch), per worker turn that carried any",
+      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
+      registers: r,
+    }),
+    liveTurnSeconds: new client.Histogram({
+      name: "fanout_live_turn_seconds",
+      help: "From a turn's first live message to its check phase, where uWS writes what the turn published to the sockets (hub to socket write)",
+      buckets: [0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+      registers: r,
+    }),
     brokerConnected: new client.Gauge({
       name: "fanout_broker_connected",
       help: "1 while the worker's broker connection is up (min over workers)",

@@ -7,6 +7,7 @@ import { readCommand } from "../../src/centrifugo/client/commands.js";
 import { encodeDelimited } from "../../src/protocol/centrifuge/proto-wire.js";
 import { decodeProtoCommands } from "../../src/protocol/centrifuge/protobuf.js";
 import { ErrorCode } from "../../src/protocol/codes.js";
+import { centrifugeArbitraries } from "../../../scripts/fuzz/centrifuge.mjs";
 
 const RUNS = { numRuns: 400 };
 
@@ -103,6 +104,18 @@ describe("fuzz — centrifuge Protobuf", () => {
         }
         const d = decodeProtoCommands(Buffer.concat([Uint8Array.from(prefix), rest]));
         expect(d).toMatchObject({ ok: false, code: ErrorCode.BadRequest, message: `a length of ${len} bytes is more than the ${rest.length} left` });
+      }),
+      RUNS,
+    );
+  });
+
+  it("lengths that lie — negative, huge, longer than the frame, or a nested field longer than its parent — are refused", () => {
+    const { lyingFrame } = centrifugeArbitraries({ encodeDelimited });
+    fc.assert(
+      fc.property(lyingFrame, ({ bytes }) => {
+        const d = decodeProtoCommands(bytes);
+        expect(d).toMatchObject({ ok: false, code: ErrorCode.BadRequest });
+        if (!d.ok) expect(d.message).toMatch(/^a length of \d+ bytes is more than the \d+ left$/);
       }),
       RUNS,
     );

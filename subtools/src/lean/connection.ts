@@ -98,6 +98,13 @@ export class LeanSocket implements FrameSink {
     return true;
   }
 
+  /** Sends one binary message (masked). False when the socket is not open. */
+  sendBinary(payload: Buffer): boolean {
+    if (this.state !== State.Open) return false;
+    this.sock.write(clientFrame(Opcode.Binary, payload, randomBytes(4)));
+    return true;
+  }
+
   /** Starts the closing handshake; the socket is destroyed if the server does not finish it in `graceMs`. */
   close(code = 1000, graceMs = 2_000): void {
     if (this.state === State.Upgrading) {

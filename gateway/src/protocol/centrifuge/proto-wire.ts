@@ -340,17 +340,29 @@ export function decodeMessageAt(name: string, buf: Uint8Array, pos: number, end:
 }
 
 /**
+ * Calls `each` with the bounds of every length-prefixed message in bytes [pos, end) of `buf`, in order, and
+ * returns how many there were: the format's framing alone, for readers that look into some messages only.
+ * Throws `ProtoError` when a length lies (longer than what is left, or not a varint) or there are more than `max`.
+ */
+export function forEachDelimited(buf: Uint8Array, pos: number, end: number, max: number, each: (start: number, end: number) => void): number {
+  const r = new In(buf, pos, end);
+  let n = 0;
+  while (r.pos < r.end) {
+    if (n === max) throw new ProtoError(`a frame carries at most ${max} commands`);
+    const len = r.length();
+    n++;
+    each(r.pos, r.pos + len);
+    r.pos += len;
+  }
+  return n;
+}
+
+/**
  * A frame of length-prefixed messages of the schema, in order; at most `max` of them. Throws `ProtoError`
  * when a length lies, a message is malformed, or there are more than `max`.
  */
 export function decodeDelimited(name: string, buf: Uint8Array, max: number, st: DecodeState): Record<string, unknown>[] {
-  const r = new In(buf, 0, buf.length);
   const out: Record<string, unknown>[] = [];
-  while (r.pos < r.end) {
-    if (out.length === max) throw new ProtoError(`a frame carries at most ${max} commands`);
-    const len = r.length();
-    out.push(decodeMessageAt(name, buf, r.pos, r.pos + len, st));
-    r.pos += len;
-  }
+  forEachDelimited(buf, 0, buf.length, max, (s, e) => out.push(decodeMessageAt(name, buf, s, e, st)));
   return out;
 }
