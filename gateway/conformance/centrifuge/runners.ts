@@ -1,6 +1,7 @@
 // The SDK runners of the Centrifuge scenario set (README.md): which ones there are, how each is built once per
 // test run and the command line that starts it.
 import { execFile } from "node:child_process";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -37,9 +38,26 @@ export const NODE_RUNNERS: readonly Runner[] = [
 export type BuiltRunners = { command(r: Runner): ClientCommand; cleanup(): Promise<void> };
 
 /**
+ * Whether the Java runner's build in `dir`/target is newer than its pom.xml and every source file: then the test uses
+ * it as it is (scripts/setup-centrifuge-sdks.sh builds it during `npm test`'s set-up, beside the TypeScript build).
+ */
+function javaBuilt(dir: string): boolean {
+  const built = [join(dir, "target/classpath.txt"), join(dir, "target/classes/runner/Runner.class")];
+  if (!built.every((f) => existsSync(f))) return false;
+  const oldest = Math.min(...built.map((f) => statSync(f).mtimeMs));
+  const sources = [
+    join(dir, "pom.xml"),
+    ...readdirSync(join(dir, "src"), { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile())
+      .map((e) => join(e.parentPath, e.name)),
+  ];
+  return sources.every((f) => statSync(f).mtimeMs <= oldest);
+}
+
+/**
  * Builds the runners of `runners` that need it, once: Go with `go build` from the module cache into a temporary
- * folder, Java with one offline `mvn package` (runners/java/target, its classpath in target/classpath.txt).
- * scripts/setup-centrifuge-sdks.sh fetches what both need.
+ * folder, Java with one offline `mvn package` (runners/java/target, its classpath in target/classpath.txt) unless
+ * that build is newer than its sources. scripts/setup-centrifuge-sdks.sh fetches what both need.
  */
 export async function buildRunners(runners: readonly Runner[] = RUNNERS): Promise<BuiltRunners> {
   const dir = await mkdtemp(join(tmpdir(), "fgw-centrifuge-runners-"));
@@ -49,7 +67,7 @@ export async function buildRunners(runners: readonly Runner[] = RUNNERS): Promis
   const [, javaClasspath] = await Promise.all([
     needs("go") ? run("go", ["build", "-buildvcs=false", "-o", goBinary, "."], { cwd: join(RUNNERS_DIR, "go") }) : undefined,
     needs("java")
-      ? run("mvn", ["-q", "-B", "-o", "package"], { cwd: javaDir }).then(async () => {
+      ? (javaBuilt(javaDir) ? Promise.resolve() : run("mvn", ["-q", "-B", "-o", "package"], { cwd: javaDir })).then(async () => {
           const deps = (await readFile(join(javaDir, "target/classpath.txt"), "utf8")).trim();
           return `${join(javaDir, "target/classes")}:${deps}`;
         })
