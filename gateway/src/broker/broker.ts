@@ -1,11 +1,11 @@
-import type { PublisherInfo } from "../protocol/publisher-info.js";
+import type { PublisherInfo, StoredPublisher } from "../protocol/publisher-info.js";
 
 /**
  * One message as the fan-out path sees it: the channel, its stream sequence, broker time and raw payload;
  * `type` is a binary payload's content type (its `Fanout-Content-Type` header), absent for JSON; `publisher`
  * the WebSocket client that published it (its `Fanout-Publisher` header), absent for other publishes.
  */
-export type BrokerMessage = { channel: string; seq: number; ts: number; payload: Uint8Array; type?: string; publisher?: PublisherInfo };
+export type BrokerMessage = { channel: string; seq: number; ts: number; payload: Uint8Array; type?: string; publisher?: StoredPublisher };
 
 export type PublishResult = { seq: number; duplicate: boolean };
 

@@ -1,7 +1,7 @@
 import type { ReplayApi, StoredPage } from "../broker/broker.js";
 import type { Codec, MsgFrames } from "../protocol/codec.js";
 import type { StoredMsg } from "../protocol/server-frames.js";
-import type { PublisherInfo } from "../protocol/publisher-info.js";
+import type { StoredPublisher } from "../protocol/publisher-info.js";
 import { JSON_CODEC } from "../protocol/codecs.js";
 import { buildFrames } from "../protocol/serialize.js";
 import { COALESCE_MAX_BYTES, runEnds } from "./coalesced-frames.js";
@@ -117,7 +117,7 @@ class PageMsg implements MsgFrames {
   private readonly seq: number;
   private readonly length: number;
   private readonly type: string | undefined;
-  private readonly publisher: PublisherInfo | undefined;
+  private readonly publisher: StoredPublisher | undefined;
 
   constructor(
     private readonly page: FramePage,

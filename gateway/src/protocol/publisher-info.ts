@@ -30,6 +30,29 @@ export const publisherHeader = (p: PublisherInfo): string =>
   JSON.stringify(p).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 
 /**
+ * The stored header of a message as the broker hands it over (its text, not read yet): only the Centrifuge
+ * codecs and the server API's history read it, so a worker with no socket of that door never parses one.
+ */
+export type StoredPublisher = string;
+
+let lastText: string | undefined;
+let lastInfo: PublisherInfo | undefined;
+
+/**
+ * The publisher of a stored header (`storedPublisher`), remembering the last one read: the formats of the door
+ * encode the same message one after the other (and one publisher's messages often follow each other), so a
+ * message's header is parsed once per worker, not once per format.
+ */
+export function readPublisher(text: StoredPublisher | undefined): PublisherInfo | undefined {
+  if (text === undefined) return undefined;
+  if (text !== lastText) {
+    lastInfo = storedPublisher(text);
+    lastText = text;
+  }
+  return lastInfo;
+}
+
+/**
  * A stored header's publisher: undefined when absent or not what this gateway writes (a NATS client may set the
  * header to anything: a value that is not such an object with string ids within the bounds is ignored).
  */

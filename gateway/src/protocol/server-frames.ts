@@ -1,6 +1,6 @@
 import type { ErrorCode } from "./codes.js";
 import type { Id } from "./frames.js";
-import type { PublisherInfo } from "./publisher-info.js";
+import type { StoredPublisher } from "./publisher-info.js";
 
 /**
  * Every frame the server sends, as values: the shapes of the wire protocol in one place (PROTOCOL.md
@@ -43,7 +43,7 @@ export type MsgMeta = {
   /** The content type of a binary payload (`Fanout-Content-Type`); absent for JSON. */
   type?: string;
   /** The WebSocket client that published it (`Fanout-Publisher`): the Centrifuge door's publication `info`. */
-  publisher?: PublisherInfo;
+  publisher?: StoredPublisher;
   /** A durable subscription's delivery: its name, and whether (and how often) it was delivered before. */
   durable?: { name: string; redelivered?: boolean; deliveries?: number };
 };
@@ -57,7 +57,7 @@ export type StoredMsg = {
   /** A binary payload's content type. */
   type?: string;
   /** Its publisher, when a WebSocket client published it. */
-  publisher?: PublisherInfo;
+  publisher?: StoredPublisher;
 };
 
 /** The server's clock for `pong`: ms since the epoch with µs decimals. */

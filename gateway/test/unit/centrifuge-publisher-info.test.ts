@@ -4,7 +4,7 @@ import { CENTRIFUGE_JSON_CODEC, CENTRIFUGE_JSON_DELTA_CODEC, encodeReply, public
 import { CENTRIFUGE_PROTOBUF_CODEC, encodeProtoReply, protoPublicationPush } from "../../src/protocol/centrifuge/protobuf.js";
 import { decodeDelimited } from "../../src/protocol/centrifuge/proto-wire.js";
 import { publicationReply } from "../../src/protocol/centrifuge/shapes.js";
-import { PUBLISHER_HEADER, publisherHeader, publisherInfo, storedPublisher } from "../../src/protocol/publisher-info.js";
+import { PUBLISHER_HEADER, publisherHeader, publisherInfo, readPublisher, storedPublisher } from "../../src/protocol/publisher-info.js";
 
 const bytes = (s: string) => Buffer.from(s, "utf8");
 const ANN = { user: "ann", client: "c-1", conn_info: { name: "Änn ✓" }, chan_info: { role: "host" } };
@@ -30,7 +30,7 @@ describe("publisher info — the Fanout-Publisher header", () => {
     const msg = bytes(
       `NATS/1.0\r\nNats-Stream: FANOUT_CHANNELS\r\nNats-Subject: cf.a\r\nNats-Sequence: 6\r\nNats-Time-Stamp: 2026-11-22T18:02:18Z\r\nNats-Last-Sequence: 4\r\n${PUBLISHER_HEADER}: ${publisherHeader(ANN)}\r\nFanout-Content-Type: image/png\r\n\r\n`,
     );
-    expect(parseJsHeaders(msg, msg.length)).toMatchObject({ subject: "cf.a", seq: 6, last: 4, pending: 0, type: "image/png", publisher: ANN });
+    expect(parseJsHeaders(msg, msg.length)).toMatchObject({ subject: "cf.a", seq: 6, last: 4, pending: 0, type: "image/png", publisher: publisherHeader(ANN) });
     const none = bytes(
       "NATS/1.0\r\nNats-Stream: S\r\nNats-Subject: cf.a\r\nNats-Sequence: 6\r\nNats-Time-Stamp: 2026-11-22T18:02:18Z\r\nNats-Num-Pending: 3\r\nX: 1\r\n\r\n",
     );
@@ -40,7 +40,7 @@ describe("publisher info — the Fanout-Publisher header", () => {
 });
 
 describe("publisher info — the Centrifuge door's publications", () => {
-  const meta = { channel: "cf.room", pattern: "cf.room", seq: 42, ts: 1, publisher: ANN };
+  const meta = { channel: "cf.room", pattern: "cf.room", seq: 42, ts: 1, publisher: publisherHeader(ANN) };
   const payload = bytes('{"n":1}');
 
   it("JSON — the publication push carries info beside the stored data, as the generic encoder writes it; none without a publisher", () => {
@@ -50,8 +50,14 @@ describe("publisher info — the Centrifuge door's publications", () => {
     expect(JSON.parse(publicationPush({ ...meta, publisher: undefined }, payload).toString("utf8"))).toEqual({
       push: { channel: "cf:room", pub: { data: { n: 1 }, offset: 42 } },
     });
+    // A header that is not the gateway's (another NATS client's): no info, the publication as before.
+    expect(JSON.parse(publicationPush({ ...meta, publisher: '{"user":1}' }, payload).toString("utf8"))).toEqual({
+      push: { channel: "cf:room", pub: { data: { n: 1 }, offset: 42 } },
+    });
+    expect(readPublisher(publisherHeader({ user: "bob", client: "c-9" }))).toEqual({ user: "bob", client: "c-9" });
+    expect(readPublisher(meta.publisher)).toEqual(ANN);
     // Pages (recovery) and delta subscriptions carry it too.
-    const [page] = CENTRIFUGE_JSON_CODEC.msgs("cf.room", [{ channel: "cf.room", seq: 42, ts: 1, payload, publisher: ANN }]);
+    const [page] = CENTRIFUGE_JSON_CODEC.msgs("cf.room", [{ channel: "cf.room", seq: 42, ts: 1, payload, publisher: publisherHeader(ANN) }]);
     expect(Buffer.from(page as Uint8Array).equals(line)).toBe(true);
     const delta = JSON.parse(Buffer.from(CENTRIFUGE_JSON_DELTA_CODEC.msg(meta, payload)).toString("utf8")) as { push: { pub: { info: unknown } } };
     expect(delta.push.pub.info).toEqual(ANN);
@@ -62,7 +68,7 @@ describe("publisher info — the Centrifuge door's publications", () => {
     expect(frame.equals(encodeProtoReply(publicationReply(meta, payload)))).toBe(true);
     const [reply] = decodeDelimited("Reply", frame, 1, { mayNotFitJson: false }) as { push: { pub: { info: unknown; offset: number } } }[];
     expect(reply?.push.pub).toMatchObject({ info: ANN, offset: 42 });
-    const [page] = CENTRIFUGE_PROTOBUF_CODEC.msgs("cf.room", [{ channel: "cf.room", seq: 42, ts: 1, payload, publisher: ANN }]);
+    const [page] = CENTRIFUGE_PROTOBUF_CODEC.msgs("cf.room", [{ channel: "cf.room", seq: 42, ts: 1, payload, publisher: publisherHeader(ANN) }]);
     expect(Buffer.from(page as Uint8Array).equals(frame)).toBe(true);
   });
 });

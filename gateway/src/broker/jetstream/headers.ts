@@ -1,6 +1,6 @@
 import type { Msg } from "@nats-io/transport-node";
 import { CONTENT_TYPE_HEADER, storedType } from "../../protocol/content-type.js";
-import { PUBLISHER_HEADER, storedPublisher, type PublisherInfo } from "../../protocol/publisher-info.js";
+import { PUBLISHER_HEADER, type StoredPublisher } from "../../protocol/publisher-info.js";
 
 /** What the gateway reads from JetStream's headers on direct-get replies and republished messages. */
 export type JsHeaders = {
@@ -20,8 +20,8 @@ export type JsHeaders = {
   description: string;
   /** `Fanout-Content-Type`: a binary payload's content type (protocol/content-type.ts); absent for JSON. */
   type?: string;
-  /** `Fanout-Publisher`: the WebSocket client that published it (protocol/publisher-info.ts); absent otherwise. */
-  publisher?: PublisherInfo;
+  /** `Fanout-Publisher`: the WebSocket client that published it, as stored (protocol/publisher-info.ts reads it); absent otherwise. */
+  publisher?: StoredPublisher;
 };
 
 type RawMsg = { _rdata?: Uint8Array; _msg?: { hdr: number } };
@@ -71,7 +71,7 @@ export function jsHeaders(m: Msg): JsHeaders | undefined {
   if (!h) return undefined;
   jsHeaderPaths.decoded++;
   const ts = h.get("Nats-Time-Stamp");
-  const publisher = storedPublisher(h.get(PUBLISHER_HEADER));
+  const publisher = h.get(PUBLISHER_HEADER) || undefined;
   return {
     code: h.code ?? 0,
     subject: h.get("Nats-Subject"),
@@ -149,7 +149,7 @@ function generalLayout(b: Uint8Array, start: number, end: number): JsHeaders {
   let last = 0;
   let description = "";
   let type: string | undefined;
-  let publisher: PublisherInfo | undefined;
+  let publisher: StoredPublisher | undefined;
   // Status line: "NATS/1.0" optionally followed by " <code> <description>".
   let i = start + 8;
   if (b[i] === 0x20) {
@@ -182,7 +182,7 @@ function generalLayout(b: Uint8Array, start: number, end: number): JsHeaders {
       case 16:
         if (same(b, i, K_PENDING)) pending = uint(b, vs, eol);
         // Only messages with headers of their own come here: the fixed layout has none.
-        else if (same(b, i, K_PUBLISHER)) publisher = storedPublisher(Buffer.from(b.buffer, b.byteOffset + vs, eol - vs).toString("latin1"));
+        else if (same(b, i, K_PUBLISHER) && eol > vs) publisher = Buffer.from(b.buffer, b.byteOffset + vs, eol - vs).toString("latin1");
         break;
       case 18:
         if (same(b, i, K_LAST)) last = uint(b, vs, eol);

@@ -6,6 +6,7 @@ import { mayHoldHugeNumber } from "../json-numbers.js";
 import { isJsonPayload, joinLines } from "../serialize.js";
 import type { MsgMeta, ServerFrame, StoredMsg } from "../server-frames.js";
 import { disconnectOf } from "./codes.js";
+import { readPublisher } from "../publisher-info.js";
 import { clientChannel, disconnectReply, metaOf, publicationReply, replyOfFrame, Stored, type CentrifugeCodec, type Reply } from "./shapes.js";
 
 export { clientChannel } from "./shapes.js";
@@ -73,7 +74,7 @@ export function encodeReply(r: Reply): string | Buffer {
  */
 export function publicationPush(meta: MsgMeta, payload: Uint8Array): Buffer {
   // With a publisher (a WebSocket client's publish): its `info` beside the data, still once per worker.
-  if (meta.publisher !== undefined) return encodeReply(publicationReply(meta, payload)) as Buffer;
+  if (readPublisher(meta.publisher)) return encodeReply(publicationReply(meta, payload)) as Buffer;
   const head = Buffer.from(`{"push":{"channel":${JSON.stringify(clientChannel(meta.channel))},"pub":{"data":`);
   return Buffer.concat([head, storedJson(new Stored(payload, meta.type)), Buffer.from(`,"offset":${meta.seq}}}}`)]);
 }
@@ -98,7 +99,10 @@ export function deltaSubscriptionPush(meta: MsgMeta, payload: Uint8Array): Buffe
 }
 
 /** `,"info":{…}` of a publication a WebSocket client published; "" otherwise. */
-const infoField = (meta: MsgMeta): string => (meta.publisher !== undefined ? `,"info":${JSON.stringify(meta.publisher)}` : "");
+const infoField = (meta: MsgMeta): string => {
+  const info = readPublisher(meta.publisher);
+  return info ? `,"info":${JSON.stringify(info)}` : "";
+};
 
 /**
  * A delta publication push: `delta: true`, the Fossil delta from the channel's previous publication as a JSON

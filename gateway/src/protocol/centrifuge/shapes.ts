@@ -3,6 +3,7 @@ import type { MsgMeta, ServerFrame, StoredMsg } from "../server-frames.js";
 import { toCentrifugoChannel } from "../centrifugo-channels.js";
 import { clientErrorOf, disconnectForUnsolicited, reconnects, unsubscribeOf, type ClientErrorOut } from "./codes.js";
 import { requestOf, type Request } from "./requests.js";
+import { readPublisher } from "../publisher-info.js";
 
 /**
  * The replies and pushes of the Centrifuge client protocol (v2) as plain objects with the protocol's field
@@ -111,12 +112,10 @@ export function clientChannel(channel: string): string {
 }
 
 /** A publication push of a stored payload, with its publisher as `info` when a WebSocket client published it. */
-export const publicationReply = (meta: MsgMeta, payload: Uint8Array): Reply => ({
-  push: {
-    channel: clientChannel(meta.channel),
-    pub: { data: new Stored(payload, meta.type), ...(meta.publisher !== undefined ? { info: meta.publisher } : {}), offset: meta.seq },
-  },
-});
+export const publicationReply = (meta: MsgMeta, payload: Uint8Array): Reply => {
+  const info = readPublisher(meta.publisher);
+  return { push: { channel: clientChannel(meta.channel), pub: { data: new Stored(payload, meta.type), ...(info ? { info } : {}), offset: meta.seq } } };
+};
 
 /** A stored message as the codec seam's `msg` takes it: its meta (with `pattern`) and payload. */
 export const metaOf = (pattern: string, m: StoredMsg): MsgMeta => {

@@ -2,7 +2,7 @@ import { createInbox, type Msg, type NatsConnection, type Subscription } from "@
 import { GatewayError } from "../../../errors.js";
 import { ErrorCode } from "../../../protocol/codes.js";
 import { jsHeaders, type JsHeaders } from "../headers.js";
-import type { PublisherInfo } from "../../../protocol/publisher-info.js";
+import type { StoredPublisher } from "../../../protocol/publisher-info.js";
 import { guarded } from "../../../util/guarded.js";
 
 /** One stored message as a direct get returns it. */
@@ -16,7 +16,7 @@ export type StoredMsg = {
   /** A binary payload's content type (`Fanout-Content-Type`); absent for JSON (and then no key at all). */
   type?: string;
   /** The WebSocket client that published it (`Fanout-Publisher`); absent otherwise. */
-  publisher?: PublisherInfo;
+  publisher?: StoredPublisher;
 };
 
 /** A batch: messages in stream order, and how many matching messages follow the last one (0: none now). */
