@@ -126,11 +126,15 @@ describe.each(FORMATS)("centrifuge door — the publisher's info over $name", (f
     expect(await ws.request({ op: "pub", channel: ch.gw, data: { i: 4 } })).toMatchObject({ op: "ok" });
     await waitFor(() => got.pubs.length >= 5 || undefined, { what: "the /ws publication" });
     expect(infoOf(got.pubs[4] as PublicationContext)).toEqual({ user: "native", client: expect.any(String), connInfo: undefined, chanInfo: undefined });
+    // A batch publish on /ws: each item carries it too.
+    expect(await ws.request({ op: "pub", batch: [{ channel: ch.gw, data: { i: 5 } }] })).toMatchObject({ op: "ok" });
+    await waitFor(() => got.pubs.length >= 6 || undefined, { what: "the /ws batch publication" });
+    expect(infoOf(got.pubs[5] as PublicationContext)).toEqual(infoOf(got.pubs[4] as PublicationContext));
 
     // History: the same infos, read back from the stream.
     const h = await reader.history(ch.name, { limit: 10 });
-    expect(indexes(h.publications)).toEqual([0, 1, 2, 3, 4]);
-    expect(h.publications.map((p) => infoOf(p)?.user)).toEqual(["writer", undefined, "writer", undefined, "native"]);
+    expect(indexes(h.publications)).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(h.publications.map((p) => infoOf(p)?.user)).toEqual(["writer", undefined, "writer", undefined, "native", "native"]);
     expect(infoOf(h.publications[0] as { info?: ClientInfo })).toEqual(expected);
   }, 60_000);
 });
