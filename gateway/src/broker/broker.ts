@@ -1,8 +1,11 @@
+import type { PublisherInfo, StoredPublisher } from "../protocol/publisher-info.js";
+
 /**
  * One message as the fan-out path sees it: the channel, its stream sequence, broker time and raw payload;
- * `type` is a binary payload's content type (its `Fanout-Content-Type` header), absent for JSON.
+ * `type` is a binary payload's content type (its `Fanout-Content-Type` header), absent for JSON; `publisher`
+ * the WebSocket client that published it (its `Fanout-Publisher` header), absent for other publishes.
  */
-export type BrokerMessage = { channel: string; seq: number; ts: number; payload: Uint8Array; type?: string };
+export type BrokerMessage = { channel: string; seq: number; ts: number; payload: Uint8Array; type?: string; publisher?: StoredPublisher };
 
 export type PublishResult = { seq: number; duplicate: boolean };
 
@@ -264,8 +267,9 @@ export interface Broker {
   /**
    * `ttl` (`Nats-TTL` form, `30s`): the message expires from the stream then; only where its stream allows it.
    * `type`: the payload is bytes of this content type (stored in `Fanout-Content-Type`), not JSON.
+   * `publisher`: the WebSocket client publishing (stored in `Fanout-Publisher`, protocol/publisher-info.ts).
    */
-  publish(channel: string, payload: Uint8Array, msgId?: string, ttl?: string, type?: string): Promise<PublishResult>;
+  publish(channel: string, payload: Uint8Array, msgId?: string, ttl?: string, type?: string, publisher?: PublisherInfo): Promise<PublishResult>;
   /**
    * Stores one gateway event (JSON text, events/recorder.ts) under `subject` in the events stream; resolves
    * with its stream sequence, the event's id. JetStream only: the Redis baseline has no stream for them.

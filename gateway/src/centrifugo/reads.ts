@@ -2,6 +2,7 @@ import { readerOf } from "../auth/access.js";
 import type { BrokerMessage } from "../broker/broker.js";
 import { brokerFailure } from "../errors.js";
 import { readRefusalError } from "../limits/read-limits.js";
+import { readPublisher } from "../protocol/publisher-info.js";
 import { isJsonPayload } from "../protocol/serialize.js";
 import { ApiCode, apiErrorOf, badRequest, fail, replyOfThrown, type Reply } from "./codes.js";
 import { refusedAccess, type Caller, type ServerApiDeps } from "./context.js";
@@ -54,11 +55,16 @@ async function read(d: ServerApiDeps, p: HistoryParams): Promise<Reply> {
   return { result: { publications: p.reverse ? publications.reverse() : publications, ...position } };
 }
 
-/** A stored message as Centrifugo's publication: JSON data, text as a string, bytes in `b64data` (data null). */
+/**
+ * A stored message as Centrifugo's publication: JSON data, text as a string, bytes in `b64data` (data null);
+ * `info`, the publisher's ClientInfo, when a WebSocket client published it.
+ */
 function publication(m: BrokerMessage): Record<string, unknown> {
   const bytes = Buffer.from(m.payload.buffer, m.payload.byteOffset, m.payload.byteLength);
-  if (m.type === undefined && isJsonPayload(m.payload)) return { data: JSON.parse(bytes.toString("utf8")) as unknown, offset: m.seq };
-  return { data: null, b64data: bytes.toString("base64"), offset: m.seq };
+  const publisher = readPublisher(m.publisher);
+  const info = publisher ? { info: publisher } : {};
+  if (m.type === undefined && isJsonPayload(m.payload)) return { data: JSON.parse(bytes.toString("utf8")) as unknown, ...info, offset: m.seq };
+  return { data: null, b64data: bytes.toString("base64"), ...info, offset: m.seq };
 }
 
 /** `presence`: the channel's members (`GET /v1/channels/{channel}/presence`), keyed by client id. */

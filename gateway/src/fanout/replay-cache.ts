@@ -1,6 +1,7 @@
 import type { ReplayApi, StoredPage } from "../broker/broker.js";
 import type { Codec, MsgFrames } from "../protocol/codec.js";
 import type { StoredMsg } from "../protocol/server-frames.js";
+import type { StoredPublisher } from "../protocol/publisher-info.js";
 import { JSON_CODEC } from "../protocol/codecs.js";
 import { buildFrames } from "../protocol/serialize.js";
 import { COALESCE_MAX_BYTES, runEnds } from "./coalesced-frames.js";
@@ -116,6 +117,7 @@ class PageMsg implements MsgFrames {
   private readonly seq: number;
   private readonly length: number;
   private readonly type: string | undefined;
+  private readonly publisher: StoredPublisher | undefined;
 
   constructor(
     private readonly page: FramePage,
@@ -129,6 +131,7 @@ class PageMsg implements MsgFrames {
     this.seq = m.seq;
     this.length = m.payload.length;
     this.type = m.type;
+    this.publisher = m.publisher;
   }
 
   get size(): number {
@@ -142,7 +145,9 @@ class PageMsg implements MsgFrames {
   /** The stored message again, its payload from `json` (its JSON frame) or the copy. */
   stored(json: Uint8Array): StoredMsg {
     const payload = this.copy ?? json.subarray(json.length - 1 - this.length, json.length - 1);
-    return { channel: this.channel, seq: this.seq, ts: this.ts, payload, type: this.type };
+    const m: StoredMsg = { channel: this.channel, seq: this.seq, ts: this.ts, payload, type: this.type };
+    if (this.publisher !== undefined) m.publisher = this.publisher;
+    return m;
   }
 }
 

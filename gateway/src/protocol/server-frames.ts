@@ -1,5 +1,6 @@
 import type { ErrorCode } from "./codes.js";
 import type { Id } from "./frames.js";
+import type { StoredPublisher } from "./publisher-info.js";
 
 /**
  * Every frame the server sends, as values: the shapes of the wire protocol in one place (PROTOCOL.md
@@ -41,12 +42,23 @@ export type MsgMeta = {
   ts: number;
   /** The content type of a binary payload (`Fanout-Content-Type`); absent for JSON. */
   type?: string;
+  /** The WebSocket client that published it (`Fanout-Publisher`): the Centrifuge door's publication `info`. */
+  publisher?: StoredPublisher;
   /** A durable subscription's delivery: its name, and whether (and how often) it was delivered before. */
   durable?: { name: string; redelivered?: boolean; deliveries?: number };
 };
 
 /** A stored message as codecs build pages of `msg` frames from it. */
-export type StoredMsg = { channel: string; seq: number; ts: number; payload: Uint8Array; /** A binary payload's content type. */ type?: string };
+export type StoredMsg = {
+  channel: string;
+  seq: number;
+  ts: number;
+  payload: Uint8Array;
+  /** A binary payload's content type. */
+  type?: string;
+  /** Its publisher, when a WebSocket client published it. */
+  publisher?: StoredPublisher;
+};
 
 /** The server's clock for `pong`: ms since the epoch with µs decimals. */
 export const serverTime = (): number => performance.timeOrigin + performance.now();

@@ -4,6 +4,7 @@ import type { Metrics } from "../metrics/metrics.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { brokerFailure, GatewayError } from "../errors.js";
 import { isBadItem, type BadItem, type PublishItem } from "../protocol/batch.js";
+import type { PublisherInfo } from "../protocol/publisher-info.js";
 
 /** One item's result in a batch, in the item's place: stored (seq, duplicate), or why not. */
 export type ItemResult = { seq: number; duplicate: boolean } | { error: string; message: string; temporary: boolean };
@@ -28,6 +29,11 @@ export type PublishedBy = Readonly<{
   meta?: unknown;
   /** An API key: the application's backend. */
   trusted: boolean;
+  /**
+   * A WebSocket client's identity as stored with what it publishes on `channel` (the `Fanout-Publisher` header:
+   * the Centrifuge door's publication `info`); absent over HTTP and the server API, which store none.
+   */
+  publisherOn?: (channel: string) => PublisherInfo | undefined;
 }>;
 
 /**
@@ -83,7 +89,7 @@ export class PublishService {
     type?: string,
   ): Promise<PublishResult> {
     const p = await this.prepare(via, by, channel, data, encoded, type);
-    return this.store(via, channel, p.payload, msgId, ttl, p.type);
+    return this.store(via, channel, p.payload, msgId, ttl, p.type, by.publisherOn?.(channel));
   }
 
   /**
@@ -126,11 +132,19 @@ export class PublishService {
   }
 
   /** Hands a prepared payload to the broker (synchronously up to the broker's publish) and counts the result. */
-  private async store(via: PublishVia, channel: string, payload: Uint8Array, msgId?: string, ttl?: string, type?: string): Promise<PublishResult> {
+  private async store(
+    via: PublishVia,
+    channel: string,
+    payload: Uint8Array,
+    msgId?: string,
+    ttl?: string,
+    type?: string,
+    publisher?: PublisherInfo,
+  ): Promise<PublishResult> {
     const { ok, dup, err } = this.counters(via);
     const end = this.metrics.publishDuration.startTimer();
     try {
-      const r = await this.broker.publish(channel, payload, msgId, ttl, type);
+      const r = await this.broker.publish(channel, payload, msgId, ttl, type, publisher);
       end();
       (r.duplicate ? dup : ok).inc();
       return r;
@@ -178,7 +192,9 @@ export class PublishService {
       }),
     );
     const pending = checked.map((it) =>
-      it instanceof GatewayError ? Promise.reject(it) : this.store(via, it.item.channel, it.prepared.payload, it.item.msgId, it.item.ttl, it.prepared.type),
+      it instanceof GatewayError
+        ? Promise.reject(it)
+        : this.store(via, it.item.channel, it.prepared.payload, it.item.msgId, it.item.ttl, it.prepared.type, by.publisherOn?.(it.item.channel)),
     );
     const settled = await Promise.allSettled(pending);
     return settled.map((r) => {

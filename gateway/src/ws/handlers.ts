@@ -13,6 +13,7 @@ import {
   type UnsubFrame,
 } from "../protocol/frames.js";
 import { serverTime } from "../protocol/server-frames.js";
+import { publisherInfo } from "../protocol/publisher-info.js";
 import { sendLastValues } from "../fanout/last-values.js";
 import { brokerFailure, GatewayError } from "../errors.js";
 import { clientIdOf, fanoutSocket, sendErr, sendFrame, type Socket, type SubState } from "./session.js";
@@ -104,6 +105,7 @@ async function subscribe(ctx: HandlerContext, ws: Socket, f: SubFrame): Promise<
 
   const sub = ctx.subs.begin(ws, f.channel, f.delta === "fossil");
   if (allowed.token) setSubExpiry(ctx, ws, sub, "token", allowed.token.exp);
+  if (allowed.token?.info !== undefined) sub.info = allowed.token.info;
   let feed;
   try {
     feed = await ctx.hub.acquire(f.channel);
@@ -260,8 +262,17 @@ async function publish(ctx: HandlerContext, ws: Socket, f: PubFrame | PubBatchFr
   }
 }
 
-/** The publisher as the publish hook is told: the socket's identity now, and its client id. */
-const publisherIs = (ws: Socket): PublishedBy => publishedBy(ws.getUserData().identity, clientIdOf(ws));
+/**
+ * The publisher as the publish hook is told: the socket's identity now, and its client id; stored with the
+ * message as Centrifuge's ClientInfo (user, client, the connection's info, the subscription's on that channel).
+ */
+const publisherIs = (ws: Socket): PublishedBy => {
+  const s = ws.getUserData();
+  const client = clientIdOf(ws);
+  const by = publishedBy(s.identity, client);
+  const user = s.identity.identified ? s.identity.principal.user : null;
+  return { ...by, publisherOn: (channel) => publisherInfo(user, client, s.connInfo ?? s.identity.info, s.subs.get(channel)?.info) };
+};
 
 /** A `pub` with `batch`: each item through the authorization chain, all published pipelined, one `ok` with every result. */
 async function publishBatch(ctx: HandlerContext, ws: Socket, f: PubBatchFrame): Promise<void> {

@@ -42,6 +42,8 @@ export type SubState = {
    * acting on it (ws/sub-expiry.ts owns both); cleared when it ends. None: it runs until unsubscribed.
    */
   expiry?: SubExpiry;
+  /** The subscription token's `info` claim: Centrifuge's `chan_info` of what this connection publishes here. */
+  info?: unknown;
 };
 
 /** Per-socket state (uWS user data). */
@@ -74,6 +76,11 @@ export type Session = {
   compress?: boolean;
   /** `rpc` calls sent to the backend and not answered yet (at most RPC_MAX_IN_FLIGHT). */
   rpcInFlight: number;
+  /**
+   * The Centrifuge door's connection token `info` claim: the `conn_info` stored with what it publishes (else
+   * the connect hook's `info`, identity.info).
+   */
+  connInfo?: unknown;
   /** The connection's presence client id (made at its first presence:true subscription). */
   clientId?: string;
   /** It reads coalesced frames (the `coalesce=1` query parameter of its upgrade; PROTOCOL.md "Coalesced frames"). */

@@ -1,5 +1,6 @@
 import type { Msg } from "@nats-io/transport-node";
 import { CONTENT_TYPE_HEADER, storedType } from "../../protocol/content-type.js";
+import { PUBLISHER_HEADER, type StoredPublisher } from "../../protocol/publisher-info.js";
 
 /** What the gateway reads from JetStream's headers on direct-get replies and republished messages. */
 export type JsHeaders = {
@@ -19,6 +20,8 @@ export type JsHeaders = {
   description: string;
   /** `Fanout-Content-Type`: a binary payload's content type (protocol/content-type.ts); absent for JSON. */
   type?: string;
+  /** `Fanout-Publisher`: the WebSocket client that published it, as stored (protocol/publisher-info.ts reads it); absent otherwise. */
+  publisher?: StoredPublisher;
 };
 
 type RawMsg = { _rdata?: Uint8Array; _msg?: { hdr: number } };
@@ -45,6 +48,7 @@ const K_TIME = key("Nats-Time-Stamp");
 const K_PENDING = key("Nats-Num-Pending");
 const K_LAST = key("Nats-Last-Sequence");
 const K_TYPE = key(CONTENT_TYPE_HEADER);
+const K_PUBLISHER = key(PUBLISHER_HEADER);
 
 function key(s: string): Uint8Array {
   return Buffer.from(s, "latin1");
@@ -67,6 +71,7 @@ export function jsHeaders(m: Msg): JsHeaders | undefined {
   if (!h) return undefined;
   jsHeaderPaths.decoded++;
   const ts = h.get("Nats-Time-Stamp");
+  const publisher = h.get(PUBLISHER_HEADER) || undefined;
   return {
     code: h.code ?? 0,
     subject: h.get("Nats-Subject"),
@@ -76,6 +81,7 @@ export function jsHeaders(m: Msg): JsHeaders | undefined {
     last: Number(h.get("Nats-Last-Sequence") || 0),
     description: h.description ?? "",
     type: storedType(h.get(CONTENT_TYPE_HEADER)),
+    ...(publisher !== undefined ? { publisher } : {}),
   };
 }
 
@@ -143,6 +149,7 @@ function generalLayout(b: Uint8Array, start: number, end: number): JsHeaders {
   let last = 0;
   let description = "";
   let type: string | undefined;
+  let publisher: StoredPublisher | undefined;
   // Status line: "NATS/1.0" optionally followed by " <code> <description>".
   let i = start + 8;
   if (b[i] === 0x20) {
@@ -174,6 +181,8 @@ function generalLayout(b: Uint8Array, start: number, end: number): JsHeaders {
         break;
       case 16:
         if (same(b, i, K_PENDING)) pending = uint(b, vs, eol);
+        // Only messages with headers of their own come here: the fixed layout has none.
+        else if (same(b, i, K_PUBLISHER) && eol > vs) publisher = Buffer.from(b.buffer, b.byteOffset + vs, eol - vs).toString("latin1");
         break;
       case 18:
         if (same(b, i, K_LAST)) last = uint(b, vs, eol);
@@ -185,7 +194,10 @@ function generalLayout(b: Uint8Array, start: number, end: number): JsHeaders {
     }
     i = eol + 2;
   }
-  return type === undefined ? { code, subject, seq, ts, pending, last, description } : { code, subject, seq, ts, pending, last, description, type };
+  const h: JsHeaders = { code, subject, seq, ts, pending, last, description };
+  if (type !== undefined) h.type = type;
+  if (publisher !== undefined) h.publisher = publisher;
+  return h;
 }
 
 function same(b: Uint8Array, at: number, k: Uint8Array): boolean {

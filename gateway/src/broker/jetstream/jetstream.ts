@@ -21,6 +21,7 @@ import { ErrorCode } from "../../protocol/codes.js";
 import { JetStreamPresence, type PresenceSettings } from "./presence.js";
 import { natsJsOptions, type NatsSecurity } from "./nats-security.js";
 import { callbackFaults } from "../../util/guarded.js";
+import type { PublisherInfo } from "../../protocol/publisher-info.js";
 
 export type JetStreamBrokerOptions = {
   servers: string[];
@@ -298,12 +299,12 @@ export class JetStreamBroker implements Broker {
     return replayWebhook(this.jsm, stream, from);
   }
 
-  async publish(channel: string, payload: Uint8Array, msgId?: string, ttl?: string, type?: string): Promise<PublishResult> {
+  async publish(channel: string, payload: Uint8Array, msgId?: string, ttl?: string, type?: string, publisher?: PublisherInfo): Promise<PublishResult> {
     if (!this.isConnected()) throw new GatewayError(ErrorCode.BrokerUnavailable, "NATS is not connected");
     const subject = this.partOfChannel(channel).mapper.toSubject(channel);
     // The publishes of one event-loop turn reach nats.js together: one socket write for all of them.
     await this.publishTurn.wait();
-    return this.publisher.publish(subject, payload, msgId, ttl, type);
+    return this.publisher.publish(subject, payload, msgId, ttl, type, publisher);
   }
 
   async live(pattern: string, onMessage: (m: BrokerMessage) => void): Promise<LiveFeed> {

@@ -144,6 +144,7 @@ export class CoreLiveFeed implements LiveFeed {
     if (!h || h.seq === 0 || !this.deps.owns(h.subject)) return;
     const p: Live = { subject: h.subject, seq: h.seq, prev: h.last, ts: h.ts, payload: m.data };
     if (h.type !== undefined) p.type = h.type;
+    if (h.publisher !== undefined) p.publisher = h.publisher;
     if (this.holding) return this.holdMsg(p);
     this.process(p);
   }
@@ -170,6 +171,7 @@ export class CoreLiveFeed implements LiveFeed {
     try {
       const out: BrokerMessage = { channel: this.deps.toChannel(m.subject), seq: m.seq, ts: m.ts, payload: m.payload };
       if (m.type !== undefined) out.type = m.type;
+      if (m.publisher !== undefined) out.publisher = m.publisher;
       this.onMessage(out);
     } catch (e) {
       this.deps.log.error({ err: e, pattern: this.pattern }, "live feed callback failed");

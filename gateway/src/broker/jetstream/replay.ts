@@ -225,8 +225,16 @@ export class JetStreamReplay implements ReplayApi {
 
   private fromLeader(m: LeaderMsg): BrokerMessage {
     const hdrs = m.hdrs ? Buffer.from(m.hdrs, "base64") : undefined;
-    const type = hdrs && hdrs.length > 8 ? parseJsHeaders(hdrs, hdrs.length).type : undefined;
-    return { channel: this.mapper.toChannel(m.subject), seq: m.seq, ts: Date.parse(m.time), payload: Buffer.from(m.data ?? "", "base64"), type };
+    const h = hdrs && hdrs.length > 8 ? parseJsHeaders(hdrs, hdrs.length) : undefined;
+    const out: BrokerMessage = {
+      channel: this.mapper.toChannel(m.subject),
+      seq: m.seq,
+      ts: Date.parse(m.time),
+      payload: Buffer.from(m.data ?? "", "base64"),
+      type: h?.type,
+    };
+    if (h?.publisher !== undefined) out.publisher = h.publisher;
+    return out;
   }
 
   /** The leader's first message on `subject` at or after `seq` (`$JS.API.STREAM.MSG.GET`), if any. */

@@ -199,6 +199,7 @@ export class Door {
     // The session was made at the upgrade, before anyone was named: the connect names its user.
     (s as { user: string }).user = id.principal.user;
     st.info = infoClaim(c.token);
+    s.connInfo = st.info;
     clearTimeout(st.connectTimer);
     this.ctx.guard.opened(ws);
     st.phase = "connected";

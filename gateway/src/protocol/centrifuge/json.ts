@@ -6,7 +6,8 @@ import { mayHoldHugeNumber } from "../json-numbers.js";
 import { isJsonPayload, joinLines } from "../serialize.js";
 import type { MsgMeta, ServerFrame, StoredMsg } from "../server-frames.js";
 import { disconnectOf } from "./codes.js";
-import { clientChannel, disconnectReply, replyOfFrame, Stored, type CentrifugeCodec, type Reply } from "./shapes.js";
+import { readPublisher } from "../publisher-info.js";
+import { clientChannel, disconnectReply, metaOf, publicationReply, replyOfFrame, Stored, type CentrifugeCodec, type Reply } from "./shapes.js";
 
 export { clientChannel } from "./shapes.js";
 
@@ -72,6 +73,8 @@ export function encodeReply(r: Reply): string | Buffer {
  * `publicationReply`.
  */
 export function publicationPush(meta: MsgMeta, payload: Uint8Array): Buffer {
+  // With a publisher (a WebSocket client's publish): its `info` beside the data, still once per worker.
+  if (readPublisher(meta.publisher)) return encodeReply(publicationReply(meta, payload)) as Buffer;
   const head = Buffer.from(`{"push":{"channel":${JSON.stringify(clientChannel(meta.channel))},"pub":{"data":`);
   return Buffer.concat([head, storedJson(new Stored(payload, meta.type)), Buffer.from(`,"offset":${meta.seq}}}}`)]);
 }
@@ -92,8 +95,14 @@ export function encodeFrame(f: ServerFrame): string | Buffer {
  */
 export function deltaSubscriptionPush(meta: MsgMeta, payload: Uint8Array): Buffer {
   const data = JSON.stringify(storedJson(new Stored(payload, meta.type)).toString("utf8"));
-  return Buffer.from(`{"push":{"channel":${JSON.stringify(clientChannel(meta.channel))},"pub":{"data":${data},"offset":${meta.seq}}}}`);
+  return Buffer.from(`{"push":{"channel":${JSON.stringify(clientChannel(meta.channel))},"pub":{"data":${data}${infoField(meta)},"offset":${meta.seq}}}}`);
 }
+
+/** `,"info":{…}` of a publication a WebSocket client published; "" otherwise. */
+const infoField = (meta: MsgMeta): string => {
+  const info = readPublisher(meta.publisher);
+  return info ? `,"info":${JSON.stringify(info)}` : "";
+};
 
 /**
  * A delta publication push: `delta: true`, the Fossil delta from the channel's previous publication as a JSON
@@ -105,7 +114,9 @@ export function deltaPush(meta: MsgMeta, _base: number, delta: Uint8Array, paylo
   const bytes = Buffer.from(delta.buffer, delta.byteOffset, delta.byteLength);
   if (!isUtf8(bytes)) return deltaSubscriptionPush(meta, payload);
   const channel = JSON.stringify(clientChannel(meta.channel));
-  return Buffer.from(`{"push":{"channel":${channel},"pub":{"data":${JSON.stringify(bytes.toString("utf8"))},"offset":${meta.seq},"delta":true}}}`);
+  return Buffer.from(
+    `{"push":{"channel":${channel},"pub":{"data":${JSON.stringify(bytes.toString("utf8"))}${infoField(meta)},"offset":${meta.seq},"delta":true}}}`,
+  );
 }
 
 const decodeJson: CentrifugeCodec["decode"] = (data, isBinary) =>
@@ -123,10 +134,7 @@ export const CENTRIFUGE_JSON_DELTA_CODEC: CentrifugeCodec = {
   reply: encodeReply,
   msg: deltaSubscriptionPush,
   delta: deltaPush,
-  msgs: (pattern: string, messages: readonly StoredMsg[]) =>
-    messages.map((m) =>
-      deltaSubscriptionPush({ channel: m.channel, pattern, seq: m.seq, ts: m.ts, ...(m.type !== undefined ? { type: m.type } : {}) }, m.payload),
-    ),
+  msgs: (pattern: string, messages: readonly StoredMsg[]) => messages.map((m) => deltaSubscriptionPush(metaOf(pattern, m), m.payload)),
   batch: joinLines,
   closeCode: disconnectOf,
 };
@@ -145,8 +153,7 @@ export const CENTRIFUGE_JSON_CODEC: CentrifugeCodec = {
   // A delta subscription's frames, deltas and full ones, are its delta codec's: this one never writes a delta.
   delta: deltaPush,
   deltaCodec: CENTRIFUGE_JSON_DELTA_CODEC,
-  msgs: (pattern: string, messages: readonly StoredMsg[]) =>
-    messages.map((m) => publicationPush({ channel: m.channel, pattern, seq: m.seq, ts: m.ts, ...(m.type !== undefined ? { type: m.type } : {}) }, m.payload)),
+  msgs: (pattern: string, messages: readonly StoredMsg[]) => messages.map((m) => publicationPush(metaOf(pattern, m), m.payload)),
   batch: joinLines,
   closeCode: disconnectOf,
 };

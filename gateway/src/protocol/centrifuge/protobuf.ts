@@ -2,9 +2,10 @@ import { ErrorCode } from "../codes.js";
 import type { Decoded } from "../frames.js";
 import type { MsgMeta, ServerFrame, StoredMsg } from "../server-frames.js";
 import { disconnectOf } from "./codes.js";
+import { readPublisher } from "../publisher-info.js";
 import { MAX_COMMANDS_PER_FRAME } from "./json.js";
 import { decodeDelimited, encodeDelimited, ProtoError, varintLength, writeVarint, type DecodeState } from "./proto-wire.js";
-import { clientChannel, replyOfFrame, Stored, type CentrifugeCodec, type Reply } from "./shapes.js";
+import { clientChannel, metaOf, publicationReply, replyOfFrame, Stored, type CentrifugeCodec, type Reply } from "./shapes.js";
 
 /**
  * The Centrifuge client protocol's Protobuf format (WebSocket subprotocol `centrifuge-protobuf`): binary frames
@@ -39,6 +40,8 @@ export const encodeProtoReply = (r: Reply): Buffer => encodeDelimited("Reply", r
  * `publicationReply` (the unit tests hold them equal).
  */
 export function protoPublicationPush(meta: MsgMeta, payload: Uint8Array): Buffer {
+  // With a publisher (a WebSocket client's publish): its ClientInfo as `info`, through the general encoder (still once per worker).
+  if (readPublisher(meta.publisher)) return encodeProtoReply(publicationReply(meta, payload));
   const channel = Buffer.from(clientChannel(meta.channel), "utf8");
   // Reply{push(4): Push{channel(2), pub(4): Publication{data(4), offset(6)}}}
   const pub = 1 + varintLength(payload.length) + payload.length + (meta.seq > 0 ? 1 + varintLength(meta.seq) : 0);
@@ -84,14 +87,21 @@ export const CENTRIFUGE_PROTOBUF_CODEC: CentrifugeCodec = {
   reply: encodeProtoReply,
   msg: protoPublicationPush,
   // The SDK applies `data` (bytes) as the Fossil delta when `delta` is set; full publications are the shared frames.
-  delta: (meta, _base, delta) =>
-    encodeProtoReply({
-      push: { channel: clientChannel(meta.channel), pub: { data: new Stored(delta, "application/octet-stream"), offset: meta.seq, delta: true } },
-    }),
-  msgs: (pattern: string, messages: readonly StoredMsg[]) =>
-    messages.map((m) =>
-      protoPublicationPush({ channel: m.channel, pattern, seq: m.seq, ts: m.ts, ...(m.type !== undefined ? { type: m.type } : {}) }, m.payload),
-    ),
+  delta: (meta, _base, delta) => {
+    const info = readPublisher(meta.publisher);
+    return encodeProtoReply({
+      push: {
+        channel: clientChannel(meta.channel),
+        pub: {
+          data: new Stored(delta, "application/octet-stream"),
+          ...(info ? { info } : {}),
+          offset: meta.seq,
+          delta: true,
+        },
+      },
+    });
+  },
+  msgs: (pattern: string, messages: readonly StoredMsg[]) => messages.map((m) => protoPublicationPush(metaOf(pattern, m), m.payload)),
   // Length-prefixed messages follow each other: a coalesced frame is their bytes in order.
   batch: (frames) => Buffer.concat(frames),
   closeCode: disconnectOf,

@@ -1,8 +1,9 @@
 import type { Codec } from "../codec.js";
-import type { MsgMeta, ServerFrame } from "../server-frames.js";
+import type { MsgMeta, ServerFrame, StoredMsg } from "../server-frames.js";
 import { toCentrifugoChannel } from "../centrifugo-channels.js";
 import { clientErrorOf, disconnectForUnsolicited, reconnects, unsubscribeOf, type ClientErrorOut } from "./codes.js";
 import { requestOf, type Request } from "./requests.js";
+import { readPublisher } from "../publisher-info.js";
 
 /**
  * The replies and pushes of the Centrifuge client protocol (v2) as plain objects with the protocol's field
@@ -110,10 +111,19 @@ export function clientChannel(channel: string): string {
   return m.ok ? m.name : channel;
 }
 
-/** A publication push of a stored payload. */
-export const publicationReply = (meta: MsgMeta, payload: Uint8Array): Reply => ({
-  push: { channel: clientChannel(meta.channel), pub: { data: new Stored(payload, meta.type), offset: meta.seq } },
-});
+/** A publication push of a stored payload, with its publisher as `info` when a WebSocket client published it. */
+export const publicationReply = (meta: MsgMeta, payload: Uint8Array): Reply => {
+  const info = readPublisher(meta.publisher);
+  return { push: { channel: clientChannel(meta.channel), pub: { data: new Stored(payload, meta.type), ...(info ? { info } : {}), offset: meta.seq } } };
+};
+
+/** A stored message as the codec seam's `msg` takes it: its meta (with `pattern`) and payload. */
+export const metaOf = (pattern: string, m: StoredMsg): MsgMeta => {
+  const meta: MsgMeta = { channel: m.channel, pattern, seq: m.seq, ts: m.ts };
+  if (m.type !== undefined) meta.type = m.type;
+  if (m.publisher !== undefined) meta.publisher = m.publisher;
+  return meta;
+};
 
 /** A `disconnect` push: the SDK closes and, when the code says so, reconnects and recovers. */
 export const disconnectReply = (code: number, reason: string): Reply => ({ push: { disconnect: { code, reason, reconnect: reconnects(code) } } });

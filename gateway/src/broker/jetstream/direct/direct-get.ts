@@ -2,6 +2,7 @@ import { createInbox, type Msg, type NatsConnection, type Subscription } from "@
 import { GatewayError } from "../../../errors.js";
 import { ErrorCode } from "../../../protocol/codes.js";
 import { jsHeaders, type JsHeaders } from "../headers.js";
+import type { StoredPublisher } from "../../../protocol/publisher-info.js";
 import { guarded } from "../../../util/guarded.js";
 
 /** One stored message as a direct get returns it. */
@@ -14,6 +15,8 @@ export type StoredMsg = {
   channel: string;
   /** A binary payload's content type (`Fanout-Content-Type`); absent for JSON (and then no key at all). */
   type?: string;
+  /** The WebSocket client that published it (`Fanout-Publisher`); absent otherwise. */
+  publisher?: StoredPublisher;
 };
 
 /** A batch: messages in stream order, and how many matching messages follow the last one (0: none now). */
@@ -268,6 +271,7 @@ export class DirectGet implements ReplySink {
       }
       const m: StoredMsg = { subject: h.subject, seq: h.seq, ts: h.ts, payload, channel: this.lastChannel };
       if (h.type !== undefined) m.type = h.type;
+      if (h.publisher !== undefined) m.publisher = h.publisher;
       p.out.push(m);
       return;
     }
