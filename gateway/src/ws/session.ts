@@ -1,4 +1,5 @@
 import type { WebSocket } from "../uws.js";
+import { sendActivity } from "../fanout/send-activity.js";
 import type { DurableSub } from "../fanout/durable-sub.js";
 import type { Flow, SubLifecycle } from "../fanout/lifecycle.js";
 import type { FanoutSocket } from "../fanout/socket.js";
@@ -129,7 +130,10 @@ export function fanoutSocket(ws: Socket): FanoutSocket {
     },
     codec: s.codec,
     coalesce: s.coalesce,
-    send: (frame) => ws.send(frame, s.codec.binary, s.compress === true),
+    send: (frame) => {
+      sendActivity.note();
+      return ws.send(frame, s.codec.binary, s.compress === true);
+    },
     cork: (fn) => {
       ws.cork(fn);
     },
@@ -155,6 +159,7 @@ export function sendEncoded(ws: Socket, data: string | Uint8Array): void {
   const s = ws.getUserData();
   // A frame the socket's protocol has no counterpart of is encoded as nothing (protocol/centrifuge/json.ts).
   if (s.closed || data.length === 0) return;
+  sendActivity.note();
   ws.cork(() => {
     ws.send(data, s.codec.binary, false);
   });
