@@ -31,7 +31,7 @@ export type MillionResult = {
   /** Before any socket: the primary's and each worker's RSS, and the primary's fan-in of every worker's metrics. */
   idle: { primaryMB: number; workerMeanMB: number; workerMaxMB: number; metricsMs: number; metricsBytes: number; statsMs: number; metricsConnectedMs: number };
   /** The gateway's node processes before and after the sockets; the client processes and nats-server after. */
-  rss: { idleMB: number; connectedMB: number; perConnB: number; clientsMB: number; natsMB: number };
+  rss: { idleMB: number; connectedMB: number; perConnB: number; heapPerConnB: number; clientsMB: number; natsMB: number };
   kernel: KernelPerSocket & { availableBeforeMB: number; availableConnectedMB: number };
   /** The gateway's CPU (% of a core) while holding every socket with nothing to send. */
   idleCpuPct: number;
@@ -88,7 +88,7 @@ export function millionReport(r: MillionResult): string {
       `(largest ${f(r.idle.workerMaxMB, 1)} MB). The primary's fan-in of ${r.workers} workers' metrics: \`/metrics\` ${f(r.idle.metricsMs)} ms (${f(r.idle.metricsBytes / 1024)} KB), ` +
       `\`/v1/stats\` ${f(r.idle.statsMs)} ms, \`/metrics\` with every socket open ${f(r.idle.metricsConnectedMs)} ms.`,
     `- **Memory**: the gateway's node processes ${f(r.rss.idleMB)} → ${f(r.rss.connectedMB)} MB (RSS from /proc, before the sockets and once it settled after the last one subscribed), ` +
-      `${f(r.rss.perConnB)} B per connection. Kernel: ${f(k.perSocketB)} B per socket over ${f(k.sockets)} TCP sockets (both ends of each connection are on this machine): ` +
+      `${f(r.rss.perConnB)} B per connection, of which the workers' JS heap in use ${f(r.rss.heapPerConnB)} B (fanout_worker_state). Kernel: ${f(k.perSocketB)} B per socket over ${f(k.sockets)} TCP sockets (both ends of each connection are on this machine): ` +
       `slab ${f(k.slabPerSocketB)} B, TCP buffers ${f(k.buffersPerSocketB)} B; by cache ${caches || "(no /proc/slabinfo)"}. ` +
       `The clients' processes held ${f(r.rss.clientsMB)} MB, nats-server ${f(r.rss.natsMB)} MB; available memory ${f(r.kernel.availableBeforeMB)} → ${f(r.kernel.availableConnectedMB)} MB.`,
     `- **Idle**: holding every socket with nothing to send cost the gateway ${f(r.idleCpuPct, 1)} % of a core (5 s window).`,

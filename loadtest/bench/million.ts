@@ -91,6 +91,14 @@ async function settled(pids: () => number[]): Promise<void> {
   ).catch(() => undefined);
 }
 
+/** The workers' JS heap in use, summed (fanout_worker_state{what="heap_used_bytes"} of every worker). */
+async function heapUsed(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(30_000) })).text();
+  let sum = 0;
+  for (const m of text.matchAll(/^fanout_worker_state\{[^}]*what="heap_used_bytes"[^}]*\} (\S+)$/gm)) sum += Number(m[1]);
+  return sum;
+}
+
 /** Median time and body size of three GETs (the primary's fan-in of every worker's metrics). */
 async function timeGet(url: string): Promise<{ ms: number; bytes: number }> {
   const runs: { ms: number; bytes: number }[] = [];
@@ -140,6 +148,8 @@ runBench(BENCH, async ({ flags: v, argv }) => {
     gw = await startGateway({
       natsUrl: nats.url,
       workers,
+      // BENCH_NODE_ARGS (e.g. `--max-semi-space-size=1`) reach every gateway process, as in common.ts.
+      nodeArgs: (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean),
       logLevel: "info",
       inheritStderr: true,
       readyTimeoutMs: 600_000,
@@ -158,6 +168,7 @@ runBench(BENCH, async ({ flags: v, argv }) => {
       workerMaxMB: Math.max(...workerRss) / 1048576,
     };
     const rssIdle = rssOf(gwPids());
+    const heapIdle = await heapUsed(gw.url);
     const metricsIdle = await timeGet(`${gw.url}/metrics`);
     const statsIdle = await timeGet(`${gw.url}/v1/stats`);
     log(
@@ -218,6 +229,7 @@ runBench(BENCH, async ({ flags: v, argv }) => {
     await settled(() => [...gwPids(), ...clientPids()]);
     const k2 = readKernelMem();
     const rssConnected = rssOf(gwPids());
+    const heapConnected = await heapUsed(gw.url);
     const clientRss = rssOf(clientPids());
     const natsRss = procStat(nats.proc.pid!)?.rssBytes ?? 0;
     const kernel = perSocket(k1, k2, Math.max(1, k2.tcpInUse - k1.tcpInUse));
@@ -226,7 +238,7 @@ runBench(BENCH, async ({ flags: v, argv }) => {
     await new Promise((r) => setTimeout(r, 5_000)); // a fixed idle window: what holding the sockets costs
     const idleCpuPct = idleCpu.end().nodePct;
     log(
-      `gateway RSS ${(rssIdle / 1048576).toFixed(0)} → ${(rssConnected / 1048576).toFixed(0)} MB (${((rssConnected - rssIdle) / total).toFixed(0)} B per connection); kernel ${kernel.perSocketB.toFixed(0)} B per socket over ${fmt(kernel.sockets)} sockets; idle CPU ${idleCpuPct.toFixed(1)} %`,
+      `gateway RSS ${(rssIdle / 1048576).toFixed(0)} → ${(rssConnected / 1048576).toFixed(0)} MB (${((rssConnected - rssIdle) / total).toFixed(0)} B per connection, of which JS heap ${((heapConnected - heapIdle) / total).toFixed(0)} B); kernel ${kernel.perSocketB.toFixed(0)} B per socket over ${fmt(kernel.sockets)} sockets; idle CPU ${idleCpuPct.toFixed(1)} %`,
     );
 
     // One message to all: from the publish until the progress lines count every client's delivery.
@@ -295,6 +307,7 @@ runBench(BENCH, async ({ flags: v, argv }) => {
         idleMB: rssIdle / 1048576,
         connectedMB: rssConnected / 1048576,
         perConnB: (rssConnected - rssIdle) / total,
+        heapPerConnB: (heapConnected - heapIdle) / total,
         clientsMB: clientRss / 1048576,
         natsMB: natsRss / 1048576,
       },
