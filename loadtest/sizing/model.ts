@@ -140,17 +140,19 @@ export function plan(c: Costs, w: Workload, s: Shape): Plan {
 }
 
 /**
- * NATS: each publish stored on `replicas` servers, and each message sent to every worker holding a subscriber
- * of its channel (at most one per subscriber, at most every worker). At least three servers for R3.
+ * NATS: each publish is stored by the stream's leader and copied to `replicas − 1` followers; each message is
+ * also sent to every worker holding a subscriber of its channel (at most one per subscriber, at most every
+ * worker) over the workers' core subscriptions, which any server of the cluster serves. The leader's share is
+ * the one a cluster cannot spread: past one server's cores, the channels need more streams (namespaces).
  */
 export function natsPlan(c: Costs, w: Workload, s: Shape, workers: number): Plan["nats"] {
   const workerDeliveries = w.publishRate * Math.min(w.fanout, workers);
   const cores = (w.publishRate * c.natsUsPerPublish * s.replicas + workerDeliveries * c.natsUsPerWorkerDelivery) / 1e6;
-  const leaderCores = (w.publishRate * c.natsUsPerPublish + workerDeliveries * c.natsUsPerWorkerDelivery) / 1e6;
+  const leaderCores = (w.publishRate * c.natsUsPerPublish) / 1e6;
   const room = s.natsCoresPerServer * s.utilisation;
-  const servers = Math.max(s.replicas >= 3 ? 3 : 1, Math.ceil(cores / room));
+  const needed = Math.max(s.replicas >= 3 ? 3 : 1, Math.ceil(cores / room));
   return {
-    servers: servers % 2 === 0 && servers > 1 ? servers + 1 : servers,
+    servers: needed % 2 === 0 && needed > 1 ? needed + 1 : needed,
     cores,
     leaderCores,
     leaderOverloaded: leaderCores > room,

@@ -61,16 +61,21 @@ describe("capacity model — instances from the measured costs", () => {
     expect(p.memory.bytes).toBe(64 * MiB + 51 * 64 * MiB + 1_000_000 * 8 * KiB);
   });
 
-  it("NATS: R3 stores each publish three times; workers each get every message of a channel they hold", () => {
+  it("NATS: R3 stores each publish three times; workers each get every message of a channel they hold; one leader per stream", () => {
     const w: Workload = { connections: 1_000_000, channels: 100, publishRate: 1_000, fanout: 50_000, payloadBytes: 100 };
     const n = natsPlan(costs, w, shape, 64);
     expect(n.workerDeliveriesPerSecond).toBe(64_000); // min(fan-out, workers) per message
     expect(n.cores).toBeCloseTo((1_000 * 10 * 3 + 64_000 * 10) / 1e6, 9);
     expect(n.servers).toBe(3);
     expect(n.leaderOverloaded).toBe(false);
+    // 6,400,000 messages/s to workers: 65 cores, spread over the cluster (odd server count, 8 cores at 50 %).
     const hot = natsPlan(costs, { ...w, publishRate: 100_000 }, shape, 64);
-    expect(hot.leaderCores).toBeCloseTo((100_000 * 10 + 6_400_000 * 10) / 1e6, 9);
-    expect(hot.leaderOverloaded).toBe(true); // 65 cores for one stream's leader: more than a server
+    expect(hot.cores).toBeCloseTo((100_000 * 10 * 3 + 6_400_000 * 10) / 1e6, 9);
+    expect(hot.servers).toBe(17);
+    expect(hot.leaderCores).toBeCloseTo(1, 9);
+    expect(hot.leaderOverloaded).toBe(false);
+    // A stream's leader stores every publish: 500,000 a second at 10 µs is 5 cores, more than 4 usable.
+    expect(natsPlan(costs, { ...w, publishRate: 500_000 }, shape, 64).leaderOverloaded).toBe(true);
     expect(hot.servers % 2).toBe(1);
   });
 
