@@ -64,7 +64,12 @@ export async function runValidation(argv: string[], dirs: { root: string; result
   const { values } = parseArgs({
     args: argv,
     strict: true,
-    options: { points: { type: "string", default: "10000,100000" }, steady: { type: "string", default: "60" }, "keep-as-million": { type: "boolean" } },
+    options: {
+      points: { type: "string", default: "10000,100000" },
+      steady: { type: "string", default: "60" },
+      workers: { type: "string" },
+      "keep-as-million": { type: "boolean" },
+    },
   });
   const points = values.points.split(",").map((p) => Number(p.replace(/_/g, "")));
   if (points.some((p) => !Number.isInteger(p) || p < 1)) throw new Error(`--points must be whole numbers, not ${values.points}`);
@@ -73,7 +78,9 @@ export async function runValidation(argv: string[], dirs: { root: string; result
   const read = readCosts(dirs.results, dirs.root, points.map(outOf));
   if ("missing" in read) throw new Error(`figures missing:\n${read.missing.join("\n")}`);
   const costsFrom = read.sources[0]!.file;
-  const predictions = points.map((n) => predictBench(read.costs, n, Math.max(2, Math.ceil(n / PER_PROCESS)), 1));
+  // --workers: the gateway's worker count at every point (default bench:million's, one per 18,000 clients).
+  const workersAt = (n: number): number => (values.workers ? Number(values.workers) : Math.max(2, Math.ceil(n / PER_PROCESS)));
+  const predictions = points.map((n) => predictBench(read.costs, n, workersAt(n), 1));
   for (const p of predictions)
     console.log(
       `[validate] predicted at ${f(p.clients)} clients (${p.workers} workers), from ${costsFrom}: gateway RSS ${f(p.gatewayRssMB)} MB, kernel ${f(p.kernelMB)} MB, CPU ${f(p.steadyCpuPct, 1)} %`,
@@ -86,7 +93,18 @@ export async function runValidation(argv: string[], dirs: { root: string; result
     const out = outOf(p.clients).replace(/\.json$/, ".md");
     const r = spawnSync(
       process.execPath,
-      [join(dirs.root, "dist/loadtest/kit/cli.js"), "million", "--clients", String(p.clients), "--steady", values.steady, "--out", out],
+      [
+        join(dirs.root, "dist/loadtest/kit/cli.js"),
+        "million",
+        "--clients",
+        String(p.clients),
+        "--workers",
+        String(p.workers),
+        "--steady",
+        values.steady,
+        "--out",
+        out,
+      ],
       { stdio: "inherit", timeout: 60 * 60_000 },
     );
     if (!existsSync(outOf(p.clients))) throw new Error(`bench:million at ${p.clients} wrote no result (exit ${r.status ?? r.signal})`);

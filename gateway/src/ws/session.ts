@@ -183,7 +183,6 @@ export function sendEncoded(ws: Socket, data: string | Uint8Array): void {
   const s = ws.getUserData();
   // A frame the socket's protocol has no counterpart of is encoded as nothing (protocol/centrifuge/json.ts).
   if (s.closed || data.length === 0) return;
-  sendActivity.note();
   ws.cork(() => {
     ws.send(data, s.codec.binary, false);
   });

@@ -1,15 +1,23 @@
 import { describe, expect, it } from "vitest";
 import { BackpressureMonitor } from "../../src/ws/backpressure.js";
 import { sendActivity } from "../../src/fanout/send-activity.js";
-import type { Socket } from "../../src/ws/session.js";
+import { fanoutSocket, sendEncoded, type Socket } from "../../src/ws/session.js";
 import type { Subscriptions } from "../../src/ws/subscriptions.js";
 import type { Logger } from "../../src/log.js";
 
 /** A subscribed socket whose buffer the test sets; counts how often the sweep reads it. */
 function fakeSocket(buffered = 0) {
   const flow = { paused: false, cut: () => undefined };
-  const data = { id: 1, flow, subs: new Map([["c", {}]]), closed: false, drainWaiters: [] };
-  const sock = { reads: 0, buffered, getUserData: () => data, getBufferedAmount: () => (sock.reads++, sock.buffered) };
+  const data = { id: 1, flow, subs: new Map([["c", {}]]), closed: false, drainWaiters: [], codec: { binary: false }, coalesce: false };
+  const sock = {
+    reads: 0,
+    buffered,
+    sent: 0,
+    getUserData: () => data,
+    getBufferedAmount: () => (sock.reads++, sock.buffered),
+    cork: (fn: () => void) => fn(),
+    send: () => (sock.sent++, 1),
+  };
   return { sock, flow };
 }
 
@@ -60,5 +68,18 @@ describe("backpressure sweep — walks the sockets only when something was sent 
     m.sweep();
     m.sweep();
     expect(a.sock.reads).toBe(3);
+  });
+
+  it("a reply to the socket's own frame does not wake it; a message through the fan-out view does", () => {
+    const a = fakeSocket();
+    const { m } = monitor(a.sock);
+    m.sweep();
+    sendEncoded(a.sock as unknown as Socket, '{"op":"subscribed"}');
+    m.sweep();
+    expect(a.sock.reads).toBe(1); // thousands of sockets subscribing do not make every worker walk its sockets
+    fanoutSocket(a.sock as unknown as Socket).send('{"op":"msg"}');
+    m.sweep();
+    expect(a.sock.reads).toBe(2);
+    expect(a.sock.sent).toBe(2);
   });
 });
