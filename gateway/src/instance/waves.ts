@@ -21,7 +21,7 @@ export async function forkInWaves(
 /** Counts workers that listen and wakes whoever waits for a count. */
 export class ListeningCount {
   private n = 0;
-  private readonly waiters: { count: number; wake: () => void }[] = [];
+  private waiters: { count: number; wake: () => void }[] = [];
 
   get value(): number {
     return this.n;
@@ -30,12 +30,10 @@ export class ListeningCount {
   /** One more worker listens. */
   mark(): void {
     this.n++;
-    for (let i = this.waiters.length - 1; i >= 0; i--) {
-      const w = this.waiters[i]!;
-      if (w.count > this.n) continue;
-      this.waiters.splice(i, 1);
-      w.wake();
-    }
+    const ready = this.waiters.filter((w) => w.count <= this.n);
+    if (ready.length === 0) return;
+    this.waiters = this.waiters.filter((w) => w.count > this.n);
+    for (const w of ready) w.wake();
   }
 
   /** Resolves once `count` workers listen. */
