@@ -6,11 +6,11 @@
 // ports, sub-cluster spreads the sockets over 127.0.0.2, 127.0.0.3, … by itself and says so.
 // Run as root with `unshare`, the benchmark takes a network namespace of its own (loopback only), so its
 // 100,000 sockets take no ports from other programs on the machine. Writes loadtest/results/connections.md.
-import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fmt, startGatewayProc, startNats, until } from "./common.js";
+import { inOwnNetns } from "./netns.js";
 import { std } from "../kit/flags.js";
 import { defineBench, runBench } from "../kit/main.js";
 import { commandLine, reportPath, sibling, writeReport } from "../kit/results.js";
@@ -20,18 +20,6 @@ import type { SubResult } from "../../subtools/src/result.js";
 
 const log = (s: string): void => console.log(`[bench:connections] ${s}`);
 const PER_PROCESS = 18_000;
-
-function inOwnNetns(argv: string[]): number | null {
-  if (process.env.FGW_IN_NETNS || argv.includes("--no-netns") || process.getuid?.() !== 0) return null;
-  const probe = spawnSync("unshare", ["-n", "true"], { stdio: "ignore" });
-  if (probe.status !== 0) return null;
-  log("running in a network namespace of its own (unshare -n; loopback only)");
-  const r = spawnSync("unshare", ["-n", "bash", "-c", `ip link set lo up && exec "${process.execPath}" "${process.argv[1]}" "$@"`, "bash", ...argv], {
-    stdio: "inherit",
-    env: { ...process.env, FGW_IN_NETNS: "1" },
-  });
-  return r.status ?? 1;
-}
 
 const BENCH = defineBench("connections", {
   sockets: { type: "number", integer: true, min: 1, default: 20_000, quick: 500, help: "sockets on the one channel" },
@@ -45,7 +33,7 @@ const BENCH = defineBench("connections", {
 });
 
 runBench(BENCH, async ({ flags: v, argv }) => {
-  const code = inOwnNetns([...argv]);
+  const code = inOwnNetns(argv, log);
   if (code !== null) return code;
   const { sockets, messages } = v;
   const workers = v.workers ?? Math.max(2, Math.ceil(sockets / PER_PROCESS));

@@ -24,6 +24,10 @@ export const BENCHES = {
   deltas: bench("deltas", "per-channel Fossil deltas in process: wire bytes of a 2 KB state channel against plain JSON, create and apply CPU"),
   wire: bench("wire", "bytes on the wire per message over real sockets: a 2 KB state channel, JSON and MessagePack, with and without deltas"),
   connections: bench("connections", "100,000 sockets on one channel: memory per socket and delivery to all"),
+  million: bench(
+    "million",
+    "a million idle WebSockets on this machine: connect time, memory per connection (gateway and kernel), one message to all, a steady rate",
+  ),
   fanout: bench("fanout", "fan-out to N clients at M msg/s through the gateway against bare uWebSockets.js"),
   jetstream: bench("jetstream/main", "JetStream evaluation: nats bench rows, the Node client and the gateway's legs, on a server and a 3-node cluster", [
     "bash",

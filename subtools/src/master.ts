@@ -1,7 +1,7 @@
 // The sub-cluster master: plans source addresses, measures this host's clock against the server, forks
 // the processes, gathers their windows every second (printing the live line), decides when the run is
 // over, and prints the cumulative report — with the counts of a process that died taken from its last tick.
-import { writeFileSync } from "node:fs";
+import { appendFileSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import type { SubOptions } from "./options.js";
 import type { FromWorker, ToolDelay, ToWorker, WorkerCounts, WorkerReport } from "./ipc.js";
@@ -32,6 +32,16 @@ type Proc = {
 };
 
 export type MasterIO = { log(line: string): void };
+
+/** One line of `--progress`: the live line's figures, with that second's latency window whole. */
+export type ProgressLine = { s: number; connected: number; clients: number; received: number; window: ReturnType<LatencyStats["toJSON"]> };
+
+/** Messages received so far by every process (each tick carries its process's totals). */
+const received = (procs: readonly Proc[]): number => procs.reduce((a, p) => a + (p.last?.counts.received ?? 0), 0);
+
+function writeProgress(file: string, line: ProgressLine): void {
+  appendFileSync(file, JSON.stringify(line) + "\n");
+}
 
 /** This host's offset to the server the clients talk to, or the reason there is none. */
 async function measureClock(opts: SubOptions): Promise<ClockEstimate | string> {
@@ -152,6 +162,7 @@ export async function runMaster(opts: SubOptions, io: MasterIO = { log: (l) => c
       const mc = masterCpu.sample();
       masterTrack.add(mc, current.count > 0);
       if (!opts.quiet) io.log(liveLine(elapsedS, connected, clients, rate, current, Math.max(mc, ...procs.map((p) => p.lastCpu))));
+      if (opts.progress) writeProgress(opts.progress, { s: (now - t0) / 1000, connected, clients, received: received(procs), window: current.toJSON() });
       current.reset();
       if (procs.every((p) => p.exit !== null)) return finish("all processes exited");
       if (opts.durationS > 0 && now - t0 >= opts.durationS * 1000) return finish("duration");

@@ -28,6 +28,11 @@ export type SubOptions = Readonly<{
   /** Expected messages per client, or null. */
   expect: number | null;
   json: string | null;
+  /**
+   * Appends one JSON line per second (the live line's figures: clients subscribed, messages received so far,
+   * and that second's latency window), so that a caller can split a run into phases.
+   */
+  progress: string | null;
   /** Prints the live line every second. */
   quiet: boolean;
   path: string;
@@ -46,7 +51,7 @@ export const DEFAULT_IDLE_S = 10;
 export const SUB_USAGE = `usage: sub-cluster [-c processes] [-n clients-per-process] [-H host[,host…]] [-p port]
                    [--channel name …] [--target gateway|redis|nats|socketio|centrifuge] [--engine lean|ws|native]
                    [-d seconds] [--idle seconds] [--ramp conns-per-s] [--from all|SEQ|last:N] [--expect N]
-                   [--local-address a[,b…]] [--no-clock] [--json FILE] [--quiet]
+                   [--local-address a[,b…]] [--no-clock] [--json FILE] [--progress FILE] [--quiet]
        sub-cluster merge [--accept-unknown-offsets] a.json b.json …`;
 
 export class UsageError extends Error {
@@ -102,6 +107,7 @@ export function parseSubOptions(argv: readonly string[]): SubOptions {
       from: { type: "string" },
       expect: { type: "string" },
       json: { type: "string" },
+      progress: { type: "string" },
       quiet: { type: "boolean", short: "q" },
       path: { type: "string" },
       engine: { type: "string" },
@@ -134,6 +140,7 @@ export function parseSubOptions(argv: readonly string[]): SubOptions {
     from,
     expect: values.expect === undefined ? null : int("--expect", values.expect, 0, 0),
     json: values.json ?? null,
+    progress: values.progress ?? null,
     quiet: values.quiet ?? false,
     path: values.path ?? "/ws",
     engine,

@@ -1,4 +1,5 @@
 import type { TopicPublisher } from "./socket.js";
+import { sendActivity } from "./send-activity.js";
 import type { Broker, BrokerMessage } from "../broker/broker.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
@@ -137,6 +138,7 @@ export class FanoutHub {
     const c = this.coalesce;
     if (!c) return undefined;
     const out = (topic: string, codec: Codec, frame: Uint8Array): void => {
+      sendActivity.note();
       this.app.publish(topic, frame, codec.binary, this.compress);
     };
     return { windowMs: c.windowOf(pattern), maxBytes: c.maxBytes, schedule: c.schedule ?? scheduleTimeout, out };
@@ -201,6 +203,7 @@ export class FanoutHub {
     for (const c of CODECS) {
       const t = topics[c.slot] as string;
       if (topics.length > 1 && this.app.numSubscribers(t) === 0) continue;
+      sendActivity.note();
       this.app.publish(t, msg.frame(c), c.binary, this.compress);
     }
   }

@@ -6,6 +6,7 @@ import type { Logger } from "../log.js";
 import type { InstanceMetrics } from "./instance-metrics.js";
 import { isFgwMessage, type ToPrimary, type ToWorker } from "./ipc.js";
 import { forwardWorkerStderr } from "./worker-stderr.js";
+import { forkInWaves, ListeningCount } from "./waves.js";
 
 const MAX_BACKOFF_MS = 30_000;
 const STABLE_AFTER_MS = 30_000;
@@ -27,7 +28,7 @@ export class WorkerPool {
   private shares?: { report(worker: number, key: string, held: boolean): void; workerGone(worker: number): void };
 
   constructor(
-    private readonly config: Pick<ServerSection, "workers" | "restartBackoffMs">,
+    private readonly config: Pick<ServerSection, "workers" | "restartBackoffMs" | "workerStartWave">,
     /** What each worker is started with (every URL and port resolved). */
     private readonly workerConfig: Config,
     private readonly metrics: InstanceMetrics,
@@ -38,7 +39,7 @@ export class WorkerPool {
     private readonly natsToken?: string,
   ) {}
 
-  /** Forks every worker and resolves once all of them listen. */
+  /** Forks every worker, WORKER_START_WAVE at a time (waves.ts), and resolves once all of them listen. */
   async start(): Promise<void> {
     // A worker's stderr passes through the primary, which drops uWS.js's cork warning (instance/worker-stderr.ts).
     cluster.setupPrimary({ args: [], stdio: ["inherit", "inherit", "pipe", "ipc"] });
@@ -54,14 +55,18 @@ export class WorkerPool {
       if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:scrape-res") this.metrics.onScrapeResponse(worker, m as ToPrimary & { type: "fgw:scrape-res" });
     });
     cluster.on("exit", (worker, code, signal) => this.exited(worker, code, signal));
-    const listening = new Promise<void>((resolve) => {
-      let ready = 0;
-      cluster.on("message", (_w, m: unknown) => {
-        if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:listening" && !this.booted && ++ready === this.config.workers) resolve();
-      });
+    const listening = new ListeningCount();
+    cluster.on("message", (_w, m: unknown) => {
+      if (isFgwMessage(m) && (m as ToPrimary).type === "fgw:listening" && !this.booted) listening.mark();
     });
-    for (let slot = 1; slot <= this.config.workers; slot++) this.fork(slot);
-    await listening;
+    const t0 = Date.now();
+    await forkInWaves(
+      this.config.workers,
+      this.config.workerStartWave,
+      (slot) => this.fork(slot),
+      (n) => listening.atLeast(n),
+    );
+    this.log.info({ workers: this.config.workers, wave: this.config.workerStartWave, ms: Date.now() - t0 }, "workers listening");
     this.booted = true;
     // /readyz answers 200 from now on: a load balancer sends nothing before every worker can take it.
     for (const w of Object.values(cluster.workers ?? {})) if (w) send(w, { type: "fgw:all-ready" });

@@ -3,6 +3,7 @@ import type { Subscriptions } from "./subscriptions.js";
 import type { Logger } from "../log.js";
 import { CloseCode } from "../protocol/codes.js";
 import { endSocket, type Socket } from "./session.js";
+import { sendActivity } from "../fanout/send-activity.js";
 
 const SWEEP_MS = 100;
 
@@ -18,6 +19,9 @@ const SWEEP_MS = 100;
  */
 export class BackpressureMonitor {
   private timer?: NodeJS.Timeout;
+  /** sendActivity's count at the last walk, and whether that walk found a socket paused or still buffering. */
+  private sendsSeen = -1;
+  private busy = true;
 
   constructor(
     private readonly sockets: Set<Socket>,
@@ -35,12 +39,22 @@ export class BackpressureMonitor {
     if (this.timer) clearInterval(this.timer);
   }
 
+  /**
+   * Walks the sockets: pauses those over the bound, cuts paused ones over the hard cap, resumes drained ones.
+   * Skipped when nothing was sent since the last walk and that walk found every buffer empty and nobody paused:
+   * buffers only grow by sends, so there is nothing to find (an idle worker's sockets cost nothing here).
+   */
   sweep(): void {
+    const sends = sendActivity.count;
+    if (!this.busy && sends === this.sendsSeen) return;
+    this.sendsSeen = sends;
+    let busy = false;
     for (const ws of this.sockets) {
       const s = ws.getUserData();
       const flow = s.flow;
       if (!flow || (s.subs.size === 0 && !flow.paused)) continue;
       const buffered = ws.getBufferedAmount();
+      if (buffered > 0 || flow.paused) busy = true;
       if (!flow.paused) {
         if (buffered > this.config.bytes) this.pause(ws);
       } else if (buffered >= this.config.maxBytes) {
@@ -49,6 +63,7 @@ export class BackpressureMonitor {
         this.subs.resume(ws);
       }
     }
+    this.busy = busy;
   }
 
   /** uWS drain callback: rejoin live delivery as soon as the buffer is low again. */

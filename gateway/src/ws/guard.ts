@@ -75,7 +75,7 @@ export class ConnectionGuard {
       if (closeOnOpen) session.closeOnOpen = closeOnOpen.close;
       res.upgrade(session, key, offer.protocol, extensions, context);
     };
-    if (!this.access.auth.enabled && !this.access.hooks?.connectEnabled) return accept({ ...anonymousIdentity(ip), conn });
+    if (!this.access.auth.enabled && !this.access.hooks?.connectEnabled) return accept(anonymousIdentity(ip, conn));
     let aborted = false;
     res.onAborted(() => {
       aborted = true;
@@ -101,7 +101,7 @@ export class ConnectionGuard {
         (e: unknown) => {
           if (aborted) return;
           // The connect hook answered `disconnect`: the socket opens and is closed with its code and reason at once.
-          if (e instanceof HookDisconnect && !isDraining()) return accept({ ...anonymousIdentity(ip), conn }, e);
+          if (e instanceof HookDisconnect && !isDraining()) return accept(anonymousIdentity(ip, conn), e);
           this.admission.cancel(ip);
           const r = refusalOf(e, this.metrics, this.log);
           res.cork(() => reject(res, r.status, r.code, r.message));

@@ -80,7 +80,7 @@ export class CentrifugeEndpoint {
             ? CENTRIFUGE_PROTOBUF_CODEC
             : CENTRIFUGE_JSON_CODEC;
           const conn: Conn = { client: newClientId(), transport: "websocket", protocol: codec === CENTRIFUGE_JSON_CODEC ? "json" : "protobuf" };
-          const session = this.door.session(newSession({ ...anonymousIdentity(ip), conn }, codec), headers);
+          const session = this.door.session(newSession(anonymousIdentity(ip, conn), codec), headers);
           res.upgrade(session, key, codec === CENTRIFUGE_JSON_CODEC ? "" : codec.subprotocol, extensions, context);
         },
         open: (ws) => {

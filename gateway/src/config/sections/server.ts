@@ -41,6 +41,14 @@ const settings = {
     parse: parseIntStrict,
     check: int(1, 256),
   },
+  workerStartWave: {
+    env: "WORKER_START_WAVE",
+    shown: "16",
+    doc: "Workers started at a time: the next ones are forked once those listen, so that dozens of workers (one per 18,000 sockets where a process may open only 20,000 files) do not all start on the same cores at once; 0 starts all at once",
+    default: () => 16,
+    parse: parseIntStrict,
+    check: int(0, 256),
+  },
   uwsModule: {
     env: "UWS_MODULE",
     shown: "uWebSockets.js",
@@ -154,6 +162,7 @@ export const server = section({
     host: "host",
     port: "port",
     workers: "workers",
+    workerStartWave: "workerStartWave",
     idleTimeoutSec: "idleTimeoutSec",
     shutdownTimeoutMs: "shutdownTimeoutMs",
     restartBackoffMs: "restartBackoffMs",
