@@ -4,7 +4,7 @@
 // loadtest/results/capacity-validation.md (and .json, rows by point, so points can be measured on different days).
 import { spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
 import type { MillionResult } from "../bench/million-report.js";
 import { errorsOf } from "../bench/million-report.js";
@@ -103,9 +103,9 @@ export async function runValidation(argv: string[], dirs: { root: string; result
         "--steady",
         values.steady,
         "--out",
-        out,
+        relative(dirs.root, out), // relative, so the report's command line names no machine's folders
       ],
-      { stdio: "inherit", timeout: 60 * 60_000 },
+      { stdio: "inherit", timeout: 60 * 60_000, cwd: dirs.root },
     );
     if (!existsSync(outOf(p.clients))) throw new Error(`bench:million at ${p.clients} wrote no result (exit ${r.status ?? r.signal})`);
     const m = measuredOf(JSON.parse(readFileSync(outOf(p.clients), "utf8")) as MillionResult);
