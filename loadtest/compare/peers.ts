@@ -9,7 +9,6 @@
 // Per server and row: delivered/expected, latency (p50, p99, MEAN, HARMONIC MEAN), server CPU per delivery
 // (its whole process tree, brokers included, from /proc), RSS idle (clients connected) and peak under load.
 // Writes loadtest/results/peers.md, peers.json and peers.png (--out DIR elsewhere; --quick writes none unless --out).
-import { spawn } from "node:child_process";
 import { createServer, type AddressInfo } from "node:net";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
@@ -17,7 +16,7 @@ import { join, resolve } from "node:path";
 import { ROOT, until } from "../bench/common.js";
 import { LatencyStats } from "../../subtools/src/shared/mod.js";
 import type { SubResult } from "../../subtools/src/result.js";
-import { bounded, PUB_CLI, runNode, startGateway, SUB_CLI, TreeCpu, treeRss, type Proc } from "./proc.js";
+import { bounded, PUB_CLI, runNode, runProc, startGateway, SUB_CLI, TreeCpu, treeRss, type Proc } from "./proc.js";
 import { renderPeersMarkdown, renderPeersSvg, type PeerRow, type PeersMeta, SERVERS, type ServerName } from "./peers-report.js";
 import { svgToPng } from "./chart.js";
 import { stagesLine, summarizeStages, type StageSummary } from "./stages.js";
@@ -33,32 +32,12 @@ type Server = { port: number; pid: number; stop(): Promise<unknown>; extra: Proc
 
 /** Starts a process that prints "ready <port>". */
 async function readyProc(cmd: string, args: string[], what: string): Promise<{ proc: Proc; port: number }> {
-  const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  child.stdout!.on("data", (d: Buffer) => {
-    out += d.toString();
-  });
-  child.stderr!.on("data", (d: Buffer) => {
-    out = (out + d.toString()).slice(-20_000);
-  });
-  const exited = new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
-  const proc: Proc = {
-    child,
-    out: () => out,
-    exited,
-    async stop(graceMs = 10_000) {
-      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
-      child.kill("SIGTERM");
-      const t = setTimeout(() => child.kill("SIGKILL"), graceMs);
-      const c = await exited;
-      clearTimeout(t);
-      return c;
-    },
-  };
+  const proc = runProc(cmd, args);
+  const { child, out } = proc;
   const port = await until(
     () => {
-      if (child.exitCode !== null) throw new Error(`${what} exited ${child.exitCode}: ${out.slice(-1500)}`);
-      const m = /ready (\d+)/.exec(out);
+      if (child.exitCode !== null) throw new Error(`${what} exited ${child.exitCode}: ${out().slice(-1500)}`);
+      const m = /ready (\d+)/.exec(out());
       return m ? Number(m[1]) : undefined;
     },
     60_000,
@@ -171,28 +150,11 @@ async function startCentrifugo(work: string): Promise<Server> {
       },
     }),
   );
-  const child = spawn(CENTRIFUGO_BIN, ["--config", config], { stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  const keep = (d: Buffer) => void (out = (out + d.toString()).slice(-20_000));
-  child.stdout!.on("data", keep);
-  child.stderr!.on("data", keep);
-  const exited = new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
-  const proc: Proc = {
-    child,
-    out: () => out,
-    exited,
-    async stop(graceMs = 10_000) {
-      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
-      child.kill("SIGTERM");
-      const t = setTimeout(() => child.kill("SIGKILL"), graceMs);
-      const c = await exited;
-      clearTimeout(t);
-      return c;
-    },
-  };
+  const proc = runProc(CENTRIFUGO_BIN, ["--config", config]);
+  const { child, out } = proc;
   await until(
     async () => {
-      if (child.exitCode !== null) throw new Error(`centrifugo exited ${child.exitCode}: ${out.slice(-1500)}`);
+      if (child.exitCode !== null) throw new Error(`centrifugo exited ${child.exitCode}: ${out().slice(-1500)}`);
       const ok = await fetch(`http://127.0.0.1:${port}/health`).then(
         (r) => r.ok,
         () => false,

@@ -17,7 +17,12 @@ export type Proc = {
 
 /** Starts a node CLI with stdout and stderr collected (the last 200 KB). */
 export function runNode(args: string[]): Proc {
-  const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
+  return runProc(process.execPath, args);
+}
+
+/** Starts `command` with stdout and stderr collected (the last 200 KB). */
+export function runProc(command: string, args: string[]): Proc {
+  const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   const collect = (d: Buffer): void => {
     out += d.toString();
