@@ -1,6 +1,6 @@
 import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { childPids, startGateway, type GatewayHandle } from "#testkit/gateway.js";
 import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
 import type { TestClient } from "#testkit/ws-client.js";
@@ -107,6 +107,31 @@ beforeAll(async () => {
   a = await start();
   b = await start();
 });
+/** On a failure: both instances' warnings and leader changes, and every event stored, to say which step was missing. */
+beforeEach(({ onTestFailed }) => {
+  onTestFailed(() => {
+    for (const [name, gw] of [["a", a], ["b", b]] as const) {
+      const lines = gw.logs.filter((l) => Number(l.level ?? 0) >= 40 || /lead/.test(String(l.msg)));
+      console.error(`instance ${name}:`, JSON.stringify(lines.slice(-30)));
+    }
+    console.error("events stored:", JSON.stringify(read.filter((e) => e.type.startsWith("channel.") || e.type.startsWith("presence."))));
+    return stateTail();
+  });
+});
+
+/** The shared state bucket's last records and its watchers' positions (who wrote, and who saw, what). */
+async function stateTail(): Promise<void> {
+  const stream = "KV_FANOUT_EVENTS_STATE";
+  const info = await jsm.streams.info(stream);
+  const tail: string[] = [];
+  for (let seq = Math.max(info.state.first_seq, info.state.last_seq - 40); seq <= info.state.last_seq; seq++) {
+    const m = await jsm.streams.getMessage(stream, { seq }).catch(() => null);
+    if (m) tail.push(`${m.seq} ${m.subject.slice("$KV.FANOUT_EVENTS_STATE.".length)} ${m.data.length}B ${m.time.toISOString()}`);
+  }
+  console.error("state bucket tail:", tail.join("\n"));
+  for await (const c of jsm.consumers.list(stream)) console.error("watcher:", JSON.stringify({ delivered: c.delivered, pending: c.num_pending, created: c.created, waiting: c.num_waiting }));
+}
+
 afterAll(async () => {
   for (const c of open) c.ws.terminate();
   await a?.stop();
