@@ -44,15 +44,35 @@ export function pidsHoldingInodes(pids: number[], inodes: string[]): number[] {
   const want = new Set(inodes.map((i) => `socket:[${i}]`));
   return pids.filter((pid) => {
     try {
-      return readdirSync(`/proc/${pid}/fd`).some((fd) => {
-        try {
-          return want.has(readlinkSync(`/proc/${pid}/fd/${fd}`));
-        } catch {
-          return false;
-        }
-      });
+      return readdirSync(`/proc/${pid}/fd`).some((fd) => want.has(linkOf(pid, fd)));
     } catch {
       return false;
     }
   });
+}
+
+/** How many established connections to `port` each of `pids` holds the server side of. */
+export function connectionsPerPid(pids: number[], port: number): Map<number, number> {
+  return new Map(pids.map((pid) => [pid, clientPortsHeldBy(pid, port).length]));
+}
+
+/** The client ports of the established connections to `port` whose server side `pid` holds. */
+export function clientPortsHeldBy(pid: number, port: number): number[] {
+  let held: Set<string>;
+  try {
+    held = new Set(readdirSync(`/proc/${pid}/fd`).map((fd) => linkOf(pid, fd)));
+  } catch {
+    return [];
+  }
+  return serverSockets(port)
+    .filter((s) => held.has(`socket:[${s.inode}]`))
+    .map((s) => s.clientPort);
+}
+
+function linkOf(pid: number, fd: string): string {
+  try {
+    return readlinkSync(`/proc/${pid}/fd/${fd}`);
+  } catch {
+    return "";
+  }
 }

@@ -21,7 +21,7 @@ import { startSse } from "../sse/start.js";
 import { callbackFaults } from "../util/guarded.js";
 import { loadUws } from "../uws.js";
 import { ConnectionGuard } from "../ws/guard.js";
-import { startWs } from "../ws/start.js";
+import { capListeners, startWs } from "../ws/start.js";
 import { createTlsApp, topicsOf } from "../ws/tls.js";
 import { answerScrapes } from "./instance-metrics.js";
 import { endOnRecreatedStream } from "./recreated-stream.js";
@@ -93,16 +93,18 @@ export async function runWorker(config: Config, natsToken?: string, slot = clust
     state,
   );
   endOnRecreatedStream(broker, hub, { ws, sse, centrifuge });
+  const gate = capListeners(c.server, ws, guard, guardMetrics, log);
   await ws.listen(c.server.host, c.server.port);
   if (tlsApp) await ws.listenExtra(tlsApp, c.server.host, c.server.tlsPort);
   centrifuge.start();
   // Logged before the primary hears of it: nothing can call the instance ready before this line exists.
-  log.info({ port: c.server.port }, "worker ready");
+  log.info({ port: c.server.port, connectionCap: gate?.cap ?? "off" }, "worker ready");
   send({ type: "fgw:listening", port: c.server.port });
 
   const shutdown = async (why: string): Promise<void> => {
     if (draining) return;
     draining = true;
+    gate?.stop();
     log.info({ why, sockets: ws.sockets.size }, "worker draining");
     ws.stopListening();
     // Each socket closed records its unsubscribes and disconnect: they are stored (acknowledged) before the

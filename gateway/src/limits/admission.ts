@@ -18,6 +18,8 @@ export class Admission {
   private readonly ips: IpTable;
   private readonly origins: OriginPolicy;
   private count = 0;
+  /** Told the count after each change (the worker's listen gate). */
+  private watcher: ((count: number) => void) | undefined;
   private sweeper: NodeJS.Timeout | undefined;
 
   constructor(
@@ -52,6 +54,16 @@ export class Admission {
     this.sweeper = undefined;
   }
 
+  /** Connections reserved or open now. */
+  get connections(): number {
+    return this.count;
+  }
+
+  /** `fn` is told the count of connections reserved or open after each change (one watcher). */
+  watch(fn: (count: number) => void): void {
+    this.watcher = fn;
+  }
+
   /** Whether a browser page of `origin` may use this gateway (ALLOWED_ORIGINS; "" is no browser); `host`: the request's Host. */
   allowsOrigin(origin: string, host = ""): boolean {
     return this.origins.allows(origin, host);
@@ -61,7 +73,7 @@ export class Admission {
   reserve(ip: string, page: { origin: string; host: string }, now = Date.now()): Refusal | undefined {
     const refusal = this.check(ip, page, now);
     if (refusal) this.metrics.rejected(refusal.reason);
-    else this.count++;
+    else this.watcher?.(++this.count);
     return refusal;
   }
 
@@ -88,12 +100,12 @@ export class Admission {
   }
 
   cancel(ip: string): void {
-    this.count--;
+    this.watcher?.(--this.count);
     this.ips.cancel(ip);
   }
 
   closed(ip: string): void {
-    this.count--;
+    this.watcher?.(--this.count);
     this.ips.closed(ip);
   }
 }

@@ -35,6 +35,16 @@ export function createGuardMetrics(registry: client.Registry = client.register) 
     rateLimitCloses: new client.Counter({ name: "fanout_rate_limit_closes_total", help: "Connections closed with 4029 for their frame rate", registers: r }),
     tokenExpiryCloses: new client.Counter({ name: "fanout_token_expiry_closes_total", help: "Connections closed with 4001 at token expiry", registers: r }),
     ipEntries: new client.Gauge({ name: "fanout_ip_table_entries", help: "Client IPs tracked for per-IP limits", registers: r }),
+    workersFull: new client.Gauge({
+      name: "fanout_workers_full",
+      help: "Workers whose listeners are closed at their connection cap (WORKER_MAX_CONNECTIONS), summed over workers",
+      registers: r,
+    }),
+    capReached: new client.Counter({
+      name: "fanout_worker_cap_reached_total",
+      help: "Times a worker reached its connection cap and closed its listeners (WORKER_MAX_CONNECTIONS)",
+      registers: r,
+    }),
   };
 }
 

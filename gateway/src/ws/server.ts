@@ -21,6 +21,9 @@ export class WsEndpoint {
   readonly sockets = new Set<Socket>();
   readonly backpressure: BackpressureMonitor;
   private readonly listenSockets: us_listen_socket[] = [];
+  /** Where it listens (kept to listen again after a pause at the connection cap). */
+  private readonly listens: { app: TemplatedApp; host: string; port: number }[] = [];
+  private stopped = false;
 
   private readonly ctx: HandlerContext;
   /** The control plane's operations on these sockets. */
@@ -102,29 +105,51 @@ export class WsEndpoint {
   }
 
   listen(host: string, port: number): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.app.listen(host, port, (token) => {
-        if (!token) return reject(new Error(`could not listen on ${host}:${port}`));
-        this.listenSockets.push(token);
-        this.backpressure.start();
-        resolve();
-      });
-    });
+    return this.listenWith(this.app, host, port).then(() => this.backpressure.start());
   }
 
   /** Listens with one of the extra apps (the TLS listener). */
   listenExtra(app: TemplatedApp, host: string, port: number): Promise<void> {
+    return this.listenWith(app, host, port);
+  }
+
+  private listenWith(app: TemplatedApp, host: string, port: number): Promise<void> {
     return new Promise((resolve, reject) => {
       app.listen(host, port, (token) => {
         if (!token) return reject(new Error(`could not listen on ${host}:${port}`));
         this.listenSockets.push(token);
+        this.listens.push({ app, host, port });
         resolve();
       });
     });
   }
 
-  stopListening(): void {
+  /**
+   * Closes the listeners for now (the worker is at its connection cap): connections open stay, new ones go to
+   * the other workers on the port. A connection still in the closed socket's accept queue is reset (the
+   * client sees ECONNRESET and retries) unless net.ipv4.tcp_migrate_req=1 moves it to another worker's queue.
+   */
+  pauseListening(): void {
     for (const t of this.listenSockets.splice(0)) loadUws().us_listen_socket_close(t);
+  }
+
+  /** Listens again on every address it listened on; false (and none listens) when one could not. */
+  resumeListening(): boolean {
+    if (this.stopped) return false;
+    let all = true;
+    for (const { app, host, port } of this.listens)
+      app.listen(host, port, (token) => {
+        if (token) this.listenSockets.push(token);
+        else all = false;
+      });
+    if (!all) this.pauseListening();
+    return all;
+  }
+
+  /** Closes the listeners for good (drain). */
+  stopListening(): void {
+    this.stopped = true;
+    this.pauseListening();
   }
 
   /** Closes every socket with 1001 "going away": clients reconnect (elsewhere) and resume. */

@@ -2,6 +2,10 @@ import { availableParallelism } from "node:os";
 import { type SettingTable, type SliceOf, type ValuesOf, int, oneOf, section, trimmed } from "../section-kit.js";
 import { parseBytes, parseDuration, parseIntStrict } from "../parse.js";
 
+/** WORKER_MAX_CONNECTIONS's two words, as numbers: auto (from the open-files limit) and off. */
+export const CAP_AUTO = -2;
+export const CAP_OFF = -1;
+
 const settings = {
   port: {
     env: "PORT",
@@ -48,6 +52,14 @@ const settings = {
     default: () => 16,
     parse: parseIntStrict,
     check: int(0, 256),
+  },
+  workerMaxConnections: {
+    env: "WORKER_MAX_CONNECTIONS",
+    shown: "auto",
+    doc: "Connections (every door) at which a worker closes its listeners, so that the kernel hands new connections to the workers that still listen, and listens again 10 % under it. auto: the open-files limit less 5 % (at least 512) kept for everything else, so that no worker runs into the limit while others have room; off: never; or a number. Unlike MAX_CONNECTIONS nothing is refused while another worker listens",
+    default: () => CAP_AUTO,
+    parse: (s: string) => (s.trim() === "auto" ? CAP_AUTO : s.trim() === "off" ? CAP_OFF : parseIntStrict(s)),
+    check: (v: number) => (v === CAP_AUTO || v === CAP_OFF || (v >= 1 && v <= 100_000_000) ? undefined : "must be auto, off, or a number from 1 to 100000000"),
   },
   uwsModule: {
     env: "UWS_MODULE",
@@ -163,6 +175,7 @@ export const server = section({
     port: "port",
     workers: "workers",
     workerStartWave: "workerStartWave",
+    workerMaxConnections: "workerMaxConnections",
     idleTimeoutSec: "idleTimeoutSec",
     shutdownTimeoutMs: "shutdownTimeoutMs",
     restartBackoffMs: "restartBackoffMs",
