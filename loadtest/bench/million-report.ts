@@ -25,6 +25,19 @@ export type MillionResult = {
   workers: number;
   procs: number;
   wave: number;
+  /**
+   * The workers' connection cap (WORKER_MAX_CONNECTIONS; `cap` as the workers logged it, undefined when off),
+   * net.ipv4.tcp_migrate_req in the bench's namespace, each worker's open files once every client subscribed,
+   * how often a worker reached its cap and how many were full at the end. Absent in runs before the cap.
+   */
+  cap?: {
+    setting: string;
+    cap: number | undefined;
+    migrate: number | undefined;
+    filesPerWorker: { min: number; max: number; each: number[] };
+    reached: number;
+    fullAtEnd: number;
+  };
   /** Gateway start (spawn → "gateway ready"), s; every client subscribed, s. */
   startS: number;
   connectS: number;
@@ -44,6 +57,8 @@ export type MillionResult = {
     duplicated: number;
     outOfOrder: number;
     connectFailures: number;
+    /** Connection attempts that failed, by cause (ECONNREFUSED, ECONNRESET, timeout, …); retried by the client. */
+    failuresByCause?: Record<string, number>;
     reconnects: number;
     subErrors: number;
     dropped: number;
@@ -84,6 +99,7 @@ export function millionReport(r: MillionResult): string {
     `- **Deliveries**: ${f(r.counts.received)} of ${f(r.counts.expected)} expected; lost ${r.counts.lost}, duplicated ${r.counts.duplicated}, out of order ${r.counts.outOfOrder}; ` +
       `connect failures ${r.counts.connectFailures}, reconnects ${r.counts.reconnects}, subscribe errors ${r.counts.subErrors}; the gateway dropped ${r.counts.dropped}, ` +
       `switched ${r.counts.slowConsumerSwitches} slow consumers and closed ${r.counts.slowConsumerClosed}.`,
+    ...capLine(r),
     `- **Start-up**: "gateway ready" ${f(r.startS, 1)} s after the spawn. Idle, before any socket: primary ${f(r.idle.primaryMB, 1)} MB, each worker ${f(r.idle.workerMeanMB, 1)} MB on average ` +
       `(largest ${f(r.idle.workerMaxMB, 1)} MB). The primary's fan-in of ${r.workers} workers' metrics: \`/metrics\` ${f(r.idle.metricsMs)} ms (${f(r.idle.metricsBytes / 1024)} KB), ` +
       `\`/v1/stats\` ${f(r.idle.statsMs)} ms, \`/metrics\` with every socket open ${f(r.idle.metricsConnectedMs)} ms.`,
@@ -102,4 +118,19 @@ export function millionReport(r: MillionResult): string {
       `${r.steady.secondsOverGap} of ${r.steady.seconds} one-second windows held a delivery later than the gap to the next message (a socket falling behind). ` +
       `Gateway CPU ${f(r.steady.gatewayCpuPct)} % of a core (${f(r.steady.usPerDelivery, 2)} µs per delivery), nats-server ${f(r.steady.natsCpuS, 2)} s.`,
   ].join("\n");
+}
+
+/** The workers' cap and how the connections spread over the workers (runs with the cap only). */
+function capLine(r: MillionResult): string[] {
+  const c = r.cap;
+  if (!c) return [];
+  const causes = Object.entries(r.counts.failuresByCause ?? {})
+    .map(([k, n]) => `${k} ${f(n)}`)
+    .join(", ");
+  return [
+    `- **Spread over the workers**: WORKER_MAX_CONNECTIONS=${c.setting} (${c.cap ? `${f(c.cap)} connections per worker` : "no cap"}), ` +
+      `net.ipv4.tcp_migrate_req=${c.migrate ?? "unknown"}; once every client subscribed, open files per worker ${f(c.filesPerWorker.min)} to ${f(c.filesPerWorker.max)} ` +
+      `(about 30 are not sockets); a worker reached its cap and closed its listeners ${f(c.reached)} times, ${f(c.fullAtEnd)} workers full at the end. ` +
+      `Failed connection attempts (each retried by its client): ${causes || "none"}.`,
+  ];
 }

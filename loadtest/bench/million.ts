@@ -6,7 +6,7 @@
 // A process may hold at most 20,000 open files here, so the gateway gets one worker per 18,000 clients, started
 // WORKER_START_WAVE at a time, and sub-cluster as many processes. As root it takes a network namespace of its
 // own (netns.ts). Writes loadtest/results/million.md and million.json; the JSON is also the last line printed.
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { childPids, fmt, guarded, startNats, until } from "./common.js";
@@ -41,6 +41,15 @@ const BENCH = defineBench("million", {
   procs: std("procs", { help: "client processes (default: one per 18,000 clients)" }),
   wave: { type: "number", integer: true, min: 0, default: 8, help: "gateway workers started at a time (WORKER_START_WAVE; 0: all at once)" },
   "min-free-mb": { type: "number", integer: true, min: 0, default: 1_536, help: "stop the run when the machine's available memory falls under this" },
+  "worker-cap": {
+    type: "string",
+    default: "auto",
+    help: "WORKER_MAX_CONNECTIONS: connections at which a worker closes its listeners so that new ones go to the others (auto: the open-files limit less 5 %)",
+  },
+  "no-migrate": {
+    type: "boolean",
+    help: "leave net.ipv4.tcp_migrate_req at 0 in the bench's namespace: connections queued at a worker that closes its listener at its cap are reset (the client retries) instead of moved to another worker",
+  },
   "no-netns": { type: "boolean", help: "stay in this network namespace (as root the bench takes one of its own)" },
   out: std("out", { help: "the report's file (default loadtest/results/million.md, and .json beside it)" }),
   "no-write": std("no-write"),
@@ -80,6 +89,33 @@ function phaseOf(lines: ProgressLine[], from: number, to: number, gapMs: number)
 }
 
 const rssOf = (pids: number[]): number => groupStat(pids).rssBytes;
+
+/** Open files of each worker (its sockets and about 30 more): the fewest and the most, and the count per worker. */
+function filesPerWorker(pids: number[]): { min: number; max: number; each: number[] } {
+  const each = pids.map((p) => {
+    try {
+      return readdirSync(`/proc/${p}/fd`).length;
+    } catch {
+      return 0;
+    }
+  });
+  return { min: Math.min(...each), max: Math.max(...each), each };
+}
+
+/**
+ * In the bench's own namespace (root), net.ipv4.tcp_migrate_req=1 (per namespace; Linux 5.14+): a connection
+ * still queued at a listener that closes (a worker at its cap) moves to another worker's listener instead of
+ * being reset. Returns the value in force, or undefined where it cannot be read.
+ */
+function migrateQueued(on: boolean): number | undefined {
+  const file = "/proc/sys/net/ipv4/tcp_migrate_req";
+  try {
+    if (process.env.FGW_IN_NETNS) writeFileSync(file, on ? "1" : "0");
+    return Number(readFileSync(file, "utf8").trim());
+  } catch {
+    return undefined;
+  }
+}
 
 /** Waits until the summed RSS of `pids()` moves less than 1 % between two samples a second apart (at most 20 s). */
 async function settled(pids: () => number[]): Promise<void> {
@@ -121,6 +157,7 @@ async function timeGet(url: string): Promise<{ ms: number; bytes: number }> {
 runBench(BENCH, async ({ flags: v, argv }) => {
   const code = inOwnNetns(argv, log);
   if (code !== null) return code;
+  const migrate = migrateQueued(!v["no-migrate"]);
   const procs = v.procs ?? Math.max(1, Math.ceil(v.clients / PER_PROCESS));
   const workers = v.workers ?? Math.max(2, Math.ceil(v.clients / PER_PROCESS));
   const per = Math.ceil(v.clients / procs);
@@ -158,7 +195,7 @@ runBench(BENCH, async ({ flags: v, argv }) => {
       logLevel: "info",
       inheritStderr: true,
       readyTimeoutMs: 600_000,
-      env: { PUBLISH_RATE: "-1", WORKER_START_WAVE: String(v.wave) },
+      env: { PUBLISH_RATE: "-1", WORKER_START_WAVE: String(v.wave), WORKER_MAX_CONNECTIONS: v["worker-cap"] },
       args: ["--max-connections-per-ip=-1", "--connect-rate-per-ip=-1", "--frame-rate=-1", "--read-rate-per-ip=-1"],
     });
     const startS = (performance.now() - t0) / 1000;
@@ -230,7 +267,8 @@ runBench(BENCH, async ({ flags: v, argv }) => {
       throw new Error(`${e.message}\n${s.out().slice(-2500)}`);
     });
     const connectS = (performance.now() - tc) / 1000;
-    log(`${fmt(total)} clients subscribed in ${connectS.toFixed(1)} s`);
+    const spread = filesPerWorker(workerPids);
+    log(`${fmt(total)} clients subscribed in ${connectS.toFixed(1)} s; open files per worker ${fmt(spread.min)} to ${fmt(spread.max)}`);
     const clientPids = (): number[] => treePids(s.child.pid!).slice(1);
     await settled(() => [...gwPids(), ...clientPids()]);
     const k2 = readKernelMem();
@@ -312,7 +350,7 @@ runBench(BENCH, async ({ flags: v, argv }) => {
     s.child.kill("SIGINT");
     const end = await bounded(s, 90_000);
     const r = JSON.parse(readFileSync(json, "utf8")) as SubResult;
-    const m = await scrapeMetrics(gw.url);
+    const m = await scrapeMetrics(gw.url, 120_000);
     const res: MillionResult = {
       bench: "million",
       at: new Date().toISOString(),
@@ -325,6 +363,14 @@ runBench(BENCH, async ({ flags: v, argv }) => {
       workers,
       procs,
       wave: v.wave,
+      cap: {
+        setting: v["worker-cap"],
+        cap: Number(gw.logs.find((l) => l.msg === "worker ready")?.connectionCap) || undefined,
+        migrate,
+        filesPerWorker: spread,
+        reached: m.fanout_worker_cap_reached_total ?? NaN,
+        fullAtEnd: m.fanout_workers_full ?? NaN,
+      },
       startS,
       connectS,
       idle: { ...idle, metricsMs: metricsIdle.ms, metricsBytes: metricsIdle.bytes, statsMs: statsIdle.ms, metricsConnectedMs: metricsConnected.ms },
@@ -357,6 +403,7 @@ runBench(BENCH, async ({ flags: v, argv }) => {
         duplicated: r.counts.duplicated,
         outOfOrder: r.counts.outOfOrder,
         connectFailures: r.counts.connectFailures,
+        failuresByCause: r.failures ?? {},
         reconnects: r.counts.reconnects,
         subErrors: r.counts.subErrors,
         dropped: m.fanout_deliveries_dropped_total ?? NaN,

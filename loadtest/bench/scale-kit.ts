@@ -87,10 +87,10 @@ export function startScaleGateway(opts: { natsUrl?: string; workers: number; ext
 }
 
 /** Sums of the gateway's Prometheus metrics by name (labels summed over). */
-export async function scrapeMetrics(url: string): Promise<Record<string, number>> {
+export async function scrapeMetrics(url: string, timeoutMs = 10_000): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
   try {
-    const r = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(10_000) });
+    const r = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(timeoutMs) });
     for (const line of (await r.text()).split("\n")) {
       if (!line || line.startsWith("#")) continue;
       const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);

@@ -2,6 +2,9 @@
 // benches measured (costs.ts reads them from loadtest/results/). Pure arithmetic, tested in process
 // (loadtest/test/unit/sizing-model.test.ts); `npm run capacity -- model` prints it (cli.ts).
 
+import { CAP_AUTO } from "../../gateway/src/config/sections/server.js";
+import { workerCap } from "../../gateway/src/limits/listen-gate.js";
+
 /** What one connection, one delivery, one publish and one idle worker cost, as measured. */
 export type Costs = {
   /** Gateway resident memory per connection (bench:million: RSS after the sockets minus before, per socket). */
@@ -83,8 +86,9 @@ const MAX_INSTANCES = 1_000_000;
 /** Each instance's figures when the workload is spread over `n` of them. */
 function perInstance(c: Costs, w: Workload, s: Shape, n: number) {
   const conns = Math.ceil(w.connections / n);
-  const filesRoom = s.fdLimit - FILES_PER_WORKER;
-  const workers = Math.max(s.coresPerInstance, filesRoom > 0 ? Math.ceil(conns / filesRoom) : Infinity);
+  // A worker takes connections up to its cap (WORKER_MAX_CONNECTIONS=auto: the open-files limit less 5 %, at least 512).
+  const room = workerCap(CAP_AUTO, s.fdLimit) ?? 0;
+  const workers = Math.max(s.coresPerInstance, room > 0 ? Math.ceil(conns / room) : Infinity);
   const deliveries = (w.publishRate * w.fanout) / n;
   const cores = (deliveries * c.usPerDelivery + w.publishRate * (c.usPerPublish / n)) / 1e6 + workers * c.idleCoresPerWorker;
   const memory = c.primaryBytes + workers * c.workerBytes + conns * (c.gatewayBytesPerConn + c.kernelBytesPerSocket);

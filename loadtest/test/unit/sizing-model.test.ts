@@ -54,11 +54,12 @@ describe("capacity model — instances from the measured costs", () => {
   it("open files: a low limit makes more workers, and the workers' idle memory then counts", () => {
     const low: Shape = { ...shape, fdLimit: 20_000 };
     const p = plan(costs, idle(1_000_000), low);
-    // 1,000,000 / 19,900 sockets per worker → 51 workers an instance when one instance holds them all.
+    // 1,000,000 / 19,000 sockets per worker (the workers' cap, WORKER_MAX_CONNECTIONS=auto: the limit less 5 %)
+    // → 53 workers an instance when one instance holds them all.
     expect(p.instances).toBe(1);
-    expect(p.workersPerInstance).toBe(51);
+    expect(p.workersPerInstance).toBe(53);
     expect(p.files.perProcess).toBeLessThanOrEqual(20_000);
-    expect(p.memory.bytes).toBe(64 * MiB + 51 * 64 * MiB + 1_000_000 * 8 * KiB);
+    expect(p.memory.bytes).toBe(64 * MiB + 53 * 64 * MiB + 1_000_000 * 8 * KiB);
   });
 
   it("NATS: R3 stores each publish three times; workers each get every message of a channel they hold; one leader per stream", () => {
