@@ -28,7 +28,7 @@ export type MillionResult = {
   /**
    * The workers' connection cap (WORKER_MAX_CONNECTIONS; `cap` as the workers logged it, undefined when off),
    * net.ipv4.tcp_migrate_req in the bench's namespace, each worker's open files once every client subscribed,
-   * how often a worker reached its cap and how many were full at the end. Absent in runs before the cap.
+   * how often a worker reached its cap (over the run) and how many were full then. Absent in runs before the cap.
    */
   cap?: {
     setting: string;
@@ -36,7 +36,7 @@ export type MillionResult = {
     migrate: number | undefined;
     filesPerWorker: { min: number; max: number; each: number[] };
     reached: number;
-    fullAtEnd: number;
+    fullConnected: number;
   };
   /** Gateway start (spawn → "gateway ready"), s; every client subscribed, s. */
   startS: number;
@@ -130,7 +130,7 @@ function capLine(r: MillionResult): string[] {
   return [
     `- **Spread over the workers**: WORKER_MAX_CONNECTIONS=${c.setting} (${c.cap ? `${f(c.cap)} connections per worker` : "no cap"}), ` +
       `net.ipv4.tcp_migrate_req=${c.migrate ?? "unknown"}; once every client subscribed, open files per worker ${f(c.filesPerWorker.min)} to ${f(c.filesPerWorker.max)} ` +
-      `(about 30 are not sockets); a worker reached its cap and closed its listeners ${f(c.reached)} times, ${f(c.fullAtEnd)} workers full at the end. ` +
+      `(about 30 are not sockets); ${f(c.fullConnected)} workers full (listeners closed) then; over the run a worker reached its cap and closed its listeners ${f(c.reached)} times. ` +
       `Failed connection attempts (each retried by its client): ${causes || "none"}.`,
   ];
 }

@@ -268,6 +268,7 @@ runBench(BENCH, async ({ flags: v, argv }) => {
     });
     const connectS = (performance.now() - tc) / 1000;
     const spread = filesPerWorker(workerPids);
+    const full = (await scrapeMetrics(gw.url, 120_000)).fanout_workers_full ?? NaN;
     log(`${fmt(total)} clients subscribed in ${connectS.toFixed(1)} s; open files per worker ${fmt(spread.min)} to ${fmt(spread.max)}`);
     const clientPids = (): number[] => treePids(s.child.pid!).slice(1);
     await settled(() => [...gwPids(), ...clientPids()]);
@@ -369,7 +370,7 @@ runBench(BENCH, async ({ flags: v, argv }) => {
         migrate,
         filesPerWorker: spread,
         reached: m.fanout_worker_cap_reached_total ?? NaN,
-        fullAtEnd: m.fanout_workers_full ?? NaN,
+        fullConnected: full,
       },
       startS,
       connectS,
