@@ -131,6 +131,7 @@ export type StreamPosition = { offset: number; epoch: string };
 export type HistoryParams = { name: string; channel: string; limit: number; since?: StreamPosition; reverse: boolean };
 export type DisconnectParams = { user: string; reconnect: boolean; reason: string };
 export type UnsubscribeParams = { user: string; name: string; channel: string };
+export type SubscribeParams = { user: string; name: string; channel: string; client?: string; since?: StreamPosition; info?: unknown };
 export type RefreshParams = { user: string; expired: boolean };
 export type ChannelsParams = { pattern: string };
 
@@ -207,6 +208,46 @@ export function unsubscribeParams(o: Obj): Parsed<UnsubscribeParams> {
   if (refused) return refused;
   const c = channelOf(o);
   return "error" in c ? c : { user, ...c };
+}
+
+const NO_SESSION = "connections here have no session apart from their client id: name the client";
+const NOT_OVERRIDDEN = "a subscription's options are its namespace's here (NAMESPACES_FILE)";
+
+/**
+ * `subscribe`: `recover_since` (`{offset, epoch}`: the position the subscription recovers after), `client` (one
+ * connection), `info` (what the channel sees of it). `data`, `expire_at`, `override`, `b64info`, `b64data` and
+ * `session` are refused by name.
+ */
+export function subscribeParams(o: Obj): Parsed<SubscribeParams> {
+  const user = userOf(o);
+  if (typeof user !== "string") return user;
+  const refused = refuseSet(o, {
+    session: NO_SESSION,
+    data: "the subscribe push carries no data here",
+    b64data: "the subscribe push carries no data here",
+    b64info: "give info as JSON",
+    expire_at: "a server-side subscription lasts as long as its connection here",
+    override: NOT_OVERRIDDEN,
+  });
+  if (refused) return refused;
+  const c = channelOf(o);
+  if ("error" in c) return c;
+  const out: SubscribeParams = { user, ...c };
+  if (o.client !== undefined && o.client !== "") {
+    if (typeof o.client !== "string" || o.client.length > MAX_TEXT) return { error: `client must be a string of at most ${MAX_TEXT} characters` };
+    out.client = o.client;
+  }
+  const since = o.recover_since;
+  if (since !== undefined && since !== null) {
+    if (!isObject(since)) return { error: "recover_since must be {offset, epoch}" };
+    const offset = since.offset ?? 0;
+    const epoch = since.epoch ?? "";
+    if (typeof offset !== "number" || !Number.isSafeInteger(offset) || offset < 0) return { error: "recover_since.offset must be an integer >= 0" };
+    if (typeof epoch !== "string" || epoch.length > 64) return { error: "recover_since.epoch must be a string of at most 64 characters" };
+    out.since = { offset, epoch };
+  }
+  if (o.info !== undefined && o.info !== null) out.info = o.info;
+  return out;
 }
 
 export function refreshParams(o: Obj): Parsed<RefreshParams> {

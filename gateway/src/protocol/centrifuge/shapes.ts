@@ -207,9 +207,11 @@ export function replyOfFrame(f: ServerFrame): Reply | undefined {
       return { push: { channel: clientChannel(f.channel), join: { info: clientInfo(f) } } };
     case "leave":
       return { push: { channel: clientChannel(f.channel), leave: { info: clientInfo(f) } } };
+    case "sub":
+      // A subscription the server added to the live connection: the SDK's client-level `subscribed`, then its publications.
+      return { push: { channel: clientChannel(f.channel), subscribe: f.epoch ? { recoverable: true, positioned: true, epoch: f.epoch, offset: f.seq } : {} } };
     case "live":
     case "pong":
-    case "sub":
     case "presence":
       return undefined;
   }
