@@ -100,6 +100,9 @@ async function api(method: string, body: unknown): Promise<Record<string, unknow
   return (await r.json()) as Record<string, unknown>;
 }
 
+/** A publication's tags; none as undefined (the Protobuf build gives an empty map where the JSON one gives none). */
+const tagsOf = (p: { tags?: Record<string, string> }): Record<string, string> | undefined => (p.tags && Object.keys(p.tags).length > 0 ? p.tags : undefined);
+
 const dataOf = (p: PublicationContext): unknown => (p.data instanceof Uint8Array ? JSON.parse(new TextDecoder().decode(p.data)) : p.data);
 
 describe("centrifuge door — the server API's subscribe", () => {
@@ -243,4 +246,69 @@ describe("centrifuge door — a refreshed token's info", () => {
     const members = Object.values((await b.c.presence(later.name)).clients);
     expect(members).toEqual([expect.objectContaining({ user, connInfo: { v: 2 } })]);
   }, 40_000);
+});
+
+describe("centrifuge door — publication tags", () => {
+  const TAGS = { kind: "invoice", región: "señal ✓" };
+
+  it("publish, broadcast and the HTTP batch store tags with the message: live pushes, recovery and history carry them, JSON and Protobuf", async () => {
+    const ch = channel("tags");
+    const other = channel("tags-b");
+    const proxy = await startTcpProxy({ host: "127.0.0.1", port: gw.port });
+    proxies.push(proxy);
+    const readers = [
+      await client(uniq("tagged"), { claims: { channels: { sub: [">"], pub: [] } }, port: proxy.port }),
+      await client(uniq("tagged"), { protobuf: true, claims: { channels: { sub: [">"], pub: [] } } }),
+    ];
+    const subs = readers.map((r) => {
+      const sub = r.c.newSubscription(ch.name, { recoverable: true, positioned: true });
+      const got: PublicationContext[] = [];
+      sub.on("publication", (p) => got.push(p));
+      sub.subscribe();
+      return { sub, got };
+    });
+    for (const s of subs) await s.sub.ready(10_000);
+    expect(await api("publish", { channel: ch.name, data: { n: 1 }, tags: TAGS })).toMatchObject({ result: { offset: expect.any(Number) } });
+    expect(await api("broadcast", { channels: [ch.name, other.name], data: { n: 2 }, tags: { via: "broadcast" } })).toMatchObject({
+      result: { responses: [{ result: {} }, { result: {} }] },
+    });
+    const batch = await fetch(`${gw.url}/v1/publish`, {
+      method: "POST",
+      body: JSON.stringify([
+        { channel: ch.gw, data: { n: 3 }, tags: { via: "batch" } },
+        { channel: ch.gw, data: { n: 4 } },
+      ]),
+      headers: { "content-type": "application/json", "x-api-key": API_KEY },
+    });
+    expect(batch.status).toBe(200);
+    for (const s of subs) await waitFor(() => s.got.length === 4 || undefined, { what: "four publications" });
+    const expected = [TAGS, { via: "broadcast" }, { via: "batch" }, undefined];
+    for (const s of subs) expect(s.got.map(tagsOf)).toEqual(expected);
+    // Recovery (the JSON client, behind the proxy): the missed publications come with their tags.
+    const [json] = subs;
+    proxy.refuse(true);
+    await waitFor(() => readers[0]?.c.state !== "connected" || undefined, { what: "the link down" });
+    await api("publish", { channel: ch.name, data: { n: 5 }, tags: { missed: "yes" } });
+    proxy.refuse(false);
+    await waitFor(() => (json?.got.length ?? 0) >= 5 || undefined, { what: "the missed publication recovered", timeoutMs: 20_000 });
+    expect(json?.got[4]).toMatchObject({ data: { n: 5 }, tags: { missed: "yes" } });
+    // History: the door's `history` (both formats) and the server API's.
+    for (const s of subs) expect((await s.sub.history({ limit: 10 })).publications.map(tagsOf)).toEqual([...expected, { missed: "yes" }]);
+    const h = (await api("history", { channel: ch.name, limit: 10 })).result as { publications: { tags?: unknown }[] };
+    expect(h.publications.map((p) => p.tags)).toEqual([...expected, { missed: "yes" }]);
+  }, 40_000);
+
+  it("tags are bounded: more than 32 keys, a value that is not a string or more than 1,024 bytes are refused with 107 naming the bound", async () => {
+    const ch = channel("tags-bound");
+    const many = Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, "v"]));
+    expect(await api("publish", { channel: ch.name, data: 1, tags: many })).toMatchObject({
+      error: { code: 107, message: expect.stringMatching(/at most 32 keys/) },
+    });
+    expect(await api("publish", { channel: ch.name, data: 1, tags: { a: 1 } })).toMatchObject({
+      error: { code: 107, message: expect.stringMatching(/strings/) },
+    });
+    expect(await api("publish", { channel: ch.name, data: 1, tags: { a: "x".repeat(1_100) } })).toMatchObject({
+      error: { code: 107, message: expect.stringMatching(/1024 bytes/) },
+    });
+  }, 20_000);
 });

@@ -154,7 +154,7 @@ describe("centrifugo server API — cent.js", () => {
     expect(h.publications[0]).toMatchObject({ data: null, b64data: "AAEC/w==" });
 
     for (const [field, value] of [
-      ["tags", { a: "b" }],
+      ["tags", { a: 1 }],
       ["skip_history", true],
       ["delta", true],
     ] as const) {

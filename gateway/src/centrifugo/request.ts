@@ -1,4 +1,5 @@
 import { toGatewayChannel } from "../protocol/centrifugo-channels.js";
+import { readTags, type Tags } from "../protocol/tags.js";
 
 /**
  * Reading requests of Centrifugo's server API (pure): the methods, the parameters of each as this gateway
@@ -101,21 +102,23 @@ function refuseSet(o: Obj, fields: Record<string, string>): { error: string } | 
   return undefined;
 }
 
-const NO_TAGS = "publication tags are not stored here (a message is its data alone)";
 const ALL_HISTORY = "every publication is stored here: the channel's stream is its history";
 const NO_DELTA = "deltas are chosen per channel by the gateway's delta rules (docs/backends.md), not per publication";
 const NO_VERSION = "publication versions are not kept here";
 
-/** What a publish carries: JSON data, or bytes (b64data), and the dedup key. */
-export type Payload = { data: unknown; bytes?: Buffer; idempotencyKey?: string };
+/** What a publish carries: JSON data, or bytes (b64data), the dedup key and the tags (protocol/tags.ts). */
+export type Payload = { data: unknown; bytes?: Buffer; idempotencyKey?: string; tags?: Tags };
 
 function payloadOf(o: Obj): Parsed<Payload> {
-  const refused = refuseSet(o, { tags: NO_TAGS, skip_history: ALL_HISTORY, delta: NO_DELTA, version: NO_VERSION, version_epoch: NO_VERSION });
+  const refused = refuseSet(o, { skip_history: ALL_HISTORY, delta: NO_DELTA, version: NO_VERSION, version_epoch: NO_VERSION });
   if (refused) return refused;
+  const t = readTags(o.tags);
+  if ("error" in t) return t;
+  const tags = t.tags ? { tags: t.tags } : {};
   const key = o.idempotency_key;
   if (key !== undefined && key !== "" && (typeof key !== "string" || !IDEMPOTENCY_KEY.test(key)))
     return { error: "idempotency_key must be 1-128 printable ASCII characters" };
-  const idem = typeof key === "string" && key !== "" ? { idempotencyKey: key } : {};
+  const idem = { ...(typeof key === "string" && key !== "" ? { idempotencyKey: key } : {}), ...tags };
   if (o.b64data !== undefined && o.b64data !== "") {
     if (o.data !== undefined) return { error: "give data or b64data, not both" };
     if (typeof o.b64data !== "string" || !BASE64.test(o.b64data)) return { error: "b64data must be standard base64" };

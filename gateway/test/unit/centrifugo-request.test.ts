@@ -58,7 +58,7 @@ describe("centrifugo request — publish options", () => {
     [{ channel: "x", data: 1, b64data: "AA==" }, /not both/],
     [{ channel: "x", b64data: "not base64!" }, /b64data/],
     [{ channel: "x", data: 1, idempotency_key: "has space" }, /idempotency_key/],
-    [{ channel: "x", data: 1, tags: { a: "b" } }, /^tags: /],
+    [{ channel: "x", data: 1, tags: { a: 1 } }, /tags must be an object of strings/],
     [{ channel: "x", data: 1, skip_history: true }, /^skip_history: /],
     [{ channel: "x", data: 1, delta: true }, /^delta: /],
     [{ channel: "x", data: 1, version: 3 }, /^version: /],
