@@ -145,7 +145,7 @@ export class Door {
       case "unsubscribe":
         // In order: a subscribe reads the stream's position before its native frame is handled.
         st.chain = st.chain
-          .then(() => (c.method === "subscribe" ? this.subscribe(ws, st, c) : this.unsubscribe(ws, c)))
+          .then(() => (c.method === "subscribe" ? this.subscribe(ws, c) : this.unsubscribe(ws, c)))
           .catch((e: unknown) => this.failed(ws, c.id, e));
         return;
       case "publish": {
@@ -256,7 +256,7 @@ export class Door {
   }
 
   /** `subscribe`: the plan (recovery.ts) from the stream's position, then the native `sub` with its start. */
-  private async subscribe(ws: Socket, st: DoorState, c: SubscribeCommand): Promise<void> {
+  private async subscribe(ws: Socket, c: SubscribeCommand): Promise<void> {
     const s = ws.getUserData();
     const channel = this.channel(ws, c.id, c.channel);
     if (channel === undefined || s.closed) return;
