@@ -31,7 +31,8 @@ const start = (ttlMs = TTL_MS): Promise<GatewayHandle> =>
   startGateway({
     natsUrl: nats.url,
     workers: 1,
-    logLevel: "info",
+    // debug: the primaries' shares, the leader's records and steps, for the failure report below.
+    logLevel: "debug",
     env: {
       EVENTS: "all",
       EVENTS_DEBOUNCE: `${DEBOUNCE_MS}ms`,
@@ -89,13 +90,14 @@ async function close(c: TestClient): Promise<void> {
 }
 
 /**
- * A latch instead of a sleep: a channel subscribed and left now, whose vacated is stored DEBOUNCE_MS from
+ * A latch instead of a sleep: a channel occupied (stored) and left now, whose vacated is stored DEBOUNCE_MS from
  * now. The leader handles changes in order, so once it is there, any vacated (or leave) due before it is too.
+ * It waits for the occupied before leaving: a channel held only for the moment the leader takes to read the
+ * state may record neither event (docs/operations.md, "Cluster-wide events").
  */
 async function debouncePassed(gw: GatewayHandle): Promise<void> {
   const channel = uniq("occ.latch");
-  const c = await client(gw, "latch");
-  await c.sub(channel);
+  const c = await occupy(gw, channel);
   await close(c);
   await until(channel, ["channel.occupied", "channel.vacated"]);
 }
@@ -110,9 +112,18 @@ beforeAll(async () => {
 /** On a failure: both instances' warnings and leader changes, and every event stored, to say which step was missing. */
 beforeEach(({ onTestFailed }) => {
   onTestFailed(() => {
-    for (const [name, gw] of [["a", a], ["b", b]] as const) {
-      const lines = gw.logs.filter((l) => Number(l.level ?? 0) >= 40 || /lead/.test(String(l.msg)));
-      console.error(`instance ${name}:`, JSON.stringify(lines.slice(-30)));
+    for (const [name, gw] of [
+      ["a", a],
+      ["b", b],
+    ] as const) {
+      const lines = gw.logs.filter((l) => Number(l.level ?? 0) >= 40 || /lead|share|occupancy|shared state/.test(String(l.msg)));
+      console.error(
+        `instance ${name}:`,
+        lines
+          .slice(-60)
+          .map((l) => JSON.stringify(l))
+          .join("\n"),
+      );
     }
     console.error("events stored:", JSON.stringify(read.filter((e) => e.type.startsWith("channel.") || e.type.startsWith("presence."))));
     return stateTail();
@@ -129,7 +140,8 @@ async function stateTail(): Promise<void> {
     if (m) tail.push(`${m.seq} ${m.subject.slice("$KV.FANOUT_EVENTS_STATE.".length)} ${m.data.length}B ${m.time.toISOString()}`);
   }
   console.error("state bucket tail:", tail.join("\n"));
-  for await (const c of jsm.consumers.list(stream)) console.error("watcher:", JSON.stringify({ delivered: c.delivered, pending: c.num_pending, created: c.created, waiting: c.num_waiting }));
+  for await (const c of jsm.consumers.list(stream))
+    console.error("watcher:", JSON.stringify({ delivered: c.delivered, pending: c.num_pending, created: c.created, waiting: c.num_waiting }));
 }
 
 afterAll(async () => {

@@ -20,6 +20,11 @@ export class MemorySharedState implements SharedStateApi {
     for (const [key, e] of [...this.entries]) if (e.expiresAt !== undefined && e.expiresAt <= this.now) this.write(key, undefined);
   }
 
+  /** Whether `key` (`i.<instance>`, `s.<key>.<instance>`, …) is set now. */
+  has(key: string): boolean {
+    return this.entries.has(key);
+  }
+
   async heartbeat(instance: string): Promise<"kept" | "renewed"> {
     const had = this.entries.has(`i.${instance}`);
     this.write(`i.${instance}`, "1", this.ttlMs);

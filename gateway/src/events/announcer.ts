@@ -108,6 +108,7 @@ export class Announcer implements Service {
 
   private input(machine: OccupancyMachine, r: SharedRecord): void {
     if (machine !== this.machine) return;
+    if (r.type !== "heartbeat") this.log.debug({ record: r }, "shared state record");
     if (r.type === "heartbeat") return this.apply(machine, machine.heartbeat(r.instance, r.alive, this.now()));
     if (r.type === "share") return this.apply(machine, machine.share(r.key, r.instance, r.held, this.now()));
     // Announcements after the start are this leader's own: their seqs are known from writing them.
@@ -117,6 +118,7 @@ export class Announcer implements Service {
   }
 
   private apply(machine: OccupancyMachine, step: Step): void {
+    if (step.transitions.length > 0 || step.stale.length > 0) this.log.debug({ transitions: step.transitions, stale: step.stale }, "occupancy step");
     if (step.stale.length > 0) this.state.forget(step.stale).catch((e: unknown) => this.log.debug({ err: e }, "stale shares not deleted"));
     for (const t of step.transitions) this.enqueue(machine, t);
     clearTimeout(this.timer);

@@ -21,7 +21,7 @@ export class InstanceShares implements Service {
   constructor(
     private readonly state: SharedStateApi,
     private readonly instance: string,
-    log: Logger,
+    private readonly log: Logger,
   ) {
     this.warnings = new WarnEvery(log, 10_000, "what");
   }
@@ -60,7 +60,9 @@ export class InstanceShares implements Service {
 
   private write(key: string): void {
     if (this.stopped) return;
-    this.state.share(key, this.instance, this.keys.has(key)).catch((e: unknown) => {
+    const held = this.keys.has(key);
+    this.log.debug({ key, held }, "instance share written");
+    this.state.share(key, this.instance, held).catch((e: unknown) => {
       this.retry.add(key);
       this.warnings.warn("share", { err: e }, "an instance's share could not be written; written again with the next heartbeat");
     });

@@ -31,6 +31,7 @@ export class Services {
   private leading = false;
   private stopped = false;
   private readonly warnings: WarnEvery;
+  private readonly lapses?: client.Counter;
 
   constructor(
     private readonly state: SharedStateApi,
@@ -44,6 +45,11 @@ export class Services {
   ) {
     this.warnings = new WarnEvery(log, 10_000, "what");
     if (!registry) return;
+    this.lapses = new client.Counter({
+      name: "fanout_cluster_heartbeat_lapses_total",
+      help: "Times this instance found its heartbeat had expired before it was refreshed (the cluster counted the instance gone for a while: its channels' shares were written again, and channels held and left only meanwhile recorded no events)",
+      registers: [registry],
+    });
     const leading = (): number => (this.leading ? 1 : 0);
     new client.Gauge({
       name: "fanout_cluster_leader",
@@ -78,6 +84,7 @@ export class Services {
   private async round(): Promise<void> {
     try {
       const renewed = (await this.state.heartbeat(this.instance)) === "renewed";
+      if (renewed) this.lapsed();
       for (const s of this.perInstance) s.beat?.(renewed);
     } catch (e) {
       this.warnings.warn("heartbeat", { err: e }, "the instance's heartbeat could not be written");
@@ -86,6 +93,19 @@ export class Services {
       if (!this.leading && !this.stopped) await this.lead();
     } else await this.follow();
     if (!this.stopped) this.timer = setTimeout(() => void this.round(), Math.max(250, Math.floor(this.ttlMs / 3)));
+  }
+
+  /**
+   * The heartbeat had expired (refreshed less often than the TTL: a stalled event loop, a slow or unreachable
+   * broker): until this refresh the leader counted the instance gone and ignored what it wrote.
+   */
+  private lapsed(): void {
+    this.lapses?.inc();
+    this.warnings.warn(
+      "heartbeat lapse",
+      { ttlMs: this.ttlMs },
+      "the instance's heartbeat had expired before it was refreshed: the cluster counted this instance gone meanwhile (EVENTS_INSTANCE_TTL); its shares are written again",
+    );
   }
 
   private async lead(): Promise<void> {

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import client from "prom-client";
+import { pino } from "pino";
 import { Announcer } from "../../src/events/announcer.js";
 import { EventRecorder } from "../../src/events/recorder.js";
 import { InstanceShares } from "../../src/events/shares.js";
@@ -133,5 +134,32 @@ describe("services — the heartbeat, the lease and the instance's shares", () =
     await settle();
     expect(stream.types("k")).toEqual(["channel.occupied", "channel.vacated"]);
     await b.stop();
+  });
+
+  it("services — a heartbeat that lapsed (the loop stalled past the TTL) is counted and warned, the shares are written again, and a channel held throughout records nothing more", async () => {
+    const registry = new client.Registry();
+    const warnings: string[] = [];
+    const logged = pino({ level: "warn" }, { write: (line: string) => void warnings.push(line) });
+    const shares = new InstanceShares(state, "a", log);
+    const a = new Services(state, new LeaderLease(state.leaderLease(), "a", TTL * 0.75, () => state.now), "a", TTL, [shares], [announcer()], logged, registry);
+    await a.start();
+    shares.report(1, channelKey("k"), true);
+    await settle();
+    expect(stream.types("k")).toEqual(["channel.occupied"]);
+    // Just before a round, the heartbeat is gone (as when no round ran for longer than the TTL): the leader counts
+    // the instance gone and drops its shares.
+    await vi.advanceTimersByTimeAsync(TTL / 3 - 10);
+    await state.resign("a");
+    await settle();
+    expect(state.has(`s.${channelKey("k")}.a`)).toBe(false);
+    // The next round finds it expired: counted, warned, and the instance's share of k written again.
+    await vi.advanceTimersByTimeAsync(10);
+    expect(state.has(`s.${channelKey("k")}.a`)).toBe(true);
+    expect((await registry.getSingleMetric("fanout_cluster_heartbeat_lapses_total")!.get()).values[0]!.value).toBe(1);
+    expect(warnings.some((w) => w.includes("heartbeat had expired"))).toBe(true);
+    // Back within the debounce: neither a vacated nor a second occupied.
+    await vi.advanceTimersByTimeAsync(DEBOUNCE * 2);
+    expect(stream.types("k")).toEqual(["channel.occupied"]);
+    await a.stop();
   });
 });
