@@ -2,7 +2,8 @@
 // deploy/nats/supercluster/region.conf, the file scripts/nats-supercluster.sh uses: each region a single-node
 // cluster with JetStream, joined to the others by gateways on loopback. Every region's gateway is reached by
 // the others through a TCP proxy of its own (its advertised address), so a test can delay, stall or cut the
-// links into one region. Ports are picked at run time (bind 0, release); a start that loses a port race is
+// links into one region, or split two regions (the proxy knows which region a connection comes from by the
+// gateway name in its CONNECT). Ports are picked at run time (bind 0, release); a start that loses a port race is
 // retried with fresh ports. Ready when every region is healthy, has its two outbound gateways, and all agree
 // on one JetStream meta leader.
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
@@ -45,6 +46,11 @@ export type RegionNode = {
 
 export type Supercluster = {
   regions: Record<RegionName, RegionNode>;
+  /**
+   * On: the gateway connections between regions `x` and `y` are dropped, both ways, and every new one is
+   * refused; each keeps its links with the third region and its clients. Off: they connect again (waitJoined).
+   */
+  split(x: RegionName, y: RegionName, on: boolean): void;
   /** Polls until every running region has its gateways up and reports the same JetStream meta leader. */
   waitJoined(timeoutMs?: number): Promise<string>;
   /** Stops every region, closes the proxies and removes the stores. */
@@ -62,6 +68,9 @@ async function joined(monitorPort: number, peers: number): Promise<string | unde
   return (await getJson<Jsz>(`http://127.0.0.1:${monitorPort}/jsz`))?.meta_cluster?.leader || undefined;
 }
 
+/** The region a gateway connection comes from: its CONNECT names it (`"gateway":"a"`), the first line it sends. */
+const gatewayOf = (first: Buffer): string | undefined => /"gateway":"([^"]+)"/.exec(first.toString("latin1"))?.[1];
+
 export async function startSupercluster(opts: SuperclusterOptions = {}): Promise<Supercluster> {
   return startWithPortRetry(() => tryStart(opts));
 }
@@ -72,7 +81,7 @@ async function tryStart(opts: SuperclusterOptions): Promise<Supercluster> {
   const n = REGION_NAMES.length;
   const ports = await pickFreePorts(n * 4);
   const gatewayPort = (i: number) => ports[2 * n + i]!;
-  const proxies = await Promise.all(REGION_NAMES.map((_, i) => startTcpProxy({ host: "127.0.0.1", port: gatewayPort(i) })));
+  const proxies = await Promise.all(REGION_NAMES.map((_, i) => startTcpProxy({ host: "127.0.0.1", port: gatewayPort(i) }, { peerOf: gatewayOf })));
   const nodes = {} as Record<RegionName, RegionNode>;
   const all: RegionNode[] = [];
   const launchers: (() => void)[] = [];
@@ -136,6 +145,10 @@ async function tryStart(opts: SuperclusterOptions): Promise<Supercluster> {
 
   const sc: Supercluster = {
     regions: nodes,
+    split(x, y, on) {
+      nodes[x].links.refuseFrom(y, on);
+      nodes[y].links.refuseFrom(x, on);
+    },
     waitJoined: (timeoutMs = readyTimeoutMs) =>
       waitFor(
         async () => {

@@ -1,8 +1,11 @@
 // A gateway in one region of the test kit's supercluster (nats-supercluster.ts): the region tests', the
 // regions bench's and the chaos run's one way to start it. REGIONS is every region of the supercluster (a, b,
-// c); HOME_REGION is REGIONS' first (a) unless `home` says otherwise.
+// c); HOME_REGION is REGIONS' first (a) unless `home` says otherwise. subRetrying: a resume there, retried as
+// the SDKs do while the region's mirror is behind.
 import { startGateway, type GatewayHandle, type GatewayOptions } from "./gateway.js";
 import { REGION_NAMES, type RegionName, type Supercluster } from "./nats-supercluster.js";
+import { waitFor } from "./wait.js";
+import type { Frame, TestClient } from "./ws-client.js";
 
 export type RegionGatewayOptions = Pick<GatewayOptions, "logLevel" | "port" | "env" | "readyTimeoutMs" | "inheritStderr"> & {
   /** HOME_REGION (default: a, REGIONS' first). */
@@ -31,4 +34,20 @@ export function startRegionGateway(sc: Supercluster, region: RegionName, o: Regi
       ...(o.args ?? []),
     ],
   });
+}
+
+/**
+ * Subscribes from `from`, again while the gateway refuses with a temporary `broker_unavailable` (this region's
+ * mirror is behind the position past REGION_RESUME_WAIT), as the SDKs do; any other refusal fails. Up to 60 s.
+ */
+export async function subRetrying(c: TestClient, channel: string, from: { seq: number; epoch: unknown }): Promise<Frame> {
+  return waitFor(
+    async () => {
+      const r = await c.request({ op: "sub", channel, from });
+      if (r.op === "ok") return r;
+      if (r.code === "broker_unavailable" && r.temporary === true) return undefined;
+      throw new Error(`sub ${channel} refused: ${JSON.stringify(r)}`);
+    },
+    { timeoutMs: 60_000, intervalMs: 250, what: `sub ${channel} from ${from.seq} accepted` },
+  );
 }

@@ -7,7 +7,9 @@
 //   stall(on)    the open connections stop carrying bytes either way, neither side closed (a half-open link,
 //                or a partition that heals); bytes are held in order and sent on stall(false); new
 //                connections are not affected;
-//   delay(ms)    holds each chunk ms in each direction from now on (latency; Node timers, ~1 ms granularity).
+//   delay(ms)    holds each chunk ms in each direction from now on (latency; Node timers, ~1 ms granularity);
+//   refuseFrom(peer, on)  while on, drops the connections of one peer (named by `peerOf` from the client's
+//                first bytes) and every new one it makes; the other peers' connections go on.
 // Bytes are forwarded in order in every mode; a direction holding more than HIGH_WATER bytes pauses its reads.
 import { readFileSync } from "node:fs";
 import { createConnection, createServer, type Server, type Socket } from "node:net";
@@ -29,6 +31,8 @@ export type TcpProxy = {
   stall(on?: boolean): number;
   /** Holds each chunk this long in each direction from now on (0: straight through). */
   delay(ms: number): void;
+  /** While on, the connections whose client `peerOf` names `peer` are dropped, open and new (from their first bytes). */
+  refuseFrom(peer: string, on: boolean): void;
   /** Open connections (client side). */
   connections(): number;
   /** Bytes held in the proxy now (stalled or delayed), both directions. */
@@ -36,7 +40,7 @@ export type TcpProxy = {
   close(): Promise<void>;
 };
 
-type Pair = { upstream: Socket; lanes: [Lane, Lane]; stalled: boolean };
+type Pair = { upstream: Socket; lanes: [Lane, Lane]; stalled: boolean; peer?: string | undefined };
 type Timing = { delayMs: number };
 
 /** One direction of one connection: chunks queued with their due time, released by one timer at a time. */
@@ -55,6 +59,7 @@ class Lane {
   }
 
   private push(buf: Buffer): void {
+    if (this.to.destroyed) return;
     if (!this.held() && this.timing.delayMs <= 0 && this.q.length === 0) {
       if (!this.to.write(buf)) {
         this.from.pause();
@@ -87,9 +92,15 @@ class Lane {
   }
 }
 
-export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
+export type TcpProxyOptions = {
+  /** Names the peer a connection comes from, from the first bytes its client sends (for refuseFrom). */
+  peerOf?: (first: Buffer) => string | undefined;
+};
+
+export async function startTcpProxy(target: { host: string; port: number }, o: TcpProxyOptions = {}): Promise<TcpProxy> {
   const timing: Timing = { delayMs: 0 };
   let refusing = false;
+  const refused = new Set<string>();
   const pairs = new Map<Socket, Pair>();
   const drop = (client: Socket): void => {
     const p = pairs.get(client);
@@ -105,6 +116,12 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     for (const s of [client, upstream]) s.setNoDelay(true);
     const pair = { upstream, stalled: false } as Pair;
     const held = () => pair.stalled;
+    // Registered before the lanes: a refused peer's first bytes are dropped with its connection, never forwarded.
+    if (o.peerOf)
+      client.once("data", (first: Buffer) => {
+        pair.peer = o.peerOf!(first);
+        if (pair.peer !== undefined && refused.has(pair.peer)) drop(client);
+      });
     pair.lanes = [new Lane(client, upstream, held, timing), new Lane(upstream, client, held, timing)];
     pairs.set(client, pair);
     for (const s of [client, upstream]) s.on("error", () => drop(client)).on("close", () => drop(client));
@@ -147,6 +164,11 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     delay(ms) {
       timing.delayMs = Math.max(0, ms);
       for (const p of pairs.values()) for (const l of p.lanes) l.pump();
+    },
+    refuseFrom(peer, on) {
+      if (!on) return void refused.delete(peer);
+      refused.add(peer);
+      for (const [c, p] of pairs) if (p.peer === peer) drop(c);
     },
     connections: () => pairs.size,
     held: () => [...pairs.values()].reduce((s, p) => s + p.lanes[0].bytes + p.lanes[1].bytes, 0),

@@ -20,14 +20,18 @@ export function firstArrivals(events: readonly WebhookEvent[]): WebhookEvent[] {
   return events.filter((e) => !seen.has(e.id) && seen.add(e.id));
 }
 
-/** Events that arrived (first time) after a later event of their channel: 0 when every channel is in stream order. */
-export function outOfOrder(events: readonly WebhookEvent[]): WebhookEvent[] {
-  const last = new Map<string, number>();
-  const bad: WebhookEvent[] = [];
+/**
+ * Events that arrived (first time) after a later event of their channel, each with `after`, the latest event of
+ * its channel that had arrived before it: none when every channel is in stream order.
+ */
+export function outOfOrder(events: readonly WebhookEvent[]): (WebhookEvent & { after: WebhookEvent })[] {
+  const last = new Map<string, WebhookEvent>();
+  const bad: (WebhookEvent & { after: WebhookEvent })[] = [];
   for (const e of firstArrivals(events)) {
     if (e.channel === undefined) continue;
-    if ((last.get(e.channel) ?? 0) > e.id) bad.push(e);
-    else last.set(e.channel, e.id);
+    const after = last.get(e.channel);
+    if (after && after.id > e.id) bad.push({ ...e, after });
+    else last.set(e.channel, e);
   }
   return bad;
 }

@@ -20,6 +20,7 @@ const COLORS: Record<string, string> = {
   "region-cut": "#9a6324",
   "region-delay": "#ffe119",
   "region-move": "#dcbeff",
+  "region-split": "#800000",
 };
 
 export type LatencyPoint = { t: number; p50: number; p99: number; n: number };

@@ -82,6 +82,7 @@ function recoveredWhen(ctx: FaultContext, f: Fault): Topology["instances"] {
     case "region-cut":
     case "region-delay":
     case "region-move":
+    case "region-split":
       return [];
     case "region-kill":
       return [ctx.topo.instances[f.instance]!];
@@ -219,6 +220,21 @@ export async function inject(ctx: FaultContext, f: Fault, index: number): Promis
       } finally {
         node.links.delay(0);
       }
+      break;
+    }
+    case "region-split": {
+      // The fault's region and the next one lose the link between them; each keeps its link with the third.
+      const sc = ctx.topo.regions;
+      if (!sc) throw new Error(`${f.kind} needs --regions`);
+      const [x, y] = [REGION_NAMES[f.instance % 3]!, REGION_NAMES[(f.instance + 1) % 3]!];
+      target = `the link between regions ${x} and ${y}`;
+      sc.split(x, y, true);
+      try {
+        await delay(f.holdMs);
+      } finally {
+        sc.split(x, y, false);
+      }
+      await sc.waitJoined(60_000);
       break;
     }
     case "region-move":

@@ -20,7 +20,7 @@ export type LaneGroup = { kinds: readonly FaultKind[]; lanes: number; gapMs?: nu
 export const OVERLAP_PLAN: readonly LaneGroup[] = [
   { kinds: ["nats-kill", "nats-pause", "region-kill"], lanes: 1, gapMs: 4_000 },
   { kinds: ["client-burst", "client-stall", "region-move"], lanes: 1, gapMs: 3_000 },
-  { kinds: ["region-cut", "region-delay"], lanes: 2 },
+  { kinds: ["region-cut", "region-delay", "region-split"], lanes: 2 },
   { kinds: ["link-stall", "link-delay"], lanes: 3 },
   { kinds: ["worker-kill", "primary-kill"], lanes: 2 },
   { kinds: ["rolling-restart"], lanes: 3 },
@@ -52,6 +52,8 @@ export function resourcesOf(f: Fault): string[] {
     case "region-cut":
     case "region-delay":
       return [`region${f.instance}`];
+    case "region-split":
+      return [`region${f.instance % 3}`, `region${(f.instance + 1) % 3}`];
   }
 }
 

@@ -28,7 +28,7 @@ import { reportPath } from "../kit/results.js";
 import { faultsAtSilences, lagAtSilences, sampleLag, socketStatesAtSilences } from "./lag.js";
 import { latencySeries, renderLatencyChart } from "./chart.js";
 import type { ClientsConfig, ClientsLog, FromClients, PubSpec, SubSpec, ToClients } from "./clients.js";
-import { checkWebhook, startWebhookReceiver, webhookEnv } from "./webhook.js";
+import { checkWebhook, describeDisorder, logsAround, startWebhookReceiver, webhookEnv } from "./webhook.js";
 import type { WebhookReceiver } from "#testkit/webhook-receiver.js";
 
 type Args = {
@@ -312,10 +312,19 @@ async function run(a: Args): Promise<number> {
       const [from, to] = [near[0]?.t ?? 0, near.at(-1)?.t ?? 0];
       return { ...v, receipts: near, events: events.filter((e) => e.client === v.client && e.t >= from - 5_000 && e.t <= to + 1_000) };
     });
+    const instanceLogs = topo.instances.map((i) => ({
+      name: `gw${i.index}`,
+      primaryPids: i.runs.map((r) => r.process.pid ?? 0),
+      logs: i.runs.flatMap((r) => r.logs),
+    }));
+    const webhookDisorder = describeDisorder(webhook.disorder, faults, instanceLogs, phase0);
+    // Events the webhook got that the stream no longer holds: what the gateways said about the stream until then.
+    if (webhook.pastEndFirstAt)
+      for (const l of logsAround(instanceLogs, phase0, webhook.pastEndFirstAt + 30_000, phase0).slice(-200)) say(`past the end: ${l}`);
     const kinds = kindStats(faults, events);
     const lat = latency(subscribers, faults);
     const faultsByKind = Object.fromEntries(kinds.map((k) => [k.kind, k.count]));
-    const text = readable({ check: result, webhook, kinds, lat, faults, t0: phase0 });
+    const text = readable({ check: result, webhook, webhookDisorder, kinds, lat, faults, t0: phase0 });
     const ok = result.ok && webhook.lost === 0 && webhook.outOfOrder === 0;
     const command = `npm run chaos -- --seed ${a.seed} --minutes ${a.minutes} --gap ${a.gapMs / 1000}${a.overlap ? " --overlap" : a.lanes > 1 ? ` --lanes ${a.lanes}` : ""}${a.regions ? " --regions" : ""}${a.kinds.join() !== (a.regions ? REGIONS_DEFAULT_KINDS : CLUSTER_FAULT_KINDS).join() ? ` --kinds ${a.kinds.join(",")}` : ""}${a.quick ? " --quick" : ""}`;
     process.stdout.write(`${text}\n\n`);
@@ -327,7 +336,7 @@ async function run(a: Args): Promise<number> {
       ...Object.fromEntries(VIOLATION_KEYS.map((k) => [k, result[k]])),
       webhookLost: webhook.lost,
       webhookOutOfOrder: webhook.outOfOrder,
-      webhook,
+      webhook: { ...webhook, disorder: webhookDisorder.map(({ logs: _, ...d }) => d) },
       durableUnacked: result.durableUnacked,
       redelivered: result.redelivered,
       messages: truth.length,
@@ -369,7 +378,9 @@ async function run(a: Args): Promise<number> {
       // The raw run, gzipped: a 30-minute run's events are megabytes of JSON (loadtest/results keeps the newest of each kind).
       writeFileSync(
         a.report.replace(/\.md$/, "") + ".json.gz",
-        gzipSync(JSON.stringify({ summary, check: result, violationContext, kinds, latency: lat, faults, events, silences, lag: lag.samples })),
+        gzipSync(
+          JSON.stringify({ summary, check: result, violationContext, webhookDisorder, kinds, latency: lat, faults, events, silences, lag: lag.samples }),
+        ),
       );
       say(`report written to ${a.report}`);
     }

@@ -1,6 +1,6 @@
 // The chaos run's figures besides the checker's counts (pure): per fault kind, the time until every client the
 // fault disconnected was subscribed again, and the delivery latency inside and outside fault windows.
-import type { WebhookCheck } from "./webhook.js";
+import type { WebhookCheck, WebhookDisorder } from "./webhook.js";
 import type { CheckResult, SubscriberLog } from "./checker.js";
 import type { ConnEvent } from "./clients.js";
 import type { FaultRecord } from "./faults.js";
@@ -106,6 +106,7 @@ export function table(rows: string[][]): string {
 export function readable(o: {
   check: CheckResult;
   webhook: WebhookCheck;
+  webhookDisorder: WebhookDisorder[];
   kinds: KindStats[];
   lat: ReturnType<typeof latency>;
   faults: FaultRecord[];
@@ -124,6 +125,10 @@ export function readable(o: {
     [
       "(info) webhook events stored / accepted / accepted again; sending instances",
       `${o.webhook.expected} / ${o.webhook.received} / ${o.webhook.repeats}; ${o.webhook.senders}`,
+    ],
+    [
+      "(info) webhook ids past the stream's end (first arrived at s) / ids given to two events",
+      `${o.webhook.pastEnd}${o.webhook.pastEndFirstAt ? ` (${((o.webhook.pastEndFirstAt - o.t0) / 1000).toFixed(1)})` : ""} / ${o.webhook.reused}`,
     ],
     ["(info) redelivered (flagged)", String(c.redelivered)],
     ["(info) durable unacked at the end", String(c.durableUnacked)],
@@ -171,12 +176,32 @@ export function readable(o: {
         ...c.violations.map((v) => [v.client, v.what, v.channel ?? "", String(v.seq ?? ""), v.detail ?? ""]),
       ])
     : "none";
+  const disorder = o.webhookDisorder.length
+    ? [
+        table([
+          ["id", "channel", "type", "sender", "arrived s", "after id", "its sender", "it arrived s", "faults then"],
+          ...o.webhookDisorder.map((d) => [
+            String(d.id),
+            d.channel,
+            d.type,
+            d.sender,
+            d.atS.toFixed(1),
+            String(d.after.id),
+            d.after.sender,
+            d.after.atS.toFixed(1),
+            d.faults.join("; ") || "none",
+          ]),
+        ]),
+        ...o.webhookDisorder.map((d) => `Event ${d.id}: the gateways' webhook log lines then\n\n\`\`\`\n${d.logs.join("\n") || "(none)"}\n\`\`\``),
+      ].join("\n\n")
+    : "none";
   return [
     `### Checker\n\n${counts}`,
     `### Faults by kind\n\n${kinds}`,
     `### Delivery latency\n\n${lat}`,
     `### Clients\n\n${clients}`,
     `### Violations (first ${c.violations.length})\n\n${violations}`,
+    `### Webhook events out of order (first ${o.webhookDisorder.length})\n\n${disorder}`,
     `### Fault log\n\n${faults}`,
   ].join("\n\n");
 }

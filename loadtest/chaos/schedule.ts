@@ -17,9 +17,10 @@ export const CLUSTER_FAULT_KINDS = [
 ] as const;
 /**
  * The faults of a run on three regions (`--regions`, regions.ts): a region's NATS node killed and restarted,
- * the gateway links into a region cut or delayed, and half of the subscribers moved to the next region.
+ * the gateway links into a region cut or delayed, half of the subscribers moved to the next region, and the
+ * link between two regions cut while both keep theirs with the third (`region-split`).
  */
-export const REGION_FAULT_KINDS = ["region-kill", "region-cut", "region-delay", "region-move"] as const;
+export const REGION_FAULT_KINDS = ["region-kill", "region-cut", "region-delay", "region-move", "region-split"] as const;
 export const FAULT_KINDS = [...CLUSTER_FAULT_KINDS, ...REGION_FAULT_KINDS] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 /** A fault on the NATS cluster's nodes: not in a regions run (each region is one node; region-kill is its fault). */

@@ -15,6 +15,8 @@ const alive = (pid: number) => existsSync(`/proc/${pid}`);
 
 export class Instance {
   gw?: GatewayHandle;
+  /** Every gateway process this instance ran (one per start), with its log lines. */
+  readonly runs: GatewayHandle[] = [];
   /** Every pid this instance ever had (primary and workers), killed at the end if still alive. */
   readonly pids = new Set<number>();
   /** Set by stopAll: a start still under way (a fault's lane) kills what it started instead of leaving it. */
@@ -74,6 +76,7 @@ export class Instance {
         "2s",
       ],
     });
+    this.runs.push(this.gw);
     this.pids.add(this.gw.process.pid!);
     for (const p of await this.workerPids()) this.pids.add(p);
     if (this.closed) {

@@ -56,7 +56,7 @@ describe("chaos — fault-injection run with the delivery checker", () => {
     for (const k of COUNTS.filter((c) => c !== "durableDuplicated")) expect(r.summary[k], `${k}\n${why}`).toBe(0);
     expect(r.summary.notCaughtUp, why).toBe(0);
     const kinds = Object.keys(r.summary.faultsByKind as object);
-    for (const k of ["region-kill", "region-cut", "region-delay", "region-move"]) expect(kinds, why).toContain(k);
+    for (const k of ["region-kill", "region-cut", "region-delay", "region-move", "region-split"]) expect(kinds, why).toContain(k);
     expect(kinds).not.toContain("nats-kill");
     expect(r.summary.messages as number).toBeGreaterThan(300);
   }, 220_000);

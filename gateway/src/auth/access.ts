@@ -88,6 +88,12 @@ export type Access =
       /** A server-side subscription (`channels.auto`) being taken over: the token or connect hook granted it. */
       serverSide?: boolean;
       /**
+       * A subscription the server adds to the connection (the control plane's `subscribe`): the server's grant
+       * stands in place of the connection's permission, and the subscribe hook is not asked. The namespace
+       * switches still apply.
+       */
+      byServer?: boolean;
+      /**
        * A subscription token for `channel` (`sub`'s `token`, SSE's `?sub_token=`): when valid it grants the
        * read in place of the connection's permission, and the subscribe hook is not asked (the backend decided
        * when it signed it). The namespace switches still apply.
@@ -132,6 +138,9 @@ export type Knock = {
   /** A WebSocket's client id and codec, made at its upgrade. */
   conn?: Conn;
 };
+
+/** What a connection shows of itself (Centrifuge's `conn_info`): its token's `info` claim, else the connect hook's `info`. */
+export const connectionInfo = (id: Identity): unknown => id.principal.info ?? id.info;
 
 /** The connection as the refresh, sub_refresh and Centrifugo-format hooks are told it. */
 export const subjectOf = (id: Identity): RefreshSubject => ({
@@ -241,6 +250,7 @@ export class AccessControl {
       throw new GatewayError(ErrorCode.Forbidden, `this API key has no ${a.right === "pub" ? "publish" : "read"} scope`);
     this.checkNamespace(first, a);
     if (a.right === "sub" && a.token !== undefined) return { token: await this.subscriptionGrant(first, a.channel, a.token) };
+    if (a.right === "sub" && a.byServer === true) return {};
     check(first.principal, a);
     if (a.right === "pub" || first.trusted || a.serverSide || !this.hooks?.subscribeEnabled) return {};
     const grant = await this.hooks.subscribe(

@@ -69,6 +69,7 @@ export class Authenticator {
       perms: rpc.length ? Object.freeze({ ...perms, rpc }) : perms,
       ...(exp !== undefined ? { exp } : {}),
       ...(claims.meta !== undefined && claims.meta !== null ? { meta: claims.meta } : {}),
+      ...(claims.info !== undefined && claims.info !== null ? { info: claims.info } : {}),
     });
   }
 

@@ -379,7 +379,7 @@ const forwardable = (h: Record<string, string>): Record<string, string> => Objec
 /** A native refresh answer: `{"allow": true, "exp"?}` extends (no `exp`: no expiry), anything else is `expired`. */
 function readNativeRefresh(hook: string, a: Record<string, unknown>): RefreshOutcome {
   if (a.allow !== true) return { expired: true };
-  return readRefreshResult(hook, { expire_at: a.exp });
+  return readRefreshResult(hook, { expire_at: a.exp, info: a.info });
 }
 
 /** A native subscribe answer's grant: `exp` (the subscription's expiry, unix seconds) and `data` for the client. */
@@ -531,5 +531,11 @@ export function applyGrant(p: Principal, authenticated: boolean, g: HookGrant): 
   });
   const user = !authenticated && g.user !== undefined ? g.user : p.user;
   const exp = p.exp === undefined ? g.exp : g.exp === undefined ? p.exp : Math.min(p.exp, g.exp);
-  return Object.freeze({ user, perms, ...(exp !== undefined ? { exp } : {}), ...(p.meta !== undefined ? { meta: p.meta } : {}) });
+  return Object.freeze({
+    user,
+    perms,
+    ...(exp !== undefined ? { exp } : {}),
+    ...(p.meta !== undefined ? { meta: p.meta } : {}),
+    ...(p.info !== undefined ? { info: p.info } : {}),
+  });
 }

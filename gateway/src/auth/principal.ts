@@ -12,6 +12,11 @@ export type Principal = {
    * Centrifugo's format get it as `meta`.
    */
   readonly meta?: unknown;
+  /**
+   * The token's `info` claim (Centrifugo's): what the connection shows of itself, its `conn_info` in what it
+   * publishes and in the presence entries it makes (else the connect hook's `info`). A `refresh` replaces it.
+   */
+  readonly info?: unknown;
   /** An API key's scopes (API_KEYS_FILE; every key of API_KEYS is `admin`); absent for everyone else. */
   readonly scopes?: readonly Scope[];
 };

@@ -125,13 +125,16 @@ export function expireAtOf(hook: string, r: Record<string, unknown>): number | u
   return v as number;
 }
 
-/** A refresh or sub_refresh answer: a new expiry (undefined: none), or refused (`expired: true`). */
-export type RefreshOutcome = { expired: false; exp: number | undefined } | { expired: true };
+/**
+ * A refresh or sub_refresh answer: a new expiry (undefined: none) and, for a connection, its new `info` (what it
+ * shows of itself from then on), or refused (`expired: true`).
+ */
+export type RefreshOutcome = { expired: false; exp: number | undefined; info?: unknown } | { expired: true };
 
-/** Reads a refresh or sub_refresh `result`. */
+/** Reads a refresh or sub_refresh `result`; `info` (any JSON but null) replaces the connection's. */
 export function readRefreshResult(hook: string, r: Record<string, unknown>): RefreshOutcome {
   if (r.expired === true) return { expired: true };
-  return { expired: false, exp: expireAtOf(hook, r) };
+  return { expired: false, exp: expireAtOf(hook, r), ...(r.info !== undefined && r.info !== null ? { info: r.info } : {}) };
 }
 
 /** Cuts a close reason to what a close frame holds, on a character boundary. */

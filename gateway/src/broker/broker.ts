@@ -1,11 +1,17 @@
-import type { PublisherInfo, StoredPublisher } from "../protocol/publisher-info.js";
+import type { PublisherInfo } from "../protocol/publisher-info.js";
+import type { StoredMsg } from "../protocol/server-frames.js";
+import type { Tags } from "../protocol/tags.js";
+
+/** What a publish stores with the message besides its payload (each in a header of its own). */
+export type MessageExtra = { publisher?: PublisherInfo; tags?: Tags };
 
 /**
  * One message as the fan-out path sees it: the channel, its stream sequence, broker time and raw payload;
  * `type` is a binary payload's content type (its `Fanout-Content-Type` header), absent for JSON; `publisher`
- * the WebSocket client that published it (its `Fanout-Publisher` header), absent for other publishes.
+ * the WebSocket client that published it (its `Fanout-Publisher` header), absent for other publishes; `tags`
+ * the publication's tags (`Fanout-Tags`), absent when none were given.
  */
-export type BrokerMessage = { channel: string; seq: number; ts: number; payload: Uint8Array; type?: string; publisher?: StoredPublisher };
+export type BrokerMessage = StoredMsg;
 
 export type PublishResult = { seq: number; duplicate: boolean };
 
@@ -267,9 +273,10 @@ export interface Broker {
   /**
    * `ttl` (`Nats-TTL` form, `30s`): the message expires from the stream then; only where its stream allows it.
    * `type`: the payload is bytes of this content type (stored in `Fanout-Content-Type`), not JSON.
-   * `publisher`: the WebSocket client publishing (stored in `Fanout-Publisher`, protocol/publisher-info.ts).
+   * `extra`: what else is stored with the message: the WebSocket client publishing (`Fanout-Publisher`,
+   * protocol/publisher-info.ts) and the publication's tags (`Fanout-Tags`, protocol/tags.ts).
    */
-  publish(channel: string, payload: Uint8Array, msgId?: string, ttl?: string, type?: string, publisher?: PublisherInfo): Promise<PublishResult>;
+  publish(channel: string, payload: Uint8Array, msgId?: string, ttl?: string, type?: string, extra?: MessageExtra): Promise<PublishResult>;
   /**
    * Stores one gateway event (JSON text, events/recorder.ts) under `subject` in the events stream; resolves
    * with its stream sequence, the event's id. JetStream only: the Redis baseline has no stream for them.

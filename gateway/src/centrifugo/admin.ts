@@ -4,7 +4,7 @@ import type { ControlOp } from "../control/ops.js";
 import { ApiCode, apiErrorOf, badRequest, fail, type Reply } from "./codes.js";
 import { refusedAccess, type Caller, type ServerApiDeps } from "./context.js";
 import { toCentrifugoChannel } from "../protocol/centrifugo-channels.js";
-import { channelsParams, disconnectParams, globMatcher, refreshParams, unsubscribeParams } from "./request.js";
+import { channelsParams, disconnectParams, globMatcher, refreshParams, subscribeParams, unsubscribeParams } from "./request.js";
 
 /**
  * The methods that act on connections or read the cluster: the control plane's operations (`/v1/server/…`),
@@ -47,16 +47,28 @@ export async function unsubscribe(d: ServerApiDeps, who: Caller, o: Record<strin
 }
 
 /**
- * `subscribe`: not available. A connection here subscribes itself (its token's or connect hook's
- * `channels.auto` subscribe it at connect); the server cannot add a subscription to a live connection.
+ * `subscribe`: a server-side subscription on every live connection of the user (or its one `client`), on every
+ * worker of every instance (the control plane's `subscribe`, ws/server-subscribe.ts), recovered after
+ * `recover_since` when the stream still holds that position. Connections that are not there are not an error
+ * (as Centrifugo answers); when every connection found refused it (a namespace switch, a limit), that refusal is.
  */
-export async function subscribe(d: ServerApiDeps, who: Caller): Promise<Reply> {
+export async function subscribe(d: ServerApiDeps, who: Caller, o: Record<string, unknown>): Promise<Reply> {
+  const p = subscribeParams(o);
+  if ("error" in p) return badRequest(p.error);
   const refused = await refusedAdmin(d, who);
   if (refused) return refused;
-  return fail(
-    ApiCode.NotAvailable,
-    "subscribe is not available: connections here subscribe themselves; grant server-side channels with the token's or connect hook's channels.auto, taken at connect",
-  );
+  const input = {
+    user: p.user,
+    channel: p.channel,
+    ...(p.client !== undefined ? { client: p.client } : {}),
+    ...(p.since ? { from: { seq: p.since.offset + 1, epoch: p.since.epoch } } : {}),
+    ...(p.info !== undefined ? { info: p.info } : {}),
+  };
+  const r = await control(d, who, "subscribe", input);
+  if ("error" in r) return r;
+  const refusal = r.body.refusal as { code: string; message: string } | undefined;
+  if (refusal && r.body.subscribed === 0) return { error: apiErrorOf(refusal) };
+  return { result: {} };
 }
 
 /**

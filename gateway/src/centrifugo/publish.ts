@@ -10,7 +10,7 @@ const stored = (p: Payload): { data: unknown; type?: string } => (p.bytes ? { da
 /**
  * `publish`: the native HTTP publish of one message. The chain (a key's `publish` scope, the namespace's
  * switches), the publish allowance, the publish hook and the size limit are the publish service's and the
- * chain's; the answer is `{offset, epoch}`: the message's seq in its stream and the stream's epoch.
+ * chain's; `tags` are stored with the message (protocol/tags.ts); the answer is `{offset, epoch}`: the message's seq in its stream and the stream's epoch.
  */
 export async function publish(d: ServerApiDeps, who: Caller, o: Record<string, unknown>): Promise<Reply> {
   const p = publishParams(o);
@@ -20,7 +20,7 @@ export async function publish(d: ServerApiDeps, who: Caller, o: Record<string, u
   const { data, type } = stored(p);
   try {
     const msgId = msgIdOf(p.idempotencyKey, p.channel);
-    const r = await d.publisher.publish("http", publishedBy(who.identity), p.channel, data, msgId, undefined, undefined, type);
+    const r = await d.publisher.publish("http", publishedBy(who.identity), p.channel, data, msgId, undefined, undefined, type, p.tags);
     return { result: { offset: r.seq, epoch: d.broker.epochOf(p.channel) ?? "" } };
   } catch (e) {
     return replyOfThrown(e);
@@ -39,7 +39,7 @@ export async function broadcast(d: ServerApiDeps, who: Caller, o: Record<string,
   const { data, type } = stored(p);
   const items = p.channels.map(({ channel }) => {
     const msgId = msgIdOf(p.idempotencyKey, channel);
-    return { channel, data, ...(msgId ? { msgId } : {}), ...(type ? { type } : {}) };
+    return { channel, data, ...(msgId ? { msgId } : {}), ...(type ? { type } : {}), ...(p.tags ? { tags: p.tags } : {}) };
   });
   try {
     const results = await d.publisher.publishBatch("http", publishedBy(who.identity), items, (it) =>

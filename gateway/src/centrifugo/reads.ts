@@ -3,6 +3,7 @@ import type { BrokerMessage } from "../broker/broker.js";
 import { brokerFailure } from "../errors.js";
 import { readRefusalError } from "../limits/read-limits.js";
 import { readPublisher } from "../protocol/publisher-info.js";
+import { readStoredTags } from "../protocol/tags.js";
 import { isJsonPayload } from "../protocol/serialize.js";
 import { ApiCode, apiErrorOf, badRequest, fail, replyOfThrown, type Reply } from "./codes.js";
 import { refusedAccess, type Caller, type ServerApiDeps } from "./context.js";
@@ -57,12 +58,13 @@ async function read(d: ServerApiDeps, p: HistoryParams): Promise<Reply> {
 
 /**
  * A stored message as Centrifugo's publication: JSON data, text as a string, bytes in `b64data` (data null);
- * `info`, the publisher's ClientInfo, when a WebSocket client published it.
+ * `info`, the publisher's ClientInfo, when a WebSocket client published it; `tags`, when it has some.
  */
 function publication(m: BrokerMessage): Record<string, unknown> {
   const bytes = Buffer.from(m.payload.buffer, m.payload.byteOffset, m.payload.byteLength);
   const publisher = readPublisher(m.publisher);
-  const info = publisher ? { info: publisher } : {};
+  const tags = readStoredTags(m.tags);
+  const info = { ...(publisher ? { info: publisher } : {}), ...(tags ? { tags } : {}) };
   if (m.type === undefined && isJsonPayload(m.payload)) return { data: JSON.parse(bytes.toString("utf8")) as unknown, ...info, offset: m.seq };
   return { data: null, b64data: bytes.toString("base64"), ...info, offset: m.seq };
 }

@@ -1,4 +1,5 @@
 import { toGatewayChannel } from "../protocol/centrifugo-channels.js";
+import { readTags, type Tags } from "../protocol/tags.js";
 
 /**
  * Reading requests of Centrifugo's server API (pure): the methods, the parameters of each as this gateway
@@ -101,21 +102,23 @@ function refuseSet(o: Obj, fields: Record<string, string>): { error: string } | 
   return undefined;
 }
 
-const NO_TAGS = "publication tags are not stored here (a message is its data alone)";
 const ALL_HISTORY = "every publication is stored here: the channel's stream is its history";
 const NO_DELTA = "deltas are chosen per channel by the gateway's delta rules (docs/backends.md), not per publication";
 const NO_VERSION = "publication versions are not kept here";
 
-/** What a publish carries: JSON data, or bytes (b64data), and the dedup key. */
-export type Payload = { data: unknown; bytes?: Buffer; idempotencyKey?: string };
+/** What a publish carries: JSON data, or bytes (b64data), the dedup key and the tags (protocol/tags.ts). */
+export type Payload = { data: unknown; bytes?: Buffer; idempotencyKey?: string; tags?: Tags };
 
 function payloadOf(o: Obj): Parsed<Payload> {
-  const refused = refuseSet(o, { tags: NO_TAGS, skip_history: ALL_HISTORY, delta: NO_DELTA, version: NO_VERSION, version_epoch: NO_VERSION });
+  const refused = refuseSet(o, { skip_history: ALL_HISTORY, delta: NO_DELTA, version: NO_VERSION, version_epoch: NO_VERSION });
   if (refused) return refused;
+  const t = readTags(o.tags);
+  if ("error" in t) return t;
+  const tags = t.tags ? { tags: t.tags } : {};
   const key = o.idempotency_key;
   if (key !== undefined && key !== "" && (typeof key !== "string" || !IDEMPOTENCY_KEY.test(key)))
     return { error: "idempotency_key must be 1-128 printable ASCII characters" };
-  const idem = typeof key === "string" && key !== "" ? { idempotencyKey: key } : {};
+  const idem = { ...(typeof key === "string" && key !== "" ? { idempotencyKey: key } : {}), ...tags };
   if (o.b64data !== undefined && o.b64data !== "") {
     if (o.data !== undefined) return { error: "give data or b64data, not both" };
     if (typeof o.b64data !== "string" || !BASE64.test(o.b64data)) return { error: "b64data must be standard base64" };
@@ -131,6 +134,7 @@ export type StreamPosition = { offset: number; epoch: string };
 export type HistoryParams = { name: string; channel: string; limit: number; since?: StreamPosition; reverse: boolean };
 export type DisconnectParams = { user: string; reconnect: boolean; reason: string };
 export type UnsubscribeParams = { user: string; name: string; channel: string };
+export type SubscribeParams = { user: string; name: string; channel: string; client?: string; since?: StreamPosition; info?: unknown };
 export type RefreshParams = { user: string; expired: boolean };
 export type ChannelsParams = { pattern: string };
 
@@ -207,6 +211,46 @@ export function unsubscribeParams(o: Obj): Parsed<UnsubscribeParams> {
   if (refused) return refused;
   const c = channelOf(o);
   return "error" in c ? c : { user, ...c };
+}
+
+const NO_SESSION = "connections here have no session apart from their client id: name the client";
+const NOT_OVERRIDDEN = "a subscription's options are its namespace's here (NAMESPACES_FILE)";
+
+/**
+ * `subscribe`: `recover_since` (`{offset, epoch}`: the position the subscription recovers after), `client` (one
+ * connection), `info` (what the channel sees of it). `data`, `expire_at`, `override`, `b64info`, `b64data` and
+ * `session` are refused by name.
+ */
+export function subscribeParams(o: Obj): Parsed<SubscribeParams> {
+  const user = userOf(o);
+  if (typeof user !== "string") return user;
+  const refused = refuseSet(o, {
+    session: NO_SESSION,
+    data: "the subscribe push carries no data here",
+    b64data: "the subscribe push carries no data here",
+    b64info: "give info as JSON",
+    expire_at: "a server-side subscription lasts as long as its connection here",
+    override: NOT_OVERRIDDEN,
+  });
+  if (refused) return refused;
+  const c = channelOf(o);
+  if ("error" in c) return c;
+  const out: SubscribeParams = { user, ...c };
+  if (o.client !== undefined && o.client !== "") {
+    if (typeof o.client !== "string" || o.client.length > MAX_TEXT) return { error: `client must be a string of at most ${MAX_TEXT} characters` };
+    out.client = o.client;
+  }
+  const since = o.recover_since;
+  if (since !== undefined && since !== null) {
+    if (!isObject(since)) return { error: "recover_since must be {offset, epoch}" };
+    const offset = since.offset ?? 0;
+    const epoch = since.epoch ?? "";
+    if (typeof offset !== "number" || !Number.isSafeInteger(offset) || offset < 0) return { error: "recover_since.offset must be an integer >= 0" };
+    if (typeof epoch !== "string" || epoch.length > 64) return { error: "recover_since.epoch must be a string of at most 64 characters" };
+    out.since = { offset, epoch };
+  }
+  if (o.info !== undefined && o.info !== null) out.info = o.info;
+  return out;
 }
 
 export function refreshParams(o: Obj): Parsed<RefreshParams> {

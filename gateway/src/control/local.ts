@@ -28,8 +28,10 @@ export class LocalControl {
     this.doors.push(door);
   }
 
-  run(req: WorkerRequest): WorkerPart {
+  run(req: WorkerRequest): WorkerPart | Promise<WorkerPart> {
     switch (req.op) {
+      case "subscribe":
+        return this.subscribe(req);
       case "disconnect": {
         const code = req.reconnect ? CloseCode.DisconnectedReconnect : CloseCode.DisconnectedFinal;
         const websocket = sum(this.doors, (d) => d.disconnectUser(req.user, code, req.reason));
@@ -66,6 +68,15 @@ export class LocalControl {
         return { op: "user", connections: listed, truncated: listed.length < connections.length };
       }
     }
+  }
+
+  /** A server subscribe on every door's sockets of the user; SSE streams (one channel each) get none. */
+  private async subscribe(req: Extract<WorkerRequest, { op: "subscribe" }>): Promise<WorkerPart> {
+    const { user, client, channel, from, info } = req;
+    const r = { channel, ...(from ? { from } : {}), ...(info !== undefined ? { info } : {}) };
+    const parts = await Promise.all(this.doors.map((d) => d.subscribeUser(user, client, r)));
+    const refusal = parts.find((p) => p.refusal)?.refusal;
+    return { op: "subscribe", websocket: sum(parts, (p) => p.subscribed), refused: sum(parts, (p) => p.refused), ...(refusal ? { refusal } : {}) };
   }
 
   /** Subscribers of every local pattern `wanted` selects (one pass over the hub's feeds). */

@@ -1,11 +1,13 @@
 import { hasInfinite, HUGE_NUMBER } from "../protocol/json-numbers.js";
 import { checkChannel, checkPattern } from "../protocol/channel.js";
+import { PRESENCE_INFO_BYTES } from "../protocol/frames.js";
+import type { ServerSubscribeRequest } from "../ws/server-subscribe.js";
 
 /**
  * The control plane's operations, as requests (HTTP bodies and query strings, NATS request bodies) and as
  * each worker's part of the answer. Pure: parsing, and merging the workers' parts into one answer.
  */
-export const CONTROL_OPS = ["disconnect", "unsubscribe", "occupancy", "broadcast", "user", "events/replay"] as const;
+export const CONTROL_OPS = ["disconnect", "unsubscribe", "subscribe", "occupancy", "broadcast", "user", "events/replay"] as const;
 export type ControlOp = (typeof CONTROL_OPS)[number];
 export const isControlOp = (s: string): s is ControlOp => (CONTROL_OPS as readonly string[]).includes(s);
 
@@ -13,9 +15,17 @@ export const isControlOp = (s: string): s is ControlOp => (CONTROL_OPS as readon
 export type WorkerRequest =
   | { op: "disconnect"; user: string; reconnect: boolean; reason: string }
   | { op: "unsubscribe"; user: string; channel: string; reason: string }
+  | SubscribeRequest
   | { op: "occupancy"; channel: string }
   | { op: "occupancy"; pattern: string }
   | { op: "user"; user: string };
+
+/**
+ * A subscription added to every live WebSocket of `user` (or its one connection `client`), on every worker of
+ * every instance (ws/server-subscribe.ts): `from` recovers from a stream position, `info` is what the channel
+ * sees of it.
+ */
+export type SubscribeRequest = { op: "subscribe"; user: string; channel: string; client?: string } & Omit<ServerSubscribeRequest, "channel">;
 
 /** One door does this alone (it publishes). */
 export type BroadcastRequest = { op: "broadcast"; channels: string[]; data: unknown };
@@ -39,10 +49,15 @@ export type ConnectionPart = {
 export type WorkerPart =
   | { op: "disconnect"; websocket: number; sse: number }
   | { op: "unsubscribe"; websocket: number; sse: number }
+  /** Connections subscribed, and refused (with the first refusal: the namespace, a limit). */
+  | { op: "subscribe"; websocket: number; refused: number; refusal?: Refusal }
   | { op: "occupancy"; subscribers: number; patterns: Record<string, number>; truncated: boolean }
   | { op: "user"; connections: ConnectionPart[]; truncated: boolean };
 
 export type WorkerReply = Answerer & { part: WorkerPart };
+
+/** Why a connection was not subscribed: a wire error code and its message. */
+export type Refusal = { code: string; message: string };
 
 /** How many patterns an occupancy answer lists at most (per worker, and in the merged answer). */
 export const OCCUPANCY_MAX_PATTERNS = 10_000;
@@ -52,6 +67,8 @@ export const USER_MAX_CONNECTIONS = 1_000;
 export const PART_MAX_BYTES = 512 * 1024;
 const MAX_REASON = 256;
 const MAX_USER = 256;
+/** What a subscription's `info` may be, as JSON: presence's bound (protocol/frames.ts). */
+const MAX_INFO = PRESENCE_INFO_BYTES;
 
 type Parsed<T> = T | { error: string };
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -91,6 +108,8 @@ export function parseControlRequest(op: ControlOp, v: unknown, maxChannels: numb
       if (typeof reason !== "string") return reason;
       return { op, user, channel: v.channel as string, reason };
     }
+    case "subscribe":
+      return subscribeOf(v);
     case "occupancy": {
       if ((v.channel === undefined) === (v.pattern === undefined)) return { error: "give one of channel or pattern" };
       if (v.channel !== undefined) {
@@ -120,6 +139,31 @@ export function parseControlRequest(op: ControlOp, v: unknown, maxChannels: numb
   }
 }
 
+/** `{"user","channel","client"?,"from"?:{"seq","epoch"},"info"?}`: one channel (no wildcard), its start, its info. */
+function subscribeOf(v: Record<string, unknown>): Parsed<SubscribeRequest> {
+  const user = userOf(v);
+  if (typeof user !== "string") return user;
+  const c = checkChannel(v.channel);
+  if (!c.ok) return { error: `channel: ${c.reason}` };
+  const out: SubscribeRequest = { op: "subscribe", user, channel: v.channel as string };
+  if (v.client !== undefined) {
+    if (typeof v.client !== "string" || v.client.length === 0 || v.client.length > MAX_USER)
+      return { error: `client must be a string of 1-${MAX_USER} characters` };
+    out.client = v.client;
+  }
+  if (v.from !== undefined) {
+    const f = v.from;
+    if (!isObject(f) || !Number.isSafeInteger(f.seq) || (f.seq as number) < 1 || typeof f.epoch !== "string" || f.epoch.length > 64)
+      return { error: "from must be {seq: the first seq wanted (>= 1), epoch: the stream's epoch}" };
+    out.from = { seq: f.seq as number, epoch: f.epoch };
+  }
+  if (v.info !== undefined && v.info !== null) {
+    if (Buffer.byteLength(JSON.stringify(v.info)) > MAX_INFO) return { error: `info must encode to at most ${MAX_INFO} bytes of JSON` };
+    out.info = v.info;
+  }
+  return out;
+}
+
 /** What a gathering tells besides the parts: who answered, and whether every worker of every instance did. */
 export type Coverage = { instances: number; workers: number; complete: boolean };
 
@@ -138,6 +182,18 @@ export function mergeParts(req: WorkerRequest, replies: readonly WorkerReply[], 
         }
       const key = req.op === "disconnect" ? "closed" : "ended";
       return { user: req.user, [key]: websocket + sse, websocket, sse, ...meta };
+    }
+    case "subscribe": {
+      let websocket = 0;
+      let refused = 0;
+      let refusal: Refusal | undefined;
+      for (const r of replies)
+        if (r.part.op === "subscribe") {
+          websocket += r.part.websocket;
+          refused += r.part.refused;
+          refusal ??= r.part.refusal;
+        }
+      return { user: req.user, channel: req.channel, subscribed: websocket, refused, ...(refusal ? { refusal } : {}), ...meta };
     }
     case "occupancy": {
       let subscribers = 0;

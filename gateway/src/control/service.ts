@@ -99,7 +99,7 @@ export class ControlService {
         },
         CONTROL_QUEUE,
       );
-      if (op !== "broadcast" && op !== "events/replay") bus.serve(workerSubject(prefix, op), async (b) => encode(this.partOrError(op, b)));
+      if (op !== "broadcast" && op !== "events/replay") bus.serve(workerSubject(prefix, op), async (b) => encode(await this.partOrError(op, b)));
     }
   }
 
@@ -138,9 +138,9 @@ export class ControlService {
   }
 
   /** This worker's part, or an error reply (the door drops it: this worker then counts as not answering). */
-  private partOrError(op: ControlOp, b: Uint8Array): WorkerReply | { error: string } {
+  private async partOrError(op: ControlOp, b: Uint8Array): Promise<WorkerReply | { error: string }> {
     try {
-      return this.part(op, b);
+      return await this.part(op, b);
     } catch (e) {
       this.d.log.error({ err: e, op }, "control: this worker's part failed");
       return { error: "internal" };
@@ -148,10 +148,10 @@ export class ControlService {
   }
 
   /** This worker's part, for the door that scattered the request. */
-  private part(op: ControlOp, b: Uint8Array): WorkerReply | { error: string } {
+  private async part(op: ControlOp, b: Uint8Array): Promise<WorkerReply | { error: string }> {
     const req = parseControlRequest(op, decode(b), this.d.config.maxChannels);
     if ("error" in req || req.op === "broadcast" || req.op === "events/replay") return { error: "error" in req ? req.error : "not a worker operation" };
-    return { ...this.d.self, part: this.d.local.run(req) };
+    return { ...this.d.self, part: await this.d.local.run(req) };
   }
 
   /** The events webhook sent again from an id or a time: its durable consumer re-pointed (events-stream.ts). */

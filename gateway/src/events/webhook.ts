@@ -28,6 +28,19 @@ export function batchBody(events: readonly Pick<StoredEvent, "seq" | "json">[]):
   return `{"events":[${events.map((e) => `{"id":${e.seq},${e.json.slice(1)}`).join(",")}]}`;
 }
 
+/**
+ * Held events and a pull's as one batch in stream order, each event once (its latest delivery). A pull is not in
+ * stream order when the consumer gives events back during it: JetStream hands out new events first and then, in
+ * the same pull, earlier ones whose ack wait ran out meanwhile (a previous holder's); and an event held here can
+ * come again when its heartbeats were lost.
+ */
+export function inStreamOrder(held: readonly StoredEvent[], fetched: readonly StoredEvent[]): StoredEvent[] {
+  const bySeq = new Map<number, StoredEvent>();
+  for (const e of held) bySeq.set(e.seq, e);
+  for (const e of fetched) bySeq.set(e.seq, e);
+  return [...bySeq.values()].sort((x, y) => x.seq - y.seq);
+}
+
 /** What the live page and /v1/stats show of this instance's sender (its lag is the consumer's, the same everywhere). */
 export type SenderState = {
   /** Whether this instance sends now: it holds the lease (ordered), or always (unordered). */
@@ -140,12 +153,7 @@ export class WebhookSender {
       }
       try {
         const fetched = await this.source.fetch(this.config.batch, this.config.waitMs);
-        const batch =
-          this.held.length > 0
-            ? this.unhold()
-                .concat(fetched)
-                .sort((x, y) => x.seq - y.seq)
-            : fetched;
+        const batch = inStreamOrder(this.unhold(), fetched);
         if (batch.length === 0) continue;
         if (this.lease && !(await this.inLine(batch))) {
           this.hold(batch);
@@ -162,14 +170,15 @@ export class WebhookSender {
   }
 
   /**
-   * Ordered: whether `batch` may go now, that is, no earlier event is still out with another holder. A batch
-   * right after this turn's last one is; otherwise (the first of a turn, or after a gap) the consumer is asked:
+   * Ordered: whether `batch` (in stream order, each event once) may go now, that is, no earlier event is still out
+   * with another holder. A batch that goes on from this turn's last one without a gap is; otherwise (the first
+   * of a turn, or after a gap, or with one inside) the consumer is asked:
    * events out beyond this batch belong to a sender that stopped or died, and the consumer gives them back
    * (at once for a hand-back, after the ack wait otherwise; a hand-back can be forgotten when the consumer's
    * leader changes), so this batch waits for them rather than reach the webhook before them.
    */
   private async inLine(batch: readonly StoredEvent[]): Promise<boolean> {
-    if (this.lastDone !== undefined && batch[0]?.seq === this.lastDone + 1) return true;
+    if (this.lastDone !== undefined && batch[0]?.seq === this.lastDone + 1 && batch.at(-1)?.seq === this.lastDone + batch.length) return true;
     const out = await this.source.outstanding().catch(() => Infinity);
     if (out <= batch.length) return true;
     if (!this.holdNoted) {

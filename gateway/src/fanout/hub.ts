@@ -175,6 +175,7 @@ export class FanoutHub {
     if (sockets === 0 && deltaReceivers === 0 && listeners.size === 0) return;
     const meta: MsgMeta = { channel: m.channel, pattern: feed.pattern, seq: m.seq, ts: m.ts, type: m.type };
     if (m.publisher !== undefined) meta.publisher = m.publisher;
+    if (m.tags !== undefined) meta.tags = m.tags;
     const msg = new LiveMsg(meta, m.payload);
     // The broker's feed moves its position before it hands a message over: one below it was repaired late.
     if (m.seq > 0 && m.seq < feed.position()) {

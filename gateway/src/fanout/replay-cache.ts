@@ -2,6 +2,7 @@ import type { ReplayApi, StoredPage } from "../broker/broker.js";
 import type { Codec, MsgFrames } from "../protocol/codec.js";
 import type { StoredMsg } from "../protocol/server-frames.js";
 import type { StoredPublisher } from "../protocol/publisher-info.js";
+import type { StoredTags } from "../protocol/tags.js";
 import { JSON_CODEC } from "../protocol/codecs.js";
 import { buildFrames } from "../protocol/serialize.js";
 import { COALESCE_MAX_BYTES, runEnds } from "./coalesced-frames.js";
@@ -118,6 +119,7 @@ class PageMsg implements MsgFrames {
   private readonly length: number;
   private readonly type: string | undefined;
   private readonly publisher: StoredPublisher | undefined;
+  private readonly tags: StoredTags | undefined;
 
   constructor(
     private readonly page: FramePage,
@@ -132,6 +134,7 @@ class PageMsg implements MsgFrames {
     this.length = m.payload.length;
     this.type = m.type;
     this.publisher = m.publisher;
+    this.tags = m.tags;
   }
 
   get size(): number {
@@ -147,6 +150,7 @@ class PageMsg implements MsgFrames {
     const payload = this.copy ?? json.subarray(json.length - 1 - this.length, json.length - 1);
     const m: StoredMsg = { channel: this.channel, seq: this.seq, ts: this.ts, payload, type: this.type };
     if (this.publisher !== undefined) m.publisher = this.publisher;
+    if (this.tags !== undefined) m.tags = this.tags;
     return m;
   }
 }

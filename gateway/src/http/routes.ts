@@ -202,7 +202,7 @@ async function httpPublish(
 
 /**
  * `POST /v1/publish`: a batch, as a JSON array or NDJSON (`Content-Type: application/x-ndjson`, one item per
- * line) of `{channel, data, msgId?}`. The request is identified once; each item passes the rest of the
+ * line) of `{channel, data, msgId?, ttl?, tags?}`. The request is identified once; each item passes the rest of the
  * chain (the publish permission) on its own; all are published pipelined. 200 with one result per item.
  */
 async function batchPublish(ctx: HttpContext, res: HttpResponse, st: ResState, ndjson: boolean, knock: Knock): Promise<void> {
@@ -231,7 +231,7 @@ async function batchPublish(ctx: HttpContext, res: HttpResponse, st: ResState, n
   if (hasHugeNumber(text, raw)) return sendError(res, st, { code: ErrorCode.BadRequest, message: HUGE_NUMBER });
   // An item's data sits one level down in an NDJSON line, two in an array.
   if (jsonNestsDeeper(text, MAX_DATA_DEPTH + (ndjson ? 1 : 2))) return sendError(res, st, { code: ErrorCode.BadRequest, message: DATA_TOO_DEEP });
-  const items = parseBatch(raw, maxItems);
+  const items = parseBatch(raw, maxItems, true);
   if (typeof items === "string") return sendError(res, st, { code: ErrorCode.BadRequest, message: items });
   if (!withinPublishRate(ctx, res, st, publisherOf(who.identity, knock), items.length)) return;
   try {

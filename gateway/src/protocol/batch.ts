@@ -1,3 +1,4 @@
+import { readTags, type Tags } from "./tags.js";
 import { checkChannel } from "./channel.js";
 import { ErrorCode } from "./codes.js";
 import { checkContentType, OCTET_STREAM } from "./content-type.js";
@@ -7,7 +8,8 @@ import { checkContentType, OCTET_STREAM } from "./content-type.js";
  * message's time to live in JetStream's `Nats-TTL` form (whole seconds: `30s`), read from e.g. "30s", "5m".
  * `type` is set when `data` is bytes (a binary codec's bin): a binary payload of that content type.
  */
-export type PublishItem = { channel: string; data: unknown; msgId?: string; ttl?: string; type?: string };
+/** One message of a batch; `tags` (the server API's broadcast) are stored with it (protocol/tags.ts). */
+export type PublishItem = { channel: string; data: unknown; msgId?: string; ttl?: string; type?: string; tags?: Tags };
 /** An item that cannot be published as given: answered in its place, the others go on. */
 export type BadItem = { code: ErrorCode; message: string };
 
@@ -18,7 +20,8 @@ const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$
 const MSG_ID = /^[\x21-\x7e]{1,128}$/;
 
 /** Reads one publish item (a `pub` frame, or an element of a batch); never throws. */
-export function parsePublishItem(o: unknown): PublishItem | BadItem {
+/** One item; `tags` is read where `withTags` (HTTP batches: `POST /v1/publish`), else ignored. */
+export function parsePublishItem(o: unknown, withTags = false): PublishItem | BadItem {
   if (typeof o !== "object" || o === null || Array.isArray(o))
     return { code: ErrorCode.BadRequest, message: "an item must be an object {channel, data, msgId?}" };
   const r = o as Record<string, unknown>;
@@ -50,6 +53,11 @@ export function parsePublishItem(o: unknown): PublishItem | BadItem {
     if (ttl === undefined) return { code: ErrorCode.BadRequest, message: TTL_FORMAT };
     item.ttl = ttl;
   }
+  if (withTags && r.tags !== undefined) {
+    const t = readTags(r.tags);
+    if ("error" in t) return { code: ErrorCode.BadRequest, message: t.error };
+    if (t.tags) item.tags = t.tags;
+  }
   return item;
 }
 
@@ -79,10 +87,10 @@ export function parseTtl(v: unknown): string | undefined {
  * Reads a batch: a list of 1 to `maxItems` items, each parsed on its own (a bad item is answered in its
  * place). A message for the whole batch when it is not such a list.
  */
-export function parseBatch(v: unknown, maxItems = MAX_BATCH_ITEMS): (PublishItem | BadItem)[] | string {
+export function parseBatch(v: unknown, maxItems = MAX_BATCH_ITEMS, withTags = false): (PublishItem | BadItem)[] | string {
   if (!Array.isArray(v) || v.length === 0) return "batch must be a non-empty list of {channel, data, msgId?}";
   if (v.length > maxItems) return `a batch holds at most ${maxItems} items (this one has ${v.length})`;
-  return v.map(parsePublishItem);
+  return v.map((o) => parsePublishItem(o, withTags));
 }
 
 export const isBadItem = (x: PublishItem | BadItem): x is BadItem => "code" in x;

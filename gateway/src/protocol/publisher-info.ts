@@ -1,4 +1,5 @@
 import { PRESENCE_INFO_BYTES } from "./frames.js";
+import { headerJson, lastRead } from "./header-json.js";
 
 /**
  * Who published a message from a WebSocket (either door), stored beside it in this NATS header as one line
@@ -25,9 +26,8 @@ export function publisherInfo(user: string | null, client: string, connInfo?: un
   return { user: u, client, ...(conn !== undefined ? { conn_info: conn } : {}), ...(chan !== undefined ? { chan_info: chan } : {}) };
 }
 
-/** The header's value: JSON on one line, every character beyond ASCII escaped (a NATS header holds bytes, not text). */
-export const publisherHeader = (p: PublisherInfo): string =>
-  JSON.stringify(p).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+/** The header's value: JSON on one line, non-ASCII escaped. */
+export const publisherHeader = (p: PublisherInfo): string => headerJson(p);
 
 /**
  * The stored header of a message as the broker hands it over (its text, not read yet): only the Centrifuge
@@ -35,22 +35,8 @@ export const publisherHeader = (p: PublisherInfo): string =>
  */
 export type StoredPublisher = string;
 
-let lastText: string | undefined;
-let lastInfo: PublisherInfo | undefined;
-
-/**
- * The publisher of a stored header (`storedPublisher`), remembering the last one read: the formats of the door
- * encode the same message one after the other (and one publisher's messages often follow each other), so a
- * message's header is parsed once per worker, not once per format.
- */
-export function readPublisher(text: StoredPublisher | undefined): PublisherInfo | undefined {
-  if (text === undefined) return undefined;
-  if (text !== lastText) {
-    lastInfo = storedPublisher(text);
-    lastText = text;
-  }
-  return lastInfo;
-}
+/** The publisher of a stored header (`storedPublisher`), parsed once per worker (the last one read is remembered). */
+export const readPublisher: (text: StoredPublisher | undefined) => PublisherInfo | undefined = lastRead((text) => storedPublisher(text));
 
 /**
  * A stored header's publisher: undefined when absent or not what this gateway writes (a NATS client may set the

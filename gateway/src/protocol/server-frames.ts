@@ -1,6 +1,7 @@
 import type { ErrorCode } from "./codes.js";
 import type { Id } from "./frames.js";
 import type { StoredPublisher } from "./publisher-info.js";
+import type { StoredTags } from "./tags.js";
 
 /**
  * Every frame the server sends, as values: the shapes of the wire protocol in one place (PROTOCOL.md
@@ -44,6 +45,8 @@ export type MsgMeta = {
   type?: string;
   /** The WebSocket client that published it (`Fanout-Publisher`): the Centrifuge door's publication `info`. */
   publisher?: StoredPublisher;
+  /** The publication's tags (`Fanout-Tags`): the Centrifuge door's publication `tags`. */
+  tags?: StoredTags;
   /** A durable subscription's delivery: its name, and whether (and how often) it was delivered before. */
   durable?: { name: string; redelivered?: boolean; deliveries?: number };
 };
@@ -58,6 +61,8 @@ export type StoredMsg = {
   type?: string;
   /** Its publisher, when a WebSocket client published it. */
   publisher?: StoredPublisher;
+  /** Its tags, when the server API's publish gave some. */
+  tags?: StoredTags;
 };
 
 /** The server's clock for `pong`: ms since the epoch with µs decimals. */

@@ -1,10 +1,11 @@
-import type { Broker, PublishResult } from "../broker/broker.js";
+import type { Broker, MessageExtra, PublishResult } from "../broker/broker.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { ErrorCode } from "../protocol/codes.js";
 import { brokerFailure, GatewayError } from "../errors.js";
 import { isBadItem, type BadItem, type PublishItem } from "../protocol/batch.js";
 import type { PublisherInfo } from "../protocol/publisher-info.js";
+import type { Tags } from "../protocol/tags.js";
 
 /** One item's result in a batch, in the item's place: stored (seq, duplicate), or why not. */
 export type ItemResult = { seq: number; duplicate: boolean } | { error: string; message: string; temporary: boolean };
@@ -76,7 +77,7 @@ export class PublishService {
   /**
    * Publishes one JSON value with an optional dedup id. `encoded`, when given, is stored as it is instead: the
    * caller checked it is one line of JSON (an HTTP body as sent). With `type`, `data` is bytes (a Uint8Array)
-   * stored as they are with that content type: a binary payload.
+   * stored as they are with that content type: a binary payload. `tags` are stored with it (the server API's).
    */
   async publish(
     via: PublishVia,
@@ -87,9 +88,10 @@ export class PublishService {
     encoded?: Uint8Array,
     ttl?: string,
     type?: string,
+    tags?: Tags,
   ): Promise<PublishResult> {
     const p = await this.prepare(via, by, channel, data, encoded, type);
-    return this.store(via, channel, p.payload, msgId, ttl, p.type, by.publisherOn?.(channel));
+    return this.store(via, channel, p.payload, msgId, ttl, p.type, extraOf(by, channel, tags));
   }
 
   /**
@@ -139,12 +141,12 @@ export class PublishService {
     msgId?: string,
     ttl?: string,
     type?: string,
-    publisher?: PublisherInfo,
+    extra?: MessageExtra,
   ): Promise<PublishResult> {
     const { ok, dup, err } = this.counters(via);
     const end = this.metrics.publishDuration.startTimer();
     try {
-      const r = await this.broker.publish(channel, payload, msgId, ttl, type, publisher);
+      const r = await this.broker.publish(channel, payload, msgId, ttl, type, extra);
       end();
       (r.duplicate ? dup : ok).inc();
       return r;
@@ -194,7 +196,7 @@ export class PublishService {
     const pending = checked.map((it) =>
       it instanceof GatewayError
         ? Promise.reject(it)
-        : this.store(via, it.item.channel, it.prepared.payload, it.item.msgId, it.item.ttl, it.prepared.type, by.publisherOn?.(it.item.channel)),
+        : this.store(via, it.item.channel, it.prepared.payload, it.item.msgId, it.item.ttl, it.prepared.type, extraOf(by, it.item.channel, it.item.tags)),
     );
     const settled = await Promise.allSettled(pending);
     return settled.map((r) => {
@@ -203,4 +205,11 @@ export class PublishService {
       return { error: e.code, message: e.message, temporary: e.temporary };
     });
   }
+}
+
+/** What is stored with a message besides its payload: its WebSocket publisher on `channel`, its tags; undefined when nothing. */
+function extraOf(by: PublishedBy, channel: string, tags: Tags | undefined): MessageExtra | undefined {
+  const publisher = by.publisherOn?.(channel);
+  if (publisher === undefined && tags === undefined) return undefined;
+  return { ...(publisher ? { publisher } : {}), ...(tags ? { tags } : {}) };
 }

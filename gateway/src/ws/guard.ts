@@ -212,8 +212,10 @@ export class ConnectionGuard {
     if (s.identity.grant) p = applyGrant(p, true, s.identity.grant);
     s.identity = { ...s.identity, principal: p };
     this.armExpiry(ws);
-    // A subscription a subscription token granted stands on that token, not on the connection's claims.
-    const revoked = [...s.subs.values()].filter((sub) => sub.expiry?.source !== "token" && !this.access.permits(p, { right: "sub", channel: sub.pattern }));
+    // A subscription a subscription token or the server granted stands on that grant, not on the connection's claims.
+    const revoked = [...s.subs.values()].filter(
+      (sub) => sub.expiry?.source !== "token" && sub.byServer !== true && !this.access.permits(p, { right: "sub", channel: sub.pattern }),
+    );
     return { ok: true, exp: p.exp, revoked: revoked.map((sub) => sub.pattern) };
   }
 
@@ -257,7 +259,13 @@ export class ConnectionGuard {
     if (s.closed || s.identity.principal.exp !== exp) return;
     if (outcome.expired) return this.expired(ws, "the connection expired: the application did not extend it");
     const grant = s.identity.grant && withExp(s.identity.grant, outcome.exp);
-    s.identity = { ...s.identity, principal: withExp(s.identity.principal, outcome.exp), ...(grant ? { grant } : {}) };
+    // An `info` the hook gave is what the connection shows of itself from now on (connectionInfo).
+    const principal = withExp(s.identity.principal, outcome.exp);
+    s.identity = {
+      ...s.identity,
+      principal: outcome.info !== undefined ? Object.freeze({ ...principal, info: outcome.info }) : principal,
+      ...(grant ? { grant } : {}),
+    };
     this.armExpiry(ws);
   }
 

@@ -18,7 +18,7 @@ import { sendLastValues } from "../fanout/last-values.js";
 import { brokerFailure, GatewayError } from "../errors.js";
 import { clientIdOf, fanoutSocket, sendErr, sendFrame, type Socket, type SubState } from "./session.js";
 import type { PublishedBy } from "../publish/service.js";
-import { publishedBy } from "../auth/access.js";
+import { connectionInfo, publishedBy } from "../auth/access.js";
 import type { HandlerContext } from "./context.js";
 import { authorized, replyRefusal } from "./authorized.js";
 import { setSubExpiry } from "./sub-expiry.js";
@@ -271,7 +271,7 @@ const publisherIs = (ws: Socket): PublishedBy => {
   const client = clientIdOf(ws);
   const by = publishedBy(s.identity, client);
   const user = s.identity.identified ? s.identity.principal.user : null;
-  return { ...by, publisherOn: (channel) => publisherInfo(user, client, s.connInfo ?? s.identity.info, s.subs.get(channel)?.info) };
+  return { ...by, publisherOn: (channel) => publisherInfo(user, client, connectionInfo(s.identity), s.subs.get(channel)?.info) };
 };
 
 /** A `pub` with `batch`: each item through the authorization chain, all published pipelined, one `ok` with every result. */

@@ -36,7 +36,7 @@ export class WsEndpoint {
     private readonly extraApps: TemplatedApp[] = [],
   ) {
     ({ ctx: this.ctx, backpressure: this.backpressure } = socketContext(this.sockets, deps));
-    this.users = new UserSockets(this.sockets, this.ctx.subs);
+    this.users = new UserSockets(this.sockets, this.ctx);
     this.register();
   }
 

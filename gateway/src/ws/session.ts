@@ -31,6 +31,8 @@ export type SubState = {
   durable?: DurableSub;
   /** A server-side subscription (`channels.auto`) the client has not taken over with its own `sub` yet. */
   auto?: boolean;
+  /** Added by the server to the live connection (ws/server-subscribe.ts): it stands on the server's grant, not on the token's claims. */
+  byServer?: boolean;
   /**
    * Since it last joined live: every stored message up to here was written to it (by its catch-up) or is
    * older than its start. A message the feed repairs late reaches it only when above (fanout/groups.ts).
@@ -77,11 +79,6 @@ export type Session = {
   compress?: boolean;
   /** `rpc` calls sent to the backend and not answered yet (at most RPC_MAX_IN_FLIGHT). */
   rpcInFlight: number;
-  /**
-   * The Centrifuge door's connection token `info` claim: the `conn_info` stored with what it publishes (else
-   * the connect hook's `info`, identity.info).
-   */
-  connInfo?: unknown;
   /** The connection's presence client id (made at its first presence:true subscription). */
   clientId?: string;
   /** It reads coalesced frames (the `coalesce=1` query parameter of its upgrade; PROTOCOL.md "Coalesced frames"). */

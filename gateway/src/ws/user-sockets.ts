@@ -1,6 +1,7 @@
 import type { CloseCode } from "../protocol/codes.js";
-import { endSocket, sendFrame, type Socket } from "./session.js";
-import type { Subscriptions } from "./subscriptions.js";
+import type { HandlerContext } from "./context.js";
+import { serverSubscribe, type ServerSubscribeRequest } from "./server-subscribe.js";
+import { clientIdOf, endSocket, sendFrame, type Socket } from "./session.js";
 
 /** One connection as the control plane lists it (`GET /v1/server/users/{user}`). */
 export type ConnectionInfo = {
@@ -17,9 +18,14 @@ export interface UserSocketDoor {
   disconnectUser(user: string, code: CloseCode, reason: string): number;
   /** Ends every subscription of `user` within `within`, each announced with an `unsub` frame; how many. */
   unsubscribeUser(user: string, within: string, reason: string, covers: (outer: string, inner: string) => boolean): number;
+  /** Subscribes every socket of `user` (or its one `client`) as the server asks; how many, and how many refused with the first refusal. */
+  subscribeUser(user: string, client: string | undefined, r: ServerSubscribeRequest): Promise<ServerSubscribed>;
   /** The sockets of `user` and their subscriptions. */
   connectionsOf(user: string): ConnectionInfo[];
 }
+
+/** What a server subscribe did on one door's sockets. */
+export type ServerSubscribed = { subscribed: number; refused: number; refusal?: { code: string; message: string } };
 
 /** A close reason is at most 123 bytes (RFC 6455): longer ones are cut on a character boundary. */
 export function closeReason(reason: string): string {
@@ -35,7 +41,7 @@ export function closeReason(reason: string): string {
 export class UserSockets implements UserSocketDoor {
   constructor(
     private readonly sockets: ReadonlySet<Socket>,
-    private readonly subs: Pick<Subscriptions, "end">,
+    private readonly ctx: HandlerContext,
   ) {}
 
   /** The open sockets of `user` (a scan: the control plane's requests are rare). */
@@ -59,12 +65,25 @@ export class UserSockets implements UserSocketDoor {
     for (const ws of this.socketsOf(user)) {
       for (const sub of [...ws.getUserData().subs.values()]) {
         if (!covers(within, sub.pattern)) continue;
-        this.subs.end(ws, sub);
+        this.ctx.subs.end(ws, sub);
         sendFrame(ws, { op: "unsub", channel: sub.pattern, reason });
         n++;
       }
     }
     return n;
+  }
+
+  async subscribeUser(user: string, client: string | undefined, r: ServerSubscribeRequest): Promise<ServerSubscribed> {
+    const found = this.socketsOf(user).filter((ws) => client === undefined || clientIdOf(ws) === client);
+    const out: ServerSubscribed = { subscribed: 0, refused: 0 };
+    for (const done of await Promise.all(found.map((ws) => serverSubscribe(this.ctx, ws, r)))) {
+      if (done === true) out.subscribed++;
+      else if (done !== false) {
+        out.refused++;
+        out.refusal ??= { code: done.code, message: done.message };
+      }
+    }
+    return out;
   }
 
   /** Closes every socket (each codec maps the code for its protocol), or with `holds` those holding a subscription to a pattern it accepts. */

@@ -6,8 +6,8 @@ import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jet
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSupercluster, type RegionName, type Supercluster } from "#testkit/nats-supercluster.js";
 import type { GatewayHandle } from "#testkit/gateway.js";
-import { startRegionGateway } from "#testkit/region-gateway.js";
-import { httpPublish, TestClient, type Frame, type MsgFrame } from "#testkit/ws-client.js";
+import { startRegionGateway, subRetrying } from "#testkit/region-gateway.js";
+import { httpPublish, TestClient, type MsgFrame } from "#testkit/ws-client.js";
 import { waitFor } from "#testkit/wait.js";
 import { contiguousFrom, publishMany } from "#testkit/stream-fill.js";
 
@@ -41,22 +41,6 @@ async function publish(g: GatewayHandle, channel: string, data: unknown): Promis
   const r = await httpPublish(g.url, channel, data);
   if (r.status !== 201) throw new Error(`publish ${channel}: ${r.status} ${JSON.stringify(r.body)}`);
   return r.body.seq as number;
-}
-
-/**
- * Subscribes from `from`, again while the gateway refuses with a temporary `broker_unavailable` (this region's
- * mirror is behind the position past REGION_RESUME_WAIT), as the SDKs do; any other refusal fails.
- */
-async function subRetrying(c: TestClient, channel: string, from: { seq: number; epoch: unknown }): Promise<Frame> {
-  return waitFor(
-    async () => {
-      const r = await c.request({ op: "sub", channel, from });
-      if (r.op === "ok") return r;
-      if (r.code === "broker_unavailable" && r.temporary === true) return undefined;
-      throw new Error(`sub ${channel} refused: ${JSON.stringify(r)}`);
-    },
-    { timeoutMs: 60_000, intervalMs: 250, what: `sub ${channel} from ${from.seq} accepted` },
-  );
 }
 
 const values = (msgs: readonly MsgFrame[]) => msgs.map((m) => (m.data as { i: number }).i);

@@ -9,6 +9,7 @@ import {
   parseCommands,
   publishParams,
   refreshParams,
+  subscribeParams,
   unsubscribeParams,
 } from "../../src/centrifugo/request.js";
 import { ErrorCode } from "../../src/protocol/codes.js";
@@ -57,7 +58,7 @@ describe("centrifugo request — publish options", () => {
     [{ channel: "x", data: 1, b64data: "AA==" }, /not both/],
     [{ channel: "x", b64data: "not base64!" }, /b64data/],
     [{ channel: "x", data: 1, idempotency_key: "has space" }, /idempotency_key/],
-    [{ channel: "x", data: 1, tags: { a: "b" } }, /^tags: /],
+    [{ channel: "x", data: 1, tags: { a: 1 } }, /tags must be an object of strings/],
     [{ channel: "x", data: 1, skip_history: true }, /^skip_history: /],
     [{ channel: "x", data: 1, delta: true }, /^delta: /],
     [{ channel: "x", data: 1, version: 3 }, /^version: /],
@@ -99,6 +100,17 @@ describe("centrifugo request — history, connections, channels", () => {
     expect(disconnectParams({ user: "u", whitelist: [] })).toMatchObject({ user: "u" });
     expect(disconnectParams({})).toHaveProperty("error");
     expect(unsubscribeParams({ user: "u", channel: "chat:r" })).toEqual({ user: "u", name: "chat:r", channel: "chat.r" });
+    expect(subscribeParams({ user: "u", channel: "chat:r", client: "c1", recover_since: { offset: 4, epoch: "e" }, info: { a: 1 } })).toEqual({
+      user: "u",
+      name: "chat:r",
+      channel: "chat.r",
+      client: "c1",
+      since: { offset: 4, epoch: "e" },
+      info: { a: 1 },
+    });
+    expect(subscribeParams({ user: "u", channel: "chat:r", session: "s" })).toEqual({ error: expect.stringMatching(/^session: /) });
+    expect(subscribeParams({ user: "u", channel: "chat:r", override: { presence: { value: true } } })).toEqual({ error: expect.stringMatching(/^override: /) });
+    expect(subscribeParams({ user: "u", channel: "chat:r", recover_since: { offset: -1 } })).toHaveProperty("error");
     expect(refreshParams({ user: "u", expired: true })).toEqual({ user: "u", expired: true });
     expect(refreshParams({ user: "u", session: "s" })).toHaveProperty("error");
   });

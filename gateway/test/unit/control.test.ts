@@ -55,6 +55,19 @@ describe("control — requests", () => {
     expect(parseControlRequest("broadcast", { channels: ["a", "a"], data: 1 }, 2)).toHaveProperty("error");
     expect(parseControlRequest("broadcast", { channels: ["a"] }, 2)).toHaveProperty("error");
     expect(parseControlRequest("user", "nope", 2)).toHaveProperty("error");
+    expect(parseControlRequest("subscribe", { user: "u", channel: "a.b", client: "c1", from: { seq: 3, epoch: "e" }, info: { n: 1 } }, 10)).toEqual({
+      op: "subscribe",
+      user: "u",
+      channel: "a.b",
+      client: "c1",
+      from: { seq: 3, epoch: "e" },
+      info: { n: 1 },
+    });
+    expect(parseControlRequest("subscribe", { user: "u", channel: "a.*" }, 10)).toHaveProperty("error"); // one channel
+    expect(parseControlRequest("subscribe", { user: "u", channel: "a", from: { seq: 0, epoch: "e" } }, 10)).toHaveProperty("error");
+    expect(parseControlRequest("subscribe", { user: "u", channel: "a", info: "x".repeat(1_100) }, 10)).toEqual({
+      error: "info must encode to at most 1024 bytes of JSON",
+    });
   });
 
   it("maps HTTP paths to operations", () => {
@@ -109,6 +122,15 @@ describe("control — merging the workers' parts", () => {
       cov,
     );
     expect(listed.connections).toEqual([{ instance: "a", worker: 2, transport: "sse", id: 7, ip: "", subscriptions: [] }]);
+    const subscribed = mergeParts(
+      { op: "subscribe", user: "u", channel: "a" },
+      [
+        { ...w("a", 1, 2), part: { op: "subscribe", websocket: 0, refused: 1, refusal: { code: "feature_disabled", message: "m" } } },
+        { ...w("a", 2, 2), part: { op: "subscribe", websocket: 2, refused: 0 } },
+      ],
+      cov,
+    );
+    expect(subscribed).toMatchObject({ user: "u", channel: "a", subscribed: 2, refused: 1, refusal: { code: "feature_disabled" } });
   });
 });
 

@@ -111,6 +111,7 @@ describe("proxy format — answers", () => {
     expect(readRefreshResult("refresh", { expired: true, expire_at: 5 })).toEqual({ expired: true });
     expect(readRefreshResult("refresh", { expire_at: 5 })).toEqual({ expired: false, exp: 5 });
     expect(readRefreshResult("refresh", {})).toEqual({ expired: false, exp: undefined });
+    expect(readRefreshResult("refresh", { expire_at: 5, info: { v: 2 } })).toEqual({ expired: false, exp: 5, info: { v: 2 } });
   });
 });
 

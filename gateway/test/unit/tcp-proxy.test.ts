@@ -115,4 +115,29 @@ describe("tcp proxy — modes", () => {
     await waitFor(() => c.got() === "slow+fast" || undefined, { what: "the echo with the delay off" });
     expect(proxy.held()).toBe(0);
   });
+
+  it("tcp proxy — refuseFrom drops one peer's connections, open and new, before its bytes pass; the others go on", async () => {
+    await proxy.close();
+    // The peer is named by the first bytes its client sends (a NATS gateway's CONNECT names its region).
+    proxy = await startTcpProxy(
+      { host: "127.0.0.1", port: (echo.address() as { port: number }).port },
+      { peerOf: (b) => /^from (\w+)/.exec(b.toString())?.[1] },
+    );
+    const [x, y] = [await client(), await client()];
+    x.s.write("from x;");
+    y.s.write("from y;");
+    await waitFor(() => (x.got() === "from x;" && y.got() === "from y;") || undefined, { what: "both echoed" });
+    proxy.refuseFrom("x", true);
+    await waitFor(() => x.closed() || undefined, { what: "x's connection dropped" });
+    y.s.write("more");
+    await waitFor(() => y.got() === "from y;more" || undefined, { what: "y still echoed" });
+    const again = await client();
+    again.s.write("from x again");
+    await waitFor(() => again.closed() || undefined, { what: "x's new connection dropped" });
+    expect(received).not.toContain("from x again");
+    proxy.refuseFrom("x", false);
+    const back = await client();
+    back.s.write("from x back");
+    await waitFor(() => back.got() === "from x back" || undefined, { what: "x passes again" });
+  });
 });

@@ -12,17 +12,23 @@ import { waitFor } from "#testkit/wait.js";
 
 type Marks = { working: number; acked: boolean; naked: boolean };
 
-/** The events stream's durable consumer in memory: hands out what is not out, in order; nak puts events back. */
+/**
+ * The events stream's durable consumer in memory: hands out what is not out, in order; nak puts events back.
+ * `expiring`: events whose ack wait runs out during the next pull, which JetStream hands out in that pull after
+ * the new ones (checked against nats-server 2.15: a pull waiting for more got new 6 and 7, then 1 to 5).
+ */
 class FakeSource implements EventSource {
   next = 1;
   stored = 0;
   readonly back: number[] = [];
+  expiring: number[] = [];
   readonly marks = new Map<number, Marks>();
   fetches = 0;
   async fetch(max: number): Promise<StoredEvent[]> {
     this.fetches++;
     const seqs = [...this.back.splice(0, max)];
     while (seqs.length < max && this.next <= this.stored) seqs.push(this.next++);
+    seqs.push(...this.expiring.splice(0, max - seqs.length));
     if (seqs.length === 0) await new Promise((r) => setTimeout(r, 5));
     return seqs.map((seq) => {
       const m: Marks = { working: 0, acked: false, naked: false };
@@ -163,6 +169,41 @@ describe("events — the webhook sender in process", () => {
     await waitFor(() => backend.bodies.length >= 1, { timeoutMs: 2_000, what: "a batch sent" });
     expect(backend.bodies.map(ids).flat()).toEqual([1, 2, 3, 4, 5]);
     await waitFor(() => [...source.marks.values()].every((m) => m.acked), { timeoutMs: 2_000, what: "every event acknowledged" });
+  });
+
+  it("events — a pull that brings new events before a previous holder's whose ack wait ran out during it sends them in stream order", async () => {
+    // Seen in the regions chaos run (seed 11: 4 events out of order, none sent twice). A pull waits up to
+    // EVENTS_WEBHOOK_WAIT for a full batch; events out with a sender that lost them (a holder that died, or this
+    // one's pull cut off with its region) come back when their ack wait runs out, after the new ones of the
+    // pull that is waiting then. Sent as they came, 1 and 2 reached the webhook after 3 to 5.
+    const source = Object.assign(new FakeSource(), { stored: 5 });
+    await source.fetch(2);
+    source.expiring = [1, 2];
+    const backend = new FakeBackend();
+    started(
+      new WebhookSender(source, backend, { ...config, batch: 5 }, ordered, log, undefined, new LeaderLease(new MemoryLeaseStore(), "me", ordered.holdMs)),
+    );
+    await waitFor(() => backend.bodies.length >= 1, { timeoutMs: 2_000, what: "a batch sent" });
+    expect(backend.bodies.map(ids)).toEqual([[1, 2, 3, 4, 5]]);
+  });
+
+  it("events — events held for their turn and given again by the consumer go once each, and only when nothing earlier is out", async () => {
+    const source = Object.assign(new FakeSource(), { stored: 5 });
+    await source.fetch(2); // 1 and 2 out with a previous holder
+    const backend = new FakeBackend();
+    started(
+      new WebhookSender(source, backend, { ...config, batch: 5 }, ordered, log, undefined, new LeaderLease(new MemoryLeaseStore(), "me", ordered.holdMs)),
+    );
+    await waitFor(() => source.marks.get(5)?.working, { timeoutMs: 2_000, what: "3 to 5 pulled and held" });
+    // The consumer hands 3 to 5 out again (their heartbeats lost): 3 to 5 twice would count as six events
+    // against five out, and go before 1 and 2.
+    source.back.push(3, 4, 5);
+    const fetches = source.fetches;
+    await waitFor(() => source.fetches >= fetches + 3, { timeoutMs: 2_000, what: "three more pulls" });
+    expect(backend.bodies).toEqual([]);
+    source.back.push(1, 2);
+    await waitFor(() => backend.bodies.length >= 1, { timeoutMs: 2_000, what: "a batch sent" });
+    expect(backend.bodies.map(ids)).toEqual([[1, 2, 3, 4, 5]]);
   });
 
   it("events — a call that outlasts several ticks keeps its batch: working() while it is open", async () => {

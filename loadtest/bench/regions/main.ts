@@ -14,8 +14,8 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
 import { startSupercluster, REGION_NAMES, type RegionName, type Supercluster } from "#testkit/nats-supercluster.js";
 import type { GatewayHandle } from "#testkit/gateway.js";
-import { startRegionGateway } from "#testkit/region-gateway.js";
-import { httpPublish, TestClient, type Frame } from "#testkit/ws-client.js";
+import { startRegionGateway, subRetrying } from "#testkit/region-gateway.js";
+import { httpPublish, TestClient } from "#testkit/ws-client.js";
 import { waitFor } from "#testkit/wait.js";
 import { guarded } from "../common.js";
 import { pace } from "../pace.js";
@@ -141,19 +141,6 @@ async function mirrorLeg(ctx: Ctx, rate: number, seconds: number): Promise<{ lag
   clearInterval(scrape);
   const lags = ackAt.flatMap((t, k) => (seenAt[k] !== undefined ? [seenAt[k]! - t] : []));
   return { lags, sent, maxLagMessages, scrapes };
-}
-
-/** Subscribes again while b refuses with a temporary broker_unavailable (its mirror behind the position past the wait), as the SDKs do. */
-async function subRetrying(c: TestClient, channel: string, from: { seq: number; epoch: unknown }): Promise<Frame> {
-  return waitFor(
-    async () => {
-      const r = await c.request({ op: "sub", channel, from });
-      if (r.op === "ok") return r;
-      if (r.code === "broker_unavailable" && r.temporary === true) return undefined;
-      throw new Error(`sub ${channel} refused: ${JSON.stringify(r)}`);
-    },
-    { timeoutMs: 60_000, intervalMs: 250, what: `resume of ${channel} in b` },
-  );
 }
 
 async function resumeLeg(ctx: Ctx, total: number): Promise<ReturnType<typeof resumeVerdict> & { movedAt: number; received: number; waitedMs: number }> {

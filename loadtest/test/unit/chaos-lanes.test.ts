@@ -13,6 +13,8 @@ describe("chaos lanes", () => {
     expect(resourcesOf(fault("nats-pause"))).toEqual(["nats"]);
     expect(resourcesOf(fault("link-delay", 1))).toEqual(["link1"]);
     expect(resourcesOf(fault("client-stall"))).toEqual(["clients"]);
+    // A split holds both regions it cuts apart: the fault's and the next one.
+    expect(resourcesOf(fault("region-split", 2))).toEqual(["region2", "region0"]);
   });
 
   it("chaos lanes — a fault on a held thing waits for it; one on another thing goes at once", async () => {

@@ -1,6 +1,7 @@
 import type { Msg } from "@nats-io/transport-node";
 import { CONTENT_TYPE_HEADER, storedType } from "../../protocol/content-type.js";
 import { PUBLISHER_HEADER, type StoredPublisher } from "../../protocol/publisher-info.js";
+import { TAGS_HEADER, type StoredTags } from "../../protocol/tags.js";
 
 /** What the gateway reads from JetStream's headers on direct-get replies and republished messages. */
 export type JsHeaders = {
@@ -22,6 +23,8 @@ export type JsHeaders = {
   type?: string;
   /** `Fanout-Publisher`: the WebSocket client that published it, as stored (protocol/publisher-info.ts reads it); absent otherwise. */
   publisher?: StoredPublisher;
+  /** `Fanout-Tags`: the publication's tags, as stored (protocol/tags.ts reads them); absent otherwise. */
+  tags?: StoredTags;
 };
 
 type RawMsg = { _rdata?: Uint8Array; _msg?: { hdr: number } };
@@ -49,6 +52,7 @@ const K_PENDING = key("Nats-Num-Pending");
 const K_LAST = key("Nats-Last-Sequence");
 const K_TYPE = key(CONTENT_TYPE_HEADER);
 const K_PUBLISHER = key(PUBLISHER_HEADER);
+const K_TAGS = key(TAGS_HEADER);
 
 function key(s: string): Uint8Array {
   return Buffer.from(s, "latin1");
@@ -72,6 +76,7 @@ export function jsHeaders(m: Msg): JsHeaders | undefined {
   jsHeaderPaths.decoded++;
   const ts = h.get("Nats-Time-Stamp");
   const publisher = h.get(PUBLISHER_HEADER) || undefined;
+  const tags = h.get(TAGS_HEADER) || undefined;
   return {
     code: h.code ?? 0,
     subject: h.get("Nats-Subject"),
@@ -82,6 +87,7 @@ export function jsHeaders(m: Msg): JsHeaders | undefined {
     description: h.description ?? "",
     type: storedType(h.get(CONTENT_TYPE_HEADER)),
     ...(publisher !== undefined ? { publisher } : {}),
+    ...(tags !== undefined ? { tags } : {}),
   };
 }
 
@@ -150,6 +156,7 @@ function generalLayout(b: Uint8Array, start: number, end: number): JsHeaders {
   let description = "";
   let type: string | undefined;
   let publisher: StoredPublisher | undefined;
+  let tags: StoredTags | undefined;
   // Status line: "NATS/1.0" optionally followed by " <code> <description>".
   let i = start + 8;
   if (b[i] === 0x20) {
@@ -184,6 +191,9 @@ function generalLayout(b: Uint8Array, start: number, end: number): JsHeaders {
         // Only messages with headers of their own come here: the fixed layout has none.
         else if (same(b, i, K_PUBLISHER) && eol > vs) publisher = Buffer.from(b.buffer, b.byteOffset + vs, eol - vs).toString("latin1");
         break;
+      case 11:
+        if (same(b, i, K_TAGS) && eol > vs) tags = Buffer.from(b.buffer, b.byteOffset + vs, eol - vs).toString("latin1");
+        break;
       case 18:
         if (same(b, i, K_LAST)) last = uint(b, vs, eol);
         break;
@@ -197,6 +207,7 @@ function generalLayout(b: Uint8Array, start: number, end: number): JsHeaders {
   const h: JsHeaders = { code, subject, seq, ts, pending, last, description };
   if (type !== undefined) h.type = type;
   if (publisher !== undefined) h.publisher = publisher;
+  if (tags !== undefined) h.tags = tags;
   return h;
 }
 

@@ -8,7 +8,7 @@ import { JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager, type
 import { whileElecting } from "./stream.js";
 import type { Logger } from "../../log.js";
 import { natsBus } from "./bus.js";
-import type { Broker, Bus, BrokerEvent, BrokerMessage, DurableApi, LiveFeed, PublishResult } from "../broker.js";
+import type { Broker, Bus, BrokerEvent, BrokerMessage, DurableApi, LiveFeed, MessageExtra, PublishResult } from "../broker.js";
 import type { DurableSettings } from "./durable.js";
 import type { DirectVia } from "./direct/direct-get.js";
 import type { RepairReason } from "./live.js";
@@ -21,7 +21,6 @@ import { ErrorCode } from "../../protocol/codes.js";
 import { JetStreamPresence, type PresenceSettings } from "./presence.js";
 import { natsJsOptions, type NatsSecurity } from "./nats-security.js";
 import { callbackFaults } from "../../util/guarded.js";
-import type { PublisherInfo } from "../../protocol/publisher-info.js";
 
 export type JetStreamBrokerOptions = {
   servers: string[];
@@ -299,12 +298,12 @@ export class JetStreamBroker implements Broker {
     return replayWebhook(this.jsm, stream, from);
   }
 
-  async publish(channel: string, payload: Uint8Array, msgId?: string, ttl?: string, type?: string, publisher?: PublisherInfo): Promise<PublishResult> {
+  async publish(channel: string, payload: Uint8Array, msgId?: string, ttl?: string, type?: string, extra?: MessageExtra): Promise<PublishResult> {
     if (!this.isConnected()) throw new GatewayError(ErrorCode.BrokerUnavailable, "NATS is not connected");
     const subject = this.partOfChannel(channel).mapper.toSubject(channel);
     // The publishes of one event-loop turn reach nats.js together: one socket write for all of them.
     await this.publishTurn.wait();
-    return this.publisher.publish(subject, payload, msgId, ttl, type, publisher);
+    return this.publisher.publish(subject, payload, msgId, ttl, type, extra);
   }
 
   async live(pattern: string, onMessage: (m: BrokerMessage) => void): Promise<LiveFeed> {

@@ -145,6 +145,7 @@ export class CoreLiveFeed implements LiveFeed {
     const p: Live = { subject: h.subject, seq: h.seq, prev: h.last, ts: h.ts, payload: m.data };
     if (h.type !== undefined) p.type = h.type;
     if (h.publisher !== undefined) p.publisher = h.publisher;
+    if (h.tags !== undefined) p.tags = h.tags;
     if (this.holding) return this.holdMsg(p);
     this.process(p);
   }
@@ -172,6 +173,7 @@ export class CoreLiveFeed implements LiveFeed {
       const out: BrokerMessage = { channel: this.deps.toChannel(m.subject), seq: m.seq, ts: m.ts, payload: m.payload };
       if (m.type !== undefined) out.type = m.type;
       if (m.publisher !== undefined) out.publisher = m.publisher;
+      if (m.tags !== undefined) out.tags = m.tags;
       this.onMessage(out);
     } catch (e) {
       this.deps.log.error({ err: e, pattern: this.pattern }, "live feed callback failed");

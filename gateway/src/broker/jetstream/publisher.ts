@@ -3,7 +3,9 @@ import { GatewayError } from "../../errors.js";
 import { ErrorCode } from "../../protocol/codes.js";
 import type { PublishResult } from "../broker.js";
 import { CONTENT_TYPE_HEADER } from "../../protocol/content-type.js";
-import { PUBLISHER_HEADER, publisherHeader, type PublisherInfo } from "../../protocol/publisher-info.js";
+import { PUBLISHER_HEADER, publisherHeader } from "../../protocol/publisher-info.js";
+import { TAGS_HEADER, tagsHeader } from "../../protocol/tags.js";
+import type { MessageExtra } from "../broker.js";
 import { parsePubAck, type PubAck } from "./pub-ack.js";
 import { guarded } from "../../util/guarded.js";
 
@@ -44,10 +46,10 @@ export class JsPublisher {
 
   /**
    * Publishes to the stream's `subject`; resolves with its seq (and whether the msgId was a duplicate). `type`:
-   * a binary payload's content type, stored in its `Fanout-Content-Type` header; `publisher`: the WebSocket
-   * client publishing, in its `Fanout-Publisher` header.
+   * a binary payload's content type, stored in its `Fanout-Content-Type` header; `extra`: the WebSocket client
+   * publishing, in its `Fanout-Publisher` header, and the publication's tags, in `Fanout-Tags`.
    */
-  publish(subject: string, payload: Uint8Array, msgId?: string, ttl?: string, type?: string, publisher?: PublisherInfo): Promise<PublishResult> {
+  publish(subject: string, payload: Uint8Array, msgId?: string, ttl?: string, type?: string, extra?: MessageExtra): Promise<PublishResult> {
     const token = (++this.next).toString(36);
     return new Promise<PublishResult>((resolve, reject) => {
       this.pending.set(token, { resolve, reject, deadline: Date.now() + this.timeoutMs, subject });
@@ -66,9 +68,13 @@ export class JsPublisher {
           h ??= headers();
           h.set(CONTENT_TYPE_HEADER, type);
         }
-        if (publisher !== undefined) {
+        if (extra?.publisher !== undefined) {
           h ??= headers();
-          h.set(PUBLISHER_HEADER, publisherHeader(publisher));
+          h.set(PUBLISHER_HEADER, publisherHeader(extra.publisher));
+        }
+        if (extra?.tags !== undefined) {
+          h ??= headers();
+          h.set(TAGS_HEADER, tagsHeader(extra.tags));
         }
         this.nc.publish(subject, payload, h ? { reply: `${this.prefix}.${token}`, headers: h } : { reply: `${this.prefix}.${token}` });
       } catch (e) {

@@ -234,6 +234,7 @@ export class JetStreamReplay implements ReplayApi {
       type: h?.type,
     };
     if (h?.publisher !== undefined) out.publisher = h.publisher;
+    if (h?.tags !== undefined) out.tags = h.tags;
     return out;
   }
 

@@ -1,4 +1,4 @@
-import type { Identity } from "../../auth/access.js";
+import { connectionInfo, type Identity } from "../../auth/access.js";
 import { AuthError } from "../../auth/errors.js";
 import { HookDisconnect } from "../../backend/proxy-format.js";
 import { brokerFailure, GatewayError } from "../../errors.js";
@@ -39,8 +39,6 @@ type DoorState = {
   headers: Record<string, string>;
   /** The client was pinged and has not answered yet. */
   awaitingPong: boolean;
-  /** The token's `info` claim: shown to the channel's other members. */
-  info?: unknown;
   connectTimer?: NodeJS.Timeout;
   /** Subscribes and unsubscribes of the socket, in the order they came (a subscribe reads the stream first). */
   chain: Promise<void>;
@@ -147,7 +145,7 @@ export class Door {
       case "unsubscribe":
         // In order: a subscribe reads the stream's position before its native frame is handled.
         st.chain = st.chain
-          .then(() => (c.method === "subscribe" ? this.subscribe(ws, st, c) : this.unsubscribe(ws, c)))
+          .then(() => (c.method === "subscribe" ? this.subscribe(ws, c) : this.unsubscribe(ws, c)))
           .catch((e: unknown) => this.failed(ws, c.id, e));
         return;
       case "publish": {
@@ -198,8 +196,6 @@ export class Door {
     s.identity = id;
     // The session was made at the upgrade, before anyone was named: the connect names its user.
     (s as { user: string }).user = id.principal.user;
-    st.info = infoClaim(c.token);
-    s.connInfo = st.info;
     clearTimeout(st.connectTimer);
     this.ctx.guard.opened(ws);
     st.phase = "connected";
@@ -260,7 +256,7 @@ export class Door {
   }
 
   /** `subscribe`: the plan (recovery.ts) from the stream's position, then the native `sub` with its start. */
-  private async subscribe(ws: Socket, st: DoorState, c: SubscribeCommand): Promise<void> {
+  private async subscribe(ws: Socket, c: SubscribeCommand): Promise<void> {
     const s = ws.getUserData();
     const channel = this.channel(ws, c.id, c.channel);
     if (channel === undefined || s.closed) return;
@@ -277,7 +273,7 @@ export class Door {
     }
     const plan = planSubscribe(c, state);
     const presence = this.presenceOf(channel, c.joinLeave);
-    const info = st.info ?? s.identity.info;
+    const info = connectionInfo(s.identity);
     const frame = {
       op: "sub",
       channel,
@@ -352,17 +348,6 @@ export class Door {
 
 /** The door's state of a session of this door (made by `Door.session`). */
 const stateOf = (s: Session): DoorState => (s as Session & { door: DoorState }).door;
-
-/** The `info` claim of a (verified) token, if it has one. */
-function infoClaim(token: string | undefined): unknown {
-  const payload = token?.split(".")[1];
-  if (payload === undefined) return undefined;
-  try {
-    return (JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as { info?: unknown }).info;
-  } catch {
-    return undefined;
-  }
-}
 
 /** A reply or push in the socket's format (its codec is one of the door's). */
 const sendReply = (ws: Socket, r: ClientReply): void => sendEncoded(ws, (ws.getUserData().codec as CentrifugeCodec).reply(r));

@@ -43,7 +43,7 @@ export class CentrifugeEndpoint {
   ) {
     ({ ctx: this.ctx, backpressure: this.backpressure } = socketContext(this.sockets, deps));
     this.door = new Door(this.ctx, reads, settings);
-    this.users = new UserSockets(this.sockets, this.ctx.subs);
+    this.users = new UserSockets(this.sockets, this.ctx);
     this.register();
   }
 

@@ -7,6 +7,7 @@ import { isJsonPayload, joinLines } from "../serialize.js";
 import type { MsgMeta, ServerFrame, StoredMsg } from "../server-frames.js";
 import { disconnectOf } from "./codes.js";
 import { readPublisher } from "../publisher-info.js";
+import { readStoredTags } from "../tags.js";
 import { clientChannel, disconnectReply, metaOf, publicationReply, replyOfFrame, Stored, type CentrifugeCodec, type Reply } from "./shapes.js";
 
 export { clientChannel } from "./shapes.js";
@@ -73,8 +74,8 @@ export function encodeReply(r: Reply): string | Buffer {
  * `publicationReply`.
  */
 export function publicationPush(meta: MsgMeta, payload: Uint8Array): Buffer {
-  // With a publisher (a WebSocket client's publish): its `info` beside the data, still once per worker.
-  if (readPublisher(meta.publisher)) return encodeReply(publicationReply(meta, payload)) as Buffer;
+  // With a publisher (a WebSocket client's publish) or tags: beside the data, still once per worker.
+  if (readPublisher(meta.publisher) || readStoredTags(meta.tags)) return encodeReply(publicationReply(meta, payload)) as Buffer;
   const head = Buffer.from(`{"push":{"channel":${JSON.stringify(clientChannel(meta.channel))},"pub":{"data":`);
   return Buffer.concat([head, storedJson(new Stored(payload, meta.type)), Buffer.from(`,"offset":${meta.seq}}}}`)]);
 }
@@ -98,10 +99,11 @@ export function deltaSubscriptionPush(meta: MsgMeta, payload: Uint8Array): Buffe
   return Buffer.from(`{"push":{"channel":${JSON.stringify(clientChannel(meta.channel))},"pub":{"data":${data}${infoField(meta)},"offset":${meta.seq}}}}`);
 }
 
-/** `,"info":{…}` of a publication a WebSocket client published; "" otherwise. */
+/** `,"info":{…}` of a publication a WebSocket client published, `,"tags":{…}` of one with tags; "" otherwise. */
 const infoField = (meta: MsgMeta): string => {
   const info = readPublisher(meta.publisher);
-  return info ? `,"info":${JSON.stringify(info)}` : "";
+  const tags = readStoredTags(meta.tags);
+  return `${info ? `,"info":${JSON.stringify(info)}` : ""}${tags ? `,"tags":${JSON.stringify(tags)}` : ""}`;
 };
 
 /**

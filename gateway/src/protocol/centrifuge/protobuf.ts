@@ -3,6 +3,7 @@ import type { Decoded } from "../frames.js";
 import type { MsgMeta, ServerFrame, StoredMsg } from "../server-frames.js";
 import { disconnectOf } from "./codes.js";
 import { readPublisher } from "../publisher-info.js";
+import { readStoredTags } from "../tags.js";
 import { MAX_COMMANDS_PER_FRAME } from "./json.js";
 import { decodeDelimited, encodeDelimited, ProtoError, varintLength, writeVarint, type DecodeState } from "./proto-wire.js";
 import { clientChannel, metaOf, publicationReply, replyOfFrame, Stored, type CentrifugeCodec, type Reply } from "./shapes.js";
@@ -40,8 +41,8 @@ export const encodeProtoReply = (r: Reply): Buffer => encodeDelimited("Reply", r
  * `publicationReply` (the unit tests hold them equal).
  */
 export function protoPublicationPush(meta: MsgMeta, payload: Uint8Array): Buffer {
-  // With a publisher (a WebSocket client's publish): its ClientInfo as `info`, through the general encoder (still once per worker).
-  if (readPublisher(meta.publisher)) return encodeProtoReply(publicationReply(meta, payload));
+  // With a publisher (a WebSocket client's publish) or tags: through the general encoder (still once per worker).
+  if (readPublisher(meta.publisher) || readStoredTags(meta.tags)) return encodeProtoReply(publicationReply(meta, payload));
   const channel = Buffer.from(clientChannel(meta.channel), "utf8");
   // Reply{push(4): Push{channel(2), pub(4): Publication{data(4), offset(6)}}}
   const pub = 1 + varintLength(payload.length) + payload.length + (meta.seq > 0 ? 1 + varintLength(meta.seq) : 0);
@@ -89,12 +90,14 @@ export const CENTRIFUGE_PROTOBUF_CODEC: CentrifugeCodec = {
   // The SDK applies `data` (bytes) as the Fossil delta when `delta` is set; full publications are the shared frames.
   delta: (meta, _base, delta) => {
     const info = readPublisher(meta.publisher);
+    const tags = readStoredTags(meta.tags);
     return encodeProtoReply({
       push: {
         channel: clientChannel(meta.channel),
         pub: {
           data: new Stored(delta, "application/octet-stream"),
           ...(info ? { info } : {}),
+          ...(tags ? { tags } : {}),
           offset: meta.seq,
           delta: true,
         },

@@ -4,6 +4,7 @@ import { toCentrifugoChannel } from "../centrifugo-channels.js";
 import { clientErrorOf, disconnectForUnsolicited, reconnects, unsubscribeOf, type ClientErrorOut } from "./codes.js";
 import { requestOf, type Request } from "./requests.js";
 import { readPublisher } from "../publisher-info.js";
+import { readStoredTags } from "../tags.js";
 
 /**
  * The replies and pushes of the Centrifuge client protocol (v2) as plain objects with the protocol's field
@@ -111,10 +112,12 @@ export function clientChannel(channel: string): string {
   return m.ok ? m.name : channel;
 }
 
-/** A publication push of a stored payload, with its publisher as `info` when a WebSocket client published it. */
+/** A publication push of a stored payload, with its publisher as `info` when a WebSocket client published it, and its tags. */
 export const publicationReply = (meta: MsgMeta, payload: Uint8Array): Reply => {
   const info = readPublisher(meta.publisher);
-  return { push: { channel: clientChannel(meta.channel), pub: { data: new Stored(payload, meta.type), ...(info ? { info } : {}), offset: meta.seq } } };
+  const tags = readStoredTags(meta.tags);
+  const pub: Publication = { data: new Stored(payload, meta.type), ...(info ? { info } : {}), offset: meta.seq, ...(tags ? { tags } : {}) };
+  return { push: { channel: clientChannel(meta.channel), pub } };
 };
 
 /** A stored message as the codec seam's `msg` takes it: its meta (with `pattern`) and payload. */
@@ -122,6 +125,7 @@ export const metaOf = (pattern: string, m: StoredMsg): MsgMeta => {
   const meta: MsgMeta = { channel: m.channel, pattern, seq: m.seq, ts: m.ts };
   if (m.type !== undefined) meta.type = m.type;
   if (m.publisher !== undefined) meta.publisher = m.publisher;
+  if (m.tags !== undefined) meta.tags = m.tags;
   return meta;
 };
 
@@ -207,9 +211,11 @@ export function replyOfFrame(f: ServerFrame): Reply | undefined {
       return { push: { channel: clientChannel(f.channel), join: { info: clientInfo(f) } } };
     case "leave":
       return { push: { channel: clientChannel(f.channel), leave: { info: clientInfo(f) } } };
+    case "sub":
+      // A subscription the server added to the live connection: the SDK's client-level `subscribed`, then its publications.
+      return { push: { channel: clientChannel(f.channel), subscribe: f.epoch ? { recoverable: true, positioned: true, epoch: f.epoch, offset: f.seq } : {} } };
     case "live":
     case "pong":
-    case "sub":
     case "presence":
       return undefined;
   }

@@ -3,6 +3,7 @@ import { GatewayError } from "../../../errors.js";
 import { ErrorCode } from "../../../protocol/codes.js";
 import { jsHeaders, type JsHeaders } from "../headers.js";
 import type { StoredPublisher } from "../../../protocol/publisher-info.js";
+import type { StoredTags } from "../../../protocol/tags.js";
 import { guarded } from "../../../util/guarded.js";
 
 /** One stored message as a direct get returns it. */
@@ -17,6 +18,8 @@ export type StoredMsg = {
   type?: string;
   /** The WebSocket client that published it (`Fanout-Publisher`); absent otherwise. */
   publisher?: StoredPublisher;
+  /** Its tags (`Fanout-Tags`); absent otherwise. */
+  tags?: StoredTags;
 };
 
 /** A batch: messages in stream order, and how many matching messages follow the last one (0: none now). */
@@ -272,6 +275,7 @@ export class DirectGet implements ReplySink {
       const m: StoredMsg = { subject: h.subject, seq: h.seq, ts: h.ts, payload, channel: this.lastChannel };
       if (h.type !== undefined) m.type = h.type;
       if (h.publisher !== undefined) m.publisher = h.publisher;
+      if (h.tags !== undefined) m.tags = h.tags;
       p.out.push(m);
       return;
     }
