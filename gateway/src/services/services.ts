@@ -30,6 +30,8 @@ export class Services {
   private timer?: NodeJS.Timeout;
   private leading = false;
   private stopped = false;
+  /** Whether a heartbeat of this instance was written since the start. */
+  private written = false;
   private readonly warnings: WarnEvery;
   private readonly lapses?: client.Counter;
 
@@ -61,9 +63,18 @@ export class Services {
     });
   }
 
-  /** Writes the heartbeat, starts the per-instance services, and tries for the lease. */
+  /**
+   * Writes the heartbeat, starts the per-instance services, and tries for the lease. A heartbeat that cannot be
+   * written yet (a bucket just made in another region, whose subjects the local servers do not route yet: no
+   * responders) is written by the next rounds; the shares written meanwhile are written again then.
+   */
   async start(): Promise<void> {
-    await this.state.heartbeat(this.instance);
+    try {
+      await this.state.heartbeat(this.instance);
+      this.written = true;
+    } catch (e) {
+      this.warnings.warn("heartbeat", { err: e }, "the instance's heartbeat could not be written yet; trying again every third of EVENTS_INSTANCE_TTL");
+    }
     for (const s of this.perInstance) await s.start();
     await this.round();
   }
@@ -84,7 +95,9 @@ export class Services {
   private async round(): Promise<void> {
     try {
       const renewed = (await this.state.heartbeat(this.instance)) === "renewed";
-      if (renewed) this.lapsed();
+      // Renewed after one was written: it expired. The first one written (after a failed start) is not a lapse.
+      if (renewed && this.written) this.lapsed();
+      this.written = true;
       for (const s of this.perInstance) s.beat?.(renewed);
     } catch (e) {
       this.warnings.warn("heartbeat", { err: e }, "the instance's heartbeat could not be written");

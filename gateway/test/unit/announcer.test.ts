@@ -162,4 +162,26 @@ describe("services — the heartbeat, the lease and the instance's shares", () =
     expect(stream.types("k")).toEqual(["channel.occupied"]);
     await a.stop();
   });
+
+  it("services — a heartbeat that cannot be written at the start (no responders yet) does not stop the start: the next round writes it, no lapse counted, and the shares are there", async () => {
+    const registry = new client.Registry();
+    const shares = new InstanceShares(state, "a", log);
+    const a = new Services(state, new LeaderLease(state.leaderLease(), "a", TTL * 0.75, () => state.now), "a", TTL, [shares], [announcer()], log, registry);
+    const heartbeat = state.heartbeat.bind(state);
+    let refusals = 2;
+    vi.spyOn(state, "heartbeat").mockImplementation(async (instance) => {
+      if (refusals-- > 0) throw new Error("no responders");
+      return heartbeat(instance);
+    });
+    await a.start();
+    expect(state.has("i.a")).toBe(false);
+    shares.report(1, channelKey("k"), true);
+    await vi.advanceTimersByTimeAsync(TTL / 3);
+    await settle();
+    expect(state.has("i.a")).toBe(true);
+    expect(state.has(`s.${channelKey("k")}.a`)).toBe(true);
+    expect(stream.types("k")).toEqual(["channel.occupied"]);
+    expect((await registry.getSingleMetric("fanout_cluster_heartbeat_lapses_total")!.get()).values[0]?.value ?? 0).toBe(0);
+    await a.stop();
+  });
 });
