@@ -1,7 +1,8 @@
 package main
 
-// One gateway client on a raw non-blocking socket: connect (optionally from a planned source address and
-// port), HTTP upgrade with the accept key checked, server frames read in place, masked client frames out.
+// One gateway client on a raw non-blocking socket: connect (optionally from a planned source address; the
+// kernel picks the port), HTTP upgrade with the accept key checked, server frames read in place, masked client
+// frames out.
 
 import (
 	"bytes"
@@ -32,8 +33,6 @@ type client struct {
 	state     int
 	host      [4]byte
 	local     *[4]byte
-	localPort int
-	sparePort int
 	key       string
 	head      []byte
 	reader    frameReader
@@ -55,10 +54,6 @@ type client struct {
 
 func (w *worker) connect(c *client) {
 	c.inGate = true
-	port := c.localPort
-	if c.lastFailure == "EADDRINUSE" {
-		port = c.sparePort
-	}
 	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		w.closed(c, false, errnoName(err), err.Error())
@@ -69,7 +64,12 @@ func (w *worker) connect(c *client) {
 	// The kernel stamps each chunk when it reaches the socket: latency then excludes this tool's own wait.
 	_ = syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1)
 	if c.local != nil {
-		if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: *c.local, Port: port}); err != nil {
+		// The address only: with IP_BIND_ADDRESS_NO_PORT the kernel picks the port at connect, unique per
+		// 4-tuple, so a port number serves every source address at once and none is held away from other
+		// programs' connects. A bind to an explicit port (or to port 0 without this option) reserves that
+		// port on every address for connect's own choice: a million of them left no port for anyone.
+		_ = syscall.SetsockoptInt(fd, syscall.IPPROTO_IP, ipBindAddressNoPort, 1)
+		if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: *c.local, Port: 0}); err != nil {
 			w.fail(c, errnoName(err), "bind: "+err.Error())
 			return
 		}

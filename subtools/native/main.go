@@ -146,7 +146,8 @@ func newWorker(m toWorker) (*worker, error) {
 	return w, nil
 }
 
-// newClient places client i of this process as addressOf (subtools/src/addresses.ts) does.
+// newClient places client i of this process on the host and source address addressOf (subtools/src/addresses.ts)
+// gives it; the port is the kernel's choice at connect (see connect).
 func (w *worker) newClient(i int) *client {
 	g := w.index*w.opts.ClientsPerProcess + i
 	H := len(w.plan.Hosts)
@@ -163,36 +164,6 @@ func (w *worker) newClient(i int) *client {
 	if a, err := resolveV4(*hp.Sources[k%S]); err == nil {
 		c.local = &a
 	}
-	if hp.FirstPort == nil {
-		return c
-	}
-	j := k / S
-	port := *hp.FirstPort + j
-	if hp.ServerPort != nil && port >= *hp.ServerPort {
-		port++
-	}
-	per := 0
-	if hp.PerSource != nil {
-		per = *hp.PerSource
-	}
-	last := 60999
-	if hp.LastPort != nil {
-		last = *hp.LastPort
-	}
-	spareFrom := *hp.FirstPort + per + 1
-	spareCount := last - spareFrom + 1
-	if spareCount < 1 {
-		spareCount = 1
-	}
-	spare := spareFrom + j%spareCount
-	if hp.ServerPort != nil && spare == *hp.ServerPort {
-		if spare == spareFrom {
-			spare++
-		} else {
-			spare--
-		}
-	}
-	c.localPort, c.sparePort = port, spare
 	return c
 }
 
