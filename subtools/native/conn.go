@@ -1,7 +1,7 @@
 package main
 
-// One gateway client on a raw non-blocking socket: connect (optionally from a planned source address; the
-// kernel picks the port), HTTP upgrade with the accept key checked, server frames read in place, masked client
+// One gateway client on a raw non-blocking socket: connect (optionally from a planned source address and
+// port), HTTP upgrade with the accept key checked, server frames read in place, masked client
 // frames out.
 
 import (
@@ -33,6 +33,7 @@ type client struct {
 	state     int
 	host      [4]byte
 	local     *[4]byte
+	localPort int
 	key       string
 	head      []byte
 	reader    frameReader
@@ -64,12 +65,17 @@ func (w *worker) connect(c *client) {
 	// The kernel stamps each chunk when it reaches the socket: latency then excludes this tool's own wait.
 	_ = syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1)
 	if c.local != nil {
-		// The address only: with IP_BIND_ADDRESS_NO_PORT the kernel picks the port at connect, unique per
-		// 4-tuple, so a port number serves every source address at once and none is held away from other
-		// programs' connects. A bind to an explicit port (or to port 0 without this option) reserves that
-		// port on every address for connect's own choice: a million of them left no port for anyone.
-		_ = syscall.SetsockoptInt(fd, syscall.IPPROTO_IP, ipBindAddressNoPort, 1)
-		if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: *c.local, Port: 0}); err != nil {
+		// The planned port (outside the ephemeral range: one lookup in the kernel). Without one, or once it
+		// was found taken, the address only: IP_BIND_ADDRESS_NO_PORT leaves the port to connect, which picks
+		// one unique per 4-tuple (a bind to port 0 would hold its port away from every address).
+		port := c.localPort
+		if c.lastFailure == "EADDRINUSE" {
+			port = 0
+		}
+		if port == 0 {
+			_ = syscall.SetsockoptInt(fd, syscall.IPPROTO_IP, ipBindAddressNoPort, 1)
+		}
+		if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: *c.local, Port: port}); err != nil {
 			w.fail(c, errnoName(err), "bind: "+err.Error())
 			return
 		}

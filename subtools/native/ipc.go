@@ -13,9 +13,10 @@ import (
 )
 
 type hostPlan struct {
-	Host    string    `json:"host"`
-	Sources []*string `json:"sources"`
-	// The plan's source ports (firstPort, …) are for the Node engine: this one binds the address only.
+	Host       string    `json:"host"`
+	Sources    []*string `json:"sources"`
+	FirstPort  *int      `json:"firstPort"`
+	ServerPort *int      `json:"serverPort"`
 }
 
 // ipBindAddressNoPort is Linux's IP_BIND_ADDRESS_NO_PORT (since 4.2; not in package syscall).

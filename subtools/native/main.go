@@ -146,8 +146,8 @@ func newWorker(m toWorker) (*worker, error) {
 	return w, nil
 }
 
-// newClient places client i of this process on the host and source address addressOf (subtools/src/addresses.ts)
-// gives it; the port is the kernel's choice at connect (see connect).
+// newClient places client i of this process as addressOf (subtools/src/addresses.ts) does: host, source
+// address and, when the plan has them, a source port outside the ephemeral range.
 func (w *worker) newClient(i int) *client {
 	g := w.index*w.opts.ClientsPerProcess + i
 	H := len(w.plan.Hosts)
@@ -164,6 +164,14 @@ func (w *worker) newClient(i int) *client {
 	if a, err := resolveV4(*hp.Sources[k%S]); err == nil {
 		c.local = &a
 	}
+	if hp.FirstPort == nil {
+		return c
+	}
+	port := *hp.FirstPort + k/S
+	if hp.ServerPort != nil && port >= *hp.ServerPort {
+		port++
+	}
+	c.localPort = port
 	return c
 }
 

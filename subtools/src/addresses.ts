@@ -4,10 +4,20 @@
 // every 127.x.y.z address is this machine's, so the tool spreads connections over source addresses
 // 127.0.0.2, 127.0.0.3, … by itself, leaving 127.0.0.1's ports to other programs; to other hosts it can only
 // warn (or use the addresses given with --local-address).
+//
+// Spread clients bind an explicit source port, taken outside the ephemeral range. Two kernel facts decide
+// this: a port bound explicitly (on any address) is one the kernel no longer picks for any connect, so planned
+// ports inside the range would starve every other program's connections (the million attempt of 2026-11-28:
+// `curl` got EADDRNOTAVAIL); and letting the kernel pick at connect (IP_BIND_ADDRESS_NO_PORT) searches the
+// range from one offset per address pair, one lookup per port already in use, which took half of both cores
+// at 570,000 connections. An explicit port is one lookup. A client whose planned port is taken (EADDRINUSE:
+// a listener on it, or its own earlier connection in TIME_WAIT) lets the kernel pick instead.
 import { readFileSync } from "node:fs";
 
 /** Share of the ephemeral range one source address is given: the rest stays for other programs. */
 export const RANGE_SHARE = 0.85;
+/** Share of the bound-port range one source address is planned for: the rest covers ports listeners hold. */
+export const BOUND_SHARE = 0.95;
 
 export type PortRange = { low: number; high: number };
 
@@ -24,14 +34,25 @@ export function ephemeralRange(): PortRange {
 
 export const rangeSize = (r: PortRange): number => r.high - r.low + 1;
 
+/**
+ * The unprivileged ports outside the ephemeral range (the larger side of it), where spread clients bind their
+ * planned source ports; undefined when fewer than 1,000 are left (the kernel then picks every port).
+ */
+export function boundPortRange(ephemeral: PortRange): PortRange | undefined {
+  const below = { low: 1024, high: ephemeral.low - 1 };
+  const above = { low: ephemeral.high + 1, high: 65535 };
+  const best = rangeSize(below) >= rangeSize(above) ? below : above;
+  return rangeSize(best) >= 1000 ? best : undefined;
+}
+
 export function isLoopback(host: string): boolean {
   return host === "localhost" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
 
 /**
  * Where the clients of one server host come from. With `firstPort`, spread clients also get a source port:
- * client j of an address uses firstPort + j, the same numbers on every address (a bind to a given port is one
- * lookup in the kernel, where a bind to port 0 searches the range, slower and slower as it fills up).
+ * client j of an address uses firstPort + j (the server's port skipped), the same numbers on every address,
+ * all outside the ephemeral range (see the top of this file).
  */
 export type HostPlan = {
   host: string;
@@ -57,6 +78,9 @@ export function planAddresses(
   range: PortRange = ephemeralRange(),
 ): AddressPlan {
   const perPair = Math.floor(rangeSize(range) * RANGE_SHARE);
+  const bound = boundPortRange(range);
+  // Spread over loopback addresses, each takes as many clients as its planned ports allow.
+  const perSpread = bound ? Math.floor(rangeSize(bound) * BOUND_SHARE) : perPair;
   const notes: string[] = [];
   const warnings: string[] = [];
   const plans = hosts.map((host, h): HostPlan => {
@@ -69,30 +93,32 @@ export function planAddresses(
       return { host, clients, sources: local };
     }
     if (clients <= perPair) return { host, clients, sources: [undefined] };
-    const n = Math.ceil(clients / perPair);
     if (!isLoopback(host)) {
+      const n = Math.ceil(clients / perPair);
       warnings.push(
         `${fmt(clients)} clients to ${host}:${port} from one source address are more than its ${fmt(rangeSize(range))} ephemeral ports (${range.low}–${range.high}) allow: expect EADDRNOTAVAIL; give this host ${n} addresses with --local-address, or use more load hosts`,
       );
       return { host, clients, sources: [undefined] };
     }
+    const n = Math.ceil(clients / perSpread);
     if (n > 250) throw new Error(`${total} clients need more than 250 loopback source addresses`);
     const sources = Array.from({ length: n }, (_, i) => `127.0.0.${i + 2}`);
     notes.push(
       `spreading ${fmt(clients)} connections to ${host}:${port} over ${n} source addresses ${sources[0]}–${sources[n - 1]} ` +
-        `(~${fmt(Math.ceil(clients / n))} each, source ports from ${range.low} up on each): one source/destination address pair has ${fmt(rangeSize(range))} ephemeral ports (${range.low}–${range.high}), and 127.0.0.1's are left to other programs`,
+        `(~${fmt(Math.ceil(clients / n))} each, ${bound ? `source ports from ${bound.low} up on each, outside the ephemeral range` : "source ports picked by the kernel"}): one source/destination address pair has ${fmt(rangeSize(range))} ephemeral ports (${range.low}–${range.high}), and 127.0.0.1's are left to other programs`,
     );
-    return { host, clients, sources, firstPort: range.low, lastPort: range.high, perSource: Math.ceil(clients / n), serverPort: port };
+    if (!bound) return { host, clients, sources };
+    return { host, clients, sources, firstPort: bound.low, lastPort: bound.high, perSource: Math.ceil(clients / n), serverPort: port };
   });
   return { hosts: plans, notes, warnings };
 }
 
 /**
  * Host, source address and (when spreading) source port of client number `g` (over all processes). The
- * server's own port is skipped (a wildcard listener owns it on every address); `sparePort` is another port of
- * the range above the block the clients use, for a client whose port turned out to be taken (EADDRINUSE).
+ * server's own port is skipped (a wildcard listener owns it on every address). A client whose port turns out
+ * to be taken (EADDRINUSE) connects from its address with the port the kernel picks.
  */
-export function addressOf(plan: AddressPlan, g: number): { host: string; localAddress: string | undefined; localPort?: number; sparePort?: number } {
+export function addressOf(plan: AddressPlan, g: number): { host: string; localAddress: string | undefined; localPort?: number } {
   const H = plan.hosts.length;
   const hp = plan.hosts[g % H]!;
   const k = Math.floor(g / H);
@@ -102,11 +128,7 @@ export function addressOf(plan: AddressPlan, g: number): { host: string; localAd
   const j = Math.floor(k / S);
   let port = hp.firstPort + j;
   if (hp.serverPort !== undefined && port >= hp.serverPort) port++;
-  const spareFrom = hp.firstPort + (hp.perSource ?? 0) + 1;
-  const spareCount = Math.max(1, (hp.lastPort ?? 60999) - spareFrom + 1);
-  let spare = spareFrom + (j % spareCount);
-  if (spare === hp.serverPort) spare = spare === spareFrom ? spare + 1 : spare - 1;
-  return { host: hp.host, localAddress, localPort: port, sparePort: spare };
+  return { host: hp.host, localAddress, localPort: port };
 }
 
 /** The process's open-files limit (soft), or null where it cannot be read. */

@@ -84,12 +84,11 @@ export class SubWorker implements ClientEvents {
 
   private open(i: number): void {
     const { opts } = this;
-    const { host, localAddress, localPort, sparePort } = addressOf(this.plan, this.index * opts.clientsPerProcess + i);
+    const { host, localAddress, localPort } = addressOf(this.plan, this.index * opts.clientsPerProcess + i);
     const client = makeClient(opts, {
       host,
       localAddress,
       localPort,
-      sparePort,
       port: opts.port,
       path: opts.path,
       channels: opts.channels,

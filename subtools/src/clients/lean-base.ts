@@ -55,7 +55,8 @@ export abstract class LeanClient implements SubClient, LeanHandler {
       return;
     }
     this.inGate = true;
-    const localPort = this.state.lastFailure === "EADDRINUSE" ? this.setup.sparePort : this.setup.localPort;
+    // A planned port found taken: the kernel picks one for this client (subtools/src/addresses.ts).
+    const localPort = this.state.lastFailure === "EADDRINUSE" ? undefined : this.setup.localPort;
     this.sock = new LeanSocket({ host: this.setup.host, port: this.setup.port, path: this.path, localAddress: this.setup.localAddress, localPort }, this);
   };
 

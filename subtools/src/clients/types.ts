@@ -16,9 +16,8 @@ export type ClientSetup = {
   path: string;
   /** Source address to connect from (spreading over loopback addresses), or undefined for the kernel's choice. */
   localAddress: string | undefined;
-  /** Source port with localAddress when the plan assigns one, and the one to use after an EADDRINUSE. */
+  /** Source port with localAddress when the plan assigns one (after an EADDRINUSE, the kernel picks instead). */
   localPort?: number;
-  sparePort?: number;
   channels: readonly string[];
   from: FromSpec | null;
   rx: Receiver;

@@ -1,7 +1,7 @@
 // Pure parts of the new tool features: source-address planning, the clock offset estimate and its use in
 // merge, and the Socket.IO / centrifuge frame readers.
 import { describe, expect, it } from "vitest";
-import { addressOf, planAddresses } from "../../src/addresses.js";
+import { addressOf, boundPortRange, planAddresses } from "../../src/addresses.js";
 import { dataPayload, endPayload, estimateOffset, LatencyStats, publisherHost } from "../../src/shared/mod.js";
 import { emptyCounts, mergeResults, ClockMixError, type SubResult, type ClockSection } from "../../src/result.js";
 import { ClientState, Receiver } from "../../src/receiver.js";
@@ -19,20 +19,32 @@ describe("source addresses", () => {
 
   it("addresses — 100,000 loopback clients are spread over 127.0.0.2… and the plan says so", () => {
     const p = planAddresses(["127.0.0.1"], 9000, 100_000, [], RANGE);
-    expect(p.hosts[0]!.sources).toEqual(["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6"]);
+    expect(p.hosts[0]!.sources).toEqual(["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"]);
     expect(p.notes[0]).toMatch(
-      /spreading 100,000 connections to 127\.0\.0\.1:9000 over 5 source addresses 127\.0\.0\.2–127\.0\.0\.6 \(~20,000 each, source ports from 32768 up/,
+      /spreading 100,000 connections to 127\.0\.0\.1:9000 over 4 source addresses 127\.0\.0\.2–127\.0\.0\.5 \(~25,000 each, source ports from 1024 up on each, outside the ephemeral range/,
     );
     const per = new Map<string | undefined, number>();
     for (let g = 0; g < 100_000; g++) {
       const a = addressOf(p, g).localAddress;
       per.set(a, (per.get(a) ?? 0) + 1);
     }
-    expect([...per.values()]).toEqual([20_000, 20_000, 20_000, 20_000, 20_000]);
-    // Each address's clients take ports from 32768 up, one each, skipping the server's own port.
-    const near = planAddresses(["127.0.0.1"], 32_770, 100_000, [], RANGE);
-    expect([0, 5, 10, 15].map((g) => addressOf(near, g).localPort)).toEqual([32_768, 32_769, 32_771, 32_772]);
-    expect(addressOf(near, 0).sparePort).toBeGreaterThan(32_768 + 20_000);
+    expect([...per.values()]).toEqual([25_000, 25_000, 25_000, 25_000]);
+    // Each address's clients take ports from 1024 up, one each, skipping the server's own port, and never
+    // one of the ephemeral range (the kernel's connects elsewhere would find those taken).
+    const near = planAddresses(["127.0.0.1"], 1026, 100_000, [], RANGE);
+    expect([0, 4, 8, 12].map((g) => addressOf(near, g).localPort)).toEqual([1024, 1025, 1027, 1028]);
+    const ports = Array.from({ length: 100_000 }, (_, g) => addressOf(p, g).localPort!);
+    expect(Math.max(...ports)).toBeLessThan(RANGE.low);
+  });
+
+  it("addresses — planned ports lie on the larger side outside the ephemeral range, or nowhere", () => {
+    expect(boundPortRange(RANGE)).toEqual({ low: 1024, high: 32767 });
+    expect(boundPortRange({ low: 10_000, high: 20_000 })).toEqual({ low: 20_001, high: 65535 });
+    expect(boundPortRange({ low: 1024, high: 65000 })).toBeUndefined();
+    const p = planAddresses(["127.0.0.1"], 9000, 100_000, [], { low: 1024, high: 65000 });
+    expect(p.hosts[0]!.sources.length).toBe(2);
+    expect(addressOf(p, 0)).toEqual({ host: "127.0.0.1", localAddress: "127.0.0.2" });
+    expect(p.notes[0]).toMatch(/source ports picked by the kernel/);
   });
 
   it("addresses — a remote host is not spread but warned about; given addresses are used round-robin", () => {
