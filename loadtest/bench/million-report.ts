@@ -76,6 +76,9 @@ export function errorsOf(r: MillionResult): number {
   return c.lost + c.duplicated + c.outOfOrder + c.connectFailures + c.reconnects + c.subErrors + n(c.dropped) + n(c.slowConsumerClosed) + (r.cut ? 1 : 0);
 }
 
+/** A steady rate as people read it: `1/s`, `2/s`, or `1 per 39 s` under one a second. */
+export const rateText = (rate: number): string => (rate >= 1 ? `${f(rate, 2)}/s` : `1 per ${f(1 / rate)} s`);
+
 const f = (n: number, d = 0): string => n.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d });
 
 export function millionReport(r: MillionResult): string {
@@ -94,7 +97,7 @@ export function millionReport(r: MillionResult): string {
     "",
     "| clients | errors | connect all, s | gateway RSS per connection | kernel per socket | one message to all: p50 / p99 / max ms | gateway CPU for it | steady: msgs at rate, seconds behind | steady p99 / max ms |",
     "|---:|---:|---:|---:|---:|---|---:|---|---|",
-    `| ${f(r.clients)} | ${errorsOf(r)} | ${f(r.connectS, 1)} | **${f(r.rss.perConnB)} B** | ${f(k.perSocketB)} B | **${f(r.one.p50Ms)} / ${f(r.one.p99Ms)} / ${f(r.one.maxMs)}** | ${f(r.one.gatewayCpuS, 2)} s (${f(r.one.usPerDelivery, 2)} µs per delivery) | ${r.steady.messages} at ${r.steady.rate}/s, **${r.steady.secondsOverGap}** | ${f(r.steady.p99Ms)} / ${f(r.steady.maxMs)} |`,
+    `| ${f(r.clients)} | ${errorsOf(r)} | ${f(r.connectS, 1)} | **${f(r.rss.perConnB)} B** | ${f(k.perSocketB)} B | **${f(r.one.p50Ms)} / ${f(r.one.p99Ms)} / ${f(r.one.maxMs)}** | ${f(r.one.gatewayCpuS, 2)} s (${f(r.one.usPerDelivery, 2)} µs per delivery) | ${r.steady.messages} at ${rateText(r.steady.rate)}, **${r.steady.secondsOverGap}** | ${f(r.steady.p99Ms)} / ${f(r.steady.maxMs)} |`,
     "",
     `- **Deliveries**: ${f(r.counts.received)} of ${f(r.counts.expected)} expected; lost ${r.counts.lost}, duplicated ${r.counts.duplicated}, out of order ${r.counts.outOfOrder}; ` +
       `connect failures ${r.counts.connectFailures}, reconnects ${r.counts.reconnects}, subscribe errors ${r.counts.subErrors}; the gateway dropped ${r.counts.dropped}, ` +

@@ -7,7 +7,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from
 import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
 import type { MillionResult } from "../bench/million-report.js";
-import { errorsOf } from "../bench/million-report.js";
+import { errorsOf, rateText } from "../bench/million-report.js";
 import { readCosts } from "./costs.js";
 import { predictBench, type BenchPrediction } from "./model.js";
 
@@ -52,7 +52,7 @@ export function validationTable(rows: ValidationRow[]): string {
       const m = r.measured;
       return (
         `| ${f(r.clients)} | ${p.workers} | ${f(p.gatewayRssMB)} / ${f(m.gatewayRssMB)} / ${e(p.gatewayRssMB, m.gatewayRssMB)} | ` +
-        `${f(p.kernelMB)} / ${f(m.kernelMB)} / ${e(p.kernelMB, m.kernelMB)} | ${m.rate === 1 ? "1/s" : `1 per ${f(1 / m.rate)} s`} | ${f(p.steadyCpuPct, 1)} / ${f(m.steadyCpuPct, 1)} / ${e(p.steadyCpuPct, m.steadyCpuPct)} | ` +
+        `${f(p.kernelMB)} / ${f(m.kernelMB)} / ${e(p.kernelMB, m.kernelMB)} | ${rateText(m.rate)} | ${f(p.steadyCpuPct, 1)} / ${f(m.steadyCpuPct, 1)} / ${e(p.steadyCpuPct, m.steadyCpuPct)} | ` +
         `${m.errors} | ${m.load} | ${r.costsFrom} | ${r.report} |`
       );
     }),
