@@ -12,9 +12,9 @@
 // ratio is the median, and every round's ratios are listed.
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import { Agent, request } from "node:http";
 import type WebSocket from "ws";
 import { fmt } from "./common.js";
+import { httpPublisher } from "./http-publisher.js";
 import { std } from "../kit/flags.js";
 import { defineBench, KEEP_RUNNING, runBench } from "../kit/main.js";
 import { appendSection, reportPath } from "../kit/results.js";
@@ -194,45 +194,25 @@ type RunResult = {
 
 /** Publishes `total` messages over HTTP at `rate`/s to channels picked by `pick`; counts 201s. */
 async function httpPublish(port: number, total: number, rate: number, pick: () => string): Promise<RunResult["publish"]> {
-  const agent = new Agent({ keepAlive: true, maxSockets: 16 });
+  const pub = httpPublisher(`http://127.0.0.1:${port}`);
   let ok = 0;
   let failed = 0;
   const failSamples: string[] = [];
   const inflight = new Set<Promise<void>>();
   const one = (channel: string, n: number): Promise<void> =>
-    new Promise<void>((res) => {
-      const body = `{"n":${n},"t":${Date.now()}}`;
-      const req = request(
-        {
-          host: "127.0.0.1",
-          port,
-          method: "POST",
-          path: `/v1/publish/${channel}`,
-          agent,
-          headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
-          timeout: 10_000,
-        },
-        (r) => {
-          let text = "";
-          r.on("data", (d: Buffer) => (text += d.toString()));
-          r.on("end", () => {
-            if (r.statusCode === 201) ok++;
-            else {
-              failed++;
-              if (failSamples.length < 5) failSamples.push(`${r.statusCode} ${text.slice(0, 200)}`);
-            }
-            res();
-          });
-        },
-      );
-      req.on("timeout", () => req.destroy(new Error("timeout")));
-      req.on("error", (e) => {
+    pub.publish(channel, `{"n":${n},"t":${Date.now()}}`).then(
+      (r) => {
+        if (r.status === 201) ok++;
+        else {
+          failed++;
+          if (failSamples.length < 5) failSamples.push(`${r.status} ${r.text.slice(0, 200)}`);
+        }
+      },
+      (e: Error) => {
         failed++;
         if (failSamples.length < 5) failSamples.push(e.message);
-        res();
-      });
-      req.end(body);
-    });
+      },
+    );
   const perTick = Math.max(1, Math.round(rate / 100));
   const tickMs = rate >= 100 ? 10 : 1000 / rate;
   const t0 = now();
@@ -248,7 +228,7 @@ async function httpPublish(port: number, total: number, rate: number, pick: () =
     await sleep(tickMs);
   }
   await Promise.all(inflight);
-  agent.destroy();
+  pub.close();
   return { attempted: sent, ok, failed, failSamples, seconds: (now() - t0) / 1000 };
 }
 

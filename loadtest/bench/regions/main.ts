@@ -15,9 +15,10 @@ import { jetstream } from "@nats-io/jetstream";
 import { startSupercluster, REGION_NAMES, type RegionName, type Supercluster } from "#testkit/nats-supercluster.js";
 import type { GatewayHandle } from "#testkit/gateway.js";
 import { startRegionGateway, subRetrying } from "#testkit/region-gateway.js";
-import { httpPublish, TestClient } from "#testkit/ws-client.js";
+import { TestClient } from "#testkit/ws-client.js";
 import { waitFor } from "#testkit/wait.js";
 import { guarded } from "../common.js";
+import { httpPublisher } from "../http-publisher.js";
 import { pace } from "../pace.js";
 import { std, type FlagValues } from "../../kit/flags.js";
 import { defineBench, runBench } from "../../kit/main.js";
@@ -78,8 +79,9 @@ async function deliveryLeg(ctx: Ctx, ch: string, rate: number, seconds: number):
   const cb = await socket(ctx, ctx.gw.b!);
   await cb.sub(ch);
   const at = arrivals(cb);
-  // A few first, unmeasured: the first publish opens the HTTP connection.
-  for (let k = 0; k < 5; k++) await httpPublish(ctx.gw.a!.url, ch, { k: -1, t: 0 });
+  // Kept-alive connections; a few first, unmeasured: the first publish opens one.
+  const pub = httpPublisher(ctx.gw.a!.url);
+  for (let k = 0; k < 5; k++) await pub.publish(ch, JSON.stringify({ k: -1, t: 0 }));
   await cb.waitForMsgs(5, 30_000);
   const skip = cb.msgs.length;
   let sent = 0;
@@ -89,7 +91,7 @@ async function deliveryLeg(ctx: Ctx, ch: string, rate: number, seconds: number):
     pace(rate, "even", seconds * 1000, () => {
       const k = sent++;
       inflight.push(
-        httpPublish(ctx.gw.a!.url, ch, { k, t: nowMs() }).then(
+        pub.publish(ch, JSON.stringify({ k, t: nowMs() })).then(
           (r) => void (r.status === 201 || failed++),
           () => void failed++,
         ),
@@ -98,6 +100,7 @@ async function deliveryLeg(ctx: Ctx, ch: string, rate: number, seconds: number):
     setTimeout(done, seconds * 1000 + 50);
   });
   await Promise.all(inflight);
+  pub.close();
   await waitFor(() => cb.msgs.length - skip >= sent - failed || undefined, { timeoutMs: 30_000, what: `${sent - failed} deliveries in b` }).catch(
     () => undefined,
   );
