@@ -50,9 +50,10 @@ describe("chaos — fault-injection run with the delivery checker", () => {
   it("chaos — --regions: a quick run on three regions with region faults loses, duplicates and reorders nothing", async () => {
     const r = await run(["--quick", "--regions", "--seed", "11", "--no-write"], 200_000);
     const why = `${r.out.slice(-6000)}\n${r.err.slice(-3000)}`;
-    // Every count but durableDuplicated: a durable message may come again without its redelivered flag when a
-    // region's only node (holding the R1 consumer) is killed right after delivering it (chaos-findings.md,
-    // finding 7); nothing may be lost, and resuming subscribers may see nothing twice.
+    // Every count but durableDuplicated: when a region's only node (holding the R1 consumer) is killed right
+    // after a delivery, JetStream forgets it; the gateway flags the repeat on the same socket, but one on a new
+    // socket (the client moved meanwhile) can come unflagged (chaos-findings.md, finding 7). Nothing may be
+    // lost, and resuming subscribers may see nothing twice.
     for (const k of COUNTS.filter((c) => c !== "durableDuplicated")) expect(r.summary[k], `${k}\n${why}`).toBe(0);
     expect(r.summary.notCaughtUp, why).toBe(0);
     const kinds = Object.keys(r.summary.faultsByKind as object);

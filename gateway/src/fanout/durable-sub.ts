@@ -9,6 +9,8 @@ import type { FanoutSocket } from "./socket.js";
  */
 export class DurableSub {
   readonly inflight = new Map<number, DurableDelivery>();
+  /** The highest stream seq this socket was sent: a delivery at or below it is a repeat (see `onMessage`). */
+  private highest = 0;
   private feed?: Running;
   private stopped = false;
 
@@ -29,7 +31,13 @@ export class DurableSub {
       return;
     }
     this.inflight.set(d.seq, d);
-    const durable = d.redelivered ? { name: this.spec.durable, redelivered: true, deliveries: d.deliveries } : { name: this.spec.durable };
+    // JetStream's delivery count is one record of a repeat; this socket's own is the other. A consumer hands
+    // out new messages in stream order, so one at or below the highest this socket was sent has been delivered
+    // before (here or to a competing socket) even when the count says first: the consumer's record of that
+    // delivery was lost (an R1 consumer's node killed right after it). `deliveries` is then at least 2.
+    const again = d.redelivered || d.seq <= this.highest;
+    if (d.seq > this.highest) this.highest = d.seq;
+    const durable = again ? { name: this.spec.durable, redelivered: true, deliveries: Math.max(d.deliveries, 2) } : { name: this.spec.durable };
     this.ws.send(this.ws.codec.msg({ channel: d.channel, pattern: this.spec.pattern, seq: d.seq, ts: d.ts, type: d.type, durable }, d.payload));
     this.metrics.framesDelivered.inc();
   }
