@@ -10,6 +10,16 @@ const START_ATTEMPTS = 3;
 
 /** Reserves `count` distinct free TCP ports on 127.0.0.1 (held together, then released). */
 export async function pickFreePorts(count: number): Promise<number[]> {
+  const held = await holdFreePorts(count);
+  await held.release();
+  return held.ports;
+}
+
+/**
+ * Holds `count` distinct free TCP ports on 127.0.0.1 until `release`: a launcher that opens listeners of its
+ * own on port 0 (link proxies) does so while they are held, so the kernel cannot hand it one of them.
+ */
+export async function holdFreePorts(count: number): Promise<{ ports: number[]; release(): Promise<void> }> {
   const servers = await Promise.all(
     Array.from(
       { length: count },
@@ -21,9 +31,10 @@ export async function pickFreePorts(count: number): Promise<number[]> {
         }),
     ),
   );
-  const ports = servers.map((s) => (s.address() as AddressInfo).port);
-  await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
-  return ports;
+  return {
+    ports: servers.map((s) => (s.address() as AddressInfo).port),
+    release: async () => void (await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))))),
+  };
 }
 
 /**

@@ -9,7 +9,7 @@
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { getJson, healthy, natsProcess, pickFreePorts, startWithPortRetry } from "./nats-node.js";
+import { getJson, healthy, holdFreePorts, natsProcess, startWithPortRetry, type NatsProcess } from "./nats-node.js";
 import { startTcpProxy, type TcpProxy } from "./tcp-proxy.js";
 import { waitFor } from "./wait.js";
 import { PACKAGE_ROOT } from "../src/config/config.js";
@@ -75,15 +75,21 @@ export async function startSupercluster(opts: SuperclusterOptions = {}): Promise
   return startWithPortRetry(() => tryStart(opts));
 }
 
+const JOINED = "regions joined by gateways, with one JetStream meta leader";
+
 async function tryStart(opts: SuperclusterOptions): Promise<Supercluster> {
   const readyTimeoutMs = opts.readyTimeoutMs ?? 30_000;
   const dir = mkdtempSync(join(tmpdir(), "fgw-nats-supercluster-"));
   const n = REGION_NAMES.length;
-  const ports = await pickFreePorts(n * 4);
+  // The proxies listen on ports of their own (0) while the nodes' ports are still held: none can take one.
+  const held = await holdFreePorts(n * 4);
+  const ports = held.ports;
   const gatewayPort = (i: number) => ports[2 * n + i]!;
   const proxies = await Promise.all(REGION_NAMES.map((_, i) => startTcpProxy({ host: "127.0.0.1", port: gatewayPort(i) }, { peerOf: gatewayOf })));
+  await held.release();
   const nodes = {} as Record<RegionName, RegionNode>;
   const all: RegionNode[] = [];
+  const procs: NatsProcess[] = [];
   const launchers: (() => void)[] = [];
 
   for (const [i, region] of REGION_NAMES.entries()) {
@@ -110,6 +116,7 @@ async function tryStart(opts: SuperclusterOptions): Promise<Supercluster> {
       env[`NATS_GW_${j + 1}_URL`] = `nats://127.0.0.1:${proxies[j]!.port}`;
     }
     const proc = natsProcess(`of region ${region}`, NATS_REGION_CONF, env);
+    procs.push(proc);
     const node: RegionNode = {
       region,
       port,
@@ -143,22 +150,21 @@ async function tryStart(opts: SuperclusterOptions): Promise<Supercluster> {
     });
   }
 
+  /** The one JetStream meta leader every running region agrees on, once each sees the others' gateways. */
+  const joinedLeader = async (): Promise<string | undefined> => {
+    const up = all.filter((r) => r.running);
+    const leaders = await Promise.all(up.map((r) => joined(r.monitorPort, up.length - 1)));
+    const first = leaders[0];
+    return first && leaders.every((l) => l === first) ? first : undefined;
+  };
+
   const sc: Supercluster = {
     regions: nodes,
     split(x, y, on) {
       nodes[x].links.refuseFrom(y, on);
       nodes[y].links.refuseFrom(x, on);
     },
-    waitJoined: (timeoutMs = readyTimeoutMs) =>
-      waitFor(
-        async () => {
-          const up = all.filter((r) => r.running);
-          const leaders = await Promise.all(up.map((r) => joined(r.monitorPort, up.length - 1)));
-          const first = leaders[0];
-          return first && leaders.every((l) => l === first) ? first : undefined;
-        },
-        { timeoutMs, what: "regions joined by gateways, with one JetStream meta leader" },
-      ),
+    waitJoined: (timeoutMs = readyTimeoutMs) => waitFor(joinedLeader, { timeoutMs, what: JOINED }),
     stop: async () => {
       await Promise.all(all.map((r) => r.stop()));
       await Promise.all(proxies.map((p) => p.close()));
@@ -167,7 +173,17 @@ async function tryStart(opts: SuperclusterOptions): Promise<Supercluster> {
   };
   try {
     for (const l of launchers) l();
-    await sc.waitJoined();
+    // At the start every node must run: one that exited (a port taken between the pick and its bind) fails
+    // the start at once with its stderr, and startWithPortRetry tries again on other ports.
+    await waitFor(
+      () => {
+        procs.forEach((p) => {
+          if (!p.running) throw p.exitedError();
+        });
+        return joinedLeader();
+      },
+      { timeoutMs: readyTimeoutMs, what: JOINED },
+    );
   } catch (e) {
     await sc.stop();
     throw e;

@@ -56,7 +56,8 @@ async function allArrived(what: string) {
 beforeAll(async () => {
   cluster = await startNatsCluster();
   nc = await connect({ servers: cluster.urls, name: "events-replicas-test", reconnectTimeWait: 100, maxReconnectAttempts: -1 });
-  jsm = await jetstreamManager(nc, { timeout: 5_000 });
+  // A cluster just formed on a busy machine can take more than 5 s to create the first streams.
+  jsm = await jetstreamManager(nc, { timeout: 15_000 });
   // What a gateway from before replicated events leaves behind: each asset on one node, the webhook's consumer, one stored event.
   const old = { ...EVENTS, maxBytes: -1, replicas: 1 };
   await ensureEventsStream(jsm, old, log);
