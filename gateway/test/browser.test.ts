@@ -167,9 +167,10 @@ describe("browser — the live page in headless Chromium", () => {
     const [channel, pattern] = [`occ.${id}.room`, `top.${id}.>`];
     const asked: string[] = [];
     const onRequest = (r: Request) => void (r.url().includes("/v1/server/occupancy") && asked.push(decodeURIComponent(new URL(r.url()).search)));
-    page.on("request", onRequest);
     await page.goto(`${gw.url}/`);
     await page.waitForSelector("#conn-state[data-state=connected]", { timeout: 10_000 });
+    // Listened from here: the previous test's page may still ask for its own channel until the new one has loaded.
+    page.on("request", onRequest);
     await subscribeInPage(channel);
     await subscribeInPage(pattern);
 
