@@ -125,15 +125,21 @@ export function buildFrames(pattern: string, messages: readonly StoredMsg[], ver
   return out;
 }
 
+/** 2^42 ms (the year 2109): below it the spacing of doubles is at most 2^-11 ms, under half a µs. */
+const TS_DIGITS_MAX_MS = 2 ** 42;
+
 /**
  * Writes a `msg` frame at `b[o..]` (room for prefix + FRAME_SLACK + payload needed); returns the offset after
  * it, or -1 when the frame must take the general path (a payload that is not JSON, a timestamp with more
  * than three decimals).
  */
 function writeMsgFrame(b: Buffer, o: number, prefix: Buffer, seq: number, ts: number, payload: Uint8Array): number {
-  // Millisecond timestamps with at most three decimals (the broker's µs) are written digit by digit.
+  // Millisecond timestamps with at most three decimals (the broker's µs) are written digit by digit, below
+  // TS_DIGITS_MAX_MS only: there doubles lie closer than half a µs, so the three decimals are the shortest text
+  // that reads back as `ts`, which is what JavaScript writes. Above it (after the year 2109) one double can stand
+  // for two µs values and JavaScript may write fewer digits (8860848215536.28, not .279): the general path.
   const us = Math.round(ts * 1_000);
-  if (!isJsonPayload(payload) || us / 1_000 !== ts || !Number.isSafeInteger(seq) || us < 0 || !Number.isSafeInteger(us)) return -1;
+  if (!isJsonPayload(payload) || us / 1_000 !== ts || !Number.isSafeInteger(seq) || us < 0 || ts >= TS_DIGITS_MAX_MS) return -1;
   b.set(prefix, o);
   o = writeUint(b, o + prefix.length, seq);
   o = writeAscii(b, o, TS_KEY);
