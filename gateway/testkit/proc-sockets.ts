@@ -51,22 +51,25 @@ export function pidsHoldingInodes(pids: number[], inodes: string[]): number[] {
   });
 }
 
-/** How many established connections to `port` each of `pids` holds the server side of. */
+/** How many established connections to `port` each of `pids` holds the server side of (/proc/net/tcp read once). */
 export function connectionsPerPid(pids: number[], port: number): Map<number, number> {
-  return new Map(pids.map((pid) => [pid, clientPortsHeldBy(pid, port).length]));
+  const sockets = serverSockets(port);
+  return new Map(pids.map((pid) => [pid, portsHeld(pid, sockets).length]));
 }
 
 /** The client ports of the established connections to `port` whose server side `pid` holds. */
 export function clientPortsHeldBy(pid: number, port: number): number[] {
+  return portsHeld(pid, serverSockets(port));
+}
+
+function portsHeld(pid: number, sockets: { inode: string; clientPort: number }[]): number[] {
   let held: Set<string>;
   try {
     held = new Set(readdirSync(`/proc/${pid}/fd`).map((fd) => linkOf(pid, fd)));
   } catch {
     return [];
   }
-  return serverSockets(port)
-    .filter((s) => held.has(`socket:[${s.inode}]`))
-    .map((s) => s.clientPort);
+  return sockets.filter((s) => held.has(`socket:[${s.inode}]`)).map((s) => s.clientPort);
 }
 
 function linkOf(pid: number, fd: string): string {

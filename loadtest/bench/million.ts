@@ -6,7 +6,7 @@
 // A process may hold at most 20,000 open files here, so the gateway gets one worker per 18,000 clients, started
 // WORKER_START_WAVE at a time, and sub-cluster as many processes. As root it takes a network namespace of its
 // own (netns.ts). Writes loadtest/results/million.md and million.json; the JSON is also the last line printed.
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { childPids, fmt, guarded, startNats, until } from "./common.js";
@@ -14,6 +14,7 @@ import { inOwnNetns } from "./netns.js";
 import { memoryGuard, perSocket, readKernelMem } from "./kernel-mem.js";
 import { groupStat, loadAvg, procStat, revision, scrapeMetrics } from "./scale-kit.js";
 import { errorsOf, millionReport, type MillionResult, type Phase } from "./million-report.js";
+import { fdsOf } from "../soak/sampler.js";
 import { std } from "../kit/flags.js";
 import { defineBench, runBench } from "../kit/main.js";
 import { commandLine, reportPath, sibling, writeReport } from "../kit/results.js";
@@ -92,13 +93,7 @@ const rssOf = (pids: number[]): number => groupStat(pids).rssBytes;
 
 /** Open files of each worker (its sockets and about 30 more): the fewest and the most, and the count per worker. */
 function filesPerWorker(pids: number[]): { min: number; max: number; each: number[] } {
-  const each = pids.map((p) => {
-    try {
-      return readdirSync(`/proc/${p}/fd`).length;
-    } catch {
-      return 0;
-    }
-  });
+  const each = pids.map((p) => fdsOf(p) || 0); // 0 for a worker gone meanwhile
   return { min: Math.min(...each), max: Math.max(...each), each };
 }
 

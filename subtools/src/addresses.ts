@@ -59,8 +59,6 @@ export type HostPlan = {
   clients: number;
   sources: readonly (string | undefined)[];
   firstPort?: number;
-  lastPort?: number;
-  perSource?: number;
   serverPort?: number;
 };
 
@@ -108,7 +106,7 @@ export function planAddresses(
         `(~${fmt(Math.ceil(clients / n))} each, ${bound ? `source ports from ${bound.low} up on each, outside the ephemeral range` : "source ports picked by the kernel"}): one source/destination address pair has ${fmt(rangeSize(range))} ephemeral ports (${range.low}–${range.high}), and 127.0.0.1's are left to other programs`,
     );
     if (!bound) return { host, clients, sources };
-    return { host, clients, sources, firstPort: bound.low, lastPort: bound.high, perSource: Math.ceil(clients / n), serverPort: port };
+    return { host, clients, sources, firstPort: bound.low, serverPort: port };
   });
   return { hosts: plans, notes, warnings };
 }
@@ -129,16 +127,6 @@ export function addressOf(plan: AddressPlan, g: number): { host: string; localAd
   let port = hp.firstPort + j;
   if (hp.serverPort !== undefined && port >= hp.serverPort) port++;
   return { host: hp.host, localAddress, localPort: port };
-}
-
-/** The process's open-files limit (soft), or null where it cannot be read. */
-export function openFilesLimit(): number | null {
-  try {
-    const m = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync("/proc/self/limits", "utf8"));
-    return m ? (m[1] === "unlimited" ? Infinity : Number(m[1])) : null;
-  } catch {
-    return null;
-  }
 }
 
 const fmt = (n: number): string => n.toLocaleString("en-US");

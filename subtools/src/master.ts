@@ -9,7 +9,8 @@ import { ensureNative, startProc, type WorkerProc } from "./procs.js";
 import { CpuMeter, CpuTrack, fmtOffset, LatencyStats, measureGatewayClock, measureRedisClock, safeHostId, type ClockEstimate } from "./shared/mod.js";
 import { addCounts, addTally, clockStatus, emptyCounts, type ClockSection, type SubResult } from "./result.js";
 import { TAG, liveLine, reportLines } from "./report.js";
-import { openFilesLimit, planAddresses, type AddressPlan } from "./addresses.js";
+import { planAddresses, type AddressPlan } from "./addresses.js";
+import { openFilesLimit } from "../../gateway/src/limits/listen-gate.js";
 import type { PublisherClock } from "./receiver.js";
 
 const FINAL_TIMEOUT_MS = 30_000;
@@ -81,7 +82,7 @@ export async function runMaster(opts: SubOptions, io: MasterIO = { log: (l) => c
   for (const n of plan.notes) note(n);
   for (const w of plan.warnings) note(`WARNING: ${w}`);
   const fdLimit = openFilesLimit();
-  if (fdLimit !== null && opts.clientsPerProcess + 64 > fdLimit) {
+  if (fdLimit !== undefined && opts.clientsPerProcess + 64 > fdLimit) {
     note(
       `WARNING: each process is to hold ${opts.clientsPerProcess} connections but may open only ${fdLimit} files (ulimit -n): expect EMFILE; use -c ${Math.ceil(clients / (fdLimit - 64))} or more processes`,
     );
