@@ -10,7 +10,7 @@ import { Centrifuge as CentrifugeProtobuf } from "centrifuge/build/protobuf";
 import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
-import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { startGateway, waitForNewEpoch, type GatewayHandle } from "#testkit/gateway.js";
 import { AUDIENCE, ISSUER, SECRET, sign } from "#testkit/auth.js";
 import { HookBackend } from "#testkit/hook-backend.js";
 import { startTcpProxy, type TcpProxy } from "#testkit/tcp-proxy.js";
@@ -187,12 +187,10 @@ describe.each(FORMATS)("centrifuge door — the JavaScript SDK over $name", (f) 
     proxy.refuse(true);
     await waitFor(() => c.state !== "connected" || undefined, { what: "the client to see the link down" });
     const old = await jsm.streams.info("FANOUT_CHANNELS");
+    const from = gw.logs.length;
     await jsm.streams.delete("FANOUT_CHANNELS");
     await jsm.streams.add(old.config);
-    await waitFor(() => gw.logs.filter((l) => l.role === "worker" && String(l.msg).startsWith("stream was recreated")).length >= 2 || undefined, {
-      what: "both workers saw the new stream",
-      timeoutMs: 20_000,
-    });
+    await waitForNewEpoch(gw, "FANOUT_CHANNELS", from);
     proxy.refuse(false);
     await waitFor(() => got.subscribed.length === 2 || undefined, { what: "the resubscribe", timeoutMs: 20_000 });
     expect(got.subscribed[1]).toMatchObject({ wasRecovering: true, recovered: false });

@@ -8,7 +8,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
-import { CLI, startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { CLI, startGateway, waitForNewEpoch, type GatewayHandle } from "#testkit/gateway.js";
 import { httpPublish, TestClient } from "#testkit/ws-client.js";
 import { SseReader } from "#testkit/sse-client.js";
 import { waitFor } from "#testkit/wait.js";
@@ -591,12 +591,7 @@ describe("namespaces — a recreated namespace stream", () => {
     });
     expect(await onChat.waitClosed(15_000)).toBe(1012);
     // Both workers heard of the new epoch (each logs it), so a socket they would close is closed by now.
-    await waitFor(
-      () => gw.logs.slice(from).filter((l) => l.msg?.startsWith("stream was recreated") && l.stream === "FANOUT_CHANNELS_CHAT").length >= 2 || undefined,
-      {
-        what: "both workers saw the new epoch",
-      },
-    );
+    await waitForNewEpoch(gw, "FANOUT_CHANNELS_CHAT", from);
     // The default stream's subscriber stays, and still gets its messages.
     expect(onOther.open).toBe(true);
     const seq = (await httpPublish(gw.url, otherCh, { still: true })).body.seq as number;

@@ -4,7 +4,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "#testkit/nats-server.js";
-import { childPids, startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { childPids, startGateway, waitForNewEpoch, type GatewayHandle } from "#testkit/gateway.js";
 import { connectionInodes, pidsHoldingInodes } from "#testkit/proc-sockets.js";
 import { httpPublish } from "#testkit/ws-client.js";
 import { SseReader } from "#testkit/sse-client.js";
@@ -265,15 +265,13 @@ describe("sse — the stream deleted and created again", () => {
     await r.waitForSeqs(2);
     const old = await jsm.streams.info("FANOUT_CHANNELS");
     expect(r.lastEventId).toBe(`${old.created}:${seqs[1]}`);
+    const from = gw.logs.length;
     await jsm.streams.delete("FANOUT_CHANNELS");
     await jsm.streams.add(old.config);
     await waitFor(() => r.ended || undefined, { what: "the stream's end", timeoutMs: 20_000 });
     expect(r.complete).toBe(true);
     // Both workers have seen the new epoch (each ends its streams when it does).
-    await waitFor(() => gw.logs.filter((l) => l.role === "worker" && String(l.msg).startsWith("stream was recreated")).length >= 2 || undefined, {
-      what: "both workers saw the new stream",
-      timeoutMs: 20_000,
-    });
+    await waitForNewEpoch(gw, "FANOUT_CHANNELS", from);
     const created = (await jsm.streams.info("FANOUT_CHANNELS")).created;
     const fresh = await publishMany(ch, 2, 2);
     const again = await open(events(ch), { "last-event-id": r.lastEventId });

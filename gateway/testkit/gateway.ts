@@ -164,3 +164,30 @@ export async function childPids(pid: number): Promise<number[]> {
     return [];
   }
 }
+
+/**
+ * Waits until every worker of `gw` has logged, at or after log line `from`, that `stream` was recreated (each
+ * worker does once it has read the new epoch). On a timeout the error carries what the workers logged about
+ * the stream since `from`, so a failure says whether an advisory came, or the state read failed.
+ */
+export async function waitForNewEpoch(gw: GatewayHandle, stream: string, from: number, timeoutMs = 20_000): Promise<void> {
+  const about = () => gw.logs.slice(from).filter((l) => l.role === "worker" && l.stream === stream);
+  const workers = gw.workerPids().length;
+  try {
+    await waitFor(
+      () =>
+        new Set(
+          about()
+            .filter((l) => String(l.msg).startsWith("stream was recreated"))
+            .map((l) => l.pid),
+        ).size >= workers || undefined,
+      {
+        what: `all ${workers} workers to see ${stream} recreated`,
+        timeoutMs,
+      },
+    );
+  } catch (e) {
+    const seen = about().map((l) => `${String(l.pid)}: ${String(l.msg)}${l.err ? ` (${JSON.stringify(l.err)})` : ""}`);
+    throw new Error(`${(e as Error).message}; the workers logged about ${stream}: ${seen.length ? seen.join(" | ") : "nothing"}`, { cause: e });
+  }
+}

@@ -11,6 +11,10 @@ import type { NatsSecurity } from "./nats-security.js";
 import { guarded } from "../../util/guarded.js";
 import { mirrorName } from "./regions.js";
 
+/** A failed stream state read is asked again this many times, after 250 ms, 0.5, 1, 2, 4 and 8 s. */
+const STATE_RETRIES = 6;
+const STATE_RETRY_MS = 250;
+
 /** Which stream a part serves: the default one, or a namespace's. */
 export type PartSpec = {
   /** The stream's name. */
@@ -54,6 +58,8 @@ export class StreamPart {
   private epoch_?: string;
   /** The broker is closing (the worker drains): what fails from here on failed because of it. */
   private closed = false;
+  /** A stream state read after an advisory failed: it is asked again (STATE_RETRIES times at most). */
+  private retry?: NodeJS.Timeout;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -116,12 +122,17 @@ export class StreamPart {
     );
   }
 
-  /** Every live feed reads what it may have missed; a recreated stream (new epoch) restarts them instead. */
-  resyncFeeds(why: "reconnect" | "leader"): void {
+  /**
+   * Every live feed reads what it may have missed; a recreated stream (new epoch) restarts them instead. When the
+   * stream's state cannot be read (a slow or restarting server), the feeds repair from their position and the
+   * read is tried again with backoff, so that a new epoch an advisory announced is not missed until the next one.
+   */
+  resyncFeeds(why: "reconnect" | "leader", tries = 0): void {
     if (this.closed) return;
     const stream = this.spec.stream;
     this.replay.state().then(
       (st) => {
+        this.clearRetry();
         const was = this.epoch_;
         this.epoch_ = st.epoch;
         if (was !== undefined && st.epoch !== was) {
@@ -135,14 +146,31 @@ export class StreamPart {
       (e) => {
         // A read the closing connection cut (DrainingConnectionError) is the worker's own doing, not a fault.
         if (this.closed) return this.opts.log.debug({ err: e, why, stream }, "stream state read ended by the shutdown");
-        this.opts.log.warn({ err: e, why, stream }, "stream state unavailable; live feeds repair from their position");
+        this.opts.log.warn({ err: e, why, stream, tries }, "stream state unavailable; live feeds repair from their position");
         for (const f of this.liveFeeds) f.resync(why);
+        // One retry pending at a time: a second failure while it waits changes nothing.
+        if (tries >= STATE_RETRIES || this.retry) return;
+        const timer = setTimeout(
+          () => {
+            this.retry = undefined;
+            this.resyncFeeds(why, tries + 1);
+          },
+          STATE_RETRY_MS * 2 ** tries,
+        );
+        timer.unref();
+        this.retry = timer;
       },
     );
   }
 
+  private clearRetry(): void {
+    if (this.retry) clearTimeout(this.retry);
+    this.retry = undefined;
+  }
+
   close(): void {
     this.closed = true;
+    this.clearRetry();
     this.replay.close();
   }
 }
