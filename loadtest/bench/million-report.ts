@@ -25,6 +25,9 @@ export type MillionResult = {
   workers: number;
   procs: number;
   wave: number;
+  /** BENCH_NODE_ARGS: node options of every gateway process (e.g. `--max-semi-space-size=1`); the clients' connect ramp, per second (0: none). Absent in older runs. */
+  nodeArgs?: string[];
+  ramp?: number;
   /**
    * The workers' connection cap (WORKER_MAX_CONNECTIONS; `cap` as the workers logged it, undefined when off),
    * net.ipv4.tcp_migrate_req in the bench's namespace, each worker's open files once every client subscribed,
@@ -44,7 +47,28 @@ export type MillionResult = {
   /** Before any socket: the primary's and each worker's RSS, and the primary's fan-in of every worker's metrics. */
   idle: { primaryMB: number; workerMeanMB: number; workerMaxMB: number; metricsMs: number; metricsBytes: number; statsMs: number; metricsConnectedMs: number };
   /** The gateway's node processes before and after the sockets; the client processes and nats-server after. */
-  rss: { idleMB: number; connectedMB: number; perConnB: number; heapPerConnB: number; clientsMB: number; natsMB: number };
+  rss: {
+    idleMB: number;
+    connectedMB: number;
+    perConnB: number;
+    heapPerConnB: number;
+    clientsMB: number;
+    natsMB: number;
+    /**
+     * The same right after a full collection in every gateway process (idle, then connected): what the sockets
+     * keep alive. Steadier from run to run than RSS as found, which also holds uncollected garbage. Absent in
+     * runs before it was measured.
+     */
+    gc?: {
+      idleMB: number;
+      connectedMB: number;
+      perConnB: number;
+      /** The JS heap in use, the heap committed (in use or not), and the young generation's share of it. */
+      heapPerConnB: number;
+      heapCommittedPerConnB: number;
+      youngPerConnB: number;
+    };
+  };
   kernel: KernelPerSocket & { availableBeforeMB: number; availableConnectedMB: number };
   /** The gateway's CPU (% of a core) while holding every socket with nothing to send. */
   idleCpuPct: number;
@@ -93,11 +117,14 @@ export function millionReport(r: MillionResult): string {
     "",
     `Measured ${r.at.slice(0, 16).replace("T", " ")} UTC by \`${r.command}\` (${r.revision}) on ${r.cores} cores${r.netns ? " in a network namespace of its own" : ""}, ` +
       `load average ${r.load} at the end: gateway (${r.workers} workers, started ${r.wave || "all"} at a time), nats-server and ${r.procs} client processes of the ` +
-      `native engine (\`sub-cluster --engine native\`), all on this machine, one channel.`,
+      `native engine (\`sub-cluster --engine native\`), all on this machine, one channel` +
+      (r.ramp ? `; clients connected at ${f(r.ramp)} a second` : "") +
+      (r.nodeArgs?.length ? `; gateway processes ran with \`${r.nodeArgs.join(" ")}\`` : "") +
+      ".",
     "",
-    "| clients | errors | connect all, s | gateway RSS per connection | kernel per socket | one message to all: p50 / p99 / max ms | gateway CPU for it | steady: msgs at rate, seconds behind | steady p99 / max ms |",
+    "| clients | errors | connect all, s | gateway RSS per connection: as found / after a full GC | kernel per socket | one message to all: p50 / p99 / max ms | gateway CPU for it | steady: msgs at rate, seconds behind | steady p99 / max ms |",
     "|---:|---:|---:|---:|---:|---|---:|---|---|",
-    `| ${f(r.clients)} | ${errorsOf(r)} | ${f(r.connectS, 1)} | **${f(r.rss.perConnB)} B** | ${f(k.perSocketB)} B | **${f(r.one.p50Ms)} / ${f(r.one.p99Ms)} / ${f(r.one.maxMs)}** | ${f(r.one.gatewayCpuS, 2)} s (${f(r.one.usPerDelivery, 2)} µs per delivery) | ${r.steady.messages} at ${rateText(r.steady.rate)}, **${r.steady.secondsOverGap}** | ${f(r.steady.p99Ms)} / ${f(r.steady.maxMs)} |`,
+    `| ${f(r.clients)} | ${errorsOf(r)} | ${f(r.connectS, 1)} | **${f(r.rss.perConnB)} / ${r.rss.gc ? f(r.rss.gc.perConnB) : "–"} B** | ${f(k.perSocketB)} B | **${f(r.one.p50Ms)} / ${f(r.one.p99Ms)} / ${f(r.one.maxMs)}** | ${f(r.one.gatewayCpuS, 2)} s (${f(r.one.usPerDelivery, 2)} µs per delivery) | ${r.steady.messages} at ${rateText(r.steady.rate)}, **${r.steady.secondsOverGap}** | ${f(r.steady.p99Ms)} / ${f(r.steady.maxMs)} |`,
     "",
     `- **Deliveries**: ${f(r.counts.received)} of ${f(r.counts.expected)} expected; lost ${r.counts.lost}, duplicated ${r.counts.duplicated}, out of order ${r.counts.outOfOrder}; ` +
       `connect failures ${r.counts.connectFailures}, reconnects ${r.counts.reconnects}, subscribe errors ${r.counts.subErrors}; the gateway dropped ${r.counts.dropped}, ` +
@@ -107,7 +134,13 @@ export function millionReport(r: MillionResult): string {
       `(largest ${f(r.idle.workerMaxMB, 1)} MB). The primary's fan-in of ${r.workers} workers' metrics: \`/metrics\` ${f(r.idle.metricsMs)} ms (${f(r.idle.metricsBytes / 1024)} KB), ` +
       `\`/v1/stats\` ${f(r.idle.statsMs)} ms, \`/metrics\` with every socket open ${f(r.idle.metricsConnectedMs)} ms.`,
     `- **Memory**: the gateway's node processes ${f(r.rss.idleMB)} → ${f(r.rss.connectedMB)} MB (RSS from /proc, before the sockets and once it settled after the last one subscribed), ` +
-      `${f(r.rss.perConnB)} B per connection, of which the workers' JS heap in use ${f(r.rss.heapPerConnB)} B (fanout_worker_state). Kernel: ${f(k.perSocketB)} B per socket over ${f(k.sockets)} TCP sockets (both ends of each connection are on this machine): ` +
+      `${f(r.rss.perConnB)} B per connection, of which the workers' JS heap in use ${f(r.rss.heapPerConnB)} B (fanout_worker_state).` +
+      (r.rss.gc
+        ? ` After a full collection in every gateway process (idle and connected): ${f(r.rss.gc.idleMB)} → ${f(r.rss.gc.connectedMB)} MB, **${f(r.rss.gc.perConnB)} B per connection**: ` +
+          `JS heap in use ${f(r.rss.gc.heapPerConnB)} B, heap committed but empty ${f(r.rss.gc.heapCommittedPerConnB - r.rss.gc.heapPerConnB)} B (of the committed heap, the young generation ${f(r.rss.gc.youngPerConnB)} B), ` +
+          `outside the JS heap (uWS.js, malloc) ${f(r.rss.gc.perConnB - r.rss.gc.heapCommittedPerConnB)} B.`
+        : "") +
+      ` Kernel: ${f(k.perSocketB)} B per socket over ${f(k.sockets)} TCP sockets (both ends of each connection are on this machine): ` +
       `slab ${f(k.slabPerSocketB)} B, TCP buffers ${f(k.buffersPerSocketB)} B; by cache ${caches || "(no /proc/slabinfo)"}. ` +
       `The clients' processes held ${f(r.rss.clientsMB)} MB, nats-server ${f(r.rss.natsMB)} MB; available memory ${f(r.kernel.availableBeforeMB)} → ${f(r.kernel.availableConnectedMB)} MB.`,
     `- **Idle**: holding every socket with nothing to send cost the gateway ${f(r.idleCpuPct, 1)} % of a core (5 s window).`,

@@ -6,9 +6,9 @@
 // A process may hold at most 20,000 open files here, so the gateway gets one worker per 18,000 clients, started
 // WORKER_START_WAVE at a time, and sub-cluster as many processes. As root it takes a network namespace of its
 // own (netns.ts). Writes loadtest/results/million.md and million.json; the JSON is also the last line printed.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { childPids, fmt, guarded, startNats, until } from "./common.js";
 import { inOwnNetns } from "./netns.js";
 import { memoryGuard, perSocket, readKernelMem } from "./kernel-mem.js";
@@ -20,6 +20,7 @@ import { defineBench, runBench } from "../kit/main.js";
 import { commandLine, reportPath, sibling, writeReport } from "../kit/results.js";
 import { bounded, PUB_CLI, runNode, SUB_CLI, TreeCpu, treePids, type Proc } from "../compare/proc.js";
 import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
+import { PACKAGE_ROOT } from "../../gateway/src/config/config.js";
 import { LatencyStats } from "../../subtools/src/shared/mod.js";
 import type { SubResult } from "../../subtools/src/result.js";
 import type { ProgressLine } from "../../subtools/src/master.js";
@@ -28,6 +29,8 @@ const log = (s: string): void => console.log(`[bench:million] ${s}`);
 const PER_PROCESS = 18_000;
 const CHANNEL = "million.all";
 const NEVER = 1_000_000;
+/** Preloaded into the gateway's processes: SIGUSR2 there runs a full collection (see the file). */
+const GC_ON_SIGNAL = resolve(PACKAGE_ROOT, "loadtest/bench/gc-on-signal.cjs");
 
 const BENCH = defineBench("million", {
   clients: std("clients", { default: 1_000_000, quick: 2_000, help: "WebSocket clients, all subscribed to one channel" }),
@@ -40,6 +43,12 @@ const BENCH = defineBench("million", {
   }),
   workers: std("workers", { help: "gateway workers (default: one per 18,000 clients, at least 2)" }),
   procs: std("procs", { help: "client processes (default: one per 18,000 clients)" }),
+  ramp: {
+    type: "number",
+    min: 0,
+    default: 0,
+    help: "connections opened per second over all client processes (0: as fast as each process's 256 pending connects allow)",
+  },
   wave: { type: "number", integer: true, min: 0, default: 8, help: "gateway workers started at a time (WORKER_START_WAVE; 0: all at once)" },
   "min-free-mb": { type: "number", integer: true, min: 0, default: 1_536, help: "stop the run when the machine's available memory falls under this" },
   "worker-cap": {
@@ -128,6 +137,35 @@ async function settled(pids: () => number[]): Promise<void> {
   ).catch(() => undefined);
 }
 
+/** The gateway's memory right after a full collection in each of its processes, summed (gc-on-signal.cjs). */
+export type Collected = { rss: number; heapTotal: number; heapUsed: number; newSpace: number };
+
+/**
+ * A full collection in each of `pids` (SIGUSR2: gc-on-signal.cjs, preloaded with --expose-gc), and the memory
+ * each reports right after it to `dir`, summed.
+ */
+async function collected(pids: number[], dir: string): Promise<Collected> {
+  const t = Date.now();
+  for (const p of pids) process.kill(p, "SIGUSR2");
+  const read = (p: number): (Collected & { at: number }) | undefined => {
+    try {
+      return JSON.parse(readFileSync(join(dir, `${p}.json`), "utf8")) as Collected & { at: number };
+    } catch {
+      return undefined; // not written yet (or half written: read again)
+    }
+  };
+  const reports = await until(
+    () => {
+      const rs = pids.map(read);
+      return rs.every((r) => r && r.at >= t) ? (rs as Collected[]) : undefined;
+    },
+    120_000,
+    "every gateway process's memory after a full collection",
+  );
+  const sum = (k: keyof Collected): number => reports.reduce((a, r) => a + r[k], 0);
+  return { rss: sum("rss"), heapTotal: sum("heapTotal"), heapUsed: sum("heapUsed"), newSpace: sum("newSpace") };
+}
+
 /** The workers' JS heap in use, summed (fanout_worker_state{what="heap_used_bytes"} of every worker). */
 async function heapUsed(url: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(30_000) })).text();
@@ -160,6 +198,9 @@ runBench(BENCH, async ({ flags: v, argv }) => {
   const askedGapMs = 1000 / v.rate;
   const report = reportPath(v, "million.md");
   const work = mkdtempSync(join(tmpdir(), "fgw-bench-million-"));
+  const gcDir = join(work, "gc");
+  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
+  mkdirSync(gcDir);
   const progressFile = join(work, "progress.jsonl");
   let nats: Awaited<ReturnType<typeof startNats>> | undefined;
   let gw: GatewayHandle | undefined;
@@ -186,11 +227,11 @@ runBench(BENCH, async ({ flags: v, argv }) => {
       natsUrl: nats.url,
       workers,
       // BENCH_NODE_ARGS (e.g. `--max-semi-space-size=1`) reach every gateway process, as in common.ts.
-      nodeArgs: (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean),
+      nodeArgs: [...nodeArgs, "--expose-gc", "--require", GC_ON_SIGNAL],
       logLevel: "info",
       inheritStderr: true,
       readyTimeoutMs: 600_000,
-      env: { PUBLISH_RATE: "-1", WORKER_START_WAVE: String(v.wave), WORKER_MAX_CONNECTIONS: v["worker-cap"] },
+      env: { FGW_GC_REPORT_DIR: gcDir, PUBLISH_RATE: "-1", WORKER_START_WAVE: String(v.wave), WORKER_MAX_CONNECTIONS: v["worker-cap"] },
       args: ["--max-connections-per-ip=-1", "--connect-rate-per-ip=-1", "--frame-rate=-1", "--read-rate-per-ip=-1"],
     });
     const startS = (performance.now() - t0) / 1000;
@@ -206,6 +247,7 @@ runBench(BENCH, async ({ flags: v, argv }) => {
     };
     const rssIdle = rssOf(gwPids());
     const heapIdle = await heapUsed(gw.url);
+    const gcIdle = await collected(gwPids(), gcDir);
     const metricsIdle = await timeGet(`${gw.url}/metrics`);
     const statsIdle = await timeGet(`${gw.url}/v1/stats`);
     log(
@@ -239,6 +281,7 @@ runBench(BENCH, async ({ flags: v, argv }) => {
       "--progress",
       progressFile,
       "--quiet",
+      ...(v.ramp > 0 ? ["--ramp", String(v.ramp)] : []),
     ]);
     const s = sub;
     const failIfGone = (): void => {
@@ -270,6 +313,8 @@ runBench(BENCH, async ({ flags: v, argv }) => {
     const k2 = readKernelMem();
     const rssConnected = rssOf(gwPids());
     const heapConnected = await heapUsed(gw.url);
+    const gcConnected = await collected(gwPids(), gcDir);
+    const perConn = (k: keyof Collected): number => (gcConnected[k] - gcIdle[k]) / total;
     const clientRss = rssOf(clientPids());
     const natsRss = procStat(nats.proc.pid!)?.rssBytes ?? 0;
     const kernel = perSocket(k1, k2, Math.max(1, k2.tcpInUse - k1.tcpInUse));
@@ -278,7 +323,7 @@ runBench(BENCH, async ({ flags: v, argv }) => {
     await new Promise((r) => setTimeout(r, 5_000)); // a fixed idle window: what holding the sockets costs
     const idleCpuPct = idleCpu.end().nodePct;
     log(
-      `gateway RSS ${(rssIdle / 1048576).toFixed(0)} → ${(rssConnected / 1048576).toFixed(0)} MB (${((rssConnected - rssIdle) / total).toFixed(0)} B per connection, of which JS heap ${((heapConnected - heapIdle) / total).toFixed(0)} B); kernel ${kernel.perSocketB.toFixed(0)} B per socket over ${fmt(kernel.sockets)} sockets; idle CPU ${idleCpuPct.toFixed(1)} %`,
+      `gateway RSS ${(rssIdle / 1048576).toFixed(0)} → ${(rssConnected / 1048576).toFixed(0)} MB (${((rssConnected - rssIdle) / total).toFixed(0)} B per connection, of which JS heap ${((heapConnected - heapIdle) / total).toFixed(0)} B); after a full collection ${perConn("rss").toFixed(0)} B per connection (JS heap in use ${perConn("heapUsed").toFixed(0)} B, heap committed ${perConn("heapTotal").toFixed(0)} B of which young generation ${perConn("newSpace").toFixed(0)} B); kernel ${kernel.perSocketB.toFixed(0)} B per socket over ${fmt(kernel.sockets)} sockets; idle CPU ${idleCpuPct.toFixed(1)} %`,
     );
 
     // One message to all: from the publish until the progress lines count every client's delivery.
@@ -359,6 +404,8 @@ runBench(BENCH, async ({ flags: v, argv }) => {
       workers,
       procs,
       wave: v.wave,
+      nodeArgs,
+      ramp: v.ramp,
       cap: {
         setting: v["worker-cap"],
         cap: Number(gw.logs.find((l) => l.msg === "worker ready")?.connectionCap) || undefined,
@@ -375,6 +422,14 @@ runBench(BENCH, async ({ flags: v, argv }) => {
         connectedMB: rssConnected / 1048576,
         perConnB: (rssConnected - rssIdle) / total,
         heapPerConnB: (heapConnected - heapIdle) / total,
+        gc: {
+          idleMB: gcIdle.rss / 1048576,
+          connectedMB: gcConnected.rss / 1048576,
+          perConnB: perConn("rss"),
+          heapPerConnB: perConn("heapUsed"),
+          heapCommittedPerConnB: perConn("heapTotal"),
+          youngPerConnB: perConn("newSpace"),
+        },
         clientsMB: clientRss / 1048576,
         natsMB: natsRss / 1048576,
       },

@@ -14,7 +14,7 @@ const GiB = 2 ** 30;
 const USAGE = `usage: npm run capacity -- model --connections N --channels C --publish-rate R --fanout F [--payload B]
          [--cores-per-instance 16] [--memory-per-instance 32] (GiB) [--fd-limit 1048576] [--utilisation 0.7]
          [--nats-cores 8] [--replicas 3] [--json]
-       npm run capacity -- validate [--points 10000,100000] [--steady 60] [--keep-as-million]`;
+       npm run capacity -- validate [--points 10000,100000] [--steady 60] [--ramp conns-per-s] [--keep-as-million]`;
 
 const f = (n: number, d = 0): string => n.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d });
 const pct = (a: number, b: number): string => `${f((a / b) * 100)} %`;

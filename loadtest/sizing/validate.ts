@@ -69,6 +69,7 @@ export async function runValidation(argv: string[], dirs: { root: string; result
       steady: { type: "string", default: "60" },
       workers: { type: "string" },
       "keep-as-million": { type: "boolean" },
+      ramp: { type: "string" },
     },
   });
   const points = values.points.split(",").map((p) => Number(p.replace(/_/g, "")));
@@ -102,6 +103,7 @@ export async function runValidation(argv: string[], dirs: { root: string; result
         String(p.workers),
         "--steady",
         values.steady,
+        ...(values.ramp ? ["--ramp", values.ramp] : []),
         "--out",
         relative(dirs.root, out), // relative, so the report's command line names no machine's folders
       ],
