@@ -2,7 +2,7 @@
 // and latency per server.
 import type { StageSummary } from "./stages.js";
 
-export const SERVERS = ["gateway", "socketio", "centrifuge", "centrifugo", "uws"] as const;
+export const SERVERS = ["gateway", "socketio", "centrifuge", "centrifugo", "uws", "uws2"] as const;
 export type ServerName = (typeof SERVERS)[number];
 
 export const SERVER_LABEL: Record<ServerName, string> = {
@@ -11,9 +11,24 @@ export const SERVER_LABEL: Record<ServerName, string> = {
   centrifuge: "centrifuge v0.40.1 (Go, memory broker)",
   centrifugo: "Centrifugo v6.9.1 (Go, memory engine, no history, anonymous clients)",
   uws: "bare uWebSockets.js (1 process, no broker): the floor",
+  uws2: "bare uWebSockets.js (2 processes on one port, as the gateway's 2 workers; no broker): the floor at the gateway's shape",
 };
-const SHORT: Record<ServerName, string> = { gateway: "gateway", socketio: "Socket.IO", centrifuge: "centrifuge", centrifugo: "Centrifugo", uws: "bare uWS" };
-const COLORS: Record<ServerName, string> = { gateway: "#2f6fb0", socketio: "#c8553d", centrifuge: "#5a9e4b", centrifugo: "#9b6bb5", uws: "#8a8a8a" };
+const SHORT: Record<ServerName, string> = {
+  gateway: "gateway",
+  socketio: "Socket.IO",
+  centrifuge: "centrifuge",
+  centrifugo: "Centrifugo",
+  uws: "bare uWS",
+  uws2: "bare uWS ×2",
+};
+const COLORS: Record<ServerName, string> = {
+  gateway: "#2f6fb0",
+  socketio: "#c8553d",
+  centrifuge: "#5a9e4b",
+  centrifugo: "#9b6bb5",
+  uws: "#8a8a8a",
+  uws2: "#b5b5b5",
+};
 
 export type PeerRow = {
   server: ServerName;
@@ -99,15 +114,25 @@ export function renderPeersMarkdown(rows: readonly PeerRow[], m: PeersMeta): str
       );
     }
     const notes = group.filter((r) => r.notes.length && r.ok);
-    if (notes.length) {
-      L.push("");
-      for (const r of notes) L.push(`- ${SHORT[r.server]}: ${r.notes.join("; ")}`);
-    }
+    const ratios = cpuRatios(group);
+    if (notes.length || ratios.length) L.push("");
+    for (const r of notes) L.push(`- ${SHORT[r.server]}: ${r.notes.join("; ")}`);
+    for (const x of ratios) L.push(`- Gateway CPU per delivery ÷ ${SHORT[x.floor]}'s: **${x.ratio.toFixed(2)}×**`);
     L.push("");
   }
   L.push("![server CPU per delivery and latency per server](peers.png)");
   L.push("");
   return L.join("\n");
+}
+
+/** The gateway's server CPU per delivery over each bare uWS floor's in the same group (those that ran). */
+export function cpuRatios(group: readonly PeerRow[]): { floor: ServerName; ratio: number }[] {
+  const gw = group.find((r) => r.server === "gateway" && r.ok);
+  if (!gw?.serverUsPerDelivery) return [];
+  return (["uws", "uws2"] as const).flatMap((floor) => {
+    const f = group.find((r) => r.server === floor && r.ok);
+    return f?.serverUsPerDelivery ? [{ floor, ratio: gw.serverUsPerDelivery! / f.serverUsPerDelivery }] : [];
+  });
 }
 
 const esc = (s: string): string => s.replace(/&/g, "&amp;").replace(/</g, "&lt;");

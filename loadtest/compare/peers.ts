@@ -6,6 +6,8 @@
 //   centrifugo  the real Centrifugo v6.9.1 server (.tools/bin/centrifugo, scripts/setup-centrifugo.sh): memory
 //               engine, no history, anonymous clients may subscribe and publish in the namespace `peers`
 //   uws         bare uWebSockets.js in one process, no broker: the floor
+//   uws2        the same in 2 processes on one port (SO_REUSEPORT), a primary numbering the messages: the floor
+//               with the gateway's shape (2 workers), so CPU per delivery compares like with like
 // Per server and row: delivered/expected, latency (p50, p99, MEAN, HARMONIC MEAN), server CPU per delivery
 // (its whole process tree, brokers included, from /proc), RSS idle (clients connected) and peak under load.
 // Writes loadtest/results/peers.md, peers.json and peers.png (--out DIR elsewhere; --quick writes none unless --out).
@@ -97,20 +99,30 @@ async function startServer(name: ServerName, work: string): Promise<Server> {
     }
     case "centrifugo":
       return startCentrifugo(work);
-    case "uws": {
-      const s = await readyProc(process.execPath, [join(PEERS, "uws/server.mjs"), "--port", "0"], "bare uWS server");
+    case "uws":
+    case "uws2": {
+      const procs = name === "uws2" ? ["--procs", "2"] : [];
+      const s = await readyProc(process.execPath, [join(PEERS, "uws/server.mjs"), "--port", "0", ...procs], "bare uWS server");
       return { port: s.port, pid: s.proc.child.pid!, stop: () => s.proc.stop(), extra: [] };
     }
   }
 }
 
-const SUB_TARGET: Record<ServerName, string> = { gateway: "gateway", socketio: "socketio", centrifuge: "centrifuge", centrifugo: "centrifuge", uws: "gateway" };
+const SUB_TARGET: Record<ServerName, string> = {
+  gateway: "gateway",
+  socketio: "socketio",
+  centrifuge: "centrifuge",
+  centrifugo: "centrifuge",
+  uws: "gateway",
+  uws2: "gateway",
+};
 const PUB_TARGET: Record<ServerName, string> = {
   gateway: "gateway-ws",
   socketio: "socketio",
   centrifuge: "centrifuge",
   centrifugo: "centrifuge",
   uws: "gateway-ws",
+  uws2: "gateway-ws",
 };
 
 /** Centrifugo's channels are `namespace:name`: its row's channel is in the namespace its configuration opens. */
