@@ -28,6 +28,8 @@ export type MillionResult = {
   /** BENCH_NODE_ARGS: node options of every gateway process (e.g. `--max-semi-space-size=1`); the clients' connect ramp, per second (0: none). Absent in older runs. */
   nodeArgs?: string[];
   ramp?: number;
+  /** Connection attempts in flight per client process (sub-cluster --max-pending). Absent in older runs. */
+  maxPending?: number;
   /**
    * The workers' connection cap (WORKER_MAX_CONNECTIONS; `cap` as the workers logged it, undefined when off),
    * net.ipv4.tcp_migrate_req in the bench's namespace, each worker's open files once every client subscribed,
@@ -119,6 +121,7 @@ export function millionReport(r: MillionResult): string {
       `load average ${r.load} at the end: gateway (${r.workers} workers, started ${r.wave || "all"} at a time), nats-server and ${r.procs} client processes of the ` +
       `native engine (\`sub-cluster --engine native\`), all on this machine, one channel` +
       (r.ramp ? `; clients connected at ${f(r.ramp)} a second` : "") +
+      (r.maxPending ? `; at most ${f(r.maxPending)} connection attempts in flight per client process` : "") +
       (r.nodeArgs?.length ? `; gateway processes ran with \`${r.nodeArgs.join(" ")}\`` : "") +
       ".",
     "",

@@ -29,6 +29,8 @@ const log = (s: string): void => console.log(`[bench:million] ${s}`);
 const PER_PROCESS = 18_000;
 const CHANNEL = "million.all";
 const NEVER = 1_000_000;
+/** Connection attempts in flight over all client processes, unless --max-pending says per process. */
+const PENDING_BUDGET = 2_048;
 /** Preloaded into the gateway's processes: SIGUSR2 there runs a full collection (see the file). */
 const GC_ON_SIGNAL = resolve(PACKAGE_ROOT, "loadtest/bench/gc-on-signal.cjs");
 
@@ -48,6 +50,13 @@ const BENCH = defineBench("million", {
     min: 0,
     default: 0,
     help: "connections opened per second over all client processes (0: as fast as each process's 256 pending connects allow)",
+  },
+  "max-pending": {
+    type: "number",
+    integer: true,
+    min: 0,
+    default: 0,
+    help: `connection attempts in flight per client process (0: ${PENDING_BUDGET} over all processes, 16 to 256 each, so that an attempt waits about a second, not past the client's 10 s deadline)`,
   },
   wave: { type: "number", integer: true, min: 0, default: 8, help: "gateway workers started at a time (WORKER_START_WAVE; 0: all at once)" },
   "min-free-mb": { type: "number", integer: true, min: 0, default: 1_536, help: "stop the run when the machine's available memory falls under this" },
@@ -194,6 +203,7 @@ runBench(BENCH, async ({ flags: v, argv }) => {
   const procs = v.procs ?? Math.max(1, Math.ceil(v.clients / PER_PROCESS));
   const workers = v.workers ?? Math.max(2, Math.ceil(v.clients / PER_PROCESS));
   const per = Math.ceil(v.clients / procs);
+  const maxPending = v["max-pending"] || Math.min(256, Math.max(16, Math.floor(PENDING_BUDGET / procs)));
   const total = per * procs;
   const askedGapMs = 1000 / v.rate;
   const report = reportPath(v, "million.md");
@@ -282,6 +292,8 @@ runBench(BENCH, async ({ flags: v, argv }) => {
       progressFile,
       "--quiet",
       ...(v.ramp > 0 ? ["--ramp", String(v.ramp)] : []),
+      "--max-pending",
+      String(maxPending),
     ]);
     const s = sub;
     const failIfGone = (): void => {
@@ -406,6 +418,7 @@ runBench(BENCH, async ({ flags: v, argv }) => {
       wave: v.wave,
       nodeArgs,
       ramp: v.ramp,
+      maxPending,
       cap: {
         setting: v["worker-cap"],
         cap: Number(gw.logs.find((l) => l.msg === "worker ready")?.connectionCap) || undefined,

@@ -35,6 +35,7 @@ type subOptions struct {
 	From              json.RawMessage `json:"from"`
 	Expect            *int64          `json:"expect"`
 	Ramp              float64         `json:"ramp"`
+	MaxPending        int             `json:"maxPending"`
 }
 
 type toWorker struct {

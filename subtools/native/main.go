@@ -18,7 +18,8 @@ import (
 	"time"
 )
 
-const maxPendingConnects = 256
+// defaultMaxPending: connection attempts in flight per process when the options give none (--max-pending).
+const defaultMaxPending = 256
 const closeBound = 5 * time.Second
 
 func nowNs() int64 { return time.Now().UnixNano() }
@@ -175,8 +176,16 @@ func (w *worker) newClient(i int) *client {
 	return c
 }
 
+// maxPending is how many connection attempts may be in flight at once in this process.
+func (w *worker) maxPending() int {
+	if w.opts.MaxPending > 0 {
+		return w.opts.MaxPending
+	}
+	return defaultMaxPending
+}
+
 func (w *worker) enterGate(c *client) {
-	if w.inFlight < maxPendingConnects {
+	if w.inFlight < w.maxPending() {
 		w.inFlight++
 		w.connect(c)
 	} else {
@@ -478,7 +487,7 @@ func (w *worker) run(lines <-chan []byte, send func(*fromWorker)) {
 			if perProcessRate > 0 {
 				allowed = int(float64(nowNs()-t0)/1e9*perProcessRate) + 1
 			} else {
-				room = maxPendingConnects*2 - len(w.gateQueue)
+				room = w.maxPending()*2 - len(w.gateQueue)
 			}
 			for opened := 0; len(w.clients) < w.opts.ClientsPerProcess && len(w.clients) < allowed && opened < room; opened++ {
 				c := w.newClient(len(w.clients))

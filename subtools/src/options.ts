@@ -24,6 +24,12 @@ export type SubOptions = Readonly<{
   idleS: number;
   /** Connections per second for the whole run (spread over processes); 0 = as fast as the cap allows. */
   ramp: number;
+  /**
+   * Connection attempts (connect and upgrade) in flight per process, at most. With many processes against a busy
+   * server, fewer keep each attempt's wait under the client's 10 s deadline: what waits in flight over all
+   * processes, divided by what the server accepts a second, is how long each attempt takes.
+   */
+  maxPending: number;
   from: FromSpec | null;
   /** Expected messages per client, or null. */
   expect: number | null;
@@ -47,10 +53,12 @@ export type SubOptions = Readonly<{
 export const DEFAULT_PORTS: Record<SubTarget, number> = { gateway: 9000, redis: 6379, nats: 4222, socketio: 3000, centrifuge: 8000 };
 export const DEFAULT_CHANNEL = "bench.x";
 export const DEFAULT_IDLE_S = 10;
+/** Connection attempts in flight per process unless --max-pending says otherwise. */
+export const DEFAULT_MAX_PENDING = 256;
 
 export const SUB_USAGE = `usage: sub-cluster [-c processes] [-n clients-per-process] [-H host[,host…]] [-p port]
                    [--channel name …] [--target gateway|redis|nats|socketio|centrifuge] [--engine lean|ws|native]
-                   [-d seconds] [--idle seconds] [--ramp conns-per-s] [--from all|SEQ|last:N] [--expect N]
+                   [-d seconds] [--idle seconds] [--ramp conns-per-s] [--max-pending N] [--from all|SEQ|last:N] [--expect N]
                    [--local-address a[,b…]] [--no-clock] [--json FILE] [--progress FILE] [--quiet]
        sub-cluster merge [--accept-unknown-offsets] a.json b.json …`;
 
@@ -104,6 +112,7 @@ export function parseSubOptions(argv: readonly string[]): SubOptions {
       duration: { type: "string", short: "d" },
       idle: { type: "string" },
       ramp: { type: "string" },
+      "max-pending": { type: "string" },
       from: { type: "string" },
       expect: { type: "string" },
       json: { type: "string" },
@@ -137,6 +146,7 @@ export function parseSubOptions(argv: readonly string[]): SubOptions {
     durationS: num("-d", values.duration, 0),
     idleS: num("--idle", values.idle, DEFAULT_IDLE_S),
     ramp: num("--ramp", values.ramp, 0),
+    maxPending: int("--max-pending", values["max-pending"], DEFAULT_MAX_PENDING, 1),
     from,
     expect: values.expect === undefined ? null : int("--expect", values.expect, 0, 0),
     json: values.json ?? null,

@@ -1,4 +1,4 @@
-// One sub-cluster process: opens its share of clients (ramped, at most MAX_PENDING_CONNECTS attempts in
+// One sub-cluster process: opens its share of clients (ramped, at most --max-pending attempts in
 // flight), ships a window of latencies and its running totals to the master every second, and reports
 // before it closes anything when told to stop — or when it is about to die.
 import type { SubOptions } from "./options.js";
@@ -14,8 +14,6 @@ import { CentrifugeClient } from "./clients/centrifuge.js";
 import { RedisClient } from "./clients/redis.js";
 import { NatsClient } from "./clients/nats.js";
 
-/** Connection attempts in flight at once per process (keeps listen backlogs from overflowing). */
-const MAX_PENDING_CONNECTS = 256;
 /** How long closing the clients may take after the final report. */
 const CLOSE_BOUND_MS = 5_000;
 
@@ -38,7 +36,8 @@ export class SubWorker implements ClientEvents {
   private readonly clients: SubClient[] = [];
   private readonly rx: Receiver;
   private readonly cpu = new CpuMeter();
-  private readonly gate = new ConnectGate(MAX_PENDING_CONNECTS);
+  /** Connection attempts in flight at once (--max-pending): keeps listen backlogs from overflowing. */
+  private readonly gate: ConnectGate;
   private connected = 0;
   private peakConnected = 0;
   private connectFailures = 0;
@@ -59,6 +58,7 @@ export class SubWorker implements ClientEvents {
   ) {
     // Replay from the start means every sequence from 1 is owed to the client.
     this.rx = new Receiver(opts.from === "all", clockOffsetUs);
+    this.gate = new ConnectGate(opts.maxPending);
   }
 
   start(): void {
@@ -70,7 +70,7 @@ export class SubWorker implements ClientEvents {
       if (this.stopped) return;
       const allowed = perProcessRate > 0 ? Math.floor(((performance.now() - t0) / 1000) * perProcessRate) + 1 : Infinity;
       // Without a ramp, clients are created as the gate lets attempts through, so none waits in its queue long.
-      const room = perProcessRate > 0 ? Infinity : MAX_PENDING_CONNECTS * 2 - this.gate.waiting;
+      const room = perProcessRate > 0 ? Infinity : opts.maxPending * 2 - this.gate.waiting;
       let opened = 0;
       while (this.clients.length < opts.clientsPerProcess && this.clients.length < allowed && opened < room) {
         this.open(this.clients.length);

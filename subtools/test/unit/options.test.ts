@@ -23,6 +23,12 @@ describe("sub-cluster options", () => {
     expect(parseSubOptions(["--from", "last:5"]).from).toEqual({ last: 5 });
   });
 
+  it("sub-cluster options — connection attempts in flight per process: 256 unless --max-pending says", () => {
+    expect(parseSubOptions([]).maxPending).toBe(256);
+    expect(parseSubOptions(["--max-pending", "36"]).maxPending).toBe(36);
+    expect(() => parseSubOptions(["--max-pending", "0"])).toThrow(/--max-pending/);
+  });
+
   it("sub-cluster options — bad values are refused with a reason", () => {
     expect(() => parseSubOptions(["-c", "0"])).toThrow(UsageError);
     expect(() => parseSubOptions(["-n", "ten"])).toThrow(/-n must be an integer/);
