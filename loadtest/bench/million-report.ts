@@ -28,6 +28,8 @@ export type MillionResult = {
   /** BENCH_NODE_ARGS: node options of every gateway process (e.g. `--max-semi-space-size=1`); the clients' connect ramp, per second (0: none). Absent in older runs. */
   nodeArgs?: string[];
   ramp?: number;
+  /** The baseline measured first in the same run: bare uWebSockets.js in one process with some of the same clients. */
+  floor?: { clients: number; idleMB: number; perConnB: number };
   /** Connection attempts in flight per client process (sub-cluster --max-pending). Absent in older runs. */
   maxPending?: number;
   /**
@@ -142,6 +144,9 @@ export function millionReport(r: MillionResult): string {
         ? ` After a full collection in every gateway process (idle and connected): ${f(r.rss.gc.idleMB)} → ${f(r.rss.gc.connectedMB)} MB, **${f(r.rss.gc.perConnB)} B per connection**: ` +
           `JS heap in use ${f(r.rss.gc.heapPerConnB)} B, heap committed but empty ${f(r.rss.gc.heapCommittedPerConnB - r.rss.gc.heapPerConnB)} B (of the committed heap, the young generation ${f(r.rss.gc.youngPerConnB)} B), ` +
           `outside the JS heap (uWS.js, malloc) ${f(r.rss.gc.perConnB - r.rss.gc.heapCommittedPerConnB)} B.`
+        : "") +
+      (r.floor
+        ? ` Bare uWebSockets.js in one process, measured first in this run with ${f(r.floor.clients)} of the same clients, held a socket for ${f(r.floor.perConnB)} B: the gateway's RSS per connection is **${f(r.rss.perConnB / r.floor.perConnB, 2)}×** it.`
         : "") +
       ` Kernel: ${f(k.perSocketB)} B per socket over ${f(k.sockets)} TCP sockets (both ends of each connection are on this machine): ` +
       `slab ${f(k.slabPerSocketB)} B, TCP buffers ${f(k.buffersPerSocketB)} B; by cache ${caches || "(no /proc/slabinfo)"}. ` +

@@ -15,6 +15,7 @@ import { memoryGuard, perSocket, readKernelMem } from "./kernel-mem.js";
 import { groupStat, loadAvg, procStat, revision, scrapeMetrics } from "./scale-kit.js";
 import { errorsOf, millionReport, type MillionResult, type Phase } from "./million-report.js";
 import { fdsOf } from "../soak/sampler.js";
+import { FLOOR_MAX_CLIENTS, uwsFloor, type Floor } from "./uws-floor.js";
 import { std } from "../kit/flags.js";
 import { defineBench, runBench } from "../kit/main.js";
 import { commandLine, reportPath, sibling, writeReport } from "../kit/results.js";
@@ -70,6 +71,10 @@ const BENCH = defineBench("million", {
     help: "leave net.ipv4.tcp_migrate_req at 0 in the bench's namespace: connections queued at a worker that closes its listener at its cap are reset (the client retries) instead of moved to another worker",
   },
   "no-netns": { type: "boolean", help: "stay in this network namespace (as root the bench takes one of its own)" },
+  "no-floor": {
+    type: "boolean",
+    help: `skip the baseline: bare uWebSockets.js in one process holding up to ${FLOOR_MAX_CLIENTS.toLocaleString("en-US")} of the same clients, measured first, whose RSS per connection the gateway's is reported against`,
+  },
   out: std("out", { help: "the report's file (default loadtest/results/million.md, and .json beside it)" }),
   "no-write": std("no-write"),
   quick: std("quick"),
@@ -230,6 +235,11 @@ runBench(BENCH, async ({ flags: v, argv }) => {
   };
 
   return guarded(log, 45 * 60_000, cleanup, async () => {
+    let floor: Floor | undefined;
+    if (!v["no-floor"]) {
+      floor = await uwsFloor(Math.min(total, FLOOR_MAX_CLIENTS), work, nodeArgs);
+      log(`baseline: bare uWebSockets.js holds ${fmt(floor.clients)} sockets for ${floor.perConnB.toFixed(0)} B each`);
+    }
     const k0 = readKernelMem();
     nats = await startNats();
     const t0 = performance.now();
@@ -419,6 +429,7 @@ runBench(BENCH, async ({ flags: v, argv }) => {
       nodeArgs,
       ramp: v.ramp,
       maxPending,
+      ...(floor ? { floor } : {}),
       cap: {
         setting: v["worker-cap"],
         cap: Number(gw.logs.find((l) => l.msg === "worker ready")?.connectionCap) || undefined,
