@@ -57,13 +57,50 @@ export function costsOf(m: MillionResult, pub: { gatewayUs: number; natsUs: numb
   };
 }
 
+/** A worker's CPU and the CPU per delivery, as fitted by `fitCpu`. */
+export type CpuFit = { idleCoresPerWorker: number; usPerDelivery: number; runs: number };
+
+/**
+ * The gateway's CPU in the steady phases of `runs`, fitted by least squares as `workers × a + deliveries/s × b`:
+ * `a` a worker's share (cores), `b` a delivery's (µs). One run cannot tell the two apart: its idle window
+ * overstates what a worker costs once it is busy (on a saturated machine idle work and deliveries do not
+ * add up), so the fit needs three runs or more, of two worker counts or more; undefined otherwise, or when
+ * either figure comes out negative.
+ */
+export function fitCpu(runs: readonly MillionResult[]): CpuFit | undefined {
+  const pts = runs.map((r) => ({ w: r.workers, d: r.steady.rate * r.clients, y: r.steady.gatewayCpuPct / 100 }));
+  if (pts.length < 3 || new Set(pts.map((p) => p.w)).size < 2) return undefined;
+  let ww = 0,
+    wd = 0,
+    dd = 0,
+    wy = 0,
+    dy = 0;
+  for (const p of pts) {
+    ww += p.w * p.w;
+    wd += p.w * p.d;
+    dd += p.d * p.d;
+    wy += p.w * p.y;
+    dy += p.d * p.y;
+  }
+  const det = ww * dd - wd * wd;
+  if (det === 0) return undefined;
+  const a = (wy * dd - wd * dy) / det;
+  const b = (ww * dy - wd * wy) / det;
+  if (!(a >= 0 && b > 0)) return undefined;
+  return { idleCoresPerWorker: a, usPerDelivery: b * 1e6, runs: pts.length };
+}
+
 /**
  * Reads the costs from `dir` (loadtest/results): the newest bench:million result (`exclude`: files a validation
  * is about to measure) and the newest bench:publish section; or what is missing and which bench makes it.
  */
 export function readCosts(dir: string, root: string, exclude: string[] = []): CostsRead {
   const missing: string[] = [];
-  const million = millionResults(dir).find((x) => !exclude.includes(x.file));
+  // Each run once (million.json is often a copy of a validation run), without the files about to be measured.
+  const runs = millionResults(dir)
+    .filter((x) => !exclude.includes(x.file))
+    .filter((x, i, all) => all.findIndex((y) => y.r.at === x.r.at) === i);
+  const million = runs[0];
   if (!million)
     missing.push(
       "memory per connection and per socket, idle and per-delivery CPU: `npm run bench -- million --clients 100000` writes loadtest/results/million.json",
@@ -72,8 +109,9 @@ export function readCosts(dir: string, root: string, exclude: string[] = []): Co
   const pub = existsSync(pubFile) ? publishCosts(readFileSync(pubFile, "utf8")) : undefined;
   if (!pub) missing.push("gateway and nats-server CPU per publish: `npm run bench:publish` writes loadtest/results/publish.md");
   if (!million || !pub) return { missing };
+  const cpu = fitCpu(runs.map((x) => x.r));
   return {
-    costs: costsOf(million.r, pub),
+    costs: { ...costsOf(million.r, pub), ...(cpu ? { idleCoresPerWorker: cpu.idleCoresPerWorker, usPerDelivery: cpu.usPerDelivery } : {}) },
     sources: [
       {
         file: relative(root, million.file),
@@ -81,6 +119,7 @@ export function readCosts(dir: string, root: string, exclude: string[] = []): Co
         what: `bench:million at ${million.r.clients.toLocaleString("en-US")} clients, ${million.r.workers} workers`,
       },
       { file: relative(root, pubFile), at: pub.at, what: "bench:publish, HTTP publish over 64 connections" },
+      ...(cpu ? [{ file: relative(root, dir), at: million.r.at, what: `CPU per worker and per delivery fitted over ${cpu.runs} bench:million runs` }] : []),
     ],
   };
 }

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { natsPlan, plan, predictBench, type Costs, type Shape, type Workload } from "../../sizing/model.js";
-import { costsOf, publishCosts, readCosts } from "../../sizing/costs.js";
+import { costsOf, fitCpu, publishCosts, readCosts } from "../../sizing/costs.js";
 import { errorOf } from "../../sizing/validate.js";
 import type { MillionResult } from "../../bench/million-report.js";
 
@@ -129,5 +129,46 @@ describe("capacity model — costs read from the results", () => {
     expect("costs" in read && read.sources[0]!.file).toBe("validation/million-10000.json");
     const without = readCosts(dir, dir, [join(dir, "validation/million-10000.json")]);
     expect("costs" in without && without.sources[0]!.file).toBe("million.json");
+  });
+
+  /** A run whose steady phase cost `workers × a + deliveries/s × b` exactly. */
+  const run = (at: string, workers: number, clients: number, rate: number, a = 0.006, bUs = 20): MillionResult =>
+    ({
+      ...million,
+      at,
+      workers,
+      clients,
+      steady: { ...million.steady, rate, gatewayCpuPct: (workers * a + (clients * rate * bUs) / 1e6) * 100 },
+    }) as MillionResult;
+
+  it("CPU: a least-squares fit over the runs finds a worker's share and a delivery's cost apart", () => {
+    const runs = [run("a", 2, 10_000, 1), run("b", 6, 100_000, 1 / 3), run("c", 40, 500_000, 1 / 16)];
+    const fit = fitCpu(runs)!;
+    expect(fit.idleCoresPerWorker).toBeCloseTo(0.006, 9);
+    expect(fit.usPerDelivery).toBeCloseTo(20, 6);
+    expect(fit.runs).toBe(3);
+    // Fewer than three runs, or one worker count only: no fit.
+    expect(fitCpu(runs.slice(0, 2))).toBeUndefined();
+    expect(fitCpu([run("a", 6, 10_000, 1), run("b", 6, 100_000, 0.5), run("c", 6, 50_000, 1)])).toBeUndefined();
+  });
+
+  it("readCosts takes CPU from the fit over every run once (million.json is a copy), memory from the newest", () => {
+    const dir = mkdtempSync(join(tmpdir(), "sizing-"));
+    writeFileSync(join(dir, "publish.md"), publish);
+    mkdirSync(join(dir, "validation"));
+    const newest = run("2026-11-28T15:00:00.000Z", 40, 500_000, 1 / 16);
+    writeFileSync(join(dir, "million.json"), JSON.stringify(newest));
+    writeFileSync(join(dir, "validation/million-500000.json"), JSON.stringify(newest));
+    writeFileSync(join(dir, "validation/million-10000.json"), JSON.stringify(run("2026-11-28T13:00:00.000Z", 2, 10_000, 1)));
+    const two = readCosts(dir, dir);
+    // Two distinct runs: no fit, one run's figures.
+    expect("costs" in two && two.costs.usPerDelivery).toBeCloseTo(costsOf(newest, { gatewayUs: 24, natsUs: 11.5 }).usPerDelivery, 9);
+    writeFileSync(join(dir, "validation/million-100000.json"), JSON.stringify(run("2026-11-28T14:00:00.000Z", 6, 100_000, 1 / 3)));
+    const read = readCosts(dir, dir);
+    if (!("costs" in read)) throw new Error("costs missing");
+    expect(read.costs.usPerDelivery).toBeCloseTo(20, 6);
+    expect(read.costs.idleCoresPerWorker).toBeCloseTo(0.006, 9);
+    expect(read.costs.gatewayBytesPerConn).toBe(newest.rss.perConnB);
+    expect(read.sources.at(-1)!.what).toBe("CPU per worker and per delivery fitted over 3 bench:million runs");
   });
 });
