@@ -9,10 +9,10 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { childPids, fmt, guarded, startNats, until } from "./common.js";
+import { childPids, fmt, guarded, ROOT, startNats, until } from "./common.js";
 import { inOwnNetns } from "./netns.js";
 import { memoryGuard, perSocket, readKernelMem } from "./kernel-mem.js";
-import { groupStat, loadAvg, procStat, revision, scrapeMetrics } from "./scale-kit.js";
+import { groupStat, loadAvg, procStat, progressLines, revision, scrapeMetrics, settledRss } from "./scale-kit.js";
 import { errorsOf, millionReport, type MillionResult, type Phase } from "./million-report.js";
 import { fdsOf } from "../soak/sampler.js";
 import { FLOOR_MAX_CLIENTS, uwsFloor, type Floor } from "./uws-floor.js";
@@ -21,7 +21,6 @@ import { defineBench, runBench } from "../kit/main.js";
 import { commandLine, reportPath, sibling, writeReport } from "../kit/results.js";
 import { bounded, PUB_CLI, runNode, SUB_CLI, TreeCpu, treePids, type Proc } from "../compare/proc.js";
 import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
-import { PACKAGE_ROOT } from "../../gateway/src/config/config.js";
 import { LatencyStats } from "../../subtools/src/shared/mod.js";
 import type { SubResult } from "../../subtools/src/result.js";
 import type { ProgressLine } from "../../subtools/src/master.js";
@@ -33,7 +32,7 @@ const NEVER = 1_000_000;
 /** Connection attempts in flight over all client processes, unless --max-pending says per process. */
 const PENDING_BUDGET = 2_048;
 /** Preloaded into the gateway's processes: SIGUSR2 there runs a full collection (see the file). */
-const GC_ON_SIGNAL = resolve(PACKAGE_ROOT, "loadtest/bench/gc-on-signal.cjs");
+const GC_ON_SIGNAL = resolve(ROOT, "loadtest/bench/gc-on-signal.cjs");
 
 const BENCH = defineBench("million", {
   clients: std("clients", { default: 1_000_000, quick: 2_000, help: "WebSocket clients, all subscribed to one channel" }),
@@ -50,7 +49,7 @@ const BENCH = defineBench("million", {
     type: "number",
     min: 0,
     default: 0,
-    help: "connections opened per second over all client processes (0: as fast as each process's 256 pending connects allow)",
+    help: "connections opened per second over all client processes (0: as fast as each process's attempts in flight, --max-pending, allow)",
   },
   "max-pending": {
     type: "number",
@@ -79,18 +78,6 @@ const BENCH = defineBench("million", {
   "no-write": std("no-write"),
   quick: std("quick"),
 });
-
-/** The progress file's lines so far (sub-cluster appends one a second). */
-function progress(file: string): ProgressLine[] {
-  try {
-    return readFileSync(file, "utf8")
-      .split("\n")
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as ProgressLine);
-  } catch {
-    return [];
-  }
-}
 
 /** The latency windows of progress lines [from, to), added up, with the largest window maximum per line. */
 function phaseOf(lines: ProgressLine[], from: number, to: number, gapMs: number): Phase {
@@ -135,24 +122,8 @@ function migrateQueued(on: boolean): number | undefined {
   }
 }
 
-/** Waits until the summed RSS of `pids()` moves less than 1 % between two samples a second apart (at most 20 s). */
-async function settled(pids: () => number[]): Promise<void> {
-  let last = rssOf(pids());
-  const t0 = performance.now();
-  await until(
-    () => {
-      const now = rssOf(pids());
-      const still = Math.abs(now - last) < last * 0.01;
-      last = now;
-      return still || performance.now() - t0 > 20_000 || undefined;
-    },
-    30_000,
-    "memory settled",
-  ).catch(() => undefined);
-}
-
 /** The gateway's memory right after a full collection in each of its processes, summed (gc-on-signal.cjs). */
-export type Collected = { rss: number; heapTotal: number; heapUsed: number; newSpace: number };
+type Collected = { rss: number; heapTotal: number; heapUsed: number; newSpace: number };
 
 /**
  * A full collection in each of `pids` (SIGUSR2: gc-on-signal.cjs, preloaded with --expose-gc), and the memory
@@ -257,7 +228,7 @@ runBench(BENCH, async ({ flags: v, argv }) => {
     const startS = (performance.now() - t0) / 1000;
     const gwPid = gw.process.pid!;
     const gwPids = (): number[] => treePids(gwPid);
-    await settled(gwPids);
+    await settledRss(gwPids);
     const workerPids = childPids(gwPid);
     const workerRss = workerPids.map((p) => procStat(p)?.rssBytes ?? 0);
     const idle = {
@@ -314,7 +285,7 @@ runBench(BENCH, async ({ flags: v, argv }) => {
     await until(
       () => {
         failIfGone();
-        const last = progress(progressFile).at(-1);
+        const last = progressLines(progressFile).at(-1);
         if (last && performance.now() - shown > 15_000) {
           shown = performance.now();
           log(`  ${last.s.toFixed(0)} s: ${fmt(last.connected)} subscribed; available memory ${(readKernelMem().availableB / 2 ** 30).toFixed(1)} GiB`);
@@ -331,7 +302,7 @@ runBench(BENCH, async ({ flags: v, argv }) => {
     const full = (await scrapeMetrics(gw.url, 120_000)).fanout_workers_full ?? NaN;
     log(`${fmt(total)} clients subscribed in ${connectS.toFixed(1)} s; open files per worker ${fmt(spread.min)} to ${fmt(spread.max)}`);
     const clientPids = (): number[] => treePids(s.child.pid!).slice(1);
-    await settled(() => [...gwPids(), ...clientPids()]);
+    await settledRss(() => [...gwPids(), ...clientPids()]);
     const k2 = readKernelMem();
     const rssConnected = rssOf(gwPids());
     const heapConnected = await heapUsed(gw.url);
@@ -349,14 +320,14 @@ runBench(BENCH, async ({ flags: v, argv }) => {
     );
 
     // One message to all: from the publish until the progress lines count every client's delivery.
-    const lines0 = progress(progressFile).length;
+    const lines0 = progressLines(progressFile).length;
     const cpu1 = new TreeCpu(gwPid).start();
     const natsCpu1 = new TreeCpu(nats.proc.pid!).start();
     const pub1 = runNode([PUB_CLI, "-t", "1000", "-n", "1", "-c", "1", "-p", "1", "--port", String(gw.port), "--channel", CHANNEL, "--quiet"]);
     const lines1 = await until(
       () => {
         failIfGone();
-        const ls = progress(progressFile);
+        const ls = progressLines(progressFile);
         return (ls.at(-1)?.received ?? 0) >= total ? ls.length : undefined;
       },
       300_000,
@@ -365,7 +336,7 @@ runBench(BENCH, async ({ flags: v, argv }) => {
     const c1 = cpu1.end();
     const n1 = natsCpu1.end();
     await bounded(pub1, 30_000);
-    const one = phaseOf(progress(progressFile), lines0, lines1, Infinity);
+    const one = phaseOf(progressLines(progressFile), lines0, lines1, Infinity);
     log(`one message to all: p50 ${one.p50Ms.toFixed(0)} / p99 ${one.p99Ms.toFixed(0)} / max ${one.maxMs.toFixed(0)} ms; gateway CPU ${c1.nodeS.toFixed(2)} s`);
 
     // The steady rate: a message every gapMs for --steady seconds. A rate the machine cannot deliver (one message
@@ -399,7 +370,7 @@ runBench(BENCH, async ({ flags: v, argv }) => {
     const allIn = await until(
       () => {
         failIfGone();
-        return (progress(progressFile).at(-1)?.received ?? 0) >= expected || undefined;
+        return (progressLines(progressFile).at(-1)?.received ?? 0) >= expected || undefined;
       },
       (v.steady + 300) * 1000,
       "every steady message delivered to every client",
@@ -408,7 +379,7 @@ runBench(BENCH, async ({ flags: v, argv }) => {
     const n2 = natsCpu2.end();
     await bounded(pub2, 30_000);
     if (lowMemory) throw new Error(lowMemory);
-    const steady = phaseOf(progress(progressFile), lines1, progress(progressFile).length, gapMs);
+    const steady = phaseOf(progressLines(progressFile), lines1, progressLines(progressFile).length, gapMs);
     // sub-cluster runs until told (it has no --expect: the count of steady messages was settled only now).
     s.child.kill("SIGINT");
     const end = await bounded(s, 90_000);

@@ -7,6 +7,7 @@ import WebSocket from "ws";
 import { ROOT, childPids, percentile } from "./common.js";
 import { startGateway, type GatewayHandle } from "#testkit/gateway.js";
 import { startRedisServer } from "#testkit/redis-server.js";
+import type { ProgressLine } from "../../subtools/src/master.js";
 
 export const now = (): number => performance.timeOrigin + performance.now();
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -48,6 +49,23 @@ export function groupStat(pids: number[]): { cpuSec: number; rssBytes: number; a
     alive++;
   }
   return { cpuSec, rssBytes, alive };
+}
+
+/**
+ * Waits until the summed RSS of `pids()` moves less than 1 % between two samples a second apart (for at most
+ * `boundMs`, then goes on with what it has) and returns the last sample.
+ */
+export async function settledRss(pids: () => number[], boundMs = 20_000): Promise<number> {
+  let last = groupStat(pids()).rssBytes;
+  const deadline = performance.now() + boundMs;
+  while (performance.now() < deadline) {
+    await sleep(1_000);
+    const now = groupStat(pids()).rssBytes;
+    const still = Math.abs(now - last) < last * 0.01;
+    last = now;
+    if (still) break;
+  }
+  return last;
 }
 
 /** A gateway's processes: the primary and its workers (its direct children; no embedded broker in these benches). */
@@ -118,6 +136,18 @@ export function gatewayWarnings(gw: GatewayHandle, ignore: RegExp[] = []): { msg
 }
 
 // --- client processes ---
+
+/** The lines of a sub-cluster `--progress` file so far (it appends one a second); none before it exists. */
+export function progressLines(file: string): ProgressLine[] {
+  try {
+    return readFileSync(file, "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as ProgressLine);
+  } catch {
+    return [];
+  }
+}
 
 export type ClientProc = { child: ChildProcess; ask<T>(msg: object, reply: string, timeoutMs: number): Promise<T> };
 

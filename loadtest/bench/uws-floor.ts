@@ -1,12 +1,10 @@
 // bench:million's baseline, measured in the same run: what bare uWebSockets.js (loadtest/peers/uws/server.mjs,
 // one process, no broker; each socket subscribed to one topic) holds per connection, with the same native
 // clients. The gateway's RSS per connection is reported against it.
-import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { ROOT, until } from "./common.js";
-import { procStat } from "./scale-kit.js";
+import { procStat, progressLines, settledRss } from "./scale-kit.js";
 import { runNode, SUB_CLI, type Proc } from "../compare/proc.js";
-import type { ProgressLine } from "../../subtools/src/master.js";
 
 const SERVER = resolve(ROOT, "loadtest/peers/uws/server.mjs");
 /** One process holds at most this many here (20,000 open files a process). */
@@ -52,25 +50,12 @@ export async function uwsFloor(clients: number, work: string, nodeArgs: string[]
     await until(
       () => {
         if (s.child.exitCode !== null) throw new Error(`sub-cluster exited early: ${s.out().slice(-1500)}`);
-        const last = readFileSync(progress, { encoding: "utf8", flag: "a+" }).trim().split("\n").filter(Boolean).at(-1);
-        return last && (JSON.parse(last) as ProgressLine).connected >= clients ? true : undefined;
+        return (progressLines(progress).at(-1)?.connected ?? 0) >= clients || undefined;
       },
       120_000,
       `${clients} clients on the bare uWS server`,
     );
-    // Settled: RSS moves less than 1 % between two samples a second apart.
-    let last = rssOf(pid);
-    await until(
-      async () => {
-        await new Promise((r) => setTimeout(r, 1_000));
-        const now = rssOf(pid);
-        const still = Math.abs(now - last) < last * 0.01;
-        last = now;
-        return still || undefined;
-      },
-      30_000,
-      "the bare uWS server's memory settled",
-    ).catch(() => undefined);
+    const last = await settledRss(() => [pid]);
     return { clients, idleMB: idle / 1048576, perConnB: (last - idle) / clients };
   } finally {
     await sub?.stop(5_000);
